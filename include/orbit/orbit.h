@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * orbit/orbit.h: the whole public API of liborbit. One header per concept
+ * is included below; include this one.
+ */
+#ifndef ORBIT_ORBIT_H
+#define ORBIT_ORBIT_H
+
+#include <orbit/common.h>
+#include <orbit/error.h>
+/* ORBIT-HEADERS: one line per concept header, kept sorted. */
+
+#endif /* ORBIT_ORBIT_H */

@@ -9,5 +9,6 @@
 #include <orbit/common.h>
 #include <orbit/error.h>
 /* ORBIT-HEADERS: one line per concept header, kept sorted. */
+#include <orbit/executor.h>
 
 #endif /* ORBIT_ORBIT_H */

@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/unit/test_segment.c: the segment layer (DESIGN.md "The fleet and its
+ * segments"): creation, every documented open error, the creator killed
+ * while initialising, permissions, symlinks, random bytes, bounds checks.
+ */
+#include "orbit_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <orbit/error.h>
+#include "shm/segment.h"
+
+#define BODY_BYTES 4096u
+
+static int init_pattern(void *body, uint64_t n, void *arg)
+{
+	memset(body, 0x5a, (size_t)n);
+	return 0;
+}
+
+static struct orbit_seg_spec spec_of(uint32_t kind, uint32_t version, uint64_t fp)
+{
+	struct orbit_seg_spec s = {
+		.kind = kind,
+		.layout_version = version,
+		.total_bytes = ORBIT_SEG_HEADER_BYTES + BODY_BYTES,
+		.fingerprint = fp,
+		.init = init_pattern,
+	};
+	return s;
+}
+
+static const uint64_t fp_words[] = { 1, 2, 3 };
+
+static struct orbit_seg_spec default_spec(void)
+{
+	return spec_of(ORBIT_SEG_KIND_TEST, 1, orbit__seg_fingerprint(fp_words, 3));
+}
+
+static char fleet[64];
+
+static int setup(void **state)
+{
+	orbit_test_fleet(fleet, sizeof(fleet), "seg");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	orbit__seg_unlink(fleet, "s");
+	return 0;
+}
+
+static int create_default(orbit_seg_t *seg)
+{
+	struct orbit_seg_spec sp = default_spec();
+	struct orbit_seg_opts o = { .how = ORBIT_SEG_CREATE };
+	return orbit__seg_open(seg, fleet, "s", &sp, &o);
+}
+
+static int open_with(const struct orbit_seg_spec *sp, orbit_seg_t *seg)
+{
+	struct orbit_seg_opts o = { .how = ORBIT_SEG_OPEN, .init_timeout_ms = 200 };
+	return orbit__seg_open(seg, fleet, "s", sp, &o);
+}
+
+static void test_create_then_open_sees_body(void **state)
+{
+	orbit_seg_t a, b;
+	struct orbit_seg_spec sp = default_spec();
+
+	assert_int_equal(create_default(&a), 0);
+	assert_true(a.created);
+	assert_int_equal(open_with(&sp, &b), 0);
+	assert_false(b.created);
+	assert_int_equal(b.size, ORBIT_SEG_HEADER_BYTES + BODY_BYTES);
+	assert_int_equal(((unsigned char *)orbit__seg_body(&b))[17], 0x5a);
+	assert_int_equal(orbit__seg_header(&b)->kind, ORBIT_SEG_KIND_TEST);
+	assert_true(orbit__seg_header(&b)->epoch_ns > 0);
+	/* both mappings are the same memory */
+	((unsigned char *)orbit__seg_body(&a))[5] = 7;
+	assert_int_equal(((unsigned char *)orbit__seg_body(&b))[5], 7);
+	orbit__seg_close(&a);
+	orbit__seg_close(&b);
+}
+
+static void test_create_twice_is_eexist_and_missing_is_enoent(void **state)
+{
+	orbit_seg_t a, b;
+	struct orbit_seg_spec sp = default_spec();
+
+	assert_int_equal(open_with(&sp, &a), -ENOENT);
+	assert_int_equal(create_default(&a), 0);
+	assert_int_equal(create_default(&b), -EEXIST);
+	orbit__seg_close(&a);
+}
+
+static void test_open_or_create_races_to_one_segment(void **state)
+{
+	struct orbit_seg_spec sp = default_spec();
+	struct orbit_seg_opts o = { .how = ORBIT_SEG_OPEN_OR_CREATE };
+	pid_t kids[4];
+
+	for (int i = 0; i < 4; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			orbit_seg_t s;
+			int r = orbit__seg_open(&s, fleet, "s", &sp, &o);
+			if (r == 0)
+				atomic_fetch_add((_Atomic uint32_t *)orbit__seg_body(&s), 1);
+			_exit(r == 0 ? (s.created ? 10 : 0) : 1);
+		}
+	}
+	int created = 0;
+	for (int i = 0; i < 4; i++) {
+		int st = orbit_test_wait(kids[i], 10000);
+		assert_true(st >= 0 && WIFEXITED(st));
+		assert_true(WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 10);
+		created += WEXITSTATUS(st) == 10;
+	}
+	assert_int_equal(created, 1);
+	orbit_seg_t s;
+	assert_int_equal(open_with(&sp, &s), 0);
+	/* every child's increment landed in the one segment: 0x5a5a5a5a + 4 */
+	assert_int_equal(*(uint32_t *)orbit__seg_body(&s), 0x5a5a5a5au + 4);
+	orbit__seg_close(&s);
+}
+
+/* Each wrong header field gets its own documented error, in order. */
+static void test_open_errors_name_the_mismatch(void **state)
+{
+	orbit_seg_t a, b;
+	struct orbit_seg_spec sp;
+
+	assert_int_equal(create_default(&a), 0);
+	sp = spec_of(ORBIT_SEG_KIND_TEST, 2, default_spec().fingerprint);
+	assert_int_equal(open_with(&sp, &b), -ORBIT_EVERSION);
+	sp = spec_of(ORBIT_SEG_KIND_STATS, 1, default_spec().fingerprint);
+	assert_int_equal(open_with(&sp, &b), -ORBIT_EKIND);
+	sp = spec_of(ORBIT_SEG_KIND_TEST, 1, 12345);
+	assert_int_equal(open_with(&sp, &b), -ORBIT_EFINGERPRINT);
+	sp = default_spec();
+	sp.total_bytes += 4096;
+	assert_int_equal(open_with(&sp, &b), -ORBIT_ESIZE);
+	sp = default_spec();
+	orbit__seg_header(&a)->magic ^= 1;
+	assert_int_equal(open_with(&sp, &b), -ORBIT_EMAGIC);
+	orbit__seg_header(&a)->magic ^= 1;
+	orbit__seg_header(&a)->total_bytes = 1ull << 40;
+	assert_int_equal(open_with(&sp, &b), -ORBIT_ESIZE);
+	orbit__seg_close(&a);
+}
+
+static void test_truncated_file_is_esize(void **state)
+{
+	orbit_seg_t a, b;
+	struct orbit_seg_spec sp = default_spec();
+
+	assert_int_equal(create_default(&a), 0);
+	assert_int_equal(ftruncate(a.fd, ORBIT_SEG_HEADER_BYTES + 100), 0);
+	assert_int_equal(open_with(&sp, &b), -ORBIT_ESIZE);
+	orbit__seg_close(&a); /* a's mapping is larger than the file: do not touch it */
+}
+
+static void test_foreign_owner_is_eowner(void **state)
+{
+	orbit_seg_t a, b;
+	struct orbit_seg_spec sp = default_spec();
+
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(create_default(&a), 0);
+	assert_int_equal(fchown(a.fd, 4242, (gid_t)-1), 0);
+	assert_int_equal(open_with(&sp, &b), -ORBIT_EOWNER);
+	orbit__seg_close(&a);
+}
+
+static void test_mode_wider_than_configured_is_emode(void **state)
+{
+	orbit_seg_t a, b;
+	struct orbit_seg_spec sp = default_spec();
+	struct stat st;
+
+	assert_int_equal(create_default(&a), 0);
+	assert_int_equal(fstat(a.fd, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(fchmod(a.fd, 0660), 0);
+	assert_int_equal(open_with(&sp, &b), -ORBIT_EMODE);
+	/* the group option accepts it */
+	struct orbit_seg_opts o = { .how = ORBIT_SEG_OPEN, .mode = 0660 };
+	assert_int_equal(orbit__seg_open(&b, fleet, "s", &sp, &o), 0);
+	orbit__seg_close(&b);
+	/* world bits are never configurable */
+	o.mode = 0666;
+	assert_int_equal(orbit__seg_open(&b, fleet, "s", &sp, &o), -EINVAL);
+	orbit__seg_close(&a);
+}
+
+static void test_group_mode_creates_0660(void **state)
+{
+	orbit_seg_t a;
+	struct orbit_seg_spec sp = default_spec();
+	struct orbit_seg_opts o = { .how = ORBIT_SEG_CREATE, .mode = 0660 };
+	struct stat st;
+	mode_t old = umask(077);
+
+	assert_int_equal(orbit__seg_open(&a, fleet, "s", &sp, &o), 0);
+	umask(old);
+	assert_int_equal(fstat(a.fd, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0660);
+	orbit__seg_close(&a);
+}
+
+static void test_symlink_is_refused(void **state)
+{
+	char path[128], target[128];
+	orbit_seg_t b;
+	struct orbit_seg_spec sp = default_spec();
+
+	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.s", fleet);
+	snprintf(target, sizeof(target), "/dev/shm/orbit.%s.target", fleet);
+	int fd = open(target, O_CREAT | O_RDWR, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(open_with(&sp, &b), -ELOOP);
+	unlink(path);
+	unlink(target);
+}
+
+static void test_bad_names_are_einval(void **state)
+{
+	char buf[ORBIT_SEG_NAME_MAX];
+	orbit_seg_t s;
+	struct orbit_seg_spec sp = default_spec();
+
+	assert_int_equal(orbit__seg_name(buf, sizeof(buf), "ok", "locks"), 0);
+	assert_string_equal(buf, "/orbit.ok.locks");
+	assert_int_equal(orbit__seg_name(buf, sizeof(buf), "", "x"), -EINVAL);
+	assert_int_equal(orbit__seg_name(buf, sizeof(buf), "a/b", "x"), -EINVAL);
+	assert_int_equal(orbit__seg_name(buf, sizeof(buf), "a.b", "x"), -EINVAL);
+	assert_int_equal(orbit__seg_name(buf, sizeof(buf), "x", "../y"), -EINVAL);
+	assert_int_equal(orbit__seg_name(buf, sizeof(buf),
+					 "0123456789012345678901234567890123456789X", "x"), -EINVAL);
+	assert_int_equal(orbit__seg_open(&s, "bad/fleet", "s", &sp, NULL), -EINVAL);
+	struct orbit_seg_opts o = { .how = ORBIT_SEG_CREATE, .readonly = true };
+	assert_int_equal(orbit__seg_open(&s, fleet, "s", &sp, &o), -EINVAL);
+}
+
+/* A creator that stops mid-initialisation holding the flock: openers wait
+ * the bound and get EINITTIMEOUT; once it is killed, an opener that may
+ * create repairs the segment, and a plain opener would not. */
+static int stop_in_init(void *body, uint64_t n, void *arg)
+{
+	memset(body, 0x11, 64);
+	raise(SIGSTOP);
+	return 0;
+}
+
+static void test_creator_killed_while_initialising(void **state)
+{
+	struct orbit_seg_spec sp = default_spec();
+	orbit_seg_t b;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct orbit_seg_spec s2 = sp;
+		struct orbit_seg_opts o = { .how = ORBIT_SEG_CREATE };
+		orbit_seg_t a;
+		s2.init = stop_in_init;
+		_exit(orbit__seg_open(&a, fleet, "s", &s2, &o) == 0 ? 0 : 1);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(st));
+	/* alive and holding the flock: bounded wait, then EINITTIMEOUT */
+	uint64_t t0 = orbit_test_now_ns();
+	assert_int_equal(open_with(&sp, &b), -ORBIT_EINITTIMEOUT);
+	assert_true(orbit_test_now_ns() - t0 >= 150 * 1000000ull);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	/* dead: a plain open still refuses (it may not create) */
+	assert_int_equal(open_with(&sp, &b), -ORBIT_EINITTIMEOUT);
+	struct orbit_seg_opts o = { .how = ORBIT_SEG_OPEN_OR_CREATE };
+	assert_int_equal(orbit__seg_open(&b, fleet, "s", &sp, &o), 0);
+	assert_true(b.created);
+	assert_int_equal(((unsigned char *)orbit__seg_body(&b))[0], 0x5a);
+	assert_int_equal(atomic_load(&orbit__seg_header(&b)->init_state), ORBIT_SEG_READY);
+	orbit__seg_close(&b);
+}
+
+/* Random bytes in the header never crash an opener: a documented error. */
+static void test_random_header_bytes_never_crash(void **state)
+{
+	orbit_seg_t a, b;
+	struct orbit_seg_spec sp = default_spec();
+	unsigned seed = 12345;
+	int rounds = orbit_test_long() ? 20000 : 2000;
+
+	assert_int_equal(create_default(&a), 0);
+	for (int i = 0; i < rounds; i++) {
+		unsigned char *h = a.base;
+		int n = 1 + rand_r(&seed) % 8;
+		for (int k = 0; k < n; k++)
+			h[rand_r(&seed) % ORBIT_SEG_HEADER_BYTES] = (unsigned char)rand_r(&seed);
+		if (i % 7 == 0)
+			for (unsigned k = 0; k < ORBIT_SEG_HEADER_BYTES; k++)
+				h[k] = (unsigned char)rand_r(&seed);
+		int r = open_with(&sp, &b);
+		if (r == 0) {
+			orbit__seg_close(&b);
+		} else {
+			assert_true(r == -ORBIT_EMAGIC || r == -ORBIT_EVERSION || r == -ORBIT_EKIND ||
+				    r == -ORBIT_ESIZE || r == -ORBIT_EFINGERPRINT ||
+				    r == -ORBIT_ECORRUPT || r == -ORBIT_EINITTIMEOUT);
+		}
+		/* restore a valid header for the next round half of the time */
+		if (i % 2) {
+			orbit__seg_close(&a);
+			orbit__seg_unlink(fleet, "s");
+			assert_int_equal(create_default(&a), 0);
+		}
+	}
+	orbit__seg_close(&a);
+}
+
+static void test_bounds_checked_accessor(void **state)
+{
+	orbit_seg_t a;
+
+	assert_int_equal(create_default(&a), 0);
+	assert_non_null(orbit__seg_at(&a, 0, a.size));
+	assert_non_null(orbit__seg_at(&a, a.size - 1, 1));
+	assert_non_null(orbit__seg_at(&a, a.size, 0));
+	assert_null(orbit__seg_at(&a, a.size, 1));
+	assert_null(orbit__seg_at(&a, 1, a.size));
+	assert_null(orbit__seg_at(&a, UINT64_MAX, 2));
+	assert_null(orbit__seg_at(&a, 8, UINT64_MAX - 4));
+	assert_null(orbit__seg_at(NULL, 0, 1));
+	orbit__seg_close(&a);
+	assert_null(orbit__seg_at(&a, 0, 1));
+	orbit__seg_close(&a); /* twice is safe */
+}
+
+static void test_readonly_open_maps_read_only(void **state)
+{
+	orbit_seg_t a, b;
+	struct orbit_seg_spec sp = default_spec();
+	struct orbit_seg_opts o = { .how = ORBIT_SEG_OPEN, .readonly = true };
+
+	assert_int_equal(create_default(&a), 0);
+	assert_int_equal(orbit__seg_open(&b, fleet, "s", &sp, &o), 0);
+	assert_true(b.readonly);
+	assert_int_equal(((unsigned char *)orbit__seg_body(&b))[3], 0x5a);
+	pid_t pid = fork();
+	if (pid == 0) {
+		signal(SIGSEGV, SIG_DFL); /* cmocka's handler would catch it */
+		((volatile unsigned char *)orbit__seg_body(&b))[3] = 1; /* must fault */
+		_exit(0);
+	}
+	int st = orbit_test_wait(pid, 5000);
+	assert_true(st >= 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+	orbit__seg_close(&a);
+	orbit__seg_close(&b);
+}
+
+static void test_flock_is_per_open_and_released_by_death(void **state)
+{
+	orbit_seg_t a, b;
+	struct orbit_seg_spec sp = default_spec();
+
+	assert_int_equal(create_default(&a), 0);
+	assert_int_equal(open_with(&sp, &b), 0);
+	assert_int_equal(orbit__seg_lock(&a), 0);
+	assert_int_equal(orbit__seg_trylock(&b), -EWOULDBLOCK);
+	assert_int_equal(orbit__seg_unlock(&a), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		orbit_seg_t c;
+		if (open_with(&sp, &c) != 0 || orbit__seg_lock(&c) != 0)
+			_exit(1);
+		raise(SIGSTOP);
+		_exit(0);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
+	assert_int_equal(orbit__seg_trylock(&b), -EWOULDBLOCK);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	assert_int_equal(orbit__seg_trylock(&b), 0); /* the kernel released it */
+	orbit__seg_unlock(&b);
+	orbit__seg_close(&a);
+	orbit__seg_close(&b);
+}
+
+static void test_fingerprint_depends_on_every_word(void **state)
+{
+	uint64_t w[4] = { 228, 229, 256, 960 };
+	uint64_t f = orbit__seg_fingerprint(w, 4);
+
+	for (int i = 0; i < 4; i++) {
+		w[i]++;
+		assert_true(orbit__seg_fingerprint(w, 4) != f);
+		w[i]--;
+	}
+	assert_true(orbit__seg_fingerprint(w, 3) != f);
+	assert_true(orbit__seg_fingerprint(w, 4) == f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_create_then_open_sees_body, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create_twice_is_eexist_and_missing_is_enoent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_or_create_races_to_one_segment, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_errors_name_the_mismatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_truncated_file_is_esize, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_foreign_owner_is_eowner, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mode_wider_than_configured_is_emode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_mode_creates_0660, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_symlink_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_names_are_einval, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_creator_killed_while_initialising, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random_header_bytes_never_crash, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bounds_checked_accessor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readonly_open_maps_read_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flock_is_per_open_and_released_by_death, setup, teardown),
+		cmocka_unit_test(test_fingerprint_depends_on_every_word),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/unit/test_stats.c: the stats segment (kind 231, issue 5 "Stats
+ * segment"): single writer per row against lock-free readers in other
+ * processes, validation at open, random bytes in rows, histogram buckets.
+ */
+#include "orbit_test.h"
+#include <errno.h>
+#include <sys/mman.h>
+#include <orbit/orbit.h>
+#include "shm/stats.h"
+
+static char fleet[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	orbit_test_fleet(fleet, sizeof(fleet), "stats");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	orbit__seg_unlink(fleet, ORBIT_STATS_SEG_NAME);
+	return 0;
+}
+
+/* A snapshot whose every value is derived from k: a torn copy shows. */
+static void fill(struct orbit_stats_snapshot *s, uint64_t k)
+{
+	memset(s, 0, sizeof(*s));
+	for (unsigned i = 0; i < ORBIT_STAT__COUNT; i++)
+		s->counters[i] = k * (i + 1);
+	for (unsigned h = 0; h < ORBIT_HIST__COUNT; h++) {
+		s->hists[h].count = k;
+		s->hists[h].sum_ns = k * 3;
+		for (unsigned b = 0; b < ORBIT_STATS_BUCKETS; b++)
+			s->hists[h].buckets[b] = k + b;
+	}
+}
+
+static int consistent(const struct orbit_stats_snapshot *s)
+{
+	uint64_t k = s->counters[0];
+
+	for (unsigned i = 0; i < ORBIT_STAT__COUNT; i++)
+		if (s->counters[i] != k * (i + 1))
+			return 0;
+	for (unsigned h = 0; h < ORBIT_HIST__COUNT; h++) {
+		if (s->hists[h].count != k || s->hists[h].sum_ns != k * 3)
+			return 0;
+		for (unsigned b = 0; b < ORBIT_STATS_BUCKETS; b++)
+			if (s->hists[h].buckets[b] != k + b)
+				return 0;
+	}
+	return 1;
+}
+
+struct rw_arg {
+	uint64_t run_ns;
+	uint32_t row;
+};
+
+static int writer_child(void *p)
+{
+	struct rw_arg *a = p;
+	struct orbit_stats_snapshot snap;
+	orbit_stats_t st;
+	uint64_t end = orbit_test_now_ns() + a->run_ns;
+
+	if (orbit__stats_open(&st, fleet, false, false) != 0)
+		return 10;
+	for (uint64_t k = 1; orbit_test_now_ns() < end; k++) {
+		fill(&snap, k);
+		if (orbit__stats_publish(&st, a->row, &snap) != 0)
+			return 11;
+	}
+	orbit__stats_close(&st);
+	return 0;
+}
+
+static int reader_child(void *p)
+{
+	struct rw_arg *a = p;
+	struct orbit_stats_snapshot snap;
+	orbit_stats_t st;
+	uint64_t end = orbit_test_now_ns() + a->run_ns, last = 0, ok = 0;
+
+	if (orbit__stats_open(&st, fleet, false, true) != 0)
+		return 20;
+	while (orbit_test_now_ns() < end) {
+		int rc = orbit__stats_read(&st, a->row, &snap);
+
+		if (rc == -EAGAIN)
+			continue;
+		if (rc != 0)
+			return 21;
+		if (!consistent(&snap))
+			return 22; /* torn copy accepted */
+		if (snap.counters[0] < last)
+			return 23; /* went back in time */
+		last = snap.counters[0];
+		ok++;
+	}
+	orbit__stats_close(&st);
+	return ok > 10 && last > 1 ? 0 : 24;
+}
+
+/* Issue 5 "Stats segment": single writer per row, lock-free readers in other processes. */
+static void test_stats_seqlock_single_writer_vs_reader_processes(void **state)
+{
+	struct rw_arg a = { .run_ns = 300000000ull, .row = 5 };
+	orbit_stats_t st;
+	pid_t w, r1, r2;
+	int s1, s2, s3;
+
+	(void)state;
+	assert_int_equal(orbit__stats_open(&st, fleet, true, false), 0);
+	assert_int_equal(orbit__stats_claim(&st, a.row, (uint64_t)getpid(), 1), 0);
+	w = fork();
+	if (w == 0)
+		_exit(writer_child(&a));
+	r1 = fork();
+	if (r1 == 0)
+		_exit(reader_child(&a));
+	r2 = fork();
+	if (r2 == 0)
+		_exit(reader_child(&a));
+	s1 = orbit_test_wait(w, 10000);
+	s2 = orbit_test_wait(r1, 10000);
+	s3 = orbit_test_wait(r2, 10000);
+	assert_true(s1 >= 0 && WIFEXITED(s1));
+	assert_int_equal(WEXITSTATUS(s1), 0);
+	assert_true(s2 >= 0 && WIFEXITED(s2));
+	assert_int_equal(WEXITSTATUS(s2), 0);
+	assert_true(s3 >= 0 && WIFEXITED(s3));
+	assert_int_equal(WEXITSTATUS(s3), 0);
+	orbit__stats_close(&st);
+}
+
+/* Issue 5 "Stats segment": versioned and validated like every segment. */
+static void test_stats_open_validates_and_modes(void **state)
+{
+	struct orbit_stats_snapshot snap;
+	orbit_stats_t st, ro;
+	orbit_seg_t other;
+	struct orbit_seg_spec spec = { .kind = ORBIT_SEG_KIND_TEST, .layout_version = 1,
+				       .total_bytes = ORBIT_STATS_TOTAL_BYTES, .fingerprint = 1 };
+	struct orbit_seg_opts o = { .how = ORBIT_SEG_CREATE };
+
+	(void)state;
+	assert_int_equal(orbit__stats_open(&ro, fleet, false, true), -ENOENT);
+	assert_int_equal(orbit__stats_open(&ro, fleet, true, true), -EINVAL);
+	assert_int_equal(orbit__stats_open(&st, fleet, true, false), 0);
+	assert_int_equal(orbit__stats_open(&ro, fleet, false, true), 0);
+	memset(&snap, 0, sizeof(snap));
+	assert_int_equal(orbit__stats_publish(&ro, 0, &snap), -EROFS);
+	assert_int_equal(orbit__stats_claim(&ro, 0, 1, 1), -EROFS);
+	assert_int_equal(orbit__stats_read(&ro, ORBIT_STATS_ROWS, &snap), -EINVAL);
+	assert_int_equal(orbit__stats_read(&ro, 0, &snap), -ENOENT);
+	assert_int_equal(orbit__stats_claim(&st, 0, 4242, 77), 0);
+	fill(&snap, 9);
+	orbit__stats_hist_add(&snap.hists[ORBIT_HIST_ACQUIRE_NS], 1000);
+	assert_int_equal(orbit__stats_publish(&st, 0, &snap), 0);
+	memset(&snap, 0, sizeof(snap));
+	assert_int_equal(orbit__stats_read(&ro, 0, &snap), 0);
+	assert_int_equal(snap.pid, 4242);
+	assert_int_equal(snap.start_ticks, 77);
+	assert_int_equal(snap.counters[ORBIT_STAT_FRAMES_READ], 9 * (ORBIT_STAT_FRAMES_READ + 1));
+	assert_int_equal(snap.hists[ORBIT_HIST_ACQUIRE_NS].count, 10);
+	assert_int_equal(orbit__stats_clear(&st, 0), 0);
+	assert_int_equal(orbit__stats_read(&ro, 0, &snap), -ENOENT);
+	orbit__stats_close(&ro);
+	orbit__stats_close(&st);
+
+	/* Another kind under the stats name is refused by name. */
+	assert_int_equal(orbit__seg_unlink(fleet, ORBIT_STATS_SEG_NAME), 0);
+	assert_int_equal(orbit__seg_open(&other, fleet, ORBIT_STATS_SEG_NAME, &spec, &o), 0);
+	assert_int_equal(orbit__stats_open(&ro, fleet, false, true), -ORBIT_EKIND);
+	orbit__seg_close(&other);
+}
+
+/* Issue 5 "Tests": random bytes in stats rows never crash a reader. */
+static void test_stats_random_bytes_never_crash_reader(void **state)
+{
+	struct orbit_stats_snapshot snap;
+	orbit_stats_t st;
+	unsigned seed = (unsigned)getpid();
+	int ok = 0, busy = 0, empty = 0;
+
+	(void)state;
+	assert_int_equal(orbit__stats_open(&st, fleet, true, false), 0);
+	for (int round = 0; round < 4; round++) {
+		uint8_t *p = (uint8_t *)st.body->row;
+
+		for (size_t i = 0; i < sizeof(st.body->row); i++)
+			p[i] = (uint8_t)rand_r(&seed);
+		if (round == 1) /* half the rows even-seq'd so the copy path runs */
+			for (unsigned r = 0; r < ORBIT_STATS_ROWS; r += 2)
+				atomic_store(&st.body->row[r].seq, 2 * (uint64_t)r);
+		if (round == 2)
+			memset(p, 0xff, sizeof(st.body->row));
+		for (unsigned r = 0; r < ORBIT_STATS_ROWS; r++) {
+			int rc = orbit__stats_read(&st, r, &snap);
+
+			assert_true(rc == 0 || rc == -EAGAIN || rc == -ENOENT);
+			ok += rc == 0;
+			busy += rc == -EAGAIN;
+			empty += rc == -ENOENT;
+		}
+	}
+	assert_true(ok > 0 && busy > 0); /* both paths ran */
+	/* A writer re-claiming a row stuck odd repairs it. */
+	atomic_store(&st.body->row[3].seq, 7);
+	assert_int_equal(orbit__stats_read(&st, 3, &snap), -EAGAIN);
+	assert_int_equal(orbit__stats_claim(&st, 3, 99, 1), 0);
+	assert_int_equal(orbit__stats_read(&st, 3, &snap), 0);
+	assert_int_equal(snap.pid, 99);
+	assert_int_equal(snap.seq & 1, 0);
+	(void)empty;
+	orbit__stats_close(&st);
+}
+
+/* Histograms are log2 buckets: bucket i holds (2^(i-1), 2^i] ns. */
+static void test_stats_histogram_buckets(void **state)
+{
+	struct orbit_stats_hist_local h;
+
+	(void)state;
+	assert_int_equal(orbit__stats_bucket(0), 0);
+	assert_int_equal(orbit__stats_bucket(1), 0);
+	assert_int_equal(orbit__stats_bucket(2), 1);
+	assert_int_equal(orbit__stats_bucket(3), 2);
+	assert_int_equal(orbit__stats_bucket(4), 2);
+	assert_int_equal(orbit__stats_bucket(5), 3);
+	assert_int_equal(orbit__stats_bucket(1024), 10);
+	assert_int_equal(orbit__stats_bucket(1025), 11);
+	assert_int_equal(orbit__stats_bucket(UINT64_MAX), ORBIT_STATS_BUCKETS - 1);
+	for (uint64_t v = 1; v < (1ull << 40); v = v * 3 + 1) {
+		unsigned b = orbit__stats_bucket(v);
+
+		assert_true(v <= orbit__stats_bucket_le(b));
+		if (b > 0)
+			assert_true(v > orbit__stats_bucket_le(b - 1));
+	}
+	memset(&h, 0, sizeof(h));
+	orbit__stats_hist_add(&h, 100);
+	orbit__stats_hist_add(&h, 3000);
+	assert_int_equal(h.count, 2);
+	assert_int_equal(h.sum_ns, 3100);
+	assert_int_equal(h.buckets[7], 1);
+	assert_int_equal(h.buckets[12], 1);
+	/* Names are metric suffixes, unique, in the fingerprint. */
+	for (unsigned i = 0; i < ORBIT_STAT__COUNT; i++) {
+		assert_non_null(orbit__stats_counters[i].name);
+		assert_int_equal(strspn(orbit__stats_counters[i].name, "abcdefghijklmnopqrstuvwxyz0123456789_"),
+				 strlen(orbit__stats_counters[i].name));
+		for (unsigned j = 0; j < i; j++)
+			assert_string_not_equal(orbit__stats_counters[i].name, orbit__stats_counters[j].name);
+	}
+	assert_int_not_equal(orbit__stats_fingerprint(), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_stats_seqlock_single_writer_vs_reader_processes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stats_open_validates_and_modes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stats_random_bytes_never_crash_reader, setup, teardown),
+		cmocka_unit_test(test_stats_histogram_buckets),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

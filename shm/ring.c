@@ -1,0 +1,703 @@
+// SPDX-License-Identifier: MIT
+/*
+ * shm/ring.c: the transition ring (shm/ring.h): segment layout and
+ * validation, writer-lane claim/release/reclaim through the member
+ * directory, the publisher (per-frame seq written odd then even, then the
+ * lane head, then the doorbell), readers with per-lane cursors that copy a
+ * frame and re-check its seq, replay of what is retained, and reset.
+ *
+ * Synchronization (publisher P on one lane, reader R anywhere):
+ *   W1 P: seq = 2p+1 (relaxed), release fence   pairs with R2: odd before bytes
+ *   W2 P: seq = 2p+2 (release)                  pairs with R1: bytes before even
+ *   W3 P: head = p+1 (release)                  pairs with R0: frame before head
+ *   D1.. P: doorbell ring (seq_cst)             see shm/doorbell.h
+ *   G1 reset: generation + 1 (release)          pairs with G2 in reader_next()
+ * Frame payload bytes are plain copies inside the seq window (a seqlock):
+ * a torn copy is detected by the re-check and never used.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "include/orbit/error.h"
+#include "shm/ring.h"
+
+#define RING_MAX_TOTAL_BYTES (1ull << 30)
+
+struct orbit_ring {
+	orbit_seg_t seg;
+	struct orbit_ring_layout layout; /* validated; every index uses these */
+	struct orbit_ring_shm *shm;
+	struct orbit_ring_lane *lanes;
+	uint8_t *frames;
+	uint64_t lanes_off;
+	uint64_t frames_off;
+};
+
+struct orbit_ring_reader {
+	orbit_ring_t *ring;
+	uint64_t generation;
+	uint32_t next_lane;
+	struct orbit_ring_reader_counters c;
+	uint64_t cursor[]; /* one per lane */
+};
+
+static bool pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+void orbit__ring_layout_default(struct orbit_ring_layout *l)
+{
+	l->kind = ORBIT_SEG_KIND_LOCK_RING;
+	l->lanes = ORBIT_RING_DEFAULT_LANES;
+	l->frames_per_lane = ORBIT_RING_DEFAULT_FRAMES;
+	l->frame_bytes = ORBIT_RING_DEFAULT_FRAME_BYTES;
+}
+
+static int layout_check(const struct orbit_ring_layout *l)
+{
+	if (l->kind == 0 || l->kind > 0xffff || l->lanes == 0 || l->lanes > ORBIT_RING_MAX_LANES ||
+	    !pow2(l->frames_per_lane) || l->frames_per_lane < ORBIT_RING_MIN_FRAMES ||
+	    l->frames_per_lane > ORBIT_RING_MAX_FRAMES || !pow2(l->frame_bytes) ||
+	    l->frame_bytes < ORBIT_RING_MIN_FRAME_BYTES || l->frame_bytes > ORBIT_RING_MAX_FRAME_BYTES)
+		return -EINVAL;
+	if ((uint64_t)l->lanes * l->frames_per_lane * l->frame_bytes > RING_MAX_TOTAL_BYTES)
+		return -E2BIG;
+	return 0;
+}
+
+int orbit__ring_seg_name(char *buf, size_t len, const struct orbit_ring_layout *l)
+{
+	int n;
+
+	if (!buf || !l || l->kind == 0 || l->kind > 0xffff)
+		return -EINVAL;
+	n = snprintf(buf, len, "ring-%u", l->kind);
+	return (n < 0 || (size_t)n >= len) ? -EINVAL : 0;
+}
+
+static uint64_t lanes_off_of(void)
+{
+	/* header, ring words, then lanes on a 128-byte boundary */
+	return (ORBIT_SEG_HEADER_BYTES + sizeof(struct orbit_ring_shm) + 127) & ~127ull;
+}
+
+static uint64_t frames_off_of(const struct orbit_ring_layout *l)
+{
+	return lanes_off_of() + (uint64_t)l->lanes * sizeof(struct orbit_ring_lane);
+}
+
+static uint64_t total_of(const struct orbit_ring_layout *l)
+{
+	return frames_off_of(l) + (uint64_t)l->lanes * l->frames_per_lane * l->frame_bytes;
+}
+
+static uint64_t fingerprint_of(const struct orbit_ring_layout *l)
+{
+	const uint64_t w[] = {
+		l->kind, ORBIT_RING_LAYOUT_VERSION, l->lanes, l->frames_per_lane, l->frame_bytes,
+		sizeof(struct orbit_ring_shm), sizeof(struct orbit_ring_lane),
+		sizeof(struct orbit_ring_frame), lanes_off_of(), frames_off_of(l),
+	};
+	return orbit__seg_fingerprint(w, sizeof(w) / sizeof(w[0]));
+}
+
+static int ring_init(void *body, uint64_t body_bytes, void *arg)
+{
+	const struct orbit_ring_layout *l = arg;
+	struct orbit_ring_shm *s = body;
+
+	if (body_bytes + ORBIT_SEG_HEADER_BYTES < total_of(l))
+		return -ORBIT_ESIZE;
+	s->lanes = l->lanes;
+	s->frames_per_lane = l->frames_per_lane;
+	s->frame_bytes = l->frame_bytes;
+	s->lanes_off = lanes_off_of();
+	s->frames_off = frames_off_of(l);
+	orbit__doorbell_init(&s->doorbell);
+	return 0; /* heads, owners and frames: zero-filled by the segment layer */
+}
+
+int orbit__ring_open(orbit_ring_t **out, const char *fleet, const struct orbit_ring_layout *layout,
+		     const struct orbit_seg_opts *opts)
+{
+	struct orbit_seg_opts def = { .how = ORBIT_SEG_OPEN_OR_CREATE };
+	struct orbit_ring_layout l;
+	struct orbit_seg_spec spec;
+	char name[32];
+	orbit_ring_t *ring;
+	int r;
+
+	if (!out)
+		return -EINVAL;
+	if (layout)
+		l = *layout;
+	else
+		orbit__ring_layout_default(&l);
+	r = layout_check(&l);
+	if (r < 0)
+		return r;
+	r = orbit__ring_seg_name(name, sizeof(name), &l);
+	if (r < 0)
+		return r;
+	ring = calloc(1, sizeof(*ring));
+	if (!ring)
+		return -ENOMEM;
+	spec = (struct orbit_seg_spec){
+		.kind = l.kind,
+		.layout_version = ORBIT_RING_LAYOUT_VERSION,
+		.total_bytes = total_of(&l),
+		.fingerprint = fingerprint_of(&l),
+		.init = ring_init,
+		.init_arg = &l,
+	};
+	r = orbit__seg_open(&ring->seg, fleet, name, &spec, opts ? opts : &def);
+	if (r < 0)
+		goto err_free;
+	ring->layout = l;
+	ring->lanes_off = lanes_off_of();
+	ring->frames_off = frames_off_of(&l);
+	ring->shm = orbit__seg_at(&ring->seg, ORBIT_SEG_HEADER_BYTES, sizeof(*ring->shm));
+	ring->lanes = orbit__seg_at(&ring->seg, ring->lanes_off,
+				    (uint64_t)l.lanes * sizeof(struct orbit_ring_lane));
+	ring->frames = orbit__seg_at(&ring->seg, ring->frames_off,
+				     (uint64_t)l.lanes * l.frames_per_lane * l.frame_bytes);
+	/* The fingerprint matched; the body words are still untrusted bytes */
+	if (!ring->shm || !ring->lanes || !ring->frames || ring->shm->lanes != l.lanes ||
+	    ring->shm->frames_per_lane != l.frames_per_lane || ring->shm->frame_bytes != l.frame_bytes ||
+	    ring->shm->lanes_off != ring->lanes_off || ring->shm->frames_off != ring->frames_off) {
+		r = -ORBIT_ECORRUPT;
+		goto err_close;
+	}
+	*out = ring;
+	return 0;
+
+err_close:
+	orbit__seg_close(&ring->seg);
+err_free:
+	free(ring);
+	return r;
+}
+
+void orbit__ring_close(orbit_ring_t *ring)
+{
+	if (!ring)
+		return;
+	orbit__seg_close(&ring->seg);
+	free(ring);
+}
+
+int orbit__ring_unlink(const char *fleet, const struct orbit_ring_layout *layout)
+{
+	struct orbit_ring_layout l;
+	char name[32];
+	int r;
+
+	if (layout)
+		l = *layout;
+	else
+		orbit__ring_layout_default(&l);
+	r = orbit__ring_seg_name(name, sizeof(name), &l);
+	return r < 0 ? r : orbit__seg_unlink(fleet, name);
+}
+
+const struct orbit_ring_layout *orbit__ring_layout(const orbit_ring_t *ring)
+{
+	return &ring->layout;
+}
+
+struct orbit_doorbell *orbit__ring_doorbell(orbit_ring_t *ring)
+{
+	return &ring->shm->doorbell;
+}
+
+orbit_seg_t *orbit__ring_seg(orbit_ring_t *ring)
+{
+	return &ring->seg;
+}
+
+/* Frame of @lane at position @pos: inside the validated frame area by construction. */
+static struct orbit_ring_frame *frame_at(const orbit_ring_t *ring, uint32_t lane, uint64_t pos)
+{
+	uint64_t slot = pos & (ring->layout.frames_per_lane - 1);
+	uint64_t idx = (uint64_t)lane * ring->layout.frames_per_lane + slot;
+
+	return (struct orbit_ring_frame *)(ring->frames + idx * ring->layout.frame_bytes);
+}
+
+/* ---- lanes ---- */
+
+static uint64_t owner_word(uint32_t row, uint32_t generation)
+{
+	return ((uint64_t)row + 1) << 32 | generation;
+}
+
+/* 1 when the owner word names a live tenure, 0 when provably not, <0 error. */
+static int owner_alive(orbit_members_t *m, uint64_t o)
+{
+	uint64_t row1 = o >> 32;
+
+	if (o == 0)
+		return 0;
+	if (row1 == 0 || row1 > orbit__members_rows(m))
+		return 0; /* not a row of this directory: garbage, nobody owns it */
+	return orbit__members_is_alive_gen(m, (uint32_t)(row1 - 1), (uint32_t)o);
+}
+
+int orbit__ring_lane_claim(orbit_ring_t *ring, orbit_members_t *m)
+{
+	uint32_t gen;
+	uint64_t mine;
+	int row;
+
+	if (!ring || !m)
+		return -EINVAL;
+	if (ring->seg.readonly)
+		return -EROFS;
+	row = orbit__members_self(m, &gen);
+	if (row < 0)
+		return -ENOENT;
+	mine = owner_word((uint32_t)row, gen);
+	for (uint32_t i = 0; i < ring->layout.lanes; i++)
+		/* Acquire, pairs with the claim CAS below: the lane is already ours */
+		if (atomic_load_explicit(&ring->lanes[i].owner, memory_order_acquire) == mine)
+			return (int)i;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 0; i < ring->layout.lanes; i++) {
+			struct orbit_ring_lane *ln = &ring->lanes[i];
+			/* Acquire: pairs with the release/acq_rel CAS of the last owner change */
+			uint64_t o = atomic_load_explicit(&ln->owner, memory_order_acquire);
+
+			if (pass == 0 && o != 0)
+				continue; /* first pass: free lanes only */
+			if (pass == 1 && (o == 0 || owner_alive(m, o) != 0))
+				continue; /* second pass: lanes whose owner is proven dead */
+			/* C1: acq_rel CAS: the dead owner's last frame stores before our publishes */
+			if (!atomic_compare_exchange_strong_explicit(&ln->owner, &o, mine,
+								     memory_order_acq_rel,
+								     memory_order_relaxed))
+				continue;
+			/* Relaxed: display only */
+			atomic_store_explicit(&ln->owner_pid, (uint32_t)getpid(), memory_order_relaxed);
+			if (pass == 1) /* Relaxed: a statistics counter */
+				atomic_fetch_add_explicit(&ring->shm->reclaims, 1, memory_order_relaxed);
+			return (int)i;
+		}
+	}
+	return -ENOSPC;
+}
+
+int orbit__ring_lane_release(orbit_ring_t *ring, orbit_members_t *m, uint32_t lane)
+{
+	uint32_t gen;
+	uint64_t mine;
+	int row;
+
+	if (!ring || !m || lane >= ring->layout.lanes)
+		return -EINVAL;
+	if (ring->seg.readonly)
+		return -EROFS;
+	row = orbit__members_self(m, &gen);
+	if (row < 0)
+		return -EPERM;
+	mine = owner_word((uint32_t)row, gen);
+	/* C2: release CAS, pairs with C1 of the next claimer: our frames before the free */
+	if (!atomic_compare_exchange_strong_explicit(&ring->lanes[lane].owner, &mine, 0,
+						     memory_order_release, memory_order_relaxed))
+		return -EPERM;
+	return 0;
+}
+
+int orbit__ring_lanes_reclaim_dead(orbit_ring_t *ring, orbit_members_t *m)
+{
+	int n = 0;
+
+	if (!ring || !m)
+		return -EINVAL;
+	if (ring->seg.readonly)
+		return -EROFS;
+	for (uint32_t i = 0; i < ring->layout.lanes; i++) {
+		struct orbit_ring_lane *ln = &ring->lanes[i];
+		/* Acquire: pairs with C1/C2 */
+		uint64_t o = atomic_load_explicit(&ln->owner, memory_order_acquire);
+
+		if (o == 0 || owner_alive(m, o) != 0)
+			continue;
+		/* C3: acq_rel, like C1: a dead owner's frames before the free */
+		if (atomic_compare_exchange_strong_explicit(&ln->owner, &o, 0, memory_order_acq_rel,
+							    memory_order_relaxed)) {
+			/* Relaxed: statistics */
+			atomic_fetch_add_explicit(&ring->shm->reclaims, 1, memory_order_relaxed);
+			n++;
+		}
+	}
+	return n;
+}
+
+uint64_t orbit__ring_lane_owner(const orbit_ring_t *ring, uint32_t lane)
+{
+	if (!ring || lane >= ring->layout.lanes)
+		return 0;
+	/* Relaxed: display only */
+	return atomic_load_explicit(&ring->lanes[lane].owner, memory_order_relaxed);
+}
+
+/* ---- publisher ---- */
+
+int orbit__ring_publish(orbit_ring_t *ring, uint32_t lane, const struct orbit_transition *t)
+{
+	uint32_t cap, ns_keep, label_keep, owner_keep;
+	struct orbit_ring_frame *f;
+	struct orbit_ring_lane *ln;
+	uint64_t pos, orig;
+	uint8_t *p;
+	int truncated;
+
+	if (!ring || !t || lane >= ring->layout.lanes || t->type < ORBIT_TRANSITION_ACQUIRE ||
+	    t->type > ORBIT_TRANSITION_RECLAIM || (t->ns_len && !t->ns) ||
+	    (t->label_len && !t->label) || (t->owner_len && !t->owner))
+		return -EINVAL;
+	if (ring->seg.readonly)
+		return -EROFS;
+	ln = &ring->lanes[lane];
+	/* Acquire, pairs with W3 of a previous (possibly dead) publisher of this lane */
+	pos = atomic_load_explicit(&ln->head, memory_order_acquire);
+	f = frame_at(ring, lane, pos);
+
+	cap = ring->layout.frame_bytes - ORBIT_RING_FRAME_HDR_BYTES;
+	orig = (uint64_t)t->ns_len + t->label_len + t->owner_len;
+	/* Owner is cut first, then label, then ns: the key is what readers look up */
+	ns_keep = t->ns_len < cap ? t->ns_len : cap;
+	label_keep = t->label_len < cap - ns_keep ? t->label_len : cap - ns_keep;
+	owner_keep = t->owner_len < cap - ns_keep - label_keep ? t->owner_len
+							       : cap - ns_keep - label_keep;
+	truncated = orig > cap;
+
+	/* W1: odd seq, then a release fence: pairs with R2 (a reader re-checking sees odd/newer) */
+	atomic_store_explicit(&f->seq, 2 * pos + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	f->type = t->type;
+	f->writer_pid = t->writer_pid ? t->writer_pid : (uint32_t)getpid();
+	f->fencing_token = t->fencing_token;
+	f->deadline_ns = t->deadline_ns;
+	f->state_revision = t->state_revision;
+	f->publish_ns = orbit__now_mono_ns();
+	f->ns_len = (uint16_t)ns_keep;
+	f->label_len = (uint16_t)label_keep;
+	f->owner_len = (uint16_t)owner_keep;
+	f->flags = truncated ? ORBIT_RING_F_TRUNCATED : 0;
+	f->orig_len = orig > UINT32_MAX ? UINT32_MAX : (uint32_t)orig;
+	f->reserved0 = 0;
+	p = (uint8_t *)f + ORBIT_RING_FRAME_HDR_BYTES;
+	if (ns_keep)
+		memcpy(p, t->ns, ns_keep);
+	if (label_keep)
+		memcpy(p + ns_keep, t->label, label_keep);
+	if (owner_keep)
+		memcpy(p + ns_keep + label_keep, t->owner, owner_keep);
+	/* W2: release, pairs with R1 in read_lane(): frame bytes before the even seq */
+	atomic_store_explicit(&f->seq, 2 * pos + 2, memory_order_release);
+	/* W3: release, pairs with R0 in read_lane(): the complete frame before the head */
+	atomic_store_explicit(&ln->head, pos + 1, memory_order_release);
+	if (truncated) /* Relaxed: a statistics counter */
+		atomic_fetch_add_explicit(&ring->shm->truncated, 1, memory_order_relaxed);
+	orbit__doorbell_ring(&ring->shm->doorbell); /* D1/D2: wakes only if a reader sleeps */
+	return truncated;
+}
+
+void orbit__ring_sink(void *ctx, const struct orbit_transition *t)
+{
+	struct orbit_ring_sink *s = ctx;
+
+	if (!s)
+		return;
+	if (orbit__ring_publish(s->ring, s->lane, t) < 0)
+		/* Relaxed: a failure counter; the lock's outcome never depends on it */
+		atomic_fetch_add_explicit(&s->failed, 1, memory_order_relaxed);
+}
+
+int orbit__ring_reset(orbit_ring_t *ring, orbit_members_t *m)
+{
+	struct orbit_seg_header *h;
+
+	if (!ring)
+		return -EINVAL;
+	if (ring->seg.readonly)
+		return -EROFS;
+	for (uint32_t i = 0; i < ring->layout.lanes; i++) {
+		/* Relaxed: ordered before G1 by its release */
+		atomic_store_explicit(&ring->lanes[i].head, 0, memory_order_relaxed);
+	}
+	memset(ring->frames, 0,
+	       (size_t)ring->layout.lanes * ring->layout.frames_per_lane * ring->layout.frame_bytes);
+	h = orbit__seg_header(&ring->seg);
+	/* G1: release, pairs with G2 in orbit__ring_reader_next(): cleared lanes before the bump */
+	atomic_fetch_add_explicit(&h->generation, 1, memory_order_release);
+	/* Relaxed: a statistics counter */
+	atomic_fetch_add_explicit(&ring->shm->resets, 1, memory_order_relaxed);
+	if (m)
+		orbit__ring_lanes_reclaim_dead(ring, m);
+	orbit__doorbell_ring(&ring->shm->doorbell); /* sleeping readers notice the reset */
+	return 0;
+}
+
+void orbit__ring_counters(const orbit_ring_t *ring, struct orbit_ring_counters *c)
+{
+	memset(c, 0, sizeof(*c));
+	/* Relaxed loads throughout: statistics, no ordering implied */
+	c->truncated = atomic_load_explicit(&ring->shm->truncated, memory_order_relaxed);
+	c->resets = atomic_load_explicit(&ring->shm->resets, memory_order_relaxed);
+	c->reclaims = atomic_load_explicit(&ring->shm->reclaims, memory_order_relaxed);
+	c->doorbell_wakes = orbit__doorbell_wakes(&ring->shm->doorbell);
+	for (uint32_t i = 0; i < ring->layout.lanes; i++)
+		c->published += atomic_load_explicit(&ring->lanes[i].head, memory_order_relaxed);
+}
+
+/* ---- readers ---- */
+
+static uint64_t head_of(const orbit_ring_t *ring, uint32_t lane)
+{
+	/* R0: acquire, pairs with W3 in orbit__ring_publish(): frames below head are complete */
+	return atomic_load_explicit(&ring->lanes[lane].head, memory_order_acquire);
+}
+
+/* Oldest position safe to read while a writer may be rewriting slot (head). */
+static uint64_t oldest_safe(const orbit_ring_t *ring, uint64_t h)
+{
+	uint64_t n = ring->layout.frames_per_lane;
+
+	return h >= n ? h - n + 1 : 0;
+}
+
+static void resync(orbit_ring_reader_t *r)
+{
+	for (uint32_t i = 0; i < r->ring->layout.lanes; i++)
+		r->cursor[i] = head_of(r->ring, i);
+}
+
+static uint64_t generation_of(const orbit_ring_t *ring)
+{
+	/* G2: acquire, pairs with G1 in orbit__ring_reset() */
+	return atomic_load_explicit(&orbit__seg_header(&ring->seg)->generation,
+				    memory_order_acquire);
+}
+
+int orbit__ring_reader_open(orbit_ring_reader_t **out, orbit_ring_t *ring)
+{
+	orbit_ring_reader_t *r;
+
+	if (!out || !ring)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r) + ring->layout.lanes * sizeof(uint64_t));
+	if (!r)
+		return -ENOMEM;
+	r->ring = ring;
+	r->generation = generation_of(ring);
+	resync(r); /* subscribe after the current heads */
+	*out = r;
+	return 0;
+}
+
+void orbit__ring_reader_close(orbit_ring_reader_t *r)
+{
+	free(r);
+}
+
+void orbit__ring_reader_rewind(orbit_ring_reader_t *r)
+{
+	uint64_t n = r->ring->layout.frames_per_lane;
+
+	r->generation = generation_of(r->ring);
+	for (uint32_t i = 0; i < r->ring->layout.lanes; i++) {
+		uint64_t h = head_of(r->ring, i);
+		r->cursor[i] = h > n ? h - n : 0;
+	}
+}
+
+void orbit__ring_reader_skip(orbit_ring_reader_t *r)
+{
+	r->generation = generation_of(r->ring);
+	resync(r);
+}
+
+static int lagged(orbit_ring_reader_t *r, uint32_t lane, uint64_t h)
+{
+	r->cursor[lane] = oldest_safe(r->ring, h);
+	r->c.lagged++;
+	return -ORBIT_ELAGGED;
+}
+
+static int corrupt(orbit_ring_reader_t *r, uint32_t lane)
+{
+	r->cursor[lane]++;
+	r->c.corrupt++;
+	return -ORBIT_ECORRUPT;
+}
+
+/* Validate a private copy of a frame header. */
+static bool frame_ok(const orbit_ring_t *ring, const struct orbit_ring_frame *f)
+{
+	uint32_t cap = ring->layout.frame_bytes - ORBIT_RING_FRAME_HDR_BYTES;
+	uint32_t sum = (uint32_t)f->ns_len + f->label_len + f->owner_len;
+
+	if (f->type < ORBIT_TRANSITION_ACQUIRE || f->type > ORBIT_TRANSITION_RECLAIM)
+		return false;
+	if (f->ns_len > cap || f->label_len > cap || f->owner_len > cap || sum > cap)
+		return false;
+	if (f->flags & ~ORBIT_RING_F_TRUNCATED)
+		return false;
+	if (f->flags & ORBIT_RING_F_TRUNCATED)
+		return f->orig_len > sum;
+	return f->orig_len == sum;
+}
+
+static int read_lane(orbit_ring_reader_t *r, uint32_t lane, struct orbit_ring_event *ev)
+{
+	const orbit_ring_t *ring = r->ring;
+	uint64_t c = r->cursor[lane], h, s1, s2, want;
+	struct orbit_ring_frame *f, hdr;
+	uint32_t cap = ring->layout.frame_bytes - ORBIT_RING_FRAME_HDR_BYTES;
+	uint32_t plen;
+
+	h = head_of(ring, lane);
+	if (h == c)
+		return -EAGAIN;
+	if ((int64_t)(h - c) < 0) {
+		/* Head behind our cursor: a reset (or garbage head). Start over at the head. */
+		r->cursor[lane] = h;
+		r->c.lagged++;
+		return -ORBIT_ELAGGED;
+	}
+	if (h - c > ring->layout.frames_per_lane - 1)
+		return lagged(r, lane, h); /* slot of c is (or may be being) rewritten */
+	f = frame_at(ring, lane, c);
+	want = 2 * c + 2;
+	/* R1: acquire, pairs with W2: the frame's bytes before its even seq */
+	s1 = atomic_load_explicit(&f->seq, memory_order_acquire);
+	if (s1 != want) {
+		if (s1 > want && head_of(ring, lane) - c > ring->layout.frames_per_lane - 1)
+			return lagged(r, lane, head_of(ring, lane));
+		return corrupt(r, lane); /* below the head yet not complete: bad bytes */
+	}
+	memcpy(&hdr, (const void *)f, sizeof(hdr));
+	/* Only lengths from the copy are used; clamp before touching payload bytes */
+	plen = (uint32_t)hdr.ns_len + hdr.label_len + hdr.owner_len;
+	if (plen > cap)
+		plen = cap;
+	memcpy(ev->bytes, (const uint8_t *)f + ORBIT_RING_FRAME_HDR_BYTES, plen);
+	/* R2: acquire fence, pairs with W1: the copies above happen before the re-check */
+	atomic_thread_fence(memory_order_acquire);
+	s2 = atomic_load_explicit(&f->seq, memory_order_relaxed);
+	if (s2 != s1) {
+		h = head_of(ring, lane);
+		if ((int64_t)(h - c) >= (int64_t)ring->layout.frames_per_lane)
+			return lagged(r, lane, h);
+		return corrupt(r, lane);
+	}
+	if (!frame_ok(ring, &hdr))
+		return corrupt(r, lane);
+	ev->lane = lane;
+	ev->type = hdr.type;
+	ev->writer_pid = hdr.writer_pid;
+	ev->flags = hdr.flags;
+	ev->lane_pos = c;
+	ev->fencing_token = hdr.fencing_token;
+	ev->deadline_ns = hdr.deadline_ns;
+	ev->state_revision = hdr.state_revision;
+	ev->publish_ns = hdr.publish_ns;
+	ev->ns_len = hdr.ns_len;
+	ev->label_len = hdr.label_len;
+	ev->owner_len = hdr.owner_len;
+	ev->orig_len = hdr.orig_len;
+	r->cursor[lane] = c + 1;
+	r->c.read++;
+	return 0;
+}
+
+int orbit__ring_reader_next(orbit_ring_reader_t *r, struct orbit_ring_event *ev,
+			    uint32_t *lane_out)
+{
+	uint32_t lanes;
+	uint64_t g;
+
+	if (!r || !ev)
+		return -EINVAL;
+	lanes = r->ring->layout.lanes;
+	g = generation_of(r->ring);
+	if (g != r->generation) {
+		r->generation = g;
+		resync(r);
+		r->c.lagged++;
+		if (lane_out)
+			*lane_out = lanes; /* every lane */
+		return -ORBIT_ELAGGED;
+	}
+	for (uint32_t k = 0; k < lanes; k++) {
+		uint32_t lane = (r->next_lane + k) % lanes;
+		int rc = read_lane(r, lane, ev);
+
+		if (rc == -EAGAIN)
+			continue;
+		r->next_lane = (lane + 1) % lanes;
+		if (lane_out)
+			*lane_out = lane;
+		return rc;
+	}
+	return -EAGAIN;
+}
+
+int orbit__ring_replay_retained(orbit_ring_t *ring,
+				int (*fn)(void *ctx, const struct orbit_ring_event *ev), void *ctx)
+{
+	struct orbit_ring_event *ev;
+	orbit_ring_reader_t *r;
+	uint64_t budget;
+	int n = 0, rc;
+
+	if (!ring || !fn)
+		return -EINVAL;
+	rc = orbit__ring_reader_open(&r, ring);
+	if (rc < 0)
+		return rc;
+	ev = malloc(sizeof(*ev));
+	if (!ev) {
+		orbit__ring_reader_close(r);
+		return -ENOMEM;
+	}
+	orbit__ring_reader_rewind(r);
+	/* Bounded: writers may keep publishing while we walk */
+	budget = 2ull * ring->layout.lanes * ring->layout.frames_per_lane;
+	while (budget--) {
+		rc = orbit__ring_reader_next(r, ev, NULL);
+		if (rc == -EAGAIN)
+			break;
+		if (rc < 0)
+			continue; /* lagged or corrupt: skipped */
+		n++;
+		if (fn(ctx, ev))
+			break;
+	}
+	free(ev);
+	orbit__ring_reader_close(r);
+	return n;
+}
+
+uint32_t orbit__ring_reader_arm(orbit_ring_reader_t *r)
+{
+	return orbit__doorbell_seq(&r->ring->shm->doorbell);
+}
+
+int orbit__ring_reader_wait(orbit_ring_reader_t *r, uint32_t seen, int64_t timeout_ns)
+{
+	return orbit__doorbell_wait(&r->ring->shm->doorbell, seen, timeout_ns);
+}
+
+void orbit__ring_reader_counters(const orbit_ring_reader_t *r, struct orbit_ring_reader_counters *c)
+{
+	*c = r->c;
+}

@@ -271,11 +271,11 @@ int orbit__proc_start_time(pid_t pid, uint64_t *ticks)
 	if (!p)
 		return -EPROTO;
 	p++;
-	/* field 3 (state) starts after ") "; field 22 is 19 fields further */
-	for (field = 2; field < 21 && *p; p++)
+	/* each space starts the next field: the space after ")" starts field 3 */
+	for (field = 2; field < 22 && *p; p++)
 		if (*p == ' ')
 			field++;
-	if (field != 21 || sscanf(p, "%llu", &v) != 1)
+	if (field != 22 || sscanf(p, "%llu", &v) != 1)
 		return -EPROTO;
 	*ticks = v;
 	return 0;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "include/orbit/error.h"
+#include "shm/crashpoint.h"
 #include "shm/ring.h"
 
 #define RING_MAX_TOTAL_BYTES (1ull << 30)
@@ -400,10 +401,13 @@ int orbit__ring_publish(orbit_ring_t *ring, uint32_t lane, const struct orbit_tr
 		memcpy(p + ns_keep, t->label, label_keep);
 	if (owner_keep)
 		memcpy(p + ns_keep + label_keep, t->owner, owner_keep);
+	/* A publisher killed here leaves seq odd and the head unmoved (kill tests) */
+	ORBIT_CRASHPOINT("ring.publish.mid_frame");
 	/* W2: release, pairs with R1 in read_lane(): frame bytes before the even seq */
 	atomic_store_explicit(&f->seq, 2 * pos + 2, memory_order_release);
 	/* W3: release, pairs with R0 in read_lane(): the complete frame before the head */
 	atomic_store_explicit(&ln->head, pos + 1, memory_order_release);
+	ORBIT_CRASHPOINT("ring.publish.after_head");
 	if (truncated) /* Relaxed: a statistics counter */
 		atomic_fetch_add_explicit(&ring->shm->truncated, 1, memory_order_relaxed);
 	orbit__doorbell_ring(&ring->shm->doorbell); /* D1/D2: wakes only if a reader sleeps */

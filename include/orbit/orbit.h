@@ -10,5 +10,6 @@
 #include <orbit/error.h>
 /* ORBIT-HEADERS: one line per concept header, kept sorted. */
 #include <orbit/executor.h>
+#include <orbit/lock.h>
 
 #endif /* ORBIT_ORBIT_H */

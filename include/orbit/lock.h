@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * orbit/lock.h: orbit-lock, the fleet's keyed lock. One shared-memory
+ * table per fleet (kind 228 by default, 256 slots) holds the current
+ * holder of each key: a namespace plus a label. An owner is opaque bytes
+ * compared exactly; every acquisition has a TTL (an absolute deadline on
+ * CLOCK_MONOTONIC) and a strictly increasing fencing token to carry to a
+ * protected resource. Every call is one immediate attempt: nothing here
+ * sleeps, retries or waits for a holder (see doc/orbit-lock.md).
+ *
+ * Caveats (read before use):
+ * - Deadlines are CLOCK_MONOTONIC nanoseconds. They are comparable only
+ *   between processes of one time namespace (a container with its own
+ *   time namespace has another monotonic offset): all members of a fleet
+ *   must share one time namespace.
+ * - Fencing tokens start, at segment creation, at the creator's
+ *   CLOCK_REALTIME in ns and then count up by one; a re-created segment
+ *   therefore starts above every token the old one could have issued,
+ *   unless the realtime clock was stepped back between the two. reset
+ *   keeps the counter.
+ * - The owner is a compare token, not an authorisation mechanism: any
+ *   process that can map the segment can present any owner bytes, and
+ *   orbit_lock_force_release() removes any holder.
+ * - A holder killed while holding keeps its key until the TTL passes
+ *   (the table cannot tell a dead holder from a paused one); the next
+ *   owner gets a larger token. orbit_lock_holder_alive() tells orbitctl
+ *   whether the recorded pid still runs the same process.
+ * - A forked child must not use its parent's handle: every mutation in a
+ *   child returns -ECHILD; close it there and open a new one.
+ */
+#ifndef ORBIT_LOCK_H
+#define ORBIT_LOCK_H
+
+#include <orbit/common.h>
+
+ORBIT_BEGIN_DECLS
+
+/* Namespace + label + owner bytes that fit in one slot. */
+#define ORBIT_LOCK_BYTES_MAX 960u
+#define ORBIT_LOCK_DEFAULT_STATE_KIND 228u
+#define ORBIT_LOCK_DEFAULT_RING_KIND 229u
+#define ORBIT_LOCK_DEFAULT_SLOTS 256u
+#define ORBIT_LOCK_DEFAULT_RING_FRAMES 1024u
+#define ORBIT_LOCK_DEFAULT_FRAME_BYTES 1024u
+
+typedef struct orbit_lock orbit_lock_t;
+
+/*
+ * Which cross-process serializer orders table mutations. A fleet uses one;
+ * it is recorded in the table and in its layout fingerprint, so a peer
+ * asking for the other one gets -ORBIT_EFINGERPRINT at open.
+ */
+enum orbit_lock_serializer {
+	ORBIT_LOCK_SERIALIZER_AUTO = 0,  /* create: the default (FUTEX); open: whichever the fleet uses */
+	ORBIT_LOCK_SERIALIZER_FUTEX = 1, /* process-shared robust mutex in the table (EOWNERDEAD repair) */
+	ORBIT_LOCK_SERIALIZER_FLOCK = 2, /* process-local mutex + flock on the segment (the spec's) */
+};
+
+/* A fleet's lock layout; every peer must pass the same one. */
+struct orbit_lock_layout {
+	size_t size;                /* sizeof(struct orbit_lock_layout) */
+	uint32_t state_kind;        /* segment kind of the table (228) */
+	uint32_t ring_kind;         /* segment kind of the transition ring (229) */
+	uint32_t slots;             /* table slots: a power of two, 8..65536 (256) */
+	uint32_t ring_frames;       /* frames per writer lane (1024) */
+	uint32_t ring_frame_bytes;  /* bytes per frame (1024) */
+};
+
+#define ORBIT_LOCK_LAYOUT_DEFAULT_INIT { sizeof(struct orbit_lock_layout), \
+	ORBIT_LOCK_DEFAULT_STATE_KIND, ORBIT_LOCK_DEFAULT_RING_KIND, ORBIT_LOCK_DEFAULT_SLOTS, \
+	ORBIT_LOCK_DEFAULT_RING_FRAMES, ORBIT_LOCK_DEFAULT_FRAME_BYTES }
+
+struct orbit_lock_options {
+	size_t size;                /* sizeof(struct orbit_lock_options) */
+	const char *fleet;          /* NULL: "default" */
+	const struct orbit_lock_layout *layout; /* NULL: the default layout */
+	unsigned mode;              /* 0: 0600; 0660 to share with a group */
+	enum orbit_lock_serializer serializer;
+	bool readonly;              /* never creates, never mutates, maps PROT_READ */
+	int init_timeout_ms;        /* wait for a creator to finish (0: default 2 s) */
+};
+
+/* A key: namespace bytes plus the label of the resource. Only the key contends. */
+typedef struct orbit_lock_key {
+	const void *ns;
+	size_t ns_len;
+	const void *label;
+	size_t label_len;
+} orbit_lock_key_t;
+
+/* An owner: opaque bytes compared exactly (a compare token, not a credential). */
+typedef struct orbit_lock_owner {
+	const void *bytes;
+	size_t len;
+} orbit_lock_owner_t;
+
+/*
+ * A static, typed namespace (the spec's LockType::NAMESPACE):
+ *   ORBIT_LOCK_DEFINE_NAMESPACE(pool_locks, "runtime.tasks.pool");
+ *   orbit_lock_key_t k = orbit_lock_key(pool_locks, "worker-3", 8);
+ * The literal is checked to be a string literal at compile time.
+ */
+struct orbit_lock_namespace {
+	const char *bytes;
+	size_t len;
+};
+#define ORBIT_LOCK_NAMESPACE(lit) ((struct orbit_lock_namespace){ "" lit, sizeof(lit) - 1 })
+#define ORBIT_LOCK_DEFINE_NAMESPACE(name, lit) \
+	static const struct orbit_lock_namespace name = { "" lit, sizeof(lit) - 1 }
+
+static inline orbit_lock_key_t orbit_lock_key(struct orbit_lock_namespace ns, const void *label,
+					      size_t label_len)
+{
+	orbit_lock_key_t k = { ns.bytes, ns.len, label, label_len };
+	return k;
+}
+
+/* What a successful acquire or renew hands back. */
+struct orbit_lock_lease {
+	uint64_t token;          /* fencing token: strictly increasing per acquisition */
+	uint64_t deadline_ns;    /* CLOCK_MONOTONIC absolute */
+	uint64_t state_revision; /* the table's revision after this change */
+};
+
+/* A copy of one table entry (lookup, the holder on -EBUSY, snapshots). */
+struct orbit_lock_entry {
+	uint64_t token;
+	uint64_t deadline_ns;        /* CLOCK_MONOTONIC absolute */
+	uint64_t holder_start_ticks; /* /proc/<pid>/stat field 22 of the holder */
+	uint32_t holder_pid;
+	uint32_t slot_idx;
+	uint16_t ns_len, label_len, owner_len;
+	bool expired;                /* deadline passed (only snapshots report these) */
+	uint8_t bytes[ORBIT_LOCK_BYTES_MAX]; /* ns, then label, then owner */
+};
+
+static inline const void *orbit_lock_entry_owner(const struct orbit_lock_entry *e)
+{
+	return e->bytes + e->ns_len + e->label_len;
+}
+
+/* Counters of this handle (C11 atomics, readable from any thread). */
+struct orbit_lock_stats {
+	uint64_t acquired, busy, full;          /* try_acquire outcomes */
+	uint64_t renewed, released, force_released;
+	uint64_t not_found, wrong_owner;        /* -ENOENT / -EPERM from renew/release */
+	uint64_t reclaimed;                     /* expired entries this handle cleared */
+	uint64_t compactions;                   /* tombstone compactions run */
+	uint64_t lookups;
+	uint64_t corrupt_slots;                 /* slots that failed validation */
+	uint64_t repairs;                       /* crashed-holder repairs this handle ran */
+};
+
+/**
+ * orbit_lock_open - create or open the fleet's lock table.
+ * @opts: options (size must be set); NULL means all defaults.
+ * @out:  the handle on success.
+ *
+ * Creates "/orbit.<fleet>.lock-<state_kind>" when missing (not when
+ * readonly). With serializer AUTO an existing table is opened with
+ * whichever serializer it records.
+ *
+ * Context: any thread; syscalls (shm_open, mmap, flock, read of
+ * /proc/self/stat); may sleep up to init_timeout_ms while a creator
+ * initialises.
+ * Returns: 0; -EINVAL (bad options, fleet name or layout); -ENOMEM;
+ * -ENOENT (readonly and missing); -ORBIT_EFINGERPRINT (the fleet's table
+ * has another slot count, kind or serializer); -ORBIT_ECORRUPT (the
+ * table's own header fails validation); or any code of the segment layer:
+ * -EACCES, -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND, -ORBIT_ESIZE,
+ * -ORBIT_EOWNER, -ORBIT_EMODE, -ORBIT_EINITTIMEOUT.
+ */
+ORBIT_API int orbit_lock_open(const struct orbit_lock_options *opts, orbit_lock_t **out);
+
+/**
+ * orbit_lock_close - unmap and free a handle. Entries it holds stay held
+ * until released or expired. NULL is a no-op. In a forked child it frees
+ * the child's copy without touching the parent's serializer.
+ * Context: no other thread may use the handle; syscalls (munmap, close).
+ */
+ORBIT_API void orbit_lock_close(orbit_lock_t *lock);
+
+/**
+ * orbit_lock_unlink - remove the fleet's table name (mapped handles stay
+ * valid; the next open creates a new table with larger tokens).
+ * @opts: fleet and layout as for open.
+ * Context: any thread; syscall shm_unlink.
+ * Returns: 0, -ENOENT, -EINVAL.
+ */
+ORBIT_API int orbit_lock_unlink(const struct orbit_lock_options *opts);
+
+/**
+ * orbit_lock_try_acquire - take @key for @owner for @ttl_ns, once.
+ * @lease:  filled on success (token, deadline, revision). May be NULL.
+ * @holder: on -EBUSY, a copy of the current holder (owner bytes, token,
+ *          deadline, pid). May be NULL.
+ *
+ * An expired entry of the key is reclaimed and the key taken with a new,
+ * larger token. A key held (live) by any owner, the same one included, is
+ * -EBUSY: extend a lease with orbit_lock_renew().
+ *
+ * Context: any thread of the process that opened the handle; takes the
+ * serializer (futex: no syscall uncontended; flock: two syscalls); never
+ * sleeps beyond waiting for another mutation to finish. Publication to the
+ * transition sink precedes the table commit.
+ * Returns: 0; -EBUSY (held and live); -ENOSPC (table full of live keys,
+ * nothing evicted); -EINVAL (NULL key/owner, ttl_ns 0, empty label or
+ * owner, deadline overflow); -E2BIG (ns+label+owner over 960 bytes);
+ * -ECHILD (handle opened by the parent process); -EROFS (readonly
+ * handle); -ORBIT_ECORRUPT (a slot on the probe path fails validation;
+ * counted); -ENOTRECOVERABLE (the futex serializer was abandoned
+ * unrepaired).
+ */
+ORBIT_API int orbit_lock_try_acquire(orbit_lock_t *lock, const orbit_lock_key_t *key,
+				     const orbit_lock_owner_t *owner, uint64_t ttl_ns,
+				     struct orbit_lock_lease *lease, struct orbit_lock_entry *holder);
+
+/**
+ * orbit_lock_renew - move the deadline of a live entry to now + @ttl_ns,
+ * keeping its token.
+ * @token: 0, or the lease's token: then the entry must also carry it.
+ * Context: as orbit_lock_try_acquire.
+ * Returns: 0; -ENOENT (not held, or expired: an expired entry is
+ * reclaimed); -EPERM (another owner, or another token); -EINVAL, -E2BIG,
+ * -ECHILD, -EROFS, -ORBIT_ECORRUPT, -ENOTRECOVERABLE as for try_acquire.
+ */
+ORBIT_API int orbit_lock_renew(orbit_lock_t *lock, const orbit_lock_key_t *key,
+			       const orbit_lock_owner_t *owner, uint64_t token, uint64_t ttl_ns,
+			       struct orbit_lock_lease *lease);
+
+/**
+ * orbit_lock_release - free @key if @owner (and @token when non-zero)
+ * hold it: key, owner and token are compared and the entry removed in one
+ * serialized step, so a retried release cannot free a newer tenure.
+ * Context: as orbit_lock_try_acquire.
+ * Returns: 0; -ENOENT (not held, or expired: reclaimed); -EPERM (another
+ * owner or token holds it; nothing changes); -EINVAL, -E2BIG, -ECHILD,
+ * -EROFS, -ORBIT_ECORRUPT, -ENOTRECOVERABLE.
+ */
+ORBIT_API int orbit_lock_release(orbit_lock_t *lock, const orbit_lock_key_t *key,
+				 const orbit_lock_owner_t *owner, uint64_t token);
+
+/**
+ * orbit_lock_force_release - administrative escape: remove @key whoever
+ * holds it. Not for the normal release path.
+ * Context: as orbit_lock_try_acquire.
+ * Returns: 0; -ENOENT (not held or expired); -EINVAL, -E2BIG, -ECHILD,
+ * -EROFS, -ORBIT_ECORRUPT, -ENOTRECOVERABLE.
+ */
+ORBIT_API int orbit_lock_force_release(orbit_lock_t *lock, const orbit_lock_key_t *key);
+
+/**
+ * orbit_lock_lookup - copy the live entry of @key into @entry.
+ * Never takes the serializer: copies the slot and re-checks its sequence.
+ * Context: any thread, any process with a (readonly) handle, also a forked
+ * child; no syscall (vDSO clock), no allocation, no lock.
+ * Returns: 0; -ENOENT (not held or expired); -EAGAIN (slots kept changing
+ * for the whole bounded retry budget, or a holder died mid-compaction and
+ * no mutation repaired the table yet); -EINVAL, -E2BIG;
+ * -ORBIT_ECORRUPT (a slot on the probe path fails validation).
+ */
+ORBIT_API int orbit_lock_lookup(orbit_lock_t *lock, const orbit_lock_key_t *key,
+				struct orbit_lock_entry *entry);
+
+/**
+ * orbit_lock_foreach - call @fn for each occupied entry (expired ones
+ * too, flagged), in slot order, from consistent slot copies.
+ * @fn: returns 0 to continue, anything else to stop (returned as is).
+ * Context: like lookup (no serializer); a snapshot per slot, not of the
+ * whole table.
+ * Returns: the number of entries visited, @fn's non-zero value,
+ * -EINVAL, or -EAGAIN as for lookup.
+ */
+ORBIT_API int orbit_lock_foreach(orbit_lock_t *lock,
+				 int (*fn)(const struct orbit_lock_entry *e, void *ctx), void *ctx);
+
+/**
+ * orbit_lock_holder_alive - is the entry's holder process still running?
+ * Compares /proc/<pid>/stat's start time with the recorded one.
+ * Context: any thread; syscalls (open/read of /proc).
+ * Returns: 1 alive, 0 gone (or the pid was reused), -EINVAL.
+ */
+ORBIT_API int orbit_lock_holder_alive(const struct orbit_lock_entry *e);
+
+/**
+ * orbit_lock_stats - copy this handle's counters.
+ * Context: any thread; relaxed loads (counters only).
+ * Returns: 0, -EINVAL.
+ */
+ORBIT_API int orbit_lock_stats(orbit_lock_t *lock, struct orbit_lock_stats *out);
+
+/**
+ * orbit_lock_state_revision - the table's current state revision (it
+ * increases on every successful change).
+ * Context: any thread; one acquire load. Returns the revision, 0 on NULL.
+ */
+ORBIT_API uint64_t orbit_lock_state_revision(orbit_lock_t *lock);
+
+ORBIT_END_DECLS
+
+#endif /* ORBIT_LOCK_H */

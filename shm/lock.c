@@ -1,0 +1,1225 @@
+// SPDX-License-Identifier: MIT
+/*
+ * shm/lock.c: orbit-lock, the keyed lock table in shared memory (layout in
+ * shm/lock_table.h, public API in include/orbit/lock.h). Owns the table's
+ * creation and validation, probing, the torn-write-safe slot protocol
+ * (tombstone, bytes, occupied, even seq), TTL reclaim, tombstone
+ * compaction, fencing tokens, the repair after a mutator died inside the
+ * serializer, and the serializer-free lookup. The serializers themselves
+ * live in shm/lock_serializer.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <orbit/error.h>
+#include <orbit/lock.h>
+
+#include "shm/crashpoint.h"
+#include "shm/lock_internal.h"
+#include "shm/lock_serializer.h"
+#include "shm/lock_table.h"
+#include "shm/segment.h"
+
+/* Lookup retry budget: slot re-reads plus whole-probe restarts. */
+#define LOOKUP_SLOT_RETRIES 4096
+#define LOOKUP_PROBE_RETRIES 256
+
+enum lock_stat {
+	ST_ACQUIRED, ST_BUSY, ST_FULL, ST_RENEWED, ST_RELEASED, ST_FORCE_RELEASED,
+	ST_NOT_FOUND, ST_WRONG_OWNER, ST_RECLAIMED, ST_COMPACTIONS, ST_LOOKUPS,
+	ST_CORRUPT, ST_REPAIRS, ST_N
+};
+
+struct orbit_lock {
+	orbit_seg_t seg;
+	struct orbit_lock_table_hdr *hdr;
+	struct orbit_lock_slot *slots;
+	uint32_t nslots;          /* validated copy: never re-read from SHM */
+	uint32_t mask;
+	enum orbit_lock_serializer ser_kind;
+	struct orbit__lock_ser ser; /* lock order: ser.local, then the cross-process lock */
+	pid_t pid;                /* the opener: a forked child gets -ECHILD */
+	bool readonly;
+	uint64_t start_ticks;     /* this process's /proc start time */
+	orbit_transition_sink_fn sink; /* called with the serializer held */
+	void *sink_ctx;
+	_Atomic uint64_t st[ST_N]; /* counters; relaxed: statistics only */
+};
+
+static void stat_inc(orbit_lock_t *l, enum lock_stat s)
+{
+	/* relaxed: a counter, no ordering with anything */
+	atomic_fetch_add_explicit(&l->st[s], 1, memory_order_relaxed);
+}
+
+/* FNV-1a 64 over ns_len, ns, label (the length keeps "ab"+"c" != "a"+"bc"). */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static uint64_t key_hash(const void *ns, size_t ns_len, const void *label, size_t label_len)
+{
+	uint64_t n = ns_len;
+	uint64_t h = fnv(0xcbf29ce484222325ull, &n, sizeof(n));
+
+	h = fnv(h, ns, ns_len);
+	return fnv(h, label, label_len);
+}
+
+uint64_t orbit__lock_hash(const orbit_lock_key_t *key)
+{
+	return key_hash(key->ns, key->ns_len, key->label, key->label_len);
+}
+
+/* /proc/<pid>/stat field 22 (starttime in clock ticks); 0 when unreadable. */
+static uint64_t proc_start_ticks(pid_t pid)
+{
+	char path[64], buf[1024];
+	ssize_t n;
+	int fd;
+	char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+	if (!p)
+		return 0;
+	p++;
+	/* after ')' come fields 3..: skip 19 to reach field 22 */
+	for (int f = 3; f < 22 && p; f++) {
+		p = strchr(p + 1, ' ');
+	}
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* ---- argument checks ---------------------------------------------------- */
+
+static int check_key(const orbit_lock_key_t *k)
+{
+	if (!k || (!k->ns && k->ns_len) || !k->label || !k->label_len)
+		return -EINVAL;
+	if (k->ns_len > ORBIT_LOCK_BYTES_MAX || k->label_len > ORBIT_LOCK_BYTES_MAX ||
+	    k->ns_len + k->label_len > ORBIT_LOCK_BYTES_MAX)
+		return -E2BIG;
+	return 0;
+}
+
+static int check_owner(const orbit_lock_key_t *k, const orbit_lock_owner_t *o)
+{
+	if (!o || !o->bytes || !o->len)
+		return -EINVAL;
+	if (o->len > ORBIT_LOCK_BYTES_MAX || k->ns_len + k->label_len + o->len > ORBIT_LOCK_BYTES_MAX)
+		return -E2BIG;
+	return 0;
+}
+
+static int check_mutator(orbit_lock_t *l)
+{
+	if (!l)
+		return -EINVAL;
+	if (l->readonly)
+		return -EROFS;
+	if (getpid() != l->pid)
+		return -ECHILD; /* fork trap: never use the parent's open file description */
+	return 0;
+}
+
+/* Arguments of a mutation; @owner NULL = force_release; @ttl_ns must be > 0. */
+static int check_mutation(orbit_lock_t *l, const orbit_lock_key_t *key,
+			  const orbit_lock_owner_t *owner, uint64_t ttl_ns)
+{
+	int rc = check_mutator(l);
+
+	if (!rc)
+		rc = check_key(key);
+	if (!rc && owner)
+		rc = check_owner(key, owner);
+	if (!rc && !ttl_ns)
+		rc = -EINVAL;
+	return rc;
+}
+
+/* Slot metadata sane? (bytes of a crashed or buggy peer are untrusted) */
+static bool meta_valid(uint32_t state, uint32_t ns_len, uint32_t label_len, uint32_t owner_len)
+{
+	if (state == ORBIT_LOCK_SLOT_EMPTY || state == ORBIT_LOCK_SLOT_TOMBSTONE)
+		return true;
+	if (state != ORBIT_LOCK_SLOT_OCCUPIED)
+		return false;
+	return label_len && owner_len && ns_len + label_len + owner_len <= ORBIT_LOCK_BYTES_MAX;
+}
+
+static bool slot_valid(const struct orbit_lock_slot *s)
+{
+	/* relaxed: under the serializer (or in the checker) nobody writes */
+	return meta_valid(atomic_load_explicit(&s->state, memory_order_relaxed), s->ns_len,
+			  s->label_len, s->owner_len);
+}
+
+static bool slot_has_key(const struct orbit_lock_slot *s, uint32_t h32, const orbit_lock_key_t *k)
+{
+	return s->hash == h32 && s->ns_len == k->ns_len && s->label_len == k->label_len &&
+	       memcmp(s->bytes, k->ns, k->ns_len) == 0 &&
+	       memcmp(s->bytes + k->ns_len, k->label, k->label_len) == 0;
+}
+
+static bool slot_has_owner(const struct orbit_lock_slot *s, const orbit_lock_owner_t *o)
+{
+	return s->owner_len == o->len &&
+	       memcmp(s->bytes + s->ns_len + s->label_len, o->bytes, o->len) == 0;
+}
+
+static uint64_t slot_deadline(const struct orbit_lock_slot *s)
+{
+	/* relaxed: under the serializer, or inside a seq-checked copy */
+	return atomic_load_explicit(&s->deadline_ns, memory_order_relaxed);
+}
+
+static void slot_to_entry(const struct orbit_lock_slot *s, uint32_t idx,
+			  struct orbit_lock_entry *e, uint64_t now)
+{
+	size_t n = (size_t)s->ns_len + s->label_len + s->owner_len;
+
+	e->token = s->token;
+	e->deadline_ns = slot_deadline(s);
+	e->holder_start_ticks = s->holder_start_ticks;
+	e->holder_pid = s->holder_pid;
+	e->slot_idx = idx;
+	e->ns_len = s->ns_len;
+	e->label_len = s->label_len;
+	e->owner_len = s->owner_len;
+	e->expired = e->deadline_ns <= now;
+	memcpy(e->bytes, s->bytes, n <= ORBIT_LOCK_BYTES_MAX ? n : 0);
+}
+
+/* ---- the slot write protocol (serializer held) -------------------------- */
+
+/* Open a slot for writing: seq odd before any other byte changes. */
+static uint32_t slot_begin(struct orbit_lock_slot *s)
+{
+	/* relaxed: only serializer holders write seq; the fence orders it */
+	uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+
+	atomic_store_explicit(&s->seq, seq | 1u, memory_order_relaxed);
+	/* F1: release fence, pairs with F2 in read_meta(): seq odd before the bytes */
+	atomic_thread_fence(memory_order_release);
+	return seq | 1u;
+}
+
+static void slot_end(struct orbit_lock_slot *s, uint32_t odd_seq)
+{
+	/* R1: release, pairs with A1 in read_meta(): bytes before the even seq */
+	atomic_store_explicit(&s->seq, odd_seq + 1u, memory_order_release);
+}
+
+static void slot_set_state(struct orbit_lock_slot *s, uint32_t state)
+{
+	/* R2: release: every byte before OCCUPIED (for a repairer after a crash;
+	 * lookups are ordered by seq, pairs with R1/A1) */
+	atomic_store_explicit(&s->state, state, memory_order_release);
+}
+
+struct slot_content {
+	uint32_t hash;
+	const orbit_lock_key_t *key;
+	const void *owner;
+	uint32_t owner_len;
+	uint64_t token;
+	uint64_t deadline_ns;
+	uint32_t pid;
+	uint64_t start_ticks;
+};
+
+/* Tombstone, bytes, occupied, even seq: a kill anywhere leaves no torn entry. */
+static void slot_write(orbit_lock_t *l, struct orbit_lock_slot *s, const struct slot_content *c)
+{
+	const orbit_lock_key_t *k = c->key;
+	size_t total = k->ns_len + k->label_len + c->owner_len;
+	uint8_t buf[ORBIT_LOCK_BYTES_MAX];
+	uint32_t seq;
+
+	/* assemble first: c->owner may point into this very slot (compaction) */
+	memcpy(buf, k->ns, k->ns_len);
+	memcpy(buf + k->ns_len, k->label, k->label_len);
+	memcpy(buf + k->ns_len + k->label_len, c->owner, c->owner_len);
+
+	seq = slot_begin(s);
+	slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
+	ORBIT_CRASHPOINT("lock.after_tombstone");
+	s->hash = c->hash;
+	s->ns_len = (uint16_t)k->ns_len;
+	s->label_len = (uint16_t)k->label_len;
+	s->owner_len = (uint16_t)c->owner_len;
+	s->holder_pid = c->pid;
+	s->token = c->token;
+	s->holder_start_ticks = c->start_ticks;
+	/* relaxed: published by R1 (seq) and R2 (state) */
+	atomic_store_explicit(&s->deadline_ns, c->deadline_ns, memory_order_relaxed);
+	memcpy(s->bytes, buf, total / 2);
+	ORBIT_CRASHPOINT("lock.mid_bytes");
+	memcpy(s->bytes + total / 2, buf + total / 2, total - total / 2);
+	ORBIT_CRASHPOINT("lock.before_occupied");
+	slot_set_state(s, ORBIT_LOCK_SLOT_OCCUPIED);
+	ORBIT_CRASHPOINT("lock.after_occupied");
+	slot_end(s, seq);
+	(void)l;
+}
+
+static void tombs_add(orbit_lock_t *l, int d)
+{
+	/* relaxed: serializer held; a heuristic count repaired by repair() */
+	uint32_t t = atomic_load_explicit(&l->hdr->tombstones, memory_order_relaxed);
+
+	atomic_store_explicit(&l->hdr->tombstones, d < 0 && t == 0 ? 0 : t + (uint32_t)d,
+			      memory_order_relaxed);
+}
+
+static uint32_t slot_state(const struct orbit_lock_slot *s)
+{
+	/* relaxed: serializer held (mutators) - no concurrent writer */
+	return atomic_load_explicit(&s->state, memory_order_relaxed);
+}
+
+/* Remove an entry: seq odd, TOMBSTONE, even; then trailing tombstones -> EMPTY. */
+static void slot_remove(orbit_lock_t *l, uint32_t idx)
+{
+	struct orbit_lock_slot *s = &l->slots[idx];
+	uint32_t seq = slot_begin(s);
+
+	slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
+	ORBIT_CRASHPOINT("lock.remove_after_tombstone");
+	slot_end(s, seq);
+	tombs_add(l, 1);
+	/*
+	 * A tombstone followed by EMPTY ends no probe chain that the EMPTY does
+	 * not already end, so it may become EMPTY even with lookups running.
+	 */
+	while (slot_state(&l->slots[(idx + 1) & l->mask]) == ORBIT_LOCK_SLOT_EMPTY &&
+	       slot_state(&l->slots[idx]) == ORBIT_LOCK_SLOT_TOMBSTONE) {
+		s = &l->slots[idx];
+		seq = slot_begin(s);
+		slot_set_state(s, ORBIT_LOCK_SLOT_EMPTY);
+		slot_end(s, seq);
+		tombs_add(l, -1);
+		idx = (idx - 1) & l->mask;
+	}
+}
+
+static uint64_t bump_revision(orbit_lock_t *l)
+{
+	/* relaxed load: serializer held; R3: release, pairs with A3 in
+	 * orbit_lock_state_revision(): the change before its revision */
+	uint64_t r = atomic_load_explicit(&l->hdr->state_revision, memory_order_relaxed) + 1;
+
+	atomic_store_explicit(&l->hdr->state_revision, r, memory_order_release);
+	return r;
+}
+
+static void publish(orbit_lock_t *l, uint32_t type, uint64_t token, uint64_t deadline,
+		    uint64_t rev, const void *ns, uint32_t ns_len, const void *label,
+		    uint32_t label_len, const void *owner, uint32_t owner_len)
+{
+	struct orbit_transition t = {
+		.type = type, .writer_pid = (uint32_t)l->pid, .fencing_token = token,
+		.deadline_ns = deadline, .state_revision = rev, .ns = ns, .ns_len = ns_len,
+		.label = label, .label_len = label_len, .owner = owner, .owner_len = owner_len,
+	};
+
+	if (l->sink)
+		l->sink(l->sink_ctx, &t);
+}
+
+/* Reclaim an expired entry: event first, then the table commit. */
+static void reclaim(orbit_lock_t *l, uint32_t idx)
+{
+	struct orbit_lock_slot *s = &l->slots[idx];
+	uint64_t rev = atomic_load_explicit(&l->hdr->state_revision, memory_order_relaxed) + 1;
+
+	publish(l, ORBIT_TRANSITION_RECLAIM, s->token, 0, rev, s->bytes, s->ns_len,
+		s->bytes + s->ns_len, s->label_len, s->bytes + s->ns_len + s->label_len,
+		s->owner_len);
+	slot_remove(l, idx);
+	bump_revision(l);
+	stat_inc(l, ST_RECLAIMED);
+}
+
+/* ---- repair and compaction (serializer held) ---------------------------- */
+
+static uint32_t home_of(const orbit_lock_t *l, uint32_t hash)
+{
+	return hash & l->mask;
+}
+
+static uint32_t dist(const orbit_lock_t *l, uint32_t from, uint32_t to)
+{
+	return (to - from) & l->mask;
+}
+
+static bool same_key(const struct orbit_lock_slot *a, const struct orbit_lock_slot *b)
+{
+	return a->hash == b->hash && a->ns_len == b->ns_len && a->label_len == b->label_len &&
+	       memcmp(a->bytes, b->bytes, (size_t)a->ns_len + a->label_len) == 0;
+}
+
+/*
+ * The previous serializer holder died inside. Each slot it left open (odd
+ * seq) is completed when already OCCUPIED (every byte was written before
+ * R2) and rolled back to TOMBSTONE otherwise; a compaction cut between
+ * "copy written" and "old tombstoned" leaves a key twice: the copy nearer
+ * its home stays. Counts are recomputed, move_seq made even.
+ */
+static void repair(orbit_lock_t *l)
+{
+	uint32_t tombs = 0;
+
+	for (uint32_t i = 0; i < l->nslots; i++) {
+		struct orbit_lock_slot *s = &l->slots[i];
+		/* relaxed: serializer held; the dead writer's stores are ordered
+		 * before us by the serializer's kernel/pthread hand-over */
+		uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+
+		if (!(seq & 1u) && slot_valid(s))
+			continue;
+		if (!(seq & 1u)) {
+			seq = slot_begin(s);
+			stat_inc(l, ST_CORRUPT);
+		}
+		if (!(slot_state(s) == ORBIT_LOCK_SLOT_OCCUPIED && slot_valid(s)))
+			slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
+		slot_end(s, seq);
+	}
+	for (uint32_t i = 0; i < l->nslots; i++) {
+		struct orbit_lock_slot *a = &l->slots[i];
+
+		if (slot_state(a) != ORBIT_LOCK_SLOT_OCCUPIED)
+			continue;
+		for (uint32_t j = i + 1; j < l->nslots; j++) {
+			struct orbit_lock_slot *b = &l->slots[j];
+			uint32_t drop;
+
+			if (slot_state(b) != ORBIT_LOCK_SLOT_OCCUPIED || !same_key(a, b))
+				continue;
+			drop = dist(l, home_of(l, a->hash), i) <= dist(l, home_of(l, b->hash), j) ? j : i;
+			uint32_t seq = slot_begin(&l->slots[drop]);
+			slot_set_state(&l->slots[drop], ORBIT_LOCK_SLOT_TOMBSTONE);
+			slot_end(&l->slots[drop], seq);
+			if (drop == i)
+				break;
+		}
+	}
+	for (uint32_t i = 0; i < l->nslots; i++)
+		tombs += slot_state(&l->slots[i]) == ORBIT_LOCK_SLOT_TOMBSTONE;
+	/* relaxed: serializer held */
+	atomic_store_explicit(&l->hdr->tombstones, tombs, memory_order_relaxed);
+	uint64_t m = atomic_load_explicit(&l->hdr->move_seq, memory_order_relaxed);
+	if (m & 1u)
+		/* R4: release, pairs with A5 in lookup(): slots before the even move_seq */
+		atomic_store_explicit(&l->hdr->move_seq, m + 1, memory_order_release);
+	atomic_fetch_add_explicit(&l->hdr->repairs, 1, memory_order_relaxed); /* counter */
+	stat_inc(l, ST_REPAIRS);
+}
+
+/*
+ * Compaction: move each entry to the first non-occupied slot of its probe
+ * path (copy fully, then tombstone the original: a kill in between leaves
+ * a duplicate that repair() removes), until no entry can move; then every
+ * path is all-occupied, so every tombstone can become EMPTY. Lookups see
+ * move_seq odd and retry, because an entry in flight may be missed.
+ */
+static void compact(orbit_lock_t *l)
+{
+	uint64_t m = atomic_load_explicit(&l->hdr->move_seq, memory_order_relaxed); /* serializer held */
+
+	atomic_store_explicit(&l->hdr->move_seq, m + 1, memory_order_relaxed);
+	/* F3: release fence, pairs with A5 in lookup(): move_seq odd before any move */
+	atomic_thread_fence(memory_order_release);
+	for (uint32_t pass = 0; pass < l->nslots; pass++) {
+		bool moved = false;
+
+		for (uint32_t i = 0; i < l->nslots; i++) {
+			struct orbit_lock_slot *s = &l->slots[i];
+			uint32_t p;
+
+			if (slot_state(s) != ORBIT_LOCK_SLOT_OCCUPIED)
+				continue;
+			for (p = home_of(l, s->hash); p != i; p = (p + 1) & l->mask)
+				if (slot_state(&l->slots[p]) != ORBIT_LOCK_SLOT_OCCUPIED)
+					break;
+			if (p == i)
+				continue;
+			orbit_lock_key_t k = { s->bytes, s->ns_len, s->bytes + s->ns_len, s->label_len };
+			struct slot_content c = {
+				.hash = s->hash, .key = &k, .owner = s->bytes + s->ns_len + s->label_len,
+				.owner_len = s->owner_len, .token = s->token,
+				.deadline_ns = slot_deadline(s), .pid = s->holder_pid,
+				.start_ticks = s->holder_start_ticks,
+			};
+			slot_write(l, &l->slots[p], &c);
+			ORBIT_CRASHPOINT("lock.compact_after_copy");
+			uint32_t seq = slot_begin(s);
+			slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
+			slot_end(s, seq);
+			moved = true;
+		}
+		if (!moved)
+			break;
+	}
+	for (uint32_t i = 0; i < l->nslots; i++) {
+		struct orbit_lock_slot *s = &l->slots[i];
+
+		if (slot_state(s) != ORBIT_LOCK_SLOT_TOMBSTONE)
+			continue;
+		uint32_t seq = slot_begin(s);
+		slot_set_state(s, ORBIT_LOCK_SLOT_EMPTY);
+		slot_end(s, seq);
+	}
+	atomic_store_explicit(&l->hdr->tombstones, 0, memory_order_relaxed); /* serializer held */
+	/* R4: release, pairs with A5 in lookup(): all moves before the even move_seq */
+	atomic_store_explicit(&l->hdr->move_seq, m + 2, memory_order_release);
+	stat_inc(l, ST_COMPACTIONS);
+}
+
+static void maybe_compact(orbit_lock_t *l)
+{
+	/* relaxed: serializer held */
+	if (atomic_load_explicit(&l->hdr->tombstones, memory_order_relaxed) > l->nslots / 4)
+		compact(l);
+}
+
+/* ---- serializer entry / exit ------------------------------------------- */
+
+static int enter(orbit_lock_t *l)
+{
+	bool died;
+	int rc = orbit__lock_ser_enter(&l->ser, &died);
+
+	if (rc)
+		return rc;
+	ORBIT_CRASHPOINT("lock.holding_serializer");
+	if (died) {
+		repair(l);
+		orbit__lock_ser_repaired(&l->ser);
+	}
+	/* relaxed: ordered for the next holder by the serializer hand-over */
+	atomic_store_explicit(&l->hdr->dirty_pid, (uint32_t)l->pid, memory_order_relaxed);
+	return 0;
+}
+
+static void leave(orbit_lock_t *l)
+{
+	/* relaxed: as in enter() */
+	atomic_store_explicit(&l->hdr->dirty_pid, 0, memory_order_relaxed);
+	ORBIT_CRASHPOINT("lock.before_unlock");
+	orbit__lock_ser_leave(&l->ser);
+}
+
+/*
+ * Probe for @k (serializer held). Reclaims expired entries met on the way
+ * (other keys too) and clears corrupt slots (counted). Returns the key's
+ * live slot index in *found (or UINT32_MAX) and the first reusable slot in
+ * *free_idx (or UINT32_MAX).
+ */
+static void probe_locked(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32, uint64_t now,
+			 uint32_t *found, uint32_t *free_idx)
+{
+	uint32_t i = home_of(l, h32);
+
+	*found = UINT32_MAX;
+	*free_idx = UINT32_MAX;
+	for (uint32_t n = 0; n < l->nslots; n++, i = (i + 1) & l->mask) {
+		struct orbit_lock_slot *s = &l->slots[i];
+		uint32_t st = slot_state(s);
+
+		if (st == ORBIT_LOCK_SLOT_OCCUPIED && !slot_valid(s)) {
+			stat_inc(l, ST_CORRUPT);
+			slot_remove(l, i);
+			st = slot_state(s);
+		} else if (st != ORBIT_LOCK_SLOT_OCCUPIED && st != ORBIT_LOCK_SLOT_TOMBSTONE &&
+			   st != ORBIT_LOCK_SLOT_EMPTY) {
+			stat_inc(l, ST_CORRUPT);
+			uint32_t seq = slot_begin(s);
+			slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
+			slot_end(s, seq);
+			tombs_add(l, 1);
+			st = ORBIT_LOCK_SLOT_TOMBSTONE;
+		}
+		if (st == ORBIT_LOCK_SLOT_OCCUPIED && slot_deadline(s) <= now) {
+			reclaim(l, i);
+			st = slot_state(s);
+		}
+		if (st == ORBIT_LOCK_SLOT_EMPTY) {
+			if (*free_idx == UINT32_MAX)
+				*free_idx = i;
+			return;
+		}
+		if (st == ORBIT_LOCK_SLOT_TOMBSTONE) {
+			if (*free_idx == UINT32_MAX)
+				*free_idx = i;
+			continue;
+		}
+		if (slot_has_key(s, h32, k)) {
+			*found = i;
+			return;
+		}
+	}
+}
+
+/* The whole table: reclaim every expired entry (before saying "full"). */
+static uint32_t sweep_expired(orbit_lock_t *l, uint64_t now)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < l->nslots; i++) {
+		struct orbit_lock_slot *s = &l->slots[i];
+
+		if (slot_state(s) == ORBIT_LOCK_SLOT_OCCUPIED && slot_valid(s) &&
+		    slot_deadline(s) <= now) {
+			reclaim(l, i);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* ---- public operations -------------------------------------------------- */
+
+ORBIT_API int orbit_lock_try_acquire(orbit_lock_t *l, const orbit_lock_key_t *key,
+				     const orbit_lock_owner_t *owner, uint64_t ttl_ns,
+				     struct orbit_lock_lease *lease, struct orbit_lock_entry *holder)
+{
+	uint32_t found, free_idx, h32;
+	uint64_t now, token, rev;
+	int rc;
+
+	rc = owner ? check_mutation(l, key, owner, ttl_ns) : -EINVAL;
+	if (rc)
+		return rc;
+	h32 = (uint32_t)orbit__lock_hash(key);
+	rc = enter(l);
+	if (rc)
+		return rc;
+	now = orbit__now_mono_ns();
+	if (ttl_ns > UINT64_MAX - now) {
+		rc = -EINVAL;
+		goto out;
+	}
+	probe_locked(l, key, h32, now, &found, &free_idx);
+	if (found != UINT32_MAX) {
+		if (holder)
+			slot_to_entry(&l->slots[found], found, holder, now);
+		stat_inc(l, ST_BUSY);
+		rc = -EBUSY;
+		goto out;
+	}
+	if (free_idx == UINT32_MAX && sweep_expired(l, now))
+		probe_locked(l, key, h32, now, &found, &free_idx);
+	if (free_idx == UINT32_MAX) {
+		stat_inc(l, ST_FULL);
+		rc = -ENOSPC;
+		goto out;
+	}
+	/* relaxed: serializer held; a kill after this store burns the token */
+	token = atomic_load_explicit(&l->hdr->next_token, memory_order_relaxed);
+	atomic_store_explicit(&l->hdr->next_token, token + 1, memory_order_relaxed);
+	ORBIT_CRASHPOINT("lock.after_token_bump");
+	rev = atomic_load_explicit(&l->hdr->state_revision, memory_order_relaxed) + 1;
+	publish(l, ORBIT_TRANSITION_ACQUIRE, token, now + ttl_ns, rev, key->ns,
+		(uint32_t)key->ns_len, key->label, (uint32_t)key->label_len, owner->bytes,
+		(uint32_t)owner->len);
+	if (slot_state(&l->slots[free_idx]) == ORBIT_LOCK_SLOT_TOMBSTONE)
+		tombs_add(l, -1);
+	struct slot_content c = {
+		.hash = h32, .key = key, .owner = owner->bytes, .owner_len = (uint32_t)owner->len,
+		.token = token, .deadline_ns = now + ttl_ns, .pid = (uint32_t)l->pid,
+		.start_ticks = l->start_ticks,
+	};
+	slot_write(l, &l->slots[free_idx], &c);
+	rev = bump_revision(l);
+	if (lease) {
+		lease->token = token;
+		lease->deadline_ns = now + ttl_ns;
+		lease->state_revision = rev;
+	}
+	stat_inc(l, ST_ACQUIRED);
+	maybe_compact(l);
+out:
+	leave(l);
+	return rc;
+}
+
+/* Find @key's live entry for renew/release/force_release (serializer held). */
+static int find_live(orbit_lock_t *l, const orbit_lock_key_t *key, uint32_t *idx, uint64_t *now)
+{
+	uint32_t free_idx, h32 = (uint32_t)orbit__lock_hash(key);
+
+	*now = orbit__now_mono_ns();
+	probe_locked(l, key, h32, *now, idx, &free_idx);
+	if (*idx == UINT32_MAX) {
+		stat_inc(l, ST_NOT_FOUND);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+ORBIT_API int orbit_lock_renew(orbit_lock_t *l, const orbit_lock_key_t *key,
+			       const orbit_lock_owner_t *owner, uint64_t token, uint64_t ttl_ns,
+			       struct orbit_lock_lease *lease)
+{
+	struct orbit_lock_slot *s;
+	uint32_t idx, seq;
+	uint64_t now, rev;
+	int rc;
+
+	rc = owner ? check_mutation(l, key, owner, ttl_ns) : -EINVAL;
+	if (rc)
+		return rc;
+	rc = enter(l);
+	if (rc)
+		return rc;
+	rc = find_live(l, key, &idx, &now);
+	if (rc)
+		goto out;
+	s = &l->slots[idx];
+	if (!slot_has_owner(s, owner) || (token && s->token != token)) {
+		stat_inc(l, ST_WRONG_OWNER);
+		rc = -EPERM;
+		goto out;
+	}
+	if (ttl_ns > UINT64_MAX - now) {
+		rc = -EINVAL;
+		goto out;
+	}
+	rev = atomic_load_explicit(&l->hdr->state_revision, memory_order_relaxed) + 1;
+	publish(l, ORBIT_TRANSITION_RENEW, s->token, now + ttl_ns, rev, key->ns,
+		(uint32_t)key->ns_len, key->label, (uint32_t)key->label_len, owner->bytes,
+		(uint32_t)owner->len);
+	seq = slot_begin(s);
+	/* relaxed: published by R1; an 8-byte atomic is never torn */
+	atomic_store_explicit(&s->deadline_ns, now + ttl_ns, memory_order_relaxed);
+	ORBIT_CRASHPOINT("lock.renew_in_slot");
+	slot_end(s, seq);
+	rev = bump_revision(l);
+	if (lease) {
+		lease->token = s->token;
+		lease->deadline_ns = now + ttl_ns;
+		lease->state_revision = rev;
+	}
+	stat_inc(l, ST_RENEWED);
+out:
+	leave(l);
+	return rc;
+}
+
+static int remove_common(orbit_lock_t *l, const orbit_lock_key_t *key,
+			 const orbit_lock_owner_t *owner, uint64_t token)
+{
+	struct orbit_lock_slot *s;
+	uint32_t idx;
+	uint64_t now, rev;
+	int rc;
+
+	rc = check_mutation(l, key, owner, 1);
+	if (rc)
+		return rc;
+	rc = enter(l);
+	if (rc)
+		return rc;
+	rc = find_live(l, key, &idx, &now);
+	if (rc)
+		goto out;
+	s = &l->slots[idx];
+	if (owner && (!slot_has_owner(s, owner) || (token && s->token != token))) {
+		stat_inc(l, ST_WRONG_OWNER);
+		rc = -EPERM;
+		goto out;
+	}
+	rev = atomic_load_explicit(&l->hdr->state_revision, memory_order_relaxed) + 1;
+	publish(l, owner ? ORBIT_TRANSITION_RELEASE : ORBIT_TRANSITION_FORCE_RELEASE, s->token, 0,
+		rev, key->ns, (uint32_t)key->ns_len, key->label, (uint32_t)key->label_len,
+		s->bytes + s->ns_len + s->label_len, s->owner_len);
+	slot_remove(l, idx);
+	bump_revision(l);
+	stat_inc(l, owner ? ST_RELEASED : ST_FORCE_RELEASED);
+	maybe_compact(l);
+out:
+	leave(l);
+	return rc;
+}
+
+ORBIT_API int orbit_lock_release(orbit_lock_t *l, const orbit_lock_key_t *key,
+				 const orbit_lock_owner_t *owner, uint64_t token)
+{
+	if (!owner)
+		return -EINVAL; /* normal release never acts without an owner */
+	return remove_common(l, key, owner, token);
+}
+
+ORBIT_API int orbit_lock_force_release(orbit_lock_t *l, const orbit_lock_key_t *key)
+{
+	return remove_common(l, key, NULL, 0);
+}
+
+/* ---- lookup: no serializer, copy and re-check --------------------------- */
+
+struct meta {
+	uint32_t state, hash, ns_len, label_len, owner_len;
+};
+
+/* One consistent read of a slot's metadata; -EAGAIN when it is being written. */
+static int read_meta(const struct orbit_lock_slot *s, struct meta *m, uint32_t *seq)
+{
+	/* A1: acquire, pairs with R1 in slot_end(): the bytes of that version */
+	uint32_t s1 = atomic_load_explicit(&s->seq, memory_order_acquire);
+
+	if (s1 & 1u)
+		return -EAGAIN;
+	m->state = atomic_load_explicit(&s->state, memory_order_relaxed); /* checked by seq */
+	m->hash = s->hash;
+	m->ns_len = s->ns_len;
+	m->label_len = s->label_len;
+	m->owner_len = s->owner_len;
+	/* F2: acquire fence, pairs with F1 in slot_begin(): copy before re-check */
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&s->seq, memory_order_relaxed) != s1)
+		return -EAGAIN;
+	*seq = s1;
+	return 0;
+}
+
+/* Copy the rest of a slot read as @seq; -EAGAIN when it changed meanwhile. */
+static int read_entry(const struct orbit_lock_slot *s, const struct meta *m, uint32_t seq,
+		      uint32_t idx, struct orbit_lock_entry *e)
+{
+	e->token = s->token;
+	e->deadline_ns = atomic_load_explicit(&s->deadline_ns, memory_order_relaxed); /* by seq */
+	e->holder_start_ticks = s->holder_start_ticks;
+	e->holder_pid = s->holder_pid;
+	e->slot_idx = idx;
+	e->ns_len = (uint16_t)m->ns_len;
+	e->label_len = (uint16_t)m->label_len;
+	e->owner_len = (uint16_t)m->owner_len;
+	/* lengths validated by meta_valid(): the copy stays inside both buffers */
+	memcpy(e->bytes, s->bytes, m->ns_len + m->label_len + m->owner_len);
+	/* F2: acquire fence, pairs with F1 in slot_begin() */
+	atomic_thread_fence(memory_order_acquire);
+	return atomic_load_explicit(&s->seq, memory_order_relaxed) == seq ? 0 : -EAGAIN;
+}
+
+static int lookup_once(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32,
+		       struct orbit_lock_entry *e, int *budget)
+{
+	uint32_t i = home_of(l, h32);
+
+	for (uint32_t n = 0; n < l->nslots; n++, i = (i + 1) & l->mask) {
+		const struct orbit_lock_slot *s = &l->slots[i];
+		struct meta m;
+		uint32_t seq;
+		int rc;
+
+retry_slot:
+		if (--*budget < 0)
+			return -EAGAIN;
+		if ((*budget & 63) == 0)
+			sched_yield(); /* slow path: the slot's writer may be preempted */
+		if (read_meta(s, &m, &seq))
+			goto retry_slot;
+		if (!meta_valid(m.state, m.ns_len, m.label_len, m.owner_len)) {
+			stat_inc(l, ST_CORRUPT);
+			return -ORBIT_ECORRUPT;
+		}
+		if (m.state == ORBIT_LOCK_SLOT_EMPTY)
+			return -ENOENT;
+		if (m.state == ORBIT_LOCK_SLOT_TOMBSTONE || m.hash != h32 ||
+		    m.ns_len != k->ns_len || m.label_len != k->label_len)
+			continue;
+		rc = read_entry(s, &m, seq, i, e);
+		if (rc)
+			goto retry_slot;
+		if (memcmp(e->bytes, k->ns, k->ns_len) == 0 &&
+		    memcmp(e->bytes + k->ns_len, k->label, k->label_len) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+ORBIT_API int orbit_lock_lookup(orbit_lock_t *l, const orbit_lock_key_t *key,
+				struct orbit_lock_entry *e)
+{
+	int budget = LOOKUP_SLOT_RETRIES;
+	uint32_t h32;
+	int rc;
+
+	if (!l || !e)
+		return -EINVAL;
+	rc = check_key(key);
+	if (rc)
+		return rc;
+	stat_inc(l, ST_LOOKUPS);
+	h32 = (uint32_t)orbit__lock_hash(key);
+	for (int tries = 0; tries < LOOKUP_PROBE_RETRIES; tries++) {
+		/* A4: acquire, pairs with R4 in compact()/repair(): moves done */
+		uint64_t m1 = atomic_load_explicit(&l->hdr->move_seq, memory_order_acquire);
+
+		if (m1 & 1u) {
+			sched_yield(); /* slow path: a compaction is moving entries */
+			continue;
+		}
+		rc = lookup_once(l, key, h32, e, &budget);
+		if (rc == -EAGAIN)
+			return rc;
+		/* A5: acquire fence, pairs with F3 in compact(): probe before re-check */
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&l->hdr->move_seq, memory_order_relaxed) != m1)
+			continue;
+		if (rc == 0) {
+			e->expired = e->deadline_ns <= orbit__now_mono_ns();
+			if (e->expired)
+				return -ENOENT;
+		}
+		return rc;
+	}
+	return -EAGAIN;
+}
+
+ORBIT_API int orbit_lock_foreach(orbit_lock_t *l,
+				 int (*fn)(const struct orbit_lock_entry *e, void *ctx), void *ctx)
+{
+	struct orbit_lock_entry e;
+	int count = 0;
+
+	if (!l || !fn)
+		return -EINVAL;
+	for (uint32_t i = 0; i < l->nslots; i++) {
+		const struct orbit_lock_slot *s = &l->slots[i];
+		int budget = LOOKUP_SLOT_RETRIES;
+		struct meta m;
+		uint32_t seq;
+
+		for (;;) {
+			if (--budget < 0)
+				return -EAGAIN;
+			if (read_meta(s, &m, &seq))
+				continue;
+			if (!meta_valid(m.state, m.ns_len, m.label_len, m.owner_len)) {
+				stat_inc(l, ST_CORRUPT);
+				break;
+			}
+			if (m.state != ORBIT_LOCK_SLOT_OCCUPIED)
+				break;
+			if (read_entry(s, &m, seq, i, &e))
+				continue;
+			e.expired = e.deadline_ns <= orbit__now_mono_ns();
+			int rc = fn(&e, ctx);
+			if (rc)
+				return rc;
+			count++;
+			break;
+		}
+	}
+	return count;
+}
+
+ORBIT_API int orbit_lock_holder_alive(const struct orbit_lock_entry *e)
+{
+	uint64_t t;
+
+	if (!e || !e->holder_pid)
+		return -EINVAL;
+	t = proc_start_ticks((pid_t)e->holder_pid);
+	return t != 0 && t == e->holder_start_ticks;
+}
+
+ORBIT_API int orbit_lock_stats(orbit_lock_t *l, struct orbit_lock_stats *o)
+{
+	uint64_t v[ST_N];
+
+	if (!l || !o)
+		return -EINVAL;
+	for (int i = 0; i < ST_N; i++)
+		v[i] = atomic_load_explicit(&l->st[i], memory_order_relaxed); /* counters */
+	memset(o, 0, sizeof(*o));
+	o->acquired = v[ST_ACQUIRED];
+	o->busy = v[ST_BUSY];
+	o->full = v[ST_FULL];
+	o->renewed = v[ST_RENEWED];
+	o->released = v[ST_RELEASED];
+	o->force_released = v[ST_FORCE_RELEASED];
+	o->not_found = v[ST_NOT_FOUND];
+	o->wrong_owner = v[ST_WRONG_OWNER];
+	o->reclaimed = v[ST_RECLAIMED];
+	o->compactions = v[ST_COMPACTIONS];
+	o->lookups = v[ST_LOOKUPS];
+	o->corrupt_slots = v[ST_CORRUPT];
+	o->repairs = v[ST_REPAIRS];
+	return 0;
+}
+
+ORBIT_API uint64_t orbit_lock_state_revision(orbit_lock_t *l)
+{
+	/* A3: acquire, pairs with R3 in bump_revision() */
+	return l ? atomic_load_explicit(&l->hdr->state_revision, memory_order_acquire) : 0;
+}
+
+/* ---- open / close ------------------------------------------------------- */
+
+struct init_arg {
+	uint32_t slots;
+	enum orbit_lock_serializer ser;
+};
+
+/* Segment init callback: creator, under the segment flock, before READY. */
+static int table_init(void *body, uint64_t body_bytes, void *arg)
+{
+	const struct init_arg *a = arg;
+	struct orbit_lock_table_hdr *h = body;
+
+	if (body_bytes < orbit__lock_table_body_bytes(a->slots))
+		return -ORBIT_ESIZE;
+	h->magic = ORBIT_LOCK_TABLE_MAGIC;
+	h->slot_count = a->slots;
+	h->slot_bytes = sizeof(struct orbit_lock_slot);
+	h->serializer = a->ser;
+	h->slots_off = sizeof(*h);
+	/*
+	 * Tokens start at the creation time in realtime ns: a re-created
+	 * table starts above anything an older one issued (one token per ns
+	 * at most). relaxed: published by the segment's READY release.
+	 */
+	atomic_store_explicit(&h->next_token, orbit__now_real_ns() | 1u, memory_order_relaxed);
+	if (a->ser == ORBIT_LOCK_SERIALIZER_FUTEX)
+		return orbit__lock_ser_init_shared(&h->mutex);
+	return 0;
+}
+
+static const struct orbit_lock_layout default_layout = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
+
+static int resolve(const struct orbit_lock_options *o, const struct orbit_lock_layout **lay,
+		   const char **fleet, char *name, size_t name_len)
+{
+	const struct orbit_lock_layout *y;
+
+	if (o && o->size < sizeof(*o))
+		return -EINVAL;
+	y = o && o->layout ? o->layout : &default_layout;
+	if (y->size < sizeof(*y) || y->slots < 8 || y->slots > 65536 ||
+	    (y->slots & (y->slots - 1)) || !y->state_kind || y->state_kind == y->ring_kind ||
+	    !y->ring_frames || !y->ring_frame_bytes)
+		return -EINVAL;
+	if (o && o->serializer > ORBIT_LOCK_SERIALIZER_FLOCK)
+		return -EINVAL;
+	*lay = y;
+	*fleet = o && o->fleet ? o->fleet : "default";
+	snprintf(name, name_len, "lock-%u", y->state_kind);
+	return 0;
+}
+
+static uint64_t layout_fingerprint(const struct orbit_lock_layout *y, enum orbit_lock_serializer s)
+{
+	uint64_t w[] = {
+		ORBIT_LOCK_TABLE_VERSION, y->state_kind, y->ring_kind, y->slots,
+		y->ring_frames, y->ring_frame_bytes, sizeof(struct orbit_lock_table_hdr),
+		sizeof(struct orbit_lock_slot), ORBIT_LOCK_BYTES_MAX, (uint64_t)s,
+	};
+	return orbit__seg_fingerprint(w, sizeof(w) / sizeof(w[0]));
+}
+
+static int open_as(orbit_lock_t *l, const struct orbit_lock_options *o,
+		   const struct orbit_lock_layout *y, const char *fleet, const char *name,
+		   enum orbit_lock_serializer ser, enum orbit_seg_open_mode how)
+{
+	struct init_arg a = { y->slots, ser };
+	struct orbit_seg_spec spec = {
+		.kind = y->state_kind, .layout_version = ORBIT_LOCK_TABLE_VERSION,
+		.total_bytes = ORBIT_SEG_HEADER_BYTES + orbit__lock_table_body_bytes(y->slots),
+		.fingerprint = layout_fingerprint(y, ser), .init = table_init, .init_arg = &a,
+	};
+	struct orbit_seg_opts so = {
+		.how = how, .readonly = o && o->readonly, .mode = o ? o->mode : 0,
+		.init_timeout_ms = o ? o->init_timeout_ms : 0,
+	};
+
+	return orbit__seg_open(&l->seg, fleet, name, &spec, &so);
+}
+
+ORBIT_API int orbit_lock_open(const struct orbit_lock_options *o, orbit_lock_t **out)
+{
+	const struct orbit_lock_layout *y;
+	enum orbit_lock_serializer ser;
+	enum orbit_seg_open_mode how;
+	struct orbit_lock_table_hdr *h;
+	char name[32];
+	const char *fleet;
+	orbit_lock_t *l;
+	int rc;
+
+	if (!out)
+		return -EINVAL;
+	rc = resolve(o, &y, &fleet, name, sizeof(name));
+	if (rc)
+		return rc;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	ser = o ? o->serializer : ORBIT_LOCK_SERIALIZER_AUTO;
+	how = o && o->readonly ? ORBIT_SEG_OPEN : ORBIT_SEG_OPEN_OR_CREATE;
+	if (ser == ORBIT_LOCK_SERIALIZER_AUTO) {
+		rc = open_as(l, o, y, fleet, name, ORBIT_LOCK_SERIALIZER_FUTEX, how);
+		ser = ORBIT_LOCK_SERIALIZER_FUTEX;
+		if (rc == -ORBIT_EFINGERPRINT) {
+			rc = open_as(l, o, y, fleet, name, ORBIT_LOCK_SERIALIZER_FLOCK, ORBIT_SEG_OPEN);
+			ser = ORBIT_LOCK_SERIALIZER_FLOCK;
+			if (rc == -ORBIT_EFINGERPRINT || rc == -ENOENT)
+				rc = -ORBIT_EFINGERPRINT; /* neither: another layout */
+		}
+	} else {
+		rc = open_as(l, o, y, fleet, name, ser, how);
+	}
+	if (rc)
+		goto err_free;
+	h = orbit__seg_at(&l->seg, ORBIT_SEG_HEADER_BYTES, orbit__lock_table_body_bytes(y->slots));
+	if (!h || h->magic != ORBIT_LOCK_TABLE_MAGIC || h->slot_count != y->slots ||
+	    h->slot_bytes != sizeof(struct orbit_lock_slot) || h->serializer != (uint32_t)ser ||
+	    h->slots_off != sizeof(*h)) {
+		rc = -ORBIT_ECORRUPT;
+		goto err_close;
+	}
+	l->hdr = h;
+	l->slots = (struct orbit_lock_slot *)((char *)h + sizeof(*h));
+	l->nslots = y->slots;
+	l->mask = y->slots - 1;
+	l->ser_kind = ser;
+	l->readonly = o && o->readonly;
+	l->pid = getpid();
+	l->start_ticks = proc_start_ticks(l->pid);
+	orbit__lock_ser_init(&l->ser, ser, &l->seg, h);
+	*out = l;
+	return 0;
+
+err_close:
+	orbit__seg_close(&l->seg);
+err_free:
+	free(l);
+	return rc;
+}
+
+ORBIT_API void orbit_lock_close(orbit_lock_t *l)
+{
+	if (!l)
+		return;
+	/* In a forked child the local mutex may be a locked copy: leave it. */
+	if (getpid() == l->pid)
+		orbit__lock_ser_destroy(&l->ser);
+	orbit__seg_close(&l->seg);
+	free(l);
+}
+
+ORBIT_API int orbit_lock_unlink(const struct orbit_lock_options *o)
+{
+	const struct orbit_lock_layout *y;
+	const char *fleet;
+	char name[32];
+	int rc = resolve(o, &y, &fleet, name, sizeof(name));
+
+	return rc ? rc : orbit__seg_unlink(fleet, name);
+}
+
+/* ---- internal ----------------------------------------------------------- */
+
+void orbit__lock_set_sink(orbit_lock_t *l, orbit_transition_sink_fn fn, void *ctx)
+{
+	l->sink = fn;
+	l->sink_ctx = ctx;
+}
+
+const orbit_seg_t *orbit__lock_seg(orbit_lock_t *l)
+{
+	return &l->seg;
+}
+
+struct orbit_lock_table_hdr *orbit__lock_hdr(orbit_lock_t *l)
+{
+	return l->hdr;
+}
+
+int orbit__lock_reset_table(orbit_lock_t *l)
+{
+	int rc = check_mutator(l);
+
+	if (rc)
+		return rc;
+	rc = enter(l);
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < l->nslots; i++) {
+		struct orbit_lock_slot *s = &l->slots[i];
+		uint32_t seq = slot_begin(s);
+
+		slot_set_state(s, ORBIT_LOCK_SLOT_EMPTY);
+		slot_end(s, seq);
+	}
+	atomic_store_explicit(&l->hdr->tombstones, 0, memory_order_relaxed); /* serializer held */
+	/* next_token is kept: tokens stay increasing across reset */
+	bump_revision(l);
+	/* R5: release, pairs with acquire readers of the generation: cleared slots first */
+	atomic_fetch_add_explicit(&orbit__seg_header(&l->seg)->generation, 1, memory_order_release);
+	leave(l);
+	return 0;
+}
+
+int orbit__lock_table_check(orbit_lock_t *l, char *why, size_t why_len)
+{
+	/* relaxed loads throughout: the caller guarantees no mutator runs */
+	uint64_t next = atomic_load_explicit(&l->hdr->next_token, memory_order_relaxed);
+
+#define FAIL(...) do { snprintf(why, why_len, __VA_ARGS__); return -ORBIT_ECORRUPT; } while (0)
+	if (atomic_load_explicit(&l->hdr->dirty_pid, memory_order_relaxed))
+		FAIL("dirty_pid %u", atomic_load_explicit(&l->hdr->dirty_pid, memory_order_relaxed));
+	if (atomic_load_explicit(&l->hdr->move_seq, memory_order_relaxed) & 1u)
+		FAIL("move_seq odd");
+	for (uint32_t i = 0; i < l->nslots; i++) {
+		const struct orbit_lock_slot *s = &l->slots[i];
+		uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+
+		if (seq & 1u)
+			FAIL("slot %u: odd seq %u (torn)", i, seq);
+		if (!slot_valid(s))
+			FAIL("slot %u: invalid state %u or lengths", i, slot_state(s));
+		if (slot_state(s) != ORBIT_LOCK_SLOT_OCCUPIED)
+			continue;
+		if ((uint32_t)key_hash(s->bytes, s->ns_len, s->bytes + s->ns_len, s->label_len) != s->hash)
+			FAIL("slot %u: hash does not match its key (torn bytes)", i);
+		if (s->token >= next)
+			FAIL("slot %u: token %" PRIu64 " >= next_token %" PRIu64, i, s->token, next);
+		for (uint32_t p = home_of(l, s->hash); p != i; p = (p + 1) & l->mask)
+			if (slot_state(&l->slots[p]) == ORBIT_LOCK_SLOT_EMPTY)
+				FAIL("slot %u: unreachable (EMPTY at %u on its path)", i, p);
+		for (uint32_t j = i + 1; j < l->nslots; j++)
+			if (slot_state(&l->slots[j]) == ORBIT_LOCK_SLOT_OCCUPIED &&
+			    same_key(s, &l->slots[j]))
+				FAIL("slots %u and %u hold the same key", i, j);
+	}
+#undef FAIL
+	if (why_len)
+		why[0] = '\0';
+	return 0;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shm/lock_internal.h: internal entry points of orbit-lock (shm/lock.c)
+ * for the transition ring wiring, orbitctl, the reset path and the tests:
+ * the transition sink setter, the table reset, and the table checker.
+ */
+#ifndef ORBIT_SHM_LOCK_INTERNAL_H
+#define ORBIT_SHM_LOCK_INTERNAL_H
+
+#include <stddef.h>
+
+#include <orbit/lock.h>
+
+#include "shm/lock_table.h"
+#include "shm/segment.h"
+#include "shm/transition.h"
+
+/*
+ * orbit__lock_set_sink - every successful acquire / renew / release /
+ * force_release / reclaim of this handle calls @fn (with the serializer
+ * held, before the table commit). NULL removes it. Set it before other
+ * threads use the handle.
+ */
+void orbit__lock_set_sink(orbit_lock_t *lock, orbit_transition_sink_fn fn, void *ctx);
+
+/*
+ * orbit__lock_reset_table - clear every slot under the serializer, bump
+ * the segment generation and the state revision; keeps next_token so
+ * tokens stay increasing. Quiescent boot only (the caller checks that no
+ * other member is attached). Returns 0, -ECHILD, -EROFS, or a serializer
+ * error.
+ */
+int orbit__lock_reset_table(orbit_lock_t *lock);
+
+/*
+ * orbit__lock_table_check - the table checker of the kill tests: every
+ * slot's seq even, states and lengths valid, stored hash = hash of the
+ * stored key, every entry reachable from its home slot, no key twice,
+ * every token below next_token, dirty_pid 0, move_seq even. Reads without
+ * the serializer: call it when no mutator runs. Returns 0 or
+ * -ORBIT_ECORRUPT with a reason in @why.
+ */
+int orbit__lock_table_check(orbit_lock_t *lock, char *why, size_t why_len);
+
+/* The segment and the table header of a handle (tests, orbitctl). */
+const orbit_seg_t *orbit__lock_seg(orbit_lock_t *lock);
+struct orbit_lock_table_hdr *orbit__lock_hdr(orbit_lock_t *lock);
+
+/* The hash of a key as the table stores it (tests place keys by it). */
+uint64_t orbit__lock_hash(const orbit_lock_key_t *key);
+
+#endif /* ORBIT_SHM_LOCK_INTERNAL_H */

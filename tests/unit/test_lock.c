@@ -1,0 +1,739 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/unit/test_lock.c: orbit-lock unit tests. One test per line of the
+ * spec's Invariants list (orbit-lock-architecture.md "Invariants"), one
+ * per documented error code, and the DESIGN.md traps (fork, stale release,
+ * lookup without the serializer, tokens across reset and re-creation).
+ * The whole list runs twice: once per serializer (FUTEX, FLOCK).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <orbit/orbit.h>
+
+#include "orbit_test.h"
+#include "shm/crashpoint.h"
+#include "shm/lock_internal.h"
+#include "shm/lock_serializer.h"
+
+static enum orbit_lock_serializer cur_ser;
+static char fleet[64];
+static orbit_lock_t *L;
+
+ORBIT_LOCK_DEFINE_NAMESPACE(test_ns, "runtime.tasks.pool");
+
+#define SEC 1000000000ull
+
+static struct orbit_lock_options opts_for(const char *f, const struct orbit_lock_layout *y)
+{
+	struct orbit_lock_options o = { .size = sizeof(o), .fleet = f, .layout = y,
+					.serializer = cur_ser };
+	return o;
+}
+
+static orbit_lock_key_t K(const char *label)
+{
+	return orbit_lock_key(test_ns, label, strlen(label));
+}
+
+static orbit_lock_owner_t O(const char *s)
+{
+	orbit_lock_owner_t o = { s, strlen(s) };
+	return o;
+}
+
+static void check_table(orbit_lock_t *l)
+{
+	char why[160];
+	int rc = orbit__lock_table_check(l, why, sizeof(why));
+
+	if (rc)
+		fail_msg("table check: %s", why);
+}
+
+static struct orbit_lock_slot *slot_at(orbit_lock_t *l, uint32_t i)
+{
+	return (struct orbit_lock_slot *)((char *)orbit__lock_hdr(l) +
+					  sizeof(struct orbit_lock_table_hdr)) + i;
+}
+
+static int setup(void **state)
+{
+	struct orbit_lock_options o;
+
+	orbit_test_fleet(fleet, sizeof(fleet), "lk");
+	o = opts_for(fleet, NULL);
+	assert_int_equal(orbit_lock_open(&o, &L), 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+
+	check_table(L);
+	orbit_lock_close(L);
+	L = NULL;
+	orbit_lock_unlink(&o);
+	return 0;
+}
+
+static int group_futex(void **state)
+{
+	cur_ser = ORBIT_LOCK_SERIALIZER_FUTEX;
+	return 0;
+}
+
+static int group_flock(void **state)
+{
+	cur_ser = ORBIT_LOCK_SERIALIZER_FLOCK;
+	return 0;
+}
+
+/* Spec "Invariants": one active entry at most exists for a LockKey. */
+static void test_inv_one_active_entry_per_key(void **state)
+{
+	orbit_lock_key_t k = K("res");
+	orbit_lock_owner_t a = O("alice"), b = O("bob");
+	struct orbit_lock_entry e;
+	int live = 0;
+
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &b, 10 * SEC, NULL, NULL), -EBUSY);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, NULL, NULL), -EBUSY);
+	for (uint32_t i = 0; i < 256; i++)
+		live += atomic_load(&slot_at(L, i)->state) == ORBIT_LOCK_SLOT_OCCUPIED;
+	assert_int_equal(live, 1);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
+	assert_int_equal(e.owner_len, 5);
+	assert_memory_equal(orbit_lock_entry_owner(&e), "alice", 5);
+}
+
+/* Spec "Invariants": owner is an opaque compare token (bytes, NULs included). */
+static void test_inv_owner_is_opaque_compare_token(void **state)
+{
+	orbit_lock_key_t k = K("opaque");
+	const uint8_t ob[] = { 0, 1, 2, 0, 255 }, other[] = { 0, 1, 2, 0, 254 };
+	orbit_lock_owner_t a = { ob, sizeof(ob) }, b = { other, sizeof(other) }, prefix = { ob, 4 };
+
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_release(L, &k, &b, 0), -EPERM);
+	assert_int_equal(orbit_lock_release(L, &k, &prefix, 0), -EPERM);
+	assert_int_equal(orbit_lock_release(L, &k, &a, 0), 0);
+}
+
+/* Spec "Invariants": only an exact current owner can renew or release a live entry. */
+static void test_inv_only_exact_owner_renews_or_releases(void **state)
+{
+	orbit_lock_key_t k = K("exact");
+	orbit_lock_owner_t a = O("alice"), b = O("alicf");
+	struct orbit_lock_lease l1, l2;
+
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, &l1, NULL), 0);
+	assert_int_equal(orbit_lock_renew(L, &k, &b, 0, 10 * SEC, &l2), -EPERM);
+	assert_int_equal(orbit_lock_release(L, &k, &b, 0), -EPERM);
+	assert_int_equal(orbit_lock_renew(L, &k, &a, l1.token, 20 * SEC, &l2), 0);
+	assert_int_equal(orbit_lock_release(L, &k, &a, l1.token), 0);
+}
+
+/* Spec "Invariants": normal release and renewal never act without an owner or exact lease. */
+static void test_inv_no_release_without_owner_or_exact_lease(void **state)
+{
+	orbit_lock_key_t k = K("stale");
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_lease l1, l2;
+
+	assert_int_equal(orbit_lock_release(L, &k, NULL, 0), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, &l1, NULL), 0);
+	assert_int_equal(orbit_lock_release(L, &k, &a, l1.token), 0);
+	/* the same owner re-acquires: a retried (stale) release must not free it */
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, &l2, NULL), 0);
+	assert_true(l2.token > l1.token);
+	assert_int_equal(orbit_lock_release(L, &k, &a, l1.token), -EPERM);
+	assert_int_equal(orbit_lock_renew(L, &k, &a, l1.token, SEC, NULL), -EPERM);
+	assert_int_equal(orbit_lock_release(L, &k, &a, l2.token), 0);
+}
+
+struct sink_rec {
+	orbit_lock_t *l;
+	int events[8];
+	int visible_before_commit;
+	int serializer_not_held;
+};
+
+static void sink(void *ctx, const struct orbit_transition *t)
+{
+	struct sink_rec *r = ctx;
+	orbit_lock_key_t k = { t->ns, t->ns_len, t->label, t->label_len };
+	struct orbit_lock_entry e;
+	int rc = orbit_lock_lookup(r->l, &k, &e);
+
+	if (t->type < 8)
+		r->events[t->type]++;
+	/* relaxed: this thread is the mutator itself */
+	if (atomic_load_explicit(&orbit__lock_hdr(r->l)->dirty_pid, memory_order_relaxed) !=
+	    (uint32_t)getpid())
+		r->serializer_not_held++;
+	if (t->type == ORBIT_TRANSITION_ACQUIRE && rc == 0)
+		r->visible_before_commit++;
+	if (t->type == ORBIT_TRANSITION_RELEASE && rc != 0)
+		r->visible_before_commit++;
+	if (t->type == ORBIT_TRANSITION_RENEW && (rc != 0 || e.deadline_ns == t->deadline_ns))
+		r->visible_before_commit++;
+}
+
+/* Spec "Invariants": event publication precedes the table commit while the state lock is held. */
+static void test_inv_event_precedes_commit_under_state_lock(void **state)
+{
+	struct sink_rec r = { .l = L };
+	orbit_lock_key_t k = K("event");
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_lease l1;
+
+	orbit__lock_set_sink(L, sink, &r);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, &l1, NULL), 0);
+	assert_int_equal(orbit_lock_renew(L, &k, &a, 0, 20 * SEC, NULL), 0);
+	assert_int_equal(orbit_lock_release(L, &k, &a, 0), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, &l1, NULL), 0);
+	assert_int_equal(orbit_lock_force_release(L, &k), 0);
+	orbit__lock_set_sink(L, NULL, NULL);
+	assert_int_equal(r.events[ORBIT_TRANSITION_ACQUIRE], 2);
+	assert_int_equal(r.events[ORBIT_TRANSITION_RENEW], 1);
+	assert_int_equal(r.events[ORBIT_TRANSITION_RELEASE], 1);
+	assert_int_equal(r.events[ORBIT_TRANSITION_FORCE_RELEASE], 1);
+	assert_int_equal(r.visible_before_commit, 0);
+	assert_int_equal(r.serializer_not_held, 0);
+}
+
+static void drop_sink(void *ctx, const struct orbit_transition *t)
+{
+	(*(int *)ctx)++; /* an overwritten/lost ring frame: nothing is kept */
+}
+
+/* Spec "Invariants": ring overwrite cannot release, acquire, or hide current state. */
+static void test_inv_ring_overwrite_cannot_change_state(void **state)
+{
+	orbit_lock_key_t k = K("ring");
+	orbit_lock_owner_t a = O("alice"), b = O("bob");
+	struct orbit_lock_entry e;
+	int dropped = 0;
+
+	orbit__lock_set_sink(L, drop_sink, &dropped);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, NULL, NULL), 0);
+	/* every event was lost: ownership is still decided by the table alone */
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &b, 10 * SEC, NULL, NULL), -EBUSY);
+	assert_int_equal(orbit_lock_release(L, &k, &a, 0), 0);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), -ENOENT);
+	orbit__lock_set_sink(L, NULL, NULL);
+	assert_int_equal(dropped, 2);
+}
+
+/* Spec "Invariants": one state object per layout, never one SHM object per key. */
+static void test_inv_one_state_object_per_layout(void **state)
+{
+	char path[128], prefix[96];
+	orbit_lock_owner_t a = O("alice");
+	struct stat st;
+	int n = 0;
+
+	for (int i = 0; i < 50; i++) {
+		char lab[16];
+		snprintf(lab, sizeof(lab), "k%d", i);
+		orbit_lock_key_t k = K(lab);
+		assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, NULL, NULL), 0);
+	}
+	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.lock-228", fleet);
+	assert_int_equal(stat(path, &st), 0);
+	snprintf(prefix, sizeof(prefix), "orbit.%s.", fleet);
+	FILE *p = popen("ls /dev/shm", "r");
+	assert_non_null(p);
+	char line[256];
+	while (fgets(line, sizeof(line), p))
+		n += strncmp(line, prefix, strlen(prefix)) == 0;
+	pclose(p);
+	assert_int_equal(n, 1);
+}
+
+/* Spec "TTL and fencing": renew keeps the token, a later owner gets a larger one. */
+static void test_ttl_expiry_reclaims_with_larger_token(void **state)
+{
+	orbit_lock_key_t k = K("ttl");
+	orbit_lock_owner_t a = O("alice"), b = O("bob");
+	struct orbit_lock_lease l1, l2, l3;
+	struct orbit_lock_entry e;
+
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 20000000, &l1, NULL), 0);
+	assert_int_equal(orbit_lock_renew(L, &k, &a, l1.token, 30000000, &l2), 0);
+	assert_int_equal(l2.token, l1.token);
+	assert_true(l2.deadline_ns > l1.deadline_ns);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &b, SEC, NULL, &e), -EBUSY);
+	assert_int_equal(e.token, l1.token);
+	assert_int_equal(e.deadline_ns, l2.deadline_ns);
+	assert_int_equal(e.holder_pid, (uint32_t)getpid());
+	assert_memory_equal(orbit_lock_entry_owner(&e), "alice", 5);
+	while (orbit_test_now_ns() <= l2.deadline_ns)
+		usleep(2000);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), -ENOENT);
+	assert_int_equal(orbit_lock_renew(L, &k, &a, 0, SEC, NULL), -ENOENT);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &b, SEC, &l3, NULL), 0);
+	assert_true(l3.token > l1.token);
+}
+
+/* Spec "TTL and fencing": every successful change increments state_revision. */
+static void test_state_revision_increases_on_every_change(void **state)
+{
+	orbit_lock_key_t k = K("rev");
+	orbit_lock_owner_t a = O("alice"), b = O("bob");
+	struct orbit_lock_lease l1, l2;
+	uint64_t r0 = orbit_lock_state_revision(L), r;
+
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, SEC, &l1, NULL), 0);
+	assert_true(l1.state_revision > r0);
+	assert_int_equal(orbit_lock_renew(L, &k, &a, 0, SEC, &l2), 0);
+	assert_true(l2.state_revision > l1.state_revision);
+	r = orbit_lock_state_revision(L);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &b, SEC, NULL, NULL), -EBUSY);
+	assert_int_equal(orbit_lock_state_revision(L), r); /* failures change nothing */
+	assert_int_equal(orbit_lock_release(L, &k, &a, 0), 0);
+	assert_true(orbit_lock_state_revision(L) > r);
+}
+
+/* DESIGN.md traps: tokens stay increasing across reset and re-creation. */
+static void test_tokens_increase_across_reset_and_recreation(void **state)
+{
+	orbit_lock_key_t k = K("epoch");
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	struct orbit_lock_lease l1, l2, l3;
+	uint64_t gen = atomic_load(&orbit__seg_header(orbit__lock_seg(L))->generation);
+
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, &l1, NULL), 0);
+	assert_int_equal(orbit__lock_reset_table(L), 0);
+	assert_true(atomic_load(&orbit__seg_header(orbit__lock_seg(L))->generation) > gen);
+	assert_int_equal(orbit_lock_lookup(L, &k, NULL), -EINVAL);
+	struct orbit_lock_entry e;
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), -ENOENT);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, &l2, NULL), 0);
+	assert_true(l2.token > l1.token);
+	/* re-create: unlink and open again (a new segment, a new epoch) */
+	orbit_lock_close(L);
+	assert_int_equal(orbit_lock_unlink(&o), 0);
+	assert_int_equal(orbit_lock_open(&o, &L), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, &l3, NULL), 0);
+	assert_true(l3.token > l2.token);
+}
+
+static int child_ops_after_fork(void *arg)
+{
+	orbit_lock_key_t k = K("fork");
+	orbit_lock_owner_t c = O("child");
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	struct orbit_lock_entry e;
+	orbit_lock_t *mine;
+
+	if (orbit_lock_try_acquire(L, &k, &c, SEC, NULL, NULL) != -ECHILD)
+		return 1;
+	if (orbit_lock_release(L, &k, &c, 0) != -ECHILD || orbit_lock_force_release(L, &k) != -ECHILD)
+		return 2;
+	if (orbit_lock_lookup(L, &k, &e) != 0) /* lookup never needs the serializer */
+		return 3;
+	orbit_lock_close(L); /* the child's copy only */
+	if (orbit_lock_open(&o, &mine))
+		return 4;
+	if (orbit_lock_try_acquire(mine, &k, &c, SEC, NULL, NULL) != -EBUSY)
+		return 5;
+	orbit_lock_close(mine);
+	return 0;
+}
+
+/* DESIGN.md traps: a forked child never uses its parent's serializer (-ECHILD). */
+static void test_err_echild_fork_child_must_reopen(void **state)
+{
+	orbit_lock_key_t k = K("fork");
+	orbit_lock_owner_t a = O("parent");
+
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_test_fork_run(child_ops_after_fork, NULL, 10000), 0);
+	assert_int_equal(orbit_lock_release(L, &k, &a, 0), 0);
+}
+
+static int child_stop_in_serializer(void *arg)
+{
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	orbit_lock_key_t k = K("other");
+	orbit_lock_owner_t c = O("child");
+	orbit_lock_t *mine;
+
+	if (orbit_lock_open(&o, &mine))
+		return 1;
+	orbit__crashpoint_arm("lock.holding_serializer", 1, ORBIT_CRASH_STOP);
+	orbit_lock_try_acquire(mine, &k, &c, SEC, NULL, NULL);
+	return 2;
+}
+
+/* DESIGN.md traps: lookup never takes the serializer (works while another process holds it). */
+static void test_lookup_works_while_serializer_held(void **state)
+{
+	orbit_lock_key_t k = K("held");
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_entry e;
+	int st;
+	pid_t pid;
+
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, NULL, NULL), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(child_stop_in_serializer(NULL));
+	assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(st));
+	/* the child holds the serializer, stopped */
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
+	assert_int_equal(e.token > 0, 1);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	assert_int_equal(orbit_lock_release(L, &k, &a, 0), 0);
+}
+
+/* Error code -ENOSPC: a full table rejects a new live key and never evicts. */
+static void test_err_enospc_full_table_never_evicts(void **state)
+{
+	struct orbit_lock_layout y = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
+	struct orbit_lock_options o;
+	orbit_lock_owner_t a = O("alice");
+	orbit_lock_t *small;
+	char f[64], lab[16];
+	struct orbit_lock_entry e;
+
+	y.slots = 8;
+	orbit_test_fleet(f, sizeof(f), "sm");
+	o = opts_for(f, &y);
+	assert_int_equal(orbit_lock_open(&o, &small), 0);
+	for (int i = 0; i < 8; i++) {
+		snprintf(lab, sizeof(lab), "k%d", i);
+		orbit_lock_key_t k = K(lab);
+		assert_int_equal(orbit_lock_try_acquire(small, &k, &a, i < 7 ? 10 * SEC : 30000000,
+							NULL, NULL), 0);
+	}
+	orbit_lock_key_t extra = K("extra");
+	assert_int_equal(orbit_lock_try_acquire(small, &extra, &a, SEC, NULL, NULL), -ENOSPC);
+	for (int i = 0; i < 8; i++) {
+		snprintf(lab, sizeof(lab), "k%d", i);
+		orbit_lock_key_t k = K(lab);
+		assert_int_equal(orbit_lock_lookup(small, &k, &e), 0);
+	}
+	usleep(40000); /* k7 expires: its slot is reclaimed for the new key */
+	assert_int_equal(orbit_lock_try_acquire(small, &extra, &a, SEC, NULL, NULL), 0);
+	check_table(small);
+	orbit_lock_close(small);
+	orbit_lock_unlink(&o);
+}
+
+/* Error code -EINVAL: zero TTL, NULL or empty key/owner, bad options or layout. */
+static void test_err_einval_bad_arguments(void **state)
+{
+	orbit_lock_key_t k = K("inval"), nolabel = { "ns", 2, "", 0 };
+	orbit_lock_owner_t a = O("alice"), empty = { "", 0 };
+	struct orbit_lock_layout y = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
+	struct orbit_lock_options o = opts_for(fleet, &y);
+	orbit_lock_t *x;
+
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 0, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_renew(L, &k, &a, 0, 0, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire(L, NULL, &a, SEC, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, NULL, SEC, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire(L, &nolabel, &a, SEC, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &empty, SEC, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, UINT64_MAX, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire(NULL, &k, &a, SEC, NULL, NULL), -EINVAL);
+	y.slots = 100; /* not a power of two */
+	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
+	y.slots = 256;
+	o.size = 8;
+	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
+	o = opts_for("bad/fleet", NULL);
+	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
+}
+
+/* Error code -E2BIG: namespace + key + owner over 960 bytes. */
+static void test_err_e2big_over_960_bytes(void **state)
+{
+	static char big[961];
+	orbit_lock_key_t k = { "ns", 2, big, 900 };
+	orbit_lock_owner_t o58 = { big, 58 }, o59 = { big, 59 };
+	struct orbit_lock_entry e;
+
+	memset(big, 'x', sizeof(big));
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &o58, SEC, NULL, NULL), 0); /* 960 exactly */
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
+	assert_int_equal(e.ns_len + e.label_len + e.owner_len, 960);
+	assert_int_equal(orbit_lock_release(L, &k, &o58, 0), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &o59, SEC, NULL, NULL), -E2BIG);
+	orbit_lock_key_t k2 = { "ns", 2, big, 959 };
+	assert_int_equal(orbit_lock_lookup(L, &k2, &e), -E2BIG);
+}
+
+/* Error code -ENOENT: renew/release/force_release of a key nobody holds; readonly open of nothing. */
+static void test_err_enoent_not_held(void **state)
+{
+	orbit_lock_key_t k = K("nobody");
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_options o = opts_for("tnothere", NULL);
+	orbit_lock_t *x;
+
+	assert_int_equal(orbit_lock_renew(L, &k, &a, 0, SEC, NULL), -ENOENT);
+	assert_int_equal(orbit_lock_release(L, &k, &a, 0), -ENOENT);
+	assert_int_equal(orbit_lock_force_release(L, &k), -ENOENT);
+	o.readonly = true;
+	assert_int_equal(orbit_lock_open(&o, &x), -ENOENT);
+}
+
+/* Error code -EPERM: another owner or another token. */
+static void test_err_eperm_wrong_owner_or_token(void **state)
+{
+	orbit_lock_key_t k = K("perm");
+	orbit_lock_owner_t a = O("alice"), b = O("bob");
+	struct orbit_lock_lease l1;
+	struct orbit_lock_entry e;
+
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, SEC, &l1, NULL), 0);
+	assert_int_equal(orbit_lock_release(L, &k, &b, 0), -EPERM);
+	assert_int_equal(orbit_lock_release(L, &k, &a, l1.token + 1), -EPERM);
+	assert_int_equal(orbit_lock_renew(L, &k, &a, l1.token - 1, SEC, NULL), -EPERM);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), 0); /* nothing changed */
+	assert_int_equal(orbit_lock_force_release(L, &k), 0);
+}
+
+/* Error code -EROFS: a readonly handle (orbitctl) reads but never mutates. */
+static void test_err_erofs_readonly_handle(void **state)
+{
+	orbit_lock_key_t k = K("ro");
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	struct orbit_lock_entry e;
+	orbit_lock_t *ro;
+
+	o.readonly = true;
+	o.serializer = ORBIT_LOCK_SERIALIZER_AUTO;
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_open(&o, &ro), 0);
+	assert_int_equal(orbit_lock_lookup(ro, &k, &e), 0);
+	assert_int_equal(orbit_lock_holder_alive(&e), 1);
+	assert_int_equal(orbit_lock_try_acquire(ro, &k, &a, SEC, NULL, NULL), -EROFS);
+	assert_int_equal(orbit_lock_release(ro, &k, &a, 0), -EROFS);
+	assert_int_equal(orbit_lock_force_release(ro, &k), -EROFS);
+	orbit_lock_close(ro);
+}
+
+/* Error code -ORBIT_EFINGERPRINT: peers that disagree on layout or serializer. */
+static void test_err_efingerprint_layout_or_serializer_mismatch(void **state)
+{
+	struct orbit_lock_layout y = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
+	struct orbit_lock_options o = opts_for(fleet, &y);
+	orbit_lock_t *x;
+
+	y.ring_frames = 2048; /* same table size, another ring: still a different layout */
+	assert_int_equal(orbit_lock_open(&o, &x), -ORBIT_EFINGERPRINT);
+	o = opts_for(fleet, NULL);
+	o.serializer = cur_ser == ORBIT_LOCK_SERIALIZER_FUTEX ? ORBIT_LOCK_SERIALIZER_FLOCK
+							      : ORBIT_LOCK_SERIALIZER_FUTEX;
+	assert_int_equal(orbit_lock_open(&o, &x), -ORBIT_EFINGERPRINT);
+	o.serializer = ORBIT_LOCK_SERIALIZER_AUTO; /* AUTO joins whatever the fleet uses */
+	assert_int_equal(orbit_lock_open(&o, &x), 0);
+	orbit_lock_close(x);
+}
+
+/* Error codes -ORBIT_ECORRUPT and -EAGAIN of lookup; a mutation clears and counts. */
+static void test_err_ecorrupt_and_eagain_lookup(void **state)
+{
+	orbit_lock_key_t k = K("corrupt");
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_entry e;
+	struct orbit_lock_stats st;
+	uint32_t home = (uint32_t)orbit__lock_hash(&k) & 255;
+	struct orbit_lock_slot *s = slot_at(L, home);
+
+	atomic_store(&s->state, 77);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), -ORBIT_ECORRUPT);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_stats(L, &st), 0);
+	assert_true(st.corrupt_slots >= 1);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
+	/* a slot stuck mid-write (odd seq) on the path: bounded retries, -EAGAIN */
+	s = slot_at(L, e.slot_idx);
+	uint32_t seq = atomic_load(&s->seq);
+	atomic_store(&s->seq, seq | 1u);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), -EAGAIN);
+	atomic_store(&s->seq, seq);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
+	assert_int_equal(orbit_lock_release(L, &k, &a, 0), 0);
+}
+
+/* Error code -ORBIT_ECORRUPT at open: the table's own header fails validation. */
+static void test_err_ecorrupt_open_bad_table_header(void **state)
+{
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	struct orbit_lock_table_hdr *h = orbit__lock_hdr(L);
+	uint64_t magic = h->magic;
+	orbit_lock_t *x;
+
+	h->magic ^= 1;
+	assert_int_equal(orbit_lock_open(&o, &x), -ORBIT_ECORRUPT);
+	h->magic = magic;
+	h->slot_count = 128;
+	assert_int_equal(orbit_lock_open(&o, &x), -ORBIT_ECORRUPT);
+	h->slot_count = 256;
+	assert_int_equal(orbit_lock_open(&o, &x), 0);
+	orbit_lock_close(x);
+}
+
+static int child_dies_holding_mutex(void *arg)
+{
+	pthread_mutex_lock(&orbit__lock_hdr(L)->mutex);
+	return 0; /* exits holding it: the kernel marks it owner-dead */
+}
+
+/* Error code -ENOTRECOVERABLE: a robust mutex someone left unrepaired (FUTEX only). */
+static void test_err_enotrecoverable_futex(void **state)
+{
+	orbit_lock_key_t k = K("nr");
+	orbit_lock_owner_t a = O("alice");
+	pthread_mutex_t *m = &orbit__lock_hdr(L)->mutex;
+
+	if (cur_ser != ORBIT_LOCK_SERIALIZER_FUTEX)
+		skip();
+	assert_int_equal(orbit_test_fork_run(child_dies_holding_mutex, NULL, 5000), 0);
+	assert_int_equal(pthread_mutex_lock(m), EOWNERDEAD);
+	pthread_mutex_unlock(m); /* without pthread_mutex_consistent */
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, SEC, NULL, NULL), -ENOTRECOVERABLE);
+	/* recover for teardown: re-initialise as a creator would */
+	assert_int_equal(orbit__lock_ser_init_shared(m), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, SEC, NULL, NULL), 0);
+}
+
+/* Robust repair: a mutator killed holding the serializer is repaired by the next one. */
+static void test_serializer_holder_death_is_repaired(void **state)
+{
+	orbit_lock_key_t k = K("died");
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_stats st;
+	struct orbit_lock_lease l1;
+	int s;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(child_stop_in_serializer(NULL));
+	assert_int_equal(waitpid(pid, &s, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(s));
+	kill(pid, SIGKILL);
+	waitpid(pid, &s, 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, SEC, &l1, NULL), 0);
+	assert_int_equal(orbit_lock_stats(L, &st), 0);
+	/* the child died before marking dirty: FUTEX repairs (EOWNERDEAD), FLOCK need not */
+	assert_int_equal(st.repairs, cur_ser == ORBIT_LOCK_SERIALIZER_FUTEX ? 1 : 0);
+}
+
+/* DESIGN.md: tombstones are compacted so probes stay short. */
+static void test_tombstones_compacted_probes_short(void **state)
+{
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_stats st;
+	struct orbit_lock_entry e;
+	char lab[16];
+
+	/* 100 resident keys, then churn another 3000 through */
+	for (int i = 0; i < 100; i++) {
+		snprintf(lab, sizeof(lab), "live%d", i);
+		orbit_lock_key_t k = K(lab);
+		assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 100 * SEC, NULL, NULL), 0);
+	}
+	for (int i = 0; i < 3000; i++) {
+		snprintf(lab, sizeof(lab), "churn%d", i);
+		orbit_lock_key_t k = K(lab);
+		assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 100 * SEC, NULL, NULL), 0);
+		if (i >= 5) { /* keep a window of five churning keys */
+			snprintf(lab, sizeof(lab), "churn%d", i - 5);
+			orbit_lock_key_t k2 = K(lab);
+			assert_int_equal(orbit_lock_release(L, &k2, &a, 0), 0);
+		}
+		assert_true(atomic_load(&orbit__lock_hdr(L)->tombstones) <= 256 / 4);
+	}
+	check_table(L);
+	for (int i = 0; i < 100; i++) {
+		snprintf(lab, sizeof(lab), "live%d", i);
+		orbit_lock_key_t k = K(lab);
+		assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
+	}
+	assert_int_equal(orbit_lock_stats(L, &st), 0);
+	assert_true(st.compactions > 0);
+}
+
+static int count_entry(const struct orbit_lock_entry *e, void *ctx)
+{
+	(*(int *)ctx) += !e->expired;
+	return 0;
+}
+
+/* orbitctl view: foreach over live slots, the typed namespace helper, holder liveness. */
+static void test_foreach_namespace_and_holder_alive(void **state)
+{
+	struct orbit_lock_namespace dyn = ORBIT_LOCK_NAMESPACE("runtime.tasks.pool");
+	orbit_lock_key_t k1 = orbit_lock_key(dyn, "a", 1), k2 = K("a"), k3 = { "other", 5, "a", 1 };
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_entry e;
+	int live = 0;
+
+	assert_int_equal(orbit_lock_try_acquire(L, &k1, &a, SEC, NULL, NULL), 0);
+	/* the typed and the dynamic namespace are the same bytes: the same key */
+	assert_int_equal(orbit_lock_try_acquire(L, &k2, &a, SEC, NULL, &e), -EBUSY);
+	assert_int_equal(orbit_lock_try_acquire(L, &k3, &a, SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_foreach(L, count_entry, &live), 2);
+	assert_int_equal(live, 2);
+	assert_int_equal(orbit_lock_holder_alive(&e), 1);
+	e.holder_start_ticks++;
+	assert_int_equal(orbit_lock_holder_alive(&e), 0);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define LOCK_TESTS                                                   \
+	T(test_inv_one_active_entry_per_key),                        \
+	T(test_inv_owner_is_opaque_compare_token),                   \
+	T(test_inv_only_exact_owner_renews_or_releases),             \
+	T(test_inv_no_release_without_owner_or_exact_lease),         \
+	T(test_inv_event_precedes_commit_under_state_lock),          \
+	T(test_inv_ring_overwrite_cannot_change_state),              \
+	T(test_inv_one_state_object_per_layout),                     \
+	T(test_ttl_expiry_reclaims_with_larger_token),               \
+	T(test_state_revision_increases_on_every_change),            \
+	T(test_tokens_increase_across_reset_and_recreation),         \
+	T(test_err_echild_fork_child_must_reopen),                   \
+	T(test_lookup_works_while_serializer_held),                  \
+	T(test_err_enospc_full_table_never_evicts),                  \
+	T(test_err_einval_bad_arguments),                            \
+	T(test_err_e2big_over_960_bytes),                            \
+	T(test_err_enoent_not_held),                                 \
+	T(test_err_eperm_wrong_owner_or_token),                      \
+	T(test_err_erofs_readonly_handle),                           \
+	T(test_err_efingerprint_layout_or_serializer_mismatch),      \
+	T(test_err_ecorrupt_and_eagain_lookup),                      \
+	T(test_err_ecorrupt_open_bad_table_header),                  \
+	T(test_err_enotrecoverable_futex),                           \
+	T(test_serializer_holder_death_is_repaired),                 \
+	T(test_tombstones_compacted_probes_short),                   \
+	T(test_foreach_namespace_and_holder_alive)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = { LOCK_TESTS };
+	int rc;
+
+	rc = cmocka_run_group_tests_name("lock_futex", tests, group_futex, NULL);
+	rc |= cmocka_run_group_tests_name("lock_flock", tests, group_flock, NULL);
+	return rc;
+}

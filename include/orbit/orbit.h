@@ -10,6 +10,8 @@
 #include <orbit/error.h>
 /* ORBIT-HEADERS: one line per concept header, kept sorted. */
 #include <orbit/executor.h>
+#include <orbit/registry.h>
+#include <orbit/state_lane.h>
 #include <orbit/lock.h>
 
 #endif /* ORBIT_ORBIT_H */

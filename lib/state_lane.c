@@ -1,0 +1,951 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lib/state_lane.c: the state lane of spec 06 (orbit/state_lane.h). Owns
+ * the lane's turn token, its FIFO of waiting work, the thread-local chain
+ * of turns a thread holds (the lane marker), reentrancy refusal and its
+ * diagnostics, and the hand-off of the turn between run() callers that
+ * combine and drain tasks posted to the lane's executor.
+ *
+ * The turn token lives in one atomic word, lane->state:
+ *
+ *   0                  idle: nobody holds the turn and the queue is empty
+ *   RUNNING            an active thread holds the turn
+ *   PENDING            the turn is promised to a drain task submitted to
+ *                      the executor that has not started; any run() or
+ *                      close_sync() caller may take it over
+ *   QUEUED             the queue may be non-empty (set with RUNNING or
+ *                      PENDING; makes the fast-path release fail)
+ *   CLOSED             no new work is accepted
+ *
+ * Synchronization table:
+ *
+ *   what                            written by               under
+ *   state 0 -> RUNNING (fast)       run() on an idle lane    CAS A1, no lock
+ *   state RUNNING -> 0 (fast)       the holder, queue empty  CAS R1, no lock
+ *   every other state change        enqueuers, holder, close lane->mu
+ *   head/tail, waiters, free list,  enqueuers, holder        lane->mu
+ *   closers
+ *   node->result, node->word        the thread running it    R3/A3 pair
+ *   diag_level                      lane turns only (C2)     the turn
+ *   reentries                       refusing threads         relaxed (C3)
+ *   refs                            drain tasks, batches     acq_rel
+ *
+ * Lock order: lane->mu, then the executor's internal locks (submit is
+ * called under lane->mu on the idle->PENDING transition). No lane lock is
+ * held while work, completions or log hooks run, so lanes nest freely.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <orbit/state_lane.h>
+
+enum {
+	ST_RUNNING = 1u,
+	ST_PENDING = 2u,
+	ST_QUEUED = 4u,
+	ST_CLOSED = 8u,
+};
+
+/* A waiter's word: what the thread that ran or handed on its node says. */
+enum {
+	W_WAITING = 0,  /* not yet; the waiter spins */
+	W_SLEEPING = 1, /* not yet; the waiter sleeps on the futex */
+	W_DONE = 2,     /* the work ran; node->result holds its return */
+	W_GRANTED = 3,  /* the turn is handed to the waiter: it drains */
+};
+
+#define LANE_DEFAULT_COMBINE 32u
+#define LANE_DEFAULT_SLICE 64u
+#define LANE_FREE_MAX 256u
+#define LANE_SPINS 128
+
+struct lane_node {
+	struct lane_node *next;        /* FIFO of the lane, or a batch list */
+	struct lane_node *next_waiter; /* FIFO of run() callers that wait */
+	orbit_state_lane_fn fn;
+	void *arg;
+	orbit_state_lane_done_fn done; /* run_async: completion after the turn */
+	void *done_arg;
+	const char *file;              /* submitter's call site, for diagnostics */
+	int line;
+	int result;
+	bool sync;                     /* a run() caller's node, on its stack */
+	_Atomic uint32_t word;         /* W_*; only for sync nodes and latches */
+};
+
+struct close_waiter {
+	struct close_waiter *next;
+	orbit_state_lane_done_fn done;
+	void *arg;
+};
+
+struct orbit_state_lane {
+	_Atomic uint32_t state;
+	_Atomic uint32_t refs;          /* user + promised drain tasks + batches */
+	_Atomic uint64_t reentries;     /* C3 counter of refusals */
+	/* lane->mu protects: head, tail, wait_head, wait_tail, free_nodes,
+	 * nfree, closers, and state changes other than A1/R1. Nothing else
+	 * (no lane, no executor call other than submit) is taken under it. */
+	pthread_mutex_t mu;
+	struct lane_node *head, *tail;
+	struct lane_node *wait_head, *wait_tail;
+	struct lane_node *free_nodes;
+	unsigned nfree;
+	struct close_waiter *closers;
+	int diag_level;                 /* owned by the lane: touched in turns only */
+	orbit_executor_t ex;
+	int home_node;
+	unsigned combine_limit;
+	unsigned slice_limit;
+	char name[64];
+};
+
+/* The lane marker: the chain of turns this thread holds, innermost first. */
+struct turn_frame {
+	const struct orbit_state_lane *lane;
+	struct turn_frame *prev;
+	const char *file;
+	int line;
+};
+
+static _Thread_local struct turn_frame *tls_turn __attribute__((tls_model("initial-exec")));
+static _Thread_local char tls_diag[384];
+
+static _Atomic(orbit_state_lane_log_fn) log_hook;
+
+/* What a slice leaves to do once the turn is handed on (outside lane->mu). */
+struct batch {
+	struct lane_node *done_head, *done_tail; /* run_async nodes, in order */
+	struct close_waiter *closers;            /* close() callbacks, idle+closed */
+	bool ref;                                /* holds a lane ref while it runs */
+};
+
+static void lane_lock(struct orbit_state_lane *lane)
+{
+	if (pthread_mutex_lock(&lane->mu))
+		abort(); /* broken invariant: a normal mutex cannot fail here */
+}
+
+static void lane_unlock(struct orbit_state_lane *lane)
+{
+	if (pthread_mutex_unlock(&lane->mu))
+		abort();
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/* ---- waiting on a node's word (run() callers, latches) ---- */
+
+static uint32_t node_wait(struct lane_node *n)
+{
+	uint32_t w, exp = W_WAITING;
+
+	for (int i = 0; i < LANE_SPINS; i++) {
+		/* A3: acquire, pairs with R3 in node_complete(): result and the turn's writes */
+		w = atomic_load_explicit(&n->word, memory_order_acquire);
+		if (w >= W_DONE)
+			return w;
+		cpu_relax();
+	}
+	/* Relaxed is enough: the value we act on is re-read with A3 below. */
+	atomic_compare_exchange_strong_explicit(&n->word, &exp, W_SLEEPING, memory_order_relaxed,
+						memory_order_relaxed);
+	for (;;) {
+		/* A3 (again): acquire, pairs with R3 */
+		w = atomic_load_explicit(&n->word, memory_order_acquire);
+		if (w >= W_DONE)
+			return w;
+		syscall(SYS_futex, &n->word, FUTEX_WAIT_PRIVATE, W_SLEEPING, NULL, NULL, 0);
+	}
+}
+
+/*
+ * Tell a waiter its node ran (W_DONE) or that it now holds the turn
+ * (W_GRANTED). The node may be gone as soon as the exchange is visible;
+ * a wake on a stale address is a harmless spurious wake-up.
+ */
+static void node_complete(struct lane_node *n, uint32_t v)
+{
+	/* R3: release, pairs with A3 in node_wait(): result and the turn's writes before the word */
+	if (atomic_exchange_explicit(&n->word, v, memory_order_release) == W_SLEEPING)
+		syscall(SYS_futex, &n->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void latch_done(void *arg, int result)
+{
+	struct lane_node *latch = arg;
+
+	latch->result = result;
+	node_complete(latch, W_DONE);
+}
+
+/* ---- the marker and diagnostics ---- */
+
+static const struct turn_frame *held_frame(const struct orbit_state_lane *lane)
+{
+	for (const struct turn_frame *f = tls_turn; f; f = f->prev)
+		if (f->lane == lane)
+			return f;
+	return NULL;
+}
+
+static void diag_emit(const char *msg)
+{
+	/* Relaxed is enough: the hook is a function pointer, no data hangs off it. */
+	orbit_state_lane_log_fn hook = atomic_load_explicit(&log_hook, memory_order_relaxed);
+
+	if (hook)
+		hook(msg);
+	else
+		fprintf(stderr, "%s\n", msg);
+}
+
+/*
+ * Refuse an entry into @lane whose turn this thread holds (@held). Runs on
+ * a thread holding @lane's turn, so it may read the lane-owned diag_level.
+ */
+static int refuse(struct orbit_state_lane *lane, const struct turn_frame *held, const char *op,
+		  const char *file, int line)
+{
+	snprintf(tls_diag, sizeof(tls_diag),
+		 "orbit state lane \"%s\": reentrant %s at %s:%d refused (-EDEADLK): "
+		 "this thread already runs the lane's turn (entered at %s:%d)",
+		 lane->name, op, file ? file : "?", line, held->file ? held->file : "?", held->line);
+	/* Relaxed is enough: a statistics counter, nothing is published with it. */
+	atomic_fetch_add_explicit(&lane->reentries, 1, memory_order_relaxed);
+	if (lane->diag_level == ORBIT_STATE_LANE_DIAG_LOG)
+		diag_emit(tls_diag);
+	return -EDEADLK;
+}
+
+static inline int check_entry(struct orbit_state_lane *lane, const char *op, const char *file,
+			      int line)
+{
+	const struct turn_frame *f;
+
+	if (!tls_turn)
+		return 0;
+	f = held_frame(lane);
+	return f ? refuse(lane, f, op, file, line) : 0;
+}
+
+static inline int run_item(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg,
+			   const char *file, int line)
+{
+	struct turn_frame f = { .lane = lane, .prev = tls_turn, .file = file, .line = line };
+	int r;
+
+	tls_turn = &f;
+	r = fn(arg);
+	tls_turn = f.prev;
+	return r;
+}
+
+/* ---- lifetime ---- */
+
+static void lane_free(struct orbit_state_lane *lane)
+{
+	struct lane_node *n;
+
+	while ((n = lane->free_nodes)) {
+		lane->free_nodes = n->next;
+		free(n);
+	}
+	pthread_mutex_destroy(&lane->mu);
+	free(lane);
+}
+
+static void lane_unref(struct orbit_state_lane *lane)
+{
+	/* R4/A4: acq_rel: every use of the lane happens before the free by the last one */
+	if (atomic_fetch_sub_explicit(&lane->refs, 1, memory_order_acq_rel) == 1)
+		lane_free(lane);
+}
+
+static void lane_ref(struct orbit_state_lane *lane)
+{
+	/* Relaxed is enough: the caller already holds a reference (or lane->mu). */
+	atomic_fetch_add_explicit(&lane->refs, 1, memory_order_relaxed);
+}
+
+/* ---- queue (all under lane->mu) ---- */
+
+static void append_locked(struct orbit_state_lane *lane, struct lane_node *n)
+{
+	n->next = NULL;
+	if (lane->tail)
+		lane->tail->next = n;
+	else
+		lane->head = n;
+	lane->tail = n;
+	if (n->sync) {
+		n->next_waiter = NULL;
+		if (lane->wait_tail)
+			lane->wait_tail->next_waiter = n;
+		else
+			lane->wait_head = n;
+		lane->wait_tail = n;
+	}
+}
+
+static struct lane_node *pop_locked(struct orbit_state_lane *lane)
+{
+	struct lane_node *n = lane->head;
+
+	lane->head = n->next;
+	if (!lane->head)
+		lane->tail = NULL;
+	if (n->sync) {
+		/* Waiters are queued in FIFO order too, so n is the first one. */
+		lane->wait_head = n->next_waiter;
+		if (!lane->wait_head)
+			lane->wait_tail = NULL;
+	}
+	return n;
+}
+
+static struct lane_node *node_get_locked(struct orbit_state_lane *lane)
+{
+	struct lane_node *n = lane->free_nodes;
+
+	if (n) {
+		lane->free_nodes = n->next;
+		lane->nfree--;
+		return n;
+	}
+	return malloc(sizeof(*n));
+}
+
+static void node_put_locked(struct orbit_state_lane *lane, struct lane_node *n)
+{
+	if (lane->nfree >= LANE_FREE_MAX) {
+		free(n);
+		return;
+	}
+	n->next = lane->free_nodes;
+	lane->free_nodes = n;
+	lane->nfree++;
+}
+
+static void drain_task(void *arg);
+
+/*
+ * The holder is done (queue empty): give the turn up. Under lane->mu.
+ */
+static void release_idle_locked(struct orbit_state_lane *lane, struct batch *b)
+{
+	uint32_t s = atomic_load_explicit(&lane->state, memory_order_relaxed);
+
+	/* R2: release, pairs with A1 in orbit_state_lane_run_at(): this turn's writes before the next fast-path turn */
+	atomic_store_explicit(&lane->state, s & ST_CLOSED, memory_order_release);
+	if (s & ST_CLOSED) {
+		b->closers = lane->closers;
+		lane->closers = NULL;
+	}
+}
+
+/*
+ * The holder stops with work left: hand the turn to the first waiting run()
+ * caller if there is one (it drains from the head), else promise it to a
+ * drain task. Under lane->mu. Returns the waiter to wake (NULL: a drain
+ * task was submitted), or (void *)-1 if submit failed and the holder keeps
+ * the turn.
+ */
+static struct lane_node *handoff_locked(struct orbit_state_lane *lane)
+{
+	uint32_t s = atomic_load_explicit(&lane->state, memory_order_relaxed);
+	int rc;
+
+	if (lane->wait_head)
+		return lane->wait_head; /* state stays RUNNING: the token moves with the grant */
+	/* Holding the turn with QUEUED set, nobody else changes state outside lane->mu. */
+	atomic_store_explicit(&lane->state, (s & ~ST_RUNNING) | ST_PENDING, memory_order_relaxed);
+	lane_ref(lane);
+	rc = lane->ex.submit ? lane->ex.submit(lane->ex.ctx, drain_task, lane, lane->home_node) : -EINVAL;
+	if (rc == 0)
+		return NULL;
+	atomic_fetch_sub_explicit(&lane->refs, 1, memory_order_relaxed); /* ours was not the last */
+	atomic_store_explicit(&lane->state, s, memory_order_relaxed);
+	return (struct lane_node *)-1;
+}
+
+/*
+ * Run queued work FIFO while holding the turn. Entered with lane->mu held,
+ * returns with it released and the turn handed on (idle, granted to a
+ * waiter, or promised to a drain task). @own is the caller's node in the
+ * queue (run() callers) or NULL; the holder always runs up to and including
+ * @own, then at most @limit more items.
+ */
+static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, unsigned limit,
+			 struct batch *b)
+{
+	bool own_done = own == NULL;
+	unsigned ran = 0;
+	struct lane_node *n, *next_holder;
+
+	for (;;) {
+		if (!lane->head) {
+			release_idle_locked(lane, b);
+			break;
+		}
+		if (own_done && ran >= limit) {
+			next_holder = handoff_locked(lane);
+			if (next_holder != (struct lane_node *)-1) {
+				if (b->done_head || b->closers) {
+					lane_ref(lane);
+					b->ref = true;
+				}
+				lane_unlock(lane);
+				if (next_holder)
+					node_complete(next_holder, W_GRANTED);
+				return;
+			}
+			ran = 0; /* the executor refused: keep draining ourselves */
+		}
+		n = pop_locked(lane);
+		lane_unlock(lane);
+
+		n->result = run_item(lane, n->fn, n->arg, n->file, n->line);
+		ran++;
+
+		if (n->sync) {
+			/* A waiter's node lives on its stack: gone once completed. */
+			if (n == own)
+				own_done = true;
+			else
+				node_complete(n, W_DONE);
+			lane_lock(lane);
+			continue;
+		}
+		lane_lock(lane);
+		if (n->done) {
+			n->next = NULL;
+			if (b->done_tail)
+				b->done_tail->next = n;
+			else
+				b->done_head = n;
+			b->done_tail = n;
+		} else {
+			node_put_locked(lane, n);
+		}
+	}
+	if (b->done_head || b->closers) {
+		lane_ref(lane);
+		b->ref = true;
+	}
+	lane_unlock(lane);
+}
+
+static void batch_call(struct batch *b)
+{
+	struct lane_node *n = b->done_head;
+	struct close_waiter *c = b->closers;
+
+	while (n) {
+		struct lane_node *next = n->next;
+
+		n->done(n->done_arg, n->result);
+		free(n);
+		n = next;
+	}
+	while (c) {
+		struct close_waiter *next = c->next;
+
+		c->done(c->arg, 0);
+		free(c);
+		c = next;
+	}
+}
+
+struct posted_batch {
+	struct orbit_state_lane *lane;
+	struct batch b;
+};
+
+static void posted_batch_task(void *arg)
+{
+	struct posted_batch *pb = arg;
+
+	batch_call(&pb->b);
+	if (pb->b.ref)
+		lane_unref(pb->lane);
+	free(pb);
+}
+
+/*
+ * Completions of a slice, after its turn was handed on. A drain task or a
+ * sync bridge calls them here (@inline_ok). A run() caller does not: it may
+ * hold a gate a completion needs (06 §5 blocking-compatible boundary), so
+ * it posts them to the executor, and calls them itself only if it cannot.
+ */
+static void batch_run(struct orbit_state_lane *lane, struct batch *b, bool inline_ok)
+{
+	if (!b->done_head && !b->closers)
+		return;
+	if (!inline_ok && lane->ex.submit) {
+		struct posted_batch *pb = malloc(sizeof(*pb));
+
+		if (pb) {
+			pb->lane = lane;
+			pb->b = *b;
+			if (lane->ex.submit(lane->ex.ctx, posted_batch_task, pb, lane->home_node) == 0)
+				return;
+			free(pb);
+		}
+	}
+	batch_call(b);
+	if (b->ref)
+		lane_unref(lane);
+}
+
+static void drain_task(void *arg)
+{
+	struct orbit_state_lane *lane = arg;
+	struct batch b = { 0 };
+	uint32_t s;
+
+	lane_lock(lane);
+	s = atomic_load_explicit(&lane->state, memory_order_relaxed);
+	if (!(s & ST_PENDING)) {
+		/* A run() or close_sync() caller took the promised turn over. */
+		lane_unlock(lane);
+		lane_unref(lane);
+		return;
+	}
+	atomic_store_explicit(&lane->state, (s & ~ST_PENDING) | ST_RUNNING, memory_order_relaxed);
+	drain_locked(lane, NULL, lane->slice_limit, &b);
+	batch_run(lane, &b, true);
+	lane_unref(lane); /* the reference the promise held */
+}
+
+/* ---- public surface ---- */
+
+ORBIT_API int orbit_state_lane_create(const struct orbit_state_lane_options *opt,
+				      orbit_state_lane_t **out)
+{
+	struct orbit_state_lane *lane;
+
+	if (!opt || !out || opt->size < sizeof(*opt))
+		return -EINVAL;
+	if (opt->diagnostics != ORBIT_STATE_LANE_DIAG_RECORD &&
+	    opt->diagnostics != ORBIT_STATE_LANE_DIAG_LOG)
+		return -EINVAL;
+	lane = calloc(1, sizeof(*lane));
+	if (!lane)
+		return -ENOMEM;
+	if (pthread_mutex_init(&lane->mu, NULL)) {
+		free(lane);
+		return -ENOMEM;
+	}
+	atomic_init(&lane->state, 0);
+	atomic_init(&lane->refs, 1);
+	atomic_init(&lane->reentries, 0);
+	lane->diag_level = opt->diagnostics;
+	lane->ex = opt->executor;
+	lane->home_node = opt->home_node;
+	lane->combine_limit = opt->combine_limit ? opt->combine_limit : LANE_DEFAULT_COMBINE;
+	lane->slice_limit = opt->slice_limit ? opt->slice_limit : LANE_DEFAULT_SLICE;
+	snprintf(lane->name, sizeof(lane->name), "%s", opt->name ? opt->name : "lane");
+	*out = lane;
+	return 0;
+}
+
+ORBIT_API int orbit_state_lane_destroy(orbit_state_lane_t *lane)
+{
+	if (!lane)
+		return 0;
+	if (held_frame(lane))
+		return -EBUSY;
+	lane_lock(lane);
+	if (atomic_load_explicit(&lane->state, memory_order_relaxed) != ST_CLOSED || lane->closers) {
+		lane_unlock(lane);
+		return -EBUSY;
+	}
+	lane_unlock(lane);
+	lane_unref(lane);
+	return 0;
+}
+
+ORBIT_API orbit_state_lane_t *orbit_state_lane_current(void)
+{
+	return tls_turn ? (orbit_state_lane_t *)tls_turn->lane : NULL;
+}
+
+ORBIT_API bool orbit_state_lane_is_on_lane(const orbit_state_lane_t *lane)
+{
+	return lane && held_frame(lane);
+}
+
+ORBIT_API const char *orbit_state_lane_name(const orbit_state_lane_t *lane)
+{
+	return lane ? lane->name : "";
+}
+
+ORBIT_API uint64_t orbit_state_lane_reentry_count(const orbit_state_lane_t *lane)
+{
+	/* Relaxed is enough: a statistic, read on its own. */
+	return lane ? atomic_load_explicit(&lane->reentries, memory_order_relaxed) : 0;
+}
+
+ORBIT_API const char *orbit_state_lane_last_diagnostic(void)
+{
+	return tls_diag;
+}
+
+ORBIT_API orbit_state_lane_log_fn orbit_state_lane_set_log_hook(orbit_state_lane_log_fn hook)
+{
+	/* Relaxed is enough: see diag_emit(). */
+	return atomic_exchange_explicit(&log_hook, hook, memory_order_relaxed);
+}
+
+ORBIT_API int orbit_state_lane_throw_if_reentrant_at(const orbit_state_lane_t *lane,
+						     const char *file, int line)
+{
+	if (!lane)
+		return -EINVAL;
+	return check_entry((struct orbit_state_lane *)lane, "entry", file, line);
+}
+
+/*
+ * Run @fn in the turn the caller just took (A1), then give the turn up:
+ * R1 if nobody queued behind us and the lane is open, else combine.
+ */
+static int run_owned(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg,
+		     const char *file, int line)
+{
+	uint32_t s = ST_RUNNING;
+	int r = run_item(lane, fn, arg, file, line);
+
+	/* R1: release, pairs with A1/A1'/A5: this turn's writes before the next turn */
+	if (!atomic_compare_exchange_strong_explicit(&lane->state, &s, 0, memory_order_release,
+						     memory_order_relaxed)) {
+		struct batch b = { 0 };
+
+		/* Work queued behind us, or the lane was closed: combine. */
+		lane_lock(lane);
+		drain_locked(lane, NULL, lane->combine_limit, &b);
+		batch_run(lane, &b, false);
+	}
+	return r;
+}
+
+static int noop(void *arg)
+{
+	return 0;
+}
+
+/*
+ * run() when the fast path did not get the turn. A @barrier is accepted
+ * on a closed lane (it only waits for what is queued before it) and
+ * returns 0 at once if a closed lane is idle.
+ */
+static int run_slow(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg,
+		    const char *file, int line, bool barrier)
+{
+	struct lane_node me = { .fn = fn, .arg = arg, .file = file, .line = line, .sync = true };
+	struct batch b = { 0 };
+	uint32_t s;
+
+	atomic_init(&me.word, W_WAITING);
+	lane_lock(lane);
+	for (;;) {
+		s = atomic_load_explicit(&lane->state, memory_order_relaxed);
+		if (s & ST_CLOSED) {
+			if (!barrier || !(s & (ST_RUNNING | ST_PENDING))) {
+				lane_unlock(lane);
+				return barrier ? 0 : -EPIPE;
+			}
+		}
+		if (s == 0) {
+			/* A1': acquire, pairs with R1/R2: the previous turn's writes before ours */
+			if (!atomic_compare_exchange_strong_explicit(&lane->state, &s, ST_RUNNING,
+								     memory_order_acquire,
+								     memory_order_relaxed))
+				continue;
+			lane_unlock(lane);
+			return run_owned(lane, fn, arg, file, line);
+		}
+		if (s & ST_PENDING) {
+			/* The turn is only promised to a drain task that has not started:
+			 * take it over rather than wait for the executor. */
+			atomic_store_explicit(&lane->state, (s & ~ST_PENDING) | ST_RUNNING,
+					      memory_order_relaxed);
+			append_locked(lane, &me);
+			break;
+		}
+		/* RUNNING: queue behind the holder. QUEUED makes its R1 fail. */
+		if (!(s & ST_QUEUED) &&
+		    !atomic_compare_exchange_strong_explicit(&lane->state, &s, s | ST_QUEUED,
+							     memory_order_relaxed, memory_order_relaxed))
+			continue;
+		append_locked(lane, &me);
+		lane_unlock(lane);
+		if (node_wait(&me) == W_DONE)
+			return me.result;
+		lane_lock(lane); /* W_GRANTED: we hold the turn and drain from the head */
+		break;
+	}
+	drain_locked(lane, &me, lane->combine_limit, &b);
+	batch_run(lane, &b, barrier);
+	return me.result;
+}
+
+ORBIT_API int orbit_state_lane_run_at(orbit_state_lane_t *lane, orbit_state_lane_fn fn, void *arg,
+				      const char *file, int line)
+{
+	uint32_t s = 0;
+	int rc;
+
+	if (!lane || !fn)
+		return -EINVAL;
+	rc = check_entry(lane, "run", file, line);
+	if (rc)
+		return rc;
+	/* A1: acquire, pairs with R1/R2: the previous turn's writes before ours */
+	if (!atomic_compare_exchange_strong_explicit(&lane->state, &s, ST_RUNNING,
+						     memory_order_acquire, memory_order_relaxed))
+		return run_slow(lane, fn, arg, file, line, false);
+	return run_owned(lane, fn, arg, file, line);
+}
+
+static int post(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg,
+		orbit_state_lane_done_fn done, void *done_arg, const char *op, const char *file,
+		int line)
+{
+	struct lane_node *n;
+	uint32_t s;
+	int rc;
+
+	if (!lane || !fn || !lane->ex.submit)
+		return -EINVAL;
+	rc = check_entry(lane, op, file, line);
+	if (rc)
+		return rc;
+	lane_lock(lane);
+	n = node_get_locked(lane);
+	if (!n) {
+		rc = -ENOMEM;
+		goto err_unlock;
+	}
+	*n = (struct lane_node){ .fn = fn, .arg = arg, .done = done, .done_arg = done_arg,
+				 .file = file, .line = line };
+	for (;;) {
+		s = atomic_load_explicit(&lane->state, memory_order_relaxed);
+		if (s & ST_CLOSED) {
+			rc = -EPIPE;
+			goto err_put;
+		}
+		if (s == 0) {
+			/* Idle: promise the turn to a drain task. Under lane->mu, so the
+			 * task (which takes lane->mu first) cannot see it half done. */
+			/* A5: acquire, pairs with R1 (released without lane->mu): the
+			 * drain task, ordered after us by lane->mu, sees the last turn's writes */
+			if (!atomic_compare_exchange_strong_explicit(&lane->state, &s,
+								     ST_PENDING | ST_QUEUED,
+								     memory_order_acquire,
+								     memory_order_relaxed))
+				continue;
+			lane_ref(lane);
+			rc = lane->ex.submit(lane->ex.ctx, drain_task, lane, lane->home_node);
+			if (rc) {
+				atomic_fetch_sub_explicit(&lane->refs, 1, memory_order_relaxed);
+				atomic_store_explicit(&lane->state, 0, memory_order_relaxed);
+				goto err_put;
+			}
+			break;
+		}
+		if ((s & ST_QUEUED) ||
+		    atomic_compare_exchange_strong_explicit(&lane->state, &s, s | ST_QUEUED,
+							    memory_order_relaxed, memory_order_relaxed))
+			break;
+	}
+	append_locked(lane, n);
+	lane_unlock(lane);
+	return 0;
+
+err_put:
+	node_put_locked(lane, n);
+err_unlock:
+	lane_unlock(lane);
+	return rc;
+}
+
+ORBIT_API int orbit_state_lane_try_post_at(orbit_state_lane_t *lane, orbit_state_lane_fn fn,
+					   void *arg, const char *file, int line)
+{
+	return post(lane, fn, arg, NULL, NULL, "try_post", file, line);
+}
+
+ORBIT_API int orbit_state_lane_run_async_at(orbit_state_lane_t *lane, orbit_state_lane_fn fn,
+					    void *arg, orbit_state_lane_done_fn done,
+					    void *done_arg, const char *file, int line)
+{
+	if (!done)
+		return -EINVAL;
+	return post(lane, fn, arg, done, done_arg, "run_async", file, line);
+}
+
+ORBIT_API int orbit_state_lane_close(orbit_state_lane_t *lane, orbit_state_lane_done_fn done,
+				     void *done_arg)
+{
+	struct close_waiter *c = NULL;
+	uint32_t s;
+
+	if (!lane)
+		return -EINVAL;
+	if (done) {
+		c = malloc(sizeof(*c));
+		if (!c) {
+			lane_lock(lane);
+			atomic_fetch_or_explicit(&lane->state, ST_CLOSED, memory_order_relaxed);
+			lane_unlock(lane);
+			return -ENOMEM;
+		}
+		c->done = done;
+		c->arg = done_arg;
+	}
+	lane_lock(lane);
+	/* Relaxed is enough: a fast-path A1/R1 CAS racing with this either
+	 * sees CLOSED and fails into lane->mu, or is ordered before it. */
+	s = atomic_fetch_or_explicit(&lane->state, ST_CLOSED, memory_order_relaxed);
+	if (s & (ST_RUNNING | ST_PENDING)) {
+		if (c) {
+			/* The holder's release under lane->mu takes these (release_idle_locked). */
+			c->next = lane->closers;
+			lane->closers = c;
+		}
+		lane_unlock(lane);
+		return 0;
+	}
+	lane_unlock(lane);
+	if (c) {
+		c->done(c->arg, 0);
+		free(c);
+	}
+	return 0;
+}
+
+ORBIT_API int orbit_state_lane_close_sync_at(orbit_state_lane_t *lane, const char *file, int line)
+{
+	struct lane_node latch = { 0 };
+	int rc;
+
+	if (!lane)
+		return -EINVAL;
+	rc = check_entry(lane, "close_sync", file, line);
+	if (rc)
+		return rc;
+	atomic_init(&latch.word, W_WAITING);
+	rc = orbit_state_lane_close(lane, latch_done, &latch);
+	if (rc)
+		return rc;
+	/* Wait for what was accepted like a run() caller would: never for the
+	 * executor (a promised turn is taken over), then for the callback,
+	 * which the thread that ran the last item is about to make. */
+	run_slow(lane, noop, NULL, file, line, true);
+	node_wait(&latch);
+	return 0;
+}
+
+ORBIT_API int orbit_state_lane_detach(const orbit_executor_t *executor, orbit_task_fn fn,
+				      void *arg, int home_node)
+{
+	if (!executor || !executor->submit || !fn)
+		return -EINVAL;
+	/* The start runs on an executor thread, whose marker chain is empty:
+	 * nothing of this thread's turns is handed down, not even to a
+	 * synchronous prefix (06 §6 Kind 2). */
+	return executor->submit(executor->ctx, fn, arg, home_node);
+}
+
+/* ---- dual surfaces for the diagnostics level (06 §5) ---- */
+
+struct diag_req {
+	struct orbit_state_lane *lane;
+	int level;
+	orbit_state_lane_done_fn done;
+	void *done_arg;
+};
+
+static int diag_set_on_lane(void *arg)
+{
+	struct diag_req *r = arg;
+	int prev = r->lane->diag_level; /* lane-owned: we are on its turn */
+
+	r->lane->diag_level = r->level;
+	return prev;
+}
+
+static void diag_set_done(void *arg, int prev)
+{
+	struct diag_req *r = arg;
+	orbit_state_lane_done_fn done = r->done;
+	void *done_arg = r->done_arg;
+
+	free(r);
+	done(done_arg, prev);
+}
+
+ORBIT_API int orbit_state_lane_set_diagnostics_async(orbit_state_lane_t *lane, int level,
+						     orbit_state_lane_done_fn done, void *done_arg)
+{
+	struct diag_req *r;
+	int rc;
+
+	if (!lane || !done)
+		return -EINVAL;
+	if (level != ORBIT_STATE_LANE_DIAG_RECORD && level != ORBIT_STATE_LANE_DIAG_LOG)
+		return -EINVAL;
+	r = malloc(sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	*r = (struct diag_req){ .lane = lane, .level = level, .done = done, .done_arg = done_arg };
+	rc = post(lane, diag_set_on_lane, r, diag_set_done, r, "set_diagnostics_async",
+		  __FILE__, __LINE__);
+	if (rc)
+		free(r);
+	return rc;
+}
+
+ORBIT_API int orbit_state_lane_set_diagnostics(orbit_state_lane_t *lane, int level)
+{
+	struct lane_node latch = { 0 };
+	int rc;
+
+	if (!lane)
+		return -EINVAL;
+	if (tls_turn) {
+		/* A sync bridge is not for framework contexts (06 §5): waiting
+		 * here could wait on ourselves. */
+		snprintf(tls_diag, sizeof(tls_diag),
+			 "orbit state lane \"%s\": synchronous set_diagnostics called inside the turn "
+			 "of lane \"%s\" (entered at %s:%d) refused (-EDEADLK): use "
+			 "orbit_state_lane_set_diagnostics_async",
+			 lane->name, tls_turn->lane->name, tls_turn->file ? tls_turn->file : "?",
+			 tls_turn->line);
+		return -EDEADLK;
+	}
+	atomic_init(&latch.word, W_WAITING);
+	rc = orbit_state_lane_set_diagnostics_async(lane, level, latch_done, &latch);
+	if (rc)
+		return rc;
+	/* As in close_sync: wait behind the item without needing the executor. */
+	run_slow(lane, noop, NULL, __FILE__, __LINE__, true);
+	node_wait(&latch);
+	return latch.result;
+}

@@ -1,0 +1,1238 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/unit/test_state_lane.c: the state lane of spec 06 through its
+ * public surface. One test per verification item of 06 §8 (test_s8_*),
+ * then the extra cases of issue 3: 2 threads x 1,000,000 submissions, a
+ * bidirectional binding table (06 §4) read while it changes, reentrancy
+ * through run, try_post and a nested chain, Kind 1/2/3 structures (06 §6),
+ * the dual diagnostics surface (06 §5), close and destroy, bad arguments.
+ * Posted work runs on the small test executor (tests/common); every test
+ * that could hang runs under a deadline and fails instead.
+ */
+#define _GNU_SOURCE /* pthread_timedjoin_np */
+#include "orbit_test.h"
+#include "orbit_test_executor.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+
+#include <orbit/orbit.h>
+
+#define DEADLINE_MS 20000
+
+/* ---- helpers ---- */
+
+static orbit_state_lane_t *lane_new(const char *name, struct test_executor *ex)
+{
+	struct orbit_state_lane_options o = {
+		.size = sizeof(o),
+		.name = name,
+		.executor = ex ? test_executor_iface(ex) : (orbit_executor_t){ 0 },
+		.home_node = -1,
+	};
+	orbit_state_lane_t *lane = NULL;
+
+	assert_int_equal(orbit_state_lane_create(&o, &lane), 0);
+	assert_non_null(lane);
+	return lane;
+}
+
+static void lane_end(orbit_state_lane_t *lane)
+{
+	assert_int_equal(orbit_state_lane_close_sync(lane), 0);
+	assert_int_equal(orbit_state_lane_destroy(lane), 0);
+}
+
+struct deadline_call {
+	void (*fn)(void *);
+	void *arg;
+};
+
+static void *deadline_main(void *p)
+{
+	struct deadline_call *c = p;
+
+	c->fn(c->arg);
+	return NULL;
+}
+
+/* Run fn(arg) on a thread; fail the test (not hang) if it takes too long. */
+static void within_deadline(void (*fn)(void *), void *arg, int ms)
+{
+	struct deadline_call c = { fn, arg };
+	struct timespec ts;
+	pthread_t t;
+
+	assert_int_equal(pthread_create(&t, NULL, deadline_main, &c), 0);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	if (pthread_timedjoin_np(t, NULL, &ts) != 0) {
+		fprintf(stderr, "hung past %d ms\n", ms);
+		fail_msg("call hung past its deadline");
+	}
+}
+
+/* Wait (bounded) until *flag reaches want. */
+static bool wait_for(atomic_long *flag, long want)
+{
+	for (int i = 0; i < DEADLINE_MS; i++) {
+		if (atomic_load(flag) >= want)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/* A task that blocks an executor thread until released: keeps drain tasks queued. */
+struct plug {
+	sem_t go;
+	atomic_long entered;
+};
+
+static void plug_task(void *arg)
+{
+	struct plug *p = arg;
+
+	atomic_fetch_add(&p->entered, 1);
+	sem_wait(&p->go);
+}
+
+/* ---- a counter component (C2 owned by a lane) ---- */
+
+struct counter {
+	orbit_state_lane_t *lane;
+	long value;      /* plain: the lane provides exclusivity */
+	long last_seq[4]; /* per submitter, for FIFO checks */
+	long order_errors;
+};
+
+static int counter_incr(void *arg)
+{
+	struct counter *c = arg;
+
+	return (int)++c->value;
+}
+
+static int counter_read(void *arg)
+{
+	struct counter *c = arg;
+
+	return (int)c->value;
+}
+
+/* ---- 06 §8 Single execution and order ---- */
+
+struct submitter {
+	struct counter *c;
+	int id;
+	long n;
+	bool post; /* alternate try_post and run */
+	long failures;
+};
+
+static void *submitter_main(void *p)
+{
+	struct submitter *s = p;
+
+	for (long i = 0; i < s->n; i++) {
+		int rc;
+
+		if (s->post && (i & 1))
+			rc = orbit_state_lane_try_post(s->c->lane, counter_incr, s->c);
+		else
+			rc = orbit_state_lane_run(s->c->lane, counter_incr, s->c);
+		if (rc < 0)
+			s->failures++;
+	}
+	return NULL;
+}
+
+/* 06 §8: concurrent submitters to one lane lose no update (run and try_post mixed). */
+static void test_s8_concurrent_submissions_lose_no_update(void **state)
+{
+	struct test_executor *ex = test_executor_create(2);
+	struct counter c = { .lane = lane_new("counter", ex) };
+	struct submitter s[4];
+	pthread_t t[4];
+	long n = orbit_test_long() ? 500000 : 50000;
+
+	for (int i = 0; i < 4; i++) {
+		s[i] = (struct submitter){ .c = &c, .id = i, .n = n, .post = i >= 2 };
+		assert_int_equal(pthread_create(&t[i], NULL, submitter_main, &s[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(s[i].failures, 0);
+	}
+	/* try_post work is accepted, not yet run: close finishes what was accepted. */
+	assert_int_equal(orbit_state_lane_close_sync(c.lane), 0);
+	assert_int_equal(c.value, 4 * n);
+	assert_int_equal(orbit_state_lane_destroy(c.lane), 0);
+	test_executor_destroy(ex);
+}
+
+struct seq_item {
+	struct counter *c;
+	int submitter;
+	long seq;
+};
+
+static int check_seq(void *arg)
+{
+	struct seq_item *it = arg;
+	struct counter *c = it->c;
+
+	if (it->seq != c->last_seq[it->submitter] + 1)
+		c->order_errors++;
+	c->last_seq[it->submitter] = it->seq;
+	c->value++;
+	return 0;
+}
+
+struct order_thread {
+	struct counter *c;
+	int id;
+	long n;
+	struct seq_item *items;
+};
+
+static void *order_main(void *p)
+{
+	struct order_thread *o = p;
+
+	for (long i = 0; i < o->n; i++) {
+		o->items[i] = (struct seq_item){ o->c, o->id, i + 1 };
+		/* Posts and waiting runs interleaved: one FIFO for both. */
+		if (i % 7 == 3)
+			assert_int_equal(orbit_state_lane_run(o->c->lane, check_seq, &o->items[i]), 0);
+		else
+			assert_int_equal(orbit_state_lane_try_post(o->c->lane, check_seq, &o->items[i]),
+					 0);
+	}
+	return NULL;
+}
+
+/* 06 §8: work runs in submission order (per submitter, across run and try_post). */
+static void test_s8_submissions_run_in_submission_order(void **state)
+{
+	struct test_executor *ex = test_executor_create(2);
+	struct counter c = { .lane = lane_new("order", ex) };
+	struct order_thread o[3];
+	pthread_t t[3];
+	long n = 20000;
+
+	for (int i = 0; i < 3; i++) {
+		o[i] = (struct order_thread){ &c, i, n, calloc(n, sizeof(struct seq_item)) };
+		assert_int_equal(pthread_create(&t[i], NULL, order_main, &o[i]), 0);
+	}
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	assert_int_equal(orbit_state_lane_close_sync(c.lane), 0);
+	assert_int_equal(c.order_errors, 0);
+	assert_int_equal(c.value, 3 * n);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(c.last_seq[i], n);
+		free(o[i].items);
+	}
+	assert_int_equal(orbit_state_lane_destroy(c.lane), 0);
+	test_executor_destroy(ex);
+}
+
+static void count_done(void *arg, int result)
+{
+	atomic_fetch_add((atomic_long *)arg, 1);
+}
+
+static int close_done_sees(void *arg)
+{
+	return 0;
+}
+
+struct close_check {
+	struct counter *c;
+	long seen_at_close;
+	atomic_long fired;
+};
+
+static void close_cb(void *arg, int result)
+{
+	struct close_check *cc = arg;
+
+	cc->seen_at_close = cc->c->value; /* lane is idle and closed: safe to read */
+	atomic_fetch_add(&cc->fired, 1);
+}
+
+/* 06 §8: a waiting call on a closed lane fails at once; a post returns a failure. */
+static void test_s8_closed_lane_fails_run_at_once_and_post(void **state)
+{
+	struct test_executor *ex = test_executor_create(1);
+	struct counter c = { .lane = lane_new("closing", ex) };
+	struct close_check cc = { .c = &c };
+	atomic_long dones = 0;
+	uint64_t t0;
+
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(orbit_state_lane_try_post(c.lane, counter_incr, &c), 0);
+	assert_int_equal(orbit_state_lane_close(c.lane, close_cb, &cc), 0);
+	/* Accepted work finishes; close completes after it. */
+	assert_true(wait_for(&cc.fired, 1));
+	assert_int_equal(cc.seen_at_close, 100);
+
+	t0 = orbit_test_now_ns();
+	assert_int_equal(orbit_state_lane_run(c.lane, counter_incr, &c), -EPIPE);
+	assert_true(orbit_test_now_ns() - t0 < 100000000ull); /* at once, not after a wait */
+	assert_int_equal(orbit_state_lane_try_post(c.lane, counter_incr, &c), -EPIPE);
+	assert_int_equal(orbit_state_lane_run_async(c.lane, close_done_sees, &c, count_done, &dones),
+			 -EPIPE);
+	assert_int_equal(c.value, 100);
+	assert_int_equal(atomic_load(&dones), 0);
+	/* A second close only adds its callback, which runs at once on an idle lane. */
+	assert_int_equal(orbit_state_lane_close(c.lane, close_cb, &cc), 0);
+	assert_int_equal(atomic_load(&cc.fired), 2);
+	assert_int_equal(orbit_state_lane_destroy(c.lane), 0);
+	test_executor_destroy(ex);
+}
+
+/* ---- 06 §8 Reentrancy ---- */
+
+struct reentry {
+	orbit_state_lane_t *lane;
+	int inner_rc;
+	int inner_line;
+	int throw_rc;
+	char diag[384];
+};
+
+static int reenter_run(void *arg)
+{
+	struct reentry *r = arg;
+
+	r->inner_line = __LINE__ + 1;
+	r->inner_rc = orbit_state_lane_run(r->lane, counter_read, NULL);
+	snprintf(r->diag, sizeof(r->diag), "%s", orbit_state_lane_last_diagnostic());
+	r->throw_rc = orbit_state_lane_throw_if_reentrant(r->lane);
+	return 7;
+}
+
+static void reentry_body(void *arg)
+{
+	struct reentry *r = arg;
+
+	assert_int_equal(orbit_state_lane_run(r->lane, reenter_run, r), 7);
+}
+
+/* 06 §8: re-entering a lane from its own turn ends at once with an error at that call site. */
+static void test_s8_reentry_fails_at_call_site(void **state)
+{
+	struct reentry r = { .lane = lane_new("bindings", NULL) };
+	char where[64];
+
+	within_deadline(reentry_body, &r, DEADLINE_MS);
+	assert_int_equal(r.inner_rc, -EDEADLK);
+	assert_int_equal(r.throw_rc, -EDEADLK);
+	/* The diagnostic names the lane and the caller's file:line. */
+	assert_non_null(strstr(r.diag, "\"bindings\""));
+	snprintf(where, sizeof(where), "test_state_lane.c:%d", r.inner_line);
+	assert_non_null(strstr(r.diag, where));
+	assert_int_equal(orbit_state_lane_reentry_count(r.lane), 2);
+	/* Outside the turn the same checks pass. */
+	assert_int_equal(orbit_state_lane_throw_if_reentrant(r.lane), 0);
+	assert_false(orbit_state_lane_is_on_lane(r.lane));
+	assert_null(orbit_state_lane_current());
+	lane_end(r.lane);
+}
+
+/* A component with a retry loop started from a turn (06 §6 Kind 2). */
+struct retrier {
+	orbit_state_lane_t *lane;
+	orbit_executor_t ex;
+	bool retrying;       /* lane-owned */
+	int attempts;        /* lane-owned */
+	int turn_over;       /* lane-owned: set last in the starting turn */
+	bool sleep_first;    /* the loop's first action is a genuine delay */
+	int loop_rc;         /* what the loop's own lane entry returned */
+	int loop_saw_turn_over;
+	int inline_rc;       /* the hazard: the same loop called inline */
+	atomic_long finished;
+};
+
+static int retry_attempt(void *arg)
+{
+	struct retrier *r = arg;
+
+	r->attempts++;
+	r->retrying = false;
+	return r->turn_over;
+}
+
+static void retry_loop(void *arg)
+{
+	struct retrier *r = arg;
+
+	if (r->sleep_first)
+		usleep(2000);
+	/* Synchronous prefix (when !sleep_first): enters the lane at once. */
+	r->loop_saw_turn_over = orbit_state_lane_run(r->lane, retry_attempt, r);
+	r->loop_rc = r->loop_saw_turn_over < 0 ? r->loop_saw_turn_over : 0;
+	atomic_fetch_add(&r->finished, 1);
+}
+
+static int start_retry_in_turn(void *arg)
+{
+	struct retrier *r = arg;
+
+	r->retrying = true;
+	/* What Kind 2 guards against: running the start on this stack inherits the turn. */
+	r->inline_rc = orbit_state_lane_run(r->lane, retry_attempt, r);
+	/* The fix: post the start itself, so even its synchronous prefix runs outside. */
+	if (orbit_state_lane_detach(&r->ex, retry_loop, r, -1))
+		return -1;
+	r->turn_over = 1;
+	return 0;
+}
+
+/* 06 §8: a long-running op started in a turn enters normally after it ended (with and without a synchronous prefix). */
+static void test_s8_long_running_op_reenters_after_turn_ends(void **state)
+{
+	struct test_executor *ex = test_executor_create(1);
+
+	for (int variant = 0; variant < 2; variant++) {
+		struct retrier r = { .lane = lane_new("retry", ex), .ex = test_executor_iface(ex),
+				     .sleep_first = variant == 1 };
+
+		assert_int_equal(orbit_state_lane_run(r.lane, start_retry_in_turn, &r), 0);
+		assert_int_equal(r.inline_rc, -EDEADLK);
+		assert_true(wait_for(&r.finished, 1));
+		assert_int_equal(r.loop_rc, 0);               /* no false reentrancy */
+		assert_int_equal(r.loop_saw_turn_over, 1);    /* it ran after the turn ended */
+		assert_int_equal(r.attempts, 1);
+		assert_false(r.retrying);
+		lane_end(r.lane);
+	}
+	test_executor_destroy(ex);
+}
+
+/*
+ * A component that notifies an external listener (06 §6 Kind 3): turn A
+ * finishes validation, every state transition and a placeholder claim;
+ * the callback runs outside the turn; turn B settles the placeholder.
+ */
+enum { SUB_NONE, SUB_ACTIVE };
+#define SLOT_PLACEHOLDER (-1000)
+
+struct subscriptions {
+	orbit_state_lane_t *lane;
+	int state;      /* lane-owned */
+	int generation; /* lane-owned */
+	int slot;       /* lane-owned: SLOT_PLACEHOLDER until turn B */
+};
+
+struct sub_view {
+	int state, generation, slot;
+};
+
+struct sub_call {
+	struct subscriptions *s;
+	struct sub_view seen;
+	int seen_rc;
+	int result;
+	bool accept;
+};
+
+static int sub_snapshot(void *arg)
+{
+	struct sub_call *c = arg;
+
+	c->seen = (struct sub_view){ c->s->state, c->s->generation, c->s->slot };
+	return 0;
+}
+
+/* The listener re-enters the component's public surface, as old monitor code did. */
+static int listener(struct sub_call *c)
+{
+	c->seen_rc = orbit_state_lane_run(c->s->lane, sub_snapshot, c);
+	return c->seen_rc == 0 ? 42 : c->seen_rc;
+}
+
+static int sub_turn_a(void *arg)
+{
+	struct sub_call *c = arg;
+
+	if (c->s->state != SUB_NONE)
+		return -EBUSY; /* validation */
+	c->s->state = SUB_ACTIVE; /* every transition the old code finished before the callback */
+	c->s->generation++;
+	c->s->slot = SLOT_PLACEHOLDER; /* placeholder ownership claim */
+	return 0;
+}
+
+static int sub_turn_b(void *arg)
+{
+	struct sub_call *c = arg;
+
+	if (c->result < 0) { /* settle the failure */
+		c->s->state = SUB_NONE;
+		c->s->slot = 0;
+	} else {
+		c->s->slot = c->result; /* replace the placeholder exactly */
+	}
+	return 0;
+}
+
+static int subscribe(struct sub_call *c)
+{
+	int rc = orbit_state_lane_run(c->s->lane, sub_turn_a, c);
+
+	if (rc)
+		return rc;
+	c->result = listener(c); /* outside the turn */
+	return orbit_state_lane_run(c->s->lane, sub_turn_b, c);
+}
+
+static int subscribe_wrong_in_turn(void *arg)
+{
+	struct sub_call *c = arg;
+
+	return listener(c); /* callback inside the turn: re-enters */
+}
+
+/* 06 §8: external callbacks run outside the turn and see every transition made before them. */
+static void test_s8_callback_outside_turn_sees_transitions(void **state)
+{
+	struct subscriptions s = { .lane = lane_new("subscriptions", NULL) };
+	struct sub_call c = { .s = &s };
+	struct sub_call wrong = { .s = &s };
+
+	assert_int_equal(subscribe(&c), 0);
+	assert_int_equal(c.seen_rc, 0); /* no reentrancy error */
+	assert_int_equal(c.seen.state, SUB_ACTIVE);
+	assert_int_equal(c.seen.generation, 1);
+	assert_int_equal(c.seen.slot, SLOT_PLACEHOLDER);
+	assert_int_equal(s.slot, 42); /* turn B replaced the placeholder */
+	/* Invoking it inside the turn is refused, not hung. */
+	assert_int_equal(orbit_state_lane_run(s.lane, subscribe_wrong_in_turn, &wrong), -EDEADLK);
+	assert_int_equal(wrong.seen_rc, -EDEADLK);
+	lane_end(s.lane);
+}
+
+/* ---- 06 §8 Completion boundary ---- */
+
+struct completion_probe {
+	struct counter *c;
+	int read_rc;
+	bool on_lane;
+	bool has_current;
+	atomic_long done;
+};
+
+static void completion_reenters(void *arg, int result)
+{
+	struct completion_probe *p = arg;
+
+	p->on_lane = orbit_state_lane_is_on_lane(p->c->lane);
+	p->has_current = orbit_state_lane_current() != NULL;
+	/* The continuation enters the same lane with a waiting call. */
+	p->read_rc = orbit_state_lane_run(p->c->lane, counter_read, p->c);
+	atomic_fetch_add(&p->done, 1);
+}
+
+static void completion_body(void *arg)
+{
+	struct completion_probe *p = arg;
+
+	assert_int_equal(orbit_state_lane_run_async(p->c->lane, counter_incr, p->c,
+						    completion_reenters, p),
+			 0);
+	assert_true(wait_for(&p->done, 1));
+}
+
+/* 06 §8: a completion signalled in a turn runs its continuation normally, no reentrancy error. */
+static void test_s8_completion_in_turn_runs_continuation(void **state)
+{
+	struct test_executor *ex = test_executor_create(1);
+	struct counter c = { .lane = lane_new("completion", ex) };
+	struct completion_probe p = { .c = &c };
+
+	within_deadline(completion_body, &p, DEADLINE_MS);
+	assert_int_equal(p.read_rc, 1);
+	assert_false(p.on_lane);
+	assert_false(p.has_current);
+	lane_end(c.lane);
+	test_executor_destroy(ex);
+}
+
+/* A reservation ledger with a register-before-return contract. */
+#define RES_MAX 4096
+struct ledger {
+	orbit_state_lane_t *lane;
+	bool reserved[RES_MAX]; /* lane-owned, plain */
+	atomic_long last_returned;
+	atomic_bool stop;
+	long misses;
+};
+
+struct res_arg {
+	struct ledger *l;
+	long key;
+};
+
+static int reserve_on_lane(void *arg)
+{
+	struct res_arg *a = arg;
+
+	a->l->reserved[a->key] = true;
+	return 0;
+}
+
+static int reserve(struct ledger *l, long key)
+{
+	struct res_arg a = { l, key };
+
+	return orbit_state_lane_run(l->lane, reserve_on_lane, &a);
+}
+
+static int check_upto(void *arg)
+{
+	struct res_arg *a = arg;
+	int missing = 0;
+
+	for (long k = 0; k <= a->key; k++)
+		missing += !a->l->reserved[k];
+	return missing;
+}
+
+static void *ledger_observer(void *p)
+{
+	struct ledger *l = p;
+
+	while (!atomic_load(&l->stop)) {
+		struct res_arg a = { l, atomic_load(&l->last_returned) };
+
+		if (a.key >= 0)
+			l->misses += orbit_state_lane_run(l->lane, check_upto, &a);
+	}
+	return NULL;
+}
+
+/* 06 §8: a register-before-return method has registered by the time its caller sees the return. */
+static void test_s8_registration_done_at_return(void **state)
+{
+	static struct ledger l;
+	pthread_t t;
+
+	memset(&l, 0, sizeof(l));
+	l.lane = lane_new("ledger", NULL);
+	atomic_store(&l.last_returned, -1);
+	assert_int_equal(pthread_create(&t, NULL, ledger_observer, &l), 0);
+	for (long k = 0; k < RES_MAX; k++) {
+		assert_int_equal(reserve(&l, k), 0);
+		/* Published only after the return was observed. */
+		atomic_store(&l.last_returned, k);
+	}
+	atomic_store(&l.stop, true);
+	pthread_join(t, NULL);
+	assert_int_equal(l.misses, 0);
+	lane_end(l.lane);
+}
+
+struct gate_case {
+	struct counter *c;
+	pthread_mutex_t gate; /* an operation-protocol gate */
+	atomic_long completions;
+	int run_rc;
+};
+
+static void completion_takes_gate(void *arg, int result)
+{
+	struct gate_case *g = arg;
+
+	pthread_mutex_lock(&g->gate);
+	atomic_fetch_add(&g->completions, 1);
+	pthread_mutex_unlock(&g->gate);
+}
+
+static void gate_body(void *arg)
+{
+	struct gate_case *g = arg;
+
+	pthread_mutex_lock(&g->gate);
+	/* Waits for lane completion while holding the gate: the lane item
+	 * does not take the gate, and the completions that do run async. */
+	g->run_rc = orbit_state_lane_run(g->c->lane, counter_incr, g->c);
+	pthread_mutex_unlock(&g->gate);
+}
+
+/* 06 §8: waiting for lane completion while holding an operation-protocol gate returns. */
+static void test_s8_wait_under_gate_returns(void **state)
+{
+	struct test_executor *ex = test_executor_create(1);
+	struct counter c = { .lane = lane_new("gated", ex) };
+	struct gate_case g = { .c = &c };
+	struct plug plug = { 0 };
+
+	pthread_mutex_init(&g.gate, NULL);
+	sem_init(&plug.go, 0, 0);
+	/* Keep the executor busy so the posted items wait for a drain. */
+	assert_int_equal(test_executor_submit(ex, plug_task, &plug, -1), 0);
+	assert_true(wait_for(&plug.entered, 1));
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(orbit_state_lane_run_async(c.lane, counter_incr, &c,
+							    completion_takes_gate, &g),
+				 0);
+	within_deadline(gate_body, &g, DEADLINE_MS);
+	/* It ran behind the ten accepted items (FIFO), without the executor. */
+	assert_int_equal(g.run_rc, 11);
+	sem_post(&plug.go);
+	assert_true(wait_for(&g.completions, 10));
+	lane_end(c.lane);
+	test_executor_destroy(ex);
+	sem_destroy(&plug.go);
+	pthread_mutex_destroy(&g.gate);
+}
+
+/* ---- 06 §8 Cross-collection invariants: the binding table of 06 §4 ---- */
+
+#define ACTORS 64
+#define SESSIONS 64
+
+struct binding_table {
+	orbit_state_lane_t *lane;
+	int actor_to_session[ACTORS]; /* plain maps: the lane provides exclusivity */
+	int session_to_actor[SESSIONS];
+};
+
+struct bind_arg {
+	struct binding_table *t;
+	int actor, session;
+	int seen_session, seen_back;
+};
+
+/* Kind 1: bodies that do not enter the lane, called from inside turns. */
+static void unbind_on_lane(struct binding_table *t, int actor)
+{
+	int s = t->actor_to_session[actor];
+
+	if (s >= 0)
+		t->session_to_actor[s] = -1;
+	t->actor_to_session[actor] = -1;
+}
+
+static void bind_on_lane(struct binding_table *t, int actor, int session)
+{
+	int other = t->session_to_actor[session];
+
+	if (other >= 0)
+		unbind_on_lane(t, other);
+	unbind_on_lane(t, actor);
+	t->actor_to_session[actor] = session; /* both change in one turn */
+	t->session_to_actor[session] = actor;
+}
+
+static int bt_bind_turn(void *arg)
+{
+	struct bind_arg *a = arg;
+
+	bind_on_lane(a->t, a->actor, a->session);
+	return 0;
+}
+
+static int bt_rebind_turn(void *arg)
+{
+	struct bind_arg *a = arg;
+
+	unbind_on_lane(a->t, a->actor); /* calling bt_unbind() here would re-enter */
+	bind_on_lane(a->t, a->actor, a->session);
+	return 0;
+}
+
+static int bt_unbind_turn(void *arg)
+{
+	struct bind_arg *a = arg;
+
+	unbind_on_lane(a->t, a->actor);
+	return 0;
+}
+
+static int bt_lookup_turn(void *arg)
+{
+	struct bind_arg *a = arg;
+
+	a->seen_session = a->t->actor_to_session[a->actor];
+	a->seen_back = a->seen_session >= 0 ? a->t->session_to_actor[a->seen_session] : -1;
+	return 0;
+}
+
+/* Public surface. Each enters the lane exactly once. */
+static int bt_bind(struct binding_table *t, int actor, int session)
+{
+	struct bind_arg a = { .t = t, .actor = actor, .session = session };
+
+	return orbit_state_lane_run(t->lane, bt_bind_turn, &a);
+}
+
+static int bt_unbind(struct binding_table *t, int actor)
+{
+	struct bind_arg a = { .t = t, .actor = actor, .session = -1 };
+
+	return orbit_state_lane_run(t->lane, bt_unbind_turn, &a);
+}
+
+static int bt_rebind(struct binding_table *t, int actor, int session)
+{
+	struct bind_arg a = { .t = t, .actor = actor, .session = session };
+
+	return orbit_state_lane_run(t->lane, bt_rebind_turn, &a);
+}
+
+static void bt_init(struct binding_table *t, struct test_executor *ex)
+{
+	t->lane = lane_new("binding-table", ex);
+	for (int i = 0; i < ACTORS; i++)
+		t->actor_to_session[i] = -1;
+	for (int i = 0; i < SESSIONS; i++)
+		t->session_to_actor[i] = -1;
+}
+
+struct bt_worker {
+	struct binding_table *t;
+	unsigned seed;
+	long n;
+	bool posted; /* writers: post changes instead of waiting */
+	long disagreements;
+	long errors;
+	atomic_bool *stop;
+};
+
+static struct bind_arg *posted_args;
+static atomic_long posted_next;
+
+static void *bt_writer(void *p)
+{
+	struct bt_worker *w = p;
+
+	for (long i = 0; i < w->n; i++) {
+		int actor = rand_r(&w->seed) % ACTORS, session = rand_r(&w->seed) % SESSIONS;
+		int op = rand_r(&w->seed) % 4, rc;
+
+		if (w->posted) {
+			struct bind_arg *a = &posted_args[atomic_fetch_add(&posted_next, 1)];
+
+			*a = (struct bind_arg){ .t = w->t, .actor = actor, .session = session };
+			rc = orbit_state_lane_try_post(w->t->lane,
+						       op == 0 ? bt_unbind_turn : bt_bind_turn, a);
+		} else {
+			rc = op == 0 ? bt_unbind(w->t, actor) :
+			     op == 1 ? bt_rebind(w->t, actor, session) : bt_bind(w->t, actor, session);
+		}
+		if (rc)
+			w->errors++;
+	}
+	return NULL;
+}
+
+static void *bt_reader(void *p)
+{
+	struct bt_worker *w = p;
+
+	while (!atomic_load(w->stop)) {
+		struct bind_arg a = { .t = w->t, .actor = rand_r(&w->seed) % ACTORS };
+
+		if (orbit_state_lane_run(w->t->lane, bt_lookup_turn, &a)) {
+			w->errors++;
+			continue;
+		}
+		if (a.seen_session >= 0 && a.seen_back != a.actor)
+			w->disagreements++;
+	}
+	return NULL;
+}
+
+static int bt_check_all(void *arg)
+{
+	struct binding_table *t = arg;
+	int bad = 0;
+
+	for (int a = 0; a < ACTORS; a++)
+		if (t->actor_to_session[a] >= 0 && t->session_to_actor[t->actor_to_session[a]] != a)
+			bad++;
+	for (int s = 0; s < SESSIONS; s++)
+		if (t->session_to_actor[s] >= 0 && t->actor_to_session[t->session_to_actor[s]] != s)
+			bad++;
+	return bad;
+}
+
+static void binding_table_run(bool posted, long writes)
+{
+	struct test_executor *ex = test_executor_create(1);
+	static struct binding_table t;
+	atomic_bool stop = false;
+	struct bt_worker w[4];
+	pthread_t th[4];
+
+	bt_init(&t, ex);
+	if (posted) {
+		posted_args = calloc(2 * writes, sizeof(*posted_args));
+		atomic_store(&posted_next, 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct bt_worker){ .t = &t, .seed = 17u * (i + 1), .n = writes,
+					   .posted = posted, .stop = &stop };
+		assert_int_equal(pthread_create(&th[i], NULL, i < 2 ? bt_writer : bt_reader, &w[i]),
+				 0);
+	}
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	/* Readers keep reading while the posted tail drains. */
+	assert_int_equal(orbit_state_lane_close_sync(t.lane), 0);
+	atomic_store(&stop, true);
+	pthread_join(th[2], NULL);
+	pthread_join(th[3], NULL);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(w[i].disagreements, 0);
+		if (i < 2)
+			assert_int_equal(w[i].errors, 0);
+	}
+	assert_int_equal(bt_check_all(&t), 0);
+	assert_int_equal(orbit_state_lane_destroy(t.lane), 0);
+	test_executor_destroy(ex);
+	free(posted_args);
+	posted_args = NULL;
+}
+
+/* 06 §8: concurrent changes to collections sharing an invariant are never seen disagreeing. */
+static void test_s8_cross_collection_invariant_holds(void **state)
+{
+	binding_table_run(false, orbit_test_long() ? 500000 : 50000);
+}
+
+/* Issue 3: the bidirectional binding table changed by posted writes while readers check. */
+static void test_binding_table_posted_writes_readers_agree(void **state)
+{
+	binding_table_run(true, orbit_test_long() ? 500000 : 50000);
+}
+
+/* ---- issue 3 extras ---- */
+
+struct million {
+	struct counter *c;
+	long n;
+	long errors;
+};
+
+static void *million_main(void *p)
+{
+	struct million *m = p;
+
+	for (long i = 0; i < m->n; i++)
+		if (orbit_state_lane_run(m->c->lane, counter_incr, m->c) < 0)
+			m->errors++;
+	return NULL;
+}
+
+/* Issue 3: 2 threads x 1,000,000 waiting submissions, no lost update. */
+static void test_two_threads_million_submissions_each(void **state)
+{
+	struct counter c = { .lane = lane_new("million", NULL) };
+	struct million m[2] = { { .c = &c, .n = 1000000 }, { .c = &c, .n = 1000000 } };
+	pthread_t t[2];
+
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, million_main, &m[i]), 0);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(m[i].errors, 0);
+	}
+	assert_int_equal(orbit_state_lane_run(c.lane, counter_read, &c), 2000000);
+	lane_end(c.lane);
+}
+
+static int post_from_turn(void *arg)
+{
+	struct reentry *r = arg;
+
+	r->inner_line = __LINE__ + 1;
+	r->inner_rc = orbit_state_lane_try_post(r->lane, counter_read, NULL);
+	snprintf(r->diag, sizeof(r->diag), "%s", orbit_state_lane_last_diagnostic());
+	r->throw_rc = orbit_state_lane_run_async(r->lane, counter_read, NULL, count_done, NULL);
+	return 0;
+}
+
+static void post_reentry_body(void *arg)
+{
+	struct reentry *r = arg;
+
+	assert_int_equal(orbit_state_lane_run(r->lane, post_from_turn, r), 0);
+}
+
+/* Issue 3: reentrancy through try_post (and run_async) is refused at the call site. */
+static void test_reentry_through_try_post(void **state)
+{
+	struct test_executor *ex = test_executor_create(1);
+	struct reentry r = { .lane = lane_new("posting", ex) };
+	char where[64];
+
+	within_deadline(post_reentry_body, &r, DEADLINE_MS);
+	assert_int_equal(r.inner_rc, -EDEADLK);
+	assert_int_equal(r.throw_rc, -EDEADLK);
+	assert_non_null(strstr(r.diag, "\"posting\""));
+	assert_non_null(strstr(r.diag, "try_post"));
+	snprintf(where, sizeof(where), "test_state_lane.c:%d", r.inner_line);
+	assert_non_null(strstr(r.diag, where));
+	lane_end(r.lane);
+	test_executor_destroy(ex);
+}
+
+struct chain {
+	orbit_state_lane_t *a, *b;
+	int b_rc, a_again_rc, throw_a_rc;
+	bool on_a_in_b, on_b_in_b;
+	orbit_state_lane_t *current_in_b;
+	char diag[384];
+};
+
+static int chain_in_b(void *arg)
+{
+	struct chain *c = arg;
+
+	c->on_a_in_b = orbit_state_lane_is_on_lane(c->a);
+	c->on_b_in_b = orbit_state_lane_is_on_lane(c->b);
+	c->current_in_b = orbit_state_lane_current();
+	c->a_again_rc = orbit_state_lane_run(c->a, counter_read, NULL); /* A -> B -> A */
+	snprintf(c->diag, sizeof(c->diag), "%s", orbit_state_lane_last_diagnostic());
+	c->throw_a_rc = orbit_state_lane_throw_if_reentrant(c->a);
+	return 5;
+}
+
+static int chain_in_a(void *arg)
+{
+	struct chain *c = arg;
+
+	c->b_rc = orbit_state_lane_run(c->b, chain_in_b, c); /* nesting A -> B is allowed */
+	return 0;
+}
+
+static void chain_body(void *arg)
+{
+	struct chain *c = arg;
+
+	assert_int_equal(orbit_state_lane_run(c->a, chain_in_a, c), 0);
+}
+
+/* Kind 1 broken on purpose: a public method called from inside the component's own turn. */
+static int bt_bind_calls_public_unbind(void *arg)
+{
+	struct bind_arg *a = arg;
+
+	return bt_unbind(a->t, a->actor);
+}
+
+/* Issue 3: reentrancy through a nested helper chain (A -> B -> A) and a public helper. */
+static void test_reentry_through_nested_helper(void **state)
+{
+	struct chain c = { .a = lane_new("outer", NULL), .b = lane_new("inner", NULL) };
+	static struct binding_table t;
+	struct bind_arg a;
+
+	within_deadline(chain_body, &c, DEADLINE_MS);
+	assert_int_equal(c.b_rc, 5);
+	assert_int_equal(c.a_again_rc, -EDEADLK);
+	assert_int_equal(c.throw_a_rc, -EDEADLK);
+	assert_true(c.on_a_in_b);
+	assert_true(c.on_b_in_b);
+	assert_ptr_equal(c.current_in_b, c.b);
+	assert_non_null(strstr(c.diag, "\"outer\""));
+
+	bt_init(&t, NULL);
+	a = (struct bind_arg){ .t = &t, .actor = 3, .session = 4 };
+	assert_int_equal(bt_bind(&t, 3, 4), 0);
+	assert_int_equal(orbit_state_lane_run(t.lane, bt_bind_calls_public_unbind, &a), -EDEADLK);
+	assert_int_equal(bt_rebind(&t, 3, 5), 0); /* the Kind 1 shape works */
+	assert_int_equal(t.actor_to_session[3], 5);
+	assert_int_equal(t.session_to_actor[4], -1);
+	lane_end(t.lane);
+	lane_end(c.a);
+	lane_end(c.b);
+}
+
+static char logged[512];
+static atomic_long log_calls;
+
+static void test_log_hook(const char *msg)
+{
+	snprintf(logged, sizeof(logged), "%s", msg);
+	atomic_fetch_add(&log_calls, 1);
+}
+
+struct diag_async {
+	atomic_long done;
+	int prev;
+};
+
+static void diag_done(void *arg, int prev)
+{
+	struct diag_async *d = arg;
+
+	d->prev = prev;
+	atomic_fetch_add(&d->done, 1);
+}
+
+static int sync_bridge_in_turn(void *arg)
+{
+	return orbit_state_lane_set_diagnostics(arg, ORBIT_STATE_LANE_DIAG_LOG);
+}
+
+/* 06 §5 dual surfaces: the diagnostics level, async canonical, sync bridge over it. */
+static void test_dual_surface_diagnostics_level(void **state)
+{
+	struct test_executor *ex = test_executor_create(1);
+	struct reentry r = { .lane = lane_new("diag", ex) };
+	struct diag_async d = { 0 };
+	orbit_state_lane_log_fn old = orbit_state_lane_set_log_hook(test_log_hook);
+
+	/* RECORD (default): a refusal is recorded, not logged. */
+	within_deadline(reentry_body, &r, DEADLINE_MS);
+	assert_int_equal(atomic_load(&log_calls), 0);
+	/* Canonical async setter: completion gets the previous level. */
+	assert_int_equal(orbit_state_lane_set_diagnostics_async(r.lane, ORBIT_STATE_LANE_DIAG_LOG,
+								 diag_done, &d),
+			 0);
+	assert_true(wait_for(&d.done, 1));
+	assert_int_equal(d.prev, ORBIT_STATE_LANE_DIAG_RECORD);
+	within_deadline(reentry_body, &r, DEADLINE_MS);
+	assert_int_equal(atomic_load(&log_calls), 2); /* run and throw_if_reentrant */
+	assert_non_null(strstr(logged, "\"diag\""));
+	/* Sync bridge: returns the previous level once applied. */
+	assert_int_equal(orbit_state_lane_set_diagnostics(r.lane, ORBIT_STATE_LANE_DIAG_RECORD),
+			 ORBIT_STATE_LANE_DIAG_LOG);
+	within_deadline(reentry_body, &r, DEADLINE_MS);
+	assert_int_equal(atomic_load(&log_calls), 2);
+	/* The sync bridge is refused inside a lane turn (framework context). */
+	assert_int_equal(orbit_state_lane_run(r.lane, sync_bridge_in_turn, r.lane), -EDEADLK);
+	assert_int_equal(orbit_state_lane_set_diagnostics(r.lane, 7), -EINVAL);
+	orbit_state_lane_set_log_hook(old);
+	lane_end(r.lane);
+	test_executor_destroy(ex);
+}
+
+struct waiter_on_executor {
+	struct counter *c;
+	atomic_long done;
+	int rc;
+};
+
+static void run_from_executor_task(void *arg)
+{
+	struct waiter_on_executor *w = arg;
+
+	w->rc = orbit_state_lane_run(w->c->lane, counter_incr, w->c);
+	atomic_fetch_add(&w->done, 1);
+}
+
+/* Issue 3: a blocked run never holds a thread the lane's own work needs. */
+static void test_run_on_only_executor_thread_does_not_wait_for_it(void **state)
+{
+	struct test_executor *ex = test_executor_create(1);
+	struct counter c = { .lane = lane_new("single", ex) };
+	struct waiter_on_executor w = { .c = &c };
+	struct plug plug = { 0 };
+
+	sem_init(&plug.go, 0, 0);
+	assert_int_equal(test_executor_submit(ex, plug_task, &plug, -1), 0);
+	assert_true(wait_for(&plug.entered, 1));
+	/* Behind the plug: a task that will run() the lane on the only executor thread. */
+	assert_int_equal(test_executor_submit(ex, run_from_executor_task, &w, -1), 0);
+	/* Posted work: its drain task queues behind that task, on the same thread. */
+	for (int i = 0; i < 50; i++)
+		assert_int_equal(orbit_state_lane_try_post(c.lane, counter_incr, &c), 0);
+	sem_post(&plug.go);
+	assert_true(wait_for(&w.done, 1));
+	assert_int_equal(w.rc, 51); /* took the promised turn over and ran the 50 first */
+	lane_end(c.lane);
+	test_executor_destroy(ex);
+	sem_destroy(&plug.go);
+}
+
+/* Issue 3: close from inside a turn, close_sync refused there, destroy only when done. */
+static int close_inside(void *arg)
+{
+	struct reentry *r = arg;
+
+	r->throw_rc = orbit_state_lane_close_sync(r->lane);
+	r->inner_rc = orbit_state_lane_close(r->lane, NULL, NULL);
+	return 0;
+}
+
+static void test_close_and_destroy_rules(void **state)
+{
+	struct reentry r = { .lane = lane_new("lifecycle", NULL) };
+
+	assert_int_equal(orbit_state_lane_destroy(r.lane), -EBUSY); /* still open */
+	assert_int_equal(orbit_state_lane_run(r.lane, close_inside, &r), 0);
+	assert_int_equal(r.throw_rc, -EDEADLK);
+	assert_int_equal(r.inner_rc, 0);
+	assert_int_equal(orbit_state_lane_run(r.lane, counter_read, NULL), -EPIPE);
+	assert_int_equal(orbit_state_lane_close_sync(r.lane), 0);
+	assert_int_equal(orbit_state_lane_destroy(r.lane), 0);
+	assert_int_equal(orbit_state_lane_destroy(NULL), 0);
+}
+
+/* Issue 3: argument errors are returned, never aborts. */
+static void test_bad_arguments(void **state)
+{
+	struct orbit_state_lane_options o = { .size = sizeof(o) };
+	orbit_state_lane_t *lane = NULL;
+	orbit_executor_t none = { 0 };
+
+	assert_int_equal(orbit_state_lane_create(NULL, &lane), -EINVAL);
+	o.size = 4;
+	assert_int_equal(orbit_state_lane_create(&o, &lane), -EINVAL);
+	o.size = sizeof(o);
+	o.diagnostics = 9;
+	assert_int_equal(orbit_state_lane_create(&o, &lane), -EINVAL);
+	o.diagnostics = 0;
+	assert_int_equal(orbit_state_lane_create(&o, &lane), 0);
+	assert_string_equal(orbit_state_lane_name(lane), "lane");
+	assert_int_equal(orbit_state_lane_run(NULL, counter_read, NULL), -EINVAL);
+	assert_int_equal(orbit_state_lane_run(lane, NULL, NULL), -EINVAL);
+	/* No executor: posting is not possible. */
+	assert_int_equal(orbit_state_lane_try_post(lane, counter_read, NULL), -EINVAL);
+	assert_int_equal(orbit_state_lane_run_async(lane, counter_read, NULL, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_state_lane_throw_if_reentrant(NULL), -EINVAL);
+	assert_int_equal(orbit_state_lane_close(NULL, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_state_lane_detach(&none, plug_task, NULL, -1), -EINVAL);
+	assert_int_equal(orbit_state_lane_detach(NULL, plug_task, NULL, -1), -EINVAL);
+	assert_false(orbit_state_lane_is_on_lane(NULL));
+	lane_end(lane);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_s8_concurrent_submissions_lose_no_update),
+		cmocka_unit_test(test_s8_submissions_run_in_submission_order),
+		cmocka_unit_test(test_s8_closed_lane_fails_run_at_once_and_post),
+		cmocka_unit_test(test_s8_reentry_fails_at_call_site),
+		cmocka_unit_test(test_s8_long_running_op_reenters_after_turn_ends),
+		cmocka_unit_test(test_s8_callback_outside_turn_sees_transitions),
+		cmocka_unit_test(test_s8_completion_in_turn_runs_continuation),
+		cmocka_unit_test(test_s8_registration_done_at_return),
+		cmocka_unit_test(test_s8_wait_under_gate_returns),
+		cmocka_unit_test(test_s8_cross_collection_invariant_holds),
+		cmocka_unit_test(test_two_threads_million_submissions_each),
+		cmocka_unit_test(test_binding_table_posted_writes_readers_agree),
+		cmocka_unit_test(test_reentry_through_try_post),
+		cmocka_unit_test(test_reentry_through_nested_helper),
+		cmocka_unit_test(test_dual_surface_diagnostics_level),
+		cmocka_unit_test(test_run_on_only_executor_thread_does_not_wait_for_it),
+		cmocka_unit_test(test_close_and_destroy_rules),
+		cmocka_unit_test(test_bad_arguments),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -10,8 +10,10 @@
 #include <orbit/error.h>
 /* ORBIT-HEADERS: one line per concept header, kept sorted. */
 #include <orbit/executor.h>
-#include <orbit/registry.h>
-#include <orbit/state_lane.h>
 #include <orbit/lock.h>
+#include <orbit/registry.h>
+#include <orbit/serial_queue.h>
+#include <orbit/state_lane.h>
+#include <orbit/worker_pool.h>
 
 #endif /* ORBIT_ORBIT_H */

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * orbit/serial_queue.h: the serial execution queue of spec 07 §5-6
+ * (ZLinkSerialExecutionQueue) and its policy (ZLinkExecutionLanePolicy).
+ * A queue runs the work submitted to it one item at a time, in order, on
+ * threads of an executor (normally the worker pool): no thread per queue.
+ * It rejects work past its count and byte ceilings, lets lifecycle work
+ * overtake application work up to a burst limit, cuts its owner's turn at
+ * a time budget, and lets an item hand its turn back while it waits for an
+ * external completion; the continuation re-enters through the queue.
+ *
+ * Lanes and the order a drain takes work in:
+ *   1. a held item's continuation (ORBIT_SERIAL_SUSPEND_HOLD, see below);
+ *   2. barrier-next items, FIFO among themselves (enqueue_barrier_next);
+ *   3. resumed continuations, FIFO in resume order;
+ *   4. lifecycle items (enqueue_lifecycle), FIFO, but after
+ *      lifecycle_burst_limit of them in a row while application work
+ *      waits, one application item runs;
+ *   5. application items (enqueue, enqueue_with_payload_bytes), FIFO.
+ *
+ * Reservations (§5): an application item reserves payload bytes plus
+ * fixed_work_byte_cost (enqueue: the fixed cost only) and one item of the
+ * application count; a barrier-next item is application work and reserves
+ * the same as enqueue; a lifecycle item reserves the fixed cost and one
+ * lifecycle item. The reservation is held while the item waits, while it
+ * runs, and while it is suspended, and is returned when its last
+ * continuation returns ORBIT_SERIAL_DONE: after the handler finishes, not
+ * when it starts. A resumed continuation needs no new reservation and is
+ * never refused for capacity, nor by close().
+ *
+ * Synchronization:
+ *   enqueue*, resume        any thread, also from inside a turn of this or
+ *                           another queue; take the queue mutex briefly;
+ *                           the drain is scheduled after it is released
+ *   is_current, stats       any thread; no lock
+ *   await_quiescence        any thread but a turn of this queue; blocks
+ *   close                   any thread; takes the queue mutex
+ *   destroy                 any thread but a turn of this queue
+ * Everything a submitter wrote before an enqueue is visible to the item
+ * when it runs, and everything an item wrote is visible to the next item
+ * and to await_quiescence's caller (the queue mutex orders them).
+ */
+#ifndef ORBIT_SERIAL_QUEUE_H
+#define ORBIT_SERIAL_QUEUE_H
+
+#include <orbit/common.h>
+#include <orbit/executor.h>
+
+ORBIT_BEGIN_DECLS
+
+typedef struct orbit_serial_queue orbit_serial_queue_t;
+/* The turn an item runs on; valid only during that call of the item. */
+typedef struct orbit_serial_turn orbit_serial_turn_t;
+/* A suspended item's ticket back into its queue; used exactly once. */
+typedef struct orbit_serial_resume orbit_serial_resume_t;
+
+/*
+ * ZLinkExecutionLanePolicy (07 §6.1). A value the owner injects; the
+ * queue keeps a copy. Fill with orbit_execution_lane_policy_init_default().
+ */
+typedef struct orbit_execution_lane_policy {
+	size_t size; /* sizeof(orbit_execution_lane_policy_t) */
+	uint32_t application_message_capacity; /* items, > 0; default 1,024 */
+	uint64_t application_byte_capacity;    /* bytes, > 0; default 64 MiB */
+	uint32_t lifecycle_message_capacity;   /* items, > 0; default 128 */
+	uint64_t lifecycle_byte_capacity;      /* bytes, > 0; default 4 MiB */
+	/* Bytes every item reserves besides its payload, >= 0; default 256. */
+	uint64_t fixed_work_byte_cost;
+	uint32_t lifecycle_burst_limit;  /* items, > 0; default 8 */
+	uint32_t owner_time_budget_ms;   /* ms, > 0; default 10 */
+} orbit_execution_lane_policy_t;
+
+#define ORBIT_POLICY_DEFAULT_APP_MESSAGES 1024u
+#define ORBIT_POLICY_DEFAULT_APP_BYTES (64ull << 20)
+#define ORBIT_POLICY_DEFAULT_LC_MESSAGES 128u
+#define ORBIT_POLICY_DEFAULT_LC_BYTES (4ull << 20)
+#define ORBIT_POLICY_DEFAULT_FIXED_COST 256u
+#define ORBIT_POLICY_DEFAULT_BURST 8u
+#define ORBIT_POLICY_DEFAULT_BUDGET_MS 10u
+
+/**
+ * orbit_execution_lane_policy_init_default - the §6.1 defaults.
+ * @p: filled with size and the defaults above.
+ *
+ * Context: any thread; no syscall.
+ */
+ORBIT_API void orbit_execution_lane_policy_init_default(orbit_execution_lane_policy_t *p);
+
+/**
+ * orbit_execution_lane_policy_validate - check a policy.
+ * @p: the policy.
+ *
+ * Context: any thread; no syscall.
+ * Returns: 0; -EINVAL for NULL, a size smaller than the struct, a zero
+ * capacity, burst limit or budget, or a fixed cost larger than either byte
+ * capacity (no item could ever be accepted).
+ */
+ORBIT_API int orbit_execution_lane_policy_validate(const orbit_execution_lane_policy_t *p);
+
+/* What a work function returns. */
+enum orbit_serial_result {
+	ORBIT_SERIAL_DONE = 0,      /* finished: its reservation is returned */
+	ORBIT_SERIAL_SUSPENDED = 1, /* called orbit_serial_turn_suspend() */
+};
+
+/*
+ * One work item or continuation. Runs on a turn of its queue; returns
+ * ORBIT_SERIAL_DONE, or ORBIT_SERIAL_SUSPENDED after a successful
+ * orbit_serial_turn_suspend() on @turn. A suspend without SUSPENDED, or
+ * SUSPENDED without a suspend, is counted in stats.protocol_errors and
+ * resolved safely: an issued resume handle always stays valid.
+ */
+typedef int (*orbit_serial_work_fn)(orbit_serial_turn_t *turn, void *arg);
+
+/* Flags for orbit_serial_turn_suspend(). */
+enum orbit_serial_suspend_flags {
+	/*
+	 * Default (0): hand the turn back; the queue runs its other work
+	 * while this item waits (07 §6.7).
+	 */
+	ORBIT_SERIAL_SUSPEND_RELEASE = 0,
+	/*
+	 * Keep the queue's claim: nothing else of this queue runs until the
+	 * continuation has run (it runs first when resumed). This is the
+	 * SpotWide Actor-queue item waiting for its turn on the Spot queue
+	 * (07 §4: the Actor keeps its claim while it hands back the gate).
+	 */
+	ORBIT_SERIAL_SUSPEND_HOLD = 1,
+};
+
+/* Options for orbit_serial_queue_create(); fill with _options_init(). */
+struct orbit_serial_queue_options {
+	size_t size; /* sizeof(struct orbit_serial_queue_options) */
+	/* Policy, copied; NULL: the §6.1 defaults. */
+	const orbit_execution_lane_policy_t *policy;
+	/* Where the drain loop runs (required): a pool's executor, or a test's. */
+	orbit_executor_t executor;
+	/* Home NUMA node passed to executor.submit; ORBIT_NODE_ANY (-1) default. */
+	int home_node;
+	/* Name for diagnostics, copied (63 bytes kept); NULL: "serial-queue". */
+	const char *name;
+};
+
+/* Counters of one queue (§6.6 and backpressure). */
+struct orbit_serial_queue_stats {
+	uint64_t accepted;          /* submissions accepted, all lanes */
+	uint64_t rejected_count;    /* -EAGAIN: lane item capacity full */
+	uint64_t rejected_bytes;    /* -EAGAIN: lane byte capacity full */
+	uint64_t rejected_too_big;  /* -E2BIG: larger than the byte capacity */
+	uint64_t rejected_closed;   /* -EPIPE: after close */
+	uint64_t rejected_executor; /* the executor refused to schedule the drain */
+	uint64_t ran;               /* turns run (items and continuations) */
+	uint64_t completed;         /* items finished (reservation returned) */
+	uint64_t suspended;         /* turns that ended suspended */
+	uint64_t resumed;           /* continuations resubmitted */
+	uint64_t lifecycle_ran;     /* lifecycle turns run */
+	uint64_t barrier_ran;       /* barrier-next turns run */
+	uint64_t slices;            /* drain slices (executor tasks) run */
+	uint64_t slices_cut;        /* slices cut by the owner time budget */
+	uint64_t protocol_errors;   /* work fn result and suspend disagreed */
+	uint64_t app_items, app_bytes; /* application reservations held now */
+	uint64_t lc_items, lc_bytes;   /* lifecycle reservations held now */
+};
+
+/**
+ * orbit_serial_queue_options_init - defaults: size set, policy NULL,
+ * executor empty (must be set), home_node ORBIT_NODE_ANY, name NULL.
+ *
+ * Context: any thread; no syscall.
+ */
+ORBIT_API void orbit_serial_queue_options_init(struct orbit_serial_queue_options *opts);
+
+/**
+ * orbit_serial_queue_create - a new, empty, open queue.
+ * @opts: options; executor.submit must be set.
+ * @out: the queue.
+ *
+ * Context: any thread; allocates.
+ * Returns: 0; -EINVAL (NULL argument, size 0, no executor, invalid policy);
+ * -ENOMEM.
+ */
+ORBIT_API int orbit_serial_queue_create(const struct orbit_serial_queue_options *opts,
+					orbit_serial_queue_t **out);
+
+/**
+ * orbit_serial_queue_enqueue - application work, reserved at the fixed cost.
+ * @q: the queue.
+ * @fn: the work.
+ * @arg: passed to @fn.
+ *
+ * The capacity decision, sequence number and insertion are one step under
+ * the queue mutex (§6.3). The submitter that makes the queue runnable
+ * schedules the drain on the executor after releasing the mutex (§6.5);
+ * the item never runs on the caller's stack.
+ *
+ * Context: any thread, concurrently; never blocks beyond the queue mutex;
+ * no syscall unless the executor wakes a worker. Items from one thread run
+ * in the order that thread enqueued them.
+ * Returns: 0 (accepted: @fn will run unless the executor is destroyed
+ * first); -EINVAL (NULL @q or @fn); -E2BIG (reservation larger than the
+ * byte capacity: never fits); -EAGAIN (lane full by count or bytes; counted);
+ * -EPIPE (closed); or the executor's error (-EPIPE, -ENOMEM) when the drain
+ * could not be scheduled, in which case the item was withdrawn.
+ */
+ORBIT_API int orbit_serial_queue_enqueue(orbit_serial_queue_t *q, orbit_serial_work_fn fn, void *arg);
+
+/**
+ * orbit_serial_queue_enqueue_with_payload_bytes - application work holding
+ * @payload_bytes: reserves @payload_bytes + fixed_work_byte_cost.
+ * @q: the queue. @fn, @arg: the work. @payload_bytes: its payload size.
+ *
+ * Context: as orbit_serial_queue_enqueue().
+ * Returns: as orbit_serial_queue_enqueue(); -E2BIG also on overflow.
+ */
+ORBIT_API int orbit_serial_queue_enqueue_with_payload_bytes(orbit_serial_queue_t *q,
+							    orbit_serial_work_fn fn, void *arg,
+							    uint64_t payload_bytes);
+
+/**
+ * orbit_serial_queue_enqueue_lifecycle - lifecycle work: overtakes queued
+ * application work (up to lifecycle_burst_limit in a row); reserves the
+ * fixed cost against the lifecycle lane's capacities.
+ *
+ * Context: as orbit_serial_queue_enqueue().
+ * Returns: as orbit_serial_queue_enqueue(), against the lifecycle lane.
+ */
+ORBIT_API int orbit_serial_queue_enqueue_lifecycle(orbit_serial_queue_t *q,
+						   orbit_serial_work_fn fn, void *arg);
+
+/**
+ * orbit_serial_queue_enqueue_barrier_next - run @fn right after the
+ * current turn, ahead of queued lifecycle and application work (barrier
+ * items among themselves FIFO). Application work: reserves the fixed cost
+ * against the application lane.
+ *
+ * Context: as orbit_serial_queue_enqueue(); usually called from a turn.
+ * Returns: as orbit_serial_queue_enqueue().
+ */
+ORBIT_API int orbit_serial_queue_enqueue_barrier_next(orbit_serial_queue_t *q,
+						      orbit_serial_work_fn fn, void *arg);
+
+/**
+ * orbit_serial_queue_is_current - does the calling thread hold @q's turn?
+ *
+ * Context: any thread; a thread-local read, no lock.
+ * Returns: true only inside a work function (or continuation) of @q.
+ */
+ORBIT_API bool orbit_serial_queue_is_current(const orbit_serial_queue_t *q);
+
+/**
+ * orbit_serial_queue_await_quiescence - wait until every accepted item,
+ * suspended ones included, has finished.
+ * @q: the queue.
+ * @timeout_ms: -1 waits forever; 0 polls.
+ *
+ * Context: any thread except a turn of @q (refused at once, never a hang,
+ * 07 §8/§10). Blocks on a condition variable; an item accepted while it
+ * waits is waited for too.
+ * Returns: 0 quiescent; -EDEADLK called from a turn of @q; -ETIMEDOUT;
+ * -EINVAL NULL @q.
+ */
+ORBIT_API int orbit_serial_queue_await_quiescence(orbit_serial_queue_t *q, int timeout_ms);
+
+/**
+ * orbit_serial_queue_close - accept no new submissions (-EPIPE from then
+ * on); what was accepted still runs, and suspended items may still resume.
+ *
+ * Context: any thread, also a turn of @q; idempotent; does not wait.
+ * Returns: 0; -EINVAL NULL @q.
+ */
+ORBIT_API int orbit_serial_queue_close(orbit_serial_queue_t *q);
+
+/**
+ * orbit_serial_queue_stats - read @q's counters.
+ *
+ * Context: any thread, concurrently with everything; relaxed atomic loads
+ * (each counter exact, the set approximate).
+ * Returns: 0; -EINVAL for NULL.
+ */
+ORBIT_API int orbit_serial_queue_stats(const orbit_serial_queue_t *q,
+				       struct orbit_serial_queue_stats *out);
+
+/**
+ * orbit_serial_queue_destroy - free a quiescent queue.
+ * @q: the queue (NULL: nothing).
+ *
+ * Closes @q, then frees it once no item is outstanding; waits only for a
+ * drain that is finishing its last bookkeeping.
+ *
+ * Context: any thread except a turn of @q.
+ * Returns: 0; -EBUSY (items still queued, running or suspended: close and
+ * await_quiescence first; @q stays valid and closed); -EDEADLK from a
+ * turn of @q.
+ */
+ORBIT_API int orbit_serial_queue_destroy(orbit_serial_queue_t *q);
+
+/**
+ * orbit_serial_turn_queue - the queue whose turn this is.
+ *
+ * Context: inside the work function that received @turn.
+ * Returns: the queue.
+ */
+ORBIT_API orbit_serial_queue_t *orbit_serial_turn_queue(const orbit_serial_turn_t *turn);
+
+/**
+ * orbit_serial_turn_suspend - hand this turn back until an external
+ * completion arrives (07 §6.7). C has no await: the work names its
+ * continuation here and returns ORBIT_SERIAL_SUSPENDED; whoever completes
+ * the external operation calls orbit_serial_queue_resume(*@out), which
+ * queues @cont for a new turn of the same queue. The item keeps its
+ * reservation until a continuation returns ORBIT_SERIAL_DONE.
+ * @turn: the running turn.
+ * @cont: continuation, runs as a work function of the same queue.
+ * @arg: passed to @cont.
+ * @flags: ORBIT_SERIAL_SUSPEND_RELEASE (the queue goes on with other work)
+ *         or ORBIT_SERIAL_SUSPEND_HOLD (the queue keeps its claim).
+ * @out: the resume handle. It may be handed to another thread at once,
+ *       even before the work function returns: the continuation still
+ *       only runs after it has returned.
+ *
+ * Context: only inside the work function that received @turn, once per
+ * turn. Allocates.
+ * Returns: 0; -EINVAL (NULL, unknown flags, not the calling thread's
+ * current turn); -EALREADY (this turn already suspended); -ENOMEM.
+ */
+ORBIT_API int orbit_serial_turn_suspend(orbit_serial_turn_t *turn, orbit_serial_work_fn cont,
+					void *arg, unsigned flags, orbit_serial_resume_t **out);
+
+/**
+ * orbit_serial_queue_resume - the external completion arrived: queue the
+ * suspended item's continuation for a turn. Never runs it on the caller's
+ * stack and never bypasses the queue: the continuation waits its turn
+ * like any item, so the queue still runs one item at a time.
+ * @h: the handle from orbit_serial_turn_suspend(); consumed by a return
+ *     of 0 or -EPIPE/-ENOMEM (do not use it again).
+ *
+ * Context: any thread, including a turn of this or another queue; takes
+ * the queue mutex; may make the executor wake a worker. Not refused for
+ * capacity nor by close().
+ * Returns: 0; -EINVAL NULL @h; or the executor's error when the drain
+ * could not be scheduled: the continuation stays queued and runs when the
+ * next submission schedules a drain.
+ */
+ORBIT_API int orbit_serial_queue_resume(orbit_serial_resume_t *h);
+
+ORBIT_END_DECLS
+
+#endif /* ORBIT_SERIAL_QUEUE_H */

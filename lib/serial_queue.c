@@ -1,0 +1,671 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lib/serial_queue.c: the serial execution queue of spec 07 §5-6. Owns the
+ * three rings of waiting items (barrier-next, lifecycle, application), the
+ * list of resumed continuations, the two lanes' reservations, the
+ * "a drain is scheduled or running" flag that makes one submitter, and
+ * only one, schedule the drain (§6.5), and the drain loop itself (§6.6),
+ * which runs as an executor task and cuts its slice at the owner time
+ * budget. Suspension (§6.7) lives in orbit_serial_resume_t handles.
+ *
+ * Lock: q->lock (the §6.3 gate) protects every field from `pol` to
+ * `outstanding` below and every handle's turn_ended/resumed. It is a
+ * leaf for this module: no work function runs under it and the executor
+ * is only called after it is released (§6.5). q->cond goes with it.
+ * Stats are _Atomic so other threads may read them without the lock;
+ * their writers are serialized by q->lock, so a relaxed load+store is an
+ * exact increment and relaxed reads see each counter's latest value.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <orbit/serial_queue.h>
+#include <orbit/worker_pool.h>
+
+#include "lib/growring.h"
+#include "lib/sync.h"
+
+enum lane { LANE_APP = 0, LANE_LC = 1 };
+
+struct item {
+	orbit_serial_work_fn fn;
+	void *arg;
+	uint64_t seq;
+	uint64_t bytes; /* reservation held against `lane` */
+	enum lane lane;
+};
+
+/* Growable power-of-two ring; grows on demand, bounded by the capacity. */
+struct ring {
+	struct item *a;
+	uint32_t cap, head, len;
+};
+
+struct orbit_serial_resume {
+	struct orbit_serial_resume *next; /* resumed list, under q->lock */
+	orbit_serial_queue_t *q;
+	struct item item; /* fn/arg: the continuation; the reservation */
+	unsigned flags;
+	bool turn_ended; /* under q->lock: the suspending turn has returned */
+	bool resumed;    /* under q->lock: orbit_serial_queue_resume was called */
+};
+
+struct orbit_serial_turn {
+	orbit_serial_queue_t *q;
+	struct orbit_serial_turn *prev; /* the thread's enclosing turn, if any */
+	const struct item *item;
+	orbit_serial_resume_t *suspended;
+};
+
+struct qstats {
+	_Atomic uint64_t accepted, rejected_count, rejected_bytes, rejected_too_big,
+		rejected_closed, rejected_executor, ran, completed, suspended, resumed,
+		lifecycle_ran, barrier_ran, slices, slices_cut, protocol_errors, app_items,
+		app_bytes, lc_items, lc_bytes;
+};
+
+struct orbit_serial_queue {
+	pthread_mutex_t lock; /* the §6.3 gate; see the file comment */
+	pthread_cond_t cond;  /* quiescence and destroy waiters, with lock */
+	orbit_execution_lane_policy_t pol;
+	orbit_executor_t ex;
+	int home_node;
+	struct ring app, lc, barrier;
+	orbit_serial_resume_t *res_head, *res_tail; /* resumed continuations */
+	orbit_serial_resume_t *held_cont; /* a HOLD item's continuation, ready */
+	bool held;   /* a HOLD item is suspended: nothing else runs */
+	bool active; /* a drain is scheduled or running (§6.5) */
+	bool closed;
+	unsigned waiters;
+	uint32_t lc_burst; /* lifecycle turns in a row while app work waits */
+	uint64_t next_seq;
+	uint64_t items[2], bytes[2]; /* reservations held, per lane */
+	uint64_t outstanding;        /* items accepted and not yet done */
+	struct qstats st;
+	char name[64];
+};
+
+static _Thread_local struct orbit_serial_turn *tls_turn;
+
+#define STAT_ADD(q, f, n)                                                                  \
+	atomic_store_explicit(&(q)->st.f,                                                  \
+			      atomic_load_explicit(&(q)->st.f, memory_order_relaxed) + (n),       \
+			      memory_order_relaxed) /* writers serialized by q->lock */
+#define STAT_SET(q, f, v) atomic_store_explicit(&(q)->st.f, (v), memory_order_relaxed)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- policy --------------------------------------------------------- */
+
+void orbit_execution_lane_policy_init_default(orbit_execution_lane_policy_t *p)
+{
+	if (!p)
+		return;
+	memset(p, 0, sizeof(*p));
+	p->size = sizeof(*p);
+	p->application_message_capacity = ORBIT_POLICY_DEFAULT_APP_MESSAGES;
+	p->application_byte_capacity = ORBIT_POLICY_DEFAULT_APP_BYTES;
+	p->lifecycle_message_capacity = ORBIT_POLICY_DEFAULT_LC_MESSAGES;
+	p->lifecycle_byte_capacity = ORBIT_POLICY_DEFAULT_LC_BYTES;
+	p->fixed_work_byte_cost = ORBIT_POLICY_DEFAULT_FIXED_COST;
+	p->lifecycle_burst_limit = ORBIT_POLICY_DEFAULT_BURST;
+	p->owner_time_budget_ms = ORBIT_POLICY_DEFAULT_BUDGET_MS;
+}
+
+int orbit_execution_lane_policy_validate(const orbit_execution_lane_policy_t *p)
+{
+	if (!p || p->size < sizeof(*p))
+		return -EINVAL;
+	if (!p->application_message_capacity || !p->application_byte_capacity ||
+	    !p->lifecycle_message_capacity || !p->lifecycle_byte_capacity ||
+	    !p->lifecycle_burst_limit || !p->owner_time_budget_ms)
+		return -EINVAL;
+	if (p->fixed_work_byte_cost > p->application_byte_capacity ||
+	    p->fixed_work_byte_cost > p->lifecycle_byte_capacity)
+		return -EINVAL;
+	return 0;
+}
+
+/* ---- rings ---------------------------------------------------------- */
+
+static int ring_push(struct ring *r, const struct item *it)
+{
+	if (r->len == r->cap) {
+		uint32_t ncap = r->cap ? r->cap * 2 : 8;
+		struct item *a;
+
+		if (ncap < r->cap)
+			return -ENOMEM;
+		a = orbit__growring_regrow(r->a, sizeof(*a), r->cap, r->head, r->len, ncap);
+		if (!a)
+			return -ENOMEM;
+		r->a = a;
+		r->cap = ncap;
+		r->head = 0;
+	}
+	r->a[(r->head + r->len) & (r->cap - 1)] = *it;
+	r->len++;
+	return 0;
+}
+
+static void ring_pop(struct ring *r, struct item *out)
+{
+	*out = r->a[r->head];
+	r->head = (r->head + 1) & (r->cap - 1);
+	r->len--;
+}
+
+/* Remove the item with @seq (searching from the tail); false if absent. */
+static bool ring_remove_seq(struct ring *r, uint64_t seq, struct item *out)
+{
+	for (uint32_t k = r->len; k-- > 0;) {
+		if (r->a[(r->head + k) & (r->cap - 1)].seq != seq)
+			continue;
+		*out = r->a[(r->head + k) & (r->cap - 1)];
+		for (uint32_t j = k; j + 1 < r->len; j++)
+			r->a[(r->head + j) & (r->cap - 1)] = r->a[(r->head + j + 1) & (r->cap - 1)];
+		r->len--;
+		return true;
+	}
+	return false;
+}
+
+/* ---- reservations (under q->lock) ------------------------------------ */
+
+static void publish_reservations(orbit_serial_queue_t *q)
+{
+	STAT_SET(q, app_items, q->items[LANE_APP]);
+	STAT_SET(q, app_bytes, q->bytes[LANE_APP]);
+	STAT_SET(q, lc_items, q->items[LANE_LC]);
+	STAT_SET(q, lc_bytes, q->bytes[LANE_LC]);
+}
+
+static void release_reservation(orbit_serial_queue_t *q, const struct item *it)
+{
+	q->items[it->lane]--;
+	q->bytes[it->lane] -= it->bytes;
+	q->outstanding--;
+	publish_reservations(q);
+	if (q->outstanding == 0 && q->waiters)
+		if (pthread_cond_broadcast(&q->cond))
+			abort();
+}
+
+static bool runnable(const orbit_serial_queue_t *q)
+{
+	if (q->held_cont)
+		return true;
+	if (q->held)
+		return false;
+	return q->barrier.len || q->res_head || q->lc.len || q->app.len;
+}
+
+/* Put a resumed handle where the drain will find it. */
+static void place_resumed(orbit_serial_queue_t *q, orbit_serial_resume_t *h)
+{
+	if (h->flags & ORBIT_SERIAL_SUSPEND_HOLD) {
+		q->held = false;
+		q->held_cont = h;
+		return;
+	}
+	h->next = NULL;
+	if (q->res_tail)
+		q->res_tail->next = h;
+	else
+		q->res_head = h;
+	q->res_tail = h;
+}
+
+/* ---- create / submit -------------------------------------------------- */
+
+void orbit_serial_queue_options_init(struct orbit_serial_queue_options *opts)
+{
+	if (!opts)
+		return;
+	memset(opts, 0, sizeof(*opts));
+	opts->size = sizeof(*opts);
+	opts->home_node = ORBIT_NODE_ANY;
+}
+
+int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
+			      orbit_serial_queue_t **out)
+{
+	struct orbit_serial_queue_options opts;
+	pthread_condattr_t ca;
+	orbit_serial_queue_t *q;
+	int ret = -ENOMEM;
+
+	if (!user || !out || user->size == 0)
+		return -EINVAL;
+	orbit_serial_queue_options_init(&opts);
+	memcpy(&opts, user, user->size < sizeof(opts) ? user->size : sizeof(opts));
+	if (!opts.executor.submit)
+		return -EINVAL;
+	if (opts.policy && orbit_execution_lane_policy_validate(opts.policy))
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	if (opts.policy)
+		q->pol = *opts.policy;
+	else
+		orbit_execution_lane_policy_init_default(&q->pol);
+	q->ex = opts.executor;
+	q->home_node = opts.home_node;
+	strncpy(q->name, opts.name ? opts.name : "serial-queue", sizeof(q->name) - 1);
+	if (pthread_mutex_init(&q->lock, NULL))
+		goto err_free;
+	if (pthread_condattr_init(&ca))
+		goto err_mutex;
+	if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(&q->cond, &ca)) {
+		pthread_condattr_destroy(&ca);
+		goto err_mutex;
+	}
+	pthread_condattr_destroy(&ca);
+	*out = q;
+	return 0;
+
+err_mutex:
+	pthread_mutex_destroy(&q->lock);
+err_free:
+	free(q);
+	return ret;
+}
+
+static void drain(void *arg);
+
+/* The executor refused our drain: nobody drives the queue now. */
+static void schedule_failed(orbit_serial_queue_t *q)
+{
+	q->active = false;
+	STAT_ADD(q, rejected_executor, 1);
+	if (q->waiters && pthread_cond_broadcast(&q->cond))
+		abort();
+}
+
+static int submit(orbit_serial_queue_t *q, orbit_serial_work_fn fn, void *arg, enum lane lane,
+		  struct ring *ring, uint64_t payload)
+{
+	struct item it = { .fn = fn, .arg = arg, .lane = lane };
+	uint64_t cap_items, cap_bytes;
+	bool start = false;
+	int ret = 0;
+
+	if (!q || !fn)
+		return -EINVAL;
+	cap_items = lane == LANE_APP ? q->pol.application_message_capacity
+				     : q->pol.lifecycle_message_capacity;
+	cap_bytes = lane == LANE_APP ? q->pol.application_byte_capacity
+				     : q->pol.lifecycle_byte_capacity;
+	it.bytes = payload + q->pol.fixed_work_byte_cost;
+	if (it.bytes < payload) /* overflow: certainly larger than any capacity */
+		it.bytes = UINT64_MAX;
+
+	/* §6.3: decision, sequence number and insertion in one section. */
+	orbit__mutex_lock(&q->lock);
+	if (q->closed) {
+		STAT_ADD(q, rejected_closed, 1);
+		ret = -EPIPE;
+	} else if (it.bytes > cap_bytes) {
+		STAT_ADD(q, rejected_too_big, 1);
+		ret = -E2BIG;
+	} else if (q->items[lane] + 1 > cap_items) {
+		STAT_ADD(q, rejected_count, 1);
+		ret = -EAGAIN;
+	} else if (q->bytes[lane] + it.bytes > cap_bytes) {
+		STAT_ADD(q, rejected_bytes, 1);
+		ret = -EAGAIN;
+	} else {
+		it.seq = q->next_seq;
+		ret = ring_push(ring, &it);
+	}
+	if (ret == 0) {
+		q->next_seq++;
+		q->items[lane]++;
+		q->bytes[lane] += it.bytes;
+		q->outstanding++;
+		publish_reservations(q);
+		STAT_ADD(q, accepted, 1);
+		/* §6.5: only the submitter that finds nobody driving starts a drain. */
+		if (!q->active && runnable(q)) {
+			q->active = true;
+			start = true;
+		}
+	}
+	orbit__mutex_unlock(&q->lock);
+	if (!start)
+		return ret;
+
+	/* §6.5: the wake happens outside the section, never on our stack. */
+	ret = q->ex.submit(q->ex.ctx, drain, q, q->home_node);
+	if (ret == 0)
+		return 0;
+	/* Withdraw our item: it cannot run. Nobody took it (active was ours). */
+	orbit__mutex_lock(&q->lock);
+	if (ring_remove_seq(ring, it.seq, &it)) {
+		STAT_ADD(q, accepted, -1);
+		release_reservation(q, &it);
+	}
+	schedule_failed(q);
+	orbit__mutex_unlock(&q->lock);
+	return ret;
+}
+
+int orbit_serial_queue_enqueue(orbit_serial_queue_t *q, orbit_serial_work_fn fn, void *arg)
+{
+	return submit(q, fn, arg, LANE_APP, q ? &q->app : NULL, 0);
+}
+
+int orbit_serial_queue_enqueue_with_payload_bytes(orbit_serial_queue_t *q, orbit_serial_work_fn fn,
+						  void *arg, uint64_t payload_bytes)
+{
+	return submit(q, fn, arg, LANE_APP, q ? &q->app : NULL, payload_bytes);
+}
+
+int orbit_serial_queue_enqueue_lifecycle(orbit_serial_queue_t *q, orbit_serial_work_fn fn,
+					 void *arg)
+{
+	return submit(q, fn, arg, LANE_LC, q ? &q->lc : NULL, 0);
+}
+
+int orbit_serial_queue_enqueue_barrier_next(orbit_serial_queue_t *q, orbit_serial_work_fn fn,
+					    void *arg)
+{
+	return submit(q, fn, arg, LANE_APP, q ? &q->barrier : NULL, 0);
+}
+
+/* ---- the drain loop (§6.6) -------------------------------------------- */
+
+/* Take the next turn's work, in the order of the header. Under q->lock. */
+static bool take_next(orbit_serial_queue_t *q, struct item *out)
+{
+	orbit_serial_resume_t *h = NULL;
+
+	if (q->held_cont) {
+		h = q->held_cont;
+		q->held_cont = NULL;
+	} else if (q->held) {
+		return false;
+	} else if (q->barrier.len) {
+		ring_pop(&q->barrier, out);
+		STAT_ADD(q, barrier_ran, 1);
+	} else if (q->res_head) {
+		h = q->res_head;
+		q->res_head = h->next;
+		if (!q->res_head)
+			q->res_tail = NULL;
+	} else if (q->lc.len && (!q->app.len || q->lc_burst < q->pol.lifecycle_burst_limit)) {
+		ring_pop(&q->lc, out);
+		q->lc_burst = q->app.len ? q->lc_burst + 1 : 0;
+		STAT_ADD(q, lifecycle_ran, 1);
+	} else if (q->app.len) {
+		ring_pop(&q->app, out);
+		q->lc_burst = 0;
+	} else {
+		return false;
+	}
+	if (h) {
+		*out = h->item;
+		free(h);
+	}
+	STAT_ADD(q, ran, 1);
+	return true;
+}
+
+/* Book the end of a turn: release, or park the suspended item. Under q->lock. */
+static void end_turn(orbit_serial_queue_t *q, const struct item *it,
+		     orbit_serial_resume_t *h, int result)
+{
+	if (!h) {
+		if (result == ORBIT_SERIAL_SUSPENDED)
+			STAT_ADD(q, protocol_errors, 1); /* nothing to resume: done */
+		STAT_ADD(q, completed, 1);
+		release_reservation(q, it); /* §5: after the handler finished */
+		return;
+	}
+	if (result != ORBIT_SERIAL_SUSPENDED)
+		STAT_ADD(q, protocol_errors, 1); /* the handle is live: suspended */
+	STAT_ADD(q, suspended, 1);
+	h->turn_ended = true;
+	if (h->resumed)
+		place_resumed(q, h); /* the completion beat the return */
+	else if (h->flags & ORBIT_SERIAL_SUSPEND_HOLD)
+		q->held = true;
+}
+
+static void drain(void *arg)
+{
+	orbit_serial_queue_t *q = arg;
+	uint64_t budget_ns, start;
+	struct orbit_serial_turn turn = { .q = q };
+	struct item it;
+	bool cut = false, resched = false;
+
+	orbit__mutex_lock(&q->lock);
+	STAT_ADD(q, slices, 1);
+	budget_ns = (uint64_t)q->pol.owner_time_budget_ms * 1000000ull;
+	start = now_ns();
+	while (take_next(q, &it)) {
+		int r;
+
+		orbit__mutex_unlock(&q->lock);
+		turn.prev = tls_turn;
+		turn.item = &it;
+		turn.suspended = NULL;
+		tls_turn = &turn;
+		r = it.fn(&turn, it.arg);
+		tls_turn = turn.prev;
+		cut = now_ns() - start >= budget_ns;
+		orbit__mutex_lock(&q->lock);
+		end_turn(q, &it, turn.suspended, r);
+		if (cut)
+			break; /* §6.4: the owner yields at a handler boundary */
+	}
+	if (cut && runnable(q)) {
+		resched = true; /* stays active: back of the executor's FIFO */
+		STAT_ADD(q, slices_cut, 1);
+	} else {
+		q->active = false;
+		if (q->waiters && pthread_cond_broadcast(&q->cond))
+			abort();
+	}
+	orbit__mutex_unlock(&q->lock);
+	if (!resched)
+		return; /* q may be freed from here on */
+	if (q->ex.submit(q->ex.ctx, drain, q, q->home_node) != 0) {
+		orbit__mutex_lock(&q->lock);
+		schedule_failed(q); /* stalls until the next submission */
+		orbit__mutex_unlock(&q->lock);
+	}
+}
+
+/* ---- suspension (§6.7) ------------------------------------------------ */
+
+orbit_serial_queue_t *orbit_serial_turn_queue(const orbit_serial_turn_t *turn)
+{
+	return turn ? turn->q : NULL;
+}
+
+int orbit_serial_turn_suspend(orbit_serial_turn_t *turn, orbit_serial_work_fn cont, void *arg,
+			      unsigned flags, orbit_serial_resume_t **out)
+{
+	orbit_serial_resume_t *h;
+
+	if (!turn || !cont || !out || (flags & ~(unsigned)ORBIT_SERIAL_SUSPEND_HOLD) ||
+	    turn != tls_turn)
+		return -EINVAL;
+	if (turn->suspended)
+		return -EALREADY;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->q = turn->q;
+	h->item = *turn->item;
+	h->item.fn = cont;
+	h->item.arg = arg;
+	h->flags = flags;
+	turn->suspended = h;
+	*out = h;
+	return 0;
+}
+
+int orbit_serial_queue_resume(orbit_serial_resume_t *h)
+{
+	orbit_serial_queue_t *q;
+	bool start = false;
+	int ret;
+
+	if (!h)
+		return -EINVAL;
+	q = h->q;
+	orbit__mutex_lock(&q->lock);
+	h->resumed = true;
+	STAT_ADD(q, resumed, 1);
+	if (h->turn_ended) {
+		/* Through the queue (§6.7): it waits for a turn like any item. */
+		place_resumed(q, h);
+		if (!q->active && runnable(q)) {
+			q->active = true;
+			start = true;
+		}
+	}
+	orbit__mutex_unlock(&q->lock);
+	if (!start)
+		return 0;
+	ret = q->ex.submit(q->ex.ctx, drain, q, q->home_node);
+	if (ret) {
+		orbit__mutex_lock(&q->lock);
+		schedule_failed(q); /* the continuation stays queued */
+		orbit__mutex_unlock(&q->lock);
+	}
+	return ret;
+}
+
+/* ---- the rest of §6.2 ---------------------------------------------------- */
+
+bool orbit_serial_queue_is_current(const orbit_serial_queue_t *q)
+{
+	return q && tls_turn && tls_turn->q == q;
+}
+
+int orbit_serial_queue_await_quiescence(orbit_serial_queue_t *q, int timeout_ms)
+{
+	struct timespec dl;
+	int ret = 0;
+
+	if (!q)
+		return -EINVAL;
+	if (orbit_serial_queue_is_current(q))
+		return -EDEADLK; /* §10: refused at the call site, never a hang */
+	if (timeout_ms > 0) {
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += timeout_ms / 1000;
+		dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+	}
+	orbit__mutex_lock(&q->lock);
+	q->waiters++;
+	while (q->outstanding > 0) {
+		int r;
+
+		if (timeout_ms == 0) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		r = timeout_ms < 0 ? pthread_cond_wait(&q->cond, &q->lock)
+				   : pthread_cond_timedwait(&q->cond, &q->lock, &dl);
+		if (r == ETIMEDOUT && q->outstanding > 0) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		if (r && r != ETIMEDOUT)
+			abort();
+	}
+	q->waiters--;
+	orbit__mutex_unlock(&q->lock);
+	return ret;
+}
+
+int orbit_serial_queue_close(orbit_serial_queue_t *q)
+{
+	if (!q)
+		return -EINVAL;
+	orbit__mutex_lock(&q->lock);
+	q->closed = true;
+	orbit__mutex_unlock(&q->lock);
+	return 0;
+}
+
+int orbit_serial_queue_stats(const orbit_serial_queue_t *cq, struct orbit_serial_queue_stats *out)
+{
+	orbit_serial_queue_t *q = (orbit_serial_queue_t *)cq;
+
+	if (!q || !out)
+		return -EINVAL;
+#define LD(f) out->f = atomic_load_explicit(&q->st.f, memory_order_relaxed)
+	/* Relaxed: each counter is independent (see the header). */
+	LD(accepted);
+	LD(rejected_count);
+	LD(rejected_bytes);
+	LD(rejected_too_big);
+	LD(rejected_closed);
+	LD(rejected_executor);
+	LD(ran);
+	LD(completed);
+	LD(suspended);
+	LD(resumed);
+	LD(lifecycle_ran);
+	LD(barrier_ran);
+	LD(slices);
+	LD(slices_cut);
+	LD(protocol_errors);
+	LD(app_items);
+	LD(app_bytes);
+	LD(lc_items);
+	LD(lc_bytes);
+#undef LD
+	return 0;
+}
+
+int orbit_serial_queue_destroy(orbit_serial_queue_t *q)
+{
+	if (!q)
+		return 0;
+	if (orbit_serial_queue_is_current(q))
+		return -EDEADLK;
+	orbit__mutex_lock(&q->lock);
+	q->closed = true;
+	if (q->outstanding > 0) {
+		orbit__mutex_unlock(&q->lock);
+		return -EBUSY;
+	}
+	/* Only a drain doing its last bookkeeping can still be active. */
+	q->waiters++;
+	while (q->active)
+		if (pthread_cond_wait(&q->cond, &q->lock))
+			abort();
+	q->waiters--;
+	orbit__mutex_unlock(&q->lock);
+	pthread_cond_destroy(&q->cond);
+	pthread_mutex_destroy(&q->lock);
+	free(q->app.a);
+	free(q->lc.a);
+	free(q->barrier.a);
+	free(q);
+	return 0;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/sync.h: internal. What the worker pool and the serial queue share
+ * to sleep and lock: the two futex calls (process-private), a CPU relax
+ * hint for short polls, and mutex lock/unlock that abort on a failing
+ * pthread call (a broken invariant, never bad input).
+ */
+#ifndef ORBIT_LIB_SYNC_H
+#define ORBIT_LIB_SYNC_H
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Sleep while *@word == @val. Returns at once when it differs; spurious wakes happen. */
+static inline void orbit__futex_wait(_Atomic uint32_t *word, uint32_t val)
+{
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+/* Wake up to @n sleepers of @word. */
+static inline void orbit__futex_wake(_Atomic uint32_t *word, int n)
+{
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+static inline void orbit__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+static inline void orbit__mutex_lock(pthread_mutex_t *m)
+{
+	if (pthread_mutex_lock(m))
+		abort(); /* broken invariant: our mutexes are never invalid */
+}
+
+static inline void orbit__mutex_unlock(pthread_mutex_t *m)
+{
+	if (pthread_mutex_unlock(m))
+		abort();
+}
+
+#endif /* ORBIT_LIB_SYNC_H */

@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lib/worker_pool.c: the NUMA-aware worker pool behind orbit_executor_t.
+ * Owns the worker threads, one FIFO of ready tasks per NUMA node, and the
+ * futex words idle workers sleep on. Placement comes from
+ * orbit__placement_plan() and pinning from orbit__numa_pin_self(), both in
+ * numa_topology.c (the only libnuma user).
+ *
+ * Locks: node->lock protects that node's ring (ring, cap, head, len) and
+ * is the point where submit decides against pool->stopping. It is a leaf:
+ * nothing else is taken while it is held and no task runs under it.
+ *
+ * Sleeping (Dekker pair, both sides seq_cst):
+ *   submit: push under node->lock, S1 store node->ready; then S2 load
+ *           sleepers of the target node (then of the others).
+ *   worker: W1 fetch_add own node->sleepers; then W2 load every ready.
+ * The single total order of seq_cst operations means either the worker
+ * sees the task (and does not sleep) or the submitter sees the sleeper
+ * (and wakes it). The futex word is bumped before each wake so a wake
+ * that lands between W2 and FUTEX_WAIT makes the wait return at once.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <orbit/worker_pool.h>
+
+#include "lib/growring.h"
+#include "lib/sync.h"
+#include "lib/numa_topology.h"
+
+#define RING_INITIAL 64
+#define SPIN_POLLS_DEFAULT 256
+
+struct task {
+	orbit_task_fn fn;
+	void *arg;
+};
+
+struct pool_node {
+	pthread_mutex_t lock; /* protects ring, cap, head, len */
+	struct task *ring;
+	size_t cap, head, len;
+	/* Copy of len for lock-free polls; S1/W2 of the sleeping protocol. */
+	_Atomic size_t ready;
+	_Atomic uint32_t futex;    /* sleep word, bumped before each wake */
+	_Atomic unsigned sleepers; /* workers of this node asleep or about to */
+	/* Written under lock, read lock-free by stats: relaxed is enough. */
+	_Atomic uint64_t submitted;
+	int node_id;
+	unsigned nworkers;
+} __attribute__((aligned(64)));
+
+struct worker {
+	orbit_worker_pool_t *pool;
+	unsigned node_idx;
+	pthread_t thread;
+	bool started;
+	/* Written by this worker only, read by stats: relaxed is enough. */
+	_Atomic uint64_t executed, stolen, sleeps;
+} __attribute__((aligned(64)));
+
+struct orbit_worker_pool {
+	struct orbit__topology_buf topo;
+	struct pool_node *nodes;
+	struct worker *workers;
+	unsigned nthreads, nnodes;
+	unsigned spin_polls;
+	bool pin;
+	/* Set by destroy; read by submit under a node lock. */
+	_Atomic bool stopping;
+	/* Set by destroy once no submit can succeed any more; workers exit. */
+	_Atomic bool closed;
+	_Atomic unsigned rr;   /* round robin for ORBIT_NODE_ANY from outside */
+	_Atomic unsigned idle; /* workers asleep */
+	_Atomic uint64_t rejected, wakes, pin_failures;
+};
+
+static _Thread_local struct worker *tls_worker;
+
+void orbit_worker_pool_options_init(struct orbit_worker_pool_options *opts)
+{
+	if (!opts)
+		return;
+	memset(opts, 0, sizeof(*opts));
+	opts->size = sizeof(*opts);
+	opts->pin = true;
+	opts->spin_polls = SPIN_POLLS_DEFAULT;
+}
+
+int orbit_worker_pool_current_node(void)
+{
+	struct worker *w = tls_worker;
+
+	return w ? w->pool->nodes[w->node_idx].node_id : ORBIT_NODE_ANY;
+}
+
+/* Pop the oldest task of @n; false when empty. */
+static bool node_pop(struct pool_node *n, struct task *out)
+{
+	bool got = false;
+
+	/* Relaxed: a hint only; the decision is re-made under the lock. */
+	if (atomic_load_explicit(&n->ready, memory_order_relaxed) == 0)
+		return false;
+	orbit__mutex_lock(&n->lock);
+	if (n->len) {
+		*out = n->ring[n->head];
+		n->head = (n->head + 1) & (n->cap - 1);
+		n->len--;
+		/* Relaxed: the ring itself is ordered by n->lock. */
+		atomic_store_explicit(&n->ready, n->len, memory_order_relaxed);
+		got = true;
+	}
+	orbit__mutex_unlock(&n->lock);
+	return got;
+}
+
+/* Own node first, then the others in index order after it. */
+static bool take_task(struct worker *w, struct task *out)
+{
+	orbit_worker_pool_t *p = w->pool;
+
+	if (node_pop(&p->nodes[w->node_idx], out))
+		return true;
+	for (unsigned k = 1; k < p->nnodes; k++) {
+		unsigned i = (w->node_idx + k) % p->nnodes;
+
+		if (node_pop(&p->nodes[i], out)) {
+			/* Relaxed: a statistic written by this worker only. */
+			atomic_store_explicit(&w->stolen,
+					      atomic_load_explicit(&w->stolen, memory_order_relaxed) + 1,
+					      memory_order_relaxed);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Any node with a ready task? @order: relaxed for polls, seq_cst for W2. */
+static bool any_ready(orbit_worker_pool_t *p, memory_order order)
+{
+	for (unsigned i = 0; i < p->nnodes; i++)
+		if (atomic_load_explicit(&p->nodes[i].ready, order))
+			return true;
+	return false;
+}
+
+static void worker_sleep(struct worker *w)
+{
+	orbit_worker_pool_t *p = w->pool;
+	struct pool_node *n = &p->nodes[w->node_idx];
+	/* Acquire: pairs with the release bump in wake_one(); read before W1. */
+	uint32_t v = atomic_load_explicit(&n->futex, memory_order_acquire);
+
+	/* W1: seq_cst, pairs with S2 in submit (see the file comment). */
+	atomic_fetch_add_explicit(&n->sleepers, 1, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&p->idle, 1, memory_order_relaxed); /* statistic */
+	/* W2: seq_cst, pairs with S1 in submit. */
+	if (!any_ready(p, memory_order_seq_cst) &&
+	    !atomic_load_explicit(&p->closed, memory_order_seq_cst)) {
+		atomic_store_explicit(&w->sleeps,
+				      atomic_load_explicit(&w->sleeps, memory_order_relaxed) + 1,
+				      memory_order_relaxed); /* statistic, single writer */
+		orbit__futex_wait(&n->futex, v);
+	}
+	atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed); /* statistic */
+	/* Relaxed: a late decrement only costs a submitter one spare wake. */
+	atomic_fetch_sub_explicit(&n->sleepers, 1, memory_order_relaxed);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	orbit_worker_pool_t *p = w->pool;
+	struct task t;
+
+	tls_worker = w;
+	if (p->pin && orbit__numa_pin_self(&p->topo.topo.nodes[w->node_idx]) != 0)
+		atomic_fetch_add_explicit(&p->pin_failures, 1, memory_order_relaxed); /* statistic */
+	for (;;) {
+		if (take_task(w, &t)) {
+			t.fn(t.arg);
+			atomic_store_explicit(&w->executed,
+					      atomic_load_explicit(&w->executed, memory_order_relaxed) + 1,
+					      memory_order_relaxed); /* statistic, single writer */
+			continue;
+		}
+		for (unsigned s = 0; s < p->spin_polls; s++) {
+			/* Relaxed poll: take_task() re-checks under the lock. */
+			if (any_ready(p, memory_order_relaxed))
+				break;
+			orbit__cpu_relax();
+		}
+		if (any_ready(p, memory_order_relaxed))
+			continue;
+		/* Acquire: pairs with the release store in destroy. */
+		if (atomic_load_explicit(&p->closed, memory_order_acquire)) {
+			/* No submit succeeds after closed: an empty scan is final. */
+			if (take_task(w, &t)) {
+				t.fn(t.arg);
+				atomic_store_explicit(&w->executed,
+						      atomic_load_explicit(&w->executed,
+									   memory_order_relaxed) + 1,
+						      memory_order_relaxed);
+				continue;
+			}
+			break;
+		}
+		worker_sleep(w);
+	}
+	tls_worker = NULL;
+	return NULL;
+}
+
+/* Wake one sleeper of @n. */
+static void wake_one(orbit_worker_pool_t *p, struct pool_node *n)
+{
+	/* Release: pairs with the acquire read in worker_sleep(). */
+	atomic_fetch_add_explicit(&n->futex, 1, memory_order_release);
+	orbit__futex_wake(&n->futex, 1);
+	atomic_fetch_add_explicit(&p->wakes, 1, memory_order_relaxed); /* statistic */
+}
+
+static int node_index(orbit_worker_pool_t *p, int home_node)
+{
+	struct worker *w = tls_worker;
+
+	if (home_node >= 0)
+		for (unsigned i = 0; i < p->nnodes; i++)
+			if (p->nodes[i].node_id == home_node && p->nodes[i].nworkers)
+				return (int)i;
+	if (w && w->pool == p)
+		return (int)w->node_idx;
+	for (;;) {
+		/* Relaxed: only spreads load, orders nothing. */
+		unsigned i = atomic_fetch_add_explicit(&p->rr, 1, memory_order_relaxed) % p->nnodes;
+
+		if (p->nodes[i].nworkers)
+			return (int)i;
+	}
+}
+
+static int ring_grow(struct pool_node *n)
+{
+	size_t ncap = n->cap ? n->cap * 2 : RING_INITIAL;
+	struct task *r = orbit__growring_regrow(n->ring, sizeof(*r), n->cap, n->head, n->len, ncap);
+
+	if (!r)
+		return -ENOMEM;
+	n->ring = r;
+	n->cap = ncap;
+	n->head = 0;
+	return 0;
+}
+
+static int pool_submit(void *ctx, orbit_task_fn fn, void *arg, int home_node)
+{
+	orbit_worker_pool_t *p = ctx;
+	struct pool_node *n;
+	int ret = 0;
+
+	if (!p || !fn)
+		return -EINVAL;
+	n = &p->nodes[node_index(p, home_node)];
+	orbit__mutex_lock(&n->lock);
+	/* Relaxed: destroy sets it, then takes every node lock (ordered by it). */
+	if (atomic_load_explicit(&p->stopping, memory_order_relaxed)) {
+		ret = -EPIPE;
+		goto out_unlock;
+	}
+	if (n->len == n->cap && (ret = ring_grow(n)) != 0)
+		goto out_unlock;
+	n->ring[(n->head + n->len) & (n->cap - 1)] = (struct task){ fn, arg };
+	n->len++;
+	/* S1: seq_cst, pairs with W2 in worker_sleep(). */
+	atomic_store_explicit(&n->ready, n->len, memory_order_seq_cst);
+	atomic_store_explicit(&n->submitted,
+			      atomic_load_explicit(&n->submitted, memory_order_relaxed) + 1,
+			      memory_order_relaxed); /* statistic, writers serialized by lock */
+out_unlock:
+	orbit__mutex_unlock(&n->lock);
+	if (ret) {
+		atomic_fetch_add_explicit(&p->rejected, 1, memory_order_relaxed); /* statistic */
+		return ret;
+	}
+	/* S2: seq_cst, pairs with W1 in worker_sleep(). Home node first. */
+	if (atomic_load_explicit(&n->sleepers, memory_order_seq_cst)) {
+		wake_one(p, n);
+		return 0;
+	}
+	for (unsigned i = 0; i < p->nnodes; i++) {
+		if (atomic_load_explicit(&p->nodes[i].sleepers, memory_order_seq_cst)) {
+			wake_one(p, &p->nodes[i]);
+			break;
+		}
+	}
+	return 0;
+}
+
+orbit_executor_t orbit_worker_pool_executor(orbit_worker_pool_t *pool)
+{
+	return (orbit_executor_t){ .submit = pool_submit, .ctx = pool };
+}
+
+int orbit_worker_pool_stats(orbit_worker_pool_t *pool, struct orbit_worker_pool_stats *out)
+{
+	if (!pool || !out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->nthreads = pool->nthreads;
+	out->nnodes = pool->nnodes;
+	/* All relaxed: independent counters, documented as approximate. */
+	for (unsigned i = 0; i < pool->nnodes; i++)
+		out->submitted += atomic_load_explicit(&pool->nodes[i].submitted, memory_order_relaxed);
+	for (unsigned i = 0; i < pool->nthreads; i++) {
+		struct worker *w = &pool->workers[i];
+
+		out->executed += atomic_load_explicit(&w->executed, memory_order_relaxed);
+		out->stolen += atomic_load_explicit(&w->stolen, memory_order_relaxed);
+		out->sleeps += atomic_load_explicit(&w->sleeps, memory_order_relaxed);
+	}
+	out->rejected = atomic_load_explicit(&pool->rejected, memory_order_relaxed);
+	out->wakes = atomic_load_explicit(&pool->wakes, memory_order_relaxed);
+	out->pin_failures = atomic_load_explicit(&pool->pin_failures, memory_order_relaxed);
+	out->idle = atomic_load_explicit(&pool->idle, memory_order_relaxed);
+	return 0;
+}
+
+/* Refuse submits, let the workers finish every accepted task, join them. */
+static void stop_and_join(orbit_worker_pool_t *p)
+{
+	/* Relaxed: every node lock below orders it before any later submit. */
+	atomic_store_explicit(&p->stopping, true, memory_order_relaxed);
+	for (unsigned i = 0; i < p->nnodes; i++) {
+		orbit__mutex_lock(&p->nodes[i].lock);
+		orbit__mutex_unlock(&p->nodes[i].lock);
+	}
+	/* Release (seq_cst): pairs with the acquire load in worker_main(). */
+	atomic_store_explicit(&p->closed, true, memory_order_seq_cst);
+	for (unsigned i = 0; i < p->nnodes; i++) {
+		atomic_fetch_add_explicit(&p->nodes[i].futex, 1, memory_order_release);
+		orbit__futex_wake(&p->nodes[i].futex, INT_MAX);
+	}
+	for (unsigned i = 0; i < p->nthreads; i++)
+		if (p->workers[i].started && pthread_join(p->workers[i].thread, NULL))
+			abort(); /* broken invariant: our own joinable thread */
+}
+
+static void pool_free(orbit_worker_pool_t *p)
+{
+	for (unsigned i = 0; i < p->nnodes; i++) {
+		pthread_mutex_destroy(&p->nodes[i].lock);
+		free(p->nodes[i].ring);
+	}
+	free(p->nodes);
+	free(p->workers);
+	orbit__topology_free(&p->topo);
+	free(p);
+}
+
+int orbit_worker_pool_create(const struct orbit_worker_pool_options *user,
+			     orbit_worker_pool_t **out)
+{
+	struct orbit_worker_pool_options opts;
+	orbit_worker_pool_t *p;
+	unsigned *plan = NULL;
+	sigset_t all, old;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	orbit_worker_pool_options_init(&opts);
+	if (user) {
+		if (user->size == 0)
+			return -EINVAL;
+		memcpy(&opts, user, user->size < sizeof(opts) ? user->size : sizeof(opts));
+		opts.size = sizeof(opts);
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	ret = opts.topology ? orbit__topology_copy(&p->topo, opts.topology)
+			    : orbit__topology_discover(&p->topo);
+	if (ret)
+		goto err_pool;
+	p->nnodes = p->topo.topo.nnodes;
+	p->nthreads = opts.nthreads ? opts.nthreads : orbit__topology_ncpus(&p->topo.topo);
+	p->pin = opts.pin;
+	p->spin_polls = opts.spin_polls;
+	plan = calloc(p->nthreads, sizeof(*plan));
+	p->nodes = aligned_alloc(64, sizeof(*p->nodes) * p->nnodes);
+	p->workers = aligned_alloc(64, sizeof(*p->workers) * p->nthreads);
+	if (!plan || !p->nodes || !p->workers) {
+		ret = -ENOMEM;
+		goto err_arrays;
+	}
+	ret = orbit__placement_plan(&p->topo.topo, p->nthreads, plan);
+	if (ret)
+		goto err_arrays;
+	memset(p->nodes, 0, sizeof(*p->nodes) * p->nnodes);
+	memset(p->workers, 0, sizeof(*p->workers) * p->nthreads);
+	for (unsigned i = 0; i < p->nnodes; i++) {
+		if (pthread_mutex_init(&p->nodes[i].lock, NULL))
+			abort(); /* default attributes cannot fail but for resources */
+		p->nodes[i].node_id = p->topo.topo.nodes[i].node_id;
+	}
+	for (unsigned t = 0; t < p->nthreads; t++) {
+		p->workers[t].pool = p;
+		p->workers[t].node_idx = plan[t];
+		p->nodes[plan[t]].nworkers++;
+	}
+	free(plan);
+	plan = NULL;
+
+	/* Workers take no asynchronous signals: those go to the application. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (unsigned t = 0; t < p->nthreads; t++) {
+		if (pthread_create(&p->workers[t].thread, NULL, worker_main, &p->workers[t])) {
+			ret = -EAGAIN;
+			break;
+		}
+		p->workers[t].started = true;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret)
+		goto err_threads;
+	*out = p;
+	return 0;
+
+err_threads:
+	stop_and_join(p);
+	pool_free(p);
+	return ret;
+err_arrays:
+	free(plan);
+	free(p->nodes);
+	free(p->workers);
+	orbit__topology_free(&p->topo);
+err_pool:
+	free(p);
+	return ret;
+}
+
+int orbit_worker_pool_destroy(orbit_worker_pool_t *pool)
+{
+	if (!pool)
+		return 0;
+	if (tls_worker && tls_worker->pool == pool)
+		return -EDEADLK;
+	stop_and_join(pool);
+	pool_free(pool);
+	return 0;
+}

@@ -1,0 +1,1174 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/unit/test_serial_queue.c: the serial execution queue primitive of
+ * spec 07 §5-6, one test per verification item of §10 that belongs to the
+ * primitive, plus the §6.5 drain rules, the §6.7 hand-back, the SpotWide
+ * two-level composition of §4 and a two-producer stress. Deterministic
+ * tests drive the drain through a manual executor run by the test thread;
+ * concurrency tests use the worker pool.
+ */
+#include "orbit_test.h"
+
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+
+#include <orbit/orbit.h>
+
+/* ---- a manual executor: tasks wait until the test runs them ---------- */
+
+struct manual_ex {
+	pthread_mutex_t m;
+	struct {
+		orbit_task_fn fn;
+		void *arg;
+	} t[256];
+	int head, tail;
+	int submits;
+	int refuse; /* when non-zero, submit returns it */
+};
+
+static int manual_submit(void *ctx, orbit_task_fn fn, void *arg, int node)
+{
+	struct manual_ex *x = ctx;
+	int ret = 0;
+
+	pthread_mutex_lock(&x->m);
+	if (x->refuse) {
+		ret = x->refuse;
+	} else {
+		x->t[x->tail % 256].fn = fn;
+		x->t[x->tail % 256].arg = arg;
+		x->tail++;
+		x->submits++;
+	}
+	pthread_mutex_unlock(&x->m);
+	return ret;
+}
+
+static int manual_pending(struct manual_ex *x)
+{
+	int n;
+
+	pthread_mutex_lock(&x->m);
+	n = x->tail - x->head;
+	pthread_mutex_unlock(&x->m);
+	return n;
+}
+
+static bool manual_run_one(struct manual_ex *x)
+{
+	orbit_task_fn fn = NULL;
+	void *arg = NULL;
+
+	pthread_mutex_lock(&x->m);
+	if (x->head < x->tail) {
+		fn = x->t[x->head % 256].fn;
+		arg = x->t[x->head % 256].arg;
+		x->head++;
+	}
+	pthread_mutex_unlock(&x->m);
+	if (fn)
+		fn(arg);
+	return fn != NULL;
+}
+
+static void manual_run_all(struct manual_ex *x)
+{
+	while (manual_run_one(x))
+		;
+}
+
+static orbit_executor_t manual_executor(struct manual_ex *x)
+{
+	memset(x, 0, sizeof(*x));
+	pthread_mutex_init(&x->m, NULL);
+	return (orbit_executor_t){ .submit = manual_submit, .ctx = x };
+}
+
+static orbit_serial_queue_t *make_queue(orbit_executor_t ex, const orbit_execution_lane_policy_t *pol)
+{
+	struct orbit_serial_queue_options o;
+	orbit_serial_queue_t *q = NULL;
+
+	orbit_serial_queue_options_init(&o);
+	o.executor = ex;
+	o.policy = pol;
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	return q;
+}
+
+static orbit_worker_pool_t *make_pool(unsigned nthreads)
+{
+	struct orbit_worker_pool_options o;
+	orbit_worker_pool_t *p = NULL;
+
+	orbit_worker_pool_options_init(&o);
+	o.nthreads = nthreads;
+	assert_int_equal(orbit_worker_pool_create(&o, &p), 0);
+	return p;
+}
+
+/* ---- an order log --------------------------------------------------- */
+
+struct olog {
+	pthread_mutex_t m;
+	int v[256];
+	uint64_t at_ns[256];
+	int n;
+};
+
+static void olog_init(struct olog *l)
+{
+	memset(l, 0, sizeof(*l));
+	pthread_mutex_init(&l->m, NULL);
+}
+
+static void olog_add(struct olog *l, int v)
+{
+	pthread_mutex_lock(&l->m);
+	l->at_ns[l->n] = orbit_test_now_ns();
+	l->v[l->n++] = v;
+	pthread_mutex_unlock(&l->m);
+}
+
+struct rec_arg {
+	struct olog *log;
+	int id;
+};
+
+static int rec_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct rec_arg *a = arg;
+
+	olog_add(a->log, a->id);
+	return ORBIT_SERIAL_DONE;
+}
+
+static void busy_ms(double ms)
+{
+	uint64_t end = orbit_test_now_ns() + (uint64_t)(ms * 1e6);
+
+	while (orbit_test_now_ns() < end)
+		;
+}
+
+static struct orbit_serial_queue_stats qstats(orbit_serial_queue_t *q)
+{
+	struct orbit_serial_queue_stats s;
+
+	assert_int_equal(orbit_serial_queue_stats(q, &s), 0);
+	return s;
+}
+
+/* ---- §6.1 policy ---------------------------------------------------- */
+
+/* §6.1: the seven values with their defaults; bad values give -EINVAL. */
+static void test_s6_1_policy_defaults_and_invalid_values(void **state)
+{
+	orbit_execution_lane_policy_t p, bad;
+	struct orbit_serial_queue_options o;
+	struct manual_ex x;
+	orbit_serial_queue_t *q = NULL;
+
+	orbit_execution_lane_policy_init_default(&p);
+	assert_int_equal(p.size, sizeof(p));
+	assert_int_equal(p.application_message_capacity, 1024);
+	assert_int_equal(p.application_byte_capacity, 64ull << 20);
+	assert_int_equal(p.lifecycle_message_capacity, 128);
+	assert_int_equal(p.lifecycle_byte_capacity, 4ull << 20);
+	assert_int_equal(p.fixed_work_byte_cost, 256);
+	assert_int_equal(p.lifecycle_burst_limit, 8);
+	assert_int_equal(p.owner_time_budget_ms, 10);
+	assert_int_equal(orbit_execution_lane_policy_validate(&p), 0);
+	assert_int_equal(orbit_execution_lane_policy_validate(NULL), -EINVAL);
+
+#define EXPECT_INVALID(field, value)                                              \
+	do {                                                                      \
+		bad = p;                                                          \
+		bad.field = value;                                                \
+		assert_int_equal(orbit_execution_lane_policy_validate(&bad), -EINVAL); \
+	} while (0)
+	EXPECT_INVALID(size, 0);
+	EXPECT_INVALID(application_message_capacity, 0);
+	EXPECT_INVALID(application_byte_capacity, 0);
+	EXPECT_INVALID(lifecycle_message_capacity, 0);
+	EXPECT_INVALID(lifecycle_byte_capacity, 0);
+	EXPECT_INVALID(lifecycle_burst_limit, 0);
+	EXPECT_INVALID(owner_time_budget_ms, 0);
+	EXPECT_INVALID(fixed_work_byte_cost, (4ull << 20) + 1); /* no item could fit */
+#undef EXPECT_INVALID
+	bad = p;
+	bad.fixed_work_byte_cost = 0; /* >= 0 is allowed */
+	assert_int_equal(orbit_execution_lane_policy_validate(&bad), 0);
+
+	orbit_serial_queue_options_init(&o);
+	assert_int_equal(o.home_node, ORBIT_NODE_ANY);
+	assert_int_equal(orbit_serial_queue_create(&o, &q), -EINVAL); /* no executor */
+	o.executor = manual_executor(&x);
+	bad = p;
+	bad.owner_time_budget_ms = 0;
+	o.policy = &bad;
+	assert_int_equal(orbit_serial_queue_create(&o, &q), -EINVAL);
+	assert_null(q);
+	assert_int_equal(orbit_serial_queue_create(NULL, &q), -EINVAL);
+	assert_int_equal(orbit_serial_queue_enqueue(NULL, rec_fn, NULL), -EINVAL);
+}
+
+/* ---- §10 capacity and backpressure ------------------------------------- */
+
+/* §10 / §5: a lane full by item count rejects with -EAGAIN and counts it. */
+static void test_s10_capacity_by_count(void **state)
+{
+	orbit_execution_lane_policy_t p;
+	struct manual_ex x;
+	struct olog log;
+	struct rec_arg a[8];
+	orbit_serial_queue_t *q;
+
+	olog_init(&log);
+	orbit_execution_lane_policy_init_default(&p);
+	p.application_message_capacity = 4;
+	p.lifecycle_message_capacity = 2;
+	q = make_queue(manual_executor(&x), &p);
+	for (int i = 0; i < 8; i++)
+		a[i] = (struct rec_arg){ &log, i };
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn, &a[i]), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn, &a[4]), -EAGAIN);
+	assert_int_equal(orbit_serial_queue_enqueue_barrier_next(q, rec_fn, &a[4]), -EAGAIN);
+	/* The lifecycle lane has its own ceiling. */
+	assert_int_equal(orbit_serial_queue_enqueue_lifecycle(q, rec_fn, &a[5]), 0);
+	assert_int_equal(orbit_serial_queue_enqueue_lifecycle(q, rec_fn, &a[6]), 0);
+	assert_int_equal(orbit_serial_queue_enqueue_lifecycle(q, rec_fn, &a[7]), -EAGAIN);
+	assert_int_equal(qstats(q).rejected_count, 3);
+	assert_int_equal(qstats(q).app_items, 4);
+	assert_int_equal(qstats(q).lc_items, 2);
+	manual_run_all(&x);
+	assert_int_equal(log.n, 6);
+	/* Reservations came back: room again. */
+	assert_int_equal(qstats(q).app_items, 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn, &a[0]), 0);
+	manual_run_all(&x);
+	assert_int_equal(qstats(q).accepted, 7);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+}
+
+/* §10 / §5: byte ceiling: payload + fixed cost; an item over capacity at once. */
+static void test_s10_capacity_by_bytes(void **state)
+{
+	orbit_execution_lane_policy_t p;
+	struct manual_ex x;
+	struct olog log;
+	struct rec_arg a = { &log, 1 };
+	orbit_serial_queue_t *q;
+
+	olog_init(&log);
+	orbit_execution_lane_policy_init_default(&p);
+	p.application_byte_capacity = 1000;
+	p.fixed_work_byte_cost = 100;
+	q = make_queue(manual_executor(&x), &p);
+	/* Larger than the whole capacity: rejected at once, even when empty. */
+	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(q, rec_fn, &a, 901), -E2BIG);
+	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(q, rec_fn, &a, UINT64_MAX),
+			 -E2BIG);
+	assert_int_equal(qstats(q).rejected_too_big, 2);
+	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(q, rec_fn, &a, 300), 0);
+	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(q, rec_fn, &a, 300), 0);
+	assert_int_equal(qstats(q).app_bytes, 800);
+	/* 800 + 400 > 1000: full by bytes long before the 1,024-item ceiling. */
+	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(q, rec_fn, &a, 300), -EAGAIN);
+	assert_int_equal(qstats(q).rejected_bytes, 1);
+	/* A payload-less item reserves the fixed cost only: 900 fits. */
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn, &a), 0);
+	assert_int_equal(qstats(q).app_bytes, 900);
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn, &a), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn, &a), -EAGAIN);
+	manual_run_all(&x);
+	assert_int_equal(log.n, 4);
+	assert_int_equal(qstats(q).app_bytes, 0);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+}
+
+struct resv_probe {
+	orbit_serial_queue_t *q;
+	struct orbit_serial_queue_stats during;
+	int inner_ret;
+};
+
+static int resv_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct resv_probe *r = arg;
+
+	r->during = qstats(r->q);
+	r->inner_ret = orbit_serial_queue_enqueue(r->q, rec_fn, NULL);
+	return ORBIT_SERIAL_DONE;
+}
+
+/* §5: the reservation is returned after the handler finishes, not when it starts. */
+static void test_s5_reservation_returned_after_handler_finishes(void **state)
+{
+	orbit_execution_lane_policy_t p;
+	struct manual_ex x;
+	struct resv_probe r = { 0 };
+	orbit_serial_queue_t *q;
+
+	orbit_execution_lane_policy_init_default(&p);
+	p.application_message_capacity = 1;
+	q = make_queue(manual_executor(&x), &p);
+	r.q = q;
+	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(q, resv_fn, &r, 1000), 0);
+	manual_run_all(&x);
+	assert_int_equal(r.during.app_items, 1);
+	assert_int_equal(r.during.app_bytes, 1000 + 256);
+	assert_int_equal(r.inner_ret, -EAGAIN); /* its own reservation still held */
+	assert_int_equal(qstats(q).app_items, 0);
+	assert_int_equal(qstats(q).app_bytes, 0);
+	assert_int_equal(qstats(q).completed, 1);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+}
+
+/* ---- §6.5 who starts the loop ------------------------------------------ */
+
+struct stack_probe {
+	atomic_int ran;
+	pthread_t runner;
+};
+
+static int stack_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct stack_probe *s = arg;
+
+	s->runner = pthread_self();
+	atomic_fetch_add(&s->ran, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+/*
+ * §6.5: the submitter that makes the queue non-empty schedules the drain,
+ * once; never two drains; never on the submitter's stack.
+ */
+static void test_s6_5_first_submitter_schedules_one_drain_off_its_stack(void **state)
+{
+	struct manual_ex x;
+	struct stack_probe s = { 0 };
+	orbit_serial_queue_t *q = make_queue(manual_executor(&x), NULL);
+	orbit_worker_pool_t *pool;
+
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(orbit_serial_queue_enqueue(q, stack_fn, &s), 0);
+	assert_int_equal(atomic_load(&s.ran), 0); /* nothing ran on our stack */
+	assert_int_equal(x.submits, 1);           /* one drain for ten items */
+	assert_true(manual_run_one(&x));
+	assert_int_equal(atomic_load(&s.ran), 10);
+	assert_int_equal(manual_pending(&x), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, stack_fn, &s), 0);
+	assert_int_equal(x.submits, 2); /* empty again: the next submitter wakes it */
+	manual_run_all(&x);
+	assert_int_equal(qstats(q).slices, 2);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+
+	/* On the pool the item runs on a worker, not the submitting thread. */
+	pool = make_pool(2);
+	q = make_queue(orbit_worker_pool_executor(pool), NULL);
+	atomic_store(&s.ran, 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, stack_fn, &s), 0);
+	assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
+	assert_int_equal(atomic_load(&s.ran), 1);
+	assert_false(pthread_equal(s.runner, pthread_self()));
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
+/* §6.5: when the executor refuses the drain the item is withdrawn, not lost silently. */
+static void test_s6_5_refused_drain_withdraws_the_item(void **state)
+{
+	struct manual_ex x;
+	struct olog log;
+	struct rec_arg a = { &log, 1 };
+	orbit_serial_queue_t *q = make_queue(manual_executor(&x), NULL);
+
+	olog_init(&log);
+	x.refuse = -EPIPE;
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn, &a), -EPIPE);
+	assert_int_equal(qstats(q).rejected_executor, 1);
+	assert_int_equal(qstats(q).app_items, 0);
+	assert_int_equal(qstats(q).accepted, 0);
+	x.refuse = 0;
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn, &a), 0);
+	manual_run_all(&x);
+	assert_int_equal(log.n, 1);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+}
+
+/* ---- §10 lifecycle overtaking, §6.2 barrier-next -------------------------- */
+
+/*
+ * §10: lifecycle work overtakes queued application work, and the
+ * consecutive overtaking stops at lifecycleBurstLimit so one application
+ * item runs.
+ */
+static void test_s10_lifecycle_overtakes_until_burst_limit(void **state)
+{
+	struct manual_ex x;
+	struct olog log;
+	struct rec_arg a[23];
+	orbit_serial_queue_t *q = make_queue(manual_executor(&x), NULL);
+	const int expect[] = { 100, 101, 102, 103, 104, 105, 106, 107, 0,
+			       108, 109, 110, 111, 112, 113, 114, 115, 1,
+			       116, 117, 118, 119, 2 };
+
+	olog_init(&log);
+	for (int i = 0; i < 3; i++) {
+		a[i] = (struct rec_arg){ &log, i };
+		assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn, &a[i]), 0);
+	}
+	for (int i = 0; i < 20; i++) {
+		a[3 + i] = (struct rec_arg){ &log, 100 + i };
+		assert_int_equal(orbit_serial_queue_enqueue_lifecycle(q, rec_fn, &a[3 + i]), 0);
+	}
+	manual_run_all(&x);
+	assert_int_equal(log.n, 23);
+	for (int i = 0; i < 23; i++)
+		assert_int_equal(log.v[i], expect[i]);
+	assert_int_equal(qstats(q).lifecycle_ran, 20);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+}
+
+struct barrier_ctx {
+	orbit_serial_queue_t *q;
+	struct olog log;
+	struct rec_arg b1, b2;
+};
+
+static int barrier_first_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct barrier_ctx *c = arg;
+
+	olog_add(&c->log, 0);
+	assert_int_equal(orbit_serial_queue_enqueue_barrier_next(c->q, rec_fn, &c->b1), 0);
+	assert_int_equal(orbit_serial_queue_enqueue_barrier_next(c->q, rec_fn, &c->b2), 0);
+	return ORBIT_SERIAL_DONE;
+}
+
+/* §6.2: barrier-next runs right after the current turn, ahead of queued work. */
+static void test_s6_2_barrier_next_runs_right_after_current_turn(void **state)
+{
+	struct manual_ex x;
+	struct barrier_ctx c;
+	struct rec_arg a1, a2, l1;
+	orbit_serial_queue_t *q = make_queue(manual_executor(&x), NULL);
+
+	olog_init(&c.log);
+	c.q = q;
+	c.b1 = (struct rec_arg){ &c.log, 50 };
+	c.b2 = (struct rec_arg){ &c.log, 51 };
+	a1 = (struct rec_arg){ &c.log, 1 };
+	a2 = (struct rec_arg){ &c.log, 2 };
+	l1 = (struct rec_arg){ &c.log, 10 };
+	assert_int_equal(orbit_serial_queue_enqueue(q, barrier_first_fn, &c), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn, &a1), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn, &a2), 0);
+	assert_int_equal(orbit_serial_queue_enqueue_lifecycle(q, rec_fn, &l1), 0);
+	/* The lifecycle item overtakes the first application item too. */
+	manual_run_all(&x);
+	assert_int_equal(c.log.n, 6);
+	assert_int_equal(c.log.v[0], 10);
+	assert_int_equal(c.log.v[1], 0);
+	assert_int_equal(c.log.v[2], 50);
+	assert_int_equal(c.log.v[3], 51);
+	assert_int_equal(c.log.v[4], 1);
+	assert_int_equal(c.log.v[5], 2);
+	assert_int_equal(qstats(q).barrier_ran, 2);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+}
+
+/* ---- §10 fairness ------------------------------------------------------- */
+
+struct slice_probe {
+	struct manual_ex *x;
+	int ran;
+	double item_ms;
+};
+
+static int slice_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct slice_probe *s = arg;
+
+	busy_ms(s->item_ms);
+	s->ran++;
+	return ORBIT_SERIAL_DONE;
+}
+
+/*
+ * §10 fairness / §6.4: an owner with a lot of work piled up is cut once it
+ * held its turn past ownerTimeBudget; the rest goes back to ready.
+ */
+static void test_s10_fairness_turn_cut_at_time_budget(void **state)
+{
+	orbit_execution_lane_policy_t p;
+	struct manual_ex x;
+	struct slice_probe s = { .x = &x, .item_ms = 1.0 };
+	orbit_serial_queue_t *q;
+	int first;
+
+	orbit_execution_lane_policy_init_default(&p);
+	p.owner_time_budget_ms = 5;
+	q = make_queue(manual_executor(&x), &p);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(orbit_serial_queue_enqueue(q, slice_fn, &s), 0);
+	assert_true(manual_run_one(&x));
+	first = s.ran;
+	assert_true(first >= 1 && first <= 5); /* cut at the first boundary past 5 ms */
+	assert_int_equal(manual_pending(&x), 1); /* it went back to ready */
+	assert_int_equal(qstats(q).slices_cut, 1);
+	manual_run_all(&x);
+	assert_int_equal(s.ran, 20);
+	assert_true(qstats(q).slices >= 4);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+}
+
+struct light_probe {
+	uint64_t submitted_ns;
+	_Atomic uint64_t started_ns;
+};
+
+static int light_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct light_probe *l = arg;
+
+	atomic_store(&l->started_ns, orbit_test_now_ns());
+	return ORBIT_SERIAL_DONE;
+}
+
+/*
+ * §6.4 on the shared resource: with one worker, a light owner's item
+ * starts within about one budget while a heavy owner floods (without the
+ * cut it would wait for the whole flood, ~100 ms).
+ */
+static void test_s6_4_light_owner_starts_within_budget_during_flood(void **state)
+{
+	orbit_execution_lane_policy_t p;
+	struct slice_probe s = { .item_ms = 1.0 };
+	struct light_probe l = { 0 };
+	orbit_worker_pool_t *pool = make_pool(1);
+	orbit_serial_queue_t *heavy, *light;
+	uint64_t lat_ms;
+
+	orbit_execution_lane_policy_init_default(&p);
+	p.owner_time_budget_ms = 5;
+	heavy = make_queue(orbit_worker_pool_executor(pool), &p);
+	light = make_queue(orbit_worker_pool_executor(pool), &p);
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(orbit_serial_queue_enqueue(heavy, slice_fn, &s), 0);
+	usleep(3000);
+	l.submitted_ns = orbit_test_now_ns();
+	assert_int_equal(orbit_serial_queue_enqueue(light, light_fn, &l), 0);
+	assert_int_equal(orbit_serial_queue_await_quiescence(light, 10000), 0);
+	lat_ms = (atomic_load(&l.started_ns) - l.submitted_ns) / 1000000;
+	print_message("light owner waited %llu ms behind a 100 ms flood (budget 5 ms)\n",
+		      (unsigned long long)lat_ms);
+	assert_true(lat_ms < 30);
+	assert_true(s.ran < 90); /* it did not wait for the flood */
+	assert_int_equal(orbit_serial_queue_await_quiescence(heavy, 10000), 0);
+	assert_true(qstats(heavy).slices_cut >= 5);
+	assert_int_equal(orbit_serial_queue_destroy(heavy), 0);
+	assert_int_equal(orbit_serial_queue_destroy(light), 0);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
+/* ---- §6.7 hand-back ----------------------------------------------------- */
+
+struct overlap {
+	orbit_serial_queue_t *q;
+	atomic_int inflight, max_inflight;
+	atomic_int b_running;
+	_Atomic(orbit_serial_resume_t *) handle;
+	struct olog log;
+	struct orbit_serial_queue_stats during_b;
+	uint64_t b_end_ns;
+};
+
+/* Count a handler in; keep the highest concurrency seen in *@max. */
+static void track_enter(atomic_int *inflight, atomic_int *max)
+{
+	int n = atomic_fetch_add(inflight, 1) + 1;
+	int m = atomic_load(max);
+
+	while (n > m && !atomic_compare_exchange_weak(max, &m, n))
+		;
+}
+
+static void enter(struct overlap *o)
+{
+	track_enter(&o->inflight, &o->max_inflight);
+}
+
+static void leave(struct overlap *o)
+{
+	atomic_fetch_sub(&o->inflight, 1);
+}
+
+static int cont_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct overlap *o = arg;
+
+	enter(o);
+	olog_add(&o->log, 3);
+	busy_ms(2);
+	leave(o);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int suspend_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct overlap *o = arg;
+	orbit_serial_resume_t *h;
+
+	enter(o);
+	olog_add(&o->log, 1);
+	assert_int_equal(orbit_serial_turn_suspend(turn, cont_fn, o, 0, &h), 0);
+	assert_int_equal(orbit_serial_turn_suspend(turn, cont_fn, o, 0, &h), -EALREADY);
+	atomic_store(&o->handle, h); /* hand it to the "external" completer */
+	leave(o);
+	return ORBIT_SERIAL_SUSPENDED;
+}
+
+static int long_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct overlap *o = arg;
+
+	enter(o);
+	olog_add(&o->log, 2);
+	o->during_b = qstats(o->q);
+	atomic_store(&o->b_running, 1);
+	busy_ms(20);
+	o->b_end_ns = orbit_test_now_ns();
+	leave(o);
+	return ORBIT_SERIAL_DONE;
+}
+
+static void *completer(void *arg)
+{
+	struct overlap *o = arg;
+
+	while (!atomic_load(&o->b_running))
+		usleep(100);
+	/* The result arrives while B holds the turn: it must wait for B. */
+	assert_int_equal(orbit_serial_queue_resume(atomic_load(&o->handle)), 0);
+	return NULL;
+}
+
+static int early_cont_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct overlap *o = arg;
+
+	enter(o);
+	olog_add(&o->log, 5);
+	leave(o);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int early_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct overlap *o = arg;
+	orbit_serial_resume_t *h;
+
+	enter(o);
+	olog_add(&o->log, 4);
+	assert_int_equal(orbit_serial_turn_suspend(turn, early_cont_fn, o, 0, &h), 0);
+	/* Completion arrives before we return: still no overlap. */
+	assert_int_equal(orbit_serial_queue_resume(h), 0);
+	busy_ms(10);
+	leave(o);
+	return ORBIT_SERIAL_SUSPENDED;
+}
+
+/*
+ * §6.7 / §10: a suspended item hands its turn back (the queue goes on with
+ * B), keeps its reservation, and its continuation re-enters through the
+ * queue: it never overlaps B nor itself, also when the result arrives
+ * before the item has even returned.
+ */
+static void test_s6_7_suspended_item_queue_does_not_overlap_itself(void **state)
+{
+	orbit_worker_pool_t *pool = make_pool(2);
+	struct overlap o = { 0 };
+	orbit_serial_queue_t *q = make_queue(orbit_worker_pool_executor(pool), NULL);
+	pthread_t t;
+
+	olog_init(&o.log);
+	o.q = q;
+	assert_int_equal(pthread_create(&t, NULL, completer, &o), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, suspend_fn, &o), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, long_fn, &o), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
+	assert_int_equal(o.log.n, 3);
+	assert_int_equal(o.log.v[0], 1);
+	assert_int_equal(o.log.v[1], 2);
+	assert_int_equal(o.log.v[2], 3);
+	assert_true(o.log.at_ns[2] >= o.b_end_ns);
+	assert_int_equal(atomic_load(&o.max_inflight), 1);
+	/* While suspended the item kept its reservation: S and B both held. */
+	assert_int_equal(o.during_b.app_items, 2);
+
+	assert_int_equal(orbit_serial_queue_enqueue(q, early_fn, &o), 0);
+	assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
+	assert_int_equal(o.log.n, 5);
+	assert_int_equal(o.log.v[3], 4);
+	assert_int_equal(o.log.v[4], 5);
+	assert_int_equal(atomic_load(&o.max_inflight), 1);
+	assert_int_equal(qstats(q).suspended, 2);
+	assert_int_equal(qstats(q).resumed, 2);
+	assert_int_equal(qstats(q).completed, 3);
+	assert_int_equal(qstats(q).protocol_errors, 0);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
+/* ---- §4 SpotWide two-level composition ------------------------------------ */
+
+struct spot {
+	orbit_serial_queue_t *spot_q;
+	orbit_serial_queue_t *actor_q[2];
+	atomic_int inflight, max_inflight;
+	struct olog log;
+	atomic_int yield_next; /* the next A handler yields (external call) */
+	_Atomic(orbit_serial_resume_t *) external; /* the pending external call */
+	atomic_int bad_spot_bytes;
+};
+
+struct record {
+	struct spot *s;
+	int actor, seq;
+	orbit_serial_resume_t *actor_h; /* the Actor item's claim, held */
+};
+
+static void spot_enter(struct spot *s)
+{
+	track_enter(&s->inflight, &s->max_inflight);
+}
+
+/* The Actor handler's tail, on the Spot queue: complete the Actor item. */
+static int handler_tail(orbit_serial_turn_t *turn, void *arg)
+{
+	struct record *r = arg;
+
+	spot_enter(r->s);
+	olog_add(&r->s->log, 1000 + r->actor * 100 + r->seq); /* tail marker */
+	atomic_fetch_sub(&r->s->inflight, 1);
+	/* The Spot turn completed: give the Actor queue its claim back. */
+	assert_int_equal(orbit_serial_queue_resume(r->actor_h), 0);
+	return ORBIT_SERIAL_DONE;
+}
+
+/* The Actor handler, on its Spot turn (one at a time across the Spot). */
+static int actor_handler(orbit_serial_turn_t *turn, void *arg)
+{
+	struct record *r = arg;
+	struct spot *s = r->s;
+	struct orbit_serial_queue_stats st = qstats(s->spot_q);
+	orbit_serial_resume_t *h;
+
+	/* §5: the upper queue reserved the fixed cost only, never payload. */
+	if (st.app_bytes != st.app_items * 256)
+		atomic_fetch_add(&s->bad_spot_bytes, 1);
+	spot_enter(s);
+	olog_add(&s->log, r->actor * 100 + r->seq);
+	busy_ms(1);
+	if (r->actor == 0 && atomic_exchange(&s->yield_next, 0)) {
+		/* Yield around an external call: hand back the Spot gate only. */
+		assert_int_equal(orbit_serial_turn_suspend(turn, handler_tail, r, 0, &h), 0);
+		atomic_store(&s->external, h);
+		atomic_fetch_sub(&s->inflight, 1);
+		return ORBIT_SERIAL_SUSPENDED;
+	}
+	atomic_fetch_sub(&s->inflight, 1);
+	assert_int_equal(orbit_serial_queue_resume(r->actor_h), 0);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int actor_done(orbit_serial_turn_t *turn, void *arg)
+{
+	return ORBIT_SERIAL_DONE;
+}
+
+/* The Actor queue item: place one execution turn on the Spot queue, hold the claim. */
+static int actor_item(orbit_serial_turn_t *turn, void *arg)
+{
+	struct record *r = arg;
+
+	/* Suspend first: the Spot turn may complete us before we return. */
+	assert_int_equal(orbit_serial_turn_suspend(turn, actor_done, r, ORBIT_SERIAL_SUSPEND_HOLD,
+						   &r->actor_h), 0);
+	/* §5 check: the submission to the upper queue passes no payload bytes. */
+	if (orbit_serial_queue_enqueue(r->s->spot_q, actor_handler, r) != 0)
+		assert_int_equal(orbit_serial_queue_resume(r->actor_h), 0);
+	return ORBIT_SERIAL_SUSPENDED;
+}
+
+static int spot_item(orbit_serial_turn_t *turn, void *arg)
+{
+	struct record *r = arg;
+
+	spot_enter(r->s);
+	olog_add(&r->s->log, 900 + r->seq);
+	atomic_fetch_sub(&r->s->inflight, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int log_index(const struct olog *l, int v)
+{
+	for (int i = 0; i < l->n; i++)
+		if (l->v[i] == v)
+			return i;
+	return -1;
+}
+
+static void spot_setup(struct spot *s, orbit_worker_pool_t *pool)
+{
+	orbit_execution_lane_policy_t p;
+
+	memset(s, 0, sizeof(*s));
+	olog_init(&s->log);
+	orbit_execution_lane_policy_init_default(&p);
+	s->spot_q = make_queue(orbit_worker_pool_executor(pool), &p);
+	p.application_byte_capacity = 64 * 1024; /* a per-Actor share */
+	s->actor_q[0] = make_queue(orbit_worker_pool_executor(pool), &p);
+	s->actor_q[1] = make_queue(orbit_worker_pool_executor(pool), &p);
+}
+
+static void spot_teardown(struct spot *s)
+{
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(orbit_serial_queue_await_quiescence(s->actor_q[i], 10000), 0);
+		assert_int_equal(orbit_serial_queue_destroy(s->actor_q[i]), 0);
+	}
+	assert_int_equal(orbit_serial_queue_await_quiescence(s->spot_q, 10000), 0);
+	assert_int_equal(orbit_serial_queue_destroy(s->spot_q), 0);
+}
+
+/*
+ * §4 SpotWide / §5: Actor work crosses two queues. The Actor queue
+ * reserves the payload and holds its claim (SUSPEND_HOLD) until its turn
+ * on the Spot queue, which reserves the fixed cost only, completes. Two
+ * Actors' handlers never overlap; each Actor's records keep their order;
+ * a large payload fills the Actor's share, not the Spot queue.
+ */
+static void test_s4_spotwide_actor_work_crosses_two_queues(void **state)
+{
+	orbit_worker_pool_t *pool = make_pool(2);
+	struct record rec[2][6];
+	struct spot s;
+	int rejected = 0;
+
+	spot_setup(&s, pool);
+	for (int k = 0; k < 6; k++)
+		for (int a = 0; a < 2; a++) {
+			rec[a][k] = (struct record){ .s = &s, .actor = a, .seq = k };
+			assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(
+						 s.actor_q[a], actor_item, &rec[a][k], 8 * 1024),
+					 0);
+		}
+	/* The Actor's 64 KiB share is what fills: 8 KiB payload + 256 each. */
+	for (int k = 0; k < 16; k++)
+		rejected += orbit_serial_queue_enqueue_with_payload_bytes(
+				    s.actor_q[0], actor_done, NULL, 8 * 1024) == -EAGAIN;
+	assert_true(rejected >= 8);
+	assert_int_equal(qstats(s.spot_q).rejected_bytes, 0);
+	spot_teardown(&s);
+	assert_int_equal(atomic_load(&s.max_inflight), 1);
+	assert_int_equal(atomic_load(&s.bad_spot_bytes), 0);
+	for (int a = 0; a < 2; a++)
+		for (int k = 1; k < 6; k++)
+			assert_true(log_index(&s.log, a * 100 + k - 1) <
+				    log_index(&s.log, a * 100 + k));
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
+static void wait_for_log(struct spot *s, int v)
+{
+	for (int i = 0; i < 10000; i++) {
+		int found;
+
+		pthread_mutex_lock(&s->log.m);
+		found = log_index(&s->log, v) >= 0;
+		pthread_mutex_unlock(&s->log.m);
+		if (found)
+			return;
+		usleep(1000);
+	}
+	fail_msg("%d never ran", v);
+}
+
+/*
+ * §10 "A yielded Actor": while Actor A's handler has yielded under
+ * SpotWide, A's next record does not run, while Actor B's handler and the
+ * Spot's own work proceed; once the external call completes, A's handler
+ * finishes on a new Spot turn and only then A's next record runs.
+ */
+static void test_s10_yielded_actor_holds_claim_others_proceed(void **state)
+{
+	orbit_worker_pool_t *pool = make_pool(2);
+	struct record a1 = { 0 }, a2 = { 0 }, b1 = { 0 }, x1 = { 0 };
+	struct spot s;
+
+	spot_setup(&s, pool);
+	a1 = (struct record){ .s = &s, .actor = 0, .seq = 1 };
+	a2 = (struct record){ .s = &s, .actor = 0, .seq = 2 };
+	b1 = (struct record){ .s = &s, .actor = 1, .seq = 1 };
+	x1 = (struct record){ .s = &s, .actor = 9, .seq = 1 };
+	atomic_store(&s.yield_next, 1);
+	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(s.actor_q[0], actor_item,
+								       &a1, 100), 0);
+	wait_for_log(&s, 1); /* A1's handler ran and yielded */
+	while (!atomic_load(&s.external))
+		usleep(100);
+	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(s.actor_q[0], actor_item,
+								       &a2, 100), 0);
+	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(s.actor_q[1], actor_item,
+								       &b1, 100), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(s.spot_q, spot_item, &x1), 0);
+	wait_for_log(&s, 101); /* B proceeds */
+	wait_for_log(&s, 901); /* the Spot's own work proceeds */
+	usleep(20000);
+	pthread_mutex_lock(&s.log.m);
+	assert_int_equal(log_index(&s.log, 2), -1); /* A2 did not run */
+	pthread_mutex_unlock(&s.log.m);
+	assert_int_equal(qstats(s.actor_q[0]).app_items, 2); /* A1 in flight, A2 waiting */
+	/* The external call completes: A1 resumes through the Spot queue. */
+	assert_int_equal(orbit_serial_queue_resume(atomic_load(&s.external)), 0);
+	wait_for_log(&s, 2);
+	spot_teardown(&s);
+	assert_true(log_index(&s.log, 1001) < log_index(&s.log, 2));
+	assert_int_equal(atomic_load(&s.max_inflight), 1);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
+/* ---- §10 reentrancy, §6.2 close and quiescence --------------------------- */
+
+struct reent {
+	orbit_serial_queue_t *q, *other;
+	int await_ret, destroy_ret;
+	bool current, other_current;
+	uint64_t took_ns;
+};
+
+static int reent_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct reent *r = arg;
+	uint64_t t0 = orbit_test_now_ns();
+
+	r->await_ret = orbit_serial_queue_await_quiescence(r->q, -1);
+	r->took_ns = orbit_test_now_ns() - t0;
+	r->destroy_ret = orbit_serial_queue_destroy(r->q);
+	r->current = orbit_serial_queue_is_current(r->q);
+	r->other_current = orbit_serial_queue_is_current(r->other);
+	return ORBIT_SERIAL_DONE;
+}
+
+/*
+ * §10 Reentrancy: synchronously waiting on one's own queue from inside
+ * its turn does not hang; the error is observed at the call site.
+ */
+static void test_s10_sync_wait_on_own_queue_fails_at_once(void **state)
+{
+	orbit_worker_pool_t *pool = make_pool(2);
+	struct reent r = { 0 };
+
+	r.q = make_queue(orbit_worker_pool_executor(pool), NULL);
+	r.other = make_queue(orbit_worker_pool_executor(pool), NULL);
+	assert_int_equal(orbit_serial_queue_enqueue(r.q, reent_fn, &r), 0);
+	assert_int_equal(orbit_serial_queue_await_quiescence(r.q, 10000), 0);
+	assert_int_equal(r.await_ret, -EDEADLK);
+	assert_true(r.took_ns < 100 * 1000000ull);
+	assert_int_equal(r.destroy_ret, -EDEADLK);
+	assert_true(r.current);
+	assert_false(r.other_current);
+	assert_false(orbit_serial_queue_is_current(r.q));
+	assert_int_equal(orbit_serial_queue_destroy(r.q), 0);
+	assert_int_equal(orbit_serial_queue_destroy(r.other), 0);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
+struct held_item {
+	atomic_int ran;
+	_Atomic(orbit_serial_resume_t *) h;
+};
+
+static int count_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct held_item *c = arg;
+
+	busy_ms(2);
+	atomic_fetch_add(&c->ran, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int park_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct held_item *c = arg;
+	orbit_serial_resume_t *h;
+
+	assert_int_equal(orbit_serial_turn_suspend(turn, count_fn, c, 0, &h), 0);
+	atomic_store(&c->h, h);
+	return ORBIT_SERIAL_SUSPENDED;
+}
+
+/*
+ * §6.2 close and awaitQuiescence: close refuses new work with -EPIPE and
+ * finishes what was accepted; quiescence waits for it, suspended items
+ * included; destroy refuses a queue with work outstanding.
+ */
+static void test_s6_2_close_and_quiescence(void **state)
+{
+	orbit_worker_pool_t *pool = make_pool(2);
+	orbit_serial_queue_t *q = make_queue(orbit_worker_pool_executor(pool), NULL);
+	struct held_item c = { 0 };
+
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(orbit_serial_queue_enqueue(q, count_fn, &c), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, park_fn, &c), 0);
+	assert_int_equal(orbit_serial_queue_close(q), 0);
+	assert_int_equal(orbit_serial_queue_close(q), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, count_fn, &c), -EPIPE);
+	assert_int_equal(orbit_serial_queue_enqueue_lifecycle(q, count_fn, &c), -EPIPE);
+	assert_int_equal(orbit_serial_queue_enqueue_barrier_next(q, count_fn, &c), -EPIPE);
+	assert_int_equal(qstats(q).rejected_closed, 3);
+	assert_int_equal(orbit_serial_queue_await_quiescence(q, 0), -ETIMEDOUT);
+	/* The parked item is outstanding: not quiescent, not destroyable. */
+	while (!atomic_load(&c.h))
+		usleep(100);
+	assert_int_equal(atomic_load(&c.ran), 10);
+	assert_int_equal(orbit_serial_queue_await_quiescence(q, 20), -ETIMEDOUT);
+	assert_int_equal(orbit_serial_queue_destroy(q), -EBUSY);
+	/* A resume is accepted work: not refused by close. */
+	assert_int_equal(orbit_serial_queue_resume(atomic_load(&c.h)), 0);
+	assert_int_equal(orbit_serial_queue_await_quiescence(q, -1), 0);
+	assert_int_equal(atomic_load(&c.ran), 11);
+	assert_int_equal(qstats(q).app_items, 0);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
+/* ---- stress: §6.3 under two producers ---------------------------------- */
+
+struct stress {
+	orbit_serial_queue_t *q;
+	uint64_t n;
+	uint64_t next[2]; /* only touched on the queue's turns */
+	uint64_t ran, disorder;
+	atomic_ullong backpressure;
+};
+
+struct producer {
+	struct stress *s;
+	int id;
+};
+
+static struct stress *g_stress;
+
+static int stress_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct stress *s = g_stress;
+	uintptr_t v = (uintptr_t)arg;
+	int p = (int)(v & 1);
+	uint64_t seq = v >> 1;
+
+	if (seq != s->next[p])
+		s->disorder++;
+	s->next[p] = seq + 1;
+	s->ran++;
+	return ORBIT_SERIAL_DONE;
+}
+
+static void *produce(void *arg)
+{
+	struct producer *pr = arg;
+	struct stress *s = pr->s;
+	unsigned long long bp = 0;
+
+	for (uint64_t i = 0; i < s->n; i++) {
+		void *v = (void *)(uintptr_t)((i << 1) | (uint64_t)pr->id);
+		int r;
+
+		while ((r = orbit_serial_queue_enqueue(s->q, stress_fn, v)) == -EAGAIN) {
+			bp++;
+			sched_yield();
+		}
+		assert_int_equal(r, 0);
+	}
+	atomic_fetch_add(&s->backpressure, bp);
+	return NULL;
+}
+
+/*
+ * §6.3 stress: two producers x 1,000,000 items through one queue on the
+ * pool: none lost, none duplicated, each producer's order kept, and the
+ * count ceiling holds (backpressure only ever as -EAGAIN).
+ */
+static void test_s6_3_two_producers_none_lost_order_kept(void **state)
+{
+	orbit_worker_pool_t *pool = make_pool(2);
+	struct stress s = { 0 };
+	struct producer pr[2];
+	pthread_t t[2];
+	uint64_t t0 = orbit_test_now_ns();
+	struct orbit_serial_queue_stats st;
+
+	s.n = orbit_test_long() ? 5000000 : 1000000;
+#if defined(ORBIT_SANITIZERS)
+	if (!orbit_test_long())
+		s.n = 200000; /* sanitizers run ~10x slower; the long tier keeps 5M */
+#endif
+	s.q = make_queue(orbit_worker_pool_executor(pool), NULL);
+	g_stress = &s;
+	for (int i = 0; i < 2; i++) {
+		pr[i] = (struct producer){ &s, i };
+		assert_int_equal(pthread_create(&t[i], NULL, produce, &pr[i]), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	assert_int_equal(orbit_serial_queue_await_quiescence(s.q, 120000), 0);
+	st = qstats(s.q);
+	print_message("2 x %llu items in %.2f s, %llu backpressure retries, %llu slices\n",
+		      (unsigned long long)s.n, (orbit_test_now_ns() - t0) / 1e9,
+		      (unsigned long long)atomic_load(&s.backpressure),
+		      (unsigned long long)st.slices);
+	assert_int_equal(s.ran, 2 * s.n);
+	assert_int_equal(s.disorder, 0);
+	assert_int_equal(s.next[0], s.n);
+	assert_int_equal(s.next[1], s.n);
+	assert_int_equal(st.accepted, 2 * s.n);
+	assert_int_equal(st.completed, 2 * s.n);
+	assert_int_equal(st.rejected_count, atomic_load(&s.backpressure));
+	assert_int_equal(orbit_serial_queue_destroy(s.q), 0);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_s6_1_policy_defaults_and_invalid_values),
+		cmocka_unit_test(test_s10_capacity_by_count),
+		cmocka_unit_test(test_s10_capacity_by_bytes),
+		cmocka_unit_test(test_s5_reservation_returned_after_handler_finishes),
+		cmocka_unit_test(test_s6_5_first_submitter_schedules_one_drain_off_its_stack),
+		cmocka_unit_test(test_s6_5_refused_drain_withdraws_the_item),
+		cmocka_unit_test(test_s10_lifecycle_overtakes_until_burst_limit),
+		cmocka_unit_test(test_s6_2_barrier_next_runs_right_after_current_turn),
+		cmocka_unit_test(test_s10_fairness_turn_cut_at_time_budget),
+		cmocka_unit_test(test_s6_4_light_owner_starts_within_budget_during_flood),
+		cmocka_unit_test(test_s6_7_suspended_item_queue_does_not_overlap_itself),
+		cmocka_unit_test(test_s4_spotwide_actor_work_crosses_two_queues),
+		cmocka_unit_test(test_s10_yielded_actor_holds_claim_others_proceed),
+		cmocka_unit_test(test_s10_sync_wait_on_own_queue_fails_at_once),
+		cmocka_unit_test(test_s6_2_close_and_quiescence),
+		cmocka_unit_test(test_s6_3_two_producers_none_lost_order_kept),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/unit/test_worker_pool.c: the NUMA-aware worker pool (issue 4,
+ * spec 07 §6.5 "the shared execution resource"): placement as a pure
+ * function of synthetic 2- and 4-node topologies, home-node preference,
+ * FIFO among ready tasks, futex sleep when idle, clean shutdown.
+ */
+#include "orbit_test.h"
+
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
+
+#include <orbit/orbit.h>
+
+#include "lib/numa_topology.h"
+
+static const int cpus_a[] = { 0, 1, 2, 3 };
+static const int cpus_b[] = { 4, 5, 6, 7 };
+static const int cpus_c[] = { 8, 9, 10, 11, 12, 13 };
+static const int cpus_d[] = { 14, 15 };
+
+static unsigned count_on(const unsigned *plan, unsigned n, unsigned node_idx)
+{
+	unsigned c = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		c += plan[i] == node_idx;
+	return c;
+}
+
+/* Workers of one node get consecutive indexes, nodes in topology order. */
+static void assert_grouped(const unsigned *plan, unsigned n)
+{
+	for (unsigned i = 1; i < n; i++)
+		assert_true(plan[i] >= plan[i - 1]);
+}
+
+/* Placement: two equal nodes share threads evenly; the plan is pure. */
+static void test_placement_two_nodes_proportional(void **state)
+{
+	const struct orbit_topology_node nodes[] = {
+		{ .node_id = 0, .ncpus = 4, .cpus = cpus_a },
+		{ .node_id = 1, .ncpus = 4, .cpus = cpus_b },
+	};
+	const struct orbit_topology topo = { .nnodes = 2, .nodes = nodes };
+	unsigned plan[8], again[8];
+
+	assert_int_equal(orbit__placement_plan(&topo, 8, plan), 0);
+	assert_int_equal(count_on(plan, 8, 0), 4);
+	assert_int_equal(count_on(plan, 8, 1), 4);
+	assert_grouped(plan, 8);
+	assert_int_equal(orbit__placement_plan(&topo, 8, again), 0);
+	assert_memory_equal(plan, again, sizeof(plan));
+
+	/* 5 threads: 3 + 2, the extra one to the lower index on a tie. */
+	assert_int_equal(orbit__placement_plan(&topo, 5, plan), 0);
+	assert_int_equal(count_on(plan, 5, 0), 3);
+	assert_int_equal(count_on(plan, 5, 1), 2);
+	assert_grouped(plan, 5);
+}
+
+/* Placement: four nodes of unequal size, one without CPUs. */
+static void test_placement_four_nodes_by_cpu_share(void **state)
+{
+	const struct orbit_topology_node nodes[] = {
+		{ .node_id = 0, .ncpus = 4, .cpus = cpus_a },
+		{ .node_id = 1, .ncpus = 0, .cpus = NULL }, /* memory-only node */
+		{ .node_id = 2, .ncpus = 6, .cpus = cpus_c },
+		{ .node_id = 3, .ncpus = 2, .cpus = cpus_d },
+	};
+	const struct orbit_topology topo = { .nnodes = 4, .nodes = nodes };
+	unsigned plan[12];
+
+	/* 12 threads over 12 CPUs: one per CPU, none on the CPU-less node. */
+	assert_int_equal(orbit__placement_plan(&topo, 12, plan), 0);
+	assert_int_equal(count_on(plan, 12, 0), 4);
+	assert_int_equal(count_on(plan, 12, 1), 0);
+	assert_int_equal(count_on(plan, 12, 2), 6);
+	assert_int_equal(count_on(plan, 12, 3), 2);
+	assert_grouped(plan, 12);
+
+	/* 6 threads: one each (3), then 3 extra by share 4:6:2 -> 1,1.5,0.5. */
+	assert_int_equal(orbit__placement_plan(&topo, 6, plan), 0);
+	assert_int_equal(count_on(plan, 6, 0), 2);
+	assert_int_equal(count_on(plan, 6, 2), 3);
+	assert_int_equal(count_on(plan, 6, 3), 1);
+	assert_int_equal(count_on(plan, 6, 1), 0);
+}
+
+/* Placement: fewer threads than CPU nodes go to the biggest nodes. */
+static void test_placement_fewer_threads_than_nodes(void **state)
+{
+	const struct orbit_topology_node nodes[] = {
+		{ .node_id = 0, .ncpus = 2, .cpus = cpus_d },
+		{ .node_id = 1, .ncpus = 4, .cpus = cpus_a },
+		{ .node_id = 2, .ncpus = 6, .cpus = cpus_c },
+		{ .node_id = 3, .ncpus = 4, .cpus = cpus_b },
+	};
+	const struct orbit_topology topo = { .nnodes = 4, .nodes = nodes };
+	unsigned plan[2];
+
+	assert_int_equal(orbit__placement_plan(&topo, 2, plan), 0);
+	assert_int_equal(plan[0], 1); /* 4 CPUs, lower index than node 3 */
+	assert_int_equal(plan[1], 2); /* 6 CPUs */
+	assert_int_equal(orbit__placement_plan(&topo, 1, plan), 0);
+	assert_int_equal(plan[0], 2);
+}
+
+/* Placement and create refuse bad topologies with -EINVAL. */
+static void test_placement_invalid_topologies_einval(void **state)
+{
+	struct orbit_topology_node nodes[2] = {
+		{ .node_id = 0, .ncpus = 4, .cpus = cpus_a },
+		{ .node_id = 0, .ncpus = 4, .cpus = cpus_b }, /* duplicate id */
+	};
+	struct orbit_topology topo = { .nnodes = 2, .nodes = nodes };
+	struct orbit_worker_pool_options o;
+	orbit_worker_pool_t *p = NULL;
+	unsigned plan[4];
+
+	assert_int_equal(orbit__placement_plan(&topo, 4, plan), -EINVAL);
+	nodes[1].node_id = 1;
+	assert_int_equal(orbit__placement_plan(&topo, 0, plan), -EINVAL);
+	assert_int_equal(orbit__placement_plan(&topo, 4, plan), 0);
+	nodes[1].cpus = NULL; /* ncpus > 0 without a list */
+	assert_int_equal(orbit__placement_plan(&topo, 4, plan), -EINVAL);
+	nodes[1].cpus = cpus_b;
+	nodes[0].ncpus = nodes[1].ncpus = 0; /* no CPU anywhere */
+	assert_int_equal(orbit__placement_plan(&topo, 4, plan), -EINVAL);
+	topo.nnodes = 0;
+	assert_int_equal(orbit__placement_plan(&topo, 4, plan), -EINVAL);
+
+	orbit_worker_pool_options_init(&o);
+	o.topology = &topo;
+	assert_int_equal(orbit_worker_pool_create(&o, &p), -EINVAL);
+	assert_null(p);
+	assert_int_equal(orbit_worker_pool_create(NULL, NULL), -EINVAL);
+	o.size = 0;
+	assert_int_equal(orbit_worker_pool_create(&o, &p), -EINVAL);
+}
+
+/* The discovered topology (1 node here, or the real NUMA nodes) works. */
+static void test_pool_discovered_topology_degrades_cleanly(void **state)
+{
+	struct orbit__topology_buf b;
+	struct orbit_worker_pool_stats st;
+	orbit_worker_pool_t *p;
+
+	assert_int_equal(orbit__topology_discover(&b), 0);
+	assert_true(b.topo.nnodes >= 1);
+	assert_int_equal(orbit__topology_validate(&b.topo), 0);
+#ifndef ORBIT_HAVE_NUMA
+	assert_int_equal(b.topo.nnodes, 1);
+#endif
+	assert_int_equal(orbit_worker_pool_create(NULL, &p), 0);
+	assert_int_equal(orbit_worker_pool_stats(p, &st), 0);
+	assert_int_equal(st.nthreads, orbit__topology_ncpus(&b.topo));
+	assert_int_equal(st.nnodes, b.topo.nnodes);
+	assert_int_equal(st.pin_failures, 0); /* real CPUs pin fine */
+	assert_int_equal(orbit_worker_pool_current_node(), ORBIT_NODE_ANY);
+	assert_int_equal(orbit_worker_pool_destroy(p), 0);
+	orbit__topology_free(&b);
+}
+
+struct node_probe {
+	atomic_int node;
+	atomic_int done;
+};
+
+static void probe_task(void *arg)
+{
+	struct node_probe *pr = arg;
+
+	atomic_store(&pr->node, orbit_worker_pool_current_node());
+	atomic_store(&pr->done, 1);
+}
+
+static void wait_idle(orbit_worker_pool_t *p, unsigned n)
+{
+	struct orbit_worker_pool_stats st;
+
+	for (int i = 0; i < 5000; i++) {
+		orbit_worker_pool_stats(p, &st);
+		if (st.idle == n)
+			return;
+		usleep(1000);
+	}
+	fail_msg("workers did not go idle");
+}
+
+/* A task with a home node runs on a worker of that node (synthetic 4 nodes). */
+static void test_pool_prefers_home_node_workers(void **state)
+{
+	const struct orbit_topology_node nodes[] = {
+		{ .node_id = 0, .ncpus = 4, .cpus = cpus_a },
+		{ .node_id = 1, .ncpus = 4, .cpus = cpus_b },
+		{ .node_id = 5, .ncpus = 6, .cpus = cpus_c },
+		{ .node_id = 7, .ncpus = 2, .cpus = cpus_d },
+	};
+	const struct orbit_topology topo = { .nnodes = 4, .nodes = nodes };
+	const int ids[] = { 0, 1, 5, 7 };
+	struct orbit_worker_pool_options o;
+	orbit_worker_pool_t *p;
+	orbit_executor_t ex;
+
+	orbit_worker_pool_options_init(&o);
+	o.topology = &topo;
+	o.nthreads = 4;
+	o.pin = false;     /* synthetic CPUs 8..15 may not exist here */
+	o.spin_polls = 0;  /* idle workers sleep at once: no stealing race */
+	assert_int_equal(orbit_worker_pool_create(&o, &p), 0);
+	ex = orbit_worker_pool_executor(p);
+	for (int round = 0; round < 10; round++) {
+		for (int k = 0; k < 4; k++) {
+			struct node_probe pr = { .node = -2 };
+
+			wait_idle(p, 4);
+			assert_int_equal(ex.submit(ex.ctx, probe_task, &pr, ids[k]), 0);
+			while (!atomic_load(&pr.done))
+				usleep(100);
+			assert_int_equal(atomic_load(&pr.node), ids[k]);
+		}
+	}
+	assert_int_equal(orbit_worker_pool_destroy(p), 0);
+}
+
+struct fifo_rec {
+	pthread_mutex_t m;
+	int order[64];
+	int n;
+	atomic_int gate;
+};
+
+struct fifo_arg {
+	struct fifo_rec *r;
+	int id;
+};
+
+static void gate_task(void *arg)
+{
+	struct fifo_rec *r = arg;
+
+	while (!atomic_load(&r->gate))
+		usleep(100);
+}
+
+static void rec_task(void *arg)
+{
+	struct fifo_arg *a = arg;
+
+	pthread_mutex_lock(&a->r->m);
+	a->r->order[a->r->n++] = a->id;
+	pthread_mutex_unlock(&a->r->m);
+}
+
+/* The documented order among ready owners: FIFO. */
+static void test_pool_ready_tasks_run_fifo(void **state)
+{
+	const struct orbit_topology_node nodes[] = { { .node_id = 0, .ncpus = 4, .cpus = cpus_a } };
+	const struct orbit_topology topo = { .nnodes = 1, .nodes = nodes };
+	struct orbit_worker_pool_options o;
+	struct fifo_rec r = { .m = PTHREAD_MUTEX_INITIALIZER };
+	struct fifo_arg args[40];
+	orbit_worker_pool_t *p;
+	orbit_executor_t ex;
+
+	orbit_worker_pool_options_init(&o);
+	o.topology = &topo;
+	o.nthreads = 1;
+	o.pin = false;
+	assert_int_equal(orbit_worker_pool_create(&o, &p), 0);
+	ex = orbit_worker_pool_executor(p);
+	assert_int_equal(ex.submit(ex.ctx, gate_task, &r, ORBIT_NODE_ANY), 0);
+	for (int i = 0; i < 40; i++) {
+		args[i] = (struct fifo_arg){ &r, i };
+		assert_int_equal(ex.submit(ex.ctx, rec_task, &args[i], i % 3 - 1), 0);
+	}
+	atomic_store(&r.gate, 1);
+	assert_int_equal(orbit_worker_pool_destroy(p), 0);
+	assert_int_equal(r.n, 40);
+	for (int i = 0; i < 40; i++)
+		assert_int_equal(r.order[i], i);
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static void noop_task(void *arg)
+{
+	atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+/* Idle workers sleep on the futex: no CPU burnt while nothing is ready. */
+static void test_pool_idle_workers_sleep_on_futex(void **state)
+{
+	struct orbit_worker_pool_options o;
+	struct orbit_worker_pool_stats st;
+	orbit_worker_pool_t *p;
+	orbit_executor_t ex;
+	atomic_int n = 0;
+	double c0, c1;
+
+	orbit_worker_pool_options_init(&o);
+	o.nthreads = 4;
+	assert_int_equal(orbit_worker_pool_create(&o, &p), 0);
+	ex = orbit_worker_pool_executor(p);
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(ex.submit(ex.ctx, noop_task, &n, ORBIT_NODE_ANY), 0);
+	while (atomic_load(&n) < 1000)
+		usleep(100);
+	wait_idle(p, 4);
+	c0 = cpu_seconds();
+	usleep(200 * 1000);
+	c1 = cpu_seconds();
+	assert_true(c1 - c0 < 0.05); /* four spinning threads would burn ~0.4-0.8 s */
+	assert_int_equal(orbit_worker_pool_stats(p, &st), 0);
+	assert_int_equal(st.idle, 4);
+	assert_true(st.sleeps >= 4);
+	assert_int_equal(st.executed, 1000);
+	assert_int_equal(st.submitted, 1000);
+	assert_int_equal(orbit_worker_pool_destroy(p), 0);
+}
+
+struct shut {
+	orbit_executor_t ex;
+	orbit_worker_pool_t *pool;
+	atomic_int ran, refused, deadlk;
+};
+
+static void resubmit_task(void *arg)
+{
+	struct shut *s = arg;
+
+	usleep(50);
+	if (orbit_worker_pool_destroy(s->pool) == -EDEADLK)
+		atomic_fetch_add(&s->deadlk, 1);
+	atomic_fetch_add(&s->ran, 1);
+	if (s->ex.submit(s->ex.ctx, resubmit_task, s, ORBIT_NODE_ANY) == -EPIPE)
+		atomic_fetch_add(&s->refused, 1);
+}
+
+/*
+ * Destroy runs every accepted task, refuses new ones with -EPIPE (also
+ * from running tasks), and refuses to run from a worker (-EDEADLK).
+ */
+static void test_pool_destroy_finishes_accepted_and_refuses_new(void **state)
+{
+	struct orbit_worker_pool_options o;
+	struct shut s = { 0 };
+	orbit_worker_pool_t *p;
+	int accepted = 0;
+
+	orbit_worker_pool_options_init(&o);
+	o.nthreads = 2;
+	assert_int_equal(orbit_worker_pool_create(&o, &p), 0);
+	s.ex = orbit_worker_pool_executor(p);
+	s.pool = p;
+	for (int i = 0; i < 200; i++)
+		accepted += s.ex.submit(s.ex.ctx, resubmit_task, &s, ORBIT_NODE_ANY) == 0;
+	assert_int_equal(accepted, 200);
+	assert_int_equal(orbit_worker_pool_destroy(p), 0);
+	/* Every accepted task ran; each ran task resubmitted; once destroy
+	 * began, resubmits were refused, and every resubmit that was accepted
+	 * ran too: ran == 200 + accepted resubmits == 200 + (ran - refused). */
+	assert_int_equal(atomic_load(&s.refused), 200);
+	assert_int_equal(atomic_load(&s.deadlk), atomic_load(&s.ran));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_placement_two_nodes_proportional),
+		cmocka_unit_test(test_placement_four_nodes_by_cpu_share),
+		cmocka_unit_test(test_placement_fewer_threads_than_nodes),
+		cmocka_unit_test(test_placement_invalid_topologies_einval),
+		cmocka_unit_test(test_pool_discovered_topology_degrades_cleanly),
+		cmocka_unit_test(test_pool_prefers_home_node_workers),
+		cmocka_unit_test(test_pool_ready_tasks_run_fifo),
+		cmocka_unit_test(test_pool_idle_workers_sleep_on_futex),
+		cmocka_unit_test(test_pool_destroy_finishes_accepted_and_refuses_new),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

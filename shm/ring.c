@@ -577,8 +577,9 @@ static int read_lane(orbit_ring_reader_t *r, uint32_t lane, struct orbit_ring_ev
 		r->c.lagged++;
 		return -ORBIT_ELAGGED;
 	}
-	if (h - c > ring->layout.frames_per_lane - 1)
-		return lagged(r, lane, h); /* slot of c is (or may be being) rewritten */
+	if (h - c > ring->layout.frames_per_lane)
+		return lagged(r, lane, h); /* position c + frames is complete: slot rewritten */
+	/* h - c == frames: slot c survives unless the writer began position h (seq says) */
 	f = frame_at(ring, lane, c);
 	want = 2 * c + 2;
 	/* R1: acquire, pairs with W2: the frame's bytes before its even seq */

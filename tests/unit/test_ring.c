@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/unit/test_ring.c: the transition ring (shm/ring.h) in one process:
+ * issue 5 "Transition ring" (wrap and lag, replay_retained, a new handle
+ * subscribes after the current heads, too-big transitions, random bytes in
+ * frames never crash a reader, reset) and spec orbit-lock "Lifecycle".
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "orbit_test.h"
+#include "include/orbit/error.h"
+#include "shm/ring.h"
+
+struct fx {
+	char fleet[64];
+	struct orbit_ring_layout l;
+	orbit_ring_t *ring;
+	orbit_ring_reader_t *r;
+	struct orbit_ring_event ev;
+};
+
+static int setup_layout(void **state, uint32_t lanes, uint32_t frames, uint32_t bytes)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	orbit_test_fleet(f->fleet, sizeof(f->fleet), "ring");
+	orbit__ring_layout_default(&f->l);
+	f->l.lanes = lanes;
+	f->l.frames_per_lane = frames;
+	f->l.frame_bytes = bytes;
+	if (orbit__ring_open(&f->ring, f->fleet, &f->l, NULL) != 0)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int setup_small(void **state)
+{
+	return setup_layout(state, 2, 8, 256);
+}
+
+static int setup_default(void **state)
+{
+	return setup_layout(state, ORBIT_RING_DEFAULT_LANES, ORBIT_RING_DEFAULT_FRAMES,
+			    ORBIT_RING_DEFAULT_FRAME_BYTES);
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	orbit__ring_reader_close(f->r);
+	orbit__ring_close(f->ring);
+	orbit__ring_unlink(f->fleet, &f->l);
+	free(f);
+	return 0;
+}
+
+static void publish(orbit_ring_t *ring, uint32_t lane, uint64_t rev, const char *label)
+{
+	struct orbit_transition t = {
+		.type = ORBIT_TRANSITION_ACQUIRE,
+		.fencing_token = rev * 10,
+		.deadline_ns = 1000 + rev,
+		.state_revision = rev,
+		.ns = "runtime.tasks",
+		.ns_len = 13,
+		.label = label,
+		.label_len = (uint32_t)strlen(label),
+		.owner = "owner-1",
+		.owner_len = 7,
+	};
+	assert_int_equal(orbit__ring_publish(ring, lane, &t), 0);
+}
+
+/* Spec orbit-lock "Lifecycle": a new handle subscribes after the current transition heads. */
+static void test_new_reader_starts_after_heads(void **state)
+{
+	struct fx *f = *state;
+	uint32_t lane = 99;
+
+	for (uint64_t i = 1; i <= 5; i++)
+		publish(f->ring, i & 1, i, "k");
+	assert_int_equal(orbit__ring_reader_open(&f->r, f->ring), 0);
+	assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), -EAGAIN);
+	publish(f->ring, 1, 6, "key-6");
+	assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), 0);
+	assert_int_equal(lane, 1);
+	assert_int_equal(f->ev.state_revision, 6);
+	assert_int_equal(f->ev.lane_pos, 3); /* lane 1 had positions 0..2 (revisions 1, 3, 5) */
+	assert_int_equal(f->ev.fencing_token, 60);
+	assert_int_equal(f->ev.type, ORBIT_TRANSITION_ACQUIRE);
+	assert_int_equal(f->ev.writer_pid, getpid());
+	assert_int_equal(f->ev.ns_len, 13);
+	assert_int_equal(f->ev.label_len, 5);
+	assert_int_equal(f->ev.owner_len, 7);
+	assert_memory_equal(f->ev.bytes, "runtime.taskskey-6owner-1", 25);
+	assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), -EAGAIN);
+}
+
+/* Issue 5: ring wrap and lag: overwrite is detected and reported, then reading resumes at the oldest retained. */
+static void test_wrap_and_lag(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_ring_reader_counters c;
+	uint32_t lane;
+	uint64_t expect;
+
+	assert_int_equal(orbit__ring_reader_open(&f->r, f->ring), 0);
+	/* 7 = frames - 1: everything still readable, no lag */
+	for (uint64_t i = 1; i <= 7; i++)
+		publish(f->ring, 0, i, "a");
+	for (uint64_t i = 1; i <= 7; i++) {
+		assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), 0);
+		assert_int_equal(f->ev.state_revision, i);
+	}
+	assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), -EAGAIN);
+	/* 20 more on an 8-frame lane: the reader is lapped */
+	for (uint64_t i = 8; i <= 27; i++)
+		publish(f->ring, 0, i, "a");
+	assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), -ORBIT_ELAGGED);
+	assert_int_equal(lane, 0);
+	/* resumes at the oldest safe frame: head 27 - 8 + 1 = position 20 = revision 21 */
+	expect = 21;
+	while (orbit__ring_reader_next(f->r, &f->ev, &lane) == 0)
+		assert_int_equal(f->ev.state_revision, expect++);
+	assert_int_equal(expect, 28);
+	orbit__ring_reader_counters(f->r, &c);
+	assert_int_equal(c.lagged, 1);
+	assert_int_equal(c.read, 7 + 7);
+	assert_int_equal(c.corrupt, 0);
+}
+
+static int collect(void *ctx, const struct orbit_ring_event *ev)
+{
+	uint64_t *revs = ctx;
+
+	revs[++revs[0]] = ev->state_revision;
+	return 0;
+}
+
+static int collect_none_cb(void *ctx, const struct orbit_ring_event *ev)
+{
+	(void)ctx;
+	return !(ev->type >= 1 && ev->type <= 5); /* a validated event: stop on anything else */
+}
+
+/* Spec orbit-lock "Lifecycle": replay_retained returns what is still retained. */
+static void test_replay_retained(void **state)
+{
+	struct fx *f = *state;
+	uint64_t revs[64] = { 0 };
+
+	assert_int_equal(orbit__ring_replay_retained(f->ring, collect, revs), 0);
+	for (uint64_t i = 1; i <= 3; i++)
+		publish(f->ring, 1, i, "b");
+	assert_int_equal(orbit__ring_replay_retained(f->ring, collect, revs), 3);
+	assert_int_equal(revs[0], 3);
+	assert_int_equal(revs[1], 1);
+	assert_int_equal(revs[3], 3);
+	for (uint64_t i = 4; i <= 30; i++)
+		publish(f->ring, 1, i, "b");
+	memset(revs, 0, sizeof(revs));
+	/* 8 frames per lane retained: revisions 23..30, in order */
+	assert_int_equal(orbit__ring_replay_retained(f->ring, collect, revs), 8);
+	for (uint64_t i = 1; i <= 8; i++)
+		assert_int_equal(revs[i], 22 + i);
+}
+
+/* Issue 5: a transition too big for a frame is truncated (owner first), flagged and counted. */
+static void test_frame_too_big_truncated_and_counted(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_ring_counters rc;
+	char big[300];
+	uint32_t lane;
+	struct orbit_transition t = {
+		.type = ORBIT_TRANSITION_RELEASE, .state_revision = 9,
+		.ns = "ns", .ns_len = 2, .label = big, .label_len = 150,
+		.owner = big, .owner_len = 100,
+	};
+
+	memset(big, 'x', sizeof(big));
+	assert_int_equal(orbit__ring_reader_open(&f->r, f->ring), 0);
+	/* 256-byte frames: 192 payload bytes; 2 + 150 + 100 = 252 does not fit */
+	assert_int_equal(orbit__ring_publish(f->ring, 0, &t), 1);
+	orbit__ring_counters(f->ring, &rc);
+	assert_int_equal(rc.truncated, 1);
+	assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), 0);
+	assert_true(f->ev.flags & ORBIT_RING_F_TRUNCATED);
+	assert_int_equal(f->ev.ns_len, 2);
+	assert_int_equal(f->ev.label_len, 150);
+	assert_int_equal(f->ev.owner_len, 40);
+	assert_int_equal(f->ev.orig_len, 252);
+	assert_int_equal(f->ev.state_revision, 9);
+	/* label cut when even the key does not fit */
+	t.label_len = 250;
+	assert_int_equal(orbit__ring_publish(f->ring, 0, &t), 1);
+	assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), 0);
+	assert_int_equal(f->ev.label_len, 190);
+	assert_int_equal(f->ev.owner_len, 0);
+	/* exactly the payload size fits untruncated */
+	t.label_len = 90;
+	assert_int_equal(orbit__ring_publish(f->ring, 0, &t), 0);
+	assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), 0);
+	assert_int_equal(f->ev.flags, 0);
+	assert_int_equal(f->ev.owner_len, 100);
+	orbit__ring_counters(f->ring, &rc);
+	assert_int_equal(rc.truncated, 2);
+}
+
+/* Issue 5: the default frame holds the lock's whole 960-byte key+owner limit untruncated. */
+static void test_default_frame_holds_960_bytes(void **state)
+{
+	struct fx *f = *state;
+	static char big[961];
+	uint32_t lane;
+	struct orbit_transition t = {
+		.type = ORBIT_TRANSITION_ACQUIRE, .ns = big, .ns_len = 60,
+		.label = big, .label_len = 400, .owner = big, .owner_len = 500,
+	};
+
+	memset(big, 'k', sizeof(big));
+	assert_int_equal(orbit__ring_reader_open(&f->r, f->ring), 0);
+	assert_int_equal(orbit__ring_publish(f->ring, 15, &t), 0);
+	t.owner_len = 501;
+	assert_int_equal(orbit__ring_publish(f->ring, 15, &t), 1);
+	assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), 0);
+	assert_int_equal(f->ev.ns_len + f->ev.label_len + f->ev.owner_len, 960);
+	assert_int_equal(f->ev.flags, 0);
+	assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), 0);
+	assert_int_equal(f->ev.flags, ORBIT_RING_F_TRUNCATED);
+}
+
+/* Issue 5: publish rejects bad arguments without touching the ring. */
+static void test_publish_rejects_bad_arguments(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_transition t = { .type = ORBIT_TRANSITION_ACQUIRE };
+	struct orbit_ring_counters c;
+
+	assert_int_equal(orbit__ring_publish(f->ring, 2, &t), -EINVAL);
+	t.type = 6;
+	assert_int_equal(orbit__ring_publish(f->ring, 0, &t), -EINVAL);
+	t.type = ORBIT_TRANSITION_RECLAIM;
+	t.label_len = 3; /* NULL label with a length */
+	assert_int_equal(orbit__ring_publish(f->ring, 0, &t), -EINVAL);
+	assert_int_equal(orbit__ring_publish(f->ring, 0, NULL), -EINVAL);
+	orbit__ring_counters(f->ring, &c);
+	assert_int_equal(c.published, 0);
+}
+
+/* Issue 5: random bytes in frames never crash a reader: they yield lagged or corrupt. */
+static void test_random_bytes_in_frames_never_crash(void **state)
+{
+	struct fx *f = *state;
+	orbit_seg_t *seg = orbit__ring_seg(f->ring);
+	uint64_t frames_bytes = 2ull * 8 * 256;
+	uint8_t *area = orbit__seg_at(seg, seg->size - frames_bytes, frames_bytes);
+	struct orbit_ring_lane *lanes = orbit__seg_at(seg, seg->size - frames_bytes - 2 * 128, 2 * 128);
+	uint64_t seen_corrupt = 0, seen_lag = 0;
+
+	assert_non_null(area);
+	assert_non_null(lanes);
+	srand(77);
+	for (int round = 0; round < 300; round++) {
+		struct orbit_ring_reader_counters c;
+
+		for (uint32_t l = 0; l < 2; l++)
+			for (int i = 0; i < 4; i++)
+				publish(f->ring, l, (uint64_t)i, "good");
+		assert_int_equal(orbit__ring_reader_open(&f->r, f->ring), 0);
+		orbit__ring_reader_rewind(f->r);
+		for (uint64_t i = 0; i < frames_bytes; i++)
+			area[i] = (uint8_t)rand();
+		if (round % 3 == 1) {
+			/* keep seqs consistent so the lengths, not the seq, are what is checked */
+			for (uint32_t l = 0; l < 2; l++)
+				for (uint64_t p = 0; p < 8; p++) {
+					uint64_t h = atomic_load(&lanes[l].head);
+					uint64_t pos = h - 8 + p;
+					struct orbit_ring_frame *fr =
+						(void *)(area + ((uint64_t)l * 8 + (pos & 7)) * 256);
+					atomic_store(&fr->seq, 2 * pos + 2);
+				}
+		}
+		if (round % 3 == 2)
+			for (uint32_t l = 0; l < 2; l++)
+				atomic_store(&lanes[l].head, ((uint64_t)rand() << 31) ^ (uint64_t)rand());
+		for (int i = 0; i < 100; i++) {
+			uint32_t lane = 7;
+			int rc = orbit__ring_reader_next(f->r, &f->ev, &lane);
+			assert_true(rc == 0 || rc == -EAGAIN || rc == -ORBIT_ELAGGED ||
+				    rc == -ORBIT_ECORRUPT);
+			if (rc == 0) {
+				assert_true(f->ev.ns_len + f->ev.label_len + f->ev.owner_len <= 192);
+				assert_true(f->ev.type >= 1 && f->ev.type <= 5);
+			}
+			if (rc == -EAGAIN)
+				break;
+		}
+		orbit__ring_reader_counters(f->r, &c);
+		seen_corrupt += c.corrupt;
+		seen_lag += c.lagged;
+		assert_int_equal(orbit__ring_replay_retained(f->ring, collect_none_cb, NULL) >= 0, 1);
+		orbit__ring_reader_close(f->r);
+		f->r = NULL;
+		assert_int_equal(orbit__ring_reset(f->ring, NULL), 0);
+	}
+	assert_true(seen_corrupt > 0); /* the validation did reject garbage */
+	assert_true(seen_lag > 0);
+}
+
+/* Spec orbit-lock "Lifecycle" (reset_transport's ring half): reset clears lanes, readers resync with a lag signal. */
+static void test_reset_clears_lanes_and_readers_resync(void **state)
+{
+	struct fx *f = *state;
+	uint64_t revs[64] = { 0 };
+	uint32_t lane;
+
+	for (uint64_t i = 1; i <= 5; i++)
+		publish(f->ring, 0, i, "r");
+	assert_int_equal(orbit__ring_reader_open(&f->r, f->ring), 0);
+	assert_int_equal(orbit__ring_reset(f->ring, NULL), 0);
+	assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), -ORBIT_ELAGGED);
+	assert_int_equal(lane, 2); /* all lanes */
+	assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), -EAGAIN);
+	assert_int_equal(orbit__ring_replay_retained(f->ring, collect, revs), 0);
+	publish(f->ring, 0, 6, "r");
+	assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), 0);
+	assert_int_equal(f->ev.lane_pos, 0);
+	assert_int_equal(f->ev.state_revision, 6);
+}
+
+/* Issue 5: writer lanes are claimed by attached members: idempotent, released, -ENOSPC when all are live. */
+static void test_lane_claim_release_enospc(void **state)
+{
+	struct fx *f = *state;
+	orbit_members_t *a, *b, *c;
+
+	assert_int_equal(orbit__members_open(&a, f->fleet, 4, NULL), 0);
+	assert_int_equal(orbit__members_open(&b, f->fleet, 4, NULL), 0);
+	assert_int_equal(orbit__members_open(&c, f->fleet, 4, NULL), 0);
+	assert_int_equal(orbit__ring_lane_claim(f->ring, a), -ENOENT); /* not joined */
+	assert_true(orbit__members_join(a, "a") >= 0);
+	assert_true(orbit__members_join(b, "b") >= 0);
+	assert_true(orbit__members_join(c, "c") >= 0);
+	int la = orbit__ring_lane_claim(f->ring, a);
+	int lb = orbit__ring_lane_claim(f->ring, b);
+	assert_true(la >= 0 && lb >= 0 && la != lb);
+	assert_int_equal(orbit__ring_lane_claim(f->ring, a), la);
+	assert_int_equal(orbit__ring_lane_claim(f->ring, c), -ENOSPC);
+	assert_int_equal(orbit__ring_lane_release(f->ring, c, (uint32_t)la), -EPERM);
+	assert_int_equal(orbit__ring_lanes_reclaim_dead(f->ring, c), 0); /* a and b live */
+	/* b leaves: its tenure ends, its lane is reclaimable by whoever proves it */
+	assert_int_equal(orbit__members_leave(b), 0);
+	assert_int_equal(orbit__ring_lane_claim(f->ring, c), lb);
+	assert_int_equal(orbit__ring_lane_release(f->ring, a, (uint32_t)la), 0);
+	assert_int_equal(orbit__ring_lane_owner(f->ring, (uint32_t)la), 0);
+	orbit__members_close(a);
+	orbit__members_close(b);
+	orbit__members_close(c);
+	orbit__members_unlink(f->fleet);
+}
+
+/* Issue 5: a publish makes no syscall when nobody sleeps; a waiter with nothing new times out. */
+static void test_publish_no_wake_when_nobody_sleeps(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_ring_counters c;
+	uint32_t seen;
+
+	for (uint64_t i = 1; i <= 1000; i++)
+		publish(f->ring, (uint32_t)(i & 1), i, "n");
+	orbit__ring_counters(f->ring, &c);
+	assert_int_equal(c.doorbell_wakes, 0);
+	assert_int_equal(c.published, 1000);
+	assert_int_equal(orbit__ring_reader_open(&f->r, f->ring), 0);
+	seen = orbit__ring_reader_arm(f->r);
+	assert_int_equal(orbit__ring_reader_wait(f->r, seen, 0), -ETIMEDOUT);
+	uint64_t t0 = orbit_test_now_ns();
+	assert_int_equal(orbit__ring_reader_wait(f->r, seen, 20 * 1000 * 1000), -ETIMEDOUT);
+	assert_true(orbit_test_now_ns() - t0 >= 19 * 1000 * 1000);
+	/* a stale announcement costs one wake at most, then the burst coalesces */
+	for (uint64_t i = 1; i <= 100; i++)
+		publish(f->ring, 0, i, "n");
+	orbit__ring_counters(f->ring, &c);
+	assert_true(c.doorbell_wakes <= 1);
+	assert_int_equal(orbit__ring_reader_wait(f->r, seen, -1), 0); /* seq moved: no sleep */
+}
+
+/* Issue 5 layout: peers must agree on the layout; a bad layout is refused. */
+static void test_layout_mismatch_refused(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_ring_layout l = f->l;
+	orbit_ring_t *other;
+
+	l.frames_per_lane = 16;
+	assert_true(orbit__ring_open(&other, f->fleet, &l, NULL) < 0);
+	l = f->l;
+	l.frame_bytes = 300; /* not a power of two */
+	assert_int_equal(orbit__ring_open(&other, f->fleet, &l, NULL), -EINVAL);
+	l = f->l;
+	l.lanes = 0;
+	assert_int_equal(orbit__ring_open(&other, f->fleet, &l, NULL), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_new_reader_starts_after_heads, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_wrap_and_lag, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_replay_retained, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_frame_too_big_truncated_and_counted, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_default_frame_holds_960_bytes, setup_default, teardown),
+		cmocka_unit_test_setup_teardown(test_publish_rejects_bad_arguments, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_random_bytes_in_frames_never_crash, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_reset_clears_lanes_and_readers_resync, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_lane_claim_release_enospc, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_publish_no_wake_when_nobody_sleeps, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_layout_mismatch_refused, setup_small, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

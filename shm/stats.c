@@ -32,8 +32,6 @@ const struct orbit_stats_desc orbit__stats_counters[ORBIT_STAT__COUNT] = {
 	[ORBIT_STAT_CORRUPT_BYTES] = { "corrupt_detected", "SHM records that failed validation", 0 },
 	[ORBIT_STAT_MEMBERS_RECLAIMED] = { "members_reclaimed", "dead members whose rows and lanes were reclaimed", 0 },
 	[ORBIT_STAT_VIEW_ENTRIES] = { "view_entries", "lock states in the local RCU view", 1 },
-	[ORBIT_STAT_QUEUE_ACCEPTED] = { "queue_accepted", "queue submissions accepted", 0 },
-	[ORBIT_STAT_QUEUE_REJECTED] = { "queue_rejected", "queue submissions rejected (backpressure)", 0 },
 };
 
 const struct orbit_stats_desc orbit__stats_hists[ORBIT_HIST__COUNT] = {

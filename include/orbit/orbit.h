@@ -9,7 +9,9 @@
 #include <orbit/common.h>
 #include <orbit/error.h>
 /* ORBIT-HEADERS: one line per concept header, kept sorted. */
+#include <orbit/agent.h>
 #include <orbit/executor.h>
+#include <orbit/fleet.h>
 #include <orbit/lock.h>
 #include <orbit/registry.h>
 #include <orbit/serial_queue.h>

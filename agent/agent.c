@@ -1,0 +1,838 @@
+// SPDX-License-Identifier: MIT
+/*
+ * agent/agent.c: the per-process agent (orbit/agent.h). It owns the
+ * process's member directory row, its ring writer lane, its stats row and
+ * ONE thread. The thread sleeps on the ring's futex doorbell at most a tick,
+ * drains the ring into an RCU-protected view of lock states (liburcu
+ * rculfhash, urcu-memb flavor; this thread is the only updater), writes
+ * every subscriber's eventfd, polls the pidfds of the other members and
+ * reclaims the rows and lanes of the dead (the member directory proves the
+ * death with its kernel locks), and publishes the stats row (it is that
+ * row's single writer).
+ *
+ * Locks and what they protect:
+ *   subs_mu   the subscriber eventfd array. Taken by API callers and by the
+ *             agent thread while it writes the eventfds; nothing else is
+ *             taken or called under it (leaf).
+ * The view needs no lock: one updater (the agent thread), RCU readers.
+ * Counters fed from other threads (frames_written by the lock sink,
+ * the acquire histogram) are relaxed atomics: they are counts, read once
+ * per publish, and order nothing.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+#include <urcu/urcu-memb.h>
+#include <urcu/rculfhash.h>
+
+#include <orbit/agent.h>
+#include <orbit/error.h>
+
+#include "agent/fleet_internal.h"
+#include "shm/lock_internal.h"
+#include "shm/members.h"
+#include "shm/ring.h"
+#include "shm/stats.h"
+
+#define AGENT_MAX_SUBS 64
+#define AGENT_VIEW_BUCKETS 1024
+#define AGENT_TOMBSTONES_MAX 1024
+#define AGENT_DRAIN_BATCH 4096 /* frames per wake before checking deaths/stop */
+
+/* A view node: the last known state of one key (ns | label | owner bytes). */
+struct view_node {
+	struct cds_lfht_node node;
+	uint64_t hash;
+	uint64_t token;
+	uint64_t deadline_ns;
+	uint64_t revision;
+	uint64_t epoch;           /* resync pass that last confirmed it */
+	uint32_t writer_pid;
+	uint32_t ns_len, label_len, owner_len;
+	bool held;                /* false: a tombstone keeping the revision */
+	struct view_node *next_free; /* retired list, agent thread only */
+	uint8_t bytes[];
+};
+
+struct watch {
+	int pidfd;                /* -1: not watched */
+	uint32_t generation;
+};
+
+struct orbit_agent {
+	char fleet[ORBIT_FLEET_NAME_MAX + 1];
+	orbit_lock_t *lock;       /* caller's, optional */
+	orbit_lock_t *ro_lock;    /* ours, read-only, for resync when lock is NULL */
+	uint64_t tick_ns, stats_ns;
+	orbit_members_t *members;
+	int row;
+	orbit_stats_t stats;
+	bool have_stats_row;
+	orbit_ring_t *ring;
+	struct orbit_ring_sink sink;
+	bool lane_claimed;
+	orbit_ring_reader_t *reader;   /* the agent thread's cursor */
+	struct orbit_ring_event *ev;   /* agent thread's frame buffer */
+	struct cds_lfht *view;
+	struct view_node *retired;     /* agent thread: free after a grace period */
+	uint64_t resync_epoch;
+	uint64_t tombstones;
+	uint64_t max_revision;
+	struct watch *watch;           /* per member row, agent thread only */
+	uint32_t nrows;
+
+	pthread_t thread;
+	bool thread_started;
+	_Atomic int stop;
+
+	pthread_mutex_t subs_mu;       /* protects subs[], nsubs (leaf) */
+	int subs[AGENT_MAX_SUBS];
+	int nsubs;
+
+	/* Counters. Agent thread only unless _Atomic. */
+	_Atomic uint64_t frames_written;
+	uint64_t wakeups, signals, reclaimed, view_entries;
+	struct orbit_stats_hist_local delivery;
+	_Atomic uint64_t acq_count, acq_sum;
+	_Atomic uint64_t acq_buckets[ORBIT_STATS_BUCKETS];
+};
+
+static void die_on(int rc, const char *what)
+{
+	if (rc != 0) /* a failing pthread call: a broken invariant of this process */
+		abort();
+	(void)what;
+}
+
+/* ---- RCU registration of lookup threads ---- */
+
+static pthread_key_t rcu_key;
+static pthread_once_t rcu_once = PTHREAD_ONCE_INIT;
+static __thread int rcu_registered;
+
+static void rcu_thread_exit(void *p)
+{
+	(void)p;
+	if (rcu_registered) {
+		urcu_memb_unregister_thread();
+		rcu_registered = 0;
+	}
+}
+
+static void rcu_make_key(void)
+{
+	die_on(pthread_key_create(&rcu_key, rcu_thread_exit), "pthread_key_create");
+}
+
+static void rcu_ensure_registered(void)
+{
+	if (rcu_registered)
+		return;
+	die_on(pthread_once(&rcu_once, rcu_make_key), "pthread_once");
+	urcu_memb_register_thread();
+	rcu_registered = 1;
+	die_on(pthread_setspecific(rcu_key, &rcu_registered), "pthread_setspecific");
+}
+
+/* ---- the view ---- */
+
+static uint64_t key_hash(const void *ns, uint32_t ns_len, const void *label, uint32_t label_len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	const uint8_t *p;
+
+	h = (h ^ ns_len) * 0x100000001b3ull;
+	for (p = ns; p && p < (const uint8_t *)ns + ns_len; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	for (p = label; p && p < (const uint8_t *)label + label_len; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	return h;
+}
+
+struct view_key {
+	const void *ns, *label;
+	uint32_t ns_len, label_len;
+};
+
+static int view_match(struct cds_lfht_node *node, const void *key)
+{
+	const struct view_node *n = caa_container_of(node, struct view_node, node);
+	const struct view_key *k = key;
+
+	return n->ns_len == k->ns_len && n->label_len == k->label_len &&
+	       memcmp(n->bytes, k->ns, k->ns_len) == 0 &&
+	       memcmp(n->bytes + n->ns_len, k->label, k->label_len) == 0;
+}
+
+static struct view_node *node_new(const void *ns, uint32_t ns_len, const void *label,
+				  uint32_t label_len, const void *owner, uint32_t owner_len)
+{
+	struct view_node *n = malloc(sizeof(*n) + ns_len + label_len + owner_len);
+
+	if (!n)
+		return NULL;
+	memset(n, 0, sizeof(*n));
+	cds_lfht_node_init(&n->node);
+	n->ns_len = ns_len;
+	n->label_len = label_len;
+	n->owner_len = owner_len;
+	memcpy(n->bytes, ns, ns_len);
+	memcpy(n->bytes + ns_len, label, label_len);
+	memcpy(n->bytes + ns_len + label_len, owner, owner_len);
+	n->hash = key_hash(ns, ns_len, label, label_len);
+	return n;
+}
+
+/* Agent thread, inside rcu read side: install @n, retire what it replaces. */
+static void view_install(struct orbit_agent *a, struct view_node *n)
+{
+	struct view_key k = { n->bytes, n->bytes + n->ns_len, n->ns_len, n->label_len };
+	struct cds_lfht_node *old = cds_lfht_add_replace(a->view, n->hash, view_match, &k, &n->node);
+
+	a->view_entries += n->held;
+	a->tombstones += !n->held;
+	if (old) {
+		struct view_node *o = caa_container_of(old, struct view_node, node);
+
+		a->view_entries -= o->held;
+		a->tombstones -= !o->held;
+		o->next_free = a->retired;
+		a->retired = o;
+	}
+}
+
+static struct view_node *view_find(struct orbit_agent *a, const struct view_key *k, uint64_t hash)
+{
+	struct cds_lfht_iter it;
+	struct cds_lfht_node *node;
+
+	cds_lfht_lookup(a->view, hash, view_match, k, &it);
+	node = cds_lfht_iter_get_node(&it);
+	return node ? caa_container_of(node, struct view_node, node) : NULL;
+}
+
+/* Agent thread: free retired nodes after a grace period (no call_rcu thread). */
+static void view_reclaim(struct orbit_agent *a)
+{
+	struct view_node *n = a->retired;
+
+	if (!n)
+		return;
+	a->retired = NULL;
+	urcu_memb_synchronize_rcu();
+	while (n) {
+		struct view_node *next = n->next_free;
+
+		free(n);
+		n = next;
+	}
+}
+
+/* Agent thread, read side: drop tombstones well behind the newest revision. */
+static void view_prune(struct orbit_agent *a)
+{
+	struct cds_lfht_iter it;
+	struct view_node *n;
+
+	if (a->tombstones <= AGENT_TOMBSTONES_MAX)
+		return;
+	cds_lfht_for_each_entry(a->view, &it, n, node) {
+		if (!n->held && n->revision + AGENT_TOMBSTONES_MAX < a->max_revision &&
+		    cds_lfht_del(a->view, &n->node) == 0) {
+			a->tombstones--;
+			n->next_free = a->retired;
+			a->retired = n;
+		}
+	}
+}
+
+/* Agent thread, read side: apply one frame if it is newer than the view. */
+static void view_apply(struct orbit_agent *a, const struct orbit_ring_event *ev)
+{
+	const uint8_t *ns = ev->bytes, *label = ev->bytes + ev->ns_len;
+	struct view_key k = { ns, label, ev->ns_len, ev->label_len };
+	struct view_node *cur = view_find(a, &k, key_hash(ns, ev->ns_len, label, ev->label_len));
+	bool held = ev->type == ORBIT_TRANSITION_ACQUIRE || ev->type == ORBIT_TRANSITION_RENEW;
+	struct view_node *n;
+
+	if (ev->state_revision > a->max_revision)
+		a->max_revision = ev->state_revision;
+	if (cur && cur->revision >= ev->state_revision)
+		return; /* an older frame from a slower lane */
+	n = node_new(ns, ev->ns_len, label, ev->label_len, label + ev->label_len,
+		     held ? ev->owner_len : 0);
+	if (!n)
+		return; /* the view is advisory; a later frame or resync repairs it */
+	n->held = held;
+	n->token = ev->fencing_token;
+	n->deadline_ns = held ? ev->deadline_ns : 0;
+	n->revision = ev->state_revision;
+	n->writer_pid = ev->writer_pid;
+	view_install(a, n);
+}
+
+struct resync_ctx {
+	struct orbit_agent *a;
+	uint64_t revision;
+};
+
+static int resync_entry(const struct orbit_lock_entry *e, void *p)
+{
+	struct resync_ctx *c = p;
+	struct view_node *n;
+
+	if (e->expired)
+		return 0;
+	n = node_new(e->bytes, e->ns_len, e->bytes + e->ns_len, e->label_len,
+		     e->bytes + e->ns_len + e->label_len, e->owner_len);
+	if (!n)
+		return 0;
+	n->held = true;
+	n->token = e->token;
+	n->deadline_ns = e->deadline_ns;
+	n->revision = c->revision;
+	n->epoch = c->a->resync_epoch;
+	n->writer_pid = e->holder_pid;
+	view_install(c->a, n);
+	return 0;
+}
+
+/* Agent thread: rebuild the view from the authoritative table (after a lag). */
+static void view_resync(struct orbit_agent *a)
+{
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = a->fleet, .readonly = true };
+	orbit_lock_t *lock = a->lock;
+	struct resync_ctx c = { a, 0 };
+	struct cds_lfht_iter it;
+	struct view_node *n;
+
+	if (!lock && !a->ro_lock && orbit_lock_open(&lo, &a->ro_lock) < 0)
+		a->ro_lock = NULL;
+	if (!lock)
+		lock = a->ro_lock;
+	if (!lock)
+		return;
+	a->resync_epoch++;
+	/* Entries found are at least as new as this revision. */
+	c.revision = orbit_lock_state_revision(lock);
+	urcu_memb_read_lock();
+	if (orbit_lock_foreach(lock, resync_entry, &c) >= 0) {
+		/* Held entries the table no longer has become tombstones. */
+		cds_lfht_for_each_entry(a->view, &it, n, node) {
+			struct view_node *t;
+
+			if (!n->held || n->epoch == a->resync_epoch || n->revision > c.revision)
+				continue;
+			t = node_new(n->bytes, n->ns_len, n->bytes + n->ns_len, n->label_len, NULL, 0);
+			if (!t)
+				continue;
+			t->revision = c.revision;
+			t->epoch = a->resync_epoch;
+			view_install(a, t);
+		}
+	}
+	urcu_memb_read_unlock();
+}
+
+/* ---- subscribers ---- */
+
+static void signal_subscribers(struct orbit_agent *a)
+{
+	uint64_t one = 1;
+
+	die_on(pthread_mutex_lock(&a->subs_mu), "lock subs");
+	for (int i = 0; i < a->nsubs; i++) {
+		/* EAGAIN: the counter is at its max, the subscriber is woken anyway. */
+		if (write(a->subs[i], &one, sizeof(one)) == (ssize_t)sizeof(one))
+			a->signals++;
+	}
+	die_on(pthread_mutex_unlock(&a->subs_mu), "unlock subs");
+}
+
+/* ---- members: death notice and reclaim ---- */
+
+static void unwatch(struct orbit_agent *a, uint32_t row)
+{
+	if (a->watch[row].pidfd >= 0)
+		close(a->watch[row].pidfd);
+	a->watch[row].pidfd = -1;
+}
+
+/* A member may be dead: prove it (kernel lock), reclaim its row and lanes. */
+static void handle_death(struct orbit_agent *a, uint32_t row)
+{
+	if (orbit__members_is_alive(a->members, row) != 0)
+		return; /* alive (or error): keep watching */
+	unwatch(a, row);
+	if (orbit__members_reclaim(a->members, row) == 1)
+		a->reclaimed++;
+	orbit__ring_lanes_reclaim_dead(a->ring, a->members);
+}
+
+static int rescan_one(void *p, const struct orbit_member_info *mi)
+{
+	struct orbit_agent *a = p;
+	uint32_t gen = 0;
+	int fd;
+
+	if (mi->self || mi->row >= a->nrows)
+		return 0;
+	if (!mi->alive) {
+		if (mi->state != ORBIT_MEMBER_FREE)
+			handle_death(a, mi->row); /* died before we watched it */
+		return 0;
+	}
+	if (a->watch[mi->row].pidfd >= 0 && a->watch[mi->row].generation == mi->generation)
+		return 0;
+	unwatch(a, mi->row);
+	fd = orbit__members_pidfd_open(a->members, mi->row, &gen);
+	if (fd == -ESRCH) {
+		handle_death(a, mi->row);
+		return 0;
+	}
+	if (fd < 0)
+		return 0; /* -EAGAIN (rewriting) / -ENOSYS: the next rescan retries */
+	a->watch[mi->row].pidfd = fd;
+	a->watch[mi->row].generation = gen;
+	return 0;
+}
+
+static void rescan_members(struct orbit_agent *a)
+{
+	orbit__members_foreach(a->members, rescan_one, a);
+}
+
+/* One poll() over the watched pidfds; POLLIN = that process exited. */
+static void check_deaths(struct orbit_agent *a)
+{
+	struct pollfd pfd[64];
+	uint32_t rows[64];
+	uint32_t r = 0;
+
+	while (r < a->nrows) {
+		int n = 0;
+
+		for (; r < a->nrows && n < 64; r++) {
+			if (a->watch[r].pidfd < 0)
+				continue;
+			pfd[n].fd = a->watch[r].pidfd;
+			pfd[n].events = POLLIN;
+			pfd[n].revents = 0;
+			rows[n++] = r;
+		}
+		if (n == 0 || poll(pfd, (nfds_t)n, 0) <= 0)
+			continue;
+		for (int i = 0; i < n; i++)
+			if (pfd[i].revents)
+				handle_death(a, rows[i]);
+	}
+}
+
+/* ---- stats ---- */
+
+static void publish_stats(struct orbit_agent *a)
+{
+	struct orbit_stats_snapshot s;
+	struct orbit_ring_reader_counters rc;
+	struct orbit_lock_stats ls;
+	uint64_t *c = s.counters;
+
+	if (!a->have_stats_row)
+		return;
+	memset(&s, 0, sizeof(s));
+	if (a->lock && orbit_lock_stats(a->lock, &ls) == 0) {
+		c[ORBIT_STAT_LOCK_ACQUIRED] = ls.acquired;
+		c[ORBIT_STAT_LOCK_BUSY] = ls.busy;
+		c[ORBIT_STAT_LOCK_RENEWED] = ls.renewed;
+		c[ORBIT_STAT_LOCK_RELEASED] = ls.released;
+		c[ORBIT_STAT_LOCK_WRONG_OWNER] = ls.wrong_owner;
+		c[ORBIT_STAT_LOCK_NOT_HELD] = ls.not_found;
+		c[ORBIT_STAT_LOCK_FULL] = ls.full;
+		c[ORBIT_STAT_LOCK_EXPIRED_RECLAIMED] = ls.reclaimed;
+		c[ORBIT_STAT_LOCK_FORCE_RELEASED] = ls.force_released;
+		c[ORBIT_STAT_CORRUPT_BYTES] = ls.corrupt_slots;
+	}
+	orbit__ring_reader_counters(a->reader, &rc);
+	/* Relaxed: a count read once per publish; orders nothing. */
+	c[ORBIT_STAT_FRAMES_WRITTEN] = atomic_load_explicit(&a->frames_written, memory_order_relaxed);
+	c[ORBIT_STAT_FRAMES_READ] = rc.read;
+	c[ORBIT_STAT_FRAMES_LAGGED] = rc.lagged;
+	c[ORBIT_STAT_CORRUPT_BYTES] += rc.corrupt;
+	c[ORBIT_STAT_WAKEUPS] = a->wakeups;
+	c[ORBIT_STAT_SUBSCRIBER_SIGNALS] = a->signals;
+	c[ORBIT_STAT_MEMBERS_RECLAIMED] = a->reclaimed;
+	c[ORBIT_STAT_VIEW_ENTRIES] = a->view_entries;
+	/* Relaxed: counts added by any thread; a publish may miss the newest. */
+	s.hists[ORBIT_HIST_ACQUIRE_NS].count = atomic_load_explicit(&a->acq_count, memory_order_relaxed);
+	s.hists[ORBIT_HIST_ACQUIRE_NS].sum_ns = atomic_load_explicit(&a->acq_sum, memory_order_relaxed);
+	for (unsigned b = 0; b < ORBIT_STATS_BUCKETS; b++)
+		s.hists[ORBIT_HIST_ACQUIRE_NS].buckets[b] =
+			atomic_load_explicit(&a->acq_buckets[b], memory_order_relaxed);
+	s.hists[ORBIT_HIST_DELIVERY_NS] = a->delivery;
+	orbit__stats_publish(&a->stats, (uint32_t)a->row, &s);
+}
+
+/* ---- the thread ---- */
+
+/* Drain the ring; returns 1 when something was read or lost. */
+static int drain(struct orbit_agent *a)
+{
+	int any = 0, lagged = 0;
+	uint32_t lane;
+
+	urcu_memb_read_lock();
+	for (int i = 0; i < AGENT_DRAIN_BATCH; i++) {
+		int rc = orbit__ring_reader_next(a->reader, a->ev, &lane);
+
+		if (rc == -EAGAIN)
+			break;
+		any = 1;
+		if (rc == -ORBIT_ELAGGED) {
+			lagged = 1;
+			continue;
+		}
+		if (rc < 0)
+			continue; /* corrupt frame: skipped and counted by the reader */
+		if (a->ev->publish_ns) {
+			uint64_t now = orbit__now_mono_ns();
+
+			orbit__stats_hist_add(&a->delivery, now > a->ev->publish_ns ?
+						  now - a->ev->publish_ns : 0);
+		}
+		if (a->ev->flags & ORBIT_RING_F_TRUNCATED)
+			lagged = 1; /* key bytes cut: only the table knows */
+		else
+			view_apply(a, a->ev);
+	}
+	view_prune(a);
+	urcu_memb_read_unlock();
+	if (lagged)
+		view_resync(a);
+	view_reclaim(a);
+	return any;
+}
+
+static void *agent_main(void *p)
+{
+	struct orbit_agent *a = p;
+	uint64_t next_stats = 0;
+	bool woke = false;
+
+	urcu_memb_register_thread();
+	rescan_members(a);
+	view_resync(a);
+	view_reclaim(a);
+	/* Acquire, pairs with the release store in orbit_agent_stop(). */
+	while (!atomic_load_explicit(&a->stop, memory_order_acquire)) {
+		uint32_t seen = orbit__ring_reader_arm(a->reader);
+		uint64_t now;
+
+		if (drain(a))
+			signal_subscribers(a);
+		else if (woke)
+			rescan_members(a); /* a wake without frames: a join, leave or stop */
+		check_deaths(a);
+		now = orbit__now_mono_ns();
+		if (now >= next_stats) {
+			rescan_members(a);
+			orbit__members_heartbeat(a->members);
+			publish_stats(a);
+			next_stats = now + a->stats_ns;
+		}
+		if (atomic_load_explicit(&a->stop, memory_order_acquire)) /* as above */
+			break;
+		woke = orbit__ring_reader_wait(a->reader, seen, (int64_t)a->tick_ns) == 0;
+		a->wakeups += woke;
+	}
+	urcu_memb_unregister_thread();
+	return NULL;
+}
+
+/* Counts frames this process writes, then hands the frame to the ring. */
+static void agent_sink(void *ctx, const struct orbit_transition *t)
+{
+	struct orbit_agent *a = ctx;
+
+	/* Relaxed: a statistics count. */
+	atomic_fetch_add_explicit(&a->frames_written, 1, memory_order_relaxed);
+	orbit__ring_sink(&a->sink, t);
+}
+
+/* ---- API ---- */
+
+static void agent_free(struct orbit_agent *a)
+{
+	if (a->view) {
+		struct cds_lfht_iter it;
+		struct view_node *n;
+
+		bool reg = !rcu_registered; /* this thread may be a lookup thread */
+
+		/* No reader or updater is left: the thread is joined (see stop()). */
+		if (reg)
+			urcu_memb_register_thread();
+		urcu_memb_read_lock();
+		cds_lfht_for_each_entry(a->view, &it, n, node) {
+			if (cds_lfht_del(a->view, &n->node) == 0) {
+				n->next_free = a->retired;
+				a->retired = n;
+			}
+		}
+		urcu_memb_read_unlock();
+		view_reclaim(a);
+		cds_lfht_destroy(a->view, NULL);
+		if (reg)
+			urcu_memb_unregister_thread();
+	}
+	if (a->watch)
+		for (uint32_t r = 0; r < a->nrows; r++)
+			unwatch(a, r);
+	free(a->watch);
+	free(a->ev);
+	orbit__ring_reader_close(a->reader);
+	if (a->lane_claimed)
+		orbit__ring_lane_release(a->ring, a->members, a->sink.lane);
+	orbit__ring_close(a->ring);
+	if (a->have_stats_row || a->stats.body)
+		orbit__stats_close(&a->stats);
+	orbit__members_close(a->members); /* leaves the row */
+	orbit_lock_close(a->ro_lock);
+	for (int i = 0; i < a->nsubs; i++)
+		close(a->subs[i]);
+	pthread_mutex_destroy(&a->subs_mu);
+	free(a);
+}
+
+int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **out)
+{
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN_OR_CREATE };
+	const char *fleet = "default", *name = "agent";
+	char buf[ORBIT_SEG_NAME_MAX];
+	struct orbit_agent *a;
+	sigset_t all, old;
+	uint64_t ticks = 0;
+	int rc;
+
+	if (!out || (opts && opts->size < sizeof(*opts)))
+		return -EINVAL;
+	if (opts && opts->fleet)
+		fleet = opts->fleet;
+	if (opts && opts->name)
+		name = opts->name;
+	if (orbit__seg_name(buf, sizeof(buf), fleet, "x") < 0)
+		return -EINVAL;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	die_on(pthread_mutex_init(&a->subs_mu, NULL), "mutex init");
+	strcpy(a->fleet, fleet); /* length checked by orbit__seg_name */
+	a->lock = opts ? opts->lock : NULL;
+	a->tick_ns = (uint64_t)(opts && opts->tick_ms ? opts->tick_ms : 10) * 1000000ull;
+	a->stats_ns = (uint64_t)(opts && opts->stats_ms ? opts->stats_ms : 250) * 1000000ull;
+	so.mode = opts ? opts->mode : 0;
+	a->row = -1;
+
+	rc = orbit__members_open(&a->members, fleet, 0, &so);
+	if (rc < 0) {
+		a->members = NULL;
+		goto err;
+	}
+	a->nrows = orbit__members_rows(a->members);
+	a->watch = calloc(a->nrows, sizeof(*a->watch));
+	a->ev = malloc(sizeof(*a->ev));
+	rc = -ENOMEM;
+	if (!a->watch || !a->ev)
+		goto err;
+	for (uint32_t r = 0; r < a->nrows; r++)
+		a->watch[r].pidfd = -1;
+	rc = orbit__members_join(a->members, name);
+	if (rc < 0)
+		goto err;
+	a->row = rc;
+
+	rc = orbit__stats_open(&a->stats, fleet, true, false);
+	if (rc < 0)
+		goto err;
+	orbit__proc_start_time(getpid(), &ticks);
+	a->have_stats_row = orbit__stats_claim(&a->stats, (uint32_t)a->row,
+					       (uint64_t)getpid(), ticks) == 0;
+
+	rc = orbit__ring_open(&a->ring, fleet, NULL, &so);
+	if (rc < 0) {
+		a->ring = NULL;
+		goto err;
+	}
+	rc = orbit__ring_lane_claim(a->ring, a->members);
+	if (rc < 0)
+		goto err;
+	a->sink.ring = a->ring;
+	a->sink.lane = (uint32_t)rc;
+	a->lane_claimed = true;
+	rc = orbit__ring_reader_open(&a->reader, a->ring);
+	if (rc < 0) {
+		a->reader = NULL;
+		goto err;
+	}
+	/* Fixed size, no CDS_LFHT_AUTO_RESIZE: resizing would start liburcu's worker thread. */
+	a->view = cds_lfht_new_flavor(AGENT_VIEW_BUCKETS, AGENT_VIEW_BUCKETS, AGENT_VIEW_BUCKETS, 0,
+				      &urcu_memb_flavor, NULL);
+	rc = -ENOMEM;
+	if (!a->view)
+		goto err;
+
+	/* The agent thread takes no signal: they belong to the application's threads. */
+	sigfillset(&all);
+	die_on(pthread_sigmask(SIG_SETMASK, &all, &old), "sigmask");
+	rc = -pthread_create(&a->thread, NULL, agent_main, a);
+	die_on(pthread_sigmask(SIG_SETMASK, &old, NULL), "sigmask");
+	if (rc < 0)
+		goto err;
+	a->thread_started = true;
+	if (a->lock)
+		orbit__lock_set_sink(a->lock, agent_sink, a);
+	/* Tell the other agents a member joined (they rescan on an empty wake). */
+	orbit__doorbell_ring(orbit__ring_doorbell(a->ring));
+	*out = a;
+	return 0;
+
+err:
+	agent_free(a);
+	return rc;
+}
+
+void orbit_agent_stop(orbit_agent_t *a)
+{
+	if (!a)
+		return;
+	if (a->lock)
+		orbit__lock_set_sink(a->lock, NULL, NULL);
+	if (a->thread_started) {
+		/* Release, pairs with the acquire loads in agent_main(). */
+		atomic_store_explicit(&a->stop, 1, memory_order_release);
+		/* Wakes every agent of the fleet once; ours sees stop, others rescan. */
+		orbit__doorbell_ring(orbit__ring_doorbell(a->ring));
+		die_on(pthread_join(a->thread, NULL), "join");
+		a->thread_started = false;
+	}
+	publish_stats(a); /* the thread is joined: we are the row's writer now */
+	agent_free(a);
+}
+
+int orbit_agent_subscribe(orbit_agent_t *a, int *fd)
+{
+	int e, rc = 0;
+
+	if (!a || !fd)
+		return -EINVAL;
+	e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (e < 0)
+		return -errno;
+	die_on(pthread_mutex_lock(&a->subs_mu), "lock subs");
+	if (a->nsubs >= AGENT_MAX_SUBS)
+		rc = -ENOSPC;
+	else
+		a->subs[a->nsubs++] = e;
+	die_on(pthread_mutex_unlock(&a->subs_mu), "unlock subs");
+	if (rc < 0) {
+		close(e);
+		return rc;
+	}
+	*fd = e;
+	return 0;
+}
+
+int orbit_agent_unsubscribe(orbit_agent_t *a, int fd)
+{
+	int rc = -ENOENT;
+
+	if (!a || fd < 0)
+		return -EINVAL;
+	die_on(pthread_mutex_lock(&a->subs_mu), "lock subs");
+	for (int i = 0; i < a->nsubs; i++) {
+		if (a->subs[i] == fd) {
+			a->subs[i] = a->subs[--a->nsubs];
+			rc = 0;
+			break;
+		}
+	}
+	die_on(pthread_mutex_unlock(&a->subs_mu), "unlock subs");
+	if (rc == 0)
+		close(fd);
+	return rc;
+}
+
+int orbit_agent_reader_open(orbit_agent_t *a, orbit_transition_reader_t **out)
+{
+	if (!a || !out)
+		return -EINVAL;
+	return orbit__fleet_reader_wrap(a->ring, out);
+}
+
+int orbit_agent_view_lookup(orbit_agent_t *a, const orbit_lock_key_t *key,
+			    struct orbit_lock_entry *out)
+{
+	struct view_key k;
+	struct view_node *n;
+	int rc = -ENOENT;
+
+	if (!a || !key || !out || (!key->ns && key->ns_len) || (!key->label && key->label_len))
+		return -EINVAL;
+	if (key->ns_len + key->label_len > ORBIT_LOCK_BYTES_MAX)
+		return -E2BIG;
+	k.ns = key->ns;
+	k.ns_len = (uint32_t)key->ns_len;
+	k.label = key->label;
+	k.label_len = (uint32_t)key->label_len;
+	rcu_ensure_registered();
+	urcu_memb_read_lock();
+	n = view_find(a, &k, key_hash(k.ns, k.ns_len, k.label, k.label_len));
+	if (n && n->held) {
+		uint32_t len = n->ns_len + n->label_len + n->owner_len;
+
+		if (len > ORBIT_LOCK_BYTES_MAX) {
+			rc = -E2BIG;
+		} else {
+			memset(out, 0, offsetof(struct orbit_lock_entry, bytes));
+			out->token = n->token;
+			out->deadline_ns = n->deadline_ns;
+			out->holder_pid = n->writer_pid;
+			out->ns_len = (uint16_t)n->ns_len;
+			out->label_len = (uint16_t)n->label_len;
+			out->owner_len = (uint16_t)n->owner_len;
+			out->expired = n->deadline_ns && n->deadline_ns <= orbit__now_mono_ns();
+			memcpy(out->bytes, n->bytes, len);
+			rc = 0;
+		}
+	}
+	urcu_memb_read_unlock();
+	return rc;
+}
+
+int orbit_agent_record_latency(orbit_agent_t *a, enum orbit_agent_hist hist, uint64_t ns)
+{
+	if (!a || hist != ORBIT_AGENT_HIST_ACQUIRE)
+		return -EINVAL;
+	/* Relaxed: statistics counts from any thread, read at publish. */
+	atomic_fetch_add_explicit(&a->acq_count, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&a->acq_sum, ns, memory_order_relaxed);
+	atomic_fetch_add_explicit(&a->acq_buckets[orbit__stats_bucket(ns)], 1, memory_order_relaxed);
+	return 0;
+}
+
+int orbit_agent_member_row(const orbit_agent_t *a)
+{
+	return a ? a->row : -EINVAL;
+}
+
+int orbit_agent_reset_transport(orbit_agent_t *a)
+{
+	if (!a)
+		return -EINVAL;
+	return orbit__fleet_reset(a->members, a->lock, a->ring);
+}

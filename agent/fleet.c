@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: MIT
+/*
+ * agent/fleet.c: the outside view of a fleet (orbit/fleet.h): opens the
+ * member directory, stats segment, lock table and transition ring
+ * read-only (or read-write for administration), copies member and stats
+ * rows into public structs, wraps ring cursors as public readers, and
+ * implements reset_transport (members checked first, then table and ring).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <orbit/error.h>
+#include <orbit/fleet.h>
+
+#include "agent/fleet_internal.h"
+#include "shm/lock_internal.h"
+#include "shm/stats.h"
+
+_Static_assert(ORBIT_STATS_MAX_COUNTERS == ORBIT_STATS_COUNTERS_MAX, "counter room agrees");
+_Static_assert(ORBIT_STATS_MAX_HISTS == ORBIT_STATS_HISTS_MAX, "histogram room agrees");
+_Static_assert(ORBIT_STATS_NBUCKETS == ORBIT_STATS_BUCKETS, "bucket count agrees");
+
+struct orbit_fleet {
+	char name[ORBIT_FLEET_NAME_MAX + 1];
+	bool admin;
+	orbit_members_t *members; /* NULL: no directory */
+	orbit_stats_t stats;
+	bool have_stats;
+	orbit_ring_t *ring;       /* NULL: no ring */
+	orbit_lock_t *lock;       /* NULL: no lock table */
+};
+
+struct orbit_transition_reader {
+	orbit_ring_reader_t *r;
+};
+
+/* Keep the first real error; -ENOENT (missing) only counts when all are missing. */
+static void note(int *first, int rc)
+{
+	if (rc < 0 && rc != -ENOENT && *first == 0)
+		*first = rc;
+}
+
+int orbit_fleet_open(const struct orbit_fleet_options *opts, orbit_fleet_t **out)
+{
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
+	struct orbit_lock_options lo = { .size = sizeof(lo) };
+	const char *name = "default";
+	orbit_fleet_t *f;
+	orbit_lock_t *probe = NULL;
+	int first = 0, rc;
+	char buf[ORBIT_SEG_NAME_MAX];
+
+	if (!out || (opts && opts->size < sizeof(*opts)))
+		return -EINVAL;
+	if (opts && opts->fleet)
+		name = opts->fleet;
+	if (orbit__seg_name(buf, sizeof(buf), name, "x") < 0)
+		return -EINVAL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	strcpy(f->name, name); /* length checked by orbit__seg_name */
+	f->admin = opts && opts->admin;
+	so.readonly = !f->admin;
+
+	rc = orbit__members_open(&f->members, name, 0, &so);
+	if (rc < 0)
+		f->members = NULL;
+	note(&first, rc);
+	rc = orbit__stats_open(&f->stats, name, false, !f->admin);
+	f->have_stats = rc == 0;
+	note(&first, rc);
+	rc = orbit__ring_open(&f->ring, name, NULL, &so);
+	if (rc < 0)
+		f->ring = NULL;
+	note(&first, rc);
+	/* The lock API creates unless readonly: probe read-only first. */
+	lo.fleet = name;
+	lo.readonly = true;
+	rc = orbit_lock_open(&lo, &probe);
+	if (rc == 0 && f->admin) {
+		orbit_lock_close(probe);
+		lo.readonly = false;
+		rc = orbit_lock_open(&lo, &probe);
+	}
+	f->lock = rc == 0 ? probe : NULL;
+	note(&first, rc);
+
+	if (first == 0 && !f->members && !f->have_stats && !f->ring && !f->lock)
+		first = -ENOENT;
+	if (first < 0) {
+		orbit_fleet_close(f);
+		return first;
+	}
+	*out = f;
+	return 0;
+}
+
+void orbit_fleet_close(orbit_fleet_t *f)
+{
+	if (!f)
+		return;
+	orbit_lock_close(f->lock);
+	orbit__ring_close(f->ring);
+	if (f->have_stats)
+		orbit__stats_close(&f->stats);
+	orbit__members_close(f->members);
+	free(f);
+}
+
+const char *orbit_fleet_name(const orbit_fleet_t *f)
+{
+	return f ? f->name : "";
+}
+
+uint32_t orbit_fleet_rows(const orbit_fleet_t *f)
+{
+	return f && f->members ? orbit__members_rows(f->members) : 0;
+}
+
+int orbit_fleet_member(orbit_fleet_t *f, uint32_t row, struct orbit_fleet_member *out)
+{
+	struct orbit_member_info mi;
+	int rc;
+
+	if (!f || !out)
+		return -EINVAL;
+	if (!f->members)
+		return -ENOENT;
+	rc = orbit__members_snapshot(f->members, row, &mi);
+	if (rc < 0)
+		return rc;
+	if (mi.state == ORBIT_MEMBER_FREE && !mi.alive)
+		return -ENOENT;
+	memset(out, 0, sizeof(*out));
+	out->row = mi.row;
+	out->state = mi.state;
+	out->generation = mi.generation;
+	out->pid = mi.pid;
+	out->start_time_ticks = mi.start_time_ticks;
+	out->joined_real_ns = mi.joined_real_ns;
+	out->heartbeat_ns = mi.heartbeat_ns;
+	out->alive = mi.alive;
+	memcpy(out->name, mi.name, sizeof(out->name));
+	out->name[sizeof(out->name) - 1] = '\0';
+	return 0;
+}
+
+int orbit_fleet_stats_read(orbit_fleet_t *f, uint32_t row, struct orbit_fleet_stats *out)
+{
+	struct orbit_stats_snapshot s;
+	int rc;
+
+	if (!f || !out || row >= ORBIT_STATS_ROWS)
+		return -EINVAL;
+	if (!f->have_stats)
+		return -ENOENT;
+	rc = orbit__stats_read(&f->stats, row, &s);
+	if (rc < 0)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	out->row = row;
+	out->pid = (uint32_t)s.pid;
+	out->start_time_ticks = s.start_ticks;
+	out->published_real_ns = s.published_ns;
+	out->ncounters = ORBIT_STAT__COUNT;
+	out->nhists = ORBIT_HIST__COUNT;
+	memcpy(out->counters, s.counters, sizeof(s.counters));
+	for (unsigned h = 0; h < ORBIT_HIST__COUNT; h++) {
+		out->hists[h].count = s.hists[h].count;
+		out->hists[h].sum_ns = s.hists[h].sum_ns;
+		memcpy(out->hists[h].buckets, s.hists[h].buckets, sizeof(s.hists[h].buckets));
+	}
+	return 0;
+}
+
+static const struct orbit_stats_desc *counter_desc(unsigned id)
+{
+	return id < ORBIT_STAT__COUNT ? &orbit__stats_counters[id] : NULL;
+}
+
+static const struct orbit_stats_desc *hist_desc(unsigned id)
+{
+	return id < ORBIT_HIST__COUNT ? &orbit__stats_hists[id] : NULL;
+}
+
+unsigned orbit_stats_counter_count(void)
+{
+	return ORBIT_STAT__COUNT;
+}
+
+const char *orbit_stats_counter_name(unsigned id)
+{
+	return counter_desc(id) ? counter_desc(id)->name : NULL;
+}
+
+const char *orbit_stats_counter_help(unsigned id)
+{
+	return counter_desc(id) ? counter_desc(id)->help : NULL;
+}
+
+bool orbit_stats_counter_is_gauge(unsigned id)
+{
+	return counter_desc(id) && counter_desc(id)->type == ORBIT_STATS_GAUGE;
+}
+
+unsigned orbit_stats_hist_count(void)
+{
+	return ORBIT_HIST__COUNT;
+}
+
+const char *orbit_stats_hist_name(unsigned id)
+{
+	return hist_desc(id) ? hist_desc(id)->name : NULL;
+}
+
+const char *orbit_stats_hist_help(unsigned id)
+{
+	return hist_desc(id) ? hist_desc(id)->help : NULL;
+}
+
+uint64_t orbit_stats_bucket_le(unsigned i)
+{
+	return orbit__stats_bucket_le(i);
+}
+
+orbit_lock_t *orbit_fleet_lock(orbit_fleet_t *f)
+{
+	return f ? f->lock : NULL;
+}
+
+int orbit__fleet_reader_wrap(orbit_ring_t *ring, orbit_transition_reader_t **out)
+{
+	orbit_transition_reader_t *tr;
+	int rc;
+
+	if (!ring || !out)
+		return -EINVAL;
+	tr = calloc(1, sizeof(*tr));
+	if (!tr)
+		return -ENOMEM;
+	rc = orbit__ring_reader_open(&tr->r, ring);
+	if (rc < 0) {
+		free(tr);
+		return rc;
+	}
+	*out = tr;
+	return 0;
+}
+
+int orbit_fleet_reader_open(orbit_fleet_t *f, orbit_transition_reader_t **out)
+{
+	if (!f || !out)
+		return -EINVAL;
+	if (!f->ring)
+		return -ENOENT;
+	return orbit__fleet_reader_wrap(f->ring, out);
+}
+
+void orbit__fleet_event_copy(struct orbit_transition_event *dst, const struct orbit_ring_event *src)
+{
+	uint32_t n = src->ns_len + src->label_len + src->owner_len;
+
+	dst->type = src->type;
+	dst->lane = src->lane;
+	dst->writer_pid = src->writer_pid;
+	dst->flags = src->flags;
+	dst->lane_pos = src->lane_pos;
+	dst->fencing_token = src->fencing_token;
+	dst->deadline_ns = src->deadline_ns;
+	dst->state_revision = src->state_revision;
+	dst->publish_ns = src->publish_ns;
+	dst->ns_len = src->ns_len;
+	dst->label_len = src->label_len;
+	dst->owner_len = src->owner_len;
+	/* The ring validated the lengths; clamp all the same (no overread). */
+	if (n > sizeof(dst->bytes))
+		n = sizeof(dst->bytes);
+	memcpy(dst->bytes, src->bytes, n);
+}
+
+int orbit_transition_reader_next(orbit_transition_reader_t *tr, struct orbit_transition_event *ev)
+{
+	struct orbit_ring_event *re;
+	uint32_t lane = 0;
+	int rc;
+
+	if (!tr || !ev)
+		return -EINVAL;
+	/* ~4 KiB: keep it off small thread stacks. */
+	re = malloc(sizeof(*re));
+	if (!re)
+		return -ENOMEM;
+	rc = orbit__ring_reader_next(tr->r, re, &lane);
+	if (rc == 0)
+		orbit__fleet_event_copy(ev, re);
+	else
+		ev->lane = lane;
+	free(re);
+	return rc;
+}
+
+void orbit_transition_reader_counters(const orbit_transition_reader_t *tr, uint64_t *read,
+				      uint64_t *lagged, uint64_t *corrupt)
+{
+	struct orbit_ring_reader_counters c = { 0 };
+
+	if (tr)
+		orbit__ring_reader_counters(tr->r, &c);
+	if (read)
+		*read = c.read;
+	if (lagged)
+		*lagged = c.lagged;
+	if (corrupt)
+		*corrupt = c.corrupt;
+}
+
+void orbit_transition_reader_close(orbit_transition_reader_t *tr)
+{
+	if (!tr)
+		return;
+	orbit__ring_reader_close(tr->r);
+	free(tr);
+}
+
+int orbit__fleet_reset(orbit_members_t *m, orbit_lock_t *lock, orbit_ring_t *ring)
+{
+	int rc;
+
+	/* No directory: no member has ever joined this fleet. */
+	rc = m ? orbit__members_count_live_others(m) : 0;
+	if (rc < 0)
+		return rc;
+	if (rc > 0)
+		return -EBUSY;
+	if (lock) {
+		rc = orbit__lock_reset_table(lock);
+		if (rc < 0)
+			return rc;
+	}
+	if (ring) {
+		rc = orbit__ring_reset(ring, m);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int orbit_fleet_reset_transport(orbit_fleet_t *f)
+{
+	if (!f)
+		return -EINVAL;
+	if (!f->admin)
+		return -EROFS;
+	if (!f->lock && !f->ring)
+		return -ENOENT;
+	return orbit__fleet_reset(f->members, f->lock, f->ring);
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent/fleet_internal.h: pieces of agent/fleet.c that the agent shares:
+ * wrapping a ring reader into the public transition reader, copying a ring
+ * event out, and the reset_transport steps (internal).
+ */
+#ifndef ORBIT_AGENT_FLEET_INTERNAL_H
+#define ORBIT_AGENT_FLEET_INTERNAL_H
+
+#include <orbit/fleet.h>
+#include <orbit/lock.h>
+
+#include "shm/members.h"
+#include "shm/ring.h"
+
+_Static_assert(ORBIT_TRANSITION_BYTES_MAX == ORBIT_RING_PAYLOAD_MAX, "event payload sizes agree");
+_Static_assert(ORBIT_FLEET_MEMBER_NAME_MAX == ORBIT_MEMBER_NAME_MAX, "member name sizes agree");
+
+/* A public reader over @ring (not owned). Returns 0, -ENOMEM, -EINVAL. */
+int orbit__fleet_reader_wrap(orbit_ring_t *ring, orbit_transition_reader_t **out);
+
+/* Copy a validated ring event into the public form. */
+void orbit__fleet_event_copy(struct orbit_transition_event *dst, const struct orbit_ring_event *src);
+
+/*
+ * orbit__fleet_reset - reset_transport on open handles: refuse with -EBUSY
+ * while orbit__members_count_live_others(@m) > 0 (@m NULL: no directory,
+ * nobody ever joined), else reset @lock's
+ * table (when non-NULL) and @ring (when non-NULL).
+ */
+int orbit__fleet_reset(orbit_members_t *m, orbit_lock_t *lock, orbit_ring_t *ring);
+
+#endif /* ORBIT_AGENT_FLEET_INTERNAL_H */

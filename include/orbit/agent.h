@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * orbit/agent.h: the per-process agent. orbit_agent_start() joins the
+ * fleet's member directory, claims a writer lane of the transition ring and
+ * starts ONE thread that sleeps on the ring's futex doorbell. On each wake
+ * it drains the ring into an RCU-protected local view of lock states (read
+ * with orbit_agent_view_lookup(), no lock), signals every local
+ * subscriber's eventfd, notices dead members (pidfds, proved by the
+ * member directory's kernel locks) and reclaims their rows and lanes, and
+ * periodically publishes this process's counters into its stats row.
+ * orbit_agent_stop() undoes all of it: no thread, fd or mapping is left.
+ *
+ * Subscribing: int fd; orbit_agent_subscribe(a, &fd); then poll/epoll fd;
+ * when readable, read() it (drain), then advance your own cursor
+ * (orbit_agent_reader_open() + orbit_transition_reader_next() until
+ * -EAGAIN). A lag (-ORBIT_ELAGGED) means frames were lost: re-read the
+ * lock table. The eventfd carries no payload; wakes coalesce.
+ *
+ * Caveats: deaths are noticed within one tick (tick_ms, default 10 ms):
+ * the agent thread sleeps on the futex at most a tick, then polls the
+ * pidfds of the other members (one poll() call). Members that joined are
+ * picked up at the next wake that found no frame (a joining agent rings
+ * the doorbell) and at every stats publish. The view follows the ring; it
+ * is advisory like the ring (the lock table is the authority).
+ */
+#ifndef ORBIT_AGENT_H
+#define ORBIT_AGENT_H
+
+#include <orbit/common.h>
+#include <orbit/fleet.h>
+#include <orbit/lock.h>
+
+ORBIT_BEGIN_DECLS
+
+typedef struct orbit_agent orbit_agent_t;
+
+struct orbit_agent_options {
+	size_t size;             /* sizeof(struct orbit_agent_options) */
+	const char *fleet;       /* NULL: "default" */
+	const char *name;        /* member display name (NULL: "agent") */
+	orbit_lock_t *lock;      /* optional, not owned, must outlive the agent:
+				    its counters are published, its transitions
+				    are written to the agent's lane (the agent
+				    installs the ring as the lock's sink), and the
+				    view re-reads its table after a lag */
+	unsigned tick_ms;        /* longest futex sleep; death notice bound (0: 10) */
+	unsigned stats_ms;       /* stats publish + member rescan period (0: 250) */
+	unsigned mode;           /* segment permissions at creation (0: 0600) */
+};
+
+/* Histograms a caller may feed (the lock API does not time itself). */
+enum orbit_agent_hist {
+	ORBIT_AGENT_HIST_ACQUIRE = 0, /* try_acquire call latency */
+};
+
+/**
+ * orbit_agent_start - join the fleet and start the agent thread.
+ * Creates the member directory, stats segment and ring when missing.
+ * Context: any thread, once per process per fleet (a second agent in one
+ * process takes a second member row); syscalls, allocation,
+ * pthread_create. A forked child must start its own agent.
+ * Returns: 0; -EINVAL (bad options or fleet name); -ENOMEM; -ENOSPC (every
+ * member row or ring lane is held by a live process); -EAGAIN (thread
+ * creation refused); or a segment error (-ORBIT_EMAGIC, -ORBIT_EVERSION,
+ * -ORBIT_EKIND, -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_EOWNER,
+ * -ORBIT_EMODE, -ORBIT_EINITTIMEOUT, -EACCES).
+ */
+ORBIT_API int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **out);
+
+/**
+ * orbit_agent_stop - stop and join the thread, publish the last stats,
+ * uninstall the lock sink, release the lane, leave the directory, close
+ * every subscriber eventfd still open and unmap everything. NULL is a no-op.
+ * Context: not from the agent's own thread, not concurrently with other
+ * calls on @agent; readers from orbit_agent_reader_open() must be closed
+ * first; no thread may be inside orbit_agent_view_lookup(). Blocks up to a
+ * tick plus a grace period (RCU synchronize).
+ */
+ORBIT_API void orbit_agent_stop(orbit_agent_t *agent);
+
+/**
+ * orbit_agent_subscribe - a new eventfd (EFD_NONBLOCK|EFD_CLOEXEC) that
+ * the agent writes to after each drain that brought at least one frame or
+ * a lag. The agent owns it: give it back with orbit_agent_unsubscribe().
+ * Context: any thread; syscall eventfd.
+ * Returns: 0; -EINVAL; -ENOSPC (64 subscribers already); -EMFILE/-ENFILE.
+ */
+ORBIT_API int orbit_agent_subscribe(orbit_agent_t *agent, int *fd);
+
+/**
+ * orbit_agent_unsubscribe - stop signalling @fd and close it.
+ * Context: any thread; takes the subscriber mutex (the agent thread holds
+ * it only while writing the eventfds).
+ * Returns: 0; -EINVAL; -ENOENT (not a subscriber of @agent).
+ */
+ORBIT_API int orbit_agent_unsubscribe(orbit_agent_t *agent, int fd);
+
+/**
+ * orbit_agent_reader_open - a private ring cursor after the current heads
+ * (see orbit/fleet.h for next/close). Close it before orbit_agent_stop().
+ * Returns: 0; -EINVAL; -ENOMEM.
+ */
+ORBIT_API int orbit_agent_reader_open(orbit_agent_t *agent, orbit_transition_reader_t **out);
+
+/**
+ * orbit_agent_view_lookup - the lock state of @key in the local view: what
+ * the ring said last (holder owner bytes, token, deadline; expired entries
+ * are reported as such by the deadline, not removed).
+ * Context: any thread, lock-free (RCU read side; the calling thread is
+ * registered with liburcu-memb on first use and unregistered at its exit).
+ * No syscall after the first call in a thread.
+ * Returns: 0 (@out filled: token, deadline_ns, holder_pid = the writer of
+ * the last frame, the key and owner bytes); -ENOENT (not held as far as
+ * the view knows); -EINVAL; -E2BIG (key over ORBIT_LOCK_BYTES_MAX).
+ */
+ORBIT_API int orbit_agent_view_lookup(orbit_agent_t *agent, const orbit_lock_key_t *key,
+				      struct orbit_lock_entry *out);
+
+/**
+ * orbit_agent_record_latency - add @ns to histogram @hist of this
+ * process's stats (published at the next stats tick).
+ * Context: any thread; lock-free (relaxed atomic adds).
+ * Returns: 0; -EINVAL.
+ */
+ORBIT_API int orbit_agent_record_latency(orbit_agent_t *agent, enum orbit_agent_hist hist,
+					 uint64_t ns);
+
+/**
+ * orbit_agent_member_row - this agent's member directory row (also its
+ * stats row). Returns the row (>= 0) or -EINVAL.
+ */
+ORBIT_API int orbit_agent_member_row(const orbit_agent_t *agent);
+
+/**
+ * orbit_agent_reset_transport - the spec's reset_transport: clear the lock
+ * table (tokens stay increasing) and every ring lane, only when no other
+ * live member is attached. Needs the options' lock (else only the ring).
+ * Context: any thread but the agent's; quiescent boot only; takes the lock
+ * table's serializer.
+ * Returns: 0; -EBUSY (another live member is attached); -EINVAL; an error
+ * of the table reset (-ENOTRECOVERABLE, -ECHILD, -EROFS).
+ */
+ORBIT_API int orbit_agent_reset_transport(orbit_agent_t *agent);
+
+ORBIT_END_DECLS
+
+#endif /* ORBIT_AGENT_H */

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * orbit/fleet.h: looking at a fleet from outside, the way orbitctl does:
+ * its members and their kernel-proved liveness, each member's published
+ * stats (counters and latency histograms), the lock table (through the
+ * lock API's own read-only handle) and the transition ring, followed with
+ * a private cursor. A fleet handle opens every segment read-only unless it
+ * is opened for administration (force release, reset_transport). Nothing
+ * here joins the fleet or starts a thread.
+ */
+#ifndef ORBIT_FLEET_H
+#define ORBIT_FLEET_H
+
+#include <orbit/common.h>
+#include <orbit/lock.h>
+
+ORBIT_BEGIN_DECLS
+
+typedef struct orbit_fleet orbit_fleet_t;
+typedef struct orbit_transition_reader orbit_transition_reader_t;
+
+#define ORBIT_FLEET_MEMBER_NAME_MAX 32u /* with NUL */
+#define ORBIT_STATS_MAX_COUNTERS 64u
+#define ORBIT_STATS_MAX_HISTS 4u
+#define ORBIT_STATS_NBUCKETS 48u
+#define ORBIT_TRANSITION_BYTES_MAX 4032u
+
+struct orbit_fleet_options {
+	size_t size;          /* sizeof(struct orbit_fleet_options) */
+	const char *fleet;    /* NULL: "default" */
+	bool admin;           /* map read-write (force release, reset); never creates */
+};
+
+/* One member directory row. */
+struct orbit_fleet_member {
+	uint32_t row;
+	uint32_t state;             /* 0 free, 1 joining, 2 live, 3 left (display) */
+	uint32_t generation;        /* the row's tenure */
+	uint32_t pid;
+	uint64_t start_time_ticks;  /* /proc/<pid>/stat field 22 */
+	uint64_t joined_real_ns;    /* CLOCK_REALTIME */
+	uint64_t heartbeat_ns;      /* CLOCK_MONOTONIC of the last heartbeat (display) */
+	bool alive;                 /* proved by the kernel (the row's OFD lock) */
+	char name[ORBIT_FLEET_MEMBER_NAME_MAX];
+};
+
+struct orbit_stats_histogram {
+	uint64_t count;
+	uint64_t sum_ns;
+	uint64_t buckets[ORBIT_STATS_NBUCKETS]; /* see orbit_stats_bucket_le() */
+};
+
+/* One member's stats row, copied consistently. */
+struct orbit_fleet_stats {
+	uint32_t row;
+	uint32_t pid;
+	uint64_t start_time_ticks;
+	uint64_t published_real_ns;   /* CLOCK_REALTIME of the last publish */
+	uint32_t ncounters;           /* orbit_stats_counter_count() */
+	uint32_t nhists;              /* orbit_stats_hist_count() */
+	uint64_t counters[ORBIT_STATS_MAX_COUNTERS];
+	struct orbit_stats_histogram hists[ORBIT_STATS_MAX_HISTS];
+};
+
+/* A transition frame copied from the ring (ns | label | owner in bytes). */
+struct orbit_transition_event {
+	uint32_t type;            /* 1 acquire, 2 renew, 3 release, 4 force_release, 5 reclaim */
+	uint32_t lane;            /* writer lane */
+	uint32_t writer_pid;
+	uint32_t flags;           /* 1: key/owner bytes truncated to fit the frame */
+	uint64_t lane_pos;        /* per-lane sequence number */
+	uint64_t fencing_token;
+	uint64_t deadline_ns;     /* CLOCK_MONOTONIC absolute; 0 after release */
+	uint64_t state_revision;  /* orders events across lanes */
+	uint64_t publish_ns;      /* CLOCK_MONOTONIC at publish */
+	uint32_t ns_len, label_len, owner_len;
+	uint8_t bytes[ORBIT_TRANSITION_BYTES_MAX];
+};
+
+/**
+ * orbit_fleet_open - open the segments of a fleet for inspection.
+ * Opens the member directory, the stats segment, the lock table and the
+ * transition ring of the default layout, each when it exists; never
+ * creates one. Read-only mappings unless @opts->admin.
+ * Context: any thread; syscalls (shm_open, mmap, fcntl); allocates.
+ * Returns: 0; -ENOENT (none of the fleet's segments exists); -EINVAL (bad
+ * options or fleet name); -ENOMEM; or the first validation error of a
+ * segment that exists: -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND,
+ * -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_ECORRUPT, -ORBIT_EOWNER,
+ * -ORBIT_EMODE, -ORBIT_EINITTIMEOUT, -EACCES.
+ */
+ORBIT_API int orbit_fleet_open(const struct orbit_fleet_options *opts, orbit_fleet_t **out);
+
+/** orbit_fleet_close - unmap everything. NULL is a no-op. Close readers first. */
+ORBIT_API void orbit_fleet_close(orbit_fleet_t *f);
+
+/** orbit_fleet_name - the fleet's name as opened. */
+ORBIT_API const char *orbit_fleet_name(const orbit_fleet_t *f);
+
+/**
+ * orbit_fleet_rows - member directory rows (0 when the fleet has none).
+ * Context: any thread; no syscall.
+ */
+ORBIT_API uint32_t orbit_fleet_rows(const orbit_fleet_t *f);
+
+/**
+ * orbit_fleet_member - copy member row @row with its liveness.
+ * Context: any thread; lock-free copy, one fcntl (liveness probe).
+ * Returns: 0; -ENOENT (row free and not alive, or no directory);
+ * -EINVAL (row out of range, NULL); -EAGAIN (being rewritten);
+ * -ORBIT_ECORRUPT (bytes fail validation).
+ */
+ORBIT_API int orbit_fleet_member(orbit_fleet_t *f, uint32_t row, struct orbit_fleet_member *out);
+
+/**
+ * orbit_fleet_stats_read - copy the stats row of member row @row.
+ * Context: any thread; lock-free (seqlock copy with bounded retries); no
+ * syscall. The values are whatever the row's writer last published; pair
+ * them with orbit_fleet_member() (pid, start time) to know whose they are.
+ * Returns: 0; -ENOENT (never published, or no stats segment); -EAGAIN
+ * (the writer kept it changing, or died mid-publish); -EINVAL.
+ */
+ORBIT_API int orbit_fleet_stats_read(orbit_fleet_t *f, uint32_t row, struct orbit_fleet_stats *out);
+
+/*
+ * The stats name tables (shared by writer and reader; the stats segment's
+ * layout fingerprint covers them). Names are [a-z0-9_]+; NULL out of range.
+ */
+ORBIT_API unsigned orbit_stats_counter_count(void);
+ORBIT_API const char *orbit_stats_counter_name(unsigned id);
+ORBIT_API const char *orbit_stats_counter_help(unsigned id);
+ORBIT_API bool orbit_stats_counter_is_gauge(unsigned id);
+ORBIT_API unsigned orbit_stats_hist_count(void);
+ORBIT_API const char *orbit_stats_hist_name(unsigned id);
+ORBIT_API const char *orbit_stats_hist_help(unsigned id);
+/** Inclusive upper bound of histogram bucket @i in ns (UINT64_MAX: the last, +Inf). */
+ORBIT_API uint64_t orbit_stats_bucket_le(unsigned i);
+
+/**
+ * orbit_fleet_lock - the fleet's lock table handle (read-only unless
+ * admin), owned by @f; NULL when the fleet has no lock table. Use the
+ * orbit_lock_* API on it (foreach, lookup, holder_alive; force_release
+ * when admin).
+ */
+ORBIT_API orbit_lock_t *orbit_fleet_lock(orbit_fleet_t *f);
+
+/**
+ * orbit_fleet_reader_open - a private cursor on the transition ring,
+ * positioned after the current heads. It never writes to the ring (a
+ * read-only mapping is enough); it cannot sleep on the doorbell, so a
+ * follower polls (orbitctl watch does every 20 ms).
+ * Context: any thread; allocates. The reader must be closed before @f.
+ * Returns: 0; -ENOENT (no ring); -ENOMEM; -EINVAL.
+ */
+ORBIT_API int orbit_fleet_reader_open(orbit_fleet_t *f, orbit_transition_reader_t **out);
+
+/**
+ * orbit_transition_reader_next - copy the next transition of any lane.
+ * Context: the reader's thread (one thread at a time per reader);
+ * lock-free, no syscall, no allocation.
+ * Returns: 0 (@ev filled); -EAGAIN (nothing new); -ORBIT_ELAGGED (the
+ * writers overtook this cursor on lane @ev->lane, or the ring was reset:
+ * frames were lost; re-read the lock table, the cursor moved on);
+ * -ORBIT_ECORRUPT (a frame failed validation and was skipped); -EINVAL.
+ */
+ORBIT_API int orbit_transition_reader_next(orbit_transition_reader_t *r,
+					   struct orbit_transition_event *ev);
+
+/**
+ * orbit_transition_reader_counters - frames read, lag events and corrupt
+ * frames seen by this reader. Any pointer may be NULL.
+ */
+ORBIT_API void orbit_transition_reader_counters(const orbit_transition_reader_t *r, uint64_t *read,
+						uint64_t *lagged, uint64_t *corrupt);
+
+/** orbit_transition_reader_close - free a reader. NULL is a no-op. */
+ORBIT_API void orbit_transition_reader_close(orbit_transition_reader_t *r);
+
+/**
+ * orbit_fleet_reset_transport - clear the lock table (tokens stay
+ * increasing) and every ring lane, only when no live member is attached.
+ * For quiescent boot and operators (orbitctl reset); a process with a
+ * running agent uses orbit_agent_reset_transport() instead (it ignores
+ * its own row).
+ * Context: any thread; syscalls; takes the lock table's serializer. A
+ * member joining while the reset runs is not excluded (quiescent boot is
+ * the caller's promise); live members are counted first.
+ * Returns: 0; -EBUSY (a live member is attached); -EROFS (not opened
+ * admin); -ENOENT (no lock table or ring); or an error of
+ * the lock table's reset (-ENOTRECOVERABLE, -ECHILD).
+ */
+ORBIT_API int orbit_fleet_reset_transport(orbit_fleet_t *f);
+
+ORBIT_END_DECLS
+
+#endif /* ORBIT_FLEET_H */

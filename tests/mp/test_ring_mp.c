@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/mp/test_ring_mp.c: the transition ring across processes, issue 5
+ * "Tests": observers in other processes see every transition or a lag
+ * signal with 4 writer processes; a publisher SIGKILLed between frame and
+ * table commit (the false edge is harmless); writer-lane reclaim after
+ * SIGKILL; no lost wakeup across 100,000 transitions (check tier; the long
+ * tier runs 1,000,000). Real fork and SIGKILL; unique fleet per test.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "orbit_test.h"
+#include "include/orbit/error.h"
+#include "shm/crashpoint.h"
+#include "shm/ring.h"
+
+#define WRITERS 4
+#define OBSERVERS 2
+
+struct shared {
+	_Atomic int ready;
+	_Atomic int go;
+	_Atomic uint64_t seen[OBSERVERS];   /* frames read */
+	_Atomic uint64_t lagged[OBSERVERS]; /* lag signals */
+	_Atomic uint64_t gaps[OBSERVERS];   /* transitions missed WITHOUT a lag signal */
+	struct orbit_doorbell ack;          /* ping-pong acknowledgements */
+	/* the simulated authoritative table entry (seqlock) */
+	_Atomic uint64_t tseq;
+	uint64_t trevision;
+	char towner[32];
+};
+
+struct fx {
+	char fleet[64];
+	struct orbit_ring_layout l;
+	struct shared *sh;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	orbit_test_fleet(f->fleet, sizeof(f->fleet), "rmp");
+	orbit__ring_layout_default(&f->l);
+	f->l.lanes = 8;
+	f->l.frames_per_lane = 256;
+	f->l.frame_bytes = 256;
+	f->sh = mmap(NULL, sizeof(*f->sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (f->sh == MAP_FAILED)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	orbit__ring_unlink(f->fleet, &f->l);
+	orbit__members_unlink(f->fleet);
+	munmap(f->sh, sizeof(*f->sh));
+	free(f);
+	return 0;
+}
+
+static uint64_t per_writer(void)
+{
+	return orbit_test_long() ? 200000 : 20000;
+}
+
+static void tr_fill(struct orbit_transition *t, uint64_t token, const char *label, const char *owner)
+{
+	*t = (struct orbit_transition){
+		.type = ORBIT_TRANSITION_ACQUIRE,
+		.fencing_token = token,
+		.state_revision = token,
+		.deadline_ns = orbit_test_now_ns() + 1000000000ull,
+		.ns = "mp",
+		.ns_len = 2,
+		.label = label,
+		.label_len = (uint32_t)strlen(label),
+		.owner = owner,
+		.owner_len = (uint32_t)strlen(owner),
+	};
+}
+
+static void spin_until(_Atomic int *w, int v)
+{
+	while (atomic_load(w) < v)
+		usleep(100);
+}
+
+static int writer_main(struct fx *f, int id)
+{
+	orbit_members_t *m;
+	orbit_ring_t *ring;
+	struct orbit_transition t;
+	char label[8] = { 'w', (char)('0' + id), 0 };
+	int lane;
+
+	if (orbit__members_open(&m, f->fleet, 0, NULL) < 0 || orbit__members_join(m, label) < 0)
+		return 10;
+	if (orbit__ring_open(&ring, f->fleet, &f->l, NULL) < 0)
+		return 11;
+	lane = orbit__ring_lane_claim(ring, m);
+	if (lane < 0)
+		return 12;
+	atomic_fetch_add(&f->sh->ready, 1);
+	spin_until(&f->sh->go, 1);
+	for (uint64_t k = 0; k < per_writer(); k++) {
+		tr_fill(&t, k, label, "owner");
+		if (orbit__ring_publish(ring, (uint32_t)lane, &t) != 0)
+			return 13;
+		if ((k & 1023) == 0)
+			sched_yield(); /* let observers fall asleep now and then */
+	}
+	orbit__ring_close(ring);
+	orbit__members_close(m);
+	return 0;
+}
+
+static int observer_main(struct fx *f, int id)
+{
+	struct orbit_ring_event *ev = malloc(sizeof(*ev));
+	uint64_t expect[ORBIT_RING_MAX_LANES] = { 0 };
+	bool lag[ORBIT_RING_MAX_LANES] = { false };
+	int done_lanes = 0;
+	orbit_ring_reader_t *r;
+	orbit_ring_t *ring;
+	uint64_t deadline;
+
+	if (!ev || orbit__ring_open(&ring, f->fleet, &f->l, NULL) < 0)
+		return 20;
+	if (orbit__ring_reader_open(&r, ring) < 0)
+		return 21;
+	atomic_fetch_add(&f->sh->ready, 1);
+	deadline = orbit_test_now_ns() + 60ull * 1000000000ull;
+	while (done_lanes < WRITERS) {
+		uint32_t seen = orbit__ring_reader_arm(r), lane = 0;
+		int rc;
+
+		while ((rc = orbit__ring_reader_next(r, ev, &lane)) != -EAGAIN) {
+			if (rc == -ORBIT_ELAGGED) {
+				atomic_fetch_add(&f->sh->lagged[id], 1);
+				for (uint32_t i = 0; i < f->l.lanes; i++)
+					if (lane == f->l.lanes || i == lane)
+						lag[i] = true;
+				continue;
+			}
+			if (rc < 0)
+				return 22; /* corrupt: nobody writes garbage here */
+			atomic_fetch_add(&f->sh->seen[id], 1);
+			if (ev->fencing_token != expect[lane] && !(lag[lane] && ev->fencing_token > expect[lane]))
+				atomic_fetch_add(&f->sh->gaps[id], 1);
+			lag[lane] = false;
+			expect[lane] = ev->fencing_token + 1;
+			if (ev->fencing_token == per_writer() - 1)
+				done_lanes++;
+		}
+		if (orbit_test_now_ns() > deadline)
+			return 23;
+		orbit__ring_reader_wait(r, seen, 200 * 1000 * 1000);
+	}
+	orbit__ring_reader_close(r);
+	orbit__ring_close(ring);
+	free(ev);
+	return 0;
+}
+
+/* Issue 5 "Tests": observers in other processes see every transition or a lag signal, with 4 writer processes. */
+static void test_observers_see_every_transition_or_lag_4_writers(void **state)
+{
+	struct fx *f = *state;
+	pid_t pids[WRITERS + OBSERVERS];
+	uint64_t total = 0;
+
+	for (int i = 0; i < OBSERVERS; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0)
+			_exit(observer_main(f, i));
+	}
+	for (int i = 0; i < WRITERS; i++) {
+		pids[OBSERVERS + i] = fork();
+		if (pids[OBSERVERS + i] == 0)
+			_exit(writer_main(f, i));
+	}
+	spin_until(&f->sh->ready, WRITERS + OBSERVERS);
+	atomic_store(&f->sh->go, 1);
+	for (int i = 0; i < WRITERS + OBSERVERS; i++) {
+		int st = orbit_test_wait(pids[i], 90000);
+		assert_true(st >= 0 && WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	for (int i = 0; i < OBSERVERS; i++) {
+		assert_int_equal(atomic_load(&f->sh->gaps[i]), 0);
+		assert_true(atomic_load(&f->sh->seen[i]) > 0);
+		/* every frame was either read or covered by a lag signal */
+		assert_true(atomic_load(&f->sh->seen[i]) == WRITERS * per_writer() ||
+			    atomic_load(&f->sh->lagged[i]) > 0);
+		total += atomic_load(&f->sh->seen[i]);
+		print_message("observer %d: read %llu of %llu, %llu lag signals\n", i,
+			      (unsigned long long)atomic_load(&f->sh->seen[i]),
+			      (unsigned long long)(WRITERS * per_writer()),
+			      (unsigned long long)atomic_load(&f->sh->lagged[i]));
+	}
+	assert_true(total > 0);
+}
+
+/* The simulated table commit: a seqlock'd entry (the lock's real commit follows the ring publish). */
+static void table_commit(struct shared *sh, uint64_t rev, const char *owner)
+{
+	uint64_t s = atomic_load_explicit(&sh->tseq, memory_order_relaxed);
+
+	atomic_store_explicit(&sh->tseq, s + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	sh->trevision = rev;
+	strncpy(sh->towner, owner, sizeof(sh->towner) - 1);
+	atomic_store_explicit(&sh->tseq, s + 2, memory_order_release);
+}
+
+static bool table_read(struct shared *sh, uint64_t *rev, char *owner)
+{
+	uint64_t s1 = atomic_load_explicit(&sh->tseq, memory_order_acquire);
+
+	if (s1 & 1)
+		return false;
+	*rev = sh->trevision;
+	memcpy(owner, sh->towner, sizeof(sh->towner));
+	atomic_thread_fence(memory_order_acquire);
+	return atomic_load_explicit(&sh->tseq, memory_order_relaxed) == s1;
+}
+
+enum crash_at { CRASH_AFTER_PUBLISH, CRASH_AFTER_HEAD, CRASH_MID_FRAME };
+
+static void crashing_publisher(struct fx *f, enum crash_at where)
+{
+	struct orbit_transition t;
+	orbit_ring_t *ring;
+
+	if (orbit__ring_open(&ring, f->fleet, &f->l, NULL) < 0)
+		_exit(30);
+	tr_fill(&t, f->sh->trevision + 1, "key", "crasher");
+	if (where == CRASH_AFTER_HEAD)
+		orbit__crashpoint_arm("ring.publish.after_head", 1, ORBIT_CRASH_KILL);
+	if (where == CRASH_MID_FRAME)
+		orbit__crashpoint_arm("ring.publish.mid_frame", 1, ORBIT_CRASH_KILL);
+	orbit__ring_publish(ring, 0, &t);
+	/* crash point: between the frame publish and the table commit */
+	raise(SIGKILL);
+	table_commit(f->sh, t.state_revision, "crasher"); /* never reached */
+	_exit(31);
+}
+
+static void run_crash(struct fx *f, enum crash_at where)
+{
+	struct orbit_ring_event ev;
+	orbit_ring_reader_t *r;
+	orbit_ring_t *ring;
+	char owner[32];
+	uint64_t rev = 0;
+	uint32_t seen, lane;
+	pid_t pid;
+	int st, rc;
+
+	table_commit(f->sh, 41, "before");
+	assert_int_equal(orbit__ring_open(&ring, f->fleet, &f->l, NULL), 0);
+	assert_int_equal(orbit__ring_reader_open(&r, ring), 0);
+	seen = orbit__ring_reader_arm(r);
+	pid = fork();
+	if (pid == 0)
+		crashing_publisher(f, where);
+	st = orbit_test_wait(pid, 10000);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	/* the doorbell rang unless the publisher died before ringing it; a bounded wait covers both */
+	rc = orbit__ring_reader_wait(r, seen, 100 * 1000 * 1000);
+	assert_true(rc == 0 || (where != CRASH_AFTER_PUBLISH && rc == -ETIMEDOUT));
+	rc = orbit__ring_reader_next(r, &ev, &lane);
+	if (where == CRASH_MID_FRAME) {
+		/* a half-written frame is never visible: the head did not move */
+		assert_int_equal(rc, -EAGAIN);
+	} else {
+		/* the false edge: a complete frame for a change the table never got */
+		assert_int_equal(rc, 0);
+		assert_int_equal(ev.state_revision, 42);
+		assert_memory_equal(ev.bytes + ev.ns_len + ev.label_len, "crasher", 7);
+	}
+	/* the reader re-checks the authoritative table: nothing torn, nothing changed */
+	assert_true(table_read(f->sh, &rev, owner));
+	assert_int_equal(rev, 41);
+	assert_string_equal(owner, "before");
+	/* the lane goes on: the next publisher's frame is whole and readable */
+	struct orbit_transition t;
+	tr_fill(&t, 42, "key", "next");
+	assert_int_equal(orbit__ring_publish(ring, 0, &t), 0);
+	table_commit(f->sh, 42, "next");
+	assert_int_equal(orbit__ring_reader_next(r, &ev, &lane), 0);
+	assert_int_equal(ev.lane_pos, where == CRASH_MID_FRAME ? 0 : 1);
+	assert_memory_equal(ev.bytes + ev.ns_len + ev.label_len, "next", 4);
+	assert_int_equal(orbit__ring_reader_next(r, &ev, &lane), -EAGAIN);
+	orbit__ring_reader_close(r);
+	orbit__ring_close(ring);
+}
+
+/* Issue 5 "Tests": a publisher SIGKILLed between frame and table commit: the false edge is harmless. */
+static void test_publisher_sigkilled_between_frame_and_table_commit(void **state)
+{
+	run_crash(*state, CRASH_AFTER_PUBLISH);
+}
+
+/* Issue 5: killed after the head store but before the doorbell: found by a bounded wait, still harmless. */
+static void test_publisher_sigkilled_before_doorbell(void **state)
+{
+	run_crash(*state, CRASH_AFTER_HEAD);
+}
+
+/* Issue 5: killed mid-frame: readers never see the half-written frame; the next publisher rewrites it. */
+static void test_publisher_sigkilled_mid_frame(void **state)
+{
+	run_crash(*state, CRASH_MID_FRAME);
+}
+
+/* Issue 5 "Tests": writer-lane reclaim after SIGKILL (liveness proved by the kernel). */
+static void test_writer_lane_reclaim_after_sigkill(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_ring_counters c;
+	struct orbit_ring_event ev;
+	struct orbit_transition t;
+	orbit_ring_reader_t *r;
+	orbit_members_t *m;
+	orbit_ring_t *ring;
+	uint32_t lane;
+	pid_t pid;
+	int p[2], msg = -1;
+
+	f->l.lanes = 1; /* one lane: the only way in is reclaiming the dead owner's */
+	assert_int_equal(orbit__members_open(&m, f->fleet, 0, NULL), 0);
+	assert_true(orbit__members_join(m, "survivor") >= 0);
+	assert_int_equal(orbit__ring_open(&ring, f->fleet, &f->l, NULL), 0);
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	if (pid == 0) {
+		orbit_members_t *cm;
+		orbit_ring_t *cr;
+		close(p[0]);
+		if (orbit__members_open(&cm, f->fleet, 0, NULL) < 0 || orbit__members_join(cm, "doomed") < 0 ||
+		    orbit__ring_open(&cr, f->fleet, &f->l, NULL) < 0)
+			_exit(1);
+		msg = orbit__ring_lane_claim(cr, cm);
+		for (uint64_t k = 0; k < 3; k++) {
+			tr_fill(&t, k, "c", "doomed");
+			orbit__ring_publish(cr, (uint32_t)msg, &t);
+		}
+		if (write(p[1], &msg, sizeof(msg)) != sizeof(msg))
+			_exit(2);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &msg, sizeof(msg)), (ssize_t)sizeof(msg));
+	close(p[0]);
+	assert_int_equal(msg, 0);
+	assert_int_equal(orbit__ring_lane_claim(ring, m), -ENOSPC); /* owner alive */
+	assert_int_equal(orbit__ring_lanes_reclaim_dead(ring, m), 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	assert_int_equal(orbit__ring_lane_claim(ring, m), 0); /* proven dead: reclaimed */
+	orbit__ring_counters(ring, &c);
+	assert_int_equal(c.reclaims, 1);
+	/* the head kept running: a reader rewound sees the dead owner's frames, then ours */
+	assert_int_equal(orbit__ring_reader_open(&r, ring), 0);
+	orbit__ring_reader_rewind(r);
+	for (uint64_t k = 0; k < 3; k++) {
+		assert_int_equal(orbit__ring_reader_next(r, &ev, &lane), 0);
+		assert_int_equal(ev.fencing_token, k);
+	}
+	tr_fill(&t, 3, "c", "survivor");
+	assert_int_equal(orbit__ring_publish(ring, 0, &t), 0);
+	assert_int_equal(orbit__ring_reader_next(r, &ev, &lane), 0);
+	assert_int_equal(ev.lane_pos, 3);
+	assert_int_equal(ev.writer_pid, getpid());
+	orbit__ring_reader_close(r);
+	orbit__ring_close(ring);
+	orbit__members_close(m);
+}
+
+static uint64_t pingpong_n(void)
+{
+	return orbit_test_long() ? 1000000 : 100000;
+}
+
+static int pingpong_waiter(struct fx *f)
+{
+	struct orbit_ring_event ev;
+	orbit_ring_reader_t *r;
+	orbit_ring_t *ring;
+	uint64_t k = 0;
+
+	if (orbit__ring_open(&ring, f->fleet, &f->l, NULL) < 0 || orbit__ring_reader_open(&r, ring) < 0)
+		return 40;
+	atomic_fetch_add(&f->sh->ready, 1);
+	while (k < pingpong_n()) {
+		uint32_t seen = orbit__ring_reader_arm(r), lane;
+		int rc;
+		bool got = false;
+
+		while ((rc = orbit__ring_reader_next(r, &ev, &lane)) == 0) {
+			if (ev.fencing_token != k)
+				return 41;
+			k++;
+			got = true;
+		}
+		if (rc != -EAGAIN)
+			return 42;
+		if (got) {
+			orbit__doorbell_ring(&f->sh->ack);
+			continue;
+		}
+		rc = orbit__ring_reader_wait(r, seen, 2000ll * 1000 * 1000);
+		if (rc == -ETIMEDOUT)
+			return 43; /* a lost wakeup: the publisher waits for our ack forever */
+	}
+	return 0;
+}
+
+/* Issue 5 "Tests": no lost wakeup across 100,000 transitions (ping-pong: the waiter sleeps for each). */
+static void test_no_lost_wakeup_100000_transitions(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_ring_counters c;
+	struct orbit_transition t;
+	orbit_ring_t *ring;
+	pid_t pid;
+	int st;
+
+	assert_int_equal(orbit__ring_open(&ring, f->fleet, &f->l, NULL), 0);
+	pid = fork();
+	if (pid == 0)
+		_exit(pingpong_waiter(f));
+	spin_until(&f->sh->ready, 1);
+	uint64_t t0 = orbit_test_now_ns();
+	for (uint64_t k = 0; k < pingpong_n(); k++) {
+		uint32_t seen = orbit__doorbell_seq(&f->sh->ack);
+		int rc;
+
+		tr_fill(&t, k, "pp", "o");
+		assert_int_equal(orbit__ring_publish(ring, 0, &t), 0);
+		rc = orbit__doorbell_wait(&f->sh->ack, seen, 2000ll * 1000 * 1000);
+		assert_int_equal(rc, 0); /* -ETIMEDOUT would be a lost wakeup on the ack side */
+	}
+	uint64_t dt = orbit_test_now_ns() - t0;
+	st = orbit_test_wait(pid, 10000);
+	assert_true(st >= 0 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	orbit__ring_counters(ring, &c);
+	print_message("%llu transitions ping-ponged in %.2f s, %llu futex wakes by publishers\n",
+		      (unsigned long long)pingpong_n(), (double)dt / 1e9,
+		      (unsigned long long)c.doorbell_wakes);
+	assert_true(c.doorbell_wakes > 0); /* the sleeping path was exercised */
+	assert_true(c.doorbell_wakes <= pingpong_n());
+	orbit__ring_close(ring);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_observers_see_every_transition_or_lag_4_writers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_publisher_sigkilled_between_frame_and_table_commit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_publisher_sigkilled_before_doorbell, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_publisher_sigkilled_mid_frame, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_writer_lane_reclaim_after_sigkill, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_lost_wakeup_100000_transitions, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

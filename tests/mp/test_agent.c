@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/mp/test_agent.c: the per-process agent across processes (issue 5
+ * "Readiness and the agent", "Tests"): start/stop leaks no thread, fd or
+ * mapping; a SIGKILLed member is noticed and its row and lane reclaimed
+ * within 100 ms; a subscriber's eventfd fires on a transition made by
+ * another process; the RCU view follows another process's acquire and
+ * release; reset_transport is refused while another member lives.
+ *
+ * Children are forked BEFORE the parent starts its agent (forking a
+ * process with running threads and then using liburcu in the child is
+ * unsafe); they wait for a byte on a pipe, then act.
+ */
+#include "orbit_test.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <orbit/orbit.h>
+#include "shm/members.h"
+#include "shm/ring.h"
+
+static char fleet[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	orbit_test_fleet(fleet, sizeof(fleet), "agent");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
+
+	(void)state;
+	orbit__members_unlink(fleet);
+	orbit__ring_unlink(fleet, NULL);
+	orbit__seg_unlink(fleet, "stats");
+	orbit_lock_unlink(&lo);
+	return 0;
+}
+
+static int count_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static int count_lines(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int n = 0, c;
+
+	if (!f)
+		return -1;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+static int count_threads(void)
+{
+	return count_dir("/proc/self/task");
+}
+
+/* ---- children ---- */
+
+struct child {
+	pid_t pid;
+	int go;     /* parent writes a byte: next step */
+	int report; /* child writes its reports */
+};
+
+static int wait_byte(int fd)
+{
+	char c;
+
+	return read(fd, &c, 1) == 1 ? c : -1;
+}
+
+static void send_byte(int fd, char c)
+{
+	if (write(fd, &c, 1) != 1)
+		_exit(90);
+}
+
+/* Fork a child running fn(go_fd, report_fd); the parent keeps the other ends. */
+static struct child spawn(int (*fn)(int go, int report))
+{
+	struct child c = { -1, -1, -1 };
+	int down[2], up[2];
+
+	if (pipe(down) || pipe(up))
+		return c;
+	c.pid = fork();
+	if (c.pid == 0) {
+		close(down[1]);
+		close(up[0]);
+		_exit(fn(down[0], up[1]));
+	}
+	close(down[0]);
+	close(up[1]);
+	c.go = down[1];
+	c.report = up[0];
+	return c;
+}
+
+static int reap(struct child *c, int timeout_ms)
+{
+	int st;
+
+	close(c->go);
+	st = orbit_test_wait(c->pid, timeout_ms);
+	close(c->report);
+	return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static orbit_lock_t *open_lock(void)
+{
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
+	orbit_lock_t *l = NULL;
+
+	return orbit_lock_open(&lo, &l) == 0 ? l : NULL;
+}
+
+static orbit_agent_t *start_agent(const char *name, orbit_lock_t *lock)
+{
+	struct orbit_agent_options o = { .size = sizeof(o), .fleet = fleet, .name = name,
+					 .lock = lock, .tick_ms = 5, .stats_ms = 20 };
+	orbit_agent_t *a = NULL;
+
+	return orbit_agent_start(&o, &a) == 0 ? a : NULL;
+}
+
+ORBIT_LOCK_DEFINE_NAMESPACE(test_ns, "test.agent");
+
+/* Joins with an agent, reports its row, then waits to be killed. */
+static int member_child(int go, int report)
+{
+	orbit_agent_t *a;
+	int row;
+
+	if (wait_byte(go) < 0)
+		return 1;
+	a = start_agent("victim", NULL);
+	if (!a)
+		return 2;
+	row = orbit_agent_member_row(a);
+	send_byte(report, (char)row);
+	wait_byte(go); /* until the parent kills us or closes the pipe */
+	orbit_agent_stop(a);
+	return 0;
+}
+
+/* Acquires, reports, waits, releases, reports, exits. */
+static int locker_child(int go, int report)
+{
+	orbit_lock_owner_t owner = { "child-owner", 11 };
+	orbit_lock_key_t key = orbit_lock_key(test_ns, "k1", 2);
+	struct orbit_lock_lease lease;
+	orbit_lock_t *lock;
+	orbit_agent_t *a;
+	uint64_t t0;
+
+	if (wait_byte(go) < 0)
+		return 1;
+	lock = open_lock();
+	if (!lock)
+		return 2;
+	a = start_agent("locker", lock);
+	if (!a)
+		return 3;
+	t0 = orbit_test_now_ns();
+	if (orbit_lock_try_acquire(lock, &key, &owner, 60ull * 1000000000ull, &lease, NULL) != 0)
+		return 4;
+	orbit_agent_record_latency(a, ORBIT_AGENT_HIST_ACQUIRE, orbit_test_now_ns() - t0);
+	if (write(report, &lease.token, sizeof(lease.token)) != sizeof(lease.token))
+		return 5;
+	if (wait_byte(go) < 0)
+		return 6;
+	if (orbit_lock_release(lock, &key, &owner, lease.token) != 0)
+		return 7;
+	send_byte(report, 'r');
+	wait_byte(go); /* parent: done */
+	orbit_agent_stop(a);
+	orbit_lock_close(lock);
+	return 0;
+}
+
+/* ---- tests ---- */
+
+/* Issue 5 "Readiness and the agent": starting and stopping leaks no thread, fd or mapping. */
+static void test_agent_start_stop_leaks_nothing(void **state)
+{
+	orbit_lock_t *lock = open_lock();
+	orbit_lock_key_t key = orbit_lock_key(test_ns, "x", 1);
+	struct orbit_lock_entry e;
+	int fds, maps, threads;
+
+	(void)state;
+	assert_non_null(lock);
+	for (int round = 0; round < 3; round++) {
+		orbit_transition_reader_t *r = NULL;
+		orbit_agent_t *a;
+		int fd = -1;
+
+		/* Round 0 warms glibc's thread stack cache and malloc arena. */
+		fds = count_dir("/proc/self/fd");
+		maps = count_lines("/proc/self/maps");
+		threads = count_threads();
+		a = start_agent("leakcheck", lock);
+		assert_non_null(a);
+		assert_int_equal(count_threads(), threads + 1); /* exactly ONE thread */
+		assert_int_equal(orbit_agent_subscribe(a, &fd), 0);
+		assert_true(fd >= 0);
+		assert_int_equal(orbit_agent_reader_open(a, &r), 0);
+		assert_int_equal(orbit_agent_view_lookup(a, &key, &e), -ENOENT);
+		orbit_transition_reader_close(r);
+		orbit_agent_stop(a);
+		if (round == 0)
+			continue;
+		assert_int_equal(count_threads(), threads);
+		assert_int_equal(count_dir("/proc/self/fd"), fds);
+		assert_int_equal(count_lines("/proc/self/maps"), maps);
+	}
+	orbit_lock_close(lock);
+}
+
+/* Issue 5 "Tests": writer-lane reclaim after SIGKILL; the agent notices a dead member at once. */
+static void test_agent_dead_member_noticed_promptly(void **state)
+{
+	struct child c = spawn(member_child);
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
+	struct orbit_member_info mi;
+	orbit_members_t *m = NULL;
+	orbit_ring_t *ring = NULL;
+	orbit_agent_t *a;
+	uint32_t lanes, gen0;
+	int row, child_lane = -1;
+	uint64_t t0, took;
+
+	(void)state;
+	assert_true(c.pid > 0);
+	a = start_agent("watcher", NULL);
+	assert_non_null(a);
+	send_byte(c.go, 'g');
+	row = wait_byte(c.report);
+	assert_true(row >= 0);
+	assert_int_equal(orbit__members_open(&m, fleet, 0, &so), 0);
+	assert_int_equal(orbit__ring_open(&ring, fleet, NULL, &so), 0);
+	lanes = orbit__ring_layout(ring)->lanes;
+	for (uint32_t l = 0; l < lanes; l++)
+		if ((orbit__ring_lane_owner(ring, l) >> 32) == (uint64_t)row + 1)
+			child_lane = (int)l;
+	assert_true(child_lane >= 0);
+	assert_int_equal(orbit__members_snapshot(m, (uint32_t)row, &mi), 0);
+	assert_true(mi.alive);
+	gen0 = mi.generation;
+	usleep(100000); /* the watcher's agent picks the new member up (join rang the doorbell) */
+
+	t0 = orbit_test_now_ns();
+	kill(c.pid, SIGKILL);
+	for (;;) {
+		int reclaimed = orbit__members_snapshot(m, (uint32_t)row, &mi) == 0 &&
+				mi.generation != gen0 && mi.state == ORBIT_MEMBER_FREE;
+		int lane_free = orbit__ring_lane_owner(ring, (uint32_t)child_lane) == 0;
+
+		took = orbit_test_now_ns() - t0;
+		if ((reclaimed && lane_free) || took > 2000000000ull)
+			break;
+		usleep(500);
+	}
+	print_message("dead member reclaimed after %.1f ms\n", took / 1e6);
+	assert_true(took < 100000000ull);
+	reap(&c, 2000);
+	orbit__ring_close(ring);
+	orbit__members_close(m);
+	orbit_agent_stop(a);
+}
+
+/*
+ * Issue 5 "Readiness and the agent": the agent signals each local
+ * subscriber's eventfd; the subscriber drains it, then advances its own
+ * cursor. The RCU view follows another process's acquire and release, and
+ * that process's stats row shows it.
+ */
+static void test_agent_subscriber_and_view_follow_another_process(void **state)
+{
+	struct child c = spawn(locker_child);
+	orbit_lock_key_t key = orbit_lock_key(test_ns, "k1", 2);
+	struct orbit_transition_event *ev = malloc(sizeof(*ev));
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
+	orbit_transition_reader_t *r = NULL;
+	struct orbit_fleet_stats fs;
+	struct orbit_lock_entry e;
+	struct pollfd pfd;
+	orbit_fleet_t *f = NULL;
+	orbit_agent_t *a;
+	uint64_t token = 0, cnt, t0;
+	int fd = -1, rc, found = 0, child_row = -1;
+
+	(void)state;
+	assert_true(c.pid > 0);
+	assert_non_null(ev);
+	a = start_agent("observer", NULL);
+	assert_non_null(a);
+	assert_int_equal(orbit_agent_subscribe(a, &fd), 0);
+	assert_int_equal(orbit_agent_reader_open(a, &r), 0);
+	assert_int_equal(orbit_agent_view_lookup(a, &key, &e), -ENOENT);
+	send_byte(c.go, 'g');
+	assert_int_equal(read(c.report, &token, sizeof(token)), (ssize_t)sizeof(token));
+
+	/* The eventfd fires; drain it, then the cursor finds the acquire. */
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	t0 = orbit_test_now_ns();
+	while (!found && orbit_test_now_ns() - t0 < 3000000000ull) {
+		assert_true(poll(&pfd, 1, 3000) == 1);
+		assert_int_equal(read(fd, &cnt, sizeof(cnt)), (ssize_t)sizeof(cnt));
+		while ((rc = orbit_transition_reader_next(r, ev)) != -EAGAIN) {
+			assert_int_equal(rc, 0);
+			if (ev->type == 1 && ev->fencing_token == token) {
+				assert_int_equal(ev->writer_pid, (uint32_t)c.pid);
+				assert_int_equal(ev->ns_len, 10);
+				assert_memory_equal(ev->bytes, "test.agentk1child-owner", 23);
+				found = 1;
+			}
+		}
+	}
+	assert_true(found);
+	/* The view has it (the agent drained before signalling). */
+	assert_int_equal(orbit_agent_view_lookup(a, &key, &e), 0);
+	assert_int_equal(e.token, token);
+	assert_int_equal(e.holder_pid, (uint32_t)c.pid);
+	assert_int_equal(e.owner_len, 11);
+	assert_memory_equal(orbit_lock_entry_owner(&e), "child-owner", 11);
+
+	/* Release in the child: the view drops the key. */
+	send_byte(c.go, 'r');
+	assert_int_equal(wait_byte(c.report), 'r');
+	t0 = orbit_test_now_ns();
+	while (orbit_agent_view_lookup(a, &key, &e) == 0 && orbit_test_now_ns() - t0 < 3000000000ull)
+		usleep(1000);
+	assert_int_equal(orbit_agent_view_lookup(a, &key, &e), -ENOENT);
+
+	/* The child's stats row counts its acquire and its frames. */
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	for (uint32_t row = 0; row < orbit_fleet_rows(f); row++) {
+		struct orbit_fleet_member m;
+
+		if (orbit_fleet_member(f, row, &m) == 0 && m.pid == (uint32_t)c.pid)
+			child_row = (int)row;
+	}
+	assert_true(child_row >= 0);
+	t0 = orbit_test_now_ns();
+	do {
+		usleep(5000);
+		assert_int_equal(orbit_fleet_stats_read(f, (uint32_t)child_row, &fs), 0);
+	} while (fs.counters[0] + fs.counters[3] < 2 && orbit_test_now_ns() - t0 < 3000000000ull);
+	assert_int_equal(fs.pid, (uint32_t)c.pid);
+	assert_int_equal(fs.counters[0], 1); /* lock_acquired */
+	assert_int_equal(fs.counters[3], 1); /* lock_released */
+	assert_true(fs.counters[9] >= 2);   /* frames_written */
+	assert_int_equal(fs.hists[0].count, 1);
+	orbit_fleet_close(f);
+
+	send_byte(c.go, 'q');
+	assert_int_equal(reap(&c, 5000), 0);
+	orbit_transition_reader_close(r);
+	assert_int_equal(orbit_agent_unsubscribe(a, fd), 0);
+	assert_int_equal(orbit_agent_unsubscribe(a, fd), -ENOENT);
+	orbit_agent_stop(a);
+	free(ev);
+}
+
+/* Issue 5 "Tests": reset refused while another member lives. */
+static void test_agent_reset_refused_while_another_member_lives(void **state)
+{
+	struct child c = spawn(member_child);
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet, .admin = true };
+	orbit_lock_t *lock = open_lock();
+	orbit_fleet_t *f = NULL;
+	orbit_agent_t *a;
+
+	(void)state;
+	assert_true(c.pid > 0);
+	assert_non_null(lock);
+	a = start_agent("resetter", lock);
+	assert_non_null(a);
+	/* Alone: allowed (our own row does not count). */
+	assert_int_equal(orbit_agent_reset_transport(a), 0);
+	send_byte(c.go, 'g');
+	assert_true(wait_byte(c.report) >= 0);
+	assert_int_equal(orbit_agent_reset_transport(a), -EBUSY);
+	/* An operator handle counts every live member, us included. */
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	assert_int_equal(orbit_fleet_reset_transport(f), -EBUSY);
+	kill(c.pid, SIGKILL);
+	reap(&c, 2000);
+	assert_int_equal(orbit_agent_reset_transport(a), 0);
+	assert_int_equal(orbit_fleet_reset_transport(f), -EBUSY); /* we still live */
+	orbit_agent_stop(a);
+	assert_int_equal(orbit_fleet_reset_transport(f), 0);
+	orbit_fleet_close(f);
+	fo.admin = false;
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	assert_int_equal(orbit_fleet_reset_transport(f), -EROFS);
+	orbit_fleet_close(f);
+	orbit_lock_close(lock);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_agent_start_stop_leaks_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_dead_member_noticed_promptly, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_subscriber_and_view_follow_another_process,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_reset_refused_while_another_member_lives,
+						setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

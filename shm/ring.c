@@ -383,7 +383,7 @@ int orbit__ring_publish(orbit_ring_t *ring, uint32_t lane, const struct orbit_tr
 	atomic_store_explicit(&f->seq, 2 * pos + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	f->type = t->type;
-	f->writer_pid = t->writer_pid ? t->writer_pid : (uint32_t)getpid();
+	f->writer_pid = t->writer_pid ? t->writer_pid : (uint32_t)ring->seg.pid; /* no getpid() syscall */
 	f->fencing_token = t->fencing_token;
 	f->deadline_ns = t->deadline_ns;
 	f->state_revision = t->state_revision;

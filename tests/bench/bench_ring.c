@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/bench/bench_ring.c: what a transition costs (issue 5 "Benchmark"),
+ * measured in one run next to its baselines: publish cost (ns/op, nobody
+ * asleep) against one eventfd write and an uncontended process-shared
+ * robust mutex lock/unlock pair, with the doorbell's FUTEX_WAKE count to
+ * verify "no syscall when nobody sleeps"; and cross-process wake latency
+ * (publish -> the sleeping waiter returns with the frame, p50/p99) against
+ * raw futex, eventfd and pipe ping-pong between two processes, each round
+ * timed one way from the sender's CLOCK_MONOTONIC stamp to the receiver's
+ * return. Each cost figure is the median of 5 runs. Under ~30 s.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "orbit_test.h"
+#include "include/orbit/error.h"
+#include "shm/ring.h"
+
+#define REPS 5
+#define OPS 1000000ull
+#define ROUNDS 5000
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t median(uint64_t *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_u64);
+	return v[n / 2];
+}
+
+static void line(const char *name, double v, const char *bname, double b, const char *target)
+{
+	printf("%-22s %9.1f  %-22s %9.1f  %6.2f  (%s)\n", name, v, bname, b, b > 0 ? v / b : 0.0, target);
+}
+
+/* ---- costs ---- */
+
+static double publish_cost(orbit_ring_t *ring)
+{
+	struct orbit_transition t = {
+		.type = ORBIT_TRANSITION_ACQUIRE, .ns = "runtime.tasks.pool", .ns_len = 18,
+		.label = "job-000042", .label_len = 10, .owner = "worker-7:tenure-99", .owner_len = 18,
+	};
+	uint64_t v[REPS];
+
+	for (int r = 0; r < REPS; r++) {
+		uint64_t t0 = orbit_test_now_ns();
+		for (uint64_t i = 0; i < OPS; i++) {
+			t.state_revision = i;
+			orbit__ring_publish(ring, 0, &t);
+		}
+		v[r] = orbit_test_now_ns() - t0;
+	}
+	return (double)median(v, REPS) / OPS;
+}
+
+static double eventfd_cost(void)
+{
+	uint64_t v[REPS], one = 1, sink;
+	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+
+	if (fd < 0)
+		return 0;
+	for (int r = 0; r < REPS; r++) {
+		uint64_t t0 = orbit_test_now_ns();
+		for (uint64_t i = 0; i < OPS / 4; i++)
+			if (write(fd, &one, sizeof(one)) != sizeof(one))
+				break;
+		v[r] = (orbit_test_now_ns() - t0) * 4;
+		if (read(fd, &sink, sizeof(sink)) < 0)
+			break;
+	}
+	close(fd);
+	return (double)median(v, REPS) / OPS;
+}
+
+static double robust_mutex_cost(void)
+{
+	pthread_mutexattr_t a;
+	pthread_mutex_t *mu = mmap(NULL, sizeof(*mu), PROT_READ | PROT_WRITE,
+				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	uint64_t v[REPS];
+
+	if (mu == MAP_FAILED)
+		return 0;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(mu, &a);
+	for (int r = 0; r < REPS; r++) {
+		uint64_t t0 = orbit_test_now_ns();
+		for (uint64_t i = 0; i < OPS; i++) {
+			pthread_mutex_lock(mu);
+			pthread_mutex_unlock(mu);
+		}
+		v[r] = orbit_test_now_ns() - t0;
+	}
+	pthread_mutex_destroy(mu);
+	munmap(mu, sizeof(*mu));
+	return (double)median(v, REPS) / OPS;
+}
+
+/* ---- wake latency ---- */
+
+enum method { M_RING, M_FUTEX, M_EVENTFD, M_PIPE };
+
+struct shm_box {
+	_Atomic uint32_t word;   /* raw futex */
+	_Atomic uint64_t ts;     /* sender's stamp for the baselines */
+	uint64_t lat[ROUNDS];    /* receiver's measurements */
+};
+
+static void futex_wait(_Atomic uint32_t *w, uint32_t v)
+{
+	syscall(SYS_futex, w, FUTEX_WAIT, v, NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *w)
+{
+	syscall(SYS_futex, w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static int receiver(enum method m, struct shm_box *box, const char *fleet,
+		    const struct orbit_ring_layout *l, int efd, int data_rd, int ack_wr)
+{
+	struct orbit_ring_event *ev = malloc(sizeof(*ev));
+	orbit_ring_reader_t *r = NULL;
+	orbit_ring_t *ring = NULL;
+	uint32_t lane;
+	char c = 'a';
+
+	if (m == M_RING && (orbit__ring_open(&ring, fleet, l, NULL) < 0 ||
+			    orbit__ring_reader_open(&r, ring) < 0))
+		return 1;
+	if (write(ack_wr, &c, 1) != 1) /* ready */
+		return 2;
+	for (int i = 0; i < ROUNDS; i++) {
+		uint64_t now = 0, sent = 0, x;
+
+		switch (m) {
+		case M_RING: {
+			for (;;) {
+				uint32_t seen = orbit__ring_reader_arm(r);
+				if (orbit__ring_reader_next(r, ev, &lane) == 0)
+					break;
+				orbit__ring_reader_wait(r, seen, -1);
+			}
+			now = orbit_test_now_ns();
+			sent = ev->publish_ns;
+			break;
+		}
+		case M_FUTEX: {
+			uint32_t v = (uint32_t)i;
+			while (atomic_load(&box->word) == v)
+				futex_wait(&box->word, v);
+			now = orbit_test_now_ns();
+			sent = atomic_load(&box->ts);
+			break;
+		}
+		case M_EVENTFD:
+			if (read(efd, &x, sizeof(x)) != sizeof(x))
+				return 3;
+			now = orbit_test_now_ns();
+			sent = atomic_load(&box->ts);
+			break;
+		case M_PIPE:
+			if (read(data_rd, &x, sizeof(x)) != sizeof(x))
+				return 4;
+			now = orbit_test_now_ns();
+			sent = x;
+			break;
+		}
+		box->lat[i] = now - sent;
+		if (write(ack_wr, &c, 1) != 1)
+			return 5;
+	}
+	if (r)
+		orbit__ring_reader_close(r);
+	orbit__ring_close(ring);
+	free(ev);
+	return 0;
+}
+
+/* One method: returns p50 and p99 in ns. */
+static int latency(enum method m, const char *fleet, const struct orbit_ring_layout *l,
+		   orbit_ring_t *ring, double *p50, double *p99)
+{
+	struct shm_box *box = mmap(NULL, sizeof(*box), PROT_READ | PROT_WRITE,
+				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int efd = eventfd(0, EFD_CLOEXEC), data[2], ack[2], st;
+	struct orbit_transition t = {
+		.type = ORBIT_TRANSITION_RELEASE, .ns = "bench", .ns_len = 5, .label = "k", .label_len = 1,
+	};
+	struct timespec gap = { 0, 50 * 1000 }; /* let the receiver fall asleep again */
+	pid_t pid;
+	char c;
+
+	if (box == MAP_FAILED || efd < 0 || pipe(data) || pipe(ack))
+		return -1;
+	pid = fork();
+	if (pid == 0)
+		_exit(receiver(m, box, fleet, l, efd, data[0], ack[1]));
+	if (read(ack[0], &c, 1) != 1)
+		return -1;
+	for (int i = 0; i < ROUNDS; i++) {
+		nanosleep(&gap, NULL);
+		uint64_t now = orbit_test_now_ns();
+		switch (m) {
+		case M_RING:
+			t.state_revision = (uint64_t)i;
+			orbit__ring_publish(ring, 1, &t);
+			break;
+		case M_FUTEX:
+			atomic_store(&box->ts, now);
+			atomic_fetch_add(&box->word, 1);
+			futex_wake(&box->word);
+			break;
+		case M_EVENTFD: {
+			uint64_t one = 1;
+			atomic_store(&box->ts, now);
+			if (write(efd, &one, sizeof(one)) != sizeof(one))
+				return -1;
+			break;
+		}
+		case M_PIPE:
+			if (write(data[1], &now, sizeof(now)) != sizeof(now))
+				return -1;
+			break;
+		}
+		if (read(ack[0], &c, 1) != 1)
+			return -1;
+	}
+	st = orbit_test_wait(pid, 30000);
+	qsort(box->lat, ROUNDS, sizeof(box->lat[0]), cmp_u64);
+	*p50 = (double)box->lat[ROUNDS / 2];
+	*p99 = (double)box->lat[ROUNDS * 99 / 100];
+	close(efd);
+	close(data[0]);
+	close(data[1]);
+	close(ack[0]);
+	close(ack[1]);
+	munmap(box, sizeof(*box));
+	return (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) ? 0 : -1;
+}
+
+int main(void)
+{
+	struct orbit_ring_layout l;
+	struct orbit_ring_counters c0, c1;
+	double pub, efd, mtx, lat[4][2];
+	const char *names[4] = { "ring", "futex", "eventfd", "pipe" };
+	orbit_ring_t *ring;
+	char fleet[64];
+	int rc = 0;
+
+	orbit_test_fleet(fleet, sizeof(fleet), "bring");
+	orbit__ring_layout_default(&l);
+	if (orbit__ring_open(&ring, fleet, &l, NULL) < 0) {
+		fprintf(stderr, "bench_ring: cannot open the ring\n");
+		return 1;
+	}
+	printf("bench_ring: layout %u lanes x %u frames x %u bytes; median of %d runs of %llu ops\n",
+	       l.lanes, l.frames_per_lane, l.frame_bytes, REPS, OPS);
+	orbit__ring_counters(ring, &c0);
+	pub = publish_cost(ring);
+	orbit__ring_counters(ring, &c1);
+	efd = eventfd_cost();
+	mtx = robust_mutex_cost();
+	printf("%-22s %9s  %-22s %9s  %6s  %s\n", "name", "value", "baseline", "value", "ratio", "(target)");
+	line("publish_ns", pub, "robust_mutex_pair_ns", mtx, "<= 3");
+	line("publish_ns", pub, "eventfd_write_ns", efd, "info");
+	printf("%-22s %9llu  %-22s %9llu  %6s  (%s)\n", "publish_futex_wakes",
+	       (unsigned long long)(c1.doorbell_wakes - c0.doorbell_wakes), "publishes",
+	       (unsigned long long)(c1.published - c0.published), "-", "0 wakes: no syscall");
+	if (c1.doorbell_wakes != c0.doorbell_wakes)
+		rc = 1;
+
+	for (int m = 0; m < 4; m++)
+		if (latency((enum method)m, fleet, &l, ring, &lat[m][0], &lat[m][1]) < 0) {
+			fprintf(stderr, "bench_ring: %s latency run failed\n", names[m]);
+			rc = 1;
+		}
+	line("wake_p50_ns", lat[0][0], "futex_pingpong_p50_ns", lat[1][0], "<= 1.5");
+	line("wake_p99_ns", lat[0][1], "futex_pingpong_p99_ns", lat[1][1], "info");
+	line("wake_p50_ns", lat[0][0], "eventfd_pingpong_p50_ns", lat[2][0], "info");
+	line("wake_p50_ns", lat[0][0], "pipe_pingpong_p50_ns", lat[3][0], "info");
+	line("wake_p99_ns", lat[0][1], "eventfd_pingpong_p99_ns", lat[2][1], "info");
+	line("wake_p99_ns", lat[0][1], "pipe_pingpong_p99_ns", lat[3][1], "info");
+	orbit__ring_close(ring);
+	orbit__ring_unlink(fleet, &l);
+	return rc;
+}

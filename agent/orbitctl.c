@@ -509,7 +509,8 @@ static void print_prom(const char *fleet, const struct member_stats *ms, int n)
 				uint64_t le = orbit_stats_bucket_le(b);
 				char extra[48];
 
-				acc += hh->buckets[b];
+				/* Saturate: a corrupt row must not make the buckets decrease. */
+				acc = acc + hh->buckets[b] < acc ? UINT64_MAX : acc + hh->buckets[b];
 				if (le == UINT64_MAX)
 					snprintf(extra, sizeof(extra), ",le=\"+Inf\"");
 				else

@@ -12,8 +12,8 @@
  *   W3 P: head = p+1 (release)                  pairs with R0: frame before head
  *   D1.. P: doorbell ring (seq_cst)             see shm/doorbell.h
  *   G1 reset: generation + 1 (release)          pairs with G2 in reader_next()
- * Frame payload bytes are plain copies inside the seq window (a seqlock):
- * a torn copy is detected by the re-check and never used.
+ * Frame bytes are copied as relaxed atomic words inside the seq window (a
+ * seqlock): a torn copy is detected by the re-check and never used.
  */
 #include "config.h"
 
@@ -231,6 +231,30 @@ static struct orbit_ring_frame *frame_at(const orbit_ring_t *ring, uint32_t lane
 	return (struct orbit_ring_frame *)(ring->frames + idx * ring->layout.frame_bytes);
 }
 
+/*
+ * Frame bytes move as relaxed 64-bit atomic words: a seqlock's data is
+ * read while it may be rewritten, and word atomics make that race defined
+ * (and visible as such to TSan); the seq words order them (W1/W2, R1/R2).
+ * Frames are 64-byte aligned (offsets and frame_bytes are multiples of 64).
+ */
+static void words_store(void *dst, const void *src, size_t nwords)
+{
+	_Atomic uint64_t *d = dst;
+	const uint64_t *s = src;
+
+	for (size_t i = 0; i < nwords; i++) /* Relaxed: ordered by W1 before and W2 after */
+		atomic_store_explicit(&d[i], s[i], memory_order_relaxed);
+}
+
+static void words_load(void *dst, const void *src, size_t nwords)
+{
+	const _Atomic uint64_t *s = src;
+	uint64_t *d = dst;
+
+	for (size_t i = 0; i < nwords; i++) /* Relaxed: ordered by R1 before and R2 after */
+		d[i] = atomic_load_explicit((_Atomic uint64_t *)&s[i], memory_order_relaxed);
+}
+
 /* ---- lanes ---- */
 
 static uint64_t owner_word(uint32_t row, uint32_t generation)
@@ -352,8 +376,9 @@ uint64_t orbit__ring_lane_owner(const orbit_ring_t *ring, uint32_t lane)
 
 int orbit__ring_publish(orbit_ring_t *ring, uint32_t lane, const struct orbit_transition *t)
 {
-	uint32_t cap, ns_keep, label_keep, owner_keep;
-	struct orbit_ring_frame *f;
+	uint64_t stage[ORBIT_RING_PAYLOAD_MAX / 8]; /* the payload, packed, before it goes to SHM */
+	uint32_t cap, ns_keep, label_keep, owner_keep, plen;
+	struct orbit_ring_frame *f, hdr;
 	struct orbit_ring_lane *ln;
 	uint64_t pos, orig;
 	uint8_t *p;
@@ -382,25 +407,29 @@ int orbit__ring_publish(orbit_ring_t *ring, uint32_t lane, const struct orbit_tr
 	/* W1: odd seq, then a release fence: pairs with R2 (a reader re-checking sees odd/newer) */
 	atomic_store_explicit(&f->seq, 2 * pos + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
-	f->type = t->type;
-	f->writer_pid = t->writer_pid ? t->writer_pid : (uint32_t)ring->seg.pid; /* no getpid() syscall */
-	f->fencing_token = t->fencing_token;
-	f->deadline_ns = t->deadline_ns;
-	f->state_revision = t->state_revision;
-	f->publish_ns = orbit__now_mono_ns();
-	f->ns_len = (uint16_t)ns_keep;
-	f->label_len = (uint16_t)label_keep;
-	f->owner_len = (uint16_t)owner_keep;
-	f->flags = truncated ? ORBIT_RING_F_TRUNCATED : 0;
-	f->orig_len = orig > UINT32_MAX ? UINT32_MAX : (uint32_t)orig;
-	f->reserved0 = 0;
-	p = (uint8_t *)f + ORBIT_RING_FRAME_HDR_BYTES;
+	hdr.type = t->type;
+	hdr.writer_pid = t->writer_pid ? t->writer_pid : (uint32_t)ring->seg.pid; /* no getpid() syscall */
+	hdr.fencing_token = t->fencing_token;
+	hdr.deadline_ns = t->deadline_ns;
+	hdr.state_revision = t->state_revision;
+	hdr.publish_ns = orbit__now_mono_ns();
+	hdr.ns_len = (uint16_t)ns_keep;
+	hdr.label_len = (uint16_t)label_keep;
+	hdr.owner_len = (uint16_t)owner_keep;
+	hdr.flags = truncated ? ORBIT_RING_F_TRUNCATED : 0;
+	hdr.orig_len = orig > UINT32_MAX ? UINT32_MAX : (uint32_t)orig;
+	hdr.reserved0 = 0;
+	/* every header word but the first (seq) */
+	words_store((uint64_t *)f + 1, (const uint64_t *)&hdr + 1, ORBIT_RING_FRAME_HDR_BYTES / 8 - 1);
+	p = (uint8_t *)stage;
 	if (ns_keep)
 		memcpy(p, t->ns, ns_keep);
 	if (label_keep)
 		memcpy(p + ns_keep, t->label, label_keep);
 	if (owner_keep)
 		memcpy(p + ns_keep + label_keep, t->owner, owner_keep);
+	plen = ns_keep + label_keep + owner_keep;
+	words_store((uint8_t *)f + ORBIT_RING_FRAME_HDR_BYTES, stage, (plen + 7) / 8);
 	/* A publisher killed here leaves seq odd and the head unmoved (kill tests) */
 	ORBIT_CRASHPOINT("ring.publish.mid_frame");
 	/* W2: release, pairs with R1 in read_lane(): frame bytes before the even seq */
@@ -565,6 +594,7 @@ static int read_lane(orbit_ring_reader_t *r, uint32_t lane, struct orbit_ring_ev
 	const orbit_ring_t *ring = r->ring;
 	uint64_t c = r->cursor[lane], h, s1, s2, want;
 	struct orbit_ring_frame *f, hdr;
+	uint64_t stage[ORBIT_RING_PAYLOAD_MAX / 8];
 	uint32_t cap = ring->layout.frame_bytes - ORBIT_RING_FRAME_HDR_BYTES;
 	uint32_t plen;
 
@@ -589,12 +619,14 @@ static int read_lane(orbit_ring_reader_t *r, uint32_t lane, struct orbit_ring_ev
 			return lagged(r, lane, head_of(ring, lane));
 		return corrupt(r, lane); /* below the head yet not complete: bad bytes */
 	}
-	memcpy(&hdr, (const void *)f, sizeof(hdr));
+	memset(&hdr, 0, sizeof(hdr)); /* words_load fills it; the compiler cannot see that */
+	words_load(&hdr, f, ORBIT_RING_FRAME_HDR_BYTES / 8);
 	/* Only lengths from the copy are used; clamp before touching payload bytes */
 	plen = (uint32_t)hdr.ns_len + hdr.label_len + hdr.owner_len;
 	if (plen > cap)
 		plen = cap;
-	memcpy(ev->bytes, (const uint8_t *)f + ORBIT_RING_FRAME_HDR_BYTES, plen);
+	words_load(stage, (const uint8_t *)f + ORBIT_RING_FRAME_HDR_BYTES, (plen + 7) / 8);
+	memcpy(ev->bytes, stage, plen);
 	/* R2: acquire fence, pairs with W1: the copies above happen before the re-check */
 	atomic_thread_fence(memory_order_acquire);
 	s2 = atomic_load_explicit(&f->seq, memory_order_relaxed);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,31 +53,86 @@ struct orbit_lock {
 	_Atomic uint64_t st[ST_N]; /* counters; relaxed: statistics only */
 };
 
+/*
+ * This process's pid without a syscall per call (glibc no longer caches
+ * getpid(), which costs ~100 ns on a VM): set once, refreshed in a forked
+ * child by the atfork handler before fork() returns there. Relaxed: each
+ * process writes its own copy before any of its threads read it.
+ */
+static _Atomic int cached_pid;
+static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
+
+static void pid_refresh(void)
+{
+	atomic_store_explicit(&cached_pid, (int)getpid(), memory_order_relaxed);
+}
+
+static void pid_init(void)
+{
+	pid_refresh();
+	if (pthread_atfork(NULL, NULL, pid_refresh))
+		abort(); /* ENOMEM at first open: a broken invariant of this process */
+}
+
+static pid_t self_pid(void)
+{
+	return (pid_t)atomic_load_explicit(&cached_pid, memory_order_relaxed);
+}
+
+/*
+ * Counters bumped with the serializer held: every mutator of this handle
+ * is serialized, so a relaxed load + store is exact and keeps locked
+ * instructions off the mutation path.
+ */
 static void stat_inc(orbit_lock_t *l, enum lock_stat s)
 {
-	/* relaxed: a counter, no ordering with anything */
+	atomic_store_explicit(&l->st[s],
+			      atomic_load_explicit(&l->st[s], memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
+/* Counters bumped without the serializer (lookup side): a relaxed RMW. */
+static void stat_inc_rmw(orbit_lock_t *l, enum lock_stat s)
+{
 	atomic_fetch_add_explicit(&l->st[s], 1, memory_order_relaxed);
 }
 
-/* FNV-1a 64 over ns_len, ns, label (the length keeps "ab"+"c" != "a"+"bc"). */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
+/*
+ * The key hash: 8 bytes at a time (a byte-wise FNV costs ~30 ns for a
+ * short key, as much as the whole rest of a lookup), multiply-xorshift
+ * per word, murmur3's finaliser at the end. ns_len goes in first so that
+ * "ab"+"c" and "a"+"bc" differ. Part of the layout: changing it changes
+ * ORBIT_LOCK_TABLE_VERSION.
+ */
+static uint64_t mix_bytes(uint64_t h, const void *p, size_t n)
 {
 	const uint8_t *b = p;
+	uint64_t w;
 
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ull;
+	for (; n >= 8; n -= 8, b += 8) {
+		memcpy(&w, b, 8);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
+	}
+	if (n) {
+		w = 0;
+		memcpy(&w, b, n);
+		h = (h ^ w ^ ((uint64_t)n << 56)) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
 	}
 	return h;
 }
 
 static uint64_t key_hash(const void *ns, size_t ns_len, const void *label, size_t label_len)
 {
-	uint64_t n = ns_len;
-	uint64_t h = fnv(0xcbf29ce484222325ull, &n, sizeof(n));
+	uint64_t h = mix_bytes(0x243f6a8885a308d3ull ^ ns_len, ns, ns_len);
 
-	h = fnv(h, ns, ns_len);
-	return fnv(h, label, label_len);
+	h = mix_bytes(h ^ label_len, label, label_len);
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 33);
 }
 
 uint64_t orbit__lock_hash(const orbit_lock_key_t *key)
@@ -139,7 +195,7 @@ static int check_mutator(orbit_lock_t *l)
 		return -EINVAL;
 	if (l->readonly)
 		return -EROFS;
-	if (getpid() != l->pid)
+	if (self_pid() != l->pid)
 		return -ECHILD; /* fork trap: never use the parent's open file description */
 	return 0;
 }
@@ -844,7 +900,7 @@ retry_slot:
 		if (read_meta(s, &m, &seq))
 			goto retry_slot;
 		if (!meta_valid(m.state, m.ns_len, m.label_len, m.owner_len)) {
-			stat_inc(l, ST_CORRUPT);
+			stat_inc_rmw(l, ST_CORRUPT);
 			return -ORBIT_ECORRUPT;
 		}
 		if (m.state == ORBIT_LOCK_SLOT_EMPTY)
@@ -874,6 +930,8 @@ ORBIT_API int orbit_lock_lookup(orbit_lock_t *l, const orbit_lock_key_t *key,
 	rc = check_key(key);
 	if (rc)
 		return rc;
+	/* not an RMW, no serializer: concurrent lookups of one handle may lose
+	 * a count; the fast path stays free of locked instructions */
 	stat_inc(l, ST_LOOKUPS);
 	h32 = (uint32_t)orbit__lock_hash(key);
 	for (int tries = 0; tries < LOOKUP_PROBE_RETRIES; tries++) {
@@ -921,7 +979,7 @@ ORBIT_API int orbit_lock_foreach(orbit_lock_t *l,
 			if (read_meta(s, &m, &seq))
 				continue;
 			if (!meta_valid(m.state, m.ns_len, m.label_len, m.owner_len)) {
-				stat_inc(l, ST_CORRUPT);
+				stat_inc_rmw(l, ST_CORRUPT);
 				break;
 			}
 			if (m.state != ORBIT_LOCK_SLOT_OCCUPIED)
@@ -1074,6 +1132,8 @@ ORBIT_API int orbit_lock_open(const struct orbit_lock_options *o, orbit_lock_t *
 
 	if (!out)
 		return -EINVAL;
+	if (pthread_once(&pid_once, pid_init))
+		abort(); /* pthread_once cannot fail on Linux */
 	rc = resolve(o, &y, &fleet, name, sizeof(name));
 	if (rc)
 		return rc;
@@ -1109,7 +1169,7 @@ ORBIT_API int orbit_lock_open(const struct orbit_lock_options *o, orbit_lock_t *
 	l->mask = y->slots - 1;
 	l->ser_kind = ser;
 	l->readonly = o && o->readonly;
-	l->pid = getpid();
+	l->pid = self_pid();
 	l->start_ticks = proc_start_ticks(l->pid);
 	orbit__lock_ser_init(&l->ser, ser, &l->seg, h);
 	*out = l;
@@ -1127,7 +1187,7 @@ ORBIT_API void orbit_lock_close(orbit_lock_t *l)
 	if (!l)
 		return;
 	/* In a forked child the local mutex may be a locked copy: leave it. */
-	if (getpid() == l->pid)
+	if (self_pid() == l->pid)
 		orbit__lock_ser_destroy(&l->ser);
 	orbit__seg_close(&l->seg);
 	free(l);

@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/bench/bench_lock.c: orbit-lock figures (make bench). Prints, side
+ * by side, ns/op and the ratio to each baseline: orbit try_acquire +
+ * release (each serializer), renew, lookup; a bare flock(LOCK_EX) /
+ * flock(LOCK_UN) pair; an uncontended process-shared robust mutex pair;
+ * open+flock+unlock+close of a per-key lock file; Redis SET NX PX + DEL
+ * over loopback (RESP spoken here, no hiredis; port from
+ * ORBIT_BENCH_REDIS_PORT, else "skipped"); contended throughput with two
+ * processes; lookup at 25/50/90/100% table occupancy. Then the targets.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <orbit/orbit.h>
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static char fleet[24];
+ORBIT_LOCK_DEFINE_NAMESPACE(bench_ns, "bench.lock");
+
+/* Best (lowest) ns/op of @reps runs of @n iterations of @fn. */
+#define MEASURE(res, n, reps, setup, body)                                  \
+	do {                                                                \
+		double best_ = 1e30;                                        \
+		for (int r_ = 0; r_ < (reps); r_++) {                       \
+			setup;                                              \
+			uint64_t t0_ = now_ns();                            \
+			for (long i_ = 0; i_ < (n); i_++) {                 \
+				body;                                       \
+			}                                                   \
+			double v_ = (double)(now_ns() - t0_) / (double)(n); \
+			if (v_ < best_)                                     \
+				best_ = v_;                                 \
+		}                                                           \
+		(res) = best_;                                              \
+	} while (0)
+
+static int die(const char *what, int rc)
+{
+	fprintf(stderr, "bench_lock: %s: %s\n", what, orbit_strerror(rc));
+	exit(1);
+}
+
+static orbit_lock_t *open_lock(enum orbit_lock_serializer ser, const char *f, uint32_t slots)
+{
+	struct orbit_lock_layout y = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
+	struct orbit_lock_options o = { .size = sizeof(o), .fleet = f, .layout = &y,
+					.serializer = ser };
+	orbit_lock_t *l;
+	int rc;
+
+	y.slots = slots;
+	rc = orbit_lock_open(&o, &l);
+	if (rc)
+		die("open", rc);
+	return l;
+}
+
+static void unlink_lock(const char *f, uint32_t slots)
+{
+	struct orbit_lock_layout y = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
+	struct orbit_lock_options o = { .size = sizeof(o), .fleet = f, .layout = &y };
+
+	y.slots = slots;
+	orbit_lock_unlink(&o);
+}
+
+static double bench_acq_rel(enum orbit_lock_serializer ser, long n)
+{
+	char f[64];
+	orbit_lock_key_t k = orbit_lock_key(bench_ns, "key", 3);
+	orbit_lock_owner_t ow = { "owner-1", 7 };
+	struct orbit_lock_lease ls;
+	double v;
+
+	snprintf(f, sizeof(f), "%s%c", fleet, ser == ORBIT_LOCK_SERIALIZER_FUTEX ? 'f' : 'l');
+	orbit_lock_t *l = open_lock(ser, f, 256);
+	MEASURE(v, n, 5, (void)0, {
+		if (orbit_lock_try_acquire(l, &k, &ow, 30000000000ull, &ls, NULL) ||
+		    orbit_lock_release(l, &k, &ow, ls.token))
+			die("acquire/release", -EIO);
+	});
+	orbit_lock_close(l);
+	unlink_lock(f, 256);
+	return v;
+}
+
+static double bench_renew_or_lookup(bool lookup, long n)
+{
+	char f[64];
+	orbit_lock_key_t k = orbit_lock_key(bench_ns, "key", 3);
+	orbit_lock_owner_t ow = { "owner-1", 7 };
+	struct orbit_lock_lease ls;
+	struct orbit_lock_entry e;
+	double v;
+
+	snprintf(f, sizeof(f), "%sr", fleet);
+	orbit_lock_t *l = open_lock(ORBIT_LOCK_SERIALIZER_FUTEX, f, 256);
+	if (orbit_lock_try_acquire(l, &k, &ow, 30000000000ull, &ls, NULL))
+		die("acquire", -EIO);
+	if (lookup)
+		MEASURE(v, n, 5, (void)0, {
+			if (orbit_lock_lookup(l, &k, &e))
+				die("lookup", -EIO);
+		});
+	else
+		MEASURE(v, n, 5, (void)0, {
+			if (orbit_lock_renew(l, &k, &ow, ls.token, 30000000000ull, NULL))
+				die("renew", -EIO);
+		});
+	orbit_lock_close(l);
+	unlink_lock(f, 256);
+	return v;
+}
+
+static double bench_flock_pair(long n)
+{
+	char path[] = "/tmp/orbit-bench-flockXXXXXX";
+	int fd = mkstemp(path);
+	double v;
+
+	if (fd < 0)
+		die("mkstemp", -errno);
+	MEASURE(v, n, 5, (void)0, {
+		flock(fd, LOCK_EX);
+		flock(fd, LOCK_UN);
+	});
+	close(fd);
+	unlink(path);
+	return v;
+}
+
+static double bench_robust_pair(long n)
+{
+	pthread_mutex_t *m = mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pthread_mutexattr_t a;
+	double v;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(m, &a);
+	MEASURE(v, n, 5, (void)0, {
+		pthread_mutex_lock(m);
+		pthread_mutex_unlock(m);
+	});
+	munmap(m, sizeof(*m));
+	return v;
+}
+
+static double bench_lockfile(long n)
+{
+	char dir[] = "/tmp/orbit-bench-dirXXXXXX", path[96];
+	double v;
+
+	if (!mkdtemp(dir))
+		die("mkdtemp", -errno);
+	snprintf(path, sizeof(path), "%s/key.lock", dir);
+	MEASURE(v, n, 5, (void)0, {
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		flock(fd, LOCK_EX);
+		flock(fd, LOCK_UN);
+		close(fd);
+	});
+	unlink(path);
+	rmdir(dir);
+	return v;
+}
+
+/* One RESP command, one reply line; returns the reply's first byte or -1. */
+static int resp(int fd, const char *cmd, size_t len)
+{
+	char buf[256];
+	ssize_t r;
+	size_t got = 0;
+
+	if (write(fd, cmd, len) != (ssize_t)len)
+		return -1;
+	for (;;) {
+		r = read(fd, buf + got, sizeof(buf) - got);
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+		if (got >= 2 && buf[got - 2] == '\r' && buf[got - 1] == '\n')
+			return buf[0];
+	}
+}
+
+static double bench_redis(long n, const char **why)
+{
+	static const char set[] = "*6\r\n$3\r\nSET\r\n$9\r\norbit:key\r\n$1\r\nv\r\n$2\r\nNX\r\n"
+				  "$2\r\nPX\r\n$5\r\n30000\r\n";
+	static const char del[] = "*2\r\n$3\r\nDEL\r\n$9\r\norbit:key\r\n";
+	const char *port = getenv("ORBIT_BENCH_REDIS_PORT");
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int fd, one = 1;
+	double v;
+
+	if (!port || !*port) {
+		*why = "ORBIT_BENCH_REDIS_PORT unset (run through make bench / scripts/bench)";
+		return -1;
+	}
+	sa.sin_port = htons((uint16_t)atoi(port));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		*why = "cannot connect to 127.0.0.1:$ORBIT_BENCH_REDIS_PORT";
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (resp(fd, set, sizeof(set) - 1) != '+' || resp(fd, del, sizeof(del) - 1) != ':') {
+		*why = "unexpected reply to SET NX PX / DEL";
+		close(fd);
+		return -1;
+	}
+	MEASURE(v, n, 3, (void)0, {
+		if (resp(fd, set, sizeof(set) - 1) != '+' || resp(fd, del, sizeof(del) - 1) != ':')
+			die("redis", -EPROTO);
+	});
+	close(fd);
+	return v;
+}
+
+/* Two processes hammer one key for @ms: acquisitions and attempts per second. */
+static void bench_contended(enum orbit_lock_serializer ser, int ms, double *acq_s, double *ops_s)
+{
+	struct cnt { _Atomic uint64_t acq, ops; _Atomic int go, stop; } *c;
+	char f[64];
+	pid_t pids[2];
+
+	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	memset(c, 0, sizeof(*c));
+	snprintf(f, sizeof(f), "%sc%d", fleet, ser);
+	orbit_lock_t *l0 = open_lock(ser, f, 256);
+	for (int p = 0; p < 2; p++) {
+		pids[p] = fork();
+		if (pids[p] == 0) {
+			orbit_lock_t *l = open_lock(ser, f, 256);
+			orbit_lock_key_t k = orbit_lock_key(bench_ns, "hot", 3);
+			char own[8];
+			snprintf(own, sizeof(own), "p%d", p);
+			orbit_lock_owner_t ow = { own, strlen(own) };
+			struct orbit_lock_lease ls;
+			uint64_t a = 0, o = 0;
+			while (!atomic_load(&c->go))
+				;
+			while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
+				o++;
+				if (orbit_lock_try_acquire(l, &k, &ow, 30000000000ull, &ls, NULL) == 0) {
+					a++;
+					orbit_lock_release(l, &k, &ow, ls.token);
+					o++;
+				}
+			}
+			atomic_fetch_add(&c->acq, a);
+			atomic_fetch_add(&c->ops, o);
+			_exit(0);
+		}
+	}
+	atomic_store(&c->go, 1);
+	uint64_t t0 = now_ns();
+	usleep((useconds_t)ms * 1000);
+	atomic_store(&c->stop, 1);
+	uint64_t t1 = now_ns();
+	for (int p = 0; p < 2; p++)
+		waitpid(pids[p], NULL, 0);
+	*acq_s = (double)atomic_load(&c->acq) * 1e9 / (double)(t1 - t0);
+	*ops_s = (double)atomic_load(&c->ops) * 1e9 / (double)(t1 - t0);
+	orbit_lock_close(l0);
+	unlink_lock(f, 256);
+	munmap(c, sizeof(*c));
+}
+
+static double bench_lookup_occupancy(int pct, long n)
+{
+	char f[64], lab[32];
+	uint32_t fill = 256u * (uint32_t)pct / 100u;
+	orbit_lock_owner_t ow = { "owner-1", 7 };
+	struct orbit_lock_entry e;
+	unsigned seed = 99;
+	double v;
+
+	snprintf(f, sizeof(f), "%so%d", fleet, pct);
+	orbit_lock_t *l = open_lock(ORBIT_LOCK_SERIALIZER_FUTEX, f, 256);
+	for (uint32_t i = 0; i < fill; i++) {
+		snprintf(lab, sizeof(lab), "key-%u", i);
+		orbit_lock_key_t k = orbit_lock_key(bench_ns, lab, strlen(lab));
+		if (orbit_lock_try_acquire(l, &k, &ow, 300000000000ull, NULL, NULL))
+			die("fill", -EIO);
+	}
+	/* keys prepared up front: the loop measures lookup, not snprintf */
+	static char labs[256][16];
+	static orbit_lock_key_t keys[256];
+	for (uint32_t i = 0; i < fill; i++) {
+		snprintf(labs[i], sizeof(labs[i]), "key-%u", i);
+		keys[i] = orbit_lock_key(bench_ns, labs[i], strlen(labs[i]));
+	}
+	uint32_t order[1024];
+	for (int i = 0; i < 1024; i++)
+		order[i] = (uint32_t)rand_r(&seed) % fill;
+	MEASURE(v, n, 5, (void)0, {
+		if (orbit_lock_lookup(l, &keys[order[i_ & 1023]], &e))
+			die("lookup", -EIO);
+	});
+	orbit_lock_close(l);
+	unlink_lock(f, 256);
+	return v;
+}
+
+static void row(const char *name, double ns, double flock_pair, double robust, double redis)
+{
+	printf("%-44s %10.1f %9.2fx %9.2fx ", name, ns, ns / flock_pair, ns / robust);
+	if (redis > 0)
+		printf("%9.4fx\n", ns / redis);
+	else
+		printf("%10s\n", "-");
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 200000;
+	const char *redis_why = NULL;
+	double acq_s, ops_s;
+
+	snprintf(fleet, sizeof(fleet), "bench%d", (int)getpid());
+	double flock_pair = bench_flock_pair(n / 4);
+	double robust = bench_robust_pair(n * 5);
+	double lockfile = bench_lockfile(n / 10);
+	double redis = bench_redis(n / 20 > 20000 ? 20000 : n / 20, &redis_why);
+	double futex_ar = bench_acq_rel(ORBIT_LOCK_SERIALIZER_FUTEX, n);
+	double flock_ar = bench_acq_rel(ORBIT_LOCK_SERIALIZER_FLOCK, n / 4);
+	double renew = bench_renew_or_lookup(false, n);
+	double lookup = bench_renew_or_lookup(true, n * 5);
+
+	printf("%-44s %10s %10s %10s %10s\n", "operation", "ns/op", "/flock", "/robust", "/redis");
+	row("bare flock(LOCK_EX)+flock(LOCK_UN)", flock_pair, flock_pair, robust, redis);
+	row("robust pshared mutex lock+unlock", robust, flock_pair, robust, redis);
+	row("lock file open+flock+unlock+close", lockfile, flock_pair, robust, redis);
+	if (redis > 0)
+		row("redis SET NX PX + DEL (loopback)", redis, flock_pair, robust, redis);
+	else
+		printf("%-44s skipped: %s\n", "redis SET NX PX + DEL (loopback)", redis_why);
+	row("orbit try_acquire+release (futex)", futex_ar, flock_pair, robust, redis);
+	row("orbit try_acquire+release (flock)", flock_ar, flock_pair, robust, redis);
+	row("orbit renew (futex)", renew, flock_pair, robust, redis);
+	row("orbit lookup (no serializer)", lookup, flock_pair, robust, redis);
+	for (int p = 0; p < 4; p++) {
+		static const int pcts[] = { 25, 50, 90, 100 };
+		char name[64];
+		snprintf(name, sizeof(name), "orbit lookup at %d%% occupancy", pcts[p]);
+		row(name, bench_lookup_occupancy(pcts[p], n * 2), flock_pair, robust, redis);
+	}
+	bench_contended(ORBIT_LOCK_SERIALIZER_FUTEX, 500, &acq_s, &ops_s);
+	printf("%-44s %10.0f acquisitions/s, %.0f calls/s\n", "contended, 2 processes (futex)", acq_s,
+	       ops_s);
+	bench_contended(ORBIT_LOCK_SERIALIZER_FLOCK, 500, &acq_s, &ops_s);
+	printf("%-44s %10.0f acquisitions/s, %.0f calls/s\n", "contended, 2 processes (flock)", acq_s,
+	       ops_s);
+	printf("\ntargets:\n");
+	printf("  acquire+release (flock) <= 2.5x flock pair:   %.2fx  %s\n", flock_ar / flock_pair,
+	       flock_ar <= 2.5 * flock_pair ? "met" : "MISSED");
+	printf("  acquire+release (futex) <= 10x robust pair:   %.2fx  %s\n", futex_ar / robust,
+	       futex_ar <= 10 * robust ? "met" : "MISSED");
+	printf("  lookup <= 5x robust pair (no syscall):        %.2fx  %s\n", lookup / robust,
+	       lookup <= 5 * robust ? "met" : "MISSED");
+	if (redis > 0)
+		printf("  futex acquire+release vs redis round trip:    %.0fx faster\n", redis / futex_ar);
+	printf("  default serializer: %s\n", futex_ar < flock_ar ? "FUTEX (faster, same kill tests)"
+								 : "FLOCK");
+	return 0;
+}

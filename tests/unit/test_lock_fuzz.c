@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/unit/test_lock_fuzz.c: a lock table segment filled with random
+ * bytes never crashes an opener or a lookup (DESIGN.md "The fleet and its
+ * segments": SHM contents are untrusted input). Random bytes go over the
+ * whole segment, over the body only, over the slots only (raw and
+ * "plausible" slots with valid-looking states and lengths); every call
+ * must return one of its documented codes. Meant to run under ASan too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+
+#include <orbit/orbit.h>
+
+#include "orbit_test.h"
+#include "shm/lock_internal.h"
+
+static char fleet[64];
+static char path[128];
+static unsigned seed = 4242;
+
+static struct orbit_lock_options opts(void)
+{
+	struct orbit_lock_options o = { .size = sizeof(o), .fleet = fleet, .init_timeout_ms = 20 };
+	return o;
+}
+
+static void fresh(void)
+{
+	struct orbit_lock_options o;
+	orbit_lock_t *l;
+
+	orbit_test_fleet(fleet, sizeof(fleet), "fz");
+	o = opts();
+	assert_int_equal(orbit_lock_open(&o, &l), 0);
+	orbit_lock_close(l);
+	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.lock-228", fleet);
+}
+
+static void scribble(off_t from, off_t to, bool plausible)
+{
+	int fd = open(path, O_RDWR);
+	struct stat st;
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	if (to == 0)
+		to = st.st_size;
+	for (off_t off = from; off < to; off += 1024) {
+		uint8_t buf[1024];
+		size_t n = (size_t)(to - off < 1024 ? to - off : 1024);
+		for (size_t i = 0; i < n; i++)
+			buf[i] = (uint8_t)rand_r(&seed);
+		if (plausible && n == 1024) {
+			struct orbit_lock_slot *s = (void *)buf;
+			s->seq = (uint32_t)rand_r(&seed) % 8;   /* even or odd */
+			s->state = (uint32_t)rand_r(&seed) % 4; /* 3 is invalid */
+			s->ns_len = (uint16_t)(rand_r(&seed) % 20);
+			s->label_len = (uint16_t)(rand_r(&seed) % 6);
+			s->owner_len = (uint16_t)(rand_r(&seed) % (rand_r(&seed) % 8 ? 8 : 2000));
+			s->hash = (uint32_t)rand_r(&seed) % 4; /* collide with the probed keys */
+		}
+		assert_int_equal(pwrite(fd, buf, n, off), (ssize_t)n);
+	}
+	close(fd);
+}
+
+static bool open_code_documented(int rc)
+{
+	return rc == -ORBIT_EMAGIC || rc == -ORBIT_EVERSION || rc == -ORBIT_EKIND ||
+	       rc == -ORBIT_ESIZE || rc == -ORBIT_EFINGERPRINT || rc == -ORBIT_ECORRUPT ||
+	       rc == -ORBIT_EINITTIMEOUT;
+}
+
+static void lookups(orbit_lock_t *l)
+{
+	struct orbit_lock_entry e;
+	char lab[8];
+
+	for (int i = 0; i < 64; i++) {
+		snprintf(lab, sizeof(lab), "%d", i % 8);
+		orbit_lock_key_t k = { "", 0, lab, strlen(lab) };
+		int rc = orbit_lock_lookup(l, &k, &e);
+		if (rc != 0 && rc != -ENOENT && rc != -EAGAIN && rc != -ORBIT_ECORRUPT)
+			fail_msg("lookup returned undocumented %d", rc);
+		if (rc == 0)
+			assert_true((unsigned)e.ns_len + e.label_len + e.owner_len <= ORBIT_LOCK_BYTES_MAX);
+	}
+	int n = orbit_lock_foreach(l, NULL, NULL);
+	assert_int_equal(n, -EINVAL);
+}
+
+static int count(const struct orbit_lock_entry *e, void *ctx)
+{
+	(*(int *)ctx)++;
+	return (unsigned)e->ns_len + e->label_len + e->owner_len > ORBIT_LOCK_BYTES_MAX; /* stop on a lie */
+}
+
+static void unlink_fleet(void)
+{
+	struct orbit_lock_options o = opts();
+	orbit_lock_unlink(&o);
+}
+
+/* Random bytes over the whole segment (header included): open fails with a named code. */
+static void test_fuzz_random_segment_open_fails_cleanly(void **state)
+{
+	for (int round = 0; round < (orbit_test_long() ? 2000 : 100); round++) {
+		struct orbit_lock_options o;
+		orbit_lock_t *l;
+		int rc;
+
+		fresh();
+		scribble(0, 0, false);
+		o = opts();
+		rc = orbit_lock_open(&o, &l);
+		if (!open_code_documented(rc))
+			fail_msg("round %d: open returned %d", round, rc);
+		unlink_fleet();
+	}
+}
+
+/* A valid segment header over a random body: the table header check refuses it. */
+static void test_fuzz_random_body_open_ecorrupt(void **state)
+{
+	for (int round = 0; round < (orbit_test_long() ? 2000 : 100); round++) {
+		struct orbit_lock_options o;
+		orbit_lock_t *l;
+		int rc;
+
+		fresh();
+		scribble(128, 0, false);
+		o = opts();
+		rc = orbit_lock_open(&o, &l);
+		if (rc != -ORBIT_ECORRUPT)
+			fail_msg("round %d: open returned %d", round, rc);
+		unlink_fleet();
+	}
+}
+
+/* Valid headers over random (raw and plausible) slots: lookups get documented codes. */
+static void test_fuzz_random_slots_lookup_documented_codes(void **state)
+{
+	for (int round = 0; round < (orbit_test_long() ? 2000 : 100); round++) {
+		struct orbit_lock_options o;
+		orbit_lock_t *l;
+		int n = 0, rc;
+
+		fresh();
+		scribble(128 + 512, 0, round % 4 != 0);
+		o = opts();
+		assert_int_equal(orbit_lock_open(&o, &l), 0);
+		lookups(l);
+		rc = orbit_lock_foreach(l, count, &n);
+		assert_true(rc >= 0 || rc == -EAGAIN);
+		assert_true(rc != 1 || n > 0);
+		/* a mutation clears what it cannot trust and keeps working */
+		orbit_lock_key_t k = { "", 0, "1", 1 };
+		orbit_lock_owner_t ow = { "me", 2 };
+		rc = orbit_lock_try_acquire(l, &k, &ow, 1000000000, NULL, NULL);
+		assert_true(rc == 0 || rc == -EBUSY || rc == -ENOSPC);
+		lookups(l);
+		orbit_lock_close(l);
+		unlink_fleet();
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fuzz_random_segment_open_fails_cleanly),
+		cmocka_unit_test(test_fuzz_random_body_open_ecorrupt),
+		cmocka_unit_test(test_fuzz_random_slots_lookup_documented_codes),
+	};
+
+	return cmocka_run_group_tests_name("lock_fuzz", tests, NULL, NULL);
+}

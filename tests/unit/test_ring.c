@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -413,6 +414,67 @@ static void test_layout_mismatch_refused(void **state)
 	assert_int_equal(orbit__ring_open(&other, f->fleet, &l, NULL), -EINVAL);
 }
 
+struct thr {
+	orbit_ring_t *ring;
+	uint64_t n;
+	uint64_t got, lagged, bad;
+};
+
+static void *reader_thread(void *arg)
+{
+	struct thr *t = arg;
+	struct orbit_ring_event *ev = malloc(sizeof(*ev));
+	orbit_ring_reader_t *r;
+	uint64_t expect = 0;
+
+	if (!ev || orbit__ring_reader_open(&r, t->ring) < 0)
+		return NULL;
+	while (expect < t->n) {
+		uint32_t seen = orbit__ring_reader_arm(r), lane;
+		int rc;
+
+		while ((rc = orbit__ring_reader_next(r, ev, &lane)) != -EAGAIN) {
+			if (rc == -ORBIT_ELAGGED) {
+				t->lagged++;
+				continue;
+			}
+			if (rc < 0 || ev->state_revision < expect ||
+			    memcmp(ev->bytes + ev->ns_len, "thr", 3) != 0) {
+				t->bad++;
+				continue;
+			}
+			t->got++;
+			expect = ev->state_revision + 1;
+		}
+		if (orbit__ring_reader_wait(r, seen, 1000ll * 1000 * 1000) == -ETIMEDOUT)
+			break;
+	}
+	orbit__ring_reader_close(r);
+	free(ev);
+	return NULL;
+}
+
+/* Issue 5 (agent shape): a reader thread and a publisher thread of one process; TSan-clean (TSAN_TESTS). */
+static void test_reader_thread_and_publisher_thread(void **state)
+{
+	struct fx *f = *state;
+	struct thr t = { .ring = f->ring, .n = 20000 };
+	pthread_t th;
+
+	/* the reader subscribes after the heads: open it before publishing */
+	assert_int_equal(pthread_create(&th, NULL, reader_thread, &t), 0);
+	usleep(20000);
+	for (uint64_t i = 0; i < t.n; i++) {
+		publish(f->ring, 0, i, "thr");
+		if ((i & 255) == 0)
+			usleep(50); /* let the reader fall asleep now and then */
+	}
+	pthread_join(th, NULL);
+	assert_int_equal(t.bad, 0);
+	assert_true(t.got > 0);
+	assert_true(t.got == t.n || t.lagged > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -427,6 +489,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lane_claim_release_enospc, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_publish_no_wake_when_nobody_sleeps, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_layout_mismatch_refused, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_reader_thread_and_publisher_thread, setup_default, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,12 +41,12 @@ int orbit__doorbell_ring(struct orbit_doorbell *db)
 	/* D1: seq_cst bump; with D2 it forms the publisher half of the Dekker pair (D3/D4) */
 	atomic_fetch_add_explicit(&db->seq, 1, memory_order_seq_cst);
 	/*
-	 * Fast check first (relaxed load is enough to decide to SKIP only when
-	 * a seq_cst exchange would also read 0; it cannot, see below), so the
-	 * no-sleeper path stays read-only on this word.
+	 * D2a: seq_cst load after D1, the no-sleeper fast path: it keeps this
+	 * word read-only (no cache-line ping-pong with waiters). Reading 0 here
+	 * means no waiter's D3 precedes D2a in S, so any later D4 sees D1.
 	 */
 	if (atomic_load_explicit(&db->sleeping, memory_order_seq_cst) == 0)
-		return 0; /* D2a: seq_cst load after D1: no waiter announced before D1 in S */
+		return 0;
 	/* D2: seq_cst exchange; clearing coalesces a burst into one wake */
 	if (atomic_exchange_explicit(&db->sleeping, 0, memory_order_seq_cst) == 0)
 		return 0;

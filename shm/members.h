@@ -175,10 +175,11 @@ int orbit__members_is_alive_gen(orbit_members_t *m, uint32_t row, uint32_t gener
 int orbit__members_snapshot(orbit_members_t *m, uint32_t row, struct orbit_member_info *out);
 
 /*
- * orbit__members_foreach - call @fn for every row that is not FREE or is
- * alive (corrupt rows are skipped and counted in the return's complement:
- * use snapshot() per row to see them). Stops when @fn returns non-zero.
- * Returns the number of rows passed to @fn, or -EBADFD.
+ * orbit__members_foreach - call @fn with a validated snapshot of every row
+ * that is alive or not FREE (rows that fail validation or keep changing
+ * are skipped: use snapshot() per row to see why). Stops when @fn returns
+ * non-zero. Context: any thread; one fcntl per row.
+ * Returns the number of rows passed to @fn, -EINVAL, or -EBADFD.
  */
 int orbit__members_foreach(orbit_members_t *m,
 			   int (*fn)(void *ctx, const struct orbit_member_info *info), void *ctx);

@@ -166,12 +166,12 @@ struct orbit_doorbell *orbit__ring_doorbell(orbit_ring_t *ring);
 orbit_seg_t *orbit__ring_seg(orbit_ring_t *ring);
 
 /*
- * orbit__ring_lane_claim - claim a writer lane for member @row (with the
- * row's current generation, read from @m): a lane this row already owns, else
- * a free lane, else a lane whose owner @m proves dead (reclaimed).
+ * orbit__ring_lane_claim - claim a writer lane for @m's joined row and its
+ * current generation (the tenure): a lane this tenure already owns, else a
+ * free lane, else a lane whose owner @m proves dead (reclaimed, counted).
  * Context: any thread; lock-free CAS on the owner words; liveness probes
  * make fcntl calls. Returns the lane index, -ENOSPC (all lanes held by live
- * members), -ENOENT (@row is not this handle's joined row), -EROFS.
+ * members), -ENOENT (@m has not joined), -EROFS, -EINVAL.
  */
 int orbit__ring_lane_claim(orbit_ring_t *ring, orbit_members_t *m);
 

@@ -33,6 +33,11 @@
 
 enum lane { LANE_APP = 0, LANE_LC = 1 };
 
+/* Application items a drain claims per lock acquisition (see claim_batch). */
+#define BATCH_MAX 16
+/* Polls of the arrivals counter before an emptied drain gives up (linger). */
+#define LINGER_POLLS 200
+
 struct item {
 	orbit_serial_work_fn fn;
 	void *arg;
@@ -87,6 +92,13 @@ struct orbit_serial_queue {
 	uint64_t next_seq;
 	uint64_t items[2], bytes[2]; /* reservations held, per lane */
 	uint64_t outstanding;        /* items accepted and not yet done */
+	/* Set under lock when work that outranks the application lane
+	 * arrives (lifecycle, barrier-next, a resume); read lock-free by a
+	 * drain running a batch. */
+	_Atomic bool prio;
+	/* Bumped under lock by every accepted submission and resume; polled
+	 * lock-free by a drain that ran empty (linger). */
+	_Atomic uint64_t arrivals;
 	struct qstats st;
 	char name[64];
 };
@@ -184,12 +196,16 @@ static bool ring_remove_seq(struct ring *r, uint64_t seq, struct item *out)
 
 /* ---- reservations (under q->lock) ------------------------------------ */
 
-static void publish_reservations(orbit_serial_queue_t *q)
+/* Mirror one lane's reservations into the stats. Under q->lock. */
+static void publish_reservations(orbit_serial_queue_t *q, enum lane lane)
 {
-	STAT_SET(q, app_items, q->items[LANE_APP]);
-	STAT_SET(q, app_bytes, q->bytes[LANE_APP]);
-	STAT_SET(q, lc_items, q->items[LANE_LC]);
-	STAT_SET(q, lc_bytes, q->bytes[LANE_LC]);
+	if (lane == LANE_APP) {
+		STAT_SET(q, app_items, q->items[LANE_APP]);
+		STAT_SET(q, app_bytes, q->bytes[LANE_APP]);
+	} else {
+		STAT_SET(q, lc_items, q->items[LANE_LC]);
+		STAT_SET(q, lc_bytes, q->bytes[LANE_LC]);
+	}
 }
 
 static void release_reservation(orbit_serial_queue_t *q, const struct item *it)
@@ -197,7 +213,7 @@ static void release_reservation(orbit_serial_queue_t *q, const struct item *it)
 	q->items[it->lane]--;
 	q->bytes[it->lane] -= it->bytes;
 	q->outstanding--;
-	publish_reservations(q);
+	publish_reservations(q, it->lane);
 	if (q->outstanding == 0 && q->waiters)
 		if (pthread_cond_broadcast(&q->cond))
 			abort();
@@ -215,6 +231,11 @@ static bool runnable(const orbit_serial_queue_t *q)
 /* Put a resumed handle where the drain will find it. */
 static void place_resumed(orbit_serial_queue_t *q, orbit_serial_resume_t *h)
 {
+	/* Relaxed: see the fields. */
+	atomic_store_explicit(&q->prio, true, memory_order_relaxed);
+	atomic_store_explicit(&q->arrivals,
+			      atomic_load_explicit(&q->arrivals, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 	if (h->flags & ORBIT_SERIAL_SUSPEND_HOLD) {
 		q->held = false;
 		q->held_cont = h;
@@ -244,6 +265,7 @@ int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
 {
 	struct orbit_serial_queue_options opts;
 	pthread_condattr_t ca;
+	pthread_mutexattr_t ma;
 	orbit_serial_queue_t *q;
 	int ret = -ENOMEM;
 
@@ -265,8 +287,16 @@ int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
 	q->ex = opts.executor;
 	q->home_node = opts.home_node;
 	strncpy(q->name, opts.name ? opts.name : "serial-queue", sizeof(q->name) - 1);
-	if (pthread_mutex_init(&q->lock, NULL))
+	/* Adaptive: the sections are a few dozen instructions; a contender
+	 * spins briefly before it sleeps in the kernel. */
+	if (pthread_mutexattr_init(&ma))
 		goto err_free;
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+	ret = pthread_mutex_init(&q->lock, &ma) ? -ENOMEM : 0;
+	pthread_mutexattr_destroy(&ma);
+	if (ret)
+		goto err_free;
+	ret = -ENOMEM;
 	if (pthread_condattr_init(&ca))
 		goto err_mutex;
 	if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(&q->cond, &ca)) {
@@ -336,8 +366,13 @@ static int submit(orbit_serial_queue_t *q, orbit_serial_work_fn fn, void *arg, e
 		q->items[lane]++;
 		q->bytes[lane] += it.bytes;
 		q->outstanding++;
-		publish_reservations(q);
+		publish_reservations(q, lane);
 		STAT_ADD(q, accepted, 1);
+		atomic_store_explicit(&q->arrivals, /* relaxed: see the field */
+				      atomic_load_explicit(&q->arrivals, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+		if (ring != &q->app) /* relaxed: see the field */
+			atomic_store_explicit(&q->prio, true, memory_order_relaxed);
 		/* §6.5: only the submitter that finds nobody driving starts a drain. */
 		if (!q->active && runnable(q)) {
 			q->active = true;
@@ -445,31 +480,117 @@ static void end_turn(orbit_serial_queue_t *q, const struct item *it,
 		q->held = true;
 }
 
+/*
+ * Claim up to BATCH_MAX application items at the ring front without
+ * popping them, when nothing of higher priority waits: the drain then
+ * runs them one turn at a time and takes the lock once for the batch.
+ * They stay in the ring (ring growth keeps their order) until
+ * finish_batch() pops the ones that ran. Under q->lock.
+ */
+static unsigned claim_batch(orbit_serial_queue_t *q, struct item *b)
+{
+	unsigned n;
+
+	if (q->held_cont || q->held || q->barrier.len || q->res_head || q->lc.len ||
+	    q->app.len < 2)
+		return 0;
+	n = q->app.len < BATCH_MAX ? q->app.len : BATCH_MAX;
+	for (unsigned i = 0; i < n; i++)
+		b[i] = q->app.a[(q->app.head + i) & (q->app.cap - 1)];
+	/* Relaxed: written and cleared under q->lock; the drain's lock-free
+	 * read of it is a hint to stop the batch early (see run_turns()). */
+	atomic_store_explicit(&q->prio, false, memory_order_relaxed);
+	q->lc_burst = 0;
+	return n;
+}
+
+/*
+ * Run @n taken items on turns, one after the other; stop early after an
+ * item that suspended, at the owner time budget, or (in a batch) when
+ * higher-priority work arrived. Returns how many ran. Not under q->lock.
+ */
+static unsigned run_turns(orbit_serial_queue_t *q, struct item *b, unsigned n, int *rs,
+			  orbit_serial_resume_t **suspended, uint64_t start, bool *cut)
+{
+	struct orbit_serial_turn turn = { .q = q, .prev = tls_turn };
+	uint64_t budget_ns = (uint64_t)q->pol.owner_time_budget_ms * 1000000ull;
+	unsigned i = 0;
+
+	tls_turn = &turn;
+	while (i < n) {
+		turn.item = &b[i];
+		turn.suspended = NULL;
+		rs[i] = b[i].fn(&turn, b[i].arg);
+		i++;
+		*cut = now_ns() - start >= budget_ns; /* §6.4: at handler boundaries */
+		/* Relaxed: a hint; missing it runs one more item of the batch. */
+		if (*cut || turn.suspended || atomic_load_explicit(&q->prio, memory_order_relaxed))
+			break;
+	}
+	tls_turn = turn.prev;
+	*suspended = turn.suspended;
+	return i;
+}
+
+/*
+ * The queue ran empty: before giving up the drain (and making the next
+ * submitter schedule a new one through the executor), poll the arrivals
+ * counter for up to LINGER_POLLS. Under a steady stream this keeps one
+ * drain running instead of one executor round trip per item. Entered and
+ * left under q->lock. Returns whether work is runnable now; *@cut is set
+ * when the owner time budget is spent meanwhile.
+ */
+static bool linger(orbit_serial_queue_t *q, uint64_t start, bool *cut)
+{
+	/* Relaxed: a hint; the decision is re-made under the lock below. */
+	uint64_t seen = atomic_load_explicit(&q->arrivals, memory_order_relaxed);
+
+	orbit__mutex_unlock(&q->lock);
+	for (unsigned i = 0; i < LINGER_POLLS; i++) {
+		if (atomic_load_explicit(&q->arrivals, memory_order_relaxed) != seen)
+			break;
+		orbit__cpu_relax();
+	}
+	*cut = now_ns() - start >= (uint64_t)q->pol.owner_time_budget_ms * 1000000ull;
+	orbit__mutex_lock(&q->lock);
+	return runnable(q);
+}
+
 static void drain(void *arg)
 {
 	orbit_serial_queue_t *q = arg;
-	uint64_t budget_ns, start;
-	struct orbit_serial_turn turn = { .q = q };
-	struct item it;
+	struct item b[BATCH_MAX];
+	int rs[BATCH_MAX];
+	uint64_t start;
 	bool cut = false, resched = false;
 
 	orbit__mutex_lock(&q->lock);
 	STAT_ADD(q, slices, 1);
-	budget_ns = (uint64_t)q->pol.owner_time_budget_ms * 1000000ull;
 	start = now_ns();
-	while (take_next(q, &it)) {
-		int r;
+	for (;;) {
+		orbit_serial_resume_t *h;
+		unsigned n = claim_batch(q, b), ran;
+		bool batch = n > 0;
 
+		if (!batch) {
+			if (!take_next(q, &b[0])) {
+				if (linger(q, start, &cut) && !cut)
+					continue;
+				break; /* empty, or runnable past the budget: cut */
+			}
+			n = 1;
+		}
 		orbit__mutex_unlock(&q->lock);
-		turn.prev = tls_turn;
-		turn.item = &it;
-		turn.suspended = NULL;
-		tls_turn = &turn;
-		r = it.fn(&turn, it.arg);
-		tls_turn = turn.prev;
-		cut = now_ns() - start >= budget_ns;
+		ran = run_turns(q, b, n, rs, &h, start, &cut);
 		orbit__mutex_lock(&q->lock);
-		end_turn(q, &it, turn.suspended, r);
+		if (batch) {
+			/* Pop what ran; the rest stays at the front, in order. */
+			q->app.head = (q->app.head + ran) & (q->app.cap - 1);
+			q->app.len -= ran;
+			STAT_ADD(q, ran, ran);
+		}
+		for (unsigned i = 0; i < ran; i++)
+			end_turn(q, &b[i], i + 1 == ran ? h : NULL, rs[i]);
 		if (cut)
 			break; /* §6.4: the owner yields at a handler boundary */
 	}

@@ -26,7 +26,17 @@
  *   owner gets a larger token. orbit_lock_holder_alive() tells orbitctl
  *   whether the recorded pid still runs the same process.
  * - A forked child must not use its parent's handle: every mutation in a
- *   child returns -ECHILD; close it there and open a new one.
+ *   child returns -ECHILD; close it there and open a new one. The check
+ *   uses a pid refreshed by a pthread_atfork handler (no getpid syscall
+ *   per call): a child made by a raw clone(2) that skips the atfork
+ *   handlers is not detected.
+ * - A holder that dies inside the serializer is repaired by the next
+ *   mutator: a half-written slot is rolled back (or completed if it was
+ *   already marked occupied), so the interrupted operation either happened
+ *   or did not; a token it drew is never reused.
+ * - Lookups copy a slot and re-check its sequence: a writer stopped (not
+ *   killed) mid-write makes lookups of keys probing through that slot
+ *   return -EAGAIN until it resumes or dies and is repaired.
  */
 #ifndef ORBIT_LOCK_H
 #define ORBIT_LOCK_H
@@ -207,9 +217,12 @@ ORBIT_API int orbit_lock_unlink(const struct orbit_lock_options *opts);
  * nothing evicted); -EINVAL (NULL key/owner, ttl_ns 0, empty label or
  * owner, deadline overflow); -E2BIG (ns+label+owner over 960 bytes);
  * -ECHILD (handle opened by the parent process); -EROFS (readonly
- * handle); -ORBIT_ECORRUPT (a slot on the probe path fails validation;
- * counted); -ENOTRECOVERABLE (the futex serializer was abandoned
- * unrepaired).
+ * handle); -ENOTRECOVERABLE (the FUTEX serializer was left unrepaired by
+ * a foreign program); another negative errno from flock(2) or from a
+ * FUTEX mutex whose SHM bytes are corrupt. A slot on the probe path that
+ * fails validation is cleared and counted (stats.corrupt_slots), not
+ * returned; a slot a dead mutator left half-written is repaired first
+ * (rolled back when not yet OCCUPIED, completed when it was).
  */
 ORBIT_API int orbit_lock_try_acquire(orbit_lock_t *lock, const orbit_lock_key_t *key,
 				     const orbit_lock_owner_t *owner, uint64_t ttl_ns,
@@ -222,7 +235,7 @@ ORBIT_API int orbit_lock_try_acquire(orbit_lock_t *lock, const orbit_lock_key_t 
  * Context: as orbit_lock_try_acquire.
  * Returns: 0; -ENOENT (not held, or expired: an expired entry is
  * reclaimed); -EPERM (another owner, or another token); -EINVAL, -E2BIG,
- * -ECHILD, -EROFS, -ORBIT_ECORRUPT, -ENOTRECOVERABLE as for try_acquire.
+ * -ECHILD, -EROFS, -ENOTRECOVERABLE, serializer errors as for try_acquire.
  */
 ORBIT_API int orbit_lock_renew(orbit_lock_t *lock, const orbit_lock_key_t *key,
 			       const orbit_lock_owner_t *owner, uint64_t token, uint64_t ttl_ns,
@@ -234,8 +247,9 @@ ORBIT_API int orbit_lock_renew(orbit_lock_t *lock, const orbit_lock_key_t *key,
  * serialized step, so a retried release cannot free a newer tenure.
  * Context: as orbit_lock_try_acquire.
  * Returns: 0; -ENOENT (not held, or expired: reclaimed); -EPERM (another
- * owner or token holds it; nothing changes); -EINVAL, -E2BIG, -ECHILD,
- * -EROFS, -ORBIT_ECORRUPT, -ENOTRECOVERABLE.
+ * owner or token holds it; nothing changes); -EINVAL (owner NULL: normal
+ * release never acts without one), -E2BIG, -ECHILD, -EROFS,
+ * -ENOTRECOVERABLE, serializer errors as for try_acquire.
  */
 ORBIT_API int orbit_lock_release(orbit_lock_t *lock, const orbit_lock_key_t *key,
 				 const orbit_lock_owner_t *owner, uint64_t token);
@@ -245,7 +259,7 @@ ORBIT_API int orbit_lock_release(orbit_lock_t *lock, const orbit_lock_key_t *key
  * holds it. Not for the normal release path.
  * Context: as orbit_lock_try_acquire.
  * Returns: 0; -ENOENT (not held or expired); -EINVAL, -E2BIG, -ECHILD,
- * -EROFS, -ORBIT_ECORRUPT, -ENOTRECOVERABLE.
+ * -EROFS, -ENOTRECOVERABLE, serializer errors as for try_acquire.
  */
 ORBIT_API int orbit_lock_force_release(orbit_lock_t *lock, const orbit_lock_key_t *key);
 
@@ -255,8 +269,8 @@ ORBIT_API int orbit_lock_force_release(orbit_lock_t *lock, const orbit_lock_key_
  * Context: any thread, any process with a (readonly) handle, also a forked
  * child; no syscall (vDSO clock), no allocation, no lock.
  * Returns: 0; -ENOENT (not held or expired); -EAGAIN (slots kept changing
- * for the whole bounded retry budget, or a holder died mid-compaction and
- * no mutation repaired the table yet); -EINVAL, -E2BIG;
+ * for the whole bounded retry budget, or a mutator died mid-write or
+ * mid-compaction and no mutation repaired the table yet); -EINVAL, -E2BIG;
  * -ORBIT_ECORRUPT (a slot on the probe path fails validation).
  */
 ORBIT_API int orbit_lock_lookup(orbit_lock_t *lock, const orbit_lock_key_t *key,

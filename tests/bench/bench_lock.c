@@ -96,7 +96,7 @@ static double bench_acq_rel(enum orbit_lock_serializer ser, long n)
 
 	snprintf(f, sizeof(f), "%s%c", fleet, ser == ORBIT_LOCK_SERIALIZER_FUTEX ? 'f' : 'l');
 	orbit_lock_t *l = open_lock(ser, f, 256);
-	MEASURE(v, n, 5, (void)0, {
+	MEASURE(v, n, 1, (void)0, {
 		if (orbit_lock_try_acquire(l, &k, &ow, 30000000000ull, &ls, NULL) ||
 		    orbit_lock_release(l, &k, &ow, ls.token))
 			die("acquire/release", -EIO);
@@ -120,12 +120,12 @@ static double bench_renew_or_lookup(bool lookup, long n)
 	if (orbit_lock_try_acquire(l, &k, &ow, 30000000000ull, &ls, NULL))
 		die("acquire", -EIO);
 	if (lookup)
-		MEASURE(v, n, 5, (void)0, {
+		MEASURE(v, n, 1, (void)0, {
 			if (orbit_lock_lookup(l, &k, &e))
 				die("lookup", -EIO);
 		});
 	else
-		MEASURE(v, n, 5, (void)0, {
+		MEASURE(v, n, 1, (void)0, {
 			if (orbit_lock_renew(l, &k, &ow, ls.token, 30000000000ull, NULL))
 				die("renew", -EIO);
 		});
@@ -142,7 +142,7 @@ static double bench_flock_pair(long n)
 
 	if (fd < 0)
 		die("mkstemp", -errno);
-	MEASURE(v, n, 5, (void)0, {
+	MEASURE(v, n, 1, (void)0, {
 		flock(fd, LOCK_EX);
 		flock(fd, LOCK_UN);
 	});
@@ -162,7 +162,7 @@ static double bench_robust_pair(long n)
 	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
 	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
 	pthread_mutex_init(m, &a);
-	MEASURE(v, n, 5, (void)0, {
+	MEASURE(v, n, 1, (void)0, {
 		pthread_mutex_lock(m);
 		pthread_mutex_unlock(m);
 	});
@@ -178,7 +178,7 @@ static double bench_lockfile(long n)
 	if (!mkdtemp(dir))
 		die("mkdtemp", -errno);
 	snprintf(path, sizeof(path), "%s/key.lock", dir);
-	MEASURE(v, n, 5, (void)0, {
+	MEASURE(v, n, 1, (void)0, {
 		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		flock(fd, LOCK_EX);
 		flock(fd, LOCK_UN);
@@ -237,7 +237,7 @@ static double bench_redis(long n, const char **why)
 		close(fd);
 		return -1;
 	}
-	MEASURE(v, n, 3, (void)0, {
+	MEASURE(v, n, 1, (void)0, {
 		if (resp(fd, set, sizeof(set) - 1) != '+' || resp(fd, del, sizeof(del) - 1) != ':')
 			die("redis", -EPROTO);
 	});
@@ -322,7 +322,7 @@ static double bench_lookup_occupancy(int pct, long n)
 	uint32_t order[1024];
 	for (int i = 0; i < 1024; i++)
 		order[i] = (uint32_t)rand_r(&seed) % fill;
-	MEASURE(v, n, 5, (void)0, {
+	MEASURE(v, n, 1, (void)0, {
 		if (orbit_lock_lookup(l, &keys[order[i_ & 1023]], &e))
 			die("lookup", -EIO);
 	});
@@ -347,15 +347,32 @@ int main(int argc, char **argv)
 	double acq_s, ops_s;
 
 	snprintf(fleet, sizeof(fleet), "bench%d", (int)getpid());
-	double flock_pair = bench_flock_pair(n / 4);
-	double robust = bench_robust_pair(n * 5);
-	double lockfile = bench_lockfile(n / 10);
-	double redis = bench_redis(n / 20 > 20000 ? 20000 : n / 20, &redis_why);
-	double futex_ar = bench_acq_rel(ORBIT_LOCK_SERIALIZER_FUTEX, n);
-	double flock_ar = bench_acq_rel(ORBIT_LOCK_SERIALIZER_FLOCK, n / 4);
-	double renew = bench_renew_or_lookup(false, n);
-	double lookup = bench_renew_or_lookup(true, n * 5);
-
+	/*
+	 * Rounds interleave the baselines with the orbit operations and keep
+	 * each one's best: on a shared, noisy machine a ratio then compares
+	 * figures taken under the same load.
+	 */
+	double flock_pair = 1e30, robust = 1e30, lockfile = 1e30, redis = 1e30;
+	double futex_ar = 1e30, flock_ar = 1e30, renew = 1e30, lookup = 1e30, occ[4];
+	static const int pcts[] = { 25, 50, 90, 100 };
+	for (int p = 0; p < 4; p++)
+		occ[p] = 1e30;
+#define KEEP_MIN(var, expr) do { double x_ = (expr); if (x_ < (var)) (var) = x_; } while (0)
+	for (int round = 0; round < 7; round++) {
+		KEEP_MIN(flock_pair, bench_flock_pair(n / 8));
+		KEEP_MIN(futex_ar, bench_acq_rel(ORBIT_LOCK_SERIALIZER_FUTEX, n / 2));
+		KEEP_MIN(robust, bench_robust_pair(n * 2));
+		KEEP_MIN(flock_ar, bench_acq_rel(ORBIT_LOCK_SERIALIZER_FLOCK, n / 8));
+		KEEP_MIN(lookup, bench_renew_or_lookup(true, n * 2));
+		KEEP_MIN(renew, bench_renew_or_lookup(false, n));
+		KEEP_MIN(lockfile, bench_lockfile(n / 20));
+		for (int p = 0; p < 4; p++)
+			KEEP_MIN(occ[p], bench_lookup_occupancy(pcts[p], n));
+		if (round < 3 && redis > 0)
+			KEEP_MIN(redis, bench_redis(n / 40 > 5000 ? 5000 : n / 40, &redis_why));
+	}
+	if (redis >= 1e30)
+		redis = -1;
 	printf("%-44s %10s %10s %10s %10s\n", "operation", "ns/op", "/flock", "/robust", "/redis");
 	row("bare flock(LOCK_EX)+flock(LOCK_UN)", flock_pair, flock_pair, robust, redis);
 	row("robust pshared mutex lock+unlock", robust, flock_pair, robust, redis);
@@ -369,10 +386,9 @@ int main(int argc, char **argv)
 	row("orbit renew (futex)", renew, flock_pair, robust, redis);
 	row("orbit lookup (no serializer)", lookup, flock_pair, robust, redis);
 	for (int p = 0; p < 4; p++) {
-		static const int pcts[] = { 25, 50, 90, 100 };
 		char name[64];
 		snprintf(name, sizeof(name), "orbit lookup at %d%% occupancy", pcts[p]);
-		row(name, bench_lookup_occupancy(pcts[p], n * 2), flock_pair, robust, redis);
+		row(name, occ[p], flock_pair, robust, redis);
 	}
 	bench_contended(ORBIT_LOCK_SERIALIZER_FUTEX, 500, &acq_s, &ops_s);
 	printf("%-44s %10.0f acquisitions/s, %.0f calls/s\n", "contended, 2 processes (futex)", acq_s,

@@ -30,22 +30,22 @@
  *   reentries                       refusing threads         relaxed (C3)
  *   refs                            drain tasks, batches     acq_rel
  *
- * Lock order: lane->mu, then the executor's internal locks (submit is
- * called under lane->mu on the idle->PENDING transition). No lane lock is
- * held while work, completions or log hooks run, so lanes nest freely.
+ * Lock order: lane->mu, then the executor's internal locks (post() calls
+ * submit under lane->mu on the idle->PENDING transition; hand-offs submit
+ * after unlocking). No lane lock is held while work, completions or log
+ * hooks run, so lanes nest freely.
  */
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <orbit/state_lane.h>
+
+#include "sync.h"
 
 enum {
 	ST_RUNNING = 1u,
@@ -63,9 +63,10 @@ enum {
 };
 
 #define LANE_DEFAULT_COMBINE 32u
-#define LANE_DEFAULT_SLICE 64u
+#define LANE_DEFAULT_SLICE 256u
 #define LANE_FREE_MAX 256u
 #define LANE_SPINS 128
+#define LANE_CHUNK 16u
 
 struct lane_node {
 	struct lane_node *next;        /* FIFO of the lane, or a batch list */
@@ -128,25 +129,14 @@ struct batch {
 	bool ref;                                /* holds a lane ref while it runs */
 };
 
-static void lane_lock(struct orbit_state_lane *lane)
+static inline void lane_lock(struct orbit_state_lane *lane)
 {
-	if (pthread_mutex_lock(&lane->mu))
-		abort(); /* broken invariant: a normal mutex cannot fail here */
+	orbit__mutex_lock(&lane->mu);
 }
 
-static void lane_unlock(struct orbit_state_lane *lane)
+static inline void lane_unlock(struct orbit_state_lane *lane)
 {
-	if (pthread_mutex_unlock(&lane->mu))
-		abort();
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
+	orbit__mutex_unlock(&lane->mu);
 }
 
 /* ---- waiting on a node's word (run() callers, latches) ---- */
@@ -160,7 +150,7 @@ static uint32_t node_wait(struct lane_node *n)
 		w = atomic_load_explicit(&n->word, memory_order_acquire);
 		if (w >= W_DONE)
 			return w;
-		cpu_relax();
+		orbit__cpu_relax();
 	}
 	/* Relaxed is enough: the value we act on is re-read with A3 below. */
 	atomic_compare_exchange_strong_explicit(&n->word, &exp, W_SLEEPING, memory_order_relaxed,
@@ -170,7 +160,7 @@ static uint32_t node_wait(struct lane_node *n)
 		w = atomic_load_explicit(&n->word, memory_order_acquire);
 		if (w >= W_DONE)
 			return w;
-		syscall(SYS_futex, &n->word, FUTEX_WAIT_PRIVATE, W_SLEEPING, NULL, NULL, 0);
+		orbit__futex_wait(&n->word, W_SLEEPING);
 	}
 }
 
@@ -183,7 +173,7 @@ static void node_complete(struct lane_node *n, uint32_t v)
 {
 	/* R3: release, pairs with A3 in node_wait(): result and the turn's writes before the word */
 	if (atomic_exchange_explicit(&n->word, v, memory_order_release) == W_SLEEPING)
-		syscall(SYS_futex, &n->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		orbit__futex_wake(&n->word, 1);
 }
 
 static void latch_done(void *arg, int result)
@@ -362,26 +352,45 @@ static void release_idle_locked(struct orbit_state_lane *lane, struct batch *b)
 /*
  * The holder stops with work left: hand the turn to the first waiting run()
  * caller if there is one (it drains from the head), else promise it to a
- * drain task. Under lane->mu. Returns the waiter to wake (NULL: a drain
- * task was submitted), or (void *)-1 if submit failed and the holder keeps
- * the turn.
+ * drain task, which the caller submits after unlocking (submit_promise).
+ * Under lane->mu. Returns the waiter to wake, or NULL for a promise.
  */
 static struct lane_node *handoff_locked(struct orbit_state_lane *lane)
 {
 	uint32_t s = atomic_load_explicit(&lane->state, memory_order_relaxed);
-	int rc;
 
 	if (lane->wait_head)
 		return lane->wait_head; /* state stays RUNNING: the token moves with the grant */
 	/* Holding the turn with QUEUED set, nobody else changes state outside lane->mu. */
 	atomic_store_explicit(&lane->state, (s & ~ST_RUNNING) | ST_PENDING, memory_order_relaxed);
-	lane_ref(lane);
-	rc = lane->ex.submit ? lane->ex.submit(lane->ex.ctx, drain_task, lane, lane->home_node) : -EINVAL;
-	if (rc == 0)
-		return NULL;
-	atomic_fetch_sub_explicit(&lane->refs, 1, memory_order_relaxed); /* ours was not the last */
-	atomic_store_explicit(&lane->state, s, memory_order_relaxed);
-	return (struct lane_node *)-1;
+	lane_ref(lane); /* held by the promised drain task */
+	return NULL;
+}
+
+/*
+ * Submit the drain task promised by handoff_locked(), without lane->mu. If
+ * the executor refuses, take the turn back (unless a run() caller already
+ * took it over) and return true: the caller keeps draining. Entered and
+ * left without lane->mu; returns with it held when it returns true.
+ */
+static bool submit_promise(struct orbit_state_lane *lane, orbit_executor_t ex, int node)
+{
+	uint32_t s;
+
+	if (ex.submit && ex.submit(ex.ctx, drain_task, lane, node) == 0)
+		return false;
+	lane_lock(lane); /* the promise's reference keeps the lane alive */
+	s = atomic_load_explicit(&lane->state, memory_order_relaxed);
+	if (s & ST_PENDING) {
+		/* Not idle, so the user's reference is still held: ours is not the last. */
+		atomic_fetch_sub_explicit(&lane->refs, 1, memory_order_relaxed);
+		atomic_store_explicit(&lane->state, (s & ~ST_PENDING) | ST_RUNNING,
+				      memory_order_relaxed);
+		return true;
+	}
+	lane_unlock(lane);
+	lane_unref(lane); /* a run() caller took over; the lane may be gone after this */
+	return false;
 }
 
 /*
@@ -396,55 +405,77 @@ static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, u
 {
 	bool own_done = own == NULL;
 	unsigned ran = 0;
-	struct lane_node *n, *next_holder;
+	struct lane_node *n, *next, *next_holder, *chunk, **chunk_tail, *recycle;
 
 	for (;;) {
+		unsigned take;
+
 		if (!lane->head) {
 			release_idle_locked(lane, b);
 			break;
 		}
 		if (own_done && ran >= limit) {
+			orbit_executor_t ex = lane->ex;
+			int node = lane->home_node;
+			bool keep_ref = b->done_head || b->closers;
+
 			next_holder = handoff_locked(lane);
-			if (next_holder != (struct lane_node *)-1) {
-				if (b->done_head || b->closers) {
-					lane_ref(lane);
-					b->ref = true;
-				}
-				lane_unlock(lane);
-				if (next_holder)
-					node_complete(next_holder, W_GRANTED);
+			if (keep_ref && !b->ref) {
+				lane_ref(lane);
+				b->ref = true;
+			}
+			lane_unlock(lane);
+			if (next_holder) {
+				node_complete(next_holder, W_GRANTED);
 				return;
 			}
+			if (!submit_promise(lane, ex, node))
+				return;
 			ran = 0; /* the executor refused: keep draining ourselves */
-		}
-		n = pop_locked(lane);
-		lane_unlock(lane);
-
-		n->result = run_item(lane, n->fn, n->arg, n->file, n->line);
-		ran++;
-
-		if (n->sync) {
-			/* A waiter's node lives on its stack: gone once completed. */
-			if (n == own)
-				own_done = true;
-			else
-				node_complete(n, W_DONE);
-			lane_lock(lane);
 			continue;
 		}
-		lane_lock(lane);
-		if (n->done) {
+		/* Take a chunk off the head in one lock hold; run it unlocked. */
+		take = own_done && limit - ran < LANE_CHUNK ? limit - ran : LANE_CHUNK;
+		chunk = NULL;
+		chunk_tail = &chunk;
+		while (lane->head && take--) {
+			n = pop_locked(lane);
 			n->next = NULL;
-			if (b->done_tail)
-				b->done_tail->next = n;
-			else
-				b->done_head = n;
-			b->done_tail = n;
-		} else {
+			*chunk_tail = n;
+			chunk_tail = &n->next;
+		}
+		lane_unlock(lane);
+
+		recycle = NULL;
+		for (n = chunk; n; n = next) {
+			next = n->next; /* read first: a waiter's node is gone once completed */
+			n->result = run_item(lane, n->fn, n->arg, n->file, n->line);
+			ran++;
+			if (n->sync) {
+				if (n == own)
+					own_done = true;
+				else
+					node_complete(n, W_DONE);
+			} else if (n->done) {
+				n->next = NULL;
+				if (b->done_tail)
+					b->done_tail->next = n;
+				else
+					b->done_head = n;
+				b->done_tail = n;
+			} else {
+				n->next = recycle;
+				recycle = n;
+			}
+		}
+
+		lane_lock(lane);
+		for (n = recycle; n; n = next) {
+			next = n->next;
 			node_put_locked(lane, n);
 		}
 	}
-	if (b->done_head || b->closers) {
+	if ((b->done_head || b->closers) && !b->ref) {
 		lane_ref(lane);
 		b->ref = true;
 	}

@@ -35,15 +35,16 @@
  *                      canonical) and orbit_state_lane_close_sync(lane)
  *
  * Where work runs. orbit_state_lane_run() from a thread that is not on the
- * lane combines: if the lane is idle the caller takes the turn and runs
- * its work itself; if another thread holds the turn the caller waits on a
- * futex and the holder runs the caller's work for it (up to a bound of
- * combine_limit items past its own), or hands it the turn. Posted work
- * (try_post, run_async) is drained by a task submitted to the lane's
- * executor, at most slice_limit items per task. A waiting run() never
- * waits for the executor: when the turn is only promised to a drain task
- * that has not started, the caller takes it over and drains the items
- * ahead of its own. doc/state-lane.md gives the measurements behind this.
+ * lane combines: if the lane is idle the caller takes the turn with one
+ * CAS and runs its work itself (no lock, no syscall); if another thread
+ * holds the turn the caller queues, spins briefly, then sleeps on a futex,
+ * and the holder runs the caller's work for it (up to combine_limit items
+ * past its own) or hands it the turn. Posted work (try_post, run_async) is
+ * drained by a task submitted to the lane's executor, at most slice_limit
+ * items per task before it re-submits itself. A waiting run() never waits
+ * for the executor: when the turn is only promised to a drain task that
+ * has not started, the caller takes it over and drains the items ahead of
+ * its own. doc/state-lane.md gives the measurements behind this.
  *
  * Nesting. A turn on lane A may run() lane B (the thread then holds both
  * turns; current() is B). Entering A again from anywhere in that chain,
@@ -86,8 +87,12 @@ typedef int (*orbit_state_lane_fn)(void *arg);
 /*
  * Completion of run_async() (result: the work's return value) or of
  * close() (result 0). Runs after the lane's ownership marker is released
- * and after the turn that ran the work has been handed on, on the thread
- * that ran the turn; it may enter the same lane again (run, try_post).
+ * and after the turn that ran the work has been handed on (06 §5
+ * completion signals), so it may enter the same lane again (run,
+ * try_post). Where: on the executor thread of the drain task that ran the
+ * work; when a run() caller ran it while combining, posted to the executor
+ * instead (that caller may hold a gate the completion needs), and only if
+ * the executor refuses, on that caller's thread after its turn.
  */
 typedef void (*orbit_state_lane_done_fn)(void *arg, int result);
 
@@ -105,7 +110,7 @@ struct orbit_state_lane_options {
 	orbit_executor_t executor; /* drains posted work; submit NULL: no posting */
 	int home_node;             /* NUMA hint passed to submit; -1: none */
 	unsigned combine_limit;    /* items a run() caller runs past its own; 0: 32 */
-	unsigned slice_limit;      /* items a drain task runs per submission; 0: 64 */
+	unsigned slice_limit;      /* items a drain task runs per submission; 0: 256 */
 	int diagnostics;           /* enum orbit_state_lane_diag; default RECORD */
 };
 
@@ -218,8 +223,10 @@ ORBIT_API int orbit_state_lane_throw_if_reentrant_at(const orbit_state_lane_t *l
  * canonical, asynchronous close. A second close only adds its callback.
  *
  * Context: any thread, also @lane's own turn (done then runs after that
- * turn). done runs on the thread that finishes the last accepted item, or
- * on the caller before close returns if the lane is already idle.
+ * turn). done runs where run_async completions run (after the last
+ * accepted item), or on the caller before close returns if the lane is
+ * already idle. It may run before completions of earlier run_async items
+ * have returned; it never runs before their work has.
  * Returns: 0; -EINVAL (NULL lane); -ENOMEM (done could not be recorded:
  * the lane is closed all the same).
  */

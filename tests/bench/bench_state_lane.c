@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/bench/bench_state_lane.c: what a state lane costs next to the
+ * primitives it replaces, measured in one run on the same work (a small
+ * state update): run() round trip against a pthread mutex around the same
+ * call and against a mutex+condvar hand-off to a dedicated thread;
+ * try_post() throughput against a mutex+condvar hand-off queue; both
+ * uncontended and with 2 threads (back to back, and with ~100 ns of work
+ * outside the lane between calls so the threads really collide). Each
+ * figure is the median of 3 runs. Posted work drains on the worker pool.
+ */
+#include "orbit_test.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <orbit/orbit.h>
+
+#define REPS 5
+
+/* The state and the work every variant performs. */
+struct state {
+	uint64_t count;
+	uint64_t mix;
+};
+
+static inline int work(struct state *s)
+{
+	s->count++;
+	s->mix = (s->mix ^ s->count) * 0x9e3779b97f4a7c15ull;
+	return (int)(s->count & 0x7fffffff);
+}
+
+static int lane_work(void *arg)
+{
+	return work(arg);
+}
+
+static uint64_t now(void)
+{
+	return orbit_test_now_ns();
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return v[n / 2];
+}
+
+static void check(bool ok, const char *what)
+{
+	if (!ok) {
+		fprintf(stderr, "bench: %s\n", what);
+		exit(1);
+	}
+}
+
+/* ---- the lane ---- */
+
+static orbit_worker_pool_t *pool;
+
+static orbit_state_lane_t *lane_make(void)
+{
+	struct orbit_state_lane_options o = { .size = sizeof(o), .name = "bench",
+					      .executor = orbit_worker_pool_executor(pool),
+					      .home_node = ORBIT_NODE_ANY };
+	orbit_state_lane_t *lane;
+
+	check(orbit_state_lane_create(&o, &lane) == 0, "lane create");
+	return lane;
+}
+
+static void lane_drop(orbit_state_lane_t *lane)
+{
+	check(orbit_state_lane_close_sync(lane) == 0, "lane close");
+	check(orbit_state_lane_destroy(lane) == 0, "lane destroy");
+}
+
+/* ---- baselines ---- */
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int mutex_call(struct state *s)
+{
+	int r;
+
+	pthread_mutex_lock(&mu);
+	r = work(s);
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+/* A dedicated thread owns the state; others hand it work through a queue. */
+struct hreq {
+	struct hreq *next;
+	int result;
+	bool wait;     /* round trip: the submitter waits on done */
+	bool done;
+	pthread_cond_t cv;
+};
+
+struct handoff {
+	pthread_mutex_t mu; /* protects the queue, stop, sleeping and every req->done */
+	pthread_cond_t cv;
+	struct hreq *head, *tail;
+	bool stop, sleeping;
+	struct state *s;
+	pthread_t thread;
+};
+
+static void *handoff_main(void *p)
+{
+	struct handoff *h = p;
+
+	pthread_mutex_lock(&h->mu);
+	for (;;) {
+		struct hreq *r = h->head;
+
+		if (!r) {
+			if (h->stop)
+				break;
+			h->sleeping = true;
+			pthread_cond_wait(&h->cv, &h->mu);
+			h->sleeping = false;
+			continue;
+		}
+		h->head = r->next;
+		if (!h->head)
+			h->tail = NULL;
+		pthread_mutex_unlock(&h->mu);
+		r->result = work(h->s);
+		pthread_mutex_lock(&h->mu);
+		if (r->wait) {
+			r->done = true;
+			pthread_cond_signal(&r->cv);
+		} else {
+			free(r);
+		}
+	}
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+static void handoff_start(struct handoff *h, struct state *s)
+{
+	memset(h, 0, sizeof(*h));
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->cv, NULL);
+	h->s = s;
+	check(pthread_create(&h->thread, NULL, handoff_main, h) == 0, "thread");
+}
+
+static void handoff_put(struct handoff *h, struct hreq *r)
+{
+	r->next = NULL;
+	pthread_mutex_lock(&h->mu);
+	if (h->tail)
+		h->tail->next = r;
+	else
+		h->head = r;
+	h->tail = r;
+	if (h->sleeping)
+		pthread_cond_signal(&h->cv);
+}
+
+static void handoff_post(struct handoff *h)
+{
+	struct hreq *r = malloc(sizeof(*r));
+
+	check(r != NULL, "malloc");
+	r->wait = false;
+	handoff_put(h, r);
+	pthread_mutex_unlock(&h->mu);
+}
+
+static int handoff_call(struct handoff *h)
+{
+	struct hreq r = { .wait = true };
+
+	pthread_cond_init(&r.cv, NULL);
+	handoff_put(h, &r);
+	while (!r.done)
+		pthread_cond_wait(&r.cv, &h->mu);
+	pthread_mutex_unlock(&h->mu);
+	pthread_cond_destroy(&r.cv);
+	return r.result;
+}
+
+/* Stop after everything queued ran; the join is the "all executed" point. */
+static void handoff_stop(struct handoff *h)
+{
+	pthread_mutex_lock(&h->mu);
+	h->stop = true;
+	pthread_cond_signal(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	pthread_join(h->thread, NULL);
+	pthread_cond_destroy(&h->cv);
+	pthread_mutex_destroy(&h->mu);
+}
+
+/* ---- drivers ---- */
+
+enum kind { K_LANE_RUN, K_MUTEX, K_HANDOFF_CALL, K_LANE_POST, K_HANDOFF_POST };
+
+struct job {
+	enum kind kind;
+	long n;
+	struct state *s;
+	orbit_state_lane_t *lane;
+	struct handoff *h;
+	pthread_barrier_t *start;
+	unsigned think; /* iterations of local work between operations */
+	long errors;
+};
+
+/* Work outside the lane, on the caller's own data. */
+static inline void think(unsigned n)
+{
+	volatile uint64_t x = 1;
+
+	for (unsigned i = 0; i < n; i++)
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+}
+
+static void *job_main(void *p)
+{
+	struct job *j = p;
+
+	if (j->start)
+		pthread_barrier_wait(j->start);
+	for (long i = 0; i < j->n; i++) {
+		think(j->think);
+		switch (j->kind) {
+		case K_LANE_RUN:
+			j->errors += orbit_state_lane_run(j->lane, lane_work, j->s) < 0;
+			break;
+		case K_MUTEX:
+			mutex_call(j->s);
+			break;
+		case K_HANDOFF_CALL:
+			handoff_call(j->h);
+			break;
+		case K_LANE_POST:
+			j->errors += orbit_state_lane_try_post(j->lane, lane_work, j->s) != 0;
+			break;
+		case K_HANDOFF_POST:
+			handoff_post(j->h);
+			break;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Run @threads jobs of @n operations each; returns ns per operation over
+ * all of them, from the common start until every operation has executed
+ * (posted kinds include draining the tail).
+ */
+static double measure(enum kind kind, int threads, long n, unsigned think_iters)
+{
+	struct state s = { 0 };
+	struct handoff h;
+	orbit_state_lane_t *lane = NULL;
+	pthread_barrier_t start;
+	pthread_t t[2];
+	struct job j[2];
+	uint64_t t0, t1;
+	long errors = 0;
+
+	if (kind == K_LANE_RUN || kind == K_LANE_POST)
+		lane = lane_make();
+	if (kind == K_HANDOFF_CALL || kind == K_HANDOFF_POST)
+		handoff_start(&h, &s);
+	pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
+	for (int i = 0; i < threads; i++) {
+		j[i] = (struct job){ .kind = kind, .n = n, .s = &s, .lane = lane, .h = &h,
+				     .start = &start, .think = think_iters };
+		check(pthread_create(&t[i], NULL, job_main, &j[i]) == 0, "thread");
+	}
+	pthread_barrier_wait(&start);
+	t0 = now();
+	for (int i = 0; i < threads; i++) {
+		pthread_join(t[i], NULL);
+		errors += j[i].errors;
+	}
+	if (lane)
+		lane_drop(lane); /* close_sync: returns when accepted work has run */
+	if (kind == K_HANDOFF_CALL || kind == K_HANDOFF_POST)
+		handoff_stop(&h);
+	t1 = now();
+	pthread_barrier_destroy(&start);
+	check(errors == 0, "an operation failed");
+	check(s.count == (uint64_t)(threads * n), "lost update");
+	return (double)(t1 - t0) / (double)(threads * n);
+}
+
+static void row_ns(const char *name, double ns, const char *base, double base_ns,
+		   const char *target)
+{
+	printf("%-36s %9.1f ns/op   %-34s %9.1f ns/op   ratio %5.2fx%s\n", name, ns, base, base_ns,
+	       ns / base_ns, target);
+}
+
+static void row_tput(const char *name, double ns, const char *base, double base_ns,
+		     const char *target)
+{
+	printf("%-36s %9.2f Mops/s  %-34s %9.2f Mops/s  ratio %5.2fx%s\n", name, 1e3 / ns, base,
+	       1e3 / base_ns, base_ns / ns, target);
+}
+
+/* Every configuration once per round, rounds interleaved: load spikes hit all alike. */
+enum cfg { C_RUN1, C_MTX1, C_HCALL1, C_RUN2, C_MTX2, C_RUNT2, C_MTXT2, C_HCALL2, C_POST1, C_HPOST1,
+	   C_POST2, C_HPOST2, C_COUNT };
+
+static const struct {
+	enum kind kind;
+	int threads;
+	long n;
+	unsigned think;
+} cfgs[C_COUNT] = {
+	[C_RUN1] = { K_LANE_RUN, 1, 1000000, 0 },
+	[C_MTX1] = { K_MUTEX, 1, 1000000, 0 },
+	[C_HCALL1] = { K_HANDOFF_CALL, 1, 20000, 0 },
+	[C_RUN2] = { K_LANE_RUN, 2, 500000, 0 },
+	[C_MTX2] = { K_MUTEX, 2, 500000, 0 },
+	[C_RUNT2] = { K_LANE_RUN, 2, 250000, 32 },
+	[C_MTXT2] = { K_MUTEX, 2, 250000, 32 },
+	[C_HCALL2] = { K_HANDOFF_CALL, 2, 20000, 0 },
+	[C_POST1] = { K_LANE_POST, 1, 500000, 0 },
+	[C_HPOST1] = { K_HANDOFF_POST, 1, 500000, 0 },
+	[C_POST2] = { K_LANE_POST, 2, 250000, 0 },
+	[C_HPOST2] = { K_HANDOFF_POST, 2, 250000, 0 },
+};
+
+static const char *met(bool ok, const char *target)
+{
+	static char buf[4][48];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "  (target %s: %s)", target, ok ? "met" : "MISSED");
+	return buf[i];
+}
+
+int main(void)
+{
+	static double v[C_COUNT][REPS];
+	double m[C_COUNT];
+	struct orbit_worker_pool_options po;
+	uint64_t t0 = now();
+
+	orbit_worker_pool_options_init(&po);
+	check(orbit_worker_pool_create(&po, &pool) == 0, "worker pool");
+	for (int r = 0; r < REPS; r++)
+		for (int c = 0; c < C_COUNT; c++)
+			v[c][r] = measure(cfgs[c].kind, cfgs[c].threads, cfgs[c].n, cfgs[c].think);
+	for (int c = 0; c < C_COUNT; c++)
+		m[c] = median(v[c], REPS);
+
+	printf("executor: orbit worker pool, %ld cores; median of %d interleaved rounds; "
+	       "work: counter+mix; think: 32 dependent LCG steps outside the lane\n",
+	       sysconf(_SC_NPROCESSORS_ONLN), REPS);
+	row_ns("state_lane.run uncontended", m[C_RUN1], "mutex-guarded call", m[C_MTX1],
+	       met(m[C_RUN1] <= 3 * m[C_MTX1], "<= 3x"));
+	row_ns("state_lane.run uncontended", m[C_RUN1], "mutex+condvar hand-off round trip",
+	       m[C_HCALL1], "");
+	row_tput("state_lane.run 2 threads", m[C_RUN2], "mutex-guarded call 2 threads", m[C_MTX2],
+		 met(m[C_RUN2] <= m[C_MTX2], ">= 1x"));
+	row_tput("state_lane.run 2 threads + think", m[C_RUNT2], "mutex-guarded call 2 thr + think",
+		 m[C_MTXT2], met(m[C_RUNT2] <= m[C_MTXT2], ">= 1x"));
+	row_tput("state_lane.run 2 threads", m[C_RUN2], "mutex+condvar hand-off 2 threads",
+		 m[C_HCALL2], "");
+	row_tput("state_lane.try_post 1 producer", m[C_POST1], "mutex+condvar hand-off post",
+		 m[C_HPOST1], "");
+	row_tput("state_lane.try_post 2 producers", m[C_POST2], "mutex+condvar hand-off post 2 prod",
+		 m[C_HPOST2], met(m[C_POST2] <= m[C_HPOST2], ">= 1x"));
+	printf("total %.1f s\n", (double)(now() - t0) / 1e9);
+	check(orbit_worker_pool_destroy(pool) == 0, "pool destroy");
+	return 0;
+}

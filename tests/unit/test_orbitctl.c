@@ -305,6 +305,7 @@ static void test_orbitctl_exit_codes(void **state)
 {
 	orbit_lock_key_t k = orbit_lock_key(ctl_ns, "alpha", 5);
 	struct orbit_lock_entry e;
+	int rc;
 
 	(void)state;
 	assert_int_equal(run(NULL, "", true), 1); /* no command */
@@ -316,7 +317,10 @@ static void test_orbitctl_exit_codes(void **state)
 	assert_int_equal(CTL("force-release nocolon"), 1);
 	assert_int_equal(CTL("force-release test.ctl:nothere"), 5);
 	assert_int_equal(orbit_lock_lookup(lock, &k, &e), 0);
-	assert_int_equal(CTL("force-release test.ctl:alpha"), 0);
+	rc = CTL("force-release test.ctl:alpha");
+	if (rc != 0)
+		print_error("orbitctl force-release: %d\n%s\n", rc, out);
+	assert_int_equal(rc, 0);
 	assert_int_equal(orbit_lock_lookup(lock, &k, &e), -ENOENT);
 	assert_int_equal(CTL("reset"), 4); /* our agent is a live member */
 	assert_non_null(strstr(out, "refused"));

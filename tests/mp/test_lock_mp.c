@@ -28,6 +28,7 @@ struct rec {
 };
 
 struct shared {
+	_Atomic uint32_t ready; /* processes that opened their handle */
 	_Atomic uint32_t go;
 	_Atomic uint32_t done;
 	_Atomic uint32_t nrec[NPROC];
@@ -66,9 +67,21 @@ static int worker(void *arg)
 		return 10;
 	snprintf(own, sizeof(own), "proc-%u", me);
 	orbit_lock_owner_t ow = { own, strlen(own) };
+	atomic_fetch_add(&sh->ready, 1);
 	while (!atomic_load(&sh->go))
 		;
-	for (int i = 0; i < ops_per_proc() && n < MAXREC; i++) {
+	uint64_t until = orbit_test_now_ns() + 5000000000ull;
+
+	for (int i = 0; n < MAXREC; i++) {
+		/*
+		 * Past ops_per_proc(), go on slowly until the looker has seen some
+		 * holders: on 2 busy cores it may not have run at all yet.
+		 */
+		if (i >= ops_per_proc()) {
+			if (atomic_load(&sh->lookups_ok) >= 100 || orbit_test_now_ns() > until)
+				break;
+			usleep(100);
+		}
 		uint32_t k = (uint32_t)rand_r(&seed) % NKEYS;
 		orbit_lock_key_t key = orbit_lock_key(mp_ns, labels[k], strlen(labels[k]));
 		struct orbit_lock_lease lease;
@@ -103,6 +116,7 @@ static int looker(void *arg)
 
 	if (orbit_lock_open(&o, &l))
 		return 10;
+	atomic_fetch_add(&sh->ready, 1);
 	while (!atomic_load(&sh->go))
 		;
 	while (atomic_load(&sh->done) < NPROC) {
@@ -185,6 +199,9 @@ static void run_fleet(void)
 			_exit(rc);
 		}
 	}
+	/* everyone (the looker too) has its handle before the first acquire */
+	for (int ms = 0; atomic_load(&sh->ready) < NPROC + 1 && ms < 10000; ms++)
+		usleep(1000);
 	atomic_store(&sh->go, 1);
 	int bad = 0;
 	for (int p = 0; p < NPROC; p++) {

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/unit/test_lock_threads.c: several threads of one process share one
+ * orbit-lock handle (DESIGN.md orbit-lock: "a process-local mutex plus a
+ * kernel-released cross-process lock"; a flock alone would let every
+ * thread of the process in at once, since they share the file
+ * description). Each thread records the intervals it held each key; the
+ * checker proves no overlap and tokens increasing in acquisition order.
+ * Runs under TSan in CI (TSAN_TESTS).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <orbit/orbit.h>
+
+#include "orbit_test.h"
+
+#define NTHREADS 4
+#define NKEYS 2
+#define OPS 2000
+
+struct rec {
+	uint32_t key;
+	uint64_t token, t_start, t_end;
+};
+
+static orbit_lock_t *L;
+static struct rec recs[NTHREADS][OPS];
+static uint32_t nrec[NTHREADS];
+static _Atomic int go;
+
+ORBIT_LOCK_DEFINE_NAMESPACE(th_ns, "tests.threads");
+
+static void *thread_main(void *arg)
+{
+	uintptr_t me = (uintptr_t)arg;
+	char own[8];
+	unsigned seed = (unsigned)me + 3;
+
+	snprintf(own, sizeof(own), "t%u", (unsigned)me);
+	orbit_lock_owner_t ow = { own, strlen(own) };
+	while (!atomic_load(&go))
+		;
+	for (int i = 0; i < OPS; i++) {
+		uint32_t k = (uint32_t)rand_r(&seed) % NKEYS;
+		char lab[4] = { 'k', (char)('0' + k), 0, 0 };
+		orbit_lock_key_t key = orbit_lock_key(th_ns, lab, 2);
+		struct orbit_lock_lease ls;
+		int rc = orbit_lock_try_acquire(L, &key, &ow, 30000000000ull, &ls, NULL);
+
+		if (rc == -EBUSY)
+			continue;
+		if (rc)
+			return (void *)1;
+		struct rec *r = &recs[me][nrec[me]++];
+		r->t_start = orbit_test_now_ns();
+		r->key = k;
+		r->token = ls.token;
+		r->t_end = orbit_test_now_ns();
+		if (orbit_lock_release(L, &key, &ow, ls.token))
+			return (void *)2;
+	}
+	return NULL;
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+	return x->t_start < y->t_start ? -1 : x->t_start > y->t_start;
+}
+
+static void run(enum orbit_lock_serializer ser)
+{
+	static struct rec all[NTHREADS * OPS];
+	struct orbit_lock_options o = { .size = sizeof(o), .serializer = ser };
+	pthread_t th[NTHREADS];
+	char fleet[64];
+	size_t total = 0;
+
+	o.fleet = orbit_test_fleet(fleet, sizeof(fleet), "th");
+	assert_int_equal(orbit_lock_open(&o, &L), 0);
+	memset(nrec, 0, sizeof(nrec));
+	atomic_store(&go, 0);
+	for (uintptr_t t = 0; t < NTHREADS; t++)
+		assert_int_equal(pthread_create(&th[t], NULL, thread_main, (void *)t), 0);
+	atomic_store(&go, 1);
+	for (int t = 0; t < NTHREADS; t++) {
+		void *ret;
+		pthread_join(th[t], &ret);
+		assert_null(ret);
+	}
+	orbit_lock_close(L);
+	orbit_lock_unlink(&o);
+	for (uint32_t k = 0; k < NKEYS; k++) {
+		size_t n = 0;
+		for (int t = 0; t < NTHREADS; t++)
+			for (uint32_t i = 0; i < nrec[t]; i++)
+				if (recs[t][i].key == k)
+					all[n++] = recs[t][i];
+		qsort(all, n, sizeof(all[0]), cmp_start);
+		for (size_t i = 1; i < n; i++) {
+			assert_true(all[i - 1].t_end < all[i].t_start);
+			assert_true(all[i - 1].token < all[i].token);
+		}
+		total += n;
+	}
+	assert_true(total >= OPS);
+}
+
+/* DESIGN.md orbit-lock: the process-local mutex orders this process's threads (FLOCK). */
+static void test_threads_share_handle_no_overlap_flock(void **state)
+{
+	run(ORBIT_LOCK_SERIALIZER_FLOCK);
+}
+
+/* The robust mutex orders threads as well as processes (FUTEX). */
+static void test_threads_share_handle_no_overlap_futex(void **state)
+{
+	run(ORBIT_LOCK_SERIALIZER_FUTEX);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_threads_share_handle_no_overlap_flock),
+		cmocka_unit_test(test_threads_share_handle_no_overlap_futex),
+	};
+
+	return cmocka_run_group_tests_name("lock_threads", tests, NULL, NULL);
+}

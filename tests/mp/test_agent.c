@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <orbit/orbit.h>
 #include "shm/members.h"
 #include "shm/ring.h"
@@ -436,6 +438,91 @@ static void test_agent_reset_refused_while_another_member_lives(void **state)
 	orbit_lock_close(lock);
 }
 
+/* Poll the view until lookup of @label returns @want (or 3 s pass). */
+static int view_wait(orbit_agent_t *a, const char *label, int want)
+{
+	orbit_lock_key_t key = orbit_lock_key(test_ns, label, strlen(label));
+	struct orbit_lock_entry e;
+	uint64_t t0 = orbit_test_now_ns();
+	int rc;
+
+	while ((rc = orbit_agent_view_lookup(a, &key, &e)) != want &&
+	       orbit_test_now_ns() - t0 < 3000000000ull)
+		usleep(1000);
+	return rc;
+}
+
+struct looker {
+	orbit_agent_t *a;
+	_Atomic int stop;
+	long lookups;
+};
+
+/* A second thread reading the view while the agent replaces and frees nodes. */
+static void *look_loop(void *p)
+{
+	struct looker *l = p;
+	orbit_lock_key_t keys[2] = { orbit_lock_key(test_ns, "before", 6),
+				     orbit_lock_key(test_ns, "after", 5) };
+	struct orbit_lock_entry e;
+
+	while (!atomic_load(&l->stop)) {
+		for (int i = 0; i < 2; i++) {
+			int rc = orbit_agent_view_lookup(l->a, &keys[i], &e);
+
+			if (rc != 0 && rc != -ENOENT)
+				return (void *)1;
+			if (rc == 0 && (e.owner_len != 2 || memcmp(orbit_lock_entry_owner(&e), "me", 2)))
+				return (void *)2;
+		}
+		l->lookups++;
+	}
+	return NULL;
+}
+
+/*
+ * Issue 5 "Transition ring": a lagged reader re-reads the authoritative
+ * table. A reset makes every reader lag once; the agent's view then
+ * follows the (cleared) table, and new transitions again.
+ */
+static void test_agent_view_resyncs_from_table_after_lag(void **state)
+{
+	orbit_lock_owner_t owner = { "me", 2 };
+	orbit_lock_key_t a_key = orbit_lock_key(test_ns, "before", 6);
+	orbit_lock_key_t b_key = orbit_lock_key(test_ns, "after", 5);
+	orbit_lock_t *lock = open_lock();
+	struct looker l = { 0 };
+	pthread_t th;
+	void *res;
+	orbit_agent_t *a;
+
+	(void)state;
+	assert_non_null(lock);
+	assert_int_equal(orbit_lock_try_acquire(lock, &a_key, &owner, 60000000000ull, NULL, NULL), 0);
+	a = start_agent("resync", lock);
+	assert_non_null(a);
+	l.a = a;
+	assert_int_equal(pthread_create(&th, NULL, look_loop, &l), 0);
+	/* Held before the agent started: only the start-up resync can know it. */
+	assert_int_equal(view_wait(a, "before", 0), 0);
+	assert_int_equal(orbit_agent_reset_transport(a), 0);
+	assert_int_equal(view_wait(a, "before", -ENOENT), -ENOENT);
+	assert_int_equal(orbit_lock_try_acquire(lock, &b_key, &owner, 60000000000ull, NULL, NULL), 0);
+	assert_int_equal(view_wait(a, "after", 0), 0);
+	assert_int_equal(orbit_lock_release(lock, &b_key, &owner, 0), 0);
+	assert_int_equal(view_wait(a, "after", -ENOENT), -ENOENT);
+	for (int i = 0; i < 200; i++) { /* churn: replaced nodes are freed under the reader */
+		assert_int_equal(orbit_lock_try_acquire(lock, &b_key, &owner, 60000000000ull, NULL, NULL), 0);
+		assert_int_equal(orbit_lock_release(lock, &b_key, &owner, 0), 0);
+	}
+	atomic_store(&l.stop, 1);
+	assert_int_equal(pthread_join(th, &res), 0);
+	assert_null(res);
+	assert_true(l.lookups > 0);
+	orbit_agent_stop(a);
+	orbit_lock_close(lock);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -445,6 +532,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_reset_refused_while_another_member_lives,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_view_resyncs_from_table_after_lag, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

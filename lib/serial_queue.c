@@ -7,6 +7,9 @@
  * only one, schedule the drain (§6.5), and the drain loop itself (§6.6),
  * which runs as an executor task and cuts its slice at the owner time
  * budget. Suspension (§6.7) lives in orbit_serial_resume_t handles.
+ * A drain may claim a batch of application items: it copies them under
+ * the lock and leaves them at the ring front until they have run (only
+ * the drain ever removes from the front while it is active).
  *
  * Lock: q->lock (the §6.3 gate) protects every field from `pol` to
  * `outstanding` below and every handle's turn_ended/resumed. It is a
@@ -825,6 +828,11 @@ int orbit_serial_queue_stats(const orbit_serial_queue_t *cq, struct orbit_serial
 	LD(lc_bytes);
 #undef LD
 	return 0;
+}
+
+const char *orbit_serial_queue_name(const orbit_serial_queue_t *q)
+{
+	return q ? q->name : NULL;
 }
 
 int orbit_serial_queue_destroy(orbit_serial_queue_t *q)

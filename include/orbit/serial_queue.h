@@ -281,6 +281,15 @@ ORBIT_API int orbit_serial_queue_stats(const orbit_serial_queue_t *q,
 				       struct orbit_serial_queue_stats *out);
 
 /**
+ * orbit_serial_queue_name - the name given at creation (for diagnostics
+ * and stats publishing).
+ *
+ * Context: any thread; immutable after create.
+ * Returns: the name ("serial-queue" when none was given); NULL for NULL @q.
+ */
+ORBIT_API const char *orbit_serial_queue_name(const orbit_serial_queue_t *q);
+
+/**
  * orbit_serial_queue_destroy - free a quiescent queue.
  * @q: the queue (NULL: nothing).
  *

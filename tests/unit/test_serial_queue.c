@@ -207,6 +207,13 @@ static void test_s6_1_policy_defaults_and_invalid_values(void **state)
 
 	orbit_serial_queue_options_init(&o);
 	assert_int_equal(o.home_node, ORBIT_NODE_ANY);
+	o.executor = manual_executor(&x);
+	o.name = "actor-42";
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	assert_string_equal(orbit_serial_queue_name(q), "actor-42");
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	q = NULL;
+	orbit_serial_queue_options_init(&o);
 	assert_int_equal(orbit_serial_queue_create(&o, &q), -EINVAL); /* no executor */
 	o.executor = manual_executor(&x);
 	bad = p;

@@ -201,7 +201,8 @@ static struct view_node *node_new(const void *ns, uint32_t ns_len, const void *l
 	n->owner_len = owner_len;
 	memcpy(n->bytes, ns, ns_len);
 	memcpy(n->bytes + ns_len, label, label_len);
-	memcpy(n->bytes + ns_len + label_len, owner, owner_len);
+	if (owner_len) /* tombstones have no owner (NULL) */
+		memcpy(n->bytes + ns_len + label_len, owner, owner_len);
 	n->hash = key_hash(ns, ns_len, label, label_len);
 	return n;
 }
@@ -809,9 +810,9 @@ int orbit_agent_view_lookup(orbit_agent_t *a, const orbit_lock_key_t *key,
 		return -EINVAL;
 	if (key->ns_len + key->label_len > ORBIT_LOCK_BYTES_MAX)
 		return -E2BIG;
-	k.ns = key->ns;
+	k.ns = key->ns ? key->ns : ""; /* memcmp never sees NULL */
 	k.ns_len = (uint32_t)key->ns_len;
-	k.label = key->label;
+	k.label = key->label ? key->label : "";
 	k.label_len = (uint32_t)key->label_len;
 	rcu_ensure_registered();
 	urcu_memb_read_lock();

@@ -693,12 +693,15 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 		a->ring = NULL;
 		goto err;
 	}
-	rc = orbit__ring_lane_claim(a->ring, a->members);
-	if (rc < 0)
-		goto err;
-	a->sink.ring = a->ring;
-	a->sink.lane = (uint32_t)rc;
-	a->lane_claimed = true;
+	/* Lanes are for writers: only a process that hands us its lock writes frames. */
+	if (a->lock) {
+		rc = orbit__ring_lane_claim(a->ring, a->members);
+		if (rc < 0)
+			goto err;
+		a->sink.ring = a->ring;
+		a->sink.lane = (uint32_t)rc;
+		a->lane_claimed = true;
+	}
 	rc = orbit__ring_reader_open(&a->reader, a->ring);
 	if (rc < 0) {
 		a->reader = NULL;
@@ -719,7 +722,7 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	if (rc < 0)
 		goto err;
 	a->thread_started = true;
-	if (a->lock)
+	if (a->lane_claimed)
 		orbit__lock_set_sink(a->lock, agent_sink, a);
 	/* Tell the other agents a member joined (they rescan on an empty wake). */
 	orbit__doorbell_ring(orbit__ring_doorbell(a->ring));

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * orbit/agent.h: the per-process agent. orbit_agent_start() joins the
- * fleet's member directory, claims a writer lane of the transition ring and
+ * fleet's member directory, claims a writer lane of the transition ring
+ * (when given a lock handle: lanes are for writers; 16 by default) and
  * starts ONE thread that sleeps on the ring's futex doorbell. On each wake
  * it drains the ring into an RCU-protected local view of lock states (read
  * with orbit_agent_view_lookup(), no lock), signals every local
@@ -60,7 +61,7 @@ enum orbit_agent_hist {
  * process takes a second member row); syscalls, allocation,
  * pthread_create. A forked child must start its own agent.
  * Returns: 0; -EINVAL (bad options or fleet name); -ENOMEM; -ENOSPC (every
- * member row or ring lane is held by a live process); -EAGAIN (thread
+ * member row, or with a lock every ring lane, is held by a live process); -EAGAIN (thread
  * creation refused); or a segment error (-ORBIT_EMAGIC, -ORBIT_EVERSION,
  * -ORBIT_EKIND, -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_EOWNER,
  * -ORBIT_EMODE, -ORBIT_EINITTIMEOUT, -EACCES).

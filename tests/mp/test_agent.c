@@ -161,18 +161,21 @@ ORBIT_LOCK_DEFINE_NAMESPACE(test_ns, "test.agent");
 /* Joins with an agent, reports its row, then waits to be killed. */
 static int member_child(int go, int report)
 {
+	orbit_lock_t *lock;
 	orbit_agent_t *a;
 	int row;
 
 	if (wait_byte(go) < 0)
 		return 1;
-	a = start_agent("victim", NULL);
+	lock = open_lock(); /* a writer: its agent claims a ring lane */
+	a = lock ? start_agent("victim", lock) : NULL;
 	if (!a)
 		return 2;
 	row = orbit_agent_member_row(a);
 	send_byte(report, (char)row);
 	wait_byte(go); /* until the parent kills us or closes the pipe */
 	orbit_agent_stop(a);
+	orbit_lock_close(lock);
 	return 0;
 }
 

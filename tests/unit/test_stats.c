@@ -96,6 +96,8 @@ static int reader_child(void *p)
 			continue;
 		if (rc != 0)
 			return 21;
+		if (snap.counters[0] == 0)
+			continue; /* the claimed, zeroed row: the writer has not published yet */
 		if (!consistent(&snap))
 			return 22; /* torn copy accepted */
 		if (snap.counters[0] < last)

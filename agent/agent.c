@@ -838,8 +838,9 @@ int orbit_agent_view_lookup(orbit_agent_t *a, const orbit_lock_key_t *key,
 			rc = 0;
 		}
 	}
-	urcu_memb_read_unlock();
+	/* Before the unlock: synchronize_rcu() returns only after that unlock. */
 	TSAN_RELEASE(&a->grace); /* our reads before the grace period that frees */
+	urcu_memb_read_unlock();
 	return rc;
 }
 

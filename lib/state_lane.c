@@ -66,7 +66,12 @@ enum {
 #define LANE_DEFAULT_SLICE 256u
 #define LANE_FREE_MAX 256u
 #define LANE_SPINS 128
-#define LANE_CHUNK 16u
+/* run() on a busy lane: reads of the turn word before queueing, and the
+ * cap (log2) of the pauses between two reads (backoff doubles up to it):
+ * about 3,300 pauses, tens of microseconds, in all. */
+#define LANE_TAKE_READS 20
+#define LANE_TAKE_BACKOFF_LOG2 8
+#define LANE_CHUNK 256u
 
 struct lane_node {
 	struct lane_node *next;        /* FIFO of the lane, or a batch list */
@@ -223,15 +228,20 @@ static int refuse(struct orbit_state_lane *lane, const struct turn_frame *held, 
 	return -EDEADLK;
 }
 
+static __attribute__((noinline)) int check_nested_entry(struct orbit_state_lane *lane,
+							const char *op, const char *file, int line)
+{
+	const struct turn_frame *f = held_frame(lane);
+
+	return f ? refuse(lane, f, op, file, line) : 0;
+}
+
 static inline int check_entry(struct orbit_state_lane *lane, const char *op, const char *file,
 			      int line)
 {
-	const struct turn_frame *f;
-
 	if (!tls_turn)
-		return 0;
-	f = held_frame(lane);
-	return f ? refuse(lane, f, op, file, line) : 0;
+		return 0; /* the common case: this thread holds no turn at all */
+	return check_nested_entry(lane, op, file, line);
 }
 
 static inline int run_item(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg,
@@ -653,25 +663,33 @@ ORBIT_API int orbit_state_lane_throw_if_reentrant_at(const orbit_state_lane_t *l
 }
 
 /*
+ * The holder's R1 failed: work queued behind its turn, or the lane was
+ * closed. Combine: run what waits, then hand the turn on. Out of line so
+ * the uncontended path of run() stays a leaf-like call.
+ */
+static __attribute__((noinline)) void release_contended(struct orbit_state_lane *lane)
+{
+	struct batch b = { 0 };
+
+	lane_lock(lane);
+	drain_locked(lane, NULL, lane->combine_limit, &b);
+	batch_run(lane, &b, false);
+}
+
+/*
  * Run @fn in the turn the caller just took (A1), then give the turn up:
  * R1 if nobody queued behind us and the lane is open, else combine.
  */
-static int run_owned(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg,
-		     const char *file, int line)
+static inline int run_owned(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg,
+			    const char *file, int line)
 {
 	uint32_t s = ST_RUNNING;
 	int r = run_item(lane, fn, arg, file, line);
 
 	/* R1: release, pairs with A1/A1'/A5: this turn's writes before the next turn */
 	if (!atomic_compare_exchange_strong_explicit(&lane->state, &s, 0, memory_order_release,
-						     memory_order_relaxed)) {
-		struct batch b = { 0 };
-
-		/* Work queued behind us, or the lane was closed: combine. */
-		lane_lock(lane);
-		drain_locked(lane, NULL, lane->combine_limit, &b);
-		batch_run(lane, &b, false);
-	}
+						     memory_order_relaxed))
+		release_contended(lane);
 	return r;
 }
 
@@ -736,6 +754,41 @@ static int run_slow(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void 
 	return me.result;
 }
 
+/*
+ * run() when A1 found the turn taken: spin for a plain RUNNING to end,
+ * then queue (run_slow). Out of line, like release_contended().
+ */
+static __attribute__((noinline)) int run_contended(struct orbit_state_lane *lane,
+						   orbit_state_lane_fn fn, void *arg,
+						   const char *file, int line, uint32_t s)
+{
+	/*
+	 * Another thread runs a turn and nobody waits behind it: take the
+	 * turn when it goes idle, with exponential backoff between reads of
+	 * the word. Queueing costs the holder a combine per call (lane->mu,
+	 * a node, a futex word) and moves the turn and the state's cache
+	 * lines between the threads at every call; backing off lets the
+	 * running thread keep both hot for a stretch, as a contended mutex
+	 * whose waiter sleeps does. Only a plain RUNNING is waited for: once
+	 * anything is queued the word never returns to 0 before the queue
+	 * ran, so FIFO is kept; past the reads the caller queues.
+	 */
+	for (int i = 0; i < LANE_TAKE_READS && s == ST_RUNNING; i++) {
+		int pauses = 1 << (i < LANE_TAKE_BACKOFF_LOG2 ? i : LANE_TAKE_BACKOFF_LOG2);
+
+		while (pauses--)
+			orbit__cpu_relax();
+		/* Relaxed: only a hint; the CAS below (A1) is what orders the turn. */
+		s = atomic_load_explicit(&lane->state, memory_order_relaxed);
+		/* A1 (again): acquire, pairs with R1/R2 */
+		if (s == 0 && atomic_compare_exchange_strong_explicit(&lane->state, &s, ST_RUNNING,
+								      memory_order_acquire,
+								      memory_order_relaxed))
+			return run_owned(lane, fn, arg, file, line);
+	}
+	return run_slow(lane, fn, arg, file, line, false);
+}
+
 ORBIT_API int orbit_state_lane_run_at(orbit_state_lane_t *lane, orbit_state_lane_fn fn, void *arg,
 				      const char *file, int line)
 {
@@ -750,7 +803,7 @@ ORBIT_API int orbit_state_lane_run_at(orbit_state_lane_t *lane, orbit_state_lane
 	/* A1: acquire, pairs with R1/R2: the previous turn's writes before ours */
 	if (!atomic_compare_exchange_strong_explicit(&lane->state, &s, ST_RUNNING,
 						     memory_order_acquire, memory_order_relaxed))
-		return run_slow(lane, fn, arg, file, line, false);
+		return run_contended(lane, fn, arg, file, line, s);
 	return run_owned(lane, fn, arg, file, line);
 }
 

@@ -7,7 +7,9 @@
  * try_post() throughput against a mutex+condvar hand-off queue; both
  * uncontended and with 2 threads (back to back, and with ~100 ns of work
  * outside the lane between calls so the threads really collide). Each
- * figure is the median of 3 runs. Posted work drains on the worker pool.
+ * figure is the median of interleaved rounds. Posted work drains on the
+ * worker pool. The hand-off baseline recycles its requests and its thread
+ * takes the whole queue per lock acquisition, as the lane does.
  */
 #include "orbit_test.h"
 
@@ -97,6 +99,9 @@ static int mutex_call(struct state *s)
 	return r;
 }
 
+/* Recycled requests kept at most (lib/state_lane.c keeps as many nodes). */
+#define HANDOFF_FREE_MAX 256
+
 /* A dedicated thread owns the state; others hand it work through a queue. */
 struct hreq {
 	struct hreq *next;
@@ -107,21 +112,28 @@ struct hreq {
 };
 
 struct handoff {
-	pthread_mutex_t mu; /* protects the queue, stop, sleeping and every req->done */
+	pthread_mutex_t mu; /* protects the queue, free list, stop, sleeping and every req->done */
 	pthread_cond_t cv;
 	struct hreq *head, *tail;
+	struct hreq *free_reqs; /* recycled posted requests, as the lane recycles its nodes */
+	unsigned nfree;         /* at most HANDOFF_FREE_MAX, the lane's cap too */
 	bool stop, sleeping;
 	struct state *s;
 	pthread_t thread;
 };
 
+/*
+ * The consumer takes the whole queue under one lock acquisition and runs
+ * it unlocked (the lane takes its queue in chunks), then settles the
+ * batch under one more: the same batching freedom the lane has.
+ */
 static void *handoff_main(void *p)
 {
 	struct handoff *h = p;
 
 	pthread_mutex_lock(&h->mu);
 	for (;;) {
-		struct hreq *r = h->head;
+		struct hreq *r = h->head, *next;
 
 		if (!r) {
 			if (h->stop)
@@ -131,17 +143,23 @@ static void *handoff_main(void *p)
 			h->sleeping = false;
 			continue;
 		}
-		h->head = r->next;
-		if (!h->head)
-			h->tail = NULL;
+		h->head = h->tail = NULL;
 		pthread_mutex_unlock(&h->mu);
-		r->result = work(h->s);
+		for (struct hreq *x = r; x; x = x->next)
+			x->result = work(h->s);
 		pthread_mutex_lock(&h->mu);
-		if (r->wait) {
-			r->done = true;
-			pthread_cond_signal(&r->cv);
-		} else {
-			free(r);
+		for (; r; r = next) {
+			next = r->next; /* read first: a waiter's request is gone once done */
+			if (r->wait) {
+				r->done = true;
+				pthread_cond_signal(&r->cv);
+			} else if (h->nfree < HANDOFF_FREE_MAX) {
+				r->next = h->free_reqs;
+				h->free_reqs = r;
+				h->nfree++;
+			} else {
+				free(r);
+			}
 		}
 	}
 	pthread_mutex_unlock(&h->mu);
@@ -154,13 +172,14 @@ static void handoff_start(struct handoff *h, struct state *s)
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->cv, NULL);
 	h->s = s;
+	h->free_reqs = NULL;
+	h->nfree = 0;
 	check(pthread_create(&h->thread, NULL, handoff_main, h) == 0, "thread");
 }
 
-static void handoff_put(struct handoff *h, struct hreq *r)
+static void handoff_put_locked(struct handoff *h, struct hreq *r)
 {
 	r->next = NULL;
-	pthread_mutex_lock(&h->mu);
 	if (h->tail)
 		h->tail->next = r;
 	else
@@ -170,13 +189,31 @@ static void handoff_put(struct handoff *h, struct hreq *r)
 		pthread_cond_signal(&h->cv);
 }
 
+/* Returns with h->mu held (the caller queues the request and unlocks). */
+static struct hreq *handoff_req_get(struct handoff *h)
+{
+	struct hreq *r;
+
+	pthread_mutex_lock(&h->mu);
+	r = h->free_reqs;
+	if (r) {
+		h->free_reqs = r->next;
+		h->nfree--;
+		return r;
+	}
+	pthread_mutex_unlock(&h->mu);
+	r = malloc(sizeof(*r));
+	check(r != NULL, "malloc");
+	pthread_mutex_lock(&h->mu);
+	return r;
+}
+
 static void handoff_post(struct handoff *h)
 {
-	struct hreq *r = malloc(sizeof(*r));
+	struct hreq *r = handoff_req_get(h);
 
-	check(r != NULL, "malloc");
 	r->wait = false;
-	handoff_put(h, r);
+	handoff_put_locked(h, r);
 	pthread_mutex_unlock(&h->mu);
 }
 
@@ -185,7 +222,8 @@ static int handoff_call(struct handoff *h)
 	struct hreq r = { .wait = true };
 
 	pthread_cond_init(&r.cv, NULL);
-	handoff_put(h, &r);
+	pthread_mutex_lock(&h->mu);
+	handoff_put_locked(h, &r);
 	while (!r.done)
 		pthread_cond_wait(&r.cv, &h->mu);
 	pthread_mutex_unlock(&h->mu);
@@ -201,6 +239,12 @@ static void handoff_stop(struct handoff *h)
 	pthread_cond_signal(&h->cv);
 	pthread_mutex_unlock(&h->mu);
 	pthread_join(h->thread, NULL);
+	while (h->free_reqs) {
+		struct hreq *r = h->free_reqs;
+
+		h->free_reqs = r->next;
+		free(r);
+	}
 	pthread_cond_destroy(&h->cv);
 	pthread_mutex_destroy(&h->mu);
 }
@@ -301,18 +345,39 @@ static double measure(enum kind kind, int threads, long n, unsigned think_iters)
 	return (double)(t1 - t0) / (double)(threads * n);
 }
 
-static void row_ns(const char *name, double ns, const char *base, double base_ns,
-		   const char *target)
+/* Per-round ratio range of configuration @a against @b (a/b of ns per op). */
+struct range {
+	double lo, hi;
+};
+
+static int reps = 5;
+static double v[16][64];
+
+static struct range ratio_range(int a, int b, bool tput)
 {
-	printf("%-36s %9.1f ns/op   %-34s %9.1f ns/op   ratio %5.2fx%s\n", name, ns, base, base_ns,
-	       ns / base_ns, target);
+	struct range r = { 1e30, 0 };
+
+	for (int k = 0; k < reps; k++) {
+		double x = tput ? v[b][k] / v[a][k] : v[a][k] / v[b][k];
+
+		r.lo = x < r.lo ? x : r.lo;
+		r.hi = x > r.hi ? x : r.hi;
+	}
+	return r;
+}
+
+static void row_ns(const char *name, double ns, const char *base, double base_ns,
+		   struct range rr, const char *target)
+{
+	printf("%-36s %9.1f ns/op   %-34s %9.1f ns/op   ratio %5.2fx [%.2f-%.2f]%s\n", name, ns,
+	       base, base_ns, ns / base_ns, rr.lo, rr.hi, target);
 }
 
 static void row_tput(const char *name, double ns, const char *base, double base_ns,
-		     const char *target)
+		     struct range rr, const char *target)
 {
-	printf("%-36s %9.2f Mops/s  %-34s %9.2f Mops/s  ratio %5.2fx%s\n", name, 1e3 / ns, base,
-	       1e3 / base_ns, base_ns / ns, target);
+	printf("%-36s %9.2f Mops/s  %-34s %9.2f Mops/s  ratio %5.2fx [%.2f-%.2f]%s\n", name,
+	       1e3 / ns, base, 1e3 / base_ns, base_ns / ns, rr.lo, rr.hi, target);
 }
 
 /* Every configuration once per round, rounds interleaved: load spikes hit all alike. */
@@ -324,19 +389,20 @@ static const struct {
 	int threads;
 	long n;
 	unsigned think;
+	const char *group; /* selectable from the command line */
 } cfgs[C_COUNT] = {
-	[C_RUN1] = { K_LANE_RUN, 1, 1000000, 0 },
-	[C_MTX1] = { K_MUTEX, 1, 1000000, 0 },
-	[C_HCALL1] = { K_HANDOFF_CALL, 1, 20000, 0 },
-	[C_RUN2] = { K_LANE_RUN, 2, 500000, 0 },
-	[C_MTX2] = { K_MUTEX, 2, 500000, 0 },
-	[C_RUNT2] = { K_LANE_RUN, 2, 250000, 32 },
-	[C_MTXT2] = { K_MUTEX, 2, 250000, 32 },
-	[C_HCALL2] = { K_HANDOFF_CALL, 2, 20000, 0 },
-	[C_POST1] = { K_LANE_POST, 1, 500000, 0 },
-	[C_HPOST1] = { K_HANDOFF_POST, 1, 500000, 0 },
-	[C_POST2] = { K_LANE_POST, 2, 250000, 0 },
-	[C_HPOST2] = { K_HANDOFF_POST, 2, 250000, 0 },
+	[C_RUN1] = { K_LANE_RUN, 1, 2000000, 0, "run" },
+	[C_MTX1] = { K_MUTEX, 1, 2000000, 0, "run" },
+	[C_HCALL1] = { K_HANDOFF_CALL, 1, 20000, 0, "handoff" },
+	[C_RUN2] = { K_LANE_RUN, 2, 2000000, 0, "run" },
+	[C_MTX2] = { K_MUTEX, 2, 2000000, 0, "run" },
+	[C_RUNT2] = { K_LANE_RUN, 2, 1000000, 32, "run" },
+	[C_MTXT2] = { K_MUTEX, 2, 1000000, 32, "run" },
+	[C_HCALL2] = { K_HANDOFF_CALL, 2, 20000, 0, "handoff" },
+	[C_POST1] = { K_LANE_POST, 1, 500000, 0, "post" },
+	[C_HPOST1] = { K_HANDOFF_POST, 1, 500000, 0, "post" },
+	[C_POST2] = { K_LANE_POST, 2, 250000, 0, "post" },
+	[C_HPOST2] = { K_HANDOFF_POST, 2, 250000, 0, "post" },
 };
 
 static const char *met(bool ok, const char *target)
@@ -349,38 +415,65 @@ static const char *met(bool ok, const char *target)
 	return buf[i];
 }
 
-int main(void)
+/*
+ * Usage: bench_state_lane [run|post|handoff]: only that group (default
+ * all). BENCH_REPS=n sets the rounds (default 5, at most 64); each row
+ * prints the median and, in brackets, the range of the per-round ratios.
+ */
+int main(int argc, char **argv)
 {
-	static double v[C_COUNT][REPS];
-	double m[C_COUNT];
+	const char *only = argc > 1 ? argv[1] : NULL;
+	const char *env = getenv("BENCH_REPS");
+	double m[C_COUNT] = { 0 };
+	bool on[C_COUNT];
 	struct orbit_worker_pool_options po;
 	uint64_t t0 = now();
 
+	if (env && atoi(env) > 0)
+		reps = atoi(env) < 64 ? atoi(env) : 64;
+	for (int c = 0; c < C_COUNT; c++)
+		on[c] = !only || !strcmp(only, cfgs[c].group);
 	orbit_worker_pool_options_init(&po);
 	check(orbit_worker_pool_create(&po, &pool) == 0, "worker pool");
-	for (int r = 0; r < REPS; r++)
+	for (int r = 0; r < reps; r++)
 		for (int c = 0; c < C_COUNT; c++)
-			v[c][r] = measure(cfgs[c].kind, cfgs[c].threads, cfgs[c].n, cfgs[c].think);
-	for (int c = 0; c < C_COUNT; c++)
-		m[c] = median(v[c], REPS);
+			if (on[c])
+				v[c][r] = measure(cfgs[c].kind, cfgs[c].threads, cfgs[c].n,
+						  cfgs[c].think);
+	for (int c = 0; c < C_COUNT; c++) {
+		double tmp[64];
 
-	printf("executor: orbit worker pool, %ld cores; median of %d interleaved rounds; "
-	       "work: counter+mix; think: 32 dependent LCG steps outside the lane\n",
-	       sysconf(_SC_NPROCESSORS_ONLN), REPS);
-	row_ns("state_lane.run uncontended", m[C_RUN1], "mutex-guarded call", m[C_MTX1],
-	       met(m[C_RUN1] <= 3 * m[C_MTX1], "<= 3x"));
-	row_ns("state_lane.run uncontended", m[C_RUN1], "mutex+condvar hand-off round trip",
-	       m[C_HCALL1], "");
-	row_tput("state_lane.run 2 threads", m[C_RUN2], "mutex-guarded call 2 threads", m[C_MTX2],
-		 met(m[C_RUN2] <= m[C_MTX2], ">= 1x"));
-	row_tput("state_lane.run 2 threads + think", m[C_RUNT2], "mutex-guarded call 2 thr + think",
-		 m[C_MTXT2], met(m[C_RUNT2] <= m[C_MTXT2], ">= 1x"));
-	row_tput("state_lane.run 2 threads", m[C_RUN2], "mutex+condvar hand-off 2 threads",
-		 m[C_HCALL2], "");
-	row_tput("state_lane.try_post 1 producer", m[C_POST1], "mutex+condvar hand-off post",
-		 m[C_HPOST1], "");
-	row_tput("state_lane.try_post 2 producers", m[C_POST2], "mutex+condvar hand-off post 2 prod",
-		 m[C_HPOST2], met(m[C_POST2] <= m[C_HPOST2], ">= 1x"));
+		memcpy(tmp, v[c], sizeof(tmp));
+		m[c] = on[c] ? median(tmp, reps) : 0;
+	}
+
+	printf("executor: orbit worker pool, %ld cores; median of %d interleaved rounds "
+	       "[per-round ratio range]; work: counter+mix; think: 32 dependent LCG steps "
+	       "outside the lane\n",
+	       sysconf(_SC_NPROCESSORS_ONLN), reps);
+	if (on[C_RUN1]) {
+		row_ns("state_lane.run uncontended", m[C_RUN1], "mutex-guarded call", m[C_MTX1],
+		       ratio_range(C_RUN1, C_MTX1, false), met(m[C_RUN1] <= 3 * m[C_MTX1], "<= 3x"));
+		row_tput("state_lane.run 2 threads", m[C_RUN2], "mutex-guarded call 2 threads",
+			 m[C_MTX2], ratio_range(C_RUN2, C_MTX2, true),
+			 met(m[C_RUN2] <= m[C_MTX2], ">= 1x"));
+		row_tput("state_lane.run 2 threads + think", m[C_RUNT2],
+			 "mutex-guarded call 2 thr + think", m[C_MTXT2],
+			 ratio_range(C_RUNT2, C_MTXT2, true), met(m[C_RUNT2] <= m[C_MTXT2], ">= 1x"));
+	}
+	if (on[C_RUN1] && on[C_HCALL1]) {
+		row_ns("state_lane.run uncontended", m[C_RUN1], "mutex+condvar hand-off round trip",
+		       m[C_HCALL1], ratio_range(C_RUN1, C_HCALL1, false), "");
+		row_tput("state_lane.run 2 threads", m[C_RUN2], "mutex+condvar hand-off 2 threads",
+			 m[C_HCALL2], ratio_range(C_RUN2, C_HCALL2, true), "");
+	}
+	if (on[C_POST1]) {
+		row_tput("state_lane.try_post 1 producer", m[C_POST1], "mutex+condvar hand-off post",
+			 m[C_HPOST1], ratio_range(C_POST1, C_HPOST1, true), "");
+		row_tput("state_lane.try_post 2 producers", m[C_POST2],
+			 "mutex+condvar hand-off post 2 prod", m[C_HPOST2],
+			 ratio_range(C_POST2, C_HPOST2, true), met(m[C_POST2] <= m[C_HPOST2], ">= 1x"));
+	}
 	printf("total %.1f s\n", (double)(now() - t0) / 1e9);
 	check(orbit_worker_pool_destroy(pool) == 0, "pool destroy");
 	return 0;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include <orbit/error.h>
 #include <orbit/lock.h>
@@ -38,6 +39,7 @@ enum lock_stat {
 };
 
 struct orbit_lock {
+	struct orbit_lock *next;  /* in handles (handles_lock) */
 	orbit_seg_t seg;
 	struct orbit_lock_table_hdr *hdr;
 	struct orbit_lock_slot *slots;
@@ -67,10 +69,31 @@ static void pid_refresh(void)
 	atomic_store_explicit(&cached_pid, (int)getpid(), memory_order_relaxed);
 }
 
+/*
+ * Every open handle of this process, for the fork handlers. handles_lock
+ * protects the list; it is taken in prepare and released on both sides,
+ * so the child sees a consistent list. Lock order: handles_lock alone
+ * (never taken with a serializer held).
+ */
+static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct orbit_lock *handles;
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&handles_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&handles_lock);
+}
+
+static void fork_child(void);
+
 static void pid_init(void)
 {
 	pid_refresh();
-	if (pthread_atfork(NULL, NULL, pid_refresh))
+	if (pthread_atfork(fork_prepare, fork_parent, fork_child))
 		abort(); /* ENOMEM at first open: a broken invariant of this process */
 }
 
@@ -84,6 +107,42 @@ static pid_t self_pid(void)
  * is serialized, so a relaxed load + store is exact and keeps locked
  * instructions off the mutation path.
  */
+/*
+ * Fork trap: the child shares the parent's open file descriptions, and a
+ * flock lives until the last reference to its description goes: the
+ * inherited fd AND the inherited mapping (a MAP_SHARED vma holds the
+ * file). A child keeping either would keep the parent's flock alive after
+ * the parent died holding it. So the child closes every inherited segment
+ * fd and replaces each mapping, at the same address, by a read-only
+ * mapping of a fresh open of the same name (lookups keep working;
+ * mutations say -ECHILD); if the name is gone, by zeroes (lookups then
+ * say -ENOENT). open, mmap and close are async-signal-safe.
+ */
+static void fork_child(void)
+{
+	pid_refresh();
+	for (struct orbit_lock *l = handles; l; l = l->next) {
+		int fd;
+		void *p = MAP_FAILED;
+
+		if (l->seg.fd >= 0) {
+			close(l->seg.fd);
+			l->seg.fd = -1;
+		}
+		if (!l->seg.base || !l->seg.size)
+			continue;
+		fd = shm_open(l->seg.name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+		if (fd >= 0) {
+			p = mmap(l->seg.base, l->seg.size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
+			close(fd);
+		}
+		if (p == MAP_FAILED)
+			mmap(l->seg.base, l->seg.size, PROT_READ,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	}
+	pthread_mutex_unlock(&handles_lock);
+}
+
 static void stat_inc(orbit_lock_t *l, enum lock_stat s)
 {
 	atomic_store_explicit(&l->st[s],
@@ -1172,6 +1231,11 @@ ORBIT_API int orbit_lock_open(const struct orbit_lock_options *o, orbit_lock_t *
 	l->pid = self_pid();
 	l->start_ticks = proc_start_ticks(l->pid);
 	orbit__lock_ser_init(&l->ser, ser, &l->seg, h);
+	if (pthread_mutex_lock(&handles_lock))
+		abort();
+	l->next = handles;
+	handles = l;
+	pthread_mutex_unlock(&handles_lock);
 	*out = l;
 	return 0;
 
@@ -1186,6 +1250,15 @@ ORBIT_API void orbit_lock_close(orbit_lock_t *l)
 {
 	if (!l)
 		return;
+	if (pthread_mutex_lock(&handles_lock))
+		abort();
+	for (struct orbit_lock **pp = &handles; *pp; pp = &(*pp)->next) {
+		if (*pp == l) {
+			*pp = l->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&handles_lock);
 	/* In a forked child the local mutex may be a locked copy: leave it. */
 	if (self_pid() == l->pid)
 		orbit__lock_ser_destroy(&l->ser);

@@ -26,7 +26,11 @@
  *   owner gets a larger token. orbit_lock_holder_alive() tells orbitctl
  *   whether the recorded pid still runs the same process.
  * - A forked child must not use its parent's handle: every mutation in a
- *   child returns -ECHILD; close it there and open a new one. The check
+ *   child returns -ECHILD; close it there and open a new one. At fork the
+ *   child's copy of each handle loses its fd and has its mapping replaced
+ *   by a read-only mapping of the same segment (lookups still work): an
+ *   inherited fd or MAP_SHARED mapping would keep the parent's flock
+ *   alive after the parent died holding it. The check
  *   uses a pid refreshed by a pthread_atfork handler (no getpid syscall
  *   per call): a child made by a raw clone(2) that skips the atfork
  *   handlers is not detected.

@@ -400,6 +400,57 @@ static void test_lookup_works_while_serializer_held(void **state)
 	assert_int_equal(orbit_lock_release(L, &k, &a, 0), 0);
 }
 
+static int forker_dies_holding(void *arg)
+{
+	pid_t *kid = arg;
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	orbit_lock_key_t k = K("forked");
+	orbit_lock_owner_t c = O("forker");
+	orbit_lock_t *mine;
+
+	if (orbit_lock_open(&o, &mine))
+		return 1;
+	pid_t pid = fork(); /* a child that keeps the inherited handle open, never closing it */
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	*kid = pid;
+	orbit__crashpoint_arm("lock.holding_serializer", 1, ORBIT_CRASH_KILL);
+	orbit_lock_try_acquire(mine, &k, &c, SEC, NULL, NULL); /* dies holding the serializer */
+	return 2;
+}
+
+static int acquire_once(void *arg)
+{
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	orbit_lock_key_t k = K("forked");
+	orbit_lock_owner_t c = O("after");
+	orbit_lock_t *mine;
+
+	if (orbit_lock_open(&o, &mine))
+		return 1;
+	return orbit_lock_try_acquire(mine, &k, &c, SEC, NULL, NULL) == 0 ? 0 : 3;
+}
+
+/* DESIGN.md traps: a forked child does not keep its parent's serializer alive. */
+static void test_fork_child_does_not_keep_parent_serializer(void **state)
+{
+	pid_t *kid = mmap(NULL, sizeof(*kid), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			  -1, 0);
+
+	assert_true(kid != MAP_FAILED);
+	*kid = 0;
+	assert_int_equal(orbit_test_fork_run(forker_dies_holding, kid, 10000), -1); /* SIGKILLed */
+	/* the grandchild still holds its inherited copy of the handle */
+	assert_true(*kid > 0);
+	assert_int_equal(kill(*kid, 0), 0);
+	/* FLOCK: the open file description must not outlive its owner in the child */
+	assert_int_equal(orbit_test_fork_run(acquire_once, NULL, 3000), 0);
+	kill(*kid, SIGKILL);
+	munmap(kid, sizeof(*kid));
+}
+
 /* Error code -ENOSPC: a full table rejects a new live key and never evicts. */
 static void test_err_enospc_full_table_never_evicts(void **state)
 {
@@ -594,7 +645,12 @@ static void test_err_ecorrupt_open_bad_table_header(void **state)
 
 static int child_dies_holding_mutex(void *arg)
 {
-	pthread_mutex_lock(&orbit__lock_hdr(L)->mutex);
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	orbit_lock_t *mine; /* the inherited handle is read-only in a child */
+
+	if (orbit_lock_open(&o, &mine))
+		return 1;
+	pthread_mutex_lock(&orbit__lock_hdr(mine)->mutex);
 	return 0; /* exits holding it: the kernel marks it owner-dead */
 }
 
@@ -714,6 +770,7 @@ static void test_foreach_namespace_and_holder_alive(void **state)
 	T(test_tokens_increase_across_reset_and_recreation),         \
 	T(test_err_echild_fork_child_must_reopen),                   \
 	T(test_lookup_works_while_serializer_held),                  \
+	T(test_fork_child_does_not_keep_parent_serializer),          \
 	T(test_err_enospc_full_table_never_evicts),                  \
 	T(test_err_einval_bad_arguments),                            \
 	T(test_err_e2big_over_960_bytes),                            \

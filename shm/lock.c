@@ -796,6 +796,33 @@ static int find_live(orbit_lock_t *l, const orbit_lock_key_t *key, uint32_t *idx
 	return 0;
 }
 
+/*
+ * Take the serializer and find @key's live entry, held by @owner with
+ * @token when given (owner NULL: anyone's). On failure the serializer is
+ * released again.
+ */
+static int enter_owned(orbit_lock_t *l, const orbit_lock_key_t *key,
+		       const orbit_lock_owner_t *owner, uint64_t token, uint32_t *idx,
+		       uint64_t *now)
+{
+	const struct orbit_lock_slot *s;
+	int rc = enter(l);
+
+	if (rc)
+		return rc;
+	rc = find_live(l, key, idx, now);
+	if (!rc && owner) {
+		s = &l->slots[*idx];
+		if (!slot_has_owner(s, owner) || (token && s->token != token)) {
+			stat_inc(l, ST_WRONG_OWNER);
+			rc = -EPERM;
+		}
+	}
+	if (rc)
+		leave(l);
+	return rc;
+}
+
 ORBIT_API int orbit_lock_renew(orbit_lock_t *l, const orbit_lock_key_t *key,
 			       const orbit_lock_owner_t *owner, uint64_t token, uint64_t ttl_ns,
 			       struct orbit_lock_lease *lease)
@@ -808,18 +835,10 @@ ORBIT_API int orbit_lock_renew(orbit_lock_t *l, const orbit_lock_key_t *key,
 	rc = owner ? check_mutation(l, key, owner, ttl_ns) : -EINVAL;
 	if (rc)
 		return rc;
-	rc = enter(l);
+	rc = enter_owned(l, key, owner, token, &idx, &now);
 	if (rc)
 		return rc;
-	rc = find_live(l, key, &idx, &now);
-	if (rc)
-		goto out;
 	s = &l->slots[idx];
-	if (!slot_has_owner(s, owner) || (token && s->token != token)) {
-		stat_inc(l, ST_WRONG_OWNER);
-		rc = -EPERM;
-		goto out;
-	}
 	if (ttl_ns > UINT64_MAX - now) {
 		rc = -EINVAL;
 		goto out;
@@ -856,18 +875,10 @@ static int remove_common(orbit_lock_t *l, const orbit_lock_key_t *key,
 	rc = check_mutation(l, key, owner, 1);
 	if (rc)
 		return rc;
-	rc = enter(l);
+	rc = enter_owned(l, key, owner, token, &idx, &now);
 	if (rc)
 		return rc;
-	rc = find_live(l, key, &idx, &now);
-	if (rc)
-		goto out;
 	s = &l->slots[idx];
-	if (owner && (!slot_has_owner(s, owner) || (token && s->token != token))) {
-		stat_inc(l, ST_WRONG_OWNER);
-		rc = -EPERM;
-		goto out;
-	}
 	rev = atomic_load_explicit(&l->hdr->state_revision, memory_order_relaxed) + 1;
 	publish(l, owner ? ORBIT_TRANSITION_RELEASE : ORBIT_TRANSITION_FORCE_RELEASE, s->token, 0,
 		rev, key->ns, (uint32_t)key->ns_len, key->label, (uint32_t)key->label_len,
@@ -876,9 +887,8 @@ static int remove_common(orbit_lock_t *l, const orbit_lock_key_t *key,
 	bump_revision(l);
 	stat_inc(l, owner ? ST_RELEASED : ST_FORCE_RELEASED);
 	maybe_compact(l);
-out:
 	leave(l);
-	return rc;
+	return 0;
 }
 
 ORBIT_API int orbit_lock_release(orbit_lock_t *l, const orbit_lock_key_t *key,

@@ -7,9 +7,11 @@
  * only one, schedule the drain (§6.5), and the drain loop itself (§6.6),
  * which runs as an executor task and cuts its slice at the owner time
  * budget. Suspension (§6.7) lives in orbit_serial_resume_t handles.
- * A drain may claim a batch of application items: it copies them under
- * the lock and leaves them at the ring front until they have run (only
- * the drain ever removes from the front while it is active).
+ * A drain may claim the whole application ring at once: under the lock it
+ * swaps the ring's array for its spare (empty) one and then runs the
+ * claimed items from its private `claimed` ring, taking the lock again
+ * only to return their reservations. Claimed items stay ahead of the
+ * application ring (they are older), so FIFO is kept.
  *
  * Lock: q->lock (the §6.3 gate) protects every field from `pol` to
  * `outstanding` below and every handle's turn_ended/resumed. It is a
@@ -36,8 +38,6 @@
 
 enum lane { LANE_APP = 0, LANE_LC = 1 };
 
-/* Application items a drain claims per lock acquisition (see claim_batch). */
-#define BATCH_MAX 32
 /* Polls of the arrivals counter before an emptied drain gives up (linger). */
 #define LINGER_POLLS 200
 
@@ -86,6 +86,11 @@ struct orbit_serial_queue {
 	int home_node;
 	uint64_t coarse_res_ns; /* resolution of CLOCK_MONOTONIC_COARSE */
 	struct ring app, lc, barrier;
+	/* Application items a drain claimed from `app` in one piece (older
+	 * than everything in `app`). Only the active drain reads or writes
+	 * it; anyone else reads it only after seeing !active under the lock
+	 * (a drain whose re-submission failed may leave items here). */
+	struct ring claimed;
 	orbit_serial_resume_t *res_head, *res_tail; /* resumed continuations */
 	orbit_serial_resume_t *held_cont; /* a HOLD item's continuation, ready */
 	bool held;   /* a HOLD item is suspended: nothing else runs */
@@ -254,7 +259,7 @@ static bool runnable(const orbit_serial_queue_t *q)
 		return true;
 	if (q->held)
 		return false;
-	return q->barrier.len || q->res_head || q->lc.len || q->app.len;
+	return q->barrier.len || q->res_head || q->lc.len || q->claimed.len || q->app.len;
 }
 
 /* Put a resumed handle where the drain will find it. */
@@ -477,10 +482,14 @@ static bool take_next(orbit_serial_queue_t *q, struct item *out)
 		q->res_head = h->next;
 		if (!q->res_head)
 			q->res_tail = NULL;
-	} else if (q->lc.len && (!q->app.len || q->lc_burst < q->pol.lifecycle_burst_limit)) {
+	} else if (q->lc.len && (!(q->claimed.len || q->app.len) ||
+				 q->lc_burst < q->pol.lifecycle_burst_limit)) {
 		ring_pop(&q->lc, out);
-		q->lc_burst = q->app.len ? q->lc_burst + 1 : 0;
+		q->lc_burst = q->claimed.len || q->app.len ? q->lc_burst + 1 : 0;
 		STAT_ADD(q, lifecycle_ran, 1);
+	} else if (q->claimed.len) {
+		ring_pop(&q->claimed, out); /* older than the application ring */
+		q->lc_burst = 0;
 	} else if (q->app.len) {
 		ring_pop(&q->app, out);
 		q->lc_burst = 0;
@@ -516,88 +525,121 @@ static void end_turn(orbit_serial_queue_t *q, const struct item *it,
 		q->held = true;
 }
 
-/*
- * Book @n ended turns of one lane at once: all but the last finished
- * (only the last can have suspended, @h). Under q->lock.
- */
-static void end_turns(orbit_serial_queue_t *q, const struct item *b, const int *rs, unsigned n,
-		      orbit_serial_resume_t *h)
-{
-	uint64_t bytes = 0, errors = 0;
-	unsigned done = h ? n - 1 : n;
-
-	if (n == 1 || b[0].lane != LANE_APP) {
-		for (unsigned i = 0; i < n; i++)
-			end_turn(q, &b[i], i + 1 == n ? h : NULL, rs[i]);
-		return;
-	}
-	for (unsigned i = 0; i < done; i++) {
-		bytes += b[i].bytes;
-		errors += rs[i] == ORBIT_SERIAL_SUSPENDED; /* nothing to resume: done */
-	}
-	q->items[LANE_APP] -= done;
-	q->bytes[LANE_APP] -= bytes;
-	q->outstanding -= done;
-	STAT_ADD(q, completed, done);
-	if (errors)
-		STAT_ADD(q, protocol_errors, errors);
-	publish_reservations(q, LANE_APP); /* §5: after the handlers finished */
-	if (q->outstanding == 0 && q->waiters && pthread_cond_broadcast(&q->cond))
-		abort();
-	if (h)
-		end_turn(q, &b[n - 1], h, rs[n - 1]);
-}
+/* What a batch of claimed application items left to book (see run_batch). */
+struct batch_tally {
+	unsigned ran;    /* turns run, the suspended one included */
+	unsigned done;   /* of them finished: reservations to return */
+	uint64_t bytes;  /* their reserved bytes */
+	uint64_t errors; /* SUSPENDED without a suspend call */
+	int last_result; /* the last turn's result, when it suspended */
+};
 
 /*
- * Claim up to BATCH_MAX application items at the ring front without
- * popping them, when nothing of higher priority waits: the drain then
- * runs them one turn at a time and takes the lock once for the batch.
- * They stay in the ring (ring growth keeps their order) until
- * finish_batch() pops the ones that ran. Under q->lock.
+ * Claim application work for a batch when nothing outranks it: the items
+ * a previous slice claimed and did not run, else the whole application
+ * ring, taken by swapping its array for the drain's empty spare (O(1)
+ * under the lock, whatever the length). Returns how many are claimed.
+ * Under q->lock.
  */
-static unsigned claim_batch(orbit_serial_queue_t *q, struct item *b)
+static unsigned claim_batch(orbit_serial_queue_t *q)
 {
-	unsigned n;
+	struct ring spare;
 
-	if (q->held_cont || q->held || q->barrier.len || q->res_head || q->lc.len ||
-	    q->app.len < 2)
+	if (q->held_cont || q->held || q->barrier.len || q->res_head || q->lc.len)
 		return 0;
-	n = q->app.len < BATCH_MAX ? q->app.len : BATCH_MAX;
-	for (unsigned i = 0; i < n; i++)
-		b[i] = q->app.a[(q->app.head + i) & (q->app.cap - 1)];
+	if (!q->claimed.len) {
+		if (q->app.len < 2)
+			return 0; /* one item: take_next() */
+		spare = q->claimed; /* empty; its array is reused by the ring */
+		q->claimed = q->app;
+		q->app = (struct ring){ .a = spare.a, .cap = spare.cap };
+	}
 	/* Relaxed: written and cleared under q->lock; the drain's lock-free
-	 * read of it is a hint to stop the batch early (see run_turns()). */
+	 * read of it is a hint to stop the batch early (see run_batch()). */
 	atomic_store_explicit(&q->prio, false, memory_order_relaxed);
 	q->lc_burst = 0;
-	return n;
+	return q->claimed.len;
 }
 
 /*
- * Run @n taken items on turns, one after the other; stop early after an
- * item that suspended, at the owner time budget, or (in a batch) when
- * higher-priority work arrived. Returns how many ran. Not under q->lock.
+ * Run one taken item on a turn. Stores its result in *@result and
+ * returns the handle it suspended with, if any. Not under q->lock.
  */
-static unsigned run_turns(orbit_serial_queue_t *q, struct item *b, unsigned n, int *rs,
-			  orbit_serial_resume_t **suspended, const struct slice_clock *clk,
-			  bool *cut)
+static orbit_serial_resume_t *run_one(orbit_serial_queue_t *q, const struct item *it, int *result)
 {
-	struct orbit_serial_turn turn = { .q = q, .prev = tls_turn };
-	unsigned i = 0;
+	struct orbit_serial_turn turn = { .q = q, .prev = tls_turn, .item = it };
 
 	tls_turn = &turn;
-	while (i < n) {
-		turn.item = &b[i];
-		turn.suspended = NULL;
-		rs[i] = b[i].fn(&turn, b[i].arg);
-		i++;
+	*result = it->fn(&turn, it->arg);
+	tls_turn = turn.prev;
+	return turn.suspended;
+}
+
+/*
+ * Run the @n claimed items from the front of q->claimed, one turn each,
+ * without the lock (only the active drain touches q->claimed). Stop after
+ * an item that suspended (*@suspended), at the owner time budget (*@cut),
+ * or when higher-priority work arrived. Tallies what to book in @t.
+ */
+static void run_batch(orbit_serial_queue_t *q, unsigned n, struct batch_tally *t,
+		      orbit_serial_resume_t **suspended, const struct slice_clock *clk, bool *cut)
+{
+	const struct ring *c = &q->claimed;
+	struct orbit_serial_turn turn = { .q = q, .prev = tls_turn };
+
+	*t = (struct batch_tally){ 0 };
+	*suspended = NULL;
+	tls_turn = &turn;
+	while (t->ran < n) {
+		const struct item *it = &c->a[(c->head + t->ran) & (c->cap - 1)];
+		int r;
+
+		turn.item = it;
+		r = it->fn(&turn, it->arg);
+		t->ran++;
+		if (turn.suspended) {
+			*suspended = turn.suspended;
+			t->last_result = r;
+		} else {
+			t->done++;
+			t->bytes += it->bytes;
+			t->errors += r == ORBIT_SERIAL_SUSPENDED; /* nothing to resume: done */
+		}
 		*cut = slice_over(clk); /* §6.4: at handler boundaries */
 		/* Relaxed: a hint; missing it runs one more item of the batch. */
 		if (*cut || turn.suspended || atomic_load_explicit(&q->prio, memory_order_relaxed))
 			break;
 	}
 	tls_turn = turn.prev;
-	*suspended = turn.suspended;
-	return i;
+}
+
+/*
+ * Book a batch: pop what ran off q->claimed, return the finished items'
+ * reservations at once (§5: after their handlers) and park the suspended
+ * one, if any (it was the last to run). Under q->lock.
+ */
+static void end_batch(orbit_serial_queue_t *q, const struct batch_tally *t,
+		      orbit_serial_resume_t *h)
+{
+	struct ring *c = &q->claimed;
+	uint32_t last = (c->head + t->ran - 1) & (c->cap - 1);
+
+	STAT_ADD(q, ran, t->ran);
+	if (t->done) {
+		q->items[LANE_APP] -= t->done;
+		q->bytes[LANE_APP] -= t->bytes;
+		q->outstanding -= t->done;
+		STAT_ADD(q, completed, t->done);
+		if (t->errors)
+			STAT_ADD(q, protocol_errors, t->errors);
+		publish_reservations(q, LANE_APP);
+		if (q->outstanding == 0 && q->waiters && pthread_cond_broadcast(&q->cond))
+			abort();
+	}
+	if (h)
+		end_turn(q, &c->a[last], h, t->last_result);
+	c->head = (c->head + t->ran) & (c->cap - 1);
+	c->len -= t->ran;
 }
 
 /*
@@ -627,8 +669,6 @@ static bool linger(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 static void drain(void *arg)
 {
 	orbit_serial_queue_t *q = arg;
-	struct item b[BATCH_MAX];
-	int rs[BATCH_MAX];
 	struct slice_clock clk;
 	bool cut = false, resched = false;
 
@@ -637,27 +677,30 @@ static void drain(void *arg)
 	slice_begin(&clk, q);
 	for (;;) {
 		orbit_serial_resume_t *h;
-		unsigned n = claim_batch(q, b), ran;
-		bool batch = n > 0;
+		unsigned n = claim_batch(q);
 
-		if (!batch) {
-			if (!take_next(q, &b[0])) {
+		if (n) {
+			struct batch_tally t;
+
+			orbit__mutex_unlock(&q->lock);
+			run_batch(q, n, &t, &h, &clk, &cut);
+			orbit__mutex_lock(&q->lock);
+			end_batch(q, &t, h);
+		} else {
+			struct item it;
+			int r;
+
+			if (!take_next(q, &it)) {
 				if (linger(q, &clk, &cut) && !cut)
 					continue;
 				break; /* empty, or runnable past the budget: cut */
 			}
-			n = 1;
+			orbit__mutex_unlock(&q->lock);
+			h = run_one(q, &it, &r);
+			cut = slice_over(&clk); /* §6.4: at handler boundaries */
+			orbit__mutex_lock(&q->lock);
+			end_turn(q, &it, h, r);
 		}
-		orbit__mutex_unlock(&q->lock);
-		ran = run_turns(q, b, n, rs, &h, &clk, &cut);
-		orbit__mutex_lock(&q->lock);
-		if (batch) {
-			/* Pop what ran; the rest stays at the front, in order. */
-			q->app.head = (q->app.head + ran) & (q->app.cap - 1);
-			q->app.len -= ran;
-			STAT_ADD(q, ran, ran);
-		}
-		end_turns(q, b, rs, ran, h);
 		if (cut)
 			break; /* §6.4: the owner yields at a handler boundary */
 	}
@@ -857,6 +900,7 @@ int orbit_serial_queue_destroy(orbit_serial_queue_t *q)
 	pthread_cond_destroy(&q->cond);
 	pthread_mutex_destroy(&q->lock);
 	free(q->app.a);
+	free(q->claimed.a);
 	free(q->lc.a);
 	free(q->barrier.a);
 	free(q);

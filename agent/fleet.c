@@ -33,6 +33,7 @@ struct orbit_fleet {
 
 struct orbit_transition_reader {
 	orbit_ring_reader_t *r;
+	struct orbit_ring_event ev; /* ~4 KiB copy buffer: no allocation per next() */
 };
 
 /* Keep the first real error; -ENOENT (missing) only counts when all are missing. */
@@ -283,22 +284,17 @@ void orbit__fleet_event_copy(struct orbit_transition_event *dst, const struct or
 
 int orbit_transition_reader_next(orbit_transition_reader_t *tr, struct orbit_transition_event *ev)
 {
-	struct orbit_ring_event *re;
 	uint32_t lane = 0;
 	int rc;
 
 	if (!tr || !ev)
 		return -EINVAL;
-	/* ~4 KiB: keep it off small thread stacks. */
-	re = malloc(sizeof(*re));
-	if (!re)
-		return -ENOMEM;
-	rc = orbit__ring_reader_next(tr->r, re, &lane);
+	/* The reader's own buffer keeps ~4 KiB off small thread stacks. */
+	rc = orbit__ring_reader_next(tr->r, &tr->ev, &lane);
 	if (rc == 0)
-		orbit__fleet_event_copy(ev, re);
+		orbit__fleet_event_copy(ev, &tr->ev);
 	else
 		ev->lane = lane;
-	free(re);
 	return rc;
 }
 
@@ -357,4 +353,34 @@ int orbit_fleet_reset_transport(orbit_fleet_t *f)
 	if (!f->lock && !f->ring)
 		return -ENOENT;
 	return orbit__fleet_reset(f->members, f->lock, f->ring);
+}
+
+int orbit_fleet_unlink(const char *fleet)
+{
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN, .readonly = true };
+	struct orbit_lock_options lo = { .size = sizeof(lo) };
+	orbit_members_t *m = NULL;
+	char buf[ORBIT_SEG_NAME_MAX];
+	int rc, found = 0;
+
+	if (!fleet)
+		fleet = "default";
+	if (orbit__seg_name(buf, sizeof(buf), fleet, "x") < 0)
+		return -EINVAL;
+	rc = orbit__members_open(&m, fleet, 0, &so);
+	if (rc == 0) {
+		/* A row this process holds counts too: stop your agents first. */
+		rc = orbit__members_count_live_others(m);
+		orbit__members_close(m);
+		if (rc != 0)
+			return rc > 0 ? -EBUSY : rc;
+	} else if (rc != -ENOENT) {
+		return rc;
+	}
+	lo.fleet = fleet;
+	found += orbit_lock_unlink(&lo) == 0;
+	found += orbit__ring_unlink(fleet, NULL) == 0;
+	found += orbit__seg_unlink(fleet, ORBIT_STATS_SEG_NAME) == 0;
+	found += orbit__members_unlink(fleet) == 0;
+	return found ? 0 : -ENOENT;
 }

@@ -143,11 +143,24 @@ static int worker_main(int id)
 	char own[32], lab[16], path[160];
 	unsigned seed = (unsigned)getpid() ^ (unsigned)now_ns();
 	orbit_lock_t *l;
+	orbit_agent_t *ag = NULL;
+	char name[24];
 	int rc;
 
 	rc = orbit_lock_open(&o, &l);
 	if (rc) {
 		fprintf(stderr, "worker %d: open: %s\n", id, orbit_strerror(rc));
+		return 2;
+	}
+	/* The agent publishes this worker's transitions on its ring lane and its
+	 * counters in the stats segment (orbitctl watch / stats). Lanes and rows
+	 * of killed workers are reclaimed by the other agents within a tick. */
+	snprintf(name, sizeof(name), "worker-%d", id);
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = cfg.fleet, .name = name, .lock = l };
+	for (int tries = 0; (rc = orbit_agent_start(&ao, &ag)) == -ENOSPC && tries < 200; tries++)
+		usleep(10000);
+	if (rc) {
+		fprintf(stderr, "worker %d: agent: %s\n", id, orbit_strerror(rc));
 		return 2;
 	}
 	for (int k = 0; k < cfg.keys; k++) {
@@ -169,7 +182,9 @@ static int worker_main(int id)
 			ls.deadline_ns = ls.token + ttl;
 			rc = 0;
 		} else {
+			uint64_t t0 = now_ns();
 			rc = orbit_lock_try_acquire(l, &key, &ow, ttl, &ls, NULL);
+			orbit_agent_record_latency(ag, ORBIT_AGENT_HIST_ACQUIRE, now_ns() - t0);
 		}
 		if (rc == -EBUSY) {
 			atomic_fetch_add_explicit(&ws->busy, 1, memory_order_relaxed);
@@ -199,6 +214,7 @@ static int worker_main(int id)
 		atomic_fetch_add_explicit(&ws->ops, 1, memory_order_relaxed);
 		rand_sleep_us(&seed, 100, 1000);
 	}
+	orbit_agent_stop(ag);
 	orbit_lock_close(l);
 	return 0;
 }
@@ -220,11 +236,13 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: orbit-demo [--seconds N] [--workers W] [--keys K] [--ttl-ms T]\n"
-		"                  [--serializer futex|flock] [--no-lock]\n"
+		"                  [--fleet NAME] [--serializer futex|flock] [--no-lock]\n"
 		"  Forks W workers contending for K keyed orbit-locks (TTL T ms); each\n"
-		"  writes to a fencing-checked resource file; a chaos loop SIGKILLs and\n"
-		"  restarts workers and pauses some past their TTL. Default: 20 s, 6\n"
-		"  workers, 3 keys, 200 ms. Exit status 1 on a mutual-exclusion violation.\n"
+		"  runs the orbit agent and writes to a fencing-checked resource file; a\n"
+		"  chaos loop SIGKILLs and restarts workers and pauses some past their\n"
+		"  TTL. Default: 20 s, 6 workers, 3 keys, 200 ms, fleet \"demo\".\n"
+		"  Watch it from another terminal: orbitctl --fleet demo watch|locks|stats\n"
+		"  Exit status 1 on a mutual-exclusion violation, 2 on a setup error.\n"
 		"  --no-lock skips the lock, to show that the checker does catch violations.\n");
 }
 
@@ -236,14 +254,20 @@ static int parse(int argc, char **argv)
 		{ "keys", required_argument, NULL, 'k' },
 		{ "ttl-ms", required_argument, NULL, 't' },
 		{ "serializer", required_argument, NULL, 'S' },
+		{ "fleet", required_argument, NULL, 'f' },
 		{ "no-lock", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:w:k:t:S:nh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:w:k:t:S:f:nh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'f':
+			if (strlen(optarg) >= sizeof(cfg.fleet))
+				return -1;
+			strcpy(cfg.fleet, optarg);
+			break;
 		case 's': cfg.seconds = atoi(optarg); break;
 		case 'w': cfg.workers = atoi(optarg); break;
 		case 'k': cfg.keys = atoi(optarg); break;
@@ -349,7 +373,19 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	snprintf(cfg.fleet, sizeof(cfg.fleet), "demo%d", (int)getpid());
+	if (!cfg.fleet[0])
+		strcpy(cfg.fleet, "demo");
+	/* Leftovers of an earlier run that was killed are removed; a fleet with
+	 * live members is somebody else's demo. */
+	rc = orbit_fleet_unlink(cfg.fleet);
+	if (rc == -EBUSY) {
+		fprintf(stderr, "orbit-demo: fleet \"%s\" has live members; pass --fleet NAME\n", cfg.fleet);
+		return 2;
+	}
+	if (rc < 0 && rc != -ENOENT) {
+		fprintf(stderr, "orbit-demo: fleet \"%s\": %s\n", cfg.fleet, orbit_strerror(rc));
+		return 2;
+	}
 	o.fleet = cfg.fleet;
 	o.serializer = cfg.ser;
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -366,10 +402,42 @@ int main(int argc, char **argv)
 		remove_resources();
 		return 2;
 	}
-	printf("orbit-demo: fleet %s, %d workers, %d keys, TTL %d ms, %d s; resources in %s\n",
-	       cfg.fleet, cfg.workers, cfg.keys, cfg.ttl_ms, cfg.seconds, cfg.dir);
+	printf("orbit-demo: fleet %s, %d workers, %d keys, TTL %d ms, %d s; resources in %s\n"
+	       "orbit-demo: watch it: orbitctl --fleet %s watch | locks | members | stats\n",
+	       cfg.fleet, cfg.workers, cfg.keys, cfg.ttl_ms, cfg.seconds, cfg.dir, cfg.fleet);
 	for (int i = 0; i < cfg.workers; i++)
 		spawn(i);
+	/* The chaos loop follows the ring from outside, as orbitctl watch does:
+	 * no agent thread here, since this process forks workers all along. */
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = cfg.fleet };
+	orbit_fleet_t *fl = NULL;
+	orbit_transition_reader_t *rd;
+	struct orbit_transition_event ev;
+	uint64_t seen = 0, lags = 0;
+	for (int tries = 0; tries < 100; tries++) { /* the first worker's agent creates the ring */
+		rc = orbit_fleet_open(&fo, &fl);
+		if (rc == 0) {
+			rc = orbit_fleet_reader_open(fl, &rd);
+			if (rc == 0)
+				break;
+			orbit_fleet_close(fl);
+		}
+		if (rc != -ENOENT)
+			break;
+		usleep(10000);
+	}
+	if (rc) {
+		fprintf(stderr, "orbit-demo: following the ring: %s\n", orbit_strerror(rc));
+		atomic_store(&sh->stop, 1);
+		for (int i = 0; i < cfg.workers; i++) {
+			kill(atomic_load(&sh->w[i].pid), SIGKILL);
+			waitpid(atomic_load(&sh->w[i].pid), NULL, 0);
+		}
+		orbit_lock_close(l);
+		orbit_fleet_unlink(cfg.fleet);
+		remove_resources();
+		return 2;
+	}
 	t0 = now_ns();
 	t_end = t0 + (uint64_t)cfg.seconds * 1000000000ull;
 	next_status = t0;
@@ -378,6 +446,16 @@ int main(int argc, char **argv)
 
 		usleep(60000 + (unsigned)rand_r(&seed) % 120000);
 		now = now_ns();
+		/* follow the transition ring; a lag means the table is the truth */
+		for (;;) {
+			rc = orbit_transition_reader_next(rd, &ev);
+			if (rc == 0)
+				seen++;
+			else if (rc == -ORBIT_ELAGGED)
+				lags++;
+			else if (rc != -ORBIT_ECORRUPT)
+				break;
+		}
 		/* reap workers that exited on their own (errors) and restart them */
 		for (int i = 0; i < cfg.workers; i++) {
 			int st;
@@ -417,9 +495,9 @@ int main(int argc, char **argv)
 		}
 		if (now >= next_status) {
 			read_totals(&tot);
-			printf("%s[%4.1fs] ops %-7lu kills %-5lu restarts %-5lu paused %-4lu stale rejected %-4lu violations %lu%s",
+			printf("%s[%4.1fs] ops %-6lu kills %-4lu paused %-3lu transitions %-6lu stale %-3lu violations %lu%s",
 			       tty ? "\r" : "", (double)(now - t0) / 1e9, (unsigned long)total_ops(),
-			       (unsigned long)kills, (unsigned long)restarts, (unsigned long)pauses,
+			       (unsigned long)kills, (unsigned long)pauses, (unsigned long)seen,
 			       (unsigned long)tot.stale_rejected, (unsigned long)tot.violations,
 			       tty ? "   " : "\n");
 			fflush(stdout);
@@ -455,10 +533,16 @@ int main(int argc, char **argv)
 	       (unsigned long)tot.stale_rejected);
 	printf("  keys still held at the end    %d (by dead holders until their TTL: %d)\n", held[0],
 	       held[1]);
+	printf("  transitions seen on the ring  %lu (lag events %lu: the table stays the truth)\n",
+	       (unsigned long)seen, (unsigned long)lags);
 	printf("  mutual-exclusion violations   %lu%s\n", (unsigned long)tot.violations,
 	       tot.violations ? "  <-- FAILURE" : " (must be 0)");
+	orbit_transition_reader_close(rd);
+	orbit_fleet_close(fl);
 	orbit_lock_close(l);
-	orbit_lock_unlink(&o);
+	rc = orbit_fleet_unlink(cfg.fleet);
+	if (rc < 0)
+		fprintf(stderr, "orbit-demo: removing fleet %s: %s\n", cfg.fleet, orbit_strerror(rc));
 	remove_resources();
 	return tot.violations ? 1 : 0;
 }

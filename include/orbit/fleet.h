@@ -191,6 +191,20 @@ ORBIT_API void orbit_transition_reader_close(orbit_transition_reader_t *r);
  */
 ORBIT_API int orbit_fleet_reset_transport(orbit_fleet_t *f);
 
+/**
+ * orbit_fleet_unlink - remove the names of a fleet's segments (lock table
+ * and ring of the default layout, member directory, stats), once no live
+ * member is attached. Mapped handles stay valid; the next open creates new
+ * segments (lock tokens still increase: see orbit_lock_unlink).
+ * @fleet: the fleet name (NULL: "default").
+ * Context: any thread; syscalls (shm_open, fcntl, shm_unlink). A member
+ * joining while this runs is not excluded.
+ * Returns: 0 (at least one segment removed); -ENOENT (none existed);
+ * -EBUSY (a live member is attached, this process's own rows included);
+ * -EINVAL (bad name); or a member directory open error.
+ */
+ORBIT_API int orbit_fleet_unlink(const char *fleet);
+
 ORBIT_END_DECLS
 
 #endif /* ORBIT_FLEET_H */

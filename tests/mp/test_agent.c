@@ -526,10 +526,40 @@ static void test_agent_view_resyncs_from_table_after_lag(void **state)
 	orbit_lock_close(lock);
 }
 
+/* orbit_fleet_unlink: refused while a member lives, removes every segment after. */
+static void test_fleet_unlink_refused_while_member_lives(void **state)
+{
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "u" };
+	char path[128];
+	orbit_lock_t *lock;
+	orbit_agent_t *ag;
+
+	(void)state;
+	assert_int_equal(orbit_fleet_unlink(fleet), -ENOENT);
+	assert_int_equal(orbit_fleet_unlink("bad/name"), -EINVAL);
+	assert_int_equal(orbit_lock_open(&lo, &lock), 0);
+	ao.lock = lock;
+	assert_int_equal(orbit_agent_start(&ao, &ag), 0);
+	assert_int_equal(orbit_fleet_unlink(fleet), -EBUSY);
+	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.members", fleet);
+	assert_int_equal(access(path, F_OK), 0);
+	orbit_agent_stop(ag);
+	orbit_lock_close(lock);
+	assert_int_equal(orbit_fleet_unlink(fleet), 0);
+	static const char *const names[] = { "members", "stats", "ring-229", "lock-228" };
+	for (unsigned i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "/dev/shm/orbit.%s.%s", fleet, names[i]);
+		assert_int_equal(access(path, F_OK), -1);
+	}
+	assert_int_equal(orbit_fleet_unlink(fleet), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_agent_start_stop_leaks_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_unlink_refused_while_member_lives, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_dead_member_noticed_promptly, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_subscriber_and_view_follow_another_process,
 						setup, teardown),

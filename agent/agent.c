@@ -722,8 +722,15 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	if (rc < 0)
 		goto err;
 	a->thread_started = true;
-	if (a->lane_claimed)
-		orbit__lock_set_sink(a->lock, agent_sink, a);
+	if (a->lane_claimed) {
+		/* Under the lock's serializer: safe while other threads use the lock.
+		 * Fails in a forked child holding its parent's handle (-ECHILD). */
+		rc = orbit__lock_set_sink(a->lock, agent_sink, a);
+		if (rc < 0) {
+			orbit_agent_stop(a);
+			return rc;
+		}
+	}
 	/* Tell the other agents a member joined (they rescan on an empty wake). */
 	orbit__doorbell_ring(orbit__ring_doorbell(a->ring));
 	*out = a;

@@ -1288,10 +1288,27 @@ ORBIT_API int orbit_lock_unlink(const struct orbit_lock_options *o)
 
 /* ---- internal ----------------------------------------------------------- */
 
-void orbit__lock_set_sink(orbit_lock_t *l, orbit_transition_sink_fn fn, void *ctx)
+int orbit__lock_set_sink(orbit_lock_t *l, orbit_transition_sink_fn fn, void *ctx)
 {
+	int rc = check_mutator(l);
+
+	if (rc == -EROFS) { /* a readonly handle never mutates, so never calls the sink */
+		l->sink = fn;
+		l->sink_ctx = ctx;
+		return 0;
+	}
+	if (rc)
+		return rc;
+	/* Under the serializer: a mutation running in another thread of this
+	 * process finishes with the old sink; the next one sees the new (the
+	 * serializer's hand-over orders these stores before its reads). */
+	rc = enter(l);
+	if (rc)
+		return rc;
 	l->sink = fn;
 	l->sink_ctx = ctx;
+	leave(l);
+	return 0;
 }
 
 const orbit_seg_t *orbit__lock_seg(orbit_lock_t *l)

@@ -18,10 +18,12 @@
 /*
  * orbit__lock_set_sink - every successful acquire / renew / release /
  * force_release / reclaim of this handle calls @fn (with the serializer
- * held, before the table commit). NULL removes it. Set it before other
- * threads use the handle.
+ * held, before the table commit). NULL removes it. Takes the serializer,
+ * so it may be called while other threads use the handle: mutations in
+ * flight finish with the old sink.
+ * Returns 0, -EINVAL, -ECHILD (forked child), or a serializer error.
  */
-void orbit__lock_set_sink(orbit_lock_t *lock, orbit_transition_sink_fn fn, void *ctx);
+int orbit__lock_set_sink(orbit_lock_t *lock, orbit_transition_sink_fn fn, void *ctx);
 
 /*
  * orbit__lock_reset_table - clear every slot under the serializer, bump

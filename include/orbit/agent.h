@@ -60,7 +60,8 @@ enum orbit_agent_hist {
  * Context: any thread, once per process per fleet (a second agent in one
  * process takes a second member row); syscalls, allocation,
  * pthread_create. A forked child must start its own agent.
- * Returns: 0; -EINVAL (bad options or fleet name); -ENOMEM; -ENOSPC (every
+ * Returns: 0; -EINVAL (bad options or fleet name); -ECHILD (the lock handle
+ * was opened by the parent of this forked process); -ENOMEM; -ENOSPC (every
  * member row, or with a lock every ring lane, is held by a live process); -EAGAIN (thread
  * creation refused); or a segment error (-ORBIT_EMAGIC, -ORBIT_EVERSION,
  * -ORBIT_EKIND, -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_EOWNER,

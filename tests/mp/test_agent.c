@@ -555,11 +555,35 @@ static void test_fleet_unlink_refused_while_member_lives(void **state)
 	assert_int_equal(orbit_fleet_unlink(fleet), -ENOENT);
 }
 
+/* DESIGN.md fork trap: an agent given a lock handle inherited across fork is refused. */
+static int child_agent_on_parent_lock(void *arg)
+{
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "kid", .lock = arg };
+	orbit_agent_t *ag = NULL;
+	int rc = orbit_agent_start(&ao, &ag);
+
+	if (rc == 0)
+		orbit_agent_stop(ag);
+	return rc == -ECHILD ? 0 : 1;
+}
+
+static void test_agent_refuses_lock_inherited_across_fork(void **state)
+{
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
+	orbit_lock_t *lock;
+
+	(void)state;
+	assert_int_equal(orbit_lock_open(&lo, &lock), 0);
+	assert_int_equal(orbit_test_fork_run(child_agent_on_parent_lock, lock, 10000), 0);
+	orbit_lock_close(lock);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_agent_start_stop_leaks_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_unlink_refused_while_member_lives, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_refuses_lock_inherited_across_fork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_dead_member_noticed_promptly, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_subscriber_and_view_follow_another_process,
 						setup, teardown),

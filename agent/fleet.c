@@ -321,6 +321,18 @@ void orbit_transition_reader_close(orbit_transition_reader_t *tr)
 	free(tr);
 }
 
+struct ring_reset_arg {
+	orbit_ring_t *ring;
+	orbit_members_t *m;
+};
+
+static int ring_reset_cb(void *ctx)
+{
+	struct ring_reset_arg *ra = ctx;
+
+	return orbit__ring_reset(ra->ring, ra->m);
+}
+
 int orbit__fleet_reset(orbit_members_t *m, orbit_lock_t *lock, orbit_ring_t *ring)
 {
 	int rc;
@@ -331,17 +343,14 @@ int orbit__fleet_reset(orbit_members_t *m, orbit_lock_t *lock, orbit_ring_t *rin
 		return rc;
 	if (rc > 0)
 		return -EBUSY;
-	if (lock) {
-		rc = orbit__lock_reset_table(lock);
-		if (rc < 0)
-			return rc;
-	}
-	if (ring) {
-		rc = orbit__ring_reset(ring, m);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
+	struct ring_reset_arg ra = { ring, m };
+
+	/* The ring is cleared under the table's serializer: every frame is
+	 * published under it, so no writer of this process or another races
+	 * the reset of a lane head. */
+	if (lock)
+		return orbit__lock_reset_table(lock, ring ? ring_reset_cb : NULL, &ra);
+	return ring ? orbit__ring_reset(ring, m) : 0;
 }
 
 int orbit_fleet_reset_transport(orbit_fleet_t *f)

@@ -1321,7 +1321,7 @@ struct orbit_lock_table_hdr *orbit__lock_hdr(orbit_lock_t *l)
 	return l->hdr;
 }
 
-int orbit__lock_reset_table(orbit_lock_t *l)
+int orbit__lock_reset_table(orbit_lock_t *l, int (*also)(void *ctx), void *ctx)
 {
 	int rc = check_mutator(l);
 
@@ -1342,8 +1342,10 @@ int orbit__lock_reset_table(orbit_lock_t *l)
 	bump_revision(l);
 	/* R5: release, pairs with acquire readers of the generation: cleared slots first */
 	atomic_fetch_add_explicit(&orbit__seg_header(&l->seg)->generation, 1, memory_order_release);
+	/* e.g. the ring's reset: no writer of this table publishes meanwhile */
+	rc = also ? also(ctx) : 0;
 	leave(l);
-	return 0;
+	return rc;
 }
 
 int orbit__lock_table_check(orbit_lock_t *l, char *why, size_t why_len)

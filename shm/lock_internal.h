@@ -29,10 +29,12 @@ int orbit__lock_set_sink(orbit_lock_t *lock, orbit_transition_sink_fn fn, void *
  * orbit__lock_reset_table - clear every slot under the serializer, bump
  * the segment generation and the state revision; keeps next_token so
  * tokens stay increasing. Quiescent boot only (the caller checks that no
- * other member is attached). Returns 0, -ECHILD, -EROFS, or a serializer
- * error.
+ * other member is attached). @also (may be NULL) runs after the clear,
+ * still under the serializer (the ring's reset: no frame can be published
+ * meanwhile); its error is returned, the table stays cleared.
+ * Returns 0, -ECHILD, -EROFS, a serializer error, or @also's error.
  */
-int orbit__lock_reset_table(orbit_lock_t *lock);
+int orbit__lock_reset_table(orbit_lock_t *lock, int (*also)(void *ctx), void *ctx);
 
 /*
  * orbit__lock_table_check - the table checker of the kill tests: every

@@ -1166,6 +1166,9 @@ static uint64_t layout_fingerprint(const struct orbit_lock_layout *y, enum orbit
 		ORBIT_LOCK_TABLE_VERSION, y->state_kind, y->ring_kind, y->slots,
 		y->ring_frames, y->ring_frame_bytes, sizeof(struct orbit_lock_table_hdr),
 		sizeof(struct orbit_lock_slot), ORBIT_LOCK_BYTES_MAX, (uint64_t)s,
+		/* the probe hash itself: peers hashing keys differently would miss
+		 * each other's entries, so they must refuse each other instead */
+		key_hash("orbit", 5, "fingerprint", 11),
 	};
 	return orbit__seg_fingerprint(w, sizeof(w) / sizeof(w[0]));
 }

@@ -38,8 +38,14 @@
 
 enum lane { LANE_APP = 0, LANE_LC = 1 };
 
-/* Polls of the arrivals counter before an emptied drain gives up (linger). */
-#define LINGER_POLLS 200
+/* Reads of the arrivals counter before an emptied drain gives up (linger),
+ * and the pauses between two reads (see linger()). */
+#define LINGER_READS 13
+#define LINGER_PAUSES 16
+/* A drain already streaming waits up to GATHER_READS reads for this many
+ * application items before it claims (see gather()). */
+#define GATHER_MIN 64u
+#define GATHER_READS 8
 
 struct item {
 	orbit_serial_work_fn fn;
@@ -645,7 +651,7 @@ static void end_batch(orbit_serial_queue_t *q, const struct batch_tally *t,
 /*
  * The queue ran empty: before giving up the drain (and making the next
  * submitter schedule a new one through the executor), poll the arrivals
- * counter for up to LINGER_POLLS. Under a steady stream this keeps one
+ * counter for a few microseconds. Under a steady stream this keeps one
  * drain running instead of one executor round trip per item. Entered and
  * left under q->lock. Returns whether work is runnable now; *@cut is set
  * when the owner time budget is spent meanwhile.
@@ -656,28 +662,69 @@ static bool linger(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 	uint64_t seen = atomic_load_explicit(&q->arrivals, memory_order_relaxed);
 
 	orbit__mutex_unlock(&q->lock);
-	for (unsigned i = 0; i < LINGER_POLLS; i++) {
+	/* Sparse reads: each one pulls the line the submitters write, so a
+	 * read per pause would make every submission miss on it. */
+	for (unsigned i = 0; i < LINGER_READS; i++) {
+		for (unsigned k = 0; k < LINGER_PAUSES; k++)
+			orbit__cpu_relax();
 		if (atomic_load_explicit(&q->arrivals, memory_order_relaxed) != seen)
 			break;
-		orbit__cpu_relax();
 	}
 	*cut = slice_over(clk);
 	orbit__mutex_lock(&q->lock);
 	return runnable(q);
 }
 
+/*
+ * A drain that already ran work in this slice and finds only a few
+ * application items (and nothing that outranks them) waits a moment for
+ * more before it claims: every claim hands the queue lock and the ring's
+ * cache lines over between the submitters and the drain, so claiming one
+ * or two items at a time under a steady stream makes every submission
+ * miss on them. Waits at most GATHER_READS sparse reads of the arrivals
+ * counter (about 3 us): the first item of an idle queue, which starts a
+ * new drain, never waits. Entered and left under q->lock; returns true
+ * when the owner time budget ran out meanwhile.
+ */
+static bool gather(orbit_serial_queue_t *q, const struct slice_clock *clk, bool *cut)
+{
+	uint64_t seen, need;
+
+	if (q->claimed.len || !q->app.len || q->app.len >= GATHER_MIN || q->held_cont ||
+	    q->held || q->barrier.len || q->res_head || q->lc.len)
+		return false;
+	need = GATHER_MIN - q->app.len;
+	/* Relaxed: a hint; what to claim is decided under the lock again. */
+	seen = atomic_load_explicit(&q->arrivals, memory_order_relaxed);
+	orbit__mutex_unlock(&q->lock);
+	for (unsigned i = 0; i < GATHER_READS; i++) {
+		for (unsigned k = 0; k < LINGER_PAUSES; k++)
+			orbit__cpu_relax();
+		if (atomic_load_explicit(&q->arrivals, memory_order_relaxed) - seen >= need)
+			break;
+	}
+	*cut = slice_over(clk);
+	orbit__mutex_lock(&q->lock);
+	return *cut;
+}
+
 static void drain(void *arg)
 {
 	orbit_serial_queue_t *q = arg;
 	struct slice_clock clk;
-	bool cut = false, resched = false;
+	bool cut = false, resched = false, streaming = false;
 
 	orbit__mutex_lock(&q->lock);
 	STAT_ADD(q, slices, 1);
 	slice_begin(&clk, q);
 	for (;;) {
 		orbit_serial_resume_t *h;
-		unsigned n = claim_batch(q);
+		unsigned n;
+
+		if (streaming && gather(q, &clk, &cut))
+			break; /* runnable past the budget: cut */
+		streaming = true;
+		n = claim_batch(q);
 
 		if (n) {
 			struct batch_tally t;

@@ -23,8 +23,9 @@
  *   state 0 -> RUNNING (fast)       run() on an idle lane    CAS A1, no lock
  *   state RUNNING -> 0 (fast)       the holder, queue empty  CAS R1, no lock
  *   every other state change        enqueuers, holder, close lane->mu
- *   head/tail, waiters, free list,  enqueuers, holder        lane->mu
- *   closers
+ *   head/tail, qlen, waiters, free  enqueuers, holder        lane->mu
+ *   list, closers
+ *   arrivals                        enqueuers (under mu)     relaxed hint
  *   node->result, node->word        the thread running it    R3/A3 pair
  *   diag_level                      lane turns only (C2)     the turn
  *   reentries                       refusing threads         relaxed (C3)
@@ -72,6 +73,14 @@ enum {
 #define LANE_TAKE_READS 20
 #define LANE_TAKE_BACKOFF_LOG2 8
 #define LANE_CHUNK 256u
+/* A drain task that ran its queue empty reads the arrivals counter up to
+ * LANE_LINGER_READS times, LANE_POLL_PAUSES pauses apart, before it gives
+ * the turn up; one that finds fewer than LANE_GATHER_MIN items after its
+ * first chunk waits up to LANE_GATHER_READS reads for more. */
+#define LANE_LINGER_READS 13
+#define LANE_GATHER_READS 8
+#define LANE_GATHER_MIN 64u
+#define LANE_POLL_PAUSES 16
 
 struct lane_node {
 	struct lane_node *next;        /* FIFO of the lane, or a batch list */
@@ -103,6 +112,10 @@ struct orbit_state_lane {
 	pthread_mutex_t mu;
 	struct lane_node *head, *tail;
 	struct lane_node *wait_head, *wait_tail;
+	unsigned qlen;                  /* nodes in head..tail */
+	/* Bumped (relaxed) under lane->mu by every append; polled without
+	 * the lock by a drain task that lingers or gathers (a hint only). */
+	_Atomic uint32_t arrivals;
 	struct lane_node *free_nodes;
 	unsigned nfree;
 	struct close_waiter *closers;
@@ -133,6 +146,24 @@ struct batch {
 	struct close_waiter *closers;            /* close() callbacks, idle+closed */
 	bool ref;                                /* holds a lane ref while it runs */
 };
+
+/*
+ * lane->mu is adaptive: its sections are a few dozen instructions, so a
+ * contender (a poster against the drain) spins briefly instead of paying
+ * a futex sleep and wake.
+ */
+static int lane_mutex_init(pthread_mutex_t *mu)
+{
+	pthread_mutexattr_t ma;
+	int rc;
+
+	if (pthread_mutexattr_init(&ma))
+		return -1;
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+	rc = pthread_mutex_init(mu, &ma);
+	pthread_mutexattr_destroy(&ma);
+	return rc ? -1 : 0;
+}
 
 static inline void lane_lock(struct orbit_state_lane *lane)
 {
@@ -293,6 +324,11 @@ static void append_locked(struct orbit_state_lane *lane, struct lane_node *n)
 	else
 		lane->head = n;
 	lane->tail = n;
+	lane->qlen++;
+	/* Relaxed: a hint for a polling drain; the queue is read under lane->mu. */
+	atomic_store_explicit(&lane->arrivals,
+			      atomic_load_explicit(&lane->arrivals, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 	if (n->sync) {
 		n->next_waiter = NULL;
 		if (lane->wait_tail)
@@ -310,6 +346,7 @@ static struct lane_node *pop_locked(struct orbit_state_lane *lane)
 	lane->head = n->next;
 	if (!lane->head)
 		lane->tail = NULL;
+	lane->qlen--;
 	if (n->sync) {
 		/* Waiters are queued in FIFO order too, so n is the first one. */
 		lane->wait_head = n->next_waiter;
@@ -410,16 +447,48 @@ static bool submit_promise(struct orbit_state_lane *lane, orbit_executor_t ex, i
  * queue (run() callers) or NULL; the holder always runs up to and including
  * @own, then at most @limit more items.
  */
-static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, unsigned limit,
-			 struct batch *b)
+/*
+ * Wait without lane->mu, for at most @reads sparse reads, until @need more
+ * items were appended (a drain task that holds the turn; posters keep
+ * appending under lane->mu meanwhile). Entered and left with lane->mu.
+ */
+static void poll_arrivals(struct orbit_state_lane *lane, uint32_t need, unsigned reads)
 {
-	bool own_done = own == NULL;
+	/* Relaxed: a hint; the queue is re-read under lane->mu. */
+	uint32_t seen = atomic_load_explicit(&lane->arrivals, memory_order_relaxed);
+
+	lane_unlock(lane);
+	for (unsigned i = 0; i < reads; i++) {
+		for (unsigned k = 0; k < LANE_POLL_PAUSES; k++)
+			orbit__cpu_relax();
+		if (atomic_load_explicit(&lane->arrivals, memory_order_relaxed) - seen >= need)
+			break;
+	}
+	lane_lock(lane);
+}
+
+static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, unsigned limit,
+			 struct batch *b, bool stream)
+{
+	bool own_done = own == NULL, lingered = false;
 	unsigned ran = 0;
 	struct lane_node *n, *next, *next_holder, *chunk, **chunk_tail, *recycle;
 
 	for (;;) {
 		unsigned take;
 
+		if (!lane->head && stream && !lingered && ran < limit) {
+			/*
+			 * A drain task (never a run() caller) that ran its queue
+			 * empty lingers a few microseconds: under a steady stream
+			 * of posts this keeps one drain instead of an executor
+			 * round trip per burst. A run() caller arriving meanwhile
+			 * queues and is served by this drain.
+			 */
+			lingered = true; /* once per task */
+			poll_arrivals(lane, 1, LANE_LINGER_READS);
+			continue;
+		}
 		if (!lane->head) {
 			release_idle_locked(lane, b);
 			break;
@@ -444,6 +513,15 @@ static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, u
 			ran = 0; /* the executor refused: keep draining ourselves */
 			continue;
 		}
+		/*
+		 * A streaming drain task finding only a few items waits a moment
+		 * for more: each chunk hands lane->mu and the queue's cache lines
+		 * over between posters and the drain, so tiny chunks make every
+		 * post miss on them.
+		 */
+		if (stream && ran && lane->qlen < LANE_GATHER_MIN && !lane->wait_head &&
+		    ran < limit)
+			poll_arrivals(lane, LANE_GATHER_MIN - lane->qlen, LANE_GATHER_READS);
 		/* Take a chunk off the head in one lock hold; run it unlocked. */
 		take = own_done && limit - ran < LANE_CHUNK ? limit - ran : LANE_CHUNK;
 		chunk = NULL;
@@ -569,7 +647,7 @@ static void drain_task(void *arg)
 		return;
 	}
 	atomic_store_explicit(&lane->state, (s & ~ST_PENDING) | ST_RUNNING, memory_order_relaxed);
-	drain_locked(lane, NULL, lane->slice_limit, &b);
+	drain_locked(lane, NULL, lane->slice_limit, &b, true);
 	batch_run(lane, &b, true);
 	lane_unref(lane); /* the reference the promise held */
 }
@@ -589,7 +667,7 @@ ORBIT_API int orbit_state_lane_create(const struct orbit_state_lane_options *opt
 	lane = calloc(1, sizeof(*lane));
 	if (!lane)
 		return -ENOMEM;
-	if (pthread_mutex_init(&lane->mu, NULL)) {
+	if (lane_mutex_init(&lane->mu)) {
 		free(lane);
 		return -ENOMEM;
 	}
@@ -672,7 +750,7 @@ static __attribute__((noinline)) void release_contended(struct orbit_state_lane 
 	struct batch b = { 0 };
 
 	lane_lock(lane);
-	drain_locked(lane, NULL, lane->combine_limit, &b);
+	drain_locked(lane, NULL, lane->combine_limit, &b, false);
 	batch_run(lane, &b, false);
 }
 
@@ -749,7 +827,7 @@ static int run_slow(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void 
 		lane_lock(lane); /* W_GRANTED: we hold the turn and drain from the head */
 		break;
 	}
-	drain_locked(lane, &me, lane->combine_limit, &b);
+	drain_locked(lane, &me, lane->combine_limit, &b, false);
 	batch_run(lane, &b, barrier);
 	return me.result;
 }

@@ -52,6 +52,7 @@ struct orbit_lock {
 	uint64_t start_ticks;     /* this process's /proc start time */
 	orbit_transition_sink_fn sink; /* called with the serializer held */
 	void *sink_ctx;
+	struct orbit_lock_layout layout; /* as opened (validated): the ring follows it */
 	_Atomic uint64_t st[ST_N]; /* counters; relaxed: statistics only */
 };
 
@@ -1238,6 +1239,8 @@ ORBIT_API int orbit_lock_open(const struct orbit_lock_options *o, orbit_lock_t *
 	l->hdr = h;
 	l->slots = (struct orbit_lock_slot *)((char *)h + sizeof(*h));
 	l->nslots = y->slots;
+	l->layout = *y;
+	l->layout.size = sizeof(l->layout);
 	l->mask = y->slots - 1;
 	l->ser_kind = ser;
 	l->readonly = o && o->readonly;
@@ -1387,4 +1390,9 @@ int orbit__lock_table_check(orbit_lock_t *l, char *why, size_t why_len)
 	if (why_len)
 		why[0] = '\0';
 	return 0;
+}
+
+const struct orbit_lock_layout *orbit__lock_layout(const orbit_lock_t *l)
+{
+	return &l->layout;
 }

@@ -50,6 +50,9 @@ int orbit__lock_table_check(orbit_lock_t *lock, char *why, size_t why_len);
 const orbit_seg_t *orbit__lock_seg(orbit_lock_t *lock);
 struct orbit_lock_table_hdr *orbit__lock_hdr(orbit_lock_t *lock);
 
+/* The layout the handle was opened with (its ring fields name the fleet's ring). */
+const struct orbit_lock_layout *orbit__lock_layout(const orbit_lock_t *lock);
+
 /* The hash of a key as the table stores it (tests place keys by it). */
 uint64_t orbit__lock_hash(const orbit_lock_key_t *key);
 

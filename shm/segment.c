@@ -24,6 +24,7 @@
 
 #include <orbit/error.h>
 
+#include "shm/crashpoint.h"
 #include "shm/segment.h"
 
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "u64 atomics must be plain 8-byte words");
@@ -198,6 +199,7 @@ static int create_new(orbit_seg_t *seg, const char *name, const struct orbit_seg
 	r = flock_retry(fd, LOCK_EX);
 	if (r < 0)
 		goto err_unlink;
+	ORBIT_CRASHPOINT("seg.create_holding_flock");
 	/* An opener that found the flock free between our O_EXCL and our
 	 * flock took us for a dead creator and initialised it under the flock:
 	 * it is theirs now, open it as an existing segment. */
@@ -293,12 +295,34 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 			}
 		}
 		/* Not ready. Is the creator alive (holding the flock)? */
+		ORBIT_CRASHPOINT("seg.open_before_trylock");
 		r = flock_retry(fd, LOCK_EX | LOCK_NB);
 		if (r == 0) {
-			/* Creator gone. Re-check under the flock: it may have finished. */
-			if (base) {
+			/* No creator at work. It may have finished between our
+			 * fstat and our flock: look again, under the flock,
+			 * before anything is re-initialised. */
+			if (fstat(fd, &st) < 0) {
+				r = -errno;
+				flock_retry(fd, LOCK_UN);
+				goto out;
+			}
+			if ((uint64_t)st.st_size >= ORBIT_SEG_HEADER_BYTES) {
+				if (!base || mapped != (uint64_t)st.st_size) {
+					if (base)
+						munmap(base, mapped);
+					base = NULL;
+					r = map_fd(fd, (uint64_t)st.st_size, o->readonly, &base);
+					if (r < 0) {
+						flock_retry(fd, LOCK_UN);
+						goto out;
+					}
+					mapped = (uint64_t)st.st_size;
+				}
 				struct orbit_seg_header *h = base;
-				if (atomic_load_explicit(&h->init_state, memory_order_acquire) == ORBIT_SEG_READY) {
+				/* A2: acquire, pairs with R1 in initialise() */
+				uint32_t state = atomic_load_explicit(&h->init_state, memory_order_acquire);
+				if (state != ORBIT_SEG_INITIALISING && !(h->magic == 0 && state == 0)) {
+					/* READY (validated at the loop's top) or foreign */
 					flock_retry(fd, LOCK_UN);
 					continue;
 				}

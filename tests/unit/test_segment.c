@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include <orbit/error.h>
+#include "shm/crashpoint.h"
 #include "shm/segment.h"
 
 #define BODY_BYTES 4096u
@@ -411,6 +412,52 @@ static void test_fingerprint_depends_on_every_word(void **state)
 	assert_true(orbit__seg_fingerprint(w, 4) == f);
 }
 
+/*
+ * An opener that saw the file still empty while the creator held the flock,
+ * and got the flock only after the creator finished, must open the live
+ * segment, never re-initialise it (review: "a second opener can wipe a live
+ * lock table"). Crash points stop both processes at the two places.
+ */
+static void test_opener_never_reinitialises_a_finished_segment(void **state)
+{
+	struct orbit_seg_spec sp = default_spec();
+	int st;
+	pid_t creator = fork();
+
+	if (creator == 0) {
+		struct orbit_seg_opts o = { .how = ORBIT_SEG_CREATE };
+		orbit_seg_t a;
+		orbit__crashpoint_arm("seg.create_holding_flock", 1, ORBIT_CRASH_STOP);
+		if (orbit__seg_open(&a, fleet, "s", &sp, &o) != 0)
+			_exit(1);
+		((unsigned char *)orbit__seg_body(&a))[100] = 0x77; /* live data */
+		_exit(0);
+	}
+	assert_int_equal(waitpid(creator, &st, WUNTRACED), creator);
+	assert_true(WIFSTOPPED(st)); /* holding the flock, file still empty */
+	pid_t opener = fork();
+	if (opener == 0) {
+		struct orbit_seg_opts o = { .how = ORBIT_SEG_OPEN_OR_CREATE };
+		orbit_seg_t b;
+		orbit__crashpoint_arm("seg.open_before_trylock", 1, ORBIT_CRASH_STOP);
+		if (orbit__seg_open(&b, fleet, "s", &sp, &o) != 0)
+			_exit(2);
+		if (b.created)
+			_exit(3); /* it re-initialised a live segment */
+		_exit(((unsigned char *)orbit__seg_body(&b))[100] == 0x77 ? 0 : 4);
+	}
+	assert_int_equal(waitpid(opener, &st, WUNTRACED), opener);
+	assert_true(WIFSTOPPED(st)); /* saw the empty file, before its trylock */
+	kill(creator, SIGCONT);
+	st = orbit_test_wait(creator, 10000);
+	assert_true(st >= 0 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	kill(opener, SIGCONT);
+	st = orbit_test_wait(opener, 10000);
+	assert_true(st >= 0 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -425,6 +472,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_symlink_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_names_are_einval, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_creator_killed_while_initialising, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_opener_never_reinitialises_a_finished_segment, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_header_bytes_never_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounds_checked_accessor, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_open_maps_read_only, setup, teardown),

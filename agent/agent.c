@@ -84,6 +84,7 @@ struct orbit_agent {
 	char fleet[ORBIT_FLEET_NAME_MAX + 1];
 	orbit_lock_t *lock;       /* caller's, optional */
 	orbit_lock_t *ro_lock;    /* ours, read-only, for resync when lock is NULL */
+	struct orbit_lock_layout layout; /* the fleet's: names the table and the ring */
 	uint64_t tick_ns, stats_ns;
 	orbit_members_t *members;
 	int row;
@@ -331,7 +332,8 @@ static int resync_entry(const struct orbit_lock_entry *e, void *p)
 /* Agent thread: rebuild the view from the authoritative table (after a lag). */
 static void view_resync(struct orbit_agent *a)
 {
-	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = a->fleet, .readonly = true };
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = a->fleet, .readonly = true,
+					 .layout = &a->layout };
 	orbit_lock_t *lock = a->lock;
 	struct resync_ctx c = { a, 0 };
 	struct cds_lfht_iter it;
@@ -637,7 +639,9 @@ static void agent_free(struct orbit_agent *a)
 int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **out)
 {
 	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN_OR_CREATE };
+	const struct orbit_lock_layout *ll = opts ? opts->layout : NULL;
 	const char *fleet = "default", *name = "agent";
+	struct orbit_ring_layout rl;
 	char buf[ORBIT_SEG_NAME_MAX];
 	struct orbit_agent *a;
 	sigset_t all, old;
@@ -652,12 +656,30 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 		name = opts->name;
 	if (orbit__seg_name(buf, sizeof(buf), fleet, "x") < 0)
 		return -EINVAL;
+	if (opts && opts->lock) {
+		/* The lock's layout names the ring its transitions go to. */
+		const struct orbit_lock_layout *own = orbit__lock_layout(opts->lock);
+
+		if (ll && (ll->state_kind != own->state_kind || ll->ring_kind != own->ring_kind ||
+			   ll->slots != own->slots || ll->ring_frames != own->ring_frames ||
+			   ll->ring_frame_bytes != own->ring_frame_bytes))
+			return -EINVAL;
+		ll = own;
+	}
+	if (ll && ll->size < sizeof(*ll))
+		return -EINVAL;
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
 	die_on(pthread_mutex_init(&a->subs_mu, NULL), "mutex init");
 	strcpy(a->fleet, fleet); /* length checked by orbit__seg_name */
 	a->lock = opts ? opts->lock : NULL;
+	if (ll) {
+		a->layout = *ll;
+		a->layout.size = sizeof(a->layout);
+	} else {
+		a->layout = (struct orbit_lock_layout)ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
+	}
 	a->tick_ns = (uint64_t)(opts && opts->tick_ms ? opts->tick_ms : 10) * 1000000ull;
 	a->stats_ns = (uint64_t)(opts && opts->stats_ms ? opts->stats_ms : 250) * 1000000ull;
 	so.mode = opts ? opts->mode : 0;
@@ -688,7 +710,9 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	a->have_stats_row = orbit__stats_claim(&a->stats, (uint32_t)a->row,
 					       (uint64_t)getpid(), ticks) == 0;
 
-	rc = orbit__ring_open(&a->ring, fleet, NULL, &so);
+	/* One ring per layout: the agent's lane is on its lock's ring. */
+	orbit__fleet_ring_layout(&rl, &a->layout);
+	rc = orbit__ring_open(&a->ring, fleet, &rl, &so);
 	if (rc < 0) {
 		a->ring = NULL;
 		goto err;

@@ -36,6 +36,16 @@ struct orbit_transition_reader {
 	struct orbit_ring_event ev; /* ~4 KiB copy buffer: no allocation per next() */
 };
 
+void orbit__fleet_ring_layout(struct orbit_ring_layout *out, const struct orbit_lock_layout *ll)
+{
+	orbit__ring_layout_default(out);
+	if (!ll)
+		return;
+	out->kind = ll->ring_kind;
+	out->frames_per_lane = ll->ring_frames;
+	out->frame_bytes = ll->ring_frame_bytes;
+}
+
 /* Keep the first real error; -ENOENT (missing) only counts when all are missing. */
 static void note(int *first, int rc)
 {
@@ -47,6 +57,8 @@ int orbit_fleet_open(const struct orbit_fleet_options *opts, orbit_fleet_t **out
 {
 	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
 	struct orbit_lock_options lo = { .size = sizeof(lo) };
+	const struct orbit_lock_layout *layout = opts ? opts->layout : NULL;
+	struct orbit_ring_layout rl;
 	const char *name = "default";
 	orbit_fleet_t *f;
 	orbit_lock_t *probe = NULL;
@@ -73,12 +85,15 @@ int orbit_fleet_open(const struct orbit_fleet_options *opts, orbit_fleet_t **out
 	rc = orbit__stats_open(&f->stats, name, false, !f->admin);
 	f->have_stats = rc == 0;
 	note(&first, rc);
-	rc = orbit__ring_open(&f->ring, name, NULL, &so);
+	/* The ring of the layout: one ring per layout, as the lock's writers use. */
+	orbit__fleet_ring_layout(&rl, layout);
+	rc = orbit__ring_open(&f->ring, name, &rl, &so);
 	if (rc < 0)
 		f->ring = NULL;
 	note(&first, rc);
 	/* The lock API creates unless readonly: probe read-only first. */
 	lo.fleet = name;
+	lo.layout = layout;
 	lo.readonly = true;
 	rc = orbit_lock_open(&lo, &probe);
 	if (rc == 0 && f->admin) {

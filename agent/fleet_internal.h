@@ -16,6 +16,12 @@
 _Static_assert(ORBIT_TRANSITION_BYTES_MAX == ORBIT_RING_PAYLOAD_MAX, "event payload sizes agree");
 _Static_assert(ORBIT_FLEET_MEMBER_NAME_MAX == ORBIT_MEMBER_NAME_MAX, "member name sizes agree");
 
+/*
+ * The ring a lock layout names (@ll NULL: the default): kind, frames and
+ * frame bytes from the layout, the default lane count. One ring per layout.
+ */
+void orbit__fleet_ring_layout(struct orbit_ring_layout *out, const struct orbit_lock_layout *ll);
+
 /* A public reader over @ring (not owned). Returns 0, -ENOMEM, -EINVAL. */
 int orbit__fleet_reader_wrap(orbit_ring_t *ring, orbit_transition_reader_t **out);
 

@@ -47,6 +47,9 @@ struct orbit_agent_options {
 	unsigned tick_ms;        /* longest futex sleep; death notice bound (0: 10) */
 	unsigned stats_ms;       /* stats publish + member rescan period (0: 250) */
 	unsigned mode;           /* segment permissions at creation (0: 0600) */
+	const struct orbit_lock_layout *layout; /* NULL: the lock's layout, else the
+						   default; names the ring the agent
+						   writes and follows (one per layout) */
 };
 
 /* Histograms a caller may feed (the lock API does not time itself). */
@@ -60,7 +63,11 @@ enum orbit_agent_hist {
  * Context: any thread, once per process per fleet (a second agent in one
  * process takes a second member row); syscalls, allocation,
  * pthread_create. A forked child must start its own agent.
- * Returns: 0; -EINVAL (bad options or fleet name); -ECHILD (the lock handle
+ * The ring is the one of the lock's layout (its ring_kind, ring_frames and
+ * ring_frame_bytes; 16 lanes), or of @opts->layout without a lock, or the
+ * default "ring-229".
+ * Returns: 0; -EINVAL (bad options, fleet name or layout, or a layout
+ * other than the lock's); -ECHILD (the lock handle
  * was opened by the parent of this forked process); -ENOMEM; -ENOSPC (every
  * member row, or with a lock every ring lane, is held by a live process); -EAGAIN (thread
  * creation refused); or a segment error (-ORBIT_EMAGIC, -ORBIT_EVERSION,

@@ -29,6 +29,8 @@ struct orbit_fleet_options {
 	size_t size;          /* sizeof(struct orbit_fleet_options) */
 	const char *fleet;    /* NULL: "default" */
 	bool admin;           /* map read-write (force release, reset); never creates */
+	const struct orbit_lock_layout *layout; /* NULL: the default layout; else the
+						   fleet's: its lock table and its ring */
 };
 
 /* One member directory row. */
@@ -80,11 +82,12 @@ struct orbit_transition_event {
 /**
  * orbit_fleet_open - open the segments of a fleet for inspection.
  * Opens the member directory, the stats segment, the lock table and the
- * transition ring of the default layout, each when it exists; never
- * creates one. Read-only mappings unless @opts->admin.
+ * transition ring of @opts->layout (NULL: the default layout; one ring per
+ * layout, e.g. "ring-229"), each when it exists; never creates one.
+ * Read-only mappings unless @opts->admin.
  * Context: any thread; syscalls (shm_open, mmap, fcntl); allocates.
  * Returns: 0; -ENOENT (none of the fleet's segments exists); -EINVAL (bad
- * options or fleet name); -ENOMEM; or the first validation error of a
+ * options, fleet name or layout); -ENOMEM; or the first validation error of a
  * segment that exists: -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND,
  * -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_ECORRUPT, -ORBIT_EOWNER,
  * -ORBIT_EMODE, -ORBIT_EINITTIMEOUT, -EACCES.

@@ -555,6 +555,107 @@ static void test_fleet_unlink_refused_while_member_lives(void **state)
 	assert_int_equal(orbit_fleet_unlink(fleet), -ENOENT);
 }
 
+/* Read every frame @r has (up to -EAGAIN); count those of @type and @token. */
+static int count_frames(orbit_transition_reader_t *r, struct orbit_transition_event *ev,
+			uint32_t type, uint64_t token)
+{
+	int n = 0, rc;
+
+	while ((rc = orbit_transition_reader_next(r, ev)) != -EAGAIN) {
+		if (rc != 0)
+			return rc;
+		n += ev->type == type && ev->fencing_token == token;
+	}
+	return n;
+}
+
+/*
+ * Issue 5 "Transition ring": one SHM object per layout (the layout can
+ * change kind, frames and frame size). An agent given a lock of a
+ * non-default layout writes into that layout's ring, never ring-229; a
+ * fleet handle and an agent opened with the layout follow it.
+ */
+static void test_agent_nondefault_layout_uses_its_own_ring(void **state)
+{
+	static const struct orbit_lock_layout lay = { sizeof(lay), 240, 241, 64, 64, 512 };
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet, .layout = &lay };
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet, .layout = &lay };
+	struct orbit_fleet_options fd = { .size = sizeof(fd), .fleet = fleet };
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "lay-w",
+					  .tick_ms = 5, .stats_ms = 20 };
+	struct orbit_ring_layout rl = { 241, 16, 64, 512 };
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN, .readonly = true };
+	struct orbit_transition_event *ev = malloc(sizeof(*ev));
+	orbit_lock_owner_t owner = { "lay", 3 };
+	orbit_lock_key_t key = orbit_lock_key(test_ns, "lay", 3);
+	orbit_transition_reader_t *r_lay = NULL, *r_def = NULL;
+	orbit_fleet_t *f_lay = NULL, *f_def = NULL;
+	orbit_agent_t *writer = NULL, *follower = NULL, *def = NULL;
+	struct orbit_lock_lease lease;
+	struct orbit_lock_entry e;
+	orbit_ring_t *ring = NULL;
+	orbit_lock_t *lock = NULL;
+	char path[128];
+
+	(void)state;
+	assert_non_null(ev);
+	assert_int_equal(orbit_lock_open(&lo, &lock), 0);
+	/* A default-layout agent: ring-229 exists and is followed too. */
+	def = start_agent("lay-def", NULL);
+	assert_non_null(def);
+	ao.lock = lock;
+	assert_int_equal(orbit_agent_start(&ao, &writer), 0);
+	/* A reader-only agent on the layout; a layout other than the lock's is refused. */
+	ao.lock = NULL;
+	ao.layout = &lay;
+	ao.name = "lay-r";
+	assert_int_equal(orbit_agent_start(&ao, &follower), 0);
+	{
+		struct orbit_lock_layout other = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
+		orbit_agent_t *bad = NULL;
+
+		ao.lock = lock;
+		ao.layout = &other;
+		assert_int_equal(orbit_agent_start(&ao, &bad), -EINVAL);
+		assert_null(bad);
+	}
+	/* The layout's ring has the layout's geometry (64 frames of 512 bytes). */
+	assert_int_equal(orbit__ring_open(&ring, fleet, &rl, &so), 0);
+	assert_int_equal(orbit__ring_layout(ring)->frames_per_lane, 64);
+	orbit__ring_close(ring);
+
+	assert_int_equal(orbit_fleet_open(&fo, &f_lay), 0);
+	assert_int_equal(orbit_fleet_open(&fd, &f_def), 0);
+	assert_int_equal(orbit_fleet_reader_open(f_lay, &r_lay), 0);
+	assert_int_equal(orbit_fleet_reader_open(f_def, &r_def), 0);
+	assert_int_equal(orbit_lock_try_acquire(lock, &key, &owner, 60000000000ull, &lease, NULL), 0);
+	/* The fleet handle of the layout sees the table of the layout. */
+	assert_int_equal(orbit_lock_lookup(orbit_fleet_lock(f_lay), &key, &e), 0);
+	assert_int_equal(e.token, lease.token);
+	/* The reader-only agent on the layout follows it into its view. */
+	assert_int_equal(view_wait(follower, "lay", 0), 0);
+	assert_int_equal(orbit_lock_release(lock, &key, &owner, lease.token), 0);
+
+	assert_int_equal(count_frames(r_lay, ev, 1, lease.token), 1); /* acquire */
+	assert_int_equal(ev->type, 3);                                /* release last */
+	assert_int_equal(count_frames(r_def, ev, 1, lease.token), 0); /* nothing in ring-229 */
+	assert_int_equal(view_wait(follower, "lay", -ENOENT), -ENOENT);
+
+	orbit_transition_reader_close(r_lay);
+	orbit_transition_reader_close(r_def);
+	orbit_fleet_close(f_lay);
+	orbit_fleet_close(f_def);
+	orbit_agent_stop(follower);
+	orbit_agent_stop(writer);
+	orbit_agent_stop(def);
+	orbit_lock_close(lock);
+	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.ring-241", fleet);
+	assert_int_equal(access(path, F_OK), 0);
+	orbit__ring_unlink(fleet, &rl);
+	orbit_lock_unlink(&lo);
+	free(ev);
+}
+
 /* DESIGN.md fork trap: an agent given a lock handle inherited across fork is refused. */
 static int child_agent_on_parent_lock(void *arg)
 {
@@ -590,6 +691,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_reset_refused_while_another_member_lives,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_view_resyncs_from_table_after_lag, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_agent_nondefault_layout_uses_its_own_ring, setup,
 						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <orbit/error.h>
 #include <orbit/fleet.h>
@@ -348,8 +349,25 @@ static int ring_reset_cb(void *ctx)
 	return orbit__ring_reset(ra->ring, ra->m);
 }
 
+struct lease_probe {
+	pid_t self;
+	bool found;
+};
+
+/* foreach callback: stop at an unexpired lease of another live process. */
+static int lease_of_other_live(const struct orbit_lock_entry *e, void *ctx)
+{
+	struct lease_probe *p = ctx;
+
+	if (e->expired || e->holder_pid == (uint32_t)p->self)
+		return 0;
+	p->found = orbit_lock_holder_alive(e) == 1;
+	return p->found;
+}
+
 int orbit__fleet_reset(orbit_members_t *m, orbit_lock_t *lock, orbit_ring_t *ring)
 {
+	struct lease_probe probe = { getpid(), false };
 	int rc;
 
 	/* No directory: no member has ever joined this fleet. */
@@ -358,6 +376,18 @@ int orbit__fleet_reset(orbit_members_t *m, orbit_lock_t *lock, orbit_ring_t *rin
 		return rc;
 	if (rc > 0)
 		return -EBUSY;
+	/*
+	 * A process may use orbit_lock without an agent (no member row): its
+	 * unexpired leases still count. Checked before the serializer is
+	 * taken, like the members: quiescent boot is the caller's promise.
+	 */
+	if (lock) {
+		rc = orbit_lock_foreach(lock, lease_of_other_live, &probe);
+		if (probe.found)
+			return -EBUSY;
+		if (rc < 0)
+			return rc;
+	}
 	struct ring_reset_arg ra = { ring, m };
 
 	/* The ring is cleared under the table's serializer: every frame is

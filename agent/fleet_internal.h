@@ -31,8 +31,10 @@ void orbit__fleet_event_copy(struct orbit_transition_event *dst, const struct or
 /*
  * orbit__fleet_reset - reset_transport on open handles: refuse with -EBUSY
  * while orbit__members_count_live_others(@m) > 0 (@m NULL: no directory,
- * nobody ever joined), else reset @lock's table (when non-NULL) and
- * @ring (when non-NULL), the ring under the table's serializer.
+ * nobody ever joined) or while @lock holds an unexpired lease of another
+ * live process (orbit_lock_holder_alive; agent or not), else reset @lock's
+ * table (when non-NULL) and @ring (when non-NULL), the ring under the
+ * table's serializer.
  */
 int orbit__fleet_reset(orbit_members_t *m, orbit_lock_t *lock, orbit_ring_t *ring);
 

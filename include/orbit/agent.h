@@ -143,11 +143,14 @@ ORBIT_API int orbit_agent_member_row(const orbit_agent_t *agent);
 /**
  * orbit_agent_reset_transport - the spec's reset_transport: clear the lock
  * table (tokens stay increasing) and every ring lane, only when no other
- * live member is attached. Needs the options' lock (else only the ring).
+ * live member is attached and no other live process holds an unexpired
+ * lease (lock users without an agent count through their leases; this
+ * process's own leases do not). Needs the options' lock (else only the ring).
  * Context: any thread but the agent's; quiescent boot only; takes the lock
  * table's serializer.
- * Returns: 0; -EBUSY (another live member is attached); -EINVAL; an error
- * of the table reset (-ENOTRECOVERABLE, -ECHILD, -EROFS).
+ * Returns: 0; -EBUSY (another live member is attached, or another live
+ * process holds an unexpired lease); -EINVAL; an error of the table scan
+ * (-EAGAIN) or reset (-ENOTRECOVERABLE, -ECHILD, -EROFS).
  */
 ORBIT_API int orbit_agent_reset_transport(orbit_agent_t *agent);
 

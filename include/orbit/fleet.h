@@ -66,7 +66,8 @@ struct orbit_fleet_stats {
 
 /* A transition frame copied from the ring (ns | label | owner in bytes). */
 struct orbit_transition_event {
-	uint32_t type;            /* 1 acquire, 2 renew, 3 release, 4 force_release, 5 reclaim */
+	uint32_t type;            /* 1 acquire, 2 renew, 3 release, 4 force_release, 5 reclaim,
+				   * 6 repair (no key: rebuild views from the table) */
 	uint32_t lane;            /* writer lane */
 	uint32_t writer_pid;
 	uint32_t flags;           /* 1: key/owner bytes truncated to fit the frame */
@@ -181,16 +182,20 @@ ORBIT_API void orbit_transition_reader_close(orbit_transition_reader_t *r);
 
 /**
  * orbit_fleet_reset_transport - clear the lock table (tokens stay
- * increasing) and every ring lane, only when no live member is attached.
+ * increasing) and every ring lane, only when no live member is attached
+ * and no other live process holds an unexpired lease (a process using
+ * orbit_lock without an agent has no member row; its leases count, seen
+ * with orbit_lock_foreach + orbit_lock_holder_alive).
  * For quiescent boot and operators (orbitctl reset); a process with a
  * running agent uses orbit_agent_reset_transport() instead (it ignores
  * its own row).
  * Context: any thread; syscalls; takes the lock table's serializer. A
  * member joining while the reset runs is not excluded (quiescent boot is
- * the caller's promise); live members are counted first.
- * Returns: 0; -EBUSY (a live member is attached); -EROFS (not opened
- * admin); -ENOENT (no lock table or ring); or an error of
- * the lock table's reset (-ENOTRECOVERABLE, -ECHILD).
+ * the caller's promise); live members and leases are checked first.
+ * Returns: 0; -EBUSY (a live member is attached, or another live process
+ * holds an unexpired lease); -EROFS (not opened admin); -ENOENT (no lock
+ * table or ring); -EAGAIN (the lease scan kept finding slots rewritten);
+ * or an error of the lock table's reset (-ENOTRECOVERABLE, -ECHILD).
  */
 ORBIT_API int orbit_fleet_reset_transport(orbit_fleet_t *f);
 

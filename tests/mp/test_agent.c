@@ -214,6 +214,36 @@ static int locker_child(int go, int report)
 	return 0;
 }
 
+/*
+ * Uses orbit_lock WITHOUT an agent (no member row): holds "long" (60 s)
+ * and "short" (20 ms), reports, releases "long" on a byte, reports, waits.
+ */
+static int bare_locker_child(int go, int report)
+{
+	orbit_lock_owner_t owner = { "bare", 4 };
+	orbit_lock_key_t k_long = orbit_lock_key(test_ns, "long", 4);
+	orbit_lock_key_t k_short = orbit_lock_key(test_ns, "short", 5);
+	orbit_lock_t *lock;
+
+	if (wait_byte(go) < 0)
+		return 1;
+	lock = open_lock();
+	if (!lock)
+		return 2;
+	if (orbit_lock_try_acquire(lock, &k_long, &owner, 60000000000ull, NULL, NULL) != 0 ||
+	    orbit_lock_try_acquire(lock, &k_short, &owner, 20000000ull, NULL, NULL) != 0)
+		return 3;
+	send_byte(report, 'a');
+	if (wait_byte(go) < 0)
+		return 4;
+	if (orbit_lock_release(lock, &k_long, &owner, 0) != 0)
+		return 5;
+	send_byte(report, 'r');
+	wait_byte(go); /* parent: done */
+	orbit_lock_close(lock);
+	return 0;
+}
+
 /* ---- tests ---- */
 
 /* Issue 5 "Readiness and the agent": starting and stopping leaks no thread, fd or mapping. */
@@ -437,6 +467,51 @@ static void test_agent_reset_refused_while_another_member_lives(void **state)
 	fo.admin = false;
 	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
 	assert_int_equal(orbit_fleet_reset_transport(f), -EROFS);
+	orbit_fleet_close(f);
+	orbit_lock_close(lock);
+}
+
+/*
+ * Issue 5 "Transition ring": reset_transport clears state only when no
+ * other live process is attached, and a process using orbit_lock without
+ * an agent is attached through its leases: an unexpired lease of another
+ * live process refuses the reset (-EBUSY); an expired one, or our own,
+ * does not.
+ */
+static void test_reset_refused_while_lock_user_without_agent_holds_lease(void **state)
+{
+	struct child c = spawn(bare_locker_child);
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet, .admin = true };
+	orbit_lock_owner_t owner = { "me", 2 };
+	orbit_lock_key_t mine = orbit_lock_key(test_ns, "mine", 4);
+	orbit_lock_key_t k_long = orbit_lock_key(test_ns, "long", 4);
+	struct orbit_lock_entry e;
+	orbit_lock_t *lock = open_lock();
+	orbit_fleet_t *f = NULL;
+	orbit_agent_t *a;
+
+	(void)state;
+	assert_true(c.pid > 0);
+	assert_non_null(lock);
+	/* Our own live lease never blocks our reset. */
+	assert_int_equal(orbit_lock_try_acquire(lock, &mine, &owner, 60000000000ull, NULL, NULL), 0);
+	send_byte(c.go, 'g');
+	assert_int_equal(wait_byte(c.report), 'a');
+	usleep(30000); /* "short" expires; "long" stays */
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	assert_int_equal(orbit_fleet_reset_transport(f), -EBUSY);
+	a = start_agent("resetter", lock);
+	assert_non_null(a);
+	assert_int_equal(orbit_agent_reset_transport(a), -EBUSY);
+	assert_int_equal(orbit_lock_lookup(lock, &k_long, &e), 0); /* the lease survived */
+	/* Only an expired lease of the live child is left: allowed. */
+	send_byte(c.go, 'r');
+	assert_int_equal(wait_byte(c.report), 'r');
+	assert_int_equal(orbit_agent_reset_transport(a), 0);
+	assert_int_equal(orbit_lock_lookup(lock, &mine, &e), -ENOENT);
+	orbit_agent_stop(a);
+	send_byte(c.go, 'q');
+	assert_int_equal(reap(&c, 5000), 0);
 	orbit_fleet_close(f);
 	orbit_lock_close(lock);
 }
@@ -692,6 +767,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_view_resyncs_from_table_after_lag, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_reset_refused_while_lock_user_without_agent_holds_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_nondefault_layout_uses_its_own_ring, setup,
 						teardown),
 	};

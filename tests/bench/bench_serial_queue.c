@@ -11,7 +11,8 @@
  * Targets: throughput >= both baselines; light owner <= budget + 1 ms.
  * All three queues hold at most 1,024 items, count an item until it has
  * run, answer a full queue with -EAGAIN (the producers back off alike) and
- * let their consumer take every queued item in one step.
+ * let their consumer take every queued item in one step. The wfcqueue
+ * consumer lingers a few microseconds before it sleeps, as the drain does.
  */
 #define _LGPL_SOURCE
 #include "config.h"
@@ -299,6 +300,17 @@ static void *wq_main(void *arg)
 		}
 		if (atomic_load(&w->stop))
 			break;
+		/* Linger a few microseconds before sleeping, as the serial
+		 * queue's drain does (it measured faster with it; the
+		 * mutex+condvar consumer measured slower and sleeps at once). */
+		for (int i = 0; i < 13; i++) {
+			for (int k = 0; k < 16; k++)
+				pause_cpu();
+			if (!cds_wfcq_empty(&w->head, &w->tail))
+				break;
+		}
+		if (!cds_wfcq_empty(&w->head, &w->tail))
+			continue;
 		uint32_t v = atomic_load(&w->futex);
 
 		atomic_store(&w->sleeping, 1); /* seq_cst: pairs with the producer's load */
@@ -483,7 +495,7 @@ static void *flooder(void *arg)
 
 static void fairness(void)
 {
-	enum { SAMPLES = 150 };
+	enum { SAMPLES = 300 }; /* p99 is then the 3rd worst, not the 2nd */
 	static uint64_t lat[SAMPLES];
 	struct orbit_worker_pool_options po;
 	struct orbit_serial_queue_options qo;
@@ -494,6 +506,7 @@ static void fairness(void)
 	struct orbit_serial_queue_stats st;
 	pthread_t t;
 	uint64_t p50, p99, max, target_us;
+	double load1;
 
 	orbit_worker_pool_options_init(&po);
 	po.nthreads = 1; /* one worker: the owners really compete */
@@ -526,10 +539,21 @@ static void fairness(void)
 	p50 = pct(lat, SAMPLES, 0.50);
 	p99 = pct(lat, SAMPLES, 0.99);
 	target_us = pol.owner_time_budget_ms * 1000ull + 1000;
+	{
+		/* Other jobs preempting the one worker add straight to the
+		 * light owner's wait: print the load the figure was taken at. */
+		FILE *la = fopen("/proc/loadavg", "r");
+
+		if (!la || fscanf(la, "%lf", &load1) != 1)
+			load1 = -1;
+		if (la)
+			fclose(la);
+	}
 	printf("fairness light owner enqueue->start vs heavy flood (1 worker, budget %u ms): "
-	       "p50 %.2f ms  p99 %.2f ms  max %.2f ms  (target p99 <= %.1f ms: %s; heavy slices cut %llu)\n",
+	       "p50 %.2f ms  p99 %.2f ms  max %.2f ms  (target p99 <= %.1f ms: %s; heavy slices cut %llu; "
+	       "load average %.2f)\n",
 	       pol.owner_time_budget_ms, p50 / 1e6, p99 / 1e6, max / 1e6, target_us / 1e3,
-	       p99 <= target_us * 1000 ? "met" : "MISSED", (unsigned long long)st.slices_cut);
+	       p99 <= target_us * 1000 ? "met" : "MISSED", (unsigned long long)st.slices_cut, load1);
 	orbit_serial_queue_destroy(f.q);
 	orbit_serial_queue_destroy(light);
 	orbit_worker_pool_destroy(pool);

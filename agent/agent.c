@@ -101,6 +101,8 @@ struct orbit_agent {
 	int grace;                     /* address of the TSan grace-period edge only */
 	uint64_t tombstones;
 	uint64_t max_revision;
+	uint64_t floor_revision;       /* frames at or below: already in the last resync */
+	uint64_t repairs_seen;         /* the table's repair count at the last resync */
 	struct watch *watch;           /* per member row, agent thread only */
 	uint32_t nrows;
 
@@ -289,6 +291,8 @@ static void view_apply(struct orbit_agent *a, const struct orbit_ring_event *ev)
 
 	if (ev->state_revision > a->max_revision)
 		a->max_revision = ev->state_revision;
+	if (ev->state_revision <= a->floor_revision)
+		return; /* the resync's table copy already has it (or it never committed) */
 	if (cur && cur->revision >= ev->state_revision)
 		return; /* an older frame from a slower lane */
 	n = node_new(ns, ev->ns_len, label, ev->label_len, label + ev->label_len,
@@ -346,10 +350,13 @@ static void view_resync(struct orbit_agent *a)
 	if (!lock)
 		return;
 	a->resync_epoch++;
+	/* relaxed: a hint to resync again, read before the copy it triggers */
+	a->repairs_seen = atomic_load_explicit(&orbit__lock_hdr(lock)->repairs, memory_order_relaxed);
 	/* Entries found are at least as new as this revision. */
 	c.revision = orbit_lock_state_revision(lock);
 	urcu_memb_read_lock();
 	if (orbit_lock_foreach(lock, resync_entry, &c) >= 0) {
+		a->floor_revision = c.revision;
 		/* Held entries the table no longer has become tombstones. */
 		cds_lfht_for_each_entry(a->view, &it, n, node) {
 			struct view_node *t;
@@ -507,6 +514,18 @@ static void publish_stats(struct orbit_agent *a)
 
 /* ---- the thread ---- */
 
+/*
+ * A repair without a REPAIR frame (the repairing handle had no sink): the
+ * table's shared repair count moved since our last resync. relaxed: a hint.
+ */
+static bool repaired_since_resync(struct orbit_agent *a)
+{
+	orbit_lock_t *lock = a->lock ? a->lock : a->ro_lock;
+
+	return lock && atomic_load_explicit(&orbit__lock_hdr(lock)->repairs,
+					    memory_order_relaxed) != a->repairs_seen;
+}
+
 /* Drain the ring; returns 1 when something was read or lost. */
 static int drain(struct orbit_agent *a)
 {
@@ -534,12 +553,14 @@ static int drain(struct orbit_agent *a)
 		}
 		if (a->ev->flags & ORBIT_RING_F_TRUNCATED)
 			lagged = 1; /* key bytes cut: only the table knows */
+		else if (a->ev->type == ORBIT_TRANSITION_REPAIR)
+			lagged = 1; /* a mutator died: its frames may not have committed */
 		else
 			view_apply(a, a->ev);
 	}
 	view_prune(a);
 	urcu_memb_read_unlock();
-	if (lagged)
+	if (lagged || repaired_since_resync(a))
 		view_resync(a);
 	view_reclaim(a);
 	return any;
@@ -769,6 +790,8 @@ void orbit_agent_stop(orbit_agent_t *a)
 {
 	if (!a)
 		return;
+	/* Its error is ignored on purpose: even then the sink is removed (no
+	 * mutation can run while the serializer fails), so freeing is safe. */
 	if (a->lock)
 		orbit__lock_set_sink(a->lock, NULL, NULL);
 	if (a->thread_started) {

@@ -251,9 +251,10 @@ static void on_signal(int sig)
 
 static const char *type_name(uint32_t t)
 {
-	static const char *n[] = { "?", "acquire", "renew", "release", "force-release", "reclaim" };
+	static const char *n[] = { "?", "acquire", "renew", "release", "force-release", "reclaim",
+				   "repair" };
 
-	return t < 6 ? n[t] : "?";
+	return t < 7 ? n[t] : "?";
 }
 
 static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms)

@@ -503,6 +503,13 @@ static bool same_key(const struct orbit_lock_slot *a, const struct orbit_lock_sl
  * R2) and rolled back to TOMBSTONE otherwise; a compaction cut between
  * "copy written" and "old tombstoned" leaves a key twice: the copy nearer
  * its home stays. Counts are recomputed, move_seq made even.
+ *
+ * The dead mutator may have published a frame with state_revision + 1 (a
+ * mutation publishes before its commit and bumps the revision after it)
+ * for a change that never committed, or committed without its bump. So
+ * the repair burns that revision - the next change publishes with + 2,
+ * never a revision a consumer already saw - and publishes a REPAIR frame
+ * carrying it: consumers rebuild their view from the table.
  */
 static void repair(orbit_lock_t *l)
 {
@@ -553,6 +560,12 @@ static void repair(orbit_lock_t *l)
 		atomic_store_explicit(&l->hdr->move_seq, m + 1, memory_order_release);
 	atomic_fetch_add_explicit(&l->hdr->repairs, 1, memory_order_relaxed); /* counter */
 	stat_inc(l, ST_REPAIRS);
+	/* relaxed load: serializer held. Event first, then the commit (R3). */
+	publish(l, ORBIT_TRANSITION_REPAIR, 0, 0,
+		atomic_load_explicit(&l->hdr->state_revision, memory_order_relaxed) + 1,
+		NULL, 0, NULL, 0, NULL, 0);
+	ORBIT_CRASHPOINT("lock.repair_after_publish");
+	bump_revision(l);
 }
 
 /*

@@ -385,7 +385,7 @@ int orbit__ring_publish(orbit_ring_t *ring, uint32_t lane, const struct orbit_tr
 	int truncated;
 
 	if (!ring || !t || lane >= ring->layout.lanes || t->type < ORBIT_TRANSITION_ACQUIRE ||
-	    t->type > ORBIT_TRANSITION_RECLAIM || (t->ns_len && !t->ns) ||
+	    t->type > ORBIT_TRANSITION_REPAIR || (t->ns_len && !t->ns) ||
 	    (t->label_len && !t->label) || (t->owner_len && !t->owner))
 		return -EINVAL;
 	if (ring->seg.readonly)
@@ -578,7 +578,7 @@ static bool frame_ok(const orbit_ring_t *ring, const struct orbit_ring_frame *f)
 	uint32_t cap = ring->layout.frame_bytes - ORBIT_RING_FRAME_HDR_BYTES;
 	uint32_t sum = (uint32_t)f->ns_len + f->label_len + f->owner_len;
 
-	if (f->type < ORBIT_TRANSITION_ACQUIRE || f->type > ORBIT_TRANSITION_RECLAIM)
+	if (f->type < ORBIT_TRANSITION_ACQUIRE || f->type > ORBIT_TRANSITION_REPAIR)
 		return false;
 	if (f->ns_len > cap || f->label_len > cap || f->owner_len > cap || sum > cap)
 		return false;

@@ -2,8 +2,8 @@
 /*
  * shm/transition.h: the value a lock state change hands to the transition
  * ring (internal). The lock table (shm/lock.c) fills one per successful
- * acquire / renew / release / force_release / reclaim of an expired entry
- * and passes it to its sink while the state serializer is held, BEFORE the
+ * acquire / renew / release / force_release / reclaim of an expired entry,
+ * and one per repair after a mutator died inside the serializer, and passes it to its sink while the state serializer is held, BEFORE the
  * table commit (spec orbit-lock "Invariants": event publication precedes
  * the table commit). The ring (shm/ring.c) is the standard sink.
  */
@@ -18,6 +18,14 @@ enum orbit_transition_type {
 	ORBIT_TRANSITION_RELEASE = 3,
 	ORBIT_TRANSITION_FORCE_RELEASE = 4,
 	ORBIT_TRANSITION_RECLAIM = 5, /* an expired entry was reclaimed */
+	/*
+	 * A mutator died inside the serializer and the next one repaired the
+	 * table. No key (all lengths 0): frames the dead one published may
+	 * describe changes that never committed, so a consumer rebuilds its
+	 * view from the table. Its state_revision is past any revision the
+	 * dead mutator could have published with.
+	 */
+	ORBIT_TRANSITION_REPAIR = 6,
 };
 
 struct orbit_transition {

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <orbit/orbit.h>
+#include "shm/crashpoint.h"
 #include "shm/members.h"
 #include "shm/ring.h"
 
@@ -754,6 +755,114 @@ static void test_agent_refuses_lock_inherited_across_fork(void **state)
 	orbit_lock_close(lock);
 }
 
+/*
+ * Spec orbit-lock "Invariants": "readers re-check the table, so a false edge
+ * after a publisher crash is safe" - also for the agent's view. A child is
+ * SIGKILLed at a crash point inside try_acquire (after it may have
+ * published its frame with state_revision + 1, before the revision bump);
+ * then this process changes the same key. Without the repair's revision
+ * bump and REPAIR frame the next change reused the dead child's revision
+ * and the view kept reporting the dead child forever.
+ */
+static const char *const crash_points[] = {
+	"lock.before_occupied", "lock.after_token_bump", "lock.mid_bytes", "lock.after_occupied",
+};
+#define NCRASH (sizeof(crash_points) / sizeof(crash_points[0]))
+
+/* Waits for a point index, then acquires "crash<i>" and is killed inside. */
+static int crasher_child(int go, int report)
+{
+	orbit_lock_owner_t owner = { "crasher", 7 };
+	char label[16];
+	orbit_lock_t *lock;
+	orbit_agent_t *a;
+	int i = wait_byte(go);
+
+	if (i < 0 || i >= (int)NCRASH)
+		return 1;
+	lock = open_lock();
+	a = lock ? start_agent("crasher", lock) : NULL;
+	if (!a)
+		return 2;
+	snprintf(label, sizeof(label), "crash%d", i);
+	orbit_lock_key_t key = orbit_lock_key(test_ns, label, strlen(label));
+	orbit__crashpoint_arm(crash_points[i], 1, ORBIT_CRASH_KILL);
+	orbit_lock_try_acquire(lock, &key, &owner, 60000000000ull, NULL, NULL);
+	(void)report;
+	return 3; /* not reached: killed at the crash point */
+}
+
+/* Poll until the view agrees with the table on @key (or 3 s pass); 0 when it does. */
+static int view_converges(orbit_agent_t *a, orbit_lock_t *lock, const orbit_lock_key_t *key)
+{
+	struct orbit_lock_entry v, t;
+	uint64_t t0 = orbit_test_now_ns();
+
+	for (;;) {
+		int rv = orbit_agent_view_lookup(a, key, &v), rt = orbit_lock_lookup(lock, key, &t);
+
+		if (rv == rt && (rt != 0 || (v.token == t.token && v.owner_len == t.owner_len &&
+					     memcmp(orbit_lock_entry_owner(&v),
+						    orbit_lock_entry_owner(&t), t.owner_len) == 0)))
+			return 0;
+		if (orbit_test_now_ns() - t0 > 3000000000ull) {
+			print_message("view %d owner %.*s token %llu, table %d owner %.*s token %llu\n",
+				      rv, rv ? 0 : (int)v.owner_len, (const char *)orbit_lock_entry_owner(&v),
+				      (unsigned long long)v.token, rt, rt ? 0 : (int)t.owner_len,
+				      (const char *)orbit_lock_entry_owner(&t), (unsigned long long)t.token);
+			return -1;
+		}
+		usleep(1000);
+	}
+}
+
+static void test_agent_view_converges_after_publisher_killed(void **state)
+{
+	struct child c[NCRASH];
+	orbit_lock_owner_t owner = { "parent", 6 };
+	orbit_lock_t *lock;
+	orbit_agent_t *a;
+
+	(void)state;
+	for (unsigned i = 0; i < NCRASH; i++) { /* forked before our agent's thread starts */
+		c[i] = spawn(crasher_child);
+		assert_true(c[i].pid > 0);
+	}
+	lock = open_lock();
+	assert_non_null(lock);
+	a = start_agent("survivor", lock);
+	assert_non_null(a);
+	for (unsigned i = 0; i < NCRASH; i++) {
+		char label[16];
+		struct orbit_lock_lease ls;
+		int st, rc;
+
+		snprintf(label, sizeof(label), "crash%u", i);
+		orbit_lock_key_t key = orbit_lock_key(test_ns, label, strlen(label));
+		send_byte(c[i].go, (char)i);
+		assert_int_equal(waitpid(c[i].pid, &st, 0), c[i].pid);
+		assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+		close(c[i].go);
+		close(c[i].report);
+		/* the next mutation repairs; after_occupied left a complete entry */
+		rc = orbit_lock_try_acquire(lock, &key, &owner, 60000000000ull, &ls, NULL);
+		if (rc == -EBUSY) {
+			assert_string_equal(crash_points[i], "lock.after_occupied");
+			assert_int_equal(view_converges(a, lock, &key), 0);
+			assert_int_equal(orbit_lock_force_release(lock, &key), 0);
+			assert_int_equal(view_converges(a, lock, &key), 0);
+			rc = orbit_lock_try_acquire(lock, &key, &owner, 60000000000ull, &ls, NULL);
+		}
+		assert_int_equal(rc, 0);
+		if (view_converges(a, lock, &key))
+			fail_msg("view stuck after a kill at %s", crash_points[i]);
+		assert_int_equal(orbit_lock_release(lock, &key, &owner, ls.token), 0);
+		assert_int_equal(view_converges(a, lock, &key), 0);
+	}
+	orbit_agent_stop(a);
+	orbit_lock_close(lock);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -771,6 +880,8 @@ int main(void)
 			test_reset_refused_while_lock_user_without_agent_holds_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_nondefault_layout_uses_its_own_ring, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_agent_view_converges_after_publisher_killed,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -248,7 +248,7 @@ static void test_publish_rejects_bad_arguments(void **state)
 	struct orbit_ring_counters c;
 
 	assert_int_equal(orbit__ring_publish(f->ring, 2, &t), -EINVAL);
-	t.type = 6;
+	t.type = ORBIT_TRANSITION_REPAIR + 1; /* past the last type */
 	assert_int_equal(orbit__ring_publish(f->ring, 0, &t), -EINVAL);
 	t.type = ORBIT_TRANSITION_RECLAIM;
 	t.label_len = 3; /* NULL label with a length */

@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * shm/crashpoint.c: the armed state behind ORBIT_CRASHPOINT (see
- * crashpoint.h). Process-local; used by kill tests only. The environment
- * variable ORBIT_CRASHPOINT arms it at load time (a constructor), so a
- * program under test needs no code to be killed at a labelled point.
+ * crashpoint.h). Process-local; used by kill tests only, which arm it with
+ * orbit__crashpoint_arm(). Nothing arms it by itself: no environment
+ * variable is read, so no stray setting can stop or kill a production
+ * process that links liborbit.
  */
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "shm/crashpoint.h"
 
@@ -54,28 +53,4 @@ void orbit__crashpoint_hit(const char *label)
 		return;
 	strncpy(last_label, label, sizeof(last_label) - 1);
 	raise(armed_action == ORBIT_CRASH_KILL ? SIGKILL : SIGSTOP);
-}
-
-__attribute__((constructor)) static void crashpoint_from_env(void)
-{
-	const char *v = getenv("ORBIT_CRASHPOINT");
-	char buf[96], *nth, *act;
-	uint64_t n = 1;
-	enum orbit_crash_action a = ORBIT_CRASH_STOP;
-
-	if (!v || !*v || strlen(v) >= sizeof(buf))
-		return;
-	strcpy(buf, v);
-	nth = strchr(buf, ':');
-	if (nth) {
-		*nth++ = '\0';
-		act = strchr(nth, ':');
-		if (act) {
-			*act++ = '\0';
-			if (strcmp(act, "kill") == 0)
-				a = ORBIT_CRASH_KILL;
-		}
-		n = strtoull(nth, NULL, 10);
-	}
-	orbit__crashpoint_arm(buf, n, a);
 }

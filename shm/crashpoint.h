@@ -3,10 +3,10 @@
  * shm/crashpoint.h: labelled crash points for kill tests (internal).
  * ORBIT_CRASHPOINT("lock.after_tombstone") marks a place inside a critical
  * section. Disarmed, it costs one relaxed load of a process-local global.
- * Armed (by a test through orbit__crashpoint_arm(), or by the environment
- * variable ORBIT_CRASHPOINT=label[:nth[:stop|kill]] read at first use),
- * the nth hit of the label (or of any label when the label is "*") stops
- * the process with SIGSTOP (the test then SIGKILLs it) or SIGKILLs it.
+ * Armed only by a test program calling orbit__crashpoint_arm() (the
+ * library never arms itself: no environment variable is read), the nth
+ * hit of the label (or of any label when the label is "*") stops the
+ * process with SIGSTOP (the test then SIGKILLs it) or SIGKILLs it.
  */
 #ifndef ORBIT_SHM_CRASHPOINT_H
 #define ORBIT_SHM_CRASHPOINT_H

@@ -756,6 +756,53 @@ static void test_foreach_namespace_and_holder_alive(void **state)
 	assert_int_equal(orbit_lock_holder_alive(&e), 0);
 }
 
+#define ENV_CHILD "ORBIT_TEST_LOCK_ENV_CHILD"
+
+/* Re-executed with ORBIT_CRASHPOINT set: a mutation must run to the end. */
+static int env_child_main(const char *f)
+{
+	struct orbit_lock_options o = { .size = sizeof(o), .fleet = f };
+	orbit_lock_key_t k = K("env");
+	orbit_lock_owner_t a = O("alice");
+	orbit_lock_t *l;
+
+	if (orbit_lock_open(&o, &l))
+		return 2;
+	if (orbit_lock_try_acquire(l, &k, &a, SEC, NULL, NULL) ||
+	    orbit_lock_release(l, &k, &a, 0))
+		return 3;
+	orbit_lock_close(l);
+	return 0;
+}
+
+/*
+ * No test hook in the production library: the environment variable
+ * ORBIT_CRASHPOINT (which a load-time constructor used to read) arms
+ * nothing, so a stray setting cannot stop or kill a process.
+ */
+static void test_crashpoint_env_variable_arms_nothing(void **state)
+{
+	int st;
+	pid_t pid;
+
+	if (cur_ser != ORBIT_LOCK_SERIALIZER_FUTEX)
+		skip(); /* once is enough */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		setenv("ORBIT_CRASHPOINT", "lock.holding_serializer:1:kill", 1);
+		setenv(ENV_CHILD, fleet, 1);
+		execl("/proc/self/exe", "test_lock", (char *)NULL);
+		_exit(99);
+	}
+	st = orbit_test_wait(pid, 10000);
+	assert_true(st >= 0);
+	if (WIFSIGNALED(st))
+		fail_msg("the re-executed test died of signal %d", WTERMSIG(st));
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 #define LOCK_TESTS                                                   \
 	T(test_inv_one_active_entry_per_key),                        \
@@ -783,13 +830,16 @@ static void test_foreach_namespace_and_holder_alive(void **state)
 	T(test_err_enotrecoverable_futex),                           \
 	T(test_serializer_holder_death_is_repaired),                 \
 	T(test_tombstones_compacted_probes_short),                   \
-	T(test_foreach_namespace_and_holder_alive)
+	T(test_foreach_namespace_and_holder_alive),                   \
+	T(test_crashpoint_env_variable_arms_nothing)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = { LOCK_TESTS };
 	int rc;
 
+	if (getenv(ENV_CHILD))
+		return env_child_main(getenv(ENV_CHILD));
 	rc = cmocka_run_group_tests_name("lock_futex", tests, group_futex, NULL);
 	rc |= cmocka_run_group_tests_name("lock_flock", tests, group_flock, NULL);
 	return rc;

@@ -1322,8 +1322,18 @@ int orbit__lock_set_sink(orbit_lock_t *l, orbit_transition_sink_fn fn, void *ctx
 	 * process finishes with the old sink; the next one sees the new (the
 	 * serializer's hand-over orders these stores before its reads). */
 	rc = enter(l);
-	if (rc)
+	if (rc) {
+		/*
+		 * The serializer cannot be taken: no mutation of this handle can
+		 * run either (each must enter first), so nothing calls the sink
+		 * concurrently. Store it anyway: a caller removing its sink before
+		 * freeing the context (the agent's stop) must never leave a
+		 * pointer to freed memory behind. The error still says so.
+		 */
+		l->sink = fn;
+		l->sink_ctx = ctx;
 		return rc;
+	}
 	l->sink = fn;
 	l->sink_ctx = ctx;
 	leave(l);

@@ -21,6 +21,11 @@
  * held, before the table commit). NULL removes it. Takes the serializer,
  * so it may be called while other threads use the handle: mutations in
  * flight finish with the old sink.
+ * When the serializer cannot be taken (a serializer error), the new sink is
+ * stored all the same - no mutation can run then either - and the error is
+ * returned: removing a sink (NULL) always takes effect, so a caller may
+ * free the old @ctx afterwards whatever the result (except -EINVAL,
+ * -ECHILD: a handle that is not this process's never calls a sink here).
  * Returns 0, -EINVAL, -ECHILD (forked child), or a serializer error.
  */
 int orbit__lock_set_sink(orbit_lock_t *lock, orbit_transition_sink_fn fn, void *ctx);

@@ -756,6 +756,42 @@ static void test_foreach_namespace_and_holder_alive(void **state)
 	assert_int_equal(orbit_lock_holder_alive(&e), 0);
 }
 
+static int sink_calls;
+
+static void counting_sink(void *ctx, const struct orbit_transition *t)
+{
+	(void)t;
+	(*(int *)ctx)++;
+}
+
+/*
+ * Removing a sink takes effect even when the serializer cannot be taken
+ * (orbit_agent_stop frees the sink's context right after): no later
+ * mutation calls the old sink.
+ */
+static void test_set_sink_null_sticks_when_serializer_fails(void **state)
+{
+	orbit_lock_key_t k = K("sink");
+	orbit_lock_owner_t a = O("alice");
+	pthread_mutex_t *m = &orbit__lock_hdr(L)->mutex;
+
+	if (cur_ser != ORBIT_LOCK_SERIALIZER_FUTEX)
+		skip(); /* only the robust mutex can be made to fail from here */
+	sink_calls = 0;
+	assert_int_equal(orbit__lock_set_sink(L, counting_sink, &sink_calls), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, SEC, NULL, NULL), 0);
+	assert_int_equal(sink_calls, 1);
+	/* a holder died and its successor gave up: ENOTRECOVERABLE */
+	assert_int_equal(orbit_test_fork_run(child_dies_holding_mutex, NULL, 5000), 0);
+	assert_int_equal(pthread_mutex_lock(m), EOWNERDEAD);
+	pthread_mutex_unlock(m);
+	assert_int_equal(orbit__lock_set_sink(L, NULL, NULL), -ENOTRECOVERABLE);
+	/* an operator re-creates the mutex: mutations run again, without the sink */
+	assert_int_equal(orbit__lock_ser_init_shared(m), 0);
+	assert_int_equal(orbit_lock_release(L, &k, &a, 0), 0);
+	assert_int_equal(sink_calls, 1);
+}
+
 #define ENV_CHILD "ORBIT_TEST_LOCK_ENV_CHILD"
 
 /* Re-executed with ORBIT_CRASHPOINT set: a mutation must run to the end. */
@@ -831,6 +867,7 @@ static void test_crashpoint_env_variable_arms_nothing(void **state)
 	T(test_serializer_holder_death_is_repaired),                 \
 	T(test_tombstones_compacted_probes_short),                   \
 	T(test_foreach_namespace_and_holder_alive),                   \
+	T(test_set_sink_null_sticks_when_serializer_fails),          \
 	T(test_crashpoint_env_variable_arms_nothing)
 
 int main(void)

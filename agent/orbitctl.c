@@ -35,7 +35,8 @@ static void usage(FILE *f)
 		"usage: %s [--fleet NAME] COMMAND\n"
 		"commands:\n"
 		"  members                    members, pids and liveness\n"
-		"  locks                      lock table: key, owner, token, TTL, holder\n"
+		"  locks [--wide]             lock table: key, owner, token, TTL, holder\n"
+		"                             (--wide: whole fields, past 80 columns)\n"
 		"  watch [--count N] [--timeout-ms MS]\n"
 		"                             follow transitions live\n"
 		"  stats [--json|--prometheus] per-member counters and histograms\n"
@@ -117,10 +118,51 @@ static void shown(char *out, size_t width, const uint8_t *b, size_t n)
 	out[o] = '\0';
 }
 
-/* "ns:label" rendering of a key. */
+/* Longest rendering of SHM bytes: every byte as \xHH, plus the NUL. */
+#define SHOWN_MAX(n) (4 * (size_t)(n) + 1)
+
+/*
+ * Printable rendering of @n bytes elided in the MIDDLE to fit @width
+ * (@width >= 12): the head and the tail stay, a '~' replaces what is
+ * between, and the tail gets every column the head (at most @head_max)
+ * does not need: the end of a key's label or of an owner is what tells two
+ * of them apart. Escapes (\xHH) are never split. @width 0: no limit.
+ */
+static void shown_mid(char *out, size_t width, size_t head_max, const uint8_t *b, size_t n)
+{
+	static char whole[SHOWN_MAX(2 * ORBIT_TRANSITION_BYTES_MAX + 1)];
+	size_t len, head, tail;
+
+	if (n > 2 * ORBIT_TRANSITION_BYTES_MAX + 1)
+		n = 2 * ORBIT_TRANSITION_BYTES_MAX + 1;
+	shown(whole, sizeof(whole) - 1, b, n);
+	len = strlen(whole);
+	if (width == 0 || len <= width) {
+		memcpy(out, whole, len + 1);
+		return;
+	}
+	head = head_max < width / 2 ? head_max : width / 2;
+	tail = width - 1 - head;
+	/* An escape is 4 characters from its '\\' (a literal '\\' is escaped too). */
+	for (size_t i = head >= 3 ? head - 3 : 0; i < head; i++)
+		if (whole[i] == '\\') {
+			head = i;
+			break;
+		}
+	for (size_t s = len - tail, i = s >= 3 ? s - 3 : 0; i < s; i++)
+		if (whole[i] == '\\') {
+			tail = len - (i + 4 > s ? i + 4 : s);
+			break;
+		}
+	memcpy(out, whole, head);
+	out[head] = '~';
+	memcpy(out + head + 1, whole + len - tail, tail + 1);
+}
+
+/* "ns:label" rendering of a key, elided in the middle (see shown_mid). */
 static void key_str(char *out, size_t width, const uint8_t *b, size_t ns_len, size_t label_len)
 {
-	uint8_t whole[2 * ORBIT_TRANSITION_BYTES_MAX + 1];
+	static uint8_t whole[2 * ORBIT_TRANSITION_BYTES_MAX + 1];
 
 	if (ns_len > ORBIT_TRANSITION_BYTES_MAX)
 		ns_len = ORBIT_TRANSITION_BYTES_MAX;
@@ -129,7 +171,8 @@ static void key_str(char *out, size_t width, const uint8_t *b, size_t ns_len, si
 	memcpy(whole, b, ns_len);
 	whole[ns_len] = ':';
 	memcpy(whole + ns_len + 1, b + ns_len, label_len);
-	shown(out, width, whole, ns_len + 1 + label_len);
+	/* The head keeps the start of the namespace; the rest goes to the label. */
+	shown_mid(out, width, 10, whole, ns_len + 1 + label_len);
 }
 
 static void duration(char *out, size_t len, uint64_t ns)
@@ -142,8 +185,10 @@ static void duration(char *out, size_t len, uint64_t ns)
 		snprintf(out, len, "%.1fms", ns / 1e6);
 	else if (ns < 3600ull * 1000000000ull)
 		snprintf(out, len, "%.1fs", ns / 1e9);
-	else
+	else if (ns < 1000ull * 3600 * 1000000000ull)
 		snprintf(out, len, "%.1fh", ns / 3.6e12);
+	else /* at most 10 characters: 2^64 ns is 213503 days */
+		snprintf(out, len, "%llud", (unsigned long long)(ns / (24ull * 3600 * 1000000000ull)));
 }
 
 static const char *state_name(uint32_t s)
@@ -166,29 +211,29 @@ static int cmd_members(orbit_fleet_t *f)
 		fprintf(stderr, "%s: fleet %s has no member directory\n", prog, orbit_fleet_name(f));
 		return EXIT_NOFLEET;
 	}
-	printf("%-4s %-8s %-24s %-7s %-5s %-6s %-10s %s\n", "ROW", "PID", "NAME", "STATE", "ALIVE",
-	       "GEN", "START", "HEARTBEAT");
+	/* 3+1+7+1+31+1+7+1+5+1+6+1 columns, then a heartbeat of at most 14: 80 */
+	printf("%-3s %-7s %-31s %-7s %-5s %-6s %s\n", "ROW", "PID", "NAME", "STATE", "ALIVE", "GEN",
+	       "HEARTBEAT");
 	for (uint32_t r = 0; r < rows; r++) {
-		char name[25], hb[16];
+		char name[SHOWN_MAX(ORBIT_FLEET_MEMBER_NAME_MAX)], hb[16];
 		int rc = orbit_fleet_member(f, r, &m);
 
 		if (rc == -ENOENT)
 			continue;
 		if (rc < 0) {
-			printf("%-4u %s\n", r, rc == -EAGAIN ? "(being rewritten)" : "(corrupt row)");
+			printf("%-3u %s\n", r, rc == -EAGAIN ? "(being rewritten)" : "(corrupt row)");
 			bad++;
 			continue;
 		}
-		shown(name, 24, (const uint8_t *)m.name, strnlen(m.name, sizeof(m.name)));
+		shown_mid(name, 31, 14, (const uint8_t *)m.name, strnlen(m.name, sizeof(m.name)));
 		if (m.heartbeat_ns && m.heartbeat_ns <= mono) {
 			duration(hb, sizeof(hb) - 4, mono - m.heartbeat_ns);
 			strcat(hb, " ago");
 		} else {
 			strcpy(hb, "-");
 		}
-		printf("%-4u %-8u %-24s %-7s %-5s %-6u %-10llu %s\n", r, m.pid, name,
-		       state_name(m.state), m.alive ? "yes" : "no", m.generation % 1000000u,
-		       (unsigned long long)(m.start_time_ticks % 10000000000ull), hb);
+		printf("%-3u %-7u %-31s %-7s %-5s %-6u %s\n", r, m.pid % 10000000u, name,
+		       state_name(m.state), m.alive ? "yes" : "no", m.generation % 1000000u, hb);
 		shown_rows++;
 	}
 	printf("%d member row(s) in use of %u%s\n", shown_rows, rows, bad ? "; some unreadable" : "");
@@ -200,37 +245,56 @@ static int cmd_members(orbit_fleet_t *f)
 struct locks_ctx {
 	uint64_t mono;
 	int n;
+	bool wide;
 };
+
+/* Columns of `locks` (80 in all); --wide prints every field whole. */
+#define LK_KEY 34
+#define LK_OWNER 12
+#define LK_TOKEN 10 /* '~' and the last 9 digits: consecutive tokens differ there */
 
 static int print_lock(const struct orbit_lock_entry *e, void *p)
 {
+	static char key[SHOWN_MAX(ORBIT_LOCK_BYTES_MAX + 1)], owner[SHOWN_MAX(ORBIT_LOCK_BYTES_MAX)];
 	struct locks_ctx *c = p;
-	char key[23], owner[13], ttl[12];
+	char ttl[16], tok[24];
 	int alive = orbit_lock_holder_alive(e);
 
-	key_str(key, 22, e->bytes, e->ns_len, e->label_len);
-	shown(owner, 12, orbit_lock_entry_owner(e), e->owner_len);
+	key_str(key, c->wide ? 0 : LK_KEY, e->bytes, e->ns_len, e->label_len);
+	shown_mid(owner, c->wide ? 0 : LK_OWNER, 5, orbit_lock_entry_owner(e), e->owner_len);
 	if (e->expired || e->deadline_ns <= c->mono)
 		strcpy(ttl, "expired");
 	else
 		duration(ttl, sizeof(ttl), e->deadline_ns - c->mono);
-	printf("%-22s %-12s %19llu %-8s %7u %s\n", key, owner, (unsigned long long)e->token, ttl,
-	       e->holder_pid, alive > 0 ? "yes" : "no");
+	if (c->wide || e->token < 1000000000ull)
+		snprintf(tok, sizeof(tok), "%llu", (unsigned long long)e->token);
+	else
+		snprintf(tok, sizeof(tok), "~%09llu", (unsigned long long)(e->token % 1000000000ull));
+	if (c->wide)
+		printf("%s %s %s %s %u %s\n", key, owner, tok, ttl, e->holder_pid,
+		       alive > 0 ? "yes" : "no");
+	else
+		printf("%-*s %-*s %*s %-7s %7u %s\n", LK_KEY, key, LK_OWNER, owner, LK_TOKEN, tok,
+		       ttl, e->holder_pid % 10000000u, alive > 0 ? "yes" : "no");
 	c->n++;
 	return 0;
 }
 
-static int cmd_locks(orbit_fleet_t *f)
+static int cmd_locks(orbit_fleet_t *f, bool wide)
 {
 	orbit_lock_t *lock = orbit_fleet_lock(f);
-	struct locks_ctx c = { now_ns(CLOCK_MONOTONIC), 0 };
+	struct locks_ctx c = { now_ns(CLOCK_MONOTONIC), 0, wide };
 	int rc;
 
 	if (!lock) {
 		fprintf(stderr, "%s: fleet %s has no lock table\n", prog, orbit_fleet_name(f));
 		return EXIT_NOFLEET;
 	}
-	printf("%-22s %-12s %19s %-8s %7s %s\n", "KEY", "OWNER", "TOKEN", "TTL", "PID", "ALIVE");
+	if (wide)
+		printf("KEY OWNER TOKEN TTL PID ALIVE\n");
+	else
+		printf("%-*s %-*s %*s %-7s %7s %s\n", LK_KEY, "KEY", LK_OWNER, "OWNER", LK_TOKEN,
+		       "TOKEN", "TTL", "PID", "ALIVE");
 	rc = orbit_lock_foreach(lock, print_lock, &c);
 	if (rc < 0)
 		return fail("reading the lock table", orbit_fleet_name(f), rc);
@@ -298,17 +362,21 @@ static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms)
 			continue;
 		}
 		{
-			char key[25], owner[13], t[16];
+			static char key[SHOWN_MAX(2 * ORBIT_TRANSITION_BYTES_MAX + 1)];
+			static char owner[SHOWN_MAX(ORBIT_TRANSITION_BYTES_MAX)];
+			char t[16];
 			time_t wall = time(NULL);
 			struct tm tm;
 
 			localtime_r(&wall, &tm);
 			strftime(t, sizeof(t), "%H:%M:%S", &tm);
-			key_str(key, 24, ev->bytes, ev->ns_len, ev->label_len);
-			shown(owner, 12, ev->bytes + ev->ns_len + ev->label_len, ev->owner_len);
-			printf("%s %-13s r%-6llu L%-2u %-7u %-24s %-12s%s\n", t, type_name(ev->type),
-			       (unsigned long long)(ev->state_revision % 1000000ull), ev->lane,
-			       ev->writer_pid, key, owner, ev->flags & 1 ? " (cut)" : "");
+			key_str(key, 22, ev->bytes, ev->ns_len, ev->label_len);
+			shown_mid(owner, 12, 5, ev->bytes + ev->ns_len + ev->label_len,
+				  ev->owner_len);
+			/* 8+1+13+1+7+1+4+1+7+1+22+1+12 = 79, '*' for a truncated frame: 80 */
+			printf("%s %-13s r%-6llu L%-3u %-7u %-22s %-12s%s\n", t, type_name(ev->type),
+			       (unsigned long long)(ev->state_revision % 1000000ull), ev->lane % 1000u,
+			       ev->writer_pid % 10000000u, key, owner, ev->flags & 1 ? "*" : "");
 		}
 		seen++;
 	}
@@ -374,22 +442,23 @@ static void print_table(const char *fleet, const struct member_stats *ms, int n)
 	printf("fleet %s: %d stats row(s)\n", fleet, n);
 	for (int i = 0; i < n; i++) {
 		const struct member_stats *x = &ms[i];
-		char name[25], age[16];
+		char name[SHOWN_MAX(ORBIT_FLEET_MEMBER_NAME_MAX)], age[16];
 		unsigned nc = orbit_stats_counter_count();
 
-		shown(name, 24, (const uint8_t *)(x->have_member ? x->m.name : "?"),
-		      x->have_member ? strnlen(x->m.name, sizeof(x->m.name)) : 1);
+		shown_mid(name, 24, 10, (const uint8_t *)(x->have_member ? x->m.name : "?"),
+			  x->have_member ? strnlen(x->m.name, sizeof(x->m.name)) : 1);
 		if (x->s.published_real_ns && x->s.published_real_ns <= real)
 			duration(age, sizeof(age), real - x->s.published_real_ns);
 		else
 			strcpy(age, "-");
-		printf("\nrow %-3u pid %-8u %-24s %-5s published %s ago\n", x->s.row, x->s.pid, name,
-		       x->have_member && x->m.alive ? "alive" : "gone", age);
+		printf("\nrow %-3u pid %-7u %-24s %-5s published %s ago\n", x->s.row,
+		       x->s.pid % 10000000u, name, x->have_member && x->m.alive ? "alive" : "gone", age);
 		for (unsigned c = 0; c < nc; c += 2) {
-			printf("  %-24s %12llu", orbit_stats_counter_name(c),
+			/* 2+22+1+14 twice: 78 columns, counts up to 14 digits */
+			printf("  %-22s %14llu", orbit_stats_counter_name(c),
 			       (unsigned long long)x->s.counters[c]);
 			if (c + 1 < nc)
-				printf("  %-24s %12llu", orbit_stats_counter_name(c + 1),
+				printf("  %-22s %14llu", orbit_stats_counter_name(c + 1),
 				       (unsigned long long)x->s.counters[c + 1]);
 			printf("\n");
 		}
@@ -584,8 +653,8 @@ static int cmd_reset(orbit_fleet_t *f)
 	int rc = orbit_fleet_reset_transport(f);
 
 	if (rc == -EBUSY) {
-		fprintf(stderr, "%s: reset refused: a live member is attached (see '%s members')\n",
-			prog, prog);
+		fprintf(stderr, "%s: reset refused: a live member or lease holder (see '%s members',"
+			" '%s locks')\n", prog, prog, prog);
 		return EXIT_REFUSED;
 	}
 	if (rc < 0)
@@ -609,6 +678,7 @@ int main(int argc, char **argv)
 	const char *fleet = getenv("ORBIT_FLEET"), *cmd;
 	enum stats_fmt fmt = FMT_TABLE;
 	long count = 0, timeout_ms = 0;
+	bool wide = false;
 	orbit_fleet_t *f = NULL;
 	const char *key = NULL;
 	int i = 1, rc;
@@ -646,6 +716,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(cmd, "watch") && !strcmp(argv[i], "--timeout-ms") && i + 1 < argc &&
 			 !parse_long(argv[i + 1], &timeout_ms))
 			i++;
+		else if (!strcmp(cmd, "locks") && !strcmp(argv[i], "--wide") && !wide)
+			wide = true;
 		else if (!strcmp(cmd, "force-release") && !key)
 			key = argv[i];
 		else {
@@ -679,7 +751,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "members"))
 		rc = cmd_members(f);
 	else if (!strcmp(cmd, "locks"))
-		rc = cmd_locks(f);
+		rc = cmd_locks(f, wide);
 	else if (!strcmp(cmd, "watch"))
 		rc = cmd_watch(f, count, timeout_ms);
 	else if (!strcmp(cmd, "stats"))

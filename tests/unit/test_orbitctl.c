@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <regex.h>
 #include <orbit/orbit.h>
+#include "shm/lock_internal.h"
 #include "shm/members.h"
 #include "shm/ring.h"
 #include "shm/stats.h"
@@ -18,7 +19,21 @@
 static char fleet[64];
 static orbit_lock_t *lock;
 static orbit_agent_t *agent;
+static orbit_members_t *extra; /* a second member row with realistic, wide fields */
 static char out[1 << 20];
+
+/*
+ * Realistic widths for the 80-column checks: a 60-byte namespace, 20-byte
+ * labels that differ only at the end, a 20-byte owner, 19-digit tokens
+ * (tokens start at the creation time in ns), 7-digit pids (pid_max can be
+ * 4194304) and a 31-character member name (the longest there is).
+ */
+#define WIDE_NS "com.example.payments.settlement.ledger.partition.eu-west-1.a"
+#define WIDE_OWNER "host-0042:1234567:w3"
+#define WIDE_MEMBER "settlement-ledger-worker-eu-w01"
+#define WIDE_PID 4194303u
+_Static_assert(sizeof(WIDE_NS) - 1 == 60, "60-byte namespace");
+_Static_assert(sizeof(WIDE_MEMBER) - 1 == 31, "31-character member name");
 
 ORBIT_LOCK_DEFINE_NAMESPACE(ctl_ns, "test.ctl");
 
@@ -92,6 +107,66 @@ static int acquire(const char *label, size_t label_len, const char *owner, uint6
 	return rc;
 }
 
+/* Hold NS:label (20 bytes) as WIDE_OWNER; returns the token (0 on failure). */
+static uint64_t acquire_wide(const char *label)
+{
+	orbit_lock_owner_t o = { WIDE_OWNER, sizeof(WIDE_OWNER) - 1 };
+	orbit_lock_key_t k = { WIDE_NS, sizeof(WIDE_NS) - 1, label, strlen(label) };
+	struct orbit_lock_lease lease;
+
+	if (strlen(label) != 20 ||
+	    orbit_lock_try_acquire(lock, &k, &o, 600ull * 1000000000ull, &lease, NULL) != 0)
+		return 0;
+	return lease.token;
+}
+
+/* Make the table entry of NS:@label show a 7-digit holder pid. */
+static int wide_holder_pid(const char *label)
+{
+	struct orbit_lock_table_hdr *h = orbit__lock_hdr(lock);
+	struct orbit_lock_slot *slots = (struct orbit_lock_slot *)((char *)h + h->slots_off);
+
+	for (uint32_t i = 0; i < h->slot_count; i++) {
+		struct orbit_lock_slot *s = &slots[i];
+
+		if (atomic_load(&s->state) == ORBIT_LOCK_SLOT_OCCUPIED &&
+		    s->ns_len == sizeof(WIDE_NS) - 1 && s->label_len == strlen(label) &&
+		    !memcmp(s->bytes + s->ns_len, label, s->label_len)) {
+			s->holder_pid = WIDE_PID; /* not a hashed field; the table stays valid */
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Join a second member row named WIDE_MEMBER, shown with a 7-digit pid and an old heartbeat. */
+static int join_wide_member(void)
+{
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
+	struct orbit_members_shm *mh;
+	struct orbit_member_row *row;
+	struct timespec ts;
+	uint64_t mono;
+	int r;
+
+	if (orbit__members_open(&extra, fleet, 0, &so) != 0)
+		return -1;
+	r = orbit__members_join(extra, WIDE_MEMBER);
+	if (r < 0)
+		return -1;
+	mh = orbit__seg_body(orbit__members_seg(extra));
+	row = orbit__seg_at(orbit__members_seg(extra), mh->rows_off + (uint64_t)r * sizeof(*row),
+			    sizeof(*row));
+	if (!row)
+		return -1;
+	row->pid = WIDE_PID; /* display only: liveness is the row's kernel lock */
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* the heartbeat's clock */
+	/* Up to an hour old ("3599.0s ago"), less on a machine up for less. */
+	mono = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	atomic_store(&row->heartbeat_ns, mono - (mono > 3600000000000ull ? 3599000000000ull : mono / 2));
+	return 0;
+}
+
 static int group_setup(void **state)
 {
 	struct orbit_lock_options lo = { .size = sizeof(lo) };
@@ -110,6 +185,9 @@ static int group_setup(void **state)
 		return -1;
 	if (acquire("alpha", 5, "owner-a", NULL) || acquire(weird, sizeof(weird) - 1, "owner-b", NULL))
 		return -1;
+	if (!acquire_wide("resource-00000000001") || !acquire_wide("resource-00000000002") ||
+	    wide_holder_pid("resource-00000000002") || join_wide_member())
+		return -1;
 	usleep(100000); /* a stats publish */
 	return 0;
 }
@@ -120,6 +198,7 @@ static int group_teardown(void **state)
 
 	(void)state;
 	orbit_agent_stop(agent);
+	orbit__members_close(extra);
 	orbit_lock_close(lock);
 	orbit__members_unlink(fleet);
 	orbit__ring_unlink(fleet, NULL);
@@ -132,16 +211,21 @@ static int group_teardown(void **state)
 static void test_orbitctl_members_table(void **state)
 {
 	char mine[64];
+	const char *wide;
 
 	(void)state;
 	assert_int_equal(CTL("members"), 0);
 	assert_80_columns(out);
 	assert_non_null(strstr(out, "PID"));
 	assert_non_null(strstr(out, "ctl-fixture"));
-	snprintf(mine, sizeof(mine), " %-8ld ctl-fixture", (long)getpid());
+	snprintf(mine, sizeof(mine), " %-7ld ctl-fixture", (long)getpid());
 	assert_non_null(strstr(out, mine));
 	assert_non_null(strstr(out, " live    yes "));
-	assert_non_null(strstr(out, "1 member row(s) in use"));
+	/* The widest row: 7-digit pid, whole 31-character name, heartbeat an hour old. */
+	wide = strstr(out, " 4194303 " WIDE_MEMBER " live    yes ");
+	assert_non_null(wide);
+	assert_non_null(strstr(wide, "s ago\n"));
+	assert_non_null(strstr(out, "2 member row(s) in use"));
 }
 
 /* Issue 5 "orbitctl": locks shows key, owner, token, TTL left and whether the holder lives. */
@@ -152,17 +236,31 @@ static void test_orbitctl_locks_table(void **state)
 
 	(void)state;
 	assert_int_equal(acquire("gamma", 5, "owner-g", &token), 0);
+	assert_true(token >= 1000000000000000000ull); /* 19 digits */
 	assert_int_equal(CTL("locks"), 0);
 	assert_80_columns(out);
 	assert_non_null(strstr(out, "KEY"));
 	assert_non_null(strstr(out, "test.ctl:alpha"));
 	assert_non_null(strstr(out, "owner-a"));
-	assert_non_null(strstr(out, "test.ctl:bin\\x01\\xff-~")); /* escaped and cut */
-	snprintf(tok, sizeof(tok), " %llu ", (unsigned long long)token);
+	/* Cut in the middle: the start of the key and the end of its label stay. */
+	assert_non_null(strstr(out, "test.ctl:b~label-that-will-not-fit "));
+	/* Keys differing only at the end of a long key stay apart. */
+	assert_non_null(strstr(out, "com.exampl~.a:resource-00000000001 "));
+	assert_non_null(strstr(out, "com.exampl~.a:resource-00000000002 "));
+	assert_non_null(strstr(out, "host-~567:w3 ")); /* owner: head and tail */
+	assert_non_null(strstr(out, " 4194303 no\n"));     /* 7-digit pid, not alive */
+	snprintf(tok, sizeof(tok), " ~%09llu ", (unsigned long long)(token % 1000000000ull));
 	assert_non_null(strstr(out, tok));
 	assert_non_null(strstr(out, "yes"));
-	assert_non_null(strstr(out, "3 lock(s)"));
+	assert_non_null(strstr(out, "5 lock(s)"));
 	assert_true(strstr(out, "600.0s") || strstr(out, "599.")); /* TTL left */
+	/* --wide: every field whole (escaped), the whole token. */
+	assert_int_equal(CTL("locks --wide"), 0);
+	snprintf(tok, sizeof(tok), " %llu ", (unsigned long long)token);
+	assert_non_null(strstr(out, tok));
+	assert_non_null(strstr(out, "test.ctl:bin\\x01\\xff-and-a-rather-long-label-that-will-not-fit "));
+	assert_non_null(strstr(out, WIDE_NS ":resource-00000000002 " WIDE_OWNER " "));
+	assert_int_equal(CTL("locks --wide --wide"), 1);
 }
 
 /* Issue 5 "orbitctl": stats as a table on 80 columns. */
@@ -282,13 +380,20 @@ static void test_orbitctl_watch_follows_transitions(void **state)
 	int st;
 
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "%s --fleet %s watch --count 2 --timeout-ms 5000", orbitctl(), fleet);
+	snprintf(cmd, sizeof(cmd), "%s --fleet %s watch --count 4 --timeout-ms 5000", orbitctl(), fleet);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	assert_non_null(fgets(line, sizeof(line), p)); /* the banner: its cursor is open */
 	assert_non_null(strstr(line, "watching fleet"));
 	assert_int_equal(orbit_lock_try_acquire(lock, &k, &o, 1000000000ull, NULL, NULL), 0);
 	assert_int_equal(orbit_lock_release(lock, &k, &o, 0), 0);
+	{
+		orbit_lock_owner_t wo = { WIDE_OWNER, sizeof(WIDE_OWNER) - 1 };
+		orbit_lock_key_t wk = { WIDE_NS, sizeof(WIDE_NS) - 1, "resource-00000000003", 20 };
+
+		assert_true(acquire_wide("resource-00000000003") != 0);
+		assert_int_equal(orbit_lock_release(lock, &wk, &wo, 0), 0);
+	}
 	while (fgets(line, sizeof(line), p))
 		strncat(all, line, sizeof(all) - strlen(all) - 1);
 	st = pclose(p);
@@ -298,6 +403,7 @@ static void test_orbitctl_watch_follows_transitions(void **state)
 	assert_non_null(strstr(all, "acquire"));
 	assert_non_null(strstr(all, "release"));
 	assert_non_null(strstr(all, "test.ctl:watched"));
+	assert_non_null(strstr(all, "com.exampl~00000000003 host-~567:w3"));
 }
 
 /* Issue 5 "orbitctl": documented exit codes; force-release and reset. */

@@ -329,6 +329,46 @@ void orbit_transition_reader_counters(const orbit_transition_reader_t *tr, uint6
 		*corrupt = c.corrupt;
 }
 
+void orbit_transition_reader_rewind(orbit_transition_reader_t *tr)
+{
+	if (tr)
+		orbit__ring_reader_rewind(tr->r);
+}
+
+struct replay_arg {
+	int (*fn)(const struct orbit_transition_event *ev, void *ctx);
+	void *ctx;
+	struct orbit_transition_event ev; /* ~4 KiB: heap, not the caller's stack */
+};
+
+static int replay_one(void *p, const struct orbit_ring_event *rev)
+{
+	struct replay_arg *ra = p;
+
+	orbit__fleet_event_copy(&ra->ev, rev);
+	return ra->fn(&ra->ev, ra->ctx);
+}
+
+int orbit_fleet_replay_retained(orbit_fleet_t *f,
+				int (*fn)(const struct orbit_transition_event *ev, void *ctx), void *ctx)
+{
+	struct replay_arg *ra;
+	int rc;
+
+	if (!f || !fn)
+		return -EINVAL;
+	if (!f->ring)
+		return -ENOENT;
+	ra = malloc(sizeof(*ra));
+	if (!ra)
+		return -ENOMEM;
+	ra->fn = fn;
+	ra->ctx = ctx;
+	rc = orbit__ring_replay_retained(f->ring, replay_one, ra);
+	free(ra);
+	return rc;
+}
+
 void orbit_transition_reader_close(orbit_transition_reader_t *tr)
 {
 	if (!tr)

@@ -37,8 +37,9 @@ static void usage(FILE *f)
 		"  members                    members, pids and liveness\n"
 		"  locks [--wide]             lock table: key, owner, token, TTL, holder\n"
 		"                             (--wide: whole fields, past 80 columns)\n"
-		"  watch [--count N] [--timeout-ms MS]\n"
-		"                             follow transitions live\n"
+		"  watch [--replay] [--count N] [--timeout-ms MS]\n"
+		"                             follow transitions live (--replay: the\n"
+		"                             frames the ring retains first)\n"
 		"  stats [--json|--prometheus] per-member counters and histograms\n"
 		"  force-release NS:LABEL     remove a lock whoever holds it (admin)\n"
 		"  reset                      clear table and rings; refused while a\n"
@@ -321,7 +322,7 @@ static const char *type_name(uint32_t t)
 	return t < 7 ? n[t] : "?";
 }
 
-static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms)
+static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms, bool replay)
 {
 	struct orbit_transition_event *ev = malloc(sizeof(*ev));
 	orbit_transition_reader_t *r = NULL;
@@ -342,7 +343,11 @@ static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("watching fleet %s (Ctrl-C stops)\n", orbit_fleet_name(f));
+	/* --replay: the retained frames first, then live, none missed or twice. */
+	if (replay)
+		orbit_transition_reader_rewind(r);
+	printf("watching fleet %s%s (Ctrl-C stops)\n", orbit_fleet_name(f),
+	       replay ? ", retained frames first" : "");
 	while (!interrupted && (count <= 0 || seen < count)) {
 		rc = orbit_transition_reader_next(r, ev);
 		if (rc == -EAGAIN) {
@@ -678,7 +683,7 @@ int main(int argc, char **argv)
 	const char *fleet = getenv("ORBIT_FLEET"), *cmd;
 	enum stats_fmt fmt = FMT_TABLE;
 	long count = 0, timeout_ms = 0;
-	bool wide = false;
+	bool wide = false, replay = false;
 	orbit_fleet_t *f = NULL;
 	const char *key = NULL;
 	int i = 1, rc;
@@ -716,6 +721,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(cmd, "watch") && !strcmp(argv[i], "--timeout-ms") && i + 1 < argc &&
 			 !parse_long(argv[i + 1], &timeout_ms))
 			i++;
+		else if (!strcmp(cmd, "watch") && !strcmp(argv[i], "--replay") && !replay)
+			replay = true;
 		else if (!strcmp(cmd, "locks") && !strcmp(argv[i], "--wide") && !wide)
 			wide = true;
 		else if (!strcmp(cmd, "force-release") && !key)
@@ -753,7 +760,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "locks"))
 		rc = cmd_locks(f, wide);
 	else if (!strcmp(cmd, "watch"))
-		rc = cmd_watch(f, count, timeout_ms);
+		rc = cmd_watch(f, count, timeout_ms, replay);
 	else if (!strcmp(cmd, "stats"))
 		rc = cmd_stats(f, fmt);
 	else if (!strcmp(cmd, "force-release"))

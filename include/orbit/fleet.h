@@ -177,6 +177,32 @@ ORBIT_API int orbit_transition_reader_next(orbit_transition_reader_t *r,
 ORBIT_API void orbit_transition_reader_counters(const orbit_transition_reader_t *r, uint64_t *read,
 						uint64_t *lagged, uint64_t *corrupt);
 
+/**
+ * orbit_transition_reader_rewind - move the reader's cursors back to the
+ * oldest frame each lane still retains (the ring keeps the last
+ * frames-per-lane frames of each lane, 1,024 by default): the next calls
+ * to orbit_transition_reader_next() return what is retained, then new
+ * frames, with nothing missed or repeated in between (orbitctl watch
+ * --replay). A frame overwritten before it is read is reported as a lag.
+ * Context: the reader's thread; no syscall. NULL is a no-op.
+ */
+ORBIT_API void orbit_transition_reader_rewind(orbit_transition_reader_t *r);
+
+/**
+ * orbit_fleet_replay_retained - the spec's replay_retained: call @fn for
+ * every frame the ring still retains, lane by lane (within a lane in
+ * publication order; across lanes order by state_revision). Frames
+ * overwritten while the walk runs are skipped. @fn returns 0 to go on,
+ * anything else to stop.
+ * Context: any thread; allocates one event buffer; no syscall otherwise;
+ * never writes to the ring (a read-only handle is enough).
+ * Returns: the number of frames passed to @fn; -ENOENT (no ring);
+ * -ENOMEM; -EINVAL.
+ */
+ORBIT_API int orbit_fleet_replay_retained(orbit_fleet_t *f,
+					  int (*fn)(const struct orbit_transition_event *ev, void *ctx),
+					  void *ctx);
+
 /** orbit_transition_reader_close - free a reader. NULL is a no-op. */
 ORBIT_API void orbit_transition_reader_close(orbit_transition_reader_t *r);
 

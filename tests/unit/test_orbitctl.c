@@ -406,6 +406,51 @@ static void test_orbitctl_watch_follows_transitions(void **state)
 	assert_non_null(strstr(all, "com.exampl~00000000003 host-~567:w3"));
 }
 
+struct replay_seen {
+	int frames, alpha_acquires, stop_after;
+};
+
+static int on_replayed(const struct orbit_transition_event *ev, void *p)
+{
+	struct replay_seen *s = p;
+
+	s->frames++;
+	if (ev->type == 1 && ev->ns_len == 8 && ev->label_len == 5 &&
+	    !memcmp(ev->bytes, "test.ctlalpha", 13))
+		s->alpha_acquires++;
+	return s->stop_after && s->frames >= s->stop_after;
+}
+
+/*
+ * Issue 5 "Transition ring": replay_retained returns what is still
+ * retained, through the public API (orbit_fleet_replay_retained) and
+ * orbitctl watch --replay; a plain watch starts after the current heads.
+ */
+static void test_fleet_replay_retained_and_watch_replay(void **state)
+{
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
+	struct replay_seen all = { 0 }, one = { .stop_after = 1 };
+	orbit_fleet_t *f = NULL;
+
+	(void)state;
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	assert_int_equal(orbit_fleet_replay_retained(f, NULL, NULL), -EINVAL);
+	assert_true(orbit_fleet_replay_retained(f, on_replayed, &all) >= 5);
+	assert_int_equal(all.alpha_acquires, 1); /* published in the group setup */
+	assert_int_equal(orbit_fleet_replay_retained(f, on_replayed, &one), 1);
+	orbit_fleet_close(f);
+
+	assert_int_equal(CTL("watch --timeout-ms 100"), 0);
+	assert_null(strstr(out, "test.ctl:alpha"));
+	assert_int_equal(CTL("watch --replay --timeout-ms 100"), 0);
+	assert_80_columns(out);
+	assert_non_null(strstr(out, "retained frames first"));
+	assert_non_null(strstr(out, " acquire "));
+	assert_non_null(strstr(out, "test.ctl:alpha "));
+	assert_non_null(strstr(out, "com.exampl~00000000001 "));
+	assert_int_equal(CTL("watch --replay --replay"), 1);
+}
+
 /* Issue 5 "orbitctl": documented exit codes; force-release and reset. */
 static void test_orbitctl_exit_codes(void **state)
 {
@@ -508,6 +553,7 @@ int main(void)
 		cmocka_unit_test(test_orbitctl_stats_json_parses),
 		cmocka_unit_test(test_orbitctl_stats_prometheus_format),
 		cmocka_unit_test(test_orbitctl_watch_follows_transitions),
+		cmocka_unit_test(test_fleet_replay_retained_and_watch_replay),
 		cmocka_unit_test(test_orbitctl_exit_codes),
 		cmocka_unit_test(test_orbitctl_random_bytes_never_crash),
 	};

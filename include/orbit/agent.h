@@ -17,9 +17,10 @@
  * -EAGAIN). A lag (-ORBIT_ELAGGED) means frames were lost: re-read the
  * lock table. The eventfd carries no payload; wakes coalesce.
  *
- * Caveats: deaths are noticed within one tick (tick_ms, default 10 ms):
- * the agent thread sleeps on the futex at most a tick, then polls the
- * pidfds of the other members (one poll() call). Members that joined are
+ * Caveats: deaths are noticed within one tick (tick_ms, default 10 ms),
+ * not at the instant of death: the agent thread sleeps on the futex at
+ * most a tick, then polls the pidfds of the other members (one poll()
+ * call); the bound is tick_ms plus the thread's scheduling delay. Members that joined are
  * picked up at the next wake that found no frame (a joining agent rings
  * the doorbell) and at every stats publish. The view follows the ring; it
  * is advisory like the ring (the lock table is the authority).
@@ -44,7 +45,8 @@ struct orbit_agent_options {
 				    are written to the agent's lane (the agent
 				    installs the ring as the lock's sink), and the
 				    view re-reads its table after a lag */
-	unsigned tick_ms;        /* longest futex sleep; death notice bound (0: 10) */
+	unsigned tick_ms;        /* longest futex sleep = the bound on noticing a
+				    dead member (0: 10) */
 	unsigned stats_ms;       /* stats publish + member rescan period (0: 250) */
 	unsigned mode;           /* segment permissions at creation (0: 0600) */
 	const struct orbit_lock_layout *layout; /* NULL: the lock's layout, else the

@@ -289,10 +289,18 @@ static void test_agent_start_stop_leaks_nothing(void **state)
 	orbit_lock_close(lock);
 }
 
-/* Issue 5 "Tests": writer-lane reclaim after SIGKILL; the agent notices a dead member at once. */
+/*
+ * Issue 5 "Tests": writer-lane reclaim after SIGKILL. "Notices a dead
+ * member at once" means within one tick: the agent thread polls the
+ * members' pidfds at least every tick_ms (default 10 ms). The watcher runs
+ * with the DEFAULT tick and the bound asserted is that tick, plus 10 ms
+ * for scheduling on a loaded machine (reclaim itself is ~0.1 ms).
+ */
 static void test_agent_dead_member_noticed_promptly(void **state)
 {
 	struct child c = spawn(member_child);
+	struct orbit_agent_options wo = { .size = sizeof(wo), .fleet = fleet, .name = "watcher" };
+	const uint64_t tick_ns = 10000000ull, slack_ns = 10000000ull;
 	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
 	struct orbit_member_info mi;
 	orbit_members_t *m = NULL;
@@ -304,8 +312,7 @@ static void test_agent_dead_member_noticed_promptly(void **state)
 
 	(void)state;
 	assert_true(c.pid > 0);
-	a = start_agent("watcher", NULL);
-	assert_non_null(a);
+	assert_int_equal(orbit_agent_start(&wo, &a), 0); /* tick_ms 0: the default, 10 ms */
 	send_byte(c.go, 'g');
 	row = wait_byte(c.report);
 	assert_true(row >= 0);
@@ -331,10 +338,10 @@ static void test_agent_dead_member_noticed_promptly(void **state)
 		took = orbit_test_now_ns() - t0;
 		if ((reclaimed && lane_free) || took > 2000000000ull)
 			break;
-		usleep(500);
+		usleep(200);
 	}
-	print_message("dead member reclaimed after %.1f ms\n", took / 1e6);
-	assert_true(took < 100000000ull);
+	print_message("dead member reclaimed after %.1f ms (bound: tick 10 ms + 10 ms)\n", took / 1e6);
+	assert_true(took < tick_ns + slack_ns);
 	reap(&c, 2000);
 	orbit__ring_close(ring);
 	orbit__members_close(m);

@@ -12,7 +12,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +27,17 @@
 #include "shm/lock_table.h"
 #include "shm/segment.h"
 
-/* Lookup retry budget: slot re-reads plus whole-probe restarts. */
-#define LOOKUP_SLOT_RETRIES 4096
-#define LOOKUP_PROBE_RETRIES 256
+/*
+ * Lookup retry budget: it counts retries caused by a concurrent rewrite
+ * (a slot's seq odd or changed under the copy, move_seq odd or changed
+ * under the probe), never slots probed: a miss on a full table with no
+ * writer costs one pass over the slots and answers -ENOENT. Retry r spins
+ * min(r, LOOKUP_SPIN_MAX) cpu_relax() pauses first (no syscall), so one
+ * lookup spins at most LOOKUP_RETRIES * LOOKUP_SPIN_MAX = 32,768 pauses
+ * (about 0.1-5 ms depending on the CPU's pause latency) before -EAGAIN.
+ */
+#define LOOKUP_RETRIES 512
+#define LOOKUP_SPIN_MAX 64
 
 enum lock_stat {
 	ST_ACQUIRED, ST_BUSY, ST_FULL, ST_RENEWED, ST_RELEASED, ST_FORCE_RELEASED,
@@ -311,6 +318,48 @@ static uint64_t slot_deadline(const struct orbit_lock_slot *s)
 	return atomic_load_explicit(&s->deadline_ns, memory_order_relaxed);
 }
 
+/*
+ * The seqlock copy in the C11 model (as shm/ring.c does for frames): every
+ * slot field a lookup copies outside the serializer - the words from hash
+ * to holder_start_ticks and the key/owner bytes - is written by
+ * slot_write() and read by read_meta()/read_entry() as relaxed atomic
+ * 64-bit words, so a copy racing a rewrite is a stale value (discarded by
+ * the seq re-check), never a data race. seq and state (word 0) and
+ * deadline_ns stay their own atomics. Relaxed is enough: seq orders them
+ * (F1/R1 on the writer side, A1/F2 on the reader side).
+ */
+#define SLOT_W_META 1u                       /* hash | ns_len | label_len */
+#define SLOT_W_OWNER 2u                      /* owner_len | pad16 | holder_pid */
+#define SLOT_W_TOKEN 3u
+#define SLOT_W_TICKS 5u
+#define SLOT_W_BYTES (ORBIT_LOCK_SLOT_META_BYTES / 8u)
+_Static_assert(offsetof(struct orbit_lock_slot, hash) == 8 * SLOT_W_META, "meta word");
+_Static_assert(offsetof(struct orbit_lock_slot, owner_len) == 8 * SLOT_W_OWNER, "owner word");
+_Static_assert(offsetof(struct orbit_lock_slot, token) == 8 * SLOT_W_TOKEN, "token word");
+_Static_assert(offsetof(struct orbit_lock_slot, deadline_ns) == 8 * 4, "deadline word");
+_Static_assert(offsetof(struct orbit_lock_slot, holder_start_ticks) == 8 * SLOT_W_TICKS, "ticks word");
+_Static_assert(ORBIT_LOCK_BYTES_MAX % 8 == 0, "whole words of bytes");
+
+static _Atomic uint64_t *slot_word(const struct orbit_lock_slot *s, uint32_t w)
+{
+	return (_Atomic uint64_t *)((uintptr_t)s + 8u * w);
+}
+
+static uint64_t word_load(const struct orbit_lock_slot *s, uint32_t w)
+{
+	/* relaxed: inside a seq window (see above) */
+	return atomic_load_explicit(slot_word(s, w), memory_order_relaxed);
+}
+
+static void word_store(struct orbit_lock_slot *s, uint32_t w, const void *img)
+{
+	uint64_t v;
+
+	memcpy(&v, (const uint8_t *)img + 8u * w, 8);
+	/* relaxed: inside a seq window (F1 before, R1 after) */
+	atomic_store_explicit(slot_word(s, w), v, memory_order_relaxed);
+}
+
 static void slot_to_entry(const struct orbit_lock_slot *s, uint32_t idx,
 			  struct orbit_lock_entry *e, uint64_t now)
 {
@@ -371,29 +420,40 @@ static void slot_write(orbit_lock_t *l, struct orbit_lock_slot *s, const struct 
 {
 	const orbit_lock_key_t *k = c->key;
 	size_t total = k->ns_len + k->label_len + c->owner_len;
-	uint8_t buf[ORBIT_LOCK_BYTES_MAX];
-	uint32_t seq;
+	uint32_t seq, nwords = (uint32_t)(total + 7) / 8;
+	union {
+		struct orbit_lock_slot slot; /* the image: the layout the words come from */
+		uint64_t align;
+	} img;
 
 	/* assemble first: c->owner may point into this very slot (compaction) */
-	memcpy(buf, k->ns, k->ns_len);
-	memcpy(buf + k->ns_len, k->label, k->label_len);
-	memcpy(buf + k->ns_len + k->label_len, c->owner, c->owner_len);
+	memset(&img.slot.hash, 0, ORBIT_LOCK_SLOT_META_BYTES - 8);
+	img.slot.hash = c->hash;
+	img.slot.ns_len = (uint16_t)k->ns_len;
+	img.slot.label_len = (uint16_t)k->label_len;
+	img.slot.owner_len = (uint16_t)c->owner_len;
+	img.slot.holder_pid = c->pid;
+	img.slot.token = c->token;
+	img.slot.holder_start_ticks = c->start_ticks;
+	memcpy(img.slot.bytes, k->ns, k->ns_len);
+	memcpy(img.slot.bytes + k->ns_len, k->label, k->label_len);
+	memcpy(img.slot.bytes + k->ns_len + k->label_len, c->owner, c->owner_len);
+	memset(img.slot.bytes + total, 0, (size_t)nwords * 8 - total); /* the last word's tail */
 
 	seq = slot_begin(s);
 	slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
 	ORBIT_CRASHPOINT("lock.after_tombstone");
-	s->hash = c->hash;
-	s->ns_len = (uint16_t)k->ns_len;
-	s->label_len = (uint16_t)k->label_len;
-	s->owner_len = (uint16_t)c->owner_len;
-	s->holder_pid = c->pid;
-	s->token = c->token;
-	s->holder_start_ticks = c->start_ticks;
+	word_store(s, SLOT_W_META, &img);
+	word_store(s, SLOT_W_OWNER, &img);
+	word_store(s, SLOT_W_TOKEN, &img);
+	word_store(s, SLOT_W_TICKS, &img);
 	/* relaxed: published by R1 (seq) and R2 (state) */
 	atomic_store_explicit(&s->deadline_ns, c->deadline_ns, memory_order_relaxed);
-	memcpy(s->bytes, buf, total / 2);
-	ORBIT_CRASHPOINT("lock.mid_bytes");
-	memcpy(s->bytes + total / 2, buf + total / 2, total - total / 2);
+	for (uint32_t w = 0; w < nwords; w++) {
+		if (w == nwords / 2)
+			ORBIT_CRASHPOINT("lock.mid_bytes");
+		word_store(s, SLOT_W_BYTES + w, &img);
+	}
 	ORBIT_CRASHPOINT("lock.before_occupied");
 	slot_set_state(s, ORBIT_LOCK_SLOT_OCCUPIED);
 	ORBIT_CRASHPOINT("lock.after_occupied");
@@ -924,19 +984,54 @@ struct meta {
 	uint32_t state, hash, ns_len, label_len, owner_len;
 };
 
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/*
+ * One retry caused by a concurrent rewrite: false when the budget is
+ * spent (the caller answers -EAGAIN). Spins, never sleeps or yields: the
+ * lookup path makes no syscall (bound in LOOKUP_RETRIES' comment).
+ */
+static bool lookup_retry(int *budget)
+{
+	int spins = LOOKUP_RETRIES - *budget;
+
+	if (--*budget < 0)
+		return false;
+	for (int i = 0; i <= spins && i < LOOKUP_SPIN_MAX; i++)
+		cpu_relax();
+	return true;
+}
+
 /* One consistent read of a slot's metadata; -EAGAIN when it is being written. */
 static int read_meta(const struct orbit_lock_slot *s, struct meta *m, uint32_t *seq)
 {
 	/* A1: acquire, pairs with R1 in slot_end(): the bytes of that version */
 	uint32_t s1 = atomic_load_explicit(&s->seq, memory_order_acquire);
+	uint64_t w;
+	uint16_t ns_len, label_len;
 
 	if (s1 & 1u)
 		return -EAGAIN;
 	m->state = atomic_load_explicit(&s->state, memory_order_relaxed); /* checked by seq */
-	m->hash = s->hash;
-	m->ns_len = s->ns_len;
-	m->label_len = s->label_len;
-	m->owner_len = s->owner_len;
+	w = word_load(s, SLOT_W_META);
+	memcpy(&m->hash, (uint8_t *)&w + offsetof(struct orbit_lock_slot, hash) - 8 * SLOT_W_META, 4);
+	memcpy(&ns_len, (uint8_t *)&w + offsetof(struct orbit_lock_slot, ns_len) - 8 * SLOT_W_META, 2);
+	memcpy(&label_len, (uint8_t *)&w + offsetof(struct orbit_lock_slot, label_len) -
+		8 * SLOT_W_META, 2);
+	w = word_load(s, SLOT_W_OWNER);
+	m->ns_len = ns_len;
+	m->label_len = label_len;
+	memcpy(&ns_len, (uint8_t *)&w + offsetof(struct orbit_lock_slot, owner_len) - 8 * SLOT_W_OWNER, 2);
+	m->owner_len = ns_len;
 	/* F2: acquire fence, pairs with F1 in slot_begin(): copy before re-check */
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&s->seq, memory_order_relaxed) != s1)
@@ -949,16 +1044,27 @@ static int read_meta(const struct orbit_lock_slot *s, struct meta *m, uint32_t *
 static int read_entry(const struct orbit_lock_slot *s, const struct meta *m, uint32_t seq,
 		      uint32_t idx, struct orbit_lock_entry *e)
 {
-	e->token = s->token;
+	/* lengths validated by meta_valid(): the copy stays inside both buffers */
+	uint32_t n = m->ns_len + m->label_len + m->owner_len, w;
+	uint64_t v = word_load(s, SLOT_W_OWNER);
+
+	memcpy(&e->holder_pid, (uint8_t *)&v + offsetof(struct orbit_lock_slot, holder_pid) -
+	       8 * SLOT_W_OWNER, 4);
+	e->token = word_load(s, SLOT_W_TOKEN);
 	e->deadline_ns = atomic_load_explicit(&s->deadline_ns, memory_order_relaxed); /* by seq */
-	e->holder_start_ticks = s->holder_start_ticks;
-	e->holder_pid = s->holder_pid;
+	e->holder_start_ticks = word_load(s, SLOT_W_TICKS);
 	e->slot_idx = idx;
 	e->ns_len = (uint16_t)m->ns_len;
 	e->label_len = (uint16_t)m->label_len;
 	e->owner_len = (uint16_t)m->owner_len;
-	/* lengths validated by meta_valid(): the copy stays inside both buffers */
-	memcpy(e->bytes, s->bytes, m->ns_len + m->label_len + m->owner_len);
+	for (w = 0; w < n / 8; w++) {
+		v = word_load(s, SLOT_W_BYTES + w);
+		memcpy(e->bytes + 8 * w, &v, 8);
+	}
+	if (n % 8) {
+		v = word_load(s, SLOT_W_BYTES + w);
+		memcpy(e->bytes + 8 * w, &v, n % 8);
+	}
 	/* F2: acquire fence, pairs with F1 in slot_begin() */
 	atomic_thread_fence(memory_order_acquire);
 	return atomic_load_explicit(&s->seq, memory_order_relaxed) == seq ? 0 : -EAGAIN;
@@ -973,15 +1079,10 @@ static int lookup_once(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32,
 		const struct orbit_lock_slot *s = &l->slots[i];
 		struct meta m;
 		uint32_t seq;
-		int rc;
 
-retry_slot:
-		if (--*budget < 0)
-			return -EAGAIN;
-		if ((*budget & 63) == 0)
-			sched_yield(); /* slow path: the slot's writer may be preempted */
-		if (read_meta(s, &m, &seq))
-			goto retry_slot;
+		while (read_meta(s, &m, &seq))
+			if (!lookup_retry(budget))
+				return -EAGAIN;
 		if (!meta_valid(m.state, m.ns_len, m.label_len, m.owner_len)) {
 			stat_inc_rmw(l, ST_CORRUPT);
 			return -ORBIT_ECORRUPT;
@@ -991,9 +1092,13 @@ retry_slot:
 		if (m.state == ORBIT_LOCK_SLOT_TOMBSTONE || m.hash != h32 ||
 		    m.ns_len != k->ns_len || m.label_len != k->label_len)
 			continue;
-		rc = read_entry(s, &m, seq, i, e);
-		if (rc)
-			goto retry_slot;
+		if (read_entry(s, &m, seq, i, e)) {
+			if (!lookup_retry(budget))
+				return -EAGAIN;
+			n--; /* this slot again (unsigned: the loop's n++ undoes it) */
+			i = (i - 1) & l->mask;
+			continue;
+		}
 		if (memcmp(e->bytes, k->ns, k->ns_len) == 0 &&
 		    memcmp(e->bytes + k->ns_len, k->label, k->label_len) == 0)
 			return 0;
@@ -1004,7 +1109,7 @@ retry_slot:
 ORBIT_API int orbit_lock_lookup(orbit_lock_t *l, const orbit_lock_key_t *key,
 				struct orbit_lock_entry *e)
 {
-	int budget = LOOKUP_SLOT_RETRIES;
+	int budget = LOOKUP_RETRIES;
 	uint32_t h32;
 	int rc;
 
@@ -1017,12 +1122,13 @@ ORBIT_API int orbit_lock_lookup(orbit_lock_t *l, const orbit_lock_key_t *key,
 	 * a count; the fast path stays free of locked instructions */
 	stat_inc(l, ST_LOOKUPS);
 	h32 = (uint32_t)orbit__lock_hash(key);
-	for (int tries = 0; tries < LOOKUP_PROBE_RETRIES; tries++) {
+	for (;;) {
 		/* A4: acquire, pairs with R4 in compact()/repair(): moves done */
 		uint64_t m1 = atomic_load_explicit(&l->hdr->move_seq, memory_order_acquire);
 
-		if (m1 & 1u) {
-			sched_yield(); /* slow path: a compaction is moving entries */
+		if (m1 & 1u) { /* a compaction is moving entries (or a corrupt word) */
+			if (!lookup_retry(&budget))
+				return -EAGAIN;
 			continue;
 		}
 		rc = lookup_once(l, key, h32, e, &budget);
@@ -1030,8 +1136,11 @@ ORBIT_API int orbit_lock_lookup(orbit_lock_t *l, const orbit_lock_key_t *key,
 			return rc;
 		/* A5: acquire fence, pairs with F3 in compact(): probe before re-check */
 		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&l->hdr->move_seq, memory_order_relaxed) != m1)
+		if (atomic_load_explicit(&l->hdr->move_seq, memory_order_relaxed) != m1) {
+			if (!lookup_retry(&budget))
+				return -EAGAIN;
 			continue;
+		}
 		if (rc == 0) {
 			e->expired = e->deadline_ns <= orbit__now_mono_ns();
 			if (e->expired)
@@ -1039,7 +1148,6 @@ ORBIT_API int orbit_lock_lookup(orbit_lock_t *l, const orbit_lock_key_t *key,
 		}
 		return rc;
 	}
-	return -EAGAIN;
 }
 
 ORBIT_API int orbit_lock_foreach(orbit_lock_t *l,
@@ -1052,12 +1160,12 @@ ORBIT_API int orbit_lock_foreach(orbit_lock_t *l,
 		return -EINVAL;
 	for (uint32_t i = 0; i < l->nslots; i++) {
 		const struct orbit_lock_slot *s = &l->slots[i];
-		int budget = LOOKUP_SLOT_RETRIES;
+		int budget = LOOKUP_RETRIES;
 		struct meta m;
 		uint32_t seq;
 
-		for (;;) {
-			if (--budget < 0)
+		for (bool again = false;; again = true) {
+			if (again && !lookup_retry(&budget))
 				return -EAGAIN;
 			if (read_meta(s, &m, &seq))
 				continue;

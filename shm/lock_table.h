@@ -25,7 +25,8 @@
  *   slot.state        M: TOMBSTONE before bytes, OCCUPIED   never torn (atomic u32)
  *                     after (R2)
  *   slot bytes, lens, M under seq odd     lookup copy       a torn copy is detected by the
- *   token, pid, ...                                         seq re-check and retried
+ *   token, pid, ...   (relaxed atomic     (relaxed atomic   seq re-check and retried
+ *                     64-bit words)       64-bit words)
  *   slot.deadline_ns  M (renew in place)  lookup            atomic u64: old or new
  * Every length and index read from here is validated before use (lengths
  * against ORBIT_LOCK_BYTES_MAX, the slot count against the mapping).

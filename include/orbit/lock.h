@@ -272,9 +272,13 @@ ORBIT_API int orbit_lock_force_release(orbit_lock_t *lock, const orbit_lock_key_
  * Never takes the serializer: copies the slot and re-checks its sequence.
  * Context: any thread, any process with a (readonly) handle, also a forked
  * child; no syscall (vDSO clock), no allocation, no lock.
+ * The retry budget counts retries caused by concurrent rewrites (not slots
+ * probed: a miss on a full table answers -ENOENT); retries spin with a CPU
+ * pause, at most ~32,768 pauses in all (about 0.1-5 ms), never yield.
  * Returns: 0; -ENOENT (not held or expired); -EAGAIN (slots kept changing
  * for the whole bounded retry budget, or a mutator died mid-write or
- * mid-compaction and no mutation repaired the table yet); -EINVAL, -E2BIG;
+ * mid-compaction, or a corrupt move_seq word, and no mutation repaired the
+ * table yet); -EINVAL, -E2BIG;
  * -ORBIT_ECORRUPT (a slot on the probe path fails validation).
  */
 ORBIT_API int orbit_lock_lookup(orbit_lock_t *lock, const orbit_lock_key_t *key,

@@ -756,6 +756,54 @@ static void test_foreach_namespace_and_holder_alive(void **state)
 	assert_int_equal(orbit_lock_holder_alive(&e), 0);
 }
 
+/*
+ * Lookup budget: it counts retries caused by a concurrent rewrite, not
+ * slots probed. A miss on a full table with no writer walks every slot and
+ * answers -ENOENT, on a small and on a large layout (8,192 slots used to
+ * exhaust a per-slot budget: -EAGAIN on every miss). No syscall on that
+ * path (spin only; see LOOKUP_RETRIES in shm/lock.c).
+ */
+static void test_lookup_miss_on_full_table_is_enoent(void **state)
+{
+	static const uint32_t sizes[] = { 256, 8192 };
+	orbit_lock_owner_t a = O("alice");
+
+	for (unsigned z = 0; z < 2; z++) {
+		struct orbit_lock_layout y = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
+		struct orbit_lock_options o;
+		struct orbit_lock_entry e;
+		char f[64], lab[24];
+		orbit_lock_t *l;
+
+		y.slots = sizes[z];
+		o = opts_for(orbit_test_fleet(f, sizeof(f), "full"), &y);
+		assert_int_equal(orbit_lock_open(&o, &l), 0);
+		for (uint32_t i = 0; i < y.slots; i++) {
+			snprintf(lab, sizeof(lab), "fill-%u", i);
+			orbit_lock_key_t k = K(lab);
+			assert_int_equal(orbit_lock_try_acquire(l, &k, &a, 60 * SEC, NULL, NULL), 0);
+		}
+		orbit_lock_key_t more = K("one-too-many");
+		assert_int_equal(orbit_lock_try_acquire(l, &more, &a, 60 * SEC, NULL, NULL), -ENOSPC);
+		for (int i = 0; i < 1000; i++) {
+			snprintf(lab, sizeof(lab), "miss-%d", i);
+			orbit_lock_key_t k = K(lab);
+			int rc = orbit_lock_lookup(l, &k, &e);
+
+			if (rc != -ENOENT)
+				fail_msg("%u slots: miss %d returned %d", y.slots, i, rc);
+		}
+		for (uint32_t i = 0; i < y.slots; i += y.slots / 16) {
+			snprintf(lab, sizeof(lab), "fill-%u", i);
+			orbit_lock_key_t k = K(lab);
+			assert_int_equal(orbit_lock_lookup(l, &k, &e), 0);
+		}
+		check_table(l);
+		orbit_lock_close(l);
+		orbit_lock_unlink(&o);
+	}
+}
+
 static int sink_calls;
 
 static void counting_sink(void *ctx, const struct orbit_transition *t)
@@ -867,6 +915,7 @@ static void test_crashpoint_env_variable_arms_nothing(void **state)
 	T(test_serializer_holder_death_is_repaired),                 \
 	T(test_tombstones_compacted_probes_short),                   \
 	T(test_foreach_namespace_and_holder_alive),                   \
+	T(test_lookup_miss_on_full_table_is_enoent),                 \
 	T(test_set_sink_null_sticks_when_serializer_fails),          \
 	T(test_crashpoint_env_variable_arms_nothing)
 

@@ -120,11 +120,92 @@ static void test_threads_share_handle_no_overlap_futex(void **state)
 	run(ORBIT_LOCK_SERIALIZER_FUTEX);
 }
 
+/*
+ * The seqlock copy is race-free in the C11 model: one thread rewrites a
+ * slot (acquire / release with owners of different lengths) while another
+ * looks the key up. Under TSan any plain access racing the rewrite is
+ * reported; every copy that lookup returns must be whole.
+ */
+struct race {
+	_Atomic int stop;
+	_Atomic long hits;
+};
+
+static void *race_writer(void *p)
+{
+	struct race *r = p;
+	static const char *const owners[] = { "w", "writer-two-22", "writer-three-with-a-long-name" };
+	orbit_lock_key_t key = orbit_lock_key(th_ns, "hot", 3);
+	uint64_t t0 = orbit_test_now_ns();
+
+	/* Until the reader saw enough copies (bounded: 3 s). */
+	for (int i = 0; atomic_load(&r->hits) < 20000 && orbit_test_now_ns() - t0 < 3000000000ull;
+	     i++) {
+		const char *o = owners[i % 3];
+		orbit_lock_owner_t ow = { o, strlen(o) };
+		struct orbit_lock_lease ls;
+
+		if (orbit_lock_try_acquire(L, &key, &ow, 30000000000ull, &ls, NULL))
+			break;
+		for (int k = 0; k < 20; k++) /* held most of the time: the reader finds it */
+			if (orbit_lock_renew(L, &key, &ow, ls.token, 30000000000ull, NULL))
+				break;
+		if (orbit_lock_release(L, &key, &ow, ls.token))
+			break;
+	}
+	atomic_store(&r->stop, 1);
+	return NULL;
+}
+
+static void *race_reader(void *p)
+{
+	struct race *r = p;
+	orbit_lock_key_t key = orbit_lock_key(th_ns, "hot", 3);
+	struct orbit_lock_entry e;
+
+	while (!atomic_load(&r->stop)) {
+		int rc = orbit_lock_lookup(L, &key, &e);
+
+		if (rc == -ENOENT || rc == -EAGAIN)
+			continue;
+		if (rc)
+			return (void *)1;
+		if (e.ns_len != strlen("tests.threads") || e.label_len != 3 ||
+		    memcmp(e.bytes, "tests.threadshot", 16) ||
+		    memcmp(orbit_lock_entry_owner(&e), "w", 1) || e.token == 0)
+			return (void *)2;
+		atomic_fetch_add(&r->hits, 1);
+	}
+	return NULL;
+}
+
+static void test_threads_lookup_races_rewrite_tsan_clean(void **state)
+{
+	struct orbit_lock_options o = { .size = sizeof(o), .serializer = ORBIT_LOCK_SERIALIZER_FUTEX };
+	struct race r = { 0 };
+	pthread_t w, rd;
+	char fleet[64];
+	void *ret;
+
+	o.fleet = orbit_test_fleet(fleet, sizeof(fleet), "race");
+	assert_int_equal(orbit_lock_open(&o, &L), 0);
+	assert_int_equal(pthread_create(&rd, NULL, race_reader, &r), 0);
+	assert_int_equal(pthread_create(&w, NULL, race_writer, &r), 0);
+	pthread_join(w, NULL);
+	pthread_join(rd, &ret);
+	assert_null(ret);
+	print_message("lookups that found the key: %ld\n", atomic_load(&r.hits));
+	assert_true(atomic_load(&r.hits) > 0);
+	orbit_lock_close(L);
+	orbit_lock_unlink(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_threads_share_handle_no_overlap_flock),
 		cmocka_unit_test(test_threads_share_handle_no_overlap_futex),
+		cmocka_unit_test(test_threads_lookup_races_rewrite_tsan_clean),
 	};
 
 	return cmocka_run_group_tests_name("lock_threads", tests, NULL, NULL);

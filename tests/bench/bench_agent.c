@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/bench/bench_agent.c: the issue 5 wake benchmark end to end, through
+ * the public API: cross-process wake latency from a transition's publish
+ * to the subscriber's poll() returning, p50 and p99, next to raw futex,
+ * eventfd and pipe ping-pong measured in the same run the same way.
+ *
+ * Process A holds a lock handle with an agent and alternates acquire and
+ * release (each publishes one frame on A's lane). Process B runs an agent
+ * without a lock, subscribes and poll()s the eventfd; when poll returns it
+ * stamps CLOCK_MONOTONIC, drains the eventfd, reads the frame with its own
+ * cursor and records stamp - frame.publish_ns (the ring stamps the frame
+ * at publish). Path: publish -> futex wake of B's agent thread -> drain
+ * (frame copy, view update) -> eventfd write -> B's poll returns: the
+ * agent adds one hop over a raw futex wake. Ping-pong: B acks on a pipe
+ * before A's next transition, so one transition is in flight; A sleeps
+ * 50 us before each so B's agent is asleep again. The baselines time one
+ * way from the sender's stamp (in a shared anonymous mapping) to the
+ * receiver's return, with the same ack and gap. Under ~10 s.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "orbit_test.h"
+#include <orbit/orbit.h>
+
+#define ROUNDS 4000
+
+enum method { M_AGENT, M_FUTEX, M_EVENTFD, M_PIPE, M_N };
+
+static const char *const names[M_N] = { "agent", "futex", "eventfd", "pipe" };
+
+/* Shared between the two processes of one method (MAP_SHARED | MAP_ANONYMOUS). */
+struct box {
+	_Atomic uint32_t word;   /* raw futex: the round number */
+	_Atomic uint64_t sent;   /* baselines: the sender's stamp */
+	uint64_t lat[ROUNDS];    /* written by the receiver, read after it exits */
+};
+
+struct peer {
+	struct box *box;
+	int efd;                 /* eventfd baseline */
+	int data[2];             /* pipe baseline */
+	int ack[2];              /* receiver -> sender: ready, then one byte per round */
+	const char *fleet;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void futex_wait(_Atomic uint32_t *w, uint32_t v)
+{
+	syscall(SYS_futex, w, FUTEX_WAIT, v, NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *w)
+{
+	syscall(SYS_futex, w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static int ack(struct peer *p)
+{
+	char c = 'a';
+
+	return write(p->ack[1], &c, 1) == 1 ? 0 : -1;
+}
+
+/* B for M_AGENT: an agent, a subscriber eventfd, a private cursor. */
+static int agent_receiver(struct peer *p)
+{
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = p->fleet, .name = "bench-sub" };
+	struct orbit_transition_event *ev = malloc(sizeof(*ev));
+	orbit_transition_reader_t *r = NULL;
+	orbit_agent_t *a = NULL;
+	int fd = -1, rc = 0;
+
+	if (!ev || orbit_agent_start(&ao, &a) < 0 || orbit_agent_subscribe(a, &fd) < 0 ||
+	    orbit_agent_reader_open(a, &r) < 0 || ack(p) < 0)
+		return 1;
+	for (int i = 0; i < ROUNDS && rc == 0; i++) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		uint64_t now = 0, sent = 0, cnt;
+		int n;
+
+		while (!sent) { /* a wake without a frame (none expected) polls again */
+			if (poll(&pfd, 1, 10000) != 1) {
+				rc = 2;
+				break;
+			}
+			now = orbit_test_now_ns();
+			if (read(fd, &cnt, sizeof(cnt)) != sizeof(cnt))
+				continue;
+			while ((n = orbit_transition_reader_next(r, ev)) != -EAGAIN)
+				if (n == 0)
+					sent = ev->publish_ns;
+		}
+		p->box->lat[i] = now > sent ? now - sent : 0;
+		if (rc == 0 && ack(p) < 0)
+			rc = 3;
+	}
+	orbit_transition_reader_close(r);
+	orbit_agent_stop(a);
+	free(ev);
+	return rc;
+}
+
+/* B for the baselines: the same loop shape, one kernel object each. */
+static int raw_receiver(enum method m, struct peer *p)
+{
+	if (ack(p) < 0)
+		return 1;
+	for (int i = 0; i < ROUNDS; i++) {
+		uint64_t now, sent, x;
+
+		if (m == M_FUTEX) {
+			while (atomic_load(&p->box->word) == (uint32_t)i)
+				futex_wait(&p->box->word, (uint32_t)i);
+			now = orbit_test_now_ns();
+			sent = atomic_load(&p->box->sent);
+		} else if (m == M_EVENTFD) {
+			if (read(p->efd, &x, sizeof(x)) != sizeof(x))
+				return 2;
+			now = orbit_test_now_ns();
+			sent = atomic_load(&p->box->sent);
+		} else {
+			if (read(p->data[0], &x, sizeof(x)) != sizeof(x))
+				return 3;
+			now = orbit_test_now_ns();
+			sent = x;
+		}
+		p->box->lat[i] = now - sent;
+		if (ack(p) < 0)
+			return 4;
+	}
+	return 0;
+}
+
+/* A for M_AGENT: a lock handle with an agent; acquire and release alternate. */
+struct sender {
+	orbit_lock_t *lock;
+	orbit_agent_t *agent;
+};
+
+static int agent_sender_start(struct sender *s, const char *fleet)
+{
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "bench-pub" };
+
+	if (orbit_lock_open(&lo, &s->lock) < 0)
+		return -1;
+	ao.lock = s->lock;
+	if (orbit_agent_start(&ao, &s->agent) < 0) {
+		orbit_lock_close(s->lock);
+		return -1;
+	}
+	return 0;
+}
+
+static int send_one(enum method m, struct peer *p, struct sender *s, int i)
+{
+	static const orbit_lock_owner_t owner = { "bench-a", 7 };
+	uint64_t now = orbit_test_now_ns(), one = 1;
+	orbit_lock_key_t key = { "bench.agent", 11, "k", 1 };
+
+	switch (m) {
+	case M_AGENT:
+		if (i % 2 == 0)
+			return orbit_lock_try_acquire(s->lock, &key, &owner, 60000000000ull, NULL, NULL);
+		return orbit_lock_release(s->lock, &key, &owner, 0);
+	case M_FUTEX:
+		atomic_store(&p->box->sent, now);
+		atomic_fetch_add(&p->box->word, 1);
+		futex_wake(&p->box->word);
+		return 0;
+	case M_EVENTFD:
+		atomic_store(&p->box->sent, now);
+		return write(p->efd, &one, sizeof(one)) == sizeof(one) ? 0 : -1;
+	default:
+		return write(p->data[1], &now, sizeof(now)) == sizeof(now) ? 0 : -1;
+	}
+}
+
+/* One method, ROUNDS ping-pongs: p50 and p99 in ns. */
+static int run(enum method m, const char *fleet, double *p50, double *p99)
+{
+	struct timespec gap = { 0, 50 * 1000 }; /* the receiver falls asleep again */
+	struct sender s = { NULL, NULL };
+	struct peer p = { .fleet = fleet };
+	int rc = 0, st;
+	pid_t pid;
+	char c;
+
+	p.box = mmap(NULL, sizeof(*p.box), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	p.efd = eventfd(0, EFD_CLOEXEC);
+	if (p.box == MAP_FAILED || p.efd < 0 || pipe(p.data) || pipe(p.ack))
+		return -1;
+	/* Fork before this process starts an agent thread (liburcu and fork). */
+	pid = fork();
+	if (pid == 0)
+		_exit(m == M_AGENT ? agent_receiver(&p) : raw_receiver(m, &p));
+	if (pid < 0 || read(p.ack[0], &c, 1) != 1)
+		rc = -1;
+	if (rc == 0 && m == M_AGENT) {
+		rc = agent_sender_start(&s, fleet);
+		usleep(50000); /* both agents settle (a join wakes every agent once) */
+	}
+	for (int i = 0; i < ROUNDS && rc == 0; i++) {
+		nanosleep(&gap, NULL);
+		if (send_one(m, &p, &s, i) < 0 || read(p.ack[0], &c, 1) != 1)
+			rc = -1;
+	}
+	if (pid > 0) {
+		if (rc < 0)
+			kill(pid, SIGKILL);
+		st = orbit_test_wait(pid, 30000);
+		if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			rc = -1;
+	}
+	if (s.agent) {
+		orbit_agent_stop(s.agent);
+		orbit_lock_close(s.lock);
+	}
+	qsort(p.box->lat, ROUNDS, sizeof(p.box->lat[0]), cmp_u64);
+	*p50 = (double)p.box->lat[ROUNDS / 2];
+	*p99 = (double)p.box->lat[ROUNDS * 99 / 100];
+	close(p.efd);
+	close(p.data[0]);
+	close(p.data[1]);
+	close(p.ack[0]);
+	close(p.ack[1]);
+	munmap(p.box, sizeof(*p.box));
+	return rc;
+}
+
+static void line(const char *name, double v, const char *bname, double b, const char *target)
+{
+	printf("%-22s %9.0f  %-24s %9.0f  %6.2f  (%s)\n", name, v, bname, b, b > 0 ? v / b : 0.0,
+	       target);
+}
+
+int main(void)
+{
+	double lat[M_N][2] = { { 0 } };
+	char fleet[64];
+	int rc = 0;
+
+	orbit_test_fleet(fleet, sizeof(fleet), "bagent");
+	printf("bench_agent: publish -> subscriber poll() returns, %d ping-pong rounds per method,\n"
+	       "one transition in flight, 50 us gap; baselines timed the same way\n", ROUNDS);
+	/* Baselines first: their children never see an agent thread in the parent. */
+	for (int m = M_N - 1; m >= 0; m--)
+		if (run((enum method)m, fleet, &lat[m][0], &lat[m][1]) < 0) {
+			fprintf(stderr, "bench_agent: %s run failed\n", names[m]);
+			rc = 1;
+		}
+	orbit_fleet_unlink(fleet);
+	printf("%-22s %9s  %-24s %9s  %6s  %s\n", "name", "ns", "baseline", "ns", "ratio", "(target)");
+	line("agent_wake_p50", lat[M_AGENT][0], "futex_pingpong_p50", lat[M_FUTEX][0], "<= 1.5");
+	line("agent_wake_p99", lat[M_AGENT][1], "futex_pingpong_p99", lat[M_FUTEX][1], "info");
+	line("agent_wake_p50", lat[M_AGENT][0], "eventfd_pingpong_p50", lat[M_EVENTFD][0], "info");
+	line("agent_wake_p99", lat[M_AGENT][1], "eventfd_pingpong_p99", lat[M_EVENTFD][1], "info");
+	line("agent_wake_p50", lat[M_AGENT][0], "pipe_pingpong_p50", lat[M_PIPE][0], "info");
+	line("agent_wake_p99", lat[M_AGENT][1], "pipe_pingpong_p99", lat[M_PIPE][1], "info");
+	return rc;
+}

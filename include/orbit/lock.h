@@ -274,7 +274,7 @@ ORBIT_API int orbit_lock_force_release(orbit_lock_t *lock, const orbit_lock_key_
  * child; no syscall (vDSO clock), no allocation, no lock.
  * The retry budget counts retries caused by concurrent rewrites (not slots
  * probed: a miss on a full table answers -ENOENT); retries spin with a CPU
- * pause, at most ~32,768 pauses in all (about 0.1-5 ms), never yield.
+ * pause, at most ~7,700 pauses in all (about 0.5 ms at most), never yield.
  * Returns: 0; -ENOENT (not held or expired); -EAGAIN (slots kept changing
  * for the whole bounded retry budget, or a mutator died mid-write or
  * mid-compaction, or a corrupt move_seq word, and no mutation repaired the

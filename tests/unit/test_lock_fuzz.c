@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <sys/stat.h>
 
 #include <orbit/orbit.h>
@@ -167,12 +168,60 @@ static void test_fuzz_random_slots_lookup_documented_codes(void **state)
 	}
 }
 
+/*
+ * Random bytes over the table header's mutation words (next_token,
+ * state_revision, move_seq, dirty_pid, tombstones, repairs) behind a valid
+ * magic, no mutator dead: lookups stay bounded (documented codes, -EAGAIN
+ * at worst), and the next mutation repairs what it can validate (an odd
+ * move_seq, a tombstone count above the slot count), after which a miss
+ * answers -ENOENT again. The robust mutex bytes (next line) are left
+ * alone: a scribbled pthread mutex can hang mutators, a known limit of
+ * the FUTEX serializer (the FLOCK serializer keeps no lock state in SHM).
+ */
+static void test_fuzz_header_words_repaired_by_next_mutation(void **state)
+{
+	const off_t words = 128 + offsetof(struct orbit_lock_table_hdr, next_token);
+	const off_t words_end = 128 + offsetof(struct orbit_lock_table_hdr, mutex);
+
+	for (int round = 0; round < (orbit_test_long() ? 2000 : 100); round++) {
+		orbit_lock_key_t k = { "", 0, "1", 1 }, miss = { "", 0, "absent", 6 };
+		orbit_lock_owner_t ow = { "me", 2 };
+		struct orbit_lock_options o;
+		struct orbit_lock_entry e;
+		char why[160];
+		orbit_lock_t *l;
+		int rc;
+
+		fresh();
+		scribble(words, words_end, false);
+		o = opts();
+		assert_int_equal(orbit_lock_open(&o, &l), 0);
+		/* bounded: an odd move_seq costs a lookup its whole spin budget */
+		rc = orbit_lock_lookup(l, &miss, &e);
+		if (rc != -ENOENT && rc != -EAGAIN)
+			fail_msg("round %d: lookup returned undocumented %d", round, rc);
+		rc = orbit_lock_try_acquire(l, &k, &ow, 1000000000, NULL, NULL);
+		if (rc != 0)
+			fail_msg("round %d: acquire returned %d", round, rc);
+		rc = orbit_lock_lookup(l, &miss, &e);
+		if (rc != -ENOENT)
+			fail_msg("round %d: a miss after the repairing mutation returned %d", round, rc);
+		assert_int_equal(orbit_lock_lookup(l, &k, &e), 0);
+		assert_int_equal(orbit_lock_release(l, &k, &ow, 0), 0);
+		if (orbit__lock_table_check(l, why, sizeof(why)))
+			fail_msg("round %d: %s", round, why);
+		orbit_lock_close(l);
+		unlink_fleet();
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fuzz_random_segment_open_fails_cleanly),
 		cmocka_unit_test(test_fuzz_random_body_open_ecorrupt),
 		cmocka_unit_test(test_fuzz_random_slots_lookup_documented_codes),
+		cmocka_unit_test(test_fuzz_header_words_repaired_by_next_mutation),
 	};
 
 	return cmocka_run_group_tests_name("lock_fuzz", tests, NULL, NULL);

@@ -2,7 +2,8 @@
 /*
  * tests/bench/bench_lock.c: orbit-lock figures (make bench). Prints, side
  * by side, ns/op and the ratio to each baseline: orbit try_acquire +
- * release (each serializer), renew, lookup; a bare flock(LOCK_EX) /
+ * release (each serializer, and FUTEX with an agent publishing every
+ * transition to the ring: the demo configuration), renew, lookup; a bare flock(LOCK_EX) /
  * flock(LOCK_UN) pair; an uncontended process-shared robust mutex pair;
  * open+flock+unlock+close of a per-key lock file; Redis SET NX PX + DEL
  * over loopback (RESP spoken here, no hiredis; port from
@@ -103,6 +104,40 @@ static double bench_acq_rel(enum orbit_lock_serializer ser, long n)
 	});
 	orbit_lock_close(l);
 	unlink_lock(f, 256);
+	return v;
+}
+
+/*
+ * The demo configuration: an agent on the lock's fleet installs the ring
+ * as the lock's transition sink, so each acquire and release also
+ * publishes a frame on the agent's ring lane (and rings the doorbell),
+ * while the agent thread drains the ring into its view.
+ */
+static double bench_acq_rel_ring(long n)
+{
+	char f[64];
+	orbit_lock_key_t k = orbit_lock_key(bench_ns, "key", 3);
+	orbit_lock_owner_t ow = { "owner-1", 7 };
+	struct orbit_lock_lease ls;
+	orbit_agent_t *a = NULL;
+	double v;
+	int rc;
+
+	snprintf(f, sizeof(f), "%sa", fleet);
+	orbit_lock_t *l = open_lock(ORBIT_LOCK_SERIALIZER_FUTEX, f, 256);
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = f, .name = "bench",
+					  .lock = l };
+	rc = orbit_agent_start(&ao, &a);
+	if (rc)
+		die("agent start", rc);
+	MEASURE(v, n, 1, (void)0, {
+		if (orbit_lock_try_acquire(l, &k, &ow, 30000000000ull, &ls, NULL) ||
+		    orbit_lock_release(l, &k, &ow, ls.token))
+			die("acquire/release", -EIO);
+	});
+	orbit_agent_stop(a);
+	orbit_lock_close(l);
+	orbit_fleet_unlink(f);
 	return v;
 }
 
@@ -354,6 +389,7 @@ int main(int argc, char **argv)
 	 */
 	double flock_pair = 1e30, robust = 1e30, lockfile = 1e30, redis = 1e30;
 	double futex_ar = 1e30, flock_ar = 1e30, renew = 1e30, lookup = 1e30, occ[4];
+	double ring_ar = 1e30;
 	static const int pcts[] = { 25, 50, 90, 100 };
 	for (int p = 0; p < 4; p++)
 		occ[p] = 1e30;
@@ -361,6 +397,8 @@ int main(int argc, char **argv)
 	for (int round = 0; round < 7; round++) {
 		KEEP_MIN(flock_pair, bench_flock_pair(n / 8));
 		KEEP_MIN(futex_ar, bench_acq_rel(ORBIT_LOCK_SERIALIZER_FUTEX, n / 2));
+		if (round < 3)
+			KEEP_MIN(ring_ar, bench_acq_rel_ring(n / 4));
 		KEEP_MIN(robust, bench_robust_pair(n * 2));
 		KEEP_MIN(flock_ar, bench_acq_rel(ORBIT_LOCK_SERIALIZER_FLOCK, n / 8));
 		KEEP_MIN(lookup, bench_renew_or_lookup(true, n * 2));
@@ -383,6 +421,7 @@ int main(int argc, char **argv)
 		printf("%-44s skipped: %s\n", "redis SET NX PX + DEL (loopback)", redis_why);
 	row("orbit try_acquire+release (futex)", futex_ar, flock_pair, robust, redis);
 	row("orbit try_acquire+release (flock)", flock_ar, flock_pair, robust, redis);
+	row("orbit acquire+release (futex, ring publish)", ring_ar, flock_pair, robust, redis);
 	row("orbit renew (futex)", renew, flock_pair, robust, redis);
 	row("orbit lookup (no serializer)", lookup, flock_pair, robust, redis);
 	for (int p = 0; p < 4; p++) {

@@ -562,8 +562,7 @@ static int drain(struct orbit_agent *a)
 	urcu_memb_read_unlock();
 	if (lagged || repaired_since_resync(a))
 		view_resync(a);
-	view_reclaim(a);
-	return any;
+	return any; /* the caller frees what was replaced, after signalling */
 }
 
 static void *agent_main(void *p)
@@ -585,6 +584,8 @@ static void *agent_main(void *p)
 			signal_subscribers(a);
 		else if (woke)
 			rescan_members(a); /* a wake without frames: a join, leave or stop */
+		/* After the signal: the grace period (membarrier) is not on the wake path. */
+		view_reclaim(a);
 		check_deaths(a);
 		now = orbit__now_mono_ns();
 		if (now >= next_stats) {

@@ -38,6 +38,7 @@
 enum method { M_AGENT, M_FUTEX, M_EVENTFD, M_PIPE, M_N };
 
 static const char *const names[M_N] = { "agent", "futex", "eventfd", "pipe" };
+static pid_t agent_receiver_pid; /* to find B's stats row afterwards */
 
 /* Shared between the two processes of one method (MAP_SHARED | MAP_ANONYMOUS). */
 struct box {
@@ -211,6 +212,8 @@ static int run(enum method m, const char *fleet, double *p50, double *p99)
 	pid = fork();
 	if (pid == 0)
 		_exit(m == M_AGENT ? agent_receiver(&p) : raw_receiver(m, &p));
+	if (m == M_AGENT)
+		agent_receiver_pid = pid;
 	if (pid < 0 || read(p.ack[0], &c, 1) != 1)
 		rc = -1;
 	if (rc == 0 && m == M_AGENT) {
@@ -245,6 +248,43 @@ static int run(enum method m, const char *fleet, double *p50, double *p99)
 	return rc;
 }
 
+/*
+ * The first hop alone: publish -> B's agent thread reads the frame, from
+ * the delivery histogram B's agent published at stop (log2 buckets: the
+ * figure is the upper bound of the bucket holding the quantile).
+ */
+static int delivery_quantiles(const char *fleet, pid_t pid, double *p50, double *p99)
+{
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
+	struct orbit_fleet_stats *st = malloc(sizeof(*st));
+	orbit_fleet_t *f = NULL;
+	int rc = -1;
+
+	if (!st || orbit_fleet_open(&fo, &f) < 0) {
+		free(st);
+		return -1;
+	}
+	for (uint32_t row = 0; row < 64 && rc < 0; row++) {
+		const struct orbit_stats_histogram *h = &st->hists[1]; /* delivery_latency */
+		uint64_t acc = 0;
+
+		if (orbit_fleet_stats_read(f, row, st) < 0 || st->pid != (uint32_t)pid || !h->count)
+			continue;
+		*p50 = *p99 = 0;
+		for (unsigned b = 0; b < ORBIT_STATS_NBUCKETS; b++) {
+			acc += h->buckets[b];
+			if (!*p50 && acc * 2 >= h->count)
+				*p50 = (double)orbit_stats_bucket_le(b);
+			if (!*p99 && acc * 100 >= h->count * 99)
+				*p99 = (double)orbit_stats_bucket_le(b);
+		}
+		rc = 0;
+	}
+	orbit_fleet_close(f);
+	free(st);
+	return rc;
+}
+
 static void line(const char *name, double v, const char *bname, double b, const char *target)
 {
 	printf("%-22s %9.0f  %-24s %9.0f  %6.2f  (%s)\n", name, v, bname, b, b > 0 ? v / b : 0.0,
@@ -253,7 +293,7 @@ static void line(const char *name, double v, const char *bname, double b, const 
 
 int main(void)
 {
-	double lat[M_N][2] = { { 0 } };
+	double lat[M_N][2] = { { 0 } }, hop[2];
 	char fleet[64];
 	int rc = 0;
 
@@ -266,6 +306,8 @@ int main(void)
 			fprintf(stderr, "bench_agent: %s run failed\n", names[m]);
 			rc = 1;
 		}
+	if (delivery_quantiles(fleet, agent_receiver_pid, &hop[0], &hop[1]) < 0)
+		hop[0] = hop[1] = 0;
 	orbit_fleet_unlink(fleet);
 	printf("%-22s %9s  %-24s %9s  %6s  %s\n", "name", "ns", "baseline", "ns", "ratio", "(target)");
 	line("agent_wake_p50", lat[M_AGENT][0], "futex_pingpong_p50", lat[M_FUTEX][0], "<= 1.5");
@@ -274,5 +316,8 @@ int main(void)
 	line("agent_wake_p99", lat[M_AGENT][1], "eventfd_pingpong_p99", lat[M_EVENTFD][1], "info");
 	line("agent_wake_p50", lat[M_AGENT][0], "pipe_pingpong_p50", lat[M_PIPE][0], "info");
 	line("agent_wake_p99", lat[M_AGENT][1], "pipe_pingpong_p99", lat[M_PIPE][1], "info");
+	/* Where the time goes: the agent's own hop (<= log2 bucket bound). */
+	line("agent_hop1_p50_le", hop[0], "futex_pingpong_p50", lat[M_FUTEX][0], "info: to B's agent");
+	line("agent_hop1_p99_le", hop[1], "futex_pingpong_p99", lat[M_FUTEX][1], "info: to B's agent");
 	return rc;
 }

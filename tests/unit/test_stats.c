@@ -75,6 +75,11 @@ static int writer_child(void *p)
 		fill(&snap, k);
 		if (orbit__stats_publish(&st, a->row, &snap) != 0)
 			return 11;
+		/* Every other publish back to back (readers must see torn copies
+		 * and reject them), the rest paced: a loaded 2-core machine still
+		 * leaves the readers windows to complete a copy. */
+		if (k & 1)
+			usleep(20);
 	}
 	orbit__stats_close(&st);
 	return 0;

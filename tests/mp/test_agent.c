@@ -541,7 +541,7 @@ static int view_wait(orbit_agent_t *a, const char *label, int want)
 struct looker {
 	orbit_agent_t *a;
 	_Atomic int stop;
-	long lookups;
+	_Atomic long lookups;
 };
 
 /* A second thread reading the view while the agent replaces and frees nodes. */
@@ -561,7 +561,7 @@ static void *look_loop(void *p)
 			if (rc == 0 && (e.owner_len != 2 || memcmp(orbit_lock_entry_owner(&e), "me", 2)))
 				return (void *)2;
 		}
-		l->lookups++;
+		atomic_fetch_add(&l->lookups, 1);
 	}
 	return NULL;
 }
@@ -601,10 +601,13 @@ static void test_agent_view_resyncs_from_table_after_lag(void **state)
 		assert_int_equal(orbit_lock_try_acquire(lock, &b_key, &owner, 60000000000ull, NULL, NULL), 0);
 		assert_int_equal(orbit_lock_release(lock, &b_key, &owner, 0), 0);
 	}
+	/* On a loaded machine the reader may not have had a turn yet: give it one. */
+	for (int ms = 0; ms < 5000 && atomic_load(&l.lookups) < 2; ms++)
+		usleep(1000);
 	atomic_store(&l.stop, 1);
 	assert_int_equal(pthread_join(th, &res), 0);
 	assert_null(res);
-	assert_true(l.lookups > 0);
+	assert_true(atomic_load(&l.lookups) > 0);
 	orbit_agent_stop(a);
 	orbit_lock_close(lock);
 }

@@ -109,6 +109,8 @@ ORBIT_API int orbit_agent_unsubscribe(orbit_agent_t *agent, int fd);
 /**
  * orbit_agent_reader_open - a private ring cursor after the current heads
  * (see orbit/fleet.h for next/close). Close it before orbit_agent_stop().
+ * Context: any thread; allocates; no syscall. The cursor is the caller's
+ * alone (one thread at a time).
  * Returns: 0; -EINVAL; -ENOMEM.
  */
 ORBIT_API int orbit_agent_reader_open(orbit_agent_t *agent, orbit_transition_reader_t **out);
@@ -138,7 +140,8 @@ ORBIT_API int orbit_agent_record_latency(orbit_agent_t *agent, enum orbit_agent_
 
 /**
  * orbit_agent_member_row - this agent's member directory row (also its
- * stats row). Returns the row (>= 0) or -EINVAL.
+ * stats row). Context: any thread; no syscall.
+ * Returns the row (>= 0) or -EINVAL (NULL agent).
  */
 ORBIT_API int orbit_agent_member_row(const orbit_agent_t *agent);
 

@@ -95,10 +95,18 @@ struct orbit_transition_event {
  */
 ORBIT_API int orbit_fleet_open(const struct orbit_fleet_options *opts, orbit_fleet_t **out);
 
-/** orbit_fleet_close - unmap everything. NULL is a no-op. Close readers first. */
+/**
+ * orbit_fleet_close - unmap everything. NULL is a no-op. Close readers first.
+ * Context: any thread but one still using @f or its readers; syscalls
+ * (munmap, close). Returns nothing.
+ */
 ORBIT_API void orbit_fleet_close(orbit_fleet_t *f);
 
-/** orbit_fleet_name - the fleet's name as opened. */
+/**
+ * orbit_fleet_name - the fleet's name as opened.
+ * Context: any thread; no syscall. Returns: a string owned by @f, or NULL
+ * for a NULL @f.
+ */
 ORBIT_API const char *orbit_fleet_name(const orbit_fleet_t *f);
 
 /**
@@ -128,7 +136,10 @@ ORBIT_API int orbit_fleet_stats_read(orbit_fleet_t *f, uint32_t row, struct orbi
 
 /*
  * The stats name tables (shared by writer and reader; the stats segment's
- * layout fingerprint covers them). Names are [a-z0-9_]+; NULL out of range.
+ * layout fingerprint covers them). Names are [a-z0-9_]+.
+ * Context: any thread; constant tables, no syscall.
+ * Returns: the count; a static string, or NULL for an id out of range;
+ * is_gauge false out of range.
  */
 ORBIT_API unsigned orbit_stats_counter_count(void);
 ORBIT_API const char *orbit_stats_counter_name(unsigned id);
@@ -137,7 +148,11 @@ ORBIT_API bool orbit_stats_counter_is_gauge(unsigned id);
 ORBIT_API unsigned orbit_stats_hist_count(void);
 ORBIT_API const char *orbit_stats_hist_name(unsigned id);
 ORBIT_API const char *orbit_stats_hist_help(unsigned id);
-/** Inclusive upper bound of histogram bucket @i in ns (UINT64_MAX: the last, +Inf). */
+/**
+ * orbit_stats_bucket_le - inclusive upper bound of histogram bucket @i in
+ * ns. Context: any thread; pure. Returns: the bound; UINT64_MAX for the
+ * last bucket (+Inf) and for @i out of range.
+ */
 ORBIT_API uint64_t orbit_stats_bucket_le(unsigned i);
 
 /**
@@ -145,6 +160,8 @@ ORBIT_API uint64_t orbit_stats_bucket_le(unsigned i);
  * admin), owned by @f; NULL when the fleet has no lock table. Use the
  * orbit_lock_* API on it (foreach, lookup, holder_alive; force_release
  * when admin).
+ * Context: any thread; no syscall. Returns: the handle, or NULL (no lock
+ * table, or @f NULL).
  */
 ORBIT_API orbit_lock_t *orbit_fleet_lock(orbit_fleet_t *f);
 
@@ -172,7 +189,8 @@ ORBIT_API int orbit_transition_reader_next(orbit_transition_reader_t *r,
 
 /**
  * orbit_transition_reader_counters - frames read, lag events and corrupt
- * frames seen by this reader. Any pointer may be NULL.
+ * frames seen by this reader. Any pointer may be NULL (a NULL @r gives 0s).
+ * Context: the reader's thread; no syscall. Returns nothing.
  */
 ORBIT_API void orbit_transition_reader_counters(const orbit_transition_reader_t *r, uint64_t *read,
 						uint64_t *lagged, uint64_t *corrupt);
@@ -203,7 +221,10 @@ ORBIT_API int orbit_fleet_replay_retained(orbit_fleet_t *f,
 					  int (*fn)(const struct orbit_transition_event *ev, void *ctx),
 					  void *ctx);
 
-/** orbit_transition_reader_close - free a reader. NULL is a no-op. */
+/**
+ * orbit_transition_reader_close - free a reader. NULL is a no-op.
+ * Context: the reader's thread, before its fleet or agent is closed.
+ */
 ORBIT_API void orbit_transition_reader_close(orbit_transition_reader_t *r);
 
 /**

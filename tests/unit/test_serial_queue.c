@@ -541,12 +541,15 @@ static void test_s10_fairness_turn_cut_at_time_budget(void **state)
 struct light_probe {
 	uint64_t submitted_ns;
 	_Atomic uint64_t started_ns;
+	struct slice_probe *heavy;
+	_Atomic int heavy_ran_at_start; /* heavy items finished when the light one started */
 };
 
 static int light_fn(orbit_serial_turn_t *turn, void *arg)
 {
 	struct light_probe *l = arg;
 
+	atomic_store(&l->heavy_ran_at_start, atomic_load(&l->heavy->ran));
 	atomic_store(&l->started_ns, orbit_test_now_ns());
 	return ORBIT_SERIAL_DONE;
 }
@@ -554,13 +557,16 @@ static int light_fn(orbit_serial_turn_t *turn, void *arg)
 /*
  * §6.4 on the shared resource: with one worker, a light owner's item
  * starts within about one budget while a heavy owner floods (without the
- * cut it would wait for the whole flood, ~100 ms).
+ * cut it would wait for the whole flood, ~100 ms). Checked in heavy items
+ * run before the light one started, which preemption by other processes
+ * cannot inflate (a preempted slice runs fewer items, not more); the wall
+ * time is printed (bench_serial_queue measures it against the budget).
  */
 static void test_s6_4_light_owner_starts_within_budget_during_flood(void **state)
 {
 	orbit_execution_lane_policy_t p;
 	struct slice_probe s = { .item_ms = 1.0 };
-	struct light_probe l = { 0 };
+	struct light_probe l = { .heavy = &s };
 	orbit_worker_pool_t *pool = make_pool(1);
 	orbit_serial_queue_t *heavy, *light;
 	uint64_t lat_ms;
@@ -576,10 +582,11 @@ static void test_s6_4_light_owner_starts_within_budget_during_flood(void **state
 	assert_int_equal(orbit_serial_queue_enqueue(light, light_fn, &l), 0);
 	assert_int_equal(orbit_serial_queue_await_quiescence(light, 10000), 0);
 	lat_ms = (atomic_load(&l.started_ns) - l.submitted_ns) / 1000000;
-	print_message("light owner waited %llu ms behind a 100 ms flood (budget 5 ms)\n",
-		      (unsigned long long)lat_ms);
-	assert_true(lat_ms < 30);
-	assert_true(atomic_load(&s.ran) < 90); /* it did not wait for the flood */
+	print_message("light owner waited %llu ms and %d heavy items behind a 100-item flood (budget 5 ms)\n",
+		      (unsigned long long)lat_ms, atomic_load(&l.heavy_ran_at_start));
+	/* submitted ~3 ms into the flood: the current slice (<= 5-6 items of
+	 * 1 ms) and at most one more before the cut hands the worker over */
+	assert_true(atomic_load(&l.heavy_ran_at_start) <= 16);
 	assert_int_equal(orbit_serial_queue_await_quiescence(heavy, 10000), 0);
 	assert_true(qstats(heavy).slices_cut >= 5);
 	assert_int_equal(orbit_serial_queue_destroy(heavy), 0);

@@ -184,6 +184,21 @@ static int map_fd(int fd, uint64_t size, bool readonly, void **out)
 	return 0;
 }
 
+/* Map @size bytes unless *base already maps exactly that much. */
+static int remap(int fd, uint64_t size, bool readonly, void **base, uint64_t *mapped)
+{
+	if (*base && *mapped == size)
+		return 0;
+	if (*base)
+		munmap(*base, *mapped);
+	*base = NULL;
+	*mapped = 0;
+	int r = map_fd(fd, size, readonly, base);
+	if (r == 0)
+		*mapped = size;
+	return r;
+}
+
 static int create_new(orbit_seg_t *seg, const char *name, const struct orbit_seg_spec *spec,
 		      const struct orbit_seg_opts *o)
 {
@@ -264,15 +279,9 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 			goto out;
 		}
 		if ((uint64_t)st.st_size >= ORBIT_SEG_HEADER_BYTES) {
-			if (!base || mapped != (uint64_t)st.st_size) {
-				if (base)
-					munmap(base, mapped);
-				base = NULL;
-				r = map_fd(fd, (uint64_t)st.st_size, o->readonly, &base);
-				if (r < 0)
-					goto out;
-				mapped = (uint64_t)st.st_size;
-			}
+			r = remap(fd, (uint64_t)st.st_size, o->readonly, &base, &mapped);
+			if (r < 0)
+				goto out;
 			struct orbit_seg_header *h = base;
 			/* A1: acquire, pairs with R1 in initialise(): READY before header/body */
 			uint32_t state = atomic_load_explicit(&h->init_state, memory_order_acquire);
@@ -307,16 +316,10 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 				goto out;
 			}
 			if ((uint64_t)st.st_size >= ORBIT_SEG_HEADER_BYTES) {
-				if (!base || mapped != (uint64_t)st.st_size) {
-					if (base)
-						munmap(base, mapped);
-					base = NULL;
-					r = map_fd(fd, (uint64_t)st.st_size, o->readonly, &base);
-					if (r < 0) {
-						flock_retry(fd, LOCK_UN);
-						goto out;
-					}
-					mapped = (uint64_t)st.st_size;
+				r = remap(fd, (uint64_t)st.st_size, o->readonly, &base, &mapped);
+				if (r < 0) {
+					flock_retry(fd, LOCK_UN);
+					goto out;
 				}
 				struct orbit_seg_header *h = base;
 				/* A2: acquire, pairs with R1 in initialise() */

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * shm/doorbell.c: the futex half of the doorbell (shm/doorbell.h): ring
- * wakes only when the sleeping word says a waiter announced itself; wait
- * announces, re-checks the sequence and sleeps on a SHARED futex (waiters
- * and publishers are different processes). The barrier argument for "no
+ * wakes only the classes whose sleeping bit says a waiter announced itself
+ * (minus the ones the caller skips); wait announces its class, re-checks
+ * the sequence and sleeps on a SHARED futex (waiters and publishers are
+ * different processes) with its class as the FUTEX_WAIT_BITSET mask. The barrier argument for "no
  * lost wakeup" is in the header; each access below names its part in it.
  */
 #include "config.h"
@@ -36,32 +37,44 @@ uint32_t orbit__doorbell_seq(const struct orbit_doorbell *db)
 	return atomic_load_explicit(&((struct orbit_doorbell *)db)->seq, memory_order_acquire);
 }
 
-int orbit__doorbell_ring(struct orbit_doorbell *db)
+int orbit__doorbell_ring_skip(struct orbit_doorbell *db, uint32_t skip)
 {
-	/* D1: seq_cst bump; with D2 it forms the publisher half of the Dekker pair (D3/D4) */
+	uint32_t wake;
+
+	/* D1: seq_cst bump; with D2a/D2 the publisher half of the Dekker pair (D3/D4) */
 	atomic_fetch_add_explicit(&db->seq, 1, memory_order_seq_cst);
 	/*
 	 * D2a: seq_cst load after D1, the no-sleeper fast path: it keeps this
-	 * word read-only (no cache-line ping-pong with waiters). Reading 0 here
-	 * means no waiter's D3 precedes D2a in S, so any later D4 sees D1.
+	 * word read-only (no cache-line ping-pong with waiters). A class bit
+	 * read clear here means that class's later D3/D4 sees D1.
 	 */
-	if (atomic_load_explicit(&db->sleeping, memory_order_seq_cst) == 0)
+	wake = atomic_load_explicit(&db->sleeping, memory_order_seq_cst) & ~skip;
+	if (wake == 0)
 		return 0;
-	/* D2: seq_cst exchange; clearing coalesces a burst into one wake */
-	if (atomic_exchange_explicit(&db->sleeping, 0, memory_order_seq_cst) == 0)
-		return 0;
+	/* D2: seq_cst fetch_and; clears only the classes we wake (a burst coalesces) */
+	wake &= atomic_fetch_and_explicit(&db->sleeping, ~wake, memory_order_seq_cst);
+	if (wake == 0)
+		return 0; /* another publisher cleared them after its D1: it wakes them */
 	/* Relaxed: a statistics counter, orders nothing */
 	atomic_fetch_add_explicit(&db->wakes, 1, memory_order_relaxed);
 	/* Shared futex (no FUTEX_PRIVATE_FLAG): waiters live in other processes */
-	syscall(SYS_futex, &db->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	syscall(SYS_futex, &db->seq, FUTEX_WAKE_BITSET, INT_MAX, NULL, NULL, wake);
 	return 1;
 }
 
-int orbit__doorbell_wait(struct orbit_doorbell *db, uint32_t seen, int64_t timeout_ns)
+int orbit__doorbell_ring(struct orbit_doorbell *db)
 {
-	struct timespec deadline, ts, *tsp = NULL;
+	return orbit__doorbell_ring_skip(db, 0);
+}
 
-	if (timeout_ns >= 0) {
+int orbit__doorbell_wait_class(struct orbit_doorbell *db, uint32_t seen, int64_t timeout_ns,
+			       uint32_t bit)
+{
+	struct timespec deadline, *tsp = NULL;
+
+	if (bit == 0)
+		bit = ORBIT_DOORBELL_SHARED;
+	if (timeout_ns > 0) {
 		clock_gettime(CLOCK_MONOTONIC, &deadline);
 		deadline.tv_sec += timeout_ns / 1000000000;
 		deadline.tv_nsec += timeout_ns % 1000000000;
@@ -69,32 +82,37 @@ int orbit__doorbell_wait(struct orbit_doorbell *db, uint32_t seen, int64_t timeo
 			deadline.tv_sec++;
 			deadline.tv_nsec -= 1000000000;
 		}
+		tsp = &deadline;
 	}
 	for (;;) {
-		/* D3: seq_cst announce; pairs with D2/D2a in orbit__doorbell_ring() */
-		atomic_store_explicit(&db->sleeping, 1, memory_order_seq_cst);
-		/* D4: seq_cst re-check after D3; sees D1 of any ring whose D2 missed D3 */
+		/* D3: seq_cst announce of our class; pairs with D2a/D2 in ring_skip() */
+		atomic_fetch_or_explicit(&db->sleeping, bit, memory_order_seq_cst);
+		/* D4: seq_cst re-check after D3; sees D1 of any ring whose D2a/D2 missed D3 */
 		if (atomic_load_explicit(&db->seq, memory_order_seq_cst) != seen)
 			return 0;
 		if (timeout_ns == 0)
 			return -ETIMEDOUT;
-		if (timeout_ns > 0) {
-			struct timespec now;
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			int64_t left = (int64_t)(deadline.tv_sec - now.tv_sec) * 1000000000 +
-				       (deadline.tv_nsec - now.tv_nsec);
-			if (left <= 0)
-				return -ETIMEDOUT;
-			ts.tv_sec = left / 1000000000;
-			ts.tv_nsec = left % 1000000000;
-			tsp = &ts;
-		}
-		/* The kernel compares seq == seen again under its bucket lock (last re-check) */
-		long rc = syscall(SYS_futex, &db->seq, FUTEX_WAIT, seen, tsp, NULL, 0);
+		/*
+		 * The kernel compares seq == seen again under its bucket lock (last
+		 * re-check). BITSET: an absolute CLOCK_MONOTONIC deadline, and only a
+		 * wake naming our class (or a spare one) ends the sleep.
+		 */
+		long rc = syscall(SYS_futex, &db->seq, FUTEX_WAIT_BITSET, seen, tsp, NULL, bit);
 		if (rc < 0 && errno == EINTR)
 			return -EINTR;
-		/* Woken, EAGAIN (seq moved) or ETIMEDOUT: loop re-announces and re-checks */
+		if (rc < 0 && errno == ETIMEDOUT) {
+			/* D4 again: an event that raced the deadline still counts */
+			if (atomic_load_explicit(&db->seq, memory_order_seq_cst) != seen)
+				return 0;
+			return -ETIMEDOUT;
+		}
+		/* Woken or EAGAIN (seq moved): loop re-announces and re-checks */
 	}
+}
+
+int orbit__doorbell_wait(struct orbit_doorbell *db, uint32_t seen, int64_t timeout_ns)
+{
+	return orbit__doorbell_wait_class(db, seen, timeout_ns, ORBIT_DOORBELL_SHARED);
 }
 
 uint64_t orbit__doorbell_wakes(const struct orbit_doorbell *db)

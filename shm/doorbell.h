@@ -7,29 +7,41 @@
  * system call only when a waiter has announced itself, so a publish with
  * nobody asleep is two atomic instructions and no syscall; a burst of
  * publishes while the waiter is still waking costs one FUTEX_WAKE (the
- * first publish clears the sleeping word). The futex is a SHARED futex
+ * first publish clears the sleeping bits). The futex is a SHARED futex
  * (no FUTEX_PRIVATE_FLAG): waiters and wakers are different processes that
  * map the same object, possibly at different addresses.
+ *
+ * Wake classes: "sleeping" is a mask of 32 classes, and waiters sleep in
+ * FUTEX_WAIT_BITSET with their class bit, so a publisher can leave one
+ * class asleep (ring_skip): an agent is not woken by its own process's
+ * frames when it has nothing to do with them at once, and does not take a
+ * CPU from the agent of the process that is waiting for them. Classes
+ * 0..30 belong to one member row each (orbit__doorbell_bit(row)); every
+ * other waiter shares ORBIT_DOORBELL_SHARED, which is never skipped.
  *
  * Layout (struct orbit_doorbell, one cache line):
  *   field     writer                      reader          torn read / crash
  *   seq       publishers: fetch_add       waiters         atomic u32, never torn;
  *             (seq_cst, D1)               (seq_cst, D4)   wraps (harmless: waiters
  *                                                         compare for inequality)
- *   sleeping  waiters: store 1 (D3)       publishers:     a waiter killed asleep
- *             publishers: exchange 0 (D2) exchange (D2)   leaves 1: costs one
- *                                                         spare FUTEX_WAKE, once
+ *   sleeping  waiters: fetch_or bit (D3)  publishers:     a waiter killed asleep
+ *             publishers: fetch_and      load (D2a),      leaves its bit: costs
+ *             ~woken (D2)                fetch_and (D2)   one spare wake, once
  *   wakes     publishers that woke:       stats, bench    counter, relaxed
  *             relaxed add
  *
- * No lost wakeup (Dekker): a waiter stores sleeping=1 (D3) and then reads
- * seq (D4); a publisher bumps seq (D1) and then exchanges sleeping to 0
- * (D2). All four are seq_cst, so they sit in one total order S. If D2 reads
- * 0, the waiter's D3 comes after D2 in S, so D4 comes after D1 and sees the
- * new seq: the waiter does not sleep. If D2 reads 1 the publisher wakes.
- * Between D4 and the kernel's own check the FUTEX_WAIT compares seq again
- * under the futex hash-bucket lock, so a bump in that window makes the wait
- * return EAGAIN instead of sleeping.
+ * No lost wakeup (Dekker, per class bit b): a waiter sets b in sleeping
+ * (D3) and then reads seq (D4); a publisher bumps seq (D1) and then reads
+ * sleeping (D2a) and clears the bits it wakes (D2). All are seq_cst, so
+ * they sit in one total order S. If D2a or D2 reads b clear, the waiter's
+ * D3 comes after it in S (or another publisher cleared b after its own D1
+ * and wakes class b itself), so D4 comes after D1 and sees the new seq:
+ * the waiter does not sleep. If D2 reads b set, the publisher wakes class
+ * b. Between D4 and the kernel's own check the FUTEX_WAIT_BITSET compares
+ * seq again under the futex hash-bucket lock, so a bump in that window
+ * makes the wait return EAGAIN instead of sleeping. A skipped class keeps
+ * its bit set: the next publish that does not skip it wakes it, so a skip
+ * delays that class (its own frames), it never loses another's wake.
  */
 #ifndef ORBIT_SHM_DOORBELL_H
 #define ORBIT_SHM_DOORBELL_H
@@ -39,11 +51,20 @@
 
 struct orbit_doorbell {
 	_Atomic uint32_t seq;      /* the futex word: bumped by every ring */
-	_Atomic uint32_t sleeping; /* 1: a waiter may be in FUTEX_WAIT */
+	_Atomic uint32_t sleeping; /* bit c: a waiter of class c may be in FUTEX_WAIT */
 	_Atomic uint64_t wakes;    /* FUTEX_WAKE calls made (statistics) */
 	uint8_t reserved[48];
 };
 _Static_assert(sizeof(struct orbit_doorbell) == 64, "doorbell is one cache line");
+
+/* The class shared by every waiter without a row of its own; never skipped. */
+#define ORBIT_DOORBELL_SHARED (1u << 31)
+
+/* The wake class of member row @row: its own bit below 31, else the shared one. */
+static inline uint32_t orbit__doorbell_bit(uint32_t row)
+{
+	return row < 31 ? 1u << row : ORBIT_DOORBELL_SHARED;
+}
 
 /* Zero a doorbell (segment initialiser or reset, nobody waiting). */
 void orbit__doorbell_init(struct orbit_doorbell *db);
@@ -58,22 +79,33 @@ void orbit__doorbell_init(struct orbit_doorbell *db);
 uint32_t orbit__doorbell_seq(const struct orbit_doorbell *db);
 
 /*
- * orbit__doorbell_ring - publish an event: bump seq; FUTEX_WAKE all waiters
- * only when the sleeping word says someone sleeps.
- * Context: any thread/process; lock-free; a syscall only when a waiter
- * sleeps. Ordering: seq_cst bump, so every store before it (a ring frame,
- * a queue record) is visible to a waiter that sees the new seq.
- * Returns 1 when it made a FUTEX_WAKE, 0 when no syscall was needed.
+ * orbit__doorbell_ring_skip - publish an event: bump seq; wake the sleeping
+ * classes except those in @skip (one FUTEX_WAKE_BITSET, only when one of
+ * them announced itself). @skip must not hold ORBIT_DOORBELL_SHARED.
+ * Context: any thread/process; lock-free; a syscall only when a waiter of
+ * a woken class sleeps. Ordering: seq_cst bump, so every store before it
+ * (a ring frame, a queue record) is visible to a waiter that sees the new
+ * seq. Returns 1 when it made a FUTEX_WAKE_BITSET, 0 when no syscall was
+ * needed.
  */
+int orbit__doorbell_ring_skip(struct orbit_doorbell *db, uint32_t skip);
+
+/* orbit__doorbell_ring - ring_skip(db, 0): wake every sleeping class. */
 int orbit__doorbell_ring(struct orbit_doorbell *db);
 
 /*
- * orbit__doorbell_wait - sleep until seq differs from @seen or @timeout_ns
- * passes (< 0: no timeout; 0: just check).
- * Context: any thread/process; blocks in FUTEX_WAIT (shared futex).
+ * orbit__doorbell_wait_class - sleep as class @bit (one bit, see
+ * orbit__doorbell_bit()) until seq differs from @seen or @timeout_ns passes
+ * (< 0: no timeout; 0: just check).
+ * Context: any thread/process; blocks in FUTEX_WAIT_BITSET (shared futex,
+ * CLOCK_MONOTONIC deadline).
  * Returns 0 when seq != @seen (an event happened; spurious wakeups are
  * filtered), -ETIMEDOUT, or -EINTR when a signal interrupted the sleep.
  */
+int orbit__doorbell_wait_class(struct orbit_doorbell *db, uint32_t seen, int64_t timeout_ns,
+			       uint32_t bit);
+
+/* orbit__doorbell_wait - wait_class(..., ORBIT_DOORBELL_SHARED). */
 int orbit__doorbell_wait(struct orbit_doorbell *db, uint32_t seen, int64_t timeout_ns);
 
 /* Statistics: FUTEX_WAKE calls made so far (relaxed read; seq counts rings). */

@@ -43,6 +43,7 @@ struct orbit_ring_reader {
 	orbit_ring_t *ring;
 	uint64_t generation;
 	uint32_t next_lane;
+	uint32_t wake_class;  /* doorbell class this reader sleeps as */
 	struct orbit_ring_reader_counters c;
 	uint64_t cursor[]; /* one per lane */
 };
@@ -376,6 +377,12 @@ uint64_t orbit__ring_lane_owner(const orbit_ring_t *ring, uint32_t lane)
 
 int orbit__ring_publish(orbit_ring_t *ring, uint32_t lane, const struct orbit_transition *t)
 {
+	return orbit__ring_publish_skip(ring, lane, t, 0);
+}
+
+int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orbit_transition *t,
+			     uint32_t skip)
+{
 	uint64_t stage[ORBIT_RING_PAYLOAD_MAX / 8]; /* the payload, packed, before it goes to SHM */
 	uint32_t cap, ns_keep, label_keep, owner_keep, plen;
 	struct orbit_ring_frame *f, hdr;
@@ -439,17 +446,22 @@ int orbit__ring_publish(orbit_ring_t *ring, uint32_t lane, const struct orbit_tr
 	ORBIT_CRASHPOINT("ring.publish.after_head");
 	if (truncated) /* Relaxed: a statistics counter */
 		atomic_fetch_add_explicit(&ring->shm->truncated, 1, memory_order_relaxed);
-	orbit__doorbell_ring(&ring->shm->doorbell); /* D1/D2: wakes only if a reader sleeps */
+	/* D1/D2: wakes only if a reader of a class not in @skip sleeps */
+	orbit__doorbell_ring_skip(&ring->shm->doorbell, skip & ~ORBIT_DOORBELL_SHARED);
 	return truncated;
 }
 
 void orbit__ring_sink(void *ctx, const struct orbit_transition *t)
 {
-	struct orbit_ring_sink *s = ctx;
+	orbit__ring_sink_skip(ctx, t, 0);
+}
 
+void orbit__ring_sink_skip(struct orbit_ring_sink *s, const struct orbit_transition *t,
+			   uint32_t skip)
+{
 	if (!s)
 		return;
-	if (orbit__ring_publish(s->ring, s->lane, t) < 0)
+	if (orbit__ring_publish_skip(s->ring, s->lane, t, skip) < 0)
 		/* Relaxed: a failure counter; the lock's outcome never depends on it */
 		atomic_fetch_add_explicit(&s->failed, 1, memory_order_relaxed);
 }
@@ -530,6 +542,7 @@ int orbit__ring_reader_open(orbit_ring_reader_t **out, orbit_ring_t *ring)
 	if (!r)
 		return -ENOMEM;
 	r->ring = ring;
+	r->wake_class = ORBIT_DOORBELL_SHARED;
 	r->generation = generation_of(ring);
 	resync(r); /* subscribe after the current heads */
 	*out = r;
@@ -731,7 +744,12 @@ uint32_t orbit__ring_reader_arm(orbit_ring_reader_t *r)
 
 int orbit__ring_reader_wait(orbit_ring_reader_t *r, uint32_t seen, int64_t timeout_ns)
 {
-	return orbit__doorbell_wait(&r->ring->shm->doorbell, seen, timeout_ns);
+	return orbit__doorbell_wait_class(&r->ring->shm->doorbell, seen, timeout_ns, r->wake_class);
+}
+
+void orbit__ring_reader_set_wake_class(orbit_ring_reader_t *r, uint32_t bit)
+{
+	r->wake_class = bit ? bit : ORBIT_DOORBELL_SHARED;
 }
 
 void orbit__ring_reader_counters(const orbit_ring_reader_t *r, struct orbit_ring_reader_counters *c)

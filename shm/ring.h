@@ -198,6 +198,15 @@ uint64_t orbit__ring_lane_owner(const orbit_ring_t *ring, uint32_t lane);
 int orbit__ring_publish(orbit_ring_t *ring, uint32_t lane, const struct orbit_transition *t);
 
 /*
+ * orbit__ring_publish_skip - orbit__ring_publish() that leaves the doorbell
+ * wake classes in @skip asleep (orbit__doorbell_ring_skip(); 0: wake all).
+ * A skipped class sees the frame at its next wake: the caller bounds how
+ * long (the agent skips only its own class, and only for a while).
+ */
+int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orbit_transition *t,
+			     uint32_t skip);
+
+/*
  * The lock's sink adapter: orbit__lock_set_sink(lock, orbit__ring_sink, &s)
  * with s = { ring, lane }; @s must outlive the lock's use of it. Failures
  * are counted in s->failed (relaxed) and never change the lock's outcome.
@@ -208,6 +217,9 @@ struct orbit_ring_sink {
 	_Atomic uint64_t failed;
 };
 void orbit__ring_sink(void *ctx, const struct orbit_transition *t);
+/* The sink's publish with a doorbell skip mask (see orbit__ring_publish_skip()). */
+void orbit__ring_sink_skip(struct orbit_ring_sink *s, const struct orbit_transition *t,
+			   uint32_t skip);
 
 /*
  * orbit__ring_reset - clear every lane (heads to 0, frames zeroed), bump the
@@ -274,6 +286,13 @@ int orbit__ring_replay_retained(orbit_ring_t *ring,
  */
 uint32_t orbit__ring_reader_arm(orbit_ring_reader_t *r);
 int orbit__ring_reader_wait(orbit_ring_reader_t *r, uint32_t seen, int64_t timeout_ns);
+
+/*
+ * The doorbell class this reader sleeps as (orbit__doorbell_bit(row) for a
+ * member's agent; ORBIT_DOORBELL_SHARED, the default, for anyone else).
+ * Context: the reader's own thread, before it waits.
+ */
+void orbit__ring_reader_set_wake_class(orbit_ring_reader_t *r, uint32_t bit);
 
 /* Reader counters: frames read, lag events, corrupt frames. */
 struct orbit_ring_reader_counters {

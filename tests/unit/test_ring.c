@@ -397,6 +397,75 @@ static void test_publish_no_wake_when_nobody_sleeps(void **state)
 	assert_int_equal(orbit__ring_reader_wait(f->r, seen, -1), 0); /* seq moved: no sleep */
 }
 
+struct classed {
+	orbit_ring_t *ring;
+	uint32_t bit;
+	uint32_t seen;
+	_Atomic int ready, done;
+	int rc;
+};
+
+static void *classed_waiter(void *arg)
+{
+	struct classed *c = arg;
+	orbit_ring_reader_t *r;
+
+	if (orbit__ring_reader_open(&r, c->ring) < 0) {
+		c->rc = -1;
+		atomic_store(&c->done, 1);
+		return NULL;
+	}
+	orbit__ring_reader_set_wake_class(r, c->bit);
+	c->seen = orbit__ring_reader_arm(r);
+	atomic_store(&c->ready, 1);
+	c->rc = orbit__ring_reader_wait(r, c->seen, 3000ll * 1000 * 1000);
+	atomic_store(&c->done, 1);
+	orbit__ring_reader_close(r);
+	return NULL;
+}
+
+/*
+ * Issue 5 readiness (wake classes, shm/doorbell.h): a publish that skips a
+ * class leaves that class's waiter asleep and still wakes every other
+ * (the shared class can never be skipped); the next publish that does not
+ * skip it wakes it: a skip delays, it never loses a wakeup.
+ */
+static void test_skipped_wake_class_sleeps_until_next_publish(void **state)
+{
+	struct fx *f = *state;
+	struct classed own = { .ring = f->ring, .bit = orbit__doorbell_bit(3) };
+	struct classed other = { .ring = f->ring, .bit = orbit__doorbell_bit(40) };
+	struct orbit_transition t = { .type = ORBIT_TRANSITION_ACQUIRE, .ns = "n", .ns_len = 1 };
+	pthread_t th[2];
+	uint64_t t0;
+
+	assert_int_equal(own.bit, 1u << 3);
+	assert_int_equal(other.bit, ORBIT_DOORBELL_SHARED);
+	assert_int_equal(pthread_create(&th[0], NULL, classed_waiter, &own), 0);
+	assert_int_equal(pthread_create(&th[1], NULL, classed_waiter, &other), 0);
+	while (!atomic_load(&own.ready) || !atomic_load(&other.ready))
+		usleep(1000);
+	usleep(20000); /* both are in FUTEX_WAIT_BITSET (or see the seq move, which fails below) */
+	/* skipping the shared class too is ignored: it is never skipped */
+	assert_true(orbit__ring_publish_skip(f->ring, 0, &t, own.bit | ORBIT_DOORBELL_SHARED) >= 0);
+	t0 = orbit_test_now_ns();
+	while (!atomic_load(&other.done) && orbit_test_now_ns() - t0 < 2000000000ull)
+		usleep(100);
+	assert_int_equal(atomic_load(&other.done), 1);
+	assert_int_equal(other.rc, 0);
+	usleep(50000);
+	assert_int_equal(atomic_load(&own.done), 0); /* skipped: still asleep */
+	assert_true(orbit__ring_publish(f->ring, 0, &t) >= 0);
+	t0 = orbit_test_now_ns();
+	while (!atomic_load(&own.done) && orbit_test_now_ns() - t0 < 2000000000ull)
+		usleep(100);
+	assert_int_equal(atomic_load(&own.done), 1);
+	assert_int_equal(own.rc, 0);
+	assert_true(orbit_test_now_ns() - t0 < 1000000000ull); /* woken, not the 3 s timeout */
+	assert_int_equal(pthread_join(th[0], NULL), 0);
+	assert_int_equal(pthread_join(th[1], NULL), 0);
+}
+
 /* Issue 5 layout: peers must agree on the layout; a bad layout is refused. */
 static void test_layout_mismatch_refused(void **state)
 {
@@ -488,6 +557,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reset_clears_lanes_and_readers_resync, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_lane_claim_release_enospc, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_publish_no_wake_when_nobody_sleeps, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_skipped_wake_class_sleeps_until_next_publish, setup_small,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_layout_mismatch_refused, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_reader_thread_and_publisher_thread, setup_default, teardown),
 	};

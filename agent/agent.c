@@ -59,6 +59,7 @@ void __tsan_release(void *addr);
 #define AGENT_VIEW_BUCKETS 1024
 #define AGENT_TOMBSTONES_MAX 1024
 #define AGENT_DRAIN_BATCH 4096 /* frames per wake before checking deaths/stop */
+#define AGENT_RETIRED_MAX 256  /* retired nodes that force a grace period before the tick */
 
 /* A view node: the last known state of one key (ns | label | owner bytes). */
 struct view_node {
@@ -94,9 +95,22 @@ struct orbit_agent {
 	struct orbit_ring_sink sink;
 	bool lane_claimed;
 	orbit_ring_reader_t *reader;   /* the agent thread's cursor */
+	uint32_t wake_class;           /* our doorbell class (orbit__doorbell_bit(row)) */
+	/*
+	 * Our own frames skip our class's wake while we have no subscriber
+	 * (skip_own = wake_class, else 0; written under subs_mu): we would only
+	 * update the view, and on the CPU the other processes' agents need. At
+	 * most own_unseen_max of them wait for our next wake (other frames, a
+	 * join, the tick), so our lane never laps us. Both relaxed: a hint and
+	 * a count, read by the publishing thread in agent_sink().
+	 */
+	_Atomic uint32_t skip_own;
+	_Atomic uint32_t own_unseen;
+	uint32_t own_unseen_max;
 	struct orbit_ring_event *ev;   /* agent thread's frame buffer */
 	struct cds_lfht *view;
 	struct view_node *retired;     /* agent thread: free after a grace period */
+	uint32_t nretired;             /* length of retired (agent thread) */
 	uint64_t resync_epoch;
 	int grace;                     /* address of the TSan grace-period edge only */
 	uint64_t tombstones;
@@ -228,6 +242,7 @@ static void view_install(struct orbit_agent *a, struct view_node *n)
 		a->tombstones -= !o->held;
 		o->next_free = a->retired;
 		a->retired = o;
+		a->nretired++;
 	}
 }
 
@@ -252,6 +267,7 @@ static void view_reclaim(struct orbit_agent *a)
 	if (!n)
 		return;
 	a->retired = NULL;
+	a->nretired = 0;
 	urcu_memb_synchronize_rcu();
 	TSAN_ACQUIRE(&a->grace); /* pairs with TSAN_RELEASE in orbit_agent_view_lookup() */
 	while (n) {
@@ -276,6 +292,7 @@ static void view_prune(struct orbit_agent *a)
 			a->tombstones--;
 			n->next_free = a->retired;
 			a->retired = n;
+			a->nretired++;
 		}
 	}
 }
@@ -375,6 +392,15 @@ static void view_resync(struct orbit_agent *a)
 }
 
 /* ---- subscribers ---- */
+
+/* Under subs_mu: skip our own wake class exactly while nobody subscribes. */
+static void update_skip_own(struct orbit_agent *a)
+{
+	uint32_t skip = a->nsubs == 0 && a->wake_class != ORBIT_DOORBELL_SHARED ? a->wake_class : 0;
+
+	/* Relaxed: a hint; a publish ordered after subscribe() (happens-before) reads it */
+	atomic_store_explicit(&a->skip_own, skip, memory_order_relaxed);
+}
 
 static void signal_subscribers(struct orbit_agent *a)
 {
@@ -529,9 +555,13 @@ static bool repaired_since_resync(struct orbit_agent *a)
 /* Drain the ring; returns 1 when something was read or lost. */
 static int drain(struct orbit_agent *a)
 {
+	/* Relaxed: a hint (see struct orbit_agent) */
+	uint32_t skip_own = atomic_load_explicit(&a->skip_own, memory_order_relaxed);
 	int any = 0, lagged = 0;
 	uint32_t lane;
 
+	/* Relaxed: a count; frames the sink counts after this are read below or next time */
+	atomic_store_explicit(&a->own_unseen, 0, memory_order_relaxed);
 	urcu_memb_read_lock();
 	for (int i = 0; i < AGENT_DRAIN_BATCH; i++) {
 		int rc = orbit__ring_reader_next(a->reader, a->ev, &lane);
@@ -545,7 +575,8 @@ static int drain(struct orbit_agent *a)
 		}
 		if (rc < 0)
 			continue; /* corrupt frame: skipped and counted by the reader */
-		if (a->ev->publish_ns) {
+		/* Our own frames, skipped while nobody subscribes, would time the skip */
+		if (a->ev->publish_ns && !(skip_own && a->lane_claimed && lane == a->sink.lane)) {
 			uint64_t now = orbit__now_mono_ns();
 
 			orbit__stats_hist_add(&a->delivery, now > a->ev->publish_ns ?
@@ -565,10 +596,19 @@ static int drain(struct orbit_agent *a)
 	return any; /* the caller frees what was replaced, after signalling */
 }
 
+/*
+ * The loop keeps the wake path (futex return -> drain -> eventfd writes ->
+ * back to sleep) free of other system calls: the grace period that frees
+ * replaced view nodes (membarrier: an IPI to every CPU running one of our
+ * threads, e.g. the subscriber just woken) and the pidfd poll run once per
+ * tick, or sooner when AGENT_RETIRED_MAX nodes wait. The sleep ends at the
+ * next tick, so deaths are still checked at least once per tick however
+ * often frames wake the thread.
+ */
 static void *agent_main(void *p)
 {
 	struct orbit_agent *a = p;
-	uint64_t next_stats = 0;
+	uint64_t next_stats = 0, next_tick = 0;
 	bool woke = false;
 
 	urcu_memb_register_thread();
@@ -584,10 +624,14 @@ static void *agent_main(void *p)
 			signal_subscribers(a);
 		else if (woke)
 			rescan_members(a); /* a wake without frames: a join, leave or stop */
-		/* After the signal: the grace period (membarrier) is not on the wake path. */
-		view_reclaim(a);
-		check_deaths(a);
 		now = orbit__now_mono_ns();
+		/* After the signal: the grace period is not on the wake path. */
+		if (now >= next_tick || a->nretired >= AGENT_RETIRED_MAX)
+			view_reclaim(a);
+		if (now >= next_tick) {
+			check_deaths(a);
+			next_tick = now + a->tick_ns;
+		}
 		if (now >= next_stats) {
 			rescan_members(a);
 			orbit__members_heartbeat(a->members);
@@ -596,7 +640,7 @@ static void *agent_main(void *p)
 		}
 		if (atomic_load_explicit(&a->stop, memory_order_acquire)) /* as above */
 			break;
-		woke = orbit__ring_reader_wait(a->reader, seen, (int64_t)a->tick_ns) == 0;
+		woke = orbit__ring_reader_wait(a->reader, seen, (int64_t)(next_tick - now)) == 0;
 		a->wakeups += woke;
 	}
 	urcu_memb_unregister_thread();
@@ -607,10 +651,16 @@ static void *agent_main(void *p)
 static void agent_sink(void *ctx, const struct orbit_transition *t)
 {
 	struct orbit_agent *a = ctx;
+	/* Relaxed: a hint (see struct orbit_agent) */
+	uint32_t skip = atomic_load_explicit(&a->skip_own, memory_order_relaxed);
 
 	/* Relaxed: a statistics count. */
 	atomic_fetch_add_explicit(&a->frames_written, 1, memory_order_relaxed);
-	orbit__ring_sink(&a->sink, t);
+	/* Relaxed: a count; past the bound our agent is woken like everyone */
+	if (skip && atomic_fetch_add_explicit(&a->own_unseen, 1, memory_order_relaxed) >=
+			    a->own_unseen_max)
+		skip = 0;
+	orbit__ring_sink_skip(&a->sink, t, skip);
 }
 
 /* ---- API ---- */
@@ -753,6 +803,10 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 		a->reader = NULL;
 		goto err;
 	}
+	a->wake_class = orbit__doorbell_bit((uint32_t)a->row);
+	orbit__ring_reader_set_wake_class(a->reader, a->wake_class);
+	a->own_unseen_max = rl.frames_per_lane / 4 ? rl.frames_per_lane / 4 : 1;
+	update_skip_own(a); /* no subscriber yet; the thread is not started */
 	/* Fixed size, no CDS_LFHT_AUTO_RESIZE: resizing would start liburcu's worker thread. */
 	a->view = cds_lfht_new_flavor(AGENT_VIEW_BUCKETS, AGENT_VIEW_BUCKETS, AGENT_VIEW_BUCKETS, 0,
 				      &urcu_memb_flavor, NULL);
@@ -821,6 +875,7 @@ int orbit_agent_subscribe(orbit_agent_t *a, int *fd)
 		rc = -ENOSPC;
 	else
 		a->subs[a->nsubs++] = e;
+	update_skip_own(a);
 	die_on(pthread_mutex_unlock(&a->subs_mu), "unlock subs");
 	if (rc < 0) {
 		close(e);
@@ -840,6 +895,7 @@ int orbit_agent_unsubscribe(orbit_agent_t *a, int fd)
 	for (int i = 0; i < a->nsubs; i++) {
 		if (a->subs[i] == fd) {
 			a->subs[i] = a->subs[--a->nsubs];
+			update_skip_own(a);
 			rc = 0;
 			break;
 		}

@@ -108,6 +108,11 @@ struct orbit_state_lane {
 	_Atomic uint32_t state;
 	_Atomic uint32_t refs;          /* user + promised drain tasks + batches */
 	_Atomic uint64_t reentries;     /* C3 counter of refusals */
+	/* Statistics with one writer at a time, so a relaxed load + store (no
+	 * locked RMW): turns by the turn holder (turns are ordered by A1/R1),
+	 * posts under lane->mu. Read relaxed by orbit_state_lane_stats(). */
+	_Atomic uint64_t turns;
+	_Atomic uint64_t posts;
 	/* lane->mu protects: head, tail, wait_head, wait_tail, free_nodes,
 	 * nfree, closers, and state changes other than A1/R1. Nothing else
 	 * (no lane, no executor call other than submit) is taken under it. */
@@ -277,6 +282,17 @@ static inline int check_entry(struct orbit_state_lane *lane, const char *op, con
 	return check_nested_entry(lane, op, file, line);
 }
 
+/*
+ * A statistic with one writer at a time (the turn holder, or a holder of
+ * lane->mu): relaxed load + store is enough, the writers are ordered by the
+ * turn (A1/R1) or by the mutex, and readers only want a recent value.
+ */
+static inline void bump_single_writer(_Atomic uint64_t *c)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
 static inline int run_item(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg,
 			   const char *file, int line)
 {
@@ -286,6 +302,7 @@ static inline int run_item(struct orbit_state_lane *lane, orbit_state_lane_fn fn
 	tls_turn = &f;
 	r = fn(arg);
 	tls_turn = f.prev;
+	bump_single_writer(&lane->turns);
 	return r;
 }
 
@@ -723,6 +740,18 @@ ORBIT_API uint64_t orbit_state_lane_reentry_count(const orbit_state_lane_t *lane
 	return lane ? atomic_load_explicit(&lane->reentries, memory_order_relaxed) : 0;
 }
 
+ORBIT_API int orbit_state_lane_stats(const orbit_state_lane_t *lane,
+				     struct orbit_state_lane_stats *out)
+{
+	if (!lane || !out)
+		return -EINVAL;
+	/* Relaxed is enough: statistics, each read on its own. */
+	out->turns = atomic_load_explicit(&lane->turns, memory_order_relaxed);
+	out->posts = atomic_load_explicit(&lane->posts, memory_order_relaxed);
+	out->reentry_refused = atomic_load_explicit(&lane->reentries, memory_order_relaxed);
+	return 0;
+}
+
 ORBIT_API const char *orbit_state_lane_last_diagnostic(void)
 {
 	return tls_diag;
@@ -942,6 +971,7 @@ static int post(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg
 			break;
 	}
 	append_locked(lane, n);
+	bump_single_writer(&lane->posts); /* under lane->mu */
 	lane_unlock(lane);
 	return 0;
 

@@ -317,6 +317,28 @@ ORBIT_API const char *orbit_state_lane_name(const orbit_state_lane_t *lane);
  */
 ORBIT_API uint64_t orbit_state_lane_reentry_count(const orbit_state_lane_t *lane);
 
+/* Counters of one lane; each a separate relaxed read, so mutually approximate. */
+struct orbit_state_lane_stats {
+	uint64_t turns;           /* work items run on the lane (run, posted, close_sync) */
+	uint64_t posts;           /* try_post / run_async calls accepted */
+	uint64_t reentry_refused; /* entries refused with -EDEADLK (reentry_count) */
+};
+
+/**
+ * orbit_state_lane_stats - read @lane's counters.
+ * @lane: the lane.
+ * @out: filled with the counters.
+ *
+ * The lane counts with plain relaxed stores by whoever holds the turn (or
+ * its queue lock), so counting costs the fast path no atomic RMW.
+ *
+ * Context: any thread, concurrently with everything, from a turn too;
+ * relaxed loads only, no blocking.
+ * Returns: 0; -EINVAL for a NULL argument.
+ */
+ORBIT_API int orbit_state_lane_stats(const orbit_state_lane_t *lane,
+				     struct orbit_state_lane_stats *out);
+
 ORBIT_END_DECLS
 
 #endif /* ORBIT_STATE_LANE_H */

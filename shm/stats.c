@@ -32,6 +32,24 @@ const struct orbit_stats_desc orbit__stats_counters[ORBIT_STAT__COUNT] = {
 	[ORBIT_STAT_CORRUPT_BYTES] = { "corrupt_detected", "SHM records that failed validation", 0 },
 	[ORBIT_STAT_MEMBERS_RECLAIMED] = { "members_reclaimed", "dead members whose rows and lanes were reclaimed", 0 },
 	[ORBIT_STAT_VIEW_ENTRIES] = { "view_entries", "lock states in the local RCU view", 1 },
+	/* Summed over the queues, pools and lanes the agent watches; counters
+	 * keep what unwatched objects counted, gauges do not. */
+	[ORBIT_STAT_WATCHED_OBJECTS] = { "watched_objects", "queues, pools and lanes the agent watches", 1 },
+	[ORBIT_STAT_QUEUE_ACCEPTED] = { "queue_accepted", "serial queue submissions accepted", 0 },
+	[ORBIT_STAT_QUEUE_REJECTED] = { "queue_rejected", "serial queue submissions refused (full, too big, closed)", 0 },
+	[ORBIT_STAT_QUEUE_TURNS_RUN] = { "queue_turns_run", "serial queue turns run (items and continuations)", 0 },
+	[ORBIT_STAT_QUEUE_COMPLETED] = { "queue_completed", "serial queue items finished", 0 },
+	[ORBIT_STAT_QUEUE_SUSPENDED] = { "queue_suspended", "serial queue turns that ended suspended", 0 },
+	[ORBIT_STAT_QUEUE_SLICES_CUT] = { "queue_slices_cut", "serial queue drain slices cut by the owner time budget", 0 },
+	[ORBIT_STAT_QUEUE_DEPTH] = { "queue_depth", "serial queue items queued, running or suspended", 1 },
+	[ORBIT_STAT_POOL_TASKS_SUBMITTED] = { "pool_tasks_submitted", "worker pool tasks accepted", 0 },
+	[ORBIT_STAT_POOL_TASKS_RUN] = { "pool_tasks_run", "worker pool tasks run", 0 },
+	[ORBIT_STAT_POOL_TASKS_STOLEN] = { "pool_tasks_stolen", "worker pool tasks run by a worker of another node", 0 },
+	[ORBIT_STAT_POOL_REJECTED] = { "pool_rejected", "worker pool submits refused", 0 },
+	[ORBIT_STAT_POOL_SLEEPS] = { "pool_sleeps", "times a worker pool thread went to sleep", 0 },
+	[ORBIT_STAT_LANE_TURNS] = { "lane_turns", "state lane work items run", 0 },
+	[ORBIT_STAT_LANE_POSTS] = { "lane_posts", "state lane try_post/run_async calls accepted", 0 },
+	[ORBIT_STAT_LANE_REENTRY_REFUSED] = { "lane_reentry_refused", "state lane entries refused as reentrant", 0 },
 };
 
 const struct orbit_stats_desc orbit__stats_hists[ORBIT_HIST__COUNT] = {

@@ -31,6 +31,9 @@
 #include <orbit/common.h>
 #include <orbit/fleet.h>
 #include <orbit/lock.h>
+#include <orbit/serial_queue.h>
+#include <orbit/state_lane.h>
+#include <orbit/worker_pool.h>
 
 ORBIT_BEGIN_DECLS
 
@@ -158,6 +161,53 @@ ORBIT_API int orbit_agent_member_row(const orbit_agent_t *agent);
  * (-EAGAIN) or reset (-ENOTRECOVERABLE, -ECHILD, -EROFS).
  */
 ORBIT_API int orbit_agent_reset_transport(orbit_agent_t *agent);
+
+/*
+ * Watching in-process objects. lib/ knows nothing of the stats segment: an
+ * agent that watches a serial queue, a worker pool or a state lane reads
+ * its counters (orbit_serial_queue_stats(), orbit_worker_pool_stats(),
+ * orbit_state_lane_stats()) at every stats publish and adds them, summed
+ * over the watched objects of each kind, to its stats row (queue_*,
+ * pool_*, lane_* and watched_objects; see doc/agent.md). When an object is
+ * unwatched its counts so far stay in the sums, so the published counters
+ * never go backwards; gauges (queue_depth, watched_objects) drop it.
+ */
+#define ORBIT_AGENT_WATCH_MAX 64 /* objects one agent watches at a time, all kinds */
+
+/**
+ * orbit_agent_watch_queue - publish @q's counters with this agent's stats.
+ * orbit_agent_watch_pool, orbit_agent_watch_lane - the same for a worker
+ * pool and a state lane.
+ * The object must stay valid until it is unwatched (or the agent stopped):
+ * the agent reads its counters at every publish (relaxed loads, no lock
+ * of the object, no call into it otherwise).
+ * Context: any thread, concurrently with the agent thread and with other
+ * watch/unwatch calls; takes the watch mutex, which the agent thread holds
+ * only while it reads the watched objects' counters at a stats publish.
+ * Not concurrently with orbit_agent_stop(). No syscall (may allocate once
+ * per agent).
+ * Returns: 0; -EINVAL (NULL @agent or object); -EEXIST (already watched by
+ * @agent); -ENOSPC (ORBIT_AGENT_WATCH_MAX objects watched already);
+ * -ENOMEM.
+ */
+ORBIT_API int orbit_agent_watch_queue(orbit_agent_t *agent, const orbit_serial_queue_t *q);
+ORBIT_API int orbit_agent_watch_pool(orbit_agent_t *agent, orbit_worker_pool_t *pool);
+ORBIT_API int orbit_agent_watch_lane(orbit_agent_t *agent, const orbit_state_lane_t *lane);
+
+/**
+ * orbit_agent_unwatch_queue - stop publishing @q's counters.
+ * orbit_agent_unwatch_pool, orbit_agent_unwatch_lane - the same for a
+ * worker pool and a state lane.
+ * Its counts so far are kept in the agent's sums (counters stay monotonic).
+ * When the call returns the agent no longer touches the object: the caller
+ * may destroy it.
+ * Context: as orbit_agent_watch_queue(); may wait for a stats publish in
+ * progress (the watch mutex), never for more.
+ * Returns: 0; -EINVAL (NULL argument); -ENOENT (not watched by @agent).
+ */
+ORBIT_API int orbit_agent_unwatch_queue(orbit_agent_t *agent, const orbit_serial_queue_t *q);
+ORBIT_API int orbit_agent_unwatch_pool(orbit_agent_t *agent, orbit_worker_pool_t *pool);
+ORBIT_API int orbit_agent_unwatch_lane(orbit_agent_t *agent, const orbit_state_lane_t *lane);
 
 ORBIT_END_DECLS
 

@@ -20,7 +20,7 @@ static char fleet[64];
 static orbit_lock_t *lock;
 static orbit_agent_t *agent;
 static orbit_members_t *extra; /* a second member row with realistic, wide fields */
-static char out[1 << 20];
+static char out[1 << 22]; /* stats --prometheus of 64 random rows is over 1 MiB */
 
 /*
  * Realistic widths for the 80-column checks: a 60-byte namespace, 20-byte

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+/*
+ * agent/agent_watch.c: orbit_agent_watch_*() and orbit_agent_unwatch_*():
+ * the serial queues, worker pools and state lanes an agent watches, and
+ * the per-kind sums of their counters published in its stats row. lib/
+ * does not know the stats segment; this file reads the objects through
+ * their public stats getters (relaxed loads, no lock) and the agent's
+ * publish puts the sums into the row.
+ *
+ * Locks and what they protect:
+ *   watch_mu  the list of watch sets and everything in them (objects
+ *             watched, retired sums). Taken by watch/unwatch callers and by
+ *             the publishing thread for the time it reads the watched
+ *             objects' counters; nothing is taken under it (the getters
+ *             are lock-free). Holding it while reading is what lets
+ *             unwatch promise that the agent no longer touches the object.
+ * One set per agent that ever watched something, found by the agent's
+ * address (so the agent's own struct, edited elsewhere, carries nothing);
+ * orbit__agent_watch_forget() drops it before the agent is freed.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent_watch.h"
+#include "shm/stats.h"
+
+enum watch_kind { WATCH_QUEUE = 1, WATCH_POOL, WATCH_LANE };
+
+struct watched {
+	enum watch_kind kind;
+	const void *obj;
+};
+
+struct watch_set {
+	struct watch_set *next;
+	const orbit_agent_t *agent;
+	unsigned n;                              /* objects in obj[0..n) */
+	struct watched obj[ORBIT_AGENT_WATCH_MAX];
+	uint64_t retired[ORBIT_STAT__COUNT];     /* counts of unwatched objects */
+};
+
+static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER; /* see the top */
+static struct watch_set *watch_sets;                         /* under watch_mu */
+
+static void watch_lock(void)
+{
+	if (pthread_mutex_lock(&watch_mu))
+		abort(); /* broken invariant: a default mutex cannot fail here */
+}
+
+static void watch_unlock(void)
+{
+	if (pthread_mutex_unlock(&watch_mu))
+		abort();
+}
+
+/* Under watch_mu. */
+static struct watch_set **set_slot(const orbit_agent_t *agent)
+{
+	struct watch_set **pp;
+
+	for (pp = &watch_sets; *pp; pp = &(*pp)->next)
+		if ((*pp)->agent == agent)
+			return pp;
+	return pp; /* the list's end: *pp is NULL */
+}
+
+/* Add @w's counters to @c; lock-free reads of a live object. */
+static void add_counts(uint64_t *c, const struct watched *w)
+{
+	switch (w->kind) {
+	case WATCH_QUEUE: {
+		struct orbit_serial_queue_stats q;
+
+		if (orbit_serial_queue_stats(w->obj, &q) < 0)
+			return;
+		c[ORBIT_STAT_QUEUE_ACCEPTED] += q.accepted;
+		c[ORBIT_STAT_QUEUE_REJECTED] += q.rejected_count + q.rejected_bytes +
+						q.rejected_too_big + q.rejected_closed +
+						q.rejected_executor;
+		c[ORBIT_STAT_QUEUE_TURNS_RUN] += q.ran;
+		c[ORBIT_STAT_QUEUE_COMPLETED] += q.completed;
+		c[ORBIT_STAT_QUEUE_SUSPENDED] += q.suspended;
+		c[ORBIT_STAT_QUEUE_SLICES_CUT] += q.slices_cut;
+		c[ORBIT_STAT_QUEUE_DEPTH] += q.app_items + q.lc_items;
+		break;
+	}
+	case WATCH_POOL: {
+		struct orbit_worker_pool_stats p;
+
+		/* The getter takes a non-const pool; it only loads. */
+		if (orbit_worker_pool_stats((orbit_worker_pool_t *)w->obj, &p) < 0)
+			return;
+		c[ORBIT_STAT_POOL_TASKS_SUBMITTED] += p.submitted;
+		c[ORBIT_STAT_POOL_TASKS_RUN] += p.executed;
+		c[ORBIT_STAT_POOL_TASKS_STOLEN] += p.stolen;
+		c[ORBIT_STAT_POOL_REJECTED] += p.rejected;
+		c[ORBIT_STAT_POOL_SLEEPS] += p.sleeps;
+		break;
+	}
+	case WATCH_LANE: {
+		struct orbit_state_lane_stats l;
+
+		if (orbit_state_lane_stats(w->obj, &l) < 0)
+			return;
+		c[ORBIT_STAT_LANE_TURNS] += l.turns;
+		c[ORBIT_STAT_LANE_POSTS] += l.posts;
+		c[ORBIT_STAT_LANE_REENTRY_REFUSED] += l.reentry_refused;
+		break;
+	}
+	}
+}
+
+static int watch(orbit_agent_t *agent, enum watch_kind kind, const void *obj)
+{
+	struct watch_set **pp, *s;
+	int rc = 0;
+
+	if (!agent || !obj)
+		return -EINVAL;
+	watch_lock();
+	pp = set_slot(agent);
+	s = *pp;
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s) {
+			rc = -ENOMEM;
+			goto out_unlock;
+		}
+		s->agent = agent;
+		*pp = s;
+	}
+	for (unsigned i = 0; i < s->n; i++) {
+		if (s->obj[i].kind == kind && s->obj[i].obj == obj) {
+			rc = -EEXIST;
+			goto out_unlock;
+		}
+	}
+	if (s->n == ORBIT_AGENT_WATCH_MAX) {
+		rc = -ENOSPC;
+		goto out_unlock;
+	}
+	s->obj[s->n++] = (struct watched){ .kind = kind, .obj = obj };
+out_unlock:
+	watch_unlock();
+	return rc;
+}
+
+static int unwatch(orbit_agent_t *agent, enum watch_kind kind, const void *obj)
+{
+	uint64_t last[ORBIT_STAT__COUNT] = { 0 };
+	struct watch_set *s;
+	int rc = -ENOENT;
+
+	if (!agent || !obj)
+		return -EINVAL;
+	watch_lock();
+	s = *set_slot(agent);
+	for (unsigned i = 0; s && i < s->n; i++) {
+		if (s->obj[i].kind != kind || s->obj[i].obj != obj)
+			continue;
+		/* Its final counts stay in the sums: counters never go backwards. */
+		add_counts(last, &s->obj[i]);
+		for (unsigned c = 0; c < ORBIT_STAT__COUNT; c++)
+			if (orbit__stats_counters[c].type == ORBIT_STATS_COUNTER)
+				s->retired[c] += last[c];
+		s->obj[i] = s->obj[--s->n];
+		rc = 0;
+		break;
+	}
+	/* After this unlock no publish can reach @obj: it is out of the set. */
+	watch_unlock();
+	return rc;
+}
+
+void orbit__agent_watch_sum(const orbit_agent_t *agent, uint64_t *counters)
+{
+	struct watch_set *s;
+
+	watch_lock();
+	s = *set_slot(agent);
+	if (s) {
+		for (unsigned c = 0; c < ORBIT_STAT__COUNT; c++)
+			counters[c] += s->retired[c];
+		for (unsigned i = 0; i < s->n; i++)
+			add_counts(counters, &s->obj[i]);
+		counters[ORBIT_STAT_WATCHED_OBJECTS] += s->n;
+	}
+	watch_unlock();
+}
+
+void orbit__agent_watch_forget(const orbit_agent_t *agent)
+{
+	struct watch_set **pp, *s;
+
+	watch_lock();
+	pp = set_slot(agent);
+	s = *pp;
+	if (s)
+		*pp = s->next;
+	watch_unlock();
+	free(s);
+}
+
+int orbit_agent_watch_queue(orbit_agent_t *agent, const orbit_serial_queue_t *q)
+{
+	return watch(agent, WATCH_QUEUE, q);
+}
+
+int orbit_agent_unwatch_queue(orbit_agent_t *agent, const orbit_serial_queue_t *q)
+{
+	return unwatch(agent, WATCH_QUEUE, q);
+}
+
+int orbit_agent_watch_pool(orbit_agent_t *agent, orbit_worker_pool_t *pool)
+{
+	return watch(agent, WATCH_POOL, pool);
+}
+
+int orbit_agent_unwatch_pool(orbit_agent_t *agent, orbit_worker_pool_t *pool)
+{
+	return unwatch(agent, WATCH_POOL, pool);
+}
+
+int orbit_agent_watch_lane(orbit_agent_t *agent, const orbit_state_lane_t *lane)
+{
+	return watch(agent, WATCH_LANE, lane);
+}
+
+int orbit_agent_unwatch_lane(orbit_agent_t *agent, const orbit_state_lane_t *lane)
+{
+	return unwatch(agent, WATCH_LANE, lane);
+}

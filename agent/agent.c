@@ -34,6 +34,7 @@
 #include <orbit/agent.h>
 #include <orbit/error.h>
 
+#include "agent/agent_watch.h"
 #include "agent/fleet_internal.h"
 #include "shm/lock_internal.h"
 #include "shm/members.h"
@@ -528,6 +529,7 @@ static void publish_stats(struct orbit_agent *a)
 	c[ORBIT_STAT_SUBSCRIBER_SIGNALS] = a->signals;
 	c[ORBIT_STAT_MEMBERS_RECLAIMED] = a->reclaimed;
 	c[ORBIT_STAT_VIEW_ENTRIES] = a->view_entries;
+	orbit__agent_watch_sum(a, c); /* watched queues, pools, lanes (agent_watch.c) */
 	/* Relaxed: counts added by any thread; a publish may miss the newest. */
 	s.hists[ORBIT_HIST_ACQUIRE_NS].count = atomic_load_explicit(&a->acq_count, memory_order_relaxed);
 	s.hists[ORBIT_HIST_ACQUIRE_NS].sum_ns = atomic_load_explicit(&a->acq_sum, memory_order_relaxed);
@@ -718,6 +720,7 @@ static void agent_free(struct orbit_agent *a)
 	orbit_lock_close(a->ro_lock);
 	for (int i = 0; i < a->nsubs; i++)
 		close(a->subs[i]);
+	orbit__agent_watch_forget(a); /* after the last publish (stop) */
 	pthread_mutex_destroy(&a->subs_mu);
 	free(a);
 }

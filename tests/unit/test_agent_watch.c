@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/unit/test_agent_watch.c: the agent publishes the counters of the
+ * serial queues, worker pools and state lanes it watches (DESIGN.md
+ * "Observability": every component publishes counters into the stats
+ * segment). Watched objects' work shows in the member's stats row read
+ * through orbit_fleet_stats_read(); unwatch stops the reads so the object
+ * can be destroyed at once (run under TSan/ASan: a read after the free
+ * would be reported); the bad-argument and capacity codes; the state
+ * lane's own counters.
+ */
+#include "orbit_test.h"
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <orbit/orbit.h>
+
+static char fleet[64];
+static orbit_agent_t *agent;
+static orbit_fleet_t *fl;
+static uint32_t row;
+
+static int setup(void **state)
+{
+	struct orbit_agent_options ao = { .size = sizeof(ao), .name = "watcher",
+					  .tick_ms = 5, .stats_ms = 2 };
+	struct orbit_fleet_options fo = { .size = sizeof(fo) };
+
+	(void)state;
+	orbit_test_fleet(fleet, sizeof(fleet), "watch");
+	ao.fleet = fleet;
+	fo.fleet = fleet;
+	if (orbit_agent_start(&ao, &agent) != 0)
+		return -1;
+	row = (uint32_t)orbit_agent_member_row(agent);
+	return orbit_fleet_open(&fo, &fl) == 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
+
+	(void)state;
+	orbit_fleet_close(fl);
+	orbit_agent_stop(agent);
+	orbit_fleet_unlink(fleet);
+	orbit_lock_unlink(&lo);
+	return 0;
+}
+
+/* The index of counter @name in the stats table (fails the test if absent). */
+static unsigned ctr(const char *name)
+{
+	for (unsigned i = 0; i < orbit_stats_counter_count(); i++)
+		if (!strcmp(orbit_stats_counter_name(i), name))
+			return i;
+	fail_msg("no counter %s", name);
+	return 0;
+}
+
+static uint64_t now_real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A row whose counters were gathered after this call: wait for a publish
+ * stamped after now, then for the next one (its gathering began after the
+ * first one's stamp). 5 s at most.
+ */
+static void read_fresh(struct orbit_fleet_stats *fs)
+{
+	uint64_t t = now_real_ns(), t0 = orbit_test_now_ns();
+
+	for (int pass = 0; pass < 2; pass++) {
+		do {
+			usleep(500);
+			assert_true(orbit_test_now_ns() - t0 < 5000000000ull);
+		} while (orbit_fleet_stats_read(fl, row, fs) != 0 || fs->published_real_ns <= t);
+		t = fs->published_real_ns;
+	}
+}
+
+static orbit_worker_pool_t *make_pool(void)
+{
+	struct orbit_worker_pool_options o;
+	orbit_worker_pool_t *p = NULL;
+
+	orbit_worker_pool_options_init(&o);
+	o.nthreads = 2;
+	o.pin = false;
+	assert_int_equal(orbit_worker_pool_create(&o, &p), 0);
+	return p;
+}
+
+static orbit_serial_queue_t *make_queue(orbit_worker_pool_t *p)
+{
+	struct orbit_serial_queue_options o;
+	orbit_serial_queue_t *q = NULL;
+
+	orbit_serial_queue_options_init(&o);
+	o.executor = orbit_worker_pool_executor(p);
+	o.name = "watched-queue";
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	return q;
+}
+
+static orbit_state_lane_t *make_lane(orbit_worker_pool_t *p)
+{
+	struct orbit_state_lane_options o = { .size = sizeof(o), .name = "watched-lane",
+					      .home_node = -1 };
+	orbit_state_lane_t *l = NULL;
+
+	if (p)
+		o.executor = orbit_worker_pool_executor(p);
+	assert_int_equal(orbit_state_lane_create(&o, &l), 0);
+	return l;
+}
+
+static int q_item(orbit_serial_turn_t *turn, void *arg)
+{
+	(void)turn;
+	/* Relaxed: a count checked after await_quiescence (which orders it). */
+	atomic_fetch_add_explicit((_Atomic int *)arg, 1, memory_order_relaxed);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int l_item(void *arg)
+{
+	(*(int *)arg)++; /* lane-owned state: plain */
+	return 0;
+}
+
+static int l_reenter(void *arg)
+{
+	orbit_state_lane_t *l = arg;
+
+	return orbit_state_lane_run(l, l_item, NULL); /* -EDEADLK: we are on l */
+}
+
+/* Spec 06 §5 (C3 counters) and DESIGN "Observability": the lane counts turns, posts, refusals. */
+static void test_lane_stats_count_turns_posts_and_refusals(void **state)
+{
+	orbit_worker_pool_t *p = make_pool();
+	orbit_state_lane_t *l = make_lane(p);
+	struct orbit_state_lane_stats ls;
+	int n = 0;
+
+	(void)state;
+	assert_int_equal(orbit_state_lane_stats(l, &ls), 0);
+	assert_int_equal(ls.turns, 0);
+	assert_int_equal(ls.posts, 0);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(orbit_state_lane_run(l, l_item, &n), 0);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(orbit_state_lane_try_post(l, l_item, &n), 0);
+	assert_int_equal(orbit_state_lane_run(l, l_reenter, l), -EDEADLK);
+	assert_int_equal(orbit_state_lane_close_sync(l), 0);
+	assert_int_equal(orbit_state_lane_stats(l, &ls), 0);
+	assert_int_equal(n, 15);
+	/* 10 runs + 5 posts + the reentering turn; close_sync may add a barrier turn */
+	assert_true(ls.turns >= 16 && ls.turns <= 17);
+	assert_int_equal(ls.posts, 5);
+	assert_int_equal(ls.reentry_refused, 1);
+	assert_int_equal(ls.reentry_refused, orbit_state_lane_reentry_count(l));
+	assert_int_equal(orbit_state_lane_stats(NULL, &ls), -EINVAL);
+	assert_int_equal(orbit_state_lane_stats(l, NULL), -EINVAL);
+	assert_int_equal(orbit_state_lane_destroy(l), 0);
+	assert_int_equal(orbit_worker_pool_destroy(p), 0);
+}
+
+/* DESIGN "Observability": watched queue, pool and lane counters reach the member's stats row. */
+static void test_watched_counters_appear_in_stats_row(void **state)
+{
+	orbit_worker_pool_t *p = make_pool();
+	orbit_serial_queue_t *q = make_queue(p);
+	orbit_state_lane_t *l = make_lane(p);
+	struct orbit_fleet_stats fs, before;
+	_Atomic int qn = 0;
+	int ln = 0;
+
+	(void)state;
+	read_fresh(&before); /* earlier tests' unwatched objects stay in the sums */
+	assert_int_equal(before.counters[ctr("watched_objects")], 0);
+	assert_int_equal(orbit_agent_watch_queue(agent, q), 0);
+	assert_int_equal(orbit_agent_watch_pool(agent, p), 0);
+	assert_int_equal(orbit_agent_watch_lane(agent, l), 0);
+
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(orbit_serial_queue_enqueue(q, q_item, &qn), 0);
+	assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(orbit_state_lane_run(l, l_item, &ln), 0);
+	for (int i = 0; i < 7; i++)
+		assert_int_equal(orbit_state_lane_try_post(l, l_item, &ln), 0);
+	assert_int_equal(orbit_state_lane_run(l, l_reenter, l), -EDEADLK);
+	assert_int_equal(orbit_state_lane_run(l, l_item, &ln), 0); /* after the posts (FIFO) */
+	assert_int_equal(atomic_load(&qn), 100);
+
+	read_fresh(&fs);
+#define D(name) (fs.counters[ctr(name)] - before.counters[ctr(name)])
+	assert_int_equal(fs.counters[ctr("watched_objects")], 3);
+	assert_int_equal(D("queue_accepted"), 100);
+	assert_int_equal(D("queue_completed"), 100);
+	assert_int_equal(D("queue_turns_run"), 100);
+	assert_int_equal(D("queue_rejected"), 0);
+	assert_int_equal(fs.counters[ctr("queue_depth")], 0);
+	assert_true(D("pool_tasks_submitted") >= 1);
+	assert_true(D("pool_tasks_run") >= 1);
+	assert_true(D("pool_tasks_run") <= D("pool_tasks_submitted"));
+	assert_int_equal(D("lane_turns"), 20 + 7 + 1 + 1);
+	assert_int_equal(D("lane_posts"), 7);
+	assert_int_equal(D("lane_reentry_refused"), 1);
+#undef D
+	assert_true(orbit_stats_counter_is_gauge(ctr("queue_depth")));
+	assert_true(orbit_stats_counter_is_gauge(ctr("watched_objects")));
+	assert_false(orbit_stats_counter_is_gauge(ctr("lane_turns")));
+
+	assert_int_equal(orbit_agent_unwatch_lane(agent, l), 0);
+	assert_int_equal(orbit_agent_unwatch_queue(agent, q), 0);
+	assert_int_equal(orbit_agent_unwatch_pool(agent, p), 0);
+	assert_int_equal(orbit_state_lane_close_sync(l), 0);
+	assert_int_equal(orbit_state_lane_destroy(l), 0);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	assert_int_equal(orbit_worker_pool_destroy(p), 0);
+}
+
+/* A queue's depth is a gauge: items accepted and not finished. */
+static int q_block(orbit_serial_turn_t *turn, void *arg)
+{
+	(void)turn;
+	/* Acquire, pairs with the release store that opens the gate below. */
+	while (!atomic_load_explicit((_Atomic int *)arg, memory_order_acquire))
+		usleep(100);
+	return ORBIT_SERIAL_DONE;
+}
+
+static void test_watched_queue_depth_is_a_gauge(void **state)
+{
+	orbit_worker_pool_t *p = make_pool();
+	orbit_serial_queue_t *q = make_queue(p);
+	struct orbit_fleet_stats fs;
+	_Atomic int gate = 0;
+
+	(void)state;
+	assert_int_equal(orbit_agent_watch_queue(agent, q), 0);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(orbit_serial_queue_enqueue(q, q_block, &gate), 0);
+	read_fresh(&fs);
+	assert_int_equal(fs.counters[ctr("queue_depth")], 5);
+	/* Release, pairs with the acquire in q_block(). */
+	atomic_store_explicit(&gate, 1, memory_order_release);
+	assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
+	read_fresh(&fs);
+	assert_int_equal(fs.counters[ctr("queue_depth")], 0);
+	assert_int_equal(orbit_agent_unwatch_queue(agent, q), 0);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	assert_int_equal(orbit_worker_pool_destroy(p), 0);
+}
+
+/*
+ * DESIGN "Observability": after unwatch the agent no longer reads the
+ * object: its later work is not counted, its earlier counts stay (the
+ * counters never go backwards), and it can be destroyed at once while the
+ * agent keeps publishing every 2 ms (TSan/ASan would flag a late read).
+ */
+static void test_unwatch_stops_reads_and_allows_destroy(void **state)
+{
+	orbit_worker_pool_t *p = make_pool();
+	struct orbit_fleet_stats fs, before;
+	int rounds = orbit_test_long() ? 2000 : 200, ln = 0;
+	orbit_state_lane_t *l;
+
+	(void)state;
+	read_fresh(&before);
+	/* Churn: watch, work, unwatch, destroy, with publishes racing all of it. */
+	for (int i = 0; i < rounds; i++) {
+		orbit_serial_queue_t *q = make_queue(p);
+		_Atomic int qn = 0;
+
+		l = make_lane(NULL);
+		assert_int_equal(orbit_agent_watch_queue(agent, q), 0);
+		assert_int_equal(orbit_agent_watch_lane(agent, l), 0);
+		assert_int_equal(orbit_serial_queue_enqueue(q, q_item, &qn), 0);
+		assert_int_equal(orbit_state_lane_run(l, l_item, &ln), 0);
+		assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
+		if (i % 16 == 0)
+			usleep(2000); /* let a publish read them now and then */
+		assert_int_equal(orbit_agent_unwatch_queue(agent, q), 0);
+		assert_int_equal(orbit_agent_unwatch_lane(agent, l), 0);
+		assert_int_equal(orbit_serial_queue_destroy(q), 0);
+		assert_int_equal(orbit_state_lane_close_sync(l), 0);
+		assert_int_equal(orbit_state_lane_destroy(l), 0);
+	}
+	read_fresh(&fs);
+	assert_int_equal(fs.counters[ctr("watched_objects")], 0);
+	assert_int_equal(fs.counters[ctr("queue_accepted")] - before.counters[ctr("queue_accepted")],
+			 (uint64_t)rounds);
+	assert_true(fs.counters[ctr("lane_turns")] - before.counters[ctr("lane_turns")] >=
+		    (uint64_t)rounds);
+
+	/* Work on an unwatched lane is not counted. */
+	l = make_lane(NULL);
+	assert_int_equal(orbit_agent_watch_lane(agent, l), 0);
+	assert_int_equal(orbit_state_lane_run(l, l_item, &ln), 0);
+	read_fresh(&before);
+	assert_int_equal(orbit_agent_unwatch_lane(agent, l), 0);
+	for (int i = 0; i < 50; i++)
+		assert_int_equal(orbit_state_lane_run(l, l_item, &ln), 0);
+	read_fresh(&fs);
+	assert_int_equal(fs.counters[ctr("lane_turns")], before.counters[ctr("lane_turns")]);
+	assert_int_equal(orbit_state_lane_close_sync(l), 0);
+	assert_int_equal(orbit_state_lane_destroy(l), 0);
+	assert_int_equal(orbit_worker_pool_destroy(p), 0);
+}
+
+/* Include "Returns": -EINVAL, -EEXIST, -ENOENT, -ENOSPC past ORBIT_AGENT_WATCH_MAX. */
+static void test_watch_errors(void **state)
+{
+	orbit_state_lane_t *lanes[ORBIT_AGENT_WATCH_MAX + 1];
+	orbit_worker_pool_t *p = make_pool();
+	orbit_serial_queue_t *q = make_queue(p);
+
+	(void)state;
+	assert_int_equal(orbit_agent_watch_queue(NULL, q), -EINVAL);
+	assert_int_equal(orbit_agent_watch_queue(agent, NULL), -EINVAL);
+	assert_int_equal(orbit_agent_watch_pool(agent, NULL), -EINVAL);
+	assert_int_equal(orbit_agent_watch_lane(NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_agent_unwatch_queue(agent, NULL), -EINVAL);
+	assert_int_equal(orbit_agent_unwatch_pool(NULL, p), -EINVAL);
+	assert_int_equal(orbit_agent_unwatch_lane(agent, NULL), -EINVAL);
+
+	assert_int_equal(orbit_agent_unwatch_queue(agent, q), -ENOENT);
+	assert_int_equal(orbit_agent_watch_queue(agent, q), 0);
+	assert_int_equal(orbit_agent_watch_queue(agent, q), -EEXIST);
+	assert_int_equal(orbit_agent_unwatch_pool(agent, (orbit_worker_pool_t *)p), -ENOENT);
+	assert_int_equal(orbit_agent_unwatch_queue(agent, q), 0);
+	assert_int_equal(orbit_agent_unwatch_queue(agent, q), -ENOENT);
+
+	for (int i = 0; i <= ORBIT_AGENT_WATCH_MAX; i++)
+		lanes[i] = make_lane(NULL);
+	for (int i = 0; i < ORBIT_AGENT_WATCH_MAX - 1; i++)
+		assert_int_equal(orbit_agent_watch_lane(agent, lanes[i]), 0);
+	assert_int_equal(orbit_agent_watch_pool(agent, p), 0); /* the last place, any kind */
+	assert_int_equal(orbit_agent_watch_lane(agent, lanes[ORBIT_AGENT_WATCH_MAX - 1]), -ENOSPC);
+	assert_int_equal(orbit_agent_watch_queue(agent, q), -ENOSPC);
+	assert_int_equal(orbit_agent_unwatch_pool(agent, p), 0);
+	assert_int_equal(orbit_agent_watch_lane(agent, lanes[ORBIT_AGENT_WATCH_MAX - 1]), 0);
+	assert_int_equal(orbit_agent_watch_lane(agent, lanes[ORBIT_AGENT_WATCH_MAX]), -ENOSPC);
+	for (int i = 0; i < ORBIT_AGENT_WATCH_MAX; i++)
+		assert_int_equal(orbit_agent_unwatch_lane(agent, lanes[i]), 0);
+	assert_int_equal(orbit_agent_unwatch_lane(agent, lanes[ORBIT_AGENT_WATCH_MAX]), -ENOENT);
+	for (int i = 0; i <= ORBIT_AGENT_WATCH_MAX; i++) {
+		assert_int_equal(orbit_state_lane_close_sync(lanes[i]), 0);
+		assert_int_equal(orbit_state_lane_destroy(lanes[i]), 0);
+	}
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	assert_int_equal(orbit_worker_pool_destroy(p), 0);
+}
+
+/*
+ * A second agent's watches are its own, and objects still watched when an
+ * agent stops are published one last time and forgotten (not read after
+ * stop returns).
+ */
+static void test_watch_is_per_agent_and_ends_at_stop(void **state)
+{
+	struct orbit_agent_options ao = { .size = sizeof(ao), .name = "watcher-2",
+					  .tick_ms = 5, .stats_ms = 2 };
+	orbit_state_lane_t *l = make_lane(NULL);
+	struct orbit_fleet_stats fs;
+	orbit_agent_t *b;
+	uint32_t brow;
+	int ln = 0;
+
+	(void)state;
+	ao.fleet = fleet;
+	assert_int_equal(orbit_agent_start(&ao, &b), 0);
+	brow = (uint32_t)orbit_agent_member_row(b);
+	assert_int_equal(orbit_agent_watch_lane(b, l), 0);
+	assert_int_equal(orbit_agent_unwatch_lane(agent, l), -ENOENT);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(orbit_state_lane_run(l, l_item, &ln), 0);
+	orbit_agent_stop(b); /* still watched: its last publish counts the lane */
+	assert_int_equal(orbit_fleet_stats_read(fl, brow, &fs), 0);
+	assert_int_equal(fs.counters[ctr("lane_turns")], 3);
+	assert_int_equal(fs.counters[ctr("watched_objects")], 1);
+	assert_int_equal(orbit_state_lane_close_sync(l), 0);
+	assert_int_equal(orbit_state_lane_destroy(l), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lane_stats_count_turns_posts_and_refusals),
+		cmocka_unit_test(test_watched_counters_appear_in_stats_row),
+		cmocka_unit_test(test_watched_queue_depth_is_a_gauge),
+		cmocka_unit_test(test_unwatch_stops_reads_and_allows_destroy),
+		cmocka_unit_test(test_watch_errors),
+		cmocka_unit_test(test_watch_is_per_agent_and_ends_at_stop),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

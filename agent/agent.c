@@ -620,25 +620,11 @@ static void *agent_main(void *p)
 	/* Acquire, pairs with the release store in orbit_agent_stop(). */
 	while (!atomic_load_explicit(&a->stop, memory_order_acquire)) {
 		uint32_t seen = orbit__ring_reader_arm(a->reader);
-		bool signalled = false;
-		uint64_t now, mark = 0, mark2 = 0;
+		uint64_t now;
 
-		/*
-		 * Subscribers read with their own cursors: wake them first (one
-		 * eventfd write) when a head moved, then update our view. The early
-		 * signal covers what was published before @mark; if anything was
-		 * published after it, the drain may take it, so signal again.
-		 */
-		if (woke && orbit__ring_reader_pending(a->reader, &mark)) {
+		if (drain(a))
 			signal_subscribers(a);
-			signalled = true;
-		}
-		if (drain(a)) {
-			if (signalled)
-				orbit__ring_reader_pending(a->reader, &mark2);
-			if (!signalled || mark2 != mark)
-				signal_subscribers(a);
-		} else if (woke)
+		else if (woke)
 			rescan_members(a); /* a wake without frames: a join, leave or stop */
 		now = orbit__now_mono_ns();
 		/* After the signal: the grace period is not on the wake path. */

@@ -701,22 +701,6 @@ int orbit__ring_reader_next(orbit_ring_reader_t *r, struct orbit_ring_event *ev,
 	return -EAGAIN;
 }
 
-bool orbit__ring_reader_pending(const orbit_ring_reader_t *r, uint64_t *mark)
-{
-	uint64_t g = generation_of(r->ring), sum = 0;
-	bool pending = g != r->generation; /* a reset: next() reports the lag */
-
-	for (uint32_t lane = 0; lane < r->ring->layout.lanes; lane++) {
-		uint64_t h = head_of(r->ring, lane); /* R0 (acquire) */
-
-		sum += h;
-		pending |= h != r->cursor[lane];
-	}
-	if (mark) /* the generation scaled by an odd constant: a reset moves the mark */
-		*mark = sum + g * 0x9e3779b97f4a7c15ull;
-	return pending;
-}
-
 int orbit__ring_replay_retained(orbit_ring_t *ring,
 				int (*fn)(void *ctx, const struct orbit_ring_event *ev), void *ctx)
 {

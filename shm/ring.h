@@ -288,17 +288,6 @@ uint32_t orbit__ring_reader_arm(orbit_ring_reader_t *r);
 int orbit__ring_reader_wait(orbit_ring_reader_t *r, uint32_t seen, int64_t timeout_ns);
 
 /*
- * orbit__ring_reader_pending - true when next() would return something (a
- * frame, a lag or a corrupt frame): some lane head differs from our cursor,
- * or the ring was reset. Copies nothing. @mark (may be NULL) receives a
- * value that changes with every later publish or reset (sum of the heads
- * and the generation): compare two marks to learn whether anything was
- * published in between. Context: the reader's own thread; no syscall.
- * Ordering: the head loads are R0 (acquire).
- */
-bool orbit__ring_reader_pending(const orbit_ring_reader_t *r, uint64_t *mark);
-
-/*
  * The doorbell class this reader sleeps as (orbit__doorbell_bit(row) for a
  * member's agent; ORBIT_DOORBELL_SHARED, the default, for anyone else).
  * Context: the reader's own thread, before it waits.

@@ -108,11 +108,6 @@ struct orbit_state_lane {
 	_Atomic uint32_t state;
 	_Atomic uint32_t refs;          /* user + promised drain tasks + batches */
 	_Atomic uint64_t reentries;     /* C3 counter of refusals */
-	/* Statistics with one writer at a time, so a relaxed load + store (no
-	 * locked RMW): turns by the turn holder (turns are ordered by A1/R1),
-	 * posts under lane->mu. Read relaxed by orbit_state_lane_stats(). */
-	_Atomic uint64_t turns;
-	_Atomic uint64_t posts;
 	/* lane->mu protects: head, tail, wait_head, wait_tail, free_nodes,
 	 * nfree, closers, and state changes other than A1/R1. Nothing else
 	 * (no lane, no executor call other than submit) is taken under it. */
@@ -132,6 +127,12 @@ struct orbit_state_lane {
 	unsigned combine_limit;
 	unsigned slice_limit;
 	char name[64];
+	/* Statistics with one writer at a time, so a relaxed load + store (no
+	 * locked RMW): turns by the turn holder (turns are ordered by A1/R1),
+	 * posts under lane->mu. Read relaxed by orbit_state_lane_stats(). Past
+	 * name[], away from state: a waiter spinning on state is not disturbed. */
+	_Atomic uint64_t turns;
+	_Atomic uint64_t posts;
 };
 
 /* The lane marker: the chain of turns this thread holds, innermost first. */

@@ -492,7 +492,7 @@ static void test_orbitctl_random_bytes_never_crash(void **state)
 	orbit_stats_t st;
 	unsigned seed = (unsigned)getpid();
 	const char *cmds[] = { "members", "locks", "stats", "stats --json", "stats --prometheus",
-			       "watch --timeout-ms 200" };
+			       "watch --timeout-ms 200", "watch --replay --timeout-ms 200" };
 	int self = orbit_agent_member_row(agent);
 
 	(void)state;
@@ -531,6 +531,18 @@ static void test_orbitctl_random_bytes_never_crash(void **state)
 
 			for (int i = 0; i < 4096; i += 4)
 				*(uint32_t *)(p + i) = (uint32_t)rand_r(&seed);
+		}
+		/* Lane heads too, so `watch --replay` walks scribbled frames from
+		 * wherever a head now claims the ring to be (round 0: small values,
+		 * inside one lap; later rounds: anything). */
+		for (uint32_t l = 0; l < rh->lanes; l++) {
+			struct orbit_ring_lane *ln =
+				orbit__seg_at(rs, rh->lanes_off + (uint64_t)l * sizeof(*ln), sizeof(*ln));
+
+			if (ln)
+				atomic_store(&ln->head, round == 0 ? (uint64_t)(rand_r(&seed) % 4096)
+								   : ((uint64_t)rand_r(&seed) << 32) |
+									     (uint64_t)rand_r(&seed));
 		}
 		for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
 			int rc = CTL(cmds[c]);

@@ -9,6 +9,7 @@
  * live in shm/lock_serializer.c.
  */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -32,11 +33,15 @@
  * (a slot's seq odd or changed under the copy, move_seq odd or changed
  * under the probe), never slots probed: a miss on a full table with no
  * writer costs one pass over the slots and answers -ENOENT. Retry r (from
- * 1) spins min(r, LOOKUP_SPIN_MAX) cpu_relax() pauses first (no syscall),
- * so one lookup spins at most 528 + 224 * 32 = 7,696 pauses (about 0.5 ms
- * at 70 ns a pause, less on most CPUs) before -EAGAIN.
+ * 1) spins min(r, LOOKUP_SPIN_MAX) cpu_relax() pauses (no syscall); past
+ * LOOKUP_SPIN_RETRIES retries the writer is likely preempted on our CPU,
+ * so each further retry yields the CPU once (sched_yield) to let it finish
+ * its slot. A lookup that meets no writer makes no syscall; one that meets
+ * a writer stopped or killed mid-slot answers -EAGAIN after LOOKUP_RETRIES
+ * (the next mutation repairs the slot).
  */
 #define LOOKUP_RETRIES 256
+#define LOOKUP_SPIN_RETRIES 64
 #define LOOKUP_SPIN_MAX 32
 
 enum lock_stat {
@@ -1025,16 +1030,20 @@ static void cpu_relax(void)
 
 /*
  * One retry caused by a concurrent rewrite: false when the budget is
- * spent (the caller answers -EAGAIN). Spins, never sleeps or yields: the
- * lookup path makes no syscall (bound in LOOKUP_RETRIES' comment).
+ * spent (the caller answers -EAGAIN). Spins first, then yields (see
+ * LOOKUP_RETRIES): a writer preempted mid-slot on this CPU gets to finish.
  */
 static bool lookup_retry(int *budget)
 {
-	int spins = LOOKUP_RETRIES - *budget;
+	int done = LOOKUP_RETRIES - *budget;
 
 	if (--*budget < 0)
 		return false;
-	for (int i = 0; i <= spins && i < LOOKUP_SPIN_MAX; i++)
+	if (done >= LOOKUP_SPIN_RETRIES) {
+		sched_yield();
+		return true;
+	}
+	for (int i = 0; i <= done && i < LOOKUP_SPIN_MAX; i++)
 		cpu_relax();
 	return true;
 }

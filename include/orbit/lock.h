@@ -271,10 +271,12 @@ ORBIT_API int orbit_lock_force_release(orbit_lock_t *lock, const orbit_lock_key_
  * orbit_lock_lookup - copy the live entry of @key into @entry.
  * Never takes the serializer: copies the slot and re-checks its sequence.
  * Context: any thread, any process with a (readonly) handle, also a forked
- * child; no syscall (vDSO clock), no allocation, no lock.
+ * child; no allocation, no lock, and no syscall unless it meets a slot
+ * being rewritten for a while (vDSO clock).
  * The retry budget counts retries caused by concurrent rewrites (not slots
- * probed: a miss on a full table answers -ENOENT); retries spin with a CPU
- * pause, at most ~7,700 pauses in all (about 0.5 ms at most), never yield.
+ * probed: a miss on a full table answers -ENOENT); the first 64 retries
+ * spin with CPU pauses, the rest (up to 256) sched_yield once each so a
+ * writer preempted mid-slot on this CPU can finish.
  * Returns: 0; -ENOENT (not held or expired); -EAGAIN (slots kept changing
  * for the whole bounded retry budget, or a mutator died mid-write or
  * mid-compaction, or a corrupt move_seq word, and no mutation repaired the

@@ -118,6 +118,7 @@ struct orbit_agent {
 	uint64_t max_revision;
 	uint64_t floor_revision;       /* frames at or below: already in the last resync */
 	uint64_t repairs_seen;         /* the table's repair count at the last resync */
+	bool resync_due;               /* the last resync's table copy failed: retry */
 	struct watch *watch;           /* per member row, agent thread only */
 	uint32_t nrows;
 
@@ -337,6 +338,12 @@ static int resync_entry(const struct orbit_lock_entry *e, void *p)
 
 	if (e->expired)
 		return 0;
+	/* A frame applied before this copy may be newer than the copy's
+	 * revision (frames precede commits): keep what it said. */
+	struct view_key k = { e->bytes, e->bytes + e->ns_len, e->ns_len, e->label_len };
+	struct view_node *cur = view_find(c->a, &k, key_hash(k.ns, k.ns_len, k.label, k.label_len));
+	if (cur && cur->revision > c->revision)
+		return 0; /* and the tombstone pass below skips it as newer too */
 	n = node_new(e->bytes, e->ns_len, e->bytes + e->ns_len, e->label_len,
 		     e->bytes + e->ns_len + e->label_len, e->owner_len);
 	if (!n)
@@ -373,7 +380,9 @@ static void view_resync(struct orbit_agent *a)
 	/* Entries found are at least as new as this revision. */
 	c.revision = orbit_lock_state_revision(lock);
 	urcu_memb_read_lock();
+	a->resync_due = true; /* until the copy below succeeds (-EAGAIN: retried next drain) */
 	if (orbit_lock_foreach(lock, resync_entry, &c) >= 0) {
+		a->resync_due = false;
 		a->floor_revision = c.revision;
 		/* Held entries the table no longer has become tombstones. */
 		cds_lfht_for_each_entry(a->view, &it, n, node) {
@@ -593,7 +602,7 @@ static int drain(struct orbit_agent *a)
 	}
 	view_prune(a);
 	urcu_memb_read_unlock();
-	if (lagged || repaired_since_resync(a))
+	if (lagged || a->resync_due || repaired_since_resync(a))
 		view_resync(a);
 	return any; /* the caller frees what was replaced, after signalling */
 }

@@ -401,7 +401,7 @@ static int lease_of_other_live(const struct orbit_lock_entry *e, void *ctx)
 
 	if (e->expired || e->holder_pid == (uint32_t)p->self)
 		return 0;
-	p->found = orbit_lock_holder_alive(e) == 1;
+	p->found = orbit_lock_holder_alive(e) != 0; /* unsure counts as alive */
 	return p->found;
 }
 

@@ -56,7 +56,7 @@
 #include "shm/segment.h"
 #include "shm/transition.h"
 
-#define ORBIT_RING_LAYOUT_VERSION 1u
+#define ORBIT_RING_LAYOUT_VERSION 2u /* 2: doorbell sleeping word is a wake-class mask */
 #define ORBIT_RING_DEFAULT_LANES 16u
 #define ORBIT_RING_DEFAULT_FRAMES 1024u
 #define ORBIT_RING_DEFAULT_FRAME_BYTES 1024u

@@ -75,14 +75,22 @@ static pid_t spawn_member(const char *fleet, const char *name, int *row_out, boo
 		if (fork_grandchild) {
 			pid_t g = fork();
 			if (g == 0) {
-				/* holds every inherited fd; must not keep the parent "alive" */
+				/* Holds every inherited fd; must not keep the parent
+				 * "alive". It reports itself, so the test starts only
+				 * after fork() returned here, i.e. after the fork
+				 * handlers ran (a report from the parent side could
+				 * come first and race them). */
+				msg[1] = (int)getpid();
+				if (write(p[1], msg, sizeof(msg)) != sizeof(msg))
+					_exit(3);
 				for (;;)
 					pause();
 			}
-			msg[1] = (int)g;
-		}
-		if (write(p[1], msg, sizeof(msg)) != sizeof(msg))
+			if (g < 0)
+				_exit(4);
+		} else if (write(p[1], msg, sizeof(msg)) != sizeof(msg)) {
 			_exit(3);
+		}
 		for (;;)
 			pause();
 	}

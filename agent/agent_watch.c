@@ -31,6 +31,9 @@ enum watch_kind { WATCH_QUEUE = 1, WATCH_POOL, WATCH_LANE };
 struct watched {
 	enum watch_kind kind;
 	const void *obj;
+	/* Counts when watched: only what it does while watched is summed, so
+	 * unwatching and watching it again never counts anything twice. */
+	uint64_t base[ORBIT_STAT__COUNT];
 };
 
 struct watch_set {
@@ -113,6 +116,20 @@ static void add_counts(uint64_t *c, const struct watched *w)
 	}
 }
 
+/* What @w did while watched: counters since its base, gauges as they are. */
+static void add_watched(uint64_t *c, const struct watched *w)
+{
+	uint64_t now[ORBIT_STAT__COUNT] = { 0 };
+
+	add_counts(now, w);
+	for (unsigned i = 0; i < ORBIT_STAT__COUNT; i++) {
+		if (orbit__stats_counters[i].type == ORBIT_STATS_COUNTER)
+			c[i] += now[i] >= w->base[i] ? now[i] - w->base[i] : 0;
+		else
+			c[i] += now[i];
+	}
+}
+
 static int watch(orbit_agent_t *agent, enum watch_kind kind, const void *obj)
 {
 	struct watch_set **pp, *s;
@@ -142,7 +159,9 @@ static int watch(orbit_agent_t *agent, enum watch_kind kind, const void *obj)
 		rc = -ENOSPC;
 		goto out_unlock;
 	}
-	s->obj[s->n++] = (struct watched){ .kind = kind, .obj = obj };
+	s->obj[s->n] = (struct watched){ .kind = kind, .obj = obj };
+	add_counts(s->obj[s->n].base, &s->obj[s->n]);
+	s->n++;
 out_unlock:
 	watch_unlock();
 	return rc;
@@ -162,7 +181,7 @@ static int unwatch(orbit_agent_t *agent, enum watch_kind kind, const void *obj)
 		if (s->obj[i].kind != kind || s->obj[i].obj != obj)
 			continue;
 		/* Its final counts stay in the sums: counters never go backwards. */
-		add_counts(last, &s->obj[i]);
+		add_watched(last, &s->obj[i]);
 		for (unsigned c = 0; c < ORBIT_STAT__COUNT; c++)
 			if (orbit__stats_counters[c].type == ORBIT_STATS_COUNTER)
 				s->retired[c] += last[c];
@@ -185,7 +204,7 @@ void orbit__agent_watch_sum(const orbit_agent_t *agent, uint64_t *counters)
 		for (unsigned c = 0; c < ORBIT_STAT__COUNT; c++)
 			counters[c] += s->retired[c];
 		for (unsigned i = 0; i < s->n; i++)
-			add_counts(counters, &s->obj[i]);
+			add_watched(counters, &s->obj[i]);
 		counters[ORBIT_STAT_WATCHED_OBJECTS] += s->n;
 	}
 	watch_unlock();

@@ -228,6 +228,42 @@ static void test_watched_counters_appear_in_stats_row(void **state)
 	assert_int_equal(orbit_worker_pool_destroy(p), 0);
 }
 
+/* Second review: unwatching and watching the same object again counted it twice. */
+static void test_rewatch_counts_each_item_once(void **state)
+{
+	orbit_worker_pool_t *p = make_pool();
+	orbit_serial_queue_t *q = make_queue(p);
+	struct orbit_fleet_stats fs, before;
+	_Atomic int qn = 0;
+
+	(void)state;
+	read_fresh(&before);
+	for (int i = 0; i < 4; i++) /* before any watch: not counted */
+		assert_int_equal(orbit_serial_queue_enqueue(q, q_item, &qn), 0);
+	assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
+	assert_int_equal(orbit_agent_watch_queue(agent, q), 0);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(orbit_serial_queue_enqueue(q, q_item, &qn), 0);
+	assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
+	assert_int_equal(orbit_agent_unwatch_queue(agent, q), 0);
+	for (int i = 0; i < 5; i++) /* while unwatched: not counted */
+		assert_int_equal(orbit_serial_queue_enqueue(q, q_item, &qn), 0);
+	assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
+	assert_int_equal(orbit_agent_watch_queue(agent, q), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(orbit_serial_queue_enqueue(q, q_item, &qn), 0);
+	assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
+	read_fresh(&fs);
+	assert_int_equal(fs.counters[ctr("queue_completed")] - before.counters[ctr("queue_completed")],
+			 10 + 3);
+	assert_int_equal(orbit_agent_unwatch_queue(agent, q), 0);
+	read_fresh(&fs);
+	assert_int_equal(fs.counters[ctr("queue_completed")] - before.counters[ctr("queue_completed")],
+			 10 + 3); /* unwatching keeps what was counted */
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	assert_int_equal(orbit_worker_pool_destroy(p), 0);
+}
+
 /* A queue's depth is a gauge: items accepted and not finished. */
 static int q_block(orbit_serial_turn_t *turn, void *arg)
 {
@@ -400,6 +436,7 @@ int main(void)
 		cmocka_unit_test(test_watched_queue_depth_is_a_gauge),
 		cmocka_unit_test(test_unwatch_stops_reads_and_allows_destroy),
 		cmocka_unit_test(test_watch_errors),
+		cmocka_unit_test(test_rewatch_counts_each_item_once),
 		cmocka_unit_test(test_watch_is_per_agent_and_ends_at_stop),
 	};
 

@@ -563,18 +563,21 @@ static bool repaired_since_resync(struct orbit_agent *a)
 					    memory_order_relaxed) != a->repairs_seen;
 }
 
-/* Drain the ring; returns 1 when something was read or lost. */
+/*
+ * Drain the ring; returns 1 when something was read or lost, 2 when the
+ * batch bound stopped it with frames possibly left (drain again at once).
+ */
 static int drain(struct orbit_agent *a)
 {
 	/* Relaxed: a hint (see struct orbit_agent) */
 	uint32_t skip_own = atomic_load_explicit(&a->skip_own, memory_order_relaxed);
-	int any = 0, lagged = 0;
+	int any = 0, lagged = 0, i;
 	uint32_t lane;
 
 	/* Relaxed: a count; frames the sink counts after this are read below or next time */
 	atomic_store_explicit(&a->own_unseen, 0, memory_order_relaxed);
 	urcu_memb_read_lock();
-	for (int i = 0; i < AGENT_DRAIN_BATCH; i++) {
+	for (i = 0; i < AGENT_DRAIN_BATCH; i++) {
 		int rc = orbit__ring_reader_next(a->reader, a->ev, &lane);
 
 		if (rc == -EAGAIN)
@@ -604,6 +607,8 @@ static int drain(struct orbit_agent *a)
 	urcu_memb_read_unlock();
 	if (lagged || a->resync_due || repaired_since_resync(a))
 		view_resync(a);
+	if (i == AGENT_DRAIN_BATCH)
+		return 2;
 	return any; /* the caller frees what was replaced, after signalling */
 }
 
@@ -629,9 +634,10 @@ static void *agent_main(void *p)
 	/* Acquire, pairs with the release store in orbit_agent_stop(). */
 	while (!atomic_load_explicit(&a->stop, memory_order_acquire)) {
 		uint32_t seen = orbit__ring_reader_arm(a->reader);
+		int drained = drain(a); /* after arming: a frame published meanwhile ends the wait */
 		uint64_t now;
 
-		if (drain(a))
+		if (drained)
 			signal_subscribers(a);
 		else if (woke)
 			rescan_members(a); /* a wake without frames: a join, leave or stop */
@@ -651,6 +657,10 @@ static void *agent_main(void *p)
 		}
 		if (atomic_load_explicit(&a->stop, memory_order_acquire)) /* as above */
 			break;
+		if (drained == 2) { /* the batch bound left frames: no sleep */
+			woke = false;
+			continue;
+		}
 		woke = orbit__ring_reader_wait(a->reader, seen, (int64_t)(next_tick - now)) == 0;
 		a->wakeups += woke;
 	}

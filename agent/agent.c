@@ -177,28 +177,11 @@ static void rcu_ensure_registered(void)
 
 /* ---- the view ---- */
 
-static uint64_t key_hash(const void *ns, uint32_t ns_len, const void *label, uint32_t label_len)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	const uint8_t *p;
-
-	h = (h ^ ns_len) * 0x100000001b3ull;
-	for (p = ns; p && p < (const uint8_t *)ns + ns_len; p++)
-		h = (h ^ *p) * 0x100000001b3ull;
-	for (p = label; p && p < (const uint8_t *)label + label_len; p++)
-		h = (h ^ *p) * 0x100000001b3ull;
-	return h;
-}
-
-struct view_key {
-	const void *ns, *label;
-	uint32_t ns_len, label_len;
-};
-
+/* The view's key is the lock table's (orbit_lock_key_t), hashed by orbit__lock_hash(). */
 static int view_match(struct cds_lfht_node *node, const void *key)
 {
 	const struct view_node *n = caa_container_of(node, struct view_node, node);
-	const struct view_key *k = key;
+	const orbit_lock_key_t *k = key;
 
 	TSAN_ACQUIRE(n); /* pairs with the TSAN_RELEASE in view_install() */
 	return n->ns_len == k->ns_len && n->label_len == k->label_len &&
@@ -222,14 +205,14 @@ static struct view_node *node_new(const void *ns, uint32_t ns_len, const void *l
 	memcpy(n->bytes + ns_len, label, label_len);
 	if (owner_len) /* tombstones have no owner (NULL) */
 		memcpy(n->bytes + ns_len + label_len, owner, owner_len);
-	n->hash = key_hash(ns, ns_len, label, label_len);
+	n->hash = orbit__lock_hash(&(orbit_lock_key_t){ ns, ns_len, label, label_len });
 	return n;
 }
 
 /* Agent thread, inside rcu read side: install @n, retire what it replaces. */
 static void view_install(struct orbit_agent *a, struct view_node *n)
 {
-	struct view_key k = { n->bytes, n->bytes + n->ns_len, n->ns_len, n->label_len };
+	orbit_lock_key_t k = { n->bytes, n->ns_len, n->bytes + n->ns_len, n->label_len };
 	struct cds_lfht_node *old;
 
 	TSAN_RELEASE(n); /* the node's bytes before its publication (rcu_assign_pointer) */
@@ -248,12 +231,12 @@ static void view_install(struct orbit_agent *a, struct view_node *n)
 	}
 }
 
-static struct view_node *view_find(struct orbit_agent *a, const struct view_key *k, uint64_t hash)
+static struct view_node *view_find(struct orbit_agent *a, const orbit_lock_key_t *k)
 {
 	struct cds_lfht_iter it;
 	struct cds_lfht_node *node;
 
-	cds_lfht_lookup(a->view, hash, view_match, k, &it);
+	cds_lfht_lookup(a->view, orbit__lock_hash(k), view_match, k, &it);
 	node = cds_lfht_iter_get_node(&it);
 	if (!node)
 		return NULL;
@@ -303,8 +286,8 @@ static void view_prune(struct orbit_agent *a)
 static void view_apply(struct orbit_agent *a, const struct orbit_ring_event *ev)
 {
 	const uint8_t *ns = ev->bytes, *label = ev->bytes + ev->ns_len;
-	struct view_key k = { ns, label, ev->ns_len, ev->label_len };
-	struct view_node *cur = view_find(a, &k, key_hash(ns, ev->ns_len, label, ev->label_len));
+	orbit_lock_key_t k = { ns, ev->ns_len, label, ev->label_len };
+	struct view_node *cur = view_find(a, &k);
 	bool held = ev->type == ORBIT_TRANSITION_ACQUIRE || ev->type == ORBIT_TRANSITION_RENEW;
 	struct view_node *n;
 
@@ -340,8 +323,8 @@ static int resync_entry(const struct orbit_lock_entry *e, void *p)
 		return 0;
 	/* A frame applied before this copy may be newer than the copy's
 	 * revision (frames precede commits): keep what it said. */
-	struct view_key k = { e->bytes, e->bytes + e->ns_len, e->ns_len, e->label_len };
-	struct view_node *cur = view_find(c->a, &k, key_hash(k.ns, k.ns_len, k.label, k.label_len));
+	orbit_lock_key_t k = { e->bytes, e->ns_len, e->bytes + e->ns_len, e->label_len };
+	struct view_node *cur = view_find(c->a, &k);
 	if (cur && cur->revision > c->revision)
 		return 0; /* and the tombstone pass below skips it as newer too */
 	n = node_new(e->bytes, e->ns_len, e->bytes + e->ns_len, e->label_len,
@@ -938,7 +921,7 @@ int orbit_agent_reader_open(orbit_agent_t *a, orbit_transition_reader_t **out)
 int orbit_agent_view_lookup(orbit_agent_t *a, const orbit_lock_key_t *key,
 			    struct orbit_lock_entry *out)
 {
-	struct view_key k;
+	orbit_lock_key_t k;
 	struct view_node *n;
 	int rc = -ENOENT;
 
@@ -946,13 +929,14 @@ int orbit_agent_view_lookup(orbit_agent_t *a, const orbit_lock_key_t *key,
 		return -EINVAL;
 	if (key->ns_len + key->label_len > ORBIT_LOCK_BYTES_MAX)
 		return -E2BIG;
-	k.ns = key->ns ? key->ns : ""; /* memcmp never sees NULL */
-	k.ns_len = (uint32_t)key->ns_len;
-	k.label = key->label ? key->label : "";
-	k.label_len = (uint32_t)key->label_len;
+	k = *key;
+	if (!k.ns)
+		k.ns = ""; /* memcmp never sees NULL */
+	if (!k.label)
+		k.label = "";
 	rcu_ensure_registered();
 	urcu_memb_read_lock();
-	n = view_find(a, &k, key_hash(k.ns, k.ns_len, k.label, k.label_len));
+	n = view_find(a, &k);
 	if (n && n->held) {
 		uint32_t len = n->ns_len + n->label_len + n->owner_len;
 

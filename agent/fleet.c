@@ -276,7 +276,8 @@ int orbit_fleet_reader_open(orbit_fleet_t *f, orbit_transition_reader_t **out)
 	return orbit__fleet_reader_wrap(f->ring, out);
 }
 
-void orbit__fleet_event_copy(struct orbit_transition_event *dst, const struct orbit_ring_event *src)
+/* Copy a validated ring event into the public form. */
+static void event_copy(struct orbit_transition_event *dst, const struct orbit_ring_event *src)
 {
 	uint32_t n = src->ns_len + src->label_len + src->owner_len;
 
@@ -308,7 +309,7 @@ int orbit_transition_reader_next(orbit_transition_reader_t *tr, struct orbit_tra
 	/* The reader's own buffer keeps ~4 KiB off small thread stacks. */
 	rc = orbit__ring_reader_next(tr->r, &tr->ev, &lane);
 	if (rc == 0)
-		orbit__fleet_event_copy(ev, &tr->ev);
+		event_copy(ev, &tr->ev);
 	else
 		ev->lane = lane;
 	return rc;
@@ -345,7 +346,7 @@ static int replay_one(void *p, const struct orbit_ring_event *rev)
 {
 	struct replay_arg *ra = p;
 
-	orbit__fleet_event_copy(&ra->ev, rev);
+	event_copy(&ra->ev, rev);
 	return ra->fn(&ra->ev, ra->ctx);
 }
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agent/fleet_internal.h: pieces of agent/fleet.c that the agent shares:
- * wrapping a ring reader into the public transition reader, copying a ring
- * event out, and the reset_transport steps (internal).
+ * the ring a lock layout names, wrapping a ring reader into the public
+ * transition reader, and the reset_transport steps (internal).
  */
 #ifndef ORBIT_AGENT_FLEET_INTERNAL_H
 #define ORBIT_AGENT_FLEET_INTERNAL_H
@@ -24,9 +24,6 @@ void orbit__fleet_ring_layout(struct orbit_ring_layout *out, const struct orbit_
 
 /* A public reader over @ring (not owned). Returns 0, -ENOMEM, -EINVAL. */
 int orbit__fleet_reader_wrap(orbit_ring_t *ring, orbit_transition_reader_t **out);
-
-/* Copy a validated ring event into the public form. */
-void orbit__fleet_event_copy(struct orbit_transition_event *dst, const struct orbit_ring_event *src);
 
 /*
  * orbit__fleet_reset - reset_transport on open handles: refuse with -EBUSY

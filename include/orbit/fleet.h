@@ -104,7 +104,7 @@ ORBIT_API void orbit_fleet_close(orbit_fleet_t *f);
 
 /**
  * orbit_fleet_name - the fleet's name as opened.
- * Context: any thread; no syscall. Returns: a string owned by @f, or NULL
+ * Context: any thread; no syscall. Returns: a string owned by @f, or ""
  * for a NULL @f.
  */
 ORBIT_API const char *orbit_fleet_name(const orbit_fleet_t *f);

@@ -191,32 +191,8 @@ ORBIT_API int orbit_registry_add(orbit_registry_t *reg, const void *key, size_t 
 	return 0;
 }
 
-ORBIT_API int orbit_registry_remove(orbit_registry_t *reg, const void *key, size_t key_len)
-{
-	struct reg_key k = { key, key_len };
-	struct cds_lfht_iter it;
-	struct cds_lfht_node *node;
-	int rc = check_key(reg, key, key_len);
-
-	if (rc)
-		return rc;
-	thread_online();
-	urcu_memb_read_lock();
-	cds_lfht_lookup(reg->ht, hash_bytes(key, key_len, reg->seed), match_key, &k, &it);
-	node = cds_lfht_iter_get_node(&it);
-	rc = -ENOENT;
-	/* Only the remover that wins cds_lfht_del() frees the entry. */
-	if (node && cds_lfht_del(reg->ht, node) == 0) {
-		urcu_memb_call_rcu(&caa_container_of(node, struct reg_entry, node)->rcu,
-				   entry_free_rcu);
-		rc = 0;
-	}
-	urcu_memb_read_unlock();
-	return rc;
-}
-
 /* Look @key up inside a read-side section the caller holds. */
-static const struct reg_entry *lookup(orbit_registry_t *reg, const void *key, size_t key_len)
+static struct reg_entry *lookup(orbit_registry_t *reg, const void *key, size_t key_len)
 {
 	struct reg_key k = { key, key_len };
 	struct cds_lfht_iter it;
@@ -225,6 +201,26 @@ static const struct reg_entry *lookup(orbit_registry_t *reg, const void *key, si
 	cds_lfht_lookup(reg->ht, hash_bytes(key, key_len, reg->seed), match_key, &k, &it);
 	node = cds_lfht_iter_get_node(&it);
 	return node ? caa_container_of(node, struct reg_entry, node) : NULL;
+}
+
+ORBIT_API int orbit_registry_remove(orbit_registry_t *reg, const void *key, size_t key_len)
+{
+	struct reg_entry *e;
+	int rc = check_key(reg, key, key_len);
+
+	if (rc)
+		return rc;
+	thread_online();
+	urcu_memb_read_lock();
+	e = lookup(reg, key, key_len);
+	rc = -ENOENT;
+	/* Only the remover that wins cds_lfht_del() frees the entry. */
+	if (e && cds_lfht_del(reg->ht, &e->node) == 0) {
+		urcu_memb_call_rcu(&e->rcu, entry_free_rcu);
+		rc = 0;
+	}
+	urcu_memb_read_unlock();
+	return rc;
 }
 
 ORBIT_API long orbit_registry_get(orbit_registry_t *reg, const void *key, size_t key_len,

@@ -120,10 +120,8 @@ struct orbit_serial_queue {
 
 static _Thread_local struct orbit_serial_turn *tls_turn;
 
-#define STAT_ADD(q, f, n)                                                                  \
-	atomic_store_explicit(&(q)->st.f,                                                  \
-			      atomic_load_explicit(&(q)->st.f, memory_order_relaxed) + (n),       \
-			      memory_order_relaxed) /* writers serialized by q->lock */
+/* Writers serialized by q->lock. */
+#define STAT_ADD(q, f, n) orbit__single_writer_add(&(q)->st.f, (n))
 #define STAT_SET(q, f, v) atomic_store_explicit(&(q)->st.f, (v), memory_order_relaxed)
 
 static uint64_t clock_ns(clockid_t id)
@@ -268,14 +266,18 @@ static bool runnable(const orbit_serial_queue_t *q)
 	return q->barrier.len || q->res_head || q->lc.len || q->claimed.len || q->app.len;
 }
 
+/* Work that runs before the application lane is waiting (or a HOLD). Under q->lock. */
+static bool app_outranked(const orbit_serial_queue_t *q)
+{
+	return q->held_cont || q->held || q->barrier.len || q->res_head || q->lc.len;
+}
+
 /* Put a resumed handle where the drain will find it. */
 static void place_resumed(orbit_serial_queue_t *q, orbit_serial_resume_t *h)
 {
 	/* Relaxed: see the fields. */
 	atomic_store_explicit(&q->prio, true, memory_order_relaxed);
-	atomic_store_explicit(&q->arrivals,
-			      atomic_load_explicit(&q->arrivals, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	orbit__single_writer_add(&q->arrivals, 1);
 	if (h->flags & ORBIT_SERIAL_SUSPEND_HOLD) {
 		q->held = false;
 		q->held_cont = h;
@@ -305,7 +307,6 @@ int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
 {
 	struct orbit_serial_queue_options opts;
 	pthread_condattr_t ca;
-	pthread_mutexattr_t ma;
 	orbit_serial_queue_t *q;
 	int ret = -ENOMEM;
 
@@ -334,13 +335,7 @@ int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
 					   : UINT64_MAX / 2; /* unknown: always read the precise clock */
 	}
 	strncpy(q->name, opts.name ? opts.name : "serial-queue", sizeof(q->name) - 1);
-	/* Adaptive: the sections are a few dozen instructions; a contender
-	 * spins briefly before it sleeps in the kernel. */
-	if (pthread_mutexattr_init(&ma))
-		goto err_free;
-	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
-	ret = pthread_mutex_init(&q->lock, &ma) ? -ENOMEM : 0;
-	pthread_mutexattr_destroy(&ma);
+	ret = orbit__mutex_init_adaptive(&q->lock);
 	if (ret)
 		goto err_free;
 	ret = -ENOMEM;
@@ -415,9 +410,7 @@ static int submit(orbit_serial_queue_t *q, orbit_serial_work_fn fn, void *arg, e
 		q->outstanding++;
 		publish_reservations(q, lane);
 		STAT_ADD(q, accepted, 1);
-		atomic_store_explicit(&q->arrivals, /* relaxed: see the field */
-				      atomic_load_explicit(&q->arrivals, memory_order_relaxed) + 1,
-				      memory_order_relaxed);
+		orbit__single_writer_add(&q->arrivals, 1); /* relaxed: see the field */
 		if (ring != &q->app) /* relaxed: see the field */
 			atomic_store_explicit(&q->prio, true, memory_order_relaxed);
 		/* §6.5: only the submitter that finds nobody driving starts a drain. */
@@ -551,7 +544,7 @@ static unsigned claim_batch(orbit_serial_queue_t *q)
 {
 	struct ring spare;
 
-	if (q->held_cont || q->held || q->barrier.len || q->res_head || q->lc.len)
+	if (app_outranked(q))
 		return 0;
 	if (!q->claimed.len) {
 		if (q->app.len < 2)
@@ -690,8 +683,7 @@ static bool gather(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 {
 	uint64_t seen, need;
 
-	if (q->claimed.len || !q->app.len || q->app.len >= GATHER_MIN || q->held_cont ||
-	    q->held || q->barrier.len || q->res_head || q->lc.len)
+	if (q->claimed.len || !q->app.len || q->app.len >= GATHER_MIN || app_outranked(q))
 		return false;
 	need = GATHER_MIN - q->app.len;
 	/* Relaxed: a hint; what to claim is decided under the lock again. */

@@ -155,24 +155,6 @@ struct batch {
 	bool ref;                                /* holds a lane ref while it runs */
 };
 
-/*
- * lane->mu is adaptive: its sections are a few dozen instructions, so a
- * contender (a poster against the drain) spins briefly instead of paying
- * a futex sleep and wake.
- */
-static int lane_mutex_init(pthread_mutex_t *mu)
-{
-	pthread_mutexattr_t ma;
-	int rc;
-
-	if (pthread_mutexattr_init(&ma))
-		return -1;
-	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
-	rc = pthread_mutex_init(mu, &ma);
-	pthread_mutexattr_destroy(&ma);
-	return rc ? -1 : 0;
-}
-
 static inline void lane_lock(struct orbit_state_lane *lane)
 {
 	orbit__mutex_lock(&lane->mu);
@@ -283,17 +265,6 @@ static inline int check_entry(struct orbit_state_lane *lane, const char *op, con
 	return check_nested_entry(lane, op, file, line);
 }
 
-/*
- * A statistic with one writer at a time (the turn holder, or a holder of
- * lane->mu): relaxed load + store is enough, the writers are ordered by the
- * turn (A1/R1) or by the mutex, and readers only want a recent value.
- */
-static inline void bump_single_writer(_Atomic uint64_t *c)
-{
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
-}
-
 static inline int run_item(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg,
 			   const char *file, int line)
 {
@@ -303,7 +274,7 @@ static inline int run_item(struct orbit_state_lane *lane, orbit_state_lane_fn fn
 	tls_turn = &f;
 	r = fn(arg);
 	tls_turn = f.prev;
-	bump_single_writer(&lane->turns);
+	orbit__single_writer_add(&lane->turns, 1); /* the turn holder: ordered by A1/R1 */
 	return r;
 }
 
@@ -460,13 +431,15 @@ static bool submit_promise(struct orbit_state_lane *lane, orbit_executor_t ex, i
 	return false;
 }
 
-/*
- * Run queued work FIFO while holding the turn. Entered with lane->mu held,
- * returns with it released and the turn handed on (idle, granted to a
- * waiter, or promised to a drain task). @own is the caller's node in the
- * queue (run() callers) or NULL; the holder always runs up to and including
- * @own, then at most @limit more items.
- */
+/* A batch with callbacks to make keeps the lane alive until it ran them. */
+static void batch_hold_ref_locked(struct orbit_state_lane *lane, struct batch *b)
+{
+	if ((b->done_head || b->closers) && !b->ref) {
+		lane_ref(lane);
+		b->ref = true;
+	}
+}
+
 /*
  * Wait without lane->mu, for at most @reads sparse reads, until @need more
  * items were appended (a drain task that holds the turn; posters keep
@@ -487,6 +460,14 @@ static void poll_arrivals(struct orbit_state_lane *lane, uint32_t need, unsigned
 	lane_lock(lane);
 }
 
+/*
+ * Run queued work FIFO while holding the turn. Entered with lane->mu held,
+ * returns with it released and the turn handed on (idle, granted to a
+ * waiter, or promised to a drain task). @own is the caller's node in the
+ * queue (run() callers) or NULL; the holder always runs up to and including
+ * @own, then at most @limit more items. @stream: a drain task, which may
+ * linger and gather (poll_arrivals()).
+ */
 static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, unsigned limit,
 			 struct batch *b, bool stream)
 {
@@ -516,13 +497,9 @@ static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, u
 		if (own_done && ran >= limit) {
 			orbit_executor_t ex = lane->ex;
 			int node = lane->home_node;
-			bool keep_ref = b->done_head || b->closers;
 
 			next_holder = handoff_locked(lane);
-			if (keep_ref && !b->ref) {
-				lane_ref(lane);
-				b->ref = true;
-			}
+			batch_hold_ref_locked(lane, b);
 			lane_unlock(lane);
 			if (next_holder) {
 				node_complete(next_holder, W_GRANTED);
@@ -583,10 +560,7 @@ static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, u
 			node_put_locked(lane, n);
 		}
 	}
-	if ((b->done_head || b->closers) && !b->ref) {
-		lane_ref(lane);
-		b->ref = true;
-	}
+	batch_hold_ref_locked(lane, b);
 	lane_unlock(lane);
 }
 
@@ -687,7 +661,9 @@ ORBIT_API int orbit_state_lane_create(const struct orbit_state_lane_options *opt
 	lane = calloc(1, sizeof(*lane));
 	if (!lane)
 		return -ENOMEM;
-	if (lane_mutex_init(&lane->mu)) {
+	/* Adaptive: a poster contending with the drain spins briefly instead
+	 * of paying a futex sleep and wake. */
+	if (orbit__mutex_init_adaptive(&lane->mu)) {
 		free(lane);
 		return -ENOMEM;
 	}
@@ -972,7 +948,7 @@ static int post(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg
 			break;
 	}
 	append_locked(lane, n);
-	bump_single_writer(&lane->posts); /* under lane->mu */
+	orbit__single_writer_add(&lane->posts, 1); /* under lane->mu */
 	lane_unlock(lane);
 	return 0;
 

@@ -2,8 +2,9 @@
 /*
  * lib/sync.h: internal. What the worker pool and the serial queue share
  * to sleep and lock: the two futex calls (process-private), a CPU relax
- * hint for short polls, and mutex lock/unlock that abort on a failing
- * pthread call (a broken invariant, never bad input).
+ * hint for short polls, adaptive mutex init, lock/unlock that abort on a failing
+ * pthread call (a broken invariant, never bad input), and the increment of
+ * a counter that has one writer at a time.
  */
 #ifndef ORBIT_LIB_SYNC_H
 #define ORBIT_LIB_SYNC_H
@@ -41,6 +42,23 @@ static inline void orbit__cpu_relax(void)
 #endif
 }
 
+/*
+ * An adaptive mutex, for sections of a few dozen instructions: a
+ * contender spins briefly before it sleeps in the kernel. 0 or -ENOMEM.
+ */
+static inline int orbit__mutex_init_adaptive(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t ma;
+	int rc;
+
+	if (pthread_mutexattr_init(&ma))
+		return -ENOMEM;
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+	rc = pthread_mutex_init(m, &ma);
+	pthread_mutexattr_destroy(&ma);
+	return rc ? -ENOMEM : 0;
+}
+
 static inline void orbit__mutex_lock(pthread_mutex_t *m)
 {
 	if (pthread_mutex_lock(m))
@@ -51,6 +69,17 @@ static inline void orbit__mutex_unlock(pthread_mutex_t *m)
 {
 	if (pthread_mutex_unlock(m))
 		abort();
+}
+
+/*
+ * Add @n to a counter with one writer at a time (its writers are ordered
+ * by a lock or by ownership): a relaxed load + store is an exact add
+ * without a locked RMW, and relaxed readers only want a recent value.
+ */
+static inline void orbit__single_writer_add(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
 }
 
 #endif /* ORBIT_LIB_SYNC_H */

@@ -133,10 +133,7 @@ static bool take_task(struct worker *w, struct task *out)
 		unsigned i = (w->node_idx + k) % p->nnodes;
 
 		if (node_pop(&p->nodes[i], out)) {
-			/* Relaxed: a statistic written by this worker only. */
-			atomic_store_explicit(&w->stolen,
-					      atomic_load_explicit(&w->stolen, memory_order_relaxed) + 1,
-					      memory_order_relaxed);
+			orbit__single_writer_add(&w->stolen, 1); /* this worker only */
 			return true;
 		}
 	}
@@ -165,9 +162,7 @@ static void worker_sleep(struct worker *w)
 	/* W2: seq_cst, pairs with S1 in submit. */
 	if (!any_ready(p, memory_order_seq_cst) &&
 	    !atomic_load_explicit(&p->closed, memory_order_seq_cst)) {
-		atomic_store_explicit(&w->sleeps,
-				      atomic_load_explicit(&w->sleeps, memory_order_relaxed) + 1,
-				      memory_order_relaxed); /* statistic, single writer */
+		orbit__single_writer_add(&w->sleeps, 1); /* this worker only */
 		orbit__futex_wait(&n->futex, v);
 	}
 	atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed); /* statistic */
@@ -175,23 +170,29 @@ static void worker_sleep(struct worker *w)
 	atomic_fetch_sub_explicit(&n->sleepers, 1, memory_order_relaxed);
 }
 
+/* Take a task and run it; false when none is ready. */
+static bool run_next(struct worker *w)
+{
+	struct task t;
+
+	if (!take_task(w, &t))
+		return false;
+	t.fn(t.arg);
+	orbit__single_writer_add(&w->executed, 1); /* this worker only */
+	return true;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	orbit_worker_pool_t *p = w->pool;
-	struct task t;
 
 	tls_worker = w;
 	if (p->pin && orbit__numa_pin_self(&p->topo.topo.nodes[w->node_idx]) != 0)
 		atomic_fetch_add_explicit(&p->pin_failures, 1, memory_order_relaxed); /* statistic */
 	for (;;) {
-		if (take_task(w, &t)) {
-			t.fn(t.arg);
-			atomic_store_explicit(&w->executed,
-					      atomic_load_explicit(&w->executed, memory_order_relaxed) + 1,
-					      memory_order_relaxed); /* statistic, single writer */
+		if (run_next(w))
 			continue;
-		}
 		for (unsigned s = 0; s < p->spin_polls; s++) {
 			/* Relaxed poll: take_task() re-checks under the lock. */
 			if (any_ready(p, memory_order_relaxed))
@@ -203,14 +204,8 @@ static void *worker_main(void *arg)
 		/* Acquire: pairs with the release store in destroy. */
 		if (atomic_load_explicit(&p->closed, memory_order_acquire)) {
 			/* No submit succeeds after closed: an empty scan is final. */
-			if (take_task(w, &t)) {
-				t.fn(t.arg);
-				atomic_store_explicit(&w->executed,
-						      atomic_load_explicit(&w->executed,
-									   memory_order_relaxed) + 1,
-						      memory_order_relaxed);
+			if (run_next(w))
 				continue;
-			}
 			break;
 		}
 		worker_sleep(w);
@@ -281,9 +276,7 @@ static int pool_submit(void *ctx, orbit_task_fn fn, void *arg, int home_node)
 	n->len++;
 	/* S1: seq_cst, pairs with W2 in worker_sleep(). */
 	atomic_store_explicit(&n->ready, n->len, memory_order_seq_cst);
-	atomic_store_explicit(&n->submitted,
-			      atomic_load_explicit(&n->submitted, memory_order_relaxed) + 1,
-			      memory_order_relaxed); /* statistic, writers serialized by lock */
+	orbit__single_writer_add(&n->submitted, 1); /* writers serialized by n->lock */
 out_unlock:
 	orbit__mutex_unlock(&n->lock);
 	if (ret) {

@@ -294,7 +294,7 @@ static void test_agent_start_stop_leaks_nothing(void **state)
  * member at once" means within one tick: the agent thread polls the
  * members' pidfds at least every tick_ms (default 10 ms). The watcher runs
  * with the DEFAULT tick and the bound asserted is that tick, plus 10 ms
- * for scheduling on a loaded machine (reclaim itself is ~0.1 ms).
+ * for scheduling and the reclaim on a loaded machine.
  */
 static void test_agent_dead_member_noticed_promptly(void **state)
 {

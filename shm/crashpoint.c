@@ -18,7 +18,6 @@ static char armed_label[64];
 static uint64_t armed_nth;
 static _Atomic uint64_t hits;
 static int armed_action;
-static char last_label[64];
 
 void orbit__crashpoint_arm(const char *label, uint64_t nth, enum orbit_crash_action action)
 {
@@ -31,14 +30,8 @@ void orbit__crashpoint_arm(const char *label, uint64_t nth, enum orbit_crash_act
 	armed_nth = nth ? nth : 1;
 	armed_action = action == ORBIT_CRASH_KILL ? ORBIT_CRASH_KILL : ORBIT_CRASH_STOP;
 	atomic_store_explicit(&hits, 0, memory_order_relaxed);
-	last_label[0] = '\0';
 	/* R-CP: release, pairs with the acquire in hit(): label before flag */
 	atomic_store_explicit(&orbit__crashpoint_armed, 1, memory_order_release);
-}
-
-const char *orbit__crashpoint_last(void)
-{
-	return last_label;
 }
 
 void orbit__crashpoint_hit(const char *label)
@@ -51,6 +44,5 @@ void orbit__crashpoint_hit(const char *label)
 	/* relaxed: a counter of this process's hits; order is irrelevant */
 	if (atomic_fetch_add_explicit(&hits, 1, memory_order_relaxed) + 1 != armed_nth)
 		return;
-	strncpy(last_label, label, sizeof(last_label) - 1);
 	raise(armed_action == ORBIT_CRASH_KILL ? SIGKILL : SIGSTOP);
 }

@@ -31,9 +31,6 @@ void orbit__crashpoint_hit(const char *label);
  */
 void orbit__crashpoint_arm(const char *label, uint64_t nth, enum orbit_crash_action action);
 
-/* The label that fired last (for a "*" arm), "" if none; process-local. */
-const char *orbit__crashpoint_last(void);
-
 /* Relaxed: the flag is process-local and only gates the slow path. */
 #define ORBIT_CRASHPOINT(label)                                                            \
 	do {                                                                               \

@@ -57,7 +57,6 @@ struct orbit_lock {
 	struct orbit_lock_slot *slots;
 	uint32_t nslots;          /* validated copy: never re-read from SHM */
 	uint32_t mask;
-	enum orbit_lock_serializer ser_kind;
 	struct orbit__lock_ser ser; /* lock order: ser.local, then the cross-process lock */
 	pid_t pid;                /* the opener: a forked child gets -ECHILD */
 	bool readonly;
@@ -116,11 +115,6 @@ static pid_t self_pid(void)
 }
 
 /*
- * Counters bumped with the serializer held: every mutator of this handle
- * is serialized, so a relaxed load + store is exact and keeps locked
- * instructions off the mutation path.
- */
-/*
  * Fork trap: the child shares the parent's open file descriptions, and a
  * flock lives until the last reference to its description goes: the
  * inherited fd AND the inherited mapping (a MAP_SHARED vma holds the
@@ -156,6 +150,11 @@ static void fork_child(void)
 	pthread_mutex_unlock(&handles_lock);
 }
 
+/*
+ * Counters bumped with the serializer held: every mutator of this handle
+ * is serialized, so a relaxed load + store is exact and keeps locked
+ * instructions off the mutation path.
+ */
 static void stat_inc(orbit_lock_t *l, enum lock_stat s)
 {
 	atomic_store_explicit(&l->st[s],
@@ -421,7 +420,7 @@ struct slot_content {
 };
 
 /* Tombstone, bytes, occupied, even seq: a kill anywhere leaves no torn entry. */
-static void slot_write(orbit_lock_t *l, struct orbit_lock_slot *s, const struct slot_content *c)
+static void slot_write(struct orbit_lock_slot *s, const struct slot_content *c)
 {
 	const orbit_lock_key_t *k = c->key;
 	size_t total = k->ns_len + k->label_len + c->owner_len;
@@ -463,7 +462,6 @@ static void slot_write(orbit_lock_t *l, struct orbit_lock_slot *s, const struct 
 	slot_set_state(s, ORBIT_LOCK_SLOT_OCCUPIED);
 	ORBIT_CRASHPOINT("lock.after_occupied");
 	slot_end(s, seq);
-	(void)l;
 }
 
 static void tombs_add(orbit_lock_t *l, int d)
@@ -694,7 +692,7 @@ static void compact(orbit_lock_t *l)
 				.deadline_ns = slot_deadline(s), .pid = s->holder_pid,
 				.start_ticks = s->holder_start_ticks,
 			};
-			slot_write(l, &l->slots[p], &c);
+			slot_write(&l->slots[p], &c);
 			ORBIT_CRASHPOINT("lock.compact_after_copy");
 			uint32_t seq = slot_begin(s);
 			slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
@@ -875,7 +873,7 @@ ORBIT_API int orbit_lock_try_acquire(orbit_lock_t *l, const orbit_lock_key_t *ke
 		.token = token, .deadline_ns = now + ttl_ns, .pid = (uint32_t)l->pid,
 		.start_ticks = l->start_ticks,
 	};
-	slot_write(l, &l->slots[free_idx], &c);
+	slot_write(&l->slots[free_idx], &c);
 	rev = bump_revision(l);
 	if (lease) {
 		lease->token = token;
@@ -1400,7 +1398,6 @@ ORBIT_API int orbit_lock_open(const struct orbit_lock_options *o, orbit_lock_t *
 	l->layout = *y;
 	l->layout.size = sizeof(l->layout);
 	l->mask = y->slots - 1;
-	l->ser_kind = ser;
 	l->readonly = o && o->readonly;
 	l->pid = self_pid();
 	l->start_ticks = proc_start_ticks(l->pid);

@@ -89,8 +89,9 @@ int orbit__seg_name(char *buf, size_t len, const char *fleet, const char *name)
 	return 0;
 }
 
-int orbit__seg_validate_header(const struct orbit_seg_header *h, uint64_t file_bytes,
-			       const struct orbit_seg_spec *spec)
+/* The header checks of orbit__seg_open(), in the order its comment lists. */
+static int validate_header(const struct orbit_seg_header *h, uint64_t file_bytes,
+			   const struct orbit_seg_spec *spec)
 {
 	if (file_bytes < ORBIT_SEG_HEADER_BYTES)
 		return -ORBIT_ESIZE;
@@ -136,7 +137,7 @@ int orbit__seg_trylock(const orbit_seg_t *seg)
 }
 
 /* Write the header and body of a segment we hold the flock of. */
-static int initialise(int fd, void *base, const struct orbit_seg_spec *spec)
+static int initialise(void *base, const struct orbit_seg_spec *spec)
 {
 	struct orbit_seg_header *h = base;
 	uint64_t gen;
@@ -163,7 +164,6 @@ static int initialise(int fd, void *base, const struct orbit_seg_spec *spec)
 		if (r < 0)
 			return r;
 	}
-	(void)fd;
 	/* R1: release, pairs with A1 in wait_ready(): header and body before READY */
 	atomic_store_explicit(&h->init_state, ORBIT_SEG_READY, memory_order_release);
 	return 0;
@@ -239,7 +239,7 @@ static int create_new(orbit_seg_t *seg, const char *name, const struct orbit_seg
 	r = map_fd(fd, spec->total_bytes, false, &base);
 	if (r < 0)
 		goto err_unlink;
-	r = initialise(fd, base, spec);
+	r = initialise(base, spec);
 	if (r < 0)
 		goto err_unmap;
 	flock_retry(fd, LOCK_UN);
@@ -255,6 +255,15 @@ err_unlink:
 	shm_unlink(name);
 	close(fd);
 	return r;
+}
+
+/*
+ * Only a creator at work (or one that died at work) leaves INITIALISING
+ * or an all-zero header; anything else is READY, foreign or corrupt.
+ */
+static bool being_initialised(const struct orbit_seg_header *h, uint32_t state)
+{
+	return state == ORBIT_SEG_INITIALISING || (h->magic == 0 && state == 0);
 }
 
 /*
@@ -287,7 +296,7 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 			uint32_t state = atomic_load_explicit(&h->init_state, memory_order_acquire);
 
 			if (state == ORBIT_SEG_READY) {
-				r = orbit__seg_validate_header(h, mapped, spec);
+				r = validate_header(h, mapped, spec);
 				if (r == 0) {
 					seg->base = base;
 					seg->size = mapped;
@@ -295,10 +304,8 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 				}
 				goto out;
 			}
-			/* Only a creator at work (or one that died at work) leaves
-			 * INITIALISING or an all-zero header; anything else is
-			 * foreign or corrupt and is never "repaired" away. */
-			if (state != ORBIT_SEG_INITIALISING && !(h->magic == 0 && state == 0)) {
+			/* foreign or corrupt: never "repaired" away */
+			if (!being_initialised(h, state)) {
 				r = h->magic == ORBIT_SEG_MAGIC ? -ORBIT_ECORRUPT : -ORBIT_EMAGIC;
 				goto out;
 			}
@@ -324,7 +331,7 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 				struct orbit_seg_header *h = base;
 				/* A2: acquire, pairs with R1 in initialise() */
 				uint32_t state = atomic_load_explicit(&h->init_state, memory_order_acquire);
-				if (state != ORBIT_SEG_INITIALISING && !(h->magic == 0 && state == 0)) {
+				if (!being_initialised(h, state)) {
 					/* READY (validated at the loop's top) or foreign */
 					flock_retry(fd, LOCK_UN);
 					continue;
@@ -346,7 +353,7 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 			mapped = spec->total_bytes;
 			r = map_fd(fd, mapped, false, &base);
 			if (r == 0)
-				r = initialise(fd, base, spec);
+				r = initialise(base, spec);
 			flock_retry(fd, LOCK_UN);
 			if (r < 0)
 				goto out;

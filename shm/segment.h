@@ -183,14 +183,6 @@ int orbit__seg_unlock(const orbit_seg_t *seg);
 /* Non-blocking: 0 when taken, -EWOULDBLOCK when another description holds it. */
 int orbit__seg_trylock(const orbit_seg_t *seg);
 
-/*
- * orbit__seg_validate_header - the header checks of orbit__seg_open applied
- * to bytes already mapped (also used by readers that re-validate, and by
- * tests that scribble on a header). Returns 0 or the codes listed above.
- */
-int orbit__seg_validate_header(const struct orbit_seg_header *h, uint64_t file_bytes,
-			       const struct orbit_seg_spec *spec);
-
 /* CLOCK_MONOTONIC / CLOCK_REALTIME in ns (no allocation; vDSO, no syscall). */
 uint64_t orbit__now_mono_ns(void);
 uint64_t orbit__now_real_ns(void);

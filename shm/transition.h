@@ -3,7 +3,8 @@
  * shm/transition.h: the value a lock state change hands to the transition
  * ring (internal). The lock table (shm/lock.c) fills one per successful
  * acquire / renew / release / force_release / reclaim of an expired entry,
- * and one per repair after a mutator died inside the serializer, and passes it to its sink while the state serializer is held, BEFORE the
+ * and one per repair after a mutator died inside the serializer, and
+ * passes it to its sink while the state serializer is held, BEFORE the
  * table commit (spec orbit-lock "Invariants": event publication precedes
  * the table commit). The ring (shm/ring.c) is the standard sink.
  */

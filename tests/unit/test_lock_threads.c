@@ -31,6 +31,7 @@ static orbit_lock_t *L;
 static struct rec recs[NTHREADS][OPS];
 static uint32_t nrec[NTHREADS];
 static _Atomic int go;
+static _Atomic int inside[NKEYS]; /* threads between acquire and release of each key */
 
 ORBIT_LOCK_DEFINE_NAMESPACE(th_ns, "tests.threads");
 
@@ -57,8 +58,11 @@ static void *thread_main(void *arg)
 			return (void *)1;
 		struct rec *r = &recs[me][nrec[me]++];
 		r->t_start = orbit_test_now_ns();
+		if (atomic_fetch_add(&inside[k], 1) != 0)
+			return (void *)3; /* another thread holds the key right now */
 		r->key = k;
 		r->token = ls.token;
+		atomic_fetch_sub(&inside[k], 1);
 		r->t_end = orbit_test_now_ns();
 		if (orbit_lock_release(L, &key, &ow, ls.token))
 			return (void *)2;
@@ -133,17 +137,28 @@ struct race {
 	_Atomic long hits;
 };
 
+static const char *const race_owners[] = { "w", "writer-two-22", "writer-three-with-a-long-name" };
+
+/* A whole copy: its owner is one of race_owners, length and bytes alike. */
+static bool race_owner_whole(const struct orbit_lock_entry *e)
+{
+	for (unsigned i = 0; i < 3; i++)
+		if (e->owner_len == strlen(race_owners[i]) &&
+		    !memcmp(orbit_lock_entry_owner(e), race_owners[i], e->owner_len))
+			return true;
+	return false;
+}
+
 static void *race_writer(void *p)
 {
 	struct race *r = p;
-	static const char *const owners[] = { "w", "writer-two-22", "writer-three-with-a-long-name" };
 	orbit_lock_key_t key = orbit_lock_key(th_ns, "hot", 3);
 	uint64_t t0 = orbit_test_now_ns();
 
 	/* Until the reader saw enough copies (bounded: 3 s). */
 	for (int i = 0; atomic_load(&r->hits) < 20000 && orbit_test_now_ns() - t0 < 3000000000ull;
 	     i++) {
-		const char *o = owners[i % 3];
+		const char *o = race_owners[i % 3];
 		orbit_lock_owner_t ow = { o, strlen(o) };
 		struct orbit_lock_lease ls;
 
@@ -174,7 +189,7 @@ static void *race_reader(void *p)
 			return (void *)1;
 		if (e.ns_len != strlen("tests.threads") || e.label_len != 3 ||
 		    memcmp(e.bytes, "tests.threadshot", 16) ||
-		    memcmp(orbit_lock_entry_owner(&e), "w", 1) || e.token == 0)
+		    !race_owner_whole(&e) || e.token == 0)
 			return (void *)2;
 		atomic_fetch_add(&r->hits, 1);
 	}

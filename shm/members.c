@@ -488,6 +488,7 @@ static int validate_row(const struct orbit_member_row *cp)
 int orbit__members_snapshot(orbit_members_t *m, uint32_t row, struct orbit_member_info *out)
 {
 	struct orbit_member_row cp, *rw;
+	bool self;
 	int r, alive;
 
 	if (!m || !out || row >= m->rows)
@@ -497,7 +498,8 @@ int orbit__members_snapshot(orbit_members_t *m, uint32_t row, struct orbit_membe
 	rw = row_at(m, row);
 	if (!rw)
 		return -EINVAL;
-	alive = orbit__members_is_alive(m, row);
+	self = is_self(m, row, NULL);
+	alive = self ? 1 : row_locked(m, row); /* orbit__members_is_alive() without re-asking */
 	if (alive < 0)
 		return alive;
 	r = copy_row(rw, &cp);
@@ -515,7 +517,7 @@ int orbit__members_snapshot(orbit_members_t *m, uint32_t row, struct orbit_membe
 	out->joined_real_ns = cp.joined_real_ns;
 	out->heartbeat_ns = atomic_load_explicit(&cp.heartbeat_ns, memory_order_relaxed); /* private copy */
 	out->alive = alive == 1;
-	out->self = is_self(m, row, NULL);
+	out->self = self;
 	memcpy(out->name, cp.name, sizeof(out->name));
 	return 0;
 }

@@ -35,8 +35,6 @@ struct orbit_ring {
 	struct orbit_ring_shm *shm;
 	struct orbit_ring_lane *lanes;
 	uint8_t *frames;
-	uint64_t lanes_off;
-	uint64_t frames_off;
 };
 
 struct orbit_ring_reader {
@@ -73,7 +71,8 @@ static int layout_check(const struct orbit_ring_layout *l)
 	return 0;
 }
 
-int orbit__ring_seg_name(char *buf, size_t len, const struct orbit_ring_layout *l)
+/* "ring-<kind>" into buf (segment name part). Returns 0 or -EINVAL. */
+static int ring_seg_name(char *buf, size_t len, const struct orbit_ring_layout *l)
 {
 	int n;
 
@@ -144,7 +143,7 @@ int orbit__ring_open(orbit_ring_t **out, const char *fleet, const struct orbit_r
 	r = layout_check(&l);
 	if (r < 0)
 		return r;
-	r = orbit__ring_seg_name(name, sizeof(name), &l);
+	r = ring_seg_name(name, sizeof(name), &l);
 	if (r < 0)
 		return r;
 	ring = calloc(1, sizeof(*ring));
@@ -162,17 +161,15 @@ int orbit__ring_open(orbit_ring_t **out, const char *fleet, const struct orbit_r
 	if (r < 0)
 		goto err_free;
 	ring->layout = l;
-	ring->lanes_off = lanes_off_of();
-	ring->frames_off = frames_off_of(&l);
 	ring->shm = orbit__seg_at(&ring->seg, ORBIT_SEG_HEADER_BYTES, sizeof(*ring->shm));
-	ring->lanes = orbit__seg_at(&ring->seg, ring->lanes_off,
+	ring->lanes = orbit__seg_at(&ring->seg, lanes_off_of(),
 				    (uint64_t)l.lanes * sizeof(struct orbit_ring_lane));
-	ring->frames = orbit__seg_at(&ring->seg, ring->frames_off,
+	ring->frames = orbit__seg_at(&ring->seg, frames_off_of(&l),
 				     (uint64_t)l.lanes * l.frames_per_lane * l.frame_bytes);
 	/* The fingerprint matched; the body words are still untrusted bytes */
 	if (!ring->shm || !ring->lanes || !ring->frames || ring->shm->lanes != l.lanes ||
 	    ring->shm->frames_per_lane != l.frames_per_lane || ring->shm->frame_bytes != l.frame_bytes ||
-	    ring->shm->lanes_off != ring->lanes_off || ring->shm->frames_off != ring->frames_off) {
+	    ring->shm->lanes_off != lanes_off_of() || ring->shm->frames_off != frames_off_of(&l)) {
 		r = -ORBIT_ECORRUPT;
 		goto err_close;
 	}
@@ -204,7 +201,7 @@ int orbit__ring_unlink(const char *fleet, const struct orbit_ring_layout *layout
 		l = *layout;
 	else
 		orbit__ring_layout_default(&l);
-	r = orbit__ring_seg_name(name, sizeof(name), &l);
+	r = ring_seg_name(name, sizeof(name), &l);
 	return r < 0 ? r : orbit__seg_unlink(fleet, name);
 }
 
@@ -451,11 +448,6 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 	return truncated;
 }
 
-void orbit__ring_sink(void *ctx, const struct orbit_transition *t)
-{
-	orbit__ring_sink_skip(ctx, t, 0);
-}
-
 void orbit__ring_sink_skip(struct orbit_ring_sink *s, const struct orbit_transition *t,
 			   uint32_t skip)
 {
@@ -565,12 +557,6 @@ void orbit__ring_reader_rewind(orbit_ring_reader_t *r)
 	}
 }
 
-void orbit__ring_reader_skip(orbit_ring_reader_t *r)
-{
-	r->generation = generation_of(r->ring);
-	resync(r);
-}
-
 static int lagged(orbit_ring_reader_t *r, uint32_t lane, uint64_t h)
 {
 	r->cursor[lane] = oldest_safe(r->ring, h);
@@ -622,14 +608,15 @@ static int read_lane(orbit_ring_reader_t *r, uint32_t lane, struct orbit_ring_ev
 	}
 	if (h - c > ring->layout.frames_per_lane)
 		return lagged(r, lane, h); /* position c + frames is complete: slot rewritten */
-	/* h - c == frames: slot c survives unless the writer began position h (seq says) */
+	/* 0 < h - c <= frames: slot c holds position c unless the writer began c + frames */
 	f = frame_at(ring, lane, c);
 	want = 2 * c + 2;
 	/* R1: acquire, pairs with W2: the frame's bytes before its even seq */
 	s1 = atomic_load_explicit(&f->seq, memory_order_acquire);
 	if (s1 != want) {
-		if (s1 > want && head_of(ring, lane) - c > ring->layout.frames_per_lane - 1)
-			return lagged(r, lane, head_of(ring, lane));
+		h = head_of(ring, lane);
+		if (s1 > want && h - c >= ring->layout.frames_per_lane)
+			return lagged(r, lane, h);
 		return corrupt(r, lane); /* below the head yet not complete: bad bytes */
 	}
 	memset(&hdr, 0, sizeof(hdr)); /* words_load fills it; the compiler cannot see that */

@@ -145,9 +145,6 @@ typedef struct orbit_ring_reader orbit_ring_reader_t;
 /* The default layout (kind 229, 16 x 1,024 x 1,024). */
 void orbit__ring_layout_default(struct orbit_ring_layout *l);
 
-/* "ring-<kind>" into buf (segment name part). Returns 0 or -EINVAL. */
-int orbit__ring_seg_name(char *buf, size_t len, const struct orbit_ring_layout *l);
-
 /*
  * orbit__ring_open - open (or create) the fleet's ring for @layout (NULL:
  * default). @opts as orbit__seg_open (NULL: open or create, 0600).
@@ -207,17 +204,16 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 			     uint32_t skip);
 
 /*
- * The lock's sink adapter: orbit__lock_set_sink(lock, orbit__ring_sink, &s)
- * with s = { ring, lane }; @s must outlive the lock's use of it. Failures
- * are counted in s->failed (relaxed) and never change the lock's outcome.
+ * A lock sink's target (the agent's orbit__lock_set_sink() callback calls
+ * orbit__ring_sink_skip() with s = { ring, lane }): publish @t with the
+ * doorbell skip mask @skip (see orbit__ring_publish_skip()). Failures are
+ * counted in s->failed (relaxed) and never change the lock's outcome.
  */
 struct orbit_ring_sink {
 	orbit_ring_t *ring;
 	uint32_t lane;
 	_Atomic uint64_t failed;
 };
-void orbit__ring_sink(void *ctx, const struct orbit_transition *t);
-/* The sink's publish with a doorbell skip mask (see orbit__ring_publish_skip()). */
 void orbit__ring_sink_skip(struct orbit_ring_sink *s, const struct orbit_transition *t,
 			   uint32_t skip);
 
@@ -265,9 +261,6 @@ int orbit__ring_reader_next(orbit_ring_reader_t *r, struct orbit_ring_event *ev,
 
 /* Move every cursor to the oldest frame still retained (replay_retained). */
 void orbit__ring_reader_rewind(orbit_ring_reader_t *r);
-
-/* Move every cursor to the current heads (skip everything published so far). */
-void orbit__ring_reader_skip(orbit_ring_reader_t *r);
 
 /*
  * orbit__ring_replay_retained - call @fn for every frame still retained, lane

@@ -17,9 +17,10 @@
  *                                                            leaves seq odd: readers
  *                                                            report -EAGAIN until a new
  *                                                            writer claims the row
- *   pid..values    row's writer, between     inside the      relaxed atomics: any torn
- *                  W1 and W2 (relaxed)       seqlock copy    copy is discarded by the
- *                                                            seq re-check
+ *   pid..values    row's writer, between     inside the      atomic words (release
+ *                  W1 and W2 (release        seqlock copy    stores, acquire loads:
+ *                  stores, see stats.c)      (acquire loads) stats.c); a torn copy is
+ *                                                            discarded by the re-check
  * Random bytes in a row are numbers to a reader: no length, offset or index
  * is taken from a row, so they can only yield odd-looking values (or
  * -EAGAIN for a stuck odd seq), never an out-of-bounds access.

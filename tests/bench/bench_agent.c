@@ -10,13 +10,25 @@
  * without a lock, subscribes and poll()s the eventfd; when poll returns it
  * stamps CLOCK_MONOTONIC, drains the eventfd, reads the frame with its own
  * cursor and records stamp - frame.publish_ns (the ring stamps the frame
- * at publish). Path: publish -> futex wake of B's agent thread -> drain
- * (frame copy, view update) -> eventfd write -> B's poll returns: the
- * agent adds one hop over a raw futex wake. Ping-pong: B acks on a pipe
- * before A's next transition, so one transition is in flight; A sleeps
- * 50 us before each so B's agent is asleep again. The baselines time one
- * way from the sender's stamp (in a shared anonymous mapping) to the
- * receiver's return, with the same ack and gap. Under ~10 s.
+ * at publish). Path: publish -> futex wake of B's agent thread -> eventfd
+ * write -> B's poll returns: the agent adds one same-process hop over a
+ * raw futex wake. Ping-pong: B acks on a pipe before A's next transition,
+ * so one transition is in flight; A sleeps 50 us before each so B's agent
+ * is asleep again. The baselines time one way from the sender's stamp (in
+ * a shared anonymous mapping) to the receiver's return, with the same ack
+ * and gap.
+ *
+ * Placement. "split" (the target line) pins A to one CPU and all of B (its
+ * agent thread and its subscriber) to another, for every method alike, so
+ * each figure is a cross-CPU wake. "free" leaves placement to the
+ * scheduler and is printed for information: there a raw pair usually
+ * shares one CPU (B runs when A blocks, a context switch, not a wake)
+ * while B's subscriber may sit on the other CPU from its agent, and on a
+ * virtual machine a wake of an idle (halted) vCPU costs tens of
+ * microseconds, so free figures measure where the scheduler put the
+ * threads more than the wake path. Each method runs REPS times,
+ * interleaved; the figure is the median of the runs' quantiles with the
+ * range beside it. Under ~30 s.
  */
 #include "config.h"
 
@@ -24,6 +36,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -34,11 +47,17 @@
 #include <orbit/orbit.h>
 
 #define ROUNDS 4000
+#ifndef REPS
+#define REPS 3 /* runs per method and placement; -DREPS=1 for a quick look */
+#endif
 
 enum method { M_AGENT, M_FUTEX, M_EVENTFD, M_PIPE, M_N };
+enum placement { P_SPLIT, P_FREE, P_N };
 
 static const char *const names[M_N] = { "agent", "futex", "eventfd", "pipe" };
 static pid_t agent_receiver_pid; /* to find B's stats row afterwards */
+static cpu_set_t cpus_all;       /* the affinity this program started with */
+static int cpu_a = -1, cpu_b = -1; /* split placement: A's CPU, B's CPU */
 
 /* Shared between the two processes of one method (MAP_SHARED | MAP_ANONYMOUS). */
 struct box {
@@ -54,6 +73,13 @@ struct peer {
 	int ack[2];              /* receiver -> sender: ready, then one byte per round */
 	const char *fleet;
 };
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -194,8 +220,20 @@ static int send_one(enum method m, struct peer *p, struct sender *s, int i)
 	}
 }
 
+/* Pin the calling process to @cpu, or give it every CPU back (-1). */
+static void place(int cpu)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	if (cpu >= 0)
+		CPU_SET(cpu, &one);
+	/* Best effort: a refused pin leaves the figure a free one, noted by main */
+	(void)sched_setaffinity(0, sizeof(cpu_set_t), cpu >= 0 ? &one : &cpus_all);
+}
+
 /* One method, ROUNDS ping-pongs: p50 and p99 in ns. */
-static int run(enum method m, const char *fleet, double *p50, double *p99)
+static int run(enum method m, enum placement pl, const char *fleet, double *p50, double *p99)
 {
 	struct timespec gap = { 0, 50 * 1000 }; /* the receiver falls asleep again */
 	struct sender s = { NULL, NULL };
@@ -209,9 +247,12 @@ static int run(enum method m, const char *fleet, double *p50, double *p99)
 	if (p.box == MAP_FAILED || p.efd < 0 || pipe(p.data) || pipe(p.ack))
 		return -1;
 	/* Fork before this process starts an agent thread (liburcu and fork). */
+	place(pl == P_SPLIT ? cpu_a : -1);
 	pid = fork();
-	if (pid == 0)
+	if (pid == 0) {
+		place(pl == P_SPLIT ? cpu_b : -1); /* before B's agent thread: it inherits */
 		_exit(m == M_AGENT ? agent_receiver(&p) : raw_receiver(m, &p));
+	}
 	if (m == M_AGENT)
 		agent_receiver_pid = pid;
 	if (pid < 0 || read(p.ack[0], &c, 1) != 1)
@@ -236,6 +277,7 @@ static int run(enum method m, const char *fleet, double *p50, double *p99)
 		orbit_agent_stop(s.agent);
 		orbit_lock_close(s.lock);
 	}
+	place(-1);
 	qsort(p.box->lat, ROUNDS, sizeof(p.box->lat[0]), cmp_u64);
 	*p50 = (double)p.box->lat[ROUNDS / 2];
 	*p99 = (double)p.box->lat[ROUNDS * 99 / 100];
@@ -285,39 +327,118 @@ static int delivery_quantiles(const char *fleet, pid_t pid, double *p50, double 
 	return rc;
 }
 
-static void line(const char *name, double v, const char *bname, double b, const char *target)
+static double median_of(double v[REPS])
 {
-	printf("%-22s %9.0f  %-24s %9.0f  %6.2f  (%s)\n", name, v, bname, b, b > 0 ? v / b : 0.0,
-	       target);
+	double t[REPS];
+
+	memcpy(t, v, sizeof(t));
+	qsort(t, REPS, sizeof(t[0]), cmp_double);
+	return t[REPS / 2];
+}
+
+static double min_of(const double v[REPS])
+{
+	double m = v[0];
+
+	for (int i = 1; i < REPS; i++)
+		m = v[i] < m ? v[i] : m;
+	return m;
+}
+
+static double max_of(const double v[REPS])
+{
+	double m = v[0];
+
+	for (int i = 1; i < REPS; i++)
+		m = v[i] > m ? v[i] : m;
+	return m;
+}
+
+/* name, median of REPS runs, baseline, median, ratio, range of the ratio per run */
+static void line(const char *name, double v[REPS], const char *bname, double b[REPS],
+		 const char *target)
+{
+	double mv = median_of(v), mb = median_of(b), lo = 1e300, hi = 0;
+
+	for (int i = 0; i < REPS; i++) {
+		double r = b[i] > 0 ? v[i] / b[i] : 0;
+
+		lo = r < lo ? r : lo;
+		hi = r > hi ? r : hi;
+	}
+	printf("%-18s %7.0f  %-21s %7.0f  %5.2f [%.2f-%.2f]  (%s)\n", name, mv, bname, mb,
+	       mb > 0 ? mv / mb : 0.0, lo, hi, target);
+}
+
+/* The two CPUs of the split placement: the first two this program may use. */
+static void pick_cpus(void)
+{
+	if (sched_getaffinity(0, sizeof(cpus_all), &cpus_all) < 0)
+		return;
+	for (int c = 0; c < CPU_SETSIZE && cpu_b < 0; c++)
+		if (CPU_ISSET(c, &cpus_all)) {
+			if (cpu_a < 0)
+				cpu_a = c;
+			else
+				cpu_b = c;
+		}
+	if (cpu_b < 0)
+		cpu_a = -1;
 }
 
 int main(void)
 {
-	double lat[M_N][2] = { { 0 } }, hop[2];
+	static const char *const pname[P_N] = { "split", "free" };
+	double lat[P_N][M_N][2][REPS] = { { { { 0 } } } }, hop[2];
 	char fleet[64];
 	int rc = 0;
 
 	orbit_test_fleet(fleet, sizeof(fleet), "bagent");
-	printf("bench_agent: publish -> subscriber poll() returns, %d ping-pong rounds per method,\n"
-	       "one transition in flight, 50 us gap; baselines timed the same way\n", ROUNDS);
-	/* Baselines first: their children never see an agent thread in the parent. */
-	for (int m = M_N - 1; m >= 0; m--)
-		if (run((enum method)m, fleet, &lat[m][0], &lat[m][1]) < 0) {
-			fprintf(stderr, "bench_agent: %s run failed\n", names[m]);
-			rc = 1;
-		}
+	pick_cpus();
+	printf("bench_agent: publish -> subscriber poll() returns, %d ping-pong rounds per run,\n"
+	       "%d runs per method, one transition in flight, 50 us gap; baselines timed\n"
+	       "the same way. Figures: median of the runs' quantiles [ratio range].\n",
+	       ROUNDS, REPS);
+	if (cpu_b >= 0)
+		printf("split: sender on CPU %d, receiver process on CPU %d; free: unpinned\n",
+		       cpu_a, cpu_b);
+	else
+		printf("split placement skipped: this program may use only one CPU\n");
+	/* Baselines first in each rep: their children never see an agent thread in the parent. */
+	for (int rep = 0; rep < REPS; rep++)
+		for (int pl = cpu_b >= 0 ? P_SPLIT : P_FREE; pl < P_N; pl++)
+			for (int m = M_N - 1; m >= 0; m--)
+				if (run((enum method)m, (enum placement)pl, fleet, &lat[pl][m][0][rep],
+					&lat[pl][m][1][rep]) < 0) {
+					fprintf(stderr, "bench_agent: %s/%s run failed\n", names[m],
+						pname[pl]);
+					rc = 1;
+				}
 	if (delivery_quantiles(fleet, agent_receiver_pid, &hop[0], &hop[1]) < 0)
 		hop[0] = hop[1] = 0;
 	orbit_fleet_unlink(fleet);
-	printf("%-22s %9s  %-24s %9s  %6s  %s\n", "name", "ns", "baseline", "ns", "ratio", "(target)");
-	line("agent_wake_p50", lat[M_AGENT][0], "futex_pingpong_p50", lat[M_FUTEX][0], "<= 1.5");
-	line("agent_wake_p99", lat[M_AGENT][1], "futex_pingpong_p99", lat[M_FUTEX][1], "info");
-	line("agent_wake_p50", lat[M_AGENT][0], "eventfd_pingpong_p50", lat[M_EVENTFD][0], "info");
-	line("agent_wake_p99", lat[M_AGENT][1], "eventfd_pingpong_p99", lat[M_EVENTFD][1], "info");
-	line("agent_wake_p50", lat[M_AGENT][0], "pipe_pingpong_p50", lat[M_PIPE][0], "info");
-	line("agent_wake_p99", lat[M_AGENT][1], "pipe_pingpong_p99", lat[M_PIPE][1], "info");
-	/* Where the time goes: the agent's own hop (<= log2 bucket bound). */
-	line("agent_hop1_p50_le", hop[0], "futex_pingpong_p50", lat[M_FUTEX][0], "info: to B's agent");
-	line("agent_hop1_p99_le", hop[1], "futex_pingpong_p99", lat[M_FUTEX][1], "info: to B's agent");
+	for (int pl = cpu_b >= 0 ? P_SPLIT : P_FREE; pl < P_N; pl++) {
+		const char *t50 = pl == P_SPLIT || cpu_b < 0 ? "<= 1.5" : "info: free";
+		double (*L)[2][REPS] = lat[pl];
+		double added[REPS];
+
+		printf("\n-- %s placement\n%-18s %7s  %-21s %7s  %s\n", pname[pl], "name", "ns",
+		       "baseline", "ns", "ratio [range]  (target)");
+		line("agent_wake_p50", L[M_AGENT][0], "futex_pingpong_p50", L[M_FUTEX][0], t50);
+		line("agent_wake_p99", L[M_AGENT][1], "futex_pingpong_p99", L[M_FUTEX][1], "info");
+		line("agent_wake_p50", L[M_AGENT][0], "eventfd_pingpong_p50", L[M_EVENTFD][0], "info");
+		line("agent_wake_p99", L[M_AGENT][1], "eventfd_pingpong_p99", L[M_EVENTFD][1], "info");
+		line("agent_wake_p50", L[M_AGENT][0], "pipe_pingpong_p50", L[M_PIPE][0], "info");
+		line("agent_wake_p99", L[M_AGENT][1], "pipe_pingpong_p99", L[M_PIPE][1], "info");
+		for (int i = 0; i < REPS; i++)
+			added[i] = L[M_AGENT][0][i] - L[M_FUTEX][0][i];
+		printf("%-18s %7.0f  (agent p50 - futex p50, ns; range %.0f..%.0f)\n", "agent_added_p50",
+		       median_of(added), min_of(added), max_of(added));
+	}
+	/* Where the time goes: the agent's own hop (<= log2 bucket bound), last agent run. */
+	printf("\n-- last agent run (%s): publish -> B's agent reads the frame\n",
+	       pname[P_N - 1]);
+	printf("%-18s %7.0f  (log2 bucket bound)\n%-18s %7.0f  (log2 bucket bound)\n",
+	       "agent_hop1_p50_le", hop[0], "agent_hop1_p99_le", hop[1]);
 	return rc;
 }

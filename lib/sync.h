@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lib/sync.h: internal. What the worker pool and the serial queue share
- * to sleep and lock: the two futex calls (process-private), a CPU relax
- * hint for short polls, adaptive mutex init, lock/unlock that abort on a failing
+ * to sleep and lock: the two futex calls (process-private), the CPU relax
+ * hint of base/cpu.h for short polls, adaptive mutex init, lock/unlock that abort on a failing
  * pthread call (a broken invariant, never bad input), and the increment of
  * a counter that has one writer at a time.
  */
@@ -19,6 +19,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/cpu.h" /* orbit__cpu_relax() */
+
 /* Sleep while *@word == @val. Returns at once when it differs; spurious wakes happen. */
 static inline void orbit__futex_wait(_Atomic uint32_t *word, uint32_t val)
 {
@@ -29,17 +31,6 @@ static inline void orbit__futex_wait(_Atomic uint32_t *word, uint32_t val)
 static inline void orbit__futex_wake(_Atomic uint32_t *word, int n)
 {
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
-}
-
-static inline void orbit__cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
 }
 
 /*

@@ -22,6 +22,7 @@
 #include <orbit/error.h>
 #include <orbit/lock.h>
 
+#include "base/cpu.h"
 #include "shm/crashpoint.h"
 #include "shm/lock_internal.h"
 #include "shm/lock_serializer.h"
@@ -33,7 +34,7 @@
  * (a slot's seq odd or changed under the copy, move_seq odd or changed
  * under the probe), never slots probed: a miss on a full table with no
  * writer costs one pass over the slots and answers -ENOENT. Retry r (from
- * 1) spins min(r, LOOKUP_SPIN_MAX) cpu_relax() pauses (no syscall); past
+ * 1) spins min(r, LOOKUP_SPIN_MAX) orbit__cpu_relax() pauses (no syscall); past
  * LOOKUP_SPIN_RETRIES retries the writer is likely preempted on our CPU,
  * so each further retry yields the CPU once (sched_yield) to let it finish
  * its slot. A lookup that meets no writer makes no syscall; one that meets
@@ -1015,17 +1016,6 @@ struct meta {
 	uint32_t state, hash, ns_len, label_len, owner_len;
 };
 
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
 /*
  * One retry caused by a concurrent rewrite: false when the budget is
  * spent (the caller answers -EAGAIN). Spins first, then yields (see
@@ -1042,7 +1032,7 @@ static bool lookup_retry(int *budget)
 		return true;
 	}
 	for (int i = 0; i <= done && i < LOOKUP_SPIN_MAX; i++)
-		cpu_relax();
+		orbit__cpu_relax();
 	return true;
 }
 

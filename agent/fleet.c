@@ -193,6 +193,12 @@ int orbit_fleet_stats_read(orbit_fleet_t *f, uint32_t row, struct orbit_fleet_st
 	return 0;
 }
 
+/* orbit__stats_open() checked the segment's row count against this one. */
+uint32_t orbit_fleet_stats_rows(const orbit_fleet_t *f)
+{
+	return f && f->have_stats ? ORBIT_STATS_ROWS : 0;
+}
+
 static const struct orbit_stats_desc *counter_desc(unsigned id)
 {
 	return id < ORBIT_STAT__COUNT ? &orbit__stats_counters[id] : NULL;

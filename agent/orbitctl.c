@@ -403,13 +403,13 @@ struct member_stats {
 /* The stats rows that were ever published, with their member when it matches. */
 static int collect(orbit_fleet_t *f, struct member_stats **out)
 {
-	uint32_t rows = orbit_fleet_rows(f);
+	uint32_t rows = orbit_fleet_rows(f), srows = orbit_fleet_stats_rows(f);
 	struct member_stats *ms;
 	int n = 0;
 
-	if (rows == 0 || rows > 64)
-		rows = 64; /* the stats segment's row count */
-	ms = calloc(rows, sizeof(*ms));
+	if (srows < rows)
+		rows = srows; /* a stats row belongs to the member row of its index */
+	ms = calloc(rows ? rows : 1, sizeof(*ms));
 	if (!ms)
 		return -ENOMEM;
 	for (uint32_t r = 0; r < rows; r++) {

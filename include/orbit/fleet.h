@@ -134,6 +134,16 @@ ORBIT_API int orbit_fleet_member(orbit_fleet_t *f, uint32_t row, struct orbit_fl
  */
 ORBIT_API int orbit_fleet_stats_read(orbit_fleet_t *f, uint32_t row, struct orbit_fleet_stats *out);
 
+/**
+ * orbit_fleet_stats_rows - rows of the stats segment: the valid @row
+ * values of orbit_fleet_stats_read() are 0 to this count - 1 (one row per
+ * member directory row; iterate the smaller of this and orbit_fleet_rows()).
+ * Context: any thread; no syscall.
+ * Returns: the row count; 0 when the fleet has no stats segment or @f is
+ * NULL.
+ */
+ORBIT_API uint32_t orbit_fleet_stats_rows(const orbit_fleet_t *f);
+
 /*
  * The stats name tables (shared by writer and reader; the stats segment's
  * layout fingerprint covers them). Names are [a-z0-9_]+.

@@ -306,7 +306,7 @@ static int delivery_quantiles(const char *fleet, pid_t pid, double *p50, double 
 		free(st);
 		return -1;
 	}
-	for (uint32_t row = 0; row < 64 && rc < 0; row++) {
+	for (uint32_t row = 0; row < orbit_fleet_stats_rows(f) && rc < 0; row++) {
 		const struct orbit_stats_histogram *h = &st->hists[1]; /* delivery_latency */
 		uint64_t acc = 0;
 

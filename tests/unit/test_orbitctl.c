@@ -280,6 +280,49 @@ static void test_orbitctl_stats_table(void **state)
 	assert_non_null(strstr(out, "alive"));
 }
 
+/*
+ * Issue 5 "orbitctl" (stats of every member): the stats segment's row count
+ * is public, so orbitctl and other readers need no hard-coded 64. A fleet
+ * with a lock table but no stats segment has 0 stats rows.
+ */
+static void test_fleet_stats_rows_counts_the_stats_segment(void **state)
+{
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
+	struct orbit_lock_options lo = { .size = sizeof(lo) };
+	struct orbit_fleet_stats *fs = malloc(sizeof(*fs));
+	orbit_fleet_t *f = NULL;
+	orbit_lock_t *bare = NULL;
+	char bare_fleet[64];
+	uint32_t rows;
+
+	(void)state;
+	assert_non_null(fs);
+	assert_int_equal(orbit_fleet_stats_rows(NULL), 0);
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	rows = orbit_fleet_stats_rows(f);
+	assert_int_equal(rows, ORBIT_STATS_ROWS);
+	assert_int_equal(rows, orbit_fleet_rows(f));
+	/* Our agent's row is inside the range, the first row past it is not. */
+	assert_true((uint32_t)orbit_agent_member_row(agent) < rows);
+	assert_int_equal(orbit_fleet_stats_read(f, (uint32_t)orbit_agent_member_row(agent), fs), 0);
+	assert_int_equal(orbit_fleet_stats_read(f, rows, fs), -EINVAL);
+	orbit_fleet_close(f);
+
+	/* Only a lock table: the fleet opens, with no stats rows. */
+	lo.fleet = orbit_test_fleet(bare_fleet, sizeof(bare_fleet), "ctlbare");
+	assert_int_equal(orbit_lock_open(&lo, &bare), 0);
+	fo.fleet = bare_fleet;
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	assert_int_equal(orbit_fleet_stats_rows(f), 0);
+	assert_int_equal(orbit_fleet_stats_read(f, 0, fs), -ENOENT);
+	assert_int_equal(run(bare_fleet, "stats", true), 0);
+	assert_non_null(strstr(out, "0 stats row(s)"));
+	orbit_fleet_close(f);
+	orbit_lock_close(bare);
+	orbit_lock_unlink(&lo);
+	free(fs);
+}
+
 /* Issue 5 "Tests": orbitctl stats --json is valid JSON with the counters. */
 static void test_orbitctl_stats_json_parses(void **state)
 {
@@ -567,6 +610,7 @@ int main(void)
 		cmocka_unit_test(test_orbitctl_members_table),
 		cmocka_unit_test(test_orbitctl_locks_table),
 		cmocka_unit_test(test_orbitctl_stats_table),
+		cmocka_unit_test(test_fleet_stats_rows_counts_the_stats_segment),
 		cmocka_unit_test(test_orbitctl_stats_json_parses),
 		cmocka_unit_test(test_orbitctl_stats_prometheus_format),
 		cmocka_unit_test(test_orbitctl_watch_follows_transitions),

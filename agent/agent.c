@@ -14,6 +14,8 @@
  *   subs_mu   the subscriber eventfd array. Taken by API callers and by the
  *             agent thread while it writes the eventfds; nothing else is
  *             taken or called under it (leaf).
+ *   watched   (agent_watch.c) the set's own mutex: watch/unwatch callers
+ *             and publish_stats(); leaf, never taken with subs_mu.
  * The view needs no lock: one updater (the agent thread), RCU readers.
  * Counters fed from other threads (frames_written by the lock sink,
  * the acquire histogram) are relaxed atomics: they are counts, read once
@@ -120,6 +122,7 @@ struct orbit_agent {
 	uint64_t repairs_seen;         /* the table's repair count at the last resync */
 	bool resync_due;               /* the last resync's table copy failed: retry */
 	struct watch *watch;           /* per member row, agent thread only */
+	struct orbit_agent_watch_set *watched; /* queues, pools, lanes (agent_watch.c; own mutex) */
 	uint32_t nrows;
 
 	pthread_t thread;
@@ -521,7 +524,7 @@ static void publish_stats(struct orbit_agent *a)
 	c[ORBIT_STAT_SUBSCRIBER_SIGNALS] = a->signals;
 	c[ORBIT_STAT_MEMBERS_RECLAIMED] = a->reclaimed;
 	c[ORBIT_STAT_VIEW_ENTRIES] = a->view_entries;
-	orbit__agent_watch_sum(a, c); /* watched queues, pools, lanes (agent_watch.c) */
+	orbit__agent_watch_sum(a->watched, c); /* watched queues, pools, lanes (agent_watch.c) */
 	/* Relaxed: counts added by any thread; a publish may miss the newest. */
 	s.hists[ORBIT_HIST_ACQUIRE_NS].count = atomic_load_explicit(&a->acq_count, memory_order_relaxed);
 	s.hists[ORBIT_HIST_ACQUIRE_NS].sum_ns = atomic_load_explicit(&a->acq_sum, memory_order_relaxed);
@@ -708,7 +711,7 @@ static void agent_free(struct orbit_agent *a)
 	orbit_lock_close(a->ro_lock);
 	for (int i = 0; i < a->nsubs; i++)
 		close(a->subs[i]);
-	orbit__agent_watch_forget(a); /* after the last publish (stop) */
+	orbit__agent_watch_free(a->watched); /* after the last publish (stop) */
 	pthread_mutex_destroy(&a->subs_mu);
 	free(a);
 }
@@ -770,8 +773,9 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	a->nrows = orbit__members_rows(a->members);
 	a->watch = calloc(a->nrows, sizeof(*a->watch));
 	a->ev = malloc(sizeof(*a->ev));
+	a->watched = orbit__agent_watch_new();
 	rc = -ENOMEM;
-	if (!a->watch || !a->ev)
+	if (!a->watch || !a->ev || !a->watched)
 		goto err;
 	for (uint32_t r = 0; r < a->nrows; r++)
 		a->watch[r].pidfd = -1;
@@ -970,6 +974,11 @@ int orbit_agent_record_latency(orbit_agent_t *a, enum orbit_agent_hist hist, uin
 	atomic_fetch_add_explicit(&a->acq_sum, ns, memory_order_relaxed);
 	atomic_fetch_add_explicit(&a->acq_buckets[orbit__stats_bucket(ns)], 1, memory_order_relaxed);
 	return 0;
+}
+
+struct orbit_agent_watch_set *orbit__agent_watch_set(orbit_agent_t *a)
+{
+	return a->watched;
 }
 
 int orbit_agent_member_row(const orbit_agent_t *a)

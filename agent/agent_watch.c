@@ -7,16 +7,17 @@
  * their public stats getters (relaxed loads, no lock) and the agent's
  * publish puts the sums into the row.
  *
+ * Each agent owns one watch set (struct orbit_agent_watch_set, made by
+ * orbit_agent_start() and freed by orbit_agent_stop(); agent.c hands it
+ * out through orbit__agent_watch_set()). Nothing is shared between agents.
+ *
  * Locks and what they protect:
- *   watch_mu  the list of watch sets and everything in them (objects
- *             watched, retired sums). Taken by watch/unwatch callers and by
- *             the publishing thread for the time it reads the watched
- *             objects' counters; nothing is taken under it (the getters
- *             are lock-free). Holding it while reading is what lets
- *             unwatch promise that the agent no longer touches the object.
- * One set per agent that ever watched something, found by the agent's
- * address (so the agent's own struct, edited elsewhere, carries nothing);
- * orbit__agent_watch_forget() drops it before the agent is freed.
+ *   set->mu   that set (objects watched, retired sums). Taken by
+ *             watch/unwatch callers and by the publishing thread for the
+ *             time it reads the watched objects' counters; nothing is
+ *             taken under it (the getters are lock-free). Holding it while
+ *             reading is what lets unwatch promise that the agent no
+ *             longer touches the object.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -36,38 +37,42 @@ struct watched {
 	uint64_t base[ORBIT_STAT__COUNT];
 };
 
-struct watch_set {
-	struct watch_set *next;
-	const orbit_agent_t *agent;
+struct orbit_agent_watch_set {
+	pthread_mutex_t mu;                      /* protects the rest (see the top) */
 	unsigned n;                              /* objects in obj[0..n) */
 	struct watched obj[ORBIT_AGENT_WATCH_MAX];
 	uint64_t retired[ORBIT_STAT__COUNT];     /* counts of unwatched objects */
 };
 
-static pthread_mutex_t watch_mu = PTHREAD_MUTEX_INITIALIZER; /* see the top */
-static struct watch_set *watch_sets;                         /* under watch_mu */
-
-static void watch_lock(void)
+static void set_lock(struct orbit_agent_watch_set *s)
 {
-	if (pthread_mutex_lock(&watch_mu))
+	if (pthread_mutex_lock(&s->mu))
 		abort(); /* broken invariant: a default mutex cannot fail here */
 }
 
-static void watch_unlock(void)
+static void set_unlock(struct orbit_agent_watch_set *s)
 {
-	if (pthread_mutex_unlock(&watch_mu))
+	if (pthread_mutex_unlock(&s->mu))
 		abort();
 }
 
-/* Under watch_mu. */
-static struct watch_set **set_slot(const orbit_agent_t *agent)
+struct orbit_agent_watch_set *orbit__agent_watch_new(void)
 {
-	struct watch_set **pp;
+	struct orbit_agent_watch_set *s = calloc(1, sizeof(*s));
 
-	for (pp = &watch_sets; *pp; pp = &(*pp)->next)
-		if ((*pp)->agent == agent)
-			return pp;
-	return pp; /* the list's end: *pp is NULL */
+	if (s && pthread_mutex_init(&s->mu, NULL)) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void orbit__agent_watch_free(struct orbit_agent_watch_set *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_destroy(&s->mu);
+	free(s);
 }
 
 /* Add @w's counters to @c; lock-free reads of a live object. */
@@ -132,23 +137,13 @@ static void add_watched(uint64_t *c, const struct watched *w)
 
 static int watch(orbit_agent_t *agent, enum watch_kind kind, const void *obj)
 {
-	struct watch_set **pp, *s;
+	struct orbit_agent_watch_set *s;
 	int rc = 0;
 
 	if (!agent || !obj)
 		return -EINVAL;
-	watch_lock();
-	pp = set_slot(agent);
-	s = *pp;
-	if (!s) {
-		s = calloc(1, sizeof(*s));
-		if (!s) {
-			rc = -ENOMEM;
-			goto out_unlock;
-		}
-		s->agent = agent;
-		*pp = s;
-	}
+	s = orbit__agent_watch_set(agent);
+	set_lock(s);
 	for (unsigned i = 0; i < s->n; i++) {
 		if (s->obj[i].kind == kind && s->obj[i].obj == obj) {
 			rc = -EEXIST;
@@ -163,21 +158,21 @@ static int watch(orbit_agent_t *agent, enum watch_kind kind, const void *obj)
 	add_counts(s->obj[s->n].base, &s->obj[s->n]);
 	s->n++;
 out_unlock:
-	watch_unlock();
+	set_unlock(s);
 	return rc;
 }
 
 static int unwatch(orbit_agent_t *agent, enum watch_kind kind, const void *obj)
 {
 	uint64_t last[ORBIT_STAT__COUNT] = { 0 };
-	struct watch_set *s;
+	struct orbit_agent_watch_set *s;
 	int rc = -ENOENT;
 
 	if (!agent || !obj)
 		return -EINVAL;
-	watch_lock();
-	s = *set_slot(agent);
-	for (unsigned i = 0; s && i < s->n; i++) {
+	s = orbit__agent_watch_set(agent);
+	set_lock(s);
+	for (unsigned i = 0; i < s->n; i++) {
 		if (s->obj[i].kind != kind || s->obj[i].obj != obj)
 			continue;
 		/* Its final counts stay in the sums: counters never go backwards. */
@@ -190,37 +185,21 @@ static int unwatch(orbit_agent_t *agent, enum watch_kind kind, const void *obj)
 		break;
 	}
 	/* After this unlock no publish can reach @obj: it is out of the set. */
-	watch_unlock();
+	set_unlock(s);
 	return rc;
 }
 
-void orbit__agent_watch_sum(const orbit_agent_t *agent, uint64_t *counters)
+void orbit__agent_watch_sum(struct orbit_agent_watch_set *s, uint64_t *counters)
 {
-	struct watch_set *s;
-
-	watch_lock();
-	s = *set_slot(agent);
-	if (s) {
-		for (unsigned c = 0; c < ORBIT_STAT__COUNT; c++)
-			counters[c] += s->retired[c];
-		for (unsigned i = 0; i < s->n; i++)
-			add_watched(counters, &s->obj[i]);
-		counters[ORBIT_STAT_WATCHED_OBJECTS] += s->n;
-	}
-	watch_unlock();
-}
-
-void orbit__agent_watch_forget(const orbit_agent_t *agent)
-{
-	struct watch_set **pp, *s;
-
-	watch_lock();
-	pp = set_slot(agent);
-	s = *pp;
-	if (s)
-		*pp = s->next;
-	watch_unlock();
-	free(s);
+	if (!s)
+		return;
+	set_lock(s);
+	for (unsigned c = 0; c < ORBIT_STAT__COUNT; c++)
+		counters[c] += s->retired[c];
+	for (unsigned i = 0; i < s->n; i++)
+		add_watched(counters, &s->obj[i]);
+	counters[ORBIT_STAT_WATCHED_OBJECTS] += s->n;
+	set_unlock(s);
 }
 
 int orbit_agent_watch_queue(orbit_agent_t *agent, const orbit_serial_queue_t *q)

@@ -182,13 +182,12 @@ ORBIT_API int orbit_agent_reset_transport(orbit_agent_t *agent);
  * the agent reads its counters at every publish (relaxed loads, no lock
  * of the object, no call into it otherwise).
  * Context: any thread, concurrently with the agent thread and with other
- * watch/unwatch calls; takes the watch mutex, which the agent thread holds
- * only while it reads the watched objects' counters at a stats publish.
- * Not concurrently with orbit_agent_stop(). No syscall (may allocate once
- * per agent).
+ * watch/unwatch calls; takes @agent's watch mutex (one per agent), which
+ * its thread holds only while it reads the watched objects' counters at a
+ * stats publish. Not concurrently with orbit_agent_stop(). No syscall, no
+ * allocation (the watch set is made by orbit_agent_start()).
  * Returns: 0; -EINVAL (NULL @agent or object); -EEXIST (already watched by
- * @agent); -ENOSPC (ORBIT_AGENT_WATCH_MAX objects watched already);
- * -ENOMEM.
+ * @agent); -ENOSPC (ORBIT_AGENT_WATCH_MAX objects watched already).
  */
 ORBIT_API int orbit_agent_watch_queue(orbit_agent_t *agent, const orbit_serial_queue_t *q);
 ORBIT_API int orbit_agent_watch_pool(orbit_agent_t *agent, orbit_worker_pool_t *pool);

@@ -16,6 +16,9 @@
  *             taken or called under it (leaf).
  *   watched   (agent_watch.c) the set's own mutex: watch/unwatch callers
  *             and publish_stats(); leaf, never taken with subs_mu.
+ *   test_mu   test_pause and test_parked (test hooks only, see
+ *             fleet_internal.h); leaf. A parked thread waits on test_cv
+ *             holding nothing else.
  * The view needs no lock: one updater (the agent thread), RCU readers.
  * Counters fed from other threads (frames_written by the lock sink,
  * the acquire histogram) are relaxed atomics: they are counts, read once
@@ -27,6 +30,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 
@@ -128,6 +132,15 @@ struct orbit_agent {
 	pthread_t thread;
 	bool thread_started;
 	_Atomic int stop;
+
+	/*
+	 * Test hooks: the thread parks at the top of its loop while test_pause
+	 * is set (its relaxed read there is a hint, re-read under test_mu).
+	 */
+	pthread_mutex_t test_mu;       /* protects test_pause (writes), test_parked */
+	pthread_cond_t test_cv;
+	_Atomic bool test_pause;
+	bool test_parked;
 
 	pthread_mutex_t subs_mu;       /* protects subs[], nsubs (leaf) */
 	int subs[AGENT_MAX_SUBS];
@@ -598,6 +611,21 @@ static int drain(struct orbit_agent *a)
 	return any; /* the caller frees what was replaced, after signalling */
 }
 
+/* Test hook: park until orbit__agent_test_resume() or stop (see fleet_internal.h). */
+static void test_park(struct orbit_agent *a)
+{
+	die_on(pthread_mutex_lock(&a->test_mu), "lock test");
+	/* Relaxed under test_mu: the mutex orders it; stop as in agent_main() */
+	while (atomic_load_explicit(&a->test_pause, memory_order_relaxed) &&
+	       !atomic_load_explicit(&a->stop, memory_order_acquire)) {
+		a->test_parked = true;
+		die_on(pthread_cond_broadcast(&a->test_cv), "broadcast test");
+		die_on(pthread_cond_wait(&a->test_cv, &a->test_mu), "wait test");
+	}
+	a->test_parked = false;
+	die_on(pthread_mutex_unlock(&a->test_mu), "unlock test");
+}
+
 /*
  * The loop keeps the wake path (futex return -> drain -> eventfd writes ->
  * back to sleep) free of other system calls: the grace period that frees
@@ -619,9 +647,15 @@ static void *agent_main(void *p)
 	view_reclaim(a);
 	/* Acquire, pairs with the release store in orbit_agent_stop(). */
 	while (!atomic_load_explicit(&a->stop, memory_order_acquire)) {
-		uint32_t seen = orbit__ring_reader_arm(a->reader);
-		int drained = drain(a); /* after arming: a frame published meanwhile ends the wait */
+		uint32_t seen;
+		int drained;
 		uint64_t now;
+
+		/* Relaxed: a test hook's hint, re-read under test_mu in test_park() */
+		if (atomic_load_explicit(&a->test_pause, memory_order_relaxed))
+			test_park(a);
+		seen = orbit__ring_reader_arm(a->reader);
+		drained = drain(a); /* after arming: a frame published meanwhile ends the wait */
 
 		if (drained)
 			signal_subscribers(a);
@@ -713,6 +747,8 @@ static void agent_free(struct orbit_agent *a)
 		close(a->subs[i]);
 	orbit__agent_watch_free(a->watched); /* after the last publish (stop) */
 	pthread_mutex_destroy(&a->subs_mu);
+	pthread_cond_destroy(&a->test_cv);
+	pthread_mutex_destroy(&a->test_mu);
 	free(a);
 }
 
@@ -752,6 +788,8 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	if (!a)
 		return -ENOMEM;
 	die_on(pthread_mutex_init(&a->subs_mu, NULL), "mutex init");
+	die_on(pthread_mutex_init(&a->test_mu, NULL), "mutex init");
+	die_on(pthread_cond_init(&a->test_cv, NULL), "cond init");
 	strcpy(a->fleet, fleet); /* length checked by orbit__seg_name */
 	a->lock = opts ? opts->lock : NULL;
 	if (ll) {
@@ -863,6 +901,10 @@ void orbit_agent_stop(orbit_agent_t *a)
 		atomic_store_explicit(&a->stop, 1, memory_order_release);
 		/* Wakes every agent of the fleet once; ours sees stop, others rescan. */
 		orbit__doorbell_ring(orbit__ring_doorbell(a->ring));
+		/* A thread parked by a test hook sees stop too. */
+		die_on(pthread_mutex_lock(&a->test_mu), "lock test");
+		die_on(pthread_cond_broadcast(&a->test_cv), "broadcast test");
+		die_on(pthread_mutex_unlock(&a->test_mu), "unlock test");
 		die_on(pthread_join(a->thread, NULL), "join");
 		a->thread_started = false;
 	}
@@ -991,4 +1033,52 @@ int orbit_agent_reset_transport(orbit_agent_t *a)
 	if (!a)
 		return -EINVAL;
 	return orbit__fleet_reset(a->members, a->lock, a->ring);
+}
+
+/* ---- test hooks (fleet_internal.h) ---- */
+
+void orbit__agent_test_pause(orbit_agent_t *a)
+{
+	struct timespec until;
+
+	die_on(pthread_mutex_lock(&a->test_mu), "lock test");
+	/* Relaxed: read by agent_main() as a hint; test_park() re-reads it under test_mu */
+	atomic_store_explicit(&a->test_pause, true, memory_order_relaxed);
+	while (!a->test_parked) {
+		/* The thread may have armed its wait just before the flag: ring until it parks. */
+		orbit__doorbell_ring(orbit__ring_doorbell(a->ring));
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 1000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		int rc = pthread_cond_timedwait(&a->test_cv, &a->test_mu, &until);
+
+		die_on(rc == ETIMEDOUT ? 0 : rc, "timedwait test"); /* ETIMEDOUT: ring again */
+	}
+	die_on(pthread_mutex_unlock(&a->test_mu), "unlock test");
+}
+
+void orbit__agent_test_resume(orbit_agent_t *a)
+{
+	die_on(pthread_mutex_lock(&a->test_mu), "lock test");
+	/* Relaxed: under test_mu, which the parked thread re-takes to read it */
+	atomic_store_explicit(&a->test_pause, false, memory_order_relaxed);
+	die_on(pthread_cond_broadcast(&a->test_cv), "broadcast test");
+	die_on(pthread_mutex_unlock(&a->test_mu), "unlock test");
+}
+
+void orbit__agent_test_view_apply(orbit_agent_t *a, const struct orbit_ring_event *ev)
+{
+	rcu_ensure_registered();
+	urcu_memb_read_lock();
+	view_apply(a, ev);
+	urcu_memb_read_unlock();
+}
+
+void orbit__agent_test_view_resync(orbit_agent_t *a)
+{
+	rcu_ensure_registered();
+	view_resync(a);
 }

@@ -2,11 +2,14 @@
 /*
  * agent/fleet_internal.h: pieces of agent/fleet.c that the agent shares:
  * the ring a lock layout names, wrapping a ring reader into the public
- * transition reader, and the reset_transport steps (internal).
+ * transition reader, and the reset_transport steps (internal); and the
+ * agent's test hooks (agent/agent.c), for tests linked with
+ * liborbit_internal.la only.
  */
 #ifndef ORBIT_AGENT_FLEET_INTERNAL_H
 #define ORBIT_AGENT_FLEET_INTERNAL_H
 
+#include <orbit/agent.h>
 #include <orbit/fleet.h>
 #include <orbit/lock.h>
 
@@ -34,5 +37,25 @@ int orbit__fleet_reader_wrap(orbit_ring_t *ring, orbit_transition_reader_t **out
  * table's serializer.
  */
 int orbit__fleet_reset(orbit_members_t *m, orbit_lock_t *lock, orbit_ring_t *ring);
+
+/*
+ * Agent test hooks (agent/agent.c; tests only, nothing else calls them).
+ * orbit__agent_test_pause - park @a's thread at the top of its loop (never
+ * inside a drain) and return once it is parked; it rings the fleet's
+ * doorbell until then. orbit__agent_test_resume - let it go on WITHOUT a
+ * doorbell ring: it arms, then drains what was published meanwhile, as
+ * after any wake. orbit_agent_stop() also ends a pause.
+ * While parked, the caller is the view's only updater and may call
+ * orbit__agent_test_view_apply() (apply one frame as a drain does: newer
+ * state_revision wins, frames at or below the last resync's revision are
+ * dropped) and orbit__agent_test_view_resync() (rebuild the view from the
+ * lock table as after a lag). Both register the calling thread with
+ * liburcu-memb, like orbit_agent_view_lookup().
+ * Context: one test thread; not concurrently with orbit_agent_stop().
+ */
+void orbit__agent_test_pause(orbit_agent_t *a);
+void orbit__agent_test_resume(orbit_agent_t *a);
+void orbit__agent_test_view_apply(orbit_agent_t *a, const struct orbit_ring_event *ev);
+void orbit__agent_test_view_resync(orbit_agent_t *a);
 
 #endif /* ORBIT_AGENT_FLEET_INTERNAL_H */

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <orbit/orbit.h>
+#include "agent/fleet_internal.h"
 #include "shm/crashpoint.h"
 #include "shm/members.h"
 #include "shm/ring.h"
@@ -876,6 +877,99 @@ static void test_agent_view_converges_after_publisher_killed(void **state)
 	orbit_lock_close(lock);
 }
 
+/* An ACQUIRE frame for test_ns:@label held by @owner, as a drain would read it. */
+static void fake_acquire(struct orbit_ring_event *ev, const char *label, const char *owner,
+			 uint64_t token, uint64_t revision)
+{
+	orbit_lock_key_t k = orbit_lock_key(test_ns, label, strlen(label));
+	uint32_t olen = (uint32_t)strlen(owner);
+
+	memset(ev, 0, offsetof(struct orbit_ring_event, bytes));
+	ev->type = ORBIT_TRANSITION_ACQUIRE;
+	ev->writer_pid = (uint32_t)getpid();
+	ev->fencing_token = token;
+	ev->deadline_ns = orbit_test_now_ns() + 60000000000ull;
+	ev->state_revision = revision;
+	ev->ns_len = k.ns_len;
+	ev->label_len = k.label_len;
+	ev->owner_len = olen;
+	ev->orig_len = k.ns_len + k.label_len + olen;
+	memcpy(ev->bytes, k.ns, k.ns_len);
+	memcpy(ev->bytes + k.ns_len, k.label, k.label_len);
+	memcpy(ev->bytes + k.ns_len + k.label_len, owner, olen);
+}
+
+static int view_owner_is(orbit_agent_t *a, const char *label, const char *owner, uint64_t token)
+{
+	orbit_lock_key_t k = orbit_lock_key(test_ns, label, strlen(label));
+	struct orbit_lock_entry e;
+	int rc = orbit_agent_view_lookup(a, &k, &e);
+
+	if (rc < 0)
+		return rc;
+	return e.owner_len == strlen(owner) &&
+	       !memcmp(e.bytes + e.ns_len + e.label_len, owner, e.owner_len) && e.token == token;
+}
+
+/*
+ * Issue 5 "Local view" (frames ordered by state_revision; a resync never
+ * undoes a newer frame): frames precede commits, so a frame applied just
+ * before a resync can be newer than the table copy the resync makes. With
+ * the agent parked, apply such frames, resync, and check that they
+ * survive: "newer" (in the table, older owner there) keeps the frame's
+ * owner and token, "newer-only" (not in the table) stays held; while
+ * "stale-only", applied at the table's revision, becomes a tombstone (the
+ * resync did run).
+ */
+static void test_agent_resync_keeps_frames_newer_than_table_copy(void **state)
+{
+	orbit_lock_owner_t owner = { "table-owner", 11 };
+	orbit_lock_key_t k = orbit_lock_key(test_ns, "newer", 5);
+	orbit_lock_key_t bump = orbit_lock_key(test_ns, "bump", 4);
+	struct orbit_ring_event *ev = malloc(sizeof(*ev));
+	struct orbit_lock_lease lease;
+	orbit_lock_t *lock = open_lock();
+	orbit_agent_t *a;
+	uint64_t rev;
+
+	(void)state;
+	assert_non_null(ev);
+	assert_non_null(lock);
+	a = start_agent("resync-order", lock);
+	assert_non_null(a);
+	assert_int_equal(orbit_lock_try_acquire(lock, &k, &owner, 60000000000ull, &lease, NULL), 0);
+	assert_int_equal(view_wait(a, "newer", 0), 0); /* the frame is in the view */
+	assert_int_equal(view_owner_is(a, "newer", "table-owner", lease.token), 1);
+
+	orbit__agent_test_pause(a);
+	/* One more commit: the table's revision is now above that of every
+	 * resync so far (the start-up one may have run after our acquire), so
+	 * a frame at this revision is not dropped as already resynced. */
+	assert_int_equal(orbit_lock_try_acquire(lock, &bump, &owner, 60000000000ull, NULL, NULL), 0);
+	rev = orbit_lock_state_revision(lock); /* what the resync's copy will be stamped with */
+	fake_acquire(ev, "newer", "frame-owner", lease.token + 1, rev + 10);
+	orbit__agent_test_view_apply(a, ev);
+	fake_acquire(ev, "newer-only", "frame-owner", lease.token + 2, rev + 11);
+	orbit__agent_test_view_apply(a, ev);
+	fake_acquire(ev, "stale-only", "frame-owner", lease.token + 3, rev);
+	orbit__agent_test_view_apply(a, ev);
+	assert_int_equal(view_owner_is(a, "newer", "frame-owner", lease.token + 1), 1);
+	assert_int_equal(view_owner_is(a, "stale-only", "frame-owner", lease.token + 3), 1);
+
+	orbit__agent_test_view_resync(a); /* copies "newer" at revision rev < rev + 10 */
+	assert_int_equal(orbit_lock_state_revision(lock), rev);
+	assert_int_equal(view_owner_is(a, "newer", "frame-owner", lease.token + 1), 1);
+	assert_int_equal(view_owner_is(a, "newer-only", "frame-owner", lease.token + 2), 1);
+	assert_int_equal(view_owner_is(a, "stale-only", "frame-owner", 0), -ENOENT);
+	orbit__agent_test_resume(a);
+
+	orbit_agent_stop(a);
+	assert_int_equal(orbit_lock_release(lock, &k, &owner, lease.token), 0);
+	assert_int_equal(orbit_lock_release(lock, &bump, &owner, 0), 0);
+	orbit_lock_close(lock);
+	free(ev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -894,6 +988,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_nondefault_layout_uses_its_own_ring, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_agent_view_converges_after_publisher_killed,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_resync_keeps_frames_newer_than_table_copy,
 						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,7 +65,7 @@ void __tsan_release(void *addr);
 #define AGENT_MAX_SUBS 64
 #define AGENT_VIEW_BUCKETS 1024
 #define AGENT_TOMBSTONES_MAX 1024
-#define AGENT_DRAIN_BATCH 4096 /* frames per wake before checking deaths/stop */
+#define AGENT_DRAIN_BATCH ORBIT__AGENT_DRAIN_BATCH /* fleet_internal.h */
 #define AGENT_RETIRED_MAX 256  /* retired nodes that force a grace period before the tick */
 
 /* A view node: the last known state of one key (ns | label | owner bytes). */

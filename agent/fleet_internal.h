@@ -39,6 +39,13 @@ int orbit__fleet_reader_wrap(orbit_ring_t *ring, orbit_transition_reader_t **out
 int orbit__fleet_reset(orbit_members_t *m, orbit_lock_t *lock, orbit_ring_t *ring);
 
 /*
+ * Frames one drain of the agent thread reads before it checks deaths, stop
+ * and the tick; when the bound stops a drain, the thread drains again at
+ * once, without sleeping (tests publish more than this to check that).
+ */
+#define ORBIT__AGENT_DRAIN_BATCH 4096
+
+/*
  * Agent test hooks (agent/agent.c; tests only, nothing else calls them).
  * orbit__agent_test_pause - park @a's thread at the top of its loop (never
  * inside a drain) and return once it is parked; it rings the fleet's

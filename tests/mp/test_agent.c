@@ -970,6 +970,84 @@ static void test_agent_resync_keeps_frames_newer_than_table_copy(void **state)
 	free(ev);
 }
 
+/*
+ * Issue 5 "Local view" / "Subscribers" (frames reach the view at once, not
+ * at the next tick): a wake that finds more than one drain's batch bound
+ * (ORBIT__AGENT_DRAIN_BATCH frames) drains again without sleeping. With
+ * the agent parked, five writer lanes publish 5,000 frames (each lane
+ * holds 1,024), then the agent is let go WITHOUT a doorbell ring; with a
+ * 5 s tick, every frame must be in the view within 1 s, and the
+ * subscriber must have been signalled by at least two drains.
+ */
+static void test_agent_drains_past_the_batch_bound_without_waiting_for_tick(void **state)
+{
+	struct orbit_agent_options o = { .size = sizeof(o), .fleet = fleet, .name = "batch",
+					 .tick_ms = 5000, .stats_ms = 5000 };
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
+	struct orbit_ring_layout rl;
+	orbit_ring_t *ring = NULL;
+	orbit_agent_t *a = NULL;
+	uint32_t lanes, per_lane, total, found = 0;
+	uint64_t t0, signals = 0, rev = 0;
+	char label[32];
+	int fd;
+
+	(void)state;
+	assert_int_equal(orbit_agent_start(&o, &a), 0); /* no lock: it holds no lane */
+	assert_int_equal(orbit_agent_subscribe(a, &fd), 0);
+	orbit__fleet_ring_layout(&rl, NULL); /* the agent's ring */
+	assert_int_equal(orbit__ring_open(&ring, fleet, &rl, &so), 0);
+	per_lane = rl.frames_per_lane - rl.frames_per_lane / 32; /* no lane laps the reader */
+	lanes = ORBIT__AGENT_DRAIN_BATCH / per_lane + 1;
+	total = lanes * per_lane;
+	assert_true(total > ORBIT__AGENT_DRAIN_BATCH);
+	assert_true(lanes <= rl.lanes);
+
+	orbit__agent_test_pause(a);
+	while (read(fd, &signals, sizeof(signals)) == (ssize_t)sizeof(signals))
+		; /* start counting signals from 0 */
+	signals = 0;
+	for (uint32_t i = 0; i < per_lane; i++) {
+		for (uint32_t l = 0; l < lanes; l++) {
+			struct orbit_transition t = {
+				.type = ORBIT_TRANSITION_ACQUIRE, .writer_pid = (uint32_t)getpid(),
+				.fencing_token = ++rev, .deadline_ns = orbit_test_now_ns() + 60000000000ull,
+				.state_revision = rev, .ns = "test.agent", .ns_len = 10,
+				.label = label, .owner = "batch", .owner_len = 5,
+			};
+
+			t.label_len = (uint32_t)snprintf(label, sizeof(label), "b%u-%u", l, i);
+			assert_int_equal(orbit__ring_publish(ring, l, &t), 0);
+		}
+	}
+	t0 = orbit_test_now_ns();
+	orbit__agent_test_resume(a); /* no doorbell ring: the frames rang it while it was parked */
+	while (found < total && orbit_test_now_ns() - t0 < 1000000000ull) {
+		for (; found < total; found++) {
+			struct orbit_lock_entry e;
+			orbit_lock_key_t k;
+
+			k = orbit_lock_key(test_ns, label,
+					   (size_t)snprintf(label, sizeof(label), "b%u-%u",
+							    found % lanes, found / lanes));
+			if (orbit_agent_view_lookup(a, &k, &e) != 0)
+				break;
+		}
+		if (found < total)
+			usleep(1000);
+	}
+	if (found < total)
+		print_error("%u of %u frames in the view after %llu ms\n", found, total,
+			    (unsigned long long)((orbit_test_now_ns() - t0) / 1000000));
+	assert_int_equal(found, total);
+	/* Every drain that read frames signalled; the bound split this one in two at least. */
+	assert_int_equal(read(fd, &signals, sizeof(signals)), (ssize_t)sizeof(signals));
+	assert_true(signals >= 2);
+	orbit__ring_close(ring);
+	assert_int_equal(orbit_agent_unsubscribe(a, fd), 0);
+	orbit_agent_stop(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -991,6 +1069,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_resync_keeps_frames_newer_than_table_copy,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_agent_drains_past_the_batch_bound_without_waiting_for_tick, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

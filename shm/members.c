@@ -473,13 +473,18 @@ static int validate_row(const struct orbit_member_row *cp)
 
 	if (st > ORBIT_MEMBER_LEFT)
 		return -ORBIT_ECORRUPT;
-	if (st == ORBIT_MEMBER_FREE)
-		return 0; /* a free row's other bytes are not looked at */
+	/*
+	 * The name in every state: a FREE row's copy is handed out too (a
+	 * FREE row whose lock is held is shown). tests/fuzz/fuzz_members found
+	 * a FREE row passing an unterminated, unprintable name to readers.
+	 */
 	if (memchr(cp->name, '\0', sizeof(cp->name)) == NULL)
 		return -ORBIT_ECORRUPT;
 	for (size_t i = 0; cp->name[i]; i++)
 		if (cp->name[i] < 0x20 || cp->name[i] >= 0x7f)
 			return -ORBIT_ECORRUPT;
+	if (st == ORBIT_MEMBER_FREE)
+		return 0; /* pid and times of a free row are not looked at */
 	if (cp->pid == 0 || cp->pid > (1u << 22))
 		return -ORBIT_ECORRUPT; /* pid_max is at most 2^22 on Linux */
 	return 0;
@@ -659,8 +664,13 @@ int orbit__members_pidfd_open(orbit_members_t *m, uint32_t row, uint32_t *genera
 	if (atomic_load_explicit(&cp.state, memory_order_relaxed) == ORBIT_MEMBER_FREE) /* private copy */
 		return -ESRCH;
 	fd = (int)syscall(SYS_pidfd_open, (pid_t)cp.pid, 0);
+	/*
+	 * A pid that is a thread of some process, not a process, is not the
+	 * member (members store getpid()): pidfd_open says ENOENT (Linux 6.x)
+	 * or EINVAL (older). tests/fuzz/fuzz_members found -ENOENT escaping.
+	 */
 	if (fd < 0)
-		return errno == ESRCH ? -ESRCH : -errno;
+		return errno == ESRCH || errno == ENOENT || errno == EINVAL ? -ESRCH : -errno;
 	/* pidfd_open sets O_CLOEXEC. The pidfd pins the process: if the start time matches NOW, it is the member */
 	r = orbit__proc_start_time((pid_t)cp.pid, &start);
 	if (r < 0 || start != cp.start_time_ticks) {

@@ -206,9 +206,11 @@ int orbit__members_reclaim(orbit_members_t *m, uint32_t row);
  * the row (after the open, so a recycled pid cannot slip in). POLLIN on the
  * fd means the process has exited; re-check with is_alive() before
  * reclaiming (the lock, not the pid, is the proof).
- * Returns an fd (O_CLOEXEC; the caller closes it), -ESRCH (no such process
- * or start time differs: the member is dead), -EINVAL, -ENOSYS (kernel
- * without pidfd_open), -ORBIT_ECORRUPT, -EAGAIN (row being rewritten).
+ * Returns an fd (O_CLOEXEC; the caller closes it), -ESRCH (no such process,
+ * the pid is a thread rather than a process, or start time differs: the
+ * member is dead), -EINVAL, -ENOSYS (kernel without pidfd_open),
+ * -ORBIT_ECORRUPT, -EAGAIN (row being rewritten), -EPROTO (/proc stat
+ * unparsable), or another negative errno of pidfd_open (-EMFILE).
  */
 int orbit__members_pidfd_open(orbit_members_t *m, uint32_t row, uint32_t *generation);
 

@@ -127,8 +127,10 @@ int orbit__seg_name(char *buf, size_t len, const char *fleet, const char *name);
  * or sizes disagree with the header or the spec), -ORBIT_EMAGIC,
  * -ORBIT_EVERSION, -ORBIT_EKIND, -ORBIT_EFINGERPRINT (header fields differ
  * from the spec, checked in that order), -ORBIT_EINITTIMEOUT (still
- * initialising past the bound while the creator holds the flock), or
- * another negative errno from the kernel.
+ * initialising past the bound while the creator holds the flock),
+ * -ORBIT_ECORRUPT (orbit's magic but an init state neither READY nor
+ * initialising: never repaired away), or another negative errno from the
+ * kernel.
  * A segment whose creator died initialising (flock free, not READY) is
  * re-initialised by an opener that may create (ORBIT_SEG_OPEN_OR_CREATE).
  */

@@ -681,6 +681,20 @@ static void compact(orbit_lock_t *l)
 
 			if (slot_state(s) != ORBIT_LOCK_SLOT_OCCUPIED)
 				continue;
+			if (!slot_valid(s)) {
+				/*
+				 * Lengths no mutator writes (a buggy peer's bytes): never
+				 * copy them (slot_write would run past the slot and its
+				 * stack image). Cleared as corrupt, like probe_locked().
+				 * Found by tests/fuzz/fuzz_lock (corpus/lock/
+				 * regress-compact-invalid-lengths).
+				 */
+				stat_inc(l, ST_CORRUPT);
+				uint32_t seq = slot_begin(s);
+				slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
+				slot_end(s, seq);
+				continue;
+			}
 			for (p = home_of(l, s->hash); p != i; p = (p + 1) & l->mask)
 				if (slot_state(&l->slots[p]) != ORBIT_LOCK_SLOT_OCCUPIED)
 					break;

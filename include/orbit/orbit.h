@@ -15,6 +15,7 @@
 #include <orbit/lock.h>
 #include <orbit/registry.h>
 #include <orbit/serial_queue.h>
+#include <orbit/spot_executor.h>
 #include <orbit/state_lane.h>
 #include <orbit/worker_pool.h>
 

@@ -1,0 +1,564 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lib/serial_executor.c: what the Spot, Actor and session coordinators of
+ * spec 07 §2 share. Owns the coordinator base (state lane, outstanding
+ * count and quiescence wait, stats), the work record wrapped around every
+ * submitted work function, the thread-local chain of coordinator turns
+ * (which work of which coordinator this thread runs: yield, the §7
+ * snapshot and the §10 reentrancy refusal read it), and the completion
+ * object a caller may wait on.
+ *
+ * Locks: coord->mu protects only the handshake with quiescence waiters
+ * (the count itself is atomic); a completion's mu protects its state,
+ * result and owner. Both are leaves: nothing else is taken under them.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lib/serial_executor.h"
+#include "lib/sync.h"
+
+/* Coordinator ids: relaxed, only uniqueness matters. */
+static _Atomic uint64_t next_coord_id = 1;
+
+/* One coordinator turn this thread is running (work of orbit__work_run). */
+struct frame {
+	struct orbit__work *w;
+	const orbit_serial_turn_t *turn;
+	struct frame *prev; /* an enclosing turn on this thread, if any */
+};
+
+static _Thread_local struct frame *tls_frame;
+
+enum cstate { C_IDLE = 0, C_PENDING, C_DONE };
+
+struct orbit_work_completion {
+	pthread_mutex_t mu; /* protects the three fields below */
+	pthread_cond_t cv;  /* state left C_PENDING */
+	int state;
+	int result;
+	uint64_t owner; /* id of the coordinator that accepted the work */
+};
+
+/* The completion's state before a submission armed it (restored on refusal). */
+struct carm {
+	int state, result;
+	uint64_t owner;
+};
+
+#define STAT_INC ORBIT__COORD_INC
+
+static int cond_init_monotonic(pthread_cond_t *cv)
+{
+	pthread_condattr_t ca;
+	int rc;
+
+	if (pthread_condattr_init(&ca))
+		return -ENOMEM;
+	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(cv, &ca);
+	pthread_condattr_destroy(&ca);
+	return rc ? -ENOMEM : 0;
+}
+
+static void deadline_in(struct timespec *dl, int timeout_ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, dl);
+	dl->tv_sec += timeout_ms / 1000;
+	dl->tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (dl->tv_nsec >= 1000000000L) {
+		dl->tv_sec++;
+		dl->tv_nsec -= 1000000000L;
+	}
+}
+
+/* One wait step: 0 woken (maybe spuriously), -ETIMEDOUT past @dl. */
+static int cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int timeout_ms,
+			   const struct timespec *dl)
+{
+	int r;
+
+	if (timeout_ms == 0)
+		return -ETIMEDOUT;
+	r = timeout_ms < 0 ? pthread_cond_wait(cv, mu) : pthread_cond_timedwait(cv, mu, dl);
+	if (r == ETIMEDOUT)
+		return -ETIMEDOUT;
+	if (r)
+		abort(); /* broken invariant */
+	return 0;
+}
+
+/* ---- coordinator base ---------------------------------------------------- */
+
+int orbit__coord_init(struct orbit__coord *co, const char *lane_name)
+{
+	struct orbit_state_lane_options lo = { .size = sizeof(lo), .name = lane_name,
+					       .home_node = -1 };
+	int ret;
+
+	memset(co, 0, sizeof(*co));
+	/* Relaxed: only uniqueness matters. */
+	co->id = atomic_fetch_add_explicit(&next_coord_id, 1, memory_order_relaxed);
+	/* The lane is only entered with run() (never posted to), so it needs
+	 * no executor. */
+	ret = orbit_state_lane_create(&lo, &co->lane);
+	if (ret)
+		return ret;
+	ret = orbit__mutex_init_adaptive(&co->mu);
+	if (ret)
+		goto err_lane;
+	ret = cond_init_monotonic(&co->cv);
+	if (ret)
+		goto err_mutex;
+	return 0;
+
+err_mutex:
+	pthread_mutex_destroy(&co->mu);
+err_lane:
+	orbit_state_lane_close_sync(co->lane);
+	orbit_state_lane_destroy(co->lane);
+	return ret;
+}
+
+void orbit__coord_fini(struct orbit__coord *co)
+{
+	orbit_state_lane_close_sync(co->lane);
+	orbit_state_lane_destroy(co->lane);
+	pthread_cond_destroy(&co->cv);
+	pthread_mutex_destroy(&co->mu);
+}
+
+bool orbit__coord_is_current(const struct orbit__coord *co)
+{
+	for (const struct frame *f = tls_frame; f; f = f->prev)
+		if (f->w->co == co)
+			return true;
+	return false;
+}
+
+static bool on_turn_of_id(uint64_t id)
+{
+	for (const struct frame *f = tls_frame; f; f = f->prev)
+		if (f->w->co->id == id)
+			return true;
+	return false;
+}
+
+int orbit__coord_await(struct orbit__coord *co, int timeout_ms)
+{
+	struct timespec dl;
+	int ret = 0;
+
+	if (orbit__coord_is_current(co))
+		return -EDEADLK; /* 07 §10: refused at the call site, never a hang */
+	if (timeout_ms > 0)
+		deadline_in(&dl, timeout_ms);
+	orbit__mutex_lock(&co->mu);
+	/* D1: seq_cst, pairs with D2 in orbit__work_release(): either the
+	 * releaser sees us waiting and broadcasts under mu, or we see its
+	 * decrement below. */
+	atomic_fetch_add(&co->waiters, 1);
+	while (atomic_load(&co->outstanding) > 0) {
+		ret = cond_wait_until(&co->cv, &co->mu, timeout_ms, &dl);
+		if (ret && atomic_load(&co->outstanding) > 0)
+			break;
+		ret = 0;
+	}
+	atomic_fetch_sub(&co->waiters, 1);
+	orbit__mutex_unlock(&co->mu);
+	return ret;
+}
+
+int orbit__coord_destroy_begin(struct orbit__coord *co, int (*close)(void *obj), void *obj)
+{
+	if (orbit__coord_is_current(co))
+		return -EDEADLK;
+	close(obj);
+	/* seq_cst like D1: closed, so the count only goes down from here. */
+	return atomic_load(&co->outstanding) > 0 ? -EBUSY : 0;
+}
+
+void orbit__queue_free(orbit_serial_queue_t *q)
+{
+	/* Quiescent at the coordinator level already: this only waits for
+	 * the queue to return the last reservation after our release. */
+	orbit_serial_queue_await_quiescence(q, -1);
+	orbit_serial_queue_destroy(q);
+}
+
+void orbit__coord_count_refusal(struct orbit__coord *co, unsigned kind, int err)
+{
+	if (err == -EAGAIN)
+		STAT_INC(co, rejected_full[kind]);
+	else if (err == -E2BIG)
+		STAT_INC(co, rejected_too_big[kind]);
+	else if (err == -EPIPE)
+		STAT_INC(co, rejected_closed[kind]);
+}
+
+void orbit__coord_stats(const struct orbit__coord *cco, struct orbit_serial_executor_stats *out)
+{
+	struct orbit__coord *co = (struct orbit__coord *)cco;
+
+	memset(out, 0, sizeof(*out));
+	/* Relaxed: each counter is independent (see the header). */
+#define LD(f) atomic_load_explicit(&co->st.f, memory_order_relaxed)
+	for (unsigned k = 0; k < ORBIT_WORK_KINDS; k++) {
+		out->accepted[k] = LD(accepted[k]);
+		out->rejected_full[k] = LD(rejected_full[k]);
+		out->rejected_too_big[k] = LD(rejected_too_big[k]);
+		out->rejected_closed[k] = LD(rejected_closed[k]);
+	}
+	out->completed = LD(completed);
+	out->turn_rejected = LD(turn_rejected);
+	out->yielded = LD(yielded);
+	out->protocol_errors = LD(protocol_errors);
+#undef LD
+	out->outstanding = atomic_load_explicit(&co->outstanding, memory_order_relaxed);
+}
+
+/* ---- completion ------------------------------------------------------------ */
+
+int orbit_work_completion_create(orbit_work_completion_t **out)
+{
+	orbit_work_completion_t *c;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	ret = orbit__mutex_init_adaptive(&c->mu);
+	if (ret)
+		goto err_free;
+	ret = cond_init_monotonic(&c->cv);
+	if (ret)
+		goto err_mutex;
+	*out = c;
+	return 0;
+
+err_mutex:
+	pthread_mutex_destroy(&c->mu);
+err_free:
+	free(c);
+	return ret;
+}
+
+static int completion_arm(orbit_work_completion_t *c, uint64_t owner, struct carm *prev)
+{
+	int ret = 0;
+
+	orbit__mutex_lock(&c->mu);
+	if (c->state == C_PENDING) {
+		ret = -EBUSY;
+	} else {
+		*prev = (struct carm){ c->state, c->result, c->owner };
+		c->state = C_PENDING;
+		c->owner = owner;
+	}
+	orbit__mutex_unlock(&c->mu);
+	return ret;
+}
+
+static void completion_set(orbit_work_completion_t *c, int state, int result, uint64_t owner)
+{
+	orbit__mutex_lock(&c->mu);
+	c->state = state;
+	c->result = result;
+	c->owner = owner;
+	if (pthread_cond_broadcast(&c->cv))
+		abort();
+	/* After this unlock the waiter may destroy or re-arm @c: not touched again. */
+	orbit__mutex_unlock(&c->mu);
+}
+
+int orbit_work_completion_wait(orbit_work_completion_t *c, int timeout_ms)
+{
+	struct timespec dl;
+	uint64_t owner;
+	int ret;
+
+	if (!c)
+		return -EINVAL;
+	orbit__mutex_lock(&c->mu);
+	owner = c->state == C_IDLE ? 0 : c->owner;
+	orbit__mutex_unlock(&c->mu);
+	if (!owner)
+		return -EINVAL;
+	/* 07 §10 Reentrancy: waiting on its own coordinator's work from a
+	 * turn of it is refused here, whether or not the work is done. */
+	if (on_turn_of_id(owner))
+		return -EDEADLK;
+	if (timeout_ms > 0)
+		deadline_in(&dl, timeout_ms);
+	orbit__mutex_lock(&c->mu);
+	ret = 0;
+	while (c->state == C_PENDING) {
+		ret = cond_wait_until(&c->cv, &c->mu, timeout_ms, &dl);
+		if (ret && c->state == C_PENDING)
+			break;
+		ret = 0;
+	}
+	if (c->state == C_DONE)
+		ret = c->result;
+	else if (c->state == C_IDLE)
+		ret = -EINVAL; /* its submission was refused meanwhile */
+	orbit__mutex_unlock(&c->mu);
+	return ret;
+}
+
+int orbit_work_completion_destroy(orbit_work_completion_t *c)
+{
+	int state;
+
+	if (!c)
+		return 0;
+	orbit__mutex_lock(&c->mu);
+	state = c->state;
+	orbit__mutex_unlock(&c->mu);
+	if (state == C_PENDING)
+		return -EBUSY;
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+	return 0;
+}
+
+/* ---- work records ------------------------------------------------------------ */
+
+/* A record plus the completion state its submission replaced. */
+struct work_alloc {
+	struct orbit__work w; /* first: the record handed around */
+	struct carm prev;
+};
+
+int orbit__work_new(struct orbit__coord *co, orbit_serial_work_fn fn, void *arg,
+		    orbit_work_completion_t *done, unsigned yield_flags, struct orbit__work **out)
+{
+	struct work_alloc *a = calloc(1, sizeof(*a));
+	int ret;
+
+	if (!a)
+		return -ENOMEM;
+	if (done) {
+		ret = completion_arm(done, co->id, &a->prev);
+		if (ret) {
+			free(a);
+			return ret;
+		}
+	}
+	a->w.fn = fn;
+	a->w.arg = arg;
+	a->w.co = co;
+	a->w.done = done;
+	a->w.yield_flags = yield_flags;
+	*out = &a->w;
+	return 0;
+}
+
+/* Free a record that was never accepted; its completion goes back as it was. */
+static void work_discard(struct orbit__work *w)
+{
+	struct work_alloc *a = (struct work_alloc *)w;
+
+	if (w->done)
+		completion_set(w->done, a->prev.state, a->prev.result, a->prev.owner);
+	free(a);
+}
+
+int orbit__work_refuse(struct orbit__work *w, unsigned kind, int err)
+{
+	orbit__coord_count_refusal(w->co, kind, err);
+	work_discard(w);
+	return err;
+}
+
+/* Uncount one piece of work; wake quiescence waiters at zero. */
+static void coord_uncount(struct orbit__coord *co)
+{
+	/* D2: seq_cst, pairs with D1 in orbit__coord_await(). */
+	uint64_t left = atomic_fetch_sub(&co->outstanding, 1) - 1;
+
+	if (co->on_release)
+		co->on_release(co, left);
+	if (left == 0 && atomic_load(&co->waiters)) {
+		orbit__mutex_lock(&co->mu);
+		if (pthread_cond_broadcast(&co->cv))
+			abort();
+		orbit__mutex_unlock(&co->mu);
+	}
+}
+
+static int enqueue(struct orbit__work *w, const struct orbit__enq *e)
+{
+	switch (e->how) {
+	case ORBIT__ENQ_PAYLOAD:
+		return orbit_serial_queue_enqueue_with_payload_bytes(e->q, e->fn, w, e->payload_bytes);
+	case ORBIT__ENQ_LIFECYCLE:
+		return orbit_serial_queue_enqueue_lifecycle(e->q, e->fn, w);
+	default:
+		return orbit_serial_queue_enqueue(e->q, e->fn, w);
+	}
+}
+
+int orbit__work_submit(struct orbit__work *w, unsigned kind, const struct orbit__enq *e)
+{
+	struct orbit__coord *co = w->co;
+	int ret;
+
+	/* Counted before the enqueue: the work may finish before it returns.
+	 * seq_cst like D2 (a waiter must not miss it). */
+	atomic_fetch_add(&co->outstanding, 1);
+	ret = enqueue(w, e);
+	if (ret == 0) {
+		STAT_INC(co, accepted[kind]);
+		return 0;
+	}
+	orbit__coord_count_refusal(co, kind, ret);
+	work_discard(w);
+	coord_uncount(co);
+	return ret;
+}
+
+void orbit__work_signal(struct orbit__work *w, int result)
+{
+	if (w->done)
+		completion_set(w->done, C_DONE, result, w->co->id);
+}
+
+void orbit__work_release(struct orbit__work *w)
+{
+	struct orbit__coord *co = w->co;
+
+	free((struct work_alloc *)w);
+	coord_uncount(co);
+}
+
+static int snapshot_fn(void *arg)
+{
+	struct orbit__work *w = arg;
+	const struct orbit__actor_info *a = w->info;
+
+	/* On the owner's lane turn: all fields read together (07 §7). */
+	w->snap.actor_id = a->actor_id;
+	w->snap.version = a->version;
+	w->snap.info_len = a->len;
+	memcpy(w->snap.info, a->bytes, a->len);
+	return 0;
+}
+
+/* The handler finished (its last continuation returned DONE). */
+static void work_finish(struct orbit__work *w)
+{
+	orbit_serial_resume_t *claim = w->claim;
+
+	STAT_INC(w->co, completed);
+	orbit__work_signal(w, 0);
+	if (!claim) {
+		orbit__work_release(w);
+		return;
+	}
+	/* SpotWide: give the Actor queue its claim back; its continuation
+	 * releases @w there. On an executor error it stays queued and runs
+	 * with the Actor queue's next drain (see orbit_serial_queue_resume). */
+	orbit_serial_queue_resume(claim);
+}
+
+int orbit__work_run(orbit_serial_turn_t *turn, void *arg)
+{
+	struct orbit__work *w = arg;
+	struct frame f = { .w = w, .turn = turn, .prev = tls_frame };
+	int r;
+
+	if (w->info && !w->snapped) {
+		/* §7: one lane turn, at the start of the handling, never again
+		 * during it (continuations carry the same snapshot). */
+		w->snapped = true;
+		w->snap.actor_id = w->info->actor_id;
+		orbit_state_lane_run(w->co->lane, snapshot_fn, w);
+	}
+	w->yielded = false;
+	tls_frame = &f;
+	r = w->fn(turn, w->arg);
+	tls_frame = f.prev;
+	if (w->yielded) {
+		if (r != ORBIT_SERIAL_SUSPENDED)
+			STAT_INC(w->co, protocol_errors); /* the queue resolves it as suspended */
+		return ORBIT_SERIAL_SUSPENDED;
+	}
+	if (r == ORBIT_SERIAL_SUSPENDED)
+		/* orbit_serial_turn_suspend() called directly (its continuation
+		 * bypasses us) or SUSPENDED without a suspend: the handler's
+		 * end is unknowable, so the work counts as finished now. */
+		STAT_INC(w->co, protocol_errors);
+	work_finish(w);
+	return r;
+}
+
+int orbit__work_yield(orbit_serial_turn_t *turn, orbit_serial_work_fn cont, void *arg,
+		      unsigned flags, orbit_serial_resume_t **out)
+{
+	struct frame *f = tls_frame;
+	struct orbit__work *w;
+	int ret;
+
+	if (!turn || !cont || !out || !f || f->turn != turn)
+		return -EINVAL;
+	w = f->w;
+	if (w->yielded)
+		return -EALREADY;
+	/* The continuation is orbit__work_run() again, so the frame, the
+	 * snapshot and the completion carry over. It runs only after this
+	 * turn has returned, so setting fn/arg after the suspend is safe. */
+	ret = orbit_serial_turn_suspend(turn, orbit__work_run, w, flags, out);
+	if (ret)
+		return ret;
+	w->fn = cont;
+	w->arg = arg;
+	w->yielded = true;
+	return 0;
+}
+
+int orbit_work_yield(orbit_serial_turn_t *turn, orbit_serial_work_fn cont, void *arg,
+		     orbit_serial_resume_t **out)
+{
+	struct frame *f = tls_frame;
+	int ret;
+
+	if (!f || f->turn != turn)
+		return -EINVAL;
+	ret = orbit__work_yield(turn, cont, arg, f->w->yield_flags, out);
+	if (ret == 0)
+		STAT_INC(f->w->co, yielded);
+	return ret;
+}
+
+int orbit_work_actor_snapshot(const orbit_serial_turn_t *turn,
+			      struct orbit_actor_state_snapshot *out)
+{
+	const struct frame *f = tls_frame;
+
+	if (!turn || !out || !f || f->turn != turn)
+		return -EINVAL;
+	if (!f->w->info)
+		return -ENOENT;
+	*out = f->w->snap;
+	return 0;
+}
+
+int orbit__actor_info_set(struct orbit__actor_info *a, const void *info, size_t len)
+{
+	if (len > ORBIT_ACTOR_INFO_MAX)
+		return -E2BIG;
+	if (len && !info)
+		return -EINVAL;
+	if (len)
+		memcpy(a->bytes, info, len);
+	a->len = (uint32_t)len;
+	a->version++;
+	return 0;
+}

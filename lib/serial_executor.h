@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/serial_executor.h: internal. What the three coordinators of spec 07
+ * §2 (lib/spot_executor.c, lib/actor_executor.c, lib/session_executor.c)
+ * share: the coordinator base (its state lane, its count of outstanding
+ * work with the quiescence wait, its stats) and the work record that
+ * wraps every submitted work function (the turn frame that makes yield,
+ * the §7 snapshot and the §10 reentrancy refusal possible, and the
+ * completion signal). No queue pointer leaves a coordinator through here.
+ */
+#ifndef ORBIT_LIB_SERIAL_EXECUTOR_H
+#define ORBIT_LIB_SERIAL_EXECUTOR_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <orbit/spot_executor.h>
+#include <orbit/state_lane.h>
+
+/* Registration information of one Actor (07 §7); owned by a state lane. */
+struct orbit__actor_info {
+	uint64_t actor_id;
+	uint64_t version;
+	uint32_t len;
+	unsigned char bytes[ORBIT_ACTOR_INFO_MAX];
+};
+
+struct orbit__coord_stats {
+	_Atomic uint64_t accepted[ORBIT_WORK_KINDS], rejected_full[ORBIT_WORK_KINDS],
+		rejected_too_big[ORBIT_WORK_KINDS], rejected_closed[ORBIT_WORK_KINDS];
+	_Atomic uint64_t completed, turn_rejected, yielded, protocol_errors;
+};
+
+struct orbit__coord;
+struct orbit__work;
+
+/*
+ * Called by orbit__work_release() with the count of work still
+ * outstanding, on the thread (and turn) that finished the work.
+ */
+typedef void (*orbit__coord_release_fn)(struct orbit__coord *co, uint64_t left);
+
+/* The part every coordinator has. */
+struct orbit__coord {
+	uint64_t id; /* unique in the process: completions name their coordinator by it */
+	orbit_state_lane_t *lane; /* owns the coordinator's C2 state (06 §4) */
+	/*
+	 * Work accepted and not yet released. Incremented by the submitter
+	 * before the enqueue, decremented when the work's last piece ended.
+	 * Pairs with `waiters` in a Dekker handshake (seq_cst, see
+	 * orbit__work_release() and orbit__coord_await()).
+	 */
+	_Atomic uint64_t outstanding;
+	_Atomic unsigned waiters;
+	pthread_mutex_t mu; /* protects nothing but the cv handshake */
+	pthread_cond_t cv;  /* outstanding reached 0 */
+	orbit__coord_release_fn on_release; /* NULL: none */
+	struct orbit__coord_stats st;
+};
+
+/* One submitted piece of work, from acceptance to its last continuation. */
+struct orbit__work {
+	orbit_serial_work_fn fn; /* what runs next: the handler, then continuations */
+	void *arg;
+	struct orbit__coord *co;
+	orbit_work_completion_t *done; /* NULL: nobody waits */
+	unsigned yield_flags;          /* ORBIT_SERIAL_SUSPEND_HOLD or _RELEASE */
+	bool yielded;                  /* orbit_work_yield() in the current turn */
+	bool count_yield;              /* count it in stats.yielded */
+	/* SpotWide Actor work: the Actor queue item's held claim, resumed
+	 * (instead of releasing the work) when the handler finishes. */
+	orbit_serial_resume_t *claim;
+	/* Actor work: the registration to snapshot at the handling's start. */
+	const struct orbit__actor_info *info;
+	bool snapped;
+	struct orbit_actor_state_snapshot snap;
+};
+
+int orbit__coord_init(struct orbit__coord *co, const char *lane_name);
+void orbit__coord_fini(struct orbit__coord *co);
+/* 0, or -EDEADLK on a turn of @co's work, -ETIMEDOUT, -EINVAL. */
+int orbit__coord_await(struct orbit__coord *co, int timeout_ms);
+/* True when the calling thread runs work of @co (any queue, any depth). */
+bool orbit__coord_is_current(const struct orbit__coord *co);
+/*
+ * The common start of a coordinator's destroy: refuse from its own work
+ * (-EDEADLK), close it with @close(@obj), refuse while work is
+ * outstanding (-EBUSY). 0: nothing runs or will run any more.
+ */
+int orbit__coord_destroy_begin(struct orbit__coord *co, int (*close)(void *obj), void *obj);
+/* Destroy a queue whose work all finished (waits for its last bookkeeping). */
+void orbit__queue_free(orbit_serial_queue_t *q);
+void orbit__coord_stats(const struct orbit__coord *co, struct orbit_serial_executor_stats *out);
+
+/*
+ * A work record for @fn/@arg of kind @kind, with @done armed (-EBUSY if
+ * it is armed already). Not yet counted as outstanding. 0 or -errno.
+ */
+int orbit__work_new(struct orbit__coord *co, orbit_serial_work_fn fn, void *arg,
+		    orbit_work_completion_t *done, unsigned yield_flags, struct orbit__work **out);
+/* Where and how a coordinator enqueues a work record. */
+struct orbit__enq {
+	orbit_serial_queue_t *q;
+	orbit_serial_work_fn fn; /* orbit__work_run, or a first stage (SpotWide Actor) */
+	enum { ORBIT__ENQ_FIXED, ORBIT__ENQ_PAYLOAD, ORBIT__ENQ_LIFECYCLE } how;
+	uint64_t payload_bytes; /* ORBIT__ENQ_PAYLOAD */
+};
+
+/*
+ * Enqueue @w as @e says, counting it outstanding first. On success counts
+ * it accepted under @kind; on failure counts the refusal, gives the
+ * completion back its earlier state and frees @w. Returns the queue's code.
+ */
+int orbit__work_submit(struct orbit__work *w, unsigned kind, const struct orbit__enq *e);
+/* Refuse @w before it was ever counted (closed, bad name): free it. */
+int orbit__work_refuse(struct orbit__work *w, unsigned kind, int err);
+
+/* The orbit_serial_work_fn every coordinator enqueues, with the record. */
+int orbit__work_run(orbit_serial_turn_t *turn, void *arg);
+/* Signal @w's completion with @result (for work that never ran). */
+void orbit__work_signal(struct orbit__work *w, int result);
+/* The work's last piece ended: uncount it, wake waiters, free it. */
+void orbit__work_release(struct orbit__work *w);
+/*
+ * Yield from the current coordinator turn with explicit @flags; not
+ * counted in stats.yielded. Returns as orbit_work_yield().
+ */
+int orbit__work_yield(orbit_serial_turn_t *turn, orbit_serial_work_fn cont, void *arg,
+		      unsigned flags, orbit_serial_resume_t **out);
+
+/* Count @err (-EAGAIN, -E2BIG, -EPIPE) as a refusal of @kind. */
+void orbit__coord_count_refusal(struct orbit__coord *co, unsigned kind, int err);
+
+/* Add one to a coordinator counter; relaxed: counters are independent. */
+#define ORBIT__COORD_INC(co, f) atomic_fetch_add_explicit(&(co)->st.f, 1, memory_order_relaxed)
+
+/* Copy @info into @a (lane turn of its owner). 0, -EINVAL, -E2BIG. */
+int orbit__actor_info_set(struct orbit__actor_info *a, const void *info, size_t len);
+
+#endif /* ORBIT_LIB_SERIAL_EXECUTOR_H */

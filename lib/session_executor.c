@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lib/session_executor.c: the STREAM session coordinator of spec 07 §2-3
+ * (ZLinkSessionSerialExecutor): one queue, no map. Decides the lane of
+ * each of its four entry points and makes executeFinal the last work:
+ *
+ *   execute_application     application lane, payload bytes reserved
+ *   execute_infrastructure  application lane, fixed cost: FIFO with the
+ *                           packets, so a connection state update never
+ *                           overtakes data queued before it
+ *   execute_control         lifecycle lane: overtakes queued packets
+ *   execute_final           lifecycle lane; runs only once everything
+ *                           accepted before it has finished
+ *
+ * "Nothing after final" spans the closed flag and the queue's contents,
+ * so the closed flag is owned by the state lane and every submission is
+ * decided and enqueued in one lane turn (06 §4 C2). The final work's
+ * gate (final_park, final_fn/arg) is touched only on turns of the session
+ * queue, which run one at a time; see final_gate() and on_release().
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <orbit/spot_executor.h>
+#include <orbit/worker_pool.h>
+
+#include "lib/serial_executor.h"
+
+struct orbit_session_executor {
+	struct orbit__coord co; /* first: work records point here */
+	orbit_serial_queue_t *q;
+	bool closed; /* owned by co.lane: closed, or final accepted */
+	/* Set in the lane turn that accepts the final work (before its
+	 * enqueue publishes them); read on the session queue's turns. */
+	orbit_serial_work_fn final_fn;
+	void *final_arg;
+	/* Only on the session queue's turns: the final work waiting for the
+	 * work accepted before it. */
+	orbit_serial_resume_t *final_park;
+};
+
+void orbit_session_executor_options_init(struct orbit_session_executor_options *opts)
+{
+	if (!opts)
+		return;
+	memset(opts, 0, sizeof(*opts));
+	opts->size = sizeof(*opts);
+	opts->home_node = ORBIT_NODE_ANY;
+}
+
+/*
+ * A piece of session work was released with @left still outstanding. All
+ * of them end on the session queue's turns (or, refused, inside the lane
+ * turn that would have accepted them, before any final exists), so this
+ * runs serially with final_gate().
+ */
+static void on_release(struct orbit__coord *co, uint64_t left)
+{
+	orbit_session_executor_t *s = (orbit_session_executor_t *)co;
+	orbit_serial_resume_t *h = s->final_park;
+
+	if (left != 1 || !h)
+		return; /* only the final work is left: let it run */
+	s->final_park = NULL;
+	orbit_serial_queue_resume(h);
+}
+
+int orbit_session_executor_create(const struct orbit_session_executor_options *user,
+				  orbit_session_executor_t **out)
+{
+	struct orbit_session_executor_options opts;
+	struct orbit_serial_queue_options qo;
+	orbit_session_executor_t *s;
+	char name[64];
+	int ret;
+
+	if (!user || !out || user->size == 0)
+		return -EINVAL;
+	orbit_session_executor_options_init(&opts);
+	memcpy(&opts, user, user->size < sizeof(opts) ? user->size : sizeof(opts));
+	if (!opts.executor.submit)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	orbit_serial_queue_options_init(&qo);
+	qo.policy = opts.policy;
+	qo.executor = opts.executor;
+	qo.home_node = opts.home_node;
+	qo.name = opts.name ? opts.name : "session";
+	ret = orbit_serial_queue_create(&qo, &s->q);
+	if (ret)
+		goto err_free;
+	snprintf(name, sizeof(name), "%.48s/lane", qo.name);
+	ret = orbit__coord_init(&s->co, name);
+	if (ret)
+		goto err_queue;
+	s->co.on_release = on_release;
+	*out = s;
+	return 0;
+
+err_queue:
+	orbit_serial_queue_destroy(s->q);
+err_free:
+	free(s);
+	return ret;
+}
+
+/*
+ * The final work's first stage, on the session queue: while earlier work
+ * is outstanding (a lifecycle burst let it run early, or work yielded),
+ * hand the turn back and wait for on_release() to resume it.
+ */
+static int final_gate(orbit_serial_turn_t *turn, void *arg)
+{
+	orbit_session_executor_t *s = arg;
+
+	/* seq_cst like D1: a count of work, released on this queue's turns. */
+	if (atomic_load(&s->co.outstanding) > 1 &&
+	    orbit__work_yield(turn, final_gate, s, ORBIT_SERIAL_SUSPEND_RELEASE,
+			      &s->final_park) == 0)
+		return ORBIT_SERIAL_SUSPENDED;
+	/* Nothing else outstanding (or no memory to wait: run it now). */
+	s->final_park = NULL;
+	return s->final_fn(turn, s->final_arg);
+}
+
+struct submit {
+	orbit_session_executor_t *s;
+	struct orbit__work *w;
+	unsigned kind;
+	struct orbit__enq e;
+	bool ran;
+};
+
+static int submit_fn(void *arg)
+{
+	struct submit *c = arg;
+	orbit_session_executor_t *s = c->s;
+	orbit_serial_work_fn fn = c->w->fn;
+	void *fn_arg = c->w->arg;
+	int ret;
+
+	c->ran = true;
+	if (s->closed)
+		return orbit__work_refuse(c->w, c->kind, -EPIPE);
+	if (c->kind != ORBIT_WORK_FINAL)
+		return orbit__work_submit(c->w, c->kind, &c->e);
+	s->final_fn = fn;
+	s->final_arg = fn_arg;
+	c->w->fn = final_gate;
+	c->w->arg = s;
+	ret = orbit__work_submit(c->w, c->kind, &c->e);
+	if (ret == 0)
+		s->closed = true; /* the last work: nothing more gets in */
+	return ret;
+}
+
+static int session_submit(orbit_session_executor_t *s, unsigned kind, orbit_serial_work_fn fn,
+			  void *arg, uint64_t payload_bytes, orbit_work_completion_t *done)
+{
+	struct submit c = { .s = s, .kind = kind };
+	int ret;
+
+	if (!s || !fn)
+		return -EINVAL;
+	c.e.q = s->q;
+	c.e.fn = orbit__work_run;
+	switch (kind) {
+	case ORBIT_WORK_APPLICATION:
+		c.e.how = ORBIT__ENQ_PAYLOAD;
+		c.e.payload_bytes = payload_bytes;
+		break;
+	case ORBIT_WORK_INFRASTRUCTURE:
+		c.e.how = ORBIT__ENQ_FIXED;
+		break;
+	default: /* control, final */
+		c.e.how = ORBIT__ENQ_LIFECYCLE;
+		break;
+	}
+	ret = orbit__work_new(&s->co, fn, arg, done, ORBIT_SERIAL_SUSPEND_HOLD, &c.w);
+	if (ret)
+		return ret;
+	ret = orbit_state_lane_run(s->co.lane, submit_fn, &c);
+	if (!c.ran) /* the lane refused before running it (destroyed: misuse) */
+		return orbit__work_refuse(c.w, kind, ret);
+	return ret;
+}
+
+int orbit_session_execute_application(orbit_session_executor_t *session, orbit_serial_work_fn fn,
+				      void *arg, uint64_t payload_bytes,
+				      orbit_work_completion_t *done)
+{
+	return session_submit(session, ORBIT_WORK_APPLICATION, fn, arg, payload_bytes, done);
+}
+
+int orbit_session_execute_control(orbit_session_executor_t *session, orbit_serial_work_fn fn,
+				  void *arg, orbit_work_completion_t *done)
+{
+	return session_submit(session, ORBIT_WORK_CONTROL, fn, arg, 0, done);
+}
+
+int orbit_session_execute_infrastructure(orbit_session_executor_t *session,
+					 orbit_serial_work_fn fn, void *arg,
+					 orbit_work_completion_t *done)
+{
+	return session_submit(session, ORBIT_WORK_INFRASTRUCTURE, fn, arg, 0, done);
+}
+
+int orbit_session_execute_final(orbit_session_executor_t *session, orbit_serial_work_fn fn,
+				void *arg, orbit_work_completion_t *done)
+{
+	return session_submit(session, ORBIT_WORK_FINAL, fn, arg, 0, done);
+}
+
+static int close_fn(void *arg)
+{
+	((orbit_session_executor_t *)arg)->closed = true;
+	return 0;
+}
+
+int orbit_session_executor_close(orbit_session_executor_t *session)
+{
+	if (!session)
+		return -EINVAL;
+	return orbit_state_lane_run(session->co.lane, close_fn, session);
+}
+
+int orbit_session_executor_await_quiescence(orbit_session_executor_t *session, int timeout_ms)
+{
+	if (!session)
+		return -EINVAL;
+	return orbit__coord_await(&session->co, timeout_ms);
+}
+
+int orbit_session_executor_stats(const orbit_session_executor_t *session,
+				 struct orbit_serial_executor_stats *out)
+{
+	if (!session || !out)
+		return -EINVAL;
+	orbit__coord_stats(&session->co, out);
+	return 0;
+}
+
+static int close_cb(void *session)
+{
+	return orbit_session_executor_close(session);
+}
+
+int orbit_session_executor_destroy(orbit_session_executor_t *session)
+{
+	int ret;
+
+	if (!session)
+		return 0;
+	ret = orbit__coord_destroy_begin(&session->co, close_cb, session);
+	if (ret)
+		return ret;
+	orbit__queue_free(session->q);
+	orbit__coord_fini(&session->co);
+	free(session);
+	return 0;
+}

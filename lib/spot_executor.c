@@ -1,0 +1,604 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lib/spot_executor.c: the Spot coordinator of spec 07 §2-4
+ * (ZLinkSpotSerialExecutor). Owns the Spot queue, the map of Actor queues
+ * (with each Actor's registration information, §7) and the map of timer
+ * queues, and decides the §4 path of every entry point from the mode
+ * fixed at creation. No queue pointer leaves this file.
+ *
+ * The two maps and the `closed` flag are one class-C2 state (06 §4):
+ * closing has to stop every new submission and close every queue in the
+ * maps together, so they are owned by the coordinator's state lane and
+ * stay plain chained hash tables. Every entry point runs its decision and
+ * its enqueue in one lane turn (the enqueue only takes the queue mutex, a
+ * leaf, and never waits for work), so a queue is never used after close
+ * and never created after it. The Spot queue itself lives from create to
+ * destroy and is never closed before: accepted SpotWide Actor work must
+ * still place its turn on it after the Spot closed.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <orbit/spot_executor.h>
+#include <orbit/worker_pool.h>
+
+#include "lib/serial_executor.h"
+
+/* ---- a plain chained hash map (owned by the lane: no locking) ----------- */
+
+struct map_node {
+	struct map_node *next;
+	uint64_t hash;
+};
+
+struct map {
+	struct map_node **b;
+	size_t nb, n; /* buckets (a power of two, or 0), entries */
+};
+
+typedef bool (*map_eq_fn)(const struct map_node *n, const void *key);
+
+static struct map_node *map_find(const struct map *m, uint64_t hash, map_eq_fn eq, const void *key)
+{
+	if (!m->nb)
+		return NULL;
+	for (struct map_node *n = m->b[hash & (m->nb - 1)]; n; n = n->next)
+		if (n->hash == hash && eq(n, key))
+			return n;
+	return NULL;
+}
+
+static int map_add(struct map *m, struct map_node *node)
+{
+	if (m->n >= m->nb) {
+		size_t nb = m->nb ? m->nb * 2 : 16;
+		struct map_node **b = calloc(nb, sizeof(*b));
+
+		if (!b)
+			return -ENOMEM;
+		for (size_t i = 0; i < m->nb; i++)
+			for (struct map_node *n = m->b[i], *next; n; n = next) {
+				next = n->next;
+				n->next = b[n->hash & (nb - 1)];
+				b[n->hash & (nb - 1)] = n;
+			}
+		free(m->b);
+		m->b = b;
+		m->nb = nb;
+	}
+	node->next = m->b[node->hash & (m->nb - 1)];
+	m->b[node->hash & (m->nb - 1)] = node;
+	m->n++;
+	return 0;
+}
+
+/* Call @fn on every node (it may free the node). */
+static void map_each(struct map *m, void (*fn)(struct map_node *n, void *ctx), void *ctx)
+{
+	for (size_t i = 0; i < m->nb; i++)
+		for (struct map_node *n = m->b[i], *next; n; n = next) {
+			next = n->next;
+			fn(n, ctx);
+		}
+}
+
+static uint64_t hash_u64(uint64_t x)
+{
+	/* splitmix64's finalizer */
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3ull;
+	return h;
+}
+
+/* ---- the coordinator ------------------------------------------------------- */
+
+/* Both begin with struct entry_head's fields (node, q). */
+struct actor_entry {
+	struct map_node node; /* first */
+	orbit_serial_queue_t *q;
+	struct orbit__actor_info info;
+};
+
+struct timer_entry {
+	struct map_node node; /* first */
+	orbit_serial_queue_t *q;
+	char name[ORBIT_TIMER_NAME_MAX + 1];
+};
+
+struct orbit_spot_executor {
+	struct orbit__coord co; /* first: work records point here */
+	int mode;
+	orbit_executor_t ex;
+	int home_node;
+	orbit_execution_lane_policy_t actor_pol, timer_pol;
+	orbit_serial_queue_t *spot_q; /* from create to destroy */
+	/* Owned by co.lane (06 §4 C2), see the file comment. */
+	bool closed;
+	struct map actors, timers;
+	/* Mirrors of the map sizes for stats: written on the lane, read
+	 * anywhere; relaxed, each a lone counter. */
+	_Atomic uint64_t n_actors, n_timers;
+	char name[64];
+};
+
+static bool actor_eq(const struct map_node *n, const void *key)
+{
+	return ((const struct actor_entry *)n)->info.actor_id == *(const uint64_t *)key;
+}
+
+static bool timer_eq(const struct map_node *n, const void *key)
+{
+	return strcmp(((const struct timer_entry *)n)->name, key) == 0;
+}
+
+static int make_queue(orbit_spot_executor_t *s, const orbit_execution_lane_policy_t *pol,
+		      const char *name, orbit_serial_queue_t **out)
+{
+	struct orbit_serial_queue_options o;
+
+	orbit_serial_queue_options_init(&o);
+	o.policy = pol;
+	o.executor = s->ex;
+	o.home_node = s->home_node;
+	o.name = name;
+	return orbit_serial_queue_create(&o, out);
+}
+
+/* What both map entries start with. */
+struct entry_head {
+	struct map_node node; /* first */
+	orbit_serial_queue_t *q;
+};
+
+/*
+ * Find the entry for @key in @m, or create one of @size bytes with a
+ * queue named @qname under @pol (*@created tells; the caller then sets
+ * its key). On the lane.
+ */
+static int entry_get(orbit_spot_executor_t *s, struct map *m, uint64_t hash, map_eq_fn eq,
+		     const void *key, size_t size, const orbit_execution_lane_policy_t *pol,
+		     const char *qname, struct entry_head **out, bool *created)
+{
+	struct entry_head *e = (struct entry_head *)map_find(m, hash, eq, key);
+	int ret;
+
+	*created = false;
+	if (e) {
+		*out = e;
+		return 0;
+	}
+	e = calloc(1, size);
+	if (!e)
+		return -ENOMEM;
+	e->node.hash = hash;
+	ret = make_queue(s, pol, qname, &e->q);
+	if (ret)
+		goto err_free;
+	ret = map_add(m, &e->node);
+	if (ret)
+		goto err_queue;
+	*created = true;
+	*out = e;
+	return 0;
+
+err_queue:
+	orbit_serial_queue_destroy(e->q);
+err_free:
+	free(e);
+	return ret;
+}
+
+/* GetOrCreateActorQueue (§4). On the lane. */
+static int actor_get(orbit_spot_executor_t *s, uint64_t id, struct actor_entry **out)
+{
+	char qname[64];
+	bool created;
+	int ret;
+
+	snprintf(qname, sizeof(qname), "%.32s/actor/%llu", s->name, (unsigned long long)id);
+	ret = entry_get(s, &s->actors, hash_u64(id), actor_eq, &id, sizeof(**out), &s->actor_pol,
+			qname, (struct entry_head **)out, &created);
+	if (ret || !created)
+		return ret;
+	(*out)->info.actor_id = id;
+	atomic_fetch_add_explicit(&s->n_actors, 1, memory_order_relaxed); /* stats only */
+	return 0;
+}
+
+/* GetOrCreateTimerQueue (§4, PerActor only). On the lane. */
+static int timer_get(orbit_spot_executor_t *s, const char *name, struct timer_entry **out)
+{
+	char qname[64];
+	bool created;
+	int ret;
+
+	snprintf(qname, sizeof(qname), "%.24s/timer/%.31s", s->name, name);
+	ret = entry_get(s, &s->timers, hash_str(name), timer_eq, name, sizeof(**out), &s->timer_pol,
+			qname, (struct entry_head **)out, &created);
+	if (ret || !created)
+		return ret;
+	strcpy((*out)->name, name); /* length checked by the entry point */
+	atomic_fetch_add_explicit(&s->n_timers, 1, memory_order_relaxed); /* stats only */
+	return 0;
+}
+
+void orbit_spot_executor_options_init(struct orbit_spot_executor_options *opts)
+{
+	if (!opts)
+		return;
+	memset(opts, 0, sizeof(*opts));
+	opts->size = sizeof(*opts);
+	opts->home_node = ORBIT_NODE_ANY;
+}
+
+static int copy_policy(orbit_execution_lane_policy_t *dst, const orbit_execution_lane_policy_t *src)
+{
+	if (!src) {
+		orbit_execution_lane_policy_init_default(dst);
+		return 0;
+	}
+	if (orbit_execution_lane_policy_validate(src))
+		return -EINVAL;
+	*dst = *src;
+	return 0;
+}
+
+int orbit_spot_executor_create(const struct orbit_spot_executor_options *user,
+			       orbit_spot_executor_t **out)
+{
+	struct orbit_spot_executor_options opts;
+	orbit_spot_executor_t *s;
+	char name[64];
+	int ret;
+
+	if (!user || !out || user->size == 0)
+		return -EINVAL;
+	orbit_spot_executor_options_init(&opts);
+	memcpy(&opts, user, user->size < sizeof(opts) ? user->size : sizeof(opts));
+	if (opts.mode != ORBIT_SPOT_PER_ACTOR && opts.mode != ORBIT_SPOT_SPOT_WIDE)
+		return -EINVAL;
+	if (!opts.executor.submit)
+		return -EINVAL;
+	if (opts.spot_policy && orbit_execution_lane_policy_validate(opts.spot_policy))
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	ret = copy_policy(&s->actor_pol, opts.actor_policy);
+	if (!ret)
+		ret = copy_policy(&s->timer_pol, opts.timer_policy ? opts.timer_policy : &s->actor_pol);
+	if (ret)
+		goto err_free;
+	s->mode = opts.mode;
+	s->ex = opts.executor;
+	s->home_node = opts.home_node;
+	strncpy(s->name, opts.name ? opts.name : "spot", sizeof(s->name) - 1);
+	snprintf(name, sizeof(name), "%.48s/spot", s->name);
+	ret = make_queue(s, opts.spot_policy, name, &s->spot_q);
+	if (ret)
+		goto err_free;
+	snprintf(name, sizeof(name), "%.48s/lane", s->name);
+	ret = orbit__coord_init(&s->co, name);
+	if (ret)
+		goto err_queue;
+	*out = s;
+	return 0;
+
+err_queue:
+	orbit_serial_queue_destroy(s->spot_q);
+err_free:
+	free(s);
+	return ret;
+}
+
+/* ---- entry points ------------------------------------------------------------ */
+
+/* One submission, decided and enqueued in one lane turn. */
+struct submit {
+	orbit_spot_executor_t *s;
+	struct orbit__work *w;
+	unsigned kind;
+	uint64_t actor_id;
+	const char *timer_name;
+	uint64_t payload_bytes;
+	bool ran; /* the lane ran submit_fn (which then owns w) */
+};
+
+static int actor_claim_end(orbit_serial_turn_t *turn, void *arg)
+{
+	/* The handler finished on its Spot turn (or never got one): the
+	 * Actor queue's claim ends here and its reservation is returned. */
+	orbit__work_release(arg);
+	return ORBIT_SERIAL_DONE;
+}
+
+/*
+ * SpotWide, on the Actor queue: the record reached its head. Keep the
+ * Actor's claim (HOLD) and place one execution turn on the Spot queue
+ * (§4). The payload stays reserved here: the Spot queue gets no payload
+ * bytes (§5 internal check).
+ */
+static int actor_turn_item(orbit_serial_turn_t *turn, void *arg)
+{
+	struct orbit__work *w = arg;
+	orbit_spot_executor_t *s = (orbit_spot_executor_t *)w->co;
+	int ret;
+
+	/* Suspend first: the Spot turn may finish before we return. */
+	ret = orbit_serial_turn_suspend(turn, actor_claim_end, w, ORBIT_SERIAL_SUSPEND_HOLD,
+					&w->claim);
+	if (ret) {
+		ORBIT__COORD_INC(w->co, turn_rejected);
+		orbit__work_signal(w, ret);
+		orbit__work_release(w);
+		return ORBIT_SERIAL_DONE;
+	}
+	ret = orbit_serial_queue_enqueue(s->spot_q, orbit__work_run, w);
+	if (ret) {
+		/* Spot queue full by count (or the executor refused): the work
+		 * is dropped; its completion says why. */
+		ORBIT__COORD_INC(w->co, turn_rejected);
+		orbit__work_signal(w, ret);
+		orbit_serial_queue_resume(w->claim);
+	}
+	return ORBIT_SERIAL_SUSPENDED;
+}
+
+static int submit_fn(void *arg)
+{
+	struct submit *c = arg;
+	orbit_spot_executor_t *s = c->s;
+	struct orbit__enq e = { .q = s->spot_q, .fn = orbit__work_run, .how = ORBIT__ENQ_FIXED };
+	struct actor_entry *a;
+	struct timer_entry *t;
+	int ret = 0;
+
+	c->ran = true;
+	if (s->closed)
+		return orbit__work_refuse(c->w, c->kind, -EPIPE);
+	switch (c->kind) {
+	case ORBIT_WORK_LIFECYCLE:
+		e.how = ORBIT__ENQ_LIFECYCLE;
+		break;
+	case ORBIT_WORK_ACTOR:
+		ret = actor_get(s, c->actor_id, &a);
+		if (ret)
+			break;
+		c->w->info = &a->info;
+		e.q = a->q;
+		e.how = ORBIT__ENQ_PAYLOAD;
+		e.payload_bytes = c->payload_bytes;
+		if (s->mode == ORBIT_SPOT_SPOT_WIDE)
+			e.fn = actor_turn_item; /* then one turn on the Spot queue */
+		break;
+	case ORBIT_WORK_TIMER:
+		if (s->mode == ORBIT_SPOT_SPOT_WIDE)
+			break; /* no timer queue: the Spot queue */
+		ret = timer_get(s, c->timer_name, &t);
+		if (!ret)
+			e.q = t->q;
+		break;
+	default: /* ORBIT_WORK_SPOT */
+		break;
+	}
+	if (ret)
+		return orbit__work_refuse(c->w, c->kind, ret);
+	return orbit__work_submit(c->w, c->kind, &e);
+}
+
+static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
+		       orbit_work_completion_t *done)
+{
+	orbit_spot_executor_t *s = c->s;
+	/* Only SpotWide Actor work hands back the gate on yield (§4). */
+	unsigned yf = c->kind == ORBIT_WORK_ACTOR && s->mode == ORBIT_SPOT_SPOT_WIDE
+			      ? ORBIT_SERIAL_SUSPEND_RELEASE
+			      : ORBIT_SERIAL_SUSPEND_HOLD;
+	int ret;
+
+	ret = orbit__work_new(&s->co, fn, arg, done, yf, &c->w);
+	if (ret)
+		return ret;
+	ret = orbit_state_lane_run(s->co.lane, submit_fn, c);
+	if (!c->ran) /* the lane refused before running it (destroyed: misuse) */
+		return orbit__work_refuse(c->w, c->kind, ret);
+	return ret;
+}
+
+int orbit_spot_execute_spot(orbit_spot_executor_t *spot, orbit_serial_work_fn fn, void *arg,
+			    orbit_work_completion_t *done)
+{
+	struct submit c = { .s = spot, .kind = ORBIT_WORK_SPOT };
+
+	if (!spot || !fn)
+		return -EINVAL;
+	return spot_submit(&c, fn, arg, done);
+}
+
+int orbit_spot_execute_actor(orbit_spot_executor_t *spot, uint64_t actor_id,
+			     orbit_serial_work_fn fn, void *arg, uint64_t payload_bytes,
+			     orbit_work_completion_t *done)
+{
+	struct submit c = { .s = spot, .kind = ORBIT_WORK_ACTOR, .actor_id = actor_id,
+			    .payload_bytes = payload_bytes };
+
+	if (!spot || !fn)
+		return -EINVAL;
+	return spot_submit(&c, fn, arg, done);
+}
+
+int orbit_spot_execute_timer(orbit_spot_executor_t *spot, const char *timer_name,
+			     orbit_serial_work_fn fn, void *arg, orbit_work_completion_t *done)
+{
+	struct submit c = { .s = spot, .kind = ORBIT_WORK_TIMER, .timer_name = timer_name };
+	size_t len;
+
+	if (!spot || !fn || !timer_name)
+		return -EINVAL;
+	len = strnlen(timer_name, ORBIT_TIMER_NAME_MAX + 1);
+	if (len == 0)
+		return -EINVAL;
+	if (len > ORBIT_TIMER_NAME_MAX) {
+		orbit__coord_count_refusal(&spot->co, ORBIT_WORK_TIMER, -E2BIG);
+		return -E2BIG;
+	}
+	return spot_submit(&c, fn, arg, done);
+}
+
+int orbit_spot_execute_lifecycle(orbit_spot_executor_t *spot, orbit_serial_work_fn fn, void *arg,
+				 orbit_work_completion_t *done)
+{
+	struct submit c = { .s = spot, .kind = ORBIT_WORK_LIFECYCLE };
+
+	if (!spot || !fn)
+		return -EINVAL;
+	return spot_submit(&c, fn, arg, done);
+}
+
+struct set_info {
+	orbit_spot_executor_t *s;
+	uint64_t actor_id;
+	const void *info;
+	size_t len;
+};
+
+static int set_info_fn(void *arg)
+{
+	struct set_info *c = arg;
+	struct actor_entry *a;
+	int ret;
+
+	if (c->s->closed)
+		return -EPIPE;
+	ret = actor_get(c->s, c->actor_id, &a);
+	if (ret)
+		return ret;
+	return orbit__actor_info_set(&a->info, c->info, c->len);
+}
+
+int orbit_spot_actor_set_info(orbit_spot_executor_t *spot, uint64_t actor_id, const void *info,
+			      size_t len)
+{
+	struct set_info c = { .s = spot, .actor_id = actor_id, .info = info, .len = len };
+
+	if (!spot || (len && !info))
+		return -EINVAL;
+	if (len > ORBIT_ACTOR_INFO_MAX)
+		return -E2BIG;
+	return orbit_state_lane_run(spot->co.lane, set_info_fn, &c);
+}
+
+int orbit_spot_executor_mode(const orbit_spot_executor_t *spot)
+{
+	return spot ? spot->mode : -EINVAL;
+}
+
+/* ---- close, quiescence, destroy ------------------------------------------------ */
+
+static void close_entry(struct map_node *n, void *ctx)
+{
+	orbit_serial_queue_close(((struct entry_head *)n)->q);
+}
+
+static int close_fn(void *arg)
+{
+	orbit_spot_executor_t *s = arg;
+
+	/* One turn: no submission gets in after this, and every subordinate
+	 * queue closes with the Spot (§2 lifetime). */
+	s->closed = true;
+	map_each(&s->actors, close_entry, NULL);
+	map_each(&s->timers, close_entry, NULL);
+	return 0;
+}
+
+int orbit_spot_executor_close(orbit_spot_executor_t *spot)
+{
+	if (!spot)
+		return -EINVAL;
+	return orbit_state_lane_run(spot->co.lane, close_fn, spot);
+}
+
+int orbit_spot_executor_await_quiescence(orbit_spot_executor_t *spot, int timeout_ms)
+{
+	if (!spot)
+		return -EINVAL;
+	return orbit__coord_await(&spot->co, timeout_ms);
+}
+
+int orbit_spot_executor_stats(const orbit_spot_executor_t *spot,
+			      struct orbit_serial_executor_stats *out)
+{
+	if (!spot || !out)
+		return -EINVAL;
+	orbit__coord_stats(&spot->co, out);
+	out->actor_queues = atomic_load_explicit(&spot->n_actors, memory_order_relaxed);
+	out->timer_queues = atomic_load_explicit(&spot->n_timers, memory_order_relaxed);
+	return 0;
+}
+
+/* The maps, taken out of the coordinator in one lane turn. */
+struct emptied {
+	orbit_spot_executor_t *s;
+	struct map actors, timers;
+};
+
+static int empty_fn(void *arg)
+{
+	struct emptied *e = arg;
+
+	e->actors = e->s->actors;
+	e->timers = e->s->timers;
+	memset(&e->s->actors, 0, sizeof(e->s->actors));
+	memset(&e->s->timers, 0, sizeof(e->s->timers));
+	atomic_store_explicit(&e->s->n_actors, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->s->n_timers, 0, memory_order_relaxed);
+	return 0;
+}
+
+static void free_entry(struct map_node *n, void *ctx)
+{
+	orbit__queue_free(((struct entry_head *)n)->q);
+	free(n);
+}
+
+static int close_cb(void *spot)
+{
+	return orbit_spot_executor_close(spot);
+}
+
+int orbit_spot_executor_destroy(orbit_spot_executor_t *spot)
+{
+	struct emptied e = { .s = spot };
+	int ret;
+
+	if (!spot)
+		return 0;
+	ret = orbit__coord_destroy_begin(&spot->co, close_cb, spot);
+	if (ret)
+		return ret;
+	orbit_state_lane_run(spot->co.lane, empty_fn, &e);
+	map_each(&e.actors, free_entry, NULL);
+	map_each(&e.timers, free_entry, NULL);
+	free(e.actors.b);
+	free(e.timers.b);
+	orbit__queue_free(spot->spot_q);
+	orbit__coord_fini(&spot->co);
+	free(spot);
+	return 0;
+}

@@ -1,0 +1,1599 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/unit/test_spot_executor.c: the Spot, Actor and session
+ * coordinators of spec 07 §2-4, checked through their public surface
+ * only (entry points, return codes, completions, stats, and the order and
+ * timing in which handlers ran), one test per §10 item that belongs to
+ * the coordinators, plus session order and final, close of every
+ * subordinate queue, argument errors and a two-thread stress. The §10
+ * "Submission path" item is tests/unit/check-executor-surface.sh.
+ * Deterministic tests drive the queues with a manual executor run by the
+ * test thread; concurrency tests use the worker pool and wait on flags
+ * with timeouts, never on sleeps alone. Handlers never call cmocka
+ * asserts (they run on workers): they record, the test thread asserts.
+ */
+#include "orbit_test.h"
+
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+
+#include <orbit/orbit.h>
+
+#define WAIT_MS 10000 /* generous bound for anything that must happen */
+
+static const int modes[2] = { ORBIT_SPOT_PER_ACTOR, ORBIT_SPOT_SPOT_WIDE };
+
+/* ---- executors -------------------------------------------------------- */
+
+/* Tasks wait until the test runs them, in FIFO order, on its own thread. */
+struct manual_ex {
+	pthread_mutex_t m;
+	struct {
+		orbit_task_fn fn;
+		void *arg;
+	} t[1024];
+	int head, tail;
+};
+
+static int manual_submit(void *ctx, orbit_task_fn fn, void *arg, int node)
+{
+	struct manual_ex *x = ctx;
+	int ret = 0;
+
+	pthread_mutex_lock(&x->m);
+	if (x->tail - x->head >= 1024) {
+		ret = -ENOMEM;
+	} else {
+		x->t[x->tail % 1024].fn = fn;
+		x->t[x->tail % 1024].arg = arg;
+		x->tail++;
+	}
+	pthread_mutex_unlock(&x->m);
+	return ret;
+}
+
+static bool manual_run_one(struct manual_ex *x)
+{
+	orbit_task_fn fn = NULL;
+	void *arg = NULL;
+
+	pthread_mutex_lock(&x->m);
+	if (x->head < x->tail) {
+		fn = x->t[x->head % 1024].fn;
+		arg = x->t[x->head % 1024].arg;
+		x->head++;
+	}
+	pthread_mutex_unlock(&x->m);
+	if (fn)
+		fn(arg);
+	return fn != NULL;
+}
+
+static void manual_run_all(struct manual_ex *x)
+{
+	while (manual_run_one(x))
+		;
+}
+
+static orbit_executor_t manual_executor(struct manual_ex *x)
+{
+	memset(x, 0, sizeof(*x));
+	pthread_mutex_init(&x->m, NULL);
+	return (orbit_executor_t){ .submit = manual_submit, .ctx = x };
+}
+
+static orbit_worker_pool_t *make_pool(unsigned nthreads)
+{
+	struct orbit_worker_pool_options o;
+	orbit_worker_pool_t *p = NULL;
+
+	orbit_worker_pool_options_init(&o);
+	o.nthreads = nthreads;
+	assert_int_equal(orbit_worker_pool_create(&o, &p), 0);
+	return p;
+}
+
+static orbit_spot_executor_t *make_spot(int mode, orbit_executor_t ex,
+					const orbit_execution_lane_policy_t *spot_pol,
+					const orbit_execution_lane_policy_t *actor_pol)
+{
+	struct orbit_spot_executor_options o;
+	orbit_spot_executor_t *s = NULL;
+
+	orbit_spot_executor_options_init(&o);
+	o.mode = mode;
+	o.executor = ex;
+	o.spot_policy = spot_pol;
+	o.actor_policy = actor_pol;
+	assert_int_equal(orbit_spot_executor_create(&o, &s), 0);
+	return s;
+}
+
+static void spot_finish(orbit_spot_executor_t *s)
+{
+	assert_int_equal(orbit_spot_executor_close(s), 0);
+	assert_int_equal(orbit_spot_executor_await_quiescence(s, WAIT_MS), 0);
+	assert_int_equal(orbit_spot_executor_destroy(s), 0);
+}
+
+static struct orbit_serial_executor_stats spot_stats(orbit_spot_executor_t *s)
+{
+	struct orbit_serial_executor_stats st;
+
+	assert_int_equal(orbit_spot_executor_stats(s, &st), 0);
+	return st;
+}
+
+static orbit_work_completion_t *completion(void)
+{
+	orbit_work_completion_t *c = NULL;
+
+	assert_int_equal(orbit_work_completion_create(&c), 0);
+	return c;
+}
+
+static void busy_us(unsigned us)
+{
+	uint64_t end = orbit_test_now_ns() + us * 1000ull;
+
+	while (orbit_test_now_ns() < end)
+		;
+}
+
+/* Poll @flag until it is non-zero; false after @ms. */
+static bool wait_flag(atomic_int *flag, int ms)
+{
+	uint64_t end = orbit_test_now_ns() + (uint64_t)ms * 1000000ull;
+
+	while (!atomic_load(flag)) {
+		if (orbit_test_now_ns() > end)
+			return false;
+		usleep(100);
+	}
+	return true;
+}
+
+/* ---- an order log ---------------------------------------------------- */
+
+struct olog {
+	pthread_mutex_t m;
+	int v[1024];
+	int n;
+};
+
+static void olog_init(struct olog *l)
+{
+	memset(l, 0, sizeof(*l));
+	pthread_mutex_init(&l->m, NULL);
+}
+
+static void olog_add(struct olog *l, int v)
+{
+	pthread_mutex_lock(&l->m);
+	if (l->n < 1024)
+		l->v[l->n++] = v;
+	pthread_mutex_unlock(&l->m);
+}
+
+static int olog_index(struct olog *l, int v)
+{
+	int at = -1;
+
+	pthread_mutex_lock(&l->m);
+	for (int i = 0; i < l->n && at < 0; i++)
+		if (l->v[i] == v)
+			at = i;
+	pthread_mutex_unlock(&l->m);
+	return at;
+}
+
+static bool olog_wait(struct olog *l, int v, int ms)
+{
+	uint64_t end = orbit_test_now_ns() + (uint64_t)ms * 1000000ull;
+
+	while (olog_index(l, v) < 0) {
+		if (orbit_test_now_ns() > end)
+			return false;
+		usleep(100);
+	}
+	return true;
+}
+
+struct rec {
+	struct olog *log;
+	int id;
+};
+
+static int rec_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct rec *r = arg;
+
+	olog_add(r->log, r->id);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int noop_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	if (arg)
+		atomic_fetch_add((atomic_int *)arg, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+/* ---- §3 arguments and errors ------------------------------------------- */
+
+/* §3 / STYLE: every documented error code of the entry points. */
+static void test_s3_arguments_and_errors(void **state)
+{
+	struct manual_ex x;
+	orbit_executor_t ex = manual_executor(&x);
+	struct orbit_spot_executor_options o;
+	orbit_execution_lane_policy_t bad;
+	orbit_spot_executor_t *s = NULL;
+	orbit_work_completion_t *c = completion();
+	struct orbit_serial_executor_stats st;
+	orbit_serial_resume_t *h = NULL;
+	struct orbit_actor_state_snapshot snap;
+	char long_name[80];
+	atomic_int ran = 0;
+
+	orbit_spot_executor_options_init(&o);
+	o.executor = ex;
+	assert_int_equal(orbit_spot_executor_create(&o, &s), -EINVAL); /* mode unset */
+	o.mode = 3;
+	assert_int_equal(orbit_spot_executor_create(&o, &s), -EINVAL);
+	o.mode = ORBIT_SPOT_SPOT_WIDE;
+	o.executor.submit = NULL;
+	assert_int_equal(orbit_spot_executor_create(&o, &s), -EINVAL);
+	o.executor = ex;
+	orbit_execution_lane_policy_init_default(&bad);
+	bad.application_message_capacity = 0;
+	o.actor_policy = &bad;
+	assert_int_equal(orbit_spot_executor_create(&o, &s), -EINVAL);
+	o.actor_policy = NULL;
+	o.spot_policy = &bad;
+	assert_int_equal(orbit_spot_executor_create(&o, &s), -EINVAL);
+	assert_int_equal(orbit_spot_executor_create(NULL, &s), -EINVAL);
+
+	s = make_spot(ORBIT_SPOT_PER_ACTOR, ex, NULL, NULL);
+	assert_int_equal(orbit_spot_executor_mode(s), ORBIT_SPOT_PER_ACTOR);
+	assert_int_equal(orbit_spot_execute_spot(NULL, noop_fn, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_spot_execute_spot(s, NULL, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_spot_execute_timer(s, NULL, noop_fn, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_spot_execute_timer(s, "", noop_fn, NULL, NULL), -EINVAL);
+	memset(long_name, 'x', sizeof(long_name) - 1);
+	long_name[ORBIT_TIMER_NAME_MAX + 1] = '\0';
+	assert_int_equal(orbit_spot_execute_timer(s, long_name, noop_fn, NULL, NULL), -E2BIG);
+	long_name[ORBIT_TIMER_NAME_MAX] = '\0';
+	assert_int_equal(orbit_spot_execute_timer(s, long_name, noop_fn, &ran, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, NULL, UINT64_MAX, NULL), -E2BIG);
+	assert_int_equal(orbit_spot_actor_set_info(s, 1, "x", ORBIT_ACTOR_INFO_MAX + 1), -E2BIG);
+	assert_int_equal(orbit_spot_actor_set_info(s, 1, NULL, 1), -EINVAL);
+
+	/* Completions: unarmed wait, armed twice, destroy while armed. */
+	assert_int_equal(orbit_work_completion_wait(c, 0), -EINVAL);
+	assert_int_equal(orbit_spot_execute_spot(s, noop_fn, &ran, c), 0);
+	assert_int_equal(orbit_spot_execute_spot(s, noop_fn, &ran, c), -EBUSY);
+	assert_int_equal(orbit_work_completion_wait(c, 0), -ETIMEDOUT);
+	assert_int_equal(orbit_work_completion_destroy(c), -EBUSY);
+	manual_run_all(&x);
+	assert_int_equal(orbit_work_completion_wait(c, 0), 0);
+	assert_int_equal(atomic_load(&ran), 2);
+	/* A refused submission leaves the completion as it was. */
+	assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, NULL, UINT64_MAX, c), -E2BIG);
+	assert_int_equal(orbit_work_completion_wait(c, 0), 0);
+
+	/* The work surface refuses callers that are not on a coordinator turn. */
+	assert_int_equal(orbit_work_yield(NULL, noop_fn, NULL, &h), -EINVAL);
+	assert_int_equal(orbit_work_actor_snapshot(NULL, &snap), -EINVAL);
+
+	st = spot_stats(s);
+	assert_int_equal(st.accepted[ORBIT_WORK_SPOT], 1);
+	assert_int_equal(st.accepted[ORBIT_WORK_TIMER], 1);
+	assert_int_equal(st.rejected_too_big[ORBIT_WORK_TIMER], 1);
+	assert_int_equal(st.rejected_too_big[ORBIT_WORK_ACTOR], 2);
+	assert_int_equal(st.completed, 2);
+	assert_int_equal(st.timer_queues, 1);
+
+	/* After close: -EPIPE everywhere, for known and new names alike. */
+	assert_int_equal(orbit_spot_executor_close(s), 0);
+	assert_int_equal(orbit_spot_execute_spot(s, noop_fn, NULL, NULL), -EPIPE);
+	assert_int_equal(orbit_spot_execute_lifecycle(s, noop_fn, NULL, NULL), -EPIPE);
+	assert_int_equal(orbit_spot_execute_actor(s, 99, noop_fn, NULL, 1, NULL), -EPIPE);
+	assert_int_equal(orbit_spot_execute_timer(s, long_name, noop_fn, NULL, NULL), -EPIPE);
+	assert_int_equal(orbit_spot_execute_timer(s, "new", noop_fn, NULL, NULL), -EPIPE);
+	assert_int_equal(orbit_spot_actor_set_info(s, 1, "x", 1), -EPIPE);
+	st = spot_stats(s);
+	assert_int_equal(st.rejected_closed[ORBIT_WORK_SPOT], 1);
+	assert_int_equal(st.rejected_closed[ORBIT_WORK_LIFECYCLE], 1);
+	assert_int_equal(st.rejected_closed[ORBIT_WORK_ACTOR], 1);
+	assert_int_equal(st.rejected_closed[ORBIT_WORK_TIMER], 2);
+	assert_int_equal(st.outstanding, 0);
+	assert_int_equal(orbit_spot_executor_destroy(s), 0);
+	assert_int_equal(orbit_work_completion_destroy(c), 0);
+	assert_int_equal(orbit_spot_executor_destroy(NULL), 0);
+}
+
+/* ---- §10 concurrency and order per mode ---------------------------------- */
+
+struct rendezvous {
+	atomic_int in[2];
+	atomic_int saw_other[2];
+	atomic_int inflight, max_inflight;
+	uint64_t start_ns[2], end_ns[2];
+	int window_ms; /* how long a handler looks for the other one */
+};
+
+struct rv_arg {
+	struct rendezvous *r;
+	int me;
+};
+
+/* Enter, look for the other handler for up to window_ms, leave. */
+static int rendezvous_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct rv_arg *a = arg;
+	struct rendezvous *r = a->r;
+	int now = atomic_fetch_add(&r->inflight, 1) + 1;
+	uint64_t end;
+
+	for (int m = atomic_load(&r->max_inflight); now > m;)
+		if (atomic_compare_exchange_weak(&r->max_inflight, &m, now))
+			break;
+	r->start_ns[a->me] = orbit_test_now_ns();
+	atomic_store(&r->in[a->me], 1);
+	end = r->start_ns[a->me] + (uint64_t)r->window_ms * 1000000ull;
+	while (orbit_test_now_ns() < end && !atomic_load(&r->in[1 - a->me]))
+		usleep(100);
+	/* The other one had started before this one ended. Both seeing each
+	 * other means the two handlers overlapped. */
+	atomic_store(&r->saw_other[a->me], atomic_load(&r->in[1 - a->me]));
+	r->end_ns[a->me] = orbit_test_now_ns();
+	atomic_fetch_sub(&r->inflight, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+/*
+ * §10: in a User Spot registered with PerActor, long-running work
+ * submitted to two different Actors overlaps. Each handler waits (up to
+ * WAIT_MS) until it sees the other one running.
+ */
+static void test_s10_per_actor_two_actors_overlap(void **state)
+{
+	orbit_worker_pool_t *pool = make_pool(2);
+	orbit_spot_executor_t *s =
+		make_spot(ORBIT_SPOT_PER_ACTOR, orbit_worker_pool_executor(pool), NULL, NULL);
+	struct rendezvous r = { .window_ms = WAIT_MS };
+	struct rv_arg a = { &r, 0 }, b = { &r, 1 };
+
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rendezvous_fn, &a, 16, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 2, rendezvous_fn, &b, 16, NULL), 0);
+	spot_finish(s);
+	assert_true(atomic_load(&r.saw_other[0]));
+	assert_true(atomic_load(&r.saw_other[1]));
+	assert_int_equal(atomic_load(&r.max_inflight), 2);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
+/*
+ * §10: the same submission under SpotWide: the second handler starts only
+ * after the first has finished. Each handler looks for the other one for
+ * 100 ms (the PerActor test shows they would meet); they never overlap.
+ */
+static void test_s10_spot_wide_second_actor_waits_for_first(void **state)
+{
+	orbit_worker_pool_t *pool = make_pool(2);
+	orbit_spot_executor_t *s =
+		make_spot(ORBIT_SPOT_SPOT_WIDE, orbit_worker_pool_executor(pool), NULL, NULL);
+	struct rendezvous r = { .window_ms = 100 };
+	struct rv_arg a = { &r, 0 }, b = { &r, 1 };
+	int first;
+
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rendezvous_fn, &a, 16, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 2, rendezvous_fn, &b, 16, NULL), 0);
+	spot_finish(s);
+	assert_int_equal(atomic_load(&r.max_inflight), 1);
+	first = r.start_ns[0] < r.start_ns[1] ? 0 : 1;
+	assert_false(atomic_load(&r.saw_other[first])); /* looked 100 ms in vain */
+	assert_true(atomic_load(&r.saw_other[1 - first]));
+	assert_true(r.end_ns[first] <= r.start_ns[1 - first]);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
+/* Records of one Actor: every 25th yields around an "external call". */
+struct order {
+	orbit_spot_executor_t *spot;
+	struct olog log;
+	_Atomic(orbit_serial_resume_t *) pending; /* a yielded handler's ticket */
+	atomic_int stop;
+	atomic_int bad; /* a snapshot or a yield call failed */
+};
+
+struct order_rec {
+	struct order *o;
+	int actor, seq;
+};
+
+static int order_tail(orbit_serial_turn_t *turn, void *arg)
+{
+	struct order_rec *r = arg;
+
+	olog_add(&r->o->log, r->actor * 10000 + r->seq * 2 + 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int order_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct order_rec *r = arg;
+	orbit_serial_resume_t *h;
+
+	olog_add(&r->o->log, r->actor * 10000 + r->seq * 2);
+	if (r->actor == 7 && r->seq % 25 == 24) {
+		if (orbit_work_yield(turn, order_tail, r, &h) != 0) {
+			atomic_fetch_add(&r->o->bad, 1);
+			return order_tail(turn, r);
+		}
+		atomic_store(&r->o->pending, h);
+		return ORBIT_SERIAL_SUSPENDED;
+	}
+	return order_tail(turn, r);
+}
+
+/* The external calls complete here, a little later, on another thread. */
+static void *resumer(void *arg)
+{
+	struct order *o = arg;
+
+	while (!atomic_load(&o->stop)) {
+		orbit_serial_resume_t *h = atomic_exchange(&o->pending, NULL);
+
+		if (!h) {
+			usleep(100);
+			continue;
+		}
+		usleep(500);
+		if (orbit_serial_queue_resume(h) != 0)
+			atomic_fetch_add(&o->bad, 1);
+	}
+	return NULL;
+}
+
+/*
+ * §10: work submitted back to back to the same Actor runs in submission
+ * order under both modes, also when some of it yields: each record's end
+ * (after a yield, its continuation) comes before the next record starts.
+ * Two other Actors' records are interleaved with it.
+ */
+static void test_s10_same_actor_runs_in_submission_order(void **state)
+{
+	for (int m = 0; m < 2; m++) {
+		orbit_worker_pool_t *pool = make_pool(2);
+		static struct order o;
+		static struct order_rec recs[3][100];
+		pthread_t t;
+		int next[3] = { 0 };
+
+		memset(&o, 0, sizeof(o));
+		olog_init(&o.log);
+		o.spot = make_spot(modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
+		assert_int_equal(pthread_create(&t, NULL, resumer, &o), 0);
+		for (int k = 0; k < 100; k++)
+			for (int a = 0; a < 3; a++) {
+				recs[a][k] = (struct order_rec){ &o, 7 + a, k };
+				assert_int_equal(orbit_spot_execute_actor(o.spot, 7 + a, order_fn,
+									  &recs[a][k], 64, NULL),
+						 0);
+			}
+		assert_int_equal(orbit_spot_executor_await_quiescence(o.spot, WAIT_MS), 0);
+		atomic_store(&o.stop, 1);
+		pthread_join(t, NULL);
+		spot_finish(o.spot);
+		assert_int_equal(atomic_load(&o.bad), 0);
+		assert_int_equal(o.log.n, 600);
+		for (int i = 0; i < o.log.n; i++) {
+			int a = o.log.v[i] / 10000 - 7;
+
+			assert_int_equal(o.log.v[i] % 10000, next[a]); /* start, end, start, ... */
+			next[a]++;
+		}
+		assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+	}
+}
+
+struct tick {
+	atomic_int inflight, max_inflight;
+	struct olog log;
+};
+
+struct tick_rec {
+	struct tick *t;
+	int seq;
+};
+
+static int tick_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct tick_rec *r = arg;
+	int now = atomic_fetch_add(&r->t->inflight, 1) + 1;
+
+	if (now > atomic_load(&r->t->max_inflight))
+		atomic_store(&r->t->max_inflight, now); /* only ever 1 or more */
+	olog_add(&r->t->log, r->seq);
+	busy_us(50);
+	atomic_fetch_sub(&r->t->inflight, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+/*
+ * §10: under PerActor, callbacks with different timer names overlap, and
+ * callbacks with the same timer name run in submission order (never
+ * overlapping each other). Under SpotWide no timer queue is created (§4).
+ */
+static void test_s10_per_actor_timers_overlap_same_name_in_order(void **state)
+{
+	orbit_worker_pool_t *pool = make_pool(2);
+	orbit_spot_executor_t *s =
+		make_spot(ORBIT_SPOT_PER_ACTOR, orbit_worker_pool_executor(pool), NULL, NULL);
+	struct rendezvous r = { .window_ms = WAIT_MS };
+	struct rv_arg a = { &r, 0 }, b = { &r, 1 };
+	static struct tick tk;
+	static struct tick_rec recs[200];
+	atomic_int ran = 0;
+
+	memset(&tk, 0, sizeof(tk));
+	olog_init(&tk.log);
+	assert_int_equal(orbit_spot_execute_timer(s, "tick", rendezvous_fn, &a, NULL), 0);
+	assert_int_equal(orbit_spot_execute_timer(s, "beat", rendezvous_fn, &b, NULL), 0);
+	for (int i = 0; i < 200; i++) {
+		recs[i] = (struct tick_rec){ &tk, i };
+		assert_int_equal(orbit_spot_execute_timer(s, "tock", tick_fn, &recs[i], NULL), 0);
+	}
+	assert_int_equal(orbit_spot_executor_await_quiescence(s, WAIT_MS), 0);
+	assert_true(atomic_load(&r.saw_other[0]));
+	assert_true(atomic_load(&r.saw_other[1]));
+	assert_int_equal(tk.log.n, 200);
+	for (int i = 0; i < 200; i++)
+		assert_int_equal(tk.log.v[i], i);
+	assert_int_equal(atomic_load(&tk.max_inflight), 1);
+	assert_int_equal(spot_stats(s).timer_queues, 3);
+	spot_finish(s);
+
+	/* SpotWide: timers pass the Spot queue only. */
+	s = make_spot(ORBIT_SPOT_SPOT_WIDE, orbit_worker_pool_executor(pool), NULL, NULL);
+	assert_int_equal(orbit_spot_execute_timer(s, "tick", noop_fn, &ran, NULL), 0);
+	assert_int_equal(orbit_spot_execute_timer(s, "beat", noop_fn, &ran, NULL), 0);
+	assert_int_equal(orbit_spot_executor_await_quiescence(s, WAIT_MS), 0);
+	assert_int_equal(atomic_load(&ran), 2);
+	assert_int_equal(spot_stats(s).timer_queues, 0);
+	spot_finish(s);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
+/* ---- §10 capacity and backpressure --------------------------------------- */
+
+/*
+ * §10: under both modes, piling work onto one Actor until its mailbox is
+ * full rejects only submissions to that Actor; other Actors, the Spot,
+ * its timers and lifecycle work of the same Spot are still accepted.
+ */
+static void test_s10_full_actor_rejects_only_that_actor(void **state)
+{
+	for (int m = 0; m < 2; m++) {
+		struct manual_ex x;
+		orbit_execution_lane_policy_t ap;
+		orbit_spot_executor_t *s;
+		struct orbit_serial_executor_stats st;
+		atomic_int ran = 0;
+
+		orbit_execution_lane_policy_init_default(&ap);
+		ap.application_message_capacity = 4;
+		s = make_spot(modes[m], manual_executor(&x), NULL, &ap);
+		for (int i = 0; i < 4; i++)
+			assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, NULL), 0);
+		assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, NULL), -EAGAIN);
+		assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, NULL), -EAGAIN);
+		assert_int_equal(orbit_spot_execute_actor(s, 2, noop_fn, &ran, 10, NULL), 0);
+		assert_int_equal(orbit_spot_execute_spot(s, noop_fn, &ran, NULL), 0);
+		assert_int_equal(orbit_spot_execute_timer(s, "tick", noop_fn, &ran, NULL), 0);
+		assert_int_equal(orbit_spot_execute_lifecycle(s, noop_fn, &ran, NULL), 0);
+		st = spot_stats(s);
+		assert_int_equal(st.rejected_full[ORBIT_WORK_ACTOR], 2);
+		assert_int_equal(st.accepted[ORBIT_WORK_ACTOR], 5);
+		manual_run_all(&x);
+		assert_int_equal(atomic_load(&ran), 8);
+		/* Drained: the Actor accepts again. */
+		assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, NULL), 0);
+		manual_run_all(&x);
+		assert_int_equal(atomic_load(&ran), 9);
+		spot_finish(s);
+	}
+}
+
+/*
+ * §10 / §5: under SpotWide, when as many large-payload as small-payload
+ * items are submitted to one Actor, the large ones are rejected first: the
+ * Actor queue reserves payload bytes. The Spot queue's byte capacity (4
+ * KiB) is below one large payload (8 KiB), yet every accepted large item
+ * runs: the Spot queue never reserved the payload again.
+ */
+static void test_s10_spot_wide_large_payloads_rejected_first(void **state)
+{
+	struct manual_ex x;
+	orbit_execution_lane_policy_t sp, ap;
+	orbit_spot_executor_t *s;
+	atomic_int ran = 0;
+	int rejected_large = 0, rejected_small = 0, first_rejected = 0;
+
+	orbit_execution_lane_policy_init_default(&sp);
+	sp.application_byte_capacity = 4096;
+	orbit_execution_lane_policy_init_default(&ap);
+	ap.application_byte_capacity = 64 * 1024;
+	s = make_spot(ORBIT_SPOT_SPOT_WIDE, manual_executor(&x), &sp, &ap);
+	for (int i = 0; i < 16; i++) {
+		int rl = orbit_spot_execute_actor(s, 1, noop_fn, &ran, 8192, NULL);
+		int rs = orbit_spot_execute_actor(s, 1, noop_fn, &ran, 16, NULL);
+
+		assert_true(rl == 0 || rl == -EAGAIN);
+		assert_true(rs == 0 || rs == -EAGAIN);
+		if (rl && !first_rejected)
+			first_rejected = 'L';
+		if (rs && !first_rejected)
+			first_rejected = 'S';
+		rejected_large += rl != 0;
+		rejected_small += rs != 0;
+	}
+	/* 64 KiB / (8 KiB + 256) holds 7 large; 16 small (272 B) still fit. */
+	assert_int_equal(first_rejected, 'L');
+	assert_int_equal(rejected_large, 9);
+	assert_int_equal(rejected_small, 0);
+	manual_run_all(&x);
+	assert_int_equal(atomic_load(&ran), 7 + 16);
+	assert_int_equal(spot_stats(s).turn_rejected, 0);
+	assert_int_equal(spot_stats(s).rejected_full[ORBIT_WORK_ACTOR], 9);
+	spot_finish(s);
+}
+
+/*
+ * §10 / §5: for the same submissions, the point at which the Spot queue
+ * reaches capacity is set by item count, whatever the payload: six
+ * Actors each place one turn on a Spot queue of 4 items (1 KiB: 4 x the
+ * fixed cost); with 1 MiB payloads as with 1-byte ones, four turns are
+ * accepted and two refused (-EAGAIN to their completions), and a Spot
+ * submission then meets the same full queue.
+ */
+static void test_s10_spot_queue_capacity_by_item_count(void **state)
+{
+	const uint64_t payload[2] = { 1u << 20, 1 };
+
+	for (int p = 0; p < 2; p++) {
+		struct manual_ex x;
+		orbit_execution_lane_policy_t sp;
+		orbit_spot_executor_t *s;
+		orbit_work_completion_t *c[6];
+		atomic_int ran = 0;
+
+		orbit_execution_lane_policy_init_default(&sp);
+		sp.application_message_capacity = 4;
+		sp.application_byte_capacity = 4 * ORBIT_POLICY_DEFAULT_FIXED_COST;
+		s = make_spot(ORBIT_SPOT_SPOT_WIDE, manual_executor(&x), &sp, NULL);
+		for (int a = 0; a < 6; a++) {
+			c[a] = completion();
+			assert_int_equal(orbit_spot_execute_actor(s, a, noop_fn, &ran, payload[p],
+								  c[a]), 0);
+		}
+		/* The six Actor queues' drains, in order; the Spot's comes after. */
+		for (int a = 0; a < 6; a++)
+			assert_true(manual_run_one(&x));
+		for (int a = 0; a < 4; a++)
+			assert_int_equal(orbit_work_completion_wait(c[a], 0), -ETIMEDOUT);
+		assert_int_equal(orbit_work_completion_wait(c[4], 0), -EAGAIN);
+		assert_int_equal(orbit_work_completion_wait(c[5], 0), -EAGAIN);
+		assert_int_equal(orbit_spot_execute_spot(s, noop_fn, &ran, NULL), -EAGAIN);
+		assert_int_equal(spot_stats(s).turn_rejected, 2);
+		assert_int_equal(spot_stats(s).rejected_full[ORBIT_WORK_SPOT], 1);
+		manual_run_all(&x);
+		for (int a = 0; a < 4; a++)
+			assert_int_equal(orbit_work_completion_wait(c[a], 0), 0);
+		assert_int_equal(atomic_load(&ran), 4);
+		spot_finish(s);
+		for (int a = 0; a < 6; a++)
+			assert_int_equal(orbit_work_completion_destroy(c[a]), 0);
+	}
+}
+
+/*
+ * §10: work submitted with executeLifecycle runs ahead of already queued
+ * application work, and the consecutive overtaking stops at
+ * lifecycleBurstLimit (8) so one application item runs; through the Spot
+ * (both modes) and the Actor coordinator.
+ */
+static void test_s10_lifecycle_overtakes_up_to_burst_limit(void **state)
+{
+	const int expect[] = { 100, 101, 102, 103, 104, 105, 106, 107, 0,
+			       108, 109, 110, 111, 112, 113, 114, 115, 1,
+			       116, 117, 118, 119, 2 };
+
+	for (int m = 0; m < 3; m++) {
+		struct manual_ex x;
+		struct olog log;
+		struct rec r[23];
+		orbit_spot_executor_t *s = NULL;
+		orbit_actor_executor_t *a = NULL;
+		struct orbit_actor_executor_options ao;
+
+		olog_init(&log);
+		if (m < 2) {
+			s = make_spot(modes[m], manual_executor(&x), NULL, NULL);
+		} else {
+			orbit_actor_executor_options_init(&ao);
+			ao.executor = manual_executor(&x);
+			assert_int_equal(orbit_actor_executor_create(&ao, &a), 0);
+		}
+		for (int i = 0; i < 3; i++) {
+			r[i] = (struct rec){ &log, i };
+			assert_int_equal(s ? orbit_spot_execute_spot(s, rec_fn, &r[i], NULL)
+					   : orbit_actor_execute_actor(a, rec_fn, &r[i], 8, NULL),
+					 0);
+		}
+		for (int i = 0; i < 20; i++) {
+			r[3 + i] = (struct rec){ &log, 100 + i };
+			assert_int_equal(s ? orbit_spot_execute_lifecycle(s, rec_fn, &r[3 + i], NULL)
+					   : orbit_actor_execute_lifecycle(a, rec_fn, &r[3 + i], NULL),
+					 0);
+		}
+		manual_run_all(&x);
+		assert_int_equal(log.n, 23);
+		for (int i = 0; i < 23; i++)
+			assert_int_equal(log.v[i], expect[i]);
+		if (s) {
+			assert_int_equal(spot_stats(s).accepted[ORBIT_WORK_LIFECYCLE], 20);
+			spot_finish(s);
+		} else {
+			assert_int_equal(orbit_actor_executor_close(a), 0);
+			assert_int_equal(orbit_actor_executor_destroy(a), 0);
+		}
+	}
+}
+
+/* ---- §10 fairness ---------------------------------------------------------- */
+
+struct heavy {
+	atomic_int ran;
+	atomic_int light_submitted;
+	atomic_int ran_at_light_start;
+	atomic_int light_ran;
+};
+
+static int heavy_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct heavy *h = arg;
+
+	/* The first item holds the slice until the light owner is queued. */
+	if (atomic_load(&h->ran) == 0)
+		wait_flag(&h->light_submitted, WAIT_MS);
+	busy_us(1000);
+	atomic_fetch_add(&h->ran, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int light_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct heavy *h = arg;
+
+	atomic_store(&h->ran_at_light_start, atomic_load(&h->ran));
+	atomic_store(&h->light_ran, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+/*
+ * §10 Fairness / §6.4: an Actor with a lot of work piled up (40 items of
+ * 1 ms) that holds past ownerTimeBudget (5 ms) has its turn cut; with one
+ * worker, another Actor queued meanwhile starts long before the pile is
+ * done (without the cut it would start after all 40). Checked in heavy
+ * items finished, which preemption cannot inflate (a slice's budget is
+ * wall time, so a preempted slice runs fewer items, not more).
+ */
+static void test_s10_owner_turn_cut_at_time_budget(void **state)
+{
+	orbit_worker_pool_t *pool = make_pool(1);
+	orbit_execution_lane_policy_t ap;
+	orbit_spot_executor_t *s;
+	struct heavy h = { 0 };
+
+	orbit_execution_lane_policy_init_default(&ap);
+	ap.owner_time_budget_ms = 5;
+	s = make_spot(ORBIT_SPOT_PER_ACTOR, orbit_worker_pool_executor(pool), NULL, &ap);
+	for (int i = 0; i < 40; i++)
+		assert_int_equal(orbit_spot_execute_actor(s, 1, heavy_fn, &h, 0, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 2, light_fn, &h, 0, NULL), 0);
+	atomic_store(&h.light_submitted, 1);
+	assert_int_equal(orbit_spot_executor_await_quiescence(s, WAIT_MS), 0);
+	assert_true(atomic_load(&h.light_ran));
+	assert_int_equal(atomic_load(&h.ran), 40);
+	print_message("heavy items done when the light Actor started: %d of 40\n",
+		      atomic_load(&h.ran_at_light_start));
+	assert_true(atomic_load(&h.ran_at_light_start) < 40);
+	assert_true(atomic_load(&h.ran_at_light_start) <= 20);
+	spot_finish(s);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
+/* ---- §10 a yielded Actor ----------------------------------------------------- */
+
+struct yielder {
+	struct olog log;
+	_Atomic(orbit_serial_resume_t *) h;
+	atomic_int bad;
+};
+
+struct yrec {
+	struct yielder *y;
+	int id;
+};
+
+static int yield_tail(orbit_serial_turn_t *turn, void *arg)
+{
+	struct yrec *r = arg;
+
+	olog_add(&r->y->log, r->id + 1); /* the handler's end */
+	return ORBIT_SERIAL_DONE;
+}
+
+static int yield_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct yrec *r = arg;
+	orbit_serial_resume_t *h;
+
+	olog_add(&r->y->log, r->id);
+	if (orbit_work_yield(turn, yield_tail, r, &h) != 0) {
+		atomic_fetch_add(&r->y->bad, 1);
+		return yield_tail(turn, r);
+	}
+	atomic_store(&r->y->h, h);
+	return ORBIT_SERIAL_SUSPENDED;
+}
+
+/*
+ * §10 "A yielded Actor" (§4): while Actor A's handler has yielded under
+ * SpotWide, A's next record does not run, while Actor B's handler, the
+ * Spot handler, a timer and lifecycle work of the same Spot do proceed.
+ * When the external call completes, A's handler finishes and only then
+ * A's next record runs. PerActor keeps the same claim (its own queue).
+ */
+static void test_s10_yielded_actor_blocks_only_itself(void **state)
+{
+	for (int m = 1; m >= 0; m--) {
+		orbit_worker_pool_t *pool = make_pool(2);
+		orbit_spot_executor_t *s =
+			make_spot(modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
+		static struct yielder y;
+		struct yrec a1 = { &y, 10 };
+		struct rec a2 = { &y.log, 20 }, b1 = { &y.log, 30 }, s1 = { &y.log, 40 },
+			   t1 = { &y.log, 50 }, l1 = { &y.log, 60 };
+
+		memset(&y, 0, sizeof(y));
+		olog_init(&y.log);
+		assert_int_equal(orbit_spot_execute_actor(s, 1, yield_fn, &a1, 100, NULL), 0);
+		assert_true(olog_wait(&y.log, 10, WAIT_MS));
+		while (!atomic_load(&y.h))
+			usleep(100);
+		assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &a2, 100, NULL), 0);
+		assert_int_equal(orbit_spot_execute_actor(s, 2, rec_fn, &b1, 100, NULL), 0);
+		assert_int_equal(orbit_spot_execute_spot(s, rec_fn, &s1, NULL), 0);
+		assert_int_equal(orbit_spot_execute_timer(s, "tick", rec_fn, &t1, NULL), 0);
+		assert_int_equal(orbit_spot_execute_lifecycle(s, rec_fn, &l1, NULL), 0);
+		assert_true(olog_wait(&y.log, 30, WAIT_MS)); /* B proceeds */
+		assert_true(olog_wait(&y.log, 40, WAIT_MS)); /* the Spot handler */
+		assert_true(olog_wait(&y.log, 50, WAIT_MS)); /* the timer */
+		assert_true(olog_wait(&y.log, 60, WAIT_MS)); /* lifecycle */
+		usleep(20000); /* A2 had time enough to run, were it allowed to */
+		assert_int_equal(olog_index(&y.log, 20), -1);
+		assert_int_equal(olog_index(&y.log, 11), -1);
+		assert_int_equal(spot_stats(s).outstanding, 2); /* A1 yielded, A2 waiting */
+		/* The external call completes. */
+		assert_int_equal(orbit_serial_queue_resume(atomic_load(&y.h)), 0);
+		assert_true(olog_wait(&y.log, 20, WAIT_MS));
+		assert_true(olog_index(&y.log, 11) < olog_index(&y.log, 20));
+		assert_int_equal(atomic_load(&y.bad), 0);
+		assert_int_equal(spot_stats(s).yielded, 1);
+		spot_finish(s);
+		assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+	}
+}
+
+/* ---- §10 point-in-time agreement of state reads ------------------------------- */
+
+struct reg {
+	orbit_spot_executor_t *spot;
+	struct orbit_actor_state_snapshot first, after_set, after_yield, next;
+	int set_ret;
+	atomic_int bad;
+	atomic_int done;
+};
+
+static int reg_tail(orbit_serial_turn_t *turn, void *arg)
+{
+	struct reg *g = arg;
+
+	if (orbit_work_actor_snapshot(turn, &g->after_yield))
+		atomic_fetch_add(&g->bad, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+/* Changes its own Actor's registration while handling a record. */
+static void *resume_soon(void *h)
+{
+	usleep(1000);
+	orbit_serial_queue_resume(h);
+	return NULL;
+}
+
+static int reg_first(orbit_serial_turn_t *turn, void *arg)
+{
+	struct reg *g = arg;
+	orbit_serial_resume_t *h;
+	pthread_t t;
+
+	if (orbit_work_actor_snapshot(turn, &g->first))
+		atomic_fetch_add(&g->bad, 1);
+	g->set_ret = orbit_spot_actor_set_info(g->spot, 5, "v2-bytes", 8);
+	if (orbit_work_actor_snapshot(turn, &g->after_set))
+		atomic_fetch_add(&g->bad, 1);
+	if (orbit_work_yield(turn, reg_tail, g, &h) || pthread_create(&t, NULL, resume_soon, h)) {
+		atomic_fetch_add(&g->bad, 1);
+		return ORBIT_SERIAL_DONE;
+	}
+	pthread_detach(t);
+	return ORBIT_SERIAL_SUSPENDED;
+}
+
+static int reg_second(orbit_serial_turn_t *turn, void *arg)
+{
+	struct reg *g = arg;
+
+	if (orbit_work_actor_snapshot(turn, &g->next))
+		atomic_fetch_add(&g->bad, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+/* A concurrent writer: info is 64 bytes all equal to the version's low byte. */
+struct flipper {
+	orbit_spot_executor_t *spot;
+	atomic_int stop;
+	atomic_int sets;
+};
+
+static void *flip(void *arg)
+{
+	struct flipper *f = arg;
+	unsigned char b[ORBIT_ACTOR_INFO_MAX];
+
+	for (unsigned k = 1; !atomic_load(&f->stop); k++) {
+		memset(b, (int)(k & 0xff), sizeof(b));
+		if (orbit_spot_actor_set_info(f->spot, 6, b, sizeof(b)) == 0)
+			atomic_fetch_add(&f->sets, 1);
+	}
+	return NULL;
+}
+
+struct consistent {
+	atomic_int bad;
+	atomic_int ran;
+	uint64_t last_version; /* only Actor 6's handlers touch it, one at a time */
+};
+
+static int consistent_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct consistent *c = arg;
+	struct orbit_actor_state_snapshot a, b;
+
+	if (orbit_work_actor_snapshot(turn, &a))
+		atomic_fetch_add(&c->bad, 1);
+	busy_us(100); /* the writer changes the registration meanwhile */
+	if (orbit_work_actor_snapshot(turn, &b))
+		atomic_fetch_add(&c->bad, 1);
+	if (memcmp(&a, &b, sizeof(a)) != 0 || a.version < c->last_version)
+		atomic_fetch_add(&c->bad, 1);
+	for (uint32_t i = 0; i < a.info_len; i++)
+		if (a.info[i] != a.info[0])
+			atomic_fetch_add(&c->bad, 1);
+	if (a.version && (a.info_len != ORBIT_ACTOR_INFO_MAX ||
+			  a.info[0] != (unsigned char)(a.version & 0xff)))
+		atomic_fetch_add(&c->bad, 1);
+	c->last_version = a.version;
+	atomic_fetch_add(&c->ran, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+/*
+ * §10 / §7: changing an Actor's registration information while one
+ * message is being handled never shows the handling a mix of old and new:
+ * the snapshot taken when the handling started holds through the change
+ * and across a yield; the next record sees the new value. Then a writer
+ * thread changes it continuously while 200 records are handled: each
+ * handling sees one whole version, and versions never go back.
+ */
+static void test_s10_registration_change_seen_at_next_turn(void **state)
+{
+	for (int m = 0; m < 2; m++) {
+		orbit_worker_pool_t *pool = make_pool(2);
+		static struct reg g;
+		static struct flipper f;
+		static struct consistent c;
+		pthread_t t;
+
+		memset(&g, 0, sizeof(g));
+		g.spot = make_spot(modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
+		assert_int_equal(orbit_spot_actor_set_info(g.spot, 5, "v1", 2), 0);
+		assert_int_equal(orbit_spot_execute_actor(g.spot, 5, reg_first, &g, 0, NULL), 0);
+		assert_int_equal(orbit_spot_execute_actor(g.spot, 5, reg_second, &g, 0, NULL), 0);
+		assert_int_equal(orbit_spot_executor_await_quiescence(g.spot, WAIT_MS), 0);
+		assert_int_equal(atomic_load(&g.bad), 0);
+		assert_int_equal(g.set_ret, 0);
+		assert_int_equal(g.first.actor_id, 5);
+		assert_int_equal(g.first.version, 1);
+		assert_int_equal(g.first.info_len, 2);
+		assert_memory_equal(g.first.info, "v1", 2);
+		assert_memory_equal(&g.after_set, &g.first, sizeof(g.first));
+		assert_memory_equal(&g.after_yield, &g.first, sizeof(g.first));
+		assert_int_equal(g.next.version, 2);
+		assert_int_equal(g.next.info_len, 8);
+		assert_memory_equal(g.next.info, "v2-bytes", 8);
+
+		memset(&f, 0, sizeof(f));
+		memset(&c, 0, sizeof(c));
+		f.spot = g.spot;
+		assert_int_equal(pthread_create(&t, NULL, flip, &f), 0);
+		for (int i = 0; i < 200; i++)
+			assert_int_equal(orbit_spot_execute_actor(g.spot, 6, consistent_fn, &c, 0, NULL),
+					 0);
+		assert_int_equal(orbit_spot_executor_await_quiescence(g.spot, WAIT_MS), 0);
+		atomic_store(&f.stop, 1);
+		pthread_join(t, NULL);
+		assert_int_equal(atomic_load(&c.ran), 200);
+		assert_int_equal(atomic_load(&c.bad), 0);
+		assert_true(atomic_load(&f.sets) > 0);
+		spot_finish(g.spot);
+		assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+	}
+}
+
+/* ---- §10 reentrancy ---------------------------------------------------------------- */
+
+struct reent {
+	orbit_spot_executor_t *spot, *other;
+	orbit_work_completion_t *own, *foreign;
+	int submit_ret, wait_ret, quiesce_ret, destroy_ret, foreign_ret, tail_ret;
+	uint64_t took_ns;
+	atomic_int ran;
+};
+
+static int reent_tail(orbit_serial_turn_t *turn, void *arg)
+{
+	struct reent *r = arg;
+
+	/* A continuation is still this coordinator's work. */
+	r->tail_ret = orbit_work_completion_wait(r->own, -1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int reent_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct reent *r = arg;
+	orbit_serial_resume_t *h;
+	uint64_t t0;
+
+	r->submit_ret = orbit_spot_execute_actor(r->spot, 77, noop_fn, (void *)&r->ran, 0, r->own);
+	t0 = orbit_test_now_ns();
+	r->wait_ret = orbit_work_completion_wait(r->own, -1);
+	r->quiesce_ret = orbit_spot_executor_await_quiescence(r->spot, -1);
+	r->destroy_ret = orbit_spot_executor_destroy(r->spot);
+	r->took_ns = orbit_test_now_ns() - t0;
+	/* Waiting on another coordinator's work is allowed. */
+	if (orbit_spot_execute_spot(r->other, noop_fn, (void *)&r->ran, r->foreign) == 0)
+		r->foreign_ret = orbit_work_completion_wait(r->foreign, WAIT_MS);
+	else
+		r->foreign_ret = -1;
+	if (orbit_work_yield(turn, reent_tail, r, &h))
+		return ORBIT_SERIAL_DONE;
+	orbit_serial_queue_resume(h); /* the "external call" completes at once */
+	return ORBIT_SERIAL_SUSPENDED;
+}
+
+/*
+ * §10 Reentrancy: synchronously waiting for the completion of the same
+ * coordinator's execute* (or its quiescence) from inside work that
+ * coordinator runs does not hang: -EDEADLK at the call site at once, from
+ * Spot, Actor and timer work and from a continuation after a yield.
+ * Waiting for another coordinator's work from there completes.
+ */
+static void test_s10_sync_wait_inside_own_turn_fails_at_once(void **state)
+{
+	for (int m = 0; m < 2; m++) {
+		orbit_worker_pool_t *pool = make_pool(2);
+
+		for (int k = 0; k < 3; k++) {
+			struct reent r = { 0 };
+			int ret;
+
+			r.spot = make_spot(modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
+			r.other = make_spot(modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
+			r.own = completion();
+			r.foreign = completion();
+			ret = k == 0	? orbit_spot_execute_spot(r.spot, reent_fn, &r, NULL)
+			      : k == 1 ? orbit_spot_execute_actor(r.spot, 1, reent_fn, &r, 0, NULL)
+				       : orbit_spot_execute_timer(r.spot, "t", reent_fn, &r, NULL);
+			assert_int_equal(ret, 0);
+			assert_int_equal(orbit_spot_executor_await_quiescence(r.spot, WAIT_MS), 0);
+			assert_int_equal(r.submit_ret, 0);
+			assert_int_equal(r.wait_ret, -EDEADLK);
+			assert_int_equal(r.quiesce_ret, -EDEADLK);
+			assert_int_equal(r.destroy_ret, -EDEADLK);
+			assert_true(r.took_ns < 100 * 1000000ull);
+			assert_int_equal(r.foreign_ret, 0);
+			assert_int_equal(r.tail_ret, -EDEADLK);
+			/* Outside, the same wait returns the work's result. */
+			assert_int_equal(orbit_work_completion_wait(r.own, WAIT_MS), 0);
+			assert_int_equal(atomic_load(&r.ran), 2);
+			spot_finish(r.spot);
+			spot_finish(r.other);
+			assert_int_equal(orbit_work_completion_destroy(r.own), 0);
+			assert_int_equal(orbit_work_completion_destroy(r.foreign), 0);
+		}
+		assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+	}
+}
+
+struct reent_single {
+	orbit_actor_executor_t *actor;
+	orbit_session_executor_t *session;
+	orbit_work_completion_t *c;
+	int wait_ret, quiesce_ret;
+};
+
+static int reent_actor_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct reent_single *r = arg;
+
+	if (orbit_actor_execute_lifecycle(r->actor, noop_fn, NULL, r->c) == 0)
+		r->wait_ret = orbit_work_completion_wait(r->c, -1);
+	r->quiesce_ret = orbit_actor_executor_await_quiescence(r->actor, -1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int reent_session_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct reent_single *r = arg;
+
+	if (orbit_session_execute_control(r->session, noop_fn, NULL, r->c) == 0)
+		r->wait_ret = orbit_work_completion_wait(r->c, -1);
+	r->quiesce_ret = orbit_session_executor_await_quiescence(r->session, -1);
+	return ORBIT_SERIAL_DONE;
+}
+
+/* §10 Reentrancy, on the Actor and session coordinators. */
+static void test_s10_sync_wait_inside_own_turn_fails_at_once_actor_session(void **state)
+{
+	orbit_worker_pool_t *pool = make_pool(2);
+	struct orbit_actor_executor_options ao;
+	struct orbit_session_executor_options so;
+	struct reent_single r = { .wait_ret = 1, .quiesce_ret = 1 };
+
+	r.c = completion();
+	orbit_actor_executor_options_init(&ao);
+	ao.executor = orbit_worker_pool_executor(pool);
+	assert_int_equal(orbit_actor_executor_create(&ao, &r.actor), 0);
+	assert_int_equal(orbit_actor_execute_actor(r.actor, reent_actor_fn, &r, 0, NULL), 0);
+	assert_int_equal(orbit_actor_executor_await_quiescence(r.actor, WAIT_MS), 0);
+	assert_int_equal(r.wait_ret, -EDEADLK);
+	assert_int_equal(r.quiesce_ret, -EDEADLK);
+	assert_int_equal(orbit_work_completion_wait(r.c, WAIT_MS), 0);
+	assert_int_equal(orbit_actor_executor_destroy(r.actor), 0);
+
+	r.wait_ret = r.quiesce_ret = 1;
+	orbit_session_executor_options_init(&so);
+	so.executor = orbit_worker_pool_executor(pool);
+	assert_int_equal(orbit_session_executor_create(&so, &r.session), 0);
+	assert_int_equal(orbit_session_execute_application(r.session, reent_session_fn, &r, 0, NULL),
+			 0);
+	assert_int_equal(orbit_session_executor_await_quiescence(r.session, WAIT_MS), 0);
+	assert_int_equal(r.wait_ret, -EDEADLK);
+	assert_int_equal(r.quiesce_ret, -EDEADLK);
+	assert_int_equal(orbit_work_completion_wait(r.c, WAIT_MS), 0);
+	assert_int_equal(orbit_session_executor_destroy(r.session), 0);
+	assert_int_equal(orbit_work_completion_destroy(r.c), 0);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
+/* ---- §3 the session coordinator ------------------------------------------------------ */
+
+static orbit_session_executor_t *make_session(orbit_executor_t ex)
+{
+	struct orbit_session_executor_options o;
+	orbit_session_executor_t *s = NULL;
+
+	orbit_session_executor_options_init(&o);
+	o.executor = ex;
+	assert_int_equal(orbit_session_executor_create(&o, &s), 0);
+	return s;
+}
+
+/*
+ * §3: the four session entry points on its one queue: control commands
+ * overtake queued packets (lifecycle lane), infrastructure work stays in
+ * FIFO order with the packets, and executeFinal is the last work: after
+ * it every entry point returns -EPIPE.
+ */
+static void test_s3_session_entry_points_order_and_final(void **state)
+{
+	struct manual_ex x;
+	orbit_session_executor_t *s = make_session(manual_executor(&x));
+	struct olog log;
+	struct rec r[6];
+	const int expect[] = { 4, 1, 2, 3, 5, 6 };
+	struct orbit_serial_executor_stats st;
+
+	olog_init(&log);
+	for (int i = 0; i < 6; i++)
+		r[i] = (struct rec){ &log, i + 1 };
+	assert_int_equal(orbit_session_execute_application(s, rec_fn, &r[0], 100, NULL), 0);
+	assert_int_equal(orbit_session_execute_application(s, rec_fn, &r[1], 100, NULL), 0);
+	assert_int_equal(orbit_session_execute_infrastructure(s, rec_fn, &r[2], NULL), 0);
+	assert_int_equal(orbit_session_execute_control(s, rec_fn, &r[3], NULL), 0);
+	assert_int_equal(orbit_session_execute_application(s, rec_fn, &r[4], 100, NULL), 0);
+	assert_int_equal(orbit_session_execute_final(s, rec_fn, &r[5], NULL), 0);
+	assert_int_equal(orbit_session_execute_application(s, rec_fn, &r[0], 1, NULL), -EPIPE);
+	assert_int_equal(orbit_session_execute_control(s, rec_fn, &r[0], NULL), -EPIPE);
+	assert_int_equal(orbit_session_execute_infrastructure(s, rec_fn, &r[0], NULL), -EPIPE);
+	assert_int_equal(orbit_session_execute_final(s, rec_fn, &r[0], NULL), -EPIPE);
+	manual_run_all(&x);
+	assert_int_equal(log.n, 6);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(log.v[i], expect[i]);
+	assert_int_equal(orbit_session_executor_stats(s, &st), 0);
+	assert_int_equal(st.accepted[ORBIT_WORK_APPLICATION], 3);
+	assert_int_equal(st.accepted[ORBIT_WORK_INFRASTRUCTURE], 1);
+	assert_int_equal(st.accepted[ORBIT_WORK_CONTROL], 1);
+	assert_int_equal(st.accepted[ORBIT_WORK_FINAL], 1);
+	assert_int_equal(st.rejected_closed[ORBIT_WORK_FINAL], 1);
+	assert_int_equal(st.completed, 6);
+	assert_int_equal(orbit_session_executor_await_quiescence(s, 0), 0);
+	assert_int_equal(orbit_session_executor_destroy(s), 0);
+}
+
+struct held {
+	struct olog *log;
+	orbit_serial_resume_t *h;
+};
+
+static int held_tail(orbit_serial_turn_t *turn, void *arg)
+{
+	olog_add(((struct held *)arg)->log, 99);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int held_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct held *h = arg;
+
+	olog_add(h->log, 98);
+	if (orbit_work_yield(turn, held_tail, h, &h->h))
+		return ORBIT_SERIAL_DONE;
+	return ORBIT_SERIAL_SUSPENDED;
+}
+
+/*
+ * §3: executeFinal runs after everything accepted before it, also when
+ * lifecycle-lane control commands exceed the burst limit (the final work
+ * would otherwise run ninth) and when earlier work has yielded.
+ */
+static void test_s3_session_final_waits_for_earlier_work(void **state)
+{
+	struct manual_ex x;
+	orbit_session_executor_t *s = make_session(manual_executor(&x));
+	struct olog log;
+	struct rec r[14];
+	struct held hd;
+
+	olog_init(&log);
+	r[0] = (struct rec){ &log, 1 };
+	assert_int_equal(orbit_session_execute_application(s, rec_fn, &r[0], 10, NULL), 0);
+	for (int i = 0; i < 12; i++) {
+		r[1 + i] = (struct rec){ &log, 100 + i };
+		assert_int_equal(orbit_session_execute_control(s, rec_fn, &r[1 + i], NULL), 0);
+	}
+	r[13] = (struct rec){ &log, 500 };
+	assert_int_equal(orbit_session_execute_final(s, rec_fn, &r[13], NULL), 0);
+	manual_run_all(&x);
+	assert_int_equal(log.n, 14);
+	assert_int_equal(log.v[13], 500);
+	assert_int_equal(log.v[8], 1); /* the burst limit let the packet in */
+	assert_int_equal(orbit_session_executor_destroy(s), 0);
+
+	/* A yielded packet: the final work waits for its continuation. */
+	s = make_session(manual_executor(&x));
+	olog_init(&log);
+	hd = (struct held){ &log, NULL };
+	assert_int_equal(orbit_session_execute_application(s, held_fn, &hd, 10, NULL), 0);
+	assert_int_equal(orbit_session_execute_final(s, rec_fn, &r[13], NULL), 0);
+	manual_run_all(&x);
+	assert_int_equal(log.n, 1);
+	assert_int_equal(orbit_session_executor_destroy(s), -EBUSY);
+	assert_non_null(hd.h);
+	assert_int_equal(orbit_serial_queue_resume(hd.h), 0);
+	manual_run_all(&x);
+	assert_int_equal(log.n, 3);
+	assert_int_equal(log.v[1], 99);
+	assert_int_equal(log.v[2], 500);
+	assert_int_equal(orbit_session_executor_destroy(s), 0);
+}
+
+/* ---- §3 the Actor coordinator ----------------------------------------------------------- */
+
+struct actor_probe {
+	struct olog log;
+	struct orbit_actor_state_snapshot snap;
+	int spot_snapshot_ret;
+};
+
+static int actor_probe_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct actor_probe *p = arg;
+
+	orbit_work_actor_snapshot(turn, &p->snap);
+	olog_add(&p->log, (int)p->snap.version);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int lifecycle_probe_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct actor_probe *p = arg;
+	struct orbit_actor_state_snapshot s;
+
+	p->spot_snapshot_ret = orbit_work_actor_snapshot(turn, &s);
+	return ORBIT_SERIAL_DONE;
+}
+
+/*
+ * §3: the Actor coordinator runs its Actor work in order on its one
+ * queue with its registration snapshot, lifecycle work on the same
+ * queue's lifecycle lane (no snapshot there: -ENOENT), and closes.
+ */
+static void test_s3_actor_coordinator(void **state)
+{
+	orbit_worker_pool_t *pool = make_pool(2);
+	struct orbit_actor_executor_options o;
+	orbit_actor_executor_t *a;
+	struct actor_probe p = { 0 };
+	struct orbit_serial_executor_stats st;
+
+	olog_init(&p.log);
+	orbit_actor_executor_options_init(&o);
+	assert_int_equal(orbit_actor_executor_create(&o, &a), -EINVAL); /* no executor */
+	o.executor = orbit_worker_pool_executor(pool);
+	o.actor_id = 42;
+	assert_int_equal(orbit_actor_executor_create(&o, &a), 0);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(orbit_actor_set_info(a, "x", 1), 0);
+		assert_int_equal(orbit_actor_execute_actor(a, actor_probe_fn, &p, 8, NULL), 0);
+		assert_int_equal(orbit_actor_executor_await_quiescence(a, WAIT_MS), 0);
+	}
+	assert_int_equal(orbit_actor_execute_lifecycle(a, lifecycle_probe_fn, &p, NULL), 0);
+	assert_int_equal(orbit_actor_executor_await_quiescence(a, WAIT_MS), 0);
+	assert_int_equal(p.spot_snapshot_ret, -ENOENT);
+	assert_int_equal(p.log.n, 5);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(p.log.v[i], i + 1);
+	assert_int_equal(p.snap.actor_id, 42);
+	assert_int_equal(orbit_actor_set_info(a, "x", ORBIT_ACTOR_INFO_MAX + 1), -E2BIG);
+	assert_int_equal(orbit_actor_executor_close(a), 0);
+	assert_int_equal(orbit_actor_execute_actor(a, actor_probe_fn, &p, 8, NULL), -EPIPE);
+	assert_int_equal(orbit_actor_execute_lifecycle(a, actor_probe_fn, &p, NULL), -EPIPE);
+	assert_int_equal(orbit_actor_set_info(a, "x", 1), -EPIPE);
+	assert_int_equal(orbit_actor_executor_stats(a, &st), 0);
+	assert_int_equal(st.accepted[ORBIT_WORK_ACTOR], 5);
+	assert_int_equal(st.accepted[ORBIT_WORK_LIFECYCLE], 1);
+	assert_int_equal(st.rejected_closed[ORBIT_WORK_ACTOR], 1);
+	assert_int_equal(st.completed, 6);
+	assert_int_equal(orbit_actor_executor_destroy(a), 0);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
+/* ---- §2 close and destroy ----------------------------------------------------------------- */
+
+static int slow_count_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	busy_us(20);
+	atomic_fetch_add((atomic_int *)arg, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+/*
+ * §2 lifetime: closing a Spot closes every Actor and timer queue with it
+ * (new submissions -EPIPE, for new Actors and names too), every accepted
+ * piece of work on every queue still runs, and destroy frees them all; a
+ * Spot with yielded work outstanding refuses destroy (-EBUSY) until it
+ * finished.
+ */
+static void test_s2_close_completes_every_subordinate_queue(void **state)
+{
+	for (int m = 0; m < 2; m++) {
+		orbit_worker_pool_t *pool = make_pool(2);
+		orbit_spot_executor_t *s =
+			make_spot(modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
+		struct orbit_serial_executor_stats st;
+		static struct yielder y;
+		struct yrec yr = { &y, 10 };
+		atomic_int ran = 0;
+		char name[16];
+		int total = 0;
+
+		for (int k = 0; k < 20; k++) {
+			for (int a = 0; a < 8; a++, total++)
+				assert_int_equal(orbit_spot_execute_actor(s, a, slow_count_fn, &ran, 32,
+									  NULL), 0);
+			snprintf(name, sizeof(name), "timer%d", k % 3);
+			assert_int_equal(orbit_spot_execute_timer(s, name, slow_count_fn, &ran, NULL), 0);
+			assert_int_equal(orbit_spot_execute_spot(s, slow_count_fn, &ran, NULL), 0);
+			total += 2;
+		}
+		assert_int_equal(orbit_spot_execute_lifecycle(s, slow_count_fn, &ran, NULL), 0);
+		total++;
+		assert_int_equal(orbit_spot_executor_close(s), 0);
+		assert_int_equal(orbit_spot_execute_actor(s, 0, noop_fn, NULL, 1, NULL), -EPIPE);
+		assert_int_equal(orbit_spot_execute_actor(s, 1000, noop_fn, NULL, 1, NULL), -EPIPE);
+		assert_int_equal(orbit_spot_execute_timer(s, "timer0", noop_fn, NULL, NULL), -EPIPE);
+		assert_int_equal(orbit_spot_execute_timer(s, "fresh", noop_fn, NULL, NULL), -EPIPE);
+		assert_int_equal(orbit_spot_execute_spot(s, noop_fn, NULL, NULL), -EPIPE);
+		assert_int_equal(orbit_spot_execute_lifecycle(s, noop_fn, NULL, NULL), -EPIPE);
+		assert_int_equal(orbit_spot_executor_await_quiescence(s, WAIT_MS), 0);
+		assert_int_equal(atomic_load(&ran), total);
+		st = spot_stats(s);
+		assert_int_equal(st.completed, total);
+		assert_int_equal(st.outstanding, 0);
+		assert_int_equal(st.actor_queues, 8);
+		assert_int_equal(st.timer_queues, m == 0 ? 3 : 0);
+		assert_int_equal(orbit_spot_executor_destroy(s), 0);
+
+		/* Yielded work keeps the Spot alive. */
+		memset(&y, 0, sizeof(y));
+		olog_init(&y.log);
+		s = make_spot(modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
+		assert_int_equal(orbit_spot_execute_actor(s, 3, yield_fn, &yr, 1, NULL), 0);
+		while (!atomic_load(&y.h))
+			usleep(100);
+		assert_int_equal(orbit_spot_executor_close(s), 0);
+		assert_int_equal(orbit_spot_executor_await_quiescence(s, 0), -ETIMEDOUT);
+		assert_int_equal(orbit_spot_executor_destroy(s), -EBUSY);
+		assert_int_equal(orbit_serial_queue_resume(atomic_load(&y.h)), 0);
+		assert_int_equal(orbit_spot_executor_await_quiescence(s, WAIT_MS), 0);
+		assert_int_equal(orbit_spot_executor_destroy(s), 0);
+		assert_int_equal(olog_index(&y.log, 11), 1);
+		assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+	}
+}
+
+/* ---- stress ------------------------------------------------------------------------------------- */
+
+#define ST_ACTORS 64
+
+struct stress {
+	orbit_spot_executor_t *spot;
+	int per_actor; /* records per actor per thread */
+	int last[ST_ACTORS][2]; /* per Actor and thread: last seq seen (Actor's turns only) */
+	atomic_int ran, bad, retries;
+};
+
+struct srec {
+	struct stress *s;
+	int actor, thread, seq;
+};
+
+static int stress_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct srec *r = arg;
+	int *last = &r->s->last[r->actor][r->thread];
+
+	if (r->seq != *last + 1)
+		atomic_fetch_add(&r->s->bad, 1);
+	*last = r->seq;
+	atomic_fetch_add(&r->s->ran, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+struct submitter {
+	struct stress *s;
+	int thread;
+	struct srec *recs;
+};
+
+static void *submit_main(void *arg)
+{
+	struct submitter *t = arg;
+	int n = 0;
+
+	for (int k = 0; k < t->s->per_actor; k++)
+		for (int a = 0; a < ST_ACTORS; a++, n++) {
+			int ret;
+
+			t->recs[n] = (struct srec){ t->s, a, t->thread, k };
+			while ((ret = orbit_spot_execute_actor(t->s->spot, (uint64_t)a, stress_fn,
+							       &t->recs[n], (uint64_t)(n % 512),
+							       NULL)) == -EAGAIN) {
+				atomic_fetch_add(&t->s->retries, 1);
+				sched_yield();
+			}
+			if (ret)
+				atomic_fetch_add(&t->s->bad, 1);
+		}
+	return NULL;
+}
+
+/*
+ * Two threads submit to 64 Actors of one Spot at once, in both modes: no
+ * record is lost, and each Actor sees each thread's records in that
+ * thread's submission order.
+ */
+static void test_stress_two_threads_many_actors_none_lost_order_kept(void **state)
+{
+	for (int m = 0; m < 2; m++) {
+		orbit_worker_pool_t *pool = make_pool(2);
+		static struct stress s;
+		struct submitter t[2];
+		pthread_t th[2];
+
+		memset(&s, 0, sizeof(s));
+		s.per_actor = orbit_test_long() ? 400 : 40;
+		for (int a = 0; a < ST_ACTORS; a++)
+			s.last[a][0] = s.last[a][1] = -1;
+		s.spot = make_spot(modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
+		for (int i = 0; i < 2; i++) {
+			t[i] = (struct submitter){ &s, i,
+						   calloc((size_t)s.per_actor * ST_ACTORS,
+							  sizeof(struct srec)) };
+			assert_non_null(t[i].recs);
+			assert_int_equal(pthread_create(&th[i], NULL, submit_main, &t[i]), 0);
+		}
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		assert_int_equal(orbit_spot_executor_await_quiescence(s.spot, 60000), 0);
+		assert_int_equal(atomic_load(&s.bad), 0);
+		assert_int_equal(atomic_load(&s.ran), 2 * ST_ACTORS * s.per_actor);
+		for (int a = 0; a < ST_ACTORS; a++)
+			for (int i = 0; i < 2; i++)
+				assert_int_equal(s.last[a][i], s.per_actor - 1);
+		assert_int_equal(spot_stats(s.spot).completed, 2 * ST_ACTORS * s.per_actor);
+		spot_finish(s.spot);
+		for (int i = 0; i < 2; i++)
+			free(t[i].recs);
+		assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_s3_arguments_and_errors),
+		cmocka_unit_test(test_s10_per_actor_two_actors_overlap),
+		cmocka_unit_test(test_s10_spot_wide_second_actor_waits_for_first),
+		cmocka_unit_test(test_s10_same_actor_runs_in_submission_order),
+		cmocka_unit_test(test_s10_per_actor_timers_overlap_same_name_in_order),
+		cmocka_unit_test(test_s10_full_actor_rejects_only_that_actor),
+		cmocka_unit_test(test_s10_spot_wide_large_payloads_rejected_first),
+		cmocka_unit_test(test_s10_spot_queue_capacity_by_item_count),
+		cmocka_unit_test(test_s10_lifecycle_overtakes_up_to_burst_limit),
+		cmocka_unit_test(test_s10_owner_turn_cut_at_time_budget),
+		cmocka_unit_test(test_s10_yielded_actor_blocks_only_itself),
+		cmocka_unit_test(test_s10_registration_change_seen_at_next_turn),
+		cmocka_unit_test(test_s10_sync_wait_inside_own_turn_fails_at_once),
+		cmocka_unit_test(test_s10_sync_wait_inside_own_turn_fails_at_once_actor_session),
+		cmocka_unit_test(test_s3_session_entry_points_order_and_final),
+		cmocka_unit_test(test_s3_session_final_waits_for_earlier_work),
+		cmocka_unit_test(test_s3_actor_coordinator),
+		cmocka_unit_test(test_s2_close_completes_every_subordinate_queue),
+		cmocka_unit_test(test_stress_two_threads_many_actors_none_lost_order_kept),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

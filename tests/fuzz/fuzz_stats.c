@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/fuzz/fuzz_stats.c: libFuzzer harness for the stats segment's
+ * readers (segment kind 231, 64 rows of 4 KiB). The input is repeated over
+ * the whole body (counts, then every row); then:
+ *   - orbit__stats_read of every row (read-only handle): 0, -ENOENT or
+ *     -EAGAIN only (no syscall, bounded retries); a copy with 0 has an even
+ *     seq and a non-zero pid;
+ *   - a fresh read-only open: 0 or -ORBIT_ECORRUPT (the counts);
+ *   - the row's writer re-claiming and publishing a scribbled row makes it
+ *     readable again at once with exactly the published values.
+ */
+#include "fuzz.h"
+#include "shm/stats.h"
+
+const char orbit_fuzz_name[] = "stats";
+/* a seed's length: the counts page and two rows (the input repeats over 64) */
+const size_t orbit_fuzz_max_len = offsetof(struct orbit_stats_body, row) + 2 * ORBIT_STATS_ROW_BYTES;
+
+static char fleet[64];
+static orbit_stats_t rw, ro;
+static struct orbit_stats_snapshot snap, pub;
+
+static void cleanup(void)
+{
+	orbit__stats_close(&ro);
+	orbit__stats_close(&rw);
+	orbit__seg_unlink(fleet, ORBIT_STATS_SEG_NAME);
+}
+
+static void setup(void)
+{
+	fuzz_fleet(fleet, sizeof(fleet), "st");
+	orbit__seg_unlink(fleet, ORBIT_STATS_SEG_NAME);
+	FUZZ_SETUP(orbit__stats_open(&rw, fleet, true, false));
+	FUZZ_SETUP(orbit__stats_open(&ro, fleet, false, true));
+	atexit(cleanup);
+	/* Seed: row 0 claimed, row 1 claimed and published. */
+	FUZZ_SETUP(orbit__stats_claim(&rw, 0, 1234, 99));
+	FUZZ_SETUP(orbit__stats_claim(&rw, 1, 4321, 98));
+	for (unsigned i = 0; i < ORBIT_STAT__COUNT; i++)
+		pub.counters[i] = i * 1000003ull;
+	for (unsigned v = 1; v < 5000; v += 7)
+		orbit__stats_hist_add(&pub.hists[ORBIT_HIST_ACQUIRE_NS], v);
+	FUZZ_SETUP(orbit__stats_publish(&rw, 1, &pub));
+	fuzz_dump_seed("stats-rows", rw.body, orbit_fuzz_max_len);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	orbit_stats_t h;
+	uint32_t mine;
+	int rc;
+
+	fuzz_once(setup);
+	fuzz_fill(rw.body, sizeof(*rw.body), data, size, 0);
+	for (uint32_t row = 0; row < ORBIT_STATS_ROWS; row++) {
+		rc = orbit__stats_read(&ro, row, &snap);
+		FUZZ_CHECK(fuzz_rc_in(rc, 3, 0, -ENOENT, -EAGAIN), "read(%u) %d", row, rc);
+		if (rc == 0)
+			FUZZ_CHECK(!(snap.seq & 1) && snap.pid != 0, "row %u: seq %llu pid %llu", row,
+				   (unsigned long long)snap.seq, (unsigned long long)snap.pid);
+	}
+	FUZZ_CHECK(orbit__stats_read(&ro, ORBIT_STATS_ROWS, &snap) == -EINVAL, "row past the end");
+	rc = orbit__stats_open(&h, fleet, false, true);
+	FUZZ_CHECK(rc == 0 || rc == -ORBIT_ECORRUPT, "read-only open %d", rc);
+	if (rc == 0)
+		orbit__stats_close(&h);
+	/* the writer of one row takes it back from whatever the bytes say */
+	mine = size ? data[size - 1] % ORBIT_STATS_ROWS : 0;
+	FUZZ_CHECK(orbit__stats_claim(&rw, mine, 777, 5) == 0, "claim");
+	FUZZ_CHECK(orbit__stats_publish(&rw, mine, &pub) == 0, "publish");
+	rc = orbit__stats_read(&ro, mine, &snap);
+	FUZZ_CHECK(rc == 0 && snap.pid == 777 && snap.start_ticks == 5 &&
+		   !memcmp(snap.counters, pub.counters, sizeof(pub.counters)) &&
+		   !memcmp(snap.hists, pub.hists, sizeof(pub.hists)),
+		   "row %u after claim and publish: %d", mine, rc);
+	return 0;
+}

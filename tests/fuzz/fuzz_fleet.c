@@ -58,7 +58,12 @@ static void cleanup(void)
 	orbit__ring_close(ring);
 	orbit__stats_close(&stats);
 	orbit__members_close(member);
-	orbit_fleet_unlink(fleet); /* the layout keeps the default kinds: these names */
+	/* each name directly (libFuzzer runs once left them behind with orbit_fleet_unlink) */
+	orbit_lock_unlink(&(struct orbit_lock_options){ .size = sizeof(struct orbit_lock_options),
+							.fleet = fleet, .layout = &layout });
+	orbit__seg_unlink(fleet, "ring-229");
+	orbit__seg_unlink(fleet, ORBIT_STATS_SEG_NAME);
+	orbit__members_unlink(fleet);
 }
 
 static void body_of(int i, const orbit_seg_t *seg)

@@ -51,7 +51,7 @@
  *
  * Synchronization:
  *   create                     any thread; allocates
- *   execute_* , set_info       any thread, concurrently, also from inside
+ *   execute_*, set_info        any thread, concurrently, also from inside
  *                              any coordinator's work; one state lane turn
  *                              (short, never waits for work) + the queue
  *                              mutex; the work never runs on the caller's

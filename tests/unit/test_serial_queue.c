@@ -8,6 +8,7 @@
  * concurrency tests use the worker pool.
  */
 #include "orbit_test.h"
+#include "orbit_test_manual_executor.h"
 
 #include "config.h"
 
@@ -17,77 +18,6 @@
 #include <stdatomic.h>
 
 #include <orbit/orbit.h>
-
-/* ---- a manual executor: tasks wait until the test runs them ---------- */
-
-struct manual_ex {
-	pthread_mutex_t m;
-	struct {
-		orbit_task_fn fn;
-		void *arg;
-	} t[256];
-	int head, tail;
-	int submits;
-	int refuse; /* when non-zero, submit returns it */
-};
-
-static int manual_submit(void *ctx, orbit_task_fn fn, void *arg, int node)
-{
-	struct manual_ex *x = ctx;
-	int ret = 0;
-
-	pthread_mutex_lock(&x->m);
-	if (x->refuse) {
-		ret = x->refuse;
-	} else {
-		x->t[x->tail % 256].fn = fn;
-		x->t[x->tail % 256].arg = arg;
-		x->tail++;
-		x->submits++;
-	}
-	pthread_mutex_unlock(&x->m);
-	return ret;
-}
-
-static int manual_pending(struct manual_ex *x)
-{
-	int n;
-
-	pthread_mutex_lock(&x->m);
-	n = x->tail - x->head;
-	pthread_mutex_unlock(&x->m);
-	return n;
-}
-
-static bool manual_run_one(struct manual_ex *x)
-{
-	orbit_task_fn fn = NULL;
-	void *arg = NULL;
-
-	pthread_mutex_lock(&x->m);
-	if (x->head < x->tail) {
-		fn = x->t[x->head % 256].fn;
-		arg = x->t[x->head % 256].arg;
-		x->head++;
-	}
-	pthread_mutex_unlock(&x->m);
-	if (fn)
-		fn(arg);
-	return fn != NULL;
-}
-
-static void manual_run_all(struct manual_ex *x)
-{
-	while (manual_run_one(x))
-		;
-}
-
-static orbit_executor_t manual_executor(struct manual_ex *x)
-{
-	memset(x, 0, sizeof(*x));
-	pthread_mutex_init(&x->m, NULL);
-	return (orbit_executor_t){ .submit = manual_submit, .ctx = x };
-}
 
 static orbit_serial_queue_t *make_queue(orbit_executor_t ex, const orbit_execution_lane_policy_t *pol)
 {

@@ -13,6 +13,7 @@
  * asserts (they run on workers): they record, the test thread asserts.
  */
 #include "orbit_test.h"
+#include "orbit_test_manual_executor.h"
 
 #include "config.h"
 
@@ -28,63 +29,6 @@
 static const int modes[2] = { ORBIT_SPOT_PER_ACTOR, ORBIT_SPOT_SPOT_WIDE };
 
 /* ---- executors -------------------------------------------------------- */
-
-/* Tasks wait until the test runs them, in FIFO order, on its own thread. */
-struct manual_ex {
-	pthread_mutex_t m;
-	struct {
-		orbit_task_fn fn;
-		void *arg;
-	} t[1024];
-	int head, tail;
-};
-
-static int manual_submit(void *ctx, orbit_task_fn fn, void *arg, int node)
-{
-	struct manual_ex *x = ctx;
-	int ret = 0;
-
-	pthread_mutex_lock(&x->m);
-	if (x->tail - x->head >= 1024) {
-		ret = -ENOMEM;
-	} else {
-		x->t[x->tail % 1024].fn = fn;
-		x->t[x->tail % 1024].arg = arg;
-		x->tail++;
-	}
-	pthread_mutex_unlock(&x->m);
-	return ret;
-}
-
-static bool manual_run_one(struct manual_ex *x)
-{
-	orbit_task_fn fn = NULL;
-	void *arg = NULL;
-
-	pthread_mutex_lock(&x->m);
-	if (x->head < x->tail) {
-		fn = x->t[x->head % 1024].fn;
-		arg = x->t[x->head % 1024].arg;
-		x->head++;
-	}
-	pthread_mutex_unlock(&x->m);
-	if (fn)
-		fn(arg);
-	return fn != NULL;
-}
-
-static void manual_run_all(struct manual_ex *x)
-{
-	while (manual_run_one(x))
-		;
-}
-
-static orbit_executor_t manual_executor(struct manual_ex *x)
-{
-	memset(x, 0, sizeof(*x));
-	pthread_mutex_init(&x->m, NULL);
-	return (orbit_executor_t){ .submit = manual_submit, .ctx = x };
-}
 
 static orbit_worker_pool_t *make_pool(unsigned nthreads)
 {

@@ -7,6 +7,8 @@
  * only one, schedule the drain (§6.5), and the drain loop itself (§6.6),
  * which runs as an executor task and cuts its slice at the owner time
  * budget. Suspension (§6.7) lives in orbit_serial_resume_t handles.
+ * The internal room hook (lib/serial_queue.h) tells an owner once that the
+ * application lane has room again after it refused a submission.
  * A drain may claim the whole application ring at once: under the lock it
  * swaps the ring's array for its spare (empty) one and then runs the
  * claimed items from its private `claimed` ring, taking the lock again
@@ -34,6 +36,7 @@
 #include <orbit/worker_pool.h>
 
 #include "lib/growring.h"
+#include "lib/serial_queue.h"
 #include "lib/sync.h"
 
 enum lane { LANE_APP = 0, LANE_LC = 1 };
@@ -104,6 +107,12 @@ struct orbit_serial_queue {
 	bool closed;
 	unsigned waiters;
 	uint32_t lc_burst; /* lifecycle turns in a row while app work waits */
+	/* The room hook (lib/serial_queue.h): room_wanted is set when the
+	 * application lane refused with -EAGAIN while a hook is installed,
+	 * and cleared by the drain that then calls room_fn. */
+	orbit__serial_queue_room_fn room_fn;
+	void *room_ctx;
+	bool room_wanted;
 	uint64_t next_seq;
 	uint64_t items[2], bytes[2]; /* reservations held, per lane */
 	uint64_t outstanding;        /* items accepted and not yet done */
@@ -403,6 +412,8 @@ static int submit(orbit_serial_queue_t *q, orbit_serial_work_fn fn, void *arg, e
 		it.seq = q->next_seq;
 		ret = ring_push(ring, &it);
 	}
+	if (ret == -EAGAIN && lane == LANE_APP && q->room_fn)
+		q->room_wanted = true; /* the next application release calls room_fn */
 	if (ret == 0) {
 		q->next_seq++;
 		q->items[lane]++;
@@ -700,6 +711,21 @@ static bool gather(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 	return *cut;
 }
 
+/*
+ * The drain just returned application reservations (@app_released): if a
+ * refusal armed the room hook, call it once, without the lock (it may
+ * enqueue here). Entered and left under q->lock, on the active drain.
+ */
+static void room_notice(orbit_serial_queue_t *q, bool app_released)
+{
+	if (!app_released || !q->room_wanted)
+		return;
+	q->room_wanted = false;
+	orbit__mutex_unlock(&q->lock);
+	q->room_fn(q->room_ctx);
+	orbit__mutex_lock(&q->lock);
+}
+
 static void drain(void *arg)
 {
 	orbit_serial_queue_t *q = arg;
@@ -725,6 +751,7 @@ static void drain(void *arg)
 			run_batch(q, n, &t, &h, &clk, &cut);
 			orbit__mutex_lock(&q->lock);
 			end_batch(q, &t, h);
+			room_notice(q, t.done > 0);
 		} else {
 			struct item it;
 			int r;
@@ -739,6 +766,7 @@ static void drain(void *arg)
 			cut = slice_over(&clk); /* §6.4: at handler boundaries */
 			orbit__mutex_lock(&q->lock);
 			end_turn(q, &it, h, r);
+			room_notice(q, !h && it.lane == LANE_APP);
 		}
 		if (cut)
 			break; /* §6.4: the owner yields at a handler boundary */
@@ -824,6 +852,16 @@ int orbit_serial_queue_resume(orbit_serial_resume_t *h)
 }
 
 /* ---- the rest of §6.2 ---------------------------------------------------- */
+
+void orbit__serial_queue_set_room_hook(orbit_serial_queue_t *q, orbit__serial_queue_room_fn fn,
+				       void *ctx)
+{
+	orbit__mutex_lock(&q->lock);
+	q->room_fn = fn;
+	q->room_ctx = ctx;
+	q->room_wanted = false;
+	orbit__mutex_unlock(&q->lock);
+}
 
 bool orbit_serial_queue_is_current(const orbit_serial_queue_t *q)
 {

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/serial_queue.h: internal. The one hook the serial queue
+ * (lib/serial_queue.c) offers its in-library owners beyond the public
+ * orbit/serial_queue.h: a notice that the application lane has room
+ * again after it refused a submission for capacity. The SpotWide Spot
+ * coordinator (lib/spot_executor.c) uses it so that an Actor turn that
+ * found the Spot queue full waits for room instead of being lost.
+ */
+#ifndef ORBIT_LIB_SERIAL_QUEUE_H
+#define ORBIT_LIB_SERIAL_QUEUE_H
+
+#include <orbit/serial_queue.h>
+
+/* Called with the ctx given to orbit__serial_queue_set_room_hook(). */
+typedef void (*orbit__serial_queue_room_fn)(void *ctx);
+
+/*
+ * orbit__serial_queue_set_room_hook - after the application lane refused
+ * a submission with -EAGAIN (full by count or bytes), the next return of
+ * an application-lane reservation (an item or continuation finished:
+ * §5, after its handler) calls @fn(@ctx) once; a later refusal arms it
+ * again. @fn runs on the drain that returned the reservation, between two
+ * turns, without the queue lock and while the drain is still active (so
+ * the queue outlives the call); it may enqueue to this queue (the drain
+ * runs what it adds) and take locks that are taken around an enqueue.
+ * Not called for the lifecycle lane, nor when a submission is withdrawn
+ * because the executor refused its drain (that queue stalls until the
+ * next submission anyway). @fn NULL removes the hook.
+ *
+ * Context: before @q is shared (at creation by its owner); takes the
+ * queue mutex.
+ */
+void orbit__serial_queue_set_room_hook(orbit_serial_queue_t *q, orbit__serial_queue_room_fn fn,
+				       void *ctx);
+
+#endif /* ORBIT_LIB_SERIAL_QUEUE_H */

@@ -214,6 +214,7 @@ void orbit__coord_stats(const struct orbit__coord *cco, struct orbit_serial_exec
 	}
 	out->completed = LD(completed);
 	out->turn_rejected = LD(turn_rejected);
+	out->turn_waited = LD(turn_waited);
 	out->yielded = LD(yielded);
 	out->protocol_errors = LD(protocol_errors);
 #undef LD

@@ -28,7 +28,7 @@ struct orbit__actor_info {
 struct orbit__coord_stats {
 	_Atomic uint64_t accepted[ORBIT_WORK_KINDS], rejected_full[ORBIT_WORK_KINDS],
 		rejected_too_big[ORBIT_WORK_KINDS], rejected_closed[ORBIT_WORK_KINDS];
-	_Atomic uint64_t completed, turn_rejected, yielded, protocol_errors;
+	_Atomic uint64_t completed, turn_rejected, turn_waited, yielded, protocol_errors;
 };
 
 struct orbit__coord;
@@ -70,6 +70,9 @@ struct orbit__work {
 	/* SpotWide Actor work: the Actor queue item's held claim, resumed
 	 * (instead of releasing the work) when the handler finishes. */
 	orbit_serial_resume_t *claim;
+	/* SpotWide Actor work whose Spot turn waits for room: the next in
+	 * the Spot coordinator's FIFO (owned by its state lane). */
+	struct orbit__work *wait_next;
 	/* Actor work: the registration to snapshot at the handling's start. */
 	const struct orbit__actor_info *info;
 	bool snapped;

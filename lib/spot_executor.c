@@ -15,6 +15,18 @@
  * and never created after it. The Spot queue itself lives from create to
  * destroy and is never closed before: accepted SpotWide Actor work must
  * still place its turn on it after the Spot closed.
+ *
+ * SpotWide Actor turns never get lost to a full Spot queue: a turn that
+ * finds it full by count (or finds turns already waiting) joins the
+ * `waiting` FIFO, part of the same lane-owned state, and keeps its Actor
+ * queue's claim (HOLD), so that Actor's later records stay queued and its
+ * own queue gives the backpressure at the call. The Spot queue's room
+ * hook (lib/serial_queue.h), armed by the refusal, runs place_waiting()
+ * in a lane turn once a Spot-queue item has finished. No wakeup is lost:
+ * every enqueue to the Spot queue happens in a lane turn, so the hook's
+ * lane turn comes after the one whose refusal armed it, and while the
+ * FIFO is not empty the Spot queue is full or the hook is armed or
+ * pending. Lock order: lane turn, then a queue mutex (never the reverse).
  */
 #include "config.h"
 
@@ -27,6 +39,7 @@
 #include <orbit/worker_pool.h>
 
 #include "lib/serial_executor.h"
+#include "lib/serial_queue.h"
 
 /* ---- a plain chained hash map (owned by the lane: no locking) ----------- */
 
@@ -130,6 +143,9 @@ struct orbit_spot_executor {
 	/* Owned by co.lane (06 §4 C2), see the file comment. */
 	bool closed;
 	struct map actors, timers;
+	/* SpotWide Actor records whose Spot turn waits for room, oldest
+	 * first, linked through orbit__work.wait_next. */
+	struct orbit__work *wait_head, *wait_tail;
 	/* Mirrors of the map sizes for stats: written on the lane, read
 	 * anywhere; relaxed, each a lone counter. */
 	_Atomic uint64_t n_actors, n_timers;
@@ -258,6 +274,8 @@ static int copy_policy(orbit_execution_lane_policy_t *dst, const orbit_execution
 	return 0;
 }
 
+static void spot_room(void *ctx);
+
 int orbit_spot_executor_create(const struct orbit_spot_executor_options *user,
 			       orbit_spot_executor_t **out)
 {
@@ -296,6 +314,8 @@ int orbit_spot_executor_create(const struct orbit_spot_executor_options *user,
 	ret = orbit__coord_init(&s->co, name);
 	if (ret)
 		goto err_queue;
+	if (s->mode == ORBIT_SPOT_SPOT_WIDE)
+		orbit__serial_queue_set_room_hook(s->spot_q, spot_room, s);
 	*out = s;
 	return 0;
 
@@ -328,10 +348,86 @@ static int actor_claim_end(orbit_serial_turn_t *turn, void *arg)
 }
 
 /*
+ * A SpotWide Actor record's turn cannot be placed for a reason other than
+ * room (no memory, the executor refused): its completion gets @err and
+ * the held claim ends, which releases the record (actor_claim_end).
+ */
+static void turn_failed(struct orbit__work *w, int err)
+{
+	ORBIT__COORD_INC(w->co, turn_rejected);
+	orbit__work_signal(w, err);
+	orbit_serial_queue_resume(w->claim);
+}
+
+/*
+ * On the lane: place @w's execution turn on the Spot queue, fixed cost
+ * only (§5 internal check: no payload bytes), or, when the Spot queue is
+ * full by count or other turns already wait (FIFO: no overtaking), append
+ * it to the waiting FIFO. The refusal armed the room hook. Returns 0
+ * (placed or waiting) or the Spot queue's error other than -EAGAIN.
+ */
+static int place_turn_fn(void *arg)
+{
+	struct orbit__work *w = arg;
+	orbit_spot_executor_t *s = (orbit_spot_executor_t *)w->co;
+	int ret;
+
+	if (!s->wait_head) {
+		ret = orbit_serial_queue_enqueue(s->spot_q, orbit__work_run, w);
+		if (ret != -EAGAIN)
+			return ret;
+	}
+	w->wait_next = NULL;
+	if (s->wait_tail)
+		s->wait_tail->wait_next = w;
+	else
+		s->wait_head = w;
+	s->wait_tail = w;
+	ORBIT__COORD_INC(&s->co, turn_waited);
+	return 0;
+}
+
+/*
+ * On the lane, from the room hook: place waiting turns, oldest first,
+ * until the Spot queue refuses again (which re-arms the hook) or none is
+ * left. Runs on the Spot queue's drain between two turns: what it places
+ * runs on that drain, so @w is not touched after its enqueue.
+ */
+static int place_waiting_fn(void *arg)
+{
+	orbit_spot_executor_t *s = arg;
+	struct orbit__work *w, *next;
+	int ret;
+
+	while ((w = s->wait_head)) {
+		next = w->wait_next;
+		ret = orbit_serial_queue_enqueue(s->spot_q, orbit__work_run, w);
+		if (ret == -EAGAIN)
+			break;
+		s->wait_head = next;
+		if (!next)
+			s->wait_tail = NULL;
+		if (ret)
+			turn_failed(w, ret);
+	}
+	return 0;
+}
+
+/* The Spot queue's room hook (SpotWide): an item finished after a refusal. */
+static void spot_room(void *ctx)
+{
+	orbit_spot_executor_t *s = ctx;
+
+	/* The lane is open until destroy, and destroy waits for this drain
+	 * (a waiting turn is outstanding work), so this always runs. */
+	orbit_state_lane_run(s->co.lane, place_waiting_fn, s);
+}
+
+/*
  * SpotWide, on the Actor queue: the record reached its head. Keep the
  * Actor's claim (HOLD) and place one execution turn on the Spot queue
- * (§4). The payload stays reserved here: the Spot queue gets no payload
- * bytes (§5 internal check).
+ * (§4), or let it wait for room there (place_turn_fn). The payload stays
+ * reserved here.
  */
 static int actor_turn_item(orbit_serial_turn_t *turn, void *arg)
 {
@@ -343,19 +439,15 @@ static int actor_turn_item(orbit_serial_turn_t *turn, void *arg)
 	ret = orbit_serial_turn_suspend(turn, actor_claim_end, w, ORBIT_SERIAL_SUSPEND_HOLD,
 					&w->claim);
 	if (ret) {
+		/* No memory for the claim: it cannot wait without one. */
 		ORBIT__COORD_INC(w->co, turn_rejected);
 		orbit__work_signal(w, ret);
 		orbit__work_release(w);
 		return ORBIT_SERIAL_DONE;
 	}
-	ret = orbit_serial_queue_enqueue(s->spot_q, orbit__work_run, w);
-	if (ret) {
-		/* Spot queue full by count (or the executor refused): the work
-		 * is dropped; its completion says why. */
-		ORBIT__COORD_INC(w->co, turn_rejected);
-		orbit__work_signal(w, ret);
-		orbit_serial_queue_resume(w->claim);
-	}
+	ret = orbit_state_lane_run(s->co.lane, place_turn_fn, w);
+	if (ret)
+		turn_failed(w, ret);
 	return ORBIT_SERIAL_SUSPENDED;
 }
 
@@ -387,13 +479,18 @@ static int submit_fn(void *arg)
 			e.fn = actor_turn_item; /* then one turn on the Spot queue */
 		break;
 	case ORBIT_WORK_TIMER:
-		if (s->mode == ORBIT_SPOT_SPOT_WIDE)
+		if (s->mode == ORBIT_SPOT_SPOT_WIDE) {
+			ret = s->wait_head ? -EAGAIN : 0; /* as for Spot work, below */
 			break; /* no timer queue: the Spot queue */
+		}
 		ret = timer_get(s, c->timer_name, &t);
 		if (!ret)
 			e.q = t->q;
 		break;
 	default: /* ORBIT_WORK_SPOT */
+		/* Waiting Actor turns are owed the Spot queue's next room: new
+		 * Spot work meets a full queue until they are placed. */
+		ret = s->wait_head ? -EAGAIN : 0;
 		break;
 	}
 	if (ret)

@@ -33,7 +33,11 @@
  * Under SpotWide an Actor record reserves its payload bytes on its Actor
  * queue; when it reaches the head there, it places one execution turn on
  * the Spot queue, which reserves only fixed_work_byte_cost (§5), and
- * keeps its Actor queue's claim until the handler has finished.
+ * keeps its Actor queue's claim until the handler has finished. If the
+ * Spot queue is full by count then, the turn waits (FIFO among Actors)
+ * until a Spot-queue item finishes; accepted work is never dropped, and
+ * the waiting Actor's later records fill its own queue, whose
+ * execute_actor then returns -EAGAIN at the call.
  *
  * Work functions are orbit_serial_work_fn: they get the turn they run on
  * and return ORBIT_SERIAL_DONE, or ORBIT_SERIAL_SUSPENDED after
@@ -133,10 +137,15 @@ struct orbit_serial_executor_stats {
 	uint64_t rejected_too_big[ORBIT_WORK_KINDS];
 	uint64_t rejected_closed[ORBIT_WORK_KINDS];
 	uint64_t completed;       /* handlers finished */
-	/* SpotWide: accepted Actor work whose execution turn the Spot queue
-	 * refused when it reached the head of its Actor queue (-EAGAIN, Spot
-	 * queue full by count; reported to its completion). */
+	/* SpotWide: accepted Actor work whose execution turn could not be
+	 * placed on the Spot queue for a reason other than room (no memory,
+	 * the executor refused): it did not run and its completion got that
+	 * error. A full Spot queue never counts here (see turn_waited). */
 	uint64_t turn_rejected;
+	/* SpotWide: Actor turns that found the Spot queue full (or turns
+	 * already waiting) when their record reached the head of its Actor
+	 * queue, and waited, FIFO, until a Spot-queue item finished. */
+	uint64_t turn_waited;
 	uint64_t yielded;         /* orbit_work_yield() calls that succeeded */
 	uint64_t protocol_errors; /* suspends bypassing orbit_work_yield, results disagreeing */
 	uint64_t outstanding;     /* accepted and not finished, now */
@@ -197,7 +206,8 @@ ORBIT_API int orbit_spot_executor_create(const struct orbit_spot_executor_option
  * and the queue mutex.
  * Returns: 0 (accepted: @fn will run); -EINVAL (NULL @spot or @fn);
  * -EBUSY (@done still armed by earlier work); -EAGAIN (the Spot queue is
- * full: backpressure, counted); -E2BIG (the fixed cost exceeds the Spot
+ * full, or SpotWide Actor turns are waiting for its room, which they get
+ * first: backpressure, counted); -E2BIG (the fixed cost exceeds the Spot
  * queue's byte capacity); -EPIPE (closed); -ENOMEM; the executor's error.
  */
 ORBIT_API int orbit_spot_execute_spot(orbit_spot_executor_t *spot, orbit_serial_work_fn fn,
@@ -216,8 +226,13 @@ ORBIT_API int orbit_spot_execute_spot(orbit_spot_executor_t *spot, orbit_serial_
  * SpotWide: the Actor queue reserves @payload_bytes + fixed cost; when the
  * record reaches its head it places one turn (fixed cost, no payload) on
  * the Spot queue and keeps the Actor's claim until @fn has finished. If
- * the Spot queue is full by count at that moment, the work is dropped and
- * @done gets -EAGAIN (stats.turn_rejected).
+ * the Spot queue is full by count at that moment, the turn waits: the
+ * Actor keeps its claim, and the turn is placed, in FIFO order among
+ * waiting Actors, as soon as a Spot-queue item has finished
+ * (stats.turn_waited); meanwhile that Actor's later records stay in its
+ * queue, so its -EAGAIN comes at this call once that queue is full. Only
+ * a lack of memory (or an executor refusing) loses the work after
+ * acceptance: @done then gets that error (stats.turn_rejected).
  *
  * Context: see the header comment.
  * Returns: 0; -EINVAL (NULL @spot or @fn); -EBUSY (@done armed); -EAGAIN
@@ -286,7 +301,8 @@ ORBIT_API int orbit_spot_executor_mode(const orbit_spot_executor_t *spot);
  * set_info return -EPIPE from now on, for known and new Actors and timer
  * names alike). In one state lane turn the Spot closes every Actor and
  * timer queue with it; what was accepted still runs, including the Spot
- * turns of accepted SpotWide Actor work and yielded work's continuations.
+ * turns of accepted SpotWide Actor work (those waiting for Spot-queue room
+ * too: they are placed as room returns) and yielded work's continuations.
  *
  * Context: any thread, also the Spot's own work; idempotent; no waiting.
  * Returns: 0; -EINVAL NULL @spot.
@@ -593,9 +609,10 @@ ORBIT_API int orbit_work_completion_create(orbit_work_completion_t **out);
  * the work already finished (07 §10 Reentrancy). Blocks on a condition
  * variable; everything the work wrote is visible on return.
  * Returns: the work's result: 0 (it ran and finished), or, for SpotWide
- * Actor work whose turn could not be placed, -EAGAIN (Spot queue full) or
- * -ENOMEM / the executor's error; otherwise -EDEADLK; -ETIMEDOUT;
- * -EINVAL (NULL, never armed).
+ * Actor work whose turn could not be placed for want of memory or
+ * because the executor refused, -ENOMEM / the executor's error (a full
+ * Spot queue only delays it); otherwise -EDEADLK; -ETIMEDOUT; -EINVAL
+ * (NULL, never armed, or its submission was refused meanwhile).
  */
 ORBIT_API int orbit_work_completion_wait(orbit_work_completion_t *c, int timeout_ms);
 

@@ -604,8 +604,8 @@ static void test_s10_spot_wide_large_payloads_rejected_first(void **state)
  * reaches capacity is set by item count, whatever the payload: six
  * Actors each place one turn on a Spot queue of 4 items (1 KiB: 4 x the
  * fixed cost); with 1 MiB payloads as with 1-byte ones, four turns are
- * accepted and two refused (-EAGAIN to their completions), and a Spot
- * submission then meets the same full queue.
+ * placed and two wait for room (none is lost), and a Spot submission then
+ * meets the same full queue. Once the Spot queue drains, all six run.
  */
 static void test_s10_spot_queue_capacity_by_item_count(void **state)
 {
@@ -616,6 +616,7 @@ static void test_s10_spot_queue_capacity_by_item_count(void **state)
 		orbit_execution_lane_policy_t sp;
 		orbit_spot_executor_t *s;
 		orbit_work_completion_t *c[6];
+		struct orbit_serial_executor_stats st;
 		atomic_int ran = 0;
 
 		orbit_execution_lane_policy_init_default(&sp);
@@ -630,21 +631,185 @@ static void test_s10_spot_queue_capacity_by_item_count(void **state)
 		/* The six Actor queues' drains, in order; the Spot's comes after. */
 		for (int a = 0; a < 6; a++)
 			assert_true(manual_run_one(&x));
-		for (int a = 0; a < 4; a++)
+		for (int a = 0; a < 6; a++)
 			assert_int_equal(orbit_work_completion_wait(c[a], 0), -ETIMEDOUT);
-		assert_int_equal(orbit_work_completion_wait(c[4], 0), -EAGAIN);
-		assert_int_equal(orbit_work_completion_wait(c[5], 0), -EAGAIN);
 		assert_int_equal(orbit_spot_execute_spot(s, noop_fn, &ran, NULL), -EAGAIN);
-		assert_int_equal(spot_stats(s).turn_rejected, 2);
-		assert_int_equal(spot_stats(s).rejected_full[ORBIT_WORK_SPOT], 1);
+		st = spot_stats(s);
+		assert_int_equal(st.turn_waited, 2);
+		assert_int_equal(st.turn_rejected, 0);
+		assert_int_equal(st.rejected_full[ORBIT_WORK_SPOT], 1);
 		manual_run_all(&x);
-		for (int a = 0; a < 4; a++)
+		for (int a = 0; a < 6; a++)
 			assert_int_equal(orbit_work_completion_wait(c[a], 0), 0);
-		assert_int_equal(atomic_load(&ran), 4);
+		assert_int_equal(atomic_load(&ran), 6);
 		spot_finish(s);
 		for (int a = 0; a < 6; a++)
 			assert_int_equal(orbit_work_completion_destroy(c[a]), 0);
 	}
+}
+
+/* A SpotWide Spot whose Spot queue holds @spot_items items (by count). */
+static orbit_spot_executor_t *make_small_spot(orbit_executor_t ex, uint32_t spot_items,
+					      uint32_t actor_items)
+{
+	orbit_execution_lane_policy_t sp, ap;
+
+	orbit_execution_lane_policy_init_default(&sp);
+	sp.application_message_capacity = spot_items;
+	orbit_execution_lane_policy_init_default(&ap);
+	ap.application_message_capacity = actor_items;
+	return make_spot(ORBIT_SPOT_SPOT_WIDE, ex, &sp, &ap);
+}
+
+/*
+ * §4 / §5: under SpotWide, an Actor record that reaches the head of its
+ * Actor queue while the Spot queue is full by count keeps its claim and
+ * its turn waits for room; it is not dropped. Four Spot items fill a
+ * 4-item Spot queue; two records each of Actors 10 and 20 are accepted;
+ * both Actors' first turns wait, Spot and timer work is refused at the
+ * call while they do, and once the Spot work drains every record runs:
+ * the waiting turns first, in the order they started waiting (10 before
+ * 20), then each Actor's next record.
+ */
+static void test_s4_spot_wide_full_spot_queue_turn_waits_fifo(void **state)
+{
+	const int expect[] = { 1, 2, 3, 4, 11, 21, 12, 22 };
+	struct manual_ex x;
+	orbit_spot_executor_t *s = make_small_spot(manual_executor(&x), 4, 16);
+	struct olog log;
+	struct rec r[8];
+	orbit_work_completion_t *c[4];
+	struct orbit_serial_executor_stats st;
+	const int actor_rec[4] = { 11, 12, 21, 22 };
+
+	olog_init(&log);
+	/* The Actor records first, so that their queues' drains run first. */
+	for (int i = 0; i < 4; i++) {
+		c[i] = completion();
+		r[4 + i] = (struct rec){ &log, actor_rec[i] };
+		assert_int_equal(orbit_spot_execute_actor(s, actor_rec[i] / 10 * 10, rec_fn,
+							  &r[4 + i], 100, c[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		r[i] = (struct rec){ &log, i + 1 };
+		assert_int_equal(orbit_spot_execute_spot(s, rec_fn, &r[i], NULL), 0);
+	}
+	assert_int_equal(orbit_spot_execute_spot(s, noop_fn, NULL, NULL), -EAGAIN);
+	/* Actor 10's drain, then Actor 20's: each head finds no room. */
+	assert_true(manual_run_one(&x));
+	assert_true(manual_run_one(&x));
+	st = spot_stats(s);
+	assert_int_equal(st.turn_waited, 2);
+	assert_int_equal(st.turn_rejected, 0);
+	assert_int_equal(st.outstanding, 8);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(orbit_work_completion_wait(c[i], 0), -ETIMEDOUT);
+	/* Waiting turns are owed the next room: Spot work stays refused. */
+	assert_int_equal(orbit_spot_execute_spot(s, noop_fn, NULL, NULL), -EAGAIN);
+	assert_int_equal(orbit_spot_execute_timer(s, "tick", noop_fn, NULL, NULL), -EAGAIN);
+	assert_int_equal(log.n, 0);
+
+	manual_run_all(&x);
+	assert_int_equal(log.n, 8);
+	assert_memory_equal(log.v, expect, sizeof(expect));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(orbit_work_completion_wait(c[i], 0), 0);
+	st = spot_stats(s);
+	assert_int_equal(st.turn_waited, 2);
+	assert_int_equal(st.turn_rejected, 0);
+	assert_int_equal(st.completed, 8);
+	assert_int_equal(st.rejected_full[ORBIT_WORK_SPOT], 2);
+	assert_int_equal(st.rejected_full[ORBIT_WORK_TIMER], 1);
+	/* Room again: Spot work is accepted. */
+	assert_int_equal(orbit_spot_execute_spot(s, noop_fn, NULL, NULL), 0);
+	manual_run_all(&x);
+	spot_finish(s);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(orbit_work_completion_destroy(c[i]), 0);
+}
+
+/*
+ * §4 / §5: while an Actor's turn waits for Spot-queue room, its later
+ * records stay in its own Actor queue (the claim is held), which fills
+ * and then refuses new execute_actor() calls for that Actor at the call
+ * site with -EAGAIN: the backpressure reaches the caller. Another Actor
+ * is still accepted. Everything accepted runs once the Spot work ended.
+ */
+static void test_s5_spot_wide_waiting_turn_backpressure_at_call_site(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_executor_t *s = make_small_spot(manual_executor(&x), 1, 3);
+	orbit_work_completion_t *c = completion();
+	struct orbit_serial_executor_stats st;
+	atomic_int ran = 0;
+
+	assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, c), 0);
+	assert_int_equal(orbit_spot_execute_spot(s, noop_fn, &ran, NULL), 0); /* full */
+	assert_int_equal(orbit_spot_execute_spot(s, noop_fn, &ran, NULL), -EAGAIN);
+	assert_true(manual_run_one(&x)); /* Actor 1's drain: its turn waits */
+	assert_int_equal(spot_stats(s).turn_waited, 1);
+	/* The held record still counts: two more fit in Actor 1's 3 items. */
+	assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, NULL), -EAGAIN);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, NULL), -EAGAIN);
+	assert_int_equal(orbit_spot_execute_actor(s, 2, noop_fn, &ran, 10, NULL), 0);
+	assert_int_equal(orbit_work_completion_wait(c, 0), -ETIMEDOUT);
+	st = spot_stats(s);
+	assert_int_equal(st.rejected_full[ORBIT_WORK_ACTOR], 2);
+	assert_int_equal(st.accepted[ORBIT_WORK_ACTOR], 4);
+	assert_int_equal(atomic_load(&ran), 0);
+
+	manual_run_all(&x);
+	assert_int_equal(orbit_work_completion_wait(c, 0), 0);
+	assert_int_equal(atomic_load(&ran), 5);
+	st = spot_stats(s);
+	assert_int_equal(st.completed, 5);
+	assert_int_equal(st.turn_rejected, 0);
+	/* Drained: Actor 1 accepts again. */
+	assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, NULL), 0);
+	manual_run_all(&x);
+	spot_finish(s);
+	assert_int_equal(atomic_load(&ran), 6);
+	assert_int_equal(orbit_work_completion_destroy(c), 0);
+}
+
+/*
+ * §4 / §5 lifetime: closing a SpotWide Spot while an Actor turn waits for
+ * Spot-queue room refuses new work (-EPIPE) but keeps what was accepted:
+ * destroy is refused (-EBUSY) while the waiting turn and the record
+ * queued behind it are outstanding, await_quiescence times out, and once
+ * the Spot work ends both records are placed and run (their completions
+ * report 0); then quiescence and destroy succeed.
+ */
+static void test_s4_spot_wide_close_keeps_waiting_turns(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_executor_t *s = make_small_spot(manual_executor(&x), 1, 8);
+	orbit_work_completion_t *c[2] = { completion(), completion() };
+	atomic_int ran = 0;
+
+	assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, c[0]), 0);
+	assert_int_equal(orbit_spot_execute_spot(s, noop_fn, &ran, NULL), 0);
+	assert_true(manual_run_one(&x)); /* the turn waits */
+	assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, c[1]), 0);
+	assert_int_equal(orbit_spot_executor_close(s), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, NULL), -EPIPE);
+	assert_int_equal(orbit_spot_execute_spot(s, noop_fn, &ran, NULL), -EPIPE);
+	assert_int_equal(orbit_spot_executor_destroy(s), -EBUSY);
+	assert_int_equal(orbit_spot_executor_await_quiescence(s, 0), -ETIMEDOUT);
+	assert_int_equal(spot_stats(s).outstanding, 3);
+	assert_int_equal(spot_stats(s).turn_waited, 1);
+
+	manual_run_all(&x);
+	assert_int_equal(orbit_work_completion_wait(c[0], 0), 0);
+	assert_int_equal(orbit_work_completion_wait(c[1], 0), 0);
+	assert_int_equal(atomic_load(&ran), 3);
+	assert_int_equal(spot_stats(s).turn_rejected, 0);
+	assert_int_equal(orbit_spot_executor_await_quiescence(s, 0), 0);
+	assert_int_equal(orbit_spot_executor_destroy(s), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(orbit_work_completion_destroy(c[i]), 0);
 }
 
 /*
@@ -1478,6 +1643,85 @@ static void *submit_main(void *arg)
 	return NULL;
 }
 
+/* Spot work holding the Spot queue until *@arg is set (bounded by WAIT_MS). */
+static int gate_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	uint64_t end = orbit_test_now_ns() + WAIT_MS * 1000000ull;
+
+	while (!atomic_load((atomic_int *)arg) && orbit_test_now_ns() < end)
+		usleep(100);
+	return ORBIT_SERIAL_DONE;
+}
+
+/* Poll until the Spot has counted @n waiting turns; false after @ms. */
+static bool wait_turns_waited(orbit_spot_executor_t *spot, uint64_t n, int ms)
+{
+	uint64_t end = orbit_test_now_ns() + (uint64_t)ms * 1000000ull;
+
+	while (spot_stats(spot).turn_waited < n) {
+		if (orbit_test_now_ns() > end)
+			return false;
+		usleep(100);
+	}
+	return true;
+}
+
+/*
+ * Two threads submit per_actor records to each of 64 Actors of one Spot
+ * at once, on a pool of two workers. With @gate, Spot work first holds a
+ * 2-item Spot queue (SpotWide) until every Actor but one has a turn
+ * waiting for room, so the turns are placed by the room hook on the
+ * workers while the Actor queues keep filling.
+ */
+static void stress_run(int mode, bool gate)
+{
+	orbit_worker_pool_t *pool = make_pool(2);
+	static struct stress s;
+	struct submitter t[2];
+	pthread_t th[2];
+	atomic_int open = 0;
+	orbit_execution_lane_policy_t sp;
+
+	memset(&s, 0, sizeof(s));
+	s.per_actor = orbit_test_long() ? 400 : 40;
+	for (int a = 0; a < ST_ACTORS; a++)
+		s.last[a][0] = s.last[a][1] = -1;
+	orbit_execution_lane_policy_init_default(&sp);
+	if (gate)
+		sp.application_message_capacity = 2;
+	s.spot = make_spot(mode, orbit_worker_pool_executor(pool), &sp, NULL);
+	if (gate)
+		assert_int_equal(orbit_spot_execute_spot(s.spot, gate_fn, &open, NULL), 0);
+	for (int i = 0; i < 2; i++) {
+		t[i] = (struct submitter){ &s, i,
+					   calloc((size_t)s.per_actor * ST_ACTORS,
+						  sizeof(struct srec)) };
+		assert_non_null(t[i].recs);
+		assert_int_equal(pthread_create(&th[i], NULL, submit_main, &t[i]), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	if (gate) {
+		/* The gate and one Actor turn fill the Spot queue: the other
+		 * Actors' turns all wait, and Spot work is refused. */
+		assert_true(wait_turns_waited(s.spot, ST_ACTORS - 1, WAIT_MS));
+		assert_int_equal(orbit_spot_execute_spot(s.spot, noop_fn, NULL, NULL), -EAGAIN);
+		atomic_store(&open, 1);
+	}
+	assert_int_equal(orbit_spot_executor_await_quiescence(s.spot, 60000), 0);
+	assert_int_equal(atomic_load(&s.bad), 0);
+	assert_int_equal(atomic_load(&s.ran), 2 * ST_ACTORS * s.per_actor);
+	for (int a = 0; a < ST_ACTORS; a++)
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(s.last[a][i], s.per_actor - 1);
+	assert_int_equal(spot_stats(s.spot).completed, 2 * ST_ACTORS * s.per_actor + gate);
+	assert_int_equal(spot_stats(s.spot).turn_rejected, 0);
+	spot_finish(s.spot);
+	for (int i = 0; i < 2; i++)
+		free(t[i].recs);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
 /*
  * Two threads submit to 64 Actors of one Spot at once, in both modes: no
  * record is lost, and each Actor sees each thread's records in that
@@ -1485,38 +1729,18 @@ static void *submit_main(void *arg)
  */
 static void test_stress_two_threads_many_actors_none_lost_order_kept(void **state)
 {
-	for (int m = 0; m < 2; m++) {
-		orbit_worker_pool_t *pool = make_pool(2);
-		static struct stress s;
-		struct submitter t[2];
-		pthread_t th[2];
+	for (int m = 0; m < 2; m++)
+		stress_run(modes[m], false);
+}
 
-		memset(&s, 0, sizeof(s));
-		s.per_actor = orbit_test_long() ? 400 : 40;
-		for (int a = 0; a < ST_ACTORS; a++)
-			s.last[a][0] = s.last[a][1] = -1;
-		s.spot = make_spot(modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
-		for (int i = 0; i < 2; i++) {
-			t[i] = (struct submitter){ &s, i,
-						   calloc((size_t)s.per_actor * ST_ACTORS,
-							  sizeof(struct srec)) };
-			assert_non_null(t[i].recs);
-			assert_int_equal(pthread_create(&th[i], NULL, submit_main, &t[i]), 0);
-		}
-		for (int i = 0; i < 2; i++)
-			pthread_join(th[i], NULL);
-		assert_int_equal(orbit_spot_executor_await_quiescence(s.spot, 60000), 0);
-		assert_int_equal(atomic_load(&s.bad), 0);
-		assert_int_equal(atomic_load(&s.ran), 2 * ST_ACTORS * s.per_actor);
-		for (int a = 0; a < ST_ACTORS; a++)
-			for (int i = 0; i < 2; i++)
-				assert_int_equal(s.last[a][i], s.per_actor - 1);
-		assert_int_equal(spot_stats(s.spot).completed, 2 * ST_ACTORS * s.per_actor);
-		spot_finish(s.spot);
-		for (int i = 0; i < 2; i++)
-			free(t[i].recs);
-		assert_int_equal(orbit_worker_pool_destroy(pool), 0);
-	}
+/*
+ * §4 / §5 under load: the same with a SpotWide Spot queue of 2 items held
+ * by Spot work until 63 Actor turns wait for room: none is lost, each
+ * Actor keeps each thread's order, and turn_rejected stays 0.
+ */
+static void test_s5_spot_wide_full_spot_queue_loses_nothing_under_load(void **state)
+{
+	stress_run(ORBIT_SPOT_SPOT_WIDE, true);
 }
 
 int main(void)
@@ -1530,6 +1754,9 @@ int main(void)
 		cmocka_unit_test(test_s10_full_actor_rejects_only_that_actor),
 		cmocka_unit_test(test_s10_spot_wide_large_payloads_rejected_first),
 		cmocka_unit_test(test_s10_spot_queue_capacity_by_item_count),
+		cmocka_unit_test(test_s4_spot_wide_full_spot_queue_turn_waits_fifo),
+		cmocka_unit_test(test_s5_spot_wide_waiting_turn_backpressure_at_call_site),
+		cmocka_unit_test(test_s4_spot_wide_close_keeps_waiting_turns),
 		cmocka_unit_test(test_s10_lifecycle_overtakes_up_to_burst_limit),
 		cmocka_unit_test(test_s10_owner_turn_cut_at_time_budget),
 		cmocka_unit_test(test_s10_yielded_actor_blocks_only_itself),
@@ -1541,6 +1768,7 @@ int main(void)
 		cmocka_unit_test(test_s3_actor_coordinator),
 		cmocka_unit_test(test_s2_close_completes_every_subordinate_queue),
 		cmocka_unit_test(test_stress_two_threads_many_actors_none_lost_order_kept),
+		cmocka_unit_test(test_s5_spot_wide_full_spot_queue_loses_nothing_under_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

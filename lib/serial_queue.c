@@ -718,11 +718,14 @@ static bool gather(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
  */
 static void room_notice(orbit_serial_queue_t *q, bool app_released)
 {
+	orbit__serial_queue_room_fn fn = q->room_fn;
+	void *ctx = q->room_ctx;
+
 	if (!app_released || !q->room_wanted)
 		return;
 	q->room_wanted = false;
 	orbit__mutex_unlock(&q->lock);
-	q->room_fn(q->room_ctx);
+	fn(ctx);
 	orbit__mutex_lock(&q->lock);
 }
 

@@ -157,17 +157,19 @@ int orbit__coord_await(struct orbit__coord *co, int timeout_ms)
 	if (timeout_ms > 0)
 		deadline_in(&dl, timeout_ms);
 	orbit__mutex_lock(&co->mu);
-	/* D1: seq_cst, pairs with D2 in orbit__work_release(): either the
-	 * releaser sees us waiting and broadcasts under mu, or we see its
-	 * decrement below. */
-	atomic_fetch_add(&co->waiters, 1);
-	while (atomic_load(&co->outstanding) > 0) {
+	/* D1: seq_cst increment, then seq_cst loads of the count; pairs
+	 * with D2 in coord_uncount(): either the releaser sees us waiting
+	 * and broadcasts under mu (which we hold until cond_wait releases
+	 * it), or we see its decrement below. */
+	atomic_fetch_add_explicit(&co->waiters, 1, memory_order_seq_cst);
+	while (atomic_load_explicit(&co->outstanding, memory_order_seq_cst) > 0) {
 		ret = cond_wait_until(&co->cv, &co->mu, timeout_ms, &dl);
-		if (ret && atomic_load(&co->outstanding) > 0)
+		if (ret && atomic_load_explicit(&co->outstanding, memory_order_seq_cst) > 0)
 			break;
 		ret = 0;
 	}
-	atomic_fetch_sub(&co->waiters, 1);
+	/* Relaxed: a releaser that still sees us only broadcasts in vain. */
+	atomic_fetch_sub_explicit(&co->waiters, 1, memory_order_relaxed);
 	orbit__mutex_unlock(&co->mu);
 	return ret;
 }
@@ -178,7 +180,7 @@ int orbit__coord_destroy_begin(struct orbit__coord *co, int (*close)(void *obj),
 		return -EDEADLK;
 	close(obj);
 	/* seq_cst like D1: closed, so the count only goes down from here. */
-	return atomic_load(&co->outstanding) > 0 ? -EBUSY : 0;
+	return atomic_load_explicit(&co->outstanding, memory_order_seq_cst) > 0 ? -EBUSY : 0;
 }
 
 void orbit__queue_free(orbit_serial_queue_t *q)
@@ -381,12 +383,13 @@ int orbit__work_refuse(struct orbit__work *w, unsigned kind, int err)
 /* Uncount one piece of work; wake quiescence waiters at zero. */
 static void coord_uncount(struct orbit__coord *co)
 {
-	/* D2: seq_cst, pairs with D1 in orbit__coord_await(). */
-	uint64_t left = atomic_fetch_sub(&co->outstanding, 1) - 1;
+	/* D2: seq_cst decrement, then a seq_cst load of waiters; pairs with
+	 * D1 in orbit__coord_await(). */
+	uint64_t left = atomic_fetch_sub_explicit(&co->outstanding, 1, memory_order_seq_cst) - 1;
 
 	if (co->on_release)
 		co->on_release(co, left);
-	if (left == 0 && atomic_load(&co->waiters)) {
+	if (left == 0 && atomic_load_explicit(&co->waiters, memory_order_seq_cst)) {
 		orbit__mutex_lock(&co->mu);
 		if (pthread_cond_broadcast(&co->cv))
 			abort();
@@ -413,7 +416,7 @@ int orbit__work_submit(struct orbit__work *w, unsigned kind, const struct orbit_
 
 	/* Counted before the enqueue: the work may finish before it returns.
 	 * seq_cst like D2 (a waiter must not miss it). */
-	atomic_fetch_add(&co->outstanding, 1);
+	atomic_fetch_add_explicit(&co->outstanding, 1, memory_order_seq_cst);
 	ret = enqueue(w, e);
 	if (ret == 0) {
 		STAT_INC(co, accepted[kind]);

@@ -51,7 +51,7 @@ struct orbit__coord {
 	 * orbit__work_release() and orbit__coord_await()).
 	 */
 	_Atomic uint64_t outstanding;
-	_Atomic unsigned waiters;
+	_Atomic unsigned waiters; /* threads in orbit__coord_await(); see D1/D2 */
 	pthread_mutex_t mu; /* protects nothing but the cv handshake */
 	pthread_cond_t cv;  /* outstanding reached 0 */
 	orbit__coord_release_fn on_release; /* NULL: none */

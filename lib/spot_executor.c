@@ -663,6 +663,7 @@ static int empty_fn(void *arg)
 	e->timers = e->s->timers;
 	memset(&e->s->actors, 0, sizeof(e->s->actors));
 	memset(&e->s->timers, 0, sizeof(e->s->timers));
+	/* Relaxed: stats mirrors, each a lone counter (see the fields). */
 	atomic_store_explicit(&e->s->n_actors, 0, memory_order_relaxed);
 	atomic_store_explicit(&e->s->n_timers, 0, memory_order_relaxed);
 	return 0;

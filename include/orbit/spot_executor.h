@@ -255,8 +255,9 @@ ORBIT_API int orbit_spot_execute_actor(orbit_spot_executor_t *spot, uint64_t act
  *
  * Context: see the header comment.
  * Returns: 0; -EINVAL (NULL argument, empty name); -E2BIG (name too
- * long, or the fixed cost exceeds the byte capacity); -EBUSY; -EAGAIN;
- * -EPIPE; -ENOMEM; the executor's error.
+ * long, or the fixed cost exceeds the byte capacity); -EBUSY; -EAGAIN
+ * (that timer queue full; SpotWide: as orbit_spot_execute_spot()); -EPIPE;
+ * -ENOMEM; the executor's error.
  */
 ORBIT_API int orbit_spot_execute_timer(orbit_spot_executor_t *spot, const char *timer_name,
 				       orbit_serial_work_fn fn, void *arg,
@@ -415,6 +416,8 @@ ORBIT_API int orbit_actor_executor_close(orbit_actor_executor_t *actor);
  * orbit_actor_executor_await_quiescence - as
  * orbit_spot_executor_await_quiescence(), for this Actor.
  *
+ * Context: any thread except this Actor's own work (refused at once, 07
+ * §10). Blocks on a condition variable.
  * Returns: 0; -EDEADLK (from its own work); -ETIMEDOUT; -EINVAL.
  */
 ORBIT_API int orbit_actor_executor_await_quiescence(orbit_actor_executor_t *actor, int timeout_ms);
@@ -532,6 +535,8 @@ ORBIT_API int orbit_session_executor_close(orbit_session_executor_t *session);
  * orbit_session_executor_await_quiescence - as
  * orbit_spot_executor_await_quiescence(), for this session.
  *
+ * Context: any thread except this session's own work (refused at once,
+ * 07 §10). Blocks on a condition variable.
  * Returns: 0; -EDEADLK (from its own work); -ETIMEDOUT; -EINVAL.
  */
 ORBIT_API int orbit_session_executor_await_quiescence(orbit_session_executor_t *session,

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/bench/bench_spot_executor.c: what the coordinators of spec 07
+ * §2-4 cost on top of the serial queue they are built on. One producer
+ * thread submits ITEMS trivial work items (a counter increment) through
+ * each path, retrying on -EAGAIN (backpressure) with sched_yield(), then
+ * waits for quiescence; the figure is items per second from the first
+ * submission to quiescence, on the worker pool (threads = CPUs). Baseline:
+ * orbit_serial_queue_enqueue() on a bare serial queue, measured in the
+ * same run. Every path runs ROUNDS times, interleaved; the figure is the
+ * median with the per-round ratio range. No target is set for these yet:
+ * the lines say what a coordinator's bookkeeping (a state lane turn per
+ * submission, the Actor map, SpotWide's second queue) costs.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <orbit/orbit.h>
+
+#define ITEMS 200000
+#define ROUNDS 5
+#define ACTORS 8
+
+enum path {
+	P_QUEUE,          /* baseline: a bare serial queue */
+	P_SPOT,           /* execute_spot */
+	P_PER_ACTOR_1,    /* PerActor execute_actor, one Actor */
+	P_PER_ACTOR_8,    /* PerActor execute_actor, 8 Actors round-robin */
+	P_SPOT_WIDE_1,    /* SpotWide execute_actor, one Actor (two queues) */
+	P_SPOT_WIDE_8,    /* SpotWide execute_actor, 8 Actors round-robin */
+	P_ACTOR,          /* Actor coordinator execute_actor */
+	P_SESSION,        /* session execute_application */
+	P_N
+};
+
+static const char *const names[P_N] = {
+	"serial_queue enqueue", "spot execute_spot", "per_actor 1 actor",
+	"per_actor 8 actors", "spot_wide 1 actor", "spot_wide 8 actors",
+	"actor execute_actor", "session execute_app",
+};
+
+/* Relaxed: a count read after quiescence (the queue mutex orders it) */
+static _Atomic uint64_t ran;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int work(orbit_serial_turn_t *turn, void *arg)
+{
+	(void)turn;
+	(void)arg;
+	atomic_fetch_add_explicit(&ran, 1, memory_order_relaxed);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct subject {
+	orbit_serial_queue_t *q;
+	orbit_spot_executor_t *spot;
+	orbit_actor_executor_t *actor;
+	orbit_session_executor_t *session;
+};
+
+static int submit(enum path p, struct subject *s, uint64_t i)
+{
+	switch (p) {
+	case P_QUEUE:
+		return orbit_serial_queue_enqueue(s->q, work, NULL);
+	case P_SPOT:
+		return orbit_spot_execute_spot(s->spot, work, NULL, NULL);
+	case P_PER_ACTOR_1:
+	case P_SPOT_WIDE_1:
+		return orbit_spot_execute_actor(s->spot, 1, work, NULL, 0, NULL);
+	case P_PER_ACTOR_8:
+	case P_SPOT_WIDE_8:
+		return orbit_spot_execute_actor(s->spot, 1 + i % ACTORS, work, NULL, 0, NULL);
+	case P_ACTOR:
+		return orbit_actor_execute_actor(s->actor, work, NULL, 0, NULL);
+	default:
+		return orbit_session_execute_application(s->session, work, NULL, 0, NULL);
+	}
+}
+
+static int setup(enum path p, orbit_executor_t ex, struct subject *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (p == P_QUEUE) {
+		struct orbit_serial_queue_options o;
+
+		orbit_serial_queue_options_init(&o);
+		o.executor = ex;
+		return orbit_serial_queue_create(&o, &s->q);
+	}
+	if (p == P_ACTOR) {
+		struct orbit_actor_executor_options o;
+
+		orbit_actor_executor_options_init(&o);
+		o.executor = ex;
+		return orbit_actor_executor_create(&o, &s->actor);
+	}
+	if (p == P_SESSION) {
+		struct orbit_session_executor_options o;
+
+		orbit_session_executor_options_init(&o);
+		o.executor = ex;
+		return orbit_session_executor_create(&o, &s->session);
+	}
+	struct orbit_spot_executor_options o;
+
+	orbit_spot_executor_options_init(&o);
+	o.executor = ex;
+	o.mode = p == P_SPOT_WIDE_1 || p == P_SPOT_WIDE_8 ? ORBIT_SPOT_SPOT_WIDE
+							    : ORBIT_SPOT_PER_ACTOR;
+	return orbit_spot_executor_create(&o, &s->spot);
+}
+
+static int quiesce_and_destroy(struct subject *s)
+{
+	int rc = 0;
+
+	if (s->q) {
+		rc = orbit_serial_queue_await_quiescence(s->q, -1);
+		orbit_serial_queue_destroy(s->q);
+	} else if (s->spot) {
+		rc = orbit_spot_executor_await_quiescence(s->spot, -1);
+		if (orbit_spot_executor_close(s->spot) || orbit_spot_executor_destroy(s->spot))
+			rc = -1;
+	} else if (s->actor) {
+		rc = orbit_actor_executor_await_quiescence(s->actor, -1);
+		if (orbit_actor_executor_close(s->actor) || orbit_actor_executor_destroy(s->actor))
+			rc = -1;
+	} else {
+		rc = orbit_session_executor_await_quiescence(s->session, -1);
+		if (orbit_session_executor_close(s->session) ||
+		    orbit_session_executor_destroy(s->session))
+			rc = -1;
+	}
+	return rc;
+}
+
+/* One round of one path: items per second, or a negative value on error. */
+static double run(enum path p, orbit_executor_t ex, uint64_t *full)
+{
+	struct subject s;
+	uint64_t t0, t1;
+	int rc;
+
+	if (setup(p, ex, &s) < 0)
+		return -1;
+	atomic_store_explicit(&ran, 0, memory_order_relaxed);
+	t0 = now_ns();
+	for (uint64_t i = 0; i < ITEMS; i++) {
+		while ((rc = submit(p, &s, i)) == -EAGAIN) {
+			(*full)++;
+			sched_yield(); /* backpressure: let the workers drain */
+		}
+		if (rc < 0) {
+			fprintf(stderr, "bench_spot_executor: %s: submit %d\n", names[p], rc);
+			quiesce_and_destroy(&s);
+			return -1;
+		}
+	}
+	if (quiesce_and_destroy(&s) < 0)
+		return -1;
+	t1 = now_ns();
+	/* Relaxed: quiescence ordered every increment before it */
+	if (atomic_load_explicit(&ran, memory_order_relaxed) != ITEMS) {
+		fprintf(stderr, "bench_spot_executor: %s: %llu of %d ran\n", names[p],
+			(unsigned long long)atomic_load_explicit(&ran, memory_order_relaxed), ITEMS);
+		return -1;
+	}
+	return (double)ITEMS * 1e9 / (double)(t1 - t0);
+}
+
+int main(void)
+{
+	double v[P_N][ROUNDS];
+	uint64_t full[P_N] = { 0 };
+	orbit_worker_pool_t *pool;
+	int rc = 0;
+
+	if (orbit_worker_pool_create(NULL, &pool) < 0) {
+		fprintf(stderr, "bench_spot_executor: no worker pool\n");
+		return 1;
+	}
+	printf("bench_spot_executor: %d trivial items per run, 1 producer (retries -EAGAIN),\n"
+	       "worker pool, default policies; median of %d interleaved rounds [ratio range]\n",
+	       ITEMS, ROUNDS);
+	for (int r = 0; r < ROUNDS; r++)
+		for (int p = 0; p < P_N; p++) {
+			v[p][r] = run((enum path)p, orbit_worker_pool_executor(pool), &full[p]);
+			if (v[p][r] < 0)
+				rc = 1;
+		}
+	orbit_worker_pool_destroy(pool);
+	printf("%-22s %9s  %-22s %9s  %s\n", "path", "M/s", "baseline", "M/s", "ratio [range]  (retries on -EAGAIN)");
+	for (int p = 0; p < P_N; p++) {
+		double t[ROUNDS], b[ROUNDS], lo = 1e300, hi = 0;
+
+		for (int r = 0; r < ROUNDS; r++) {
+			double ratio = v[P_QUEUE][r] > 0 ? v[p][r] / v[P_QUEUE][r] : 0;
+
+			lo = ratio < lo ? ratio : lo;
+			hi = ratio > hi ? ratio : hi;
+		}
+		memcpy(t, v[p], sizeof(t));
+		memcpy(b, v[P_QUEUE], sizeof(b));
+		qsort(t, ROUNDS, sizeof(t[0]), cmp_double);
+		qsort(b, ROUNDS, sizeof(b[0]), cmp_double);
+		printf("%-22s %9.2f  %-22s %9.2f  %5.2f [%.2f-%.2f]  (%llu)\n", names[p],
+		       t[ROUNDS / 2] / 1e6, names[P_QUEUE], b[ROUNDS / 2] / 1e6,
+		       b[ROUNDS / 2] > 0 ? t[ROUNDS / 2] / b[ROUNDS / 2] : 0.0, lo, hi,
+		       (unsigned long long)full[p]);
+	}
+	return rc;
+}

@@ -32,9 +32,9 @@ const struct orbit_stats_desc orbit__stats_counters[ORBIT_STAT__COUNT] = {
 	[ORBIT_STAT_CORRUPT_BYTES] = { "corrupt_detected", "SHM records that failed validation", 0 },
 	[ORBIT_STAT_MEMBERS_RECLAIMED] = { "members_reclaimed", "dead members whose rows and lanes were reclaimed", 0 },
 	[ORBIT_STAT_VIEW_ENTRIES] = { "view_entries", "lock states in the local RCU view", 1 },
-	/* Summed over the queues, pools and lanes the agent watches; counters
-	 * keep what unwatched objects counted, gauges do not. */
-	[ORBIT_STAT_WATCHED_OBJECTS] = { "watched_objects", "queues, pools and lanes the agent watches", 1 },
+	/* Summed over the queues, pools, lanes and coordinators the agent
+	 * watches; counters keep what unwatched objects counted, gauges do not. */
+	[ORBIT_STAT_WATCHED_OBJECTS] = { "watched_objects", "queues, pools, lanes and coordinators the agent watches", 1 },
 	[ORBIT_STAT_QUEUE_ACCEPTED] = { "queue_accepted", "serial queue submissions accepted", 0 },
 	[ORBIT_STAT_QUEUE_REJECTED] = { "queue_rejected", "serial queue submissions refused (full, too big, closed)", 0 },
 	[ORBIT_STAT_QUEUE_TURNS_RUN] = { "queue_turns_run", "serial queue turns run (items and continuations)", 0 },
@@ -50,6 +50,17 @@ const struct orbit_stats_desc orbit__stats_counters[ORBIT_STAT__COUNT] = {
 	[ORBIT_STAT_LANE_TURNS] = { "lane_turns", "state lane work items run", 0 },
 	[ORBIT_STAT_LANE_POSTS] = { "lane_posts", "state lane try_post/run_async calls accepted", 0 },
 	[ORBIT_STAT_LANE_REENTRY_REFUSED] = { "lane_reentry_refused", "state lane entries refused as reentrant", 0 },
+	/* Spot, Actor and session coordinators (orbit/spot_executor.h), all kinds of work. */
+	[ORBIT_STAT_EXEC_ACCEPTED] = { "exec_accepted", "coordinator work accepted", 0 },
+	[ORBIT_STAT_EXEC_REJECTED] = { "exec_rejected", "coordinator work refused at the call (full, too big, closed)", 0 },
+	[ORBIT_STAT_EXEC_COMPLETED] = { "exec_completed", "coordinator handlers finished", 0 },
+	[ORBIT_STAT_EXEC_YIELDED] = { "exec_yielded", "coordinator handlers that yielded their turn", 0 },
+	[ORBIT_STAT_EXEC_TURN_WAITED] = { "exec_turn_waited", "SpotWide Actor turns that waited for Spot queue room", 0 },
+	[ORBIT_STAT_EXEC_TURN_REJECTED] = { "exec_turn_rejected", "SpotWide Actor turns lost after acceptance (no memory, executor refused)", 0 },
+	[ORBIT_STAT_EXEC_PROTOCOL_ERRORS] = { "exec_protocol_errors", "coordinator handlers that broke the yield protocol (suspended without orbit_work_yield, or yielded and did not return SUSPENDED)", 0 },
+	[ORBIT_STAT_EXEC_OUTSTANDING] = { "exec_outstanding", "coordinator work accepted and not finished", 1 },
+	[ORBIT_STAT_EXEC_ACTOR_QUEUES] = { "exec_actor_queues", "Actor queues of the watched Spots", 1 },
+	[ORBIT_STAT_EXEC_TIMER_QUEUES] = { "exec_timer_queues", "timer queues of the watched PerActor Spots", 1 },
 };
 
 const struct orbit_stats_desc orbit__stats_hists[ORBIT_HIST__COUNT] = {

@@ -274,6 +274,13 @@ static void test_orbitctl_stats_table(void **state)
 	(void)state;
 	assert_int_equal(CTL("stats"), 0);
 	assert_80_columns(out);
+	/* every counter of the table, the coordinators' exec_* included */
+	for (unsigned c = 0; c < orbit_stats_counter_count(); c++) {
+		if (!strstr(out, orbit_stats_counter_name(c)))
+			print_error("no counter %s in the table\n", orbit_stats_counter_name(c));
+		assert_non_null(strstr(out, orbit_stats_counter_name(c)));
+	}
+	assert_non_null(strstr(out, "exec_outstanding"));
 	assert_non_null(strstr(out, "lock_acquired"));
 	assert_non_null(strstr(out, "acquire_latency"));
 	assert_non_null(strstr(out, "ctl-fixture"));
@@ -326,7 +333,7 @@ static void test_fleet_stats_rows_counts_the_stats_segment(void **state)
 /* Issue 5 "Tests": orbitctl stats --json is valid JSON with the counters. */
 static void test_orbitctl_stats_json_parses(void **state)
 {
-	char script[512];
+	char script[768];
 
 	(void)state;
 	assert_int_equal(CTL_STDOUT("stats --json"), 0);
@@ -336,6 +343,7 @@ static void test_orbitctl_stats_json_parses(void **state)
 		 "m=[x for x in d[\"members\"] if x[\"pid\"]==%ld][0]; "
 		 "assert d[\"fleet\"]==\"%s\"; assert m[\"alive\"] is True; "
 		 "assert m[\"counters\"][\"lock_acquired\"]>=2; "
+		 "assert all(k in m[\"counters\"] for k in (\"exec_accepted\",\"exec_outstanding\")); "
 		 "h=m[\"histograms\"][\"acquire_latency\"]; "
 		 "assert sum(b[\"count\"] for b in h[\"buckets\"])==h[\"count\"]>=2; print(\"json-ok\")'",
 		 (long)getpid(), fleet);
@@ -411,6 +419,9 @@ static void test_orbitctl_stats_prometheus_format(void **state)
 	assert_int_equal(CTL_STDOUT("stats --prometheus"), 0);
 	check_prometheus(out);
 	assert_non_null(strstr(out, "# TYPE orbit_lock_acquired_total counter"));
+	assert_non_null(strstr(out, "# TYPE orbit_exec_accepted_total counter"));
+	assert_non_null(strstr(out, "# TYPE orbit_exec_outstanding gauge"));
+	assert_non_null(strstr(out, "# HELP orbit_exec_turn_waited_total "));
 	assert_non_null(strstr(out, "# TYPE orbit_acquire_latency_seconds histogram"));
 	assert_non_null(strstr(out, "orbit_acquire_latency_seconds_bucket{"));
 	assert_non_null(strstr(out, "le=\"+Inf\"}"));

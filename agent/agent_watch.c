@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * agent/agent_watch.c: orbit_agent_watch_*() and orbit_agent_unwatch_*():
- * the serial queues, worker pools and state lanes an agent watches, and
- * the per-kind sums of their counters published in its stats row. lib/
+ * the serial queues, worker pools, state lanes and serial-executor
+ * coordinators (Spot, Actor, session) an agent watches, and the per-kind
+ * sums of their counters published in its stats row. lib/
  * does not know the stats segment; this file reads the objects through
  * their public stats getters (relaxed loads, no lock) and the agent's
  * publish puts the sums into the row.
@@ -27,7 +28,7 @@
 #include "agent/agent_watch.h"
 #include "shm/stats.h"
 
-enum watch_kind { WATCH_QUEUE = 1, WATCH_POOL, WATCH_LANE };
+enum watch_kind { WATCH_QUEUE = 1, WATCH_POOL, WATCH_LANE, WATCH_SPOT, WATCH_ACTOR, WATCH_SESSION };
 
 struct watched {
 	enum watch_kind kind;
@@ -75,10 +76,51 @@ void orbit__agent_watch_free(struct orbit_agent_watch_set *s)
 	free(s);
 }
 
+/* A coordinator's counters, whatever its kind (one stats struct for the three). */
+static int exec_stats(const struct watched *w, struct orbit_serial_executor_stats *e)
+{
+	switch (w->kind) {
+	case WATCH_SPOT:
+		return orbit_spot_executor_stats(w->obj, e);
+	case WATCH_ACTOR:
+		return orbit_actor_executor_stats(w->obj, e);
+	case WATCH_SESSION:
+		return orbit_session_executor_stats(w->obj, e);
+	default:
+		return -EINVAL;
+	}
+}
+
+static void add_exec_counts(uint64_t *c, const struct watched *w)
+{
+	struct orbit_serial_executor_stats e;
+
+	if (exec_stats(w, &e) < 0)
+		return;
+	for (unsigned k = 0; k < ORBIT_WORK_KINDS; k++) {
+		c[ORBIT_STAT_EXEC_ACCEPTED] += e.accepted[k];
+		c[ORBIT_STAT_EXEC_REJECTED] += e.rejected_full[k] + e.rejected_too_big[k] +
+					       e.rejected_closed[k];
+	}
+	c[ORBIT_STAT_EXEC_COMPLETED] += e.completed;
+	c[ORBIT_STAT_EXEC_YIELDED] += e.yielded;
+	c[ORBIT_STAT_EXEC_TURN_WAITED] += e.turn_waited;
+	c[ORBIT_STAT_EXEC_TURN_REJECTED] += e.turn_rejected;
+	c[ORBIT_STAT_EXEC_PROTOCOL_ERRORS] += e.protocol_errors;
+	c[ORBIT_STAT_EXEC_OUTSTANDING] += e.outstanding;
+	c[ORBIT_STAT_EXEC_ACTOR_QUEUES] += e.actor_queues;
+	c[ORBIT_STAT_EXEC_TIMER_QUEUES] += e.timer_queues;
+}
+
 /* Add @w's counters to @c; lock-free reads of a live object. */
 static void add_counts(uint64_t *c, const struct watched *w)
 {
 	switch (w->kind) {
+	case WATCH_SPOT:
+	case WATCH_ACTOR:
+	case WATCH_SESSION:
+		add_exec_counts(c, w);
+		break;
 	case WATCH_QUEUE: {
 		struct orbit_serial_queue_stats q;
 
@@ -230,4 +272,34 @@ int orbit_agent_watch_lane(orbit_agent_t *agent, const orbit_state_lane_t *lane)
 int orbit_agent_unwatch_lane(orbit_agent_t *agent, const orbit_state_lane_t *lane)
 {
 	return unwatch(agent, WATCH_LANE, lane);
+}
+
+int orbit_agent_watch_spot(orbit_agent_t *agent, const orbit_spot_executor_t *spot)
+{
+	return watch(agent, WATCH_SPOT, spot);
+}
+
+int orbit_agent_unwatch_spot(orbit_agent_t *agent, const orbit_spot_executor_t *spot)
+{
+	return unwatch(agent, WATCH_SPOT, spot);
+}
+
+int orbit_agent_watch_actor(orbit_agent_t *agent, const orbit_actor_executor_t *actor)
+{
+	return watch(agent, WATCH_ACTOR, actor);
+}
+
+int orbit_agent_unwatch_actor(orbit_agent_t *agent, const orbit_actor_executor_t *actor)
+{
+	return unwatch(agent, WATCH_ACTOR, actor);
+}
+
+int orbit_agent_watch_session(orbit_agent_t *agent, const orbit_session_executor_t *session)
+{
+	return watch(agent, WATCH_SESSION, session);
+}
+
+int orbit_agent_unwatch_session(orbit_agent_t *agent, const orbit_session_executor_t *session)
+{
+	return unwatch(agent, WATCH_SESSION, session);
 }

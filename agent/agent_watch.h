@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agent/agent_watch.h: the in-process objects (serial queues, worker
- * pools, state lanes) an agent watches, and the sums of their counters
- * the agent adds to its stats row at each publish (internal). One watch
- * set per agent, owned by the agent (agent.c makes it at start and frees
- * it at stop).
+ * pools, state lanes, Spot / Actor / session coordinators) an agent
+ * watches, and the sums of their counters the agent adds to its stats row
+ * at each publish (internal). One watch set per agent, owned by the agent
+ * (agent.c makes it at start and frees it at stop).
  */
 #ifndef ORBIT_AGENT_WATCH_H
 #define ORBIT_AGENT_WATCH_H

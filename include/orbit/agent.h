@@ -32,6 +32,7 @@
 #include <orbit/fleet.h>
 #include <orbit/lock.h>
 #include <orbit/serial_queue.h>
+#include <orbit/spot_executor.h>
 #include <orbit/state_lane.h>
 #include <orbit/worker_pool.h>
 
@@ -164,13 +165,17 @@ ORBIT_API int orbit_agent_reset_transport(orbit_agent_t *agent);
 
 /*
  * Watching in-process objects. lib/ knows nothing of the stats segment: an
- * agent that watches a serial queue, a worker pool or a state lane reads
- * its counters (orbit_serial_queue_stats(), orbit_worker_pool_stats(),
- * orbit_state_lane_stats()) at every stats publish and adds them, summed
- * over the watched objects of each kind, to its stats row (queue_*,
- * pool_*, lane_* and watched_objects; see doc/agent.md). When an object is
- * unwatched its counts so far stay in the sums, so the published counters
- * never go backwards; gauges (queue_depth, watched_objects) drop it.
+ * agent that watches a serial queue, a worker pool, a state lane or a
+ * serial-executor coordinator (Spot, Actor, session) reads its counters
+ * (orbit_serial_queue_stats(), orbit_worker_pool_stats(),
+ * orbit_state_lane_stats(), orbit_spot/actor/session_executor_stats()) at
+ * every stats publish and adds them, summed over the watched objects of
+ * each kind, to its stats row (queue_*, pool_*, lane_*, exec_* (the three
+ * coordinator kinds together) and watched_objects; see doc/agent.md).
+ * When an object is unwatched its counts so far stay in the sums, so the
+ * published counters never go backwards; gauges (queue_depth,
+ * exec_outstanding, exec_actor_queues, exec_timer_queues,
+ * watched_objects) drop it.
  */
 #define ORBIT_AGENT_WATCH_MAX 64 /* objects one agent watches at a time, all kinds */
 
@@ -207,6 +212,45 @@ ORBIT_API int orbit_agent_watch_lane(orbit_agent_t *agent, const orbit_state_lan
 ORBIT_API int orbit_agent_unwatch_queue(orbit_agent_t *agent, const orbit_serial_queue_t *q);
 ORBIT_API int orbit_agent_unwatch_pool(orbit_agent_t *agent, orbit_worker_pool_t *pool);
 ORBIT_API int orbit_agent_unwatch_lane(orbit_agent_t *agent, const orbit_state_lane_t *lane);
+
+/**
+ * orbit_agent_watch_spot - publish the counters of Spot coordinator @spot
+ * (orbit_spot_executor_stats(): all its queues) with this agent's stats,
+ * in the exec_* counters.
+ * orbit_agent_watch_actor, orbit_agent_watch_session - the same for an
+ * Actor and a session coordinator (orbit_actor_executor_stats(),
+ * orbit_session_executor_stats()); the three kinds add to the same exec_*
+ * counters.
+ * The coordinator must stay valid until it is unwatched (or the agent
+ * stopped): unwatch it before orbit_*_executor_destroy(). The agent only
+ * calls its *_stats() function (relaxed loads, no lock of the coordinator,
+ * never a state lane turn), so a closed coordinator may stay watched.
+ * Context: as orbit_agent_watch_queue().
+ * Returns: 0; -EINVAL (NULL @agent or coordinator); -EEXIST (already
+ * watched by @agent); -ENOSPC (ORBIT_AGENT_WATCH_MAX objects of all kinds
+ * watched already).
+ */
+ORBIT_API int orbit_agent_watch_spot(orbit_agent_t *agent, const orbit_spot_executor_t *spot);
+ORBIT_API int orbit_agent_watch_actor(orbit_agent_t *agent, const orbit_actor_executor_t *actor);
+ORBIT_API int orbit_agent_watch_session(orbit_agent_t *agent,
+					const orbit_session_executor_t *session);
+
+/**
+ * orbit_agent_unwatch_spot - stop publishing @spot's counters.
+ * orbit_agent_unwatch_actor, orbit_agent_unwatch_session - the same for
+ * an Actor and a session coordinator.
+ * Its counts so far are kept in the agent's sums (counters stay monotonic;
+ * the gauges exec_outstanding, exec_actor_queues and exec_timer_queues
+ * drop it). When the call returns the agent no longer touches the
+ * coordinator: the caller may destroy it.
+ * Context: as orbit_agent_unwatch_queue().
+ * Returns: 0; -EINVAL (NULL argument); -ENOENT (not watched by @agent as
+ * that kind).
+ */
+ORBIT_API int orbit_agent_unwatch_spot(orbit_agent_t *agent, const orbit_spot_executor_t *spot);
+ORBIT_API int orbit_agent_unwatch_actor(orbit_agent_t *agent, const orbit_actor_executor_t *actor);
+ORBIT_API int orbit_agent_unwatch_session(orbit_agent_t *agent,
+					  const orbit_session_executor_t *session);
 
 ORBIT_END_DECLS
 

@@ -1091,8 +1091,10 @@ static void *flip(void *arg)
 }
 
 struct consistent {
+	struct flipper *f;
 	atomic_int bad;
 	atomic_int ran;
+	atomic_int overlapped; /* handlings during which the writer changed it */
 	uint64_t last_version; /* only Actor 6's handlers touch it, one at a time */
 };
 
@@ -1101,9 +1103,18 @@ static int consistent_fn(orbit_serial_turn_t *turn, void *arg)
 	struct consistent *c = arg;
 	struct orbit_actor_state_snapshot a, b;
 
+	int sets0 = atomic_load(&c->f->sets);
+	uint64_t end;
+
 	if (orbit_work_actor_snapshot(turn, &a))
 		atomic_fetch_add(&c->bad, 1);
-	busy_us(100); /* the writer changes the registration meanwhile */
+	/* Wait until the writer has changed the registration meanwhile, so
+	 * that every handling really straddles a change (bounded). */
+	end = orbit_test_now_ns() + WAIT_MS * 1000000ull;
+	while (atomic_load(&c->f->sets) == sets0 && orbit_test_now_ns() < end)
+		sched_yield();
+	if (atomic_load(&c->f->sets) != sets0)
+		atomic_fetch_add(&c->overlapped, 1);
 	if (orbit_work_actor_snapshot(turn, &b))
 		atomic_fetch_add(&c->bad, 1);
 	if (memcmp(&a, &b, sizeof(a)) != 0 || a.version < c->last_version)
@@ -1124,8 +1135,10 @@ static int consistent_fn(orbit_serial_turn_t *turn, void *arg)
  * message is being handled never shows the handling a mix of old and new:
  * the snapshot taken when the handling started holds through the change
  * and across a yield; the next record sees the new value. Then a writer
- * thread changes it continuously while 200 records are handled: each
- * handling sees one whole version, and versions never go back.
+ * thread changes it continuously while 200 records are handled, each of
+ * which waits until the writer changed it at least once during the
+ * handling: each handling sees one whole version, and versions never go
+ * back.
  */
 static void test_s10_registration_change_seen_at_next_turn(void **state)
 {
@@ -1157,7 +1170,9 @@ static void test_s10_registration_change_seen_at_next_turn(void **state)
 		memset(&f, 0, sizeof(f));
 		memset(&c, 0, sizeof(c));
 		f.spot = g.spot;
+		c.f = &f;
 		assert_int_equal(pthread_create(&t, NULL, flip, &f), 0);
+		assert_true(wait_flag(&f.sets, WAIT_MS)); /* the writer is running */
 		for (int i = 0; i < 200; i++)
 			assert_int_equal(orbit_spot_execute_actor(g.spot, 6, consistent_fn, &c, 0, NULL),
 					 0);
@@ -1166,7 +1181,7 @@ static void test_s10_registration_change_seen_at_next_turn(void **state)
 		pthread_join(t, NULL);
 		assert_int_equal(atomic_load(&c.ran), 200);
 		assert_int_equal(atomic_load(&c.bad), 0);
-		assert_true(atomic_load(&f.sets) > 0);
+		assert_int_equal(atomic_load(&c.overlapped), 200);
 		spot_finish(g.spot);
 		assert_int_equal(orbit_worker_pool_destroy(pool), 0);
 	}

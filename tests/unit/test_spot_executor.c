@@ -1758,6 +1758,75 @@ static void test_s5_spot_wide_full_spot_queue_loses_nothing_under_load(void **st
 	stress_run(ORBIT_SPOT_SPOT_WIDE, true);
 }
 
+/* Submits Spot, SpotWide timer or new Actors' work until told to stop. */
+struct flood {
+	orbit_spot_executor_t *spot;
+	struct rec r;
+	int kind; /* 0 Spot, 1 timer, 2 one record each to Actors 100, 101, ... */
+	atomic_int stop;
+	atomic_int accepted;
+};
+
+static void *flood_main(void *arg)
+{
+	struct flood *f = arg;
+
+	for (uint64_t id = 100; !atomic_load(&f->stop) && atomic_load(&f->accepted) < 512;
+	     id++) { /* 512: room in the log */
+		int ret = f->kind == 0	 ? orbit_spot_execute_spot(f->spot, rec_fn, &f->r, NULL)
+			  : f->kind == 1 ? orbit_spot_execute_timer(f->spot, "t", rec_fn, &f->r, NULL)
+					 : orbit_spot_execute_actor(f->spot, id, rec_fn, &f->r, 10, NULL);
+
+		if (ret == 0)
+			atomic_fetch_add(&f->accepted, 1);
+	}
+	return NULL;
+}
+
+/*
+ * §4 / §5 (doc/executors.md "Decisions"): an Actor turn waiting for
+ * Spot-queue room is owed the next room, FIFO among waiting turns: while
+ * a thread floods the Spot with Spot work, SpotWide timer work or records
+ * for new Actors, the item that runs right after the one holding the
+ * 1-item Spot queue is the waiting Actor's handler, never flood work that
+ * got in between the release and the room hook. Repeated, as that window
+ * is short.
+ */
+static void test_s4_spot_wide_waiting_turn_owed_the_next_room(void **state)
+{
+	orbit_worker_pool_t *pool = make_pool(2);
+	int rounds = orbit_test_long() ? 400 : 60;
+
+	for (int i = 0; i < rounds; i++) {
+		orbit_spot_executor_t *s =
+			make_small_spot(orbit_worker_pool_executor(pool), 1, 4);
+		static struct olog log;
+		static struct flood f;
+		struct rec a = { &log, 1 };
+		atomic_int open = 0;
+		pthread_t t;
+
+		olog_init(&log);
+		memset(&f, 0, sizeof(f));
+		f.spot = s;
+		f.r = (struct rec){ &log, 2 };
+		f.kind = i % 3;
+		assert_int_equal(orbit_spot_execute_spot(s, gate_fn, &open, NULL), 0);
+		assert_int_equal(orbit_spot_execute_actor(s, 7, rec_fn, &a, 10, NULL), 0);
+		assert_true(wait_turns_waited(s, 1, WAIT_MS));
+		assert_int_equal(pthread_create(&t, NULL, flood_main, &f), 0);
+		atomic_store(&open, 1); /* the gate ends: room for exactly one */
+		assert_true(olog_wait(&log, 1, WAIT_MS));
+		atomic_store(&f.stop, 1);
+		pthread_join(t, NULL);
+		assert_int_equal(orbit_spot_executor_await_quiescence(s, WAIT_MS), 0);
+		assert_int_equal(log.v[0], 1); /* the Actor first, flood work after */
+		assert_int_equal(log.n, 1 + atomic_load(&f.accepted));
+		spot_finish(s);
+	}
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1784,6 +1853,7 @@ int main(void)
 		cmocka_unit_test(test_s2_close_completes_every_subordinate_queue),
 		cmocka_unit_test(test_stress_two_threads_many_actors_none_lost_order_kept),
 		cmocka_unit_test(test_s5_spot_wide_full_spot_queue_loses_nothing_under_load),
+		cmocka_unit_test(test_s4_spot_wide_waiting_turn_owed_the_next_room),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

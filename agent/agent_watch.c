@@ -81,11 +81,11 @@ static int exec_stats(const struct watched *w, struct orbit_serial_executor_stat
 {
 	switch (w->kind) {
 	case WATCH_SPOT:
-		return orbit_spot_executor_stats(w->obj, e);
+		return orbit_spot_serial_executor_stats(w->obj, e);
 	case WATCH_ACTOR:
-		return orbit_actor_executor_stats(w->obj, e);
+		return orbit_actor_serial_executor_stats(w->obj, e);
 	case WATCH_SESSION:
-		return orbit_session_executor_stats(w->obj, e);
+		return orbit_session_serial_executor_stats(w->obj, e);
 	default:
 		return -EINVAL;
 	}
@@ -274,32 +274,32 @@ int orbit_agent_unwatch_lane(orbit_agent_t *agent, const orbit_state_lane_t *lan
 	return unwatch(agent, WATCH_LANE, lane);
 }
 
-int orbit_agent_watch_spot(orbit_agent_t *agent, const orbit_spot_executor_t *spot)
+int orbit_agent_watch_spot(orbit_agent_t *agent, const orbit_spot_serial_executor_t *spot)
 {
 	return watch(agent, WATCH_SPOT, spot);
 }
 
-int orbit_agent_unwatch_spot(orbit_agent_t *agent, const orbit_spot_executor_t *spot)
+int orbit_agent_unwatch_spot(orbit_agent_t *agent, const orbit_spot_serial_executor_t *spot)
 {
 	return unwatch(agent, WATCH_SPOT, spot);
 }
 
-int orbit_agent_watch_actor(orbit_agent_t *agent, const orbit_actor_executor_t *actor)
+int orbit_agent_watch_actor(orbit_agent_t *agent, const orbit_actor_serial_executor_t *actor)
 {
 	return watch(agent, WATCH_ACTOR, actor);
 }
 
-int orbit_agent_unwatch_actor(orbit_agent_t *agent, const orbit_actor_executor_t *actor)
+int orbit_agent_unwatch_actor(orbit_agent_t *agent, const orbit_actor_serial_executor_t *actor)
 {
 	return unwatch(agent, WATCH_ACTOR, actor);
 }
 
-int orbit_agent_watch_session(orbit_agent_t *agent, const orbit_session_executor_t *session)
+int orbit_agent_watch_session(orbit_agent_t *agent, const orbit_session_serial_executor_t *session)
 {
 	return watch(agent, WATCH_SESSION, session);
 }
 
-int orbit_agent_unwatch_session(orbit_agent_t *agent, const orbit_session_executor_t *session)
+int orbit_agent_unwatch_session(orbit_agent_t *agent, const orbit_session_serial_executor_t *session)
 {
 	return unwatch(agent, WATCH_SESSION, session);
 }

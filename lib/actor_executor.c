@@ -19,7 +19,7 @@
 
 #include "lib/serial_executor.h"
 
-struct orbit_actor_executor {
+struct orbit_actor_serial_executor {
 	struct orbit__coord co; /* first: work records point here */
 	orbit_serial_queue_t *q;
 	/* Owned by co.lane: the registration (§7) and the closed flag. */
@@ -27,7 +27,7 @@ struct orbit_actor_executor {
 	bool closed;
 };
 
-void orbit_actor_executor_options_init(struct orbit_actor_executor_options *opts)
+void orbit_actor_serial_executor_options_init(struct orbit_actor_serial_executor_options *opts)
 {
 	if (!opts)
 		return;
@@ -36,18 +36,18 @@ void orbit_actor_executor_options_init(struct orbit_actor_executor_options *opts
 	opts->home_node = ORBIT_NODE_ANY;
 }
 
-int orbit_actor_executor_create(const struct orbit_actor_executor_options *user,
-				orbit_actor_executor_t **out)
+int orbit_actor_serial_executor_create(const struct orbit_actor_serial_executor_options *user,
+				orbit_actor_serial_executor_t **out)
 {
-	struct orbit_actor_executor_options opts;
+	struct orbit_actor_serial_executor_options opts;
 	struct orbit_serial_queue_options qo;
-	orbit_actor_executor_t *a;
+	orbit_actor_serial_executor_t *a;
 	char name[64];
 	int ret;
 
 	if (!user || !out || user->size == 0)
 		return -EINVAL;
-	orbit_actor_executor_options_init(&opts);
+	orbit_actor_serial_executor_options_init(&opts);
 	memcpy(&opts, user, user->size < sizeof(opts) ? user->size : sizeof(opts));
 	if (!opts.executor.submit)
 		return -EINVAL;
@@ -77,7 +77,7 @@ err_free:
 	return ret;
 }
 
-static int actor_submit(orbit_actor_executor_t *a, unsigned kind, orbit_serial_work_fn fn,
+static int actor_submit(orbit_actor_serial_executor_t *a, unsigned kind, orbit_serial_work_fn fn,
 			void *arg, const struct orbit__enq *e, orbit_work_completion_t *done)
 {
 	struct orbit__work *w;
@@ -91,7 +91,7 @@ static int actor_submit(orbit_actor_executor_t *a, unsigned kind, orbit_serial_w
 	return orbit__work_submit(w, kind, e);
 }
 
-int orbit_actor_execute_actor(orbit_actor_executor_t *actor, orbit_serial_work_fn fn, void *arg,
+int orbit_actor_execute_actor(orbit_actor_serial_executor_t *actor, orbit_serial_work_fn fn, void *arg,
 			      uint64_t payload_bytes, orbit_work_completion_t *done)
 {
 	struct orbit__enq e = { .fn = orbit__work_run, .how = ORBIT__ENQ_PAYLOAD,
@@ -103,7 +103,7 @@ int orbit_actor_execute_actor(orbit_actor_executor_t *actor, orbit_serial_work_f
 	return actor_submit(actor, ORBIT_WORK_ACTOR, fn, arg, &e, done);
 }
 
-int orbit_actor_execute_lifecycle(orbit_actor_executor_t *actor, orbit_serial_work_fn fn,
+int orbit_actor_execute_lifecycle(orbit_actor_serial_executor_t *actor, orbit_serial_work_fn fn,
 				  void *arg, orbit_work_completion_t *done)
 {
 	struct orbit__enq e = { .fn = orbit__work_run, .how = ORBIT__ENQ_LIFECYCLE };
@@ -115,7 +115,7 @@ int orbit_actor_execute_lifecycle(orbit_actor_executor_t *actor, orbit_serial_wo
 }
 
 struct set_info {
-	orbit_actor_executor_t *a;
+	orbit_actor_serial_executor_t *a;
 	const void *info;
 	size_t len;
 };
@@ -129,7 +129,7 @@ static int set_info_fn(void *arg)
 	return orbit__actor_info_set(&c->a->info, c->info, c->len);
 }
 
-int orbit_actor_set_info(orbit_actor_executor_t *actor, const void *info, size_t len)
+int orbit_actor_set_info(orbit_actor_serial_executor_t *actor, const void *info, size_t len)
 {
 	struct set_info c = { .a = actor, .info = info, .len = len };
 
@@ -142,27 +142,27 @@ int orbit_actor_set_info(orbit_actor_executor_t *actor, const void *info, size_t
 
 static int close_fn(void *arg)
 {
-	orbit_actor_executor_t *a = arg;
+	orbit_actor_serial_executor_t *a = arg;
 
 	a->closed = true;
 	return orbit_serial_queue_close(a->q);
 }
 
-int orbit_actor_executor_close(orbit_actor_executor_t *actor)
+int orbit_actor_serial_executor_close(orbit_actor_serial_executor_t *actor)
 {
 	if (!actor)
 		return -EINVAL;
 	return orbit_state_lane_run(actor->co.lane, close_fn, actor);
 }
 
-int orbit_actor_executor_await_quiescence(orbit_actor_executor_t *actor, int timeout_ms)
+int orbit_actor_serial_executor_await_quiescence(orbit_actor_serial_executor_t *actor, int timeout_ms)
 {
 	if (!actor)
 		return -EINVAL;
 	return orbit__coord_await(&actor->co, timeout_ms);
 }
 
-int orbit_actor_executor_stats(const orbit_actor_executor_t *actor,
+int orbit_actor_serial_executor_stats(const orbit_actor_serial_executor_t *actor,
 			       struct orbit_serial_executor_stats *out)
 {
 	if (!actor || !out)
@@ -173,10 +173,10 @@ int orbit_actor_executor_stats(const orbit_actor_executor_t *actor,
 
 static int close_cb(void *actor)
 {
-	return orbit_actor_executor_close(actor);
+	return orbit_actor_serial_executor_close(actor);
 }
 
-int orbit_actor_executor_destroy(orbit_actor_executor_t *actor)
+int orbit_actor_serial_executor_destroy(orbit_actor_serial_executor_t *actor)
 {
 	int ret;
 

@@ -30,7 +30,7 @@
 
 #include "lib/serial_executor.h"
 
-struct orbit_session_executor {
+struct orbit_session_serial_executor {
 	struct orbit__coord co; /* first: work records point here */
 	orbit_serial_queue_t *q;
 	bool closed; /* owned by co.lane: closed, or final accepted */
@@ -43,7 +43,7 @@ struct orbit_session_executor {
 	orbit_serial_resume_t *final_park;
 };
 
-void orbit_session_executor_options_init(struct orbit_session_executor_options *opts)
+void orbit_session_serial_executor_options_init(struct orbit_session_serial_executor_options *opts)
 {
 	if (!opts)
 		return;
@@ -60,7 +60,7 @@ void orbit_session_executor_options_init(struct orbit_session_executor_options *
  */
 static void on_release(struct orbit__coord *co, uint64_t left)
 {
-	orbit_session_executor_t *s = (orbit_session_executor_t *)co;
+	orbit_session_serial_executor_t *s = (orbit_session_serial_executor_t *)co;
 	orbit_serial_resume_t *h = s->final_park;
 
 	if (left != 1 || !h)
@@ -69,18 +69,18 @@ static void on_release(struct orbit__coord *co, uint64_t left)
 	orbit_serial_queue_resume(h);
 }
 
-int orbit_session_executor_create(const struct orbit_session_executor_options *user,
-				  orbit_session_executor_t **out)
+int orbit_session_serial_executor_create(const struct orbit_session_serial_executor_options *user,
+				  orbit_session_serial_executor_t **out)
 {
-	struct orbit_session_executor_options opts;
+	struct orbit_session_serial_executor_options opts;
 	struct orbit_serial_queue_options qo;
-	orbit_session_executor_t *s;
+	orbit_session_serial_executor_t *s;
 	char name[64];
 	int ret;
 
 	if (!user || !out || user->size == 0)
 		return -EINVAL;
-	orbit_session_executor_options_init(&opts);
+	orbit_session_serial_executor_options_init(&opts);
 	memcpy(&opts, user, user->size < sizeof(opts) ? user->size : sizeof(opts));
 	if (!opts.executor.submit)
 		return -EINVAL;
@@ -117,7 +117,7 @@ err_free:
  */
 static int final_gate(orbit_serial_turn_t *turn, void *arg)
 {
-	orbit_session_executor_t *s = arg;
+	orbit_session_serial_executor_t *s = arg;
 
 	/* seq_cst like D1: a count of work, released on this queue's turns. */
 	if (atomic_load_explicit(&s->co.outstanding, memory_order_seq_cst) > 1 &&
@@ -130,7 +130,7 @@ static int final_gate(orbit_serial_turn_t *turn, void *arg)
 }
 
 struct submit {
-	orbit_session_executor_t *s;
+	orbit_session_serial_executor_t *s;
 	struct orbit__work *w;
 	unsigned kind;
 	struct orbit__enq e;
@@ -140,7 +140,7 @@ struct submit {
 static int submit_fn(void *arg)
 {
 	struct submit *c = arg;
-	orbit_session_executor_t *s = c->s;
+	orbit_session_serial_executor_t *s = c->s;
 	orbit_serial_work_fn fn = c->w->fn;
 	void *fn_arg = c->w->arg;
 	int ret;
@@ -160,7 +160,7 @@ static int submit_fn(void *arg)
 	return ret;
 }
 
-static int session_submit(orbit_session_executor_t *s, unsigned kind, orbit_serial_work_fn fn,
+static int session_submit(orbit_session_serial_executor_t *s, unsigned kind, orbit_serial_work_fn fn,
 			  void *arg, uint64_t payload_bytes, orbit_work_completion_t *done)
 {
 	struct submit c = { .s = s, .kind = kind };
@@ -191,27 +191,27 @@ static int session_submit(orbit_session_executor_t *s, unsigned kind, orbit_seri
 	return ret;
 }
 
-int orbit_session_execute_application(orbit_session_executor_t *session, orbit_serial_work_fn fn,
+int orbit_session_execute_application(orbit_session_serial_executor_t *session, orbit_serial_work_fn fn,
 				      void *arg, uint64_t payload_bytes,
 				      orbit_work_completion_t *done)
 {
 	return session_submit(session, ORBIT_WORK_APPLICATION, fn, arg, payload_bytes, done);
 }
 
-int orbit_session_execute_control(orbit_session_executor_t *session, orbit_serial_work_fn fn,
+int orbit_session_execute_control(orbit_session_serial_executor_t *session, orbit_serial_work_fn fn,
 				  void *arg, orbit_work_completion_t *done)
 {
 	return session_submit(session, ORBIT_WORK_CONTROL, fn, arg, 0, done);
 }
 
-int orbit_session_execute_infrastructure(orbit_session_executor_t *session,
+int orbit_session_execute_infrastructure(orbit_session_serial_executor_t *session,
 					 orbit_serial_work_fn fn, void *arg,
 					 orbit_work_completion_t *done)
 {
 	return session_submit(session, ORBIT_WORK_INFRASTRUCTURE, fn, arg, 0, done);
 }
 
-int orbit_session_execute_final(orbit_session_executor_t *session, orbit_serial_work_fn fn,
+int orbit_session_execute_final(orbit_session_serial_executor_t *session, orbit_serial_work_fn fn,
 				void *arg, orbit_work_completion_t *done)
 {
 	return session_submit(session, ORBIT_WORK_FINAL, fn, arg, 0, done);
@@ -219,25 +219,25 @@ int orbit_session_execute_final(orbit_session_executor_t *session, orbit_serial_
 
 static int close_fn(void *arg)
 {
-	((orbit_session_executor_t *)arg)->closed = true;
+	((orbit_session_serial_executor_t *)arg)->closed = true;
 	return 0;
 }
 
-int orbit_session_executor_close(orbit_session_executor_t *session)
+int orbit_session_serial_executor_close(orbit_session_serial_executor_t *session)
 {
 	if (!session)
 		return -EINVAL;
 	return orbit_state_lane_run(session->co.lane, close_fn, session);
 }
 
-int orbit_session_executor_await_quiescence(orbit_session_executor_t *session, int timeout_ms)
+int orbit_session_serial_executor_await_quiescence(orbit_session_serial_executor_t *session, int timeout_ms)
 {
 	if (!session)
 		return -EINVAL;
 	return orbit__coord_await(&session->co, timeout_ms);
 }
 
-int orbit_session_executor_stats(const orbit_session_executor_t *session,
+int orbit_session_serial_executor_stats(const orbit_session_serial_executor_t *session,
 				 struct orbit_serial_executor_stats *out)
 {
 	if (!session || !out)
@@ -248,10 +248,10 @@ int orbit_session_executor_stats(const orbit_session_executor_t *session,
 
 static int close_cb(void *session)
 {
-	return orbit_session_executor_close(session);
+	return orbit_session_serial_executor_close(session);
 }
 
-int orbit_session_executor_destroy(orbit_session_executor_t *session)
+int orbit_session_serial_executor_destroy(orbit_session_serial_executor_t *session)
 {
 	int ret;
 

@@ -133,7 +133,7 @@ struct timer_entry {
 	char name[ORBIT_TIMER_NAME_MAX + 1];
 };
 
-struct orbit_spot_executor {
+struct orbit_spot_serial_executor {
 	struct orbit__coord co; /* first: work records point here */
 	int mode;
 	orbit_executor_t ex;
@@ -162,7 +162,7 @@ static bool timer_eq(const struct map_node *n, const void *key)
 	return strcmp(((const struct timer_entry *)n)->name, key) == 0;
 }
 
-static int make_queue(orbit_spot_executor_t *s, const orbit_execution_lane_policy_t *pol,
+static int make_queue(orbit_spot_serial_executor_t *s, const orbit_execution_lane_policy_t *pol,
 		      const char *name, orbit_serial_queue_t **out)
 {
 	struct orbit_serial_queue_options o;
@@ -186,7 +186,7 @@ struct entry_head {
  * queue named @qname under @pol (*@created tells; the caller then sets
  * its key). On the lane.
  */
-static int entry_get(orbit_spot_executor_t *s, struct map *m, uint64_t hash, map_eq_fn eq,
+static int entry_get(orbit_spot_serial_executor_t *s, struct map *m, uint64_t hash, map_eq_fn eq,
 		     const void *key, size_t size, const orbit_execution_lane_policy_t *pol,
 		     const char *qname, struct entry_head **out, bool *created)
 {
@@ -220,7 +220,7 @@ err_free:
 }
 
 /* GetOrCreateActorQueue (§4). On the lane. */
-static int actor_get(orbit_spot_executor_t *s, uint64_t id, struct actor_entry **out)
+static int actor_get(orbit_spot_serial_executor_t *s, uint64_t id, struct actor_entry **out)
 {
 	char qname[64];
 	bool created;
@@ -237,7 +237,7 @@ static int actor_get(orbit_spot_executor_t *s, uint64_t id, struct actor_entry *
 }
 
 /* GetOrCreateTimerQueue (§4, PerActor only). On the lane. */
-static int timer_get(orbit_spot_executor_t *s, const char *name, struct timer_entry **out)
+static int timer_get(orbit_spot_serial_executor_t *s, const char *name, struct timer_entry **out)
 {
 	char qname[64];
 	bool created;
@@ -253,7 +253,7 @@ static int timer_get(orbit_spot_executor_t *s, const char *name, struct timer_en
 	return 0;
 }
 
-void orbit_spot_executor_options_init(struct orbit_spot_executor_options *opts)
+void orbit_spot_serial_executor_options_init(struct orbit_spot_serial_executor_options *opts)
 {
 	if (!opts)
 		return;
@@ -276,17 +276,17 @@ static int copy_policy(orbit_execution_lane_policy_t *dst, const orbit_execution
 
 static void spot_room(void *ctx);
 
-int orbit_spot_executor_create(const struct orbit_spot_executor_options *user,
-			       orbit_spot_executor_t **out)
+int orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_options *user,
+			       orbit_spot_serial_executor_t **out)
 {
-	struct orbit_spot_executor_options opts;
-	orbit_spot_executor_t *s;
+	struct orbit_spot_serial_executor_options opts;
+	orbit_spot_serial_executor_t *s;
 	char name[64];
 	int ret;
 
 	if (!user || !out || user->size == 0)
 		return -EINVAL;
-	orbit_spot_executor_options_init(&opts);
+	orbit_spot_serial_executor_options_init(&opts);
 	memcpy(&opts, user, user->size < sizeof(opts) ? user->size : sizeof(opts));
 	if (opts.mode != ORBIT_SPOT_PER_ACTOR && opts.mode != ORBIT_SPOT_SPOT_WIDE)
 		return -EINVAL;
@@ -330,7 +330,7 @@ err_free:
 
 /* One submission, decided and enqueued in one lane turn. */
 struct submit {
-	orbit_spot_executor_t *s;
+	orbit_spot_serial_executor_t *s;
 	struct orbit__work *w;
 	unsigned kind;
 	uint64_t actor_id;
@@ -369,7 +369,7 @@ static void turn_failed(struct orbit__work *w, int err)
 static int place_turn_fn(void *arg)
 {
 	struct orbit__work *w = arg;
-	orbit_spot_executor_t *s = (orbit_spot_executor_t *)w->co;
+	orbit_spot_serial_executor_t *s = (orbit_spot_serial_executor_t *)w->co;
 	int ret;
 
 	if (!s->wait_head) {
@@ -395,7 +395,7 @@ static int place_turn_fn(void *arg)
  */
 static int place_waiting_fn(void *arg)
 {
-	orbit_spot_executor_t *s = arg;
+	orbit_spot_serial_executor_t *s = arg;
 	struct orbit__work *w, *next;
 	int ret;
 
@@ -416,7 +416,7 @@ static int place_waiting_fn(void *arg)
 /* The Spot queue's room hook (SpotWide): an item finished after a refusal. */
 static void spot_room(void *ctx)
 {
-	orbit_spot_executor_t *s = ctx;
+	orbit_spot_serial_executor_t *s = ctx;
 
 	/* The lane is open until destroy, and destroy waits for this drain
 	 * (a waiting turn is outstanding work), so this always runs. */
@@ -432,7 +432,7 @@ static void spot_room(void *ctx)
 static int actor_turn_item(orbit_serial_turn_t *turn, void *arg)
 {
 	struct orbit__work *w = arg;
-	orbit_spot_executor_t *s = (orbit_spot_executor_t *)w->co;
+	orbit_spot_serial_executor_t *s = (orbit_spot_serial_executor_t *)w->co;
 	int ret;
 
 	/* Suspend first: the Spot turn may finish before we return. */
@@ -454,7 +454,7 @@ static int actor_turn_item(orbit_serial_turn_t *turn, void *arg)
 static int submit_fn(void *arg)
 {
 	struct submit *c = arg;
-	orbit_spot_executor_t *s = c->s;
+	orbit_spot_serial_executor_t *s = c->s;
 	struct orbit__enq e = { .q = s->spot_q, .fn = orbit__work_run, .how = ORBIT__ENQ_FIXED };
 	struct actor_entry *a;
 	struct timer_entry *t;
@@ -501,7 +501,7 @@ static int submit_fn(void *arg)
 static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
 		       orbit_work_completion_t *done)
 {
-	orbit_spot_executor_t *s = c->s;
+	orbit_spot_serial_executor_t *s = c->s;
 	/* Only SpotWide Actor work hands back the gate on yield (§4). */
 	unsigned yf = c->kind == ORBIT_WORK_ACTOR && s->mode == ORBIT_SPOT_SPOT_WIDE
 			      ? ORBIT_SERIAL_SUSPEND_RELEASE
@@ -517,7 +517,7 @@ static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
 	return ret;
 }
 
-int orbit_spot_execute_spot(orbit_spot_executor_t *spot, orbit_serial_work_fn fn, void *arg,
+int orbit_spot_execute_spot(orbit_spot_serial_executor_t *spot, orbit_serial_work_fn fn, void *arg,
 			    orbit_work_completion_t *done)
 {
 	struct submit c = { .s = spot, .kind = ORBIT_WORK_SPOT };
@@ -527,7 +527,7 @@ int orbit_spot_execute_spot(orbit_spot_executor_t *spot, orbit_serial_work_fn fn
 	return spot_submit(&c, fn, arg, done);
 }
 
-int orbit_spot_execute_actor(orbit_spot_executor_t *spot, uint64_t actor_id,
+int orbit_spot_execute_actor(orbit_spot_serial_executor_t *spot, uint64_t actor_id,
 			     orbit_serial_work_fn fn, void *arg, uint64_t payload_bytes,
 			     orbit_work_completion_t *done)
 {
@@ -539,7 +539,7 @@ int orbit_spot_execute_actor(orbit_spot_executor_t *spot, uint64_t actor_id,
 	return spot_submit(&c, fn, arg, done);
 }
 
-int orbit_spot_execute_timer(orbit_spot_executor_t *spot, const char *timer_name,
+int orbit_spot_execute_timer(orbit_spot_serial_executor_t *spot, const char *timer_name,
 			     orbit_serial_work_fn fn, void *arg, orbit_work_completion_t *done)
 {
 	struct submit c = { .s = spot, .kind = ORBIT_WORK_TIMER, .timer_name = timer_name };
@@ -557,7 +557,7 @@ int orbit_spot_execute_timer(orbit_spot_executor_t *spot, const char *timer_name
 	return spot_submit(&c, fn, arg, done);
 }
 
-int orbit_spot_execute_lifecycle(orbit_spot_executor_t *spot, orbit_serial_work_fn fn, void *arg,
+int orbit_spot_execute_lifecycle(orbit_spot_serial_executor_t *spot, orbit_serial_work_fn fn, void *arg,
 				 orbit_work_completion_t *done)
 {
 	struct submit c = { .s = spot, .kind = ORBIT_WORK_LIFECYCLE };
@@ -568,7 +568,7 @@ int orbit_spot_execute_lifecycle(orbit_spot_executor_t *spot, orbit_serial_work_
 }
 
 struct set_info {
-	orbit_spot_executor_t *s;
+	orbit_spot_serial_executor_t *s;
 	uint64_t actor_id;
 	const void *info;
 	size_t len;
@@ -588,7 +588,7 @@ static int set_info_fn(void *arg)
 	return orbit__actor_info_set(&a->info, c->info, c->len);
 }
 
-int orbit_spot_actor_set_info(orbit_spot_executor_t *spot, uint64_t actor_id, const void *info,
+int orbit_spot_actor_set_info(orbit_spot_serial_executor_t *spot, uint64_t actor_id, const void *info,
 			      size_t len)
 {
 	struct set_info c = { .s = spot, .actor_id = actor_id, .info = info, .len = len };
@@ -600,7 +600,7 @@ int orbit_spot_actor_set_info(orbit_spot_executor_t *spot, uint64_t actor_id, co
 	return orbit_state_lane_run(spot->co.lane, set_info_fn, &c);
 }
 
-int orbit_spot_executor_mode(const orbit_spot_executor_t *spot)
+int orbit_spot_serial_executor_mode(const orbit_spot_serial_executor_t *spot)
 {
 	return spot ? spot->mode : -EINVAL;
 }
@@ -614,7 +614,7 @@ static void close_entry(struct map_node *n, void *ctx)
 
 static int close_fn(void *arg)
 {
-	orbit_spot_executor_t *s = arg;
+	orbit_spot_serial_executor_t *s = arg;
 
 	/* One turn: no submission gets in after this, and every subordinate
 	 * queue closes with the Spot (§2 lifetime). */
@@ -624,21 +624,21 @@ static int close_fn(void *arg)
 	return 0;
 }
 
-int orbit_spot_executor_close(orbit_spot_executor_t *spot)
+int orbit_spot_serial_executor_close(orbit_spot_serial_executor_t *spot)
 {
 	if (!spot)
 		return -EINVAL;
 	return orbit_state_lane_run(spot->co.lane, close_fn, spot);
 }
 
-int orbit_spot_executor_await_quiescence(orbit_spot_executor_t *spot, int timeout_ms)
+int orbit_spot_serial_executor_await_quiescence(orbit_spot_serial_executor_t *spot, int timeout_ms)
 {
 	if (!spot)
 		return -EINVAL;
 	return orbit__coord_await(&spot->co, timeout_ms);
 }
 
-int orbit_spot_executor_stats(const orbit_spot_executor_t *spot,
+int orbit_spot_serial_executor_stats(const orbit_spot_serial_executor_t *spot,
 			      struct orbit_serial_executor_stats *out)
 {
 	if (!spot || !out)
@@ -651,7 +651,7 @@ int orbit_spot_executor_stats(const orbit_spot_executor_t *spot,
 
 /* The maps, taken out of the coordinator in one lane turn. */
 struct emptied {
-	orbit_spot_executor_t *s;
+	orbit_spot_serial_executor_t *s;
 	struct map actors, timers;
 };
 
@@ -677,10 +677,10 @@ static void free_entry(struct map_node *n, void *ctx)
 
 static int close_cb(void *spot)
 {
-	return orbit_spot_executor_close(spot);
+	return orbit_spot_serial_executor_close(spot);
 }
 
-int orbit_spot_executor_destroy(orbit_spot_executor_t *spot)
+int orbit_spot_serial_executor_destroy(orbit_spot_serial_executor_t *spot)
 {
 	struct emptied e = { .s = spot };
 	int ret;

@@ -215,11 +215,11 @@ ORBIT_API int orbit_agent_unwatch_lane(orbit_agent_t *agent, const orbit_state_l
 
 /**
  * orbit_agent_watch_spot - publish the counters of Spot coordinator @spot
- * (orbit_spot_executor_stats(): all its queues) with this agent's stats,
+ * (orbit_spot_serial_executor_stats(): all its queues) with this agent's stats,
  * in the exec_* counters.
  * orbit_agent_watch_actor, orbit_agent_watch_session - the same for an
- * Actor and a session coordinator (orbit_actor_executor_stats(),
- * orbit_session_executor_stats()); the three kinds add to the same exec_*
+ * Actor and a session coordinator (orbit_actor_serial_executor_stats(),
+ * orbit_session_serial_executor_stats()); the three kinds add to the same exec_*
  * counters.
  * The coordinator must stay valid until it is unwatched (or the agent
  * stopped): unwatch it before orbit_*_executor_destroy(). The agent only
@@ -230,10 +230,10 @@ ORBIT_API int orbit_agent_unwatch_lane(orbit_agent_t *agent, const orbit_state_l
  * watched by @agent); -ENOSPC (ORBIT_AGENT_WATCH_MAX objects of all kinds
  * watched already).
  */
-ORBIT_API int orbit_agent_watch_spot(orbit_agent_t *agent, const orbit_spot_executor_t *spot);
-ORBIT_API int orbit_agent_watch_actor(orbit_agent_t *agent, const orbit_actor_executor_t *actor);
+ORBIT_API int orbit_agent_watch_spot(orbit_agent_t *agent, const orbit_spot_serial_executor_t *spot);
+ORBIT_API int orbit_agent_watch_actor(orbit_agent_t *agent, const orbit_actor_serial_executor_t *actor);
 ORBIT_API int orbit_agent_watch_session(orbit_agent_t *agent,
-					const orbit_session_executor_t *session);
+					const orbit_session_serial_executor_t *session);
 
 /**
  * orbit_agent_unwatch_spot - stop publishing @spot's counters.
@@ -247,10 +247,10 @@ ORBIT_API int orbit_agent_watch_session(orbit_agent_t *agent,
  * Returns: 0; -EINVAL (NULL argument); -ENOENT (not watched by @agent as
  * that kind).
  */
-ORBIT_API int orbit_agent_unwatch_spot(orbit_agent_t *agent, const orbit_spot_executor_t *spot);
-ORBIT_API int orbit_agent_unwatch_actor(orbit_agent_t *agent, const orbit_actor_executor_t *actor);
+ORBIT_API int orbit_agent_unwatch_spot(orbit_agent_t *agent, const orbit_spot_serial_executor_t *spot);
+ORBIT_API int orbit_agent_unwatch_actor(orbit_agent_t *agent, const orbit_actor_serial_executor_t *actor);
 ORBIT_API int orbit_agent_unwatch_session(orbit_agent_t *agent,
-					  const orbit_session_executor_t *session);
+					  const orbit_session_serial_executor_t *session);
 
 ORBIT_END_DECLS
 

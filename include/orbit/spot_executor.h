@@ -5,12 +5,12 @@
  * the three layers, because they share the work surface (yield, state
  * snapshot, completion) and the stats:
  *
- *   orbit_spot_executor_t     ZLinkSpotSerialExecutor: one per Spot; owns
+ *   orbit_spot_serial_executor_t     ZLinkSpotSerialExecutor: one per Spot; owns
  *                             the Spot queue, one Actor queue per Actor
  *                             and (PerActor) one timer queue per timer
  *                             name; the two maps live on a state lane.
- *   orbit_actor_executor_t    ZLinkActorSerialExecutor: one queue, no map.
- *   orbit_session_executor_t  ZLinkSessionSerialExecutor: one queue, no map.
+ *   orbit_actor_serial_executor_t    ZLinkActorSerialExecutor: one queue, no map.
+ *   orbit_session_serial_executor_t  ZLinkSessionSerialExecutor: one queue, no map.
  *
  * The application picks the execution mode when it creates a Spot and
  * never names a queue: no entry point takes or returns one (§3). Where
@@ -82,9 +82,9 @@
 
 ORBIT_BEGIN_DECLS
 
-typedef struct orbit_spot_executor orbit_spot_executor_t;
-typedef struct orbit_actor_executor orbit_actor_executor_t;
-typedef struct orbit_session_executor orbit_session_executor_t;
+typedef struct orbit_spot_serial_executor orbit_spot_serial_executor_t;
+typedef struct orbit_actor_serial_executor orbit_actor_serial_executor_t;
+typedef struct orbit_session_serial_executor orbit_session_serial_executor_t;
 /* Lets a thread wait for one submitted piece of work; reusable. */
 typedef struct orbit_work_completion orbit_work_completion_t;
 
@@ -155,9 +155,9 @@ struct orbit_serial_executor_stats {
 
 /* ---- Spot coordinator ------------------------------------------------- */
 
-/* Options for orbit_spot_executor_create(); fill with _options_init(). */
-struct orbit_spot_executor_options {
-	size_t size; /* sizeof(struct orbit_spot_executor_options) */
+/* Options for orbit_spot_serial_executor_create(); fill with _options_init(). */
+struct orbit_spot_serial_executor_options {
+	size_t size; /* sizeof(struct orbit_spot_serial_executor_options) */
 	/* enum orbit_spot_execution_mode; must be set (0 is refused). */
 	int mode;
 	/* Policy of the Spot queue, copied; NULL: the §6.1 defaults. */
@@ -175,15 +175,15 @@ struct orbit_spot_executor_options {
 };
 
 /**
- * orbit_spot_executor_options_init - defaults: size set, mode 0 (must be
+ * orbit_spot_serial_executor_options_init - defaults: size set, mode 0 (must be
  * set), policies NULL, executor empty (must be set), home_node -1, name NULL.
  *
  * Context: any thread; no syscall.
  */
-ORBIT_API void orbit_spot_executor_options_init(struct orbit_spot_executor_options *opts);
+ORBIT_API void orbit_spot_serial_executor_options_init(struct orbit_spot_serial_executor_options *opts);
 
 /**
- * orbit_spot_executor_create - a Spot coordinator with its Spot queue; the
+ * orbit_spot_serial_executor_create - a Spot coordinator with its Spot queue; the
  * Actor and timer queues are created on first use.
  * @opts: options; mode and executor.submit must be set.
  * @out: the coordinator.
@@ -192,8 +192,8 @@ ORBIT_API void orbit_spot_executor_options_init(struct orbit_spot_executor_optio
  * Returns: 0; -EINVAL (NULL argument, size 0, unknown mode, no executor,
  * an invalid policy); -ENOMEM.
  */
-ORBIT_API int orbit_spot_executor_create(const struct orbit_spot_executor_options *opts,
-					 orbit_spot_executor_t **out);
+ORBIT_API int orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_options *opts,
+					 orbit_spot_serial_executor_t **out);
 
 /**
  * orbit_spot_execute_spot - Spot handler work, on the Spot queue
@@ -210,7 +210,7 @@ ORBIT_API int orbit_spot_executor_create(const struct orbit_spot_executor_option
  * first: backpressure, counted); -E2BIG (the fixed cost exceeds the Spot
  * queue's byte capacity); -EPIPE (closed); -ENOMEM; the executor's error.
  */
-ORBIT_API int orbit_spot_execute_spot(orbit_spot_executor_t *spot, orbit_serial_work_fn fn,
+ORBIT_API int orbit_spot_execute_spot(orbit_spot_serial_executor_t *spot, orbit_serial_work_fn fn,
 				      void *arg, orbit_work_completion_t *done);
 
 /**
@@ -240,7 +240,7 @@ ORBIT_API int orbit_spot_execute_spot(orbit_spot_executor_t *spot, orbit_serial_
  * -E2BIG (@payload_bytes can never fit the Actor's byte capacity); -EPIPE
  * (closed); -ENOMEM; the executor's error.
  */
-ORBIT_API int orbit_spot_execute_actor(orbit_spot_executor_t *spot, uint64_t actor_id,
+ORBIT_API int orbit_spot_execute_actor(orbit_spot_serial_executor_t *spot, uint64_t actor_id,
 				       orbit_serial_work_fn fn, void *arg, uint64_t payload_bytes,
 				       orbit_work_completion_t *done);
 
@@ -259,7 +259,7 @@ ORBIT_API int orbit_spot_execute_actor(orbit_spot_executor_t *spot, uint64_t act
  * (that timer queue full; SpotWide: as orbit_spot_execute_spot()); -EPIPE;
  * -ENOMEM; the executor's error.
  */
-ORBIT_API int orbit_spot_execute_timer(orbit_spot_executor_t *spot, const char *timer_name,
+ORBIT_API int orbit_spot_execute_timer(orbit_spot_serial_executor_t *spot, const char *timer_name,
 				       orbit_serial_work_fn fn, void *arg,
 				       orbit_work_completion_t *done);
 
@@ -272,7 +272,7 @@ ORBIT_API int orbit_spot_execute_timer(orbit_spot_executor_t *spot, const char *
  * Context: see the header comment.
  * Returns: as orbit_spot_execute_spot(), against the lifecycle lane.
  */
-ORBIT_API int orbit_spot_execute_lifecycle(orbit_spot_executor_t *spot, orbit_serial_work_fn fn,
+ORBIT_API int orbit_spot_execute_lifecycle(orbit_spot_serial_executor_t *spot, orbit_serial_work_fn fn,
 					   void *arg, orbit_work_completion_t *done);
 
 /**
@@ -286,19 +286,19 @@ ORBIT_API int orbit_spot_execute_lifecycle(orbit_spot_executor_t *spot, orbit_se
  * Returns: 0; -EINVAL (NULL @spot, NULL @info with @len > 0); -E2BIG
  * (@len > ORBIT_ACTOR_INFO_MAX); -EPIPE (closed); -ENOMEM.
  */
-ORBIT_API int orbit_spot_actor_set_info(orbit_spot_executor_t *spot, uint64_t actor_id,
+ORBIT_API int orbit_spot_actor_set_info(orbit_spot_serial_executor_t *spot, uint64_t actor_id,
 					const void *info, size_t len);
 
 /**
- * orbit_spot_executor_mode - the mode fixed at creation.
+ * orbit_spot_serial_executor_mode - the mode fixed at creation.
  *
  * Context: any thread; immutable.
  * Returns: ORBIT_SPOT_PER_ACTOR or ORBIT_SPOT_SPOT_WIDE; -EINVAL for NULL.
  */
-ORBIT_API int orbit_spot_executor_mode(const orbit_spot_executor_t *spot);
+ORBIT_API int orbit_spot_serial_executor_mode(const orbit_spot_serial_executor_t *spot);
 
 /**
- * orbit_spot_executor_close - accept nothing more (every entry point and
+ * orbit_spot_serial_executor_close - accept nothing more (every entry point and
  * set_info return -EPIPE from now on, for known and new Actors and timer
  * names alike). In one state lane turn the Spot closes every Actor and
  * timer queue with it; what was accepted still runs, including the Spot
@@ -308,10 +308,10 @@ ORBIT_API int orbit_spot_executor_mode(const orbit_spot_executor_t *spot);
  * Context: any thread, also the Spot's own work; idempotent; no waiting.
  * Returns: 0; -EINVAL NULL @spot.
  */
-ORBIT_API int orbit_spot_executor_close(orbit_spot_executor_t *spot);
+ORBIT_API int orbit_spot_serial_executor_close(orbit_spot_serial_executor_t *spot);
 
 /**
- * orbit_spot_executor_await_quiescence - wait until every accepted piece
+ * orbit_spot_serial_executor_await_quiescence - wait until every accepted piece
  * of work of this Spot (all its queues, yielded work included) finished.
  * @spot: the coordinator. @timeout_ms: -1 forever; 0 polls.
  *
@@ -320,19 +320,19 @@ ORBIT_API int orbit_spot_executor_close(orbit_spot_executor_t *spot);
  * Returns: 0; -EDEADLK (called from this Spot's work); -ETIMEDOUT;
  * -EINVAL (NULL).
  */
-ORBIT_API int orbit_spot_executor_await_quiescence(orbit_spot_executor_t *spot, int timeout_ms);
+ORBIT_API int orbit_spot_serial_executor_await_quiescence(orbit_spot_serial_executor_t *spot, int timeout_ms);
 
 /**
- * orbit_spot_executor_stats - read the Spot's counters.
+ * orbit_spot_serial_executor_stats - read the Spot's counters.
  *
  * Context: any thread; relaxed loads, no lock.
  * Returns: 0; -EINVAL for NULL.
  */
-ORBIT_API int orbit_spot_executor_stats(const orbit_spot_executor_t *spot,
+ORBIT_API int orbit_spot_serial_executor_stats(const orbit_spot_serial_executor_t *spot,
 					struct orbit_serial_executor_stats *out);
 
 /**
- * orbit_spot_executor_destroy - close, then free the Spot with every
+ * orbit_spot_serial_executor_destroy - close, then free the Spot with every
  * queue it owns. The maps are emptied in one state lane turn (06 §4 C2).
  * @spot: the coordinator (NULL: nothing).
  *
@@ -341,12 +341,12 @@ ORBIT_API int orbit_spot_executor_stats(const orbit_spot_executor_t *spot,
  * Returns: 0; -EBUSY (work still outstanding: it stays valid and closed;
  * await_quiescence first); -EDEADLK (from the Spot's own work).
  */
-ORBIT_API int orbit_spot_executor_destroy(orbit_spot_executor_t *spot);
+ORBIT_API int orbit_spot_serial_executor_destroy(orbit_spot_serial_executor_t *spot);
 
 /* ---- Actor coordinator ------------------------------------------------ */
 
-struct orbit_actor_executor_options {
-	size_t size; /* sizeof(struct orbit_actor_executor_options) */
+struct orbit_actor_serial_executor_options {
+	size_t size; /* sizeof(struct orbit_actor_serial_executor_options) */
 	uint64_t actor_id; /* reported in snapshots */
 	/* Policy of its queue, copied; NULL: the §6.1 defaults. */
 	const orbit_execution_lane_policy_t *policy;
@@ -356,21 +356,21 @@ struct orbit_actor_executor_options {
 };
 
 /**
- * orbit_actor_executor_options_init - defaults: size set, actor_id 0,
+ * orbit_actor_serial_executor_options_init - defaults: size set, actor_id 0,
  * policy NULL, executor empty (must be set), home_node -1, name NULL.
  *
  * Context: any thread; no syscall.
  */
-ORBIT_API void orbit_actor_executor_options_init(struct orbit_actor_executor_options *opts);
+ORBIT_API void orbit_actor_serial_executor_options_init(struct orbit_actor_serial_executor_options *opts);
 
 /**
- * orbit_actor_executor_create - an Actor coordinator and its one queue.
+ * orbit_actor_serial_executor_create - an Actor coordinator and its one queue.
  *
  * Context: any thread; allocates.
  * Returns: 0; -EINVAL (NULL, size 0, no executor, invalid policy); -ENOMEM.
  */
-ORBIT_API int orbit_actor_executor_create(const struct orbit_actor_executor_options *opts,
-					  orbit_actor_executor_t **out);
+ORBIT_API int orbit_actor_serial_executor_create(const struct orbit_actor_serial_executor_options *opts,
+					  orbit_actor_serial_executor_t **out);
 
 /**
  * orbit_actor_execute_actor - that Actor's handler work on its queue,
@@ -380,7 +380,7 @@ ORBIT_API int orbit_actor_executor_create(const struct orbit_actor_executor_opti
  * Returns: 0; -EINVAL (NULL @actor or @fn); -EBUSY (@done armed); -EAGAIN
  * (full); -E2BIG; -EPIPE (closed); -ENOMEM; the executor's error.
  */
-ORBIT_API int orbit_actor_execute_actor(orbit_actor_executor_t *actor, orbit_serial_work_fn fn,
+ORBIT_API int orbit_actor_execute_actor(orbit_actor_serial_executor_t *actor, orbit_serial_work_fn fn,
 					void *arg, uint64_t payload_bytes,
 					orbit_work_completion_t *done);
 
@@ -391,7 +391,7 @@ ORBIT_API int orbit_actor_execute_actor(orbit_actor_executor_t *actor, orbit_ser
  * Context: see the header comment.
  * Returns: as orbit_actor_execute_actor(), against the lifecycle lane.
  */
-ORBIT_API int orbit_actor_execute_lifecycle(orbit_actor_executor_t *actor, orbit_serial_work_fn fn,
+ORBIT_API int orbit_actor_execute_lifecycle(orbit_actor_serial_executor_t *actor, orbit_serial_work_fn fn,
 					    void *arg, orbit_work_completion_t *done);
 
 /**
@@ -401,47 +401,47 @@ ORBIT_API int orbit_actor_execute_lifecycle(orbit_actor_executor_t *actor, orbit
  * Context: any thread, also a handler; one state lane turn.
  * Returns: 0; -EINVAL; -E2BIG (@len > ORBIT_ACTOR_INFO_MAX); -EPIPE.
  */
-ORBIT_API int orbit_actor_set_info(orbit_actor_executor_t *actor, const void *info, size_t len);
+ORBIT_API int orbit_actor_set_info(orbit_actor_serial_executor_t *actor, const void *info, size_t len);
 
 /**
- * orbit_actor_executor_close - accept nothing more (-EPIPE); accepted work
+ * orbit_actor_serial_executor_close - accept nothing more (-EPIPE); accepted work
  * still runs.
  *
  * Context: any thread, also its own work; idempotent; no waiting.
  * Returns: 0; -EINVAL for NULL.
  */
-ORBIT_API int orbit_actor_executor_close(orbit_actor_executor_t *actor);
+ORBIT_API int orbit_actor_serial_executor_close(orbit_actor_serial_executor_t *actor);
 
 /**
- * orbit_actor_executor_await_quiescence - as
- * orbit_spot_executor_await_quiescence(), for this Actor.
+ * orbit_actor_serial_executor_await_quiescence - as
+ * orbit_spot_serial_executor_await_quiescence(), for this Actor.
  *
  * Context: any thread except this Actor's own work (refused at once, 07
  * §10). Blocks on a condition variable.
  * Returns: 0; -EDEADLK (from its own work); -ETIMEDOUT; -EINVAL.
  */
-ORBIT_API int orbit_actor_executor_await_quiescence(orbit_actor_executor_t *actor, int timeout_ms);
+ORBIT_API int orbit_actor_serial_executor_await_quiescence(orbit_actor_serial_executor_t *actor, int timeout_ms);
 
 /**
- * orbit_actor_executor_stats - read its counters.
+ * orbit_actor_serial_executor_stats - read its counters.
  *
  * Context: any thread; relaxed loads. Returns: 0; -EINVAL.
  */
-ORBIT_API int orbit_actor_executor_stats(const orbit_actor_executor_t *actor,
+ORBIT_API int orbit_actor_serial_executor_stats(const orbit_actor_serial_executor_t *actor,
 					 struct orbit_serial_executor_stats *out);
 
 /**
- * orbit_actor_executor_destroy - close and free.
+ * orbit_actor_serial_executor_destroy - close and free.
  *
  * Context: any thread except its own work.
  * Returns: 0; -EBUSY (work outstanding; stays valid and closed); -EDEADLK.
  */
-ORBIT_API int orbit_actor_executor_destroy(orbit_actor_executor_t *actor);
+ORBIT_API int orbit_actor_serial_executor_destroy(orbit_actor_serial_executor_t *actor);
 
 /* ---- STREAM session coordinator --------------------------------------- */
 
-struct orbit_session_executor_options {
-	size_t size; /* sizeof(struct orbit_session_executor_options) */
+struct orbit_session_serial_executor_options {
+	size_t size; /* sizeof(struct orbit_session_serial_executor_options) */
 	/* Policy of its queue, copied; NULL: the §6.1 defaults. */
 	const orbit_execution_lane_policy_t *policy;
 	orbit_executor_t executor; /* required */
@@ -450,21 +450,21 @@ struct orbit_session_executor_options {
 };
 
 /**
- * orbit_session_executor_options_init - defaults: size set, policy NULL,
+ * orbit_session_serial_executor_options_init - defaults: size set, policy NULL,
  * executor empty (must be set), home_node -1, name NULL.
  *
  * Context: any thread; no syscall.
  */
-ORBIT_API void orbit_session_executor_options_init(struct orbit_session_executor_options *opts);
+ORBIT_API void orbit_session_serial_executor_options_init(struct orbit_session_serial_executor_options *opts);
 
 /**
- * orbit_session_executor_create - a session coordinator and its one queue.
+ * orbit_session_serial_executor_create - a session coordinator and its one queue.
  *
  * Context: any thread; allocates.
  * Returns: 0; -EINVAL (NULL, size 0, no executor, invalid policy); -ENOMEM.
  */
-ORBIT_API int orbit_session_executor_create(const struct orbit_session_executor_options *opts,
-					    orbit_session_executor_t **out);
+ORBIT_API int orbit_session_serial_executor_create(const struct orbit_session_serial_executor_options *opts,
+					    orbit_session_serial_executor_t **out);
 
 /**
  * orbit_session_execute_application - a packet for the session callback:
@@ -475,7 +475,7 @@ ORBIT_API int orbit_session_executor_create(const struct orbit_session_executor_
  * Returns: 0; -EINVAL; -EBUSY (@done armed); -EAGAIN (full); -E2BIG;
  * -EPIPE (closed, or executeFinal accepted); -ENOMEM; the executor's error.
  */
-ORBIT_API int orbit_session_execute_application(orbit_session_executor_t *session,
+ORBIT_API int orbit_session_execute_application(orbit_session_serial_executor_t *session,
 						orbit_serial_work_fn fn, void *arg,
 						uint64_t payload_bytes,
 						orbit_work_completion_t *done);
@@ -487,7 +487,7 @@ ORBIT_API int orbit_session_execute_application(orbit_session_executor_t *sessio
  * Context: see the header comment.
  * Returns: as orbit_session_execute_application(), against the lifecycle lane.
  */
-ORBIT_API int orbit_session_execute_control(orbit_session_executor_t *session,
+ORBIT_API int orbit_session_execute_control(orbit_session_serial_executor_t *session,
 					    orbit_serial_work_fn fn, void *arg,
 					    orbit_work_completion_t *done);
 
@@ -500,7 +500,7 @@ ORBIT_API int orbit_session_execute_control(orbit_session_executor_t *session,
  * Context: see the header comment.
  * Returns: as orbit_session_execute_application().
  */
-ORBIT_API int orbit_session_execute_infrastructure(orbit_session_executor_t *session,
+ORBIT_API int orbit_session_execute_infrastructure(orbit_session_serial_executor_t *session,
 						   orbit_serial_work_fn fn, void *arg,
 						   orbit_work_completion_t *done);
 
@@ -518,45 +518,45 @@ ORBIT_API int orbit_session_execute_infrastructure(orbit_session_executor_t *ses
  * is full: the session stays open); -EPIPE (closed or final already
  * accepted); -ENOMEM; the executor's error.
  */
-ORBIT_API int orbit_session_execute_final(orbit_session_executor_t *session,
+ORBIT_API int orbit_session_execute_final(orbit_session_serial_executor_t *session,
 					  orbit_serial_work_fn fn, void *arg,
 					  orbit_work_completion_t *done);
 
 /**
- * orbit_session_executor_close - accept nothing more (-EPIPE) without a
+ * orbit_session_serial_executor_close - accept nothing more (-EPIPE) without a
  * final work item; accepted work still runs.
  *
  * Context: any thread, also its own work; idempotent; no waiting.
  * Returns: 0; -EINVAL for NULL.
  */
-ORBIT_API int orbit_session_executor_close(orbit_session_executor_t *session);
+ORBIT_API int orbit_session_serial_executor_close(orbit_session_serial_executor_t *session);
 
 /**
- * orbit_session_executor_await_quiescence - as
- * orbit_spot_executor_await_quiescence(), for this session.
+ * orbit_session_serial_executor_await_quiescence - as
+ * orbit_spot_serial_executor_await_quiescence(), for this session.
  *
  * Context: any thread except this session's own work (refused at once,
  * 07 §10). Blocks on a condition variable.
  * Returns: 0; -EDEADLK (from its own work); -ETIMEDOUT; -EINVAL.
  */
-ORBIT_API int orbit_session_executor_await_quiescence(orbit_session_executor_t *session,
+ORBIT_API int orbit_session_serial_executor_await_quiescence(orbit_session_serial_executor_t *session,
 						      int timeout_ms);
 
 /**
- * orbit_session_executor_stats - read its counters.
+ * orbit_session_serial_executor_stats - read its counters.
  *
  * Context: any thread; relaxed loads. Returns: 0; -EINVAL.
  */
-ORBIT_API int orbit_session_executor_stats(const orbit_session_executor_t *session,
+ORBIT_API int orbit_session_serial_executor_stats(const orbit_session_serial_executor_t *session,
 					   struct orbit_serial_executor_stats *out);
 
 /**
- * orbit_session_executor_destroy - close and free.
+ * orbit_session_serial_executor_destroy - close and free.
  *
  * Context: any thread except its own work.
  * Returns: 0; -EBUSY (work outstanding; stays valid and closed); -EDEADLK.
  */
-ORBIT_API int orbit_session_executor_destroy(orbit_session_executor_t *session);
+ORBIT_API int orbit_session_serial_executor_destroy(orbit_session_serial_executor_t *session);
 
 /* ---- inside work -------------------------------------------------------- */
 

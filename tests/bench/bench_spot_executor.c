@@ -74,9 +74,9 @@ static int cmp_double(const void *a, const void *b)
 
 struct subject {
 	orbit_serial_queue_t *q;
-	orbit_spot_executor_t *spot;
-	orbit_actor_executor_t *actor;
-	orbit_session_executor_t *session;
+	orbit_spot_serial_executor_t *spot;
+	orbit_actor_serial_executor_t *actor;
+	orbit_session_serial_executor_t *session;
 };
 
 static int submit(enum path p, struct subject *s, uint64_t i)
@@ -110,26 +110,26 @@ static int setup(enum path p, orbit_executor_t ex, struct subject *s)
 		return orbit_serial_queue_create(&o, &s->q);
 	}
 	if (p == P_ACTOR) {
-		struct orbit_actor_executor_options o;
+		struct orbit_actor_serial_executor_options o;
 
-		orbit_actor_executor_options_init(&o);
+		orbit_actor_serial_executor_options_init(&o);
 		o.executor = ex;
-		return orbit_actor_executor_create(&o, &s->actor);
+		return orbit_actor_serial_executor_create(&o, &s->actor);
 	}
 	if (p == P_SESSION) {
-		struct orbit_session_executor_options o;
+		struct orbit_session_serial_executor_options o;
 
-		orbit_session_executor_options_init(&o);
+		orbit_session_serial_executor_options_init(&o);
 		o.executor = ex;
-		return orbit_session_executor_create(&o, &s->session);
+		return orbit_session_serial_executor_create(&o, &s->session);
 	}
-	struct orbit_spot_executor_options o;
+	struct orbit_spot_serial_executor_options o;
 
-	orbit_spot_executor_options_init(&o);
+	orbit_spot_serial_executor_options_init(&o);
 	o.executor = ex;
 	o.mode = p == P_SPOT_WIDE_1 || p == P_SPOT_WIDE_8 ? ORBIT_SPOT_SPOT_WIDE
 							    : ORBIT_SPOT_PER_ACTOR;
-	return orbit_spot_executor_create(&o, &s->spot);
+	return orbit_spot_serial_executor_create(&o, &s->spot);
 }
 
 static int quiesce_and_destroy(struct subject *s)
@@ -140,17 +140,17 @@ static int quiesce_and_destroy(struct subject *s)
 		rc = orbit_serial_queue_await_quiescence(s->q, -1);
 		orbit_serial_queue_destroy(s->q);
 	} else if (s->spot) {
-		rc = orbit_spot_executor_await_quiescence(s->spot, -1);
-		if (orbit_spot_executor_close(s->spot) || orbit_spot_executor_destroy(s->spot))
+		rc = orbit_spot_serial_executor_await_quiescence(s->spot, -1);
+		if (orbit_spot_serial_executor_close(s->spot) || orbit_spot_serial_executor_destroy(s->spot))
 			rc = -1;
 	} else if (s->actor) {
-		rc = orbit_actor_executor_await_quiescence(s->actor, -1);
-		if (orbit_actor_executor_close(s->actor) || orbit_actor_executor_destroy(s->actor))
+		rc = orbit_actor_serial_executor_await_quiescence(s->actor, -1);
+		if (orbit_actor_serial_executor_close(s->actor) || orbit_actor_serial_executor_destroy(s->actor))
 			rc = -1;
 	} else {
-		rc = orbit_session_executor_await_quiescence(s->session, -1);
-		if (orbit_session_executor_close(s->session) ||
-		    orbit_session_executor_destroy(s->session))
+		rc = orbit_session_serial_executor_await_quiescence(s->session, -1);
+		if (orbit_session_serial_executor_close(s->session) ||
+		    orbit_session_serial_executor_destroy(s->session))
 			rc = -1;
 	}
 	return rc;

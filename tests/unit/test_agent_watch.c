@@ -566,27 +566,27 @@ static void exec_check(const struct orbit_fleet_stats *fs, const struct orbit_fl
 	assert_int_equal(fs->counters[ctr("exec_timer_queues")], e->timer_queues);
 }
 
-static struct orbit_serial_executor_stats spot_st(const orbit_spot_executor_t *s)
+static struct orbit_serial_executor_stats spot_st(const orbit_spot_serial_executor_t *s)
 {
 	struct orbit_serial_executor_stats st;
 
-	assert_int_equal(orbit_spot_executor_stats(s, &st), 0);
+	assert_int_equal(orbit_spot_serial_executor_stats(s, &st), 0);
 	return st;
 }
 
-static struct orbit_serial_executor_stats actor_st(const orbit_actor_executor_t *a)
+static struct orbit_serial_executor_stats actor_st(const orbit_actor_serial_executor_t *a)
 {
 	struct orbit_serial_executor_stats st;
 
-	assert_int_equal(orbit_actor_executor_stats(a, &st), 0);
+	assert_int_equal(orbit_actor_serial_executor_stats(a, &st), 0);
 	return st;
 }
 
-static struct orbit_serial_executor_stats session_st(const orbit_session_executor_t *x)
+static struct orbit_serial_executor_stats session_st(const orbit_session_serial_executor_t *x)
 {
 	struct orbit_serial_executor_stats st;
 
-	assert_int_equal(orbit_session_executor_stats(x, &st), 0);
+	assert_int_equal(orbit_session_serial_executor_stats(x, &st), 0);
 	return st;
 }
 
@@ -618,7 +618,7 @@ static int w_bad_suspend(orbit_serial_turn_t *turn, void *arg)
 /*
  * DESIGN "Observability", 07 §2 (the Spot coordinator), both modes: a
  * watched Spot's exec_* counters in the stats row equal its own
- * orbit_spot_executor_stats() deltas since watch time (work before the
+ * orbit_spot_serial_executor_stats() deltas since watch time (work before the
  * watch is not counted), with work queued (gauges), after everything ran
  * (a yield, SpotWide turns that waited for Spot-queue room, refusals by
  * count, size and close), and unwatching keeps the counts and drops the
@@ -631,11 +631,11 @@ static void test_watched_spot_counters_equal_its_stats_deltas(void **state)
 	(void)state;
 	for (int m = 0; m < 2; m++) {
 		struct orbit_serial_executor_stats base, now;
-		struct orbit_spot_executor_options o;
+		struct orbit_spot_serial_executor_options o;
 		orbit_execution_lane_policy_t sp, ap;
 		struct orbit_fleet_stats before, fs;
 		orbit_serial_resume_t *h = NULL;
-		orbit_spot_executor_t *s = NULL;
+		orbit_spot_serial_executor_t *s = NULL;
 		struct exec_expect e = { 0 };
 		struct manual_ex x;
 		int rc;
@@ -645,12 +645,12 @@ static void test_watched_spot_counters_equal_its_stats_deltas(void **state)
 		orbit_execution_lane_policy_init_default(&ap);
 		ap.application_message_capacity = 2;
 		ap.application_byte_capacity = 64 * 1024;
-		orbit_spot_executor_options_init(&o);
+		orbit_spot_serial_executor_options_init(&o);
 		o.mode = modes[m];
 		o.executor = manual_executor(&x);
 		o.spot_policy = &sp;
 		o.actor_policy = &ap;
-		assert_int_equal(orbit_spot_executor_create(&o, &s), 0);
+		assert_int_equal(orbit_spot_serial_executor_create(&o, &s), 0);
 
 		/* Before the watch: not counted. */
 		assert_int_equal(orbit_spot_execute_spot(s, w_noop, NULL, NULL), 0);
@@ -691,9 +691,9 @@ static void test_watched_spot_counters_equal_its_stats_deltas(void **state)
 		assert_non_null(h);
 		assert_int_equal(orbit_serial_queue_resume(h), 0);
 		manual_run_all(&x);
-		assert_int_equal(orbit_spot_executor_close(s), 0);
+		assert_int_equal(orbit_spot_serial_executor_close(s), 0);
 		assert_int_equal(orbit_spot_execute_spot(s, w_noop, NULL, NULL), -EPIPE);
-		assert_int_equal(orbit_spot_executor_await_quiescence(s, 0), 0);
+		assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, 0), 0);
 		now = spot_st(s);
 		assert_int_equal(now.outstanding, 0);
 		assert_int_equal(now.yielded - base.yielded, 1);
@@ -712,7 +712,7 @@ static void test_watched_spot_counters_equal_its_stats_deltas(void **state)
 		e.outstanding = e.actor_queues = e.timer_queues = 0;
 		exec_check(&fs, &before, &e);
 		assert_int_equal(fs.counters[ctr("watched_objects")], 0);
-		assert_int_equal(orbit_spot_executor_destroy(s), 0);
+		assert_int_equal(orbit_spot_serial_executor_destroy(s), 0);
 	}
 	assert_true(orbit_stats_counter_is_gauge(ctr("exec_outstanding")));
 	assert_true(orbit_stats_counter_is_gauge(ctr("exec_actor_queues")));
@@ -730,12 +730,12 @@ static void test_watched_spot_counters_equal_its_stats_deltas(void **state)
 static void test_watched_actor_and_session_counters_equal_their_stats_deltas(void **state)
 {
 	struct orbit_serial_executor_stats abase, sbase, anow, snow;
-	struct orbit_session_executor_options so;
-	struct orbit_actor_executor_options ao;
+	struct orbit_session_serial_executor_options so;
+	struct orbit_actor_serial_executor_options ao;
 	struct orbit_fleet_stats before, fs;
 	orbit_execution_lane_policy_t pol;
-	orbit_session_executor_t *x = NULL;
-	orbit_actor_executor_t *a = NULL;
+	orbit_session_serial_executor_t *x = NULL;
+	orbit_actor_serial_executor_t *a = NULL;
 	orbit_serial_resume_t *h = NULL;
 	struct exec_expect e = { 0 };
 	struct manual_ex mx;
@@ -744,15 +744,15 @@ static void test_watched_actor_and_session_counters_equal_their_stats_deltas(voi
 	orbit_execution_lane_policy_init_default(&pol);
 	pol.application_message_capacity = 3;
 	pol.application_byte_capacity = 64 * 1024;
-	orbit_actor_executor_options_init(&ao);
+	orbit_actor_serial_executor_options_init(&ao);
 	ao.actor_id = 7;
 	ao.policy = &pol;
 	ao.executor = manual_executor(&mx);
-	assert_int_equal(orbit_actor_executor_create(&ao, &a), 0);
-	orbit_session_executor_options_init(&so);
+	assert_int_equal(orbit_actor_serial_executor_create(&ao, &a), 0);
+	orbit_session_serial_executor_options_init(&so);
 	so.policy = &pol;
 	so.executor = ao.executor;
-	assert_int_equal(orbit_session_executor_create(&so, &x), 0);
+	assert_int_equal(orbit_session_serial_executor_create(&so, &x), 0);
 
 	assert_int_equal(orbit_actor_execute_actor(a, w_noop, NULL, 1, NULL), 0); /* not counted */
 	assert_int_equal(orbit_session_execute_application(x, w_noop, NULL, 1, NULL), 0);
@@ -788,8 +788,8 @@ static void test_watched_actor_and_session_counters_equal_their_stats_deltas(voi
 	assert_non_null(h);
 	assert_int_equal(orbit_serial_queue_resume(h), 0);
 	manual_run_all(&mx);
-	assert_int_equal(orbit_actor_executor_await_quiescence(a, 0), 0);
-	assert_int_equal(orbit_session_executor_await_quiescence(x, 0), 0);
+	assert_int_equal(orbit_actor_serial_executor_await_quiescence(a, 0), 0);
+	assert_int_equal(orbit_session_serial_executor_await_quiescence(x, 0), 0);
 	read_fresh(&fs);
 	anow = actor_st(a);
 	snow = session_st(x);
@@ -806,8 +806,8 @@ static void test_watched_actor_and_session_counters_equal_their_stats_deltas(voi
 
 	assert_int_equal(orbit_agent_unwatch_actor(agent, a), 0);
 	assert_int_equal(orbit_agent_unwatch_session(agent, x), 0);
-	assert_int_equal(orbit_actor_executor_destroy(a), 0);
-	assert_int_equal(orbit_session_executor_destroy(x), 0);
+	assert_int_equal(orbit_actor_serial_executor_destroy(a), 0);
+	assert_int_equal(orbit_session_serial_executor_destroy(x), 0);
 }
 
 /*
@@ -824,27 +824,27 @@ static void test_unwatch_coordinator_stops_counting_and_allows_destroy(void **st
 	struct orbit_serial_executor_stats st;
 	struct orbit_fleet_stats before, fs;
 	uint64_t accepted = 0, completed = 0;
-	struct orbit_session_executor_options so;
-	struct orbit_actor_executor_options ao;
-	struct orbit_spot_executor_options po;
-	orbit_actor_executor_t *a;
+	struct orbit_session_serial_executor_options so;
+	struct orbit_actor_serial_executor_options ao;
+	struct orbit_spot_serial_executor_options po;
+	orbit_actor_serial_executor_t *a;
 
 	(void)state;
-	orbit_actor_executor_options_init(&ao);
+	orbit_actor_serial_executor_options_init(&ao);
 	ao.executor = orbit_worker_pool_executor(p);
-	orbit_session_executor_options_init(&so);
+	orbit_session_serial_executor_options_init(&so);
 	so.executor = ao.executor;
-	orbit_spot_executor_options_init(&po);
+	orbit_spot_serial_executor_options_init(&po);
 	po.executor = ao.executor;
 	read_fresh(&before);
 	for (int i = 0; i < rounds; i++) {
-		orbit_session_executor_t *x;
-		orbit_spot_executor_t *s;
+		orbit_session_serial_executor_t *x;
+		orbit_spot_serial_executor_t *s;
 
 		po.mode = i % 2 ? ORBIT_SPOT_SPOT_WIDE : ORBIT_SPOT_PER_ACTOR;
-		assert_int_equal(orbit_actor_executor_create(&ao, &a), 0);
-		assert_int_equal(orbit_session_executor_create(&so, &x), 0);
-		assert_int_equal(orbit_spot_executor_create(&po, &s), 0);
+		assert_int_equal(orbit_actor_serial_executor_create(&ao, &a), 0);
+		assert_int_equal(orbit_session_serial_executor_create(&so, &x), 0);
+		assert_int_equal(orbit_spot_serial_executor_create(&po, &s), 0);
 		assert_int_equal(orbit_agent_watch_actor(agent, a), 0);
 		assert_int_equal(orbit_agent_watch_session(agent, x), 0);
 		assert_int_equal(orbit_agent_watch_spot(agent, s), 0);
@@ -854,12 +854,12 @@ static void test_unwatch_coordinator_stops_counting_and_allows_destroy(void **st
 		assert_int_equal(orbit_spot_execute_timer(s, "t", w_noop, NULL, NULL), 0);
 		if (i % 16 == 0)
 			usleep(2000); /* let a publish read them now and then */
-		assert_int_equal(orbit_actor_executor_close(a), 0);
-		assert_int_equal(orbit_session_executor_close(x), 0);
-		assert_int_equal(orbit_spot_executor_close(s), 0);
-		assert_int_equal(orbit_actor_executor_await_quiescence(a, 10000), 0);
-		assert_int_equal(orbit_session_executor_await_quiescence(x, 10000), 0);
-		assert_int_equal(orbit_spot_executor_await_quiescence(s, 10000), 0);
+		assert_int_equal(orbit_actor_serial_executor_close(a), 0);
+		assert_int_equal(orbit_session_serial_executor_close(x), 0);
+		assert_int_equal(orbit_spot_serial_executor_close(s), 0);
+		assert_int_equal(orbit_actor_serial_executor_await_quiescence(a, 10000), 0);
+		assert_int_equal(orbit_session_serial_executor_await_quiescence(x, 10000), 0);
+		assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, 10000), 0);
 		assert_int_equal(orbit_agent_unwatch_actor(agent, a), 0);
 		assert_int_equal(orbit_agent_unwatch_session(agent, x), 0);
 		assert_int_equal(orbit_agent_unwatch_spot(agent, s), 0);
@@ -873,9 +873,9 @@ static void test_unwatch_coordinator_stops_counting_and_allows_destroy(void **st
 		st = spot_st(s);
 		accepted += exec_accepted(&st);
 		completed += st.completed;
-		assert_int_equal(orbit_actor_executor_destroy(a), 0);
-		assert_int_equal(orbit_session_executor_destroy(x), 0);
-		assert_int_equal(orbit_spot_executor_destroy(s), 0);
+		assert_int_equal(orbit_actor_serial_executor_destroy(a), 0);
+		assert_int_equal(orbit_session_serial_executor_destroy(x), 0);
+		assert_int_equal(orbit_spot_serial_executor_destroy(s), 0);
 	}
 	read_fresh(&fs);
 	assert_int_equal(fs.counters[ctr("watched_objects")], 0);
@@ -889,19 +889,19 @@ static void test_unwatch_coordinator_stops_counting_and_allows_destroy(void **st
 			 completed);
 
 	/* Work of an unwatched Actor is not counted. */
-	assert_int_equal(orbit_actor_executor_create(&ao, &a), 0);
+	assert_int_equal(orbit_actor_serial_executor_create(&ao, &a), 0);
 	assert_int_equal(orbit_agent_watch_actor(agent, a), 0);
 	assert_int_equal(orbit_actor_execute_actor(a, w_noop, NULL, 1, NULL), 0);
-	assert_int_equal(orbit_actor_executor_await_quiescence(a, 10000), 0);
+	assert_int_equal(orbit_actor_serial_executor_await_quiescence(a, 10000), 0);
 	assert_int_equal(orbit_agent_unwatch_actor(agent, a), 0);
 	read_fresh(&before);
 	for (int i = 0; i < 20; i++)
 		assert_int_equal(orbit_actor_execute_actor(a, w_noop, NULL, 1, NULL), 0);
-	assert_int_equal(orbit_actor_executor_await_quiescence(a, 10000), 0);
+	assert_int_equal(orbit_actor_serial_executor_await_quiescence(a, 10000), 0);
 	read_fresh(&fs);
 	assert_int_equal(fs.counters[ctr("exec_accepted")], before.counters[ctr("exec_accepted")]);
 	assert_int_equal(fs.counters[ctr("exec_completed")], before.counters[ctr("exec_completed")]);
-	assert_int_equal(orbit_actor_executor_destroy(a), 0);
+	assert_int_equal(orbit_actor_serial_executor_destroy(a), 0);
 	assert_int_equal(orbit_worker_pool_destroy(p), 0);
 }
 
@@ -910,25 +910,25 @@ static void test_unwatch_coordinator_stops_counting_and_allows_destroy(void **st
 static void test_watch_coordinator_errors(void **state)
 {
 	orbit_state_lane_t *lanes[ORBIT_AGENT_WATCH_MAX - 1];
-	struct orbit_session_executor_options so;
-	struct orbit_actor_executor_options ao;
-	struct orbit_spot_executor_options po;
-	orbit_session_executor_t *x;
-	orbit_actor_executor_t *a;
-	orbit_spot_executor_t *s;
+	struct orbit_session_serial_executor_options so;
+	struct orbit_actor_serial_executor_options ao;
+	struct orbit_spot_serial_executor_options po;
+	orbit_session_serial_executor_t *x;
+	orbit_actor_serial_executor_t *a;
+	orbit_spot_serial_executor_t *s;
 	struct manual_ex mx;
 
 	(void)state;
-	orbit_actor_executor_options_init(&ao);
+	orbit_actor_serial_executor_options_init(&ao);
 	ao.executor = manual_executor(&mx);
-	orbit_session_executor_options_init(&so);
+	orbit_session_serial_executor_options_init(&so);
 	so.executor = ao.executor;
-	orbit_spot_executor_options_init(&po);
+	orbit_spot_serial_executor_options_init(&po);
 	po.executor = ao.executor;
 	po.mode = ORBIT_SPOT_PER_ACTOR;
-	assert_int_equal(orbit_actor_executor_create(&ao, &a), 0);
-	assert_int_equal(orbit_session_executor_create(&so, &x), 0);
-	assert_int_equal(orbit_spot_executor_create(&po, &s), 0);
+	assert_int_equal(orbit_actor_serial_executor_create(&ao, &a), 0);
+	assert_int_equal(orbit_session_serial_executor_create(&so, &x), 0);
+	assert_int_equal(orbit_spot_serial_executor_create(&po, &s), 0);
 
 	assert_int_equal(orbit_agent_watch_spot(NULL, s), -EINVAL);
 	assert_int_equal(orbit_agent_watch_spot(agent, NULL), -EINVAL);
@@ -942,7 +942,7 @@ static void test_watch_coordinator_errors(void **state)
 	assert_int_equal(orbit_agent_watch_spot(agent, s), 0);
 	assert_int_equal(orbit_agent_watch_spot(agent, s), -EEXIST);
 	/* The same address as another kind is not that watch. */
-	assert_int_equal(orbit_agent_unwatch_actor(agent, (const orbit_actor_executor_t *)(const void *)s),
+	assert_int_equal(orbit_agent_unwatch_actor(agent, (const orbit_actor_serial_executor_t *)(const void *)s),
 			 -ENOENT);
 	assert_int_equal(orbit_agent_unwatch_spot(agent, s), 0);
 	assert_int_equal(orbit_agent_unwatch_spot(agent, s), -ENOENT);
@@ -966,9 +966,9 @@ static void test_watch_coordinator_errors(void **state)
 	}
 	assert_int_equal(orbit_agent_watch_actor(agent, a), 0);
 	assert_int_equal(orbit_agent_unwatch_actor(agent, a), 0);
-	assert_int_equal(orbit_actor_executor_destroy(a), 0);
-	assert_int_equal(orbit_session_executor_destroy(x), 0);
-	assert_int_equal(orbit_spot_executor_destroy(s), 0);
+	assert_int_equal(orbit_actor_serial_executor_destroy(a), 0);
+	assert_int_equal(orbit_session_serial_executor_destroy(x), 0);
+	assert_int_equal(orbit_spot_serial_executor_destroy(s), 0);
 }
 
 int main(void)

@@ -41,34 +41,34 @@ static orbit_worker_pool_t *make_pool(unsigned nthreads)
 	return p;
 }
 
-static orbit_spot_executor_t *make_spot(int mode, orbit_executor_t ex,
+static orbit_spot_serial_executor_t *make_spot(int mode, orbit_executor_t ex,
 					const orbit_execution_lane_policy_t *spot_pol,
 					const orbit_execution_lane_policy_t *actor_pol)
 {
-	struct orbit_spot_executor_options o;
-	orbit_spot_executor_t *s = NULL;
+	struct orbit_spot_serial_executor_options o;
+	orbit_spot_serial_executor_t *s = NULL;
 
-	orbit_spot_executor_options_init(&o);
+	orbit_spot_serial_executor_options_init(&o);
 	o.mode = mode;
 	o.executor = ex;
 	o.spot_policy = spot_pol;
 	o.actor_policy = actor_pol;
-	assert_int_equal(orbit_spot_executor_create(&o, &s), 0);
+	assert_int_equal(orbit_spot_serial_executor_create(&o, &s), 0);
 	return s;
 }
 
-static void spot_finish(orbit_spot_executor_t *s)
+static void spot_finish(orbit_spot_serial_executor_t *s)
 {
-	assert_int_equal(orbit_spot_executor_close(s), 0);
-	assert_int_equal(orbit_spot_executor_await_quiescence(s, WAIT_MS), 0);
-	assert_int_equal(orbit_spot_executor_destroy(s), 0);
+	assert_int_equal(orbit_spot_serial_executor_close(s), 0);
+	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, WAIT_MS), 0);
+	assert_int_equal(orbit_spot_serial_executor_destroy(s), 0);
 }
 
-static struct orbit_serial_executor_stats spot_stats(orbit_spot_executor_t *s)
+static struct orbit_serial_executor_stats spot_stats(orbit_spot_serial_executor_t *s)
 {
 	struct orbit_serial_executor_stats st;
 
-	assert_int_equal(orbit_spot_executor_stats(s, &st), 0);
+	assert_int_equal(orbit_spot_serial_executor_stats(s, &st), 0);
 	return st;
 }
 
@@ -174,9 +174,9 @@ static void test_s3_arguments_and_errors(void **state)
 {
 	struct manual_ex x;
 	orbit_executor_t ex = manual_executor(&x);
-	struct orbit_spot_executor_options o;
+	struct orbit_spot_serial_executor_options o;
 	orbit_execution_lane_policy_t bad;
-	orbit_spot_executor_t *s = NULL;
+	orbit_spot_serial_executor_t *s = NULL;
 	orbit_work_completion_t *c = completion();
 	struct orbit_serial_executor_stats st;
 	orbit_serial_resume_t *h = NULL;
@@ -184,26 +184,26 @@ static void test_s3_arguments_and_errors(void **state)
 	char long_name[80];
 	atomic_int ran = 0;
 
-	orbit_spot_executor_options_init(&o);
+	orbit_spot_serial_executor_options_init(&o);
 	o.executor = ex;
-	assert_int_equal(orbit_spot_executor_create(&o, &s), -EINVAL); /* mode unset */
+	assert_int_equal(orbit_spot_serial_executor_create(&o, &s), -EINVAL); /* mode unset */
 	o.mode = 3;
-	assert_int_equal(orbit_spot_executor_create(&o, &s), -EINVAL);
+	assert_int_equal(orbit_spot_serial_executor_create(&o, &s), -EINVAL);
 	o.mode = ORBIT_SPOT_SPOT_WIDE;
 	o.executor.submit = NULL;
-	assert_int_equal(orbit_spot_executor_create(&o, &s), -EINVAL);
+	assert_int_equal(orbit_spot_serial_executor_create(&o, &s), -EINVAL);
 	o.executor = ex;
 	orbit_execution_lane_policy_init_default(&bad);
 	bad.application_message_capacity = 0;
 	o.actor_policy = &bad;
-	assert_int_equal(orbit_spot_executor_create(&o, &s), -EINVAL);
+	assert_int_equal(orbit_spot_serial_executor_create(&o, &s), -EINVAL);
 	o.actor_policy = NULL;
 	o.spot_policy = &bad;
-	assert_int_equal(orbit_spot_executor_create(&o, &s), -EINVAL);
-	assert_int_equal(orbit_spot_executor_create(NULL, &s), -EINVAL);
+	assert_int_equal(orbit_spot_serial_executor_create(&o, &s), -EINVAL);
+	assert_int_equal(orbit_spot_serial_executor_create(NULL, &s), -EINVAL);
 
 	s = make_spot(ORBIT_SPOT_PER_ACTOR, ex, NULL, NULL);
-	assert_int_equal(orbit_spot_executor_mode(s), ORBIT_SPOT_PER_ACTOR);
+	assert_int_equal(orbit_spot_serial_executor_mode(s), ORBIT_SPOT_PER_ACTOR);
 	assert_int_equal(orbit_spot_execute_spot(NULL, noop_fn, NULL, NULL), -EINVAL);
 	assert_int_equal(orbit_spot_execute_spot(s, NULL, NULL, NULL), -EINVAL);
 	assert_int_equal(orbit_spot_execute_timer(s, NULL, noop_fn, NULL, NULL), -EINVAL);
@@ -243,7 +243,7 @@ static void test_s3_arguments_and_errors(void **state)
 	assert_int_equal(st.timer_queues, 1);
 
 	/* After close: -EPIPE everywhere, for known and new names alike. */
-	assert_int_equal(orbit_spot_executor_close(s), 0);
+	assert_int_equal(orbit_spot_serial_executor_close(s), 0);
 	assert_int_equal(orbit_spot_execute_spot(s, noop_fn, NULL, NULL), -EPIPE);
 	assert_int_equal(orbit_spot_execute_lifecycle(s, noop_fn, NULL, NULL), -EPIPE);
 	assert_int_equal(orbit_spot_execute_actor(s, 99, noop_fn, NULL, 1, NULL), -EPIPE);
@@ -256,9 +256,9 @@ static void test_s3_arguments_and_errors(void **state)
 	assert_int_equal(st.rejected_closed[ORBIT_WORK_ACTOR], 1);
 	assert_int_equal(st.rejected_closed[ORBIT_WORK_TIMER], 2);
 	assert_int_equal(st.outstanding, 0);
-	assert_int_equal(orbit_spot_executor_destroy(s), 0);
+	assert_int_equal(orbit_spot_serial_executor_destroy(s), 0);
 	assert_int_equal(orbit_work_completion_destroy(c), 0);
-	assert_int_equal(orbit_spot_executor_destroy(NULL), 0);
+	assert_int_equal(orbit_spot_serial_executor_destroy(NULL), 0);
 }
 
 /* ---- §10 concurrency and order per mode ---------------------------------- */
@@ -308,7 +308,7 @@ static int rendezvous_fn(orbit_serial_turn_t *turn, void *arg)
 static void test_s10_per_actor_two_actors_overlap(void **state)
 {
 	orbit_worker_pool_t *pool = make_pool(2);
-	orbit_spot_executor_t *s =
+	orbit_spot_serial_executor_t *s =
 		make_spot(ORBIT_SPOT_PER_ACTOR, orbit_worker_pool_executor(pool), NULL, NULL);
 	struct rendezvous r = { .window_ms = WAIT_MS };
 	struct rv_arg a = { &r, 0 }, b = { &r, 1 };
@@ -330,7 +330,7 @@ static void test_s10_per_actor_two_actors_overlap(void **state)
 static void test_s10_spot_wide_second_actor_waits_for_first(void **state)
 {
 	orbit_worker_pool_t *pool = make_pool(2);
-	orbit_spot_executor_t *s =
+	orbit_spot_serial_executor_t *s =
 		make_spot(ORBIT_SPOT_SPOT_WIDE, orbit_worker_pool_executor(pool), NULL, NULL);
 	struct rendezvous r = { .window_ms = 100 };
 	struct rv_arg a = { &r, 0 }, b = { &r, 1 };
@@ -349,7 +349,7 @@ static void test_s10_spot_wide_second_actor_waits_for_first(void **state)
 
 /* Records of one Actor: every 25th yields around an "external call". */
 struct order {
-	orbit_spot_executor_t *spot;
+	orbit_spot_serial_executor_t *spot;
 	struct olog log;
 	_Atomic(orbit_serial_resume_t *) pending; /* a yielded handler's ticket */
 	atomic_int stop;
@@ -431,7 +431,7 @@ static void test_s10_same_actor_runs_in_submission_order(void **state)
 									  &recs[a][k], 64, NULL),
 						 0);
 			}
-		assert_int_equal(orbit_spot_executor_await_quiescence(o.spot, WAIT_MS), 0);
+		assert_int_equal(orbit_spot_serial_executor_await_quiescence(o.spot, WAIT_MS), 0);
 		atomic_store(&o.stop, 1);
 		pthread_join(t, NULL);
 		spot_finish(o.spot);
@@ -478,7 +478,7 @@ static int tick_fn(orbit_serial_turn_t *turn, void *arg)
 static void test_s10_per_actor_timers_overlap_same_name_in_order(void **state)
 {
 	orbit_worker_pool_t *pool = make_pool(2);
-	orbit_spot_executor_t *s =
+	orbit_spot_serial_executor_t *s =
 		make_spot(ORBIT_SPOT_PER_ACTOR, orbit_worker_pool_executor(pool), NULL, NULL);
 	struct rendezvous r = { .window_ms = WAIT_MS };
 	struct rv_arg a = { &r, 0 }, b = { &r, 1 };
@@ -494,7 +494,7 @@ static void test_s10_per_actor_timers_overlap_same_name_in_order(void **state)
 		recs[i] = (struct tick_rec){ &tk, i };
 		assert_int_equal(orbit_spot_execute_timer(s, "tock", tick_fn, &recs[i], NULL), 0);
 	}
-	assert_int_equal(orbit_spot_executor_await_quiescence(s, WAIT_MS), 0);
+	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, WAIT_MS), 0);
 	assert_true(atomic_load(&r.saw_other[0]));
 	assert_true(atomic_load(&r.saw_other[1]));
 	assert_int_equal(tk.log.n, 200);
@@ -508,7 +508,7 @@ static void test_s10_per_actor_timers_overlap_same_name_in_order(void **state)
 	s = make_spot(ORBIT_SPOT_SPOT_WIDE, orbit_worker_pool_executor(pool), NULL, NULL);
 	assert_int_equal(orbit_spot_execute_timer(s, "tick", noop_fn, &ran, NULL), 0);
 	assert_int_equal(orbit_spot_execute_timer(s, "beat", noop_fn, &ran, NULL), 0);
-	assert_int_equal(orbit_spot_executor_await_quiescence(s, WAIT_MS), 0);
+	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, WAIT_MS), 0);
 	assert_int_equal(atomic_load(&ran), 2);
 	assert_int_equal(spot_stats(s).timer_queues, 0);
 	spot_finish(s);
@@ -527,7 +527,7 @@ static void test_s10_full_actor_rejects_only_that_actor(void **state)
 	for (int m = 0; m < 2; m++) {
 		struct manual_ex x;
 		orbit_execution_lane_policy_t ap;
-		orbit_spot_executor_t *s;
+		orbit_spot_serial_executor_t *s;
 		struct orbit_serial_executor_stats st;
 		atomic_int ran = 0;
 
@@ -566,7 +566,7 @@ static void test_s10_spot_wide_large_payloads_rejected_first(void **state)
 {
 	struct manual_ex x;
 	orbit_execution_lane_policy_t sp, ap;
-	orbit_spot_executor_t *s;
+	orbit_spot_serial_executor_t *s;
 	atomic_int ran = 0;
 	int rejected_large = 0, rejected_small = 0, first_rejected = 0;
 
@@ -614,7 +614,7 @@ static void test_s10_spot_queue_capacity_by_item_count(void **state)
 	for (int p = 0; p < 2; p++) {
 		struct manual_ex x;
 		orbit_execution_lane_policy_t sp;
-		orbit_spot_executor_t *s;
+		orbit_spot_serial_executor_t *s;
 		orbit_work_completion_t *c[6];
 		struct orbit_serial_executor_stats st;
 		atomic_int ran = 0;
@@ -649,7 +649,7 @@ static void test_s10_spot_queue_capacity_by_item_count(void **state)
 }
 
 /* A SpotWide Spot whose Spot queue holds @spot_items items (by count). */
-static orbit_spot_executor_t *make_small_spot(orbit_executor_t ex, uint32_t spot_items,
+static orbit_spot_serial_executor_t *make_small_spot(orbit_executor_t ex, uint32_t spot_items,
 					      uint32_t actor_items)
 {
 	orbit_execution_lane_policy_t sp, ap;
@@ -675,7 +675,7 @@ static void test_s4_spot_wide_full_spot_queue_turn_waits_fifo(void **state)
 {
 	const int expect[] = { 1, 2, 3, 4, 11, 21, 12, 22 };
 	struct manual_ex x;
-	orbit_spot_executor_t *s = make_small_spot(manual_executor(&x), 4, 16);
+	orbit_spot_serial_executor_t *s = make_small_spot(manual_executor(&x), 4, 16);
 	struct olog log;
 	struct rec r[8];
 	orbit_work_completion_t *c[4];
@@ -738,7 +738,7 @@ static void test_s4_spot_wide_full_spot_queue_turn_waits_fifo(void **state)
 static void test_s5_spot_wide_waiting_turn_backpressure_at_call_site(void **state)
 {
 	struct manual_ex x;
-	orbit_spot_executor_t *s = make_small_spot(manual_executor(&x), 1, 3);
+	orbit_spot_serial_executor_t *s = make_small_spot(manual_executor(&x), 1, 3);
 	orbit_work_completion_t *c = completion();
 	struct orbit_serial_executor_stats st;
 	atomic_int ran = 0;
@@ -785,7 +785,7 @@ static void test_s5_spot_wide_waiting_turn_backpressure_at_call_site(void **stat
 static void test_s4_spot_wide_close_keeps_waiting_turns(void **state)
 {
 	struct manual_ex x;
-	orbit_spot_executor_t *s = make_small_spot(manual_executor(&x), 1, 8);
+	orbit_spot_serial_executor_t *s = make_small_spot(manual_executor(&x), 1, 8);
 	orbit_work_completion_t *c[2] = { completion(), completion() };
 	atomic_int ran = 0;
 
@@ -793,11 +793,11 @@ static void test_s4_spot_wide_close_keeps_waiting_turns(void **state)
 	assert_int_equal(orbit_spot_execute_spot(s, noop_fn, &ran, NULL), 0);
 	assert_true(manual_run_one(&x)); /* the turn waits */
 	assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, c[1]), 0);
-	assert_int_equal(orbit_spot_executor_close(s), 0);
+	assert_int_equal(orbit_spot_serial_executor_close(s), 0);
 	assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, NULL), -EPIPE);
 	assert_int_equal(orbit_spot_execute_spot(s, noop_fn, &ran, NULL), -EPIPE);
-	assert_int_equal(orbit_spot_executor_destroy(s), -EBUSY);
-	assert_int_equal(orbit_spot_executor_await_quiescence(s, 0), -ETIMEDOUT);
+	assert_int_equal(orbit_spot_serial_executor_destroy(s), -EBUSY);
+	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, 0), -ETIMEDOUT);
 	assert_int_equal(spot_stats(s).outstanding, 3);
 	assert_int_equal(spot_stats(s).turn_waited, 1);
 
@@ -806,8 +806,8 @@ static void test_s4_spot_wide_close_keeps_waiting_turns(void **state)
 	assert_int_equal(orbit_work_completion_wait(c[1], 0), 0);
 	assert_int_equal(atomic_load(&ran), 3);
 	assert_int_equal(spot_stats(s).turn_rejected, 0);
-	assert_int_equal(orbit_spot_executor_await_quiescence(s, 0), 0);
-	assert_int_equal(orbit_spot_executor_destroy(s), 0);
+	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, 0), 0);
+	assert_int_equal(orbit_spot_serial_executor_destroy(s), 0);
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(orbit_work_completion_destroy(c[i]), 0);
 }
@@ -828,17 +828,17 @@ static void test_s10_lifecycle_overtakes_up_to_burst_limit(void **state)
 		struct manual_ex x;
 		struct olog log;
 		struct rec r[23];
-		orbit_spot_executor_t *s = NULL;
-		orbit_actor_executor_t *a = NULL;
-		struct orbit_actor_executor_options ao;
+		orbit_spot_serial_executor_t *s = NULL;
+		orbit_actor_serial_executor_t *a = NULL;
+		struct orbit_actor_serial_executor_options ao;
 
 		olog_init(&log);
 		if (m < 2) {
 			s = make_spot(modes[m], manual_executor(&x), NULL, NULL);
 		} else {
-			orbit_actor_executor_options_init(&ao);
+			orbit_actor_serial_executor_options_init(&ao);
 			ao.executor = manual_executor(&x);
-			assert_int_equal(orbit_actor_executor_create(&ao, &a), 0);
+			assert_int_equal(orbit_actor_serial_executor_create(&ao, &a), 0);
 		}
 		for (int i = 0; i < 3; i++) {
 			r[i] = (struct rec){ &log, i };
@@ -860,8 +860,8 @@ static void test_s10_lifecycle_overtakes_up_to_burst_limit(void **state)
 			assert_int_equal(spot_stats(s).accepted[ORBIT_WORK_LIFECYCLE], 20);
 			spot_finish(s);
 		} else {
-			assert_int_equal(orbit_actor_executor_close(a), 0);
-			assert_int_equal(orbit_actor_executor_destroy(a), 0);
+			assert_int_equal(orbit_actor_serial_executor_close(a), 0);
+			assert_int_equal(orbit_actor_serial_executor_destroy(a), 0);
 		}
 	}
 }
@@ -908,7 +908,7 @@ static void test_s10_owner_turn_cut_at_time_budget(void **state)
 {
 	orbit_worker_pool_t *pool = make_pool(1);
 	orbit_execution_lane_policy_t ap;
-	orbit_spot_executor_t *s;
+	orbit_spot_serial_executor_t *s;
 	struct heavy h = { 0 };
 
 	orbit_execution_lane_policy_init_default(&ap);
@@ -918,7 +918,7 @@ static void test_s10_owner_turn_cut_at_time_budget(void **state)
 		assert_int_equal(orbit_spot_execute_actor(s, 1, heavy_fn, &h, 0, NULL), 0);
 	assert_int_equal(orbit_spot_execute_actor(s, 2, light_fn, &h, 0, NULL), 0);
 	atomic_store(&h.light_submitted, 1);
-	assert_int_equal(orbit_spot_executor_await_quiescence(s, WAIT_MS), 0);
+	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, WAIT_MS), 0);
 	assert_true(atomic_load(&h.light_ran));
 	assert_int_equal(atomic_load(&h.ran), 40);
 	print_message("heavy items done when the light Actor started: %d of 40\n",
@@ -975,7 +975,7 @@ static void test_s10_yielded_actor_blocks_only_itself(void **state)
 {
 	for (int m = 1; m >= 0; m--) {
 		orbit_worker_pool_t *pool = make_pool(2);
-		orbit_spot_executor_t *s =
+		orbit_spot_serial_executor_t *s =
 			make_spot(modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
 		static struct yielder y;
 		struct yrec a1 = { &y, 10 };
@@ -1018,7 +1018,7 @@ static void test_s10_yielded_actor_blocks_only_itself(void **state)
 /* ---- §10 point-in-time agreement of state reads ------------------------------- */
 
 struct reg {
-	orbit_spot_executor_t *spot;
+	orbit_spot_serial_executor_t *spot;
 	struct orbit_actor_state_snapshot first, after_set, after_yield, next;
 	int set_ret;
 	atomic_int bad;
@@ -1072,7 +1072,7 @@ static int reg_second(orbit_serial_turn_t *turn, void *arg)
 
 /* A concurrent writer: info is 64 bytes all equal to the version's low byte. */
 struct flipper {
-	orbit_spot_executor_t *spot;
+	orbit_spot_serial_executor_t *spot;
 	atomic_int stop;
 	atomic_int sets;
 };
@@ -1154,7 +1154,7 @@ static void test_s10_registration_change_seen_at_next_turn(void **state)
 		assert_int_equal(orbit_spot_actor_set_info(g.spot, 5, "v1", 2), 0);
 		assert_int_equal(orbit_spot_execute_actor(g.spot, 5, reg_first, &g, 0, NULL), 0);
 		assert_int_equal(orbit_spot_execute_actor(g.spot, 5, reg_second, &g, 0, NULL), 0);
-		assert_int_equal(orbit_spot_executor_await_quiescence(g.spot, WAIT_MS), 0);
+		assert_int_equal(orbit_spot_serial_executor_await_quiescence(g.spot, WAIT_MS), 0);
 		assert_int_equal(atomic_load(&g.bad), 0);
 		assert_int_equal(g.set_ret, 0);
 		assert_int_equal(g.first.actor_id, 5);
@@ -1176,7 +1176,7 @@ static void test_s10_registration_change_seen_at_next_turn(void **state)
 		for (int i = 0; i < 200; i++)
 			assert_int_equal(orbit_spot_execute_actor(g.spot, 6, consistent_fn, &c, 0, NULL),
 					 0);
-		assert_int_equal(orbit_spot_executor_await_quiescence(g.spot, WAIT_MS), 0);
+		assert_int_equal(orbit_spot_serial_executor_await_quiescence(g.spot, WAIT_MS), 0);
 		atomic_store(&f.stop, 1);
 		pthread_join(t, NULL);
 		assert_int_equal(atomic_load(&c.ran), 200);
@@ -1190,7 +1190,7 @@ static void test_s10_registration_change_seen_at_next_turn(void **state)
 /* ---- §10 reentrancy ---------------------------------------------------------------- */
 
 struct reent {
-	orbit_spot_executor_t *spot, *other;
+	orbit_spot_serial_executor_t *spot, *other;
 	orbit_work_completion_t *own, *foreign;
 	int submit_ret, wait_ret, quiesce_ret, destroy_ret, foreign_ret, tail_ret;
 	uint64_t took_ns;
@@ -1215,8 +1215,8 @@ static int reent_fn(orbit_serial_turn_t *turn, void *arg)
 	r->submit_ret = orbit_spot_execute_actor(r->spot, 77, noop_fn, (void *)&r->ran, 0, r->own);
 	t0 = orbit_test_now_ns();
 	r->wait_ret = orbit_work_completion_wait(r->own, -1);
-	r->quiesce_ret = orbit_spot_executor_await_quiescence(r->spot, -1);
-	r->destroy_ret = orbit_spot_executor_destroy(r->spot);
+	r->quiesce_ret = orbit_spot_serial_executor_await_quiescence(r->spot, -1);
+	r->destroy_ret = orbit_spot_serial_executor_destroy(r->spot);
 	r->took_ns = orbit_test_now_ns() - t0;
 	/* Waiting on another coordinator's work is allowed. */
 	if (orbit_spot_execute_spot(r->other, noop_fn, (void *)&r->ran, r->foreign) == 0)
@@ -1253,7 +1253,7 @@ static void test_s10_sync_wait_inside_own_turn_fails_at_once(void **state)
 			      : k == 1 ? orbit_spot_execute_actor(r.spot, 1, reent_fn, &r, 0, NULL)
 				       : orbit_spot_execute_timer(r.spot, "t", reent_fn, &r, NULL);
 			assert_int_equal(ret, 0);
-			assert_int_equal(orbit_spot_executor_await_quiescence(r.spot, WAIT_MS), 0);
+			assert_int_equal(orbit_spot_serial_executor_await_quiescence(r.spot, WAIT_MS), 0);
 			assert_int_equal(r.submit_ret, 0);
 			assert_int_equal(r.wait_ret, -EDEADLK);
 			assert_int_equal(r.quiesce_ret, -EDEADLK);
@@ -1274,8 +1274,8 @@ static void test_s10_sync_wait_inside_own_turn_fails_at_once(void **state)
 }
 
 struct reent_single {
-	orbit_actor_executor_t *actor;
-	orbit_session_executor_t *session;
+	orbit_actor_serial_executor_t *actor;
+	orbit_session_serial_executor_t *session;
 	orbit_work_completion_t *c;
 	int wait_ret, quiesce_ret;
 };
@@ -1286,7 +1286,7 @@ static int reent_actor_fn(orbit_serial_turn_t *turn, void *arg)
 
 	if (orbit_actor_execute_lifecycle(r->actor, noop_fn, NULL, r->c) == 0)
 		r->wait_ret = orbit_work_completion_wait(r->c, -1);
-	r->quiesce_ret = orbit_actor_executor_await_quiescence(r->actor, -1);
+	r->quiesce_ret = orbit_actor_serial_executor_await_quiescence(r->actor, -1);
 	return ORBIT_SERIAL_DONE;
 }
 
@@ -1296,7 +1296,7 @@ static int reent_session_fn(orbit_serial_turn_t *turn, void *arg)
 
 	if (orbit_session_execute_control(r->session, noop_fn, NULL, r->c) == 0)
 		r->wait_ret = orbit_work_completion_wait(r->c, -1);
-	r->quiesce_ret = orbit_session_executor_await_quiescence(r->session, -1);
+	r->quiesce_ret = orbit_session_serial_executor_await_quiescence(r->session, -1);
 	return ORBIT_SERIAL_DONE;
 }
 
@@ -1304,46 +1304,46 @@ static int reent_session_fn(orbit_serial_turn_t *turn, void *arg)
 static void test_s10_sync_wait_inside_own_turn_fails_at_once_actor_session(void **state)
 {
 	orbit_worker_pool_t *pool = make_pool(2);
-	struct orbit_actor_executor_options ao;
-	struct orbit_session_executor_options so;
+	struct orbit_actor_serial_executor_options ao;
+	struct orbit_session_serial_executor_options so;
 	struct reent_single r = { .wait_ret = 1, .quiesce_ret = 1 };
 
 	r.c = completion();
-	orbit_actor_executor_options_init(&ao);
+	orbit_actor_serial_executor_options_init(&ao);
 	ao.executor = orbit_worker_pool_executor(pool);
-	assert_int_equal(orbit_actor_executor_create(&ao, &r.actor), 0);
+	assert_int_equal(orbit_actor_serial_executor_create(&ao, &r.actor), 0);
 	assert_int_equal(orbit_actor_execute_actor(r.actor, reent_actor_fn, &r, 0, NULL), 0);
-	assert_int_equal(orbit_actor_executor_await_quiescence(r.actor, WAIT_MS), 0);
+	assert_int_equal(orbit_actor_serial_executor_await_quiescence(r.actor, WAIT_MS), 0);
 	assert_int_equal(r.wait_ret, -EDEADLK);
 	assert_int_equal(r.quiesce_ret, -EDEADLK);
 	assert_int_equal(orbit_work_completion_wait(r.c, WAIT_MS), 0);
-	assert_int_equal(orbit_actor_executor_destroy(r.actor), 0);
+	assert_int_equal(orbit_actor_serial_executor_destroy(r.actor), 0);
 
 	r.wait_ret = r.quiesce_ret = 1;
-	orbit_session_executor_options_init(&so);
+	orbit_session_serial_executor_options_init(&so);
 	so.executor = orbit_worker_pool_executor(pool);
-	assert_int_equal(orbit_session_executor_create(&so, &r.session), 0);
+	assert_int_equal(orbit_session_serial_executor_create(&so, &r.session), 0);
 	assert_int_equal(orbit_session_execute_application(r.session, reent_session_fn, &r, 0, NULL),
 			 0);
-	assert_int_equal(orbit_session_executor_await_quiescence(r.session, WAIT_MS), 0);
+	assert_int_equal(orbit_session_serial_executor_await_quiescence(r.session, WAIT_MS), 0);
 	assert_int_equal(r.wait_ret, -EDEADLK);
 	assert_int_equal(r.quiesce_ret, -EDEADLK);
 	assert_int_equal(orbit_work_completion_wait(r.c, WAIT_MS), 0);
-	assert_int_equal(orbit_session_executor_destroy(r.session), 0);
+	assert_int_equal(orbit_session_serial_executor_destroy(r.session), 0);
 	assert_int_equal(orbit_work_completion_destroy(r.c), 0);
 	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
 }
 
 /* ---- §3 the session coordinator ------------------------------------------------------ */
 
-static orbit_session_executor_t *make_session(orbit_executor_t ex)
+static orbit_session_serial_executor_t *make_session(orbit_executor_t ex)
 {
-	struct orbit_session_executor_options o;
-	orbit_session_executor_t *s = NULL;
+	struct orbit_session_serial_executor_options o;
+	orbit_session_serial_executor_t *s = NULL;
 
-	orbit_session_executor_options_init(&o);
+	orbit_session_serial_executor_options_init(&o);
 	o.executor = ex;
-	assert_int_equal(orbit_session_executor_create(&o, &s), 0);
+	assert_int_equal(orbit_session_serial_executor_create(&o, &s), 0);
 	return s;
 }
 
@@ -1356,7 +1356,7 @@ static orbit_session_executor_t *make_session(orbit_executor_t ex)
 static void test_s3_session_entry_points_order_and_final(void **state)
 {
 	struct manual_ex x;
-	orbit_session_executor_t *s = make_session(manual_executor(&x));
+	orbit_session_serial_executor_t *s = make_session(manual_executor(&x));
 	struct olog log;
 	struct rec r[6];
 	const int expect[] = { 4, 1, 2, 3, 5, 6 };
@@ -1379,15 +1379,15 @@ static void test_s3_session_entry_points_order_and_final(void **state)
 	assert_int_equal(log.n, 6);
 	for (int i = 0; i < 6; i++)
 		assert_int_equal(log.v[i], expect[i]);
-	assert_int_equal(orbit_session_executor_stats(s, &st), 0);
+	assert_int_equal(orbit_session_serial_executor_stats(s, &st), 0);
 	assert_int_equal(st.accepted[ORBIT_WORK_APPLICATION], 3);
 	assert_int_equal(st.accepted[ORBIT_WORK_INFRASTRUCTURE], 1);
 	assert_int_equal(st.accepted[ORBIT_WORK_CONTROL], 1);
 	assert_int_equal(st.accepted[ORBIT_WORK_FINAL], 1);
 	assert_int_equal(st.rejected_closed[ORBIT_WORK_FINAL], 1);
 	assert_int_equal(st.completed, 6);
-	assert_int_equal(orbit_session_executor_await_quiescence(s, 0), 0);
-	assert_int_equal(orbit_session_executor_destroy(s), 0);
+	assert_int_equal(orbit_session_serial_executor_await_quiescence(s, 0), 0);
+	assert_int_equal(orbit_session_serial_executor_destroy(s), 0);
 }
 
 struct held {
@@ -1419,7 +1419,7 @@ static int held_fn(orbit_serial_turn_t *turn, void *arg)
 static void test_s3_session_final_waits_for_earlier_work(void **state)
 {
 	struct manual_ex x;
-	orbit_session_executor_t *s = make_session(manual_executor(&x));
+	orbit_session_serial_executor_t *s = make_session(manual_executor(&x));
 	struct olog log;
 	struct rec r[14];
 	struct held hd;
@@ -1437,7 +1437,7 @@ static void test_s3_session_final_waits_for_earlier_work(void **state)
 	assert_int_equal(log.n, 14);
 	assert_int_equal(log.v[13], 500);
 	assert_int_equal(log.v[8], 1); /* the burst limit let the packet in */
-	assert_int_equal(orbit_session_executor_destroy(s), 0);
+	assert_int_equal(orbit_session_serial_executor_destroy(s), 0);
 
 	/* A yielded packet: the final work waits for its continuation. */
 	s = make_session(manual_executor(&x));
@@ -1447,14 +1447,14 @@ static void test_s3_session_final_waits_for_earlier_work(void **state)
 	assert_int_equal(orbit_session_execute_final(s, rec_fn, &r[13], NULL), 0);
 	manual_run_all(&x);
 	assert_int_equal(log.n, 1);
-	assert_int_equal(orbit_session_executor_destroy(s), -EBUSY);
+	assert_int_equal(orbit_session_serial_executor_destroy(s), -EBUSY);
 	assert_non_null(hd.h);
 	assert_int_equal(orbit_serial_queue_resume(hd.h), 0);
 	manual_run_all(&x);
 	assert_int_equal(log.n, 3);
 	assert_int_equal(log.v[1], 99);
 	assert_int_equal(log.v[2], 500);
-	assert_int_equal(orbit_session_executor_destroy(s), 0);
+	assert_int_equal(orbit_session_serial_executor_destroy(s), 0);
 }
 
 /* ---- §3 the Actor coordinator ----------------------------------------------------------- */
@@ -1491,40 +1491,40 @@ static int lifecycle_probe_fn(orbit_serial_turn_t *turn, void *arg)
 static void test_s3_actor_coordinator(void **state)
 {
 	orbit_worker_pool_t *pool = make_pool(2);
-	struct orbit_actor_executor_options o;
-	orbit_actor_executor_t *a;
+	struct orbit_actor_serial_executor_options o;
+	orbit_actor_serial_executor_t *a;
 	struct actor_probe p = { 0 };
 	struct orbit_serial_executor_stats st;
 
 	olog_init(&p.log);
-	orbit_actor_executor_options_init(&o);
-	assert_int_equal(orbit_actor_executor_create(&o, &a), -EINVAL); /* no executor */
+	orbit_actor_serial_executor_options_init(&o);
+	assert_int_equal(orbit_actor_serial_executor_create(&o, &a), -EINVAL); /* no executor */
 	o.executor = orbit_worker_pool_executor(pool);
 	o.actor_id = 42;
-	assert_int_equal(orbit_actor_executor_create(&o, &a), 0);
+	assert_int_equal(orbit_actor_serial_executor_create(&o, &a), 0);
 	for (int i = 0; i < 5; i++) {
 		assert_int_equal(orbit_actor_set_info(a, "x", 1), 0);
 		assert_int_equal(orbit_actor_execute_actor(a, actor_probe_fn, &p, 8, NULL), 0);
-		assert_int_equal(orbit_actor_executor_await_quiescence(a, WAIT_MS), 0);
+		assert_int_equal(orbit_actor_serial_executor_await_quiescence(a, WAIT_MS), 0);
 	}
 	assert_int_equal(orbit_actor_execute_lifecycle(a, lifecycle_probe_fn, &p, NULL), 0);
-	assert_int_equal(orbit_actor_executor_await_quiescence(a, WAIT_MS), 0);
+	assert_int_equal(orbit_actor_serial_executor_await_quiescence(a, WAIT_MS), 0);
 	assert_int_equal(p.spot_snapshot_ret, -ENOENT);
 	assert_int_equal(p.log.n, 5);
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(p.log.v[i], i + 1);
 	assert_int_equal(p.snap.actor_id, 42);
 	assert_int_equal(orbit_actor_set_info(a, "x", ORBIT_ACTOR_INFO_MAX + 1), -E2BIG);
-	assert_int_equal(orbit_actor_executor_close(a), 0);
+	assert_int_equal(orbit_actor_serial_executor_close(a), 0);
 	assert_int_equal(orbit_actor_execute_actor(a, actor_probe_fn, &p, 8, NULL), -EPIPE);
 	assert_int_equal(orbit_actor_execute_lifecycle(a, actor_probe_fn, &p, NULL), -EPIPE);
 	assert_int_equal(orbit_actor_set_info(a, "x", 1), -EPIPE);
-	assert_int_equal(orbit_actor_executor_stats(a, &st), 0);
+	assert_int_equal(orbit_actor_serial_executor_stats(a, &st), 0);
 	assert_int_equal(st.accepted[ORBIT_WORK_ACTOR], 5);
 	assert_int_equal(st.accepted[ORBIT_WORK_LIFECYCLE], 1);
 	assert_int_equal(st.rejected_closed[ORBIT_WORK_ACTOR], 1);
 	assert_int_equal(st.completed, 6);
-	assert_int_equal(orbit_actor_executor_destroy(a), 0);
+	assert_int_equal(orbit_actor_serial_executor_destroy(a), 0);
 	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
 }
 
@@ -1548,7 +1548,7 @@ static void test_s2_close_completes_every_subordinate_queue(void **state)
 {
 	for (int m = 0; m < 2; m++) {
 		orbit_worker_pool_t *pool = make_pool(2);
-		orbit_spot_executor_t *s =
+		orbit_spot_serial_executor_t *s =
 			make_spot(modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
 		struct orbit_serial_executor_stats st;
 		static struct yielder y;
@@ -1568,21 +1568,21 @@ static void test_s2_close_completes_every_subordinate_queue(void **state)
 		}
 		assert_int_equal(orbit_spot_execute_lifecycle(s, slow_count_fn, &ran, NULL), 0);
 		total++;
-		assert_int_equal(orbit_spot_executor_close(s), 0);
+		assert_int_equal(orbit_spot_serial_executor_close(s), 0);
 		assert_int_equal(orbit_spot_execute_actor(s, 0, noop_fn, NULL, 1, NULL), -EPIPE);
 		assert_int_equal(orbit_spot_execute_actor(s, 1000, noop_fn, NULL, 1, NULL), -EPIPE);
 		assert_int_equal(orbit_spot_execute_timer(s, "timer0", noop_fn, NULL, NULL), -EPIPE);
 		assert_int_equal(orbit_spot_execute_timer(s, "fresh", noop_fn, NULL, NULL), -EPIPE);
 		assert_int_equal(orbit_spot_execute_spot(s, noop_fn, NULL, NULL), -EPIPE);
 		assert_int_equal(orbit_spot_execute_lifecycle(s, noop_fn, NULL, NULL), -EPIPE);
-		assert_int_equal(orbit_spot_executor_await_quiescence(s, WAIT_MS), 0);
+		assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, WAIT_MS), 0);
 		assert_int_equal(atomic_load(&ran), total);
 		st = spot_stats(s);
 		assert_int_equal(st.completed, total);
 		assert_int_equal(st.outstanding, 0);
 		assert_int_equal(st.actor_queues, 8);
 		assert_int_equal(st.timer_queues, m == 0 ? 3 : 0);
-		assert_int_equal(orbit_spot_executor_destroy(s), 0);
+		assert_int_equal(orbit_spot_serial_executor_destroy(s), 0);
 
 		/* Yielded work keeps the Spot alive. */
 		memset(&y, 0, sizeof(y));
@@ -1591,12 +1591,12 @@ static void test_s2_close_completes_every_subordinate_queue(void **state)
 		assert_int_equal(orbit_spot_execute_actor(s, 3, yield_fn, &yr, 1, NULL), 0);
 		while (!atomic_load(&y.h))
 			usleep(100);
-		assert_int_equal(orbit_spot_executor_close(s), 0);
-		assert_int_equal(orbit_spot_executor_await_quiescence(s, 0), -ETIMEDOUT);
-		assert_int_equal(orbit_spot_executor_destroy(s), -EBUSY);
+		assert_int_equal(orbit_spot_serial_executor_close(s), 0);
+		assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, 0), -ETIMEDOUT);
+		assert_int_equal(orbit_spot_serial_executor_destroy(s), -EBUSY);
 		assert_int_equal(orbit_serial_queue_resume(atomic_load(&y.h)), 0);
-		assert_int_equal(orbit_spot_executor_await_quiescence(s, WAIT_MS), 0);
-		assert_int_equal(orbit_spot_executor_destroy(s), 0);
+		assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, WAIT_MS), 0);
+		assert_int_equal(orbit_spot_serial_executor_destroy(s), 0);
 		assert_int_equal(olog_index(&y.log, 11), 1);
 		assert_int_equal(orbit_worker_pool_destroy(pool), 0);
 	}
@@ -1607,7 +1607,7 @@ static void test_s2_close_completes_every_subordinate_queue(void **state)
 #define ST_ACTORS 64
 
 struct stress {
-	orbit_spot_executor_t *spot;
+	orbit_spot_serial_executor_t *spot;
 	int per_actor; /* records per actor per thread */
 	int last[ST_ACTORS][2]; /* per Actor and thread: last seq seen (Actor's turns only) */
 	atomic_int ran, bad, retries;
@@ -1669,7 +1669,7 @@ static int gate_fn(orbit_serial_turn_t *turn, void *arg)
 }
 
 /* Poll until the Spot has counted @n waiting turns; false after @ms. */
-static bool wait_turns_waited(orbit_spot_executor_t *spot, uint64_t n, int ms)
+static bool wait_turns_waited(orbit_spot_serial_executor_t *spot, uint64_t n, int ms)
 {
 	uint64_t end = orbit_test_now_ns() + (uint64_t)ms * 1000000ull;
 
@@ -1723,7 +1723,7 @@ static void stress_run(int mode, bool gate)
 		assert_int_equal(orbit_spot_execute_spot(s.spot, noop_fn, NULL, NULL), -EAGAIN);
 		atomic_store(&open, 1);
 	}
-	assert_int_equal(orbit_spot_executor_await_quiescence(s.spot, 60000), 0);
+	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s.spot, 60000), 0);
 	assert_int_equal(atomic_load(&s.bad), 0);
 	assert_int_equal(atomic_load(&s.ran), 2 * ST_ACTORS * s.per_actor);
 	for (int a = 0; a < ST_ACTORS; a++)
@@ -1760,7 +1760,7 @@ static void test_s5_spot_wide_full_spot_queue_loses_nothing_under_load(void **st
 
 /* Submits Spot, SpotWide timer or new Actors' work until told to stop. */
 struct flood {
-	orbit_spot_executor_t *spot;
+	orbit_spot_serial_executor_t *spot;
 	struct rec r;
 	int kind; /* 0 Spot, 1 timer, 2 one record each to Actors 100, 101, ... */
 	atomic_int stop;
@@ -1798,7 +1798,7 @@ static void test_s4_spot_wide_waiting_turn_owed_the_next_room(void **state)
 	int rounds = orbit_test_long() ? 400 : 60;
 
 	for (int i = 0; i < rounds; i++) {
-		orbit_spot_executor_t *s =
+		orbit_spot_serial_executor_t *s =
 			make_small_spot(orbit_worker_pool_executor(pool), 1, 4);
 		static struct olog log;
 		static struct flood f;
@@ -1819,7 +1819,7 @@ static void test_s4_spot_wide_waiting_turn_owed_the_next_room(void **state)
 		assert_true(olog_wait(&log, 1, WAIT_MS));
 		atomic_store(&f.stop, 1);
 		pthread_join(t, NULL);
-		assert_int_equal(orbit_spot_executor_await_quiescence(s, WAIT_MS), 0);
+		assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, WAIT_MS), 0);
 		assert_int_equal(log.v[0], 1); /* the Actor first, flood work after */
 		assert_int_equal(log.n, 1 + atomic_load(&f.accepted));
 		spot_finish(s);

@@ -299,7 +299,8 @@ int orbit_agent_watch_session(orbit_agent_t *agent, const orbit_session_serial_e
 	return watch(agent, WATCH_SESSION, session);
 }
 
-int orbit_agent_unwatch_session(orbit_agent_t *agent, const orbit_session_serial_executor_t *session)
+int orbit_agent_unwatch_session(orbit_agent_t *agent,
+				const orbit_session_serial_executor_t *session)
 {
 	return unwatch(agent, WATCH_SESSION, session);
 }

@@ -91,7 +91,8 @@ static int actor_submit(orbit_actor_serial_executor_t *a, unsigned kind, orbit_s
 	return orbit__work_submit(w, kind, e);
 }
 
-int orbit_actor_execute_actor(orbit_actor_serial_executor_t *actor, orbit_serial_work_fn fn, void *arg,
+int orbit_actor_execute_actor(orbit_actor_serial_executor_t *actor, orbit_serial_work_fn fn,
+			      void *arg,
 			      uint64_t payload_bytes, orbit_work_completion_t *done)
 {
 	struct orbit__enq e = { .fn = orbit__work_run, .how = ORBIT__ENQ_PAYLOAD,
@@ -155,7 +156,8 @@ int orbit_actor_serial_executor_close(orbit_actor_serial_executor_t *actor)
 	return orbit_state_lane_run(actor->co.lane, close_fn, actor);
 }
 
-int orbit_actor_serial_executor_await_quiescence(orbit_actor_serial_executor_t *actor, int timeout_ms)
+int orbit_actor_serial_executor_await_quiescence(orbit_actor_serial_executor_t *actor,
+						 int timeout_ms)
 {
 	if (!actor)
 		return -EINVAL;

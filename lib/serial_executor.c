@@ -401,7 +401,8 @@ static int enqueue(struct orbit__work *w, const struct orbit__enq *e)
 {
 	switch (e->how) {
 	case ORBIT__ENQ_PAYLOAD:
-		return orbit_serial_queue_enqueue_with_payload_bytes(e->q, e->fn, w, e->payload_bytes);
+		return orbit_serial_queue_enqueue_with_payload_bytes(e->q, e->fn, w,
+								     e->payload_bytes);
 	case ORBIT__ENQ_LIFECYCLE:
 		return orbit_serial_queue_enqueue_lifecycle(e->q, e->fn, w);
 	default:

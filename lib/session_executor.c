@@ -160,7 +160,8 @@ static int submit_fn(void *arg)
 	return ret;
 }
 
-static int session_submit(orbit_session_serial_executor_t *s, unsigned kind, orbit_serial_work_fn fn,
+static int session_submit(orbit_session_serial_executor_t *s, unsigned kind,
+			  orbit_serial_work_fn fn,
 			  void *arg, uint64_t payload_bytes, orbit_work_completion_t *done)
 {
 	struct submit c = { .s = s, .kind = kind };
@@ -191,7 +192,8 @@ static int session_submit(orbit_session_serial_executor_t *s, unsigned kind, orb
 	return ret;
 }
 
-int orbit_session_execute_application(orbit_session_serial_executor_t *session, orbit_serial_work_fn fn,
+int orbit_session_execute_application(orbit_session_serial_executor_t *session,
+				      orbit_serial_work_fn fn,
 				      void *arg, uint64_t payload_bytes,
 				      orbit_work_completion_t *done)
 {
@@ -230,7 +232,8 @@ int orbit_session_serial_executor_close(orbit_session_serial_executor_t *session
 	return orbit_state_lane_run(session->co.lane, close_fn, session);
 }
 
-int orbit_session_serial_executor_await_quiescence(orbit_session_serial_executor_t *session, int timeout_ms)
+int orbit_session_serial_executor_await_quiescence(orbit_session_serial_executor_t *session,
+						   int timeout_ms)
 {
 	if (!session)
 		return -EINVAL;

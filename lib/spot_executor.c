@@ -299,7 +299,8 @@ int orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_op
 		return -ENOMEM;
 	ret = copy_policy(&s->actor_pol, opts.actor_policy);
 	if (!ret)
-		ret = copy_policy(&s->timer_pol, opts.timer_policy ? opts.timer_policy : &s->actor_pol);
+		ret = copy_policy(&s->timer_pol,
+				  opts.timer_policy ? opts.timer_policy : &s->actor_pol);
 	if (ret)
 		goto err_free;
 	s->mode = opts.mode;
@@ -557,7 +558,8 @@ int orbit_spot_execute_timer(orbit_spot_serial_executor_t *spot, const char *tim
 	return spot_submit(&c, fn, arg, done);
 }
 
-int orbit_spot_execute_lifecycle(orbit_spot_serial_executor_t *spot, orbit_serial_work_fn fn, void *arg,
+int orbit_spot_execute_lifecycle(orbit_spot_serial_executor_t *spot, orbit_serial_work_fn fn,
+				 void *arg,
 				 orbit_work_completion_t *done)
 {
 	struct submit c = { .s = spot, .kind = ORBIT_WORK_LIFECYCLE };
@@ -588,7 +590,8 @@ static int set_info_fn(void *arg)
 	return orbit__actor_info_set(&a->info, c->info, c->len);
 }
 
-int orbit_spot_actor_set_info(orbit_spot_serial_executor_t *spot, uint64_t actor_id, const void *info,
+int orbit_spot_actor_set_info(orbit_spot_serial_executor_t *spot, uint64_t actor_id,
+			      const void *info,
 			      size_t len)
 {
 	struct set_info c = { .s = spot, .actor_id = actor_id, .info = info, .len = len };

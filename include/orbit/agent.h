@@ -230,8 +230,10 @@ ORBIT_API int orbit_agent_unwatch_lane(orbit_agent_t *agent, const orbit_state_l
  * watched by @agent); -ENOSPC (ORBIT_AGENT_WATCH_MAX objects of all kinds
  * watched already).
  */
-ORBIT_API int orbit_agent_watch_spot(orbit_agent_t *agent, const orbit_spot_serial_executor_t *spot);
-ORBIT_API int orbit_agent_watch_actor(orbit_agent_t *agent, const orbit_actor_serial_executor_t *actor);
+ORBIT_API int orbit_agent_watch_spot(orbit_agent_t *agent,
+				     const orbit_spot_serial_executor_t *spot);
+ORBIT_API int orbit_agent_watch_actor(orbit_agent_t *agent,
+				      const orbit_actor_serial_executor_t *actor);
 ORBIT_API int orbit_agent_watch_session(orbit_agent_t *agent,
 					const orbit_session_serial_executor_t *session);
 
@@ -247,8 +249,10 @@ ORBIT_API int orbit_agent_watch_session(orbit_agent_t *agent,
  * Returns: 0; -EINVAL (NULL argument); -ENOENT (not watched by @agent as
  * that kind).
  */
-ORBIT_API int orbit_agent_unwatch_spot(orbit_agent_t *agent, const orbit_spot_serial_executor_t *spot);
-ORBIT_API int orbit_agent_unwatch_actor(orbit_agent_t *agent, const orbit_actor_serial_executor_t *actor);
+ORBIT_API int orbit_agent_unwatch_spot(orbit_agent_t *agent,
+				       const orbit_spot_serial_executor_t *spot);
+ORBIT_API int orbit_agent_unwatch_actor(orbit_agent_t *agent,
+					const orbit_actor_serial_executor_t *actor);
 ORBIT_API int orbit_agent_unwatch_session(orbit_agent_t *agent,
 					  const orbit_session_serial_executor_t *session);
 

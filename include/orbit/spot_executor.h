@@ -180,7 +180,8 @@ struct orbit_spot_serial_executor_options {
  *
  * Context: any thread; no syscall.
  */
-ORBIT_API void orbit_spot_serial_executor_options_init(struct orbit_spot_serial_executor_options *opts);
+ORBIT_API void
+orbit_spot_serial_executor_options_init(struct orbit_spot_serial_executor_options *opts);
 
 /**
  * orbit_spot_serial_executor_create - a Spot coordinator with its Spot queue; the
@@ -192,8 +193,9 @@ ORBIT_API void orbit_spot_serial_executor_options_init(struct orbit_spot_serial_
  * Returns: 0; -EINVAL (NULL argument, size 0, unknown mode, no executor,
  * an invalid policy); -ENOMEM.
  */
-ORBIT_API int orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_options *opts,
-					 orbit_spot_serial_executor_t **out);
+ORBIT_API int
+orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_options *opts,
+				  orbit_spot_serial_executor_t **out);
 
 /**
  * orbit_spot_execute_spot - Spot handler work, on the Spot queue
@@ -272,7 +274,8 @@ ORBIT_API int orbit_spot_execute_timer(orbit_spot_serial_executor_t *spot, const
  * Context: see the header comment.
  * Returns: as orbit_spot_execute_spot(), against the lifecycle lane.
  */
-ORBIT_API int orbit_spot_execute_lifecycle(orbit_spot_serial_executor_t *spot, orbit_serial_work_fn fn,
+ORBIT_API int orbit_spot_execute_lifecycle(orbit_spot_serial_executor_t *spot,
+					   orbit_serial_work_fn fn,
 					   void *arg, orbit_work_completion_t *done);
 
 /**
@@ -320,7 +323,8 @@ ORBIT_API int orbit_spot_serial_executor_close(orbit_spot_serial_executor_t *spo
  * Returns: 0; -EDEADLK (called from this Spot's work); -ETIMEDOUT;
  * -EINVAL (NULL).
  */
-ORBIT_API int orbit_spot_serial_executor_await_quiescence(orbit_spot_serial_executor_t *spot, int timeout_ms);
+ORBIT_API int orbit_spot_serial_executor_await_quiescence(orbit_spot_serial_executor_t *spot,
+							  int timeout_ms);
 
 /**
  * orbit_spot_serial_executor_stats - read the Spot's counters.
@@ -361,7 +365,8 @@ struct orbit_actor_serial_executor_options {
  *
  * Context: any thread; no syscall.
  */
-ORBIT_API void orbit_actor_serial_executor_options_init(struct orbit_actor_serial_executor_options *opts);
+ORBIT_API void
+orbit_actor_serial_executor_options_init(struct orbit_actor_serial_executor_options *opts);
 
 /**
  * orbit_actor_serial_executor_create - an Actor coordinator and its one queue.
@@ -369,8 +374,9 @@ ORBIT_API void orbit_actor_serial_executor_options_init(struct orbit_actor_seria
  * Context: any thread; allocates.
  * Returns: 0; -EINVAL (NULL, size 0, no executor, invalid policy); -ENOMEM.
  */
-ORBIT_API int orbit_actor_serial_executor_create(const struct orbit_actor_serial_executor_options *opts,
-					  orbit_actor_serial_executor_t **out);
+ORBIT_API int
+orbit_actor_serial_executor_create(const struct orbit_actor_serial_executor_options *opts,
+				   orbit_actor_serial_executor_t **out);
 
 /**
  * orbit_actor_execute_actor - that Actor's handler work on its queue,
@@ -380,7 +386,8 @@ ORBIT_API int orbit_actor_serial_executor_create(const struct orbit_actor_serial
  * Returns: 0; -EINVAL (NULL @actor or @fn); -EBUSY (@done armed); -EAGAIN
  * (full); -E2BIG; -EPIPE (closed); -ENOMEM; the executor's error.
  */
-ORBIT_API int orbit_actor_execute_actor(orbit_actor_serial_executor_t *actor, orbit_serial_work_fn fn,
+ORBIT_API int orbit_actor_execute_actor(orbit_actor_serial_executor_t *actor,
+					orbit_serial_work_fn fn,
 					void *arg, uint64_t payload_bytes,
 					orbit_work_completion_t *done);
 
@@ -391,7 +398,8 @@ ORBIT_API int orbit_actor_execute_actor(orbit_actor_serial_executor_t *actor, or
  * Context: see the header comment.
  * Returns: as orbit_actor_execute_actor(), against the lifecycle lane.
  */
-ORBIT_API int orbit_actor_execute_lifecycle(orbit_actor_serial_executor_t *actor, orbit_serial_work_fn fn,
+ORBIT_API int orbit_actor_execute_lifecycle(orbit_actor_serial_executor_t *actor,
+					    orbit_serial_work_fn fn,
 					    void *arg, orbit_work_completion_t *done);
 
 /**
@@ -401,7 +409,8 @@ ORBIT_API int orbit_actor_execute_lifecycle(orbit_actor_serial_executor_t *actor
  * Context: any thread, also a handler; one state lane turn.
  * Returns: 0; -EINVAL; -E2BIG (@len > ORBIT_ACTOR_INFO_MAX); -EPIPE.
  */
-ORBIT_API int orbit_actor_set_info(orbit_actor_serial_executor_t *actor, const void *info, size_t len);
+ORBIT_API int orbit_actor_set_info(orbit_actor_serial_executor_t *actor, const void *info,
+				   size_t len);
 
 /**
  * orbit_actor_serial_executor_close - accept nothing more (-EPIPE); accepted work
@@ -420,7 +429,8 @@ ORBIT_API int orbit_actor_serial_executor_close(orbit_actor_serial_executor_t *a
  * §10). Blocks on a condition variable.
  * Returns: 0; -EDEADLK (from its own work); -ETIMEDOUT; -EINVAL.
  */
-ORBIT_API int orbit_actor_serial_executor_await_quiescence(orbit_actor_serial_executor_t *actor, int timeout_ms);
+ORBIT_API int orbit_actor_serial_executor_await_quiescence(orbit_actor_serial_executor_t *actor,
+							   int timeout_ms);
 
 /**
  * orbit_actor_serial_executor_stats - read its counters.
@@ -455,7 +465,8 @@ struct orbit_session_serial_executor_options {
  *
  * Context: any thread; no syscall.
  */
-ORBIT_API void orbit_session_serial_executor_options_init(struct orbit_session_serial_executor_options *opts);
+ORBIT_API void
+orbit_session_serial_executor_options_init(struct orbit_session_serial_executor_options *opts);
 
 /**
  * orbit_session_serial_executor_create - a session coordinator and its one queue.
@@ -463,8 +474,9 @@ ORBIT_API void orbit_session_serial_executor_options_init(struct orbit_session_s
  * Context: any thread; allocates.
  * Returns: 0; -EINVAL (NULL, size 0, no executor, invalid policy); -ENOMEM.
  */
-ORBIT_API int orbit_session_serial_executor_create(const struct orbit_session_serial_executor_options *opts,
-					    orbit_session_serial_executor_t **out);
+ORBIT_API int
+orbit_session_serial_executor_create(const struct orbit_session_serial_executor_options *opts,
+				     orbit_session_serial_executor_t **out);
 
 /**
  * orbit_session_execute_application - a packet for the session callback:
@@ -539,8 +551,9 @@ ORBIT_API int orbit_session_serial_executor_close(orbit_session_serial_executor_
  * 07 §10). Blocks on a condition variable.
  * Returns: 0; -EDEADLK (from its own work); -ETIMEDOUT; -EINVAL.
  */
-ORBIT_API int orbit_session_serial_executor_await_quiescence(orbit_session_serial_executor_t *session,
-						      int timeout_ms);
+ORBIT_API int
+orbit_session_serial_executor_await_quiescence(orbit_session_serial_executor_t *session,
+					       int timeout_ms);
 
 /**
  * orbit_session_serial_executor_stats - read its counters.

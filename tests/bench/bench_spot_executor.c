@@ -141,11 +141,13 @@ static int quiesce_and_destroy(struct subject *s)
 		orbit_serial_queue_destroy(s->q);
 	} else if (s->spot) {
 		rc = orbit_spot_serial_executor_await_quiescence(s->spot, -1);
-		if (orbit_spot_serial_executor_close(s->spot) || orbit_spot_serial_executor_destroy(s->spot))
+		if (orbit_spot_serial_executor_close(s->spot) ||
+		    orbit_spot_serial_executor_destroy(s->spot))
 			rc = -1;
 	} else if (s->actor) {
 		rc = orbit_actor_serial_executor_await_quiescence(s->actor, -1);
-		if (orbit_actor_serial_executor_close(s->actor) || orbit_actor_serial_executor_destroy(s->actor))
+		if (orbit_actor_serial_executor_close(s->actor) ||
+		    orbit_actor_serial_executor_destroy(s->actor))
 			rc = -1;
 	} else {
 		rc = orbit_session_serial_executor_await_quiescence(s->session, -1);
@@ -184,7 +186,8 @@ static double run(enum path p, orbit_executor_t ex, uint64_t *full)
 	/* Relaxed: quiescence ordered every increment before it */
 	if (atomic_load_explicit(&ran, memory_order_relaxed) != ITEMS) {
 		fprintf(stderr, "bench_spot_executor: %s: %llu of %d ran\n", names[p],
-			(unsigned long long)atomic_load_explicit(&ran, memory_order_relaxed), ITEMS);
+			(unsigned long long)atomic_load_explicit(&ran, memory_order_relaxed),
+			 ITEMS);
 		return -1;
 	}
 	return (double)ITEMS * 1e9 / (double)(t1 - t0);
@@ -211,7 +214,8 @@ int main(void)
 				rc = 1;
 		}
 	orbit_worker_pool_destroy(pool);
-	printf("%-22s %9s  %-22s %9s  %s\n", "path", "M/s", "baseline", "M/s", "ratio [range]  (retries on -EAGAIN)");
+	printf("%-22s %9s  %-22s %9s  %s\n", "path", "M/s", "baseline", "M/s",
+	       "ratio [range]  (retries on -EAGAIN)");
 	for (int p = 0; p < P_N; p++) {
 		double t[ROUNDS], b[ROUNDS], lo = 1e300, hi = 0;
 

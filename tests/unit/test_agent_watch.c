@@ -262,11 +262,12 @@ static void test_rewatch_counts_each_item_once(void **state)
 		assert_int_equal(orbit_serial_queue_enqueue(q, q_item, &qn), 0);
 	assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
 	read_fresh(&fs);
-	assert_int_equal(fs.counters[ctr("queue_completed")] - before.counters[ctr("queue_completed")],
-			 10 + 3);
+	assert_int_equal(
+	    fs.counters[ctr("queue_completed")] - before.counters[ctr("queue_completed")], 10 + 3);
 	assert_int_equal(orbit_agent_unwatch_queue(agent, q), 0);
 	read_fresh(&fs);
-	assert_int_equal(fs.counters[ctr("queue_completed")] - before.counters[ctr("queue_completed")],
+	assert_int_equal(fs.counters[ctr("queue_completed")] -
+			     before.counters[ctr("queue_completed")],
 			 10 + 3); /* unwatching keeps what was counted */
 	assert_int_equal(orbit_serial_queue_destroy(q), 0);
 	assert_int_equal(orbit_worker_pool_destroy(p), 0);
@@ -341,7 +342,8 @@ static void test_unwatch_stops_reads_and_allows_destroy(void **state)
 	}
 	read_fresh(&fs);
 	assert_int_equal(fs.counters[ctr("watched_objects")], 0);
-	assert_int_equal(fs.counters[ctr("queue_accepted")] - before.counters[ctr("queue_accepted")],
+	assert_int_equal(fs.counters[ctr("queue_accepted")] -
+			     before.counters[ctr("queue_accepted")],
 			 (uint64_t)rounds);
 	assert_true(fs.counters[ctr("lane_turns")] - before.counters[ctr("lane_turns")] >=
 		    (uint64_t)rounds);
@@ -477,11 +479,13 @@ static void test_two_agents_keep_separate_watch_sets(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(orbit_state_lane_run(shared, l_item, &ln), 0);
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(orbit_state_lane_run(lanes[ORBIT_AGENT_WATCH_MAX - 1], l_item, &ln), 0);
+		assert_int_equal(orbit_state_lane_run(lanes[ORBIT_AGENT_WATCH_MAX - 1], l_item,
+				 &ln), 0);
 	read_fresh(&fa);
 	read_fresh_row(brow, &fb);
 	assert_int_equal(fa.counters[ctr("watched_objects")], 2);
-	assert_int_equal(fa.counters[ctr("lane_turns")] - before.counters[ctr("lane_turns")], 3 + 2);
+	assert_int_equal(fa.counters[ctr("lane_turns")] - before.counters[ctr("lane_turns")],
+			 3 + 2);
 	assert_int_equal(fb.counters[ctr("watched_objects")], ORBIT_AGENT_WATCH_MAX);
 	assert_int_equal(fb.counters[ctr("lane_turns")], 3);
 
@@ -496,7 +500,8 @@ static void test_two_agents_keep_separate_watch_sets(void **state)
 	assert_int_equal(orbit_state_lane_run(shared, l_item, &ln), 0);
 	read_fresh(&fa);
 	assert_int_equal(fa.counters[ctr("watched_objects")], 2);
-	assert_int_equal(fa.counters[ctr("lane_turns")] - before.counters[ctr("lane_turns")], 3 + 2 + 1);
+	assert_int_equal(fa.counters[ctr("lane_turns")] - before.counters[ctr("lane_turns")],
+			 3 + 2 + 1);
 	assert_int_equal(orbit_agent_unwatch_lane(agent, shared), 0);
 	assert_int_equal(orbit_agent_unwatch_lane(agent, lanes[ORBIT_AGENT_WATCH_MAX - 1]), 0);
 	assert_int_equal(orbit_state_lane_close_sync(shared), 0);
@@ -667,7 +672,8 @@ static void test_watched_spot_counters_equal_its_stats_deltas(void **state)
 		assert_int_equal(orbit_spot_execute_actor(s, 2, w_noop, NULL, 100, NULL), 0);
 		assert_int_equal(orbit_spot_execute_actor(s, 2, w_noop, NULL, 100, NULL), 0);
 		assert_int_equal(orbit_spot_execute_actor(s, 2, w_noop, NULL, 100, NULL), -EAGAIN);
-		assert_int_equal(orbit_spot_execute_actor(s, 3, w_noop, NULL, 1u << 20, NULL), -E2BIG);
+		assert_int_equal(orbit_spot_execute_actor(s, 3, w_noop, NULL, 1u << 20, NULL),
+				 -E2BIG);
 		assert_int_equal(orbit_spot_execute_timer(s, "tick", w_noop, NULL, NULL), 0);
 		assert_int_equal(orbit_spot_execute_lifecycle(s, w_noop, NULL, NULL), 0);
 		for (int i = 0; i < 4; i++) { /* fills the Spot queue (SpotWide: with the timer) */
@@ -697,7 +703,8 @@ static void test_watched_spot_counters_equal_its_stats_deltas(void **state)
 		now = spot_st(s);
 		assert_int_equal(now.outstanding, 0);
 		assert_int_equal(now.yielded - base.yielded, 1);
-		assert_true(exec_rejected(&now) - exec_rejected(&base) >= 3); /* full, too big, closed */
+		assert_true(exec_rejected(&now) - exec_rejected(&base) >= 3); /* full, too big,
+			    closed */
 		read_fresh(&fs);
 		memset(&e, 0, sizeof(e));
 		exec_add(&e, &now, &base);
@@ -885,8 +892,8 @@ static void test_unwatch_coordinator_stops_counting_and_allows_destroy(void **st
 	assert_int_equal(completed, accepted);
 	assert_int_equal(fs.counters[ctr("exec_accepted")] - before.counters[ctr("exec_accepted")],
 			 accepted);
-	assert_int_equal(fs.counters[ctr("exec_completed")] - before.counters[ctr("exec_completed")],
-			 completed);
+	assert_int_equal(
+	    fs.counters[ctr("exec_completed")] - before.counters[ctr("exec_completed")], completed);
 
 	/* Work of an unwatched Actor is not counted. */
 	assert_int_equal(orbit_actor_serial_executor_create(&ao, &a), 0);
@@ -900,7 +907,8 @@ static void test_unwatch_coordinator_stops_counting_and_allows_destroy(void **st
 	assert_int_equal(orbit_actor_serial_executor_await_quiescence(a, 10000), 0);
 	read_fresh(&fs);
 	assert_int_equal(fs.counters[ctr("exec_accepted")], before.counters[ctr("exec_accepted")]);
-	assert_int_equal(fs.counters[ctr("exec_completed")], before.counters[ctr("exec_completed")]);
+	assert_int_equal(fs.counters[ctr("exec_completed")],
+			 before.counters[ctr("exec_completed")]);
 	assert_int_equal(orbit_actor_serial_executor_destroy(a), 0);
 	assert_int_equal(orbit_worker_pool_destroy(p), 0);
 }
@@ -942,7 +950,8 @@ static void test_watch_coordinator_errors(void **state)
 	assert_int_equal(orbit_agent_watch_spot(agent, s), 0);
 	assert_int_equal(orbit_agent_watch_spot(agent, s), -EEXIST);
 	/* The same address as another kind is not that watch. */
-	assert_int_equal(orbit_agent_unwatch_actor(agent, (const orbit_actor_serial_executor_t *)(const void *)s),
+	assert_int_equal(orbit_agent_unwatch_actor(agent,
+			 (const orbit_actor_serial_executor_t *)(const void *)s),
 			 -ENOENT);
 	assert_int_equal(orbit_agent_unwatch_spot(agent, s), 0);
 	assert_int_equal(orbit_agent_unwatch_spot(agent, s), -ENOENT);

@@ -535,7 +535,8 @@ static void test_s10_full_actor_rejects_only_that_actor(void **state)
 		ap.application_message_capacity = 4;
 		s = make_spot(modes[m], manual_executor(&x), NULL, &ap);
 		for (int i = 0; i < 4; i++)
-			assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, NULL), 0);
+			assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, NULL),
+					 0);
 		assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, NULL), -EAGAIN);
 		assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &ran, 10, NULL), -EAGAIN);
 		assert_int_equal(orbit_spot_execute_actor(s, 2, noop_fn, &ran, 10, NULL), 0);
@@ -848,8 +849,10 @@ static void test_s10_lifecycle_overtakes_up_to_burst_limit(void **state)
 		}
 		for (int i = 0; i < 20; i++) {
 			r[3 + i] = (struct rec){ &log, 100 + i };
-			assert_int_equal(s ? orbit_spot_execute_lifecycle(s, rec_fn, &r[3 + i], NULL)
-					   : orbit_actor_execute_lifecycle(a, rec_fn, &r[3 + i], NULL),
+			assert_int_equal(s ? orbit_spot_execute_lifecycle(s, rec_fn, &r[3 + i],
+					 NULL)
+					   : orbit_actor_execute_lifecycle(a, rec_fn, &r[3 + i],
+									   NULL),
 					 0);
 		}
 		manual_run_all(&x);
@@ -1174,7 +1177,8 @@ static void test_s10_registration_change_seen_at_next_turn(void **state)
 		assert_int_equal(pthread_create(&t, NULL, flip, &f), 0);
 		assert_true(wait_flag(&f.sets, WAIT_MS)); /* the writer is running */
 		for (int i = 0; i < 200; i++)
-			assert_int_equal(orbit_spot_execute_actor(g.spot, 6, consistent_fn, &c, 0, NULL),
+			assert_int_equal(orbit_spot_execute_actor(g.spot, 6, consistent_fn, &c, 0,
+					 NULL),
 					 0);
 		assert_int_equal(orbit_spot_serial_executor_await_quiescence(g.spot, WAIT_MS), 0);
 		atomic_store(&f.stop, 1);
@@ -1253,7 +1257,8 @@ static void test_s10_sync_wait_inside_own_turn_fails_at_once(void **state)
 			      : k == 1 ? orbit_spot_execute_actor(r.spot, 1, reent_fn, &r, 0, NULL)
 				       : orbit_spot_execute_timer(r.spot, "t", reent_fn, &r, NULL);
 			assert_int_equal(ret, 0);
-			assert_int_equal(orbit_spot_serial_executor_await_quiescence(r.spot, WAIT_MS), 0);
+			assert_int_equal(orbit_spot_serial_executor_await_quiescence(r.spot,
+					 WAIT_MS), 0);
 			assert_int_equal(r.submit_ret, 0);
 			assert_int_equal(r.wait_ret, -EDEADLK);
 			assert_int_equal(r.quiesce_ret, -EDEADLK);
@@ -1323,7 +1328,8 @@ static void test_s10_sync_wait_inside_own_turn_fails_at_once_actor_session(void 
 	orbit_session_serial_executor_options_init(&so);
 	so.executor = orbit_worker_pool_executor(pool);
 	assert_int_equal(orbit_session_serial_executor_create(&so, &r.session), 0);
-	assert_int_equal(orbit_session_execute_application(r.session, reent_session_fn, &r, 0, NULL),
+	assert_int_equal(orbit_session_execute_application(r.session, reent_session_fn, &r, 0,
+			 NULL),
 			 0);
 	assert_int_equal(orbit_session_serial_executor_await_quiescence(r.session, WAIT_MS), 0);
 	assert_int_equal(r.wait_ret, -EDEADLK);
@@ -1559,10 +1565,12 @@ static void test_s2_close_completes_every_subordinate_queue(void **state)
 
 		for (int k = 0; k < 20; k++) {
 			for (int a = 0; a < 8; a++, total++)
-				assert_int_equal(orbit_spot_execute_actor(s, a, slow_count_fn, &ran, 32,
+				assert_int_equal(orbit_spot_execute_actor(s, a, slow_count_fn, &ran,
+						 32,
 									  NULL), 0);
 			snprintf(name, sizeof(name), "timer%d", k % 3);
-			assert_int_equal(orbit_spot_execute_timer(s, name, slow_count_fn, &ran, NULL), 0);
+			assert_int_equal(orbit_spot_execute_timer(s, name, slow_count_fn, &ran,
+					 NULL), 0);
 			assert_int_equal(orbit_spot_execute_spot(s, slow_count_fn, &ran, NULL), 0);
 			total += 2;
 		}
@@ -1571,7 +1579,8 @@ static void test_s2_close_completes_every_subordinate_queue(void **state)
 		assert_int_equal(orbit_spot_serial_executor_close(s), 0);
 		assert_int_equal(orbit_spot_execute_actor(s, 0, noop_fn, NULL, 1, NULL), -EPIPE);
 		assert_int_equal(orbit_spot_execute_actor(s, 1000, noop_fn, NULL, 1, NULL), -EPIPE);
-		assert_int_equal(orbit_spot_execute_timer(s, "timer0", noop_fn, NULL, NULL), -EPIPE);
+		assert_int_equal(orbit_spot_execute_timer(s, "timer0", noop_fn, NULL, NULL),
+				 -EPIPE);
 		assert_int_equal(orbit_spot_execute_timer(s, "fresh", noop_fn, NULL, NULL), -EPIPE);
 		assert_int_equal(orbit_spot_execute_spot(s, noop_fn, NULL, NULL), -EPIPE);
 		assert_int_equal(orbit_spot_execute_lifecycle(s, noop_fn, NULL, NULL), -EPIPE);
@@ -1602,7 +1611,8 @@ static void test_s2_close_completes_every_subordinate_queue(void **state)
 	}
 }
 
-/* ---- stress ------------------------------------------------------------------------------------- */
+/* ---- stress -------------------------------------------------------------------------------------
+ */
 
 #define ST_ACTORS 64
 
@@ -1773,9 +1783,10 @@ static void *flood_main(void *arg)
 
 	for (uint64_t id = 100; !atomic_load(&f->stop) && atomic_load(&f->accepted) < 512;
 	     id++) { /* 512: room in the log */
-		int ret = f->kind == 0	 ? orbit_spot_execute_spot(f->spot, rec_fn, &f->r, NULL)
-			  : f->kind == 1 ? orbit_spot_execute_timer(f->spot, "t", rec_fn, &f->r, NULL)
-					 : orbit_spot_execute_actor(f->spot, id, rec_fn, &f->r, 10, NULL);
+		int ret = f->kind == 0 ? orbit_spot_execute_spot(f->spot, rec_fn, &f->r, NULL)
+			  : f->kind == 1
+			      ? orbit_spot_execute_timer(f->spot, "t", rec_fn, &f->r, NULL)
+			      : orbit_spot_execute_actor(f->spot, id, rec_fn, &f->r, 10, NULL);
 
 		if (ret == 0)
 			atomic_fetch_add(&f->accepted, 1);

@@ -18,6 +18,7 @@
 #include <orbit/worker_pool.h>
 
 #include "lib/serial_executor.h"
+#include "lib/serial_queue.h"
 
 struct orbit_actor_serial_executor {
 	struct orbit__coord co; /* first: work records point here */
@@ -63,6 +64,7 @@ int orbit_actor_serial_executor_create(const struct orbit_actor_serial_executor_
 	ret = orbit_serial_queue_create(&qo, &a->q);
 	if (ret)
 		goto err_free;
+	orbit__serial_queue_seal(a->q); /* 07 §3 */
 	snprintf(name, sizeof(name), "%.48s/lane", qo.name);
 	ret = orbit__coord_init(&a->co, name);
 	if (ret)

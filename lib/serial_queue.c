@@ -113,6 +113,9 @@ struct orbit_serial_queue {
 	orbit__serial_queue_room_fn room_fn;
 	void *room_ctx;
 	bool room_wanted;
+	/* Set once by a coordinator before the queue is shared (sealed):
+	 * its turns do not name the queue (07 §3). */
+	bool sealed;
 	uint64_t next_seq;
 	uint64_t items[2], bytes[2]; /* reservations held, per lane */
 	uint64_t outstanding;        /* items accepted and not yet done */
@@ -801,7 +804,8 @@ static void drain(void *arg)
 
 orbit_serial_queue_t *orbit_serial_turn_queue(const orbit_serial_turn_t *turn)
 {
-	return turn ? turn->q : NULL;
+	/* sealed is written before the queue is shared (set_sealed's Context) */
+	return turn && !turn->q->sealed ? turn->q : NULL;
 }
 
 int orbit_serial_turn_suspend(orbit_serial_turn_t *turn, orbit_serial_work_fn cont, void *arg,
@@ -869,6 +873,11 @@ void orbit__serial_queue_set_room_hook(orbit_serial_queue_t *q, orbit__serial_qu
 	q->room_ctx = ctx;
 	q->room_wanted = false;
 	orbit__mutex_unlock(&q->lock);
+}
+
+void orbit__serial_queue_seal(orbit_serial_queue_t *q)
+{
+	q->sealed = true;
 }
 
 bool orbit_serial_queue_is_current(const orbit_serial_queue_t *q)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/serial_queue.h: internal. The one hook the serial queue
- * (lib/serial_queue.c) offers its in-library owners beyond the public
- * orbit/serial_queue.h: a notice that the application lane has room
- * again after it refused a submission for capacity. The SpotWide Spot
+ * lib/serial_queue.h: internal. What the serial queue (lib/serial_queue.c)
+ * offers its in-library owners beyond the public orbit/serial_queue.h: a
+ * notice that the application lane has room again after it refused a
+ * submission for capacity, and sealing a coordinator's queue. The SpotWide Spot
  * coordinator (lib/spot_executor.c) uses it so that an Actor turn that
  * found the Spot queue full waits for room instead of being lost.
  */
@@ -33,5 +33,16 @@ typedef void (*orbit__serial_queue_room_fn)(void *ctx);
  */
 void orbit__serial_queue_set_room_hook(orbit_serial_queue_t *q, orbit__serial_queue_room_fn fn,
 				       void *ctx);
+
+/*
+ * orbit__serial_queue_seal - mark @q as a coordinator's queue: from now
+ * on orbit_serial_turn_queue() answers NULL for its turns, so work run by
+ * a Spot, Actor or session coordinator cannot reach the queue it runs on
+ * (07 §3: no surface lets a caller pick a queue; enqueueing or closing it
+ * directly would bypass the coordinator's counts and close).
+ *
+ * Context: before @q is shared (at creation by its owner); no lock.
+ */
+void orbit__serial_queue_seal(orbit_serial_queue_t *q);
 
 #endif /* ORBIT_LIB_SERIAL_QUEUE_H */

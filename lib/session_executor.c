@@ -29,6 +29,7 @@
 #include <orbit/worker_pool.h>
 
 #include "lib/serial_executor.h"
+#include "lib/serial_queue.h"
 
 struct orbit_session_serial_executor {
 	struct orbit__coord co; /* first: work records point here */
@@ -95,6 +96,7 @@ int orbit_session_serial_executor_create(const struct orbit_session_serial_execu
 	ret = orbit_serial_queue_create(&qo, &s->q);
 	if (ret)
 		goto err_free;
+	orbit__serial_queue_seal(s->q); /* 07 §3 */
 	snprintf(name, sizeof(name), "%.48s/lane", qo.name);
 	ret = orbit__coord_init(&s->co, name);
 	if (ret)

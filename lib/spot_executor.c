@@ -166,13 +166,17 @@ static int make_queue(orbit_spot_serial_executor_t *s, const orbit_execution_lan
 		      const char *name, orbit_serial_queue_t **out)
 {
 	struct orbit_serial_queue_options o;
+	int ret;
 
 	orbit_serial_queue_options_init(&o);
 	o.policy = pol;
 	o.executor = s->ex;
 	o.home_node = s->home_node;
 	o.name = name;
-	return orbit_serial_queue_create(&o, out);
+	ret = orbit_serial_queue_create(&o, out);
+	if (ret == 0)
+		orbit__serial_queue_seal(*out); /* 07 §3 */
+	return ret;
 }
 
 /* What both map entries start with. */

@@ -307,7 +307,9 @@ ORBIT_API int orbit_serial_queue_destroy(orbit_serial_queue_t *q);
  * orbit_serial_turn_queue - the queue whose turn this is.
  *
  * Context: inside the work function that received @turn.
- * Returns: the queue.
+ * Returns: the queue; NULL for NULL, and for a turn of a queue that a
+ * Spot, Actor or session coordinator owns (its work never names its
+ * queue: 07 §3).
  */
 ORBIT_API orbit_serial_queue_t *orbit_serial_turn_queue(const orbit_serial_turn_t *turn);
 

@@ -167,6 +167,80 @@ static int noop_fn(orbit_serial_turn_t *turn, void *arg)
 	return ORBIT_SERIAL_DONE;
 }
 
+/* ---- §3: work cannot reach the queue it runs on ------------------------ */
+
+static int turn_queue_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct { atomic_int ran, named; } *c = arg;
+
+	atomic_fetch_add(&c->ran, 1);
+	if (orbit_serial_turn_queue(turn) != NULL)
+		atomic_fetch_add(&c->named, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+/*
+ * 07 §3: "Do not provide an argument or a surface that lets a caller pick
+ * a queue directly." The serial queue's orbit_serial_turn_queue() would
+ * hand coordinator work its queue (to enqueue to or close behind the
+ * coordinator's back): on a coordinator's turn it answers NULL, on a bare
+ * queue's turn the queue.
+ */
+static void test_s3_work_cannot_reach_its_queue(void **state)
+{
+	struct { atomic_int ran, named; } c = { 0, 0 };
+	struct manual_ex x;
+	orbit_executor_t ex = manual_executor(&x);
+	struct orbit_actor_serial_executor_options ao;
+	struct orbit_session_serial_executor_options so;
+	struct orbit_serial_queue_options qo;
+	orbit_actor_serial_executor_t *a = NULL;
+	orbit_session_serial_executor_t *se = NULL;
+	orbit_serial_queue_t *q = NULL;
+
+	for (int mode = ORBIT_SPOT_PER_ACTOR; mode <= ORBIT_SPOT_SPOT_WIDE; mode++) {
+		orbit_spot_serial_executor_t *s = make_spot(mode, ex, NULL, NULL);
+
+		assert_int_equal(orbit_spot_execute_spot(s, turn_queue_fn, &c, NULL), 0);
+		assert_int_equal(orbit_spot_execute_actor(s, 7, turn_queue_fn, &c, 16, NULL), 0);
+		assert_int_equal(orbit_spot_execute_timer(s, "tick", turn_queue_fn, &c, NULL), 0);
+		assert_int_equal(orbit_spot_execute_lifecycle(s, turn_queue_fn, &c, NULL), 0);
+		manual_run_all(&x);
+		assert_int_equal(orbit_spot_serial_executor_close(s), 0);
+		manual_run_all(&x);
+		assert_int_equal(orbit_spot_serial_executor_destroy(s), 0);
+	}
+	orbit_actor_serial_executor_options_init(&ao);
+	ao.executor = ex;
+	assert_int_equal(orbit_actor_serial_executor_create(&ao, &a), 0);
+	assert_int_equal(orbit_actor_execute_actor(a, turn_queue_fn, &c, 0, NULL), 0);
+	assert_int_equal(orbit_actor_execute_lifecycle(a, turn_queue_fn, &c, NULL), 0);
+	orbit_session_serial_executor_options_init(&so);
+	so.executor = ex;
+	assert_int_equal(orbit_session_serial_executor_create(&so, &se), 0);
+	assert_int_equal(orbit_session_execute_application(se, turn_queue_fn, &c, 0, NULL), 0);
+	assert_int_equal(orbit_session_execute_control(se, turn_queue_fn, &c, NULL), 0);
+	assert_int_equal(orbit_session_execute_infrastructure(se, turn_queue_fn, &c, NULL), 0);
+	manual_run_all(&x);
+	assert_int_equal(atomic_load(&c.ran), 2 * 4 + 2 + 3);
+	assert_int_equal(atomic_load(&c.named), 0);
+
+	/* The control: a bare queue's work still gets its queue. */
+	orbit_serial_queue_options_init(&qo);
+	qo.executor = ex;
+	assert_int_equal(orbit_serial_queue_create(&qo, &q), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, turn_queue_fn, &c), 0);
+	manual_run_all(&x);
+	assert_int_equal(atomic_load(&c.named), 1);
+
+	assert_int_equal(orbit_actor_serial_executor_close(a), 0);
+	assert_int_equal(orbit_session_serial_executor_close(se), 0);
+	manual_run_all(&x);
+	assert_int_equal(orbit_actor_serial_executor_destroy(a), 0);
+	assert_int_equal(orbit_session_serial_executor_destroy(se), 0);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+}
+
 /* ---- §3 arguments and errors ------------------------------------------- */
 
 /* §3 / STYLE: every documented error code of the entry points. */
@@ -1842,6 +1916,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_s3_arguments_and_errors),
+		cmocka_unit_test(test_s3_work_cannot_reach_its_queue),
 		cmocka_unit_test(test_s10_per_actor_two_actors_overlap),
 		cmocka_unit_test(test_s10_spot_wide_second_actor_waits_for_first),
 		cmocka_unit_test(test_s10_same_actor_runs_in_submission_order),

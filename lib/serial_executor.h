@@ -66,7 +66,6 @@ struct orbit__work {
 	orbit_work_completion_t *done; /* NULL: nobody waits */
 	unsigned yield_flags;          /* ORBIT_SERIAL_SUSPEND_HOLD or _RELEASE */
 	bool yielded;                  /* orbit_work_yield() in the current turn */
-	bool count_yield;              /* count it in stats.yielded */
 	/* SpotWide Actor work: the Actor queue item's held claim, resumed
 	 * (instead of releasing the work) when the handler finishes. */
 	orbit_serial_resume_t *claim;

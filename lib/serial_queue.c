@@ -763,12 +763,7 @@ static void drain(void *arg)
 			int r;
 
 			if (!take_next(q, &it)) {
-				/*
-				 * A HOLD item blocks the queue until its resume,
-				 * which schedules a drain itself: lingering would
-				 * only spin on a CPU the resumer may need.
-				 */
-				if (!q->held && linger(q, &clk, &cut) && !cut)
+				if (linger(q, &clk, &cut) && !cut)
 					continue;
 				break; /* empty, or runnable past the budget: cut */
 			}

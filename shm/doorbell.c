@@ -37,7 +37,8 @@ uint32_t orbit__doorbell_seq(const struct orbit_doorbell *db)
 	return atomic_load_explicit(&((struct orbit_doorbell *)db)->seq, memory_order_acquire);
 }
 
-int orbit__doorbell_ring_skip(struct orbit_doorbell *db, uint32_t skip)
+/* Bump seq, then wake the sleeping classes in @mask (ring_skip and wake_class). */
+static int ring_mask(struct orbit_doorbell *db, uint32_t mask)
 {
 	uint32_t wake;
 
@@ -48,7 +49,7 @@ int orbit__doorbell_ring_skip(struct orbit_doorbell *db, uint32_t skip)
 	 * word read-only (no cache-line ping-pong with waiters). A class bit
 	 * read clear here means that class's later D3/D4 sees D1.
 	 */
-	wake = atomic_load_explicit(&db->sleeping, memory_order_seq_cst) & ~skip;
+	wake = atomic_load_explicit(&db->sleeping, memory_order_seq_cst) & mask;
 	if (wake == 0)
 		return 0;
 	/* D2: seq_cst fetch_and; clears only the classes we wake (a burst coalesces) */
@@ -60,6 +61,16 @@ int orbit__doorbell_ring_skip(struct orbit_doorbell *db, uint32_t skip)
 	/* Shared futex (no FUTEX_PRIVATE_FLAG): waiters live in other processes */
 	syscall(SYS_futex, &db->seq, FUTEX_WAKE_BITSET, INT_MAX, NULL, NULL, wake);
 	return 1;
+}
+
+int orbit__doorbell_ring_skip(struct orbit_doorbell *db, uint32_t skip)
+{
+	return ring_mask(db, ~skip);
+}
+
+int orbit__doorbell_wake_class(struct orbit_doorbell *db, uint32_t bit)
+{
+	return ring_mask(db, bit ? bit : ORBIT_DOORBELL_SHARED);
 }
 
 int orbit__doorbell_ring(struct orbit_doorbell *db)

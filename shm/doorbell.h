@@ -90,6 +90,22 @@ uint32_t orbit__doorbell_seq(const struct orbit_doorbell *db);
  */
 int orbit__doorbell_ring_skip(struct orbit_doorbell *db, uint32_t skip);
 
+/*
+ * orbit__doorbell_wake_class - bump seq and wake ONLY class @bit (one bit,
+ * see orbit__doorbell_bit(); 0 means ORBIT_DOORBELL_SHARED): a process
+ * waking its own agent (its death watcher) without waking the others'.
+ * Same ordering as ring_skip (seq_cst bump D1, then D2a/D2 on @bit only).
+ * Other classes are not woken, but the shared seq moved: their next
+ * wake (their timeout, or another ring) returns 0 like an event, and a
+ * waiter between its D4 and the kernel's check returns early. For
+ * ORBIT_DOORBELL_SHARED (rows >= 31) every waiter of that class wakes:
+ * the other agents at rows >= 31 and the plain readers (orbitctl watch,
+ * fleet readers), each finding nothing new.
+ * Context: any thread/process; lock-free; FUTEX_WAKE_BITSET only when a
+ * waiter of @bit announced itself. Returns 1 when it woke, 0 otherwise.
+ */
+int orbit__doorbell_wake_class(struct orbit_doorbell *db, uint32_t bit);
+
 /* orbit__doorbell_ring - ring_skip(db, 0): wake every sleeping class. */
 int orbit__doorbell_ring(struct orbit_doorbell *db);
 

@@ -469,6 +469,55 @@ static void test_skipped_wake_class_sleeps_until_next_publish(void **state)
 	assert_int_equal(pthread_join(th[1], NULL), 0);
 }
 
+/* Waits up to 2 s for a classed waiter to finish; 1 when it did. */
+static int classed_done(struct classed *c)
+{
+	uint64_t t0 = orbit_test_now_ns();
+
+	while (!atomic_load(&c->done) && orbit_test_now_ns() - t0 < 2000000000ull)
+		usleep(100);
+	return atomic_load(&c->done);
+}
+
+/*
+ * Issue 5 readiness (wake classes, shm/doorbell.h): wake_class wakes the
+ * waiters of that one class only (the agent's death watcher wakes its own
+ * agent, no other process's); for the shared class (rows >= 31) it wakes
+ * every waiter of the shared class and still no row-class waiter.
+ */
+static void test_wake_class_wakes_only_that_class(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_doorbell *db = orbit__ring_doorbell(f->ring);
+	struct classed own = { .ring = f->ring, .bit = orbit__doorbell_bit(3) };
+	struct classed other = { .ring = f->ring, .bit = orbit__doorbell_bit(5) };
+	struct classed shared = { .ring = f->ring, .bit = orbit__doorbell_bit(40) };
+	pthread_t th[3];
+
+	assert_int_equal(pthread_create(&th[0], NULL, classed_waiter, &own), 0);
+	assert_int_equal(pthread_create(&th[1], NULL, classed_waiter, &other), 0);
+	assert_int_equal(pthread_create(&th[2], NULL, classed_waiter, &shared), 0);
+	while (!atomic_load(&own.ready) || !atomic_load(&other.ready) || !atomic_load(&shared.ready))
+		usleep(1000);
+	usleep(20000); /* all three are in FUTEX_WAIT_BITSET */
+	assert_int_equal(orbit__doorbell_wake_class(db, own.bit), 1);
+	assert_int_equal(classed_done(&own), 1);
+	assert_int_equal(own.rc, 0);
+	usleep(50000);
+	assert_int_equal(atomic_load(&other.done), 0);  /* another row's class: asleep */
+	assert_int_equal(atomic_load(&shared.done), 0); /* the shared class too */
+	assert_int_equal(orbit__doorbell_wake_class(db, ORBIT_DOORBELL_SHARED), 1);
+	assert_int_equal(classed_done(&shared), 1);
+	assert_int_equal(shared.rc, 0);
+	usleep(50000);
+	assert_int_equal(atomic_load(&other.done), 0);
+	assert_int_equal(orbit__doorbell_ring(db), 1);
+	assert_int_equal(classed_done(&other), 1);
+	assert_int_equal(other.rc, 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+}
+
 /* Issue 5 layout: peers must agree on the layout; a bad layout is refused. */
 static void test_layout_mismatch_refused(void **state)
 {
@@ -561,6 +610,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lane_claim_release_enospc, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_publish_no_wake_when_nobody_sleeps, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_skipped_wake_class_sleeps_until_next_publish, setup_small,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_wake_class_wakes_only_that_class, setup_small,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_layout_mismatch_refused, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_reader_thread_and_publisher_thread, setup_default, teardown),

@@ -2,13 +2,18 @@
 /*
  * agent/agent.c: the per-process agent (orbit/agent.h). It owns the
  * process's member directory row, its ring writer lane, its stats row and
- * ONE thread. The thread sleeps on the ring's futex doorbell at most a tick,
- * drains the ring into an RCU-protected view of lock states (liburcu
- * rculfhash, urcu-memb flavor; this thread is the only updater), writes
- * every subscriber's eventfd, polls the pidfds of the other members and
- * reclaims the rows and lanes of the dead (the member directory proves the
- * death with its kernel locks), and publishes the stats row (it is that
- * row's single writer).
+ * TWO threads. The agent thread sleeps on the ring's futex doorbell at most
+ * a tick, drains the ring into an RCU-protected view of lock states
+ * (liburcu rculfhash, urcu-memb flavor; this thread is the only updater),
+ * writes every subscriber's eventfd, checks the pidfds of the other
+ * members and reclaims the rows and lanes of the dead (the member directory
+ * proves the death with its kernel locks), and publishes the stats row (it
+ * is that row's single writer). The death watcher thread only sleeps in
+ * epoll_wait() on those pidfds: when one becomes readable (that process
+ * exited) it marks the row and wakes the agent thread through the doorbell,
+ * as our own wake class only, so a death is checked at once and not at the
+ * next tick (the futex wait cannot also poll fds). The tick check stays as
+ * the fallback (no epoll, a pidfd epoll refused, a death proof retried).
  *
  * Locks and what they protect:
  *   subs_mu   the subscriber eventfd array. Taken by API callers and by the
@@ -20,6 +25,9 @@
  *             fleet_internal.h); leaf. A parked thread waits on test_cv
  *             holding nothing else.
  * The view needs no lock: one updater (the agent thread), RCU readers.
+ * The epoll set needs none either: the agent thread alone adds, re-arms
+ * and deletes pidfds (the kernel makes epoll_ctl() safe against the
+ * watcher's concurrent epoll_wait()); the watcher only waits on it.
  * Counters fed from other threads (frames_written by the lock sink,
  * the acquire histogram) are relaxed atomics: they are counts, read once
  * per publish, and order nothing.
@@ -32,6 +40,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 
 #include <urcu/urcu-memb.h>
@@ -67,6 +76,7 @@ void __tsan_release(void *addr);
 #define AGENT_TOMBSTONES_MAX 1024
 #define AGENT_DRAIN_BATCH ORBIT__AGENT_DRAIN_BATCH /* fleet_internal.h */
 #define AGENT_RETIRED_MAX 256  /* retired nodes that force a grace period before the tick */
+#define AGENT_DEATH_STOP UINT64_MAX /* epoll data of the watcher's stop eventfd (rows are below) */
 
 /* A view node: the last known state of one key (ns | label | owner bytes). */
 struct view_node {
@@ -132,6 +142,21 @@ struct orbit_agent {
 	pthread_t thread;
 	bool thread_started;
 	_Atomic int stop;
+
+	/*
+	 * The death watcher: epfd holds the watched pidfds (EPOLLIN |
+	 * EPOLLONESHOT, data = row) and death_stop (an eventfd, data =
+	 * AGENT_DEATH_STOP). epfd < 0: no watcher (no epoll), the tick alone.
+	 * The watcher sets a row's bit in fired[] (relaxed RMW: the bits are
+	 * carried by death_pending), then death_pending (release), then wakes
+	 * our doorbell class; the agent thread takes death_pending (acquire)
+	 * and then the bits.
+	 */
+	int epfd, death_stop;
+	pthread_t death_thread;
+	bool death_started;
+	_Atomic uint64_t *fired;       /* one bit per member row, (nrows + 63) / 64 words */
+	_Atomic bool death_pending;
 
 	/*
 	 * Test hooks: the thread parks at the top of its loop while test_pause
@@ -426,10 +451,24 @@ static void signal_subscribers(struct orbit_agent *a)
 
 /* ---- members: death notice and reclaim ---- */
 
+/* Agent thread: (re-)arm @row's pidfd in the watcher's epoll set. */
+static int death_arm(struct orbit_agent *a, uint32_t row, int op)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.u64 = row };
+
+	if (a->epfd < 0)
+		return -ENOSYS;
+	return epoll_ctl(a->epfd, op, a->watch[row].pidfd, &ev) == 0 ? 0 : -errno;
+}
+
 static void unwatch(struct orbit_agent *a, uint32_t row)
 {
-	if (a->watch[row].pidfd >= 0)
+	if (a->watch[row].pidfd >= 0) {
+		/* Before the close: the watcher never sees an event of a closed fd */
+		if (a->epfd >= 0)
+			epoll_ctl(a->epfd, EPOLL_CTL_DEL, a->watch[row].pidfd, NULL);
 		close(a->watch[row].pidfd);
+	}
 	a->watch[row].pidfd = -1;
 }
 
@@ -469,6 +508,8 @@ static int rescan_one(void *p, const struct orbit_member_info *mi)
 		return 0; /* -EAGAIN (rewriting) / -ENOSYS: the next rescan retries */
 	a->watch[mi->row].pidfd = fd;
 	a->watch[mi->row].generation = gen;
+	/* Refused (-ENOMEM, -ENOSPC: the epoll watch limit): the tick still polls it */
+	death_arm(a, mi->row, EPOLL_CTL_ADD);
 	return 0;
 }
 
@@ -500,6 +541,65 @@ static void check_deaths(struct orbit_agent *a)
 		for (int i = 0; i < n; i++)
 			if (pfd[i].revents)
 				handle_death(a, rows[i]);
+	}
+}
+
+/*
+ * Agent thread, after check_deaths(): the rows whose pidfd fired and that
+ * are still watched. Not readable (a spurious event, or the row's new
+ * pidfd, armed already): re-arm. Readable but not proved dead (the kernel
+ * lock still held): left disarmed, or the watcher would wake us in a loop;
+ * the tick's check_deaths() retries the proof, as before the watcher.
+ */
+static void death_rearm(struct orbit_agent *a)
+{
+	for (uint32_t w = 0; w < (a->nrows + 63) / 64; w++) {
+		/* Relaxed: the bits ride on death_pending, taken (acquire) by the caller */
+		uint64_t bits = atomic_exchange_explicit(&a->fired[w], 0, memory_order_relaxed);
+
+		while (bits) {
+			uint32_t row = w * 64 + (uint32_t)__builtin_ctzll(bits);
+			struct pollfd pfd = { .fd = a->watch[row].pidfd, .events = POLLIN };
+
+			bits &= bits - 1;
+			if (pfd.fd >= 0 && poll(&pfd, 1, 0) == 0)
+				death_arm(a, row, EPOLL_CTL_MOD);
+		}
+	}
+}
+
+/* The death watcher thread: wait for a pidfd to fire, mark it, wake our agent. */
+static void *death_main(void *p)
+{
+	struct orbit_agent *a = p;
+	struct epoll_event ev[16];
+
+	for (;;) {
+		int n = epoll_wait(a->epfd, ev, 16, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue; /* signals are blocked; a ptrace stop can still interrupt */
+		if (n < 0)
+			return NULL; /* cannot happen on our own fd; the tick notices deaths */
+		for (int i = 0; i < n; i++) {
+			uint64_t row = ev[i].data.u64;
+
+			if (row == AGENT_DEATH_STOP)
+				return NULL; /* orbit_agent_stop() */
+			/* Relaxed RMW: no bit is lost; death_pending below carries them */
+			atomic_fetch_or_explicit(&a->fired[row / 64], 1ull << (row % 64),
+						 memory_order_relaxed);
+		}
+		if (n == 0)
+			continue;
+		/* Release, pairs with the acquire exchange in agent_main(): the bits above */
+		atomic_store_explicit(&a->death_pending, true, memory_order_release);
+		/*
+		 * Our class only: other processes' agents have their own watchers.
+		 * The seq bump (D1) comes after the store above: an agent thread that
+		 * armed before it is woken, one that arms after it sees the flag.
+		 */
+		orbit__doorbell_wake_class(orbit__ring_doorbell(a->ring), a->wake_class);
 	}
 }
 
@@ -631,9 +731,10 @@ static void test_park(struct orbit_agent *a)
  * back to sleep) free of other system calls: the grace period that frees
  * replaced view nodes (membarrier: an IPI to every CPU running one of our
  * threads, e.g. the subscriber just woken) and the pidfd poll run once per
- * tick, or sooner when AGENT_RETIRED_MAX nodes wait. The sleep ends at the
- * next tick, so deaths are still checked at least once per tick however
- * often frames wake the thread.
+ * tick, or sooner when AGENT_RETIRED_MAX nodes wait. A pidfd that fired
+ * (death_pending, set by the death watcher, which also woke us) makes the
+ * pidfd poll run at once. The sleep ends at the next tick, so deaths are
+ * still checked at least once per tick however often frames wake the thread.
  */
 static void *agent_main(void *p)
 {
@@ -647,6 +748,7 @@ static void *agent_main(void *p)
 	view_reclaim(a);
 	/* Acquire, pairs with the release store in orbit_agent_stop(). */
 	while (!atomic_load_explicit(&a->stop, memory_order_acquire)) {
+		bool died;
 		uint32_t seen;
 		int drained;
 		uint64_t now;
@@ -665,10 +767,18 @@ static void *agent_main(void *p)
 		/* After the signal: the grace period is not on the wake path. */
 		if (now >= next_tick || a->nretired >= AGENT_RETIRED_MAX)
 			view_reclaim(a);
-		if (now >= next_tick) {
+		/*
+		 * Acquire, pairs with the release store in death_main(): its fired[]
+		 * bits. After the arm above: a watcher that set it later also bumped
+		 * the seq after our arm, so the wait below returns at once.
+		 */
+		died = atomic_exchange_explicit(&a->death_pending, false, memory_order_acquire);
+		if (died || now >= next_tick)
 			check_deaths(a);
+		if (died)
+			death_rearm(a);
+		if (now >= next_tick)
 			next_tick = now + a->tick_ns;
-		}
 		if (now >= next_stats) {
 			rescan_members(a);
 			orbit__members_heartbeat(a->members);
@@ -734,6 +844,11 @@ static void agent_free(struct orbit_agent *a)
 		for (uint32_t r = 0; r < a->nrows; r++)
 			unwatch(a, r);
 	free(a->watch);
+	if (a->epfd >= 0) /* after the unwatch (its DELs) and the watcher's join */
+		close(a->epfd);
+	if (a->death_stop >= 0)
+		close(a->death_stop);
+	free((void *)a->fired);
 	free(a->ev);
 	orbit__ring_reader_close(a->reader);
 	if (a->lane_claimed)
@@ -750,6 +865,29 @@ static void agent_free(struct orbit_agent *a)
 	pthread_cond_destroy(&a->test_cv);
 	pthread_mutex_destroy(&a->test_mu);
 	free(a);
+}
+
+/*
+ * The watcher's epoll set and its stop eventfd. Without epoll or eventfd
+ * (-ENOSYS: an old kernel or a seccomp filter) the agent runs without a
+ * watcher: the tick notices deaths, as before it. Other errors fail start.
+ */
+static int death_open(struct orbit_agent *a)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = AGENT_DEATH_STOP };
+
+	a->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (a->epfd < 0)
+		return errno == ENOSYS ? 0 : -errno;
+	a->death_stop = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (a->death_stop < 0 || epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->death_stop, &ev) < 0) {
+		int rc = -errno;
+
+		close(a->epfd);
+		a->epfd = -1;
+		return rc == -ENOSYS ? 0 : rc; /* death_stop is closed by agent_free() */
+	}
+	return 0;
 }
 
 int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **out)
@@ -802,6 +940,8 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	a->stats_ns = (uint64_t)(opts && opts->stats_ms ? opts->stats_ms : 250) * 1000000ull;
 	so.mode = opts ? opts->mode : 0;
 	a->row = -1;
+	a->epfd = -1;
+	a->death_stop = -1;
 
 	rc = orbit__members_open(&a->members, fleet, 0, &so);
 	if (rc < 0) {
@@ -810,10 +950,14 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	}
 	a->nrows = orbit__members_rows(a->members);
 	a->watch = calloc(a->nrows, sizeof(*a->watch));
+	a->fired = calloc((a->nrows + 63) / 64, sizeof(*a->fired));
 	a->ev = malloc(sizeof(*a->ev));
 	a->watched = orbit__agent_watch_new();
 	rc = -ENOMEM;
-	if (!a->watch || !a->ev || !a->watched)
+	if (!a->watch || !a->fired || !a->ev || !a->watched)
+		goto err;
+	rc = death_open(a);
+	if (rc < 0)
 		goto err;
 	for (uint32_t r = 0; r < a->nrows; r++)
 		a->watch[r].pidfd = -1;
@@ -861,14 +1005,25 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	if (!a->view)
 		goto err;
 
-	/* The agent thread takes no signal: they belong to the application's threads. */
+	/* Our threads take no signal: they belong to the application's threads. */
 	sigfillset(&all);
 	die_on(pthread_sigmask(SIG_SETMASK, &all, &old), "sigmask");
 	rc = -pthread_create(&a->thread, NULL, agent_main, a);
+	if (rc == 0) {
+		a->thread_started = true;
+		/* The agent thread first: it fills the epoll set the watcher sleeps on */
+		if (a->epfd >= 0) {
+			rc = -pthread_create(&a->death_thread, NULL, death_main, a);
+			a->death_started = rc == 0;
+		}
+	}
 	die_on(pthread_sigmask(SIG_SETMASK, &old, NULL), "sigmask");
+	if (rc < 0 && a->thread_started) {
+		orbit_agent_stop(a); /* joins the agent thread, frees */
+		return rc;
+	}
 	if (rc < 0)
 		goto err;
-	a->thread_started = true;
 	if (a->lane_claimed) {
 		/* Under the lock's serializer: safe while other threads use the lock.
 		 * Fails in a forked child holding its parent's handle (-ECHILD). */
@@ -888,10 +1043,24 @@ err:
 	return rc;
 }
 
+/* Stop and join the death watcher (before the agent thread: nothing wakes a stopped agent). */
+static void death_watcher_stop(struct orbit_agent *a)
+{
+	uint64_t one = 1;
+
+	if (!a->death_started)
+		return;
+	/* Our own eventfd, written once: cannot fail (else the join would hang) */
+	die_on(write(a->death_stop, &one, sizeof(one)) != (ssize_t)sizeof(one), "write stop");
+	die_on(pthread_join(a->death_thread, NULL), "join watcher");
+	a->death_started = false;
+}
+
 void orbit_agent_stop(orbit_agent_t *a)
 {
 	if (!a)
 		return;
+	death_watcher_stop(a);
 	/* Its error is ignored on purpose: even then the sink is removed (no
 	 * mutation can run while the serializer fails), so freeing is safe. */
 	if (a->lock)

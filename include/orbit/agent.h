@@ -3,8 +3,10 @@
  * orbit/agent.h: the per-process agent. orbit_agent_start() joins the
  * fleet's member directory, claims a writer lane of the transition ring
  * (when given a lock handle: lanes are for writers; 16 by default) and
- * starts ONE thread that sleeps on the ring's futex doorbell. On each wake
- * it drains the ring into an RCU-protected local view of lock states (read
+ * starts TWO threads: the agent thread, which sleeps on the ring's futex
+ * doorbell, and a death watcher (epoll on the members' pidfds, which wakes
+ * the agent thread when one exits). On each wake the agent thread
+ * drains the ring into an RCU-protected local view of lock states (read
  * with orbit_agent_view_lookup(), no lock), signals every local
  * subscriber's eventfd, notices dead members (pidfds, proved by the
  * member directory's kernel locks) and reclaims their rows and lanes, and
@@ -17,10 +19,12 @@
  * -EAGAIN). A lag (-ORBIT_ELAGGED) means frames were lost: re-read the
  * lock table. The eventfd carries no payload; wakes coalesce.
  *
- * Caveats: deaths are noticed within one tick (tick_ms, default 10 ms),
- * not at the instant of death: the agent thread sleeps on the futex at
- * most a tick, then polls the pidfds of the other members (one poll()
- * call); the bound is tick_ms plus the thread's scheduling delay. Members that joined are
+ * Caveats: deaths are noticed at once, not per tick: the death watcher
+ * wakes the agent thread when a member's pidfd turns readable (measured
+ * 0.5-4.5 ms from SIGKILL to row and lane reclaimed, whatever tick_ms;
+ * see doc/agent.md). The tick (tick_ms, default 10 ms) stays the fallback
+ * bound when epoll is unavailable (-ENOSYS: no watcher) and retries a
+ * death whose kernel-lock proof failed. Members that joined are
  * picked up at the next wake that found no frame (a joining agent rings
  * the doorbell) and at every stats publish. The view follows the ring; it
  * is advisory like the ring (the lock table is the authority).
@@ -49,8 +53,9 @@ struct orbit_agent_options {
 				    are written to the agent's lane (the agent
 				    installs the ring as the lock's sink), and the
 				    view re-reads its table after a lag */
-	unsigned tick_ms;        /* longest futex sleep = the bound on noticing a
-				    dead member (0: 10) */
+	unsigned tick_ms;        /* longest futex sleep: housekeeping period and
+				    the fallback bound on noticing a dead member
+				    (the death watcher notices at once) (0: 10) */
 	unsigned stats_ms;       /* stats publish + member rescan period (0: 250) */
 	unsigned mode;           /* segment permissions at creation (0: 0600) */
 	const struct orbit_lock_layout *layout; /* NULL: the lock's layout, else the
@@ -64,11 +69,13 @@ enum orbit_agent_hist {
 };
 
 /**
- * orbit_agent_start - join the fleet and start the agent thread.
+ * orbit_agent_start - join the fleet and start the agent thread and its
+ * death watcher.
  * Creates the member directory, stats segment and ring when missing.
  * Context: any thread, once per process per fleet (a second agent in one
- * process takes a second member row); syscalls, allocation,
- * pthread_create. A forked child must start its own agent.
+ * process takes a second member row); syscalls (epoll_create1, eventfd),
+ * allocation, pthread_create (two threads). A forked child must start its
+ * own agent.
  * The ring is the one of the lock's layout (its ring_kind, ring_frames and
  * ring_frame_bytes; 16 lanes), or of @opts->layout without a lock, or the
  * default "ring-229".
@@ -76,14 +83,16 @@ enum orbit_agent_hist {
  * other than the lock's); -ECHILD (the lock handle
  * was opened by the parent of this forked process); -ENOMEM; -ENOSPC (every
  * member row, or with a lock every ring lane, is held by a live process); -EAGAIN (thread
- * creation refused); or a segment error (-ORBIT_EMAGIC, -ORBIT_EVERSION,
- * -ORBIT_EKIND, -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_EOWNER,
- * -ORBIT_EMODE, -ORBIT_EINITTIMEOUT, -EACCES).
+ * creation refused); -EMFILE, -ENFILE (no fd for the watcher's epoll set or
+ * its stop eventfd; -ENOSYS there is not an error: no watcher); or a
+ * segment error (-ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND,
+ * -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_EOWNER, -ORBIT_EMODE,
+ * -ORBIT_EINITTIMEOUT, -EACCES).
  */
 ORBIT_API int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **out);
 
 /**
- * orbit_agent_stop - stop and join the thread, publish the last stats,
+ * orbit_agent_stop - stop and join both threads, publish the last stats,
  * uninstall the lock sink, release the lane, leave the directory, close
  * every subscriber eventfd still open and unmap everything. NULL is a no-op.
  * Context: not from the agent's own thread, not concurrently with other

@@ -693,6 +693,12 @@ static void compact(orbit_lock_t *l)
 				uint32_t seq = slot_begin(s);
 				slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
 				slot_end(s, seq);
+				/*
+				 * A new hole: an entry checked earlier in this pass may
+				 * probe through it (wrapped past the table's end). Pass
+				 * again, or the sweep below would make it EMPTY mid-path.
+				 */
+				moved = true;
 				continue;
 			}
 			for (p = home_of(l, s->hash); p != i; p = (p + 1) & l->mask)

@@ -695,6 +695,72 @@ static void test_serializer_holder_death_is_repaired(void **state)
 	assert_int_equal(st.repairs, cur_ser == ORBIT_LOCK_SERIALIZER_FUTEX ? 1 : 0);
 }
 
+/* A label whose key hashes to home slot @home (0..255), written into @buf. */
+static orbit_lock_key_t key_with_home(char *buf, size_t len, const char *prefix, uint32_t home,
+				      int *from)
+{
+	for (;; (*from)++) {
+		snprintf(buf, len, "%s%d", prefix, *from);
+		orbit_lock_key_t k = K(buf);
+
+		if (((uint32_t)orbit__lock_hash(&k) & 255) == home) {
+			(*from)++;
+			return k;
+		}
+	}
+}
+
+/*
+ * Compaction meets a slot with lengths no mutator writes (a scribbling
+ * peer) in the probe path of an entry that wrapped past the table's end:
+ * E's home is 255, A sits there, E at slot 0. compact() checks E first
+ * (slot 0: it cannot move, 255 is occupied), then clears 255 as corrupt.
+ * That new hole must make it pass again (E moves to 255): the old code
+ * ended the pass, the sweep turned 255 EMPTY, and E, a live lease, was
+ * lost to lookups and could be acquired twice. Found by review.
+ */
+static void test_compaction_keeps_wrapped_entry_behind_corrupt_slot(void **state)
+{
+	static char la[32], le[32], lx[70][32], ly[70][32];
+	orbit_lock_owner_t a = O("alice"), b = O("bob");
+	orbit_lock_key_t ky[70];
+	struct orbit_lock_entry e;
+	struct orbit_lock_stats st0, st;
+	int from = 0;
+	orbit_lock_key_t ka = key_with_home(la, sizeof(la), "a", 255, &from);
+	orbit_lock_key_t ke = key_with_home(le, sizeof(le), "e", 255, &from);
+
+	assert_int_equal(orbit_lock_try_acquire(L, &ka, &a, 100 * SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &ke, &a, 100 * SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &ke, &e), 0);
+	assert_int_equal(e.slot_idx, 0); /* wrapped */
+	slot_at(L, 255)->ns_len = 60000; /* scribbled: no mutator writes that */
+	assert_int_equal(orbit_lock_stats(L, &st0), 0);
+	/*
+	 * Tombstones that nothing probes through: X at home h, Y at home h+1,
+	 * release X (Y keeps the tombstone from being trimmed; Y never moves).
+	 * Compaction then runs with no move but E's to make.
+	 */
+	for (int i = 0; i < 70; i++) {
+		uint32_t h = 10 + 3 * (uint32_t)i;
+		orbit_lock_key_t kx = key_with_home(lx[i], sizeof(lx[i]), "x", h, &from);
+
+		ky[i] = key_with_home(ly[i], sizeof(ly[i]), "y", h + 1, &from);
+		assert_int_equal(orbit_lock_try_acquire(L, &kx, &a, 100 * SEC, NULL, NULL), 0);
+		assert_int_equal(orbit_lock_try_acquire(L, &ky[i], &a, 100 * SEC, NULL, NULL), 0);
+		assert_int_equal(orbit_lock_release(L, &kx, &a, 0), 0);
+	}
+	assert_int_equal(orbit_lock_stats(L, &st), 0);
+	assert_true(st.compactions > st0.compactions);
+	/* E is still held and still found; nobody else can take it. */
+	assert_int_equal(orbit_lock_lookup(L, &ke, &e), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &ke, &b, 100 * SEC, NULL, NULL), -EBUSY);
+	check_table(L);
+	assert_int_equal(orbit_lock_release(L, &ke, &a, 0), 0);
+	for (int i = 0; i < 70; i++)
+		assert_int_equal(orbit_lock_release(L, &ky[i], &a, 0), 0);
+}
+
 /* DESIGN.md: tombstones are compacted so probes stay short. */
 static void test_tombstones_compacted_probes_short(void **state)
 {
@@ -914,6 +980,7 @@ static void test_crashpoint_env_variable_arms_nothing(void **state)
 	T(test_err_enotrecoverable_futex),                           \
 	T(test_serializer_holder_death_is_repaired),                 \
 	T(test_tombstones_compacted_probes_short),                   \
+	T(test_compaction_keeps_wrapped_entry_behind_corrupt_slot),                   \
 	T(test_foreach_namespace_and_holder_alive),                   \
 	T(test_lookup_miss_on_full_table_is_enoent),                 \
 	T(test_set_sink_null_sticks_when_serializer_fails),          \

@@ -950,6 +950,9 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	}
 	a->nrows = orbit__members_rows(a->members);
 	a->watch = calloc(a->nrows, sizeof(*a->watch));
+	/* Before any goto err: agent_free() closes every pidfd >= 0 (calloc: fd 0) */
+	for (uint32_t r = 0; a->watch && r < a->nrows; r++)
+		a->watch[r].pidfd = -1;
 	a->fired = calloc((a->nrows + 63) / 64, sizeof(*a->fired));
 	a->ev = malloc(sizeof(*a->ev));
 	a->watched = orbit__agent_watch_new();
@@ -959,8 +962,6 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	rc = death_open(a);
 	if (rc < 0)
 		goto err;
-	for (uint32_t r = 0; r < a->nrows; r++)
-		a->watch[r].pidfd = -1;
 	rc = orbit__members_join(a->members, name);
 	if (rc < 0)
 		goto err;

@@ -11,9 +11,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 
 #include "orbit_test.h"
 #include "include/orbit/error.h"
@@ -405,8 +407,40 @@ struct classed {
 	uint32_t bit;
 	uint32_t seen;
 	_Atomic int ready, done;
+	_Atomic pid_t tid;
 	int rc;
 };
+
+/* Whether thread @tid is blocked in futex() now (/proc/self/task/<tid>/syscall). */
+static bool in_futex(pid_t tid)
+{
+	char path[64];
+	long nr = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (fscanf(f, "%ld", &nr) != 1)
+		nr = -1;
+	fclose(f);
+	return nr == SYS_futex;
+}
+
+/* Until each waiter sleeps in FUTEX_WAIT_BITSET (bounded: 5 s). */
+static bool all_in_futex(struct classed *const *c, int n)
+{
+	uint64_t end = orbit_test_now_ns() + 5000000000ull;
+
+	for (int i = 0; i < n; i++)
+		while (!atomic_load(&c[i]->ready) || !in_futex(atomic_load(&c[i]->tid))) {
+			if (orbit_test_now_ns() > end)
+				return false;
+			usleep(1000);
+		}
+	return true;
+}
 
 static void *classed_waiter(void *arg)
 {
@@ -420,6 +454,7 @@ static void *classed_waiter(void *arg)
 	}
 	orbit__ring_reader_set_wake_class(r, c->bit);
 	c->seen = orbit__ring_reader_arm(r);
+	atomic_store(&c->tid, (pid_t)syscall(SYS_gettid));
 	atomic_store(&c->ready, 1);
 	c->rc = orbit__ring_reader_wait(r, c->seen, 3000ll * 1000 * 1000);
 	atomic_store(&c->done, 1);
@@ -446,9 +481,9 @@ static void test_skipped_wake_class_sleeps_until_next_publish(void **state)
 	assert_int_equal(other.bit, ORBIT_DOORBELL_SHARED);
 	assert_int_equal(pthread_create(&th[0], NULL, classed_waiter, &own), 0);
 	assert_int_equal(pthread_create(&th[1], NULL, classed_waiter, &other), 0);
-	while (!atomic_load(&own.ready) || !atomic_load(&other.ready))
-		usleep(1000);
-	usleep(20000); /* both are in FUTEX_WAIT_BITSET (or see the seq move, which fails below) */
+	struct classed *both[2] = { &own, &other };
+
+	assert_true(all_in_futex(both, 2)); /* both asleep in FUTEX_WAIT_BITSET */
 	/* skipping the shared class too is ignored: it is never skipped */
 	assert_true(orbit__ring_publish_skip(f->ring, 0, &t, own.bit | ORBIT_DOORBELL_SHARED) >= 0);
 	t0 = orbit_test_now_ns();
@@ -497,9 +532,11 @@ static void test_wake_class_wakes_only_that_class(void **state)
 	assert_int_equal(pthread_create(&th[0], NULL, classed_waiter, &own), 0);
 	assert_int_equal(pthread_create(&th[1], NULL, classed_waiter, &other), 0);
 	assert_int_equal(pthread_create(&th[2], NULL, classed_waiter, &shared), 0);
-	while (!atomic_load(&own.ready) || !atomic_load(&other.ready) || !atomic_load(&shared.ready))
-		usleep(1000);
-	usleep(20000); /* all three are in FUTEX_WAIT_BITSET */
+	struct classed *all[3] = { &own, &other, &shared };
+
+	/* All three asleep in the kernel: a waiter still between its re-check
+	 * and futex() would see the seq move and return, by design. */
+	assert_true(all_in_futex(all, 3));
 	assert_int_equal(orbit__doorbell_wake_class(db, own.bit), 1);
 	assert_int_equal(classed_done(&own), 1);
 	assert_int_equal(own.rc, 0);

@@ -90,6 +90,54 @@ static int count_threads(void)
 	return count_dir("/proc/self/task");
 }
 
+/*
+ * The thread count once exits have settled: a joined thread can linger in
+ * /proc/self/task for a moment after pthread_join() returned. Polls (up to
+ * 1 s) until it equals @want (want < 0: until two reads 2 ms apart agree).
+ */
+static int settled_threads(int want)
+{
+	uint64_t end = orbit_test_now_ns() + 1000000000ull;
+	int n = count_threads();
+
+	for (;;) {
+		int prev = n;
+
+		usleep(2000);
+		n = count_threads();
+		if ((want < 0 ? n == prev : n == want) || orbit_test_now_ns() > end)
+			return n;
+	}
+}
+
+/* Whether this process holds a pidfd of @pid (/proc/self/fdinfo "Pid:"). */
+static bool holds_pidfd_of(pid_t pid)
+{
+	char path[300], line[128];
+	struct dirent *de;
+	bool found = false;
+	DIR *d = opendir("/proc/self/fdinfo");
+
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d))) {
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (strncmp(line, "Pid:", 4) == 0 && atoi(line + 4) == (int)pid)
+				found = true;
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
 /* ---- children ---- */
 
 struct child {
@@ -267,7 +315,7 @@ static void test_agent_start_stop_leaks_nothing(void **state)
 		/* Round 0 warms glibc's thread stack cache and malloc arena. */
 		fds = count_dir("/proc/self/fd");
 		maps = count_lines("/proc/self/maps");
-		threads = count_threads();
+		threads = settled_threads(-1);
 		a = start_agent("leakcheck", lock);
 		assert_non_null(a);
 		if (round > 0) /* round 0 may also start a sanitizer's helper thread */
@@ -280,7 +328,7 @@ static void test_agent_start_stop_leaks_nothing(void **state)
 		orbit_agent_stop(a);
 		if (round == 0)
 			continue;
-		assert_int_equal(count_threads(), threads);
+		assert_int_equal(settled_threads(threads), threads);
 		assert_int_equal(count_dir("/proc/self/fd"), fds);
 #if !defined(__SANITIZE_THREAD__) /* TSan maps its shadow memory lazily */
 		assert_int_equal(count_lines("/proc/self/maps"), maps);
@@ -324,7 +372,14 @@ static uint64_t kill_member_and_time_reclaim(const struct orbit_agent_options *w
 	assert_int_equal(orbit__members_snapshot(m, (uint32_t)row, &mi), 0);
 	assert_true(mi.alive);
 	gen0 = mi.generation;
-	usleep(100000); /* our agent picks the new member up (its join rang the doorbell) */
+	/* Our agent picks the new member up (its join rang the doorbell): its
+	 * pidfd, then at once its epoll registration (a pidfd of a process that
+	 * died in between still reports at registration). */
+	for (uint64_t end = orbit_test_now_ns() + 5000000000ull; !holds_pidfd_of(c.pid);) {
+		assert_true(orbit_test_now_ns() < end);
+		usleep(1000);
+	}
+	usleep(1000);
 
 	t0 = orbit_test_now_ns();
 	kill(c.pid, SIGKILL);
@@ -410,7 +465,7 @@ static void test_agent_start_stop_200_times_leaks_no_fd_or_thread(void **state)
 	assert_non_null(a);
 	orbit_agent_stop(a);
 	fds = count_dir("/proc/self/fd");
-	threads = count_threads();
+	threads = settled_threads(-1);
 	for (int i = 0; i < n; i++) {
 		int running = threads + 2;
 
@@ -418,14 +473,14 @@ static void test_agent_start_stop_200_times_leaks_no_fd_or_thread(void **state)
 		assert_non_null(a);
 		if (i % 50 == 0) {
 			usleep(2000); /* let it watch the peer's pidfd (epoll registered) */
-			running = count_threads();
+			running = settled_threads(threads + 2);
 		}
 		orbit_agent_stop(a);
 		/* After the stop: a failure leaves no thread running into the next
 		 * test's fork (liburcu in a child forked amid threads can hang). */
 		assert_int_equal(running, threads + 2); /* agent + death watcher */
 	}
-	assert_int_equal(count_threads(), threads);
+	assert_int_equal(settled_threads(threads), threads);
 	assert_int_equal(count_dir("/proc/self/fd"), fds);
 	send_byte(c.go, 'q');
 	assert_int_equal(reap(&c, 5000), 0);

@@ -868,26 +868,23 @@ static void agent_free(struct orbit_agent *a)
 }
 
 /*
- * The watcher's epoll set and its stop eventfd. Without epoll or eventfd
- * (-ENOSYS: an old kernel or a seccomp filter) the agent runs without a
- * watcher: the tick notices deaths, as before it. Other errors fail start.
+ * The watcher's epoll set and its stop eventfd. When either cannot be had
+ * (-ENOSYS on an old kernel, -EPERM from a seccomp filter, no fd, the
+ * epoll watch limit) the agent runs without a watcher: the tick notices
+ * deaths, as before it. Never fails the start.
  */
-static int death_open(struct orbit_agent *a)
+static void death_open(struct orbit_agent *a)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = AGENT_DEATH_STOP };
 
 	a->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (a->epfd < 0)
-		return errno == ENOSYS ? 0 : -errno;
+		return;
 	a->death_stop = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (a->death_stop < 0 || epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->death_stop, &ev) < 0) {
-		int rc = -errno;
-
 		close(a->epfd);
-		a->epfd = -1;
-		return rc == -ENOSYS ? 0 : rc; /* death_stop is closed by agent_free() */
+		a->epfd = -1; /* death_stop is closed by agent_free() */
 	}
-	return 0;
 }
 
 int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **out)
@@ -959,9 +956,7 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	rc = -ENOMEM;
 	if (!a->watch || !a->fired || !a->ev || !a->watched)
 		goto err;
-	rc = death_open(a);
-	if (rc < 0)
-		goto err;
+	death_open(a);
 	rc = orbit__members_join(a->members, name);
 	if (rc < 0)
 		goto err;
@@ -1013,18 +1008,13 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	if (rc == 0) {
 		a->thread_started = true;
 		/* The agent thread first: it fills the epoll set the watcher sleeps on */
-		if (a->epfd >= 0) {
-			rc = -pthread_create(&a->death_thread, NULL, death_main, a);
-			a->death_started = rc == 0;
-		}
+		/* Refused: no watcher (the epoll set stays unused), the tick notices deaths */
+		if (a->epfd >= 0)
+			a->death_started = pthread_create(&a->death_thread, NULL, death_main, a) == 0;
 	}
 	die_on(pthread_sigmask(SIG_SETMASK, &old, NULL), "sigmask");
-	if (rc < 0 && a->thread_started) {
-		orbit_agent_stop(a); /* joins the agent thread, frees */
-		return rc;
-	}
 	if (rc < 0)
-		goto err;
+		goto err; /* no thread started */
 	if (a->lane_claimed) {
 		/* Under the lock's serializer: safe while other threads use the lock.
 		 * Fails in a forked child holding its parent's handle (-ECHILD). */

@@ -83,8 +83,8 @@ enum orbit_agent_hist {
  * other than the lock's); -ECHILD (the lock handle
  * was opened by the parent of this forked process); -ENOMEM; -ENOSPC (every
  * member row, or with a lock every ring lane, is held by a live process); -EAGAIN (thread
- * creation refused); -EMFILE, -ENFILE (no fd for the watcher's epoll set or
- * its stop eventfd; -ENOSYS there is not an error: no watcher); or a
+ * creation refused for the agent thread; the death watcher is optional: without
+ * its thread, epoll set or eventfd the tick notices deaths); or a
  * segment error (-ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND,
  * -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_EOWNER, -ORBIT_EMODE,
  * -ORBIT_EINITTIMEOUT, -EACCES).

@@ -451,14 +451,17 @@ static void signal_subscribers(struct orbit_agent *a)
 
 /* ---- members: death notice and reclaim ---- */
 
-/* Agent thread: (re-)arm @row's pidfd in the watcher's epoll set. */
-static int death_arm(struct orbit_agent *a, uint32_t row, int op)
+/*
+ * Agent thread: (re-)arm @row's pidfd in the watcher's epoll set. Without
+ * a watcher, or refused (-ENOMEM, -ENOSPC: the epoll watch limit), the
+ * tick's check_deaths() still polls it.
+ */
+static void death_arm(struct orbit_agent *a, uint32_t row, int op)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.u64 = row };
 
-	if (a->epfd < 0)
-		return -ENOSYS;
-	return epoll_ctl(a->epfd, op, a->watch[row].pidfd, &ev) == 0 ? 0 : -errno;
+	if (a->epfd >= 0)
+		(void)epoll_ctl(a->epfd, op, a->watch[row].pidfd, &ev);
 }
 
 static void unwatch(struct orbit_agent *a, uint32_t row)
@@ -508,7 +511,6 @@ static int rescan_one(void *p, const struct orbit_member_info *mi)
 		return 0; /* -EAGAIN (rewriting) / -ENOSYS: the next rescan retries */
 	a->watch[mi->row].pidfd = fd;
 	a->watch[mi->row].generation = gen;
-	/* Refused (-ENOMEM, -ENOSPC: the epoll watch limit): the tick still polls it */
 	death_arm(a, mi->row, EPOLL_CTL_ADD);
 	return 0;
 }

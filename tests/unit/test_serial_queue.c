@@ -9,6 +9,7 @@
  */
 #include "orbit_test.h"
 #include "orbit_test_manual_executor.h"
+#include "orbit_test_order_log.h"
 
 #include "config.h"
 
@@ -42,28 +43,7 @@ static orbit_worker_pool_t *make_pool(unsigned nthreads)
 	return p;
 }
 
-/* ---- an order log --------------------------------------------------- */
-
-struct olog {
-	pthread_mutex_t m;
-	int v[256];
-	uint64_t at_ns[256];
-	int n;
-};
-
-static void olog_init(struct olog *l)
-{
-	memset(l, 0, sizeof(*l));
-	pthread_mutex_init(&l->m, NULL);
-}
-
-static void olog_add(struct olog *l, int v)
-{
-	pthread_mutex_lock(&l->m);
-	l->at_ns[l->n] = orbit_test_now_ns();
-	l->v[l->n++] = v;
-	pthread_mutex_unlock(&l->m);
-}
+/* ---- an order log: tests/common/orbit_test_order_log.h -------------- */
 
 struct rec_arg {
 	struct olog *log;

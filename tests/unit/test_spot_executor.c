@@ -14,6 +14,7 @@
  */
 #include "orbit_test.h"
 #include "orbit_test_manual_executor.h"
+#include "orbit_test_order_log.h"
 
 #include "config.h"
 
@@ -101,51 +102,7 @@ static bool wait_flag(atomic_int *flag, int ms)
 	return true;
 }
 
-/* ---- an order log ---------------------------------------------------- */
-
-struct olog {
-	pthread_mutex_t m;
-	int v[1024];
-	int n;
-};
-
-static void olog_init(struct olog *l)
-{
-	memset(l, 0, sizeof(*l));
-	pthread_mutex_init(&l->m, NULL);
-}
-
-static void olog_add(struct olog *l, int v)
-{
-	pthread_mutex_lock(&l->m);
-	if (l->n < 1024)
-		l->v[l->n++] = v;
-	pthread_mutex_unlock(&l->m);
-}
-
-static int olog_index(struct olog *l, int v)
-{
-	int at = -1;
-
-	pthread_mutex_lock(&l->m);
-	for (int i = 0; i < l->n && at < 0; i++)
-		if (l->v[i] == v)
-			at = i;
-	pthread_mutex_unlock(&l->m);
-	return at;
-}
-
-static bool olog_wait(struct olog *l, int v, int ms)
-{
-	uint64_t end = orbit_test_now_ns() + (uint64_t)ms * 1000000ull;
-
-	while (olog_index(l, v) < 0) {
-		if (orbit_test_now_ns() > end)
-			return false;
-		usleep(100);
-	}
-	return true;
-}
+/* ---- an order log: tests/common/orbit_test_order_log.h -------------- */
 
 struct rec {
 	struct olog *log;

@@ -24,6 +24,7 @@
 
 #include "base/cpu.h"
 #include "shm/crashpoint.h"
+#include "shm/fork_guard.h"
 #include "shm/lock_internal.h"
 #include "shm/lock_serializer.h"
 #include "shm/lock_table.h"
@@ -69,20 +70,6 @@ struct orbit_lock {
 };
 
 /*
- * This process's pid without a syscall per call (glibc no longer caches
- * getpid(), which costs ~100 ns on a VM): set once, refreshed in a forked
- * child by the atfork handler before fork() returns there. Relaxed: each
- * process writes its own copy before any of its threads read it.
- */
-static _Atomic int cached_pid;
-static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
-
-static void pid_refresh(void)
-{
-	atomic_store_explicit(&cached_pid, (int)getpid(), memory_order_relaxed);
-}
-
-/*
  * Every open handle of this process, for the fork handlers. handles_lock
  * protects the list; it is taken in prepare and released on both sides,
  * so the child sees a consistent list. Lock order: handles_lock alone
@@ -103,16 +90,13 @@ static void fork_parent(void)
 
 static void fork_child(void);
 
+static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
+
 static void pid_init(void)
 {
-	pid_refresh();
+	(void)orbit__self_pid(); /* the guard's child handler first: ours sees the child's pid */
 	if (pthread_atfork(fork_prepare, fork_parent, fork_child))
 		abort(); /* ENOMEM at first open: a broken invariant of this process */
-}
-
-static pid_t self_pid(void)
-{
-	return (pid_t)atomic_load_explicit(&cached_pid, memory_order_relaxed);
 }
 
 /*
@@ -128,7 +112,6 @@ static pid_t self_pid(void)
  */
 static void fork_child(void)
 {
-	pid_refresh();
 	for (struct orbit_lock *l = handles; l; l = l->next) {
 		int fd;
 		void *p = MAP_FAILED;
@@ -267,9 +250,7 @@ static int check_mutator(orbit_lock_t *l)
 		return -EINVAL;
 	if (l->readonly)
 		return -EROFS;
-	if (self_pid() != l->pid)
-		return -ECHILD; /* fork trap: never use the parent's open file description */
-	return 0;
+	return orbit__fork_check(l->pid); /* never use the parent's open file description */
 }
 
 /* Arguments of a mutation; @owner NULL = force_release; @ttl_ns must be > 0. */
@@ -1409,7 +1390,7 @@ ORBIT_API int orbit_lock_open(const struct orbit_lock_options *o, orbit_lock_t *
 	l->layout.size = sizeof(l->layout);
 	l->mask = y->slots - 1;
 	l->readonly = o && o->readonly;
-	l->pid = self_pid();
+	l->pid = orbit__self_pid();
 	l->start_ticks = proc_start_ticks(l->pid);
 	orbit__lock_ser_init(&l->ser, ser, &l->seg, h);
 	if (pthread_mutex_lock(&handles_lock))
@@ -1441,7 +1422,7 @@ ORBIT_API void orbit_lock_close(orbit_lock_t *l)
 	}
 	pthread_mutex_unlock(&handles_lock);
 	/* In a forked child the local mutex may be a locked copy: leave it. */
-	if (self_pid() == l->pid)
+	if (orbit__self_pid() == l->pid)
 		orbit__lock_ser_destroy(&l->ser);
 	orbit__seg_close(&l->seg);
 	free(l);

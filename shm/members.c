@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "include/orbit/error.h"
+#include "shm/fork_guard.h"
 #include "shm/members.h"
 
 #ifndef SYS_pidfd_open
@@ -142,7 +143,7 @@ static off_t row_file_off(uint32_t row)
 
 static bool forked(const orbit_members_t *m)
 {
-	return getpid() != m->pid;
+	return orbit__fork_check(m->pid) != 0;
 }
 
 int orbit__members_open(orbit_members_t **out, const char *fleet, uint32_t rows,
@@ -181,7 +182,7 @@ int orbit__members_open(orbit_members_t **out, const char *fleet, uint32_t rows,
 		goto err_close;
 	}
 	m->rows = rows;
-	m->pid = getpid();
+	m->pid = orbit__self_pid();
 	m->lock_fd = -1;
 	m->row = -1;
 	m->fork_slot = -1;
@@ -319,7 +320,7 @@ int orbit__members_join(orbit_members_t *m, const char *name)
 	if (!m)
 		return -EINVAL;
 	if (forked(m))
-		return -EBADFD;
+		return -ECHILD;
 	if (m->seg.readonly)
 		return -EROFS;
 	r = orbit__proc_start_time(getpid(), &start);
@@ -385,7 +386,7 @@ int orbit__members_leave(orbit_members_t *m)
 	if (!m)
 		return -EINVAL;
 	if (forked(m))
-		return -EBADFD;
+		return -ECHILD;
 	lock_mu(m);
 	if (m->row < 0) {
 		unlock_mu(m);
@@ -413,7 +414,7 @@ int orbit__members_self(orbit_members_t *m, uint32_t *generation)
 	if (!m)
 		return -EINVAL;
 	if (forked(m))
-		return -EBADFD;
+		return -ECHILD;
 	lock_mu(m);
 	row = m->row;
 	if (row >= 0 && generation)
@@ -440,7 +441,7 @@ int orbit__members_is_alive(orbit_members_t *m, uint32_t row)
 	if (!m || row >= m->rows)
 		return -EINVAL;
 	if (forked(m))
-		return -EBADFD;
+		return -ECHILD;
 	if (is_self(m, row, NULL))
 		return 1;
 	/* Our segment description never holds a row lock except during a reclaim probe */
@@ -499,7 +500,7 @@ int orbit__members_snapshot(orbit_members_t *m, uint32_t row, struct orbit_membe
 	if (!m || !out || row >= m->rows)
 		return -EINVAL;
 	if (forked(m))
-		return -EBADFD;
+		return -ECHILD;
 	rw = row_at(m, row);
 	if (!rw)
 		return -EINVAL;
@@ -536,7 +537,7 @@ int orbit__members_is_alive_gen(orbit_members_t *m, uint32_t row, uint32_t gener
 	if (!m || row >= m->rows)
 		return -EINVAL;
 	if (forked(m))
-		return -EBADFD;
+		return -ECHILD;
 	if (is_self(m, row, &g))
 		return g == generation;
 	rw = row_at(m, row);
@@ -564,7 +565,7 @@ int orbit__members_foreach(orbit_members_t *m,
 	if (!m || !fn)
 		return -EINVAL;
 	if (forked(m))
-		return -EBADFD;
+		return -ECHILD;
 	for (uint32_t i = 0; i < m->rows; i++) {
 		if (orbit__members_snapshot(m, i, &info) < 0)
 			continue; /* corrupt or churning rows are not shown */
@@ -584,7 +585,7 @@ int orbit__members_count_live_others(orbit_members_t *m)
 	if (!m)
 		return -EINVAL;
 	if (forked(m))
-		return -EBADFD;
+		return -ECHILD;
 	for (uint32_t i = 0; i < m->rows; i++) {
 		if (is_self(m, i, NULL))
 			continue;
@@ -603,7 +604,7 @@ int orbit__members_reclaim(orbit_members_t *m, uint32_t row)
 	if (!m || row >= m->rows)
 		return -EINVAL;
 	if (forked(m))
-		return -EBADFD;
+		return -ECHILD;
 	if (m->seg.readonly)
 		return -EROFS;
 	rw = row_at(m, row);
@@ -651,7 +652,7 @@ int orbit__members_pidfd_open(orbit_members_t *m, uint32_t row, uint32_t *genera
 	if (!m || row >= m->rows)
 		return -EINVAL;
 	if (forked(m))
-		return -EBADFD;
+		return -ECHILD;
 	rw = row_at(m, row);
 	if (!rw)
 		return -EINVAL;

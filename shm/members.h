@@ -26,7 +26,7 @@
  * parent "alive". So the liveness description is O_CLOEXEC (gone at exec)
  * and a pthread_atfork child handler closes it in every forked child (the
  * parent's lock stays: the parent still references the description). The
- * child is NOT the member: its handle refuses every call with -EBADFD and
+ * child is NOT the member: its handle refuses every call with -ECHILD and
  * the child must open its own handle and join. Passing the fd elsewhere
  * (SCM_RIGHTS) would defeat the proof; orbit never does.
  *
@@ -135,14 +135,14 @@ int orbit__members_unlink(const char *fleet);
  * mutex); syscalls (open, fcntl, /proc read).
  * Returns the row index (>= 0), -EALREADY (this handle already joined),
  * -ENOSPC (every row held by a live member), -EROFS (readonly handle),
- * -EBADFD (handle inherited through fork), or a negative errno.
+ * -ECHILD (handle inherited through fork), or a negative errno.
  */
 int orbit__members_join(orbit_members_t *m, const char *name);
 
 /*
  * orbit__members_leave - mark the row LEFT and drop its lock. The row's
  * generation stays, so ring lanes owned by (row, generation) are now
- * reclaimable. Returns 0, -ENOENT (not joined), -EBADFD.
+ * reclaimable. Returns 0, -ENOENT (not joined), -ECHILD.
  */
 int orbit__members_leave(orbit_members_t *m);
 
@@ -155,14 +155,14 @@ uint32_t orbit__members_rows(const orbit_members_t *m);
 /*
  * orbit__members_is_alive - is a live process holding @row's lock?
  * For this handle's own row: 1 while joined. Context: any thread; one fcntl.
- * Returns 1 alive, 0 dead or free, -EINVAL (row out of range), -EBADFD.
+ * Returns 1 alive, 0 dead or free, -EINVAL (row out of range), -ECHILD.
  */
 int orbit__members_is_alive(orbit_members_t *m, uint32_t row);
 
 /*
  * orbit__members_is_alive_gen - alive AND still the same tenure (the row's
  * generation equals @generation). What ring lane reclaim asks.
- * Returns 1, 0, -EINVAL, -EBADFD.
+ * Returns 1, 0, -EINVAL, -ECHILD.
  */
 int orbit__members_is_alive_gen(orbit_members_t *m, uint32_t row, uint32_t generation);
 
@@ -179,7 +179,7 @@ int orbit__members_snapshot(orbit_members_t *m, uint32_t row, struct orbit_membe
  * that is alive or not FREE (rows that fail validation or keep changing
  * are skipped: use snapshot() per row to see why). Stops when @fn returns
  * non-zero. Context: any thread; one fcntl per row.
- * Returns the number of rows passed to @fn, -EINVAL, or -EBADFD.
+ * Returns the number of rows passed to @fn, -EINVAL, or -ECHILD.
  */
 int orbit__members_foreach(orbit_members_t *m,
 			   int (*fn)(void *ctx, const struct orbit_member_info *info), void *ctx);
@@ -187,7 +187,7 @@ int orbit__members_foreach(orbit_members_t *m,
 /*
  * orbit__members_count_live_others - live members other than this handle's
  * row (reset_transport refuses with -EBUSY while this is > 0).
- * Returns the count or -EBADFD.
+ * Returns the count or -ECHILD.
  */
 int orbit__members_count_live_others(orbit_members_t *m);
 
@@ -196,7 +196,7 @@ int orbit__members_count_live_others(orbit_members_t *m);
  * handle's segment description) and free it: state FREE, generation + 1.
  * Whoever proves a member dead may reclaim; racing reclaimers are
  * serialised by the lock. Returns 1 reclaimed, 0 alive (or our own row),
- * -EINVAL, -EROFS, -EBADFD, or a negative errno from fcntl.
+ * -EINVAL, -EROFS, -ECHILD, or a negative errno from fcntl.
  */
 int orbit__members_reclaim(orbit_members_t *m, uint32_t row);
 

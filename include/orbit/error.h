@@ -2,21 +2,32 @@
 /*
  * orbit/error.h: error codes. Every orbit function returns 0 (or a count)
  * on success and a negative code on failure: a negative errno where errno
- * has a name for it, else one of the ORBIT_E* codes below (all above 4095,
- * returned negated). orbit_strerror() turns either into a message.
+ * has a name for it, else one of the ORBIT_E* codes (all above 4095,
+ * returned negated). orbit_strerror() gives a message, orbit_err_name()
+ * the code's name ("EBUSY", "ORBIT_EMAGIC").
  *
- * errno codes used across orbit:
+ * The two lists below are the one table of codes (libuv's UV_ERRNO_MAP is
+ * the model): ORBIT_ERROR_MAP generates enum orbit_error, and with
+ * ORBIT_SYS_ERRNO_MAP it generates orbit_strerror() and orbit_err_name().
+ * A code is added by adding one line; the order of ORBIT_ERROR_MAP is the
+ * ABI (append only).
+ *
+ * errno codes keep the kernel's meaning; across orbit they say:
  *   -EBUSY    a lock is held by another owner / members still attached
- *   -ENOSPC   the lock table is full (never evicts a live key)
+ *   -ENOSPC   the lock table is full (never evicts a live key), or no room
+ *             for a segment
  *   -EAGAIN   backpressure: a queue or lane is full
  *   -EDEADLK  reentrancy refused (a state lane or queue entered from its own turn)
  *   -EPIPE    the lane, queue or pool is closed
  *   -EINVAL   a bad argument (zero TTL, NULL, bad policy value)
- *   -E2BIG    an argument too large (key+owner over the limit, item over capacity)
+ *   -E2BIG    an argument too large (key+owner over the limit, item over
+ *             capacity, an options struct with an unknown non-zero tail)
  *   -EPERM    wrong owner or token
  *   -ENOENT   no such entry or segment
  *   -EEXIST   the segment already exists
  *   -ENOMEM   allocation failed
+ *   -ECHILD   a handle used in a forked child (the child must open its own)
+ *   -EROFS    a mutation through a read-only handle
  */
 #ifndef ORBIT_ERROR_H
 #define ORBIT_ERROR_H
@@ -25,20 +36,41 @@
 
 ORBIT_BEGIN_DECLS
 
+/* XX(name, message): codes errno cannot name, from ORBIT_ERRNO_BASE up. */
+#define ORBIT_ERROR_MAP(XX)                                                                        \
+	XX(EMAGIC, "segment has the wrong magic (not an orbit segment)")                           \
+	XX(EVERSION, "segment layout version differs from this library's")                         \
+	XX(EKIND, "segment is of a different kind")                                                \
+	XX(EFINGERPRINT, "segment layout fingerprint differs (peers disagree on the layout)")      \
+	XX(ESIZE, "segment size does not match its header")                                        \
+	XX(EOWNER, "segment is owned by a foreign uid")                                            \
+	XX(EMODE, "segment permissions are wider than configured")                                 \
+	XX(EINITTIMEOUT, "segment still initialising past the bound (creator died?)")              \
+	XX(ECORRUPT, "segment bytes failed validation (corrupt)")                                  \
+	XX(ELAGGED, "ring reader lagged behind the writer; re-read the table")
+
+/* XX(name, message): errno codes with the meaning orbit gives them. */
+#define ORBIT_SYS_ERRNO_MAP(XX)                                                                    \
+	XX(EBUSY, "held by another owner or still in use")                                         \
+	XX(ENOSPC, "table full or no space left for the segment")                                  \
+	XX(EAGAIN, "backpressure: queue or lane full")                                             \
+	XX(EDEADLK, "reentrancy refused: already on this lane's turn")                             \
+	XX(EPIPE, "closed")                                                                        \
+	XX(EINVAL, "invalid argument")                                                             \
+	XX(E2BIG, "argument too large")                                                            \
+	XX(EPERM, "not the owner")                                                                 \
+	XX(ENOENT, "no such entry")                                                                \
+	XX(ECHILD, "handle inherited through fork: the child must open its own")                   \
+	XX(EROFS, "read-only handle")
+
 /* Codes errno cannot name. Returned negated, like errno codes. */
 enum orbit_error {
 	ORBIT_ERRNO_BASE = 4096,
-	ORBIT_EMAGIC = ORBIT_ERRNO_BASE, /* segment does not start with orbit's magic */
-	ORBIT_EVERSION,     /* segment layout version differs from ours */
-	ORBIT_EKIND,        /* segment is of another kind than asked for */
-	ORBIT_EFINGERPRINT, /* layout fingerprint differs: peers disagree on sizes/kinds */
-	ORBIT_ESIZE,        /* header sizes or file size disagree */
-	ORBIT_EOWNER,       /* segment owned by a foreign uid */
-	ORBIT_EMODE,        /* segment mode wider than configured */
-	ORBIT_EINITTIMEOUT, /* segment still initialising past the bound */
-	ORBIT_ECORRUPT,     /* bytes in a segment fail validation */
-	ORBIT_ELAGGED,      /* a ring reader was overtaken; re-read the table */
-	ORBIT_ERRNO_MAX
+	ORBIT__ERROR_BEFORE_FIRST = ORBIT_ERRNO_BASE - 1,
+#define ORBIT__ERROR_ENUM(name, msg) ORBIT_##name,
+	ORBIT_ERROR_MAP(ORBIT__ERROR_ENUM)
+#undef ORBIT__ERROR_ENUM
+	    ORBIT_ERRNO_MAX
 };
 
 /**
@@ -46,9 +78,20 @@ enum orbit_error {
  * @err: a code as returned (negative) or its absolute value.
  *
  * Context: any thread; no allocation, no syscall.
- * Returns: a static string; never NULL (unknown codes get a generic message).
+ * Returns: a static string; never NULL (errno codes orbit does not list get
+ * the C library's message, unknown codes a generic one).
  */
 ORBIT_API const char *orbit_strerror(int err);
+
+/**
+ * orbit_err_name - the name of an orbit return code.
+ * @err: a code as returned (negative) or its absolute value.
+ *
+ * Context: any thread; no allocation, no syscall.
+ * Returns: a static string such as "EBUSY" or "ORBIT_EMAGIC", "0" for 0,
+ * "UNKNOWN" for a code with no name; never NULL.
+ */
+ORBIT_API const char *orbit_err_name(int err);
 
 ORBIT_END_DECLS
 

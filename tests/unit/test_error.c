@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* tests/unit/test_error.c: orbit_strerror covers every code, never NULL. */
+/* tests/unit/test_error.c: the one error table: orbit_strerror and orbit_err_name cover every code,
+ * never NULL. */
 #include "orbit_test.h"
 #include <errno.h>
 #include <orbit/orbit.h>
@@ -24,11 +25,34 @@ static void test_errno_codes_and_unknown(void **state)
 	assert_non_null(orbit_strerror(-12345678));
 }
 
+/* Names come from the same table as the enum: each ORBIT_ code is named after itself. */
+static void test_err_name_from_the_table(void **state)
+{
+#define CHECK_NAME(name, msg)                                                                      \
+	assert_string_equal(orbit_err_name(-ORBIT_##name), "ORBIT_" #name);                        \
+	assert_string_equal(orbit_err_name(ORBIT_##name), "ORBIT_" #name);                         \
+	assert_string_equal(orbit_strerror(-ORBIT_##name), msg);
+	ORBIT_ERROR_MAP(CHECK_NAME)
+#undef CHECK_NAME
+#define CHECK_SYS(name, msg)                                                                       \
+	assert_string_equal(orbit_err_name(-name), #name);                                         \
+	assert_string_equal(orbit_strerror(-name), msg);
+	ORBIT_SYS_ERRNO_MAP(CHECK_SYS)
+#undef CHECK_SYS
+	assert_string_equal(orbit_err_name(0), "0");
+	assert_string_equal(orbit_err_name(-EIO), "EIO"); /* unlisted errno: the C library's name */
+	assert_string_equal(orbit_err_name(-(ORBIT_ERRNO_MAX + 7)), "UNKNOWN");
+	assert_string_equal(orbit_err_name(-ORBIT_ERRNO_MAX), "UNKNOWN");
+	for (int e = ORBIT_ERRNO_BASE; e < ORBIT_ERRNO_MAX; e++)
+		assert_int_equal(strncmp(orbit_err_name(-e), "ORBIT_E", 7), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_every_orbit_code_has_a_message),
-		cmocka_unit_test(test_errno_codes_and_unknown),
+	    cmocka_unit_test(test_every_orbit_code_has_a_message),
+	    cmocka_unit_test(test_errno_codes_and_unknown),
+	    cmocka_unit_test(test_err_name_from_the_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

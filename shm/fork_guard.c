@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+/*
+ * shm/fork_guard.c: this process's pid, cached and refreshed in a forked
+ * child before fork() returns there; the -ECHILD check of every shm/
+ * handle is built on it (shm/fork_guard.h).
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "shm/fork_guard.h"
+
+/*
+ * Relaxed: each process writes its own copy before any of its threads
+ * reads it (at first use, or in the child handler, which runs while the
+ * child is single-threaded).
+ */
+static _Atomic int cached_pid;
+static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
+
+static void pid_refresh(void)
+{
+	atomic_store_explicit(&cached_pid, (int)getpid(), memory_order_relaxed);
+}
+
+static void pid_init(void)
+{
+	pid_refresh();
+	if (pthread_atfork(NULL, NULL, pid_refresh))
+		abort(); /* ENOMEM at first use: a broken invariant of this process */
+}
+
+pid_t orbit__self_pid(void)
+{
+	pthread_once(&pid_once, pid_init); /* a load and a compare once done */
+	return (pid_t)atomic_load_explicit(&cached_pid, memory_order_relaxed);
+}

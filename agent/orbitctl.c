@@ -3,17 +3,24 @@
  * agent/orbitctl.c: the fleet inspection tool. It links liborbit like any
  * user and uses only the public API (orbit/fleet.h, orbit/lock.h): members
  * and their kernel-proved liveness, the lock table, transitions as they
- * happen, stats as a table, JSON or Prometheus text, and two administrative
- * commands (force-release, reset). Everything opens read-only except those
- * two. Output fits 80 columns; exit codes are documented in doc/orbitctl.1.
+ * happen, stats as a table, JSON or Prometheus text, a live screen (top),
+ * the fleets on this host, and three administrative commands
+ * (force-release, reset, unlink). Everything opens read-only except those
+ * three. Every listing has --json; tables fit 80 columns; exit codes are
+ * documented in doc/orbitctl.1.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include <orbit/orbit.h>
 
@@ -32,7 +39,7 @@ static const char *prog = "orbitctl";
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s [--fleet NAME] COMMAND\n"
+		"usage: %s [--fleet NAME] [--json] COMMAND [OPTIONS]   (any order)\n"
 		"commands:\n"
 		"  members                    members, pids and liveness\n"
 		"  locks [--wide]             lock table: key, owner, token, TTL, holder\n"
@@ -40,10 +47,19 @@ static void usage(FILE *f)
 		"  watch [--replay] [--count N] [--timeout-ms MS]\n"
 		"                             follow transitions live (--replay: the\n"
 		"                             frames the ring retains first)\n"
-		"  stats [--json|--prometheus] per-member counters and histograms\n"
+		"  stats [--prometheus]       per-member counters and histograms\n"
+		"  top [--interval-ms MS] [--iterations N]\n"
+		"                             live screen: members, locks, rates,\n"
+		"                             latencies (q or Ctrl-C quits)\n"
+		"  fleets                     the fleets on this host, their segments\n"
 		"  force-release NS:LABEL     remove a lock whoever holds it (admin)\n"
 		"  reset                      clear table and rings; refused while a\n"
 		"                             member is alive (admin)\n"
+		"  unlink                     remove the fleet's segments; refused\n"
+		"                             while a member is alive (admin)\n"
+		"  help                       this text\n"
+		"options: --fleet NAME (or ORBIT_FLEET; default \"default\"), --json (JSON\n"
+		"for members, locks, stats, fleets; JSON lines for watch), --version\n"
 		"exit codes: 0 ok, 1 usage, 2 no such fleet, 3 corrupt or mismatched\n"
 		"segment, 4 refused or busy, 5 key not held, 6 other error\n",
 		prog);
@@ -199,9 +215,72 @@ static const char *state_name(uint32_t s)
 	return s < 4 ? n[s] : "?";
 }
 
+/* JSON string of @n bytes, NULs included (SHM bytes are not C strings). */
+static void json_bytes(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	putchar('"');
+	for (size_t i = 0; i < n; i++) {
+		if (b[i] == '"' || b[i] == '\\')
+			printf("\\%c", b[i]);
+		else if (b[i] < 0x20 || b[i] >= 0x7f)
+			printf("\\u%04x", b[i]);
+		else
+			putchar(b[i]);
+	}
+	putchar('"');
+}
+
+/* JSON / Prometheus string escaping of a NUL-terminated field of at most @n bytes. */
+static void json_str(const char *s, size_t n)
+{
+	json_bytes(s, strnlen(s, n));
+}
+
 /* ---- members ---- */
 
-static int cmd_members(orbit_fleet_t *f)
+static void member_json(const struct orbit_fleet_member *m, uint64_t mono)
+{
+	printf("{\"row\":%u,\"pid\":%u,\"name\":", m->row, m->pid);
+	json_str(m->name, sizeof(m->name));
+	printf(",\"state\":\"%s\",\"alive\":%s,\"generation\":%u,\"start_time_ticks\":%llu,"
+	       "\"joined_real_ns\":%llu,\"heartbeat_age_ns\":",
+	       state_name(m->state), m->alive ? "true" : "false", m->generation,
+	       (unsigned long long)m->start_time_ticks, (unsigned long long)m->joined_real_ns);
+	if (m->heartbeat_ns && m->heartbeat_ns <= mono)
+		printf("%llu}", (unsigned long long)(mono - m->heartbeat_ns));
+	else
+		printf("null}");
+}
+
+static int cmd_members_json(orbit_fleet_t *f)
+{
+	struct orbit_fleet_member m;
+	uint32_t rows = orbit_fleet_rows(f);
+	uint64_t mono = now_ns(CLOCK_MONOTONIC);
+	int n = 0, bad = 0;
+
+	printf("{\"fleet\":");
+	json_str(orbit_fleet_name(f), ORBIT_FLEET_NAME_MAX);
+	printf(",\"rows\":%u,\"members\":[", rows);
+	for (uint32_t r = 0; r < rows; r++) {
+		int rc = orbit_fleet_member(f, r, &m);
+
+		if (rc == -ENOENT)
+			continue;
+		if (rc < 0) {
+			bad++;
+			continue;
+		}
+		printf("%s\n ", n++ ? "," : "");
+		member_json(&m, mono);
+	}
+	printf("\n],\"unreadable_rows\":%d}\n", bad);
+	return rows ? EXIT_OK : EXIT_NOFLEET;
+}
+
+static int cmd_members(orbit_fleet_t *f, bool json)
 {
 	struct orbit_fleet_member m;
 	uint32_t rows = orbit_fleet_rows(f);
@@ -212,6 +291,8 @@ static int cmd_members(orbit_fleet_t *f)
 		fprintf(stderr, "%s: fleet %s has no member directory\n", prog, orbit_fleet_name(f));
 		return EXIT_NOFLEET;
 	}
+	if (json)
+		return cmd_members_json(f);
 	/* 3+1+7+1+31+1+7+1+5+1+6+1 columns, then a heartbeat of at most 14: 80 */
 	printf("%-3s %-7s %-31s %-7s %-5s %-6s %s\n", "ROW", "PID", "NAME", "STATE", "ALIVE", "GEN",
 	       "HEARTBEAT");
@@ -247,7 +328,27 @@ struct locks_ctx {
 	uint64_t mono;
 	int n;
 	bool wide;
+	bool json;
 };
+
+static void lock_json(const struct orbit_lock_entry *e, struct locks_ctx *c)
+{
+	int alive = orbit_lock_holder_alive(e);
+	bool expired = e->expired || e->deadline_ns <= c->mono;
+
+	printf("%s\n {\"namespace\":", c->n ? "," : "");
+	json_bytes(e->bytes, e->ns_len);
+	printf(",\"label\":");
+	json_bytes(e->bytes + e->ns_len, e->label_len);
+	printf(",\"owner\":");
+	json_bytes(orbit_lock_entry_owner(e), e->owner_len);
+	printf(",\"token\":%llu,\"expired\":%s,\"ttl_left_ns\":%llu,\"holder_pid\":%u,"
+	       "\"holder_alive\":%s}",
+	       (unsigned long long)e->token, expired ? "true" : "false",
+	       expired ? 0ull : (unsigned long long)(e->deadline_ns - c->mono), e->holder_pid,
+	       alive > 0 ? "true" : alive == 0 ? "false" : "null");
+	c->n++;
+}
 
 /* Columns of `locks` (80 in all); --wide prints every field whole. */
 #define LK_KEY 34
@@ -259,7 +360,13 @@ static int print_lock(const struct orbit_lock_entry *e, void *p)
 	static char key[SHOWN_MAX(ORBIT_LOCK_BYTES_MAX + 1)], owner[SHOWN_MAX(ORBIT_LOCK_BYTES_MAX)];
 	struct locks_ctx *c = p;
 	char ttl[16], tok[24];
-	int alive = orbit_lock_holder_alive(e);
+	int alive;
+
+	if (c->json) {
+		lock_json(e, c);
+		return 0;
+	}
+	alive = orbit_lock_holder_alive(e);
 
 	key_str(key, c->wide ? 0 : LK_KEY, e->bytes, e->ns_len, e->label_len);
 	shown_mid(owner, c->wide ? 0 : LK_OWNER, 5, orbit_lock_entry_owner(e), e->owner_len);
@@ -281,26 +388,38 @@ static int print_lock(const struct orbit_lock_entry *e, void *p)
 	return 0;
 }
 
-static int cmd_locks(orbit_fleet_t *f, bool wide)
+static int cmd_locks(orbit_fleet_t *f, bool wide, bool json)
 {
 	orbit_lock_t *lock = orbit_fleet_lock(f);
-	struct locks_ctx c = { now_ns(CLOCK_MONOTONIC), 0, wide };
+	struct locks_ctx c = { now_ns(CLOCK_MONOTONIC), 0, wide, json };
 	int rc;
 
 	if (!lock) {
 		fprintf(stderr, "%s: fleet %s has no lock table\n", prog, orbit_fleet_name(f));
 		return EXIT_NOFLEET;
 	}
-	if (wide)
+	if (json) {
+		printf("{\"fleet\":");
+		json_str(orbit_fleet_name(f), ORBIT_FLEET_NAME_MAX);
+		printf(",\"locks\":[");
+	} else if (wide) {
 		printf("KEY OWNER TOKEN TTL PID ALIVE\n");
-	else
+	} else {
 		printf("%-*s %-*s %*s %-7s %7s %s\n", LK_KEY, "KEY", LK_OWNER, "OWNER", LK_TOKEN,
 		       "TOKEN", "TTL", "PID", "ALIVE");
+	}
 	rc = orbit_lock_foreach(lock, print_lock, &c);
-	if (rc < 0)
+	if (rc < 0) {
+		if (json)
+			printf("\n]}\n"); /* keep stdout parseable; the error goes to stderr */
 		return fail("reading the lock table", orbit_fleet_name(f), rc);
-	printf("%d lock(s), state revision %llu\n", c.n,
-	       (unsigned long long)orbit_lock_state_revision(lock));
+	}
+	if (json)
+		printf("\n],\"state_revision\":%llu}\n",
+		       (unsigned long long)orbit_lock_state_revision(lock));
+	else
+		printf("%d lock(s), state revision %llu\n", c.n,
+		       (unsigned long long)orbit_lock_state_revision(lock));
 	return EXIT_OK;
 }
 
@@ -322,9 +441,78 @@ static const char *type_name(uint32_t t)
 	return t < 7 ? n[t] : "?";
 }
 
-static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms, bool replay)
+/*
+ * A frame's own time on the wall clock: its CLOCK_MONOTONIC publish time
+ * moved to CLOCK_REALTIME by the offset between the two clocks now, so a
+ * replayed frame shows when it was published, not when it is printed.
+ */
+static uint64_t frame_wall_ns(uint64_t publish_ns, uint64_t mono, uint64_t real)
 {
-	struct orbit_transition_event *ev = malloc(sizeof(*ev));
+	return publish_ns <= mono && mono - publish_ns <= real ? real - (mono - publish_ns) : real;
+}
+
+/* "HH:MM:SS.mmm" of frame_wall_ns(). */
+static void frame_time(char *out, size_t len, uint64_t publish_ns, uint64_t mono, uint64_t real)
+{
+	uint64_t wall = frame_wall_ns(publish_ns, mono, real);
+	time_t sec = (time_t)(wall / 1000000000ull);
+	struct tm tm;
+	char hms[16];
+
+	localtime_r(&sec, &tm);
+	strftime(hms, sizeof(hms), "%H:%M:%S", &tm);
+	snprintf(out, len, "%s.%03u", hms, (unsigned)(wall / 1000000ull % 1000ull));
+}
+
+static void watch_print(const struct orbit_transition_event *ev, bool json)
+{
+	static char key[SHOWN_MAX(2 * ORBIT_TRANSITION_BYTES_MAX + 1)];
+	static char owner[SHOWN_MAX(ORBIT_TRANSITION_BYTES_MAX)];
+	uint64_t mono = now_ns(CLOCK_MONOTONIC), real = now_ns(CLOCK_REALTIME);
+	char t[24];
+
+	if (json) {
+		uint64_t wall = frame_wall_ns(ev->publish_ns, mono, real);
+
+		printf("{\"type\":\"%s\",\"state_revision\":%llu,\"lane\":%u,\"lane_pos\":%llu,"
+		       "\"writer_pid\":%u,\"fencing_token\":%llu,\"publish_real_ns\":%llu,"
+		       "\"truncated\":%s,\"namespace\":",
+		       type_name(ev->type), (unsigned long long)ev->state_revision, ev->lane,
+		       (unsigned long long)ev->lane_pos, ev->writer_pid,
+		       (unsigned long long)ev->fencing_token, (unsigned long long)wall,
+		       ev->flags & 1 ? "true" : "false");
+		json_bytes(ev->bytes, ev->ns_len);
+		printf(",\"label\":");
+		json_bytes(ev->bytes + ev->ns_len, ev->label_len);
+		printf(",\"owner\":");
+		json_bytes(ev->bytes + ev->ns_len + ev->label_len, ev->owner_len);
+		printf("}\n");
+		return;
+	}
+	frame_time(t, sizeof(t), ev->publish_ns, mono, real);
+	key_str(key, 18, ev->bytes, ev->ns_len, ev->label_len);
+	shown_mid(owner, 12, 5, ev->bytes + ev->ns_len + ev->label_len, ev->owner_len);
+	/* 12+1+13+1+7+1+4+1+7+1+18+1+12 = 79, '*' for a truncated frame: 80 */
+	printf("%-12s %-13s r%-6llu L%-3u %-7u %-18s %-12s%s\n", t, type_name(ev->type),
+	       (unsigned long long)(ev->state_revision % 1000000ull), ev->lane % 1000u,
+	       ev->writer_pid % 10000000u, key, owner, ev->flags & 1 ? "*" : "");
+}
+
+static int by_revision(const void *a, const void *b)
+{
+	const struct orbit_transition_event *x = a, *y = b;
+
+	if (x->state_revision != y->state_revision)
+		return x->state_revision < y->state_revision ? -1 : 1;
+	return x->lane < y->lane ? -1 : x->lane > y->lane;
+}
+
+/* Frames read in one pass over the lanes, printed in revision order. */
+#define WATCH_BATCH 256
+
+static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms, bool replay, bool json)
+{
+	struct orbit_transition_event *ev = malloc(WATCH_BATCH * sizeof(*ev));
 	orbit_transition_reader_t *r = NULL;
 	uint64_t end = timeout_ms > 0 ? now_ns(CLOCK_MONOTONIC) + (uint64_t)timeout_ms * 1000000ull : 0;
 	struct sigaction sa;
@@ -346,44 +534,49 @@ static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms, bool replay)
 	/* --replay: the retained frames first, then live, none missed or twice. */
 	if (replay)
 		orbit_transition_reader_rewind(r);
-	printf("watching fleet %s%s (Ctrl-C stops)\n", orbit_fleet_name(f),
-	       replay ? ", retained frames first" : "");
+	if (!json) {
+		printf("watching fleet %s%s (Ctrl-C stops)\n", orbit_fleet_name(f),
+		       replay ? ", retained frames first" : "");
+		printf("%-12s %-13s %-7s %-4s %-7s %-18s %s\n", "TIME", "TYPE", "REV", "LANE", "PID",
+		       "KEY", "OWNER");
+	}
 	while (!interrupted && (count <= 0 || seen < count)) {
-		rc = orbit_transition_reader_next(r, ev);
-		if (rc == -EAGAIN) {
+		int n = 0;
+
+		/* Read what is there now (at most a batch), then print it in order. */
+		while (n < WATCH_BATCH && (count <= 0 || seen + n < count)) {
+			rc = orbit_transition_reader_next(r, &ev[n]);
+			if (rc == -EAGAIN)
+				break;
+			if (rc == -ORBIT_ELAGGED) {
+				if (json)
+					printf("{\"lagged\":true,\"lane\":%u}\n", ev[n].lane);
+				else
+					printf("LAGGED lane %u: frames lost; the lock table is the authority\n",
+					       ev[n].lane);
+				seen++;
+				continue;
+			}
+			if (rc < 0) {
+				if (json)
+					printf("{\"corrupt\":true,\"error\":\"%s\"}\n", orbit_err_name(rc));
+				else
+					printf("CORRUPT frame skipped (%s)\n", orbit_strerror(rc));
+				seen++;
+				continue;
+			}
+			n++;
+		}
+		if (n == 0) {
 			if (end && now_ns(CLOCK_MONOTONIC) >= end)
 				break;
 			usleep(20000); /* read-only: we never sleep on the doorbell */
 			continue;
 		}
-		if (rc == -ORBIT_ELAGGED) {
-			printf("LAGGED lane %u: frames lost; the lock table is the authority\n", ev->lane);
-			seen++;
-			continue;
-		}
-		if (rc < 0) {
-			printf("CORRUPT frame skipped (%s)\n", orbit_strerror(rc));
-			seen++;
-			continue;
-		}
-		{
-			static char key[SHOWN_MAX(2 * ORBIT_TRANSITION_BYTES_MAX + 1)];
-			static char owner[SHOWN_MAX(ORBIT_TRANSITION_BYTES_MAX)];
-			char t[16];
-			time_t wall = time(NULL);
-			struct tm tm;
-
-			localtime_r(&wall, &tm);
-			strftime(t, sizeof(t), "%H:%M:%S", &tm);
-			key_str(key, 22, ev->bytes, ev->ns_len, ev->label_len);
-			shown_mid(owner, 12, 5, ev->bytes + ev->ns_len + ev->label_len,
-				  ev->owner_len);
-			/* 8+1+13+1+7+1+4+1+7+1+22+1+12 = 79, '*' for a truncated frame: 80 */
-			printf("%s %-13s r%-6llu L%-3u %-7u %-22s %-12s%s\n", t, type_name(ev->type),
-			       (unsigned long long)(ev->state_revision % 1000000ull), ev->lane % 1000u,
-			       ev->writer_pid % 10000000u, key, owner, ev->flags & 1 ? "*" : "");
-		}
-		seen++;
+		qsort(ev, (size_t)n, sizeof(*ev), by_revision);
+		for (int i = 0; i < n; i++)
+			watch_print(&ev[i], json);
+		seen += n;
 	}
 	orbit_transition_reader_close(r);
 	free(ev);
@@ -480,23 +673,6 @@ static void print_table(const char *fleet, const struct member_stats *ms, int n)
 			       orbit_stats_hist_name(h), (unsigned long long)hh->count, p50, p99, mean);
 		}
 	}
-}
-
-/* JSON / Prometheus string escaping of printable-or-not bytes. */
-static void json_str(const char *s, size_t n)
-{
-	putchar('"');
-	for (size_t i = 0; i < n && s[i]; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
 }
 
 static void print_json(const char *fleet, const struct member_stats *ms, int n)
@@ -668,6 +844,357 @@ static int cmd_reset(orbit_fleet_t *f)
 	return EXIT_OK;
 }
 
+/* ---- fleets ---- */
+
+/* POSIX SHM objects are files here; orbit names them orbit.<fleet>.<segment>. */
+#define SHM_DIR "/dev/shm"
+
+struct fleet_row {
+	char name[ORBIT_FLEET_NAME_MAX + 1];
+	unsigned segments;
+	uint64_t bytes;
+};
+
+static int by_fleet_name(const void *a, const void *b)
+{
+	return strcmp(((const struct fleet_row *)a)->name, ((const struct fleet_row *)b)->name);
+}
+
+/* Members alive and rows of @name; -errno when the fleet does not open. */
+static int fleet_alive(const char *name, uint32_t *rows_out)
+{
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = name };
+	struct orbit_fleet_member m;
+	orbit_fleet_t *f;
+	int rc = orbit_fleet_open(&fo, &f), alive = 0;
+
+	*rows_out = 0;
+	if (rc < 0)
+		return rc;
+	*rows_out = orbit_fleet_rows(f);
+	for (uint32_t r = 0; r < *rows_out; r++)
+		alive += orbit_fleet_member(f, r, &m) == 0 && m.alive;
+	orbit_fleet_close(f);
+	return alive;
+}
+
+static int cmd_fleets(bool json)
+{
+	struct fleet_row *rows = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *d;
+	DIR *dir = opendir(SHM_DIR);
+
+	if (!dir) {
+		fprintf(stderr, "%s: cannot list %s: %s\n", prog, SHM_DIR, strerror(errno));
+		return EXIT_ERROR;
+	}
+	while ((d = readdir(dir))) {
+		const char *fleet = d->d_name + 6, *dot;
+		struct stat st;
+		size_t i, len;
+
+		if (strncmp(d->d_name, "orbit.", 6) || !(dot = strchr(fleet, '.')))
+			continue;
+		len = (size_t)(dot - fleet);
+		if (len == 0 || len > ORBIT_FLEET_NAME_MAX)
+			continue;
+		for (i = 0; i < n; i++)
+			if (strlen(rows[i].name) == len && !memcmp(rows[i].name, fleet, len))
+				break;
+		if (i == n) {
+			if (n == cap) {
+				struct fleet_row *g = realloc(rows, (cap = cap ? 2 * cap : 16) * sizeof(*g));
+
+				if (!g) {
+					closedir(dir);
+					free(rows);
+					return fail("listing fleets", SHM_DIR, -ENOMEM);
+				}
+				rows = g;
+			}
+			memset(&rows[n], 0, sizeof(rows[n]));
+			memcpy(rows[n].name, fleet, len);
+			n++;
+		}
+		rows[i].segments++;
+		/* lstat: never follow a link someone left under an orbit name */
+		if (fstatat(dirfd(dir), d->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			rows[i].bytes += (uint64_t)st.st_size;
+	}
+	closedir(dir);
+	qsort(rows, n, sizeof(*rows), by_fleet_name);
+	if (json)
+		printf("{\"fleets\":[");
+	else
+		printf("%-24s %8s %12s %7s %5s %s\n", "FLEET", "SEGMENTS", "BYTES", "MEMBERS", "ALIVE",
+		       "STATUS");
+	for (size_t i = 0; i < n; i++) {
+		uint32_t nrows;
+		int alive = fleet_alive(rows[i].name, &nrows);
+		char name[SHOWN_MAX(ORBIT_FLEET_NAME_MAX)];
+
+		if (json) {
+			printf("%s\n {\"fleet\":", i ? "," : "");
+			json_str(rows[i].name, sizeof(rows[i].name));
+			printf(",\"segments\":%u,\"bytes\":%llu,\"member_rows\":%u,\"alive\":",
+			       rows[i].segments, (unsigned long long)rows[i].bytes, nrows);
+			if (alive < 0)
+				printf("null,\"error\":\"%s\"}", orbit_err_name(alive));
+			else
+				printf("%d,\"error\":null}", alive);
+			continue;
+		}
+		shown_mid(name, 24, 10, (const uint8_t *)rows[i].name, strlen(rows[i].name));
+		printf("%-24s %8u %12llu %7u %5d %s\n", name, rows[i].segments,
+		       (unsigned long long)rows[i].bytes, nrows, alive < 0 ? 0 : alive,
+		       alive < 0 ? orbit_err_name(alive) : alive ? "in use" : "unused");
+	}
+	if (json)
+		printf("\n]}\n");
+	else
+		printf("%zu fleet(s) in %s\n", n, SHM_DIR);
+	free(rows);
+	return EXIT_OK;
+}
+
+/* ---- unlink ---- */
+
+static int cmd_unlink(const char *fleet)
+{
+	int rc = orbit_fleet_unlink(fleet);
+
+	if (rc == -EBUSY) {
+		fprintf(stderr, "%s: unlink refused: fleet %s has a live member (see '%s members')\n",
+			prog, fleet, prog);
+		return EXIT_REFUSED;
+	}
+	if (rc == -ENOENT) {
+		fprintf(stderr, "%s: no such fleet: %s\n", prog, fleet);
+		return EXIT_NOFLEET;
+	}
+	if (rc < 0)
+		return fail("unlink", fleet, rc);
+	printf("fleet %s: segments removed\n", fleet);
+	return EXIT_OK;
+}
+
+/* ---- top ---- */
+
+struct top_lock_ctx {
+	int held, alive_holders;
+};
+
+static int top_count_lock(const struct orbit_lock_entry *e, void *p)
+{
+	struct top_lock_ctx *c = p;
+	uint64_t mono = now_ns(CLOCK_MONOTONIC);
+
+	if (e->expired || e->deadline_ns <= mono)
+		return 0;
+	c->held++;
+	c->alive_holders += orbit_lock_holder_alive(e) > 0;
+	return 0;
+}
+
+/* The id of the counter named @name (the public API names counters), or -1. */
+static int counter_id(const char *name)
+{
+	for (unsigned c = 0; c < orbit_stats_counter_count(); c++)
+		if (!strcmp(orbit_stats_counter_name(c), name))
+			return (int)c;
+	return -1;
+}
+
+static uint64_t counter_of(const struct member_stats *x, const char *name)
+{
+	int c = counter_id(name);
+
+	return c < 0 ? 0 : x->s.counters[c];
+}
+
+/* Sum of every stats row's counters (rates are per fleet). */
+static void top_sum(const struct member_stats *ms, int n, uint64_t *sum)
+{
+	memset(sum, 0, orbit_stats_counter_count() * sizeof(*sum));
+	for (int i = 0; i < n; i++)
+		for (unsigned c = 0; c < orbit_stats_counter_count(); c++)
+			sum[c] += ms[i].s.counters[c];
+}
+
+static struct termios top_saved;
+static bool top_raw;
+
+static void top_restore(void)
+{
+	if (top_raw)
+		tcsetattr(STDIN_FILENO, TCSANOW, &top_saved);
+	top_raw = false;
+	printf("\033[?25h"); /* cursor back */
+}
+
+static void top_frame(orbit_fleet_t *f, const uint64_t *prev, uint64_t *cur, double secs,
+		      bool have_prev)
+{
+	struct member_stats *ms = NULL;
+	struct orbit_fleet_member m;
+	struct top_lock_ctx lc = { 0, 0 };
+	orbit_lock_t *lock = orbit_fleet_lock(f);
+	uint32_t rows = orbit_fleet_rows(f);
+	uint64_t mono = now_ns(CLOCK_MONOTONIC), real = now_ns(CLOCK_REALTIME);
+	int n = collect(f, &ms), alive = 0, shown_members = 0, line = 0;
+	char t[24], name[SHOWN_MAX(ORBIT_FLEET_NAME_MAX)];
+
+	frame_time(t, sizeof(t), mono, mono, real);
+	for (uint32_t r = 0; r < rows; r++)
+		alive += orbit_fleet_member(f, r, &m) == 0 && m.alive;
+	if (lock)
+		orbit_lock_foreach(lock, top_count_lock, &lc);
+	shown_mid(name, 24, 10, (const uint8_t *)orbit_fleet_name(f), strlen(orbit_fleet_name(f)));
+	printf("\033[H\033[2J");
+	printf("orbit top  fleet %-24s %s  (q quits)\n", name, t);
+	printf("members %u alive of %u rows   locks held %d (holder alive %d)   revision %llu\n",
+	       alive, rows, lc.held, lc.alive_holders,
+	       lock ? (unsigned long long)orbit_lock_state_revision(lock) : 0ull);
+	line += 2;
+	printf("\n%-3s %-7s %-24s %-5s %-14s %-14s\n", "ROW", "PID", "MEMBER", "ALIVE", "LOCK OPS",
+	       "FRAMES READ");
+	line += 2;
+	for (uint32_t r = 0; r < rows && shown_members < 8; r++) {
+		char mn[SHOWN_MAX(ORBIT_FLEET_MEMBER_NAME_MAX)];
+		unsigned long long ops = 0, frames = 0;
+
+		if (orbit_fleet_member(f, r, &m) < 0)
+			continue;
+		for (int i = 0; i < (n < 0 ? 0 : n); i++)
+			if (ms[i].s.row == r && ms[i].have_member) {
+				ops = counter_of(&ms[i], "lock_acquired") +
+				      counter_of(&ms[i], "lock_busy") +
+				      counter_of(&ms[i], "lock_released");
+				frames = counter_of(&ms[i], "frames_read");
+			}
+		shown_mid(mn, 24, 10, (const uint8_t *)m.name, strnlen(m.name, sizeof(m.name)));
+		printf("%-3u %-7u %-24s %-5s %-14llu %-14llu\n", r, m.pid % 10000000u, mn,
+		       m.alive ? "yes" : "no", ops, frames);
+		shown_members++;
+		line++;
+	}
+	/* Rates: the busiest counters since the previous frame, fleet-wide. */
+	if (n >= 0)
+		top_sum(ms, n, cur);
+	printf("\n%-24s %12s   %-24s %12s\n", "COUNTER", "PER SECOND", "COUNTER", "PER SECOND");
+	line += 2;
+	{
+		unsigned nc = orbit_stats_counter_count(), shown = 0;
+		bool used[256] = { false };
+
+		for (; shown < 8 && shown < nc; shown++) {
+			unsigned best = nc;
+			double best_rate = -1;
+
+			for (unsigned c = 0; c < nc && c < 256; c++) {
+				double rate;
+
+				if (used[c] || orbit_stats_counter_is_gauge(c))
+					continue;
+				rate = have_prev && secs > 0 && cur[c] >= prev[c] ?
+					       (double)(cur[c] - prev[c]) / secs :
+					       0;
+				if (rate > best_rate) {
+					best_rate = rate;
+					best = c;
+				}
+			}
+			if (best == nc)
+				break;
+			used[best] = true;
+			printf("%-24s %12.0f%s", orbit_stats_counter_name(best), best_rate,
+			       shown % 2 ? "\n" : "   ");
+		}
+		if (shown % 2)
+			printf("\n");
+		line += (int)(shown + 1) / 2;
+	}
+	printf("\n%-24s %10s %10s %10s\n", "LATENCY", "N", "P50 <=", "P99 <=");
+	line += 2;
+	for (unsigned h = 0; h < orbit_stats_hist_count(); h++) {
+		struct orbit_stats_histogram sum;
+		char p50[16] = "-", p99[16] = "-";
+
+		memset(&sum, 0, sizeof(sum));
+		for (int i = 0; i < (n < 0 ? 0 : n); i++) {
+			sum.count += ms[i].s.hists[h].count;
+			for (unsigned b = 0; b < ORBIT_STATS_NBUCKETS; b++)
+				sum.buckets[b] += ms[i].s.hists[h].buckets[b];
+		}
+		if (sum.count) {
+			duration(p50, sizeof(p50), hist_quantile(&sum, 0.50));
+			duration(p99, sizeof(p99), hist_quantile(&sum, 0.99));
+		}
+		printf("%-24s %10llu %10s %10s\n", orbit_stats_hist_name(h),
+		       (unsigned long long)sum.count, p50, p99);
+		line++;
+	}
+	(void)line;
+	fflush(stdout);
+	free(ms);
+}
+
+static int cmd_top(orbit_fleet_t *f, long interval_ms, long iterations)
+{
+	unsigned nc = orbit_stats_counter_count();
+	uint64_t *prev = calloc(nc, sizeof(*prev)), *cur = calloc(nc, sizeof(*cur));
+	uint64_t last = 0;
+	struct sigaction sa;
+	long frames = 0;
+
+	if (!prev || !cur) {
+		free(prev);
+		free(cur);
+		return fail("top", orbit_fleet_name(f), -ENOMEM);
+	}
+	if (interval_ms <= 0)
+		interval_ms = 1000;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &top_saved) == 0) {
+		struct termios raw = top_saved;
+
+		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		raw.c_cc[VMIN] = 0;
+		raw.c_cc[VTIME] = 0;
+		top_raw = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+	}
+	printf("\033[?25l"); /* no cursor while the screen refreshes */
+	while (!interrupted && (iterations <= 0 || frames < iterations)) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+		uint64_t *swap;
+
+		top_frame(f, prev, cur, last ? (double)(now - last) / 1e9 : 0, last != 0);
+		swap = prev;
+		prev = cur;
+		cur = swap;
+		last = now;
+		frames++;
+		if (iterations > 0 && frames >= iterations)
+			break;
+		/* Sleep a frame, or until a key: q (or Q) quits, others redraw. */
+		if (poll(&pfd, top_raw ? 1 : 0, (int)interval_ms) > 0 && (pfd.revents & POLLIN)) {
+			char c = 0;
+
+			if (read(STDIN_FILENO, &c, 1) == 1 && (c == 'q' || c == 'Q'))
+				break;
+		}
+	}
+	top_restore();
+	free(prev);
+	free(cur);
+	return EXIT_OK;
+}
+
 static int parse_long(const char *s, long *out)
 {
 	char *end;
@@ -677,73 +1204,176 @@ static int parse_long(const char *s, long *out)
 	return errno || !*s || *end || *out < 0 ? -1 : 0;
 }
 
+/* What each command accepts; an option outside its command is refused by name. */
+enum opt_bit {
+	OPT_WIDE = 1 << 0,
+	OPT_REPLAY = 1 << 1,
+	OPT_COUNT = 1 << 2,
+	OPT_TIMEOUT = 1 << 3,
+	OPT_PROM = 1 << 4,
+	OPT_JSON = 1 << 5,
+	OPT_INTERVAL = 1 << 6,
+	OPT_ITERATIONS = 1 << 7,
+};
+
+static const struct command {
+	const char *name;
+	unsigned opts;
+	bool key;   /* takes NS:LABEL */
+	bool admin; /* opens read-write */
+} commands[] = {
+	{ "members", OPT_JSON, false, false },
+	{ "locks", OPT_WIDE | OPT_JSON, false, false },
+	{ "watch", OPT_REPLAY | OPT_COUNT | OPT_TIMEOUT | OPT_JSON, false, false },
+	{ "stats", OPT_PROM | OPT_JSON, false, false },
+	{ "top", OPT_INTERVAL | OPT_ITERATIONS, false, false },
+	{ "fleets", OPT_JSON, false, false },
+	{ "force-release", 0, true, true },
+	{ "reset", 0, false, true },
+	{ "unlink", 0, false, true },
+	{ "help", 0, false, false },
+};
+
+static const struct option_spec {
+	const char *name;
+	unsigned bit;
+} option_specs[] = {
+	{ "--wide", OPT_WIDE },	      { "--replay", OPT_REPLAY },
+	{ "--count", OPT_COUNT },	      { "--timeout-ms", OPT_TIMEOUT },
+	{ "--prometheus", OPT_PROM },     { "--json", OPT_JSON },
+	{ "--interval-ms", OPT_INTERVAL }, { "--iterations", OPT_ITERATIONS },
+};
+
+/* "orbitctl: <what> '<arg>' (see 'orbitctl help')", exit status 1. */
+static int usage_error(const char *what, const char *arg)
+{
+	fprintf(stderr, "%s: %s '%s' (see '%s help')\n", prog, what, arg, prog);
+	return EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
 	struct orbit_fleet_options fo = { .size = sizeof(fo) };
-	const char *fleet = getenv("ORBIT_FLEET"), *cmd;
-	enum stats_fmt fmt = FMT_TABLE;
-	long count = 0, timeout_ms = 0;
-	bool wide = false, replay = false;
+	const char *fleet = getenv("ORBIT_FLEET"), *cmd_name = NULL, *key = NULL;
+	const struct command *cmd = NULL;
+	long count = 0, timeout_ms = 0, interval_ms = 0, iterations = 0;
+	unsigned given = 0, value_bit[8] = { 0 };
+	const char *value_of[8] = { NULL };
 	orbit_fleet_t *f = NULL;
-	const char *key = NULL;
-	int i = 1, rc;
+	bool opts_done = false;
+	int rc, nvalues = 0;
 
 	if (argc > 0 && argv[0])
 		prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 	if (!fleet || !*fleet)
 		fleet = "default";
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (!strcmp(argv[i], "--fleet") && i + 1 < argc) {
-			fleet = argv[++i];
-		} else if (!strncmp(argv[i], "--fleet=", 8)) {
-			fleet = argv[i] + 8;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+	/* Options anywhere, before or after the command; "--" ends them. */
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const struct option_spec *o = NULL;
+		const char *eq;
+		size_t alen;
+
+		if (!opts_done && !strcmp(a, "--")) {
+			opts_done = true;
+			continue;
+		}
+		if (opts_done || a[0] != '-' || !a[1]) {
+			if (!cmd_name)
+				cmd_name = a;
+			else if (!key)
+				key = a;
+			else
+				return usage_error("unexpected argument", a);
+			continue;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return EXIT_OK;
-		} else {
-			usage(stderr);
-			return EXIT_USAGE;
+		}
+		if (!strcmp(a, "--version")) {
+			printf("orbitctl (orbit) %s\n", orbit_version_string());
+			return EXIT_OK;
+		}
+		eq = strchr(a, '=');
+		alen = eq ? (size_t)(eq - a) : strlen(a);
+		if (alen == 7 && !strncmp(a, "--fleet", 7)) {
+			if (eq)
+				fleet = eq + 1;
+			else if (i + 1 < argc)
+				fleet = argv[++i];
+			else
+				return usage_error("a fleet name must follow", a);
+			continue;
+		}
+		for (size_t k = 0; k < sizeof(option_specs) / sizeof(option_specs[0]); k++)
+			if (strlen(option_specs[k].name) == alen &&
+			    !strncmp(option_specs[k].name, a, alen))
+				o = &option_specs[k];
+		if (!o)
+			return usage_error("unknown option", a);
+		if (given & o->bit)
+			return usage_error("option given twice:", o->name);
+		given |= o->bit;
+		if (o->bit & (OPT_COUNT | OPT_TIMEOUT | OPT_INTERVAL | OPT_ITERATIONS)) {
+			const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+
+			if (!v)
+				return usage_error("a number must follow", o->name);
+			value_bit[nvalues] = o->bit;
+			value_of[nvalues++] = v;
+		} else if (eq) {
+			return usage_error("this option takes no value:", o->name);
 		}
 	}
-	if (i >= argc) {
+	for (int k = 0; k < nvalues; k++) {
+		long v;
+
+		if (parse_long(value_of[k], &v))
+			return usage_error("not a non-negative number:", value_of[k]);
+		if (value_bit[k] == OPT_COUNT)
+			count = v;
+		else if (value_bit[k] == OPT_TIMEOUT)
+			timeout_ms = v;
+		else if (value_bit[k] == OPT_INTERVAL)
+			interval_ms = v;
+		else
+			iterations = v;
+	}
+	if (!cmd_name) {
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	cmd = argv[i++];
-	for (; i < argc; i++) {
-		if (!strcmp(cmd, "stats") && !strcmp(argv[i], "--json") && fmt == FMT_TABLE)
-			fmt = FMT_JSON;
-		else if (!strcmp(cmd, "stats") && !strcmp(argv[i], "--prometheus") && fmt == FMT_TABLE)
-			fmt = FMT_PROM;
-		else if (!strcmp(cmd, "watch") && !strcmp(argv[i], "--count") && i + 1 < argc &&
-			 !parse_long(argv[i + 1], &count))
-			i++;
-		else if (!strcmp(cmd, "watch") && !strcmp(argv[i], "--timeout-ms") && i + 1 < argc &&
-			 !parse_long(argv[i + 1], &timeout_ms))
-			i++;
-		else if (!strcmp(cmd, "watch") && !strcmp(argv[i], "--replay") && !replay)
-			replay = true;
-		else if (!strcmp(cmd, "locks") && !strcmp(argv[i], "--wide") && !wide)
-			wide = true;
-		else if (!strcmp(cmd, "force-release") && !key)
-			key = argv[i];
-		else {
-			usage(stderr);
+	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
+		if (!strcmp(commands[k].name, cmd_name))
+			cmd = &commands[k];
+	if (!cmd) {
+		fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd_name);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	for (size_t k = 0; k < sizeof(option_specs) / sizeof(option_specs[0]); k++)
+		if ((given & option_specs[k].bit) && !(cmd->opts & option_specs[k].bit)) {
+			fprintf(stderr, "%s: option '%s' does not apply to '%s' (see '%s help')\n",
+				prog, option_specs[k].name, cmd->name, prog);
 			return EXIT_USAGE;
 		}
+	if ((given & OPT_JSON) && (given & OPT_PROM))
+		return usage_error("choose one of --json and --prometheus for", "stats");
+	if (cmd->key && !key)
+		return usage_error("a key NAMESPACE:LABEL must follow", cmd->name);
+	if (!cmd->key && key)
+		return usage_error("unexpected argument", key);
+	if (!strcmp(cmd->name, "help")) {
+		usage(stdout);
+		return EXIT_OK;
 	}
-	if (strcmp(cmd, "members") && strcmp(cmd, "locks") && strcmp(cmd, "watch") &&
-	    strcmp(cmd, "stats") && strcmp(cmd, "force-release") && strcmp(cmd, "reset")) {
-		fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
-		usage(stderr);
-		return EXIT_USAGE;
-	}
-	if (!strcmp(cmd, "force-release") && !key) {
-		usage(stderr);
-		return EXIT_USAGE;
-	}
+	if (!strcmp(cmd->name, "fleets"))
+		return cmd_fleets(given & OPT_JSON);
+	if (!strcmp(cmd->name, "unlink"))
+		return cmd_unlink(fleet);
 	fo.fleet = fleet;
-	fo.admin = !strcmp(cmd, "force-release") || !strcmp(cmd, "reset");
+	fo.admin = cmd->admin;
 	rc = orbit_fleet_open(&fo, &f);
 	if (rc == -EINVAL) {
 		fprintf(stderr, "%s: bad fleet name '%s'\n", prog, fleet);
@@ -755,15 +1385,17 @@ int main(int argc, char **argv)
 	}
 	if (rc < 0)
 		return fail("opening", fleet, rc);
-	if (!strcmp(cmd, "members"))
-		rc = cmd_members(f);
-	else if (!strcmp(cmd, "locks"))
-		rc = cmd_locks(f, wide);
-	else if (!strcmp(cmd, "watch"))
-		rc = cmd_watch(f, count, timeout_ms, replay);
-	else if (!strcmp(cmd, "stats"))
-		rc = cmd_stats(f, fmt);
-	else if (!strcmp(cmd, "force-release"))
+	if (!strcmp(cmd->name, "members"))
+		rc = cmd_members(f, given & OPT_JSON);
+	else if (!strcmp(cmd->name, "locks"))
+		rc = cmd_locks(f, given & OPT_WIDE, given & OPT_JSON);
+	else if (!strcmp(cmd->name, "watch"))
+		rc = cmd_watch(f, count, timeout_ms, given & OPT_REPLAY, given & OPT_JSON);
+	else if (!strcmp(cmd->name, "stats"))
+		rc = cmd_stats(f, given & OPT_JSON ? FMT_JSON : given & OPT_PROM ? FMT_PROM : FMT_TABLE);
+	else if (!strcmp(cmd->name, "top"))
+		rc = cmd_top(f, interval_ms, iterations);
+	else if (!strcmp(cmd->name, "force-release"))
 		rc = cmd_force_release(f, key);
 	else
 		rc = cmd_reset(f);

@@ -16,9 +16,18 @@
 #define ORBIT_API
 #endif
 
+/* The version these headers are; orbit_version() says what is linked. */
 #define ORBIT_VERSION_MAJOR 0
 #define ORBIT_VERSION_MINOR 1
 #define ORBIT_VERSION_PATCH 0
+#define ORBIT__STR2(x) #x
+#define ORBIT__STR(x) ORBIT__STR2(x)
+#define ORBIT_VERSION_STRING                                                                  \
+	ORBIT__STR(ORBIT_VERSION_MAJOR) "." ORBIT__STR(ORBIT_VERSION_MINOR) "." ORBIT__STR( \
+		ORBIT_VERSION_PATCH)
+/* One number that orders versions: 0x00MMmmpp. */
+#define ORBIT_VERSION_HEX \
+	((ORBIT_VERSION_MAJOR << 16) | (ORBIT_VERSION_MINOR << 8) | ORBIT_VERSION_PATCH)
 
 #ifdef __cplusplus
 #define ORBIT_BEGIN_DECLS extern "C" {
@@ -27,5 +36,25 @@
 #define ORBIT_BEGIN_DECLS
 #define ORBIT_END_DECLS
 #endif
+
+ORBIT_BEGIN_DECLS
+
+/**
+ * orbit_version - the version of the liborbit that is linked, as
+ * ORBIT_VERSION_HEX was when it was built (compare with the macro to see
+ * whether the headers a program was built with are older or newer).
+ * Context: any thread; no syscall.
+ * Returns: 0x00MMmmpp.
+ */
+ORBIT_API unsigned orbit_version(void);
+
+/**
+ * orbit_version_string - the same as text, "MAJOR.MINOR.PATCH".
+ * Context: any thread; no syscall.
+ * Returns: a static string, never NULL.
+ */
+ORBIT_API const char *orbit_version_string(void);
+
+ORBIT_END_DECLS
 
 #endif /* ORBIT_COMMON_H */

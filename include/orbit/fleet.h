@@ -20,6 +20,7 @@ typedef struct orbit_fleet orbit_fleet_t;
 typedef struct orbit_transition_reader orbit_transition_reader_t;
 
 #define ORBIT_FLEET_MEMBER_NAME_MAX 32u /* with NUL */
+#define ORBIT_FLEET_NAME_MAX 40u        /* a fleet name is [A-Za-z0-9_-]{1,40} */
 #define ORBIT_STATS_MAX_COUNTERS 64u
 #define ORBIT_STATS_MAX_HISTS 4u
 #define ORBIT_STATS_NBUCKETS 48u

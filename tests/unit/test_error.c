@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* tests/unit/test_error.c: the one error table: orbit_strerror and orbit_err_name cover every code,
  * never NULL. */
+#include "config.h"
 #include "orbit_test.h"
 #include <errno.h>
 #include <orbit/orbit.h>
@@ -47,12 +48,21 @@ static void test_err_name_from_the_table(void **state)
 		assert_int_equal(strncmp(orbit_err_name(-e), "ORBIT_E", 7), 0);
 }
 
+/* The headers, the library and configure's AC_INIT agree on the version. */
+static void test_version_matches_configure(void **state)
+{
+	assert_string_equal(orbit_version_string(), PACKAGE_VERSION);
+	assert_string_equal(ORBIT_VERSION_STRING, PACKAGE_VERSION);
+	assert_int_equal(orbit_version(), ORBIT_VERSION_HEX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_every_orbit_code_has_a_message),
 	    cmocka_unit_test(test_errno_codes_and_unknown),
 	    cmocka_unit_test(test_err_name_from_the_table),
+	    cmocka_unit_test(test_version_matches_configure),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

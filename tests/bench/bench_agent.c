@@ -45,6 +45,7 @@
 
 #include "orbit_test.h"
 #include <orbit/orbit.h>
+#include "bench_target.h"
 
 #define ROUNDS 4000
 #ifndef REPS
@@ -430,6 +431,12 @@ int main(void)
 		line("agent_wake_p99", L[M_AGENT][1], "eventfd_pingpong_p99", L[M_EVENTFD][1], "info");
 		line("agent_wake_p50", L[M_AGENT][0], "pipe_pingpong_p50", L[M_PIPE][0], "info");
 		line("agent_wake_p99", L[M_AGENT][1], "pipe_pingpong_p99", L[M_PIPE][1], "info");
+		if (pl == P_SPLIT || cpu_b < 0)
+			bench_target("agent_wake_p50_vs_futex_pingpong",
+				     median_of(L[M_FUTEX][0]) > 0 ?
+					     median_of(L[M_AGENT][0]) / median_of(L[M_FUTEX][0]) :
+					     0,
+				     "<=", 1.5, "x");
 		for (int i = 0; i < REPS; i++)
 			added[i] = L[M_AGENT][0][i] - L[M_FUTEX][0][i];
 		printf("%-18s %7.0f  (agent p50 - futex p50, ns; range %.0f..%.0f)\n", "agent_added_p50",

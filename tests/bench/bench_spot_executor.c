@@ -8,9 +8,9 @@
  * submission to quiescence, on the worker pool (threads = CPUs). Baseline:
  * orbit_serial_queue_enqueue() on a bare serial queue, measured in the
  * same run. Every path runs ROUNDS times, interleaved; the figure is the
- * median with the per-round ratio range. No target is set for these yet:
- * the lines say what a coordinator's bookkeeping (a state lane turn per
- * submission, the Actor map, SpotWide's second queue) costs.
+ * median with the per-round ratio range. Targets (issue 12): every
+ * coordinator path >= 0.5x the bare queue, SpotWide execute_actor
+ * >= 0.25x (its records take two pool hand-offs).
  */
 #include "config.h"
 
@@ -23,6 +23,8 @@
 #include <time.h>
 
 #include <orbit/orbit.h>
+
+#include "bench_target.h"
 
 #define ITEMS 200000
 #define ROUNDS 5
@@ -216,6 +218,13 @@ int main(void)
 	orbit_worker_pool_destroy(pool);
 	printf("%-22s %9s  %-22s %9s  %s\n", "path", "M/s", "baseline", "M/s",
 	       "ratio [range]  (retries on -EAGAIN)");
+	static const char *const target_names[P_N] = {
+		NULL, "spot_execute_spot_vs_queue", "per_actor_1_vs_queue", "per_actor_8_vs_queue",
+		"spot_wide_1_vs_queue", "spot_wide_8_vs_queue", "actor_execute_actor_vs_queue",
+		"session_execute_application_vs_queue",
+	};
+	double ratio_of[P_N] = { 0 };
+
 	for (int p = 0; p < P_N; p++) {
 		double t[ROUNDS], b[ROUNDS], lo = 1e300, hi = 0;
 
@@ -233,6 +242,10 @@ int main(void)
 		       t[ROUNDS / 2] / 1e6, names[P_QUEUE], b[ROUNDS / 2] / 1e6,
 		       b[ROUNDS / 2] > 0 ? t[ROUNDS / 2] / b[ROUNDS / 2] : 0.0, lo, hi,
 		       (unsigned long long)full[p]);
+		ratio_of[p] = b[ROUNDS / 2] > 0 ? t[ROUNDS / 2] / b[ROUNDS / 2] : 0.0;
 	}
+	for (int p = 1; p < P_N; p++)
+		bench_target(target_names[p], ratio_of[p], ">=",
+			     p == P_SPOT_WIDE_1 || p == P_SPOT_WIDE_8 ? 0.25 : 0.5, "x");
 	return rc;
 }

@@ -47,7 +47,8 @@ ORBIT_BEGIN_DECLS
 	XX(EMODE, "segment permissions are wider than configured")                                 \
 	XX(EINITTIMEOUT, "segment still initialising past the bound (creator died?)")              \
 	XX(ECORRUPT, "segment bytes failed validation (corrupt)")                                  \
-	XX(ELAGGED, "ring reader lagged behind the writer; re-read the table")
+	XX(ELAGGED, "ring reader lagged behind the writer; re-read the table")                     \
+	XX(EUNAVAILABLE, "cluster unreachable or without quorum within the call's bound")
 
 /* XX(name, message): errno codes with the meaning orbit gives them. */
 #define ORBIT_SYS_ERRNO_MAP(XX)                                                                    \

@@ -78,12 +78,14 @@ int orbit_fleet_open(const struct orbit_fleet_options *opts, orbit_fleet_t **out
 	strcpy(f->name, name); /* length checked by orbit__seg_name */
 	f->admin = opts && opts->admin;
 	so.readonly = !f->admin;
+	so.mode = lo.mode = opts ? opts->mode : 0;
+	so.gid = lo.gid = opts ? opts->gid : 0;
 
 	rc = orbit__members_open(&f->members, name, 0, &so);
 	if (rc < 0)
 		f->members = NULL;
 	note(&first, rc);
-	rc = orbit__stats_open(&f->stats, name, false, !f->admin);
+	rc = orbit__stats_open(&f->stats, name, &so);
 	f->have_stats = rc == 0;
 	note(&first, rc);
 	/* The ring of the layout: one ring per layout, as the lock's writers use. */

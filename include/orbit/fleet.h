@@ -32,6 +32,10 @@ struct orbit_fleet_options {
 	bool admin;           /* map read-write (force release, reset); never creates */
 	const struct orbit_lock_layout *layout; /* NULL: the default layout; else the
 						   fleet's: its lock table and its ring */
+	unsigned mode;        /* the widest mode accepted (0: 0600; 0640 or 0660 for
+				 a fleet shared with @gid: lock.h "Sharing a fleet
+				 with a group") */
+	unsigned gid;         /* group of a group mode (0: the effective gid) */
 };
 
 /* One member directory row. */
@@ -91,8 +95,11 @@ struct orbit_transition_event {
  * Returns: 0; -ENOENT (none of the fleet's segments exists); -EINVAL (bad
  * options, fleet name or layout); -ENOMEM; or the first validation error of a
  * segment that exists: -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND,
- * -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_ECORRUPT, -ORBIT_EOWNER,
- * -ORBIT_EMODE, -ORBIT_EINITTIMEOUT, -EACCES.
+ * -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_ECORRUPT, -ORBIT_EOWNER
+ * (another uid's segment, not shared through @opts->gid), -ORBIT_EMODE
+ * (wider than @opts->mode, e.g. a group fleet opened without its mode),
+ * -ORBIT_EINITTIMEOUT, -EACCES (e.g. a group fleet and a process outside
+ * the group).
  */
 ORBIT_API int orbit_fleet_open(const struct orbit_fleet_options *opts, orbit_fleet_t **out);
 

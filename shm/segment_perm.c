@@ -101,6 +101,20 @@ int orbit__seg_perm_shm_open(const char *name, int oflag, const struct orbit_seg
 	}
 }
 
+int orbit__seg_perm_removable(const char *fleet, const char *name)
+{
+	char seg[ORBIT_SEG_NAME_MAX], path[ORBIT_SEG_NAME_MAX + 16];
+	struct stat st;
+	int r = orbit__seg_name(seg, sizeof(seg), fleet, name);
+
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "/dev/shm%s", seg);
+	if (lstat(path, &st) < 0 || st.st_uid == geteuid() || geteuid() == 0)
+		return 0;
+	return -EACCES;
+}
+
 /*
  * A file's group proves its owner is (or was) in the group, unless the
  * directory hands its own group to every new file (setgid directory).

@@ -73,4 +73,14 @@ int orbit__seg_perm_shm_open(const char *name, int oflag, const struct orbit_seg
  */
 int orbit__seg_perm_check(const struct stat *st, const struct orbit_seg_opts *o);
 
+/*
+ * orbit__seg_perm_removable - may this process remove segment @name of
+ * @fleet? /dev/shm is sticky: only the owner (or root) unlinks a name.
+ * A check before a removal of several names, so that none is removed
+ * when one cannot be (it does not make the removal atomic).
+ * Context: any thread; one lstat.
+ * Returns 0 (ours, root, or missing), -EACCES (another uid's), -EINVAL.
+ */
+int orbit__seg_perm_removable(const char *fleet, const char *name);
+
 #endif /* ORBIT_SHM_SEGMENT_PERM_H */

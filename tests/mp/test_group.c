@@ -179,6 +179,14 @@ static int acquire(orbit_lock_t *l, const char *label, const char *owner, uint64
 	return orbit_lock_try_acquire(l, &k, &o, ttl_ns, &lease, NULL);
 }
 
+static int unlink_with(const char *name)
+{
+	struct orbit_fleet_options o = { .size = sizeof(o), .fleet = name, .mode = 0660,
+					 .gid = g_fleet };
+
+	return orbit_fleet_unlink_with(&o);
+}
+
 static char ctl_out[1 << 16];
 
 /* orbitctl --fleet F ARGS as the calling (dropped) user; its exit code, output in ctl_out. */
@@ -382,7 +390,10 @@ static int owner_serves(struct child *c)
 	orbit_lock_close(l);
 	/* orbit_fleet_unlink takes no mode: it refuses a group fleet */
 	CHK_EQ(orbit_fleet_unlink(fleet), -ORBIT_EMODE);
-	CHK(have_seg(fleet, "members"));
+	CHK_EQ(foreach_seg(fleet, NULL), 4);
+	/* with the mode, the owner of every name removes them all */
+	CHK_EQ(unlink_with(fleet), 0);
+	CHK_EQ(foreach_seg(fleet, NULL), 0);
 	return 0;
 }
 
@@ -920,6 +931,60 @@ static void test_group_setgid_shm_dir_proves_nothing(void **state)
 	assert_int_equal(rc, 0);
 }
 
+/* ---- 9: removing a group fleet's names ---- */
+
+static int owner_makes_table(struct child *c)
+{
+	orbit_lock_t *l = NULL;
+
+	(void)c;
+	CHK_EQ(lock_open_as(&l, fleet, 0660, g_fleet, false), 0);
+	orbit_lock_close(l);
+	return 0;
+}
+
+static int member_runs_agent(struct child *c)
+{
+	orbit_lock_t *l = NULL;
+	orbit_agent_t *a = NULL;
+
+	(void)c;
+	CHK_EQ(lock_open_as(&l, fleet, 0660, g_fleet, false), 0);
+	CHK_EQ(agent_start_as(&a, fleet, l, 0660, g_fleet), 0); /* members, ring, stats: ours */
+	orbit_agent_stop(a);
+	orbit_lock_close(l);
+	return 0;
+}
+
+static int neither_removes_all(struct child *c)
+{
+	(void)c;
+	CHK_EQ(unlink_with(fleet), -EACCES);
+	CHK_EQ(foreach_seg(fleet, NULL), 4); /* nothing removed */
+	return 0;
+}
+
+/*
+ * Issue 9 item 6: orbit_fleet_unlink_with() removes a group fleet's names
+ * all or nothing: with names of two owners, neither removes anything (the
+ * fleet is never split into old and new segments); root removes them all.
+ */
+static void test_group_unlink_is_all_or_nothing(void **state)
+{
+	struct orbit_fleet_options o = { .size = sizeof(o), .fleet = fleet, .mode = 0660 };
+
+	(void)state;
+	NEED_ROOT();
+	assert_int_equal(run_as(OWNER, owner_makes_table), 0);
+	assert_int_equal(run_as(MEMBER, member_runs_agent), 0);
+	assert_int_equal(foreach_seg(fleet, NULL), 4);
+	assert_int_equal(run_as(OWNER, neither_removes_all), 0);
+	assert_int_equal(run_as(MEMBER, neither_removes_all), 0);
+	o.gid = g_fleet;
+	assert_int_equal(orbit_fleet_unlink_with(&o), 0);
+	assert_int_equal(foreach_seg(fleet, NULL), 0);
+}
+
 int main(void)
 {
 	unsigned base = 1500000000u + (unsigned)(getpid() % 100000) * 8u;
@@ -950,6 +1015,7 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_setgid_shm_dir_proves_nothing, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_group_unlink_is_all_or_nothing, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

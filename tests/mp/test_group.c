@@ -431,6 +431,16 @@ static int member_works(struct child *c)
 	CHK_EQ(orbit_lock_lookup(l, &k, &e), 0);
 	CHK_EQ(orbit_lock_holder_alive(&e), 1); /* another uid's /proc start time */
 	CHK_EQ(acquire(l, "member-key", "member", 30000000000ull), 0);
+	/* An agent without a lock builds its view from the owner's table (its own read-only handle) */
+	CHK_EQ(agent_start_as(&a, fleet, NULL, 0660, g_fleet), 0);
+	rc = -ENOENT;
+	for (int i = 0; i < 400 && rc == -ENOENT; i++) {
+		rc = orbit_agent_view_lookup(a, &k, &e);
+		if (rc == -ENOENT)
+			usleep(5000);
+	}
+	CHK_EQ(rc, 0);
+	orbit_agent_stop(a);
 	CHK_EQ(agent_start_as(&a, fleet, l, 0660, g_fleet), 0);
 	row = orbit_agent_member_row(a);
 	CHK(row >= 0);

@@ -340,8 +340,10 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 			if (base)
 				munmap(base, mapped);
 			base = NULL;
-			if (ftruncate(fd, (off_t)spec->total_bytes) < 0) {
-				r = -errno;
+			/* A creator that died before its group mode left it 0600: finish that too */
+			r = orbit__seg_perm_apply(fd, o);
+			if (r < 0 || ftruncate(fd, (off_t)spec->total_bytes) < 0) {
+				r = r < 0 ? r : -errno;
 				flock_retry(fd, LOCK_UN);
 				goto out;
 			}

@@ -48,11 +48,13 @@ int orbit__seg_perm_apply(int fd, const struct orbit_seg_opts *o)
 {
 	struct stat st;
 
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_uid != geteuid())
+		return 0; /* a repair of another member's segment: its owner set it */
 	if (group_mode(o)) {
 		gid_t g = orbit__seg_perm_gid(o);
 
-		if (fstat(fd, &st) < 0)
-			return -errno;
 		/* Before the group bits: never shared with the creator's other group */
 		if (st.st_gid != g && fchown(fd, (uid_t)-1, g) < 0)
 			return -errno;

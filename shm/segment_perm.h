@@ -43,9 +43,12 @@ int orbit__seg_perm_valid(const struct orbit_seg_opts *o);
 
 /*
  * orbit__seg_perm_apply - give the new object @fd (created 0600, nothing
- * written yet) the configured group and then the configured mode.
- * Context: the creator, before the first byte; syscalls (fstat, fchown,
- * fchmod).
+ * written yet) the configured group and then the configured mode. Also
+ * called by the repairer of a segment whose creator died initialising
+ * (it may have died before this step); a segment of another uid is left
+ * as it is (the opener's check accepted it).
+ * Context: the creator or repairer under the segment's flock, before the
+ * first byte; syscalls (fstat, fchown, fchmod).
  * Returns 0, -EPERM (the process is not in the configured group), or
  * another negative errno of fchown/fchmod.
  */

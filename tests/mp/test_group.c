@@ -659,6 +659,72 @@ static void test_group_open_waits_for_the_creators_mode(void **state)
 	assert_int_equal(reap(&owner, 30000), 0);
 }
 
+/* ---- 4c: a creator killed before its group mode ---- */
+
+static int open_fast(orbit_lock_t **l)
+{
+	struct orbit_lock_options o = { .size = sizeof(o), .fleet = fleet, .mode = 0660,
+					 .gid = g_fleet, .init_timeout_ms = 100 };
+
+	return orbit_lock_open(&o, l);
+}
+
+static int owner_dies_creating(struct child *c)
+{
+	orbit_lock_t *l = NULL;
+
+	(void)c;
+	orbit__crashpoint_arm("seg.create_holding_flock", 1, ORBIT_CRASH_KILL);
+	open_fast(&l);
+	return 1; /* not reached */
+}
+
+static int member_locked_out(struct child *c)
+{
+	orbit_lock_t *l = NULL;
+
+	(void)c;
+	CHK_EQ(open_fast(&l), -EACCES); /* after waiting out the bound: the creator is gone */
+	return 0;
+}
+
+static int owner_repairs(struct child *c)
+{
+	orbit_lock_t *l = NULL;
+
+	(void)c;
+	CHK_EQ(open_fast(&l), 0);
+	CHK_EQ(foreach_seg(fleet, group_seg_ok), 1);
+	orbit_lock_close(l);
+	return 0;
+}
+
+static int member_gets_in(struct child *c)
+{
+	orbit_lock_t *l = NULL;
+
+	(void)c;
+	CHK_EQ(open_fast(&l), 0);
+	CHK_EQ(acquire(l, "k", "member", 1000000000ull), 0);
+	orbit_lock_close(l);
+	return 0;
+}
+
+/*
+ * Issue 9 item 6: a creator killed between its create and its group mode
+ * leaves a 0600 segment; the group is locked out (-EACCES after the
+ * bound) until its owner's next open repairs it, group mode included.
+ */
+static void test_group_creator_killed_before_its_mode_is_repaired(void **state)
+{
+	(void)state;
+	NEED_ROOT();
+	assert_int_equal(run_as(OWNER, owner_dies_creating), 200 + SIGKILL);
+	assert_int_equal(run_as(MEMBER, member_locked_out), 0);
+	assert_int_equal(run_as(OWNER, owner_repairs), 0);
+	assert_int_equal(run_as(MEMBER, member_gets_in), 0);
+}
+
 /* ---- 5: a member killed inside the serializer; its liveness across uids ---- */
 
 static int member_dies_in_serializer(struct child *c)
@@ -1018,6 +1084,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_group_open_waits_for_the_creators_mode, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_group_creator_killed_before_its_mode_is_repaired,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_member_killed_in_serializer_is_repaired,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_outsider_is_refused, setup, teardown),

@@ -381,7 +381,7 @@ static int open_existing(orbit_seg_t *seg, const char *name, const struct orbit_
 
 	fd = orbit__seg_perm_shm_open(name, (o->readonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC, o);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &st) < 0) {
 		r = -errno;
 		goto err_close;

@@ -136,8 +136,10 @@ int orbit__seg_perm_check(const struct stat *st, const struct orbit_seg_opts *o)
 	unsigned have = (unsigned)st->st_mode & 07777u;
 	gid_t g = orbit__seg_perm_gid(o);
 
-	if (st->st_uid != geteuid() &&
-	    (!group_mode(o) || st->st_gid != g || !group_proves_membership(g)))
+	/* A second link is no segment of ours: someone linked a member's file
+	 * (of another fleet, say) under this name (fs.protected_hardlinks=0) */
+	if (st->st_uid != geteuid() && (!group_mode(o) || st->st_gid != g || st->st_nlink != 1 ||
+					!group_proves_membership(g)))
 		return -ORBIT_EOWNER;
 	if (have & ~want)
 		return -ORBIT_EMODE;

@@ -18,8 +18,9 @@
  *   byte is written. The name never stands with group bits of a group
  *   that was not configured.
  * - Open: the owner must be our effective uid, or, with a group mode
- *   only, the file's group must be the configured gid (else
- *   -ORBIT_EOWNER). A file in /dev/shm has a group only its creator could
+ *   only, the file's group must be the configured gid and its link count
+ *   1 (else -ORBIT_EOWNER; a second name would be a member's file linked
+ *   under this one, which fs.protected_hardlinks=0 lets anyone do). A file in /dev/shm has a group only its creator could
  *   give it (the creator's gid, or a group the owner belongs to: chown(2)),
  *   so a process outside the group cannot make one; when /dev/shm itself
  *   is setgid to that group (every new file would get it) a foreign owner

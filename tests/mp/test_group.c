@@ -911,6 +911,16 @@ static int owner_sees_wide(struct child *c)
 	return 0;
 }
 
+static int owner_sees_linked(struct child *c)
+{
+	orbit_lock_t *l = NULL;
+
+	(void)c;
+	CHK_EQ(lock_open_as(&l, fleet3, 0660, g_fleet, true), -ORBIT_EOWNER);
+	CHK_EQ(lock_open_as(&l, fleet, 0660, g_fleet, true), -ORBIT_EOWNER); /* either name */
+	return 0;
+}
+
 static int owner_other_group_own_file(struct child *c)
 {
 	char path[256];
@@ -942,6 +952,14 @@ static void test_group_wider_mode_or_other_group_is_refused(void **state)
 	go(&member);
 	assert_int_equal(reap(&member, 30000), 0);
 	assert_int_equal(run_as(OWNER, owner_other_group_own_file), 0);
+	/* A member's table linked under another fleet's name (as protected_hardlinks=0 allows) */
+	char from[256], to[256];
+
+	snprintf(from, sizeof(from), "/dev/shm/orbit.%s.lock-228", fleet);
+	snprintf(to, sizeof(to), "/dev/shm/orbit.%s.lock-228", fleet3);
+	assert_int_equal(chmod(from, 0660), 0);
+	assert_int_equal(link(from, to), 0);
+	assert_int_equal(run_as(OWNER, owner_sees_linked), 0);
 }
 
 /* ---- 8: a setgid /dev/shm hands the group to everyone's files ---- */

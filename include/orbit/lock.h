@@ -105,11 +105,13 @@ struct orbit_lock_options {
  * in that group gets -EPERM) and then exactly @mode (fchmod: the umask does
  * not narrow it). An opener accepts a segment owned by its own euid, or by
  * another uid when the segment's group is @gid (only a member of the group
- * can give a file that group); anything else is -ORBIT_EOWNER, and a mode
+ * can give a file that group) and it has one link (not when /dev/shm is
+ * setgid to @gid); anything else is -ORBIT_EOWNER, and a mode
  * wider than configured, or group bits for another group, is -ORBIT_EMODE.
  * Without a group mode only the own euid is accepted. A process outside the
  * group cannot open a 0660 segment at all (-EACCES). Group members are
  * trusted as the owner is: each can write every byte (doc/threat-model.md).
+ * Only a segment's owner (or root) removes its name: orbit_fleet_unlink_with().
  */
 
 /* A key: namespace bytes plus the label of the resource. Only the key contends. */

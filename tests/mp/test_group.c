@@ -1037,6 +1037,65 @@ static void test_group_setgid_shm_dir_proves_nothing(void **state)
 	assert_int_equal(rc, 0);
 }
 
+/* ---- 8b: 0640, a group that only reads ---- */
+
+static int owner_serves_0640(struct child *c)
+{
+	orbit_lock_t *l = NULL;
+	orbit_agent_t *a = NULL;
+
+	CHK_EQ(lock_open_as(&l, fleet, 0640, g_fleet, false), 0);
+	CHK_EQ(agent_start_as(&a, fleet, l, 0640, g_fleet), 0);
+	CHK_EQ(acquire(l, "owner-key", "owner", 30000000000ull), 0);
+	step_done(c);
+	CHK_EQ(step_wait(c->go[0]), 0);
+	orbit_agent_stop(a);
+	orbit_lock_close(l);
+	return 0;
+}
+
+static int member_reads_0640(struct child *c)
+{
+	orbit_fleet_t *f = NULL;
+	orbit_lock_t *l = NULL;
+	orbit_agent_t *a = NULL;
+	int rc;
+
+	(void)c;
+	CHK_EQ(lock_open_as(&l, fleet, 0640, g_fleet, false), -EACCES); /* no write bit */
+	CHK_EQ(agent_start_as(&a, fleet, NULL, 0640, g_fleet), -EACCES);
+	CHK_EQ(lock_open_as(&l, fleet, 0640, g_fleet, true), 0);
+	orbit_lock_close(l);
+	CHK_EQ(fleet_open_as(&f, fleet, 0640, g_fleet), 0);
+	orbit_fleet_close(f);
+	rc = orbitctl(fleet, "--mode 0640 locks"); /* the group given by number below */
+	CHK_EQ(rc, 4);
+	char args[96];
+	snprintf(args, sizeof(args), "--mode 0640 --group %u locks", (unsigned)g_fleet);
+	rc = orbitctl(fleet, args);
+	if (rc != 0 || !strstr(ctl_out, "owner-key")) {
+		fprintf(stderr, "member orbitctl %s: %d\n%s\n", args, rc, ctl_out);
+		return 1;
+	}
+	snprintf(args, sizeof(args), "--mode 0640 --group %u reset", (unsigned)g_fleet);
+	CHK_EQ(orbitctl(fleet, args), 4); /* administration needs the write bit */
+	return 0;
+}
+
+/* Issue 9 item 6: with 0640 the group reads (orbitctl, fleet, read-only lock), never writes. */
+static void test_group_0640_lets_the_group_read_only(void **state)
+{
+	struct child owner;
+
+	(void)state;
+	NEED_ROOT();
+	assert_int_equal(spawn(&owner, OWNER, owner_serves_0640), 0);
+	assert_int_equal(step_wait(owner.ready[0]), 0);
+	assert_int_equal(run_as(MEMBER, member_reads_0640), 0);
+	go(&owner);
+	assert_int_equal(reap(&owner, 30000), 0);
+}
+
 /* ---- 9: removing a group fleet's names ---- */
 
 static int owner_makes_table(struct child *c)
@@ -1122,6 +1181,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_group_wider_mode_or_other_group_is_refused,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_setgid_shm_dir_proves_nothing, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_group_0640_lets_the_group_read_only, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_group_unlink_is_all_or_nothing, setup, teardown),
 	};

@@ -1002,9 +1002,10 @@ static int cmd_fleets(bool json, const struct orbit_fleet_options *perm)
 
 /* ---- unlink ---- */
 
-static int cmd_unlink(const char *fleet)
+static int cmd_unlink(const struct orbit_fleet_options *fo)
 {
-	int rc = orbit_fleet_unlink(fleet);
+	const char *fleet = fo->fleet;
+	int rc = orbit_fleet_unlink_with(fo);
 
 	if (rc == -EBUSY) {
 		fprintf(stderr, "%s: unlink refused: fleet %s has a live member (see '%s members')\n",
@@ -1014,6 +1015,11 @@ static int cmd_unlink(const char *fleet)
 	if (rc == -ENOENT) {
 		fprintf(stderr, "%s: no such fleet: %s\n", prog, fleet);
 		return EXIT_NOFLEET;
+	}
+	if (rc == -EACCES) {
+		fprintf(stderr, "%s: unlink refused: some of fleet %s's segments belong to another"
+			" user; nothing removed (only their owner or root removes them)\n", prog, fleet);
+		return EXIT_REFUSED;
 	}
 	if (rc < 0)
 		return fail("unlink", fleet, rc);
@@ -1421,9 +1427,9 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd->name, "fleets"))
 		return cmd_fleets(given & OPT_JSON, &fo);
-	if (!strcmp(cmd->name, "unlink"))
-		return cmd_unlink(fleet);
 	fo.fleet = fleet;
+	if (!strcmp(cmd->name, "unlink"))
+		return cmd_unlink(&fo);
 	fo.admin = cmd->admin;
 	rc = orbit_fleet_open(&fo, &f);
 	if (rc == -EINVAL) {

@@ -404,7 +404,8 @@ static int owner_serves(struct child *c)
 	CHK_EQ(orbit_fleet_unlink(fleet), -ORBIT_EMODE);
 	CHK_EQ(foreach_seg(fleet, NULL), 4);
 	/* with the mode, the owner of every name removes them all */
-	CHK_EQ(unlink_with(fleet), 0);
+	snprintf(args, sizeof(args), "%s unlink", group_args());
+	CHK_EQ(orbitctl(fleet, args), 0);
 	CHK_EQ(foreach_seg(fleet, NULL), 0);
 	return 0;
 }
@@ -1123,9 +1124,15 @@ static int member_runs_agent(struct child *c)
 
 static int neither_removes_all(struct child *c)
 {
+	char args[128];
+
 	(void)c;
 	CHK_EQ(unlink_with(fleet), -EACCES);
 	CHK_EQ(foreach_seg(fleet, NULL), 4); /* nothing removed */
+	snprintf(args, sizeof(args), "%s unlink", group_args());
+	CHK_EQ(orbitctl(fleet, args), 4);
+	CHK(strstr(ctl_out, "nothing removed") != NULL);
+	CHK_EQ(foreach_seg(fleet, NULL), 4);
 	return 0;
 }
 

@@ -7,6 +7,7 @@
  * implements reset_transport (members checked first, then table and ring).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 
 #include "agent/fleet_internal.h"
 #include "shm/lock_internal.h"
+#include "shm/segment_perm.h"
 #include "shm/stats.h"
 
 _Static_assert(ORBIT_STATS_MAX_COUNTERS == ORBIT_STATS_COUNTERS_MAX, "counter room agrees");
@@ -78,12 +80,14 @@ int orbit_fleet_open(const struct orbit_fleet_options *opts, orbit_fleet_t **out
 	strcpy(f->name, name); /* length checked by orbit__seg_name */
 	f->admin = opts && opts->admin;
 	so.readonly = !f->admin;
+	so.mode = lo.mode = opts ? opts->mode : 0;
+	so.gid = lo.gid = opts ? opts->gid : 0;
 
 	rc = orbit__members_open(&f->members, name, 0, &so);
 	if (rc < 0)
 		f->members = NULL;
 	note(&first, rc);
-	rc = orbit__stats_open(&f->stats, name, false, !f->admin);
+	rc = orbit__stats_open(&f->stats, name, &so);
 	f->have_stats = rc == 0;
 	note(&first, rc);
 	/* The ring of the layout: one ring per layout, as the lock's writers use. */
@@ -458,16 +462,32 @@ int orbit_fleet_reset_transport(orbit_fleet_t *f)
 
 int orbit_fleet_unlink(const char *fleet)
 {
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
+
+	return orbit_fleet_unlink_with(&fo);
+}
+
+int orbit_fleet_unlink_with(const struct orbit_fleet_options *opts)
+{
 	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN, .readonly = true };
 	struct orbit_lock_options lo = { .size = sizeof(lo) };
+	const struct orbit_lock_layout *layout = opts ? opts->layout : NULL;
+	struct orbit_lock_layout def = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
+	struct orbit_ring_layout rl;
+	const char *fleet = opts && opts->fleet ? opts->fleet : "default";
 	orbit_members_t *m = NULL;
-	char buf[ORBIT_SEG_NAME_MAX];
+	char buf[ORBIT_SEG_NAME_MAX], lock_name[32], ring_name[32];
 	int rc, found = 0;
 
-	if (!fleet)
-		fleet = "default";
-	if (orbit__seg_name(buf, sizeof(buf), fleet, "x") < 0)
+	if ((opts && opts->size < sizeof(*opts)) || orbit__seg_name(buf, sizeof(buf), fleet, "x") < 0)
 		return -EINVAL;
+	if (!layout)
+		layout = &def;
+	so.mode = lo.mode = opts ? opts->mode : 0;
+	so.gid = lo.gid = opts ? opts->gid : 0;
+	orbit__fleet_ring_layout(&rl, layout);
+	snprintf(lock_name, sizeof(lock_name), "lock-%u", layout->state_kind);
+	snprintf(ring_name, sizeof(ring_name), "ring-%u", rl.kind);
 	rc = orbit__members_open(&m, fleet, 0, &so);
 	if (rc == 0) {
 		/* A row this process holds counts too: stop your agents first. */
@@ -478,9 +498,17 @@ int orbit_fleet_unlink(const char *fleet)
 	} else if (rc != -ENOENT) {
 		return rc;
 	}
+	/* All or nothing: in a group fleet, other members' names are theirs */
+	const char *names[] = { lock_name, ring_name, ORBIT_STATS_SEG_NAME, ORBIT_MEMBERS_SEG_NAME };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		rc = orbit__seg_perm_removable(fleet, names[i]);
+		if (rc < 0)
+			return rc;
+	}
 	lo.fleet = fleet;
+	lo.layout = layout;
 	found += orbit_lock_unlink(&lo) == 0;
-	found += orbit__ring_unlink(fleet, NULL) == 0;
+	found += orbit__ring_unlink(fleet, &rl) == 0;
 	found += orbit__seg_unlink(fleet, ORBIT_STATS_SEG_NAME) == 0;
 	found += orbit__members_unlink(fleet) == 0;
 	return found ? 0 : -ENOENT;

@@ -11,6 +11,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -59,7 +60,9 @@ static void usage(FILE *f)
 		"                             while a member is alive (admin)\n"
 		"  help                       this text\n"
 		"options: --fleet NAME (or ORBIT_FLEET; default \"default\"), --json (JSON\n"
-		"for members, locks, stats, fleets; JSON lines for watch), --version\n"
+		"for members, locks, stats, fleets; JSON lines for watch), --version,\n"
+		"--mode MODE --group GROUP (a fleet shared with a group: 0640 or 0660\n"
+		"and the group's name or gid; default 0600 and the effective gid)\n"
 		"exit codes: 0 ok, 1 usage, 2 no such fleet, 3 corrupt or mismatched\n"
 		"segment, 4 refused or busy, 5 key not held, 6 other error\n",
 		prog);
@@ -96,7 +99,44 @@ static int exit_for(int err)
 static int fail(const char *what, const char *fleet, int err)
 {
 	fprintf(stderr, "%s: %s (fleet %s): %s\n", prog, what, fleet, orbit_strerror(err));
+	if (err == -ORBIT_EMODE || err == -ORBIT_EOWNER)
+		fprintf(stderr, "%s: a fleet shared with a group needs its --mode and --group\n",
+			prog);
 	return exit_for(err);
+}
+
+/* --mode: 0600, 0640 or 0660 (octal); the library refuses any other. */
+static int parse_mode(const char *s, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 8);
+	if (errno || !*s || *end || v > 0777)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* --group: a group name, or a numeric gid. */
+static int parse_group(const char *s, unsigned *out)
+{
+	struct group *g;
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (!errno && *s && !*end && v <= UINT32_MAX) {
+		*out = (unsigned)v;
+		return 0;
+	}
+	g = getgrnam(s);
+	if (!g)
+		return -1;
+	*out = (unsigned)g->gr_gid;
+	return 0;
 }
 
 static uint64_t now_ns(clockid_t c)
@@ -861,9 +901,11 @@ static int by_fleet_name(const void *a, const void *b)
 }
 
 /* Members alive and rows of @name; -errno when the fleet does not open. */
-static int fleet_alive(const char *name, uint32_t *rows_out)
+static int fleet_alive(const char *name, const struct orbit_fleet_options *perm,
+		       uint32_t *rows_out)
 {
-	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = name };
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = name, .mode = perm->mode,
+					  .gid = perm->gid };
 	struct orbit_fleet_member m;
 	orbit_fleet_t *f;
 	int rc = orbit_fleet_open(&fo, &f), alive = 0;
@@ -878,7 +920,7 @@ static int fleet_alive(const char *name, uint32_t *rows_out)
 	return alive;
 }
 
-static int cmd_fleets(bool json)
+static int cmd_fleets(bool json, const struct orbit_fleet_options *perm)
 {
 	struct fleet_row *rows = NULL;
 	size_t n = 0, cap = 0;
@@ -931,7 +973,7 @@ static int cmd_fleets(bool json)
 		       "STATUS");
 	for (size_t i = 0; i < n; i++) {
 		uint32_t nrows;
-		int alive = fleet_alive(rows[i].name, &nrows);
+		int alive = fleet_alive(rows[i].name, perm, &nrows);
 		char name[SHOWN_MAX(ORBIT_FLEET_NAME_MAX)];
 
 		if (json) {
@@ -960,9 +1002,10 @@ static int cmd_fleets(bool json)
 
 /* ---- unlink ---- */
 
-static int cmd_unlink(const char *fleet)
+static int cmd_unlink(const struct orbit_fleet_options *fo)
 {
-	int rc = orbit_fleet_unlink(fleet);
+	const char *fleet = fo->fleet;
+	int rc = orbit_fleet_unlink_with(fo);
 
 	if (rc == -EBUSY) {
 		fprintf(stderr, "%s: unlink refused: fleet %s has a live member (see '%s members')\n",
@@ -972,6 +1015,11 @@ static int cmd_unlink(const char *fleet)
 	if (rc == -ENOENT) {
 		fprintf(stderr, "%s: no such fleet: %s\n", prog, fleet);
 		return EXIT_NOFLEET;
+	}
+	if (rc == -EACCES) {
+		fprintf(stderr, "%s: unlink refused: some of fleet %s's segments belong to another"
+			" user; nothing removed (only their owner or root removes them)\n", prog, fleet);
+		return EXIT_REFUSED;
 	}
 	if (rc < 0)
 		return fail("unlink", fleet, rc);
@@ -1306,6 +1354,15 @@ int main(int argc, char **argv)
 				return usage_error("a fleet name must follow", a);
 			continue;
 		}
+		if ((alen == 6 && !strncmp(a, "--mode", 6)) || (alen == 7 && !strncmp(a, "--group", 7))) {
+			const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+
+			if (alen == 6 && (!v || parse_mode(v, &fo.mode) < 0))
+				return usage_error("a mode (0600, 0640, 0660) must follow", a);
+			if (alen == 7 && (!v || parse_group(v, &fo.gid) < 0))
+				return usage_error("a group name or gid must follow", a);
+			continue;
+		}
 		for (size_t k = 0; k < sizeof(option_specs) / sizeof(option_specs[0]); k++)
 			if (strlen(option_specs[k].name) == alen &&
 			    !strncmp(option_specs[k].name, a, alen))
@@ -1369,14 +1426,18 @@ int main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (!strcmp(cmd->name, "fleets"))
-		return cmd_fleets(given & OPT_JSON);
-	if (!strcmp(cmd->name, "unlink"))
-		return cmd_unlink(fleet);
+		return cmd_fleets(given & OPT_JSON, &fo);
 	fo.fleet = fleet;
+	if (!strcmp(cmd->name, "unlink"))
+		return cmd_unlink(&fo);
 	fo.admin = cmd->admin;
 	rc = orbit_fleet_open(&fo, &f);
 	if (rc == -EINVAL) {
-		fprintf(stderr, "%s: bad fleet name '%s'\n", prog, fleet);
+		if (fo.mode)
+			fprintf(stderr, "%s: bad fleet name '%s' or mode %04o (0600, 0640, 0660)\n",
+				prog, fleet, fo.mode);
+		else
+			fprintf(stderr, "%s: bad fleet name '%s'\n", prog, fleet);
 		return EXIT_USAGE;
 	}
 	if (rc == -ENOENT) {

@@ -1333,7 +1333,7 @@ static int open_as(orbit_lock_t *l, const struct orbit_lock_options *o,
 	};
 	struct orbit_seg_opts so = {
 		.how = how, .readonly = o && o->readonly, .mode = o ? o->mode : 0,
-		.init_timeout_ms = o ? o->init_timeout_ms : 0,
+		.init_timeout_ms = o ? o->init_timeout_ms : 0, .gid = o ? o->gid : 0,
 	};
 
 	return orbit__seg_open(&l->seg, fleet, name, &spec, &so);

@@ -26,6 +26,7 @@
 
 #include "shm/crashpoint.h"
 #include "shm/segment.h"
+#include "shm/segment_perm.h"
 
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "u64 atomics must be plain 8-byte words");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "u64 atomics must be lock-free (address-free in SHM)");
@@ -169,11 +170,6 @@ static int initialise(void *base, const struct orbit_seg_spec *spec)
 	return 0;
 }
 
-static unsigned wanted_mode(const struct orbit_seg_opts *o)
-{
-	return o->mode ? (o->mode & 0777) : 0600;
-}
-
 static int map_fd(int fd, uint64_t size, bool readonly, void **out)
 {
 	void *p = mmap(NULL, size, readonly ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -202,11 +198,11 @@ static int remap(int fd, uint64_t size, bool readonly, void **base, uint64_t *ma
 static int create_new(orbit_seg_t *seg, const char *name, const struct orbit_seg_spec *spec,
 		      const struct orbit_seg_opts *o)
 {
-	unsigned mode = wanted_mode(o);
 	void *base = NULL;
 	int fd, r;
 
-	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	/* 0600 until orbit__seg_perm_apply() has given it the configured group */
+	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	/* Hold the flock before the file has a size: openers see size 0 or
@@ -228,10 +224,9 @@ static int create_new(orbit_seg_t *seg, const char *name, const struct orbit_seg
 		close(fd);
 		return -EEXIST;
 	}
-	if (fchmod(fd, mode) < 0) { /* umask must not narrow a group option */
-		r = -errno;
+	r = orbit__seg_perm_apply(fd, o); /* the group, then the mode: no umask narrows it */
+	if (r < 0)
 		goto err_unlink;
-	}
 	if (ftruncate(fd, (off_t)spec->total_bytes) < 0) {
 		r = -errno;
 		goto err_unlink;
@@ -345,8 +340,10 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 			if (base)
 				munmap(base, mapped);
 			base = NULL;
-			if (ftruncate(fd, (off_t)spec->total_bytes) < 0) {
-				r = -errno;
+			/* A creator that died before its group mode left it 0600: finish that too */
+			r = orbit__seg_perm_apply(fd, o);
+			if (r < 0 || ftruncate(fd, (off_t)spec->total_bytes) < 0) {
+				r = r < 0 ? r : -errno;
 				flock_retry(fd, LOCK_UN);
 				goto out;
 			}
@@ -382,21 +379,16 @@ static int open_existing(orbit_seg_t *seg, const char *name, const struct orbit_
 	struct stat st;
 	int fd, r;
 
-	fd = shm_open(name, (o->readonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC, 0);
+	fd = orbit__seg_perm_shm_open(name, (o->readonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC, o);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &st) < 0) {
 		r = -errno;
 		goto err_close;
 	}
-	if (st.st_uid != geteuid()) {
-		r = -ORBIT_EOWNER;
+	r = orbit__seg_perm_check(&st, o); /* owner, group and mode: shm/segment_perm.h */
+	if (r < 0)
 		goto err_close;
-	}
-	if ((st.st_mode & 0777) & ~wanted_mode(o)) {
-		r = -ORBIT_EMODE;
-		goto err_close;
-	}
 	r = wait_ready(seg, fd, spec, o, may_repair);
 	if (r < 0)
 		goto err_close;
@@ -417,8 +409,7 @@ int orbit__seg_open(orbit_seg_t *seg, const char *fleet, const char *name,
 	int r;
 
 	if (!seg || !spec || spec->total_bytes < ORBIT_SEG_HEADER_BYTES ||
-	    (o->readonly && o->how != ORBIT_SEG_OPEN) || (o->mode & ~0777u) ||
-	    ((o->mode & 0777) & 0007))
+	    (o->readonly && o->how != ORBIT_SEG_OPEN) || orbit__seg_perm_valid(o) < 0)
 		return -EINVAL;
 	r = orbit__seg_name(s.name, sizeof(s.name), fleet, name);
 	if (r < 0)

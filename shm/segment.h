@@ -93,8 +93,11 @@ struct orbit_seg_opts {
 	enum orbit_seg_open_mode how;
 	bool readonly;      /* O_RDONLY + PROT_READ (orbitctl); never with create */
 	unsigned mode;      /* permission bits at creation, and the widest accepted
-	                       at open: 0600 default (0 means 0600), 0660 for a group */
+	                       at open: 0600 default (0 means 0600), 0640 or 0660
+	                       for a group (shm/segment_perm.h has the rule) */
 	int init_timeout_ms; /* how long an opener waits for READY (0: default) */
+	uint32_t gid;       /* the group of a group mode: given to a new segment,
+	                       the only foreign group trusted at open (0: getegid()) */
 };
 
 /* A mapped segment in this process. */
@@ -120,10 +123,13 @@ int orbit__seg_name(char *buf, size_t len, const char *fleet, const char *name);
  * @seg:   filled on success; untouched on failure.
  * Context: any thread; syscalls (shm_open, fstat, flock, ftruncate, mmap);
  * may sleep up to init_timeout_ms while a creator initialises.
- * Returns 0, or: -EINVAL (bad names/options), -ENOENT (missing and not
- * created), -EEXIST (ORBIT_SEG_CREATE and it exists), -EACCES/-ELOOP
- * (permission, symlink), -ORBIT_EOWNER (owned by another uid),
- * -ORBIT_EMODE (mode wider than opts->mode), -ORBIT_ESIZE (file too small
+ * Returns 0, or: -EINVAL (bad names/options, a mode segment_perm.h
+ * refuses), -ENOENT (missing and not created), -EEXIST (ORBIT_SEG_CREATE
+ * and it exists), -EACCES/-ELOOP (permission, symlink), -EPERM (creating
+ * with a group mode for a group this process is not in), -ORBIT_EOWNER
+ * (owned by another uid, and not by the configured group of a group mode),
+ * -ORBIT_EMODE (mode wider than opts->mode, or group bits for another
+ * group than opts->gid), -ORBIT_ESIZE (file too small
  * or sizes disagree with the header or the spec), -ORBIT_EMAGIC,
  * -ORBIT_EVERSION, -ORBIT_EKIND, -ORBIT_EFINGERPRINT (header fields differ
  * from the spec, checked in that order), -ORBIT_EINITTIMEOUT (still

@@ -117,7 +117,7 @@ static int stats_init(void *body, uint64_t body_bytes, void *arg)
 	return 0;
 }
 
-int orbit__stats_open(orbit_stats_t *st, const char *fleet, bool create, bool readonly)
+int orbit__stats_open(orbit_stats_t *st, const char *fleet, const struct orbit_seg_opts *opts)
 {
 	struct orbit_seg_spec spec = {
 		.kind = ORBIT_SEG_KIND_STATS,
@@ -126,17 +126,15 @@ int orbit__stats_open(orbit_stats_t *st, const char *fleet, bool create, bool re
 		.fingerprint = orbit__stats_fingerprint(),
 		.init = stats_init,
 	};
-	struct orbit_seg_opts opts = {
-		.how = create ? ORBIT_SEG_OPEN_OR_CREATE : ORBIT_SEG_OPEN,
-		.readonly = readonly,
-	};
+	struct orbit_seg_opts def = { .how = ORBIT_SEG_OPEN_OR_CREATE };
 	struct orbit_stats_body *b;
 	int rc;
 
-	if (!st || (create && readonly))
+	if (!st)
 		return -EINVAL;
 	memset(st, 0, sizeof(*st));
-	rc = orbit__seg_open(&st->seg, fleet, ORBIT_STATS_SEG_NAME, &spec, &opts);
+	/* The mode and group are the caller's, as for every kind (segment_perm.h) */
+	rc = orbit__seg_open(&st->seg, fleet, ORBIT_STATS_SEG_NAME, &spec, opts ? opts : &def);
 	if (rc < 0)
 		return rc;
 	b = orbit__seg_at(&st->seg, ORBIT_SEG_HEADER_BYTES, sizeof(*b));

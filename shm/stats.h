@@ -209,13 +209,15 @@ static inline void orbit__stats_hist_add(struct orbit_stats_hist_local *h, uint6
 uint64_t orbit__stats_fingerprint(void);
 
 /*
- * orbit__stats_open - open (and with @create, create when missing) the
- * fleet's stats segment; @readonly maps PROT_READ (never with @create).
+ * orbit__stats_open - open (or create) the fleet's stats segment.
+ * @opts: as orbit__seg_open (NULL: open or create, 0600): .how, .readonly
+ * (PROT_READ; never with a create), and .mode/.gid, which a creator gives
+ * the segment and an opener checks, as for every other kind.
  * Context: any thread; syscalls (see orbit__seg_open).
  * Returns 0 or the codes of orbit__seg_open, -ORBIT_ECORRUPT when the body's
  * counts disagree with ours.
  */
-int orbit__stats_open(orbit_stats_t *st, const char *fleet, bool create, bool readonly);
+int orbit__stats_open(orbit_stats_t *st, const char *fleet, const struct orbit_seg_opts *opts);
 void orbit__stats_close(orbit_stats_t *st);
 
 /*

@@ -57,10 +57,16 @@ struct orbit_agent_options {
 				    the fallback bound on noticing a dead member
 				    (the death watcher notices at once) (0: 10) */
 	unsigned stats_ms;       /* stats publish + member rescan period (0: 250) */
-	unsigned mode;           /* segment permissions at creation (0: 0600) */
+	unsigned mode;           /* segment permissions (0: 0600; 0640 or 0660 to
+				    share with @gid, see lock.h "Sharing a fleet
+				    with a group"): every segment the agent opens
+				    or creates, stats included. A lock passed in
+				    @lock was opened with its own options: give it
+				    the same mode and gid */
 	const struct orbit_lock_layout *layout; /* NULL: the lock's layout, else the
 						   default; names the ring the agent
 						   writes and follows (one per layout) */
+	unsigned gid;            /* group of a group mode (0: the effective gid) */
 };
 
 /* Histograms a caller may feed (the lock API does not time itself). */
@@ -87,7 +93,8 @@ enum orbit_agent_hist {
  * its thread, epoll set or eventfd the tick notices deaths); or a
  * segment error (-ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND,
  * -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_EOWNER, -ORBIT_EMODE,
- * -ORBIT_EINITTIMEOUT, -EACCES).
+ * -ORBIT_EINITTIMEOUT, -EACCES, and -EPERM when it would create a segment
+ * with a group mode for a group this process is not in).
  */
 ORBIT_API int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **out);
 

@@ -32,6 +32,10 @@ struct orbit_fleet_options {
 	bool admin;           /* map read-write (force release, reset); never creates */
 	const struct orbit_lock_layout *layout; /* NULL: the default layout; else the
 						   fleet's: its lock table and its ring */
+	unsigned mode;        /* the widest mode accepted (0: 0600; 0640 or 0660 for
+				 a fleet shared with @gid: lock.h "Sharing a fleet
+				 with a group") */
+	unsigned gid;         /* group of a group mode (0: the effective gid) */
 };
 
 /* One member directory row. */
@@ -91,8 +95,11 @@ struct orbit_transition_event {
  * Returns: 0; -ENOENT (none of the fleet's segments exists); -EINVAL (bad
  * options, fleet name or layout); -ENOMEM; or the first validation error of a
  * segment that exists: -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND,
- * -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_ECORRUPT, -ORBIT_EOWNER,
- * -ORBIT_EMODE, -ORBIT_EINITTIMEOUT, -EACCES.
+ * -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_ECORRUPT, -ORBIT_EOWNER
+ * (another uid's segment, not shared through @opts->gid), -ORBIT_EMODE
+ * (wider than @opts->mode, e.g. a group fleet opened without its mode),
+ * -ORBIT_EINITTIMEOUT, -EACCES (e.g. a group fleet and a process outside
+ * the group).
  */
 ORBIT_API int orbit_fleet_open(const struct orbit_fleet_options *opts, orbit_fleet_t **out);
 
@@ -267,9 +274,30 @@ ORBIT_API int orbit_fleet_reset_transport(orbit_fleet_t *f);
  * joining while this runs is not excluded.
  * Returns: 0 (at least one segment removed); -ENOENT (none existed);
  * -EBUSY (a live member is attached, this process's own rows included);
- * -EINVAL (bad name); or a member directory open error.
+ * -EINVAL (bad name); or a member directory open error (a fleet shared
+ * with a group: -ORBIT_EMODE or -ORBIT_EOWNER; use orbit_fleet_unlink_with()).
  */
 ORBIT_API int orbit_fleet_unlink(const char *fleet);
+
+/**
+ * orbit_fleet_unlink_with - orbit_fleet_unlink() for the fleet, layout,
+ * mode and gid of @opts (@opts->admin is ignored): the member directory
+ * is checked with @opts' mode and gid, and the lock table and ring of
+ * @opts->layout are removed (NULL: the default layout). All or nothing:
+ * /dev/shm is sticky, so only a segment's owner (or root) can remove its
+ * name; when one of the names is another uid's (a fleet shared with a
+ * group), nothing is removed.
+ * @opts: NULL means orbit_fleet_unlink(NULL).
+ * Context: any thread; syscalls (shm_open, fcntl, lstat, shm_unlink). A
+ * member joining while this runs is not excluded, nor a member that
+ * creates a segment between the ownership check and the removal.
+ * Returns: 0 (at least one segment removed); -ENOENT (none existed);
+ * -EBUSY (a live member is attached, this process's own rows included);
+ * -EACCES (a name is another uid's: nothing removed); -EINVAL (bad
+ * options or name); or a member directory open error (-ORBIT_EOWNER,
+ * -ORBIT_EMODE, ...).
+ */
+ORBIT_API int orbit_fleet_unlink_with(const struct orbit_fleet_options *opts);
 
 ORBIT_END_DECLS
 

@@ -88,11 +88,31 @@ struct orbit_lock_options {
 	size_t size;                /* sizeof(struct orbit_lock_options) */
 	const char *fleet;          /* NULL: "default" */
 	const struct orbit_lock_layout *layout; /* NULL: the default layout */
-	unsigned mode;              /* 0: 0600; 0660 to share with a group */
+	unsigned mode;              /* 0: 0600; 0640 or 0660 to share with the group
+				       @gid (see "Sharing a fleet with a group") */
 	enum orbit_lock_serializer serializer;
 	bool readonly;              /* never creates, never mutates, maps PROT_READ */
 	int init_timeout_ms;        /* wait for a creator to finish (0: default 2 s) */
+	unsigned gid;               /* group of a group mode (0: the effective gid):
+				       given to a new segment, and the one foreign
+				       group whose segments an opener accepts */
 };
+
+/*
+ * Sharing a fleet with a group. Every peer passes the same mode (0640 or
+ * 0660) and gid to every open (lock, agent, fleet, orbitctl --mode/--group).
+ * A creator makes each segment 0600, gives it @gid (fchown: a process not
+ * in that group gets -EPERM) and then exactly @mode (fchmod: the umask does
+ * not narrow it). An opener accepts a segment owned by its own euid, or by
+ * another uid when the segment's group is @gid (only a member of the group
+ * can give a file that group) and it has one link (not when /dev/shm is
+ * setgid to @gid); anything else is -ORBIT_EOWNER, and a mode
+ * wider than configured, or group bits for another group, is -ORBIT_EMODE.
+ * Without a group mode only the own euid is accepted. A process outside the
+ * group cannot open a 0660 segment at all (-EACCES). Group members are
+ * trusted as the owner is: each can write every byte (doc/threat-model.md).
+ * Only a segment's owner (or root) removes its name: orbit_fleet_unlink_with().
+ */
 
 /* A key: namespace bytes plus the label of the resource. Only the key contends. */
 typedef struct orbit_lock_key {
@@ -177,12 +197,17 @@ struct orbit_lock_stats {
  * Context: any thread; syscalls (shm_open, mmap, flock, read of
  * /proc/self/stat); may sleep up to init_timeout_ms while a creator
  * initialises.
- * Returns: 0; -EINVAL (bad options, fleet name or layout); -ENOMEM;
+ * Returns: 0; -EINVAL (bad options, fleet name or layout, a mode other
+ * than 0600, 0640 or 0660); -ENOMEM; -EPERM (creating with a group mode
+ * for a group this process is not in: nothing is left behind);
  * -ENOENT (readonly and missing); -ORBIT_EFINGERPRINT (the fleet's table
  * has another slot count, kind or serializer); -ORBIT_ECORRUPT (the
  * table's own header fails validation); or any code of the segment layer:
- * -EACCES, -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND, -ORBIT_ESIZE,
- * -ORBIT_EOWNER, -ORBIT_EMODE, -ORBIT_EINITTIMEOUT.
+ * -EACCES (no permission: e.g. a group segment and a process outside the
+ * group), -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND, -ORBIT_ESIZE,
+ * -ORBIT_EOWNER (owned by another uid, not through the configured group),
+ * -ORBIT_EMODE (wider than @mode, or shared with another group),
+ * -ORBIT_EINITTIMEOUT.
  */
 ORBIT_API int orbit_lock_open(const struct orbit_lock_options *opts, orbit_lock_t **out);
 

@@ -88,7 +88,7 @@ static void setup(void)
 	FUZZ_SETUP(orbit__members_open(&member, fleet, 0, NULL));
 	own_row = orbit__members_join(member, "fuzz fleet");
 	FUZZ_SETUP(own_row < 0);
-	FUZZ_SETUP(orbit__stats_open(&stats, fleet, true, false));
+	FUZZ_SETUP(orbit__stats_open(&stats, fleet, NULL));
 	FUZZ_SETUP(orbit__stats_claim(&stats, (uint32_t)own_row, (uint64_t)getpid(), 1));
 	snap.counters[ORBIT_STAT_LOCK_ACQUIRED] = 3;
 	FUZZ_SETUP(orbit__stats_publish(&stats, (uint32_t)own_row, &snap));

@@ -72,7 +72,7 @@ static void setup(void)
 	orbit__ring_close(ring);
 	FUZZ_SETUP(orbit__members_open(&m, fleet, 8, NULL));
 	orbit__members_close(m);
-	FUZZ_SETUP(orbit__stats_open(&st, fleet, true, false));
+	FUZZ_SETUP(orbit__stats_open(&st, fleet, NULL));
 	orbit__stats_close(&st);
 	atexit(cleanup);
 	for (int k = 0; k < K_N; k++) {
@@ -161,7 +161,7 @@ static void open_kind(int k, bool readonly)
 		struct orbit_stats_snapshot snap;
 		orbit_stats_t st;
 
-		rc = orbit__stats_open(&st, fleet, !readonly, readonly);
+		rc = orbit__stats_open(&st, fleet, &so);
 		if (rc)
 			break;
 		FUZZ_CHECK(st.seg.size == segs[k].size, "stats mapping size");

@@ -13,6 +13,8 @@
 #include "fuzz.h"
 #include "shm/stats.h"
 
+static const struct orbit_seg_opts stats_ro = { .how = ORBIT_SEG_OPEN, .readonly = true };
+
 const char orbit_fuzz_name[] = "stats";
 /* a seed's length: the counts page and two rows (the input repeats over 64) */
 const size_t orbit_fuzz_max_len = offsetof(struct orbit_stats_body, row) + 2 * ORBIT_STATS_ROW_BYTES;
@@ -32,8 +34,8 @@ static void setup(void)
 {
 	fuzz_fleet(fleet, sizeof(fleet), "st");
 	orbit__seg_unlink(fleet, ORBIT_STATS_SEG_NAME);
-	FUZZ_SETUP(orbit__stats_open(&rw, fleet, true, false));
-	FUZZ_SETUP(orbit__stats_open(&ro, fleet, false, true));
+	FUZZ_SETUP(orbit__stats_open(&rw, fleet, NULL));
+	FUZZ_SETUP(orbit__stats_open(&ro, fleet, &stats_ro));
 	atexit(cleanup);
 	/* Seed: row 0 claimed, row 1 claimed and published. */
 	FUZZ_SETUP(orbit__stats_claim(&rw, 0, 1234, 99));
@@ -62,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				   (unsigned long long)snap.seq, (unsigned long long)snap.pid);
 	}
 	FUZZ_CHECK(orbit__stats_read(&ro, ORBIT_STATS_ROWS, &snap) == -EINVAL, "row past the end");
-	rc = orbit__stats_open(&h, fleet, false, true);
+	rc = orbit__stats_open(&h, fleet, &stats_ro);
 	FUZZ_CHECK(rc == 0 || rc == -ORBIT_ECORRUPT, "read-only open %d", rc);
 	if (rc == 0)
 		orbit__stats_close(&h);

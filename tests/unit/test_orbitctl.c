@@ -569,7 +569,7 @@ static void test_orbitctl_random_bytes_never_crash(void **state)
 	(void)state;
 	assert_int_equal(orbit__members_open(&m, fleet, 0, &so), 0);
 	assert_int_equal(orbit__ring_open(&ring, fleet, NULL, &so), 0);
-	assert_int_equal(orbit__stats_open(&st, fleet, false, false), 0);
+	assert_int_equal(orbit__stats_open(&st, fleet, &so), 0);
 	for (int round = 0; round < 3; round++) {
 		orbit_seg_t *ms = orbit__members_seg(m), *rs = orbit__ring_seg(ring);
 		struct orbit_members_shm *mh = orbit__seg_body(ms);

@@ -10,6 +10,11 @@
 #include <orbit/orbit.h>
 #include "shm/stats.h"
 
+static const struct orbit_seg_opts stats_ro = { .how = ORBIT_SEG_OPEN, .readonly = true };
+static const struct orbit_seg_opts stats_rw = { .how = ORBIT_SEG_OPEN };
+static const struct orbit_seg_opts stats_ro_create = { .how = ORBIT_SEG_OPEN_OR_CREATE,
+							   .readonly = true };
+
 static char fleet[64];
 
 static int setup(void **state)
@@ -69,7 +74,7 @@ static int writer_child(void *p)
 	orbit_stats_t st;
 	uint64_t end = orbit_test_now_ns() + a->run_ns;
 
-	if (orbit__stats_open(&st, fleet, false, false) != 0)
+	if (orbit__stats_open(&st, fleet, &stats_rw) != 0)
 		return 10;
 	for (uint64_t k = 1; orbit_test_now_ns() < end; k++) {
 		fill(&snap, k);
@@ -92,7 +97,7 @@ static int reader_child(void *p)
 	orbit_stats_t st;
 	uint64_t end = orbit_test_now_ns() + a->run_ns, last = 0, ok = 0;
 
-	if (orbit__stats_open(&st, fleet, false, true) != 0)
+	if (orbit__stats_open(&st, fleet, &stats_ro) != 0)
 		return 20;
 	while (orbit_test_now_ns() < end) {
 		int rc = orbit__stats_read(&st, a->row, &snap);
@@ -123,7 +128,7 @@ static void test_stats_seqlock_single_writer_vs_reader_processes(void **state)
 	int s1, s2, s3;
 
 	(void)state;
-	assert_int_equal(orbit__stats_open(&st, fleet, true, false), 0);
+	assert_int_equal(orbit__stats_open(&st, fleet, NULL), 0);
 	assert_int_equal(orbit__stats_claim(&st, a.row, (uint64_t)getpid(), 1), 0);
 	w = fork();
 	if (w == 0)
@@ -157,10 +162,10 @@ static void test_stats_open_validates_and_modes(void **state)
 	struct orbit_seg_opts o = { .how = ORBIT_SEG_CREATE };
 
 	(void)state;
-	assert_int_equal(orbit__stats_open(&ro, fleet, false, true), -ENOENT);
-	assert_int_equal(orbit__stats_open(&ro, fleet, true, true), -EINVAL);
-	assert_int_equal(orbit__stats_open(&st, fleet, true, false), 0);
-	assert_int_equal(orbit__stats_open(&ro, fleet, false, true), 0);
+	assert_int_equal(orbit__stats_open(&ro, fleet, &stats_ro), -ENOENT);
+	assert_int_equal(orbit__stats_open(&ro, fleet, &stats_ro_create), -EINVAL);
+	assert_int_equal(orbit__stats_open(&st, fleet, NULL), 0);
+	assert_int_equal(orbit__stats_open(&ro, fleet, &stats_ro), 0);
 	memset(&snap, 0, sizeof(snap));
 	assert_int_equal(orbit__stats_publish(&ro, 0, &snap), -EROFS);
 	assert_int_equal(orbit__stats_claim(&ro, 0, 1, 1), -EROFS);
@@ -184,7 +189,7 @@ static void test_stats_open_validates_and_modes(void **state)
 	/* Another kind under the stats name is refused by name. */
 	assert_int_equal(orbit__seg_unlink(fleet, ORBIT_STATS_SEG_NAME), 0);
 	assert_int_equal(orbit__seg_open(&other, fleet, ORBIT_STATS_SEG_NAME, &spec, &o), 0);
-	assert_int_equal(orbit__stats_open(&ro, fleet, false, true), -ORBIT_EKIND);
+	assert_int_equal(orbit__stats_open(&ro, fleet, &stats_ro), -ORBIT_EKIND);
 	orbit__seg_close(&other);
 }
 
@@ -197,7 +202,7 @@ static void test_stats_random_bytes_never_crash_reader(void **state)
 	int ok = 0, busy = 0;
 
 	(void)state;
-	assert_int_equal(orbit__stats_open(&st, fleet, true, false), 0);
+	assert_int_equal(orbit__stats_open(&st, fleet, NULL), 0);
 	for (int round = 0; round < 4; round++) {
 		uint8_t *p = (uint8_t *)st.body->row;
 

@@ -902,9 +902,12 @@ static void test_s10_lifecycle_overtakes_up_to_burst_limit(void **state)
 
 /* ---- §10 fairness ---------------------------------------------------------- */
 
+#define FAIR_BUDGET_MS 5
+#define FAIR_ITEM_MS 1
+#define FAIR_ITEMS 40
+
 struct heavy {
 	atomic_int ran;
-	atomic_int light_submitted;
 	atomic_int ran_at_light_start;
 	atomic_int light_ran;
 };
@@ -913,10 +916,7 @@ static int heavy_fn(orbit_serial_turn_t *turn, void *arg)
 {
 	struct heavy *h = arg;
 
-	/* The first item holds the slice until the light owner is queued. */
-	if (atomic_load(&h->ran) == 0)
-		wait_flag(&h->light_submitted, WAIT_MS);
-	busy_us(1000);
+	busy_us(FAIR_ITEM_MS * 1000);
 	atomic_fetch_add(&h->ran, 1);
 	return ORBIT_SERIAL_DONE;
 }
@@ -932,35 +932,46 @@ static int light_fn(orbit_serial_turn_t *turn, void *arg)
 
 /*
  * §10 Fairness / §6.4: an Actor with a lot of work piled up (40 items of
- * 1 ms) that holds past ownerTimeBudget (5 ms) has its turn cut; with one
- * worker, another Actor queued meanwhile starts long before the pile is
- * done (without the cut it would start after all 40). Checked in heavy
- * items finished, which preemption cannot inflate (a slice's budget is
- * wall time, so a preempted slice runs fewer items, not more).
+ * 1 ms) holds its turn no longer than ownerTimeBudget (5 ms): its first
+ * slice is cut after at most budget / item = 5 items, and another Actor
+ * queued meanwhile starts right after that one slice. The manual executor
+ * runs the drains on this thread in submission order, so the count is
+ * exact: heavy's first slice, then the light Actor's drain, then heavy's
+ * re-submitted rest. Counted in items, not wall time: every item takes at
+ * least 1 ms of wall time and the budget is wall time, so load makes a
+ * slice run fewer items, never more. A budget 2x or 3x too long would let
+ * the first slice run 10 or 15 items.
  */
 static void test_s10_owner_turn_cut_at_time_budget(void **state)
 {
-	orbit_worker_pool_t *pool = make_pool(1);
+	struct manual_ex x;
 	orbit_execution_lane_policy_t ap;
 	orbit_spot_serial_executor_t *s;
 	struct heavy h = { 0 };
+	int first_slice;
 
 	orbit_execution_lane_policy_init_default(&ap);
-	ap.owner_time_budget_ms = 5;
-	s = make_spot(ORBIT_SPOT_PER_ACTOR, orbit_worker_pool_executor(pool), NULL, &ap);
-	for (int i = 0; i < 40; i++)
+	ap.owner_time_budget_ms = FAIR_BUDGET_MS;
+	s = make_spot(ORBIT_SPOT_PER_ACTOR, manual_executor(&x), NULL, &ap);
+	for (int i = 0; i < FAIR_ITEMS; i++)
 		assert_int_equal(orbit_spot_execute_actor(s, 1, heavy_fn, &h, 0, NULL), 0);
 	assert_int_equal(orbit_spot_execute_actor(s, 2, light_fn, &h, 0, NULL), 0);
-	atomic_store(&h.light_submitted, 1);
-	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, WAIT_MS), 0);
+	assert_int_equal(manual_pending(&x), 2); /* heavy's drain, then light's */
+	assert_true(manual_run_one(&x));         /* heavy's first slice */
+	first_slice = atomic_load(&h.ran);
+	assert_false(atomic_load(&h.light_ran));
+	assert_int_equal(manual_pending(&x), 2); /* light's drain, heavy's rest */
+	assert_true(manual_run_one(&x));         /* the light Actor, next */
 	assert_true(atomic_load(&h.light_ran));
-	assert_int_equal(atomic_load(&h.ran), 40);
-	print_message("heavy items done when the light Actor started: %d of 40\n",
-		      atomic_load(&h.ran_at_light_start));
-	assert_true(atomic_load(&h.ran_at_light_start) < 40);
-	assert_true(atomic_load(&h.ran_at_light_start) <= 20);
+	manual_run_all(&x);
+	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, WAIT_MS), 0);
+	assert_int_equal(atomic_load(&h.ran), FAIR_ITEMS);
+	print_message("heavy items in its first slice: %d (budget %d ms, items of %d ms)\n",
+		      first_slice, FAIR_BUDGET_MS, FAIR_ITEM_MS);
+	assert_true(first_slice >= 1);
+	assert_true(first_slice <= FAIR_BUDGET_MS / FAIR_ITEM_MS);
+	assert_int_equal(atomic_load(&h.ran_at_light_start), first_slice);
 	spot_finish(s);
-	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
 }
 
 /* ---- §10 a yielded Actor ----------------------------------------------------- */

@@ -55,6 +55,14 @@ static inline int manual_submit(void *ctx, orbit_task_fn fn, void *arg, int node
 	return ret;
 }
 
+/* Make submit return @err from now on (0: accept again); any thread. */
+static inline void manual_set_refuse(struct manual_ex *x, int err)
+{
+	pthread_mutex_lock(&x->m);
+	x->refuse = err;
+	pthread_mutex_unlock(&x->m);
+}
+
 /* Tasks submitted and not yet run. */
 static inline int manual_pending(struct manual_ex *x)
 {

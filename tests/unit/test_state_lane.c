@@ -12,6 +12,7 @@
 #define _GNU_SOURCE /* pthread_timedjoin_np */
 #include "orbit_test.h"
 #include "orbit_test_executor.h"
+#include "orbit_test_manual_executor.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -784,6 +785,187 @@ static void test_s8_wait_under_gate_returns(void **state)
 	pthread_mutex_destroy(&g.gate);
 }
 
+/*
+ * A run() caller that holds an operation-protocol gate while the lane
+ * makes it combine work posted with run_async(), whose completions take
+ * that same gate. The gate is an error-checking mutex, so a completion
+ * made on the gate holder's own thread fails with EDEADLK (counted)
+ * instead of hanging the test.
+ */
+struct gated_holder {
+	struct holder h;
+	pthread_mutex_t gate;
+	pthread_t self;
+	atomic_long done_calls;
+	atomic_long done_on_holder; /* completions made on the gate holder's thread */
+	atomic_long self_deadlocks;  /* ... that found the gate held by their own thread */
+	long done_at_holder_return;  /* completions made before run() returned */
+	long order[8];
+	atomic_long norder;
+};
+
+static void *gated_holder_main(void *p)
+{
+	struct gated_holder *g = p;
+
+	g->self = pthread_self();
+	pthread_mutex_lock(&g->gate);
+	g->h.rc = orbit_state_lane_run(g->h.lane, hold_fn, &g->h);
+	g->done_at_holder_return = atomic_load(&g->done_calls);
+	pthread_mutex_unlock(&g->gate);
+	return NULL;
+}
+
+struct gated_item {
+	struct gated_holder *g;
+	long id;
+};
+
+static int gated_work(void *arg)
+{
+	return (int)((struct gated_item *)arg)->id;
+}
+
+static void gated_done(void *arg, int result)
+{
+	struct gated_item *it = arg;
+	struct gated_holder *g = it->g;
+	int rc = pthread_mutex_lock(&g->gate);
+
+	if (pthread_equal(pthread_self(), g->self))
+		atomic_fetch_add(&g->done_on_holder, 1);
+	if (rc == EDEADLK)
+		atomic_fetch_add(&g->self_deadlocks, 1);
+	else
+		pthread_mutex_unlock(&g->gate);
+	g->order[atomic_fetch_add(&g->norder, 1) & 7] = result;
+	atomic_fetch_add(&g->done_calls, 1);
+}
+
+static orbit_state_lane_t *manual_lane(const char *name, struct manual_ex *x)
+{
+	struct orbit_state_lane_options o = {
+		.size = sizeof(o), .name = name, .executor = manual_executor(x), .home_node = -1,
+	};
+	orbit_state_lane_t *lane = NULL;
+
+	assert_int_equal(orbit_state_lane_create(&o, &lane), 0);
+	return lane;
+}
+
+/*
+ * Thread G takes the idle lane's turn on the fast path while holding the
+ * gate; three run_async() items are posted behind its turn (no drain task:
+ * the turn is busy); G's release finds them and combines. Returns with G
+ * joined; @refuse is what the executor answers from just before G's release.
+ */
+static void gated_round(struct gated_holder *g, orbit_state_lane_t *lane, struct manual_ex *x,
+			struct gated_item *items, int refuse)
+{
+	pthread_t t;
+
+	g->h.lane = lane;
+	atomic_store(&g->h.entered, 0);
+	atomic_store(&g->h.go, 0);
+	assert_int_equal(pthread_create(&t, NULL, gated_holder_main, g), 0);
+	assert_true(wait_for(&g->h.entered, 1));
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(orbit_state_lane_run_async(lane, gated_work, &items[i], gated_done,
+							    &items[i]),
+				 0);
+	assert_int_equal(manual_pending(x), 0); /* queued behind G, nothing submitted */
+	manual_set_refuse(x, refuse);
+	atomic_store(&g->h.go, 1);
+	join_within_deadline(t);
+	manual_set_refuse(x, 0);
+	assert_int_equal(g->h.rc, 0);
+}
+
+/*
+ * 06 §5 Completion signals / blocking-compatible boundary, on the fast
+ * path: a run() caller that took an idle lane's turn without a lock and,
+ * at its release, combines posted run_async() work behind it, must not
+ * make those completions on its own thread (it may hold a gate they take:
+ * it would deadlock on itself). They are posted to the executor: none has
+ * run when its run() returns; the executor makes them, in order.
+ */
+static void test_s5_fast_path_holder_posts_combined_completions(void **state)
+{
+	struct manual_ex x;
+	orbit_state_lane_t *lane = manual_lane("fast-combine", &x);
+	struct gated_holder g = { 0 };
+	pthread_mutexattr_t ma;
+	struct gated_item items[3] = { { &g, 1 }, { &g, 2 }, { &g, 3 } };
+
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
+	pthread_mutex_init(&g.gate, &ma);
+	gated_round(&g, lane, &x, items, 0);
+	assert_int_equal(g.done_at_holder_return, 0);
+	assert_int_equal(manual_pending(&x), 1); /* one completion task for the three */
+	manual_run_all(&x);
+	assert_int_equal(atomic_load(&g.done_calls), 3);
+	assert_int_equal(atomic_load(&g.done_on_holder), 0);
+	assert_int_equal(atomic_load(&g.self_deadlocks), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(g.order[i], i + 1);
+	assert_int_equal(orbit_state_lane_close_sync(lane), 0);
+	assert_int_equal(orbit_state_lane_destroy(lane), 0);
+	pthread_mutex_destroy(&g.gate);
+	pthread_mutexattr_destroy(&ma);
+}
+
+/*
+ * 06 §5, when the executor refuses the completion task: the combining
+ * run() caller still does not make the completions itself (the old code
+ * did, on the gate holder's thread). They wait on the lane and run, in
+ * order and once each, with the next drain task (round 1) or in
+ * close_sync() on the thread that waits for the close (round 2).
+ */
+static void test_s5_refused_completion_task_never_runs_on_run_caller(void **state)
+{
+	struct manual_ex x;
+	orbit_state_lane_t *lane = manual_lane("refused-completions", &x);
+	struct gated_holder g = { 0 };
+	pthread_mutexattr_t ma;
+	struct gated_item items[4] = { { &g, 1 }, { &g, 2 }, { &g, 3 }, { &g, 4 } };
+
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
+	pthread_mutex_init(&g.gate, &ma);
+
+	/* Round 1: the next accepted post's drain task makes them. */
+	gated_round(&g, lane, &x, items, -ENOMEM);
+	assert_int_equal(g.done_at_holder_return, 0);
+	assert_int_equal(manual_pending(&x), 0); /* refused: nothing queued */
+	assert_int_equal(atomic_load(&g.done_calls), 0);
+	assert_int_equal(orbit_state_lane_destroy(lane), -EBUSY); /* open; completions owed */
+	assert_int_equal(orbit_state_lane_run_async(lane, gated_work, &items[3], gated_done,
+						    &items[3]),
+			 0);
+	manual_run_all(&x);
+	assert_int_equal(atomic_load(&g.done_calls), 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(g.order[i], i + 1);
+
+	/* Round 2: close_sync() makes them, on this thread. */
+	atomic_store(&g.norder, 0);
+	atomic_store(&g.done_calls, 0);
+	gated_round(&g, lane, &x, items, -EPIPE);
+	assert_int_equal(g.done_at_holder_return, 0);
+	assert_int_equal(atomic_load(&g.done_calls), 0);
+	assert_int_equal(orbit_state_lane_close_sync(lane), 0);
+	assert_int_equal(atomic_load(&g.done_calls), 3);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(g.order[i], i + 1);
+	assert_int_equal(atomic_load(&g.done_on_holder), 0);
+	assert_int_equal(atomic_load(&g.self_deadlocks), 0);
+	assert_int_equal(manual_pending(&x), 0);
+	assert_int_equal(orbit_state_lane_destroy(lane), 0);
+	pthread_mutex_destroy(&g.gate);
+	pthread_mutexattr_destroy(&ma);
+}
+
 /* ---- 06 §8 Cross-collection invariants: the binding table of 06 §4 ---- */
 
 #define ACTORS 64
@@ -1311,6 +1493,8 @@ int main(void)
 		cmocka_unit_test(test_s8_completion_in_turn_runs_continuation),
 		cmocka_unit_test(test_s8_registration_done_at_return),
 		cmocka_unit_test(test_s8_wait_under_gate_returns),
+		cmocka_unit_test(test_s5_fast_path_holder_posts_combined_completions),
+		cmocka_unit_test(test_s5_refused_completion_task_never_runs_on_run_caller),
 		cmocka_unit_test(test_s8_cross_collection_invariant_holds),
 		cmocka_unit_test(test_two_threads_million_submissions_each),
 		cmocka_unit_test(test_binding_table_posted_writes_readers_agree),

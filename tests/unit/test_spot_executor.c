@@ -25,6 +25,8 @@
 
 #include <orbit/orbit.h>
 
+#include "lib/serial_executor.h" /* struct orbit__coord: the destroy-in-turn test */
+
 #define WAIT_MS 10000 /* generous bound for anything that must happen */
 
 static const int modes[2] = { ORBIT_SPOT_PER_ACTOR, ORBIT_SPOT_SPOT_WIDE };
@@ -1880,6 +1882,118 @@ static void test_s4_spot_wide_waiting_turn_owed_the_next_room(void **state)
 	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
 }
 
+/* ---- 06 §5: the coordinators' lane results are not ignored ------------------ */
+
+struct snap_probe {
+	atomic_int ran;
+	int rc;
+	struct orbit_actor_state_snapshot snap;
+};
+
+static int snap_probe_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct snap_probe *p = arg;
+
+	p->rc = orbit_work_actor_snapshot(turn, &p->snap);
+	atomic_fetch_add(&p->ran, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+/*
+ * 07 §7 with 06 §5: the snapshot is one lane turn at the start of the
+ * handling; when that turn is refused (an executor that runs the drain on
+ * the submitter's stack puts the handler inside the coordinator's own
+ * lane turn: -EDEADLK), the handler is told so by
+ * orbit_work_actor_snapshot() instead of getting a snapshot without the
+ * registration (the old code ignored the run() result: rc 0, version 0).
+ */
+static void test_s7_refused_snapshot_turn_is_reported(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_serial_executor_t *s = make_spot(ORBIT_SPOT_PER_ACTOR, manual_executor(&x),
+						    NULL, NULL);
+	struct snap_probe p = { 0 };
+
+	assert_int_equal(orbit_spot_actor_set_info(s, 1, "abc", 3), 0);
+	manual_set_inline(&x, 1);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, snap_probe_fn, &p, 0, NULL), 0);
+	manual_set_inline(&x, 0);
+	assert_int_equal(atomic_load(&p.ran), 1);
+	assert_int_equal(p.rc, -EDEADLK);
+	/* A well-behaved executor: the snapshot as registered. */
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(orbit_spot_execute_actor(s, 1, snap_probe_fn, &p, 0, NULL), 0);
+	manual_run_all(&x);
+	assert_int_equal(p.rc, 0);
+	assert_int_equal(p.snap.version, 1);
+	assert_int_equal(p.snap.info_len, 3);
+	assert_memory_equal(p.snap.info, "abc", 3);
+	spot_finish(s);
+}
+
+/*
+ * 06 §5 / §6 Kind 1, the SpotWide room hook: it enters the Spot's lane
+ * from the Spot queue's drain. When that drain runs inside one of the
+ * Spot's own lane turns (an executor that runs tasks on the submitter's
+ * stack, here inside execute_actor's turn), the turn is refused with
+ * -EDEADLK; the thread then owns the lane's state, so the waiting Actor
+ * turn is placed with the body that does not enter the lane. The old code
+ * ignored the result and the waiting turn never ran (quiescence timed out).
+ */
+static void test_s4_room_hook_inside_own_lane_turn_places_waiting_turn(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_serial_executor_t *s = make_small_spot(manual_executor(&x), 1, 4);
+	static struct olog log;
+	struct rec a = { &log, 1 }, sp = { &log, 2 }, b = { &log, 3 };
+
+	olog_init(&log);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &a, 0, NULL), 0);
+	assert_int_equal(orbit_spot_execute_spot(s, rec_fn, &sp, NULL), 0); /* Spot queue full */
+	assert_true(manual_run_one(&x)); /* Actor 1's record: its turn waits for room */
+	assert_int_equal(spot_stats(s).turn_waited, 1);
+	manual_set_inline(&x, 1);
+	/* Inside this call's lane turn the executor runs the Spot queue's
+	 * drain: the Spot item finishes and the room hook fires. */
+	assert_int_equal(orbit_spot_execute_actor(s, 2, rec_fn, &b, 0, NULL), 0);
+	manual_set_inline(&x, 0);
+	manual_run_all(&x);
+	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, 2000), 0);
+	assert_int_equal(log.n, 2); /* the Spot item, then Actor 1's handler */
+	assert_int_equal(log.v[0], 2);
+	assert_int_equal(log.v[1], 1);
+	/* Actor 2's turn met the same refused lane: reported, not lost. */
+	assert_int_equal(spot_stats(s).turn_rejected, 1);
+	spot_finish(s);
+}
+
+static int destroy_in_turn(void *arg)
+{
+	return orbit_spot_serial_executor_destroy(arg);
+}
+
+/*
+ * 07 §8 throwIfReentrant at a point where reentrancy is possible: destroy
+ * called on a thread that holds the coordinator's lane turn would free
+ * the lane under its holder; it is refused with -EDEADLK and the Spot
+ * stays usable (the old code went on: emptied nothing, freed the Spot and
+ * returned 0). White-box: the test enters the coordinator's lane itself.
+ */
+static void test_s8_destroy_from_own_lane_turn_refused(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_serial_executor_t *s = make_spot(ORBIT_SPOT_PER_ACTOR, manual_executor(&x),
+						    NULL, NULL);
+	atomic_int n = 0;
+
+	assert_int_equal(orbit_state_lane_run(((struct orbit__coord *)s)->lane, destroy_in_turn, s),
+			 -EDEADLK);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &n, 0, NULL), 0);
+	manual_run_all(&x);
+	assert_int_equal(atomic_load(&n), 1);
+	spot_finish(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1908,6 +2022,9 @@ int main(void)
 		cmocka_unit_test(test_stress_two_threads_many_actors_none_lost_order_kept),
 		cmocka_unit_test(test_s5_spot_wide_full_spot_queue_loses_nothing_under_load),
 		cmocka_unit_test(test_s4_spot_wide_waiting_turn_owed_the_next_room),
+		cmocka_unit_test(test_s7_refused_snapshot_turn_is_reported),
+		cmocka_unit_test(test_s4_room_hook_inside_own_lane_turn_places_waiting_turn),
+		cmocka_unit_test(test_s8_destroy_from_own_lane_turn_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

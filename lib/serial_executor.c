@@ -15,10 +15,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "lib/ownership.h"
 #include "lib/serial_executor.h"
 #include "lib/sync.h"
 
@@ -89,6 +91,17 @@ static int cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int timeout_
 	if (r)
 		abort(); /* broken invariant */
 	return 0;
+}
+
+/* ---- 07 §8 ownership premise (lib/ownership.h) ------------------------------ */
+
+void orbit__ownership_broken(const char *what, const char *name, const char *file, int line)
+{
+	fprintf(stderr,
+		"orbit: %s:%d assumes it runs on the turn of %s \"%s\", but this thread does "
+		"not hold it (07 §8 ownership premise broken)\n",
+		file, line, what, name ? name : "?");
+	abort(); /* a broken invariant of this process */
 }
 
 /* ---- coordinator base ---------------------------------------------------- */
@@ -457,6 +470,7 @@ static int snapshot_fn(void *arg)
 	struct orbit__work *w = arg;
 	const struct orbit__actor_info *a = w->info;
 
+	ORBIT__ASSERT_ON_LANE(w->co->lane);
 	/* On the owner's lane turn: all fields read together (07 §7). */
 	w->snap.actor_id = a->actor_id;
 	w->snap.version = a->version;

@@ -38,6 +38,7 @@
 #include <orbit/spot_executor.h>
 #include <orbit/worker_pool.h>
 
+#include "lib/ownership.h"
 #include "lib/serial_executor.h"
 #include "lib/serial_queue.h"
 
@@ -194,9 +195,11 @@ static int entry_get(orbit_spot_serial_executor_t *s, struct map *m, uint64_t ha
 		     const void *key, size_t size, const orbit_execution_lane_policy_t *pol,
 		     const char *qname, struct entry_head **out, bool *created)
 {
-	struct entry_head *e = (struct entry_head *)map_find(m, hash, eq, key);
+	struct entry_head *e;
 	int ret;
 
+	ORBIT__ASSERT_ON_LANE(s->co.lane); /* the maps are lane-owned (06 §4 C2) */
+	e = (struct entry_head *)map_find(m, hash, eq, key);
 	*created = false;
 	if (e) {
 		*out = e;
@@ -377,6 +380,10 @@ static int place_turn_fn(void *arg)
 	orbit_spot_serial_executor_t *s = (orbit_spot_serial_executor_t *)w->co;
 	int ret;
 
+	/* Every build (07 §8): entered from an Actor queue's turn, a path
+	 * with a reentrancy history (an executor running it inside a lane
+	 * turn of this Spot). */
+	ORBIT__CHECK_ON_LANE(s->co.lane);
 	if (!s->wait_head) {
 		ret = orbit_serial_queue_enqueue(s->spot_q, orbit__work_run, w);
 		if (ret != -EAGAIN)
@@ -404,6 +411,9 @@ static int place_waiting_fn(void *arg)
 	struct orbit__work *w, *next;
 	int ret;
 
+	/* Every build (07 §8): run from the room hook on a Spot-queue drain,
+	 * also directly when that drain ran inside our own lane turn. */
+	ORBIT__CHECK_ON_LANE(s->co.lane);
 	while ((w = s->wait_head)) {
 		next = w->wait_next;
 		ret = orbit_serial_queue_enqueue(s->spot_q, orbit__work_run, w);
@@ -477,6 +487,7 @@ static int submit_fn(void *arg)
 	struct timer_entry *t;
 	int ret = 0;
 
+	ORBIT__ASSERT_ON_LANE(s->co.lane);
 	c->ran = true;
 	if (s->closed)
 		return orbit__work_refuse(c->w, c->kind, -EPIPE);
@@ -598,6 +609,7 @@ static int set_info_fn(void *arg)
 	struct actor_entry *a;
 	int ret;
 
+	ORBIT__ASSERT_ON_LANE(c->s->co.lane);
 	if (c->s->closed)
 		return -EPIPE;
 	ret = actor_get(c->s, c->actor_id, &a);
@@ -635,6 +647,7 @@ static int close_fn(void *arg)
 {
 	orbit_spot_serial_executor_t *s = arg;
 
+	ORBIT__ASSERT_ON_LANE(s->co.lane);
 	/* One turn: no submission gets in after this, and every subordinate
 	 * queue closes with the Spot (§2 lifetime). */
 	s->closed = true;
@@ -678,6 +691,7 @@ static int empty_fn(void *arg)
 {
 	struct emptied *e = arg;
 
+	ORBIT__ASSERT_ON_LANE(e->s->co.lane);
 	e->actors = e->s->actors;
 	e->timers = e->s->timers;
 	memset(&e->s->actors, 0, sizeof(e->s->actors));

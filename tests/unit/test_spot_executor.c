@@ -19,12 +19,14 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 
 #include <orbit/orbit.h>
 
+#include "lib/ownership.h"        /* the 07 §8 checks, per build mode */
 #include "lib/serial_executor.h" /* struct orbit__coord: the destroy-in-turn test */
 
 #define WAIT_MS 10000 /* generous bound for anything that must happen */
@@ -1994,6 +1996,103 @@ static void test_s8_destroy_from_own_lane_turn_refused(void **state)
 	spot_finish(s);
 }
 
+static orbit_serial_queue_t *make_queue_for_premise(orbit_executor_t ex)
+{
+	struct orbit_serial_queue_options o;
+	orbit_serial_queue_t *q = NULL;
+
+	orbit_serial_queue_options_init(&o);
+	o.executor = ex;
+	o.name = "premise";
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	return q;
+}
+
+/* ---- 07 §8 ownership premise checks ------------------------------------------ */
+
+enum premise_probe { PROBE_ASSERT, PROBE_CHECK, PROBE_QUEUE };
+
+struct premise_case {
+	orbit_state_lane_t *lane;
+	orbit_serial_queue_t *q;
+	enum premise_probe probe;
+};
+
+static int premise_on_lane(void *arg)
+{
+	struct premise_case *c = arg;
+
+	ORBIT__ASSERT_ON_LANE(c->lane);
+	ORBIT__CHECK_ON_LANE(c->lane);
+	return 7;
+}
+
+static void premise_probe_off_lane(struct premise_case *c)
+{
+	if (c->probe == PROBE_ASSERT)
+		ORBIT__ASSERT_ON_LANE(c->lane);
+	else if (c->probe == PROBE_CHECK)
+		ORBIT__CHECK_ON_LANE(c->lane);
+	else
+		ORBIT__ASSERT_ON_QUEUE(c->q, false);
+}
+
+/* Run the probe in a child; true if the child died of SIGABRT. */
+static bool premise_probe_aborts(struct premise_case *c)
+{
+	pid_t pid = fork();
+	int st = 0;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		if (fd >= 0)
+			dup2(fd, 2); /* the message is expected */
+		premise_probe_off_lane(c);
+		_exit(0);
+	}
+	st = orbit_test_wait(pid, WAIT_MS);
+	assert_true(st >= 0);
+	return WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT;
+}
+
+/*
+ * 07 §8 "check the ownership premise": code that assumes it runs on a
+ * lane's (or queue's) turn says so. The isOnLane assertion is required in
+ * debug builds (configure --enable-debug defines ORBIT_DEBUG) and optional
+ * in release builds: ORBIT__ASSERT_ON_LANE / _ON_QUEUE abort off the turn
+ * in a debug build and cost nothing otherwise; ORBIT__CHECK_ON_LANE, kept
+ * by the paths with a reentrancy history, aborts in every build. On the
+ * turn neither fires. (tests/unit/check-ownership-premise.sh checks that
+ * every lane turn function of the coordinators carries one.)
+ */
+static void test_s8_ownership_premise_checks_per_build_mode(void **state)
+{
+	struct orbit_state_lane_options lo = { .size = sizeof(lo), .name = "premise" };
+	struct manual_ex x;
+	struct premise_case c = { 0 };
+#ifdef ORBIT_DEBUG
+	const bool debug = true;
+#else
+	const bool debug = false;
+#endif
+
+	assert_int_equal(orbit_state_lane_create(&lo, &c.lane), 0);
+	c.q = make_queue_for_premise(manual_executor(&x));
+	assert_int_equal(orbit_state_lane_run(c.lane, premise_on_lane, &c), 7);
+	print_message("build: %s\n", debug ? "debug (ORBIT_DEBUG)" : "release");
+	c.probe = PROBE_ASSERT;
+	assert_int_equal(premise_probe_aborts(&c), debug);
+	c.probe = PROBE_QUEUE;
+	assert_int_equal(premise_probe_aborts(&c), debug);
+	c.probe = PROBE_CHECK;
+	assert_true(premise_probe_aborts(&c));
+	assert_int_equal(orbit_serial_queue_destroy(c.q), 0);
+	assert_int_equal(orbit_state_lane_close_sync(c.lane), 0);
+	assert_int_equal(orbit_state_lane_destroy(c.lane), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2025,6 +2124,7 @@ int main(void)
 		cmocka_unit_test(test_s7_refused_snapshot_turn_is_reported),
 		cmocka_unit_test(test_s4_room_hook_inside_own_lane_turn_places_waiting_turn),
 		cmocka_unit_test(test_s8_destroy_from_own_lane_turn_refused),
+		cmocka_unit_test(test_s8_ownership_premise_checks_per_build_mode),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include <orbit/spot_executor.h>
 #include <orbit/worker_pool.h>
 
+#include "lib/ownership.h"
 #include "lib/serial_executor.h"
 #include "lib/serial_queue.h"
 
@@ -127,6 +128,7 @@ static int set_info_fn(void *arg)
 {
 	struct set_info *c = arg;
 
+	ORBIT__ASSERT_ON_LANE(c->a->co.lane);
 	if (c->a->closed)
 		return -EPIPE;
 	return orbit__actor_info_set(&c->a->info, c->info, c->len);
@@ -147,6 +149,7 @@ static int close_fn(void *arg)
 {
 	orbit_actor_serial_executor_t *a = arg;
 
+	ORBIT__ASSERT_ON_LANE(a->co.lane);
 	a->closed = true;
 	return orbit_serial_queue_close(a->q);
 }

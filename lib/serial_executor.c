@@ -15,10 +15,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "lib/ownership.h"
 #include "lib/serial_executor.h"
 #include "lib/sync.h"
 
@@ -89,6 +91,17 @@ static int cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int timeout_
 	if (r)
 		abort(); /* broken invariant */
 	return 0;
+}
+
+/* ---- 07 §8 ownership premise (lib/ownership.h) ------------------------------ */
+
+void orbit__ownership_broken(const char *what, const char *name, const char *file, int line)
+{
+	fprintf(stderr,
+		"orbit: %s:%d assumes it runs on the turn of %s \"%s\", but this thread does "
+		"not hold it (07 §8 ownership premise broken)\n",
+		file, line, what, name ? name : "?");
+	abort(); /* a broken invariant of this process */
 }
 
 /* ---- coordinator base ---------------------------------------------------- */
@@ -176,9 +189,18 @@ int orbit__coord_await(struct orbit__coord *co, int timeout_ms)
 
 int orbit__coord_destroy_begin(struct orbit__coord *co, int (*close)(void *obj), void *obj)
 {
+	int ret;
+
 	if (orbit__coord_is_current(co))
 		return -EDEADLK;
-	close(obj);
+	/* 07 §8: destroy frees the lane; from inside its turn that would
+	 * pull it from under the holder. Refused here, in every build. */
+	ret = orbit_state_lane_throw_if_reentrant(co->lane);
+	if (ret)
+		return ret;
+	ret = close(obj);
+	if (ret)
+		return ret;
 	/* seq_cst like D1: closed, so the count only goes down from here. */
 	return atomic_load_explicit(&co->outstanding, memory_order_seq_cst) > 0 ? -EBUSY : 0;
 }
@@ -448,6 +470,7 @@ static int snapshot_fn(void *arg)
 	struct orbit__work *w = arg;
 	const struct orbit__actor_info *a = w->info;
 
+	ORBIT__ASSERT_ON_LANE(w->co->lane);
 	/* On the owner's lane turn: all fields read together (07 §7). */
 	w->snap.actor_id = a->actor_id;
 	w->snap.version = a->version;
@@ -481,10 +504,14 @@ int orbit__work_run(orbit_serial_turn_t *turn, void *arg)
 
 	if (w->info && !w->snapped) {
 		/* §7: one lane turn, at the start of the handling, never again
-		 * during it (continuations carry the same snapshot). */
+		 * during it (continuations carry the same snapshot). A turn
+		 * refused (this thread already holds the lane: an executor ran
+		 * the work inside a coordinator's lane turn; or the lane is
+		 * closed) leaves no snapshot: the handler is told, not handed
+		 * a half-filled one. */
 		w->snapped = true;
 		w->snap.actor_id = w->info->actor_id;
-		orbit_state_lane_run(w->co->lane, snapshot_fn, w);
+		w->snap_err = orbit_state_lane_run(w->co->lane, snapshot_fn, w);
 	}
 	w->yielded = false;
 	tls_frame = &f;
@@ -551,6 +578,8 @@ int orbit_work_actor_snapshot(const orbit_serial_turn_t *turn,
 		return -EINVAL;
 	if (!f->w->info)
 		return -ENOENT;
+	if (f->w->snap_err)
+		return f->w->snap_err;
 	*out = f->w->snap;
 	return 0;
 }

@@ -75,6 +75,7 @@ struct orbit__work {
 	/* Actor work: the registration to snapshot at the handling's start. */
 	const struct orbit__actor_info *info;
 	bool snapped;
+	int snap_err; /* the snapshot turn's error (-EDEADLK, -EPIPE), or 0 */
 	struct orbit_actor_state_snapshot snap;
 };
 

@@ -28,6 +28,7 @@
 #include <orbit/spot_executor.h>
 #include <orbit/worker_pool.h>
 
+#include "lib/ownership.h"
 #include "lib/serial_executor.h"
 #include "lib/serial_queue.h"
 
@@ -62,8 +63,10 @@ void orbit_session_serial_executor_options_init(struct orbit_session_serial_exec
 static void on_release(struct orbit__coord *co, uint64_t left)
 {
 	orbit_session_serial_executor_t *s = (orbit_session_serial_executor_t *)co;
-	orbit_serial_resume_t *h = s->final_park;
+	orbit_serial_resume_t *h;
 
+	ORBIT__ASSERT_ON_QUEUE(s->q, orbit_state_lane_is_on_lane(s->co.lane));
+	h = s->final_park;
 	if (left != 1 || !h)
 		return; /* only the final work is left: let it run */
 	s->final_park = NULL;
@@ -121,6 +124,7 @@ static int final_gate(orbit_serial_turn_t *turn, void *arg)
 {
 	orbit_session_serial_executor_t *s = arg;
 
+	ORBIT__ASSERT_ON_QUEUE(s->q, false); /* final_park: the session queue's turns only */
 	/* seq_cst like D1: a count of work, released on this queue's turns. */
 	if (atomic_load_explicit(&s->co.outstanding, memory_order_seq_cst) > 1 &&
 	    orbit__work_yield(turn, final_gate, s, ORBIT_SERIAL_SUSPEND_RELEASE,
@@ -147,6 +151,7 @@ static int submit_fn(void *arg)
 	void *fn_arg = c->w->arg;
 	int ret;
 
+	ORBIT__ASSERT_ON_LANE(s->co.lane);
 	c->ran = true;
 	if (s->closed)
 		return orbit__work_refuse(c->w, c->kind, -EPIPE);
@@ -223,7 +228,10 @@ int orbit_session_execute_final(orbit_session_serial_executor_t *session, orbit_
 
 static int close_fn(void *arg)
 {
-	((orbit_session_serial_executor_t *)arg)->closed = true;
+	orbit_session_serial_executor_t *s = arg;
+
+	ORBIT__ASSERT_ON_LANE(s->co.lane);
+	s->closed = true;
 	return 0;
 }
 

@@ -38,6 +38,7 @@
 #include <orbit/spot_executor.h>
 #include <orbit/worker_pool.h>
 
+#include "lib/ownership.h"
 #include "lib/serial_executor.h"
 #include "lib/serial_queue.h"
 
@@ -194,9 +195,11 @@ static int entry_get(orbit_spot_serial_executor_t *s, struct map *m, uint64_t ha
 		     const void *key, size_t size, const orbit_execution_lane_policy_t *pol,
 		     const char *qname, struct entry_head **out, bool *created)
 {
-	struct entry_head *e = (struct entry_head *)map_find(m, hash, eq, key);
+	struct entry_head *e;
 	int ret;
 
+	ORBIT__ASSERT_ON_LANE(s->co.lane); /* the maps are lane-owned (06 §4 C2) */
+	e = (struct entry_head *)map_find(m, hash, eq, key);
 	*created = false;
 	if (e) {
 		*out = e;
@@ -377,6 +380,10 @@ static int place_turn_fn(void *arg)
 	orbit_spot_serial_executor_t *s = (orbit_spot_serial_executor_t *)w->co;
 	int ret;
 
+	/* Every build (07 §8): entered from an Actor queue's turn, a path
+	 * with a reentrancy history (an executor running it inside a lane
+	 * turn of this Spot). */
+	ORBIT__CHECK_ON_LANE(s->co.lane);
 	if (!s->wait_head) {
 		ret = orbit_serial_queue_enqueue(s->spot_q, orbit__work_run, w);
 		if (ret != -EAGAIN)
@@ -404,6 +411,9 @@ static int place_waiting_fn(void *arg)
 	struct orbit__work *w, *next;
 	int ret;
 
+	/* Every build (07 §8): run from the room hook on a Spot-queue drain,
+	 * also directly when that drain ran inside our own lane turn. */
+	ORBIT__CHECK_ON_LANE(s->co.lane);
 	while ((w = s->wait_head)) {
 		next = w->wait_next;
 		ret = orbit_serial_queue_enqueue(s->spot_q, orbit__work_run, w);
@@ -422,10 +432,22 @@ static int place_waiting_fn(void *arg)
 static void spot_room(void *ctx)
 {
 	orbit_spot_serial_executor_t *s = ctx;
+	int ret;
 
 	/* The lane is open until destroy, and destroy waits for this drain
-	 * (a waiting turn is outstanding work), so this always runs. */
-	orbit_state_lane_run(s->co.lane, place_waiting_fn, s);
+	 * (a waiting turn is outstanding work), so the turn is only refused
+	 * when this thread already holds it: an executor ran the Spot
+	 * queue's drain inside one of our lane turns. The state is then
+	 * ours: place the turns with the body that does not enter the lane
+	 * (06 §6 Kind 1) rather than leave them waiting for ever. */
+	ret = orbit_state_lane_run(s->co.lane, place_waiting_fn, s);
+	if (ret == -EDEADLK && orbit_state_lane_is_on_lane(s->co.lane))
+		ret = place_waiting_fn(s);
+	if (ret) {
+		fprintf(stderr, "orbit: spot \"%s\": room hook could not enter its lane (%d): "
+			"SpotWide Actor turns would wait for ever\n", s->name, ret);
+		abort(); /* broken invariant: the lane closes only after quiescence */
+	}
 }
 
 /*
@@ -465,6 +487,7 @@ static int submit_fn(void *arg)
 	struct timer_entry *t;
 	int ret = 0;
 
+	ORBIT__ASSERT_ON_LANE(s->co.lane);
 	c->ran = true;
 	if (s->closed)
 		return orbit__work_refuse(c->w, c->kind, -EPIPE);
@@ -586,6 +609,7 @@ static int set_info_fn(void *arg)
 	struct actor_entry *a;
 	int ret;
 
+	ORBIT__ASSERT_ON_LANE(c->s->co.lane);
 	if (c->s->closed)
 		return -EPIPE;
 	ret = actor_get(c->s, c->actor_id, &a);
@@ -623,6 +647,7 @@ static int close_fn(void *arg)
 {
 	orbit_spot_serial_executor_t *s = arg;
 
+	ORBIT__ASSERT_ON_LANE(s->co.lane);
 	/* One turn: no submission gets in after this, and every subordinate
 	 * queue closes with the Spot (§2 lifetime). */
 	s->closed = true;
@@ -666,6 +691,7 @@ static int empty_fn(void *arg)
 {
 	struct emptied *e = arg;
 
+	ORBIT__ASSERT_ON_LANE(e->s->co.lane);
 	e->actors = e->s->actors;
 	e->timers = e->s->timers;
 	memset(&e->s->actors, 0, sizeof(e->s->actors));
@@ -697,7 +723,10 @@ int orbit_spot_serial_executor_destroy(orbit_spot_serial_executor_t *spot)
 	ret = orbit__coord_destroy_begin(&spot->co, close_cb, spot);
 	if (ret)
 		return ret;
-	orbit_state_lane_run(spot->co.lane, empty_fn, &e);
+	/* Nothing is freed unless the maps came out in one turn. */
+	ret = orbit_state_lane_run(spot->co.lane, empty_fn, &e);
+	if (ret)
+		return ret;
 	map_each(&e.actors, free_entry, NULL);
 	map_each(&e.timers, free_entry, NULL);
 	free(e.actors.b);

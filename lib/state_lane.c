@@ -24,7 +24,9 @@
  *   state RUNNING -> 0 (fast)       the holder, queue empty  CAS R1, no lock
  *   every other state change        enqueuers, holder, close lane->mu
  *   head/tail, qlen, waiters, free  enqueuers, holder        lane->mu
- *   list, closers
+ *   list, closers, deferred
+ *   completions (cdone, cclosers),
+ *   ctask
  *   arrivals                        enqueuers (under mu)     relaxed hint
  *   node->result, node->word        the thread running it    R3/A3 pair
  *   diag_level                      lane turns only (C2)     the turn
@@ -32,8 +34,8 @@
  *   refs                            drain tasks, batches     acq_rel
  *
  * Lock order: lane->mu, then the executor's internal locks (post() calls
- * submit under lane->mu on the idle->PENDING transition; hand-offs submit
- * after unlocking). No lane lock is held while work, completions or log
+ * submit under lane->mu on the idle->PENDING transition; hand-offs and the
+ * completion task submit after unlocking). No lane lock is held while work, completions or log
  * hooks run, so lanes nest freely.
  */
 #include <errno.h>
@@ -109,7 +111,8 @@ struct orbit_state_lane {
 	_Atomic uint32_t refs;          /* user + promised drain tasks + batches */
 	_Atomic uint64_t reentries;     /* C3 counter of refusals */
 	/* lane->mu protects: head, tail, wait_head, wait_tail, free_nodes,
-	 * nfree, closers, and state changes other than A1/R1. Nothing else
+	 * nfree, closers, cdone_*, cclosers, ctask, and state changes other
+	 * than A1/R1. Nothing else
 	 * (no lane, no executor call other than submit) is taken under it. */
 	pthread_mutex_t mu;
 	struct lane_node *head, *tail;
@@ -121,6 +124,13 @@ struct orbit_state_lane {
 	struct lane_node *free_nodes;
 	unsigned nfree;
 	struct close_waiter *closers;
+	/* Completions a run() caller made while combining and may not call
+	 * itself (06 §5): they wait here, in order, for the completion task
+	 * (ctask: one is submitted and has not taken them yet), for the next
+	 * drain task, or for close_sync(). Under lane->mu. */
+	struct lane_node *cdone_head, *cdone_tail;
+	struct close_waiter *cclosers;
+	bool ctask;
 	int diag_level;                 /* owned by the lane: touched in turns only */
 	orbit_executor_t ex;
 	int home_node;
@@ -153,6 +163,12 @@ struct batch {
 	struct lane_node *done_head, *done_tail; /* run_async nodes, in order */
 	struct close_waiter *closers;            /* close() callbacks, idle+closed */
 	bool ref;                                /* holds a lane ref while it runs */
+	/* Set by the caller: a run() caller's slice, whose completions go to
+	 * the lane's deferred lists (and its completion task) instead of
+	 * @done_head/@closers, but for sync-bridge latches. */
+	bool defer;
+	struct lane_node *def_head, *def_tail; /* b->defer: run_async nodes, in order */
+	bool submit_ctask; /* this slice scheduled the completion task */
 };
 
 static inline void lane_lock(struct orbit_state_lane *lane)
@@ -431,9 +447,73 @@ static bool submit_promise(struct orbit_state_lane *lane, orbit_executor_t ex, i
 	return false;
 }
 
-/* A batch with callbacks to make keeps the lane alive until it ran them. */
-static void batch_hold_ref_locked(struct orbit_state_lane *lane, struct batch *b)
+static void latch_done(void *arg, int result);
+
+/*
+ * A completion that only wakes a sync bridge waiting in node_wait()
+ * (close_sync, set_diagnostics): it takes no gate and never blocks, so
+ * whoever ends the turn calls it, also a run() caller; deferring it could
+ * leave the bridge waiting for an executor that refuses.
+ */
+static inline bool is_latch(orbit_state_lane_done_fn done)
 {
+	return done == latch_done;
+}
+
+/*
+ * The slice ends (under lane->mu): decide where its completions run.
+ * A run() caller's (b->defer, on a lane with an executor) go to the
+ * lane's deferred lists, and the first such slice schedules the
+ * completion task (submitted by batch_run() after unlocking). A drain
+ * task or a sync bridge takes what is deferred, if no completion task is
+ * on its way, and calls it before its own (deferred ones are older).
+ * A batch with callbacks to make keeps the lane alive until it ran them.
+ */
+static void settle_locked(struct orbit_state_lane *lane, struct batch *b)
+{
+	if (b->defer && lane->ex.submit) {
+		struct close_waiter *c, *next, *keep = NULL;
+
+		for (c = b->closers; c; c = next) {
+			next = c->next;
+			if (is_latch(c->done)) {
+				c->next = keep;
+				keep = c;
+			} else {
+				c->next = lane->cclosers;
+				lane->cclosers = c;
+			}
+		}
+		b->closers = keep;
+		if (b->def_head) {
+			if (lane->cdone_tail)
+				lane->cdone_tail->next = b->def_head;
+			else
+				lane->cdone_head = b->def_head;
+			lane->cdone_tail = b->def_tail;
+			b->def_head = b->def_tail = NULL;
+		}
+		if ((lane->cdone_head || lane->cclosers) && !lane->ctask) {
+			lane->ctask = true;
+			lane_ref(lane); /* held by the completion task */
+			b->submit_ctask = true;
+		}
+	} else if ((lane->cdone_head || lane->cclosers) && !lane->ctask) {
+		struct close_waiter **tail = &lane->cclosers;
+
+		if (lane->cdone_head) {
+			lane->cdone_tail->next = b->done_head;
+			if (!b->done_head)
+				b->done_tail = lane->cdone_tail;
+			b->done_head = lane->cdone_head;
+			lane->cdone_head = lane->cdone_tail = NULL;
+		}
+		while (*tail)
+			tail = &(*tail)->next;
+		*tail = b->closers;
+		b->closers = lane->cclosers;
+		lane->cclosers = NULL;
+	}
 	if ((b->done_head || b->closers) && !b->ref) {
 		lane_ref(lane);
 		b->ref = true;
@@ -499,7 +579,7 @@ static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, u
 			int node = lane->home_node;
 
 			next_holder = handoff_locked(lane);
-			batch_hold_ref_locked(lane, b);
+			settle_locked(lane, b);
 			lane_unlock(lane);
 			if (next_holder) {
 				node_complete(next_holder, W_GRANTED);
@@ -542,12 +622,18 @@ static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, u
 				else
 					node_complete(n, W_DONE);
 			} else if (n->done) {
+				struct lane_node **head = &b->done_head, **tail = &b->done_tail;
+
+				if (b->defer && lane->ex.submit && !is_latch(n->done)) {
+					head = &b->def_head; /* 06 §5: not on this thread */
+					tail = &b->def_tail;
+				}
 				n->next = NULL;
-				if (b->done_tail)
-					b->done_tail->next = n;
+				if (*tail)
+					(*tail)->next = n;
 				else
-					b->done_head = n;
-				b->done_tail = n;
+					*head = n;
+				*tail = n;
 			} else {
 				n->next = recycle;
 				recycle = n;
@@ -560,7 +646,7 @@ static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, u
 			node_put_locked(lane, n);
 		}
 	}
-	batch_hold_ref_locked(lane, b);
+	settle_locked(lane, b);
 	lane_unlock(lane);
 }
 
@@ -585,42 +671,45 @@ static void batch_call(struct batch *b)
 	}
 }
 
-struct posted_batch {
-	struct orbit_state_lane *lane;
-	struct batch b;
-};
-
-static void posted_batch_task(void *arg)
+/*
+ * The completion task: calls, on an executor thread, what run() callers
+ * deferred (settle_locked()), oldest first, then drops its lane reference.
+ */
+static void completion_task(void *arg)
 {
-	struct posted_batch *pb = arg;
+	struct orbit_state_lane *lane = arg;
+	struct batch b = { 0 };
 
-	batch_call(&pb->b);
-	if (pb->b.ref)
-		lane_unref(pb->lane);
-	free(pb);
+	lane_lock(lane);
+	b.done_head = lane->cdone_head;
+	b.closers = lane->cclosers;
+	lane->cdone_head = lane->cdone_tail = NULL;
+	lane->cclosers = NULL;
+	lane->ctask = false;
+	lane_unlock(lane);
+	batch_call(&b);
+	lane_unref(lane); /* the reference settle_locked() took for us */
 }
 
 /*
  * Completions of a slice, after its turn was handed on. A drain task or a
- * sync bridge calls them here (@inline_ok). A run() caller does not: it may
- * hold a gate a completion needs (06 §5 blocking-compatible boundary), so
- * it posts them to the executor, and calls them itself only if it cannot.
+ * sync bridge calls its own here. A run() caller never calls one but a
+ * latch: it may hold a gate a completion needs (06 §5 blocking-compatible
+ * boundary), so settle_locked() deferred them and this submits the
+ * completion task. If the executor refuses, they stay deferred, for the
+ * next drain task or close_sync(): still never on this thread.
  */
-static void batch_run(struct orbit_state_lane *lane, struct batch *b, bool inline_ok)
+static void batch_run(struct orbit_state_lane *lane, struct batch *b)
 {
+	if (b->submit_ctask &&
+	    lane->ex.submit(lane->ex.ctx, completion_task, lane, lane->home_node) != 0) {
+		lane_lock(lane);
+		lane->ctask = false;
+		lane_unlock(lane);
+		lane_unref(lane); /* the task's; b->ref, if any, is separate */
+	}
 	if (!b->done_head && !b->closers)
 		return;
-	if (!inline_ok && lane->ex.submit) {
-		struct posted_batch *pb = malloc(sizeof(*pb));
-
-		if (pb) {
-			pb->lane = lane;
-			pb->b = *b;
-			if (lane->ex.submit(lane->ex.ctx, posted_batch_task, pb, lane->home_node) == 0)
-				return;
-			free(pb);
-		}
-	}
 	batch_call(b);
 	if (b->ref)
 		lane_unref(lane);
@@ -642,7 +731,7 @@ static void drain_task(void *arg)
 	}
 	atomic_store_explicit(&lane->state, (s & ~ST_PENDING) | ST_RUNNING, memory_order_relaxed);
 	drain_locked(lane, NULL, lane->slice_limit, &b, true);
-	batch_run(lane, &b, true);
+	batch_run(lane, &b);
 	lane_unref(lane); /* the reference the promise held */
 }
 
@@ -687,7 +776,8 @@ ORBIT_API int orbit_state_lane_destroy(orbit_state_lane_t *lane)
 	if (held_frame(lane))
 		return -EBUSY;
 	lane_lock(lane);
-	if (atomic_load_explicit(&lane->state, memory_order_relaxed) != ST_CLOSED || lane->closers) {
+	if (atomic_load_explicit(&lane->state, memory_order_relaxed) != ST_CLOSED || lane->closers ||
+	    ((lane->cdone_head || lane->cclosers) && !lane->ctask)) {
 		lane_unlock(lane);
 		return -EBUSY;
 	}
@@ -755,11 +845,11 @@ ORBIT_API int orbit_state_lane_throw_if_reentrant_at(const orbit_state_lane_t *l
  */
 static __attribute__((noinline)) void release_contended(struct orbit_state_lane *lane)
 {
-	struct batch b = { 0 };
+	struct batch b = { .defer = true }; /* 06 §5: never our completions */
 
 	lane_lock(lane);
 	drain_locked(lane, NULL, lane->combine_limit, &b, false);
-	batch_run(lane, &b, false);
+	batch_run(lane, &b);
 }
 
 /*
@@ -793,7 +883,8 @@ static int run_slow(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void 
 		    const char *file, int line, bool barrier)
 {
 	struct lane_node me = { .fn = fn, .arg = arg, .file = file, .line = line, .sync = true };
-	struct batch b = { 0 };
+	/* A run() caller defers completions; a sync bridge (@barrier) calls them. */
+	struct batch b = { .defer = !barrier };
 	uint32_t s;
 
 	atomic_init(&me.word, W_WAITING);
@@ -836,7 +927,7 @@ static int run_slow(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void 
 		break;
 	}
 	drain_locked(lane, &me, lane->combine_limit, &b, false);
-	batch_run(lane, &b, barrier);
+	batch_run(lane, &b);
 	return me.result;
 }
 
@@ -1033,6 +1124,17 @@ ORBIT_API int orbit_state_lane_close_sync_at(orbit_state_lane_t *lane, const cha
 	 * which the thread that ran the last item is about to make. */
 	run_slow(lane, noop, NULL, file, line, true);
 	node_wait(&latch);
+	/* A sync bridge may make what run() callers deferred when the
+	 * executor refused their completion task (06 §5): outside any turn,
+	 * on a thread that asked to wait. */
+	{
+		struct batch b = { 0 };
+
+		lane_lock(lane);
+		settle_locked(lane, &b);
+		lane_unlock(lane);
+		batch_run(lane, &b);
+	}
 	return 0;
 }
 
@@ -1098,6 +1200,7 @@ ORBIT_API int orbit_state_lane_set_diagnostics_async(orbit_state_lane_t *lane, i
 
 ORBIT_API int orbit_state_lane_set_diagnostics(orbit_state_lane_t *lane, int level)
 {
+	struct diag_req req = { .lane = lane, .level = level };
 	struct lane_node latch = { 0 };
 	int rc;
 
@@ -1114,8 +1217,13 @@ ORBIT_API int orbit_state_lane_set_diagnostics(orbit_state_lane_t *lane, int lev
 			 tls_turn->line);
 		return -EDEADLK;
 	}
+	if (level != ORBIT_STATE_LANE_DIAG_RECORD && level != ORBIT_STATE_LANE_DIAG_LOG)
+		return -EINVAL;
 	atomic_init(&latch.word, W_WAITING);
-	rc = orbit_state_lane_set_diagnostics_async(lane, level, latch_done, &latch);
+	/* The latch is the completion itself, so whoever ends the turn wakes
+	 * us, also a combining run() caller (is_latch()). */
+	rc = post(lane, diag_set_on_lane, &req, latch_done, &latch, "set_diagnostics", __FILE__,
+		  __LINE__);
 	if (rc)
 		return rc;
 	/* As in close_sync: wait behind the item without needing the executor. */

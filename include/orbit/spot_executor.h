@@ -343,7 +343,8 @@ ORBIT_API int orbit_spot_serial_executor_stats(const orbit_spot_serial_executor_
  * Context: any thread except the Spot's own work. Waits only for queues
  * finishing their last bookkeeping.
  * Returns: 0; -EBUSY (work still outstanding: it stays valid and closed;
- * await_quiescence first); -EDEADLK (from the Spot's own work).
+ * await_quiescence first); -EDEADLK (from the Spot's own work, or on a
+ * thread that holds the Spot's state lane turn: nothing changed).
  */
 ORBIT_API int orbit_spot_serial_executor_destroy(orbit_spot_serial_executor_t *spot);
 
@@ -600,7 +601,10 @@ ORBIT_API int orbit_work_yield(orbit_serial_turn_t *turn, orbit_serial_work_fn c
  * Context: only inside Actor work (orbit_spot_execute_actor,
  * orbit_actor_execute_actor) that received @turn; no lock.
  * Returns: 0; -EINVAL (NULL, or not the calling thread's current
- * coordinator turn); -ENOENT (this work is not Actor work).
+ * coordinator turn); -ENOENT (this work is not Actor work); -EDEADLK
+ * (the snapshot's lane turn was refused because this thread already held
+ * the coordinator's lane: an executor ran the work on a submitter's
+ * stack, breaking orbit/executor.h; no snapshot was taken).
  */
 ORBIT_API int orbit_work_actor_snapshot(const orbit_serial_turn_t *turn,
 					struct orbit_actor_state_snapshot *out);

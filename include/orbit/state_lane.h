@@ -90,9 +90,13 @@ typedef int (*orbit_state_lane_fn)(void *arg);
  * and after the turn that ran the work has been handed on (06 §5
  * completion signals), so it may enter the same lane again (run,
  * try_post). Where: on the executor thread of the drain task that ran the
- * work; when a run() caller ran it while combining, posted to the executor
- * instead (that caller may hold a gate the completion needs), and only if
- * the executor refuses, on that caller's thread after its turn.
+ * work. Never on the thread of a run() caller that ran the work while
+ * combining (it may hold a gate the completion needs: 06 §5): such
+ * completions are posted, in order, to the executor as one completion
+ * task (no allocation); if the executor refuses that task they wait on
+ * the lane and run with the next drain task or in close_sync(). On a lane
+ * without an executor (no posting, so only close() callbacks exist) the
+ * thread that ends the last turn calls them.
  */
 typedef void (*orbit_state_lane_done_fn)(void *arg, int result);
 
@@ -134,8 +138,9 @@ ORBIT_API int orbit_state_lane_create(const struct orbit_state_lane_options *opt
  * they have run; the executor must run every task it accepted.
  *
  * Context: any thread but the lane's own turn; no blocking.
- * Returns: 0; -EBUSY (not closed, or accepted work not finished: the lane
- * is untouched).
+ * Returns: 0; -EBUSY (not closed, accepted work not finished, or
+ * completions deferred because the executor refused their task: the lane
+ * is untouched; close_sync() makes them).
  */
 ORBIT_API int orbit_state_lane_destroy(orbit_state_lane_t *lane);
 
@@ -237,6 +242,9 @@ ORBIT_API int orbit_state_lane_close(orbit_state_lane_t *lane, orbit_state_lane_
  * orbit_state_lane_close_sync - close and wait until accepted work has
  * run. The synchronous bridge over orbit_state_lane_close(). If the turn
  * is only promised to an unstarted drain task, the caller drains itself.
+ * Completions that wait on the lane because the executor refused their
+ * completion task (see orbit_state_lane_done_fn) are made here, on the
+ * caller, before it returns.
  *
  * Context: any thread not on @lane's turn (configuration time, tests).
  * Returns: 0; -EDEADLK (on @lane's turn: nothing changed); -EINVAL;

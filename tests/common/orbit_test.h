@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 
@@ -76,6 +77,42 @@ static inline int orbit_test_fork_run(int (*fn)(void *), void *arg, int timeout_
 	if (st < 0 || !WIFEXITED(st))
 		return -1;
 	return WEXITSTATUS(st);
+}
+
+/* The calling thread's kernel id (for orbit_test_in_futex()). */
+static inline pid_t orbit_test_gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+/* Whether thread @tid of this process is blocked in futex() now (/proc/self/task/<tid>/syscall). */
+static inline int orbit_test_in_futex(pid_t tid)
+{
+	char path[64];
+	long nr = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld", &nr) != 1)
+		nr = -1;
+	fclose(f);
+	return nr == SYS_futex;
+}
+
+/* Until thread @tid sleeps in futex(); 0 after @timeout_ms. */
+static inline int orbit_test_wait_in_futex(pid_t tid, int timeout_ms)
+{
+	uint64_t end = orbit_test_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+
+	while (!orbit_test_in_futex(tid)) {
+		if (orbit_test_now_ns() > end)
+			return 0;
+		usleep(200);
+	}
+	return 1;
 }
 
 #endif /* ORBIT_TEST_H */

@@ -7,9 +7,13 @@
  * Holds up to MANUAL_EX_SLOTS pending tasks (submit returns -ENOMEM past
  * that); `refuse`, when non-zero, is what submit returns instead of
  * accepting (an executor that fails to schedule); `submits` counts the
- * tasks accepted. Submit may be called from any thread (a mutex guards the
- * ring); the run functions belong to one thread at a time. Header-only:
- * every function is static inline.
+ * tasks accepted; `run_inline`, when set (manual_set_inline), makes submit
+ * run every pending task on the submitter's stack before it returns: an
+ * executor that breaks the contract of orbit/executor.h on purpose, so a
+ * test can put a drain inside whatever turn its submitter holds. Submit
+ * may be called from any thread (a mutex guards the ring); the run
+ * functions belong to one thread at a time. Header-only: every function
+ * is static inline.
  */
 #ifndef ORBIT_TEST_MANUAL_EXECUTOR_H
 #define ORBIT_TEST_MANUAL_EXECUTOR_H
@@ -32,11 +36,15 @@ struct manual_ex {
 	int head, tail;
 	int submits;
 	int refuse; /* when non-zero, submit returns it */
+	int run_inline; /* when non-zero, submit runs the pending tasks itself */
 };
+
+static inline void manual_run_all_pending(struct manual_ex *x);
 
 static inline int manual_submit(void *ctx, orbit_task_fn fn, void *arg, int node)
 {
 	struct manual_ex *x = ctx;
+	bool run_now;
 	int ret = 0;
 
 	(void)node;
@@ -51,8 +59,27 @@ static inline int manual_submit(void *ctx, orbit_task_fn fn, void *arg, int node
 		x->tail++;
 		x->submits++;
 	}
+	run_now = ret == 0 && x->run_inline;
 	pthread_mutex_unlock(&x->m);
+	if (run_now)
+		manual_run_all_pending(x); /* on the submitter's stack: contract broken */
 	return ret;
+}
+
+/* Make submit run the pending tasks on its caller's stack (@on) or not. */
+static inline void manual_set_inline(struct manual_ex *x, int on)
+{
+	pthread_mutex_lock(&x->m);
+	x->run_inline = on;
+	pthread_mutex_unlock(&x->m);
+}
+
+/* Make submit return @err from now on (0: accept again); any thread. */
+static inline void manual_set_refuse(struct manual_ex *x, int err)
+{
+	pthread_mutex_lock(&x->m);
+	x->refuse = err;
+	pthread_mutex_unlock(&x->m);
 }
 
 /* Tasks submitted and not yet run. */
@@ -89,6 +116,11 @@ static inline void manual_run_all(struct manual_ex *x)
 {
 	while (manual_run_one(x))
 		;
+}
+
+static inline void manual_run_all_pending(struct manual_ex *x)
+{
+	manual_run_all(x);
 }
 
 /* Initialise @x (empty, accepting) and return the executor that feeds it. */

@@ -321,6 +321,95 @@ static void test_s6_5_refused_drain_withdraws_the_item(void **state)
 	assert_int_equal(orbit_serial_queue_destroy(q), 0);
 }
 
+/* A continuation that notes whether it ran inside orbit_serial_queue_resume(). */
+struct resume_probe {
+	_Atomic(orbit_serial_resume_t *) h;
+	atomic_int cont_ran;
+	atomic_int ran_in_resume; /* the continuation saw the resumer's marker */
+	pthread_t runner;
+};
+
+/* Set by the test thread only for the duration of its resume call. */
+static _Thread_local bool tl_in_resume;
+
+static int resume_cont_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct resume_probe *p = arg;
+
+	if (tl_in_resume)
+		atomic_fetch_add(&p->ran_in_resume, 1);
+	p->runner = pthread_self();
+	atomic_fetch_add(&p->cont_ran, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int resume_first_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct resume_probe *p = arg;
+	orbit_serial_resume_t *h = NULL;
+
+	assert_int_equal(orbit_serial_turn_suspend(turn, resume_cont_fn, p, 0, &h), 0);
+	atomic_store(&p->h, h);
+	return ORBIT_SERIAL_SUSPENDED;
+}
+
+static int resume_on_marked_stack(orbit_serial_resume_t *h)
+{
+	int ret;
+
+	tl_in_resume = true;
+	ret = orbit_serial_queue_resume(h);
+	tl_in_resume = false;
+	return ret;
+}
+
+/*
+ * §6.5 "the loop does not start on the submitter's call stack", for the
+ * resume path of §6.7 (a resume is a queue submission): resuming a
+ * suspended item of an idle queue wakes one drain through the executor
+ * and returns; the continuation runs later, on the executor's thread,
+ * never inside orbit_serial_queue_resume() on the resumer's stack.
+ */
+static void test_s6_5_resume_never_drains_on_the_resumers_stack(void **state)
+{
+	struct manual_ex x;
+	struct resume_probe p = { 0 };
+	orbit_serial_queue_t *q = make_queue(manual_executor(&x), NULL);
+	orbit_worker_pool_t *pool;
+	int submits;
+
+	assert_int_equal(orbit_serial_queue_enqueue(q, resume_first_fn, &p), 0);
+	manual_run_all(&x); /* suspended; the queue is idle, no drain scheduled */
+	assert_non_null(atomic_load(&p.h));
+	assert_int_equal(manual_pending(&x), 0);
+	submits = x.submits;
+	assert_int_equal(resume_on_marked_stack(atomic_load(&p.h)), 0);
+	assert_int_equal(atomic_load(&p.cont_ran), 0); /* not on our stack */
+	assert_int_equal(x.submits, submits + 1);      /* one drain woken */
+	assert_int_equal(manual_pending(&x), 1);
+	manual_run_all(&x);
+	assert_int_equal(atomic_load(&p.cont_ran), 1);
+	assert_int_equal(atomic_load(&p.ran_in_resume), 0);
+	assert_int_equal(qstats(q).completed, 1);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+
+	/* On the pool the continuation runs on a worker, not the resumer. */
+	pool = make_pool(1);
+	q = make_queue(orbit_worker_pool_executor(pool), NULL);
+	atomic_store(&p.h, NULL);
+	atomic_store(&p.cont_ran, 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, resume_first_fn, &p), 0);
+	while (!atomic_load(&p.h))
+		usleep(100);
+	assert_int_equal(resume_on_marked_stack(atomic_load(&p.h)), 0);
+	assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
+	assert_int_equal(atomic_load(&p.cont_ran), 1);
+	assert_int_equal(atomic_load(&p.ran_in_resume), 0);
+	assert_false(pthread_equal(p.runner, pthread_self()));
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
 /* ---- §10 lifecycle overtaking, §6.2 barrier-next -------------------------- */
 
 /*
@@ -1079,6 +1168,7 @@ int main(void)
 		cmocka_unit_test(test_s5_reservation_returned_after_handler_finishes),
 		cmocka_unit_test(test_s6_5_first_submitter_schedules_one_drain_off_its_stack),
 		cmocka_unit_test(test_s6_5_refused_drain_withdraws_the_item),
+		cmocka_unit_test(test_s6_5_resume_never_drains_on_the_resumers_stack),
 		cmocka_unit_test(test_s10_lifecycle_overtakes_until_burst_limit),
 		cmocka_unit_test(test_s6_2_barrier_next_runs_right_after_current_turn),
 		cmocka_unit_test(test_s10_fairness_turn_cut_at_time_budget),

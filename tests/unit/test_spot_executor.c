@@ -19,11 +19,15 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 
 #include <orbit/orbit.h>
+
+#include "lib/ownership.h"        /* the 07 §8 checks, per build mode */
+#include "lib/serial_executor.h" /* struct orbit__coord: the destroy-in-turn test */
 
 #define WAIT_MS 10000 /* generous bound for anything that must happen */
 
@@ -902,9 +906,12 @@ static void test_s10_lifecycle_overtakes_up_to_burst_limit(void **state)
 
 /* ---- §10 fairness ---------------------------------------------------------- */
 
+#define FAIR_BUDGET_MS 5
+#define FAIR_ITEM_MS 1
+#define FAIR_ITEMS 40
+
 struct heavy {
 	atomic_int ran;
-	atomic_int light_submitted;
 	atomic_int ran_at_light_start;
 	atomic_int light_ran;
 };
@@ -913,10 +920,7 @@ static int heavy_fn(orbit_serial_turn_t *turn, void *arg)
 {
 	struct heavy *h = arg;
 
-	/* The first item holds the slice until the light owner is queued. */
-	if (atomic_load(&h->ran) == 0)
-		wait_flag(&h->light_submitted, WAIT_MS);
-	busy_us(1000);
+	busy_us(FAIR_ITEM_MS * 1000);
 	atomic_fetch_add(&h->ran, 1);
 	return ORBIT_SERIAL_DONE;
 }
@@ -932,35 +936,46 @@ static int light_fn(orbit_serial_turn_t *turn, void *arg)
 
 /*
  * §10 Fairness / §6.4: an Actor with a lot of work piled up (40 items of
- * 1 ms) that holds past ownerTimeBudget (5 ms) has its turn cut; with one
- * worker, another Actor queued meanwhile starts long before the pile is
- * done (without the cut it would start after all 40). Checked in heavy
- * items finished, which preemption cannot inflate (a slice's budget is
- * wall time, so a preempted slice runs fewer items, not more).
+ * 1 ms) holds its turn no longer than ownerTimeBudget (5 ms): its first
+ * slice is cut after at most budget / item = 5 items, and another Actor
+ * queued meanwhile starts right after that one slice. The manual executor
+ * runs the drains on this thread in submission order, so the count is
+ * exact: heavy's first slice, then the light Actor's drain, then heavy's
+ * re-submitted rest. Counted in items, not wall time: every item takes at
+ * least 1 ms of wall time and the budget is wall time, so load makes a
+ * slice run fewer items, never more. A budget 2x or 3x too long would let
+ * the first slice run 10 or 15 items.
  */
 static void test_s10_owner_turn_cut_at_time_budget(void **state)
 {
-	orbit_worker_pool_t *pool = make_pool(1);
+	struct manual_ex x;
 	orbit_execution_lane_policy_t ap;
 	orbit_spot_serial_executor_t *s;
 	struct heavy h = { 0 };
+	int first_slice;
 
 	orbit_execution_lane_policy_init_default(&ap);
-	ap.owner_time_budget_ms = 5;
-	s = make_spot(ORBIT_SPOT_PER_ACTOR, orbit_worker_pool_executor(pool), NULL, &ap);
-	for (int i = 0; i < 40; i++)
+	ap.owner_time_budget_ms = FAIR_BUDGET_MS;
+	s = make_spot(ORBIT_SPOT_PER_ACTOR, manual_executor(&x), NULL, &ap);
+	for (int i = 0; i < FAIR_ITEMS; i++)
 		assert_int_equal(orbit_spot_execute_actor(s, 1, heavy_fn, &h, 0, NULL), 0);
 	assert_int_equal(orbit_spot_execute_actor(s, 2, light_fn, &h, 0, NULL), 0);
-	atomic_store(&h.light_submitted, 1);
-	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, WAIT_MS), 0);
+	assert_int_equal(manual_pending(&x), 2); /* heavy's drain, then light's */
+	assert_true(manual_run_one(&x));         /* heavy's first slice */
+	first_slice = atomic_load(&h.ran);
+	assert_false(atomic_load(&h.light_ran));
+	assert_int_equal(manual_pending(&x), 2); /* light's drain, heavy's rest */
+	assert_true(manual_run_one(&x));         /* the light Actor, next */
 	assert_true(atomic_load(&h.light_ran));
-	assert_int_equal(atomic_load(&h.ran), 40);
-	print_message("heavy items done when the light Actor started: %d of 40\n",
-		      atomic_load(&h.ran_at_light_start));
-	assert_true(atomic_load(&h.ran_at_light_start) < 40);
-	assert_true(atomic_load(&h.ran_at_light_start) <= 20);
+	manual_run_all(&x);
+	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, WAIT_MS), 0);
+	assert_int_equal(atomic_load(&h.ran), FAIR_ITEMS);
+	print_message("heavy items in its first slice: %d (budget %d ms, items of %d ms)\n",
+		      first_slice, FAIR_BUDGET_MS, FAIR_ITEM_MS);
+	assert_true(first_slice >= 1);
+	assert_true(first_slice <= FAIR_BUDGET_MS / FAIR_ITEM_MS);
+	assert_int_equal(atomic_load(&h.ran_at_light_start), first_slice);
 	spot_finish(s);
-	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
 }
 
 /* ---- §10 a yielded Actor ----------------------------------------------------- */
@@ -1869,6 +1884,215 @@ static void test_s4_spot_wide_waiting_turn_owed_the_next_room(void **state)
 	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
 }
 
+/* ---- 06 §5: the coordinators' lane results are not ignored ------------------ */
+
+struct snap_probe {
+	atomic_int ran;
+	int rc;
+	struct orbit_actor_state_snapshot snap;
+};
+
+static int snap_probe_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct snap_probe *p = arg;
+
+	p->rc = orbit_work_actor_snapshot(turn, &p->snap);
+	atomic_fetch_add(&p->ran, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+/*
+ * 07 §7 with 06 §5: the snapshot is one lane turn at the start of the
+ * handling; when that turn is refused (an executor that runs the drain on
+ * the submitter's stack puts the handler inside the coordinator's own
+ * lane turn: -EDEADLK), the handler is told so by
+ * orbit_work_actor_snapshot() instead of getting a snapshot without the
+ * registration (the old code ignored the run() result: rc 0, version 0).
+ */
+static void test_s7_refused_snapshot_turn_is_reported(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_serial_executor_t *s = make_spot(ORBIT_SPOT_PER_ACTOR, manual_executor(&x),
+						    NULL, NULL);
+	struct snap_probe p = { 0 };
+
+	assert_int_equal(orbit_spot_actor_set_info(s, 1, "abc", 3), 0);
+	manual_set_inline(&x, 1);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, snap_probe_fn, &p, 0, NULL), 0);
+	manual_set_inline(&x, 0);
+	assert_int_equal(atomic_load(&p.ran), 1);
+	assert_int_equal(p.rc, -EDEADLK);
+	/* A well-behaved executor: the snapshot as registered. */
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(orbit_spot_execute_actor(s, 1, snap_probe_fn, &p, 0, NULL), 0);
+	manual_run_all(&x);
+	assert_int_equal(p.rc, 0);
+	assert_int_equal(p.snap.version, 1);
+	assert_int_equal(p.snap.info_len, 3);
+	assert_memory_equal(p.snap.info, "abc", 3);
+	spot_finish(s);
+}
+
+/*
+ * 06 §5 / §6 Kind 1, the SpotWide room hook: it enters the Spot's lane
+ * from the Spot queue's drain. When that drain runs inside one of the
+ * Spot's own lane turns (an executor that runs tasks on the submitter's
+ * stack, here inside execute_actor's turn), the turn is refused with
+ * -EDEADLK; the thread then owns the lane's state, so the waiting Actor
+ * turn is placed with the body that does not enter the lane. The old code
+ * ignored the result and the waiting turn never ran (quiescence timed out).
+ */
+static void test_s4_room_hook_inside_own_lane_turn_places_waiting_turn(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_serial_executor_t *s = make_small_spot(manual_executor(&x), 1, 4);
+	static struct olog log;
+	struct rec a = { &log, 1 }, sp = { &log, 2 }, b = { &log, 3 };
+
+	olog_init(&log);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &a, 0, NULL), 0);
+	assert_int_equal(orbit_spot_execute_spot(s, rec_fn, &sp, NULL), 0); /* Spot queue full */
+	assert_true(manual_run_one(&x)); /* Actor 1's record: its turn waits for room */
+	assert_int_equal(spot_stats(s).turn_waited, 1);
+	manual_set_inline(&x, 1);
+	/* Inside this call's lane turn the executor runs the Spot queue's
+	 * drain: the Spot item finishes and the room hook fires. */
+	assert_int_equal(orbit_spot_execute_actor(s, 2, rec_fn, &b, 0, NULL), 0);
+	manual_set_inline(&x, 0);
+	manual_run_all(&x);
+	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, 2000), 0);
+	assert_int_equal(log.n, 2); /* the Spot item, then Actor 1's handler */
+	assert_int_equal(log.v[0], 2);
+	assert_int_equal(log.v[1], 1);
+	/* Actor 2's turn met the same refused lane: reported, not lost. */
+	assert_int_equal(spot_stats(s).turn_rejected, 1);
+	spot_finish(s);
+}
+
+static int destroy_in_turn(void *arg)
+{
+	return orbit_spot_serial_executor_destroy(arg);
+}
+
+/*
+ * 07 §8 throwIfReentrant at a point where reentrancy is possible: destroy
+ * called on a thread that holds the coordinator's lane turn would free
+ * the lane under its holder; it is refused with -EDEADLK and the Spot
+ * stays usable (the old code went on: emptied nothing, freed the Spot and
+ * returned 0). White-box: the test enters the coordinator's lane itself.
+ */
+static void test_s8_destroy_from_own_lane_turn_refused(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_serial_executor_t *s = make_spot(ORBIT_SPOT_PER_ACTOR, manual_executor(&x),
+						    NULL, NULL);
+	atomic_int n = 0;
+
+	assert_int_equal(orbit_state_lane_run(((struct orbit__coord *)s)->lane, destroy_in_turn, s),
+			 -EDEADLK);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, noop_fn, &n, 0, NULL), 0);
+	manual_run_all(&x);
+	assert_int_equal(atomic_load(&n), 1);
+	spot_finish(s);
+}
+
+static orbit_serial_queue_t *make_queue_for_premise(orbit_executor_t ex)
+{
+	struct orbit_serial_queue_options o;
+	orbit_serial_queue_t *q = NULL;
+
+	orbit_serial_queue_options_init(&o);
+	o.executor = ex;
+	o.name = "premise";
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	return q;
+}
+
+/* ---- 07 §8 ownership premise checks ------------------------------------------ */
+
+enum premise_probe { PROBE_ASSERT, PROBE_CHECK, PROBE_QUEUE };
+
+struct premise_case {
+	orbit_state_lane_t *lane;
+	orbit_serial_queue_t *q;
+	enum premise_probe probe;
+};
+
+static int premise_on_lane(void *arg)
+{
+	struct premise_case *c = arg;
+
+	ORBIT__ASSERT_ON_LANE(c->lane);
+	ORBIT__CHECK_ON_LANE(c->lane);
+	return 7;
+}
+
+static void premise_probe_off_lane(struct premise_case *c)
+{
+	if (c->probe == PROBE_ASSERT)
+		ORBIT__ASSERT_ON_LANE(c->lane);
+	else if (c->probe == PROBE_CHECK)
+		ORBIT__CHECK_ON_LANE(c->lane);
+	else
+		ORBIT__ASSERT_ON_QUEUE(c->q, false);
+}
+
+/* Run the probe in a child; true if the child died of SIGABRT. */
+static bool premise_probe_aborts(struct premise_case *c)
+{
+	pid_t pid = fork();
+	int st = 0;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		if (fd >= 0)
+			dup2(fd, 2); /* the message is expected */
+		premise_probe_off_lane(c);
+		_exit(0);
+	}
+	st = orbit_test_wait(pid, WAIT_MS);
+	assert_true(st >= 0);
+	return WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT;
+}
+
+/*
+ * 07 §8 "check the ownership premise": code that assumes it runs on a
+ * lane's (or queue's) turn says so. The isOnLane assertion is required in
+ * debug builds (configure --enable-debug defines ORBIT_DEBUG) and optional
+ * in release builds: ORBIT__ASSERT_ON_LANE / _ON_QUEUE abort off the turn
+ * in a debug build and cost nothing otherwise; ORBIT__CHECK_ON_LANE, kept
+ * by the paths with a reentrancy history, aborts in every build. On the
+ * turn neither fires. (tests/unit/check-ownership-premise.sh checks that
+ * every lane turn function of the coordinators carries one.)
+ */
+static void test_s8_ownership_premise_checks_per_build_mode(void **state)
+{
+	struct orbit_state_lane_options lo = { .size = sizeof(lo), .name = "premise" };
+	struct manual_ex x;
+	struct premise_case c = { 0 };
+#ifdef ORBIT_DEBUG
+	const bool debug = true;
+#else
+	const bool debug = false;
+#endif
+
+	assert_int_equal(orbit_state_lane_create(&lo, &c.lane), 0);
+	c.q = make_queue_for_premise(manual_executor(&x));
+	assert_int_equal(orbit_state_lane_run(c.lane, premise_on_lane, &c), 7);
+	print_message("build: %s\n", debug ? "debug (ORBIT_DEBUG)" : "release");
+	c.probe = PROBE_ASSERT;
+	assert_int_equal(premise_probe_aborts(&c), debug);
+	c.probe = PROBE_QUEUE;
+	assert_int_equal(premise_probe_aborts(&c), debug);
+	c.probe = PROBE_CHECK;
+	assert_true(premise_probe_aborts(&c));
+	assert_int_equal(orbit_serial_queue_destroy(c.q), 0);
+	assert_int_equal(orbit_state_lane_close_sync(c.lane), 0);
+	assert_int_equal(orbit_state_lane_destroy(c.lane), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1897,6 +2121,10 @@ int main(void)
 		cmocka_unit_test(test_stress_two_threads_many_actors_none_lost_order_kept),
 		cmocka_unit_test(test_s5_spot_wide_full_spot_queue_loses_nothing_under_load),
 		cmocka_unit_test(test_s4_spot_wide_waiting_turn_owed_the_next_room),
+		cmocka_unit_test(test_s7_refused_snapshot_turn_is_reported),
+		cmocka_unit_test(test_s4_room_hook_inside_own_lane_turn_places_waiting_turn),
+		cmocka_unit_test(test_s8_destroy_from_own_lane_turn_refused),
+		cmocka_unit_test(test_s8_ownership_premise_checks_per_build_mode),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE /* pthread_timedjoin_np */
 #include "orbit_test.h"
 #include "orbit_test_executor.h"
+#include "orbit_test_manual_executor.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -569,77 +570,164 @@ static void test_s8_completion_in_turn_runs_continuation(void **state)
 }
 
 /* A reservation ledger with a register-before-return contract. */
-#define RES_MAX 4096
-struct ledger {
-	orbit_state_lane_t *lane;
-	bool reserved[RES_MAX]; /* lane-owned, plain */
-	atomic_long last_returned;
-	atomic_bool stop;
-	long misses;
-};
+#define RES_ROUNDS 20
+struct ledger;
 
 struct res_arg {
 	struct ledger *l;
 	long key;
 };
 
+struct ledger {
+	orbit_state_lane_t *lane;
+	bool reserved[RES_ROUNDS]; /* lane-owned, plain */
+	/* Each key's request, owned by the ledger (not the caller's stack),
+	 * so a broken lane that returns early still runs valid work. */
+	struct res_arg req[RES_ROUNDS];
+};
+
 static int reserve_on_lane(void *arg)
 {
 	struct res_arg *a = arg;
 
+	/* Some work before the registration: a holder that reported the
+	 * completion before running this would let the caller return ~1 ms
+	 * before the key is reserved. */
+	usleep(1000);
 	a->l->reserved[a->key] = true;
 	return 0;
 }
 
+/* Reserve(key): the caller that sees the return believes the key is taken. */
 static int reserve(struct ledger *l, long key)
 {
-	struct res_arg a = { l, key };
-
-	return orbit_state_lane_run(l->lane, reserve_on_lane, &a);
+	l->req[key] = (struct res_arg){ l, key };
+	return orbit_state_lane_run(l->lane, reserve_on_lane, &l->req[key]);
 }
 
-static int check_upto(void *arg)
-{
-	struct res_arg *a = arg;
-	int missing = 0;
+/* A turn another thread holds until the test lets it go. */
+struct holder {
+	orbit_state_lane_t *lane;
+	atomic_long entered;
+	atomic_long go;
+	pid_t tid;
+	int rc;
+};
 
-	for (long k = 0; k <= a->key; k++)
-		missing += !a->l->reserved[k];
-	return missing;
+static int hold_fn(void *arg)
+{
+	struct holder *h = arg;
+
+	atomic_store(&h->entered, 1);
+	while (!atomic_load(&h->go))
+		usleep(100);
+	return 0;
 }
 
-static void *ledger_observer(void *p)
+static void *holder_main(void *p)
 {
-	struct ledger *l = p;
+	struct holder *h = p;
 
-	while (!atomic_load(&l->stop)) {
-		struct res_arg a = { l, atomic_load(&l->last_returned) };
-
-		if (a.key >= 0)
-			l->misses += orbit_state_lane_run(l->lane, check_upto, &a);
-	}
+	h->rc = orbit_state_lane_run(h->lane, hold_fn, h); /* idle lane: the fast path */
 	return NULL;
 }
 
-/* 06 §8: a register-before-return method has registered by the time its caller sees the return. */
+static void holder_start(struct holder *h, orbit_state_lane_t *lane, pthread_t *t)
+{
+	h->lane = lane;
+	atomic_store(&h->entered, 0);
+	atomic_store(&h->go, 0);
+	assert_int_equal(pthread_create(t, NULL, holder_main, h), 0);
+	assert_true(wait_for(&h->entered, 1));
+}
+
+/* Join @t within the test deadline: a hang fails the test. */
+static void join_within_deadline(pthread_t t)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += DEADLINE_MS / 1000;
+	if (pthread_timedjoin_np(t, NULL, &ts) != 0)
+		fail_msg("thread hung past its deadline");
+}
+
+/* A reserve() caller that checks, right at the return, what it was promised. */
+struct reserver {
+	struct ledger *l;
+	long key;
+	atomic_int tid;
+	int rc;
+	bool seen_at_return;
+};
+
+static void *reserver_main(void *p)
+{
+	struct reserver *r = p;
+
+	atomic_store(&r->tid, orbit_test_gettid());
+	r->rc = reserve(r->l, r->key);
+	/* Directly after the return, without another turn: the state this
+	 * caller observes must already hold its registration. */
+	r->seen_at_return = r->l->reserved[r->key];
+	return NULL;
+}
+
+/* Start a reserve() for @key and wait until it sleeps queued behind the busy turn. */
+static void reserver_start(struct reserver *r, struct ledger *l, long key, pthread_t *t)
+{
+	*r = (struct reserver){ .l = l, .key = key };
+	assert_int_equal(pthread_create(t, NULL, reserver_main, r), 0);
+	while (!atomic_load(&r->tid))
+		usleep(100);
+	assert_true(orbit_test_wait_in_futex(atomic_load(&r->tid), DEADLINE_MS));
+}
+
+/*
+ * 06 §8 Completion boundary: "a method with a register-or-capture-before-
+ * return contract has that registration or capture already finished at
+ * the moment a caller observes the return". The caller reads the ledger
+ * itself right after reserve() returns (no later turn that FIFO would
+ * order after the registration anyway). Its work is always run for it by
+ * another holder, the case where an early report is possible: half the
+ * rounds by a run() caller that took the turn on the fast path and
+ * combines on release, half by a drain task of the executor.
+ */
 static void test_s8_registration_done_at_return(void **state)
 {
+	struct test_executor *ex = test_executor_create(1);
 	static struct ledger l;
-	pthread_t t;
+	struct holder h = { 0 };
+	struct reserver r;
+	pthread_t ht, rt;
+	long missed = 0;
 
 	memset(&l, 0, sizeof(l));
-	l.lane = lane_new("ledger", NULL);
-	atomic_store(&l.last_returned, -1);
-	assert_int_equal(pthread_create(&t, NULL, ledger_observer, &l), 0);
-	for (long k = 0; k < RES_MAX; k++) {
-		assert_int_equal(reserve(&l, k), 0);
-		/* Published only after the return was observed. */
-		atomic_store(&l.last_returned, k);
+	l.lane = lane_new("ledger", ex);
+	for (long k = 0; k < RES_ROUNDS; k++) {
+		if (k % 2 == 0) {
+			holder_start(&h, l.lane, &ht); /* a run() caller holds the turn */
+		} else {
+			atomic_store(&h.entered, 0);
+			atomic_store(&h.go, 0);
+			h.lane = l.lane;
+			/* a drain task holds it */
+			assert_int_equal(orbit_state_lane_try_post(l.lane, hold_fn, &h), 0);
+			assert_true(wait_for(&h.entered, 1));
+		}
+		reserver_start(&r, &l, k, &rt);
+		atomic_store(&h.go, 1);
+		join_within_deadline(rt);
+		if (k % 2 == 0)
+			join_within_deadline(ht);
+		assert_int_equal(r.rc, 0);
+		missed += !r.seen_at_return;
 	}
-	atomic_store(&l.stop, true);
-	pthread_join(t, NULL);
-	assert_int_equal(l.misses, 0);
+	print_message("returns observed before their registration: %ld of %d\n", missed,
+		      RES_ROUNDS);
+	assert_int_equal(missed, 0);
 	lane_end(l.lane);
+	test_executor_destroy(ex);
 }
 
 struct gate_case {
@@ -695,6 +783,187 @@ static void test_s8_wait_under_gate_returns(void **state)
 	test_executor_destroy(ex);
 	sem_destroy(&plug.go);
 	pthread_mutex_destroy(&g.gate);
+}
+
+/*
+ * A run() caller that holds an operation-protocol gate while the lane
+ * makes it combine work posted with run_async(), whose completions take
+ * that same gate. The gate is an error-checking mutex, so a completion
+ * made on the gate holder's own thread fails with EDEADLK (counted)
+ * instead of hanging the test.
+ */
+struct gated_holder {
+	struct holder h;
+	pthread_mutex_t gate;
+	pthread_t self;
+	atomic_long done_calls;
+	atomic_long done_on_holder; /* completions made on the gate holder's thread */
+	atomic_long self_deadlocks;  /* ... that found the gate held by their own thread */
+	long done_at_holder_return;  /* completions made before run() returned */
+	long order[8];
+	atomic_long norder;
+};
+
+static void *gated_holder_main(void *p)
+{
+	struct gated_holder *g = p;
+
+	g->self = pthread_self();
+	pthread_mutex_lock(&g->gate);
+	g->h.rc = orbit_state_lane_run(g->h.lane, hold_fn, &g->h);
+	g->done_at_holder_return = atomic_load(&g->done_calls);
+	pthread_mutex_unlock(&g->gate);
+	return NULL;
+}
+
+struct gated_item {
+	struct gated_holder *g;
+	long id;
+};
+
+static int gated_work(void *arg)
+{
+	return (int)((struct gated_item *)arg)->id;
+}
+
+static void gated_done(void *arg, int result)
+{
+	struct gated_item *it = arg;
+	struct gated_holder *g = it->g;
+	int rc = pthread_mutex_lock(&g->gate);
+
+	if (pthread_equal(pthread_self(), g->self))
+		atomic_fetch_add(&g->done_on_holder, 1);
+	if (rc == EDEADLK)
+		atomic_fetch_add(&g->self_deadlocks, 1);
+	else
+		pthread_mutex_unlock(&g->gate);
+	g->order[atomic_fetch_add(&g->norder, 1) & 7] = result;
+	atomic_fetch_add(&g->done_calls, 1);
+}
+
+static orbit_state_lane_t *manual_lane(const char *name, struct manual_ex *x)
+{
+	struct orbit_state_lane_options o = {
+		.size = sizeof(o), .name = name, .executor = manual_executor(x), .home_node = -1,
+	};
+	orbit_state_lane_t *lane = NULL;
+
+	assert_int_equal(orbit_state_lane_create(&o, &lane), 0);
+	return lane;
+}
+
+/*
+ * Thread G takes the idle lane's turn on the fast path while holding the
+ * gate; three run_async() items are posted behind its turn (no drain task:
+ * the turn is busy); G's release finds them and combines. Returns with G
+ * joined; @refuse is what the executor answers from just before G's release.
+ */
+static void gated_round(struct gated_holder *g, orbit_state_lane_t *lane, struct manual_ex *x,
+			struct gated_item *items, int refuse)
+{
+	pthread_t t;
+
+	g->h.lane = lane;
+	atomic_store(&g->h.entered, 0);
+	atomic_store(&g->h.go, 0);
+	assert_int_equal(pthread_create(&t, NULL, gated_holder_main, g), 0);
+	assert_true(wait_for(&g->h.entered, 1));
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(orbit_state_lane_run_async(lane, gated_work, &items[i], gated_done,
+							    &items[i]),
+				 0);
+	assert_int_equal(manual_pending(x), 0); /* queued behind G, nothing submitted */
+	manual_set_refuse(x, refuse);
+	atomic_store(&g->h.go, 1);
+	join_within_deadline(t);
+	manual_set_refuse(x, 0);
+	assert_int_equal(g->h.rc, 0);
+}
+
+/*
+ * 06 §5 Completion signals / blocking-compatible boundary, on the fast
+ * path: a run() caller that took an idle lane's turn without a lock and,
+ * at its release, combines posted run_async() work behind it, must not
+ * make those completions on its own thread (it may hold a gate they take:
+ * it would deadlock on itself). They are posted to the executor: none has
+ * run when its run() returns; the executor makes them, in order.
+ */
+static void test_s5_fast_path_holder_posts_combined_completions(void **state)
+{
+	struct manual_ex x;
+	orbit_state_lane_t *lane = manual_lane("fast-combine", &x);
+	struct gated_holder g = { 0 };
+	pthread_mutexattr_t ma;
+	struct gated_item items[3] = { { &g, 1 }, { &g, 2 }, { &g, 3 } };
+
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
+	pthread_mutex_init(&g.gate, &ma);
+	gated_round(&g, lane, &x, items, 0);
+	assert_int_equal(g.done_at_holder_return, 0);
+	assert_int_equal(manual_pending(&x), 1); /* one completion task for the three */
+	manual_run_all(&x);
+	assert_int_equal(atomic_load(&g.done_calls), 3);
+	assert_int_equal(atomic_load(&g.done_on_holder), 0);
+	assert_int_equal(atomic_load(&g.self_deadlocks), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(g.order[i], i + 1);
+	assert_int_equal(orbit_state_lane_close_sync(lane), 0);
+	assert_int_equal(orbit_state_lane_destroy(lane), 0);
+	pthread_mutex_destroy(&g.gate);
+	pthread_mutexattr_destroy(&ma);
+}
+
+/*
+ * 06 §5, when the executor refuses the completion task: the combining
+ * run() caller still does not make the completions itself (the old code
+ * did, on the gate holder's thread). They wait on the lane and run, in
+ * order and once each, with the next drain task (round 1) or in
+ * close_sync() on the thread that waits for the close (round 2).
+ */
+static void test_s5_refused_completion_task_never_runs_on_run_caller(void **state)
+{
+	struct manual_ex x;
+	orbit_state_lane_t *lane = manual_lane("refused-completions", &x);
+	struct gated_holder g = { 0 };
+	pthread_mutexattr_t ma;
+	struct gated_item items[4] = { { &g, 1 }, { &g, 2 }, { &g, 3 }, { &g, 4 } };
+
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
+	pthread_mutex_init(&g.gate, &ma);
+
+	/* Round 1: the next accepted post's drain task makes them. */
+	gated_round(&g, lane, &x, items, -ENOMEM);
+	assert_int_equal(g.done_at_holder_return, 0);
+	assert_int_equal(manual_pending(&x), 0); /* refused: nothing queued */
+	assert_int_equal(atomic_load(&g.done_calls), 0);
+	assert_int_equal(orbit_state_lane_destroy(lane), -EBUSY); /* open; completions owed */
+	assert_int_equal(orbit_state_lane_run_async(lane, gated_work, &items[3], gated_done,
+						    &items[3]),
+			 0);
+	manual_run_all(&x);
+	assert_int_equal(atomic_load(&g.done_calls), 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(g.order[i], i + 1);
+
+	/* Round 2: close_sync() makes them, on this thread. */
+	atomic_store(&g.norder, 0);
+	atomic_store(&g.done_calls, 0);
+	gated_round(&g, lane, &x, items, -EPIPE);
+	assert_int_equal(g.done_at_holder_return, 0);
+	assert_int_equal(atomic_load(&g.done_calls), 0);
+	assert_int_equal(orbit_state_lane_close_sync(lane), 0);
+	assert_int_equal(atomic_load(&g.done_calls), 3);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(g.order[i], i + 1);
+	assert_int_equal(atomic_load(&g.done_on_holder), 0);
+	assert_int_equal(atomic_load(&g.self_deadlocks), 0);
+	assert_int_equal(manual_pending(&x), 0);
+	assert_int_equal(orbit_state_lane_destroy(lane), 0);
+	pthread_mutex_destroy(&g.gate);
+	pthread_mutexattr_destroy(&ma);
 }
 
 /* ---- 06 §8 Cross-collection invariants: the binding table of 06 §4 ---- */
@@ -1224,6 +1493,8 @@ int main(void)
 		cmocka_unit_test(test_s8_completion_in_turn_runs_continuation),
 		cmocka_unit_test(test_s8_registration_done_at_return),
 		cmocka_unit_test(test_s8_wait_under_gate_returns),
+		cmocka_unit_test(test_s5_fast_path_holder_posts_combined_completions),
+		cmocka_unit_test(test_s5_refused_completion_task_never_runs_on_run_caller),
 		cmocka_unit_test(test_s8_cross_collection_invariant_holds),
 		cmocka_unit_test(test_two_threads_million_submissions_each),
 		cmocka_unit_test(test_binding_table_posted_writes_readers_agree),

@@ -411,30 +411,13 @@ struct classed {
 	int rc;
 };
 
-/* Whether thread @tid is blocked in futex() now (/proc/self/task/<tid>/syscall). */
-static bool in_futex(pid_t tid)
-{
-	char path[64];
-	long nr = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	if (fscanf(f, "%ld", &nr) != 1)
-		nr = -1;
-	fclose(f);
-	return nr == SYS_futex;
-}
-
 /* Until each waiter sleeps in FUTEX_WAIT_BITSET (bounded: 5 s). */
 static bool all_in_futex(struct classed *const *c, int n)
 {
 	uint64_t end = orbit_test_now_ns() + 5000000000ull;
 
 	for (int i = 0; i < n; i++)
-		while (!atomic_load(&c[i]->ready) || !in_futex(atomic_load(&c[i]->tid))) {
+		while (!atomic_load(&c[i]->ready) || !orbit_test_in_futex(atomic_load(&c[i]->tid))) {
 			if (orbit_test_now_ns() > end)
 				return false;
 			usleep(1000);

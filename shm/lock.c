@@ -107,8 +107,10 @@ static void pid_init(void)
  * the parent died holding it. So the child closes every inherited segment
  * fd and replaces each mapping, at the same address, by a read-only
  * mapping of a fresh open of the same name (lookups keep working;
- * mutations say -ECHILD); if the name is gone, by zeroes (lookups then
- * say -ENOENT). open, mmap and close are async-signal-safe.
+ * mutations say -ECHILD); if the name is gone, or now holds another
+ * object, a non-regular file or a shorter file (orbit__seg_reopen()), by
+ * zeroes (lookups then say -ENOENT). open, fstat, mmap and close are
+ * async-signal-safe.
  */
 static void fork_child(void)
 {
@@ -122,7 +124,7 @@ static void fork_child(void)
 		}
 		if (!l->seg.base || !l->seg.size)
 			continue;
-		fd = shm_open(l->seg.name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+		fd = orbit__seg_reopen(&l->seg, true); /* never a FIFO, never another object */
 		if (fd >= 0) {
 			p = mmap(l->seg.base, l->seg.size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
 			close(fd);

@@ -332,9 +332,9 @@ int orbit__members_join(orbit_members_t *m, const char *name)
 		goto err_unlock;
 	}
 	/* A private open file description: its locks are ours alone */
-	fd = shm_open(m->seg.name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+	fd = orbit__seg_reopen(&m->seg, false); /* the object we map, never what now holds the name */
 	if (fd < 0) {
-		r = -errno;
+		r = fd;
 		goto err_unlock;
 	}
 	slot = fork_guard_add(fd);

@@ -135,7 +135,9 @@ int orbit__members_unlink(const char *fleet);
  * mutex); syscalls (open, fcntl, /proc read).
  * Returns the row index (>= 0), -EALREADY (this handle already joined),
  * -ENOSPC (every row held by a live member), -EROFS (readonly handle),
- * -ECHILD (handle inherited through fork), or a negative errno.
+ * -ECHILD (handle inherited through fork), -ESTALE / -ORBIT_ENOTREG /
+ * -ORBIT_ETRUNCATED / -ENOENT (the name no longer leads to the object this
+ * handle maps: orbit__seg_reopen()), or a negative errno.
  */
 int orbit__members_join(orbit_members_t *m, const char *name);
 

@@ -2,18 +2,24 @@
 /*
  * shm/segment.c: create, open, validate and map named fleet segments.
  * A creator makes the POSIX SHM object with O_CREAT|O_EXCL, takes its flock,
- * sizes it fully, writes the header and the kind's body, and publishes
- * READY last with a release store. An opener checks ownership, mode and
- * size with fstat before touching a page, then every header field, and
- * waits (bounded) for READY while the creator holds the flock. A creator
- * that died initialising leaves the flock free and the state INITIALISING:
- * an opener allowed to create re-initialises it under the flock.
- * Nothing here starts a thread or keeps global state.
+ * sizes and reserves it fully (fallocate: a shortage is -ENOSPC and the
+ * partial object is removed), writes the header and the kind's body, and
+ * publishes READY last with a release store. Every open of a name goes
+ * through open_checked(): O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC, then file type,
+ * owner and mode on the descriptor before a byte is read. An opener then
+ * checks the size against the header, every header field, and waits
+ * (bounded) for READY while the creator holds the flock. A creator that
+ * died initialising leaves the flock free and the state INITIALISING: an
+ * opener allowed to create re-initialises it under the flock.
+ * Nothing here starts a thread; the only state is each thread's last
+ * refusal message (orbit_segment_last_error()).
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -31,6 +37,34 @@
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "u64 atomics must be plain 8-byte words");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "u64 atomics must be lock-free (address-free in SHM)");
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "u32 atomics must be lock-free (address-free in SHM)");
+
+/* POSIX SHM objects are files here (glibc's shm_open opens SHM_DIR/name). */
+#define SHM_DIR "/dev/shm"
+
+/* ---- refusal messages --------------------------------------------------- */
+
+/* This thread's last refusal: written and read by the owning thread only. */
+static _Thread_local char last_error[288];
+
+ORBIT_API const char *orbit_segment_last_error(void)
+{
+	return last_error;
+}
+
+/* Record "<segment path>: <reason>" for orbit_segment_last_error(); returns @code. */
+__attribute__((format(printf, 3, 4))) static int refuse(int code, const char *name,
+							const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(last_error, sizeof(last_error), "%s%s: ", SHM_DIR, name);
+
+	if (n < 0 || (size_t)n >= sizeof(last_error))
+		return code;
+	va_start(ap, fmt);
+	vsnprintf(last_error + n, sizeof(last_error) - (size_t)n, fmt, ap);
+	va_end(ap);
+	return code;
+}
 
 uint64_t orbit__now_mono_ns(void)
 {
@@ -91,23 +125,206 @@ int orbit__seg_name(char *buf, size_t len, const char *fleet, const char *name)
 }
 
 /* The header checks of orbit__seg_open(), in the order its comment lists. */
-static int validate_header(const struct orbit_seg_header *h, uint64_t file_bytes,
-			   const struct orbit_seg_spec *spec)
+static int validate_header(const char *name, const struct orbit_seg_header *h,
+			   uint64_t file_bytes, const struct orbit_seg_spec *spec)
 {
 	if (file_bytes < ORBIT_SEG_HEADER_BYTES)
-		return -ORBIT_ESIZE;
+		return refuse(-ORBIT_ETRUNCATED, name, "%" PRIu64 " bytes, shorter than a header",
+			      file_bytes);
 	if (h->magic != ORBIT_SEG_MAGIC)
-		return -ORBIT_EMAGIC;
+		return refuse(-ORBIT_EMAGIC, name, "magic %#" PRIx64 " is not orbit's", h->magic);
 	if (h->layout_version != spec->layout_version)
-		return -ORBIT_EVERSION;
+		return refuse(-ORBIT_EVERSION, name, "layout version %u, expected %u",
+			      h->layout_version, spec->layout_version);
 	if (h->kind != spec->kind)
-		return -ORBIT_EKIND;
+		return refuse(-ORBIT_EKIND, name, "kind %u, expected %u", h->kind, spec->kind);
+	/* Our layout's size, and the file lacks its tail: truncated (any other
+	 * size the header claims is a layout mismatch or corruption: ESIZE). */
+	if (h->header_bytes == ORBIT_SEG_HEADER_BYTES && h->total_bytes > file_bytes &&
+	    (!spec->total_bytes || h->total_bytes == spec->total_bytes))
+		return refuse(-ORBIT_ETRUNCATED, name,
+			      "%" PRIu64 " bytes, its header says %" PRIu64 " (truncated)",
+			      file_bytes, h->total_bytes);
 	if (h->header_bytes != ORBIT_SEG_HEADER_BYTES || h->total_bytes != file_bytes ||
 	    (spec->total_bytes && h->total_bytes != spec->total_bytes))
-		return -ORBIT_ESIZE;
+		return refuse(-ORBIT_ESIZE, name,
+			      "header %u/%" PRIu64 " bytes, file %" PRIu64 ", expected %u/%" PRIu64,
+			      h->header_bytes, h->total_bytes, file_bytes, ORBIT_SEG_HEADER_BYTES,
+			      spec->total_bytes);
 	if (h->fingerprint != spec->fingerprint)
-		return -ORBIT_EFINGERPRINT;
+		return refuse(-ORBIT_EFINGERPRINT, name, "layout fingerprint %#" PRIx64
+			      ", expected %#" PRIx64, h->fingerprint, spec->fingerprint);
 	return 0;
+}
+
+/* ---- opening a name: the one place a name becomes a descriptor ----------- */
+
+/* What open_checked() found wrong, for the caller's message. */
+static const char *type_name(mode_t m)
+{
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISSOCK(m))
+		return "a socket";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	if (S_ISLNK(m))
+		return "a symlink";
+	return "not a regular file";
+}
+
+/*
+ * Open @name so that nothing under it can make us wait or follow it:
+ * O_NONBLOCK (a FIFO opens at once instead of waiting for a writer),
+ * O_NOFOLLOW (a symlink is -ELOOP), O_NOCTTY (a tty device does not become
+ * ours), O_CLOEXEC. Then fstat on the descriptor: only a regular file is
+ * kept. An open the kernel refuses (a socket: ENXIO; a directory opened
+ * for writing: EISDIR, which glibc's shm_open reports as EINVAL; a device
+ * on a nodev mount: EACCES) is told apart by
+ * lstat of the path, so every non-regular file gets the same code. The
+ * descriptor keeps O_NONBLOCK: it has no effect on a regular tmpfs file,
+ * on flock or on mmap.
+ * Async-signal-safe (shm_open is open(2) in glibc; lstat, fstat, close).
+ * Returns the fd with *st filled, -ORBIT_ENOTREG (*st holds the type
+ * found), or -errno of the open.
+ */
+static int open_checked(const char *name, int flags, mode_t mode, const struct orbit_seg_opts *o,
+			struct stat *st)
+{
+	char path[sizeof(SHM_DIR) + ORBIT_SEG_NAME_MAX];
+	int safe = flags | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC;
+	int fd, e;
+
+	if (o) { /* an existing segment: waits out a group member's creation (segment_perm.h) */
+		fd = orbit__seg_perm_shm_open(name, safe, o);
+	} else {
+		fd = shm_open(name, safe, mode);
+		if (fd < 0)
+			fd = -errno;
+	}
+	if (fd < 0) {
+		e = -fd;
+		if (e == ENOENT || e == ELOOP || e == EEXIST || e == EMFILE || e == ENFILE ||
+		    e == ENOMEM || e == ENAMETOOLONG)
+			return -e; /* (glibc turns a directory's EISDIR into EINVAL) */
+		memcpy(path, SHM_DIR, sizeof(SHM_DIR) - 1);
+		memcpy(path + sizeof(SHM_DIR) - 1, name, strnlen(name, ORBIT_SEG_NAME_MAX - 1) + 1);
+		if (lstat(path, st) == 0 && !S_ISREG(st->st_mode) && !S_ISLNK(st->st_mode))
+			return -ORBIT_ENOTREG;
+		return -e;
+	}
+	if (fstat(fd, st) < 0) {
+		e = errno;
+		close(fd);
+		return -e;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return -ORBIT_ENOTREG;
+	}
+	return fd;
+}
+
+/* The message for an open_checked() refusal. */
+static int refuse_open(int r, const char *name, const struct stat *st)
+{
+	if (r == -ORBIT_ENOTREG)
+		return refuse(r, name, "%s, not a segment (anyone can create names in %s)",
+			      type_name(st->st_mode), SHM_DIR);
+	if (r == -ENOENT)
+		return r; /* missing is an answer, not a refusal: no message */
+	return refuse(r, name, "open: %s", strerror(-r));
+}
+
+/*
+ * The owner, group and mode checks of an existing segment, on its
+ * descriptor (the rule: shm/segment_perm.h), with the message.
+ */
+static int check_owner_mode(const char *name, const struct stat *st, const struct orbit_seg_opts *o)
+{
+	int r = orbit__seg_perm_check(st, o);
+
+	if (r == -ORBIT_EOWNER)
+		return refuse(r, name, "owned by uid %u (group %u, %u links), we are uid %u",
+			      (unsigned)st->st_uid, (unsigned)st->st_gid, (unsigned)st->st_nlink,
+			      (unsigned)geteuid());
+	if (r == -ORBIT_EMODE)
+		return refuse(r, name, "mode %04o (group %u) is wider than the configured %04o",
+			      (unsigned)(st->st_mode & 07777), (unsigned)st->st_gid,
+			      orbit__seg_perm_mode(o));
+	return r;
+}
+
+int orbit__seg_reopen(const orbit_seg_t *seg, bool readonly)
+{
+	struct stat st;
+	int fd;
+
+	if (!seg)
+		return -EINVAL;
+	fd = open_checked(seg->name, readonly ? O_RDONLY : O_RDWR, 0, NULL, &st);
+	if (fd < 0)
+		return fd;
+	if (st.st_dev != seg->dev || st.st_ino != seg->ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	if ((uint64_t)st.st_size < seg->size) {
+		close(fd);
+		return -ORBIT_ETRUNCATED;
+	}
+	return fd;
+}
+
+/* ---- reserving the space ------------------------------------------------ */
+
+/*
+ * Give @fd @bytes of real storage, so that no later store into the mapping
+ * can SIGBUS for want of room. fallocate(2) first (what posix_fallocate()
+ * does on Linux); where the filesystem has none (EOPNOTSUPP, ENOSYS: and
+ * musl's posix_fallocate does not emulate it), size the file and write
+ * every page with pwrite(2), which reports a shortage as ENOSPC instead of
+ * a signal. The size goes from 0 to @bytes in one step on either path.
+ * Returns 0, -ENOSPC (message: the segment and its size), or another
+ * negative errno.
+ */
+static int reserve(int fd, const char *name, uint64_t bytes)
+{
+	static const char zeros[65536];
+	const char *how = "fallocate";
+	int r;
+
+	do
+		r = fallocate(fd, 0, 0, (off_t)bytes);
+	while (r < 0 && errno == EINTR);
+	if (r == 0)
+		return 0;
+	r = -errno;
+	if (r == -EOPNOTSUPP || r == -ENOSYS) {
+		how = "writing every page";
+		r = ftruncate(fd, (off_t)bytes) < 0 ? -errno : 0;
+		for (uint64_t off = 0; r == 0 && off < bytes;) {
+			size_t n = bytes - off < sizeof(zeros) ? (size_t)(bytes - off) : sizeof(zeros);
+			ssize_t w = pwrite(fd, zeros, n, (off_t)off);
+
+			if (w > 0)
+				off += (uint64_t)w;
+			else if (w == 0)
+				r = -ENOSPC;
+			else if (errno != EINTR)
+				r = -errno;
+		}
+		if (r == 0)
+			return 0;
+	}
+	if (r == -ENOSPC || r == -EDQUOT)
+		return refuse(-ENOSPC, name, "no room in %s for %" PRIu64 " bytes (%s: %s)", SHM_DIR,
+			      bytes, how, strerror(-r));
+	return refuse(r, name, "reserving %" PRIu64 " bytes (%s): %s", bytes, how, strerror(-r));
 }
 
 static int flock_retry(int fd, int op)
@@ -195,16 +412,24 @@ static int remap(int fd, uint64_t size, bool readonly, void **base, uint64_t *ma
 	return r;
 }
 
+/* Remember which object @seg maps: orbit__seg_reopen() proves a second open reached it. */
+static void note_object(orbit_seg_t *seg, const struct stat *st)
+{
+	seg->dev = st->st_dev;
+	seg->ino = st->st_ino;
+}
+
 static int create_new(orbit_seg_t *seg, const char *name, const struct orbit_seg_spec *spec,
 		      const struct orbit_seg_opts *o)
 {
 	void *base = NULL;
+	struct stat st;
 	int fd, r;
 
 	/* 0600 until orbit__seg_perm_apply() has given it the configured group */
-	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = open_checked(name, O_RDWR | O_CREAT | O_EXCL, 0600, NULL, &st);
 	if (fd < 0)
-		return -errno;
+		return fd == -EEXIST ? fd : refuse_open(fd, name, &st);
 	/* Hold the flock before the file has a size: openers see size 0 or
 	 * INITIALISING, and wait for us or find us dead. */
 	r = flock_retry(fd, LOCK_EX);
@@ -214,7 +439,6 @@ static int create_new(orbit_seg_t *seg, const char *name, const struct orbit_seg
 	/* An opener that found the flock free between our O_EXCL and our
 	 * flock took us for a dead creator and initialised it under the flock:
 	 * it is theirs now, open it as an existing segment. */
-	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		r = -errno;
 		goto err_unlink;
@@ -227,10 +451,9 @@ static int create_new(orbit_seg_t *seg, const char *name, const struct orbit_seg
 	r = orbit__seg_perm_apply(fd, o); /* the group, then the mode: no umask narrows it */
 	if (r < 0)
 		goto err_unlink;
-	if (ftruncate(fd, (off_t)spec->total_bytes) < 0) {
-		r = -errno;
+	r = reserve(fd, name, spec->total_bytes);
+	if (r < 0)
 		goto err_unlink;
-	}
 	r = map_fd(fd, spec->total_bytes, false, &base);
 	if (r < 0)
 		goto err_unlink;
@@ -242,11 +465,14 @@ static int create_new(orbit_seg_t *seg, const char *name, const struct orbit_seg
 	seg->base = base;
 	seg->size = spec->total_bytes;
 	seg->created = true;
+	note_object(seg, &st);
 	return 0;
 
 err_unmap:
 	munmap(base, spec->total_bytes);
 err_unlink:
+	/* The name is ours (O_EXCL, still empty or not READY under our flock):
+	 * nothing is left behind, not even an empty file. */
 	shm_unlink(name);
 	close(fd);
 	return r;
@@ -262,6 +488,47 @@ static bool being_initialised(const struct orbit_seg_header *h, uint32_t state)
 }
 
 /*
+ * A file of 1..header-1 bytes: no creator ever leaves that (it sizes the
+ * file from 0 to the full size in one step), so it was truncated. Its
+ * first bytes still say whether it was orbit's.
+ */
+static int refuse_short(int fd, const char *name, uint64_t size)
+{
+	uint64_t magic = 0;
+
+	if (size >= sizeof(magic) && pread(fd, &magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
+	    magic != ORBIT_SEG_MAGIC)
+		return refuse(-ORBIT_EMAGIC, name, "%" PRIu64 " bytes, magic %#" PRIx64
+			      " is not orbit's", size, magic);
+	return refuse(-ORBIT_ETRUNCATED, name, "%" PRIu64 " bytes, shorter than a header (truncated)",
+		      size);
+}
+
+/*
+ * Re-initialise a segment whose creator died at work, under its flock
+ * (held by the caller). Its space is reserved first; when there is none,
+ * the partial object is emptied and its name removed (nobody can be using
+ * a segment that never was READY) and -ENOSPC returned.
+ */
+static int repair(int fd, const char *name, const struct orbit_seg_spec *spec, void **base)
+{
+	int r;
+
+	if (ftruncate(fd, (off_t)spec->total_bytes) < 0)
+		return -errno;
+	r = reserve(fd, name, spec->total_bytes);
+	if (r < 0) {
+		if (ftruncate(fd, 0) == 0)
+			shm_unlink(name);
+		return r;
+	}
+	r = map_fd(fd, spec->total_bytes, false, base);
+	if (r == 0)
+		r = initialise(*base, spec);
+	return r;
+}
+
+/*
  * Wait for READY. While not ready: if the creator still holds the flock we
  * sleep and retry until the bound; if we can take the flock the creator is
  * dead, and we repair when allowed. Returns 0 with the header validated.
@@ -271,6 +538,7 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 {
 	int timeout_ms = o->init_timeout_ms > 0 ? o->init_timeout_ms : ORBIT_SEG_DEFAULT_INIT_TIMEOUT_MS;
 	uint64_t deadline = orbit__now_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
+	const char *name = seg->name;
 	void *base = NULL;
 	uint64_t mapped = 0;
 	int r;
@@ -282,6 +550,10 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 			r = -errno;
 			goto out;
 		}
+		if (st.st_size > 0 && (uint64_t)st.st_size < ORBIT_SEG_HEADER_BYTES) {
+			r = refuse_short(fd, name, (uint64_t)st.st_size);
+			goto out;
+		}
 		if ((uint64_t)st.st_size >= ORBIT_SEG_HEADER_BYTES) {
 			r = remap(fd, (uint64_t)st.st_size, o->readonly, &base, &mapped);
 			if (r < 0)
@@ -291,17 +563,21 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 			uint32_t state = atomic_load_explicit(&h->init_state, memory_order_acquire);
 
 			if (state == ORBIT_SEG_READY) {
-				r = validate_header(h, mapped, spec);
+				r = validate_header(name, h, mapped, spec);
 				if (r == 0) {
 					seg->base = base;
 					seg->size = mapped;
+					note_object(seg, &st);
 					return 0;
 				}
 				goto out;
 			}
 			/* foreign or corrupt: never "repaired" away */
 			if (!being_initialised(h, state)) {
-				r = h->magic == ORBIT_SEG_MAGIC ? -ORBIT_ECORRUPT : -ORBIT_EMAGIC;
+				r = h->magic == ORBIT_SEG_MAGIC
+					    ? refuse(-ORBIT_ECORRUPT, name, "init state %#x", state)
+					    : refuse(-ORBIT_EMAGIC, name, "magic %#" PRIx64 " is not orbit's",
+						     h->magic);
 				goto out;
 			}
 		}
@@ -316,6 +592,17 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 				r = -errno;
 				flock_retry(fd, LOCK_UN);
 				goto out;
+			}
+			if (st.st_nlink == 0) {
+				/* Removed (a creator that failed, or an unlink):
+				 * never revive an object no name leads to. */
+				flock_retry(fd, LOCK_UN);
+				r = -ENOENT;
+				goto out;
+			}
+			if (st.st_size > 0 && (uint64_t)st.st_size < ORBIT_SEG_HEADER_BYTES) {
+				flock_retry(fd, LOCK_UN);
+				continue; /* truncated meanwhile: the loop's top says so */
 			}
 			if ((uint64_t)st.st_size >= ORBIT_SEG_HEADER_BYTES) {
 				r = remap(fd, (uint64_t)st.st_size, o->readonly, &base, &mapped);
@@ -334,7 +621,13 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 			}
 			if (!may_repair || o->readonly) {
 				flock_retry(fd, LOCK_UN);
-				r = -ORBIT_EINITTIMEOUT;
+				r = st.st_size == 0
+					    ? refuse(-ORBIT_ETRUNCATED, name,
+						     "0 bytes and no creator at work (truncated to 0, "
+						     "or its creator died before sizing it)")
+					    : refuse(-ORBIT_EINITTIMEOUT, name,
+						     "still initialising and no creator at work (it "
+						     "died); an opener that may create repairs it");
 				goto out;
 			}
 			if (base)
@@ -342,27 +635,27 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 			base = NULL;
 			/* A creator that died before its group mode left it 0600: finish that too */
 			r = orbit__seg_perm_apply(fd, o);
-			if (r < 0 || ftruncate(fd, (off_t)spec->total_bytes) < 0) {
-				r = r < 0 ? r : -errno;
+			if (r < 0) {
 				flock_retry(fd, LOCK_UN);
 				goto out;
 			}
 			mapped = spec->total_bytes;
-			r = map_fd(fd, mapped, false, &base);
-			if (r == 0)
-				r = initialise(base, spec);
+			r = repair(fd, name, spec, &base);
 			flock_retry(fd, LOCK_UN);
 			if (r < 0)
 				goto out;
 			seg->base = base;
 			seg->size = mapped;
 			seg->created = true;
+			note_object(seg, &st);
 			return 0;
 		}
 		if (r != -EWOULDBLOCK && r != -EAGAIN)
 			goto out;
 		if (orbit__now_mono_ns() >= deadline) {
-			r = -ORBIT_EINITTIMEOUT;
+			r = refuse(-ORBIT_EINITTIMEOUT, name,
+				   "still initialising after %d ms (its creator holds the flock)",
+				   timeout_ms);
 			goto out;
 		}
 		usleep(1000);
@@ -379,14 +672,10 @@ static int open_existing(orbit_seg_t *seg, const char *name, const struct orbit_
 	struct stat st;
 	int fd, r;
 
-	fd = orbit__seg_perm_shm_open(name, (o->readonly ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC, o);
+	fd = open_checked(name, o->readonly ? O_RDONLY : O_RDWR, 0, o, &st);
 	if (fd < 0)
-		return fd;
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		goto err_close;
-	}
-	r = orbit__seg_perm_check(&st, o); /* owner, group and mode: shm/segment_perm.h */
+		return refuse_open(fd, name, &st);
+	r = check_owner_mode(name, &st, o);
 	if (r < 0)
 		goto err_close;
 	r = wait_ready(seg, fd, spec, o, may_repair);

@@ -19,7 +19,24 @@
  *                   serializer), +1 release   acquire        sees old or new
  *   creator_pid     creator                   display       informational only
  * Everything after header_bytes belongs to the kind's own layout, sized
- * fully at creation (ftruncate before any page is touched).
+ * and reserved fully at creation (fallocate before any page is touched, so
+ * a full /dev/shm is -ENOSPC at open, never a SIGBUS later).
+ *
+ * Hostile names: /dev/shm is writable by every local user, so a name may
+ * hold a FIFO, a directory, a socket, a device node or a symlink. Every
+ * open goes through one helper (open_checked() in segment.c): shm_open with
+ * O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC|O_NOCTTY, then fstat on the descriptor
+ * (regular file, our euid, mode no wider than configured) before a byte is
+ * read or mapped. A refusal is a code (-ORBIT_ENOTREG, -ORBIT_EOWNER, ...)
+ * plus a message naming the segment: orbit_segment_last_error().
+ *
+ * File size states: a creator sizes the file from 0 to total_bytes in one
+ * step (fallocate, or ftruncate before the fallback's writes), so a size
+ * strictly between 0 and the header's total_bytes is never a creator's
+ * state: it is a truncation, -ORBIT_ETRUNCATED for every opener. Size 0
+ * with no creator holding the flock is a truncation to 0 or a creator that
+ * died before sizing it (the two cannot be told apart): -ORBIT_ETRUNCATED
+ * for an opener that may not create, re-initialised by one that may.
  */
 #ifndef ORBIT_SHM_SEGMENT_H
 #define ORBIT_SHM_SEGMENT_H
@@ -108,6 +125,8 @@ typedef struct orbit_seg {
 	bool readonly;
 	bool created;       /* this handle created (or repaired) it */
 	pid_t pid;          /* process that opened it: a forked child must re-open */
+	dev_t dev;          /* the object mapped (fstat of fd): orbit__seg_reopen() */
+	ino_t ino;          /* proves a second open reached the same object */
 	char name[ORBIT_SEG_NAME_MAX];
 } orbit_seg_t;
 
@@ -121,30 +140,53 @@ int orbit__seg_name(char *buf, size_t len, const char *fleet, const char *name);
 /*
  * orbit__seg_open - create and/or open, map and validate a segment.
  * @seg:   filled on success; untouched on failure.
- * Context: any thread; syscalls (shm_open, fstat, flock, ftruncate, mmap);
- * may sleep up to init_timeout_ms while a creator initialises.
+ * Context: any thread; syscalls (shm_open, fstat, flock, fallocate, mmap);
+ * never blocks on the object itself (O_NONBLOCK: a FIFO under the name is
+ * refused, not waited on); may sleep up to init_timeout_ms while a creator
+ * initialises. Every refusal other than -ENOENT also leaves a message
+ * naming the segment for orbit_segment_last_error() on this thread.
  * Returns 0, or: -EINVAL (bad names/options, a mode segment_perm.h
  * refuses), -ENOENT (missing and not created), -EEXIST (ORBIT_SEG_CREATE
  * and it exists), -EACCES/-ELOOP (permission, symlink), -EPERM (creating
- * with a group mode for a group this process is not in), -ORBIT_EOWNER
+ * with a group mode for a group this process is not in), -ORBIT_ENOTREG
+ * (the name is a FIFO, directory, socket or device node), -ORBIT_EOWNER
  * (owned by another uid, and not by the configured group of a group mode),
  * -ORBIT_EMODE (mode wider than opts->mode, or group bits for another
- * group than opts->gid), -ORBIT_ESIZE (file too small
- * or sizes disagree with the header or the spec), -ORBIT_EMAGIC,
- * -ORBIT_EVERSION, -ORBIT_EKIND, -ORBIT_EFINGERPRINT (header fields differ
- * from the spec, checked in that order), -ORBIT_EINITTIMEOUT (still
- * initialising past the bound while the creator holds the flock),
+ * group than opts->gid), -ENOSPC (creating or repairing: /dev/shm has no
+ * room for total_bytes; nothing is left under the name),
+ * -ORBIT_ETRUNCATED (the file is shorter than its header's total_bytes,
+ * or shorter than a header, or empty with no creator at work and this
+ * opener may not create), -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND,
+ * -ORBIT_ESIZE (header sizes disagree with the file or the spec),
+ * -ORBIT_EFINGERPRINT (checked in that order), -ORBIT_EINITTIMEOUT (still
+ * initialising past the bound while the creator holds the flock, or found
+ * initialising with its creator dead by an opener that may not repair),
  * -ORBIT_ECORRUPT (orbit's magic but an init state neither READY nor
  * initialising: never repaired away), or another negative errno from the
  * kernel.
- * A segment whose creator died initialising (flock free, not READY) is
- * re-initialised by an opener that may create (ORBIT_SEG_OPEN_OR_CREATE).
+ * A segment whose creator died initialising (flock free, not READY, full
+ * size or empty) is re-initialised by an opener that may create
+ * (ORBIT_SEG_OPEN_OR_CREATE); a truncated one (non-zero size) never is.
  */
 int orbit__seg_open(orbit_seg_t *seg, const char *fleet, const char *name,
 		    const struct orbit_seg_spec *spec, const struct orbit_seg_opts *opts);
 
 /* Unmap and close. Safe on a zeroed or already closed handle. */
 void orbit__seg_close(orbit_seg_t *seg);
+
+/*
+ * orbit__seg_reopen - a second open file description of @seg's object, by
+ * name, with the checks of the first open: O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC,
+ * then fstat: a regular file, the same object @seg maps (st_dev, st_ino),
+ * at least seg->size bytes (a mapping of it cannot SIGBUS).
+ * @readonly: O_RDONLY, else O_RDWR.
+ * Context: async-signal-safe (open, fstat, close only): a pthread_atfork
+ * child handler may call it. Sets no message.
+ * Returns the fd, or -ENOENT (the name is gone), -ORBIT_ENOTREG, -ESTALE
+ * (the name now holds another object), -ORBIT_ETRUNCATED, or another
+ * negative errno from open/fstat.
+ */
+int orbit__seg_reopen(const orbit_seg_t *seg, bool readonly);
 
 /* Remove the name (mapped handles stay valid). Returns 0, -ENOENT, -EINVAL. */
 int orbit__seg_unlink(const char *fleet, const char *name);

@@ -48,7 +48,9 @@ ORBIT_BEGIN_DECLS
 	XX(EINITTIMEOUT, "segment still initialising past the bound (creator died?)")              \
 	XX(ECORRUPT, "segment bytes failed validation (corrupt)")                                  \
 	XX(ELAGGED, "ring reader lagged behind the writer; re-read the table")                     \
-	XX(EUNAVAILABLE, "cluster unreachable or without quorum within the call's bound")
+	XX(EUNAVAILABLE, "cluster unreachable or without quorum within the call's bound")          \
+	XX(ENOTREG, "segment name is not a regular file (FIFO, directory, socket or device node)") \
+	XX(ETRUNCATED, "segment is shorter than its header says (truncated)")
 
 /* XX(name, message): errno codes with the meaning orbit gives them. */
 #define ORBIT_SYS_ERRNO_MAP(XX)                                                                    \
@@ -93,6 +95,19 @@ ORBIT_API const char *orbit_strerror(int err);
  * "UNKNOWN" for a code with no name; never NULL.
  */
 ORBIT_API const char *orbit_err_name(int err);
+
+/**
+ * orbit_segment_last_error - what the last segment refusal on this thread
+ * was about, naming the segment: "/dev/shm/orbit.<fleet>.<name>: <reason>" (its
+ * path, and the size, mode, owner or file type found). Every failing open
+ * or creation of a segment sets it, except for a missing segment (-ENOENT);
+ * a success does not clear it, so read it right after the failing call.
+ *
+ * Context: any thread; thread-local; no allocation, no syscall.
+ * Returns: a string valid until this thread's next segment refusal; "" when
+ * this thread had none.
+ */
+ORBIT_API const char *orbit_segment_last_error(void);
 
 ORBIT_END_DECLS
 

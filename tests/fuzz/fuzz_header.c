@@ -96,8 +96,9 @@ static void setup(void)
 
 static bool open_code_ok(int rc)
 {
-	return fuzz_rc_in(rc, 9, 0, -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND, -ORBIT_EFINGERPRINT,
-			  -ORBIT_ESIZE, -ORBIT_ECORRUPT, -ORBIT_EINITTIMEOUT, -ORBIT_EMODE);
+	return fuzz_rc_in(rc, 10, 0, -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND, -ORBIT_EFINGERPRINT,
+			  -ORBIT_ESIZE, -ORBIT_ECORRUPT, -ORBIT_EINITTIMEOUT, -ORBIT_EMODE,
+			  -ORBIT_ETRUNCATED);
 }
 
 /* Open @k read-only or read-write; on success check the mapping and read once. */

@@ -4,6 +4,7 @@
  * segments"): creation, every documented open error, the creator killed
  * while initialising, permissions, symlinks, random bytes, bounds checks.
  */
+#define _GNU_SOURCE 1 /* unshare(2) for orbit_test_shm.h */
 #include "orbit_test.h"
 
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 
 #include <orbit/error.h>
+#include "orbit_test_shm.h"
 #include "shm/crashpoint.h"
 #include "shm/segment.h"
 
@@ -156,15 +158,233 @@ static void test_open_errors_name_the_mismatch(void **state)
 	orbit__seg_close(&a);
 }
 
-static void test_truncated_file_is_esize(void **state)
+/*
+ * Issue 9.8: a file shorter than its header says is its own error,
+ * -ORBIT_ETRUNCATED (it was "still initialising past the bound" below a
+ * header, ESIZE above), for every opener, and is never re-initialised;
+ * only an empty file with no creator at work (a creator dead before sizing
+ * it looks the same) is re-created by an opener that may create.
+ */
+static void test_truncated_file_is_etruncated(void **state)
+{
+	struct orbit_seg_opts roo = { .how = ORBIT_SEG_OPEN, .readonly = true, .init_timeout_ms = 200 };
+	struct orbit_seg_opts rwo = { .how = ORBIT_SEG_OPEN, .init_timeout_ms = 200 };
+	struct orbit_seg_opts cro = { .how = ORBIT_SEG_OPEN_OR_CREATE, .init_timeout_ms = 200 };
+	const off_t sizes[] = { ORBIT_SEG_HEADER_BYTES + 100, ORBIT_SEG_HEADER_BYTES, 60, 3 };
+	struct orbit_seg_spec sp = default_spec();
+	orbit_seg_t a, b;
+	struct stat st;
+	char path[128];
+
+	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.s: ", fleet); /* the message names it */
+	assert_int_equal(create_default(&a), 0);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		assert_int_equal(ftruncate(a.fd, sizes[i]), 0);
+		assert_int_equal(orbit__seg_open(&b, fleet, "s", &sp, &roo), -ORBIT_ETRUNCATED);
+		assert_non_null(strstr(orbit_segment_last_error(), path));
+		assert_int_equal(orbit__seg_open(&b, fleet, "s", &sp, &rwo), -ORBIT_ETRUNCATED);
+		assert_int_equal(orbit__seg_open(&b, fleet, "s", &sp, &cro), -ORBIT_ETRUNCATED);
+		assert_int_equal(fstat(a.fd, &st), 0);
+		assert_int_equal(st.st_size, sizes[i]); /* never re-initialised */
+	}
+	/* Empty, no creator at work: only an opener that may create re-creates it. */
+	assert_int_equal(ftruncate(a.fd, 0), 0);
+	assert_int_equal(orbit__seg_open(&b, fleet, "s", &sp, &roo), -ORBIT_ETRUNCATED);
+	assert_non_null(strstr(orbit_segment_last_error(), "0 bytes"));
+	assert_int_equal(orbit__seg_open(&b, fleet, "s", &sp, &rwo), -ORBIT_ETRUNCATED);
+	assert_int_equal(orbit__seg_open(&b, fleet, "s", &sp, &cro), 0);
+	assert_true(b.created);
+	assert_int_equal(((unsigned char *)orbit__seg_body(&b))[0], 0x5a);
+	orbit__seg_close(&b);
+	orbit__seg_close(&a); /* a's mapping outlived its pages: never touched */
+}
+
+/*
+ * Issue 9.3: a FIFO, directory, socket or device node under a segment name
+ * (anyone can create one in /dev/shm) is refused with -ORBIT_ENOTREG and a
+ * message naming the segment, by every kind of opener, at once: a FIFO
+ * used to block every read-only opener forever in open(2). Each open runs
+ * in a child under a hard timeout, so a hang fails the test.
+ */
+struct hostile_open {
+	struct orbit_seg_opts o;
+	int want;
+};
+
+static int open_hostile(void *arg)
+{
+	const struct hostile_open *h = arg;
+	struct orbit_seg_spec sp = default_spec();
+	char path[128];
+	orbit_seg_t b;
+	int r;
+
+	signal(SIGBUS, SIG_DFL); /* a crash must end this child, not reach cmocka's handler */
+	signal(SIGSEGV, SIG_DFL);
+	r = orbit__seg_open(&b, fleet, "s", &sp, &h->o);
+
+	if (r != h->want) {
+		fprintf(stderr, "open: %d (%s), want %d\n", r, orbit_strerror(r), h->want);
+		return 1;
+	}
+	orbit_test_shm_path(path, sizeof(path), fleet, "s");
+	if (h->want == -ORBIT_ENOTREG && !strstr(orbit_segment_last_error(), path)) {
+		fprintf(stderr, "message \"%s\" does not name %s\n", orbit_segment_last_error(), path);
+		return 2;
+	}
+	return 0;
+}
+
+static void test_non_regular_file_under_the_name_is_enotreg(void **state)
+{
+	const struct hostile_open opens[] = {
+		{ { .how = ORBIT_SEG_OPEN, .readonly = true }, -ORBIT_ENOTREG },
+		{ { .how = ORBIT_SEG_OPEN }, -ORBIT_ENOTREG },
+		{ { .how = ORBIT_SEG_OPEN_OR_CREATE }, -ORBIT_ENOTREG },
+		{ { .how = ORBIT_SEG_CREATE }, -EEXIST },
+	};
+	char path[128];
+	int made = 0;
+
+	orbit_test_shm_path(path, sizeof(path), fleet, "s");
+	for (int k = 0; k < ORBIT_TEST_HOSTILE_COUNT; k++) {
+		int r = orbit_test_hostile_make(k, path);
+
+		if (r == 1) {
+			print_message("skipping the %s: mknod needs CAP_MKNOD\n",
+				      orbit_test_hostile_name(k));
+			continue;
+		}
+		assert_int_equal(r, 0);
+		made++;
+		for (size_t i = 0; i < sizeof(opens) / sizeof(opens[0]); i++) {
+			int rc = orbit_test_fork_run(open_hostile, (void *)&opens[i], 5000);
+
+			if (rc != 0)
+				fail_msg("%s, opener %zu: %s", orbit_test_hostile_name(k), i,
+					 rc < 0 ? "hung or died" : "wrong answer");
+		}
+		orbit_test_hostile_remove(path);
+	}
+	assert_true(made >= 3);
+}
+
+/* orbit__seg_reopen() (members' row locks, a forked child's lock mapping)
+ * reaches the object the handle maps, or says why not. */
+static void test_reopen_reaches_the_same_object_or_refuses(void **state)
 {
 	orbit_seg_t a, b;
-	struct orbit_seg_spec sp = default_spec();
+	char path[128];
+	int fd;
 
 	assert_int_equal(create_default(&a), 0);
-	assert_int_equal(ftruncate(a.fd, ORBIT_SEG_HEADER_BYTES + 100), 0);
-	assert_int_equal(open_with(&sp, &b), -ORBIT_ESIZE);
-	orbit__seg_close(&a); /* a's mapping is larger than the file: do not touch it */
+	fd = orbit__seg_reopen(&a, false);
+	assert_true(fd >= 0);
+	close(fd);
+	orbit_test_shm_path(path, sizeof(path), fleet, "s");
+	/* a name now holding another object */
+	assert_int_equal(orbit__seg_unlink(fleet, "s"), 0);
+	assert_int_equal(orbit__seg_reopen(&a, true), -ENOENT);
+	assert_int_equal(create_default(&b), 0);
+	assert_int_equal(orbit__seg_reopen(&a, true), -ESTALE);
+	orbit__seg_close(&b);
+	orbit__seg_unlink(fleet, "s");
+	/* a FIFO: refused, not waited on (the child's timeout catches a hang) */
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(orbit__seg_reopen(&a, true), -ORBIT_ENOTREG);
+	unlink(path);
+	/* the same object, shorter than mapped */
+	assert_int_equal(create_default(&b), 0);
+	assert_int_equal(ftruncate(b.fd, ORBIT_SEG_HEADER_BYTES), 0);
+	assert_int_equal(orbit__seg_reopen(&b, true), -ORBIT_ETRUNCATED);
+	orbit__seg_close(&b);
+	orbit__seg_close(&a);
+}
+
+/*
+ * Issue 9.4: too little /dev/shm is -ENOSPC naming the segment and its
+ * size, with nothing left under the name and no SIGBUS (the segment used to
+ * be ftruncated, then memset: "Bus error"). In a private 4 MiB tmpfs on
+ * /dev/shm (root: a mount namespace of a forked child).
+ */
+#define BIG_BYTES (16ull << 20)
+
+static int enospc_child(void *arg)
+{
+	bool no_fallocate = arg != NULL;
+	struct orbit_seg_spec sp = default_spec();
+	struct orbit_seg_opts o = { .how = ORBIT_SEG_OPEN_OR_CREATE, .init_timeout_ms = 200 };
+	const char *why;
+	char path[128], want[64];
+	struct stat st;
+	orbit_seg_t a;
+	int r;
+
+	signal(SIGBUS, SIG_DFL); /* a SIGBUS must kill this child, not reach cmocka's handler */
+	why = orbit_test_private_shm("size=4m");
+	if (why) {
+		printf("skip: %s\n", why);
+		return 77;
+	}
+	if (no_fallocate && orbit_test_no_fallocate() < 0)
+		return 10;
+	orbit_test_shm_path(path, sizeof(path), fleet, "s");
+	sp.total_bytes = BIG_BYTES;
+	r = orbit__seg_open(&a, fleet, "s", &sp, &o);
+	if (r != -ENOSPC) {
+		fprintf(stderr, "create: %d (%s)\n", r, orbit_strerror(r));
+		return 11;
+	}
+	snprintf(want, sizeof(want), "%llu bytes", BIG_BYTES);
+	if (!strstr(orbit_segment_last_error(), path) || !strstr(orbit_segment_last_error(), want)) {
+		fprintf(stderr, "message: %s\n", orbit_segment_last_error());
+		return 12;
+	}
+	if (lstat(path, &st) == 0 || errno != ENOENT)
+		return 13; /* a partial segment was left behind */
+	/* the repair of a creator dead before sizing it: the same, and the
+	 * empty file it left is removed too */
+	int fd = open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
+	if (fd < 0)
+		return 14;
+	close(fd);
+	r = orbit__seg_open(&a, fleet, "s", &sp, &o);
+	if (r != -ENOSPC || lstat(path, &st) == 0)
+		return 15;
+	/* what fits is created, on either path, and its pages are really there */
+	sp.total_bytes = 1u << 20;
+	if (orbit__seg_open(&a, fleet, "s", &sp, &o) != 0)
+		return 16;
+	if (fstat(a.fd, &st) < 0 || (uint64_t)st.st_blocks * 512 < sp.total_bytes)
+		return 17;
+	orbit__seg_close(&a);
+	orbit__seg_unlink(fleet, "s");
+	return 0;
+}
+
+static void run_enospc(bool no_fallocate)
+{
+	int rc;
+
+	if (geteuid() != 0) {
+		print_message("skip: a private tmpfs on /dev/shm needs root\n");
+		skip();
+	}
+	rc = orbit_test_fork_run(enospc_child, no_fallocate ? (void *)1 : NULL, 20000);
+	if (rc == 77)
+		skip();
+	assert_int_equal(rc, 0);
+}
+
+static void test_shm_shortage_is_enospc_and_leaves_nothing(void **state)
+{
+	run_enospc(false);
+}
+
+/* The same through the fallback for filesystems without fallocate(2). */
+static void test_shm_shortage_without_fallocate_is_enospc(void **state)
+{
+	run_enospc(true);
 }
 
 static void test_foreign_owner_is_eowner(void **state)
@@ -465,7 +685,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_create_twice_is_eexist_and_missing_is_enoent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_or_create_races_to_one_segment, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_errors_name_the_mismatch, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_truncated_file_is_esize, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_truncated_file_is_etruncated, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_non_regular_file_under_the_name_is_enotreg, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reopen_reaches_the_same_object_or_refuses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shm_shortage_is_enospc_and_leaves_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shm_shortage_without_fallocate_is_enospc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_owner_is_eowner, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mode_wider_than_configured_is_emode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_mode_creates_0660, setup, teardown),

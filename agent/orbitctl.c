@@ -81,6 +81,7 @@ static int exit_for(int err)
 	case -EROFS:
 	case -ORBIT_EOWNER:
 	case -ORBIT_EMODE:
+	case -ORBIT_ENOTREG:
 		return EXIT_REFUSED;
 	case -EPROTO:
 	case -ORBIT_EMAGIC:
@@ -90,6 +91,7 @@ static int exit_for(int err)
 	case -ORBIT_ESIZE:
 	case -ORBIT_ECORRUPT:
 	case -ORBIT_EINITTIMEOUT:
+	case -ORBIT_ETRUNCATED:
 		return EXIT_CORRUPT;
 	default:
 		return EXIT_ERROR;
@@ -98,7 +100,10 @@ static int exit_for(int err)
 
 static int fail(const char *what, const char *fleet, int err)
 {
-	fprintf(stderr, "%s: %s (fleet %s): %s\n", prog, what, fleet, orbit_strerror(err));
+	const char *seg = orbit_segment_last_error(); /* names the segment that refused */
+
+	fprintf(stderr, "%s: %s (fleet %s): %s%s%s\n", prog, what, fleet, orbit_strerror(err),
+		*seg ? "\n  " : "", seg);
 	if (err == -ORBIT_EMODE || err == -ORBIT_EOWNER)
 		fprintf(stderr, "%s: a fleet shared with a group needs its --mode and --group\n",
 			prog);

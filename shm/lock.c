@@ -1310,8 +1310,20 @@ static int resolve(const struct orbit_lock_options *o, const struct orbit_lock_l
 	return 0;
 }
 
-static uint64_t layout_fingerprint(const struct orbit_lock_layout *y, enum orbit_lock_serializer s)
+void orbit__lock_libc_abi_self(struct orbit__lock_libc_abi *abi)
 {
+	abi->mutex_bytes = sizeof(pthread_mutex_t);
+	abi->mutex_align = _Alignof(pthread_mutex_t);
+	abi->mutex_off = offsetof(struct orbit_lock_table_hdr, mutex);
+	abi->libc_id = ORBIT_LOCK_LIBC_ID;
+}
+
+uint64_t orbit__lock_fingerprint(const struct orbit_lock_layout *y, enum orbit_lock_serializer s,
+				 const struct orbit__lock_libc_abi *abi)
+{
+	/* Only the FUTEX serializer puts a libc object (the robust mutex) in
+	 * SHM: FLOCK tables stay shareable between peers of different libcs. */
+	bool futex = s == ORBIT_LOCK_SERIALIZER_FUTEX;
 	uint64_t w[] = {
 		ORBIT_LOCK_TABLE_VERSION, y->state_kind, y->ring_kind, y->slots,
 		y->ring_frames, y->ring_frame_bytes, sizeof(struct orbit_lock_table_hdr),
@@ -1319,8 +1331,20 @@ static uint64_t layout_fingerprint(const struct orbit_lock_layout *y, enum orbit
 		/* the probe hash itself: peers hashing keys differently would miss
 		 * each other's entries, so they must refuse each other instead */
 		key_hash("orbit", 5, "fingerprint", 11),
+		/* the libc's robust mutex: a peer whose pthread_mutex_t has another
+		 * size, alignment, place or libc would scribble over ours */
+		futex ? abi->mutex_bytes : 0, futex ? abi->mutex_align : 0,
+		futex ? abi->mutex_off : 0, futex ? abi->libc_id : 0,
 	};
 	return orbit__seg_fingerprint(w, sizeof(w) / sizeof(w[0]));
+}
+
+static uint64_t layout_fingerprint(const struct orbit_lock_layout *y, enum orbit_lock_serializer s)
+{
+	struct orbit__lock_libc_abi abi;
+
+	orbit__lock_libc_abi_self(&abi);
+	return orbit__lock_fingerprint(y, s, &abi);
 }
 
 static int open_as(orbit_lock_t *l, const struct orbit_lock_options *o,

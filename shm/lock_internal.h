@@ -8,6 +8,7 @@
 #define ORBIT_SHM_LOCK_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <orbit/lock.h>
 
@@ -57,6 +58,40 @@ struct orbit_lock_table_hdr *orbit__lock_hdr(orbit_lock_t *lock);
 
 /* The layout the handle was opened with (its ring fields name the fleet's ring). */
 const struct orbit_lock_layout *orbit__lock_layout(const orbit_lock_t *lock);
+
+/*
+ * What a libc puts into the lock table (the FUTEX serializer's robust
+ * mutex), as the table's fingerprint records it: a peer built against a
+ * libc whose pthread_mutex_t differs in any of these is refused at open
+ * (-ORBIT_EFINGERPRINT) instead of scribbling over the mutex.
+ */
+struct orbit__lock_libc_abi {
+	uint64_t mutex_bytes; /* sizeof(pthread_mutex_t) */
+	uint64_t mutex_align; /* _Alignof(pthread_mutex_t) */
+	uint64_t mutex_off;   /* offsetof(struct orbit_lock_table_hdr, mutex) */
+	uint64_t libc_id;     /* ORBIT_LOCK_LIBC_ID: which libc's mutex layout */
+};
+
+/* The libc identity: glibc and its major version, bionic, uClibc; 0 for others (musl). */
+#if defined(__GLIBC__)
+#define ORBIT_LOCK_LIBC_ID (0x676c696263000000ull | (uint64_t)__GLIBC__) /* "glibc" */
+#elif defined(__BIONIC__)
+#define ORBIT_LOCK_LIBC_ID 0x62696f6e69630000ull /* "bionic" */
+#elif defined(__UCLIBC__)
+#define ORBIT_LOCK_LIBC_ID 0x75636c6962630000ull /* "uclibc" */
+#else
+#define ORBIT_LOCK_LIBC_ID 0ull
+#endif
+
+/* This build's libc ABI (what layout_fingerprint() uses). */
+void orbit__lock_libc_abi_self(struct orbit__lock_libc_abi *abi);
+
+/*
+ * orbit__lock_fingerprint - the table fingerprint a peer with layout @y,
+ * serializer @s and libc @abi computes (tests write a foreign peer's with it).
+ */
+uint64_t orbit__lock_fingerprint(const struct orbit_lock_layout *y, enum orbit_lock_serializer s,
+				 const struct orbit__lock_libc_abi *abi);
 
 /* The hash of a key as the table stores it (tests place keys by it). */
 uint64_t orbit__lock_hash(const orbit_lock_key_t *key);

@@ -2,7 +2,7 @@
 /*
  * tests/mp/test_shm_hostile.c: what another local user, a full /dev/shm, a
  * careless truncate or a peer built against another libc does to a fleet,
- * seen through the public openers (issue 9, items 3, 4 and 8):
+ * seen through the public openers (issue 9, items 3, 4, 8 and 11):
  * - a FIFO, directory, socket or device node under each of the fleet's
  *   segment names (lock table, ring, member directory, stats) is refused
  *   at once with -ORBIT_ENOTREG by every opener that reaches the name
@@ -14,13 +14,17 @@
  *   and raise no signal;
  * - a truncated lock table is -ORBIT_ETRUNCATED for every opener and is
  *   never re-created; one truncated to 0 is re-created by a read-write
- *   open, and its fencing tokens stay above every token the old one gave.
+ *   open, and its fencing tokens stay above every token the old one gave;
+ * - a lock table created by a peer whose pthread_mutex_t differs (size,
+ *   alignment, place, libc) is refused at open with -ORBIT_EFINGERPRINT.
  */
 #define _GNU_SOURCE 1 /* unshare(2) for orbit_test_shm.h */
 #include "orbit_test.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <orbit/orbit.h>
@@ -441,6 +445,72 @@ static void test_lock_table_truncated_to_zero_is_recreated_with_larger_tokens(vo
 	orbit_lock_close(l);
 }
 
+/* ---- 9.11: a peer whose libc lays the robust mutex out differently ------- */
+
+static void rewrite_fingerprint(orbit_lock_t *l, uint64_t fp)
+{
+	const orbit_seg_t *seg = orbit__lock_seg(l);
+	struct orbit_seg_header *h;
+	void *p;
+
+	/* the handle maps the table as we opened it; write through a mapping of our own */
+	p = mmap(NULL, seg->size, PROT_READ | PROT_WRITE, MAP_SHARED, seg->fd, 0);
+	assert_true(p != MAP_FAILED);
+	h = p;
+	h->fingerprint = fp;
+	munmap(p, seg->size);
+}
+
+/*
+ * Issue 9.11: the FUTEX serializer's pthread_mutex_t lives in the table.
+ * A peer built against a libc whose mutex has another size, alignment,
+ * offset or libc writes its own fingerprint when it creates the table:
+ * opening that table must be refused, never scribbled over.
+ */
+static void test_foreign_libc_mutex_layout_is_refused(void **state)
+{
+	struct orbit_lock_layout y = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
+	struct orbit__lock_libc_abi self, peer[4];
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet,
+					 .serializer = ORBIT_LOCK_SERIALIZER_FUTEX };
+	orbit_lock_t *l, *x;
+	uint64_t own;
+
+	(void)state;
+	orbit__lock_libc_abi_self(&self);
+	assert_int_equal(self.mutex_bytes, sizeof(pthread_mutex_t));
+	for (int i = 0; i < 4; i++)
+		peer[i] = self;
+	peer[0].mutex_bytes = 48;    /* e.g. another libc's or arch's mutex */
+	peer[1].mutex_align = 4;     /* a 32-bit peer */
+	peer[2].mutex_off += 64;     /* a mutex placed elsewhere */
+	peer[3].libc_id ^= 0x100;    /* same size, another libc (glibc vs musl: both 40 bytes) */
+	assert_int_equal(orbit_lock_open(&lo, &l), 0);
+	own = orbit__lock_fingerprint(&y, ORBIT_LOCK_SERIALIZER_FUTEX, &self);
+	assert_int_equal(orbit__seg_header(orbit__lock_seg(l))->fingerprint, own);
+	for (int i = 0; i < 4; i++) {
+		uint64_t fp = orbit__lock_fingerprint(&y, ORBIT_LOCK_SERIALIZER_FUTEX, &peer[i]);
+
+		assert_true(fp != own);
+		rewrite_fingerprint(l, fp);
+		lo.serializer = ORBIT_LOCK_SERIALIZER_FUTEX;
+		assert_int_equal(orbit_lock_open(&lo, &x), -ORBIT_EFINGERPRINT);
+		lo.serializer = ORBIT_LOCK_SERIALIZER_AUTO;
+		assert_int_equal(orbit_lock_open(&lo, &x), -ORBIT_EFINGERPRINT);
+		lo.readonly = true;
+		assert_int_equal(orbit_lock_open(&lo, &x), -ORBIT_EFINGERPRINT);
+		lo.readonly = false;
+		/* a FLOCK table holds no libc object: peers of any libc share it */
+		assert_int_equal(orbit__lock_fingerprint(&y, ORBIT_LOCK_SERIALIZER_FLOCK, &peer[i]),
+				 orbit__lock_fingerprint(&y, ORBIT_LOCK_SERIALIZER_FLOCK, &self));
+	}
+	rewrite_fingerprint(l, own);
+	lo.serializer = ORBIT_LOCK_SERIALIZER_FUTEX;
+	assert_int_equal(orbit_lock_open(&lo, &x), 0);
+	orbit_lock_close(x);
+	orbit_lock_close(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -453,6 +523,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_lock_table_truncated_to_zero_is_recreated_with_larger_tokens, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(test_foreign_libc_mutex_layout_is_refused, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -99,7 +99,10 @@ struct orbit_transition_event {
  * (another uid's segment, not shared through @opts->gid), -ORBIT_EMODE
  * (wider than @opts->mode, e.g. a group fleet opened without its mode),
  * -ORBIT_EINITTIMEOUT, -EACCES (e.g. a group fleet and a process outside
- * the group).
+ * the group), -ORBIT_ENOTREG (a FIFO, directory, socket or device node
+ * under a segment name: refused at once, never waited on),
+ * -ORBIT_ETRUNCATED (a segment shorter than its header says);
+ * orbit_segment_last_error() names the segment.
  */
 ORBIT_API int orbit_fleet_open(const struct orbit_fleet_options *opts, orbit_fleet_t **out);
 

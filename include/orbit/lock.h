@@ -16,8 +16,10 @@
  * - Fencing tokens start, at segment creation, at the creator's
  *   CLOCK_REALTIME in ns and then count up by one; a re-created segment
  *   therefore starts above every token the old one could have issued,
- *   unless the realtime clock was stepped back between the two. reset
- *   keeps the counter.
+ *   unless the realtime clock was stepped back between the two (or the
+ *   old table handed out more than one token per ns of its life). This
+ *   covers unlink, a table truncated to 0 and re-created, and a repair of
+ *   a creator that died initialising. reset keeps the counter.
  * - The owner is a compare token, not an authorisation mechanism: any
  *   process that can map the segment can present any owner bytes, and
  *   orbit_lock_force_release() removes any holder.
@@ -207,7 +209,19 @@ struct orbit_lock_stats {
  * group), -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND, -ORBIT_ESIZE,
  * -ORBIT_EOWNER (owned by another uid, not through the configured group),
  * -ORBIT_EMODE (wider than @mode, or shared with another group),
- * -ORBIT_EINITTIMEOUT.
+ * -ORBIT_EINITTIMEOUT, -ORBIT_ENOTREG (a FIFO, directory, socket or
+ * device node under the name: refused at once), -ENOSPC (creating:
+ * /dev/shm has no room for the table; no file is left), -ORBIT_ETRUNCATED
+ * (the table is shorter than its header says: refused by every open, the
+ * file is left as it is; an operator removes it with orbit_lock_unlink(),
+ * orbit_fleet_unlink() or `orbitctl unlink`, and the next open creates it
+ * anew with larger tokens). A table truncated to 0 bytes is
+ * -ORBIT_ETRUNCATED for a readonly open and re-created by a read-write one
+ * (it cannot be told from a creator that died before sizing it): every
+ * lease is gone, tokens stay above every earlier one. A FUTEX table made by
+ * a peer whose libc lays pthread_mutex_t out differently (size, alignment,
+ * place, libc) is -ORBIT_EFINGERPRINT. orbit_segment_last_error() names
+ * the segment of any segment-layer refusal.
  */
 ORBIT_API int orbit_lock_open(const struct orbit_lock_options *opts, orbit_lock_t **out);
 

@@ -301,6 +301,13 @@ static int enospc_child(void *arg)
 	}
 	if (exists("ring-229"))
 		return 12; /* the partial ring was left behind */
+	/* what the agent created before the ring is whole: it opens */
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
+	orbit_fleet_t *f;
+	if (!exists(ORBIT_MEMBERS_SEG_NAME) || !exists(ORBIT_STATS_SEG_NAME) ||
+	    orbit_fleet_open(&fo, &f) != 0)
+		return 17;
+	orbit_fleet_close(f);
 	/* The lock table. */
 	big.slots = 16384;
 	rc = orbit_lock_open(&lo, &l);
@@ -404,6 +411,52 @@ static void test_truncated_lock_table_is_etruncated_and_kept(void **state)
 		assert_int_equal(orbit_fleet_open(&fo, &f), -ORBIT_ETRUNCATED);
 		assert_int_equal(file_size("lock-228"), sizes[i]); /* not re-created */
 	}
+}
+
+/*
+ * Issue 9.8 for every segment of a fleet: the fleet open (read-only) and
+ * an agent start (read-write, may create) both say -ORBIT_ETRUNCATED for
+ * any one segment cut short, and leave it as it is.
+ */
+static void test_every_truncated_segment_is_etruncated(void **state)
+{
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet };
+	orbit_agent_t *a;
+	orbit_fleet_t *f;
+	orbit_lock_t *l;
+
+	(void)state;
+	assert_int_equal(open_lock(false, &l), 0);
+	orbit_lock_close(l);
+	assert_int_equal(orbit_agent_start(&ao, &a), 0);
+	orbit_agent_stop(a);
+	for (size_t s = 0; s < NSEG; s++) {
+		off_t full = file_size(seg_names[s]);
+		char path[128];
+		char *keep = malloc((size_t)full);
+		int fd;
+
+		orbit_test_shm_path(path, sizeof(path), fleet, seg_names[s]);
+		fd = open(path, O_RDWR);
+		assert_true(fd >= 0 && keep);
+		assert_int_equal(pread(fd, keep, (size_t)full, 0), full);
+		assert_int_equal(ftruncate(fd, full / 2), 0);
+		assert_int_equal(orbit_fleet_open(&fo, &f), -ORBIT_ETRUNCATED);
+		assert_non_null(strstr(orbit_segment_last_error(), path));
+		if (s != 0) { /* the agent without a lock opens the table only from its thread */
+			assert_int_equal(orbit_agent_start(&ao, &a), -ORBIT_ETRUNCATED);
+			assert_non_null(strstr(orbit_segment_last_error(), path));
+		}
+		assert_int_equal(file_size(seg_names[s]), full / 2);
+		/* put it back whole for the next one */
+		assert_int_equal(ftruncate(fd, full), 0);
+		assert_int_equal(pwrite(fd, keep, (size_t)full, 0), full);
+		close(fd);
+		free(keep);
+	}
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	orbit_fleet_close(f);
 }
 
 /*
@@ -519,6 +572,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_small_dev_shm_is_enospc_for_agent_and_lock, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_truncated_lock_table_is_etruncated_and_kept, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_every_truncated_segment_is_etruncated, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
 			test_lock_table_truncated_to_zero_is_recreated_with_larger_tokens, setup,

@@ -73,6 +73,13 @@ static void child_signals_default(void)
 
 /* ---- 9.3: non-regular files under every segment name, every opener -------- */
 
+static int open_lock_rw_quiet(orbit_lock_t **l)
+{
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
+
+	return orbit_lock_open(&lo, l);
+}
+
 /* The fleet's segment names (shm/lock.c, shm/ring.c, shm/members.h, shm/stats.h). */
 static const char *const seg_names[] = { "lock-228", "ring-229", ORBIT_MEMBERS_SEG_NAME,
 					 ORBIT_STATS_SEG_NAME };
@@ -255,6 +262,55 @@ static void test_non_regular_file_under_every_segment_name(void **state)
 	}
 	if (!devices)
 		print_message("device nodes not tested (not root)\n");
+}
+
+/*
+ * Issue 9.3, the second opens: a FIFO put under a name after it was
+ * unlinked must not hang a forked child's atfork handler (it re-opens the
+ * lock table read-only by name) nor give the member directory's row locks
+ * to another object. Each runs in a child under a hard timeout.
+ */
+static int fork_with_fifo_under_the_table(void *arg)
+{
+	orbit_lock_key_t k = orbit_lock_key(test_ns, "x", 1);
+	struct orbit_lock_entry e;
+	char path[128];
+	orbit_lock_t *l;
+	pid_t pid;
+	int st;
+
+	(void)arg;
+	child_signals_default();
+	if (open_lock_rw_quiet(&l) != 0)
+		return 10;
+	orbit_test_shm_path(path, sizeof(path), fleet, "lock-228");
+	if (unlink(path) < 0 || mkfifo(path, 0600) < 0)
+		return 11;
+	pid = fork(); /* the atfork child handler re-opens the name */
+	if (pid == 0)
+		_exit(orbit_lock_lookup(l, &k, &e) == -ENOENT ? 0 : 1);
+	st = orbit_test_wait(pid, 3000);
+	unlink(path);
+	orbit_lock_close(l);
+	return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 12;
+}
+
+static void test_second_opens_never_reach_what_now_holds_the_name(void **state)
+{
+	orbit_members_t *m;
+	char path[128];
+
+	(void)state;
+	assert_int_equal(orbit_test_fork_run(fork_with_fifo_under_the_table, NULL, 6000), 0);
+	/* the member directory: join opens it a second time for its row locks */
+	assert_int_equal(orbit__members_open(&m, fleet, 8, NULL), 0);
+	orbit_test_shm_path(path, sizeof(path), fleet, ORBIT_MEMBERS_SEG_NAME);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(orbit__members_join(m, "x"), -ORBIT_ENOTREG);
+	unlink(path);
+	assert_int_equal(orbit__members_join(m, "x"), -ENOENT);
+	orbit__members_close(m);
 }
 
 /* ---- 9.4: too little /dev/shm ------------------------------------------- */
@@ -569,6 +625,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_non_regular_file_under_every_segment_name, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_second_opens_never_reach_what_now_holds_the_name,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_small_dev_shm_is_enospc_for_agent_and_lock, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_truncated_lock_table_is_etruncated_and_kept, setup,

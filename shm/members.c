@@ -331,8 +331,9 @@ int orbit__members_join(orbit_members_t *m, const char *name)
 		r = -EALREADY;
 		goto err_unlock;
 	}
-	/* A private open file description: its locks are ours alone */
-	fd = orbit__seg_reopen(&m->seg, false); /* the object we map, never what now holds the name */
+	/* A private open file description: its locks are ours alone. Of the
+	 * object we map, never of whatever now holds the name. */
+	fd = orbit__seg_reopen(&m->seg, false);
 	if (fd < 0) {
 		r = fd;
 		goto err_unlock;

@@ -52,8 +52,8 @@ ORBIT_API const char *orbit_segment_last_error(void)
 }
 
 /* Record "<segment path>: <reason>" for orbit_segment_last_error(); returns @code. */
-__attribute__((format(printf, 3, 4))) static int refuse(int code, const char *name,
-							const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int refuse(int code, const char *name, const char *fmt,
+							...)
 {
 	va_list ap;
 	int n = snprintf(last_error, sizeof(last_error), "%s%s: ", SHM_DIR, name);
@@ -125,8 +125,8 @@ int orbit__seg_name(char *buf, size_t len, const char *fleet, const char *name)
 }
 
 /* The header checks of orbit__seg_open(), in the order its comment lists. */
-static int validate_header(const char *name, const struct orbit_seg_header *h,
-			   uint64_t file_bytes, const struct orbit_seg_spec *spec)
+static int validate_header(const char *name, const struct orbit_seg_header *h, uint64_t file_bytes,
+			   const struct orbit_seg_spec *spec)
 {
 	if (file_bytes < ORBIT_SEG_HEADER_BYTES)
 		return refuse(-ORBIT_ETRUNCATED, name, "%" PRIu64 " bytes, shorter than a header",
@@ -152,8 +152,9 @@ static int validate_header(const char *name, const struct orbit_seg_header *h,
 			      h->header_bytes, h->total_bytes, file_bytes, ORBIT_SEG_HEADER_BYTES,
 			      spec->total_bytes);
 	if (h->fingerprint != spec->fingerprint)
-		return refuse(-ORBIT_EFINGERPRINT, name, "layout fingerprint %#" PRIx64
-			      ", expected %#" PRIx64, h->fingerprint, spec->fingerprint);
+		return refuse(-ORBIT_EFINGERPRINT, name,
+			      "layout fingerprint %#" PRIx64 ", expected %#" PRIx64, h->fingerprint,
+			      spec->fingerprint);
 	return 0;
 }
 
@@ -308,7 +309,8 @@ static int reserve(int fd, const char *name, uint64_t bytes)
 		how = "writing every page";
 		r = ftruncate(fd, (off_t)bytes) < 0 ? -errno : 0;
 		for (uint64_t off = 0; r == 0 && off < bytes;) {
-			size_t n = bytes - off < sizeof(zeros) ? (size_t)(bytes - off) : sizeof(zeros);
+			size_t n = bytes - off < sizeof(zeros) ? (size_t)(bytes - off)
+							       : sizeof(zeros);
 			ssize_t w = pwrite(fd, zeros, n, (off_t)off);
 
 			if (w > 0)
@@ -322,8 +324,8 @@ static int reserve(int fd, const char *name, uint64_t bytes)
 			return 0;
 	}
 	if (r == -ENOSPC || r == -EDQUOT)
-		return refuse(-ENOSPC, name, "no room in %s for %" PRIu64 " bytes (%s: %s)", SHM_DIR,
-			      bytes, how, strerror(-r));
+		return refuse(-ENOSPC, name, "no room in %s for %" PRIu64 " bytes (%s: %s)",
+			      SHM_DIR, bytes, how, strerror(-r));
 	return refuse(r, name, "reserving %" PRIu64 " bytes (%s): %s", bytes, how, strerror(-r));
 }
 
@@ -496,12 +498,13 @@ static int refuse_short(int fd, const char *name, uint64_t size)
 {
 	uint64_t magic = 0;
 
-	if (size >= sizeof(magic) && pread(fd, &magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
+	if (size >= sizeof(magic) &&
+	    pread(fd, &magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
 	    magic != ORBIT_SEG_MAGIC)
-		return refuse(-ORBIT_EMAGIC, name, "%" PRIu64 " bytes, magic %#" PRIx64
-			      " is not orbit's", size, magic);
-	return refuse(-ORBIT_ETRUNCATED, name, "%" PRIu64 " bytes, shorter than a header (truncated)",
-		      size);
+		return refuse(-ORBIT_EMAGIC, name,
+			      "%" PRIu64 " bytes, magic %#" PRIx64 " is not orbit's", size, magic);
+	return refuse(-ORBIT_ETRUNCATED, name,
+		      "%" PRIu64 " bytes, shorter than a header (truncated)", size);
 }
 
 /*
@@ -575,9 +578,9 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 			/* foreign or corrupt: never "repaired" away */
 			if (!being_initialised(h, state)) {
 				r = h->magic == ORBIT_SEG_MAGIC
-					    ? refuse(-ORBIT_ECORRUPT, name, "init state %#x", state)
-					    : refuse(-ORBIT_EMAGIC, name, "magic %#" PRIx64 " is not orbit's",
-						     h->magic);
+					? refuse(-ORBIT_ECORRUPT, name, "init state %#x", state)
+					: refuse(-ORBIT_EMAGIC, name,
+						 "magic %#" PRIx64 " is not orbit's", h->magic);
 				goto out;
 			}
 		}
@@ -622,12 +625,12 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 			if (!may_repair || o->readonly) {
 				flock_retry(fd, LOCK_UN);
 				r = st.st_size == 0
-					    ? refuse(-ORBIT_ETRUNCATED, name,
-						     "0 bytes and no creator at work (truncated to 0, "
-						     "or its creator died before sizing it)")
-					    : refuse(-ORBIT_EINITTIMEOUT, name,
-						     "still initialising and no creator at work (it "
-						     "died); an opener that may create repairs it");
+					? refuse(-ORBIT_ETRUNCATED, name,
+						 "0 bytes and no creator at work (truncated to 0, "
+						 "or its creator died before sizing it)")
+					: refuse(-ORBIT_EINITTIMEOUT, name,
+						 "still initialising and no creator at work (it "
+						 "died); an opener that may create repairs it");
 				goto out;
 			}
 			if (base)

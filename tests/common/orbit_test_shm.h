@@ -35,7 +35,7 @@ enum orbit_test_hostile {
 	ORBIT_TEST_FIFO,
 	ORBIT_TEST_DIR,
 	ORBIT_TEST_SOCKET,
-	ORBIT_TEST_CHARDEV, /* mknod c 1 3 (/dev/null's numbers): root only */
+	ORBIT_TEST_CHARDEV,  /* mknod c 1 3 (/dev/null's numbers): root only */
 	ORBIT_TEST_BLOCKDEV, /* mknod b 7 0 (loop0's numbers): root only */
 	ORBIT_TEST_HOSTILE_COUNT,
 };

@@ -248,8 +248,9 @@ static void test_non_regular_file_under_every_segment_name(void **state)
 					int rc = orbit_test_fork_run(run_opener, &h, 5000);
 
 					if (rc != 0)
-						fail_msg("%s under %s, %s: %s", orbit_test_hostile_name(k),
-							 seg_names[s], opener_names[o],
+						fail_msg("%s under %s, %s: %s",
+							 orbit_test_hostile_name(k), seg_names[s],
+							 opener_names[o],
 							 rc < 0 ? "hung or died" : "wrong answer");
 				}
 				/* what a successful opener created around the name goes */
@@ -407,8 +408,9 @@ static void test_small_dev_shm_is_enospc_for_agent_and_lock(void **state)
 
 static int open_lock(bool readonly, orbit_lock_t **l)
 {
-	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet, .readonly = readonly,
-					 .init_timeout_ms = 200 };
+	struct orbit_lock_options lo = {
+		.size = sizeof(lo), .fleet = fleet, .readonly = readonly, .init_timeout_ms = 200
+	};
 
 	return orbit_lock_open(&lo, l);
 }
@@ -419,7 +421,8 @@ static uint64_t acquire(orbit_lock_t *l, const char *label)
 	orbit_lock_owner_t ow = { "me", 2 };
 	struct orbit_lock_lease lease;
 
-	assert_int_equal(orbit_lock_try_acquire(l, &k, &ow, 60ull * 1000000000ull, &lease, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(l, &k, &ow, 60ull * 1000000000ull, &lease, NULL),
+			 0);
 	return lease.token;
 }
 
@@ -540,7 +543,7 @@ static void test_lock_table_truncated_to_zero_is_recreated_with_larger_tokens(vo
 	assert_int_equal(open_lock(true, &x), -ORBIT_ETRUNCATED);
 	assert_int_equal(open_lock(false, &l), 0);
 	assert_true(orbit__lock_seg(l)->created); /* re-created, every lease gone */
-	after = acquire(l, "a");                  /* "a" is free again */
+	after = acquire(l, "a");		  /* "a" is free again */
 	assert_true(after > before);
 	orbit_lock_close(l);
 	/* and the same across an unlink */
@@ -580,7 +583,8 @@ static void test_foreign_libc_mutex_layout_is_refused(void **state)
 {
 	struct orbit_lock_layout y = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
 	struct orbit__lock_libc_abi self, peer[4];
-	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet,
+	struct orbit_lock_options lo = { .size = sizeof(lo),
+					 .fleet = fleet,
 					 .serializer = ORBIT_LOCK_SERIALIZER_FUTEX };
 	orbit_lock_t *l, *x;
 	uint64_t own;
@@ -590,10 +594,10 @@ static void test_foreign_libc_mutex_layout_is_refused(void **state)
 	assert_int_equal(self.mutex_bytes, sizeof(pthread_mutex_t));
 	for (int i = 0; i < 4; i++)
 		peer[i] = self;
-	peer[0].mutex_bytes = 48;    /* e.g. another libc's or arch's mutex */
-	peer[1].mutex_align = 4;     /* a 32-bit peer */
-	peer[2].mutex_off += 64;     /* a mutex placed elsewhere */
-	peer[3].libc_id ^= 0x100;    /* same size, another libc (glibc vs musl: both 40 bytes) */
+	peer[0].mutex_bytes = 48; /* e.g. another libc's or arch's mutex */
+	peer[1].mutex_align = 4;  /* a 32-bit peer */
+	peer[2].mutex_off += 64;  /* a mutex placed elsewhere */
+	peer[3].libc_id ^= 0x100; /* same size, another libc (glibc vs musl: both 40 bytes) */
 	assert_int_equal(orbit_lock_open(&lo, &l), 0);
 	own = orbit__lock_fingerprint(&y, ORBIT_LOCK_SERIALIZER_FUTEX, &self);
 	assert_int_equal(orbit__seg_header(orbit__lock_seg(l))->fingerprint, own);
@@ -623,19 +627,19 @@ static void test_foreign_libc_mutex_layout_is_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_non_regular_file_under_every_segment_name, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_second_opens_never_reach_what_now_holds_the_name,
+		cmocka_unit_test_setup_teardown(test_non_regular_file_under_every_segment_name,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_small_dev_shm_is_enospc_for_agent_and_lock, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_truncated_lock_table_is_etruncated_and_kept, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_second_opens_never_reach_what_now_holds_the_name, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_small_dev_shm_is_enospc_for_agent_and_lock,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_truncated_lock_table_is_etruncated_and_kept,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_every_truncated_segment_is_etruncated, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
-			test_lock_table_truncated_to_zero_is_recreated_with_larger_tokens, setup,
-			teardown),
+		    test_lock_table_truncated_to_zero_is_recreated_with_larger_tokens, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_libc_mutex_layout_is_refused, setup,
 						teardown),
 	};

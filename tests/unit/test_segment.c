@@ -167,7 +167,9 @@ static void test_open_errors_name_the_mismatch(void **state)
  */
 static void test_truncated_file_is_etruncated(void **state)
 {
-	struct orbit_seg_opts roo = { .how = ORBIT_SEG_OPEN, .readonly = true, .init_timeout_ms = 200 };
+	struct orbit_seg_opts roo = { .how = ORBIT_SEG_OPEN,
+				      .readonly = true,
+				      .init_timeout_ms = 200 };
 	struct orbit_seg_opts rwo = { .how = ORBIT_SEG_OPEN, .init_timeout_ms = 200 };
 	struct orbit_seg_opts cro = { .how = ORBIT_SEG_OPEN_OR_CREATE, .init_timeout_ms = 200 };
 	const off_t sizes[] = { ORBIT_SEG_HEADER_BYTES + 100, ORBIT_SEG_HEADER_BYTES, 60, 3 };
@@ -229,7 +231,8 @@ static int open_hostile(void *arg)
 	}
 	orbit_test_shm_path(path, sizeof(path), fleet, "s");
 	if (h->want == -ORBIT_ENOTREG && !strstr(orbit_segment_last_error(), path)) {
-		fprintf(stderr, "message \"%s\" does not name %s\n", orbit_segment_last_error(), path);
+		fprintf(stderr, "message \"%s\" does not name %s\n", orbit_segment_last_error(),
+			path);
 		return 2;
 	}
 	return 0;
@@ -341,7 +344,8 @@ static int enospc_child(void *arg)
 		return 11;
 	}
 	snprintf(want, sizeof(want), "%llu bytes", BIG_BYTES);
-	if (!strstr(orbit_segment_last_error(), path) || !strstr(orbit_segment_last_error(), want)) {
+	if (!strstr(orbit_segment_last_error(), path) ||
+	    !strstr(orbit_segment_last_error(), want)) {
 		fprintf(stderr, "message: %s\n", orbit_segment_last_error());
 		return 12;
 	}
@@ -687,25 +691,37 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_create_then_open_sees_body, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_create_twice_is_eexist_and_missing_is_enoent, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_open_or_create_races_to_one_segment, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_open_errors_name_the_mismatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create_twice_is_eexist_and_missing_is_enoent,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_or_create_races_to_one_segment, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_open_errors_name_the_mismatch, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_truncated_file_is_etruncated, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_non_regular_file_under_the_name_is_enotreg, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reopen_reaches_the_same_object_or_refuses, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_shm_shortage_is_enospc_and_leaves_nothing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_shm_shortage_without_fallocate_is_enospc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_non_regular_file_under_the_name_is_enotreg,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reopen_reaches_the_same_object_or_refuses,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shm_shortage_is_enospc_and_leaves_nothing,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shm_shortage_without_fallocate_is_enospc,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_owner_is_eowner, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mode_wider_than_configured_is_emode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mode_wider_than_configured_is_emode, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_group_mode_creates_0660, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_names_are_einval, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_creator_killed_while_initialising, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_opener_never_reinitialises_a_finished_segment, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_random_header_bytes_never_crash, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_creator_killed_while_initialising, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_opener_never_reinitialises_a_finished_segment,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random_header_bytes_never_crash, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_bounds_checked_accessor, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_open_maps_read_only, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_flock_is_per_open_and_released_by_death, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flock_is_per_open_and_released_by_death, setup,
+						teardown),
 		cmocka_unit_test(test_fingerprint_depends_on_every_word),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

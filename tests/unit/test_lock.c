@@ -511,6 +511,71 @@ static void test_err_einval_bad_arguments(void **state)
 	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
 }
 
+static int count_none(const struct orbit_lock_entry *e, void *ctx)
+{
+	return 0;
+}
+
+/*
+ * Error code -EINVAL for every NULL argument of every lock function (the
+ * spec audit found renew's NULL owner never called: a mutation accepting
+ * it passed the suite). renew and release with a NULL owner are tried on
+ * a key nobody holds (a check that lets NULL through answers -ENOENT) and
+ * on a held key (it would act, or crash, without an owner).
+ */
+static void test_err_einval_null_arguments(void **state)
+{
+	orbit_lock_key_t k = K("nulls"), free_k = K("nulls-free");
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	struct orbit_lock_stats st;
+	struct orbit_lock_lease l1;
+	struct orbit_lock_entry e, e2;
+	uint64_t rev;
+
+	assert_int_equal(orbit_lock_renew(L, &free_k, NULL, 0, SEC, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_release(L, &free_k, NULL, 0), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, &l1, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
+	rev = orbit_lock_state_revision(L);
+	/* renew */
+	assert_int_equal(orbit_lock_renew(L, &k, NULL, 0, 20 * SEC, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_renew(L, &k, NULL, l1.token, 20 * SEC, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_renew(L, NULL, &a, 0, SEC, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_renew(NULL, &k, &a, 0, SEC, NULL), -EINVAL);
+	/* release and force_release */
+	assert_int_equal(orbit_lock_release(L, &k, NULL, l1.token), -EINVAL);
+	assert_int_equal(orbit_lock_release(L, NULL, &a, 0), -EINVAL);
+	assert_int_equal(orbit_lock_release(NULL, &k, &a, 0), -EINVAL);
+	assert_int_equal(orbit_lock_force_release(L, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_force_release(NULL, &k), -EINVAL);
+	/* try_acquire: lease and holder may be NULL, the rest may not */
+	assert_int_equal(orbit_lock_try_acquire(L, &k, NULL, SEC, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire(L, NULL, &a, SEC, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire(NULL, &k, &a, SEC, NULL, NULL), -EINVAL);
+	/* none of them changed anything */
+	assert_int_equal(orbit_lock_state_revision(L), rev);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e2), 0);
+	assert_int_equal(e2.token, l1.token);
+	assert_int_equal(e2.deadline_ns, e.deadline_ns);
+	/* readers */
+	assert_int_equal(orbit_lock_lookup(L, NULL, &e2), -EINVAL);
+	assert_int_equal(orbit_lock_lookup(L, &k, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_lookup(NULL, &k, &e2), -EINVAL);
+	assert_int_equal(orbit_lock_foreach(L, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_foreach(NULL, count_none, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_holder_alive(NULL), -EINVAL);
+	e2.holder_pid = 0;
+	assert_int_equal(orbit_lock_holder_alive(&e2), -EINVAL);
+	assert_int_equal(orbit_lock_stats(L, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_stats(NULL, &st), -EINVAL);
+	assert_int_equal(orbit_lock_state_revision(NULL), 0);
+	/* open needs somewhere to put the handle; close(NULL) is a no-op */
+	assert_int_equal(orbit_lock_open(&o, NULL), -EINVAL);
+	orbit_lock_close(NULL);
+	assert_int_equal(orbit_lock_release(L, &k, &a, l1.token), 0);
+}
+
 /* Error code -E2BIG: namespace + key + owner over 960 bytes. */
 static void test_err_e2big_over_960_bytes(void **state)
 {
@@ -970,6 +1035,7 @@ static void test_crashpoint_env_variable_arms_nothing(void **state)
 	T(test_fork_child_does_not_keep_parent_serializer),          \
 	T(test_err_enospc_full_table_never_evicts),                  \
 	T(test_err_einval_bad_arguments),                            \
+	T(test_err_einval_null_arguments),                           \
 	T(test_err_e2big_over_960_bytes),                            \
 	T(test_err_enoent_not_held),                                 \
 	T(test_err_eperm_wrong_owner_or_token),                      \

@@ -250,28 +250,43 @@ static int row_locked(const orbit_members_t *m, uint32_t row)
 	return ofd_lock(m->seg.fd, F_RDLCK, F_OFD_GETLK, row);
 }
 
-int orbit__proc_start_time(pid_t pid, uint64_t *ticks)
+/*
+ * Read /proc/<pid>/stat into @buf; *fields points at the space before
+ * field 3 (comm may hold spaces and parentheses: fields restart after the
+ * LAST ')'). Returns 0, -ESRCH (no such process), -EPROTO, -errno.
+ */
+static int read_proc_stat(pid_t pid, char *buf, size_t len, char **fields)
 {
-	char path[64], buf[1024];
-	unsigned long long v;
+	char path[64];
 	ssize_t n;
-	char *p;
-	int fd, field;
+	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, len - 1);
 	close(fd);
 	if (n <= 0)
 		return n == 0 ? -ESRCH : -errno;
 	buf[n] = '\0';
-	/* comm may hold spaces and parentheses: fields restart after the LAST ')' */
-	p = strrchr(buf, ')');
-	if (!p)
+	*fields = strrchr(buf, ')');
+	if (!*fields || (*fields)[1] != ' ')
 		return -EPROTO;
-	p++;
+	++*fields;
+	return 0;
+}
+
+int orbit__proc_start_time(pid_t pid, uint64_t *ticks)
+{
+	char buf[1024];
+	unsigned long long v;
+	char *p;
+	int r, field;
+
+	r = read_proc_stat(pid, buf, sizeof(buf), &p);
+	if (r < 0)
+		return r;
 	/* each space starts the next field: the space after ")" starts field 3 */
 	for (field = 2; field < 22 && *p; p++)
 		if (*p == ' ')
@@ -279,6 +294,20 @@ int orbit__proc_start_time(pid_t pid, uint64_t *ticks)
 	if (field != 22 || sscanf(p, "%llu", &v) != 1)
 		return -EPROTO;
 	*ticks = v;
+	return 0;
+}
+
+int orbit__proc_state(pid_t pid, char *state)
+{
+	char buf[1024];
+	char *p;
+	int r = read_proc_stat(pid, buf, sizeof(buf), &p);
+
+	if (r < 0)
+		return r;
+	if (!p[1] || p[2] != ' ')
+		return -EPROTO;
+	*state = p[1];
 	return 0;
 }
 

@@ -226,4 +226,11 @@ orbit_seg_t *orbit__members_seg(orbit_members_t *m);
  */
 int orbit__proc_start_time(pid_t pid, uint64_t *ticks);
 
+/*
+ * orbit__proc_state - field 3 of /proc/<pid>/stat ('R', 'S', 'D', 'T'
+ * stopped, 't' tracing stop, 'Z' zombie, ...). One open/read/close.
+ * Returns 0, -ESRCH (no such process), -EPROTO (unparsable).
+ */
+int orbit__proc_state(pid_t pid, char *state);
+
 #endif /* ORBIT_SHM_MEMBERS_H */

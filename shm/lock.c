@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <unistd.h>
 #include <sys/mman.h>
 
@@ -45,9 +46,9 @@
  * CPU hog sharing the reader's CPU, 2.0-2.5 s with four hogs on 2 cores,
  * while a writer was SIGSTOPped mid-slot; test_stopped_holder_bounded_wait_*
  * in tests/mp/test_lock_kill.c). The stall test reads /proc/<dirty_pid>/stat
- * when the yielding starts and every LOOKUP_STALL_CHECK yields after. A lookup that meets no writer makes no
- * syscall; one that meets a writer killed mid-slot answers -EAGAIN (the
- * next mutation repairs the slot).
+ * when the yielding starts and every LOOKUP_STALL_CHECK yields after. A
+ * lookup that meets no writer makes no syscall; one that meets a writer
+ * killed mid-slot answers -EAGAIN (the next mutation repairs the slot).
  */
 #define LOOKUP_RETRIES 256
 #define LOOKUP_SPIN_RETRIES 64
@@ -77,6 +78,7 @@ struct orbit_lock {
 	pid_t pid;                /* the opener: a forked child gets -ECHILD */
 	bool readonly;
 	uint64_t start_ticks;     /* this process's /proc start time */
+	uint64_t pidfs_ino;       /* this process's pidfs inode (0: no pidfs) */
 	orbit_transition_sink_fn sink; /* called with the serializer held */
 	void *sink_ctx;
 	struct orbit_lock_layout layout; /* as opened (validated): the ring follows it */
@@ -212,29 +214,17 @@ uint64_t orbit__lock_hash(const orbit_lock_key_t *key)
 /* /proc/<pid>/stat field 22 (starttime in clock ticks); 0 when unreadable. */
 static uint64_t proc_start_ticks(pid_t pid)
 {
-	char path[64], buf[1024];
-	ssize_t n;
-	int fd;
-	char *p;
+	uint64_t t;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
-	if (!p)
-		return 0;
-	p++;
-	/* after ')' come fields 3..: skip 19 to reach field 22 */
-	for (int f = 3; f < 22 && p; f++) {
-		p = strchr(p + 1, ' ');
-	}
-	return p ? strtoull(p + 1, NULL, 10) : 0;
+	return orbit__proc_start_time(pid, &t) ? 0 : t;
+}
+
+/* This process's pidfs inode (see orbit__pidfd_ino); 0 without pidfs. */
+static uint64_t self_pidfs_ino(pid_t self)
+{
+	uint64_t ino;
+
+	return orbit__pid_ino(self, &ino) ? 0 : ino;
 }
 
 /* ---- argument checks ---------------------------------------------------- */
@@ -321,7 +311,7 @@ static uint64_t slot_deadline(const struct orbit_lock_slot *s)
 /*
  * The seqlock copy in the C11 model (as shm/ring.c does for frames): every
  * slot field a lookup copies outside the serializer - the words from hash
- * to holder_start_ticks and the key/owner bytes - is written by
+ * to holder_pidfs_ino and the key/owner bytes - is written by
  * slot_write() and read by read_meta()/read_entry() as relaxed atomic
  * 64-bit words, so a copy racing a rewrite is a stale value (discarded by
  * the seq re-check), never a data race. seq and state (word 0) and
@@ -332,12 +322,14 @@ static uint64_t slot_deadline(const struct orbit_lock_slot *s)
 #define SLOT_W_OWNER 2u                      /* owner_len | pad16 | holder_pid */
 #define SLOT_W_TOKEN 3u
 #define SLOT_W_TICKS 5u
+#define SLOT_W_PIDFS 6u
 #define SLOT_W_BYTES (ORBIT_LOCK_SLOT_META_BYTES / 8u)
 _Static_assert(offsetof(struct orbit_lock_slot, hash) == 8 * SLOT_W_META, "meta word");
 _Static_assert(offsetof(struct orbit_lock_slot, owner_len) == 8 * SLOT_W_OWNER, "owner word");
 _Static_assert(offsetof(struct orbit_lock_slot, token) == 8 * SLOT_W_TOKEN, "token word");
 _Static_assert(offsetof(struct orbit_lock_slot, deadline_ns) == 8 * 4, "deadline word");
 _Static_assert(offsetof(struct orbit_lock_slot, holder_start_ticks) == 8 * SLOT_W_TICKS, "ticks word");
+_Static_assert(offsetof(struct orbit_lock_slot, holder_pidfs_ino) == 8 * SLOT_W_PIDFS, "pidfs");
 _Static_assert(ORBIT_LOCK_BYTES_MAX % 8 == 0, "whole words of bytes");
 
 static _Atomic uint64_t *slot_word(const struct orbit_lock_slot *s, uint32_t w)
@@ -368,6 +360,7 @@ static void slot_to_entry(const struct orbit_lock_slot *s, uint32_t idx,
 	e->token = s->token;
 	e->deadline_ns = slot_deadline(s);
 	e->holder_start_ticks = s->holder_start_ticks;
+	e->holder_pidfs_ino = s->holder_pidfs_ino;
 	e->holder_pid = s->holder_pid;
 	e->slot_idx = idx;
 	e->ns_len = s->ns_len;
@@ -413,6 +406,7 @@ struct slot_content {
 	uint64_t deadline_ns;
 	uint32_t pid;
 	uint64_t start_ticks;
+	uint64_t pidfs_ino;
 };
 
 /* Tombstone, bytes, occupied, even seq: a kill anywhere leaves no torn entry. */
@@ -435,6 +429,7 @@ static void slot_write(struct orbit_lock_slot *s, const struct slot_content *c)
 	img.slot.holder_pid = c->pid;
 	img.slot.token = c->token;
 	img.slot.holder_start_ticks = c->start_ticks;
+	img.slot.holder_pidfs_ino = c->pidfs_ino;
 	memcpy(img.slot.bytes, k->ns, k->ns_len);
 	memcpy(img.slot.bytes + k->ns_len, k->label, k->label_len);
 	memcpy(img.slot.bytes + k->ns_len + k->label_len, c->owner, c->owner_len);
@@ -447,6 +442,7 @@ static void slot_write(struct orbit_lock_slot *s, const struct slot_content *c)
 	word_store(s, SLOT_W_OWNER, &img);
 	word_store(s, SLOT_W_TOKEN, &img);
 	word_store(s, SLOT_W_TICKS, &img);
+	word_store(s, SLOT_W_PIDFS, &img);
 	/* relaxed: published by R1 (seq) and R2 (state) */
 	atomic_store_explicit(&s->deadline_ns, c->deadline_ns, memory_order_relaxed);
 	for (uint32_t w = 0; w < nwords; w++) {
@@ -707,6 +703,7 @@ static void compact(orbit_lock_t *l)
 				.owner_len = s->owner_len, .token = s->token,
 				.deadline_ns = slot_deadline(s), .pid = s->holder_pid,
 				.start_ticks = s->holder_start_ticks,
+				.pidfs_ino = s->holder_pidfs_ino,
 			};
 			slot_write(&l->slots[p], &c);
 			ORBIT_CRASHPOINT("lock.compact_after_copy");
@@ -897,7 +894,7 @@ ORBIT_API int orbit_lock_try_acquire(orbit_lock_t *l, const orbit_lock_key_t *ke
 	struct slot_content c = {
 		.hash = h32, .key = key, .owner = owner->bytes, .owner_len = (uint32_t)owner->len,
 		.token = token, .deadline_ns = now + ttl_ns, .pid = (uint32_t)l->pid,
-		.start_ticks = l->start_ticks,
+		.start_ticks = l->start_ticks, .pidfs_ino = l->pidfs_ino,
 	};
 	slot_write(&l->slots[free_idx], &c);
 	rev = bump_revision(l);
@@ -1124,6 +1121,7 @@ static int read_entry(const struct orbit_lock_slot *s, const struct meta *m, uin
 	e->token = word_load(s, SLOT_W_TOKEN);
 	e->deadline_ns = atomic_load_explicit(&s->deadline_ns, memory_order_relaxed); /* by seq */
 	e->holder_start_ticks = word_load(s, SLOT_W_TICKS);
+	e->holder_pidfs_ino = word_load(s, SLOT_W_PIDFS);
 	e->slot_idx = idx;
 	e->ns_len = (uint16_t)m->ns_len;
 	e->label_len = (uint16_t)m->label_len;
@@ -1261,12 +1259,43 @@ ORBIT_API int orbit_lock_foreach(orbit_lock_t *l,
 
 ORBIT_API int orbit_lock_holder_alive(const struct orbit_lock_entry *e)
 {
-	uint64_t t;
+	struct pollfd pfd;
+	uint64_t ino;
+	int fd, rc;
 
 	if (!e || !e->holder_pid)
 		return -EINVAL;
-	t = proc_start_ticks((pid_t)e->holder_pid);
-	return t != 0 && t == e->holder_start_ticks;
+	if (!e->holder_pidfs_ino) {
+		/* written without pidfs: the start time, foolable within one tick */
+		uint64_t t = proc_start_ticks((pid_t)e->holder_pid);
+
+		return t != 0 && t == e->holder_start_ticks;
+	}
+	/*
+	 * The pidfd pins the process it names, so the inode compared below
+	 * and the exit state polled after belong to one process: whichever
+	 * runs under that pid now. Only the holder itself has its inode.
+	 */
+	fd = orbit__pidfd_open((pid_t)e->holder_pid);
+	if (fd == -ESRCH)
+		return 0; /* no process (or a thread id): the holder is gone */
+	if (fd < 0)
+		return fd;
+	rc = orbit__pidfd_ino(fd, &ino);
+	if (rc < 0)
+		goto out;
+	if (ino != e->holder_pidfs_ino) {
+		rc = 0; /* the pid was reused: another process */
+		goto out;
+	}
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	if (poll(&pfd, 1, 0) < 0)
+		rc = -errno;
+	else
+		rc = !(pfd.revents & POLLIN); /* readable: the holder exited (a zombie) */
+out:
+	close(fd);
+	return rc;
 }
 
 ORBIT_API int orbit_lock_stats(orbit_lock_t *l, struct orbit_lock_stats *o)
@@ -1439,6 +1468,7 @@ ORBIT_API int orbit_lock_open(const struct orbit_lock_options *o, orbit_lock_t *
 	l->readonly = o && o->readonly;
 	l->pid = orbit__self_pid();
 	l->start_ticks = proc_start_ticks(l->pid);
+	l->pidfs_ino = self_pidfs_ino(l->pid);
 	l->ser_wait_ns = 1000000ull * (o && o->serializer_wait_ms ? (uint64_t)o->serializer_wait_ms
 				       : ORBIT_LOCK_SERIALIZER_WAIT_MS_DEFAULT);
 	orbit__lock_ser_init(&l->ser, ser, &l->seg, h);

@@ -28,7 +28,10 @@
  * - A holder killed while holding keeps its key until the TTL passes
  *   (the table cannot tell a dead holder from a paused one); the next
  *   owner gets a larger token. orbit_lock_holder_alive() tells orbitctl
- *   whether the recorded pid still runs the same process.
+ *   whether the recorded pid still runs the same process: by its pidfs
+ *   inode, which a reused pid never has (Linux 6.9+). On an older kernel
+ *   it falls back to the /proc start time, which a pid reused within
+ *   the same 1/100 s tick fools.
  * - A forked child must not use its parent's handle: every mutation in a
  *   child returns -ECHILD; close it there and open a new one. At fork the
  *   child's copy of each handle loses its fd and has its mapping replaced
@@ -183,6 +186,8 @@ struct orbit_lock_entry {
 	uint64_t token;
 	uint64_t deadline_ns;        /* CLOCK_MONOTONIC absolute */
 	uint64_t holder_start_ticks; /* /proc/<pid>/stat field 22 of the holder */
+	uint64_t holder_pidfs_ino;   /* the holder's pidfs inode: names that process
+				      * for the host's uptime (0: kernel without pidfs) */
 	uint32_t holder_pid;
 	uint32_t slot_idx;
 	uint16_t ns_len, label_len, owner_len;
@@ -362,9 +367,22 @@ ORBIT_API int orbit_lock_foreach(orbit_lock_t *lock,
 
 /**
  * orbit_lock_holder_alive - is the entry's holder process still running?
- * Compares /proc/<pid>/stat's start time with the recorded one.
- * Context: any thread; syscalls (open/read of /proc).
- * Returns: 1 alive, 0 gone (or the pid was reused), -EINVAL.
+ * Opens a pidfd for holder_pid and compares its pidfs inode number with
+ * the recorded holder_pidfs_ino: pidfs numbers every process from a
+ * 64-bit counter and never gives a number to another process, so a pid
+ * reused by any other process - even within the same clock tick, where
+ * the /proc start time is equal - is "gone". A holder that exited but is
+ * not yet reaped (a zombie: its pidfd polls readable) is gone too.
+ * Entries whose holder_pidfs_ino is 0 (written on a kernel without
+ * pidfs, before Linux 6.9) fall back to comparing /proc/<pid>/stat's
+ * start time, which a pid reused within one tick (1/100 s) fools.
+ * Context: any thread; syscalls (pidfd_open, fstat, fstatfs, poll,
+ * close; or open/read of /proc).
+ * Returns: 1 alive, 0 gone (exited, or the pid now names another
+ * process), -EINVAL (NULL, or holder_pid 0), or a negative errno of
+ * pidfd_open/fstat when the question cannot be answered (-EMFILE,
+ * -ENFILE, -ENOMEM, -ENOSYS under a seccomp filter): treat it as
+ * "unknown", not as "gone".
  */
 ORBIT_API int orbit_lock_holder_alive(const struct orbit_lock_entry *e);
 

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <orbit/orbit.h>
 
@@ -18,6 +19,7 @@
 #include "shm/crashpoint.h"
 #include "shm/lock_internal.h"
 #include "shm/lock_serializer.h"
+#include "shm/members.h"
 
 static enum orbit_lock_serializer cur_ser;
 static char fleet[64];
@@ -867,6 +869,124 @@ static int count_entry(const struct orbit_lock_entry *e, void *ctx)
 	return 0;
 }
 
+/* A forked holder: takes @label for a minute, then waits (@stay) or exits holding it. */
+static int hold_key(const char *label, bool stay)
+{
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	orbit_lock_key_t k = K(label);
+	orbit_lock_owner_t c = O("holder");
+	orbit_lock_t *mine;
+
+	if (orbit_lock_open(&o, &mine) ||
+	    orbit_lock_try_acquire(mine, &k, &c, 60 * SEC, NULL, NULL))
+		return 1;
+	while (stay)
+		pause();
+	return 0; /* exits holding the key */
+}
+
+/* The first fields of the kernel's struct clone_args (CLONE_ARGS_SIZE_VER1: set_tid). */
+struct clone_args_v1 {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+	uint64_t set_tid, set_tid_size;
+};
+
+/*
+ * A new process with pid @pid (clone3 set_tid: needs CAP_SYS_ADMIN or
+ * CAP_CHECKPOINT_RESTORE in this pid namespace). It pauses until killed.
+ * Returns its pid or -errno (-EEXIST: @pid is taken again already).
+ */
+static pid_t spawn_with_pid(pid_t pid)
+{
+	pid_t tid[1] = { pid };
+	struct clone_args_v1 a = { .exit_signal = SIGCHLD,
+				   .set_tid = (uint64_t)(uintptr_t)tid, .set_tid_size = 1 };
+	long r = syscall(SYS_clone3, &a, sizeof(a));
+
+	if (r == 0)
+		for (;;)
+			pause();
+	return r < 0 ? -errno : (pid_t)r;
+}
+
+/*
+ * Issue 9.10: PID reuse within one /proc tick (1/100 s) fooled
+ * orbit_lock_holder_alive(): a holder exits, another process gets its pid
+ * (clone3 set_tid) with the same start time. Repeated until the reuse
+ * fell within the same tick 3 times; every reuse must read "gone". Also
+ * a live forked holder reads alive, and an exited, unreaped one (a
+ * zombie, whose /proc entry and start time remain) reads gone.
+ */
+static void test_holder_alive_not_fooled_by_pid_reuse(void **state)
+{
+	int same_tick = 0, reused = 0, tries = 0;
+	struct orbit_lock_entry e;
+	siginfo_t si;
+	pid_t holder;
+	char lab[32];
+	int st;
+
+	/* alive, then a zombie, then reaped */
+	holder = fork();
+	assert_true(holder >= 0);
+	if (holder == 0)
+		_exit(hold_key("alive", true));
+	orbit_lock_key_t ka = K("alive");
+	for (int i = 0; i < 5000 && orbit_lock_lookup(L, &ka, &e) != 0; i++)
+		usleep(1000);
+	assert_int_equal(e.holder_pid, (uint32_t)holder);
+	assert_true(e.holder_pidfs_ino != 0); /* this kernel has pidfs (6.9+) */
+	assert_int_equal(orbit_lock_holder_alive(&e), 1);
+	kill(holder, SIGKILL);
+	assert_int_equal(waitid(P_PID, (id_t)holder, &si, WEXITED | WNOWAIT), 0);
+	assert_int_equal(orbit_lock_holder_alive(&e), 0); /* a zombie holds nothing */
+	waitpid(holder, &st, 0);
+	assert_int_equal(orbit_lock_holder_alive(&e), 0);
+	assert_int_equal(orbit_lock_force_release(L, &ka), 0);
+
+	for (; tries < 60 && same_tick < 3; tries++) {
+		uint64_t t = 0;
+		pid_t again;
+		int alive;
+
+		snprintf(lab, sizeof(lab), "reuse%d", tries);
+		orbit_lock_key_t k = K(lab);
+		holder = fork();
+		assert_true(holder >= 0);
+		if (holder == 0)
+			_exit(hold_key(lab, false));
+		assert_int_equal(waitpid(holder, &st, 0), holder);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
+		again = spawn_with_pid(holder);
+		if (again == -EPERM || again == -ENOSYS || again == -E2BIG) {
+			print_message("skipped: clone3 set_tid: %s (needs CAP_SYS_ADMIN in the pid "
+				      "namespace and Linux 5.5+)\n", strerror(-again));
+			assert_int_equal(orbit_lock_force_release(L, &k), 0);
+			skip();
+		}
+		if (again == -EEXIST) { /* another process took the pid first */
+			assert_int_equal(orbit_lock_force_release(L, &k), 0);
+			continue;
+		}
+		assert_int_equal(again, holder);
+		reused++;
+		assert_int_equal(orbit__proc_start_time(again, &t), 0);
+		same_tick += t == e.holder_start_ticks;
+		alive = orbit_lock_holder_alive(&e);
+		kill(again, SIGKILL);
+		waitpid(again, NULL, 0);
+		if (alive != 0)
+			fail_msg("pid %d reused %s the holder's start tick: holder_alive %d", (int)again,
+				 t == e.holder_start_ticks ? "within" : "after", alive);
+		assert_int_equal(orbit_lock_force_release(L, &k), 0);
+	}
+	print_message("%d pid reuses in %d tries, %d within the holder's start tick\n", reused,
+		      tries, same_tick);
+	if (!same_tick)
+		fail_msg("no pid reuse fell within the holder's start tick in %d tries", tries);
+}
+
 /* orbitctl view: foreach over live slots, the typed namespace helper, holder liveness. */
 static void test_foreach_namespace_and_holder_alive(void **state)
 {
@@ -882,6 +1002,10 @@ static void test_foreach_namespace_and_holder_alive(void **state)
 	assert_int_equal(orbit_lock_try_acquire(L, &k3, &a, SEC, NULL, NULL), 0);
 	assert_int_equal(orbit_lock_foreach(L, count_entry, &live), 2);
 	assert_int_equal(live, 2);
+	assert_int_equal(orbit_lock_holder_alive(&e), 1);
+	e.holder_pidfs_ino++; /* another process's identity: not the holder */
+	assert_int_equal(orbit_lock_holder_alive(&e), 0);
+	e.holder_pidfs_ino = 0; /* an entry written without pidfs: the start time decides */
 	assert_int_equal(orbit_lock_holder_alive(&e), 1);
 	e.holder_start_ticks++;
 	assert_int_equal(orbit_lock_holder_alive(&e), 0);
@@ -1048,6 +1172,7 @@ static void test_crashpoint_env_variable_arms_nothing(void **state)
 	T(test_tombstones_compacted_probes_short),                   \
 	T(test_compaction_keeps_wrapped_entry_behind_corrupt_slot),                   \
 	T(test_foreach_namespace_and_holder_alive),                   \
+	T(test_holder_alive_not_fooled_by_pid_reuse),                \
 	T(test_lookup_miss_on_full_table_is_enoent),                 \
 	T(test_set_sink_null_sticks_when_serializer_fails),          \
 	T(test_crashpoint_env_variable_arms_nothing)

@@ -12,7 +12,9 @@
  * by the child until its TTL, and the next token is larger than any the
  * child saw. `make check`: a few hundred kills at named points;
  * `make check-long`: 10,000+ kills at random points (any label, any hit)
- * and at random times.
+ * and at random times. A child only SIGSTOPped inside (not killed) must
+ * not hold the parent's mutations beyond the serializer bound, nor its
+ * lookups at all (test_stopped_holder_bounded_wait_*).
  */
 #define _GNU_SOURCE 1 /* sched_getcpu, CPU_SET */
 #include <errno.h>

@@ -487,7 +487,10 @@ static void test_err_enospc_full_table_never_evicts(void **state)
 	orbit_lock_unlink(&o);
 }
 
-/* Error code -EINVAL: zero TTL, NULL or empty key/owner, bad options or layout. */
+/*
+ * Error code -EINVAL: zero TTL, NULL or empty key/owner, bad options (a
+ * negative serializer_wait_ms too) or layout.
+ */
 static void test_err_einval_bad_arguments(void **state)
 {
 	orbit_lock_key_t k = K("inval"), nolabel = { "ns", 2, "", 0 };
@@ -510,6 +513,9 @@ static void test_err_einval_bad_arguments(void **state)
 	o.size = 8;
 	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
 	o = opts_for("bad/fleet", NULL);
+	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
+	o = opts_for(fleet, NULL);
+	o.serializer_wait_ms = -1; /* 0 is the default; no negative bound */
 	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
 }
 

@@ -1042,7 +1042,9 @@ struct meta {
  * Is the mutator inside the serializer stopped (SIGSTOP, ptrace), a
  * zombie, or gone? Only then can a slot it left mid-write not change
  * soon. Relaxed: a hint; a stale pid costs one needless yield or -EAGAIN
- * (the caller's documented "slots kept changing").
+ * (the caller's documented "slots kept changing"). The state is the main
+ * thread's: a process whose main thread has exited (pthread_exit) while a
+ * writer thread runs also reads 'Z' - again only an early -EAGAIN.
  */
 static bool writer_stalled(const orbit_lock_t *l)
 {

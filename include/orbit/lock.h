@@ -343,7 +343,9 @@ ORBIT_API int orbit_lock_force_release(orbit_lock_t *lock, const orbit_lock_key_
  * yield (and every 16th after) the lookup reads /proc/<pid>/stat of the
  * mutator inside the serializer: stopped (SIGSTOP, ptrace), a zombie or
  * gone, it answers -EAGAIN at once, so a stopped writer never delays a
- * lookup by more than the spins and that one read.
+ * lookup by more than the spins and that one read. (A writer in another
+ * pid namespace, whose pid this process cannot see, reads as gone: its
+ * half-written slot costs -EAGAIN after the spins instead of the yields.)
  * Returns: 0; -ENOENT (not held or expired); -EAGAIN (slots kept changing
  * for the whole bounded retry budget, or a mutator stopped or died mid-write or
  * mid-compaction, or a corrupt move_seq word, and no mutation repaired the

@@ -186,7 +186,7 @@ static int worker_main(int id)
 			rc = orbit_lock_try_acquire(l, &key, &ow, ttl, &ls, NULL);
 			orbit_agent_record_latency(ag, ORBIT_AGENT_HIST_ACQUIRE, now_ns() - t0);
 		}
-		if (rc == -EBUSY) {
+		if (rc == -EBUSY || rc == -EAGAIN) { /* -EAGAIN: a mutator paused in the serializer */
 			atomic_fetch_add_explicit(&ws->busy, 1, memory_order_relaxed);
 			rand_sleep_us(&seed, 200, 1500); /* the policy above the lock: back off */
 			continue;

@@ -425,10 +425,10 @@ static int print_lock(const struct orbit_lock_entry *e, void *p)
 		snprintf(tok, sizeof(tok), "~%09llu", (unsigned long long)(e->token % 1000000000ull));
 	if (c->wide)
 		printf("%s %s %s %s %u %s\n", key, owner, tok, ttl, e->holder_pid,
-		       alive > 0 ? "yes" : "no");
+		       alive > 0 ? "yes" : alive == 0 ? "no" : "?");
 	else
 		printf("%-*s %-*s %*s %-7s %7u %s\n", LK_KEY, key, LK_OWNER, owner, LK_TOKEN, tok,
-		       ttl, e->holder_pid % 10000000u, alive > 0 ? "yes" : "no");
+		       ttl, e->holder_pid % 10000000u, alive > 0 ? "yes" : alive == 0 ? "no" : "?");
 	c->n++;
 	return 0;
 }

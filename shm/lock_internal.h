@@ -22,6 +22,8 @@
  * held, before the table commit). NULL removes it. Takes the serializer,
  * so it may be called while other threads use the handle: mutations in
  * flight finish with the old sink.
+ * Waits for the serializer without the options' bound (a thread of this
+ * process may be inside, calling the old sink).
  * When the serializer cannot be taken (a serializer error), the new sink is
  * stored all the same - no mutation can run then either - and the error is
  * returned: removing a sink (NULL) always takes effect, so a caller may
@@ -38,7 +40,9 @@ int orbit__lock_set_sink(orbit_lock_t *lock, orbit_transition_sink_fn fn, void *
  * other member is attached). @also (may be NULL) runs after the clear,
  * still under the serializer (the ring's reset: no frame can be published
  * meanwhile); its error is returned, the table stays cleared.
- * Returns 0, -ECHILD, -EROFS, a serializer error, or @also's error.
+ * Returns 0, -ECHILD, -EROFS, -EAGAIN (the serializer stayed taken past
+ * the handle's bound: nothing was cleared), a serializer error, or
+ * @also's error.
  */
 int orbit__lock_reset_table(orbit_lock_t *lock, int (*also)(void *ctx), void *ctx);
 

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * shm/lock_serializer.c: the FLOCK and FUTEX serializers of the lock table
- * (see lock_serializer.h). Owns the pthread calls on the robust mutex and
- * the flock pairing; knows nothing of slots.
+ * (see lock_serializer.h). Owns the pthread calls on the robust mutex, the
+ * flock pairing and the bounded wait for both; knows nothing of slots.
  */
+#include "config.h" /* _GNU_SOURCE: pthread_mutex_clocklock */
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "shm/lock_serializer.h"
 
@@ -49,22 +52,129 @@ void orbit__lock_ser_destroy(struct orbit__lock_ser *s)
 	check_pthread(pthread_mutex_destroy(&s->local));
 }
 
-int orbit__lock_ser_enter(struct orbit__lock_ser *s, bool *prev_died)
+/*
+ * FLOCK polling pauses (see lock_serializer.h): short first, since the
+ * holder's critical section takes microseconds; doubled up to 1 ms so a
+ * stopped holder costs a waiter at most ~log2(1 ms / 20 us) + bound/1 ms
+ * wake-ups.
+ */
+#define FLOCK_PAUSE_MIN_NS 20000ull
+#define FLOCK_PAUSE_MAX_NS 1000000ull
+
+/*
+ * pthread_mutex_clocklock on CLOCK_MONOTONIC (pthread_mutex_timedlock's
+ * CLOCK_REALTIME would stretch or cut the bound when the clock is
+ * stepped). GCC 12's libtsan intercepts timedlock but not clocklock, so
+ * under TSan the lock is announced with its mutex annotations (else every
+ * contended entry looks like no synchronisation at all: races reported on
+ * every slot word in test_lock_threads); elsewhere they compile away.
+ */
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+static int clocklock(pthread_mutex_t *m, const struct timespec *abs)
 {
+	int rc;
+
+	__tsan_mutex_pre_lock(m, __tsan_mutex_try_lock);
+	rc = pthread_mutex_clocklock(m, CLOCK_MONOTONIC, abs);
+	__tsan_mutex_post_lock(m, rc == 0 || rc == EOWNERDEAD ? __tsan_mutex_try_lock
+			       : __tsan_mutex_try_lock | __tsan_mutex_try_lock_failed, 0);
+	return rc;
+}
+#else
+static int clocklock(pthread_mutex_t *m, const struct timespec *abs)
+{
+	return pthread_mutex_clocklock(m, CLOCK_MONOTONIC, abs);
+}
+#endif
+
+static struct timespec mono_ts(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
+			       .tv_nsec = (long)(ns % 1000000000ull) };
+	return ts;
+}
+
+/* The absolute CLOCK_MONOTONIC deadline @wait_ns from now (saturating). */
+static uint64_t deadline_of(uint64_t wait_ns)
+{
+	uint64_t now = orbit__now_mono_ns();
+
+	return wait_ns > UINT64_MAX - now ? UINT64_MAX : now + wait_ns;
+}
+
+/*
+ * Lock @m within @wait_ns (ORBIT__LOCK_SER_WAIT_FOREVER: no bound).
+ * Returns pthread_mutex_lock's codes (0, EOWNERDEAD, ENOTRECOVERABLE,
+ * EINVAL, ...) or ETIMEDOUT. *deadline_ns (0: not yet known) is computed
+ * on the first miss and shared with the next step of the same enter().
+ */
+static int mutex_lock_by(pthread_mutex_t *m, uint64_t wait_ns, uint64_t *deadline_ns)
+{
+	struct timespec abs;
+	int rc = pthread_mutex_trylock(m);
+
+	if (rc != EBUSY)
+		return rc; /* taken, EOWNERDEAD, or an error of the SHM bytes */
+	if (wait_ns == ORBIT__LOCK_SER_WAIT_FOREVER)
+		return pthread_mutex_lock(m);
+	if (!*deadline_ns)
+		*deadline_ns = deadline_of(wait_ns);
+	abs = mono_ts(*deadline_ns);
+	return clocklock(m, &abs);
+}
+
+/* flock(LOCK_EX) within the same bound: LOCK_NB polls with doubling pauses; -EAGAIN past it. */
+static int flock_by(const orbit_seg_t *seg, uint64_t wait_ns, uint64_t *deadline_ns)
+{
+	uint64_t pause_ns = FLOCK_PAUSE_MIN_NS;
+	int rc = orbit__seg_trylock(seg);
+
+	if (rc != -EWOULDBLOCK)
+		return rc;
+	if (wait_ns == ORBIT__LOCK_SER_WAIT_FOREVER)
+		return orbit__seg_lock(seg);
+	if (!*deadline_ns)
+		*deadline_ns = deadline_of(wait_ns);
+	for (;;) {
+		uint64_t now = orbit__now_mono_ns();
+		struct timespec rel;
+
+		if (now >= *deadline_ns)
+			return -EAGAIN;
+		rel = mono_ts(pause_ns < *deadline_ns - now ? pause_ns : *deadline_ns - now);
+		/* EINTR: a signal of the application; the loop re-checks the clock */
+		clock_nanosleep(CLOCK_MONOTONIC, 0, &rel, NULL);
+		rc = orbit__seg_trylock(seg);
+		if (rc != -EWOULDBLOCK)
+			return rc;
+		if (pause_ns < FLOCK_PAUSE_MAX_NS)
+			pause_ns *= 2;
+	}
+}
+
+int orbit__lock_ser_enter(struct orbit__lock_ser *s, uint64_t wait_ns, bool *prev_died)
+{
+	uint64_t deadline_ns = 0; /* read once, on the first miss */
 	int rc;
 
 	*prev_died = false;
 	if (s->kind == ORBIT_LOCK_SERIALIZER_FUTEX) {
-		rc = pthread_mutex_lock(s->shared);
+		rc = mutex_lock_by(s->shared, wait_ns, &deadline_ns);
 		if (rc == EOWNERDEAD) {
 			*prev_died = true;
 			return 0;
 		}
+		if (rc == ETIMEDOUT)
+			return -EAGAIN;
 		/* EINVAL/EDEADLK/ENOTRECOVERABLE come from SHM bytes, not from us */
 		return -rc;
 	}
-	check_pthread(pthread_mutex_lock(&s->local));
-	rc = orbit__seg_lock(s->seg);
+	rc = mutex_lock_by(&s->local, wait_ns, &deadline_ns);
+	if (rc == ETIMEDOUT)
+		return -EAGAIN; /* another thread of ours waits for (or holds) the flock */
+	check_pthread(rc);
+	rc = flock_by(s->seg, wait_ns, &deadline_ns);
 	if (rc) {
 		check_pthread(pthread_mutex_unlock(&s->local));
 		return rc;

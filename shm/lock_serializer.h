@@ -11,6 +11,25 @@
  *          next locker gets EOWNERDEAD. No syscall when uncontended.
  * Either way the caller learns "the previous holder died inside" and runs
  * the table repair before it mutates anything.
+ *
+ * The wait is bounded (ORBIT_LOCK_SERIALIZER_WAIT_MS_DEFAULT, or the
+ * handle's serializer_wait_ms): a holder that is stopped (SIGSTOP, a
+ * debugger, a frozen cgroup) or preempted for longer makes enter() answer
+ * -EAGAIN instead of waiting for it. Critical sections take microseconds,
+ * so the bound only fires on a holder that is not running.
+ *   FUTEX: pthread_mutex_trylock, then pthread_mutex_clocklock on
+ *          CLOCK_MONOTONIC (a futex wait with an absolute deadline; the
+ *          holder's death still wakes it with EOWNERDEAD).
+ *   FLOCK: pthread_mutex_trylock, then pthread_mutex_clocklock for the
+ *          local mutex; flock(2) has no timed form, so the cross-process
+ *          part is flock(LOCK_EX | LOCK_NB) retried with a pause that
+ *          starts at FLOCK_PAUSE_MIN_NS and doubles up to FLOCK_PAUSE_MAX_NS
+ *          (clock_nanosleep) until the same deadline. A blocking flock
+ *          interrupted by a timer signal would need a signal of the
+ *          application's; a helper thread would need a thread per wait.
+ *          Cost: under cross-process contention a FLOCK waiter notices the
+ *          release up to one pause late (at most 1 ms), never later than
+ *          the deadline; uncontended it is one flock call, as before.
  * Lock order: the process-local mutex, then the cross-process lock; no
  * other lock may be held while entering.
  */
@@ -19,9 +38,13 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "shm/lock_table.h"
 #include "shm/segment.h"
+
+/* enter()'s @wait_ns meaning "no bound" (only orbit__lock_set_sink uses it). */
+#define ORBIT__LOCK_SER_WAIT_FOREVER UINT64_MAX
 
 struct orbit__lock_ser {
 	enum orbit_lock_serializer kind; /* FUTEX or FLOCK */
@@ -40,14 +63,20 @@ void orbit__lock_ser_init(struct orbit__lock_ser *s, enum orbit_lock_serializer 
 void orbit__lock_ser_destroy(struct orbit__lock_ser *s);
 
 /*
- * orbit__lock_ser_enter - take the serializer (blocking).
+ * orbit__lock_ser_enter - take the serializer, waiting at most @wait_ns.
+ * @wait_ns: the bound (ORBIT__LOCK_SER_WAIT_FOREVER: none). The clock is
+ *           read only when the first attempt finds the serializer taken.
  * @prev_died: set when the previous holder died inside the critical
  *             section: the caller must repair the table, then call
  *             orbit__lock_ser_repaired().
- * Returns 0, -ENOTRECOVERABLE (a robust mutex left unrepaired), or a
- * negative errno from flock / a mutex in corrupt SHM (-EINVAL).
+ * Context: blocks (futex wait, or flock polls with clock_nanosleep) for
+ * at most @wait_ns; no syscall when uncontended (FUTEX).
+ * Returns 0; -EAGAIN (still held by another thread or process when
+ * @wait_ns passed; nothing is held then); -ENOTRECOVERABLE (a robust mutex
+ * left unrepaired); or a negative errno from flock / a mutex in corrupt
+ * SHM (-EINVAL).
  */
-int orbit__lock_ser_enter(struct orbit__lock_ser *s, bool *prev_died);
+int orbit__lock_ser_enter(struct orbit__lock_ser *s, uint64_t wait_ns, bool *prev_died);
 /* After repair under a FUTEX EOWNERDEAD: pthread_mutex_consistent. */
 void orbit__lock_ser_repaired(struct orbit__lock_ser *s);
 void orbit__lock_ser_leave(struct orbit__lock_ser *s);

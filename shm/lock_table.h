@@ -41,7 +41,7 @@
 
 #include <orbit/lock.h>
 
-#define ORBIT_LOCK_TABLE_VERSION 1u
+#define ORBIT_LOCK_TABLE_VERSION 2u /* 2: slot.holder_pidfs_ino */
 #define ORBIT_LOCK_TABLE_MAGIC 0x4c4254544b434f4cull /* "LOCKTTBL" little-endian */
 
 enum orbit_lock_slot_state {
@@ -90,7 +90,8 @@ struct orbit_lock_slot {
 	uint64_t token;
 	_Atomic uint64_t deadline_ns; /* CLOCK_MONOTONIC absolute */
 	uint64_t holder_start_ticks;  /* /proc/<pid>/stat field 22 */
-	uint8_t pad[16];
+	uint64_t holder_pidfs_ino;    /* the holder's pidfs inode (0: no pidfs) */
+	uint8_t pad[8];
 	uint8_t bytes[ORBIT_LOCK_BYTES_MAX]; /* ns | label | owner */
 };
 
@@ -99,6 +100,7 @@ _Static_assert(offsetof(struct orbit_lock_table_hdr, mutex) == 128, "line 2");
 _Static_assert(sizeof(pthread_mutex_t) <= 128, "mutex fits");
 _Static_assert(sizeof(struct orbit_lock_table_hdr) == 512, "table header size");
 _Static_assert(offsetof(struct orbit_lock_slot, bytes) == ORBIT_LOCK_SLOT_META_BYTES, "slot meta");
+_Static_assert(offsetof(struct orbit_lock_slot, holder_pidfs_ino) == 48, "pidfs word");
 _Static_assert(sizeof(struct orbit_lock_slot) == 1024, "slot size");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
 	       "SHM atomics must be lock-free (address-free)");

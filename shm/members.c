@@ -20,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "include/orbit/error.h"
@@ -30,6 +32,7 @@
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
+#define PIDFS_MAGIC 0x50494446u /* "PIDF": statfs f_type of a pidfs pidfd (Linux 6.9+) */
 
 #define ROWS_OFF (ORBIT_SEG_HEADER_BYTES + sizeof(struct orbit_members_shm))
 
@@ -250,28 +253,43 @@ static int row_locked(const orbit_members_t *m, uint32_t row)
 	return ofd_lock(m->seg.fd, F_RDLCK, F_OFD_GETLK, row);
 }
 
-int orbit__proc_start_time(pid_t pid, uint64_t *ticks)
+/*
+ * Read /proc/<pid>/stat into @buf; *fields points at the space before
+ * field 3 (comm may hold spaces and parentheses: fields restart after the
+ * LAST ')'). Returns 0, -ESRCH (no such process), -EPROTO, -errno.
+ */
+static int read_proc_stat(pid_t pid, char *buf, size_t len, char **fields)
 {
-	char path[64], buf[1024];
-	unsigned long long v;
+	char path[64];
 	ssize_t n;
-	char *p;
-	int fd, field;
+	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, len - 1);
 	close(fd);
 	if (n <= 0)
 		return n == 0 ? -ESRCH : -errno;
 	buf[n] = '\0';
-	/* comm may hold spaces and parentheses: fields restart after the LAST ')' */
-	p = strrchr(buf, ')');
-	if (!p)
+	*fields = strrchr(buf, ')');
+	if (!*fields || (*fields)[1] != ' ')
 		return -EPROTO;
-	p++;
+	++*fields;
+	return 0;
+}
+
+int orbit__proc_start_time(pid_t pid, uint64_t *ticks)
+{
+	char buf[1024];
+	unsigned long long v;
+	char *p;
+	int r, field;
+
+	r = read_proc_stat(pid, buf, sizeof(buf), &p);
+	if (r < 0)
+		return r;
 	/* each space starts the next field: the space after ")" starts field 3 */
 	for (field = 2; field < 22 && *p; p++)
 		if (*p == ' ')
@@ -280,6 +298,56 @@ int orbit__proc_start_time(pid_t pid, uint64_t *ticks)
 		return -EPROTO;
 	*ticks = v;
 	return 0;
+}
+
+int orbit__proc_state(pid_t pid, char *state)
+{
+	char buf[1024];
+	char *p;
+	int r = read_proc_stat(pid, buf, sizeof(buf), &p);
+
+	if (r < 0)
+		return r;
+	if (!p[1] || p[2] != ' ')
+		return -EPROTO;
+	*state = p[1];
+	return 0;
+}
+
+int orbit__pidfd_open(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	if (fd >= 0)
+		return fd;
+	/* a pid that is a thread, not a process: ENOENT (Linux 6.x) or EINVAL */
+	return errno == ESRCH || errno == ENOENT || errno == EINVAL ? -ESRCH : -errno;
+}
+
+int orbit__pidfd_ino(int pidfd, uint64_t *ino)
+{
+	struct statfs sf;
+	struct stat st;
+
+	if (fstatfs(pidfd, &sf) < 0 || fstat(pidfd, &st) < 0)
+		return -errno;
+	/* before pidfs every pidfd was the one anon inode: no identity */
+	if ((uint32_t)sf.f_type != PIDFS_MAGIC || sizeof(st.st_ino) < 8)
+		return -ENOSYS;
+	*ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+int orbit__pid_ino(pid_t pid, uint64_t *ino)
+{
+	int fd = orbit__pidfd_open(pid);
+	int r;
+
+	if (fd < 0)
+		return fd;
+	r = orbit__pidfd_ino(fd, ino);
+	close(fd);
+	return r;
 }
 
 /* Rewrite our own row (we hold its lock): seq odd, bytes, seq even. */
@@ -665,14 +733,15 @@ int orbit__members_pidfd_open(orbit_members_t *m, uint32_t row, uint32_t *genera
 		return r;
 	if (atomic_load_explicit(&cp.state, memory_order_relaxed) == ORBIT_MEMBER_FREE) /* private copy */
 		return -ESRCH;
-	fd = (int)syscall(SYS_pidfd_open, (pid_t)cp.pid, 0);
 	/*
 	 * A pid that is a thread of some process, not a process, is not the
 	 * member (members store getpid()): pidfd_open says ENOENT (Linux 6.x)
-	 * or EINVAL (older). tests/fuzz/fuzz_members found -ENOENT escaping.
+	 * or EINVAL (older), both -ESRCH here. tests/fuzz/fuzz_members found
+	 * -ENOENT escaping.
 	 */
+	fd = orbit__pidfd_open((pid_t)cp.pid);
 	if (fd < 0)
-		return errno == ESRCH || errno == ENOENT || errno == EINVAL ? -ESRCH : -errno;
+		return fd;
 	/* pidfd_open sets O_CLOEXEC. The pidfd pins the process: if the start time matches NOW, it is the member */
 	r = orbit__proc_start_time((pid_t)cp.pid, &start);
 	if (r < 0 || start != cp.start_time_ticks) {

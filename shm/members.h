@@ -228,4 +228,32 @@ orbit_seg_t *orbit__members_seg(orbit_members_t *m);
  */
 int orbit__proc_start_time(pid_t pid, uint64_t *ticks);
 
+/*
+ * orbit__pidfd_open - pidfd_open(@pid, 0) (O_CLOEXEC). Returns the fd,
+ * -ESRCH (no such process, or @pid names a thread, not a process),
+ * -ENOSYS (kernel without pidfd_open), or another negative errno (-EMFILE).
+ */
+int orbit__pidfd_open(pid_t pid);
+
+/*
+ * orbit__pidfd_ino - the pidfs inode number of @pidfd's process. pidfs
+ * (Linux 6.9+) gives every process one inode whose number comes from a
+ * 64-bit counter: it names that process for the whole uptime of the host
+ * and is never given to another, unlike a pid (reused) or a start time
+ * (1/100 s: a pid reused within a tick has the same one).
+ * Returns 0, -ENOSYS (no pidfs: pidfds share one anon inode; or a 32-bit
+ * st_ino), or a negative errno of fstat/fstatfs.
+ */
+int orbit__pidfd_ino(int pidfd, uint64_t *ino);
+
+/* orbit__pid_ino - orbit__pidfd_open + orbit__pidfd_ino + close: @pid's pidfs inode now. */
+int orbit__pid_ino(pid_t pid, uint64_t *ino);
+
+/*
+ * orbit__proc_state - field 3 of /proc/<pid>/stat ('R', 'S', 'D', 'T'
+ * stopped, 't' tracing stop, 'Z' zombie, ...). One open/read/close.
+ * Returns 0, -ESRCH (no such process), -EPROTO (unparsable).
+ */
+int orbit__proc_state(pid_t pid, char *state);
+
 #endif /* ORBIT_SHM_MEMBERS_H */

@@ -178,7 +178,8 @@ ORBIT_API int orbit_agent_member_row(const orbit_agent_t *agent);
  * table's serializer.
  * Returns: 0; -EBUSY (another live member is attached, or another live
  * process holds an unexpired lease); -EINVAL; an error of the table scan
- * (-EAGAIN) or reset (-ENOTRECOVERABLE, -ECHILD, -EROFS).
+ * (-EAGAIN) or reset (-EAGAIN: the serializer stayed taken past its
+ * bound, nothing was reset; -ENOTRECOVERABLE, -ECHILD, -EROFS).
  */
 ORBIT_API int orbit_agent_reset_transport(orbit_agent_t *agent);
 

@@ -262,7 +262,8 @@ ORBIT_API void orbit_transition_reader_close(orbit_transition_reader_t *r);
  * the caller's promise); live members and leases are checked first.
  * Returns: 0; -EBUSY (a live member is attached, or another live process
  * holds an unexpired lease); -EROFS (not opened admin); -ENOENT (no lock
- * table or ring); -EAGAIN (the lease scan kept finding slots rewritten);
+ * table or ring); -EAGAIN (the lease scan kept finding slots rewritten,
+ * or the serializer stayed taken past its bound: nothing was reset);
  * or an error of the lock table's reset (-ENOTRECOVERABLE, -ECHILD).
  */
 ORBIT_API int orbit_fleet_reset_transport(orbit_fleet_t *f);

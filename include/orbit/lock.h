@@ -6,7 +6,11 @@
  * compared exactly; every acquisition has a TTL (an absolute deadline on
  * CLOCK_MONOTONIC) and a strictly increasing fencing token to carry to a
  * protected resource. Every call is one immediate attempt: nothing here
- * sleeps, retries or waits for a holder (see doc/orbit-lock.md).
+ * sleeps, retries or waits for a holder (see doc/orbit-lock.md). A
+ * mutation waits only for another mutation's critical section (the
+ * serializer, microseconds), and that wait is bounded: past
+ * serializer_wait_ms (default ORBIT_LOCK_SERIALIZER_WAIT_MS_DEFAULT, 100
+ * ms) it answers -EAGAIN. Lookups never wait for the serializer.
  *
  * Caveats (read before use):
  * - Deadlines are CLOCK_MONOTONIC nanoseconds. They are comparable only
@@ -26,7 +30,10 @@
  * - A holder killed while holding keeps its key until the TTL passes
  *   (the table cannot tell a dead holder from a paused one); the next
  *   owner gets a larger token. orbit_lock_holder_alive() tells orbitctl
- *   whether the recorded pid still runs the same process.
+ *   whether the recorded pid still runs the same process: by its pidfs
+ *   inode, which a reused pid never has (Linux 6.9+). On an older kernel
+ *   it falls back to the /proc start time, which a pid reused within
+ *   the same 1/100 s tick fools.
  * - A forked child must not use its parent's handle: every mutation in a
  *   child returns -ECHILD; close it there and open a new one. At fork the
  *   child's copy of each handle loses its fd and has its mapping replaced
@@ -43,6 +50,14 @@
  * - Lookups copy a slot and re-check its sequence: a writer stopped (not
  *   killed) mid-write makes lookups of keys probing through that slot
  *   return -EAGAIN until it resumes or dies and is repaired.
+ * - A mutator stopped (SIGSTOP, a debugger, a frozen cgroup) inside the
+ *   serializer makes every other mutation of the fleet answer -EAGAIN
+ *   after serializer_wait_ms, until it resumes or dies (then the next
+ *   mutator repairs). -EAGAIN changes nothing in the table: retrying is
+ *   the caller's policy. A holder preempted for longer than the bound
+ *   (an overloaded host) has the same effect; so may a compaction or
+ *   full sweep of a table with many thousand slots: raise the bound for
+ *   such layouts.
  */
 #ifndef ORBIT_LOCK_H
 #define ORBIT_LOCK_H
@@ -58,6 +73,14 @@ ORBIT_BEGIN_DECLS
 #define ORBIT_LOCK_DEFAULT_SLOTS 256u
 #define ORBIT_LOCK_DEFAULT_RING_FRAMES 1024u
 #define ORBIT_LOCK_DEFAULT_FRAME_BYTES 1024u
+/*
+ * How long a mutation waits for the serializer before it answers -EAGAIN
+ * (orbit_lock_options.serializer_wait_ms 0). Critical sections take a few
+ * microseconds, so this fires only when the holder is not running;
+ * 100 ms stays "immediate" for a person and is far beyond any scheduling
+ * delay of a running holder short of an overloaded host.
+ */
+#define ORBIT_LOCK_SERIALIZER_WAIT_MS_DEFAULT 100u
 
 typedef struct orbit_lock orbit_lock_t;
 
@@ -98,6 +121,8 @@ struct orbit_lock_options {
 	unsigned gid;               /* group of a group mode (0: the effective gid):
 				       given to a new segment, and the one foreign
 				       group whose segments an opener accepts */
+	int serializer_wait_ms;     /* a mutation's bound on waiting for the serializer, then
+				     * -EAGAIN (0: ORBIT_LOCK_SERIALIZER_WAIT_MS_DEFAULT; < 0: -EINVAL) */
 };
 
 /*
@@ -163,6 +188,8 @@ struct orbit_lock_entry {
 	uint64_t token;
 	uint64_t deadline_ns;        /* CLOCK_MONOTONIC absolute */
 	uint64_t holder_start_ticks; /* /proc/<pid>/stat field 22 of the holder */
+	uint64_t holder_pidfs_ino;   /* the holder's pidfs inode: names that process
+				      * for the host's uptime (0: kernel without pidfs) */
 	uint32_t holder_pid;
 	uint32_t slot_idx;
 	uint16_t ns_len, label_len, owner_len;
@@ -200,8 +227,9 @@ struct orbit_lock_stats {
  * /proc/self/stat); may sleep up to init_timeout_ms while a creator
  * initialises.
  * Returns: 0; -EINVAL (bad options, fleet name or layout, a mode other
- * than 0600, 0640 or 0660); -ENOMEM; -EPERM (creating with a group mode
- * for a group this process is not in: nothing is left behind);
+ * than 0600, 0640 or 0660, a negative serializer_wait_ms); -ENOMEM;
+ * -EPERM (creating with a group mode for a group this process is not in:
+ * nothing is left behind);
  * -ENOENT (readonly and missing); -ORBIT_EFINGERPRINT (the fleet's table
  * has another slot count, kind or serializer); -ORBIT_ECORRUPT (the
  * table's own header fails validation); or any code of the segment layer:
@@ -254,9 +282,14 @@ ORBIT_API int orbit_lock_unlink(const struct orbit_lock_options *opts);
  *
  * Context: any thread of the process that opened the handle; takes the
  * serializer (futex: no syscall uncontended; flock: two syscalls); never
- * sleeps beyond waiting for another mutation to finish. Publication to the
- * transition sink precedes the table commit.
- * Returns: 0; -EBUSY (held and live); -ENOSPC (table full of live keys,
+ * sleeps beyond waiting for another mutation to finish, and that for at
+ * most the handle's serializer_wait_ms (futex: a timed futex wait; flock:
+ * flock(LOCK_NB) retried after pauses of 20 us doubling to 1 ms).
+ * Publication to the transition sink precedes the table commit.
+ * Returns: 0; -EBUSY (held and live); -EAGAIN (the serializer stayed
+ * taken for serializer_wait_ms: another mutator is stopped or not
+ * running inside; nothing changed, the key's state is unknown: lookup
+ * answers without the serializer); -ENOSPC (table full of live keys,
  * nothing evicted); -EINVAL (NULL key/owner, ttl_ns 0, empty label or
  * owner, deadline overflow); -E2BIG (ns+label+owner over 960 bytes);
  * -ECHILD (handle opened by the parent process); -EROFS (readonly
@@ -277,8 +310,10 @@ ORBIT_API int orbit_lock_try_acquire(orbit_lock_t *lock, const orbit_lock_key_t 
  * @token: 0, or the lease's token: then the entry must also carry it.
  * Context: as orbit_lock_try_acquire.
  * Returns: 0; -ENOENT (not held, or expired: an expired entry is
- * reclaimed); -EPERM (another owner, or another token); -EINVAL, -E2BIG,
- * -ECHILD, -EROFS, -ENOTRECOVERABLE, serializer errors as for try_acquire.
+ * reclaimed); -EPERM (another owner, or another token); -EAGAIN (the
+ * serializer stayed taken: the deadline did not move); -EINVAL (also a
+ * NULL owner: renewal never acts without one), -E2BIG, -ECHILD, -EROFS,
+ * -ENOTRECOVERABLE, serializer errors as for try_acquire.
  */
 ORBIT_API int orbit_lock_renew(orbit_lock_t *lock, const orbit_lock_key_t *key,
 			       const orbit_lock_owner_t *owner, uint64_t token, uint64_t ttl_ns,
@@ -290,8 +325,9 @@ ORBIT_API int orbit_lock_renew(orbit_lock_t *lock, const orbit_lock_key_t *key,
  * serialized step, so a retried release cannot free a newer tenure.
  * Context: as orbit_lock_try_acquire.
  * Returns: 0; -ENOENT (not held, or expired: reclaimed); -EPERM (another
- * owner or token holds it; nothing changes); -EINVAL (owner NULL: normal
- * release never acts without one), -E2BIG, -ECHILD, -EROFS,
+ * owner or token holds it; nothing changes); -EAGAIN (the serializer
+ * stayed taken: still held, retry or let the TTL run out); -EINVAL (owner
+ * NULL: normal release never acts without one), -E2BIG, -ECHILD, -EROFS,
  * -ENOTRECOVERABLE, serializer errors as for try_acquire.
  */
 ORBIT_API int orbit_lock_release(orbit_lock_t *lock, const orbit_lock_key_t *key,
@@ -301,23 +337,31 @@ ORBIT_API int orbit_lock_release(orbit_lock_t *lock, const orbit_lock_key_t *key
  * orbit_lock_force_release - administrative escape: remove @key whoever
  * holds it. Not for the normal release path.
  * Context: as orbit_lock_try_acquire.
- * Returns: 0; -ENOENT (not held or expired); -EINVAL, -E2BIG, -ECHILD,
- * -EROFS, -ENOTRECOVERABLE, serializer errors as for try_acquire.
+ * Returns: 0; -ENOENT (not held or expired); -EAGAIN (the serializer
+ * stayed taken); -EINVAL, -E2BIG, -ECHILD, -EROFS, -ENOTRECOVERABLE,
+ * serializer errors as for try_acquire.
  */
 ORBIT_API int orbit_lock_force_release(orbit_lock_t *lock, const orbit_lock_key_t *key);
 
 /**
  * orbit_lock_lookup - copy the live entry of @key into @entry.
- * Never takes the serializer: copies the slot and re-checks its sequence.
+ * Never takes the serializer: copies the slot and re-checks its sequence,
+ * so a mutator stopped inside the serializer never delays it.
  * Context: any thread, any process with a (readonly) handle, also a forked
  * child; no allocation, no lock, and no syscall unless it meets a slot
- * being rewritten for a while (vDSO clock).
+ * being rewritten for a while (sched_yield, a /proc read; vDSO clock).
  * The retry budget counts retries caused by concurrent rewrites (not slots
  * probed: a miss on a full table answers -ENOENT); the first 64 retries
  * spin with CPU pauses, the rest (up to 256) sched_yield once each so a
- * writer preempted mid-slot on this CPU can finish.
+ * writer preempted mid-slot on this CPU can finish. Before the first
+ * yield (and every 16th after) the lookup reads /proc/<pid>/stat of the
+ * mutator inside the serializer: stopped (SIGSTOP, ptrace), a zombie or
+ * gone, it answers -EAGAIN at once, so a stopped writer never delays a
+ * lookup by more than the spins and that one read. (A writer in another
+ * pid namespace, whose pid this process cannot see, reads as gone: its
+ * half-written slot costs -EAGAIN after the spins instead of the yields.)
  * Returns: 0; -ENOENT (not held or expired); -EAGAIN (slots kept changing
- * for the whole bounded retry budget, or a mutator died mid-write or
+ * for the whole bounded retry budget, or a mutator stopped or died mid-write or
  * mid-compaction, or a corrupt move_seq word, and no mutation repaired the
  * table yet); -EINVAL, -E2BIG;
  * -ORBIT_ECORRUPT (a slot on the probe path fails validation).
@@ -339,9 +383,22 @@ ORBIT_API int orbit_lock_foreach(orbit_lock_t *lock,
 
 /**
  * orbit_lock_holder_alive - is the entry's holder process still running?
- * Compares /proc/<pid>/stat's start time with the recorded one.
- * Context: any thread; syscalls (open/read of /proc).
- * Returns: 1 alive, 0 gone (or the pid was reused), -EINVAL.
+ * Opens a pidfd for holder_pid and compares its pidfs inode number with
+ * the recorded holder_pidfs_ino: pidfs numbers every process from a
+ * 64-bit counter and never gives a number to another process, so a pid
+ * reused by any other process - even within the same clock tick, where
+ * the /proc start time is equal - is "gone". A holder that exited but is
+ * not yet reaped (a zombie: its pidfd polls readable) is gone too.
+ * Entries whose holder_pidfs_ino is 0 (written on a kernel without
+ * pidfs, before Linux 6.9) fall back to comparing /proc/<pid>/stat's
+ * start time, which a pid reused within one tick (1/100 s) fools.
+ * Context: any thread; syscalls (pidfd_open, fstat, fstatfs, poll,
+ * close; or open/read of /proc).
+ * Returns: 1 alive, 0 gone (exited, or the pid now names another
+ * process), -EINVAL (NULL, or holder_pid 0), or a negative errno of
+ * pidfd_open/fstat when the question cannot be answered (-EMFILE,
+ * -ENFILE, -ENOMEM, -ENOSYS under a seccomp filter): treat it as
+ * "unknown", not as "gone".
  */
 ORBIT_API int orbit_lock_holder_alive(const struct orbit_lock_entry *e);
 

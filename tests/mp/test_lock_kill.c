@@ -12,9 +12,13 @@
  * by the child until its TTL, and the next token is larger than any the
  * child saw. `make check`: a few hundred kills at named points;
  * `make check-long`: 10,000+ kills at random points (any label, any hit)
- * and at random times.
+ * and at random times. A child only SIGSTOPped inside (not killed) must
+ * not hold the parent's mutations beyond the serializer bound, nor its
+ * lookups at all (test_stopped_holder_bounded_wait_*).
  */
+#define _GNU_SOURCE 1 /* sched_getcpu, CPU_SET */
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 
@@ -346,6 +350,242 @@ static void test_kill_holder_key_free_after_ttl(void **state)
 	close_fleet();
 }
 
+/*
+ * Issue 9.9: a mutator stopped inside the serializer (SIGSTOP at a crash
+ * point) must not make another process's "one immediate attempt" wait
+ * for it. Every mutation of the parent answers -EAGAIN after the bound
+ * (the default, ORBIT_LOCK_SERIALIZER_WAIT_MS_DEFAULT, and a configured
+ * one), changes nothing, and lookups answer at once. After SIGCONT the
+ * child's acquisition completes, the parent's calls work again, and the
+ * child's key and tokens show no mutual-exclusion or fencing violation.
+ * If a mutation blocked for the whole stop, SIGALRM resumes the child
+ * after STOP_WATCHDOG_S so the test fails on the timing instead of hanging.
+ */
+#define STOP_WATCHDOG_S 10
+#define STOP_SLACK_NS 200000000ull /* scheduling delay on a loaded 2-core host */
+#define STOP_CUSTOM_MS 300
+
+static volatile pid_t stopped_child; /* the watchdog's target while the checks run */
+static pid_t scenario_child;          /* forked and not yet reaped */
+static pid_t hog_child;               /* the CPU hog, while it runs */
+
+static void resume_child(int sig)
+{
+	(void)sig;
+	if (stopped_child > 0)
+		kill(stopped_child, SIGCONT); /* async-signal-safe */
+}
+
+/* After a failed check: no stopped child may outlive the test (it holds the serializer). */
+static int reap_scenario_child(void **state)
+{
+	alarm(0);
+	stopped_child = 0;
+	if (hog_child > 0) {
+		kill(hog_child, SIGKILL);
+		waitpid(hog_child, NULL, 0);
+		hog_child = 0;
+	}
+	if (scenario_child > 0) {
+		kill(scenario_child, SIGKILL);
+		waitpid(scenario_child, NULL, 0);
+		scenario_child = 0;
+	}
+	return 0;
+}
+
+/* A child spinning on the CPU this process runs on; both pinned there. */
+static pid_t hog_on_my_cpu(cpu_set_t *saved)
+{
+	cpu_set_t one;
+	int cpu = sched_getcpu();
+	pid_t pid;
+
+	assert_int_equal(sched_getaffinity(0, sizeof(*saved), saved), 0);
+	CPU_ZERO(&one);
+	CPU_SET(cpu < 0 ? 0 : cpu, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	pid = fork(); /* inherits the affinity */
+	assert_true(pid >= 0);
+	if (pid == 0)
+		for (;;)
+			;
+	hog_child = pid;
+	return pid;
+}
+
+static void hog_stop(pid_t pid, const cpu_set_t *saved)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	hog_child = 0;
+	sched_setaffinity(0, sizeof(*saved), saved);
+}
+
+static int child_stop_inside(const char *point)
+{
+	struct orbit_lock_options o = opts();
+	orbit_lock_owner_t ow = { "child", 5 };
+	orbit_lock_key_t k = key_of("stopped-child-key");
+	struct orbit_lock_lease ls;
+	orbit_lock_t *l;
+
+	if (orbit_lock_open(&o, &l))
+		return 10;
+	orbit__crashpoint_arm(point, 1, ORBIT_CRASH_STOP);
+	if (orbit_lock_try_acquire(l, &k, &ow, CHILD_TTL_NS, &ls, NULL))
+		return 11;
+	orbit__crashpoint_arm(NULL, 0, 0);
+	note_token(ls.token);
+	orbit_lock_close(l);
+	return 0;
+}
+
+/* Run @call's result into *rc and return how long it took, in ns. */
+#define TIMED(rc, call)                                         \
+	({                                                      \
+		uint64_t t0_ = orbit_test_now_ns();             \
+		(rc) = (call);                                  \
+		orbit_test_now_ns() - t0_;                      \
+	})
+
+static void expect_bounded(const char *what, int rc, uint64_t took, uint64_t bound_ns)
+{
+	print_message("  %-28s %4d after %6.1f ms (bound %.0f ms)\n", what, rc, took / 1e6,
+		      bound_ns / 1e6);
+	if (rc != -EAGAIN)
+		fail_msg("%s with a stopped serializer holder: %d, not -EAGAIN", what, rc);
+	if (took < bound_ns || took > bound_ns + STOP_SLACK_NS)
+		fail_msg("%s returned after %.1f ms, bound %.0f ms", what, took / 1e6, bound_ns / 1e6);
+}
+
+static void stopped_holder(enum orbit_lock_serializer s, const char *point)
+{
+	const uint64_t def_ns = ORBIT_LOCK_SERIALIZER_WAIT_MS_DEFAULT * 1000000ull;
+	const uint64_t custom_ns = STOP_CUSTOM_MS * 1000000ull;
+	orbit_lock_key_t held = key_of("held"), other = key_of("other");
+	orbit_lock_key_t ck = key_of("stopped-child-key");
+	orbit_lock_owner_t parent = { "parent", 6 };
+	struct orbit_lock_lease l1, l2, l3;
+	struct orbit_lock_entry e, e0;
+	struct orbit_lock_stats st0, st1;
+	struct orbit_lock_options o;
+	orbit_lock_t *P2;
+	cpu_set_t cpus;
+	pid_t hog;
+	uint64_t took, rev, max_lookup = 0;
+	char why[160];
+	int rc, wst;
+	pid_t pid;
+
+	print_message("%s, child stopped at %s:\n",
+		      s == ORBIT_LOCK_SERIALIZER_FUTEX ? "FUTEX" : "FLOCK", point);
+	open_fleet(s);
+	o = opts();
+	o.serializer_wait_ms = STOP_CUSTOM_MS;
+	assert_int_equal(orbit_lock_open(&o, &P2), 0);
+	assert_int_equal(orbit_lock_try_acquire(P, &held, &parent, CHILD_TTL_NS, &l1, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(P, &held, &e0), 0);
+	atomic_store(&sh->max_token, 0);
+	orbit_lock_stats(P, &st0);
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(child_stop_inside(point));
+	scenario_child = pid;
+	assert_int_equal(wait_stop(pid, &wst), 1);
+	stopped_child = pid;
+	signal(SIGALRM, resume_child);
+	alarm(STOP_WATCHDOG_S);
+	rev = orbit_lock_state_revision(P);
+
+	/* every mutation: -EAGAIN after the bound, never the whole stop */
+	took = TIMED(rc, orbit_lock_try_acquire(P, &other, &parent, CHILD_TTL_NS, NULL, NULL));
+	expect_bounded("try_acquire", rc, took, def_ns);
+	took = TIMED(rc, orbit_lock_renew(P, &held, &parent, l1.token, 2 * CHILD_TTL_NS, NULL));
+	expect_bounded("renew", rc, took, def_ns);
+	took = TIMED(rc, orbit_lock_release(P, &held, &parent, l1.token));
+	expect_bounded("release", rc, took, def_ns);
+	took = TIMED(rc, orbit_lock_force_release(P, &held));
+	expect_bounded("force_release", rc, took, def_ns);
+	took = TIMED(rc, orbit_lock_try_acquire(P2, &other, &parent, CHILD_TTL_NS, NULL, NULL));
+	expect_bounded("try_acquire (300 ms option)", rc, took, custom_ns);
+
+	/*
+	 * Lookups never wait for the serializer (nor for the stopped writer's
+	 * slot). A CPU hog shares this process's CPU meanwhile, so that every
+	 * sched_yield a lookup makes costs a time slice, as on a busy host.
+	 */
+	hog = hog_on_my_cpu(&cpus);
+	for (int i = 0; i < 400; i++) {
+		bool mine = i % 2;
+
+		took = TIMED(rc, orbit_lock_lookup(P, mine ? &ck : &held, &e));
+		/* one that took the serializer would wait >= the bound; no stall
+		 * test in lookup_retry(): 192 yields, 2.4 s under four CPU hogs */
+		if (took >= def_ns)
+			fail_msg("lookup %d took %.1f ms while a mutator was stopped", i, took / 1e6);
+		max_lookup = took > max_lookup ? took : max_lookup;
+		/* the child's own slot is mid-write at lock.mid_bytes: bounded retries */
+		assert_int_equal(rc, !mine ? 0 : strcmp(point, "lock.mid_bytes") == 0 ? -EAGAIN
+										  : -ENOENT);
+	}
+	hog_stop(hog, &cpus);
+	print_message("  lookup: slowest of 400 %.3f ms (a CPU hog beside)\n", max_lookup / 1e6);
+
+	/* -EAGAIN changed nothing */
+	assert_int_equal(orbit_lock_state_revision(P), rev);
+	assert_int_equal(orbit_lock_lookup(P, &held, &e), 0);
+	assert_int_equal(e.token, l1.token);
+	assert_int_equal(e.deadline_ns, e0.deadline_ns);
+	assert_int_equal(orbit_lock_lookup(P, &other, &e), -ENOENT);
+
+	/* resume: the child finishes its acquisition and exits */
+	alarm(0);
+	stopped_child = 0;
+	kill(pid, SIGCONT);
+	wst = orbit_test_wait(pid, 10000);
+	scenario_child = 0;
+	assert_true(wst >= 0 && WIFEXITED(wst));
+	assert_int_equal(WEXITSTATUS(wst), 0);
+	assert_true(atomic_load(&sh->max_token) > l1.token);
+
+	/* everything works again; exclusion and fencing held throughout */
+	assert_int_equal(orbit_lock_try_acquire(P, &ck, &parent, CHILD_TTL_NS, NULL, &e), -EBUSY);
+	assert_int_equal(e.token, atomic_load(&sh->max_token));
+	assert_int_equal(e.owner_len, 5);
+	assert_memory_equal(orbit_lock_entry_owner(&e), "child", 5);
+	assert_int_equal(orbit_lock_renew(P, &held, &parent, l1.token, CHILD_TTL_NS, &l2), 0);
+	assert_int_equal(l2.token, l1.token);
+	assert_int_equal(orbit_lock_release(P, &held, &parent, l1.token), 0);
+	assert_int_equal(orbit_lock_try_acquire(P2, &other, &parent, CHILD_TTL_NS, &l3, NULL), 0);
+	assert_true(l3.token > atomic_load(&sh->max_token));
+	assert_int_equal(orbit_lock_release(P2, &other, &parent, l3.token), 0);
+	assert_int_equal(orbit_lock_force_release(P, &ck), 0);
+	if (orbit__lock_table_check(P, why, sizeof(why)))
+		fail_msg("after the stop at %s: %s", point, why);
+	/* a stopped holder is not a dead one: nothing was repaired */
+	orbit_lock_stats(P, &st1);
+	assert_int_equal(st1.repairs, st0.repairs);
+	orbit_lock_close(P2);
+	close_fleet();
+}
+
+/* Issue 9.9, FUTEX: a stopped serializer holder bounds every other process's mutation. */
+static void test_stopped_holder_bounded_wait_futex(void **state)
+{
+	stopped_holder(ORBIT_LOCK_SERIALIZER_FUTEX, "lock.holding_serializer");
+	stopped_holder(ORBIT_LOCK_SERIALIZER_FUTEX, "lock.mid_bytes");
+}
+
+/* Issue 9.9, FLOCK: the same with flock (LOCK_NB polling up to the bound). */
+static void test_stopped_holder_bounded_wait_flock(void **state)
+{
+	stopped_holder(ORBIT_LOCK_SERIALIZER_FLOCK, "lock.holding_serializer");
+	stopped_holder(ORBIT_LOCK_SERIALIZER_FLOCK, "lock.mid_bytes");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -354,6 +594,8 @@ int main(void)
 		cmocka_unit_test(test_kill_at_random_points_futex),
 		cmocka_unit_test(test_kill_at_random_points_flock),
 		cmocka_unit_test(test_kill_holder_key_free_after_ttl),
+		cmocka_unit_test_teardown(test_stopped_holder_bounded_wait_futex, reap_scenario_child),
+		cmocka_unit_test_teardown(test_stopped_holder_bounded_wait_flock, reap_scenario_child),
 	};
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <orbit/orbit.h>
 
@@ -18,6 +19,7 @@
 #include "shm/crashpoint.h"
 #include "shm/lock_internal.h"
 #include "shm/lock_serializer.h"
+#include "shm/members.h"
 
 static enum orbit_lock_serializer cur_ser;
 static char fleet[64];
@@ -485,7 +487,10 @@ static void test_err_enospc_full_table_never_evicts(void **state)
 	orbit_lock_unlink(&o);
 }
 
-/* Error code -EINVAL: zero TTL, NULL or empty key/owner, bad options or layout. */
+/*
+ * Error code -EINVAL: zero TTL, NULL or empty key/owner, bad options (a
+ * negative serializer_wait_ms too) or layout.
+ */
 static void test_err_einval_bad_arguments(void **state)
 {
 	orbit_lock_key_t k = K("inval"), nolabel = { "ns", 2, "", 0 };
@@ -509,6 +514,74 @@ static void test_err_einval_bad_arguments(void **state)
 	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
 	o = opts_for("bad/fleet", NULL);
 	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
+	o = opts_for(fleet, NULL);
+	o.serializer_wait_ms = -1; /* 0 is the default; no negative bound */
+	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
+}
+
+static int count_none(const struct orbit_lock_entry *e, void *ctx)
+{
+	return 0;
+}
+
+/*
+ * Error code -EINVAL for every NULL argument of every lock function (the
+ * spec audit found renew's NULL owner never called: a mutation accepting
+ * it passed the suite). renew and release with a NULL owner are tried on
+ * a key nobody holds (a check that lets NULL through answers -ENOENT) and
+ * on a held key (it would act, or crash, without an owner).
+ */
+static void test_err_einval_null_arguments(void **state)
+{
+	orbit_lock_key_t k = K("nulls"), free_k = K("nulls-free");
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	struct orbit_lock_stats st;
+	struct orbit_lock_lease l1;
+	struct orbit_lock_entry e, e2;
+	uint64_t rev;
+
+	assert_int_equal(orbit_lock_renew(L, &free_k, NULL, 0, SEC, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_release(L, &free_k, NULL, 0), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, &l1, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
+	rev = orbit_lock_state_revision(L);
+	/* renew */
+	assert_int_equal(orbit_lock_renew(L, &k, NULL, 0, 20 * SEC, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_renew(L, &k, NULL, l1.token, 20 * SEC, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_renew(L, NULL, &a, 0, SEC, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_renew(NULL, &k, &a, 0, SEC, NULL), -EINVAL);
+	/* release and force_release */
+	assert_int_equal(orbit_lock_release(L, &k, NULL, l1.token), -EINVAL);
+	assert_int_equal(orbit_lock_release(L, NULL, &a, 0), -EINVAL);
+	assert_int_equal(orbit_lock_release(NULL, &k, &a, 0), -EINVAL);
+	assert_int_equal(orbit_lock_force_release(L, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_force_release(NULL, &k), -EINVAL);
+	/* try_acquire: lease and holder may be NULL, the rest may not */
+	assert_int_equal(orbit_lock_try_acquire(L, &k, NULL, SEC, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire(L, NULL, &a, SEC, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire(NULL, &k, &a, SEC, NULL, NULL), -EINVAL);
+	/* none of them changed anything */
+	assert_int_equal(orbit_lock_state_revision(L), rev);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e2), 0);
+	assert_int_equal(e2.token, l1.token);
+	assert_int_equal(e2.deadline_ns, e.deadline_ns);
+	/* readers */
+	assert_int_equal(orbit_lock_lookup(L, NULL, &e2), -EINVAL);
+	assert_int_equal(orbit_lock_lookup(L, &k, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_lookup(NULL, &k, &e2), -EINVAL);
+	assert_int_equal(orbit_lock_foreach(L, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_foreach(NULL, count_none, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_holder_alive(NULL), -EINVAL);
+	e2.holder_pid = 0;
+	assert_int_equal(orbit_lock_holder_alive(&e2), -EINVAL);
+	assert_int_equal(orbit_lock_stats(L, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_stats(NULL, &st), -EINVAL);
+	assert_int_equal(orbit_lock_state_revision(NULL), 0);
+	/* open needs somewhere to put the handle; close(NULL) is a no-op */
+	assert_int_equal(orbit_lock_open(&o, NULL), -EINVAL);
+	orbit_lock_close(NULL);
+	assert_int_equal(orbit_lock_release(L, &k, &a, l1.token), 0);
 }
 
 /* Error code -E2BIG: namespace + key + owner over 960 bytes. */
@@ -802,6 +875,124 @@ static int count_entry(const struct orbit_lock_entry *e, void *ctx)
 	return 0;
 }
 
+/* A forked holder: takes @label for a minute, then waits (@stay) or exits holding it. */
+static int hold_key(const char *label, bool stay)
+{
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	orbit_lock_key_t k = K(label);
+	orbit_lock_owner_t c = O("holder");
+	orbit_lock_t *mine;
+
+	if (orbit_lock_open(&o, &mine) ||
+	    orbit_lock_try_acquire(mine, &k, &c, 60 * SEC, NULL, NULL))
+		return 1;
+	while (stay)
+		pause();
+	return 0; /* exits holding the key */
+}
+
+/* The first fields of the kernel's struct clone_args (CLONE_ARGS_SIZE_VER1: set_tid). */
+struct clone_args_v1 {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+	uint64_t set_tid, set_tid_size;
+};
+
+/*
+ * A new process with pid @pid (clone3 set_tid: needs CAP_SYS_ADMIN or
+ * CAP_CHECKPOINT_RESTORE in this pid namespace). It pauses until killed.
+ * Returns its pid or -errno (-EEXIST: @pid is taken again already).
+ */
+static pid_t spawn_with_pid(pid_t pid)
+{
+	pid_t tid[1] = { pid };
+	struct clone_args_v1 a = { .exit_signal = SIGCHLD,
+				   .set_tid = (uint64_t)(uintptr_t)tid, .set_tid_size = 1 };
+	long r = syscall(SYS_clone3, &a, sizeof(a));
+
+	if (r == 0)
+		for (;;)
+			pause();
+	return r < 0 ? -errno : (pid_t)r;
+}
+
+/*
+ * Issue 9.10: PID reuse within one /proc tick (1/100 s) fooled
+ * orbit_lock_holder_alive(): a holder exits, another process gets its pid
+ * (clone3 set_tid) with the same start time. Repeated until the reuse
+ * fell within the same tick 3 times; every reuse must read "gone". Also
+ * a live forked holder reads alive, and an exited, unreaped one (a
+ * zombie, whose /proc entry and start time remain) reads gone.
+ */
+static void test_holder_alive_not_fooled_by_pid_reuse(void **state)
+{
+	int same_tick = 0, reused = 0, tries = 0;
+	struct orbit_lock_entry e;
+	siginfo_t si;
+	pid_t holder;
+	char lab[32];
+	int st;
+
+	/* alive, then a zombie, then reaped */
+	holder = fork();
+	assert_true(holder >= 0);
+	if (holder == 0)
+		_exit(hold_key("alive", true));
+	orbit_lock_key_t ka = K("alive");
+	for (int i = 0; i < 5000 && orbit_lock_lookup(L, &ka, &e) != 0; i++)
+		usleep(1000);
+	assert_int_equal(e.holder_pid, (uint32_t)holder);
+	assert_true(e.holder_pidfs_ino != 0); /* this kernel has pidfs (6.9+) */
+	assert_int_equal(orbit_lock_holder_alive(&e), 1);
+	kill(holder, SIGKILL);
+	assert_int_equal(waitid(P_PID, (id_t)holder, &si, WEXITED | WNOWAIT), 0);
+	assert_int_equal(orbit_lock_holder_alive(&e), 0); /* a zombie holds nothing */
+	waitpid(holder, &st, 0);
+	assert_int_equal(orbit_lock_holder_alive(&e), 0);
+	assert_int_equal(orbit_lock_force_release(L, &ka), 0);
+
+	for (; tries < 60 && same_tick < 3; tries++) {
+		uint64_t t = 0;
+		pid_t again;
+		int alive;
+
+		snprintf(lab, sizeof(lab), "reuse%d", tries);
+		orbit_lock_key_t k = K(lab);
+		holder = fork();
+		assert_true(holder >= 0);
+		if (holder == 0)
+			_exit(hold_key(lab, false));
+		assert_int_equal(waitpid(holder, &st, 0), holder);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
+		again = spawn_with_pid(holder);
+		if (again == -EPERM || again == -ENOSYS || again == -E2BIG) {
+			print_message("skipped: clone3 set_tid: %s (needs CAP_SYS_ADMIN in the pid "
+				      "namespace and Linux 5.5+)\n", strerror(-again));
+			assert_int_equal(orbit_lock_force_release(L, &k), 0);
+			skip();
+		}
+		if (again == -EEXIST) { /* another process took the pid first */
+			assert_int_equal(orbit_lock_force_release(L, &k), 0);
+			continue;
+		}
+		assert_int_equal(again, holder);
+		reused++;
+		assert_int_equal(orbit__proc_start_time(again, &t), 0);
+		same_tick += t == e.holder_start_ticks;
+		alive = orbit_lock_holder_alive(&e);
+		kill(again, SIGKILL);
+		waitpid(again, NULL, 0);
+		if (alive != 0)
+			fail_msg("pid %d reused %s the holder's start tick: holder_alive %d", (int)again,
+				 t == e.holder_start_ticks ? "within" : "after", alive);
+		assert_int_equal(orbit_lock_force_release(L, &k), 0);
+	}
+	print_message("%d pid reuses in %d tries, %d within the holder's start tick\n", reused,
+		      tries, same_tick);
+	if (!same_tick)
+		fail_msg("no pid reuse fell within the holder's start tick in %d tries", tries);
+}
+
 /* orbitctl view: foreach over live slots, the typed namespace helper, holder liveness. */
 static void test_foreach_namespace_and_holder_alive(void **state)
 {
@@ -817,6 +1008,10 @@ static void test_foreach_namespace_and_holder_alive(void **state)
 	assert_int_equal(orbit_lock_try_acquire(L, &k3, &a, SEC, NULL, NULL), 0);
 	assert_int_equal(orbit_lock_foreach(L, count_entry, &live), 2);
 	assert_int_equal(live, 2);
+	assert_int_equal(orbit_lock_holder_alive(&e), 1);
+	e.holder_pidfs_ino++; /* another process's identity: not the holder */
+	assert_int_equal(orbit_lock_holder_alive(&e), 0);
+	e.holder_pidfs_ino = 0; /* an entry written without pidfs: the start time decides */
 	assert_int_equal(orbit_lock_holder_alive(&e), 1);
 	e.holder_start_ticks++;
 	assert_int_equal(orbit_lock_holder_alive(&e), 0);
@@ -970,6 +1165,7 @@ static void test_crashpoint_env_variable_arms_nothing(void **state)
 	T(test_fork_child_does_not_keep_parent_serializer),          \
 	T(test_err_enospc_full_table_never_evicts),                  \
 	T(test_err_einval_bad_arguments),                            \
+	T(test_err_einval_null_arguments),                           \
 	T(test_err_e2big_over_960_bytes),                            \
 	T(test_err_enoent_not_held),                                 \
 	T(test_err_eperm_wrong_owner_or_token),                      \
@@ -982,6 +1178,7 @@ static void test_crashpoint_env_variable_arms_nothing(void **state)
 	T(test_tombstones_compacted_probes_short),                   \
 	T(test_compaction_keeps_wrapped_entry_behind_corrupt_slot),                   \
 	T(test_foreach_namespace_and_holder_alive),                   \
+	T(test_holder_alive_not_fooled_by_pid_reuse),                \
 	T(test_lookup_miss_on_full_table_is_enoent),                 \
 	T(test_set_sink_null_sticks_when_serializer_fails),          \
 	T(test_crashpoint_env_variable_arms_nothing)

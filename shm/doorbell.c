@@ -33,7 +33,7 @@ void orbit__doorbell_init(struct orbit_doorbell *db)
 
 uint32_t orbit__doorbell_seq(const struct orbit_doorbell *db)
 {
-	/* A1: acquire, pairs with D1 in orbit__doorbell_ring(): events before the bump */
+	/* DB-A1: acquire, pairs with DB-D1 in orbit__doorbell_ring(): events before the bump */
 	return atomic_load_explicit(&((struct orbit_doorbell *)db)->seq, memory_order_acquire);
 }
 
@@ -42,20 +42,20 @@ static int ring_mask(struct orbit_doorbell *db, uint32_t mask)
 {
 	uint32_t wake;
 
-	/* D1: seq_cst bump; with D2a/D2 the publisher half of the Dekker pair (D3/D4) */
+	/* DB-D1: seq_cst bump; with DB-D2a/DB-D2 the publisher half of the Dekker pair (DB-D3/DB-D4) */
 	atomic_fetch_add_explicit(&db->seq, 1, memory_order_seq_cst);
 	/*
-	 * D2a: seq_cst load after D1, the no-sleeper fast path: it keeps this
+	 * DB-D2a: seq_cst load after DB-D1, the no-sleeper fast path: it keeps this
 	 * word read-only (no cache-line ping-pong with waiters). A class bit
-	 * read clear here means that class's later D3/D4 sees D1.
+	 * read clear here means that class's later DB-D3/DB-D4 sees DB-D1.
 	 */
 	wake = atomic_load_explicit(&db->sleeping, memory_order_seq_cst) & mask;
 	if (wake == 0)
 		return 0;
-	/* D2: seq_cst fetch_and; clears only the classes we wake (a burst coalesces) */
+	/* DB-D2: seq_cst fetch_and; clears only the classes we wake (a burst coalesces) */
 	wake &= atomic_fetch_and_explicit(&db->sleeping, ~wake, memory_order_seq_cst);
 	if (wake == 0)
-		return 0; /* another publisher cleared them after its D1: it wakes them */
+		return 0; /* another publisher cleared them after its DB-D1: it wakes them */
 	/* Relaxed: a statistics counter, orders nothing */
 	atomic_fetch_add_explicit(&db->wakes, 1, memory_order_relaxed);
 	/* Shared futex (no FUTEX_PRIVATE_FLAG): waiters live in other processes */
@@ -96,9 +96,9 @@ int orbit__doorbell_wait_class(struct orbit_doorbell *db, uint32_t seen, int64_t
 		tsp = &deadline;
 	}
 	for (;;) {
-		/* D3: seq_cst announce of our class; pairs with D2a/D2 in ring_skip() */
+		/* DB-D3: seq_cst announce of our class; pairs with DB-D2a/DB-D2 in ring_skip() */
 		atomic_fetch_or_explicit(&db->sleeping, bit, memory_order_seq_cst);
-		/* D4: seq_cst re-check after D3; sees D1 of any ring whose D2a/D2 missed D3 */
+		/* DB-D4: seq_cst re-check after DB-D3; sees DB-D1 of any ring whose DB-D2a/DB-D2 missed DB-D3 */
 		if (atomic_load_explicit(&db->seq, memory_order_seq_cst) != seen)
 			return 0;
 		if (timeout_ns == 0)
@@ -112,7 +112,7 @@ int orbit__doorbell_wait_class(struct orbit_doorbell *db, uint32_t seen, int64_t
 		if (rc < 0 && errno == EINTR)
 			return -EINTR;
 		if (rc < 0 && errno == ETIMEDOUT) {
-			/* D4 again: an event that raced the deadline still counts */
+			/* DB-D4 again: an event that raced the deadline still counts */
 			if (atomic_load_explicit(&db->seq, memory_order_seq_cst) != seen)
 				return 0;
 			return -ETIMEDOUT;

@@ -22,22 +22,22 @@
  * Layout (struct orbit_doorbell, one cache line):
  *   field     writer                      reader          torn read / crash
  *   seq       publishers: fetch_add       waiters         atomic u32, never torn;
- *             (seq_cst, D1)               (seq_cst, D4)   wraps (harmless: waiters
+ *             (seq_cst, DB-D1)               (seq_cst, DB-D4)   wraps (harmless: waiters
  *                                                         compare for inequality)
- *   sleeping  waiters: fetch_or bit (D3)  publishers:     a waiter killed asleep
- *             publishers: fetch_and      load (D2a),      leaves its bit: costs
- *             ~woken (D2)                fetch_and (D2)   one spare wake, once
+ *   sleeping  waiters: fetch_or bit (DB-D3)  publishers:     a waiter killed asleep
+ *             publishers: fetch_and      load (DB-D2a),      leaves its bit: costs
+ *             ~woken (DB-D2)                fetch_and (DB-D2)   one spare wake, once
  *   wakes     publishers that woke:       stats, bench    counter, relaxed
  *             relaxed add
  *
  * No lost wakeup (Dekker, per class bit b): a waiter sets b in sleeping
- * (D3) and then reads seq (D4); a publisher bumps seq (D1) and then reads
- * sleeping (D2a) and clears the bits it wakes (D2). All are seq_cst, so
- * they sit in one total order S. If D2a or D2 reads b clear, the waiter's
- * D3 comes after it in S (or another publisher cleared b after its own D1
- * and wakes class b itself), so D4 comes after D1 and sees the new seq:
- * the waiter does not sleep. If D2 reads b set, the publisher wakes class
- * b. Between D4 and the kernel's own check the FUTEX_WAIT_BITSET compares
+ * (DB-D3) and then reads seq (DB-D4); a publisher bumps seq (DB-D1) and then reads
+ * sleeping (DB-D2a) and clears the bits it wakes (DB-D2). All are seq_cst, so
+ * they sit in one total order S. If DB-D2a or DB-D2 reads b clear, the waiter's
+ * DB-D3 comes after it in S (or another publisher cleared b after its own DB-D1
+ * and wakes class b itself), so DB-D4 comes after DB-D1 and sees the new seq:
+ * the waiter does not sleep. If DB-D2 reads b set, the publisher wakes class
+ * b. Between DB-D4 and the kernel's own check the FUTEX_WAIT_BITSET compares
  * seq again under the futex hash-bucket lock, so a bump in that window
  * makes the wait return EAGAIN instead of sleeping. A skipped class keeps
  * its bit set: the next publish that does not skip it wakes it, so a skip
@@ -73,7 +73,7 @@ void orbit__doorbell_init(struct orbit_doorbell *db);
  * orbit__doorbell_seq - the current sequence, to pass to wait() after the
  * caller has drained what it was told about.
  * Context: any thread/process; no syscall.
- * Ordering: acquire (A1 in doorbell.c), pairs with D1: everything published
+ * Ordering: acquire (DB-A1 in doorbell.c), pairs with DB-D1: everything published
  * before a ring that this value includes is visible after the load.
  */
 uint32_t orbit__doorbell_seq(const struct orbit_doorbell *db);
@@ -94,10 +94,10 @@ int orbit__doorbell_ring_skip(struct orbit_doorbell *db, uint32_t skip);
  * orbit__doorbell_wake_class - bump seq and wake ONLY class @bit (one bit,
  * see orbit__doorbell_bit(); 0 means ORBIT_DOORBELL_SHARED): a process
  * waking its own agent (its death watcher) without waking the others'.
- * Same ordering as ring_skip (seq_cst bump D1, then D2a/D2 on @bit only).
+ * Same ordering as ring_skip (seq_cst bump DB-D1, then DB-D2a/DB-D2 on @bit only).
  * Other classes are not woken, but the shared seq moved: their next
  * wake (their timeout, or another ring) returns 0 like an event, and a
- * waiter between its D4 and the kernel's check returns early. For
+ * waiter between its DB-D4 and the kernel's check returns early. For
  * ORBIT_DOORBELL_SHARED (rows >= 31) every waiter of that class wakes:
  * the other agents at rows >= 31 and the plain readers (orbitctl watch,
  * fleet readers), each finding nothing new.

@@ -318,7 +318,7 @@ static uint64_t slot_deadline(const struct orbit_lock_slot *s)
  * 64-bit words, so a copy racing a rewrite is a stale value (discarded by
  * the seq re-check), never a data race. seq and state (word 0) and
  * deadline_ns stay their own atomics. Relaxed is enough: seq orders them
- * (F1/R1 on the writer side, A1/F2 on the reader side).
+ * (LK-F1/LK-R1 on the writer side, LK-A1/LK-F2 on the reader side).
  */
 #define SLOT_W_META 1u                       /* hash | ns_len | label_len */
 #define SLOT_W_OWNER 2u                      /* owner_len | pad16 | holder_pid */
@@ -350,7 +350,7 @@ static void word_store(struct orbit_lock_slot *s, uint32_t w, const void *img)
 	uint64_t v;
 
 	memcpy(&v, (const uint8_t *)img + 8u * w, 8);
-	/* relaxed: inside a seq window (F1 before, R1 after) */
+	/* relaxed: inside a seq window (LK-F1 before, LK-R1 after) */
 	atomic_store_explicit(slot_word(s, w), v, memory_order_relaxed);
 }
 
@@ -381,21 +381,21 @@ static uint32_t slot_begin(struct orbit_lock_slot *s)
 	uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
 
 	atomic_store_explicit(&s->seq, seq | 1u, memory_order_relaxed);
-	/* F1: release fence, pairs with F2 in read_meta(): seq odd before the bytes */
+	/* LK-F1: release fence, pairs with LK-F2 in read_meta(): seq odd before the bytes */
 	atomic_thread_fence(memory_order_release);
 	return seq | 1u;
 }
 
 static void slot_end(struct orbit_lock_slot *s, uint32_t odd_seq)
 {
-	/* R1: release, pairs with A1 in read_meta(): bytes before the even seq */
+	/* LK-R1: release, pairs with LK-A1 in read_meta(): bytes before the even seq */
 	atomic_store_explicit(&s->seq, odd_seq + 1u, memory_order_release);
 }
 
 static void slot_set_state(struct orbit_lock_slot *s, uint32_t state)
 {
-	/* R2: release: every byte before OCCUPIED (for a repairer after a crash;
-	 * lookups are ordered by seq, pairs with R1/A1) */
+	/* LK-R2: release: every byte before OCCUPIED (for a repairer after a crash;
+	 * lookups are ordered by seq, pairs with LK-R1/LK-A1) */
 	atomic_store_explicit(&s->state, state, memory_order_release);
 }
 
@@ -445,7 +445,7 @@ static void slot_write(struct orbit_lock_slot *s, const struct slot_content *c)
 	word_store(s, SLOT_W_TOKEN, &img);
 	word_store(s, SLOT_W_TICKS, &img);
 	word_store(s, SLOT_W_PIDFS, &img);
-	/* relaxed: published by R1 (seq) and R2 (state) */
+	/* relaxed: published by LK-R1 (seq) and LK-R2 (state) */
 	atomic_store_explicit(&s->deadline_ns, c->deadline_ns, memory_order_relaxed);
 	for (uint32_t w = 0; w < nwords; w++) {
 		if (w == nwords / 2)
@@ -500,7 +500,7 @@ static void slot_remove(orbit_lock_t *l, uint32_t idx)
 
 static uint64_t bump_revision(orbit_lock_t *l)
 {
-	/* relaxed load: serializer held; R3: release, pairs with A3 in
+	/* relaxed load: serializer held; LK-R3: release, pairs with LK-A3 in
 	 * orbit_lock_state_revision(): the change before its revision */
 	uint64_t r = atomic_load_explicit(&l->hdr->state_revision, memory_order_relaxed) + 1;
 
@@ -557,7 +557,7 @@ static bool same_key(const struct orbit_lock_slot *a, const struct orbit_lock_sl
 /*
  * The previous serializer holder died inside. Each slot it left open (odd
  * seq) is completed when already OCCUPIED (every byte was written before
- * R2) and rolled back to TOMBSTONE otherwise; a compaction cut between
+ * LK-R2) and rolled back to TOMBSTONE otherwise; a compaction cut between
  * "copy written" and "old tombstoned" leaves a key twice: the copy nearer
  * its home stays. Counts are recomputed, move_seq made even.
  *
@@ -613,11 +613,11 @@ static void repair(orbit_lock_t *l)
 	atomic_store_explicit(&l->hdr->tombstones, tombs, memory_order_relaxed);
 	uint64_t m = atomic_load_explicit(&l->hdr->move_seq, memory_order_relaxed);
 	if (m & 1u)
-		/* R4: release, pairs with A5 in lookup(): slots before the even move_seq */
+		/* LK-R4: release, pairs with LK-A4 in lookup(): slots before the even move_seq */
 		atomic_store_explicit(&l->hdr->move_seq, m + 1, memory_order_release);
 	atomic_fetch_add_explicit(&l->hdr->repairs, 1, memory_order_relaxed); /* counter */
 	stat_inc(l, ST_REPAIRS);
-	/* relaxed load: serializer held. Event first, then the commit (R3). */
+	/* relaxed load: serializer held. Event first, then the commit (LK-R3). */
 	publish(l, ORBIT_TRANSITION_REPAIR, 0, 0,
 		atomic_load_explicit(&l->hdr->state_revision, memory_order_relaxed) + 1,
 		NULL, 0, NULL, 0, NULL, 0);
@@ -640,7 +640,7 @@ static void check_hdr_words(orbit_lock_t *l)
 
 	if (m & 1u) {
 		stat_inc(l, ST_CORRUPT);
-		/* R4: release, pairs with A4/A5 in lookup(): an even move_seq again */
+		/* LK-R4: release, pairs with LK-A4 in lookup(): an even move_seq again */
 		atomic_store_explicit(&l->hdr->move_seq, m + 1, memory_order_release);
 	}
 	if (atomic_load_explicit(&l->hdr->tombstones, memory_order_relaxed) <= l->nslots)
@@ -663,7 +663,7 @@ static void compact(orbit_lock_t *l)
 	uint64_t m = atomic_load_explicit(&l->hdr->move_seq, memory_order_relaxed); /* serializer held */
 
 	atomic_store_explicit(&l->hdr->move_seq, m + 1, memory_order_relaxed);
-	/* F3: release fence, pairs with A5 in lookup(): move_seq odd before any move */
+	/* LK-F3: release fence, pairs with LK-A5 in lookup(): move_seq odd before any move */
 	atomic_thread_fence(memory_order_release);
 	for (uint32_t pass = 0; pass < l->nslots; pass++) {
 		bool moved = false;
@@ -727,7 +727,7 @@ static void compact(orbit_lock_t *l)
 		slot_end(s, seq);
 	}
 	atomic_store_explicit(&l->hdr->tombstones, 0, memory_order_relaxed); /* serializer held */
-	/* R4: release, pairs with A5 in lookup(): all moves before the even move_seq */
+	/* LK-R4: release, pairs with LK-A4 in lookup(): all moves before the even move_seq */
 	atomic_store_explicit(&l->hdr->move_seq, m + 2, memory_order_release);
 	stat_inc(l, ST_COMPACTIONS);
 }
@@ -978,7 +978,7 @@ ORBIT_API int orbit_lock_renew(orbit_lock_t *l, const orbit_lock_key_t *key,
 		(uint32_t)key->ns_len, key->label, (uint32_t)key->label_len, owner->bytes,
 		(uint32_t)owner->len);
 	seq = slot_begin(s);
-	/* relaxed: published by R1; an 8-byte atomic is never torn */
+	/* relaxed: published by LK-R1; an 8-byte atomic is never torn */
 	atomic_store_explicit(&s->deadline_ns, now + ttl_ns, memory_order_relaxed);
 	ORBIT_CRASHPOINT("lock.renew_in_slot");
 	slot_end(s, seq);
@@ -1086,7 +1086,7 @@ static bool lookup_retry(struct lookup_budget *b)
 /* One consistent read of a slot's metadata; -EAGAIN when it is being written. */
 static int read_meta(const struct orbit_lock_slot *s, struct meta *m, uint32_t *seq)
 {
-	/* A1: acquire, pairs with R1 in slot_end(): the bytes of that version */
+	/* LK-A1: acquire, pairs with LK-R1 in slot_end(): the bytes of that version */
 	uint32_t s1 = atomic_load_explicit(&s->seq, memory_order_acquire);
 	uint64_t w;
 	uint16_t ns_len, label_len;
@@ -1104,7 +1104,7 @@ static int read_meta(const struct orbit_lock_slot *s, struct meta *m, uint32_t *
 	m->label_len = label_len;
 	memcpy(&ns_len, (uint8_t *)&w + offsetof(struct orbit_lock_slot, owner_len) - 8 * SLOT_W_OWNER, 2);
 	m->owner_len = ns_len;
-	/* F2: acquire fence, pairs with F1 in slot_begin(): copy before re-check */
+	/* LK-F2: acquire fence, pairs with LK-F1 in slot_begin(): copy before re-check */
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&s->seq, memory_order_relaxed) != s1)
 		return -EAGAIN;
@@ -1138,7 +1138,7 @@ static int read_entry(const struct orbit_lock_slot *s, const struct meta *m, uin
 		v = word_load(s, SLOT_W_BYTES + w);
 		memcpy(e->bytes + 8 * w, &v, n % 8);
 	}
-	/* F2: acquire fence, pairs with F1 in slot_begin() */
+	/* LK-F2: acquire fence, pairs with LK-F1 in slot_begin() */
 	atomic_thread_fence(memory_order_acquire);
 	return atomic_load_explicit(&s->seq, memory_order_relaxed) == seq ? 0 : -EAGAIN;
 }
@@ -1196,7 +1196,7 @@ ORBIT_API int orbit_lock_lookup(orbit_lock_t *l, const orbit_lock_key_t *key,
 	stat_inc(l, ST_LOOKUPS);
 	h32 = (uint32_t)orbit__lock_hash(key);
 	for (;;) {
-		/* A4: acquire, pairs with R4 in compact()/repair(): moves done */
+		/* LK-A4: acquire, pairs with LK-R4 in compact()/repair(): moves done */
 		uint64_t m1 = atomic_load_explicit(&l->hdr->move_seq, memory_order_acquire);
 
 		if (m1 & 1u) { /* a compaction is moving entries (or a corrupt word) */
@@ -1207,7 +1207,7 @@ ORBIT_API int orbit_lock_lookup(orbit_lock_t *l, const orbit_lock_key_t *key,
 		rc = lookup_once(l, key, h32, e, &budget);
 		if (rc == -EAGAIN)
 			return rc;
-		/* A5: acquire fence, pairs with F3 in compact(): probe before re-check */
+		/* LK-A5: acquire fence, pairs with LK-F3 in compact(): probe before re-check */
 		atomic_thread_fence(memory_order_acquire);
 		if (atomic_load_explicit(&l->hdr->move_seq, memory_order_relaxed) != m1) {
 			if (!lookup_retry(&budget))
@@ -1329,7 +1329,7 @@ ORBIT_API int orbit_lock_stats(orbit_lock_t *l, struct orbit_lock_stats *o)
 
 ORBIT_API uint64_t orbit_lock_state_revision(orbit_lock_t *l)
 {
-	/* A3: acquire, pairs with R3 in bump_revision() */
+	/* LK-A3: acquire, pairs with LK-R3 in bump_revision() */
 	return l ? atomic_load_explicit(&l->hdr->state_revision, memory_order_acquire) : 0;
 }
 
@@ -1611,7 +1611,7 @@ int orbit__lock_reset_table(orbit_lock_t *l, int (*also)(void *ctx), void *ctx)
 	atomic_store_explicit(&l->hdr->tombstones, 0, memory_order_relaxed); /* serializer held */
 	/* next_token is kept: tokens stay increasing across reset */
 	bump_revision(l);
-	/* R5: release, pairs with acquire readers of the generation: cleared slots first */
+	/* LK-R5: release, pairs with acquire readers of the generation: cleared slots first */
 	atomic_fetch_add_explicit(&orbit__seg_header(&l->seg)->generation, 1, memory_order_release);
 	/* e.g. the ring's reset: no writer of this table publishes meanwhile */
 	rc = also ? also(ctx) : 0;

@@ -12,18 +12,18 @@
  *   mutex             pthread (FUTEX)     pthread           robust: EOWNERDEAD -> repair
  *   next_token        M, relaxed          M                 a bump is never undone: a
  *                                                           killed M burns a token (fine)
- *   state_revision    M, release (R3)     anyone, acquire   monotonic, atomic u64
+ *   state_revision    M, release (LK-R3)     anyone, acquire   monotonic, atomic u64
  *   dirty_pid         M: set first, clear last              non-zero at serializer entry
  *                                                           = the last M died: repair
- *   move_seq          M compacting: odd   lookup (A4/A5)    odd left by a killed M: lookups
+ *   move_seq          M compacting: odd   lookup (LK-A4/LK-A5)    odd left by a killed M: lookups
  *                     while moving                          return -EAGAIN until repaired
  *   tombstones        M                   M                 recomputed by repair
- *   slot.seq          M: odd (F1) before  lookup: A1 + F2   odd left by a killed M: the
- *                     any byte, even (R1)  re-check          repair rolls the slot back
+ *   slot.seq          M: odd (LK-F1) before  lookup: LK-A1 + LK-F2   odd left by a killed M: the
+ *                     any byte, even (LK-R1)  re-check          repair rolls the slot back
  *                     after the last                        (state TOMBSTONE) or forward
  *                                                           (state OCCUPIED: complete)
  *   slot.state        M: TOMBSTONE before bytes, OCCUPIED   never torn (atomic u32)
- *                     after (R2)
+ *                     after (LK-R2)
  *   slot bytes, lens, M under seq odd     lookup copy       a torn copy is detected by the
  *   token, pid, ...   (relaxed atomic     (relaxed atomic   seq re-check and retried
  *                     64-bit words)       64-bit words)

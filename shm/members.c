@@ -358,7 +358,7 @@ static void row_write_begin(struct orbit_member_row *rw)
 	if (s & 1)
 		s++; /* a dead writer left it odd: restart from even */
 	atomic_store_explicit(&rw->seq, s + 1, memory_order_relaxed);
-	/* W1: release fence, pairs with A2 in copy_row(): odd seq before the bytes */
+	/* MB-W1: release fence, pairs with MB-A2 in copy_row(): odd seq before the bytes */
 	atomic_thread_fence(memory_order_release);
 }
 
@@ -366,7 +366,7 @@ static void row_write_end(struct orbit_member_row *rw)
 {
 	uint32_t s = atomic_load_explicit(&rw->seq, memory_order_relaxed); /* we wrote it */
 
-	/* W2: release, pairs with A1 in copy_row(): bytes before the even seq */
+	/* MB-W2: release, pairs with MB-A1 in copy_row(): bytes before the even seq */
 	atomic_store_explicit(&rw->seq, s + 1, memory_order_release);
 }
 
@@ -422,16 +422,16 @@ int orbit__members_join(orbit_members_t *m, const char *name)
 			continue; /* held by a live member (or fcntl failed): next row */
 		/* The lock is ours: whatever the row says, its last owner is gone */
 		row_write_begin(rw);
-		atomic_store_explicit(&rw->state, ORBIT_MEMBER_JOINING, memory_order_relaxed); /* inside W1/W2 */
+		atomic_store_explicit(&rw->state, ORBIT_MEMBER_JOINING, memory_order_relaxed); /* in MB-W1..W2 */
 		gen = atomic_load_explicit(&rw->generation, memory_order_relaxed) + 1; /* only the lock holder writes it */
-		atomic_store_explicit(&rw->generation, gen, memory_order_relaxed); /* inside W1/W2 */
+		atomic_store_explicit(&rw->generation, gen, memory_order_relaxed); /* in MB-W1..W2 */
 		rw->pid = (uint32_t)getpid();
 		rw->start_time_ticks = start;
 		rw->joined_real_ns = orbit__now_real_ns();
 		atomic_store_explicit(&rw->heartbeat_ns, orbit__now_mono_ns(), memory_order_relaxed); /* display */
 		set_name(rw->name, name);
 		memset(rw->reserved, 0, sizeof(rw->reserved));
-		atomic_store_explicit(&rw->state, ORBIT_MEMBER_LIVE, memory_order_relaxed); /* published by W2 */
+		atomic_store_explicit(&rw->state, ORBIT_MEMBER_LIVE, memory_order_relaxed); /* by MB-W2 */
 		row_write_end(rw);
 		m->lock_fd = fd;
 		m->fork_slot = slot;
@@ -464,7 +464,7 @@ int orbit__members_leave(orbit_members_t *m)
 	rw = row_at(m, (uint32_t)m->row);
 	if (rw) {
 		row_write_begin(rw);
-		atomic_store_explicit(&rw->state, ORBIT_MEMBER_LEFT, memory_order_relaxed); /* inside W1/W2 */
+		atomic_store_explicit(&rw->state, ORBIT_MEMBER_LEFT, memory_order_relaxed); /* in MB-W1..W2 */
 		row_write_end(rw);
 	}
 	fork_guard_del(m->fork_slot, m->lock_fd);
@@ -521,7 +521,7 @@ int orbit__members_is_alive(orbit_members_t *m, uint32_t row)
 static int copy_row(const struct orbit_member_row *rw, struct orbit_member_row *cp)
 {
 	for (int tries = 0; tries < 64; tries++) {
-		/* A1: acquire, pairs with W2: a complete row before an even seq */
+		/* MB-A1: acquire, pairs with MB-W2: a complete row before an even seq */
 		uint32_t s1 = atomic_load_explicit((_Atomic uint32_t *)&rw->seq, memory_order_acquire);
 
 		if (s1 & 1) {
@@ -529,7 +529,7 @@ static int copy_row(const struct orbit_member_row *rw, struct orbit_member_row *
 			continue;
 		}
 		memcpy(cp, (const void *)rw, sizeof(*cp));
-		/* A2: acquire fence, pairs with W1: bytes read before the re-check */
+		/* MB-A2: acquire fence, pairs with MB-W1: bytes read before the re-check */
 		atomic_thread_fence(memory_order_acquire);
 		if (atomic_load_explicit((_Atomic uint32_t *)&rw->seq, memory_order_relaxed) == s1)
 			return 0;
@@ -619,7 +619,7 @@ int orbit__members_is_alive_gen(orbit_members_t *m, uint32_t row, uint32_t gener
 	 * Alive; same tenure? A row's generation only changes under its lock,
 	 * and the lock is held by a live owner right now, so this value is
 	 * that owner's (or its predecessor's during its JOINING window).
-	 * Acquire pairs with W2 of the owner's join.
+	 * Acquire pairs with MB-W2 of the owner's join.
 	 */
 	g = atomic_load_explicit(&rw->generation, memory_order_acquire);
 	return g == generation;
@@ -697,8 +697,8 @@ int orbit__members_reclaim(orbit_members_t *m, uint32_t row)
 	} else {
 		row_write_begin(rw);
 		gen = atomic_load_explicit(&rw->generation, memory_order_relaxed) + 1; /* lock held */
-		atomic_store_explicit(&rw->generation, gen, memory_order_relaxed); /* inside W1/W2 */
-		atomic_store_explicit(&rw->state, ORBIT_MEMBER_FREE, memory_order_relaxed); /* inside W1/W2 */
+		atomic_store_explicit(&rw->generation, gen, memory_order_relaxed); /* in MB-W1..W2 */
+		atomic_store_explicit(&rw->state, ORBIT_MEMBER_FREE, memory_order_relaxed); /* in MB-W1..W2 */
 		rw->pid = 0;
 		rw->start_time_ticks = 0;
 		memset(rw->name, 0, sizeof(rw->name));

@@ -33,7 +33,7 @@
  * Row layout (struct orbit_member_row, 128 bytes):
  *   field        writer                       reader         torn read / crash
  *   seq          row owner: odd, bytes, even  snapshots      owner killed mid-write
- *                (W1/W2 in members.c)         (A1/A2)        leaves seq odd: the row
+ *                (MB-W1/MB-W2 in members.c)         (MB-A1/MB-A2)        leaves seq odd: the row
  *                                                            is dead (lock free) and
  *                                                            the reclaimer rewrites it
  *   state        row owner (under row lock)   display        FREE/JOINING/LIVE/LEFT;

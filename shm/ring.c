@@ -7,10 +7,10 @@
  * frame and re-check its seq, replay of what is retained, and reset.
  *
  * Synchronization (publisher P on one lane, reader R anywhere):
- *   W1 P: seq = 2p+1 (relaxed), release fence   pairs with R2: odd before bytes
- *   W2 P: seq = 2p+2 (release)                  pairs with R1: bytes before even
- *   W3 P: head = p+1 (release)                  pairs with R0: frame before head
- *   D1.. P: doorbell ring (seq_cst)             see shm/doorbell.h
+ *   RG-W1 P: seq = 2p+1 (relaxed), release fence   pairs with RG-R2: odd before bytes
+ *   RG-W2 P: seq = 2p+2 (release)                  pairs with RG-R1: bytes before even
+ *   RG-W3 P: head = p+1 (release)                  pairs with RG-R0: frame before head
+ *   DB-D1.. P: doorbell ring (seq_cst)             see shm/doorbell.h
  *   G1 reset: generation + 1 (release)          pairs with G2 in reader_next()
  * Frame bytes are copied as relaxed atomic words inside the seq window (a
  * seqlock): a torn copy is detected by the re-check and never used.
@@ -232,7 +232,7 @@ static struct orbit_ring_frame *frame_at(const orbit_ring_t *ring, uint32_t lane
 /*
  * Frame bytes move as relaxed 64-bit atomic words: a seqlock's data is
  * read while it may be rewritten, and word atomics make that race defined
- * (and visible as such to TSan); the seq words order them (W1/W2, R1/R2).
+ * (and visible as such to TSan); the seq words order them (RG-W1/RG-W2, RG-R1/RG-R2).
  * Frames are 64-byte aligned (offsets and frame_bytes are multiples of 64).
  */
 static void words_store(void *dst, const void *src, size_t nwords)
@@ -240,7 +240,7 @@ static void words_store(void *dst, const void *src, size_t nwords)
 	_Atomic uint64_t *d = dst;
 	const uint64_t *s = src;
 
-	for (size_t i = 0; i < nwords; i++) /* Relaxed: ordered by W1 before and W2 after */
+	for (size_t i = 0; i < nwords; i++) /* Relaxed: ordered by RG-W1 before and RG-W2 after */
 		atomic_store_explicit(&d[i], s[i], memory_order_relaxed);
 }
 
@@ -249,7 +249,7 @@ static void words_load(void *dst, const void *src, size_t nwords)
 	const _Atomic uint64_t *s = src;
 	uint64_t *d = dst;
 
-	for (size_t i = 0; i < nwords; i++) /* Relaxed: ordered by R1 before and R2 after */
+	for (size_t i = 0; i < nwords; i++) /* Relaxed: ordered by RG-R1 before and RG-R2 after */
 		d[i] = atomic_load_explicit((_Atomic uint64_t *)&s[i], memory_order_relaxed);
 }
 
@@ -395,7 +395,7 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 	if (ring->seg.readonly)
 		return -EROFS;
 	ln = &ring->lanes[lane];
-	/* Acquire, pairs with W3 of a previous (possibly dead) publisher of this lane */
+	/* Acquire, pairs with RG-W3 of a previous (possibly dead) publisher of this lane */
 	pos = atomic_load_explicit(&ln->head, memory_order_acquire);
 	f = frame_at(ring, lane, pos);
 
@@ -408,7 +408,7 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 							       : cap - ns_keep - label_keep;
 	truncated = orig > cap;
 
-	/* W1: odd seq, then a release fence: pairs with R2 (a reader re-checking sees odd/newer) */
+	/* RG-W1: odd seq, then a release fence: pairs with RG-R2 (a reader re-checking sees odd/newer) */
 	atomic_store_explicit(&f->seq, 2 * pos + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	hdr.type = t->type;
@@ -436,14 +436,14 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 	words_store((uint8_t *)f + ORBIT_RING_FRAME_HDR_BYTES, stage, (plen + 7) / 8);
 	/* A publisher killed here leaves seq odd and the head unmoved (kill tests) */
 	ORBIT_CRASHPOINT("ring.publish.mid_frame");
-	/* W2: release, pairs with R1 in read_lane(): frame bytes before the even seq */
+	/* RG-W2: release, pairs with RG-R1 in read_lane(): frame bytes before the even seq */
 	atomic_store_explicit(&f->seq, 2 * pos + 2, memory_order_release);
-	/* W3: release, pairs with R0 in read_lane(): the complete frame before the head */
+	/* RG-W3: release, pairs with RG-R0 in read_lane(): the complete frame before the head */
 	atomic_store_explicit(&ln->head, pos + 1, memory_order_release);
 	ORBIT_CRASHPOINT("ring.publish.after_head");
 	if (truncated) /* Relaxed: a statistics counter */
 		atomic_fetch_add_explicit(&ring->shm->truncated, 1, memory_order_relaxed);
-	/* D1/D2: wakes only if a reader of a class not in @skip sleeps */
+	/* DB-D1/DB-D2: wakes only if a reader of a class not in @skip sleeps */
 	orbit__doorbell_ring_skip(&ring->shm->doorbell, skip & ~ORBIT_DOORBELL_SHARED);
 	return truncated;
 }
@@ -499,7 +499,7 @@ void orbit__ring_counters(const orbit_ring_t *ring, struct orbit_ring_counters *
 
 static uint64_t head_of(const orbit_ring_t *ring, uint32_t lane)
 {
-	/* R0: acquire, pairs with W3 in orbit__ring_publish(): frames below head are complete */
+	/* RG-R0: acquire, pairs with RG-W3 in orbit__ring_publish(): frames below head are complete */
 	return atomic_load_explicit(&ring->lanes[lane].head, memory_order_acquire);
 }
 
@@ -611,7 +611,7 @@ static int read_lane(orbit_ring_reader_t *r, uint32_t lane, struct orbit_ring_ev
 	/* 0 < h - c <= frames: slot c holds position c unless the writer began c + frames */
 	f = frame_at(ring, lane, c);
 	want = 2 * c + 2;
-	/* R1: acquire, pairs with W2: the frame's bytes before its even seq */
+	/* RG-R1: acquire, pairs with RG-W2: the frame's bytes before its even seq */
 	s1 = atomic_load_explicit(&f->seq, memory_order_acquire);
 	if (s1 != want) {
 		h = head_of(ring, lane);
@@ -627,7 +627,7 @@ static int read_lane(orbit_ring_reader_t *r, uint32_t lane, struct orbit_ring_ev
 		plen = cap;
 	words_load(stage, (const uint8_t *)f + ORBIT_RING_FRAME_HDR_BYTES, (plen + 7) / 8);
 	memcpy(ev->bytes, stage, plen);
-	/* R2: acquire fence, pairs with W1: the copies above happen before the re-check */
+	/* RG-R2: acquire fence, pairs with RG-W1: the copies above happen before the re-check */
 	atomic_thread_fence(memory_order_acquire);
 	s2 = atomic_load_explicit(&f->seq, memory_order_relaxed);
 	if (s2 != s1) {

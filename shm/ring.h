@@ -35,7 +35,7 @@
  *   struct orbit_ring_shm        writer: creator (layout words), publishers
  *                                (counters, relaxed); reader: everyone
  *   struct orbit_doorbell        see shm/doorbell.h
- *   struct orbit_ring_lane[N]    head: lane publisher (release, R3);
+ *   struct orbit_ring_lane[N]    head: lane publisher (release, RG-W3);
  *                                owner: claim/release/reclaim (CAS)
  *   frames[N][frames][bytes]     lane publisher; readers copy + re-check
  *   Crash: a publisher killed mid-frame leaves seq odd and head unmoved, so
@@ -97,7 +97,7 @@ _Static_assert(sizeof(struct orbit_ring_shm) == 192, "ring shm header size");
 
 /* One per lane, two cache lines: the publisher's word apart from the claim word. */
 struct orbit_ring_lane {
-	_Atomic uint64_t head;   /* frames ever published on this lane (R3) */
+	_Atomic uint64_t head;   /* frames ever published on this lane (RG-W3) */
 	uint8_t pad0[56];
 	_Atomic uint64_t owner;  /* 0 free, else (row + 1) << 32 | row generation */
 	_Atomic uint32_t owner_pid; /* display */

@@ -384,7 +384,7 @@ static int initialise(void *base, const struct orbit_seg_spec *spec)
 		if (r < 0)
 			return r;
 	}
-	/* R1: release, pairs with A1 in wait_ready(): header and body before READY */
+	/* SG-R1: release, pairs with SG-A1 in wait_ready(): header and body before READY */
 	atomic_store_explicit(&h->init_state, ORBIT_SEG_READY, memory_order_release);
 	return 0;
 }
@@ -562,7 +562,7 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 			if (r < 0)
 				goto out;
 			struct orbit_seg_header *h = base;
-			/* A1: acquire, pairs with R1 in initialise(): READY before header/body */
+			/* SG-A1: acquire, pairs with SG-R1 in initialise(): READY before header/body */
 			uint32_t state = atomic_load_explicit(&h->init_state, memory_order_acquire);
 
 			if (state == ORBIT_SEG_READY) {
@@ -614,7 +614,7 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 					goto out;
 				}
 				struct orbit_seg_header *h = base;
-				/* A2: acquire, pairs with R1 in initialise() */
+				/* SG-A2: acquire, pairs with SG-R1 in initialise() */
 				uint32_t state = atomic_load_explicit(&h->init_state, memory_order_acquire);
 				if (!being_initialised(h, state)) {
 					/* READY (validated at the loop's top) or foreign */

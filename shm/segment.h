@@ -14,7 +14,7 @@
  *                                                           INITIALISING, the flock is
  *                                                           free -> next opener repairs
  *   init_state      creator: release store    openers:      never torn (atomic u32)
- *                   READY last (R1)           acquire (A1)
+ *                   READY last (SG-R1)           acquire (SG-A1)
  *   generation      reset (under the body's   anyone        atomic u64; a reader
  *                   serializer), +1 release   acquire        sees old or new
  *   creator_pid     creator                   display       informational only

@@ -109,7 +109,7 @@ static int stats_init(void *body, uint64_t body_bytes, void *arg)
 	(void)arg;
 	if (body_bytes < sizeof(*b))
 		return -ORBIT_ESIZE;
-	/* Plain stores: nobody else sees the body before READY (segment.c R1). */
+	/* Plain stores: nobody else sees the body before READY (segment.c SG-R1). */
 	b->rows = ORBIT_STATS_ROWS;
 	b->row_bytes = ORBIT_STATS_ROW_BYTES;
 	b->ncounters = ORBIT_STAT__COUNT;
@@ -172,33 +172,33 @@ static struct orbit_stats_row *row_at(const orbit_stats_t *st, uint32_t row)
 	return &st->body->row[row];
 }
 
-/* W1: the writer's odd store; returns the even seq it started from. */
+/* ST-W1: the writer's odd store; returns the even seq it started from. */
 static uint64_t write_begin(struct orbit_stats_row *r)
 {
 	/* Relaxed: only this process writes the row; reading our own store. */
 	uint64_t s = atomic_load_explicit(&r->seq, memory_order_relaxed);
 
 	s = (s + 1) & ~1ull; /* a writer that died mid-row left it odd */
-	/* Relaxed: ordered before every value by the release value stores (W1). */
+	/* Relaxed: ordered before every value by the release value stores (ST-W1). */
 	atomic_store_explicit(&r->seq, s + 1, memory_order_relaxed);
 	return s;
 }
 
 static void write_end(struct orbit_stats_row *r, uint64_t s)
 {
-	/* W2: release, pairs with A1 in orbit__stats_read(): values before even seq */
+	/* ST-W2: release, pairs with ST-A1 in orbit__stats_read(): values before even seq */
 	atomic_store_explicit(&r->seq, s + 2, memory_order_release);
 }
 
 /*
  * Seqlock without fences (Boehm, "Can seqlocks get along with programming
- * language memory models?"): a value store is a release (W1: the odd seq
- * before it) and a value load an acquire (A2: a reader that sees a value of
+ * language memory models?"): a value store is a release (ST-W1: the odd seq
+ * before it) and a value load an acquire (ST-A2: a reader that sees a value of
  * a newer publish also sees that publish's odd seq at its re-check). Both
  * are plain moves on x86 and keep TSan exact.
  */
-#define ST(f, v) atomic_store_explicit(&(f), (v), memory_order_release) /* W1, pairs with A2 */
-#define LD(f) atomic_load_explicit(&(f), memory_order_acquire)         /* A2, pairs with W1 */
+#define ST(f, v) atomic_store_explicit(&(f), (v), memory_order_release) /* ST-W1, ST-A2 */
+#define LD(f) atomic_load_explicit(&(f), memory_order_acquire)         /* ST-A2, ST-W1 */
 
 static void zero_values(struct orbit_stats_row *r)
 {
@@ -274,7 +274,7 @@ int orbit__stats_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_
 	if (!r || !out)
 		return -EINVAL;
 	for (int tries = 0; tries < ORBIT_STATS_READ_RETRIES; tries++) {
-		/* A1: acquire, pairs with W2 in write_end(): values of that publish visible */
+		/* ST-A1: acquire, pairs with ST-W2 in write_end(): values of that publish visible */
 		uint64_t s1 = atomic_load_explicit(&r->seq, memory_order_acquire);
 
 		if (s1 & 1)
@@ -291,7 +291,7 @@ int orbit__stats_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_
 			for (unsigned b = 0; b < ORBIT_STATS_BUCKETS; b++)
 				out->hists[h].buckets[b] = LD(r->hists[h].buckets[b]);
 		}
-		/* A3: relaxed: the A2 loads before it already order it after W1 */
+		/* ST-A3: relaxed: the ST-A2 loads before it already order it after ST-W1 */
 		if (atomic_load_explicit(&r->seq, memory_order_relaxed) != s1)
 			continue;
 		return out->pid == 0 ? -ENOENT : 0;

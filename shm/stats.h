@@ -11,14 +11,14 @@
  *
  * Row layout (struct orbit_stats_row, ORBIT_STATS_ROW_BYTES each):
  *   field          writer                    reader          torn read / crash
- *   seq            row's writer: odd (W1),   copy, re-check  odd or changed: retry
- *                  values, even (W2 release) (A1 / A2)       (bounded), then -EAGAIN;
+ *   seq            row's writer: odd (ST-W1),   copy, re-check  odd or changed: retry
+ *                  values, even (ST-W2 release) (ST-A1 / ST-A2)       (bounded), then -EAGAIN;
  *                                                            writer killed mid-row
  *                                                            leaves seq odd: readers
  *                                                            report -EAGAIN until a new
  *                                                            writer claims the row
  *   pid..values    row's writer, between     inside the      atomic words (release
- *                  W1 and W2 (release        seqlock copy    stores, acquire loads:
+ *                  ST-W1 and ST-W2 (release        seqlock copy    stores, acquire loads:
  *                  stores, see stats.c)      (acquire loads) stats.c); a torn copy is
  *                                                            discarded by the re-check
  * Random bytes in a row are numbers to a reader: no length, offset or index

@@ -522,7 +522,7 @@ static int copy_row(const struct orbit_member_row *rw, struct orbit_member_row *
 {
 	for (int tries = 0; tries < 64; tries++) {
 		/* MB-A1: acquire, pairs with MB-W2: a complete row before an even seq */
-		uint32_t s1 = atomic_load_explicit((_Atomic uint32_t *)&rw->seq, memory_order_acquire);
+		uint32_t s1 = atomic_load_explicit(&rw->seq, memory_order_acquire);
 
 		if (s1 & 1) {
 			sched_yield();
@@ -531,7 +531,7 @@ static int copy_row(const struct orbit_member_row *rw, struct orbit_member_row *
 		memcpy(cp, (const void *)rw, sizeof(*cp));
 		/* MB-A2: acquire fence, pairs with MB-W1: bytes read before the re-check */
 		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit((_Atomic uint32_t *)&rw->seq, memory_order_relaxed) == s1)
+		if (atomic_load_explicit(&rw->seq, memory_order_relaxed) == s1)
 			return 0;
 	}
 	return -EAGAIN;
@@ -539,7 +539,7 @@ static int copy_row(const struct orbit_member_row *rw, struct orbit_member_row *
 
 static int validate_row(const struct orbit_member_row *cp)
 {
-	uint32_t st = atomic_load_explicit((_Atomic uint32_t *)&cp->state, memory_order_relaxed); /* private copy */
+	uint32_t st = atomic_load_explicit(&cp->state, memory_order_relaxed); /* private copy */
 
 	if (st > ORBIT_MEMBER_LEFT)
 		return -ORBIT_ECORRUPT;

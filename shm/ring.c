@@ -250,7 +250,7 @@ static void words_load(void *dst, const void *src, size_t nwords)
 	uint64_t *d = dst;
 
 	for (size_t i = 0; i < nwords; i++) /* Relaxed: ordered by RG-R1 before and RG-R2 after */
-		d[i] = atomic_load_explicit((_Atomic uint64_t *)&s[i], memory_order_relaxed);
+		d[i] = atomic_load_explicit(&s[i], memory_order_relaxed);
 }
 
 /* ---- lanes ---- */

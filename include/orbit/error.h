@@ -28,6 +28,8 @@
  *   -ENOMEM   allocation failed
  *   -ECHILD   a handle used in a forked child (the child must open its own)
  *   -EROFS    a mutation through a read-only handle
+ *   -ECANCELED a Spot queue record the host aborted (its producer stalled
+ *             past the unblock bound or was proven dead)
  */
 #ifndef ORBIT_ERROR_H
 #define ORBIT_ERROR_H
@@ -50,7 +52,8 @@ ORBIT_BEGIN_DECLS
 	XX(ELAGGED, "ring reader lagged behind the writer; re-read the table")                     \
 	XX(EUNAVAILABLE, "cluster unreachable or without quorum within the call's bound")          \
 	XX(ENOTREG, "segment name is not a regular file (FIFO, directory, socket or device node)") \
-	XX(ETRUNCATED, "segment is shorter than its header says (truncated)")
+	XX(ETRUNCATED, "segment is shorter than its header says (truncated)")                      \
+	XX(EFENCED, "a newer host epoch took over: this host's writes are refused")
 
 /* XX(name, message): errno codes with the meaning orbit gives them. */
 #define ORBIT_SYS_ERRNO_MAP(XX)                                                                    \
@@ -64,7 +67,8 @@ ORBIT_BEGIN_DECLS
 	XX(EPERM, "not the owner")                                                                 \
 	XX(ENOENT, "no such entry")                                                                \
 	XX(ECHILD, "handle inherited through fork: the child must open its own")                   \
-	XX(EROFS, "read-only handle")
+	XX(EROFS, "read-only handle")                                                              \
+	XX(ECANCELED, "record aborted by the host (its producer stalled or was proven dead)")
 
 /* Codes errno cannot name. Returned negated, like errno codes. */
 enum orbit_error {

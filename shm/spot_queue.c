@@ -1,0 +1,1513 @@
+// SPDX-License-Identifier: MIT
+/*
+ * shm/spot_queue.c: the cross-process Spot queue (shm/spot_queue.h):
+ * segment layout, open with a caps check that names the Spot, producers
+ * (one CAS admission, tail helping, copy, checksum, release commit,
+ * coalesced doorbell), the host (fenced takeover, take, complete, head
+ * advance, aborting in-progress records of dead or stalled producers,
+ * Dekker sleep), the counters and the checker. No thread, no lock.
+ *
+ * Synchronization (P producer, H host, X anyone advancing the tail):
+ *   SQ-R1 P: slot commit CAS -> CLAIMED (acq_rel)     pairs with SQ-A3 (P, X read
+ *            the slot) and SQ-A5 (H): the claimer's row claim before the slot
+ *   SQ-R2 X: tail CAS -> pos + 1 (release)            pairs with SQ-A2 (P) and
+ *            SQ-A4 (H): the slot's resv before the tail passes it
+ *   SQ-R3 P: slot commit CAS CLAIMED -> COMMITTED (release) pairs with SQ-A5 in
+ *            take(): meta, checksum and payload before COMMITTED
+ *   SQ-R4 H: slot commit CAS CLAIMED -> ABORTED (acq_rel) pairs with P's SQ-R3
+ *            (one of the two wins; the loser sees the other's word)
+ *   SQ-R5 H: head CAS (release)                        pairs with SQ-A1 (P): the
+ *            slot's last reads (take copied it) before producers reuse it
+ *   SQ-C1 H: ack CASes (acq_rel): take, complete, FREED, takeover retag;
+ *            each names its expected generation (the fence)
+ *   SQ-T1 takeover: epoch CAS (seq_cst); SQ-T2 host_gen CAS (seq_cst), the
+ *            order argument is at host_takeover()
+ *   SQ-F1 P: seq_cst fence after the commit, then the records doorbell's
+ *            sleeping word; pairs with SQ-D1 (H announces, fence, re-checks)
+ *   SQ-F2 H: seq_cst fence after a head advance, then the room doorbell's
+ *            sleeping word; pairs with SQ-D2 (P announces, fence, re-checks)
+ * Counters are relaxed: statistics, they order nothing.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/mman.h>
+
+#include "include/orbit/error.h"
+#include "shm/crashpoint.h"
+#include "shm/fork_guard.h"
+#include "shm/spot_queue.h"
+
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "u64 atomics must be lock-free (address-free in SHM)");
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "u32 atomics must be lock-free (address-free in SHM)");
+_Static_assert(offsetof(struct orbit_spotq_shm, host_gen) == 192, "host line");
+_Static_assert(offsetof(struct orbit_spotq_shm, rec_db) == 256, "doorbells on their own lines");
+_Static_assert(offsetof(struct orbit_spotq_lane_shm, head) == 64, "head apart from tail");
+_Static_assert(offsetof(struct orbit_spotq_lane_shm, aborted) == 128, "counters apart");
+_Static_assert(offsetof(struct orbit_spotq_slot, target) == 64, "target on line 2");
+
+/* commit word */
+#define CW_FREE 0u
+#define CW_CLAIMED 1u
+#define CW_COMMITTED 2u
+#define CW_ABORTED 3u
+#define CW_GEN_BITS 19
+#define CW_GEN_MASK ((1u << CW_GEN_BITS) - 1)
+/* ack word */
+#define AW_NONE 0u
+#define AW_TAKEN 1u
+#define AW_DONE 2u
+#define AW_FREED 3u
+#define AW_REDELIVER 4u
+#define AW_GEN_BITS 28
+#define AW_GEN_MASK ((1u << AW_GEN_BITS) - 1)
+
+#define COPY_CHUNK 1024u	 /* a stalled producer re-checks its claim between chunks */
+#define STALL_POLL_NS 10000000ll /* host_wait's poll while a record is being written */
+
+static inline uint64_t cw_make(uint32_t pos, uint32_t st, uint32_t row, uint32_t gen)
+{
+	return (uint64_t)pos | (uint64_t)(st & 7u) << 32 | (uint64_t)(row & 1023u) << 35 |
+	       (uint64_t)(gen & CW_GEN_MASK) << 45;
+}
+static inline uint32_t cw_pos(uint64_t w)
+{
+	return (uint32_t)w;
+}
+static inline uint32_t cw_state(uint64_t w)
+{
+	return (uint32_t)(w >> 32) & 7u;
+}
+static inline uint32_t cw_row(uint64_t w)
+{
+	return (uint32_t)(w >> 35) & 1023u;
+}
+static inline uint32_t cw_gen(uint64_t w)
+{
+	return (uint32_t)(w >> 45) & CW_GEN_MASK;
+}
+static inline uint64_t cw_with_state(uint64_t w, uint32_t st)
+{
+	return (w & ~(7ull << 32)) | (uint64_t)(st & 7u) << 32;
+}
+
+static inline uint64_t aw_make(uint32_t pos, uint32_t st, bool redeliv, uint64_t gen)
+{
+	return (uint64_t)pos | (uint64_t)(st & 7u) << 32 | (uint64_t)redeliv << 35 |
+	       (uint64_t)(gen & AW_GEN_MASK) << 36;
+}
+static inline uint32_t aw_pos(uint64_t w)
+{
+	return (uint32_t)w;
+}
+static inline uint32_t aw_state(uint64_t w)
+{
+	return (uint32_t)(w >> 32) & 7u;
+}
+static inline bool aw_redeliv(uint64_t w)
+{
+	return (w >> 35) & 1u;
+}
+static inline uint32_t aw_gen(uint64_t w)
+{
+	return (uint32_t)(w >> 36) & AW_GEN_MASK;
+}
+
+static inline uint64_t pw_make(uint32_t idx, uint32_t bytes)
+{
+	return (uint64_t)idx | (uint64_t)bytes << 32;
+}
+static inline uint32_t pw_idx(uint64_t w)
+{
+	return (uint32_t)w;
+}
+static inline uint32_t pw_bytes(uint64_t w)
+{
+	return (uint32_t)(w >> 32);
+}
+
+/* Process-local, validated geometry of one lane: every index goes through it. */
+struct lane_geo {
+	uint32_t items, bytes; /* caps */
+	uint64_t wi, wb;       /* position moduli: cap * floor(2^32 / cap) */
+	struct orbit_spotq_lane_shm *w;
+	struct orbit_spotq_slot *slots;
+	uint8_t *data;
+};
+
+struct orbit_spotq {
+	orbit_seg_t seg;
+	struct orbit_spotq_shm *shm;
+	struct orbit_spotq_row *rows;
+	uint32_t producer_rows;
+	uint32_t unblock_ms;
+	struct lane_geo lane[2];
+	char spot[ORBIT_SPOTQ_NAME_MAX + 1];
+	pid_t pid;
+};
+
+struct orbit_spotq_producer {
+	orbit_spotq_t *q;
+	struct orbit_spotq_row *row;
+	uint32_t row_idx, gen;
+	uint64_t seq;
+	pid_t pid;
+};
+
+struct orbit_spotq_host {
+	orbit_spotq_t *q;
+	orbit_members_t *m;
+	uint64_t gen, epoch;
+	uint32_t cursor[2];	 /* next position to take */
+	uint32_t off[2];	 /* payload offset (mod Wb) of the record at cursor */
+	uint32_t stall_pos[2];	 /* in-progress record first seen at stall_since */
+	uint64_t stall_since[2]; /* 0: none */
+	char last_corrupt[128];
+	pid_t pid;
+};
+
+static inline uint64_t mod_add(uint64_t a, uint64_t n, uint64_t w)
+{
+	return (a + n) % w;
+}
+static inline uint64_t mod_sub(uint64_t a, uint64_t b, uint64_t w)
+{
+	return (a + w - b % w) % w;
+}
+
+/* The one bounds-checked slot accessor: position -> slot (pos is reduced mod items). */
+static inline struct orbit_spotq_slot *slot_at(const struct lane_geo *g, uint32_t pos)
+{
+	return &g->slots[pos % g->items];
+}
+
+static inline uint64_t wrap_of(uint32_t cap)
+{
+	return (uint64_t)cap * ((1ull << 32) / cap);
+}
+
+/* ---- names, options, layout ---- */
+
+static bool spot_name_ok(const char *s)
+{
+	size_t n = 0;
+
+	if (!s || !*s)
+		return false;
+	for (; s[n]; n++) {
+		char c = s[n];
+		if (n >= ORBIT_SPOTQ_NAME_MAX ||
+		    !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+int orbit__spotq_seg_name(char *buf, size_t len, const char *spot)
+{
+	int n;
+
+	if (!buf || !spot_name_ok(spot))
+		return -EINVAL;
+	n = snprintf(buf, len, ORBIT_SPOTQ_SEG_PREFIX "%s", spot);
+	return (n < 0 || (size_t)n >= len) ? -EINVAL : 0;
+}
+
+void orbit__spotq_options_init(struct orbit_spotq_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+}
+
+/* copy_struct_from_user(): zero-extend a smaller struct, refuse a non-zero unknown tail. */
+static int options_read(struct orbit_spotq_options *dst, const struct orbit_spotq_options *user)
+{
+	orbit__spotq_options_init(dst);
+	if (!user)
+		return 0;
+	if (user->size < sizeof(uint32_t))
+		return -EINVAL;
+	if (user->size > sizeof(*dst)) {
+		const uint8_t *tail = (const uint8_t *)user + sizeof(*dst);
+		for (size_t i = 0; i < user->size - sizeof(*dst); i++)
+			if (tail[i])
+				return -E2BIG;
+	}
+	memcpy(dst, user, user->size < sizeof(*dst) ? user->size : sizeof(*dst));
+	dst->size = sizeof(*dst);
+	return 0;
+}
+
+struct layout {
+	uint32_t items[2], bytes[2], rows, unblock_ms;
+	uint64_t lanes_off, rows_off, slots_off[2], data_off[2], total;
+};
+
+static inline uint64_t round64(uint64_t v)
+{
+	return (v + 63) & ~63ull;
+}
+
+static int layout_of(const struct orbit_spotq_options *o, struct layout *y)
+{
+	y->items[0] = o->app_items ? o->app_items : ORBIT_SPOTQ_DEFAULT_APP_ITEMS;
+	y->bytes[0] = o->app_bytes ? o->app_bytes : ORBIT_SPOTQ_DEFAULT_APP_BYTES;
+	y->items[1] = o->lifecycle_items ? o->lifecycle_items : ORBIT_SPOTQ_DEFAULT_LIFECYCLE_ITEMS;
+	y->bytes[1] = o->lifecycle_bytes ? o->lifecycle_bytes : ORBIT_SPOTQ_DEFAULT_LIFECYCLE_BYTES;
+	y->rows = o->producer_rows ? o->producer_rows : ORBIT_SPOTQ_DEFAULT_PRODUCER_ROWS;
+	y->unblock_ms = o->unblock_ms ? o->unblock_ms : ORBIT_SPOTQ_DEFAULT_UNBLOCK_MS;
+	for (int l = 0; l < 2; l++)
+		if (y->items[l] < ORBIT_SPOTQ_MIN_ITEMS || y->items[l] > ORBIT_SPOTQ_MAX_ITEMS ||
+		    y->bytes[l] < ORBIT_SPOTQ_MIN_BYTES || y->bytes[l] > ORBIT_SPOTQ_MAX_BYTES)
+			return -EINVAL;
+	if (y->rows > ORBIT_SPOTQ_MAX_PRODUCER_ROWS || y->unblock_ms > ORBIT_SPOTQ_MAX_UNBLOCK_MS)
+		return -EINVAL;
+	y->lanes_off = ORBIT_SEG_HEADER_BYTES + sizeof(struct orbit_spotq_shm);
+	y->rows_off = y->lanes_off + 2 * sizeof(struct orbit_spotq_lane_shm);
+	y->slots_off[0] = y->rows_off + (uint64_t)y->rows * sizeof(struct orbit_spotq_row);
+	y->slots_off[1] = y->slots_off[0] + (uint64_t)y->items[0] * sizeof(struct orbit_spotq_slot);
+	y->data_off[0] = y->slots_off[1] + (uint64_t)y->items[1] * sizeof(struct orbit_spotq_slot);
+	y->data_off[1] = y->data_off[0] + round64(y->bytes[0]);
+	y->total = y->data_off[1] + round64(y->bytes[1]);
+	return 0;
+}
+
+static uint64_t fingerprint_of(const struct layout *y)
+{
+	const uint64_t w[] = {
+	    ORBIT_SEG_KIND_SPOT_QUEUE,
+	    ORBIT_SPOTQ_LAYOUT_VERSION,
+	    y->items[0],
+	    y->bytes[0],
+	    y->items[1],
+	    y->bytes[1],
+	    y->rows,
+	    sizeof(struct orbit_spotq_shm),
+	    sizeof(struct orbit_spotq_lane_shm),
+	    sizeof(struct orbit_spotq_row),
+	    sizeof(struct orbit_spotq_slot),
+	    y->lanes_off,
+	    y->rows_off,
+	    y->slots_off[0],
+	    y->slots_off[1],
+	    y->data_off[0],
+	    y->data_off[1],
+	    y->total,
+	};
+	return orbit__seg_fingerprint(w, sizeof(w) / sizeof(w[0]));
+}
+
+uint64_t orbit__spotq_footprint(const struct orbit_spotq_options *user)
+{
+	struct orbit_spotq_options o;
+	struct layout y;
+
+	if (options_read(&o, user) < 0 || layout_of(&o, &y) < 0)
+		return 0;
+	return y.total;
+}
+
+struct init_arg {
+	const struct layout *y;
+	const char *spot;
+};
+
+static int spotq_init(void *body, uint64_t body_bytes, void *arg)
+{
+	const struct init_arg *a = arg;
+	const struct layout *y = a->y;
+	struct orbit_spotq_shm *s = body;
+
+	if (body_bytes + ORBIT_SEG_HEADER_BYTES < y->total)
+		return -ORBIT_ESIZE;
+	snprintf(s->spot, sizeof(s->spot), "%s", a->spot);
+	for (int l = 0; l < 2; l++) {
+		s->items[l] = y->items[l];
+		s->bytes[l] = y->bytes[l];
+		s->slots_off[l] = y->slots_off[l];
+		s->data_off[l] = y->data_off[l];
+	}
+	s->producer_rows = y->rows;
+	s->unblock_ms = y->unblock_ms;
+	s->slot_bytes = sizeof(struct orbit_spotq_slot);
+	s->row_bytes = sizeof(struct orbit_spotq_row);
+	s->lanes_off = y->lanes_off;
+	s->rows_off = y->rows_off;
+	/* Relaxed: the segment's READY release (segment.c R1) publishes the body */
+	atomic_store_explicit(&s->host_row, UINT32_MAX, memory_order_relaxed);
+	orbit__doorbell_init(&s->rec_db);
+	orbit__doorbell_init(&s->room_db);
+	return 0; /* words, rows, slots, data: zero-filled by the segment layer */
+}
+
+static void say(const struct orbit_spotq_options *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void say(const struct orbit_spotq_options *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!o->why || !o->why_len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(o->why, o->why_len, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * After orbit__seg_open refused the size or fingerprint (its owner, mode and
+ * type checks passed), read the stored config (pread, no mapping) only to
+ * name what differs. Returns -ORBIT_EFINGERPRINT when caps differ, else @rc.
+ */
+static int explain_mismatch(const char *fleet, const char *name, const char *spot,
+			    const struct layout *y, const struct orbit_spotq_options *o, int rc)
+{
+	static const char *const lane_name[2] = {"application", "lifecycle"};
+	struct orbit_spotq_shm s;
+	char path[ORBIT_SEG_NAME_MAX];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if (orbit__seg_name(path, sizeof(path), fleet, name) < 0)
+		return rc;
+	fd = shm_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+	if (fd < 0)
+		return rc;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size < ORBIT_SEG_HEADER_BYTES + sizeof(s)) {
+		close(fd);
+		say(o, "spot '%s': segment %s is %lld bytes, %" PRIu64 " expected", spot, path,
+		    (long long)st.st_size, y->total);
+		return rc;
+	}
+	n = pread(fd, &s, sizeof(s), ORBIT_SEG_HEADER_BYTES);
+	close(fd);
+	if (n != (ssize_t)sizeof(s))
+		return rc;
+	for (int l = 0; l < 2; l++) {
+		if (s.items[l] != y->items[l]) {
+			say(o, "spot '%s': %s lane item cap is %u in the segment, %u asked", spot,
+			    lane_name[l], s.items[l], y->items[l]);
+			return -ORBIT_EFINGERPRINT;
+		}
+		if (s.bytes[l] != y->bytes[l]) {
+			say(o, "spot '%s': %s lane byte cap is %u in the segment, %u asked", spot,
+			    lane_name[l], s.bytes[l], y->bytes[l]);
+			return -ORBIT_EFINGERPRINT;
+		}
+	}
+	if (s.producer_rows != y->rows) {
+		say(o, "spot '%s': producer rows are %u in the segment, %u asked", spot,
+		    s.producer_rows, y->rows);
+		return -ORBIT_EFINGERPRINT;
+	}
+	say(o, "spot '%s': segment %s refused (%s): %lld bytes, %" PRIu64 " expected", spot, path,
+	    orbit_strerror(rc), (long long)st.st_size, y->total);
+	return rc;
+}
+
+int orbit__spotq_open(orbit_spotq_t **out, const char *fleet, const char *spot,
+		      const struct orbit_spotq_options *user)
+{
+	struct orbit_spotq_options o;
+	struct orbit_seg_opts so;
+	struct orbit_seg_spec spec;
+	struct init_arg ia;
+	struct layout y;
+	char name[ORBIT_SEG_NAME_MAX];
+	orbit_spotq_t *q;
+	int r;
+
+	if (!out)
+		return -EINVAL;
+	r = options_read(&o, user);
+	if (r < 0)
+		return r;
+	if (orbit__spotq_seg_name(name, sizeof(name), spot) < 0) {
+		say(&o, "spot name '%s' is not 1..%u of [A-Za-z0-9_.-]", spot ? spot : "(null)",
+		    ORBIT_SPOTQ_NAME_MAX);
+		return -EINVAL;
+	}
+	r = layout_of(&o, &y);
+	if (r < 0) {
+		say(&o, "spot '%s': a cap or option is out of range (items %u..%u, bytes %u..%u)",
+		    spot, ORBIT_SPOTQ_MIN_ITEMS, ORBIT_SPOTQ_MAX_ITEMS, ORBIT_SPOTQ_MIN_BYTES,
+		    ORBIT_SPOTQ_MAX_BYTES);
+		return r;
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	ia = (struct init_arg){.y = &y, .spot = spot};
+	spec = (struct orbit_seg_spec){
+	    .kind = ORBIT_SEG_KIND_SPOT_QUEUE,
+	    .layout_version = ORBIT_SPOTQ_LAYOUT_VERSION,
+	    .total_bytes = y.total,
+	    .fingerprint = fingerprint_of(&y),
+	    .init = spotq_init,
+	    .init_arg = &ia,
+	};
+	so = (struct orbit_seg_opts){.how = (enum orbit_seg_open_mode)o.how,
+				     .readonly = o.readonly,
+				     .mode = o.mode,
+				     .init_timeout_ms = o.init_timeout_ms};
+	r = orbit__seg_open(&q->seg, fleet, name, &spec, &so);
+	if (r == -ORBIT_EFINGERPRINT || r == -ORBIT_ESIZE)
+		r = explain_mismatch(fleet, name, spot, &y, &o, r);
+	if (r < 0)
+		goto err_free;
+	q->shm = orbit__seg_at(&q->seg, ORBIT_SEG_HEADER_BYTES, sizeof(*q->shm));
+	q->rows =
+	    orbit__seg_at(&q->seg, y.rows_off, (uint64_t)y.rows * sizeof(struct orbit_spotq_row));
+	struct orbit_spotq_lane_shm *lanes =
+	    orbit__seg_at(&q->seg, y.lanes_off, 2 * sizeof(struct orbit_spotq_lane_shm));
+	if (!q->shm || (!q->rows && y.rows) || !lanes) {
+		r = -ORBIT_ECORRUPT;
+		goto err_close;
+	}
+	/* The fingerprint matched; the config words are still untrusted bytes */
+	for (int l = 0; l < 2; l++) {
+		struct lane_geo *g = &q->lane[l];
+
+		g->items = y.items[l];
+		g->bytes = y.bytes[l];
+		g->wi = wrap_of(g->items);
+		g->wb = wrap_of(g->bytes);
+		g->w = &lanes[l];
+		g->slots = orbit__seg_at(&q->seg, y.slots_off[l],
+					 (uint64_t)g->items * sizeof(struct orbit_spotq_slot));
+		g->data = orbit__seg_at(&q->seg, y.data_off[l], g->bytes);
+		if (!g->slots || !g->data || q->shm->items[l] != y.items[l] ||
+		    q->shm->bytes[l] != y.bytes[l] || q->shm->slots_off[l] != y.slots_off[l] ||
+		    q->shm->data_off[l] != y.data_off[l])
+			r = -ORBIT_ECORRUPT;
+	}
+	if (r == 0 && (q->shm->producer_rows != y.rows || q->shm->lanes_off != y.lanes_off ||
+		       q->shm->rows_off != y.rows_off ||
+		       q->shm->slot_bytes != sizeof(struct orbit_spotq_slot) ||
+		       q->shm->row_bytes != sizeof(struct orbit_spotq_row) ||
+		       q->shm->unblock_ms > ORBIT_SPOTQ_MAX_UNBLOCK_MS ||
+		       strncmp(q->shm->spot, spot, sizeof(q->shm->spot)) != 0))
+		r = -ORBIT_ECORRUPT;
+	if (r < 0) {
+		say(&o, "spot '%s': config words of the segment disagree with its fingerprint",
+		    spot);
+		goto err_close;
+	}
+	q->producer_rows = y.rows;
+	q->unblock_ms = q->shm->unblock_ms ? q->shm->unblock_ms : ORBIT_SPOTQ_DEFAULT_UNBLOCK_MS;
+	snprintf(q->spot, sizeof(q->spot), "%s", spot);
+	q->pid = orbit__self_pid();
+	*out = q;
+	return 0;
+
+err_close:
+	orbit__seg_close(&q->seg);
+err_free:
+	free(q);
+	return r;
+}
+
+void orbit__spotq_close(orbit_spotq_t *q)
+{
+	if (!q)
+		return;
+	orbit__seg_close(&q->seg);
+	free(q);
+}
+
+int orbit__spotq_unlink(const char *fleet, const char *spot)
+{
+	char name[ORBIT_SEG_NAME_MAX];
+	int r = orbit__spotq_seg_name(name, sizeof(name), spot);
+
+	return r < 0 ? r : orbit__seg_unlink(fleet, name);
+}
+
+orbit_seg_t *orbit__spotq_seg(orbit_spotq_t *q)
+{
+	return q ? &q->seg : NULL;
+}
+
+void orbit__spotq_kick(orbit_spotq_t *q)
+{
+	if (q && !q->seg.readonly && orbit__fork_check(q->pid) == 0)
+		orbit__doorbell_ring(&q->shm->rec_db);
+}
+
+/* ---- checksum ---- */
+
+static inline uint64_t mix(uint64_t h, uint64_t w)
+{
+	h ^= w;
+	h *= 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+static uint64_t hash_bytes(uint64_t h, const uint8_t *p, size_t n)
+{
+	uint64_t w;
+
+	for (; n >= 8; n -= 8, p += 8) {
+		memcpy(&w, p, 8);
+		h = mix(h, w);
+	}
+	w = 0;
+	memcpy(&w, p, n);
+	return mix(h, w ^ ((uint64_t)n << 56));
+}
+
+/* Checksum of a record: its position, meta fields (from @m) and contiguous payload. */
+static uint64_t record_sum(uint32_t pos, const struct orbit_spotq_slot *m, const uint8_t *p,
+			   uint32_t n)
+{
+	uint64_t h = 0x243f6a8885a308d3ull;
+
+	h = mix(h, pos);
+	h = mix(h, m->producer_seq);
+	h = mix(h, m->submit_ns);
+	h = mix(h, (uint64_t)m->kind << 32 | m->payload_len);
+	h = mix(h, (uint64_t)m->member_row << 32 | m->member_gen);
+	h = hash_bytes(h, (const uint8_t *)&m->target, sizeof(m->target));
+	return hash_bytes(h, p, n);
+}
+
+/* ---- tail helping ---- */
+
+/*
+ * Advance the tail past slot @t's position, whose commit word @v shows it
+ * claimed. The reserved length comes from the claimer's row (written before
+ * its claim, SQ-R1); offset and length go to the slot's resv first, so
+ * everyone who sees the tail past it finds them (SQ-R2). Every helper
+ * writes the same values. A row that does not hold this claim (corrupt
+ * bytes) yields length 0: the record then fails validation, never an
+ * out-of-bounds read.
+ */
+static void help_tail(orbit_spotq_t *q, struct lane_geo *g, uint32_t lane, uint64_t t, uint64_t v)
+{
+	uint32_t T = pw_idx(t), B = pw_bytes(t), len = 0;
+	uint32_t row = cw_row(v);
+
+	if (row < q->producer_rows) {
+		/* relaxed: ordered by the acquire of @v (SQ-A3/SQ-A5), see SQ-R1 */
+		uint64_t cl = atomic_load_explicit(&q->rows[row].claim[lane], memory_order_relaxed);
+		if (pw_idx(cl) == T && pw_bytes(cl) <= g->bytes)
+			len = pw_bytes(cl);
+	}
+	if (T >= g->wi || B >= g->wb)
+		return; /* a corrupt tail word: callers report it */
+	/* relaxed: published by the tail CAS's release below (SQ-R2) */
+	atomic_store_explicit(&slot_at(g, T)->resv, pw_make(B, len), memory_order_relaxed);
+	uint64_t nt = pw_make((uint32_t)mod_add(T, 1, g->wi), (uint32_t)mod_add(B, len, g->wb));
+	/* SQ-R2: release, pairs with SQ-A2/SQ-A4: resv before the tail passes the slot */
+	atomic_compare_exchange_strong_explicit(&g->w->tail, &t, nt, memory_order_release,
+						memory_order_relaxed);
+}
+
+/* ---- producers ---- */
+
+int orbit__spotq_producer_open(orbit_spotq_producer_t **out, orbit_spotq_t *q, orbit_members_t *m)
+{
+	orbit_spotq_producer_t *p;
+	struct orbit_spotq_row *rw;
+	uint32_t gen;
+	uint64_t own, mine;
+	int row;
+
+	if (!out || !q || !m)
+		return -EINVAL;
+	if (orbit__fork_check(q->pid))
+		return -ECHILD;
+	if (q->seg.readonly)
+		return -EROFS;
+	row = orbit__members_self(m, &gen);
+	if (row < 0)
+		return row;
+	if ((uint32_t)row >= q->producer_rows)
+		return -ERANGE;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	rw = &q->rows[row];
+	mine = (uint64_t)gen << 32 | 1u;
+	/* acq_rel: the row's words of a previous tenure before we reuse them */
+	own = atomic_load_explicit(&rw->owner, memory_order_acquire);
+	for (;;) {
+		if (own == mine) {
+			free(p);
+			return -EBUSY;
+		}
+		if (atomic_compare_exchange_weak_explicit(
+			&rw->owner, &own, mine, memory_order_acq_rel, memory_order_acquire))
+			break;
+	}
+	if ((uint32_t)(own >> 32) != gen) /* a new tenure: sequence restarts */
+		atomic_store_explicit(&rw->seq, 0, memory_order_relaxed);
+	atomic_store_explicit(&rw->pid, (uint32_t)getpid(), memory_order_relaxed);
+	p->q = q;
+	p->row = rw;
+	p->row_idx = (uint32_t)row;
+	p->gen = gen;
+	/* relaxed: this row is ours from the CAS on */
+	p->seq = atomic_load_explicit(&rw->seq, memory_order_relaxed);
+	p->pid = orbit__self_pid();
+	*out = p;
+	return 0;
+}
+
+void orbit__spotq_producer_close(orbit_spotq_producer_t *p)
+{
+	if (!p)
+		return;
+	if (orbit__fork_check(p->pid) == 0) {
+		uint64_t mine = (uint64_t)p->gen << 32 | 1u;
+		/* release: our claims and seq before the row looks closed */
+		atomic_compare_exchange_strong_explicit(&p->row->owner, &mine, mine & ~1ull,
+							memory_order_release, memory_order_relaxed);
+	}
+	free(p);
+}
+
+static int lane_of_kind(uint32_t kind)
+{
+	switch (kind) {
+	case ORBIT_SPOTQ_KIND_SPOT:
+	case ORBIT_SPOTQ_KIND_ACTOR:
+	case ORBIT_SPOTQ_KIND_TIMER:
+		return ORBIT_SPOTQ_APP;
+	case ORBIT_SPOTQ_KIND_LIFECYCLE:
+		return ORBIT_SPOTQ_LIFECYCLE;
+	default:
+		return -1;
+	}
+}
+
+/* Copy @n bytes into the lane's byte ring at @off, re-checking our claim per chunk. */
+static bool copy_in(struct lane_geo *g, struct orbit_spotq_slot *s, uint64_t mine, uint32_t off,
+		    const uint8_t *src, uint32_t n)
+{
+	uint32_t done = 0;
+
+	while (done < n) {
+		uint32_t at = (uint32_t)((off + (uint64_t)done) % g->bytes);
+		uint32_t k = n - done;
+
+		if (k > COPY_CHUNK)
+			k = COPY_CHUNK;
+		if (k > g->bytes - at)
+			k = g->bytes - at;
+		/* relaxed: a stalled producer's early exit; the commit CAS decides */
+		if (atomic_load_explicit(&s->commit, memory_order_relaxed) != mine)
+			return false;
+		memcpy(g->data + at, src + done, k);
+		done += k;
+		if (done < n)
+			ORBIT_CRASHPOINT("spotq.mid_copy");
+	}
+	return true;
+}
+
+int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_submit *sub,
+			uint64_t *seq_out)
+{
+	orbit_spotq_t *q;
+	struct lane_geo *g;
+	struct orbit_spotq_slot *s;
+	uint64_t h, t, v, mine, seq;
+	uint64_t last_t = UINT64_MAX;
+	uint32_t T, B, len, tn = 0;
+	int lane, spins = 0;
+
+	if (!p || !sub)
+		return -EINVAL;
+	if (orbit__fork_check(p->pid))
+		return -ECHILD;
+	lane = lane_of_kind(sub->kind);
+	if (lane < 0 || (sub->len && !sub->payload))
+		return -EINVAL;
+	if (sub->kind == ORBIT_SPOTQ_KIND_TIMER) {
+		if (!sub->timer_name || !sub->timer_name[0])
+			return -EINVAL;
+		tn = (uint32_t)strnlen(sub->timer_name, ORBIT_SPOTQ_TIMER_NAME_MAX + 1);
+		if (tn > ORBIT_SPOTQ_TIMER_NAME_MAX)
+			return -E2BIG;
+	}
+	q = p->q;
+	g = &q->lane[lane];
+	len = sub->len;
+	if (len > g->bytes)
+		return -E2BIG;
+
+	for (;;) {
+		/* SQ-A1: acquire, pairs with SQ-R5: the host is done with what it freed */
+		h = atomic_load_explicit(&g->w->head, memory_order_acquire);
+		/* SQ-A2: acquire, pairs with SQ-R2: the tail's slot is at least claimed */
+		t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
+		T = pw_idx(t);
+		B = pw_bytes(t);
+		if (T >= g->wi || B >= g->wb || pw_idx(h) >= g->wi || pw_bytes(h) >= g->wb)
+			return -ORBIT_ECORRUPT;
+		s = slot_at(g, T);
+		/* SQ-A3: acquire, pairs with SQ-R1: a claimer's row claim before its slot */
+		v = atomic_load_explicit(&s->commit, memory_order_acquire);
+		if (cw_state(v) != CW_FREE && cw_pos(v) == T) {
+			help_tail(q, g, (uint32_t)lane, t, v); /* claimed: move the tail on */
+			continue;
+		}
+		if (cw_state(v) != CW_FREE && cw_pos(v) != mod_sub(T, g->items, g->wi)) {
+			/* Not the previous lap: our tail read is stale, or the bytes are bad. */
+			spins = t == last_t ? spins + 1 : 0;
+			last_t = t;
+			if (spins > 1000)
+				return -ORBIT_ECORRUPT;
+			continue;
+		}
+		uint64_t used_i = mod_sub(T, pw_idx(h), g->wi);
+		uint64_t used_b = mod_sub(B, pw_bytes(h), g->wb);
+		if (used_i > g->items || used_b > g->bytes)
+			return -ORBIT_ECORRUPT;
+		if (used_i >= g->items) {
+			atomic_fetch_add_explicit(&p->row->rejected_count[lane], 1,
+						  memory_order_relaxed);
+			return -EAGAIN;
+		}
+		if (used_b + len > g->bytes) {
+			atomic_fetch_add_explicit(&p->row->rejected_bytes[lane], 1,
+						  memory_order_relaxed);
+			return -EAGAIN;
+		}
+		/* relaxed: published by the claim CAS's release (SQ-R1) */
+		atomic_store_explicit(&p->row->claim[lane], pw_make(T, len), memory_order_relaxed);
+		mine = cw_make(T, CW_CLAIMED, p->row_idx, p->gen);
+		/*
+		 * THE admission step (07 §6.3): capacity was checked against tail
+		 * (T, B), which cannot move before slot T is claimed; this CAS
+		 * claims it and fixes the lane sequence number T.
+		 * SQ-R1: acq_rel, pairs with SQ-A3/SQ-A5.
+		 */
+		if (atomic_compare_exchange_strong_explicit(
+			&s->commit, &v, mine, memory_order_acq_rel, memory_order_relaxed))
+			break;
+	}
+	seq = ++p->seq;
+	atomic_store_explicit(&p->row->seq, seq, memory_order_relaxed);
+	ORBIT_CRASHPOINT("spotq.after_claim");
+	help_tail(q, g, (uint32_t)lane, t, mine);
+
+	s->producer_seq = seq;
+	s->submit_ns = orbit__now_mono_ns();
+	s->kind = sub->kind;
+	s->payload_len = len;
+	s->member_row = p->row_idx;
+	s->member_gen = p->gen;
+	memset(&s->target, 0, sizeof(s->target));
+	if (sub->kind == ORBIT_SPOTQ_KIND_ACTOR)
+		s->target.actor_id = sub->actor_id;
+	else if (sub->kind == ORBIT_SPOTQ_KIND_TIMER)
+		memcpy(s->target.timer_name, sub->timer_name, tn);
+	if (!copy_in(g, s, mine, B, sub->payload, len))
+		return -ECANCELED;
+	s->checksum = record_sum(T, s, sub->payload, len);
+	ORBIT_CRASHPOINT("spotq.before_commit");
+	/* SQ-R3: release, pairs with SQ-A5 in take(): every byte before COMMITTED */
+	if (!atomic_compare_exchange_strong_explicit(&s->commit, &mine,
+						     cw_with_state(mine, CW_COMMITTED),
+						     memory_order_release, memory_order_relaxed))
+		return -ECANCELED; /* the host aborted it (SQ-R4 won) */
+	atomic_fetch_add_explicit(&p->row->accepted[lane], 1, memory_order_relaxed);
+	if (seq_out)
+		*seq_out = seq;
+	/* SQ-F1: seq_cst fence, pairs with SQ-D1: our commit before reading "sleeping" */
+	atomic_thread_fence(memory_order_seq_cst);
+	/* relaxed after the fence: the Dekker read of the pair */
+	if (atomic_load_explicit(&q->shm->rec_db.sleeping, memory_order_relaxed))
+		orbit__doorbell_ring(&q->shm->rec_db);
+	return 0;
+}
+
+/* Room for one item and @len bytes on @g right now? */
+static bool has_room(struct lane_geo *g, uint32_t len)
+{
+	/* seq_cst: the Dekker re-check of SQ-D2 */
+	uint64_t h = atomic_load_explicit(&g->w->head, memory_order_seq_cst);
+	uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_seq_cst);
+
+	return mod_sub(pw_idx(t), pw_idx(h), g->wi) < g->items &&
+	       mod_sub(pw_bytes(t), pw_bytes(h), g->wb) + len <= g->bytes;
+}
+
+int orbit__spotq_wait_room(orbit_spotq_producer_t *p, uint32_t lane, uint32_t len,
+			   int64_t timeout_ns)
+{
+	struct orbit_doorbell *db;
+	uint32_t seen;
+	int r;
+
+	if (!p || lane >= ORBIT_SPOTQ_LANES)
+		return -EINVAL;
+	if (orbit__fork_check(p->pid))
+		return -ECHILD;
+	db = &p->q->shm->room_db;
+	seen = orbit__doorbell_seq(db);
+	/* SQ-D2: announce, fence, re-check; pairs with SQ-F2 of the host's advance */
+	atomic_fetch_or_explicit(&db->sleeping, ORBIT_DOORBELL_SHARED, memory_order_seq_cst);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (has_room(&p->q->lane[lane], len))
+		return 0;
+	r = orbit__doorbell_wait(db, seen, timeout_ns);
+	return r;
+}
+
+/* ---- the host ---- */
+
+/* Is gen28 @a newer than gen28 @b (serial-number arithmetic, RFC 1982)? */
+static inline bool gen_newer(uint32_t a, uint32_t b)
+{
+	uint32_t d = (a - b) & AW_GEN_MASK;
+
+	return d != 0 && d < (1u << (AW_GEN_BITS - 1));
+}
+
+static int host_fenced(const orbit_spotq_host_t *h)
+{
+	/* acquire: pairs with SQ-T2; a newer host's takeover is seen as a newer gen */
+	return atomic_load_explicit(&h->q->shm->host_gen, memory_order_acquire) != h->gen
+		   ? -ORBIT_EFENCED
+		   : 0;
+}
+
+static int host_check(const orbit_spotq_host_t *h, uint32_t lane)
+{
+	if (!h || lane >= ORBIT_SPOTQ_LANES)
+		return -EINVAL;
+	if (orbit__fork_check(h->pid))
+		return -ECHILD;
+	return host_fenced(h);
+}
+
+/* Rewrite every ack word of @g to generation @gen: TAKEN becomes REDELIVER. */
+static int retag(struct lane_geo *g, uint64_t gen)
+{
+	uint32_t mine = (uint32_t)(gen & AW_GEN_MASK);
+
+	for (uint32_t i = 0; i < g->items; i++) {
+		struct orbit_spotq_slot *s = &g->slots[i];
+		uint64_t a = atomic_load_explicit(&s->ack, memory_order_acquire);
+
+		for (;;) {
+			uint32_t st = aw_state(a);
+			if (aw_gen(a) == mine)
+				break;
+			if (gen_newer(aw_gen(a), mine))
+				return -ORBIT_EFENCED; /* a newer host got here first */
+			if (st == AW_TAKEN)
+				st = AW_REDELIVER;
+			else if (st > AW_REDELIVER)
+				st = AW_NONE; /* corrupt state: forget it */
+			/* SQ-C1: acq_rel CAS; a paused old host's CAS on this word now fails */
+			if (atomic_compare_exchange_weak_explicit(
+				&s->ack, &a, aw_make(aw_pos(a), st, false, gen),
+				memory_order_acq_rel, memory_order_acquire))
+				break;
+		}
+	}
+	return 0;
+}
+
+int orbit__spotq_host_takeover(orbit_spotq_host_t **out, orbit_spotq_t *q, orbit_members_t *m,
+			       uint64_t epoch)
+{
+	struct orbit_spotq_shm *sh;
+	orbit_spotq_host_t *h;
+	uint64_t e, g;
+	int r;
+
+	if (!out || !q || epoch == 0)
+		return -EINVAL;
+	if (orbit__fork_check(q->pid))
+		return -ECHILD;
+	if (q->seg.readonly)
+		return -EROFS;
+	sh = q->shm;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	/* SQ-T1: seq_cst max-CAS of the epoch: takers are ordered by epoch here */
+	e = atomic_load_explicit(&sh->epoch, memory_order_seq_cst);
+	do {
+		if (epoch <= e) {
+			free(h);
+			return -ORBIT_EFENCED;
+		}
+	} while (!atomic_compare_exchange_weak_explicit(&sh->epoch, &e, epoch, memory_order_seq_cst,
+							memory_order_seq_cst));
+	ORBIT_CRASHPOINT("spotq.takeover_epoch");
+	/*
+	 * SQ-T2: read gen, THEN check the epoch is still ours, then CAS gen.
+	 * A taker B with a higher epoch does its SQ-T1 after our epoch read saw
+	 * ours, so its gen read comes after our gen read: either our CAS wins
+	 * first (B gets gen + 2, newer than ours) or B's did and ours fails (we
+	 * re-read and see B's epoch). Generation order = epoch order.
+	 */
+	g = atomic_load_explicit(&sh->host_gen, memory_order_seq_cst);
+	for (;;) {
+		if (atomic_load_explicit(&sh->epoch, memory_order_seq_cst) != epoch) {
+			free(h);
+			return -ORBIT_EFENCED;
+		}
+		if (atomic_compare_exchange_weak_explicit(
+			&sh->host_gen, &g, g + 1, memory_order_seq_cst, memory_order_seq_cst))
+			break;
+	}
+	h->q = q;
+	h->m = m;
+	h->gen = g + 1;
+	h->epoch = epoch;
+	h->pid = orbit__self_pid();
+	for (int l = 0; l < 2; l++) {
+		r = retag(&q->lane[l], h->gen);
+		if (r < 0) {
+			free(h);
+			return r;
+		}
+		ORBIT_CRASHPOINT("spotq.takeover_lane");
+	}
+	/* Display fields (relaxed: informational) */
+	atomic_fetch_add_explicit(&sh->takeovers, 1, memory_order_relaxed);
+	{
+		uint32_t mg = 0;
+		int row = m ? orbit__members_self(m, &mg) : -1;
+		atomic_store_explicit(&sh->host_row, row < 0 ? UINT32_MAX : (uint32_t)row,
+				      memory_order_relaxed);
+		atomic_store_explicit(&sh->host_member_gen, mg, memory_order_relaxed);
+		atomic_store_explicit(&sh->host_pid, (uint32_t)getpid(), memory_order_relaxed);
+	}
+	for (int l = 0; l < 2; l++) {
+		struct lane_geo *gl = &q->lane[l];
+		uint64_t hw = atomic_load_explicit(&gl->w->head, memory_order_acquire);
+		h->cursor[l] = (uint32_t)(pw_idx(hw) % gl->wi);
+		h->off[l] = (uint32_t)(pw_bytes(hw) % gl->wb);
+		r = orbit__spotq_advance(h, (uint32_t)l); /* finish a FREED the old host left */
+		if (r < 0 && r != -ORBIT_ECORRUPT) {
+			free(h);
+			return r;
+		}
+	}
+	*out = h;
+	return 0;
+}
+
+void orbit__spotq_host_close(orbit_spotq_host_t *h)
+{
+	free(h);
+}
+
+uint64_t orbit__spotq_host_gen(const orbit_spotq_host_t *h)
+{
+	return h ? h->gen : 0;
+}
+
+const char *orbit__spotq_host_last_corrupt(const orbit_spotq_host_t *h)
+{
+	return h ? h->last_corrupt : "";
+}
+
+/* CAS the ack of @pos from @a to (@st, @pos); fenced on our generation. */
+static int ack_set(orbit_spotq_host_t *h, struct orbit_spotq_slot *s, uint64_t *a, uint32_t pos,
+		   uint32_t st, bool redeliv)
+{
+	uint32_t mine = (uint32_t)(h->gen & AW_GEN_MASK);
+
+	for (;;) {
+		if (aw_gen(*a) != mine)
+			return -ORBIT_EFENCED;
+		/* SQ-C1: acq_rel; the expected value names our generation (the fence) */
+		if (atomic_compare_exchange_strong_explicit(
+			&s->ack, a, aw_make(pos, st, redeliv, h->gen), memory_order_acq_rel,
+			memory_order_acquire))
+			return 0;
+	}
+}
+
+/* Is the producer that claimed @v proven dead (kernel proof via the member directory)? */
+static bool claimer_dead(orbit_spotq_host_t *h, uint64_t v)
+{
+	orbit_spotq_t *q = h->q;
+	uint32_t row = cw_row(v);
+	uint64_t own;
+
+	if (!h->m)
+		return false;
+	if (row >= q->producer_rows)
+		return true; /* no producer can have claimed with this row: corrupt */
+	/* acquire: pairs with the row's owner CAS in producer_open() */
+	own = atomic_load_explicit(&q->rows[row].owner, memory_order_acquire);
+	if (((uint32_t)(own >> 32) & CW_GEN_MASK) != cw_gen(v))
+		return true; /* that tenure no longer owns the row: it ended */
+	return orbit__members_is_alive_gen(h->m, row, (uint32_t)(own >> 32)) == 0;
+}
+
+static void corrupt(orbit_spotq_host_t *h, struct lane_geo *g, uint32_t lane, uint32_t pos,
+		    const char *why)
+{
+	atomic_fetch_add_explicit(&g->w->corrupt, 1, memory_order_relaxed);
+	snprintf(h->last_corrupt, sizeof(h->last_corrupt), "spot '%s' lane %u pos %u: %s",
+		 h->q->spot, lane, pos, why);
+}
+
+/* Copy the plain (producer-written) fields of a slot; the atomic words stay zero. */
+static void meta_copy(struct orbit_spotq_slot *m, const struct orbit_spotq_slot *s)
+{
+	const size_t from = offsetof(struct orbit_spotq_slot, checksum);
+
+	memset(m, 0, from);
+	memcpy((char *)m + from, (const char *)s + from, sizeof(*m) - from);
+}
+
+/*
+ * Validate the committed record at @pos and copy it out (payload into
+ * @dst, which has room for payload_len). Returns 0 or a reason.
+ */
+static const char *copy_out(const orbit_spotq_host_t *h, const struct lane_geo *g, uint32_t lane,
+			    uint32_t pos, uint64_t v, const struct orbit_spotq_slot *s,
+			    uint32_t exp_off, struct orbit_spotq_rec *rec, uint8_t *dst,
+			    size_t room)
+{
+	struct orbit_spotq_slot m;
+	uint64_t resv;
+	uint32_t at, n1;
+
+	meta_copy(&m, s); /* one copy; validated and summed from here on */
+	/* relaxed: ordered by SQ-A5 (resv was stored before the tail passed, SQ-R2) */
+	resv = atomic_load_explicit(&s->resv, memory_order_relaxed);
+	if (lane_of_kind(m.kind) != (int)lane)
+		return "kind not of this lane";
+	if (pw_bytes(resv) != m.payload_len || m.payload_len > g->bytes)
+		return "payload length disagrees with the reservation";
+	if (pw_idx(resv) != exp_off)
+		return "payload offset out of sequence";
+	if (m.member_row != cw_row(v) || (m.member_gen & CW_GEN_MASK) != cw_gen(v) ||
+	    m.member_row >= h->q->producer_rows)
+		return "producer fields disagree with the claim";
+	if (m.kind == ORBIT_SPOTQ_KIND_TIMER &&
+	    (!m.target.timer_name[0] ||
+	     !memchr(m.target.timer_name, '\0', sizeof(m.target.timer_name))))
+		return "timer name not terminated";
+	if (m.payload_len > room)
+		return "no room in the caller's buffer";
+	at = exp_off % g->bytes;
+	n1 = m.payload_len < g->bytes - at ? m.payload_len : g->bytes - at;
+	memcpy(dst, g->data + at, n1);
+	memcpy(dst + n1, g->data, m.payload_len - n1);
+	if (record_sum(pos, &m, dst, m.payload_len) != m.checksum)
+		return "checksum mismatch (torn or overwritten record)";
+	rec->lane = lane;
+	rec->kind = m.kind;
+	rec->pos = pos;
+	rec->payload_len = m.payload_len;
+	rec->member_row = m.member_row;
+	rec->member_gen = m.member_gen;
+	rec->producer_seq = m.producer_seq;
+	rec->submit_ns = m.submit_ns;
+	rec->host_epoch = h->epoch;
+	rec->actor_id = m.kind == ORBIT_SPOTQ_KIND_ACTOR ? m.target.actor_id : 0;
+	rec->timer_name[0] = '\0';
+	if (m.kind == ORBIT_SPOTQ_KIND_TIMER)
+		memcpy(rec->timer_name, m.target.timer_name, sizeof(rec->timer_name));
+	rec->payload = dst;
+	return NULL;
+}
+
+int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_rec *recs,
+		      unsigned max, void *buf, size_t buf_len)
+{
+	struct lane_geo *g;
+	uint8_t *out = buf;
+	size_t used = 0;
+	unsigned n = 0;
+	uint32_t cur, off;
+	uint64_t t, hw;
+	bool resolved = false;
+	int r = host_check(h, lane);
+
+	if (r < 0)
+		return r;
+	if ((max && !recs) || (buf_len && !buf))
+		return -EINVAL;
+	g = &h->q->lane[lane];
+	cur = h->cursor[lane];
+	/* SQ-A4: acquire, pairs with SQ-R2: resv of every slot the tail passed */
+	t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
+	if (pw_idx(t) >= g->wi || pw_bytes(t) >= g->wb)
+		return -ORBIT_ECORRUPT;
+	if (cur == pw_idx(t)) {
+		/* A producer killed between its claim and its tail CAS: help it */
+		struct orbit_spotq_slot *s = slot_at(g, cur);
+		uint64_t v = atomic_load_explicit(&s->commit, memory_order_acquire);
+		if (cw_state(v) != CW_FREE && cw_pos(v) == cur) {
+			help_tail(h->q, g, lane, t, v);
+			t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
+		}
+	}
+	hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
+	if (mod_sub(cur, pw_idx(hw), g->wi) > g->items || mod_sub(pw_idx(t), cur, g->wi) > g->items)
+		return -ORBIT_ECORRUPT;
+	off = h->off[lane];
+
+	while (n < max && cur != pw_idx(t)) {
+		struct orbit_spotq_slot *s = slot_at(g, cur);
+		/* SQ-A5: acquire, pairs with SQ-R3 (and SQ-R1, SQ-R4) */
+		uint64_t v = atomic_load_explicit(&s->commit, memory_order_acquire);
+		uint64_t a = atomic_load_explicit(&s->ack, memory_order_acquire);
+		uint64_t resv = atomic_load_explicit(&s->resv, memory_order_relaxed);
+		uint32_t rlen = pw_bytes(resv) <= g->bytes ? pw_bytes(resv) : 0;
+		const char *why;
+
+		if (aw_gen(a) != (h->gen & AW_GEN_MASK))
+			return n ? (int)n : -ORBIT_EFENCED;
+		if (aw_pos(a) == cur && aw_state(a) != AW_NONE && aw_state(a) != AW_REDELIVER) {
+			resolved =
+			    true; /* done (or taken) under this or an older host: never again */
+			goto next;
+		}
+		if (cw_pos(v) != cur || cw_state(v) == CW_FREE) {
+			corrupt(h, g, lane, cur, "slot not claimed for its lap");
+			goto resolve;
+		}
+		if (cw_state(v) == CW_CLAIMED) {
+			uint64_t now = orbit__now_mono_ns();
+			if (h->stall_since[lane] == 0 || h->stall_pos[lane] != cur) {
+				h->stall_pos[lane] = cur;
+				h->stall_since[lane] = now;
+			}
+			if (!claimer_dead(h, v) &&
+			    now - h->stall_since[lane] < (uint64_t)h->q->unblock_ms * 1000000ull)
+				break; /* alive and within the bound: the lane waits for it */
+			/* SQ-R4: acq_rel CAS; the producer's SQ-R3 commit or this abort wins */
+			if (!atomic_compare_exchange_strong_explicit(
+				&s->commit, &v, cw_with_state(v, CW_ABORTED), memory_order_acq_rel,
+				memory_order_acquire))
+				continue; /* it committed meanwhile: look again */
+			atomic_fetch_add_explicit(&g->w->aborted, 1, memory_order_relaxed);
+			h->stall_since[lane] = 0;
+			goto resolve;
+		}
+		if (cw_state(v) == CW_ABORTED)
+			goto resolve;
+		/* COMMITTED */
+		if (rlen > buf_len - used) {
+			if (n == 0 && rlen > buf_len)
+				return -ENOBUFS;
+			break;
+		}
+		why = copy_out(h, g, lane, cur, v, s, off, &recs[n], out + used, buf_len - used);
+		if (why) {
+			corrupt(h, g, lane, cur, why);
+			goto resolve;
+		}
+		{
+			bool redeliv = aw_pos(a) == cur && aw_state(a) == AW_REDELIVER;
+			r = ack_set(h, s, &a, cur, AW_TAKEN, redeliv);
+			if (r < 0)
+				return n ? (int)n : r;
+			recs[n].redelivered = redeliv;
+			if (redeliv)
+				atomic_fetch_add_explicit(&g->w->redelivered, 1,
+							  memory_order_relaxed);
+		}
+		used += rlen;
+		n++;
+		goto next;
+	resolve:
+		/* aborted or corrupt: DONE, its reservation comes back with the head */
+		r = ack_set(h, s, &a, cur, AW_DONE, false);
+		if (r < 0)
+			return n ? (int)n : r;
+		resolved = true;
+	next:
+		off = (uint32_t)mod_add(off, rlen, g->wb);
+		cur = (uint32_t)mod_add(cur, 1, g->wi);
+		h->cursor[lane] = cur;
+		h->off[lane] = off;
+	}
+	if (resolved) {
+		r = orbit__spotq_advance(h, lane);
+		if (r == -ORBIT_EFENCED && n == 0)
+			return r;
+	}
+	return (int)n;
+}
+
+int orbit__spotq_complete(orbit_spotq_host_t *h, uint32_t lane, uint32_t pos)
+{
+	struct lane_geo *g;
+	struct orbit_spotq_slot *s;
+	uint64_t a, hw;
+	int r = host_check(h, lane);
+
+	if (r < 0)
+		return r;
+	g = &h->q->lane[lane];
+	if (pos >= g->wi)
+		return -EINVAL;
+	hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
+	if (mod_sub(pos, pw_idx(hw), g->wi) >= mod_sub(h->cursor[lane], pw_idx(hw), g->wi))
+		return -EINVAL; /* not in [head, cursor): not taken by this host */
+	s = slot_at(g, pos);
+	a = atomic_load_explicit(&s->ack, memory_order_acquire);
+	if (aw_gen(a) != (h->gen & AW_GEN_MASK))
+		return -ORBIT_EFENCED;
+	if (aw_pos(a) != pos || aw_state(a) != AW_TAKEN)
+		return -EINVAL;
+	r = ack_set(h, s, &a, pos, AW_DONE, aw_redeliv(a));
+	if (r < 0)
+		return r;
+	ORBIT_CRASHPOINT("spotq.after_complete");
+	atomic_fetch_add_explicit(&g->w->completed, 1, memory_order_relaxed);
+	r = orbit__spotq_advance(h, lane);
+	return r < 0 ? r : 0;
+}
+
+int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
+{
+	struct lane_geo *g;
+	int freed = 0, r = host_check(h, lane);
+
+	if (r < 0)
+		return r;
+	g = &h->q->lane[lane];
+	for (uint32_t i = 0; i <= g->items; i++) {
+		/* acquire: pairs with SQ-R5 of a helper that moved it */
+		uint64_t hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
+		uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
+		uint32_t H = pw_idx(hw), HB = pw_bytes(hw);
+		struct orbit_spotq_slot *s;
+		uint64_t a, resv;
+		uint32_t len, room;
+
+		if (H >= g->wi || HB >= g->wb || mod_sub(pw_idx(t), H, g->wi) > g->items)
+			return -ORBIT_ECORRUPT;
+		if (H == pw_idx(t))
+			break;
+		s = slot_at(g, H);
+		a = atomic_load_explicit(&s->ack, memory_order_acquire);
+		if (aw_gen(a) != (h->gen & AW_GEN_MASK))
+			return -ORBIT_EFENCED;
+		if (aw_pos(a) != H)
+			break;
+		if (aw_state(a) == AW_DONE) {
+			/* the fenced step: DONE -> FREED under our generation */
+			r = ack_set(h, s, &a, H, AW_FREED, false);
+			if (r < 0)
+				return r;
+			ORBIT_CRASHPOINT("spotq.after_freed");
+		} else if (aw_state(a) != AW_FREED) {
+			break;
+		}
+		resv = atomic_load_explicit(&s->resv, memory_order_relaxed);
+		len = pw_bytes(resv);
+		room = (uint32_t)mod_sub(pw_bytes(t), HB, g->wb);
+		if (pw_idx(resv) != HB || len > room) {
+			atomic_fetch_add_explicit(&g->w->corrupt, 1, memory_order_relaxed);
+			len = len > room ? room : len;
+		}
+		uint64_t nh =
+		    pw_make((uint32_t)mod_add(H, 1, g->wi), (uint32_t)mod_add(HB, len, g->wb));
+		/* SQ-R5: release, pairs with SQ-A1: the slot's last reads before its reuse */
+		if (atomic_compare_exchange_strong_explicit(
+			&g->w->head, &hw, nh, memory_order_release, memory_order_relaxed))
+			freed++;
+		if (h->cursor[lane] == H) {
+			/* done under an older host, ahead of our cursor: skip it */
+			h->cursor[lane] = pw_idx(nh);
+			h->off[lane] = pw_bytes(nh);
+		}
+	}
+	if (freed) {
+		struct orbit_doorbell *db = &h->q->shm->room_db;
+		/* SQ-F2: seq_cst fence, pairs with SQ-D2: the head before "sleeping" */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(&db->sleeping, memory_order_relaxed))
+			orbit__doorbell_ring(db);
+	}
+	return freed;
+}
+
+/* Something for take(), or a record being written (*stalled)? */
+static bool lane_ready(orbit_spotq_host_t *h, uint32_t lane, bool *stalled)
+{
+	struct lane_geo *g = &h->q->lane[lane];
+	uint32_t cur = h->cursor[lane];
+	/* seq_cst: the Dekker re-check of SQ-D1 */
+	uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_seq_cst);
+	uint64_t v = atomic_load_explicit(&slot_at(g, cur)->commit, memory_order_seq_cst);
+
+	if (cur == pw_idx(t))
+		return cw_state(v) != CW_FREE && cw_pos(v) == cur; /* claimed at the tail */
+	if (cw_pos(v) == cur && cw_state(v) == CW_CLAIMED) {
+		*stalled = true;
+		return false;
+	}
+	return true;
+}
+
+int orbit__spotq_host_wait(orbit_spotq_host_t *h, int64_t timeout_ns, uint32_t wake_class)
+{
+	struct orbit_doorbell *db;
+	bool stalled = false;
+	uint32_t seen, bit = wake_class ? wake_class : ORBIT_DOORBELL_SHARED;
+	int r = host_check(h, 0);
+
+	if (r < 0)
+		return r;
+	db = &h->q->shm->rec_db;
+	seen = orbit__doorbell_seq(db);
+	/* SQ-D1: announce, fence, re-check both lanes; pairs with SQ-F1 in submit() */
+	atomic_fetch_or_explicit(&db->sleeping, bit, memory_order_seq_cst);
+	atomic_thread_fence(memory_order_seq_cst);
+	for (uint32_t l = 0; l < ORBIT_SPOTQ_LANES; l++) {
+		if (lane_ready(h, l, &stalled))
+			return 0; /* our bit stays: at most one spare wake later, never a lost one
+				   */
+	}
+	if (stalled && (timeout_ns < 0 || timeout_ns > STALL_POLL_NS))
+		timeout_ns = STALL_POLL_NS; /* poll the in-progress record's producer */
+	r = orbit__doorbell_wait_class(db, seen, timeout_ns, bit);
+	if (r == -ETIMEDOUT && stalled)
+		return 0; /* time to look at the stalled record again */
+	return r;
+}
+
+/* ---- counters and checker ---- */
+
+int orbit__spotq_counters(orbit_spotq_t *q, struct orbit_spotq_counters *c)
+{
+	if (!q || !c)
+		return -EINVAL;
+	if (orbit__fork_check(q->pid))
+		return -ECHILD;
+	memset(c, 0, sizeof(*c));
+	/* relaxed everywhere: a statistics snapshot */
+	for (uint32_t r = 0; r < q->producer_rows; r++) {
+		for (int l = 0; l < 2; l++) {
+			c->accepted[l] +=
+			    atomic_load_explicit(&q->rows[r].accepted[l], memory_order_relaxed);
+			c->rejected_count[l] += atomic_load_explicit(&q->rows[r].rejected_count[l],
+								     memory_order_relaxed);
+			c->rejected_bytes[l] += atomic_load_explicit(&q->rows[r].rejected_bytes[l],
+								     memory_order_relaxed);
+		}
+	}
+	for (int l = 0; l < 2; l++) {
+		struct lane_geo *g = &q->lane[l];
+		uint64_t hw = atomic_load_explicit(&g->w->head, memory_order_relaxed);
+		uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_relaxed);
+
+		c->aborted[l] = atomic_load_explicit(&g->w->aborted, memory_order_relaxed);
+		c->redelivered[l] = atomic_load_explicit(&g->w->redelivered, memory_order_relaxed);
+		c->corrupt[l] = atomic_load_explicit(&g->w->corrupt, memory_order_relaxed);
+		c->completed[l] = atomic_load_explicit(&g->w->completed, memory_order_relaxed);
+		c->depth[l] = (uint32_t)mod_sub(pw_idx(t) % g->wi, pw_idx(hw) % g->wi, g->wi);
+		c->bytes[l] = (uint32_t)mod_sub(pw_bytes(t) % g->wb, pw_bytes(hw) % g->wb, g->wb);
+		c->item_cap[l] = g->items;
+		c->byte_cap[l] = g->bytes;
+	}
+	c->epoch = atomic_load_explicit(&q->shm->epoch, memory_order_relaxed);
+	c->host_gen = atomic_load_explicit(&q->shm->host_gen, memory_order_relaxed);
+	c->takeovers = atomic_load_explicit(&q->shm->takeovers, memory_order_relaxed);
+	c->host_row = atomic_load_explicit(&q->shm->host_row, memory_order_relaxed);
+	c->host_member_gen = atomic_load_explicit(&q->shm->host_member_gen, memory_order_relaxed);
+	c->host_pid = atomic_load_explicit(&q->shm->host_pid, memory_order_relaxed);
+	c->shm_bytes = q->seg.size;
+	return 0;
+}
+
+int orbit__spotq_check(orbit_spotq_t *q, char *why, size_t why_len)
+{
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		if (why && why_len)                                                                \
+			snprintf(why, why_len, __VA_ARGS__);                                       \
+		return -ORBIT_ECORRUPT;                                                            \
+	} while (0)
+	static _Thread_local uint8_t *tmp;
+	static _Thread_local size_t tmp_len;
+	uint64_t gen;
+
+	if (!q)
+		return -EINVAL;
+	if (orbit__fork_check(q->pid))
+		return -ECHILD;
+	if (tmp_len < ORBIT_SPOTQ_MAX_BYTES) {
+		free(tmp);
+		tmp = malloc(ORBIT_SPOTQ_MAX_BYTES);
+		tmp_len = tmp ? ORBIT_SPOTQ_MAX_BYTES : 0;
+		if (!tmp)
+			return -ENOMEM;
+	}
+	gen = atomic_load_explicit(&q->shm->host_gen, memory_order_acquire);
+	for (uint32_t l = 0; l < 2; l++) {
+		struct lane_geo *g = &q->lane[l];
+		uint64_t hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
+		uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
+		uint32_t H = pw_idx(hw), T = pw_idx(t);
+		uint64_t off = pw_bytes(hw), depth;
+
+		if (H >= g->wi || T >= g->wi || pw_bytes(hw) >= g->wb || pw_bytes(t) >= g->wb)
+			FAIL("lane %u: head or tail outside its modulus", l);
+		depth = mod_sub(T, H, g->wi);
+		if (depth > g->items)
+			FAIL("lane %u: %" PRIu64 " records reserved, cap %u", l, depth, g->items);
+		if (mod_sub(pw_bytes(t), pw_bytes(hw), g->wb) > g->bytes)
+			FAIL("lane %u: bytes reserved above the cap %u", l, g->bytes);
+		for (uint32_t p = H; p != T; p = (uint32_t)mod_add(p, 1, g->wi)) {
+			struct orbit_spotq_slot *s = slot_at(g, p);
+			uint64_t v = atomic_load_explicit(&s->commit, memory_order_acquire);
+			uint64_t a = atomic_load_explicit(&s->ack, memory_order_acquire);
+			uint64_t resv = atomic_load_explicit(&s->resv, memory_order_relaxed);
+
+			if (cw_pos(v) != p || cw_state(v) == CW_FREE)
+				FAIL("lane %u pos %u: slot not claimed for its lap", l, p);
+			if (pw_idx(resv) != off)
+				FAIL("lane %u pos %u: reservation at %u, %" PRIu64 " expected", l,
+				     p, pw_idx(resv), off);
+			off = mod_add(off, pw_bytes(resv), g->wb);
+			if (gen_newer(aw_gen(a), (uint32_t)(gen & AW_GEN_MASK)))
+				FAIL("lane %u pos %u: ack newer than the host generation", l, p);
+			if (aw_pos(a) == p && aw_state(a) != AW_NONE && cw_state(v) == CW_CLAIMED)
+				FAIL("lane %u pos %u: acknowledged but never committed", l, p);
+			if (cw_state(v) == CW_COMMITTED) {
+				struct orbit_spotq_slot m;
+				meta_copy(&m, s);
+				if (lane_of_kind(m.kind) != (int)l ||
+				    m.payload_len != pw_bytes(resv) || m.payload_len > g->bytes ||
+				    m.member_row != cw_row(v))
+					FAIL("lane %u pos %u: committed record invalid", l, p);
+				uint32_t at = pw_idx(resv) % g->bytes;
+				uint32_t n1 =
+				    m.payload_len < g->bytes - at ? m.payload_len : g->bytes - at;
+				memcpy(tmp, g->data + at, n1);
+				memcpy(tmp + n1, g->data, m.payload_len - n1);
+				if (record_sum(p, &m, tmp, m.payload_len) != m.checksum)
+					FAIL("lane %u pos %u: committed record torn (checksum)", l,
+					     p);
+			}
+		}
+		if (off != pw_bytes(t))
+			FAIL("lane %u: reservations sum to %" PRIu64 ", tail bytes %u", l, off,
+			     pw_bytes(t));
+	}
+	if (why && why_len)
+		why[0] = '\0';
+	return 0;
+#undef FAIL
+}

@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shm/spot_queue.h: the cross-process Spot queue (internal), segment kind
+ * 232, one SHM object per Spot "/orbit.<fleet>.spotq.<spot>". Any fleet
+ * member submits records to a Spot by name; the one process hosting the
+ * Spot takes them in order, runs them, and completes them. This is the SHM
+ * layer only: the hosting lease, the agent's drain into the Spot serial
+ * executor and the public client API are built on it (doc/spot-queues.md).
+ * Nothing here starts a thread.
+ *
+ * Lanes: an application lane (Spot, Actor and timer records) and a
+ * lifecycle lane, independent: a full application lane never refuses a
+ * lifecycle record. Each lane has an item cap and a byte cap (payload
+ * bytes), fixed at creation and part of the layout fingerprint.
+ *
+ * Positions: every lane position is a free-running counter modulo
+ * W = cap * floor(2^32 / cap) (W >= 2 * cap, a multiple of cap), so slot
+ * = pos % items and payload offset = bytes % byte_cap stay continuous
+ * across the wrap. An ABA on a producer's or host's CAS needs 2^32 / cap
+ * laps of the lane while that caller is preempted (documented limit).
+ *
+ * Admission (07 §6.3) is ONE CAS per submission: the CAS of the slot's
+ * commit word from its previous lap to CLAIMED(pos, row, gen) at the
+ * current tail. The capacity check (count and bytes) was made against that
+ * exact tail: the tail cannot move past pos before the slot is claimed (a
+ * tail advance needs the slot CLAIMED, see help_tail in spot_queue.c), so
+ * two producers never both pass a full lane, and the lane position is the
+ * sequence number. Whoever sees slot[tail] claimed advances the tail
+ * (helping, DPDK/MS-queue style), so a producer killed right after its
+ * claim never stalls the tail.
+ *
+ * Words (all _Atomic uint64_t, lock-free asserted):
+ *   tail, head     idx (32 bits, mod Wi) | bytes (32 bits, mod Wb) << 32
+ *   commit (slot)  pos 32 | state 3 << 32 | producer row 10 << 35 |
+ *                  member generation low 19 bits << 45
+ *   ack (slot)     pos 32 | astate 3 << 32 | redelivered 1 << 35 |
+ *                  host generation low 28 bits << 36
+ *   resv (slot)    payload offset (mod Wb) | reserved length << 32
+ *
+ * Host fencing: a takeover for epoch E (> the stored epoch, 64-bit
+ * fencing token of the hosting lease) bumps the queue's host generation
+ * g (a 64-bit counter, +1 per takeover) and rewrites the low 28 bits of g
+ * into every ack word of the queue. Every take and complete is a CAS on an
+ * ack word whose expected value carries the caller's generation; a head
+ * advance first CASes the head slot's ack DONE -> FREED (fenced), then the
+ * head word (a step whose value the fenced FREED already fixed, so a late
+ * duplicate from a paused host writes what the current host writes anyway).
+ * A host paused across one takeover therefore fails every CAS. Why 28 low
+ * bits are enough: an old host's CAS can only succeed if the words carry
+ * its own 28 bits again, i.e. after 2^28 takeovers of this one Spot while
+ * it was paused; and each call also compares the full 64-bit generation
+ * first.
+ *
+ * Segment layout (offsets from the segment start; who writes / reads /
+ * what a crash leaves):
+ *   0     struct orbit_seg_header     segment.h
+ *   128   struct orbit_spotq_shm      config: creator only, before READY.
+ *                                     host line: takeover (seq_cst CAS on
+ *                                     host_gen and epoch; display fields
+ *                                     relaxed). A taker killed between its
+ *                                     epoch CAS and its gen CAS leaves a
+ *                                     higher epoch and no new generation:
+ *                                     the next taker needs a still higher
+ *                                     epoch (tokens only grow), nothing else.
+ *                                     Two doorbells (records, room).
+ *   lanes_off  struct orbit_spotq_lane_shm[2], 3 cache lines each:
+ *          tail     producers (slot CAS then tail CAS, helpers too); a
+ *                   producer killed between its slot CAS and tail CAS
+ *                   leaves a claimed slot at the tail: the next producer or
+ *                   the host advances the tail for it.
+ *          head     host (and helpers of a FREED slot); never moves back.
+ *          counters host, relaxed.
+ *   rows_off   struct orbit_spotq_row[producer_rows] (one per member row):
+ *          the producer of that member row (owner, claim, seq, counters).
+ *          A producer killed leaves its row: the next tenure of that member
+ *          row takes it over (new generation: sequence restarts at 1).
+ *   slots_off[l] struct orbit_spotq_slot[items[l]], two cache lines each:
+ *          commit   producer: claim (CAS), commit (release CAS); host:
+ *                   abort (CAS CLAIMED -> ABORTED). Killed after the claim
+ *                   or mid-copy: CLAIMED stays; the host proves the member
+ *                   dead (kernel OFD lock, shm/members.h) and aborts it at
+ *                   once, or aborts it after unblock_ms when the member is
+ *                   alive but stopped; the late commit then fails
+ *                   (-ECANCELED). Never COMMITTED before every byte is.
+ *          meta     producer, between claim and commit (plain stores, made
+ *                   visible by the commit's release); covered by a checksum
+ *                   the host verifies on its own copy.
+ *          resv     whoever advances the tail past the slot (identical
+ *                   values from every helper: offset from the tail word,
+ *                   length from the claimer's row).
+ *          ack      host only (fenced CAS, see above).
+ *   data_off[l] payload bytes of lane l, byte_cap[l] (rounded up to 64),
+ *          a byte ring: a record's payload may wrap. Producer writes
+ *          between claim and commit; host copies after commit.
+ *
+ * Delivery: a record is delivered (take) when COMMITTED and its ack shows
+ * no completion; a record completed by any host is never delivered again;
+ * a record taken but not completed when a newer host takes over is
+ * delivered again with rec.redelivered set (dedupe by member row, member
+ * generation and producer_seq). Aborted and corrupt records are counted and
+ * never delivered; their reservation comes back like a completed one.
+ */
+#ifndef ORBIT_SHM_SPOT_QUEUE_H
+#define ORBIT_SHM_SPOT_QUEUE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/doorbell.h"
+#include "shm/members.h"
+#include "shm/segment.h"
+
+#define ORBIT_SPOTQ_LAYOUT_VERSION 1u
+#define ORBIT_SPOTQ_NAME_MAX 40u	/* Spot name: [A-Za-z0-9_.-]{1,40} */
+#define ORBIT_SPOTQ_SEG_PREFIX "spotq." /* segment "/orbit.<fleet>.spotq.<spot>" */
+#define ORBIT_SPOTQ_TIMER_NAME_MAX 63u	/* = ORBIT_TIMER_NAME_MAX of the executors */
+
+/* Defaults (doc/spot-queues.md: 64 Spots at these fit beside the fleet's other segments). */
+#define ORBIT_SPOTQ_DEFAULT_APP_ITEMS 1024u
+#define ORBIT_SPOTQ_DEFAULT_APP_BYTES (256u * 1024u)
+#define ORBIT_SPOTQ_DEFAULT_LIFECYCLE_ITEMS 128u
+#define ORBIT_SPOTQ_DEFAULT_LIFECYCLE_BYTES (32u * 1024u)
+#define ORBIT_SPOTQ_DEFAULT_PRODUCER_ROWS 64u /* = ORBIT_MEMBERS_DEFAULT_ROWS */
+#define ORBIT_SPOTQ_DEFAULT_UNBLOCK_MS 100u
+
+/* Limits. */
+#define ORBIT_SPOTQ_MIN_ITEMS 1u
+#define ORBIT_SPOTQ_MAX_ITEMS 65536u
+#define ORBIT_SPOTQ_MIN_BYTES 64u
+#define ORBIT_SPOTQ_MAX_BYTES (64u * 1024u * 1024u)
+#define ORBIT_SPOTQ_MAX_PRODUCER_ROWS 1024u /* 10 bits in the commit word */
+#define ORBIT_SPOTQ_MAX_UNBLOCK_MS 60000u
+
+enum orbit_spotq_lane {
+	ORBIT_SPOTQ_APP = 0,
+	ORBIT_SPOTQ_LIFECYCLE = 1,
+	ORBIT_SPOTQ_LANES = 2,
+};
+
+/* Entry kinds: the executor entry point a record goes to (07 §3). */
+enum orbit_spotq_kind {
+	ORBIT_SPOTQ_KIND_SPOT = 1,	/* execute_spot, application lane */
+	ORBIT_SPOTQ_KIND_ACTOR = 2,	/* execute_actor(actor_id), application lane */
+	ORBIT_SPOTQ_KIND_TIMER = 3,	/* execute_timer(timer_name), application lane */
+	ORBIT_SPOTQ_KIND_LIFECYCLE = 4, /* execute_lifecycle, lifecycle lane */
+};
+
+/* Body after the segment header (struct at segment offset 128). */
+struct orbit_spotq_shm {
+	/* config: creator, before READY; validated against the fingerprint */
+	char spot[48];	   /* NUL-terminated Spot name */
+	uint32_t items[2]; /* item cap per lane */
+	uint32_t bytes[2]; /* byte cap per lane */
+	uint32_t producer_rows;
+	uint32_t unblock_ms; /* bound for an alive producer stopped mid-record */
+	uint32_t slot_bytes; /* sizeof(struct orbit_spotq_slot) */
+	uint32_t row_bytes;  /* sizeof(struct orbit_spotq_row) */
+	uint64_t lanes_off;
+	uint64_t rows_off;
+	uint64_t slots_off[2];
+	uint64_t data_off[2];
+	uint8_t reserved0[64];
+	/* host line (offset 192) */
+	_Atomic uint64_t host_gen;  /* +1 per takeover (SQ-T2) */
+	_Atomic uint64_t epoch;	    /* highest epoch that took over (SQ-T1) */
+	_Atomic uint64_t takeovers; /* successful takeovers (relaxed) */
+	_Atomic uint32_t host_row;  /* display: member row of the host, or UINT32_MAX */
+	_Atomic uint32_t host_member_gen;
+	_Atomic uint32_t host_pid;
+	uint32_t reserved1;
+	uint8_t reserved2[24];
+	struct orbit_doorbell rec_db;  /* producers ring when the host sleeps */
+	struct orbit_doorbell room_db; /* the host rings when a producer waits for room */
+};
+_Static_assert(sizeof(struct orbit_spotq_shm) == 384, "spotq shm size");
+
+struct orbit_spotq_lane_shm {
+	_Atomic uint64_t tail; /* producers: idx | bytes << 32 */
+	uint8_t pad0[56];
+	_Atomic uint64_t head; /* host: idx | bytes << 32 */
+	uint8_t pad1[56];
+	_Atomic uint64_t aborted; /* host counters (relaxed) */
+	_Atomic uint64_t redelivered;
+	_Atomic uint64_t corrupt;
+	_Atomic uint64_t completed;
+	uint8_t pad2[32];
+};
+_Static_assert(sizeof(struct orbit_spotq_lane_shm) == 192, "spotq lane size");
+
+/* One per member row: that member's producer. */
+struct orbit_spotq_row {
+	_Atomic uint64_t owner;	   /* member generation << 32 | 1 while a handle is open */
+	_Atomic uint64_t claim[2]; /* per lane: pos | len << 32 of the last claim (helpers) */
+	_Atomic uint64_t seq;	   /* last producer sequence issued in this tenure */
+	_Atomic uint64_t accepted[2];
+	_Atomic uint64_t rejected_count[2]; /* -EAGAIN: lane full by count */
+	_Atomic uint64_t rejected_bytes[2]; /* -EAGAIN: lane full by bytes */
+	_Atomic uint32_t pid;		    /* display */
+	uint32_t reserved0;
+	uint8_t reserved[40];
+};
+_Static_assert(sizeof(struct orbit_spotq_row) == 128, "spotq row size");
+
+/* Two cache lines: words and meta, then the target (actor id or timer name). */
+struct orbit_spotq_slot {
+	_Atomic uint64_t commit; /* producer claim/commit, host abort */
+	_Atomic uint64_t ack;	 /* host only */
+	_Atomic uint64_t resv;	 /* tail advancers (identical values) */
+	uint64_t checksum;	 /* producer: over pos, meta, target and payload */
+	uint64_t producer_seq;
+	uint64_t submit_ns; /* CLOCK_MONOTONIC at submit */
+	uint32_t kind;	    /* enum orbit_spotq_kind */
+	uint32_t payload_len;
+	uint32_t member_row;
+	uint32_t member_gen;
+	union {
+		uint64_t actor_id;
+		char timer_name[ORBIT_SPOTQ_TIMER_NAME_MAX + 1];
+	} target;
+};
+_Static_assert(sizeof(struct orbit_spotq_slot) == 128, "spotq slot size");
+
+/* A record taken by the host (process-local copy, validated). */
+struct orbit_spotq_rec {
+	uint32_t lane; /* enum orbit_spotq_lane */
+	uint32_t kind; /* enum orbit_spotq_kind */
+	uint32_t pos;  /* lane position: pass to orbit__spotq_complete() */
+	uint32_t payload_len;
+	uint32_t member_row;				 /* producer's member row */
+	uint32_t member_gen;				 /* producer's member generation (tenure) */
+	uint64_t producer_seq;				 /* per producer tenure, from 1 */
+	uint64_t submit_ns;				 /* CLOCK_MONOTONIC at submit */
+	uint64_t host_epoch;				 /* the epoch of the host that took it */
+	uint64_t actor_id;				 /* ACTOR records */
+	bool redelivered;				 /* taken by an older host, not completed */
+	char timer_name[ORBIT_SPOTQ_TIMER_NAME_MAX + 1]; /* TIMER records */
+	const void *payload; /* inside the caller's buffer of orbit__spotq_take() */
+};
+
+/*
+ * Options: caller-filled, `size` first, read with the copy_struct_from_user()
+ * rule (a smaller struct is zero-extended; a larger one with a non-zero
+ * unknown tail is -E2BIG). Zero means the default everywhere.
+ */
+struct orbit_spotq_options {
+	uint32_t size;
+	uint32_t app_items; /* 0: ORBIT_SPOTQ_DEFAULT_APP_ITEMS */
+	uint32_t app_bytes;
+	uint32_t lifecycle_items;
+	uint32_t lifecycle_bytes;
+	uint32_t producer_rows; /* >= the member directory's rows */
+	uint32_t unblock_ms;	/* used at creation only (stored in the segment) */
+	uint32_t how;		/* enum orbit_seg_open_mode; 0: ORBIT_SEG_OPEN */
+	bool readonly;
+	uint32_t mode; /* as struct orbit_seg_opts */
+	int init_timeout_ms;
+	char *why; /* optional: a message naming the Spot and the value */
+	size_t why_len;
+};
+
+typedef struct orbit_spotq orbit_spotq_t;
+typedef struct orbit_spotq_producer orbit_spotq_producer_t;
+typedef struct orbit_spotq_host orbit_spotq_host_t;
+
+/* Fill @o with the defaults (size set, everything else zero = default). */
+void orbit__spotq_options_init(struct orbit_spotq_options *o);
+
+/*
+ * orbit__spotq_open - open (or create) the queue segment of Spot @spot.
+ * Context: any thread; syscalls (shm_open, fstat, flock, ftruncate, mmap);
+ * allocates. Returns 0, or: -EINVAL (bad fleet or Spot name, a cap or
+ * option out of range, readonly with create), -E2BIG (options struct with
+ * an unknown non-zero tail), -ENOMEM, -ORBIT_EFINGERPRINT (the segment has
+ * other caps or layout: @o->why names the Spot, the field, the value found
+ * and the value asked), -ORBIT_ESIZE (truncated or resized segment),
+ * -ORBIT_ECORRUPT (config words inconsistent with the fingerprint), or any
+ * code of orbit__seg_open (-ENOENT, -ORBIT_EMAGIC, -ORBIT_EKIND, ...).
+ */
+int orbit__spotq_open(orbit_spotq_t **out, const char *fleet, const char *spot,
+		      const struct orbit_spotq_options *o);
+void orbit__spotq_close(orbit_spotq_t *q);
+int orbit__spotq_unlink(const char *fleet, const char *spot);
+
+/* The segment name part "spotq.<spot>". Returns 0 or -EINVAL (bad name). */
+int orbit__spotq_seg_name(char *buf, size_t len, const char *spot);
+
+/* Bytes of the segment for these options (footprint), or 0 when invalid. */
+uint64_t orbit__spotq_footprint(const struct orbit_spotq_options *o);
+
+orbit_seg_t *orbit__spotq_seg(orbit_spotq_t *q);
+
+/* Counters the agent publishes (relaxed reads; a snapshot, not atomic as a whole). */
+struct orbit_spotq_counters {
+	uint64_t accepted[2];
+	uint64_t rejected_count[2];
+	uint64_t rejected_bytes[2];
+	uint64_t aborted[2];
+	uint64_t redelivered[2];
+	uint64_t corrupt[2];
+	uint64_t completed[2];
+	uint32_t depth[2]; /* records reserved (tail - head) */
+	uint32_t bytes[2]; /* bytes reserved */
+	uint32_t item_cap[2];
+	uint32_t byte_cap[2];
+	uint64_t epoch;
+	uint64_t host_gen;
+	uint64_t takeovers;
+	uint32_t host_row; /* UINT32_MAX: never hosted */
+	uint32_t host_member_gen;
+	uint32_t host_pid;
+	uint64_t shm_bytes;
+};
+
+/* Context: any thread, readonly handles too; lock-free. Returns 0, -EINVAL, -ECHILD. */
+int orbit__spotq_counters(orbit_spotq_t *q, struct orbit_spotq_counters *c);
+
+/*
+ * orbit__spotq_check - the queue checker (tests, orbitctl): every word of
+ * both lanes is consistent (head <= tail within caps, slots in [head,
+ * tail) claimed for their lap, reservations contiguous and summing to the
+ * reserved bytes, ack words never newer than the host generation, no
+ * record TAKEN or DONE that was never committed or aborted, committed
+ * records valid). Run it while nobody writes. Returns 0, -ORBIT_ECORRUPT
+ * with a reason in @why, -EINVAL.
+ */
+int orbit__spotq_check(orbit_spotq_t *q, char *why, size_t why_len);
+
+/* ---- producers ---- */
+
+/*
+ * orbit__spotq_producer_open - a producer for @m's joined member row.
+ * One open producer per member row and queue (the handle is used by one
+ * thread at a time: the caller serialises). A new tenure of the row (new
+ * member generation) restarts producer_seq at 1; the same tenure continues.
+ * Returns 0, -EINVAL, -ENOENT (@m not joined), -ERANGE (row >=
+ * producer_rows), -EBUSY (this tenure already has one open), -EROFS,
+ * -ECHILD, -ENOMEM.
+ */
+int orbit__spotq_producer_open(orbit_spotq_producer_t **out, orbit_spotq_t *q, orbit_members_t *m);
+void orbit__spotq_producer_close(orbit_spotq_producer_t *p);
+
+struct orbit_spotq_submit {
+	uint32_t kind;		/* enum orbit_spotq_kind: picks the lane */
+	uint64_t actor_id;	/* ACTOR */
+	const char *timer_name; /* TIMER: 1..ORBIT_SPOTQ_TIMER_NAME_MAX bytes */
+	const void *payload;	/* NULL only with len 0 */
+	uint32_t len;
+};
+
+/*
+ * orbit__spotq_submit - one immediate attempt to append a record.
+ * Context: the producer's thread; lock-free; no syscall unless the host
+ * sleeps (then one FUTEX_WAKE). Never blocks: a full lane is -EAGAIN at
+ * once. Ordering: the commit is a release (SQ-R3): a host that takes the
+ * record sees every byte.
+ * Returns 0 with *seq_out = the record's producer sequence number (NULL:
+ * not stored); -EAGAIN (lane full by count or by bytes: counted per row);
+ * -E2BIG (len above the lane's byte cap, or a timer name too long);
+ * -EINVAL (bad kind, NULL payload with len, empty timer name);
+ * -ECANCELED (this producer stalled mid-record past the unblock bound, or
+ * its member was proven dead, and the host aborted the record: it will
+ * never be delivered, its reservation is already back); -ORBIT_ECORRUPT
+ * (the lane's words are inconsistent); -ECHILD.
+ */
+int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_submit *s,
+			uint64_t *seq_out);
+
+/*
+ * orbit__spotq_wait_room - sleep until lane @lane may have room for @len
+ * bytes and one item, or @timeout_ns (< 0: none). Returns 0 (room now, or
+ * the host freed something), -ETIMEDOUT, -EINTR, -EINVAL, -ECHILD.
+ */
+int orbit__spotq_wait_room(orbit_spotq_producer_t *p, uint32_t lane, uint32_t len,
+			   int64_t timeout_ns);
+
+/* ---- the host (consumer) ---- */
+
+/*
+ * orbit__spotq_host_takeover - become the queue's host for @epoch (the
+ * hosting lease's fencing token; > every epoch that took over before).
+ * Bumps the host generation, rewrites every ack word to it (records taken
+ * by the previous host and not completed become deliverable again, flagged
+ * redelivered), and starts taking at the head. @m (may be NULL: then only
+ * the unblock bound aborts in-progress records) proves producers dead.
+ * Context: any thread; lock-free; O(items) per lane. Returns 0;
+ * -ORBIT_EFENCED (@epoch is not above the stored epoch, or a newer host
+ * took over while this one walked); -EINVAL (@epoch 0); -EROFS; -ECHILD;
+ * -ENOMEM.
+ */
+int orbit__spotq_host_takeover(orbit_spotq_host_t **out, orbit_spotq_t *q, orbit_members_t *m,
+			       uint64_t epoch);
+/* Free the handle. Changes nothing in SHM: hosting ends with the lease. */
+void orbit__spotq_host_close(orbit_spotq_host_t *h);
+
+/*
+ * orbit__spotq_take - take up to @max committed records of @lane, in lane
+ * order, copying each payload into @buf (records stop when @buf is full).
+ * In-progress records of dead producers, or of alive ones past the unblock
+ * bound, are aborted on the way; corrupt ones are counted, skipped and
+ * reported (orbit__spotq_host_last_corrupt()). The batch stops at a record
+ * still being written.
+ * Context: the host's thread; lock-free; one fcntl per in-progress record
+ * whose producer must be proven dead. Ordering: acquire of each commit
+ * (SQ-A5). Returns the number of records (0: nothing ready); -ORBIT_EFENCED
+ * (a newer host took over: nothing changed by this call); -ENOBUFS (the
+ * next record alone does not fit @buf_len); -EINVAL; -ECHILD.
+ */
+int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_rec *recs,
+		      unsigned max, void *buf, size_t buf_len);
+
+/*
+ * orbit__spotq_complete - the handler of the record at @pos has finished:
+ * mark it done (out of order is fine) and return the reservation of the
+ * contiguous completed prefix (head advance).
+ * Returns 0; -ORBIT_EFENCED (newer host: nothing changed); -EINVAL (@pos
+ * is not a record this host took and has not completed); -ECHILD.
+ */
+int orbit__spotq_complete(orbit_spotq_host_t *h, uint32_t lane, uint32_t pos);
+
+/*
+ * orbit__spotq_advance - return the reservations of the contiguous prefix
+ * of completed, aborted or corrupt records (complete() and take() call it).
+ * Returns the number of slots returned; -ORBIT_EFENCED; -EINVAL; -ECHILD.
+ */
+int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane);
+
+/*
+ * orbit__spotq_host_wait - sleep on the records doorbell until a record
+ * may be ready, or @timeout_ns (< 0: none). Dekker protocol (SQ-D1/SQ-F1):
+ * the host announces itself, re-checks both lanes, then sleeps; producers
+ * ring only when it announced. While a record is being written the sleep
+ * is cut to the time left of its unblock bound (polling at most every
+ * 10 ms for its producer's death).
+ * @wake_class: orbit__doorbell_bit(host row), or 0 for the shared class.
+ * Returns 0 (something to take, or woken), -ETIMEDOUT, -EINTR,
+ * -ORBIT_EFENCED, -ECHILD.
+ */
+int orbit__spotq_host_wait(orbit_spotq_host_t *h, int64_t timeout_ns, uint32_t wake_class);
+
+/* Ring the records doorbell (the agent's death watcher: a producer died). */
+void orbit__spotq_kick(orbit_spotq_t *q);
+
+/* "lane %u pos %u: reason" of the last corrupt record this host skipped ("" if none). */
+const char *orbit__spotq_host_last_corrupt(const orbit_spotq_host_t *h);
+uint64_t orbit__spotq_host_gen(const orbit_spotq_host_t *h);
+
+#endif /* ORBIT_SHM_SPOT_QUEUE_H */

@@ -1,0 +1,583 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/unit/test_spot_queue.c: the cross-process Spot queue's SHM layer
+ * (shm/spot_queue.h), issue 11 "Cross-process Spot queues", in one
+ * process: admission and backpressure by count and bytes on both lanes,
+ * lifecycle independence, reservations returned only after completion,
+ * host fencing and redelivery, mismatched / truncated / foreign / corrupt
+ * segments, corrupt records, position wrap, the doorbell's coalescing.
+ * The multi-process and kill tests are tests/mp/test_spot_queue_mp.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+
+#include "orbit_test.h"
+#include "include/orbit/error.h"
+#include "shm/members.h"
+#include "shm/spot_queue.h"
+
+#define SPOT "bank.shard-3"
+
+struct fx {
+	char fleet[64];
+	orbit_members_t *m, *m2;
+	orbit_spotq_t *q;
+	orbit_spotq_producer_t *p, *p2;
+	struct orbit_spotq_rec recs[64];
+	uint8_t buf[1 << 16];
+};
+
+static struct orbit_spotq_options opts(uint32_t ai, uint32_t ab, uint32_t li, uint32_t lb)
+{
+	struct orbit_spotq_options o;
+
+	orbit__spotq_options_init(&o);
+	o.app_items = ai;
+	o.app_bytes = ab;
+	o.lifecycle_items = li;
+	o.lifecycle_bytes = lb;
+	o.how = ORBIT_SEG_OPEN_OR_CREATE;
+	o.unblock_ms = 50;
+	return o;
+}
+
+static void fx_open(struct fx *f, struct orbit_spotq_options o)
+{
+	assert_int_equal(orbit__spotq_open(&f->q, f->fleet, SPOT, &o), 0);
+	assert_int_equal(orbit__spotq_producer_open(&f->p, f->q, f->m), 0);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	orbit_test_fleet(f->fleet, sizeof(f->fleet), "sq");
+	assert_int_equal(orbit__members_open(&f->m, f->fleet, 8, NULL), 0);
+	assert_true(orbit__members_join(f->m, "producer") >= 0);
+	assert_int_equal(orbit__members_open(&f->m2, f->fleet, 8, NULL), 0);
+	assert_true(orbit__members_join(f->m2, "producer2") >= 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	orbit__spotq_producer_close(f->p);
+	orbit__spotq_producer_close(f->p2);
+	orbit__spotq_close(f->q);
+	orbit__spotq_unlink(f->fleet, SPOT);
+	orbit__members_close(f->m);
+	orbit__members_close(f->m2);
+	orbit__members_unlink(f->fleet);
+	free(f);
+	return 0;
+}
+
+static int submit(orbit_spotq_producer_t *p, uint32_t kind, uint32_t len, uint8_t fill,
+		  uint64_t *seq)
+{
+	uint8_t b[8192];
+	struct orbit_spotq_submit s = {
+	    .kind = kind, .payload = b, .len = len, .actor_id = 77, .timer_name = "tick"};
+
+	memset(b, fill, sizeof(b));
+	return orbit__spotq_submit(p, &s, seq);
+}
+
+static void check_ok(orbit_spotq_t *q)
+{
+	char why[256];
+	int r = orbit__spotq_check(q, why, sizeof(why));
+
+	if (r)
+		fail_msg("checker: %s", why);
+}
+
+static struct orbit_spotq_counters counters(orbit_spotq_t *q)
+{
+	struct orbit_spotq_counters c;
+
+	assert_int_equal(orbit__spotq_counters(q, &c), 0);
+	return c;
+}
+
+/* Issue 11 "Backpressure by count and by bytes on both lanes" (count). */
+static void test_backpressure_by_count_both_lanes(void **state)
+{
+	struct fx *f = *state;
+	uint64_t seq;
+
+	fx_open(f, opts(4, 4096, 2, 4096));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, &seq), 0);
+	assert_int_equal(seq, 4);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_ACTOR, 0, 1, NULL), -EAGAIN);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_LIFECYCLE, 8, 1, NULL), 0);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_LIFECYCLE, 8, 1, NULL), -EAGAIN);
+	struct orbit_spotq_counters c = counters(f->q);
+	assert_int_equal(c.accepted[0], 4);
+	assert_int_equal(c.accepted[1], 2);
+	assert_int_equal(c.rejected_count[0], 1);
+	assert_int_equal(c.rejected_count[1], 1);
+	assert_int_equal(c.rejected_bytes[0] + c.rejected_bytes[1], 0);
+	assert_int_equal(c.depth[0], 4);
+	assert_int_equal(c.bytes[0], 32);
+	check_ok(f->q);
+}
+
+/* Issue 11 "Backpressure by count and by bytes on both lanes" (bytes). */
+static void test_backpressure_by_bytes_both_lanes(void **state)
+{
+	struct fx *f = *state;
+
+	fx_open(f, opts(64, 1000, 64, 300));
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 600, 1, NULL), 0);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 401, 1, NULL), -EAGAIN);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 400, 1, NULL), 0); /* exactly full */
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 1, 1, NULL), -EAGAIN);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 0, 1, NULL),
+			 0); /* no bytes: count only */
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 1001, 1, NULL), -E2BIG);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_LIFECYCLE, 200, 1, NULL), 0);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_LIFECYCLE, 101, 1, NULL), -EAGAIN);
+	struct orbit_spotq_counters c = counters(f->q);
+	assert_int_equal(c.rejected_bytes[0], 2);
+	assert_int_equal(c.rejected_bytes[1], 1);
+	assert_int_equal(c.rejected_count[0] + c.rejected_count[1], 0);
+	assert_int_equal(c.bytes[0], 1000);
+	check_ok(f->q);
+}
+
+/* Issue 11 "lifecycle overtaking as in 07 §6": a full application lane never refuses lifecycle. */
+static void test_lifecycle_lane_independent_of_full_app_lane(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+
+	fx_open(f, opts(3, 4096, 4, 4096));
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_ACTOR, 16, (uint8_t)i, NULL), 0);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 16, 9, NULL), -EAGAIN);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_LIFECYCLE, 16, 42, NULL), 0);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 5), 0);
+	/* the host drains lifecycle first: it overtakes the three queued application records */
+	assert_int_equal(
+	    orbit__spotq_take(h, ORBIT_SPOTQ_LIFECYCLE, f->recs, 8, f->buf, sizeof(f->buf)), 1);
+	assert_int_equal(f->recs[0].kind, ORBIT_SPOTQ_KIND_LIFECYCLE);
+	assert_int_equal(((uint8_t *)f->recs[0].payload)[0], 42);
+	assert_int_equal(f->recs[0].producer_seq, 4);
+	assert_int_equal(orbit__spotq_take(h, ORBIT_SPOTQ_APP, f->recs, 8, f->buf, sizeof(f->buf)),
+			 3);
+	assert_int_equal(f->recs[0].actor_id, 77);
+	assert_int_equal(f->recs[2].producer_seq, 3);
+	orbit__spotq_host_close(h);
+}
+
+/* Issue 11 "return byte/slot reservations only after completion (07 §5)", out of order. */
+static void test_reservation_returned_only_after_completion(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+
+	fx_open(f, opts(3, 300, 2, 256));
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 100, (uint8_t)i, NULL), 0);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 3);
+	/* taken is not returned: still full by count and bytes */
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 0, 0, NULL), -EAGAIN);
+	/* Actors run in parallel: the third completes first; the head waits for the first */
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[2].pos), 0);
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[1].pos), 0);
+	assert_int_equal(counters(f->q).depth[0], 3);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 0, 0, NULL), -EAGAIN);
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[1].pos), -EINVAL); /* twice */
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	struct orbit_spotq_counters c = counters(f->q);
+	assert_int_equal(c.depth[0], 0);
+	assert_int_equal(c.bytes[0], 0);
+	assert_int_equal(c.completed[0], 3);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 300, 7, NULL), 0);
+	/* the byte ring wrapped: the record is whole */
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
+	for (int i = 0; i < 300; i++)
+		assert_int_equal(((uint8_t *)f->recs[0].payload)[i], 7);
+	check_ok(f->q);
+	orbit__spotq_host_close(h);
+}
+
+/* Issue 11: "a host paused ... resumes after a newer host took over cannot take, complete or free".
+ */
+static void test_old_epoch_fenced_and_uncompleted_redelivered(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *a, *b, *x;
+	struct orbit_spotq_counters c0, c1;
+
+	fx_open(f, opts(8, 4096, 2, 256));
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 10, (uint8_t)i, NULL), 0);
+	assert_int_equal(orbit__spotq_host_takeover(&a, f->q, f->m, 100), 0);
+	assert_int_equal(orbit__spotq_take(a, 0, f->recs, 4, f->buf, sizeof(f->buf)), 4);
+	assert_false(f->recs[0].redelivered);
+	assert_int_equal(f->recs[0].host_epoch, 100);
+	assert_int_equal(orbit__spotq_complete(a, 0, f->recs[1].pos),
+			 0); /* 2nd done, out of order */
+	uint32_t pos0 = f->recs[0].pos;
+	/* epochs only grow */
+	assert_int_equal(orbit__spotq_host_takeover(&x, f->q, f->m, 100), -ORBIT_EFENCED);
+	assert_int_equal(orbit__spotq_host_takeover(&x, f->q, f->m, 99), -ORBIT_EFENCED);
+	assert_int_equal(orbit__spotq_host_takeover(&b, f->q, f->m, 101), 0);
+	c0 = counters(f->q);
+	/* the old host changes nothing */
+	assert_int_equal(orbit__spotq_take(a, 0, f->recs, 8, f->buf, sizeof(f->buf)),
+			 -ORBIT_EFENCED);
+	assert_int_equal(orbit__spotq_complete(a, 0, pos0), -ORBIT_EFENCED);
+	assert_int_equal(orbit__spotq_advance(a, 0), -ORBIT_EFENCED);
+	c1 = counters(f->q);
+	assert_memory_equal(&c0, &c1, sizeof(c0));
+	/* the new host: 1st, 3rd, 4th again flagged redelivered, 2nd never again, then 5th, 6th */
+	assert_int_equal(orbit__spotq_take(b, 0, f->recs, 8, f->buf, sizeof(f->buf)), 5);
+	uint8_t want[] = {0, 2, 3, 4, 5};
+	bool redeliv[] = {true, true, true, false, false};
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(((uint8_t *)f->recs[i].payload)[0], want[i]);
+		assert_int_equal(f->recs[i].redelivered, redeliv[i]);
+		assert_int_equal(f->recs[i].host_epoch, 101);
+		assert_int_equal(f->recs[i].producer_seq, want[i] + 1u);
+	}
+	assert_int_equal(counters(f->q).redelivered[0], 3);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(orbit__spotq_complete(b, 0, f->recs[i].pos), 0);
+	c1 = counters(f->q);
+	assert_int_equal(c1.depth[0], 0);
+	assert_int_equal(c1.epoch, 101);
+	assert_int_equal(c1.host_gen, 2);
+	check_ok(f->q);
+	orbit__spotq_host_close(a);
+	orbit__spotq_host_close(b);
+}
+
+/* Issue 11 "a mismatched layout refused": the error names the Spot and the value. */
+static void test_mismatched_caps_refused_naming_spot_and_value(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_spotq_options o = opts(16, 4096, 4, 1024);
+	orbit_spotq_t *q2;
+	char why[200] = "";
+
+	fx_open(f, o);
+	o.app_items = 32;
+	o.why = why;
+	o.why_len = sizeof(why);
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &o), -ORBIT_EFINGERPRINT);
+	assert_non_null(strstr(why, SPOT));
+	assert_non_null(strstr(why, "16"));
+	assert_non_null(strstr(why, "32"));
+	o.app_items = 16;
+	o.lifecycle_bytes = 2048;
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &o), -ORBIT_EFINGERPRINT);
+	assert_non_null(strstr(why, "lifecycle lane byte cap is 1024"));
+	o.lifecycle_bytes = 1024;
+	o.producer_rows = 9;
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &o), -ORBIT_EFINGERPRINT);
+	assert_non_null(strstr(why, "producer rows"));
+	o.producer_rows = 0;
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &o), 0);
+	orbit__spotq_close(q2);
+}
+
+/* Issue 11 "corrupt/truncated/foreign segments refused with their codes". */
+static void test_truncated_foreign_corrupt_segments_refused(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_spotq_options o = opts(4, 256, 2, 128);
+	orbit_spotq_t *q2;
+	orbit_seg_t *seg;
+	char path[128];
+	uint64_t size;
+	int fd;
+
+	fx_open(f, o);
+	o.how = ORBIT_SEG_OPEN;
+	seg = orbit__spotq_seg(f->q);
+	size = seg->size;
+	snprintf(path, sizeof(path), "/orbit.%s.spotq.%s", f->fleet, SPOT);
+	fd = shm_open(path, O_RDWR, 0);
+	assert_true(fd >= 0);
+	/* truncated */
+	assert_int_equal(ftruncate(fd, (off_t)size - 64), 0);
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &o), -ORBIT_ESIZE);
+	assert_int_equal(ftruncate(fd, (off_t)size), 0);
+	/* corrupt config words under a valid fingerprint */
+	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+	sh->slots_off[1] += 128;
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &o), -ORBIT_ECORRUPT);
+	sh->slots_off[1] -= 128;
+	/* another kind under the name */
+	struct orbit_seg_header *hd = seg->base;
+	hd->kind = ORBIT_SEG_KIND_STATS;
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &o), -ORBIT_EKIND);
+	hd->kind = ORBIT_SEG_KIND_SPOT_QUEUE;
+	hd->layout_version = 99;
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &o), -ORBIT_EVERSION);
+	hd->layout_version = ORBIT_SPOTQ_LAYOUT_VERSION;
+	/* foreign bytes */
+	hd->magic ^= 1;
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &o), -ORBIT_EMAGIC);
+	hd->magic ^= 1;
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &o), 0);
+	orbit__spotq_close(q2);
+	close(fd);
+	/* names: validated characters, bounded length */
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, "a/b", &o), -EINVAL);
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, "", &o), -EINVAL);
+	assert_int_equal(
+	    orbit__spotq_open(&q2, f->fleet, "0123456789012345678901234567890123456789x", &o),
+	    -EINVAL);
+	o.how = ORBIT_SEG_OPEN_OR_CREATE;
+	assert_int_equal(
+	    orbit__spotq_open(&q2, f->fleet, "0123456789012345678901234567890123456789", &o), 0);
+	orbit__spotq_close(q2);
+	orbit__spotq_unlink(f->fleet, "0123456789012345678901234567890123456789");
+	/* caps out of range */
+	o.app_items = ORBIT_SPOTQ_MAX_ITEMS + 1;
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, "x", &o), -EINVAL);
+}
+
+/* Options follow copy_struct_from_user(): a larger struct with a non-zero tail is -E2BIG. */
+static void test_options_size_rule(void **state)
+{
+	struct fx *f = *state;
+	struct {
+		struct orbit_spotq_options o;
+		uint64_t extra;
+	} big;
+	orbit_spotq_t *q2;
+
+	orbit__spotq_options_init(&big.o);
+	big.o.how = ORBIT_SEG_OPEN_OR_CREATE;
+	big.o.size = sizeof(big);
+	big.extra = 1;
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &big.o), -E2BIG);
+	big.extra = 0;
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &big.o), 0);
+	struct orbit_spotq_counters c = counters(q2);
+	assert_int_equal(c.item_cap[0], ORBIT_SPOTQ_DEFAULT_APP_ITEMS);
+	assert_int_equal(c.byte_cap[1], ORBIT_SPOTQ_DEFAULT_LIFECYCLE_BYTES);
+	assert_int_equal(c.shm_bytes, orbit__spotq_footprint(NULL));
+	assert_int_equal(c.host_row, UINT32_MAX);
+	orbit__spotq_close(q2);
+}
+
+/* Issue 11 "a corrupt record is counted, skipped and reported, never dereferenced". */
+static void test_corrupt_record_counted_skipped_reported(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+	orbit_seg_t *seg;
+
+	fx_open(f, opts(8, 1024, 2, 128));
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 32, (uint8_t)(i + 1), NULL),
+				 0);
+	seg = orbit__spotq_seg(f->q);
+	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+	/* flip one payload byte of the second record (data at offset 32) */
+	((uint8_t *)seg->base + sh->data_off[0])[40] ^= 0xff;
+	{
+		char why[200];
+		assert_int_equal(orbit__spotq_check(f->q, why, sizeof(why)), -ORBIT_ECORRUPT);
+		assert_non_null(strstr(why, "pos 1"));
+	}
+	/* and a lying payload length on the third */
+	struct orbit_spotq_slot *slots = (void *)((char *)seg->base + sh->slots_off[0]);
+	slots[2].payload_len = 1u << 30;
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 3), 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
+	assert_int_equal(((uint8_t *)f->recs[0].payload)[0], 1);
+	assert_int_equal(counters(f->q).corrupt[0], 2);
+	assert_non_null(strstr(orbit__spotq_host_last_corrupt(h), "pos 2"));
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	/* every reservation is back, the corrupt ones included */
+	assert_int_equal(counters(f->q).depth[0], 0);
+	assert_int_equal(counters(f->q).bytes[0], 0);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 32, 5, NULL), 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
+	assert_int_equal(((uint8_t *)f->recs[0].payload)[31], 5);
+	orbit__spotq_host_close(h);
+}
+
+/* Records carry kind, actor id or timer name, producer row + generation, sequence, time. */
+static void test_record_fields_and_producer_identity(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+	uint32_t g1, g2;
+	int row1 = orbit__members_self(f->m, &g1), row2 = orbit__members_self(f->m2, &g2);
+	orbit_spotq_producer_t *dup;
+	uint64_t t0 = orbit_test_now_ns();
+
+	fx_open(f, opts(8, 1024, 2, 128));
+	assert_int_equal(orbit__spotq_producer_open(&dup, f->q, f->m), -EBUSY);
+	assert_int_equal(orbit__spotq_producer_open(&f->p2, f->q, f->m2), 0);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_ACTOR, 3, 1, NULL), 0);
+	assert_int_equal(submit(f->p2, ORBIT_SPOTQ_KIND_TIMER, 0, 1, NULL), 0);
+	assert_int_equal(submit(f->p2, ORBIT_SPOTQ_KIND_SPOT, 1, 1, NULL), 0);
+	{
+		struct orbit_spotq_submit s = {.kind = ORBIT_SPOTQ_KIND_TIMER, .timer_name = ""};
+		assert_int_equal(orbit__spotq_submit(f->p, &s, NULL), -EINVAL);
+		s.timer_name = "0123456789012345678901234567890123456789012345678901234567890123";
+		assert_int_equal(orbit__spotq_submit(f->p, &s, NULL), -E2BIG);
+		s.kind = 99;
+		assert_int_equal(orbit__spotq_submit(f->p, &s, NULL), -EINVAL);
+	}
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 7), 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 3);
+	assert_int_equal(f->recs[0].kind, ORBIT_SPOTQ_KIND_ACTOR);
+	assert_int_equal(f->recs[0].actor_id, 77);
+	assert_int_equal(f->recs[0].member_row, row1);
+	assert_int_equal(f->recs[0].member_gen, g1);
+	assert_int_equal(f->recs[0].producer_seq, 1);
+	assert_true(f->recs[0].submit_ns >= t0);
+	assert_int_equal(f->recs[1].kind, ORBIT_SPOTQ_KIND_TIMER);
+	assert_string_equal(f->recs[1].timer_name, "tick");
+	assert_int_equal(f->recs[1].member_row, row2);
+	assert_int_equal(f->recs[1].member_gen, g2);
+	assert_int_equal(f->recs[1].producer_seq, 1);
+	assert_int_equal(f->recs[2].producer_seq, 2);
+	/* the same tenure continues its sequence after a re-open */
+	orbit__spotq_producer_close(f->p);
+	assert_int_equal(orbit__spotq_producer_open(&f->p, f->q, f->m), 0);
+	uint64_t seq;
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 1, 1, &seq), 0);
+	assert_int_equal(seq, 2);
+	struct orbit_spotq_counters c = counters(f->q);
+	assert_int_equal(c.host_row, (uint32_t)row1);
+	assert_int_equal(c.host_pid, (uint32_t)getpid());
+	/* a too small buffer */
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, 0), -ENOBUFS);
+	orbit__spotq_host_close(h);
+}
+
+/* Free-running positions survive the 32-bit wrap (slot and byte ring stay continuous). */
+static void test_positions_wrap_at_modulus(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+	orbit_seg_t *seg;
+	uint32_t items = 3, bytes = 100;
+	uint64_t wi = (uint64_t)items * ((1ull << 32) / items);
+	uint64_t wb = (uint64_t)bytes * ((1ull << 32) / bytes);
+
+	fx_open(f, opts(items, bytes, 2, 128));
+	seg = orbit__spotq_seg(f->q);
+	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+	struct orbit_spotq_lane_shm *ln = (void *)((char *)seg->base + sh->lanes_off);
+	uint64_t start = (wi - 2) | (wb - 10) << 32;
+	atomic_store(&ln[0].tail, start);
+	atomic_store(&ln[0].head, start);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	for (int i = 0; i < 20; i++) {
+		uint32_t len = (uint32_t)(7 + i * 3);
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, len, (uint8_t)i, NULL), 0);
+		assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
+		assert_int_equal(f->recs[0].payload_len, len);
+		for (uint32_t k = 0; k < len; k++)
+			assert_int_equal(((uint8_t *)f->recs[0].payload)[k], i);
+		check_ok(f->q);
+		assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	}
+	uint64_t t = atomic_load(&ln[0].tail);
+	assert_true((uint32_t)t < 100); /* wrapped */
+	orbit__spotq_host_close(h);
+}
+
+struct waiter {
+	orbit_spotq_host_t *h;
+	_Atomic int rc;
+	_Atomic int started;
+};
+
+static void *host_waits(void *arg)
+{
+	struct waiter *w = arg;
+
+	atomic_store(&w->started, 1);
+	atomic_store(&w->rc, orbit__spotq_host_wait(w->h, 5000000000ll, 0));
+	return NULL;
+}
+
+/* Issue 11 "producers ring only when it sleeps (no syscall per record while it is awake)". */
+static void test_doorbell_rung_only_when_host_sleeps(void **state)
+{
+	struct fx *f = *state;
+	struct waiter w = {.rc = 1};
+	orbit_spotq_host_t *h;
+	pthread_t th;
+	orbit_seg_t *seg;
+
+	fx_open(f, opts(64, 4096, 2, 128));
+	seg = orbit__spotq_seg(f->q);
+	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), 0);
+	assert_int_equal(orbit__doorbell_wakes(&sh->rec_db), 0); /* awake host: no FUTEX_WAKE */
+	assert_int_equal(orbit__spotq_host_wait(h, 0, 0), 0);	 /* records there: no sleep */
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 64, f->buf, sizeof(f->buf)), 20);
+	assert_int_equal(orbit__spotq_host_wait(h, 1000000, 0), -ETIMEDOUT);
+	w.h = h;
+	assert_int_equal(pthread_create(&th, NULL, host_waits, &w), 0);
+	while (!atomic_load(&w.started))
+		usleep(100);
+	/* wait until it announced itself */
+	for (int i = 0; i < 5000 && !atomic_load(&sh->rec_db.sleeping); i++)
+		usleep(100);
+	usleep(20000);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&w.rc), 0);
+	assert_int_equal(orbit__doorbell_wakes(&sh->rec_db), 1);
+	orbit__spotq_host_close(h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_backpressure_by_count_both_lanes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_backpressure_by_bytes_both_lanes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lifecycle_lane_independent_of_full_app_lane, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_reservation_returned_only_after_completion, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_old_epoch_fenced_and_uncompleted_redelivered,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_mismatched_caps_refused_naming_spot_and_value,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_truncated_foreign_corrupt_segments_refused, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_options_size_rule, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_corrupt_record_counted_skipped_reported, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_record_fields_and_producer_identity, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_positions_wrap_at_modulus, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_doorbell_rung_only_when_host_sleeps, setup,
+					    teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -18,6 +18,9 @@
  *            (one of the two wins; the loser sees the other's word)
  *   SQ-R5 H: head CAS (release)                        pairs with SQ-A1 (P): the
  *            slot's last reads (take copied it) before producers reuse it
+ *   SQ-A6 X: acquire of the claimer's row claim, pairs with the release store
+ *            of the claim in submit(): a claim that moved on shows the tail
+ *            CAS before it (help_tail's lateness check)
  *   SQ-C1 H: ack CASes (acq_rel): take, complete, FREED, takeover retag;
  *            each names its expected generation (the fence)
  *   SQ-T1 takeover: epoch CAS (seq_cst); SQ-T2 host_gen CAS (seq_cst), the
@@ -585,28 +588,43 @@ static uint64_t record_sum(uint32_t pos, const struct orbit_spotq_slot *m, const
 
 /*
  * Advance the tail past slot @t's position, whose commit word @v shows it
- * claimed. The reserved length comes from the claimer's row (written before
- * its claim, SQ-R1); offset and length go to the slot's resv first, so
- * everyone who sees the tail past it finds them (SQ-R2). Every helper
- * writes the same values. A row that does not hold this claim (corrupt
- * bytes) yields length 0: the record then fails validation, never an
- * out-of-bounds read.
+ * claimed. The reserved length comes from the claimer's row (stored with
+ * release before its claim, SQ-R1); offset and length go to the slot's resv
+ * first, so everyone who sees the tail past it finds them (SQ-R2).
+ *
+ * A helper may be late: the claimer (or another helper) already moved the
+ * tail on, the claimer's row already holds its next claim, the slot may
+ * even hold a later lap. So resv is read first, the tail is re-checked
+ * (a claim that moved on was stored after the claimer's tail CAS: the
+ * acquire of the claim makes that CAS visible), and resv is then CASed from
+ * the value read: a late helper's CAS fails and writes nothing. A row that
+ * does not hold this claim while the tail still stands here is corrupt
+ * bytes: length 0, so the record fails validation, never an out-of-bounds
+ * read, and the lane goes on.
  */
 static void help_tail(orbit_spotq_t *q, struct lane_geo *g, uint32_t lane, uint64_t t, uint64_t v)
 {
+	struct orbit_spotq_slot *s;
 	uint32_t T = pw_idx(t), B = pw_bytes(t), len = 0;
 	uint32_t row = cw_row(v);
+	uint64_t r0, cl = 0;
 
-	if (row < q->producer_rows) {
-		/* relaxed: ordered by the acquire of @v (SQ-A3/SQ-A5), see SQ-R1 */
-		uint64_t cl = atomic_load_explicit(&q->rows[row].claim[lane], memory_order_relaxed);
-		if (pw_idx(cl) == T && pw_bytes(cl) <= g->bytes)
-			len = pw_bytes(cl);
-	}
 	if (T >= g->wi || B >= g->wb)
 		return; /* a corrupt tail word: callers report it */
+	s = slot_at(g, T);
+	/* relaxed: only compared by the CAS below */
+	r0 = atomic_load_explicit(&s->resv, memory_order_relaxed);
+	if (row < q->producer_rows)
+		/* SQ-A6: acquire, pairs with the claim's release store in submit() */
+		cl = atomic_load_explicit(&q->rows[row].claim[lane], memory_order_acquire);
+	/* acquire: the tail CAS that a moved-on claim follows */
+	if (atomic_load_explicit(&g->w->tail, memory_order_acquire) != t)
+		return; /* moved on: nothing left to do here */
+	if (row < q->producer_rows && pw_idx(cl) == T && pw_bytes(cl) <= g->bytes)
+		len = pw_bytes(cl);
 	/* relaxed: published by the tail CAS's release below (SQ-R2) */
-	atomic_store_explicit(&slot_at(g, T)->resv, pw_make(B, len), memory_order_relaxed);
+	atomic_compare_exchange_strong_explicit(&s->resv, &r0, pw_make(B, len),
+						memory_order_relaxed, memory_order_relaxed);
 	uint64_t nt = pw_make((uint32_t)mod_add(T, 1, g->wi), (uint32_t)mod_add(B, len, g->wb));
 	/* SQ-R2: release, pairs with SQ-A2/SQ-A4: resv before the tail passes the slot */
 	atomic_compare_exchange_strong_explicit(&g->w->tail, &t, nt, memory_order_release,
@@ -716,6 +734,20 @@ static bool copy_in(struct lane_geo *g, struct orbit_spotq_slot *s, uint64_t min
 	return true;
 }
 
+/* A retry that sees the same head and tail 1,000 times in a row: the bytes lie. */
+struct retry {
+	uint64_t h, t;
+	int n;
+};
+
+static bool stuck(struct retry *r, uint64_t h, uint64_t t)
+{
+	r->n = r->h == h && r->t == t ? r->n + 1 : 0;
+	r->h = h;
+	r->t = t;
+	return r->n > 1000;
+}
+
 int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_submit *sub,
 			uint64_t *seq_out)
 {
@@ -723,9 +755,9 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	struct lane_geo *g;
 	struct orbit_spotq_slot *s;
 	uint64_t h, t, v, mine, seq;
-	uint64_t last_t = UINT64_MAX;
+	struct retry st = { UINT64_MAX, UINT64_MAX, 0 };
 	uint32_t T, B, len, tn = 0;
-	int lane, spins = 0;
+	int lane;
 
 	if (!p || !sub)
 		return -EINVAL;
@@ -756,6 +788,14 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 		B = pw_bytes(t);
 		if (T >= g->wi || B >= g->wb || pw_idx(h) >= g->wi || pw_bytes(h) >= g->wb)
 			return -ORBIT_ECORRUPT;
+		uint64_t used_i = mod_sub(T, pw_idx(h), g->wi);
+		uint64_t used_b = mod_sub(B, pw_bytes(h), g->wb);
+		if (used_i > g->items || used_b > g->bytes) {
+			/* a head read long before the tail (preempted), or bad bytes */
+			if (stuck(&st, h, t))
+				return -ORBIT_ECORRUPT;
+			continue;
+		}
 		s = slot_at(g, T);
 		/* SQ-A3: acquire, pairs with SQ-R1: a claimer's row claim before its slot */
 		v = atomic_load_explicit(&s->commit, memory_order_acquire);
@@ -765,16 +805,10 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 		}
 		if (cw_state(v) != CW_FREE && cw_pos(v) != mod_sub(T, g->items, g->wi)) {
 			/* Not the previous lap: our tail read is stale, or the bytes are bad. */
-			spins = t == last_t ? spins + 1 : 0;
-			last_t = t;
-			if (spins > 1000)
+			if (stuck(&st, h, t))
 				return -ORBIT_ECORRUPT;
 			continue;
 		}
-		uint64_t used_i = mod_sub(T, pw_idx(h), g->wi);
-		uint64_t used_b = mod_sub(B, pw_bytes(h), g->wb);
-		if (used_i > g->items || used_b > g->bytes)
-			return -ORBIT_ECORRUPT;
 		if (used_i >= g->items) {
 			atomic_fetch_add_explicit(&p->row->rejected_count[lane], 1,
 						  memory_order_relaxed);
@@ -785,8 +819,11 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 						  memory_order_relaxed);
 			return -EAGAIN;
 		}
-		/* relaxed: published by the claim CAS's release (SQ-R1) */
-		atomic_store_explicit(&p->row->claim[lane], pw_make(T, len), memory_order_relaxed);
+		/*
+		 * release: pairs with SQ-A6 in help_tail(): our previous record's
+		 * tail CAS before this claim replaces its row claim
+		 */
+		atomic_store_explicit(&p->row->claim[lane], pw_make(T, len), memory_order_release);
 		mine = cw_make(T, CW_CLAIMED, p->row_idx, p->gen);
 		/*
 		 * THE admission step (07 §6.3): capacity was checked against tail

@@ -1,0 +1,665 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/mp/test_spot_queue_mp.c: the Spot queue's SHM layer across real
+ * processes (issue 11 "Cross-process Spot queues"): 4 producer processes
+ * into one queue drained by a host process (100,000 records each; the long
+ * tier 1,000,000), producers SIGKILLed at the labelled crash points and
+ * SIGSTOPped mid-record, hosts SIGKILLed between take and complete and
+ * paused across a takeover. Real fork, kill and the member directory's
+ * kernel proof; a unique fleet per test, unlinked at the end.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "orbit_test.h"
+#include "include/orbit/error.h"
+#include "shm/crashpoint.h"
+#include "shm/members.h"
+#include "shm/spot_queue.h"
+
+#define SPOT "mp.spot"
+#define PRODUCERS 4
+#define MAX_ROWS 8
+
+struct fx {
+	char fleet[64];
+	orbit_members_t *m;
+	orbit_spotq_t *q;
+	orbit_spotq_producer_t *p;
+	struct orbit_spotq_options o;
+	struct orbit_spotq_rec recs[256];
+	uint8_t buf[1 << 17];
+};
+
+/* What the 4x100k host saw (shared anonymous mapping, written by the host only). */
+struct verdict {
+	_Atomic uint64_t taken, redelivered, out_of_order, bad_payload, corrupt_seen;
+	uint64_t last_seq[MAX_ROWS];
+	uint64_t count[MAX_ROWS];
+	_Atomic int host_ready;
+	_Atomic int done;
+};
+
+static struct orbit_spotq_options base_opts(void)
+{
+	struct orbit_spotq_options o;
+
+	orbit__spotq_options_init(&o);
+	o.how = ORBIT_SEG_OPEN_OR_CREATE;
+	o.app_items = 256;
+	o.app_bytes = 64 * 1024;
+	o.lifecycle_items = 16;
+	o.lifecycle_bytes = 4096;
+	o.producer_rows = MAX_ROWS;
+	o.unblock_ms = 10000; /* a timeout would show: dead producers must go at once */
+	return o;
+}
+
+static void fx_init(struct fx *f, struct orbit_spotq_options o, bool producer)
+{
+	orbit_test_fleet(f->fleet, sizeof(f->fleet), "sqmp");
+	f->o = o;
+	assert_int_equal(orbit__members_open(&f->m, f->fleet, MAX_ROWS, NULL), 0);
+	assert_true(orbit__members_join(f->m, "test") >= 0);
+	assert_int_equal(orbit__spotq_open(&f->q, f->fleet, SPOT, &f->o), 0);
+	if (producer)
+		assert_int_equal(orbit__spotq_producer_open(&f->p, f->q, f->m), 0);
+}
+
+static void fx_fini(struct fx *f)
+{
+	orbit__spotq_producer_close(f->p);
+	orbit__spotq_close(f->q);
+	orbit__spotq_unlink(f->fleet, SPOT);
+	orbit__members_close(f->m);
+	orbit__members_unlink(f->fleet);
+}
+
+static void check_ok(orbit_spotq_t *q)
+{
+	char why[256];
+
+	if (orbit__spotq_check(q, why, sizeof(why)))
+		fail_msg("queue checker: %s", why);
+}
+
+static struct orbit_spotq_counters counters(orbit_spotq_t *q)
+{
+	struct orbit_spotq_counters c;
+
+	assert_int_equal(orbit__spotq_counters(q, &c), 0);
+	return c;
+}
+
+/* A child's own handles (a forked child must not use the parent's: -ECHILD). */
+struct child {
+	orbit_members_t *m;
+	orbit_spotq_t *q;
+	orbit_spotq_producer_t *p;
+};
+
+static int child_open(struct child *c, const char *fleet, const struct orbit_spotq_options *o,
+		      bool producer)
+{
+	if (orbit__members_open(&c->m, fleet, MAX_ROWS, NULL) ||
+	    orbit__members_join(c->m, "child") < 0)
+		return 10;
+	if (orbit__spotq_open(&c->q, fleet, SPOT, o))
+		return 11;
+	if (producer && orbit__spotq_producer_open(&c->p, c->q, c->m))
+		return 12;
+	return 0;
+}
+
+/* A child's own handles and a takeover for @epoch. Returns 0 or an exit code. */
+static int child_host(struct child *c, const char *fleet, const struct orbit_spotq_options *o,
+		      uint64_t epoch, orbit_spotq_host_t **h)
+{
+	int r = child_open(c, fleet, o, false);
+
+	if (r)
+		return r;
+	return orbit__spotq_host_takeover(h, c->q, c->m, epoch) ? 13 : 0;
+}
+
+/* Payload of record @seq of row @row, @len bytes. */
+static void fill(uint8_t *b, uint32_t len, uint32_t row, uint64_t seq)
+{
+	for (uint32_t i = 0; i < len; i++)
+		b[i] = (uint8_t)(row * 31u + seq * 7u + i);
+}
+
+static bool payload_ok(const struct orbit_spotq_rec *r)
+{
+	const uint8_t *b = r->payload;
+
+	for (uint32_t i = 0; i < r->payload_len; i++)
+		if (b[i] != (uint8_t)(r->member_row * 31u + r->producer_seq * 7u + i))
+			return false;
+	return true;
+}
+
+static int submit_seq(orbit_spotq_producer_t *p, uint32_t row, uint64_t seq, uint32_t len,
+		      uint64_t *seq_out)
+{
+	static uint8_t b[8192];
+	struct orbit_spotq_submit s = {.kind =
+					   seq % 3 ? ORBIT_SPOTQ_KIND_SPOT : ORBIT_SPOTQ_KIND_ACTOR,
+				       .actor_id = seq,
+				       .payload = b,
+				       .len = len};
+
+	fill(b, len, row, seq);
+	return orbit__spotq_submit(p, &s, seq_out);
+}
+
+/* ---- 4 producers x 100,000 ---- */
+
+static int producer_main(const char *fleet, const struct orbit_spotq_options *o, uint64_t n)
+{
+	struct child c = {0};
+	uint32_t gen;
+	int r = child_open(&c, fleet, o, true);
+
+	if (r)
+		return r;
+	uint32_t row = (uint32_t)orbit__members_self(c.m, &gen);
+	for (uint64_t i = 1; i <= n;) {
+		uint64_t seq;
+		uint32_t len = (uint32_t)(i % 97);
+		r = submit_seq(c.p, row, i, len, &seq);
+		if (r == -EAGAIN) {
+			orbit__spotq_wait_room(c.p, ORBIT_SPOTQ_APP, len, 50000000);
+			continue;
+		}
+		if (r || seq != i) {
+			fprintf(stderr, "producer: submit %llu: %d (%s), seq %llu\n",
+				(unsigned long long)i, r, orbit_strerror(r),
+				(unsigned long long)seq);
+			return 20;
+		}
+		i++;
+	}
+	return 0;
+}
+
+static int host_main(const char *fleet, const struct orbit_spotq_options *o, struct verdict *v,
+		     uint64_t total)
+{
+	static struct orbit_spotq_rec recs[128];
+	static uint8_t buf[1 << 16];
+	struct child c = {0};
+	orbit_spotq_host_t *h;
+	int r = child_host(&c, fleet, o, 1, &h);
+
+	if (r)
+		return r;
+	atomic_store(&v->host_ready, 1);
+	uint64_t deadline = orbit_test_now_ns() + 600ull * 1000000000ull;
+	while (atomic_load(&v->taken) < total) {
+		int n = orbit__spotq_take(h, ORBIT_SPOTQ_APP, recs, 128, buf, sizeof(buf));
+		if (n < 0)
+			return 14;
+		if (n == 0) {
+			if (orbit_test_now_ns() > deadline)
+				return 15;
+			orbit__spotq_host_wait(h, 100000000, 0);
+			continue;
+		}
+		for (int i = 0; i < n; i++) {
+			const struct orbit_spotq_rec *rec = &recs[i];
+			uint32_t row = rec->member_row;
+			if (row >= MAX_ROWS) {
+				atomic_fetch_add(&v->bad_payload, 1);
+				continue;
+			}
+			if (rec->producer_seq != v->last_seq[row] + 1)
+				atomic_fetch_add(&v->out_of_order, 1);
+			v->last_seq[row] = rec->producer_seq;
+			v->count[row]++;
+			if (rec->redelivered)
+				atomic_fetch_add(&v->redelivered, 1);
+			if (!payload_ok(rec))
+				atomic_fetch_add(&v->bad_payload, 1);
+			if (orbit__spotq_complete(h, ORBIT_SPOTQ_APP, rec->pos))
+				return 16;
+			atomic_fetch_add(&v->taken, 1);
+		}
+	}
+	struct orbit_spotq_counters cn;
+	orbit__spotq_counters(c.q, &cn);
+	atomic_store(&v->corrupt_seen, cn.corrupt[0] + cn.corrupt[1]);
+	return 0;
+}
+
+/* Issue 11 "4 producer processes x 100,000 records: no loss, no duplicate, per-producer order". */
+static void test_4_producers_x_100k_no_loss_no_dup_order_kept(void **state)
+{
+	struct fx f = {0};
+	uint64_t n = orbit_test_long() ? 1000000 : 100000;
+	struct verdict *v =
+	    mmap(NULL, sizeof(*v), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t host, prod[PRODUCERS];
+	int st;
+
+	(void)state;
+	assert_true(v != MAP_FAILED);
+	memset(v, 0, sizeof(*v));
+	fx_init(&f, base_opts(), false);
+	host = fork();
+	if (host == 0)
+		_exit(host_main(f.fleet, &f.o, v, n * PRODUCERS));
+	while (!atomic_load(&v->host_ready))
+		usleep(1000);
+	uint64_t t0 = orbit_test_now_ns();
+	for (int i = 0; i < PRODUCERS; i++) {
+		prod[i] = fork();
+		if (prod[i] == 0)
+			_exit(producer_main(f.fleet, &f.o, n));
+	}
+	for (int i = 0; i < PRODUCERS; i++) {
+		st = orbit_test_wait(prod[i], 900000);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	st = orbit_test_wait(host, 900000);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	double secs = (double)(orbit_test_now_ns() - t0) / 1e9;
+	print_message(
+	    "4 x %llu records in %.2f s (%.2f M records/s, host and producers on 2 cores)\n",
+	    (unsigned long long)n, secs, (double)(n * PRODUCERS) / secs / 1e6);
+	/* the verifier: every producer's 1..n exactly once, in order */
+	assert_int_equal(atomic_load(&v->taken), n * PRODUCERS);
+	assert_int_equal(atomic_load(&v->out_of_order), 0);
+	assert_int_equal(atomic_load(&v->redelivered), 0);
+	assert_int_equal(atomic_load(&v->bad_payload), 0);
+	assert_int_equal(atomic_load(&v->corrupt_seen), 0);
+	int rows = 0;
+	for (int r = 0; r < MAX_ROWS; r++) {
+		if (!v->count[r])
+			continue;
+		rows++;
+		assert_int_equal(v->count[r], n);
+		assert_int_equal(v->last_seq[r], n);
+	}
+	assert_int_equal(rows, PRODUCERS);
+	struct orbit_spotq_counters c = counters(f.q);
+	assert_int_equal(c.accepted[0], n * PRODUCERS);
+	assert_int_equal(c.completed[0], n * PRODUCERS);
+	assert_int_equal(c.depth[0], 0);
+	assert_int_equal(c.bytes[0], 0);
+	check_ok(f.q);
+	fx_fini(&f);
+	munmap(v, sizeof(*v));
+}
+
+/* ---- producers killed and stopped mid-record ---- */
+
+/* A producer child that arms @label on its @nth hit and submits @count records of @len. */
+static int crashing_producer(const char *fleet, const struct orbit_spotq_options *o,
+			     const char *label, uint64_t nth, enum orbit_crash_action act,
+			     int count, uint32_t len, int report_fd)
+{
+	struct child c = {0};
+	uint32_t gen;
+	int r = child_open(&c, fleet, o, true);
+
+	if (r)
+		return r;
+	uint32_t row = (uint32_t)orbit__members_self(c.m, &gen);
+	orbit__crashpoint_arm(label, nth, act);
+	for (int i = 1; i <= count; i++) {
+		r = submit_seq(c.p, row, (uint64_t)i, len, NULL);
+		if (report_fd >= 0 && write(report_fd, &r, sizeof(r)) != sizeof(r))
+			return 30;
+		if (r)
+			return r == -ECANCELED ? 0 : 31;
+	}
+	return 32; /* the crash point never fired */
+}
+
+static pid_t wait_stopped_or_dead(pid_t pid, bool *stopped)
+{
+	int st;
+
+	for (int i = 0; i < 10000; i++) {
+		pid_t r = waitpid(pid, &st, WUNTRACED | WNOHANG);
+		if (r == pid) {
+			*stopped = WIFSTOPPED(st);
+			return pid;
+		}
+		usleep(1000);
+	}
+	return -1;
+}
+
+/* Drain everything takeable, completing it; returns records taken. */
+static int drain(struct fx *f, orbit_spotq_host_t *h, uint32_t lane, int *bad)
+{
+	int total = 0, n;
+
+	while ((n = orbit__spotq_take(h, lane, f->recs, 256, f->buf, sizeof(f->buf))) > 0) {
+		for (int i = 0; i < n; i++) {
+			if (!payload_ok(&f->recs[i]))
+				++*bad;
+			assert_int_equal(orbit__spotq_complete(h, lane, f->recs[i].pos), 0);
+		}
+		total += n;
+	}
+	assert_true(n == 0);
+	return total;
+}
+
+/* Issue 11 "Producers SIGKILLed at labelled crash points: the queue moves on, reservations come
+ * back". */
+static void test_producer_sigkilled_at_crash_points_queue_moves_on(void **state)
+{
+	static const char *const labels[] = {"spotq.after_claim", "spotq.mid_copy",
+					     "spotq.before_commit"};
+
+	(void)state;
+	for (unsigned k = 0; k < 3; k++) {
+		struct fx *f = calloc(1, sizeof(*f));
+		orbit_spotq_host_t *h;
+		bool stopped = true;
+		int bad = 0;
+		uint32_t gen;
+
+		fx_init(f, base_opts(), true);
+		uint32_t row = (uint32_t)orbit__members_self(f->m, &gen);
+		assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(crashing_producer(f->fleet, &f->o, labels[k], 3, ORBIT_CRASH_KILL, 10,
+						3000, -1));
+		assert_int_equal(wait_stopped_or_dead(pid, &stopped), pid);
+		assert_false(stopped);
+		/* records after the dead one, from a live producer */
+		for (uint64_t i = 1; i <= 5; i++)
+			assert_int_equal(submit_seq(f->p, row, i, 100, NULL), 0);
+		uint64_t t0 = orbit_test_now_ns();
+		int got = drain(f, h, ORBIT_SPOTQ_APP, &bad);
+		uint64_t took = orbit_test_now_ns() - t0;
+		/* mid_copy's 3rd hit is in the 2nd record (two chunk gaps per 3000 bytes) */
+		int before = k == 1 ? 1 : 2;
+		assert_int_equal(got, before + 5);
+		assert_int_equal(bad, 0);
+		struct orbit_spotq_counters c = counters(f->q);
+		assert_int_equal(c.aborted[0], 1);
+		assert_int_equal(c.corrupt[0], 0);
+		assert_int_equal(c.depth[0], 0); /* reservations came back */
+		assert_int_equal(c.bytes[0], 0);
+		/* the kernel proof, not the 10 s unblock bound */
+		assert_true(took < 1000000000ull);
+		check_ok(f->q);
+		orbit__spotq_host_close(h);
+		fx_fini(f);
+		free(f);
+	}
+}
+
+/*
+ * Issue 11 "SIGSTOPped mid-record: blocks only until the unblock bound, then
+ * aborted; the late commit after SIGCONT is refused".
+ */
+static void test_producer_sigstopped_mid_record_aborted_late_commit_refused(void **state)
+{
+	static const char *const labels[] = {"spotq.before_commit", "spotq.mid_copy"};
+
+	(void)state;
+	for (unsigned k = 0; k < 2; k++) {
+		struct fx *f = calloc(1, sizeof(*f));
+		struct orbit_spotq_options o = base_opts();
+		orbit_spotq_host_t *h;
+		bool stopped = false;
+		int bad = 0, fds[2], rc[8], nrc = 0;
+		uint32_t gen;
+
+		o.unblock_ms = 300;
+		o.app_items = 4;
+		o.app_bytes = 8192;
+		fx_init(f, o, true);
+		uint32_t row = (uint32_t)orbit__members_self(f->m, &gen);
+		assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+		assert_int_equal(pipe(fds), 0);
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(fds[0]);
+			_exit(crashing_producer(f->fleet, &f->o, labels[k], 1, ORBIT_CRASH_STOP, 3,
+						3000, fds[1]));
+		}
+		close(fds[1]);
+		assert_int_equal(wait_stopped_or_dead(pid, &stopped), pid);
+		assert_true(stopped);
+		assert_int_equal(submit_seq(f->p, row, 1, 100, NULL), 0);
+		/* the lane waits for the stopped producer, but only until the bound */
+		uint64_t t0 = orbit_test_now_ns();
+		assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 0);
+		int got = 0;
+		while (got == 0) {
+			assert_int_equal(orbit__spotq_host_wait(h, 1000000000, 0), 0);
+			got = drain(f, h, 0, &bad);
+			assert_true(orbit_test_now_ns() - t0 < 5000000000ull);
+		}
+		uint64_t took = orbit_test_now_ns() - t0;
+		assert_true(took >= 300000000ull);
+		assert_int_equal(got, 1);
+		assert_int_equal(counters(f->q).aborted[0], 1);
+		/* reuse the stopped producer's slot and bytes before it resumes */
+		for (uint64_t i = 2; i <= 9; i++) {
+			assert_int_equal(submit_seq(f->p, row, i, 2500, NULL), 0);
+			assert_int_equal(drain(f, h, 0, &bad), 1);
+		}
+		assert_int_equal(submit_seq(f->p, row, 10, 2500, NULL), 0);
+		assert_int_equal(submit_seq(f->p, row, 11, 2500, NULL), 0);
+		kill(pid, SIGCONT);
+		int st = orbit_test_wait(pid, 10000);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+		while (read(fds[0], &rc[nrc], sizeof(rc[0])) == sizeof(rc[0]) && nrc < 7)
+			nrc++;
+		close(fds[0]);
+		assert_int_equal(nrc, 1);
+		assert_int_equal(rc[0], -ECANCELED); /* the late commit is refused */
+		/* nothing torn: the records written over its old bytes are whole */
+		check_ok(f->q);
+		assert_int_equal(drain(f, h, 0, &bad), 2);
+		assert_int_equal(bad, 0);
+		struct orbit_spotq_counters c = counters(f->q);
+		assert_int_equal(c.corrupt[0], 0);
+		assert_int_equal(c.depth[0], 0);
+		orbit__spotq_host_close(h);
+		fx_fini(f);
+		free(f);
+	}
+}
+
+/* ---- hosts killed and paused ---- */
+
+/*
+ * A host child for @epoch: take @take records, complete the first @complete,
+ * then (mode 0) report and sleep mid-"handler" until killed, (mode 1) hit an
+ * armed crash point, (mode 2) stop itself and, when continued, try to take,
+ * complete and advance and report what happened.
+ */
+struct host_report {
+	int taken, completed;
+	uint32_t pos[16];
+	int rc_take, rc_complete, rc_advance;
+	int changed; /* counters or checker changed across the fenced calls */
+};
+
+static int host_child(const char *fleet, const struct orbit_spotq_options *o, uint64_t epoch,
+		      int take, int complete, int mode, struct host_report *rep)
+{
+	static struct orbit_spotq_rec recs[16];
+	static uint8_t buf[1 << 16];
+	struct child c = {0};
+	orbit_spotq_host_t *h;
+	int r = child_host(&c, fleet, o, epoch, &h);
+
+	if (r)
+		return r;
+	if (mode == 1)
+		orbit__crashpoint_arm("spotq.after_complete", (uint64_t)complete, ORBIT_CRASH_KILL);
+	rep->taken = orbit__spotq_take(h, 0, recs, (unsigned)take, buf, sizeof(buf));
+	for (int i = 0; i < rep->taken; i++)
+		rep->pos[i] = recs[i].pos;
+	for (int i = 0; i < complete; i++) {
+		if (orbit__spotq_complete(h, 0, recs[i].pos))
+			return 41;
+		rep->completed++;
+	}
+	if (mode == 0) {
+		for (;;)
+			pause(); /* mid-handler */
+	}
+	if (mode == 2) {
+		struct orbit_spotq_counters a, b;
+		char why[128];
+		raise(SIGSTOP);
+		/* resumed after a newer host took over */
+		orbit__spotq_counters(c.q, &a);
+		rep->rc_take = orbit__spotq_take(h, 0, recs, 16, buf, sizeof(buf));
+		rep->rc_complete = orbit__spotq_complete(h, 0, rep->pos[complete]);
+		rep->rc_advance = orbit__spotq_advance(h, 0);
+		orbit__spotq_counters(c.q, &b);
+		rep->changed =
+		    memcmp(&a, &b, sizeof(a)) != 0 || orbit__spotq_check(c.q, why, sizeof(why));
+		return 0;
+	}
+	return 42;
+}
+
+/*
+ * Issue 11 "The consumer SIGKILLed between take and complete, and
+ * mid-handler: a new consumer with a higher epoch gets every uncompleted
+ * record again flagged redelivered, and the old epoch's writes are refused".
+ */
+static void test_host_sigkilled_new_epoch_redelivers_uncompleted(void **state)
+{
+	(void)state;
+	for (int mode = 0; mode < 2; mode++) {
+		struct fx *f = calloc(1, sizeof(*f));
+		struct host_report *rep = mmap(NULL, sizeof(*rep), PROT_READ | PROT_WRITE,
+					       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		orbit_spotq_host_t *h;
+		bool stopped = true;
+		int bad = 0, st;
+		uint32_t gen;
+
+		memset(rep, 0, sizeof(*rep));
+		fx_init(f, base_opts(), true);
+		uint32_t row = (uint32_t)orbit__members_self(f->m, &gen);
+		for (uint64_t i = 1; i <= 8; i++)
+			assert_int_equal(submit_seq(f->p, row, i, 50, NULL), 0);
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(host_child(f->fleet, &f->o, 10, 5, mode ? 3 : 2, mode, rep));
+		if (mode == 0) {
+			for (int i = 0; i < 5000 && rep->completed < 2; i++)
+				usleep(1000);
+			usleep(10000);
+			kill(pid, SIGKILL); /* mid-handler */
+		}
+		assert_int_equal(wait_stopped_or_dead(pid, &stopped), pid);
+		assert_false(stopped);
+		int done = mode ? 3 : 2; /* mode 1: killed right after the 3rd complete's ack */
+		assert_int_equal(rep->taken, 5);
+		/* the old epoch cannot come back */
+		assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 10), -ORBIT_EFENCED);
+		assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 11), 0);
+		int n = orbit__spotq_take(h, 0, f->recs, 256, f->buf, sizeof(f->buf));
+		assert_int_equal(n, 8 - done);
+		for (int i = 0; i < n; i++) {
+			assert_int_equal(f->recs[i].producer_seq, (uint64_t)(done + 1 + i));
+			assert_int_equal(f->recs[i].redelivered, done + 1 + i <= 5);
+			assert_int_equal(f->recs[i].host_epoch, 11);
+			assert_true(payload_ok(&f->recs[i]));
+			assert_int_equal(orbit__spotq_complete(h, 0, f->recs[i].pos), 0);
+		}
+		assert_int_equal(drain(f, h, 0, &bad), 0);
+		struct orbit_spotq_counters c = counters(f->q);
+		assert_int_equal(c.redelivered[0], 5 - done);
+		assert_int_equal(c.depth[0], 0);
+		assert_int_equal(c.epoch, 11);
+		check_ok(f->q);
+		st = orbit_test_wait(pid, 100);
+		(void)st;
+		orbit__spotq_host_close(h);
+		fx_fini(f);
+		free(f);
+		munmap(rep, sizeof(*rep));
+	}
+}
+
+/* Issue 11 "a consumer paused (SIGSTOP) across a takeover and resumed is fenced off". */
+static void test_host_sigstopped_across_takeover_fenced_off(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct host_report *rep =
+	    mmap(NULL, sizeof(*rep), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	orbit_spotq_host_t *h;
+	bool stopped = false;
+	int bad = 0;
+	uint32_t gen;
+
+	(void)state;
+	memset(rep, 0, sizeof(*rep));
+	fx_init(f, base_opts(), true);
+	uint32_t row = (uint32_t)orbit__members_self(f->m, &gen);
+	for (uint64_t i = 1; i <= 6; i++)
+		assert_int_equal(submit_seq(f->p, row, i, 70, NULL), 0);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(host_child(f->fleet, &f->o, 20, 4, 1, 2, rep));
+	assert_int_equal(wait_stopped_or_dead(pid, &stopped), pid);
+	assert_true(stopped);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 21), 0);
+	assert_int_equal(drain(f, h, 0, &bad), 5);
+	assert_int_equal(counters(f->q).redelivered[0], 3);
+	/* more work the new host has not taken yet: the old one must not take it */
+	assert_int_equal(submit_seq(f->p, row, 7, 70, NULL), 0);
+	kill(pid, SIGCONT);
+	int st = orbit_test_wait(pid, 10000);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(rep->rc_take, -ORBIT_EFENCED);
+	assert_int_equal(rep->rc_complete, -ORBIT_EFENCED);
+	assert_int_equal(rep->rc_advance, -ORBIT_EFENCED);
+	assert_int_equal(rep->changed, 0);
+	int n = orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf));
+	assert_int_equal(n, 1);
+	assert_int_equal(f->recs[0].producer_seq, 7);
+	assert_false(f->recs[0].redelivered);
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	assert_int_equal(bad, 0);
+	check_ok(f->q);
+	orbit__spotq_host_close(h);
+	fx_fini(f);
+	free(f);
+	munmap(rep, sizeof(*rep));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_4_producers_x_100k_no_loss_no_dup_order_kept),
+	    cmocka_unit_test(test_producer_sigkilled_at_crash_points_queue_moves_on),
+	    cmocka_unit_test(test_producer_sigstopped_mid_record_aborted_late_commit_refused),
+	    cmocka_unit_test(test_host_sigkilled_new_epoch_redelivers_uncompleted),
+	    cmocka_unit_test(test_host_sigstopped_across_takeover_fenced_off),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -19,11 +19,15 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "orbit_test.h"
 #include "include/orbit/error.h"
+#include "include/orbit/lock.h"
 #include "shm/members.h"
+#include "shm/ring.h"
 #include "shm/spot_queue.h"
+#include "shm/stats.h"
 
 #define SPOT "bank.shard-3"
 
@@ -554,6 +558,47 @@ static void test_doorbell_rung_only_when_host_sleeps(void **state)
 	orbit__spotq_host_close(h);
 }
 
+/*
+ * Issue 11 "Footprint": 64 Spots at the defaults fit the 64 MiB /dev/shm of
+ * a container beside the fleet's other segments (measured here: the lock
+ * table, the transition ring, the member directory, the stats segment).
+ */
+static void test_footprint_64_default_spots_fit_64_mib(void **state)
+{
+	static const char *const names[] = {"lock-228", "ring-229", "members", "stats"};
+	struct fx *f = *state;
+	struct orbit_lock_options lo = {.size = sizeof(lo), .fleet = f->fleet};
+	orbit_lock_t *l;
+	orbit_ring_t *ring;
+	orbit_stats_t st;
+	uint64_t others = 0, page = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	assert_int_equal(orbit_lock_open(&lo, &l), 0);
+	assert_int_equal(orbit__ring_open(&ring, f->fleet, NULL, NULL), 0);
+	assert_int_equal(orbit__stats_open(&st, f->fleet, true, false), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		char path[128];
+		struct stat sb;
+		snprintf(path, sizeof(path), "/dev/shm/orbit.%s.%s", f->fleet, names[i]);
+		assert_int_equal(stat(path, &sb), 0);
+		others +=
+		    ((uint64_t)sb.st_size + page - 1) / page * page; /* tmpfs allocates pages */
+	}
+	uint64_t spot = orbit__spotq_footprint(NULL);
+	uint64_t spot_pages = (spot + page - 1) / page * page;
+	print_message("other segments %llu bytes, one default Spot %llu bytes, 64 Spots + others "
+		      "%.2f MiB\n",
+		      (unsigned long long)others, (unsigned long long)spot,
+		      (double)(others + 64 * spot_pages) / (1024.0 * 1024.0));
+	assert_true(others + 64 * spot_pages <= 64ull << 20);
+	orbit__stats_close(&st);
+	orbit__seg_unlink(f->fleet, "stats");
+	orbit__ring_close(ring);
+	orbit__ring_unlink(f->fleet, NULL);
+	orbit_lock_close(l);
+	orbit_lock_unlink(&lo);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -576,6 +621,8 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_positions_wrap_at_modulus, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_doorbell_rung_only_when_host_sleeps, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_footprint_64_default_spots_fit_64_mib, setup,
 					    teardown),
 	};
 

@@ -21,6 +21,10 @@
  *   SQ-A6 X: acquire of the claimer's row claim, pairs with the release store
  *            of the claim in submit(): a claim that moved on shows the tail
  *            CAS before it (help_tail's lateness check)
+ *   SQ-A7 H: acquire of the head, pairs with SQ-R5 (an older host's or a helper's)
+ *   SQ-O1/SQ-O2 P: producer row owner CAS (acquire) / close (release): a
+ *            previous tenure's row words before a new producer uses them
+ *   SQ-G1 H: acquire of host_gen at every host call, pairs with SQ-T2
  *   SQ-C1 H: ack CASes (acq_rel): take, complete, FREED, takeover retag;
  *            each names its expected generation (the fence)
  *   SQ-T1 takeover: epoch CAS (seq_cst); SQ-T2 host_gen CAS (seq_cst), the
@@ -617,7 +621,7 @@ static void help_tail(orbit_spotq_t *q, struct lane_geo *g, uint32_t lane, uint6
 	if (row < q->producer_rows)
 		/* SQ-A6: acquire, pairs with the claim's release store in submit() */
 		cl = atomic_load_explicit(&q->rows[row].claim[lane], memory_order_acquire);
-	/* acquire: the tail CAS that a moved-on claim follows */
+	/* SQ-A6: acquire (with the claim's): the tail CAS a moved-on claim follows */
 	if (atomic_load_explicit(&g->w->tail, memory_order_acquire) != t)
 		return; /* moved on: nothing left to do here */
 	if (row < q->producer_rows && pw_idx(cl) == T && pw_bytes(cl) <= g->bytes)
@@ -657,7 +661,7 @@ int orbit__spotq_producer_open(orbit_spotq_producer_t **out, orbit_spotq_t *q, o
 		return -ENOMEM;
 	rw = &q->rows[row];
 	mine = (uint64_t)gen << 32 | 1u;
-	/* acq_rel: the row's words of a previous tenure before we reuse them */
+	/* SQ-O1: acquire, pairs with SQ-O2: a previous tenure's row words before reuse */
 	own = atomic_load_explicit(&rw->owner, memory_order_acquire);
 	for (;;) {
 		if (own == mine) {
@@ -688,7 +692,7 @@ void orbit__spotq_producer_close(orbit_spotq_producer_t *p)
 		return;
 	if (orbit__fork_check(p->pid) == 0) {
 		uint64_t mine = (uint64_t)p->gen << 32 | 1u;
-		/* release: our claims and seq before the row looks closed */
+		/* SQ-O2: release, pairs with SQ-O1: our claims and seq before "closed" */
 		atomic_compare_exchange_strong_explicit(&p->row->owner, &mine, mine & ~1ull,
 							memory_order_release, memory_order_relaxed);
 	}
@@ -755,7 +759,7 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	struct lane_geo *g;
 	struct orbit_spotq_slot *s;
 	uint64_t h, t, v, mine, seq;
-	struct retry st = { UINT64_MAX, UINT64_MAX, 0 };
+	struct retry st = {UINT64_MAX, UINT64_MAX, 0};
 	uint32_t T, B, len, tn = 0;
 	int lane;
 
@@ -916,7 +920,7 @@ static inline bool gen_newer(uint32_t a, uint32_t b)
 
 static int host_fenced(const orbit_spotq_host_t *h)
 {
-	/* acquire: pairs with SQ-T2; a newer host's takeover is seen as a newer gen */
+	/* SQ-G1: acquire, pairs with SQ-T2: a newer takeover is seen as a newer gen */
 	return atomic_load_explicit(&h->q->shm->host_gen, memory_order_acquire) != h->gen
 		   ? -ORBIT_EFENCED
 		   : 0;
@@ -938,6 +942,7 @@ static int retag(struct lane_geo *g, uint64_t gen)
 
 	for (uint32_t i = 0; i < g->items; i++) {
 		struct orbit_spotq_slot *s = &g->slots[i];
+		/* SQ-C1: acquire, pairs with the ack CASes of older hosts */
 		uint64_t a = atomic_load_explicit(&s->ack, memory_order_acquire);
 
 		for (;;) {
@@ -1030,6 +1035,7 @@ int orbit__spotq_host_takeover(orbit_spotq_host_t **out, orbit_spotq_t *q, orbit
 	}
 	for (int l = 0; l < 2; l++) {
 		struct lane_geo *gl = &q->lane[l];
+		/* SQ-A7: acquire, pairs with SQ-R5 (a head moved by an older host) */
 		uint64_t hw = atomic_load_explicit(&gl->w->head, memory_order_acquire);
 		h->cursor[l] = (uint32_t)(pw_idx(hw) % gl->wi);
 		h->off[l] = (uint32_t)(pw_bytes(hw) % gl->wb);
@@ -1086,7 +1092,7 @@ static bool claimer_dead(orbit_spotq_host_t *h, uint64_t v)
 		return false;
 	if (row >= q->producer_rows)
 		return true; /* no producer can have claimed with this row: corrupt */
-	/* acquire: pairs with the row's owner CAS in producer_open() */
+	/* SQ-O1: acquire, pairs with the owner CAS in producer_open() */
 	own = atomic_load_explicit(&q->rows[row].owner, memory_order_acquire);
 	if (((uint32_t)(own >> 32) & CW_GEN_MASK) != cw_gen(v))
 		return true; /* that tenure no longer owns the row: it ended */
@@ -1189,12 +1195,15 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 	if (cur == pw_idx(t)) {
 		/* A producer killed between its claim and its tail CAS: help it */
 		struct orbit_spotq_slot *s = slot_at(g, cur);
+		/* SQ-A3: acquire, pairs with SQ-R1 (as in submit()) */
 		uint64_t v = atomic_load_explicit(&s->commit, memory_order_acquire);
 		if (cw_state(v) != CW_FREE && cw_pos(v) == cur) {
 			help_tail(h->q, g, lane, t, v);
+			/* SQ-A4 again, after helping */
 			t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
 		}
 	}
+	/* SQ-A7: acquire, pairs with SQ-R5 */
 	hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
 	if (mod_sub(cur, pw_idx(hw), g->wi) > g->items || mod_sub(pw_idx(t), cur, g->wi) > g->items)
 		return -ORBIT_ECORRUPT;
@@ -1204,6 +1213,7 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 		struct orbit_spotq_slot *s = slot_at(g, cur);
 		/* SQ-A5: acquire, pairs with SQ-R3 (and SQ-R1, SQ-R4) */
 		uint64_t v = atomic_load_explicit(&s->commit, memory_order_acquire);
+		/* SQ-C1: acquire, pairs with the ack CASes (ours, a takeover's) */
 		uint64_t a = atomic_load_explicit(&s->ack, memory_order_acquire);
 		uint64_t resv = atomic_load_explicit(&s->resv, memory_order_relaxed);
 		uint32_t rlen = pw_bytes(resv) <= g->bytes ? pw_bytes(resv) : 0;
@@ -1296,10 +1306,12 @@ int orbit__spotq_complete(orbit_spotq_host_t *h, uint32_t lane, uint32_t pos)
 	g = &h->q->lane[lane];
 	if (pos >= g->wi)
 		return -EINVAL;
+	/* SQ-A7: acquire, pairs with SQ-R5 */
 	hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
 	if (mod_sub(pos, pw_idx(hw), g->wi) >= mod_sub(h->cursor[lane], pw_idx(hw), g->wi))
 		return -EINVAL; /* not in [head, cursor): not taken by this host */
 	s = slot_at(g, pos);
+	/* SQ-C1: acquire, pairs with the ack CASes */
 	a = atomic_load_explicit(&s->ack, memory_order_acquire);
 	if (aw_gen(a) != (h->gen & AW_GEN_MASK))
 		return -ORBIT_EFENCED;
@@ -1323,8 +1335,9 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 		return r;
 	g = &h->q->lane[lane];
 	for (uint32_t i = 0; i <= g->items; i++) {
-		/* acquire: pairs with SQ-R5 of a helper that moved it */
+		/* SQ-A7: acquire, pairs with SQ-R5 of a helper that moved it */
 		uint64_t hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
+		/* SQ-A4: acquire, pairs with SQ-R2: resv of the slots the tail passed */
 		uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
 		uint32_t H = pw_idx(hw), HB = pw_bytes(hw);
 		struct orbit_spotq_slot *s;
@@ -1336,6 +1349,7 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 		if (H == pw_idx(t))
 			break;
 		s = slot_at(g, H);
+		/* SQ-C1: acquire, pairs with the ack CASes */
 		a = atomic_load_explicit(&s->ack, memory_order_acquire);
 		if (aw_gen(a) != (h->gen & AW_GEN_MASK))
 			return -ORBIT_EFENCED;
@@ -1491,6 +1505,8 @@ int orbit__spotq_check(orbit_spotq_t *q, char *why, size_t why_len)
 		if (!tmp)
 			return -ENOMEM;
 	}
+	/* The checker's acquires pair with SQ-T2, SQ-R5, SQ-R2, SQ-R3 and SQ-C1; it
+	 * runs while nobody writes (tests, orbitctl on a quiet queue). */
 	gen = atomic_load_explicit(&q->shm->host_gen, memory_order_acquire);
 	for (uint32_t l = 0; l < 2; l++) {
 		struct lane_geo *g = &q->lane[l];

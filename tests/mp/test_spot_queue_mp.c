@@ -512,11 +512,19 @@ static int host_child(const char *fleet, const struct orbit_spotq_options *o, ui
 		return r;
 	if (mode == 1)
 		orbit__crashpoint_arm("spotq.after_complete", (uint64_t)complete, ORBIT_CRASH_KILL);
+	if (mode == 3 || mode == 4)
+		orbit__crashpoint_arm("spotq.after_freed", 1,
+				      mode == 3 ? ORBIT_CRASH_KILL : ORBIT_CRASH_STOP);
 	rep->taken = orbit__spotq_take(h, 0, recs, (unsigned)take, buf, sizeof(buf));
 	for (int i = 0; i < rep->taken; i++)
 		rep->pos[i] = recs[i].pos;
 	for (int i = 0; i < complete; i++) {
-		if (orbit__spotq_complete(h, 0, recs[i].pos))
+		int rc = orbit__spotq_complete(h, 0, recs[i].pos);
+		if (mode == 4) {
+			rep->rc_complete = rc; /* resumed after a takeover, mid head advance */
+			return 0;
+		}
+		if (rc)
 			return 41;
 		rep->completed++;
 	}
@@ -651,6 +659,68 @@ static void test_host_sigstopped_across_takeover_fenced_off(void **state)
 	munmap(rep, sizeof(*rep));
 }
 
+/*
+ * Issue 11 "return reservations only after completion" across a host crash
+ * between the fenced DONE -> FREED step and its head CAS: killed, the next
+ * host finishes the head move; stopped across a takeover and resumed, its
+ * late head CAS changes nothing the new host did not (the checker agrees).
+ */
+static void test_host_killed_or_stopped_mid_head_advance(void **state)
+{
+	(void)state;
+	for (int mode = 3; mode <= 4; mode++) {
+		struct fx *f = calloc(1, sizeof(*f));
+		struct host_report *rep = mmap(NULL, sizeof(*rep), PROT_READ | PROT_WRITE,
+					       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		orbit_spotq_host_t *h;
+		bool stopped = false;
+		int bad = 0;
+		uint32_t gen;
+
+		memset(rep, 0, sizeof(*rep));
+		fx_init(f, base_opts(), true);
+		uint32_t row = (uint32_t)orbit__members_self(f->m, &gen);
+		for (uint64_t i = 1; i <= 6; i++)
+			assert_int_equal(submit_seq(f->p, row, i, 60, NULL), 0);
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(host_child(f->fleet, &f->o, 30, 3, 1, mode, rep));
+		assert_int_equal(wait_stopped_or_dead(pid, &stopped), pid);
+		assert_int_equal(stopped, mode == 4);
+		assert_int_equal(counters(f->q).depth[0], 6); /* FREED, head not moved yet */
+		assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 31), 0);
+		/* the takeover finished the head move over the first record */
+		assert_int_equal(counters(f->q).depth[0], 5);
+		assert_int_equal(counters(f->q).bytes[0], 300);
+		assert_int_equal(drain(f, h, 0, &bad), 5);
+		assert_int_equal(counters(f->q).redelivered[0], 2);
+		if (mode == 4) {
+			struct orbit_spotq_counters before = counters(f->q), after;
+			kill(pid, SIGCONT);
+			int st = orbit_test_wait(pid, 10000);
+			assert_true(WIFEXITED(st));
+			assert_int_equal(WEXITSTATUS(st), 0);
+			/* its complete took effect before the takeover (not redelivered): 0 */
+			assert_int_equal(rep->rc_complete, 0);
+			after = counters(f->q);
+			assert_memory_equal(&before, &after, sizeof(before)); /* late head CAS: no-op */
+		}
+		struct orbit_spotq_counters c = counters(f->q);
+		assert_int_equal(c.depth[0], 0);
+		assert_int_equal(c.bytes[0], 0);
+		assert_int_equal(c.corrupt[0], 0);
+		assert_int_equal(bad, 0);
+		check_ok(f->q);
+		/* the lane still works */
+		assert_int_equal(submit_seq(f->p, row, 7, 60, NULL), 0);
+		assert_int_equal(drain(f, h, 0, &bad), 1);
+		orbit__spotq_host_close(h);
+		fx_fini(f);
+		free(f);
+		munmap(rep, sizeof(*rep));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -659,6 +729,7 @@ int main(void)
 	    cmocka_unit_test(test_producer_sigstopped_mid_record_aborted_late_commit_refused),
 	    cmocka_unit_test(test_host_sigkilled_new_epoch_redelivers_uncompleted),
 	    cmocka_unit_test(test_host_sigstopped_across_takeover_fenced_off),
+	    cmocka_unit_test(test_host_killed_or_stopped_mid_head_advance),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -466,7 +466,8 @@ int orbit__spotq_open(orbit_spotq_t **out, const char *fleet, const char *spot,
 	so = (struct orbit_seg_opts){.how = (enum orbit_seg_open_mode)o.how,
 				     .readonly = o.readonly,
 				     .mode = o.mode,
-				     .init_timeout_ms = o.init_timeout_ms};
+				     .init_timeout_ms = o.init_timeout_ms,
+				     .gid = o.gid};
 	r = orbit__seg_open(&q->seg, fleet, name, &spec, &so);
 	if (r == -ORBIT_EFINGERPRINT || r == -ORBIT_ESIZE)
 		r = explain_mismatch(fleet, name, spot, &y, &o, r);

@@ -254,7 +254,8 @@ struct orbit_spotq_options {
 	uint32_t unblock_ms;	/* used at creation only (stored in the segment) */
 	uint32_t how;		/* enum orbit_seg_open_mode; 0: ORBIT_SEG_OPEN */
 	bool readonly;
-	uint32_t mode; /* as struct orbit_seg_opts */
+	uint32_t mode; /* as struct orbit_seg_opts (0600; 0640/0660 for a group) */
+	uint32_t gid;  /* as struct orbit_seg_opts (0: getegid()) */
 	int init_timeout_ms;
 	char *why; /* optional: a message naming the Spot and the value */
 	size_t why_len;

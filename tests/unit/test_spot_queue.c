@@ -575,7 +575,7 @@ static void test_footprint_64_default_spots_fit_64_mib(void **state)
 
 	assert_int_equal(orbit_lock_open(&lo, &l), 0);
 	assert_int_equal(orbit__ring_open(&ring, f->fleet, NULL, NULL), 0);
-	assert_int_equal(orbit__stats_open(&st, f->fleet, true, false), 0);
+	assert_int_equal(orbit__stats_open(&st, f->fleet, NULL), 0);
 	for (unsigned i = 0; i < 4; i++) {
 		char path[128];
 		struct stat sb;

@@ -37,6 +37,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -51,6 +52,7 @@
 #include "include/orbit/error.h"
 #include "shm/crashpoint.h"
 #include "shm/fork_guard.h"
+#include "shm/segment_perm.h"
 #include "shm/spot_queue.h"
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "u64 atomics must be lock-free (address-free in SHM)");
@@ -291,24 +293,24 @@ static int layout_of(const struct orbit_spotq_options *o, struct layout *y)
 static uint64_t fingerprint_of(const struct layout *y)
 {
 	const uint64_t w[] = {
-	    ORBIT_SEG_KIND_SPOT_QUEUE,
-	    ORBIT_SPOTQ_LAYOUT_VERSION,
-	    y->items[0],
-	    y->bytes[0],
-	    y->items[1],
-	    y->bytes[1],
-	    y->rows,
-	    sizeof(struct orbit_spotq_shm),
-	    sizeof(struct orbit_spotq_lane_shm),
-	    sizeof(struct orbit_spotq_row),
-	    sizeof(struct orbit_spotq_slot),
-	    y->lanes_off,
-	    y->rows_off,
-	    y->slots_off[0],
-	    y->slots_off[1],
-	    y->data_off[0],
-	    y->data_off[1],
-	    y->total,
+		ORBIT_SEG_KIND_SPOT_QUEUE,
+		ORBIT_SPOTQ_LAYOUT_VERSION,
+		y->items[0],
+		y->bytes[0],
+		y->items[1],
+		y->bytes[1],
+		y->rows,
+		sizeof(struct orbit_spotq_shm),
+		sizeof(struct orbit_spotq_lane_shm),
+		sizeof(struct orbit_spotq_row),
+		sizeof(struct orbit_spotq_slot),
+		y->lanes_off,
+		y->rows_off,
+		y->slots_off[0],
+		y->slots_off[1],
+		y->data_off[0],
+		y->data_off[1],
+		y->total,
 	};
 	return orbit__seg_fingerprint(w, sizeof(w) / sizeof(w[0]));
 }
@@ -370,36 +372,63 @@ static void say(const struct orbit_spotq_options *o, const char *fmt, ...)
 }
 
 /*
- * After orbit__seg_open refused the size or fingerprint (its owner, mode and
- * type checks passed), read the stored config (pread, no mapping) only to
- * name what differs. Returns -ORBIT_EFINGERPRINT when caps differ, else @rc.
+ * Read the stored header and config of segment @name without mapping it,
+ * after the opener's own checks on the descriptor (regular file, owner and
+ * mode as shm/segment_perm.h rules, O_NOFOLLOW|O_NONBLOCK). The bytes are
+ * untrusted: callers only name values from them, or pass caps from them to
+ * orbit__seg_open(), which validates everything again (fingerprint).
+ * Returns 0, -ORBIT_EKIND (not a regular file), -ORBIT_ESIZE (shorter than
+ * header + config, *file_bytes set), or the codes of the checks.
  */
-static int explain_mismatch(const char *fleet, const char *name, const char *spot,
-			    const struct layout *y, const struct orbit_spotq_options *o, int rc)
+static int probe(const char *fleet, const char *name, const struct orbit_seg_opts *so,
+		 struct orbit_seg_header *hd, struct orbit_spotq_shm *cfg, int64_t *file_bytes)
 {
-	static const char *const lane_name[2] = {"application", "lifecycle"};
-	struct orbit_spotq_shm s;
 	char path[ORBIT_SEG_NAME_MAX];
 	struct stat st;
-	ssize_t n;
-	int fd;
+	int fd, r;
 
-	if (orbit__seg_name(path, sizeof(path), fleet, name) < 0)
-		return rc;
-	fd = shm_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+	r = orbit__seg_name(path, sizeof(path), fleet, name);
+	if (r < 0)
+		return r;
+	fd = orbit__seg_perm_shm_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, so);
 	if (fd < 0)
-		return rc;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size < ORBIT_SEG_HEADER_BYTES + sizeof(s)) {
-		close(fd);
-		say(o, "spot '%s': segment %s is %lld bytes, %" PRIu64 " expected", spot, path,
-		    (long long)st.st_size, y->total);
+		return fd;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	*file_bytes = (int64_t)st.st_size;
+	r = !S_ISREG(st.st_mode) ? -ORBIT_EKIND : orbit__seg_perm_check(&st, so);
+	if (r < 0)
+		goto out;
+	if ((uint64_t)st.st_size < ORBIT_SEG_HEADER_BYTES + sizeof(*cfg) ||
+	    pread(fd, hd, sizeof(*hd), 0) != (ssize_t)sizeof(*hd) ||
+	    pread(fd, cfg, sizeof(*cfg), ORBIT_SEG_HEADER_BYTES) != (ssize_t)sizeof(*cfg))
+		r = -ORBIT_ESIZE;
+out:
+	close(fd);
+	return r;
+}
+
+/*
+ * After orbit__seg_open refused the size or fingerprint, read the stored
+ * config only to name what differs. Returns -ORBIT_EFINGERPRINT when caps
+ * differ, else @rc.
+ */
+static int explain_mismatch(const char *fleet, const char *name, const char *spot,
+			    const struct layout *y, const struct orbit_spotq_options *o,
+			    const struct orbit_seg_opts *so, int rc)
+{
+	static const char *const lane_name[2] = { "application", "lifecycle" };
+	struct orbit_seg_header hd;
+	struct orbit_spotq_shm s;
+	int64_t size = -1;
+
+	if (probe(fleet, name, so, &hd, &s, &size) < 0) {
+		say(o, "spot '%s': segment %s refused (%s): %lld bytes, %" PRIu64 " expected", spot,
+		    name, orbit_strerror(rc), (long long)size, y->total);
 		return rc;
 	}
-	n = pread(fd, &s, sizeof(s), ORBIT_SEG_HEADER_BYTES);
-	close(fd);
-	if (n != (ssize_t)sizeof(s))
-		return rc;
 	for (int l = 0; l < 2; l++) {
 		if (s.items[l] != y->items[l]) {
 			say(o, "spot '%s': %s lane item cap is %u in the segment, %u asked", spot,
@@ -417,9 +446,32 @@ static int explain_mismatch(const char *fleet, const char *name, const char *spo
 		    s.producer_rows, y->rows);
 		return -ORBIT_EFINGERPRINT;
 	}
-	say(o, "spot '%s': segment %s refused (%s): %lld bytes, %" PRIu64 " expected", spot, path,
-	    orbit_strerror(rc), (long long)st.st_size, y->total);
+	say(o, "spot '%s': segment %s refused (%s): %lld bytes, %" PRIu64 " expected", spot, name,
+	    orbit_strerror(rc), (long long)size, y->total);
 	return rc;
+}
+
+/* adopt_caps: take the caps stored in an existing segment (then validated by the fingerprint). */
+static int adopt(const char *fleet, const char *name, const struct orbit_seg_opts *so,
+		 struct orbit_spotq_options *o)
+{
+	struct orbit_seg_header hd;
+	struct orbit_spotq_shm s;
+	int64_t size;
+	int r = probe(fleet, name, so, &hd, &s, &size);
+
+	if (r < 0)
+		return r;
+	if (hd.magic != ORBIT_SEG_MAGIC)
+		return -ORBIT_EMAGIC;
+	if (hd.kind != ORBIT_SEG_KIND_SPOT_QUEUE)
+		return -ORBIT_EKIND;
+	o->app_items = s.items[0];
+	o->app_bytes = s.bytes[0];
+	o->lifecycle_items = s.items[1];
+	o->lifecycle_bytes = s.bytes[1];
+	o->producer_rows = s.producer_rows;
+	return 0;
 }
 
 int orbit__spotq_open(orbit_spotq_t **out, const char *fleet, const char *spot,
@@ -444,6 +496,18 @@ int orbit__spotq_open(orbit_spotq_t **out, const char *fleet, const char *spot,
 		    ORBIT_SPOTQ_NAME_MAX);
 		return -EINVAL;
 	}
+	so = (struct orbit_seg_opts){ .how = (enum orbit_seg_open_mode)o.how,
+				      .readonly = o.readonly,
+				      .mode = o.mode,
+				      .init_timeout_ms = o.init_timeout_ms,
+				      .gid = o.gid };
+	if (o.adopt_caps) {
+		if (o.how != ORBIT_SEG_OPEN)
+			return -EINVAL;
+		r = adopt(fleet, name, &so, &o);
+		if (r < 0)
+			return r;
+	}
 	r = layout_of(&o, &y);
 	if (r < 0) {
 		say(&o, "spot '%s': a cap or option is out of range (items %u..%u, bytes %u..%u)",
@@ -454,30 +518,25 @@ int orbit__spotq_open(orbit_spotq_t **out, const char *fleet, const char *spot,
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
-	ia = (struct init_arg){.y = &y, .spot = spot};
+	ia = (struct init_arg){ .y = &y, .spot = spot };
 	spec = (struct orbit_seg_spec){
-	    .kind = ORBIT_SEG_KIND_SPOT_QUEUE,
-	    .layout_version = ORBIT_SPOTQ_LAYOUT_VERSION,
-	    .total_bytes = y.total,
-	    .fingerprint = fingerprint_of(&y),
-	    .init = spotq_init,
-	    .init_arg = &ia,
+		.kind = ORBIT_SEG_KIND_SPOT_QUEUE,
+		.layout_version = ORBIT_SPOTQ_LAYOUT_VERSION,
+		.total_bytes = y.total,
+		.fingerprint = fingerprint_of(&y),
+		.init = spotq_init,
+		.init_arg = &ia,
 	};
-	so = (struct orbit_seg_opts){.how = (enum orbit_seg_open_mode)o.how,
-				     .readonly = o.readonly,
-				     .mode = o.mode,
-				     .init_timeout_ms = o.init_timeout_ms,
-				     .gid = o.gid};
 	r = orbit__seg_open(&q->seg, fleet, name, &spec, &so);
 	if (r == -ORBIT_EFINGERPRINT || r == -ORBIT_ESIZE)
-		r = explain_mismatch(fleet, name, spot, &y, &o, r);
+		r = explain_mismatch(fleet, name, spot, &y, &o, &so, r);
 	if (r < 0)
 		goto err_free;
 	q->shm = orbit__seg_at(&q->seg, ORBIT_SEG_HEADER_BYTES, sizeof(*q->shm));
-	q->rows =
-	    orbit__seg_at(&q->seg, y.rows_off, (uint64_t)y.rows * sizeof(struct orbit_spotq_row));
-	struct orbit_spotq_lane_shm *lanes =
-	    orbit__seg_at(&q->seg, y.lanes_off, 2 * sizeof(struct orbit_spotq_lane_shm));
+	q->rows = orbit__seg_at(&q->seg, y.rows_off,
+				(uint64_t)y.rows * sizeof(struct orbit_spotq_row));
+	struct orbit_spotq_lane_shm *lanes = orbit__seg_at(&q->seg, y.lanes_off,
+							   2 * sizeof(struct orbit_spotq_lane_shm));
 	if (!q->shm || (!q->rows && y.rows) || !lanes) {
 		r = -ORBIT_ECORRUPT;
 		goto err_close;
@@ -539,6 +598,34 @@ int orbit__spotq_unlink(const char *fleet, const char *spot)
 	int r = orbit__spotq_seg_name(name, sizeof(name), spot);
 
 	return r < 0 ? r : orbit__seg_unlink(fleet, name);
+}
+
+int orbit__spotq_foreach(const char *fleet, int (*fn)(void *ctx, const char *spot), void *ctx)
+{
+	char prefix[ORBIT_SEG_NAME_MAX];
+	struct dirent *d;
+	DIR *dir;
+	size_t plen;
+	int n = 0, r;
+
+	if (!fn || orbit__seg_name(prefix, sizeof(prefix), fleet, "x") < 0)
+		return -EINVAL;
+	/* "orbit.<fleet>.spotq.": the object names as files under /dev/shm */
+	snprintf(prefix, sizeof(prefix), "orbit.%s." ORBIT_SPOTQ_SEG_PREFIX, fleet);
+	plen = strlen(prefix);
+	dir = opendir("/dev/shm");
+	if (!dir)
+		return -errno;
+	while ((d = readdir(dir))) {
+		if (strncmp(d->d_name, prefix, plen) || !spot_name_ok(d->d_name + plen))
+			continue;
+		n++;
+		r = fn(ctx, d->d_name + plen);
+		if (r)
+			break;
+	}
+	closedir(dir);
+	return n;
 }
 
 orbit_seg_t *orbit__spotq_seg(orbit_spotq_t *q)
@@ -760,7 +847,7 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	struct lane_geo *g;
 	struct orbit_spotq_slot *s;
 	uint64_t h, t, v, mine, seq;
-	struct retry st = {UINT64_MAX, UINT64_MAX, 0};
+	struct retry st = { UINT64_MAX, UINT64_MAX, 0 };
 	uint32_t T, B, len, tn = 0;
 	int lane;
 
@@ -1372,8 +1459,8 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 			atomic_fetch_add_explicit(&g->w->corrupt, 1, memory_order_relaxed);
 			len = len > room ? room : len;
 		}
-		uint64_t nh =
-		    pw_make((uint32_t)mod_add(H, 1, g->wi), (uint32_t)mod_add(HB, len, g->wb));
+		uint64_t nh = pw_make((uint32_t)mod_add(H, 1, g->wi),
+				      (uint32_t)mod_add(HB, len, g->wb));
 		/* SQ-R5: release, pairs with SQ-A1: the slot's last reads before its reuse */
 		if (atomic_compare_exchange_strong_explicit(
 			&g->w->head, &hw, nh, memory_order_release, memory_order_relaxed))
@@ -1451,8 +1538,8 @@ int orbit__spotq_counters(orbit_spotq_t *q, struct orbit_spotq_counters *c)
 	/* relaxed everywhere: a statistics snapshot */
 	for (uint32_t r = 0; r < q->producer_rows; r++) {
 		for (int l = 0; l < 2; l++) {
-			c->accepted[l] +=
-			    atomic_load_explicit(&q->rows[r].accepted[l], memory_order_relaxed);
+			c->accepted[l] += atomic_load_explicit(&q->rows[r].accepted[l],
+							       memory_order_relaxed);
 			c->rejected_count[l] += atomic_load_explicit(&q->rows[r].rejected_count[l],
 								     memory_order_relaxed);
 			c->rejected_bytes[l] += atomic_load_explicit(&q->rows[r].rejected_bytes[l],
@@ -1547,8 +1634,8 @@ int orbit__spotq_check(orbit_spotq_t *q, char *why, size_t why_len)
 				    m.member_row != cw_row(v))
 					FAIL("lane %u pos %u: committed record invalid", l, p);
 				uint32_t at = pw_idx(resv) % g->bytes;
-				uint32_t n1 =
-				    m.payload_len < g->bytes - at ? m.payload_len : g->bytes - at;
+				uint32_t n1 = m.payload_len < g->bytes - at ? m.payload_len
+									    : g->bytes - at;
 				memcpy(tmp, g->data + at, n1);
 				memcpy(tmp + n1, g->data, m.payload_len - n1);
 				if (record_sum(p, &m, tmp, m.payload_len) != m.checksum)

@@ -257,7 +257,9 @@ struct orbit_spotq_options {
 	uint32_t mode; /* as struct orbit_seg_opts (0600; 0640/0660 for a group) */
 	uint32_t gid;  /* as struct orbit_seg_opts (0: getegid()) */
 	int init_timeout_ms;
-	char *why; /* optional: a message naming the Spot and the value */
+	bool adopt_caps; /* with how = ORBIT_SEG_OPEN: use the caps stored in the segment
+			    (readers such as orbitctl that do not know them) */
+	char *why;	 /* optional: a message naming the Spot and the value */
 	size_t why_len;
 };
 
@@ -278,6 +280,10 @@ void orbit__spotq_options_init(struct orbit_spotq_options *o);
  * and the value asked), -ORBIT_ESIZE (truncated or resized segment),
  * -ORBIT_ECORRUPT (config words inconsistent with the fingerprint), or any
  * code of orbit__seg_open (-ENOENT, -ORBIT_EMAGIC, -ORBIT_EKIND, ...).
+ * With @o->adopt_caps (only with ORBIT_SEG_OPEN, else -EINVAL) the caps are
+ * read from the segment first (descriptor checked: regular file, owner and
+ * mode; -ORBIT_EKIND for a non-regular file or another kind, -ORBIT_EMAGIC,
+ * -ORBIT_ESIZE) and then validated like any other open.
  */
 int orbit__spotq_open(orbit_spotq_t **out, const char *fleet, const char *spot,
 		      const struct orbit_spotq_options *o);
@@ -289,6 +295,16 @@ int orbit__spotq_seg_name(char *buf, size_t len, const char *spot);
 
 /* Bytes of the segment for these options (footprint), or 0 when invalid. */
 uint64_t orbit__spotq_footprint(const struct orbit_spotq_options *o);
+
+/*
+ * orbit__spotq_foreach - call @fn with the name of every Spot queue segment
+ * of @fleet (as listed under /dev/shm, glibc's shm_open directory; names
+ * that are not valid Spot names are skipped). Stops when @fn returns
+ * non-zero. Open each with adopt_caps to read it without knowing its caps.
+ * Context: any thread; opendir/readdir. Returns the number of Spots passed
+ * to @fn, -EINVAL (bad fleet name, NULL @fn), or -errno of opendir.
+ */
+int orbit__spotq_foreach(const char *fleet, int (*fn)(void *ctx, const char *spot), void *ctx);
 
 orbit_seg_t *orbit__spotq_seg(orbit_spotq_t *q);
 

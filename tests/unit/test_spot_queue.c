@@ -93,7 +93,8 @@ static int submit(orbit_spotq_producer_t *p, uint32_t kind, uint32_t len, uint8_
 {
 	uint8_t b[8192];
 	struct orbit_spotq_submit s = {
-	    .kind = kind, .payload = b, .len = len, .actor_id = 77, .timer_name = "tick"};
+		.kind = kind, .payload = b, .len = len, .actor_id = 77, .timer_name = "tick"
+	};
 
 	memset(b, fill, sizeof(b));
 	return orbit__spotq_submit(p, &s, seq);
@@ -254,8 +255,8 @@ static void test_old_epoch_fenced_and_uncompleted_redelivered(void **state)
 	assert_memory_equal(&c0, &c1, sizeof(c0));
 	/* the new host: 1st, 3rd, 4th again flagged redelivered, 2nd never again, then 5th, 6th */
 	assert_int_equal(orbit__spotq_take(b, 0, f->recs, 8, f->buf, sizeof(f->buf)), 5);
-	uint8_t want[] = {0, 2, 3, 4, 5};
-	bool redeliv[] = {true, true, true, false, false};
+	uint8_t want[] = { 0, 2, 3, 4, 5 };
+	bool redeliv[] = { true, true, true, false, false };
 	for (int i = 0; i < 5; i++) {
 		assert_int_equal(((uint8_t *)f->recs[i].payload)[0], want[i]);
 		assert_int_equal(f->recs[i].redelivered, redeliv[i]);
@@ -441,7 +442,7 @@ static void test_record_fields_and_producer_identity(void **state)
 	assert_int_equal(submit(f->p2, ORBIT_SPOTQ_KIND_TIMER, 0, 1, NULL), 0);
 	assert_int_equal(submit(f->p2, ORBIT_SPOTQ_KIND_SPOT, 1, 1, NULL), 0);
 	{
-		struct orbit_spotq_submit s = {.kind = ORBIT_SPOTQ_KIND_TIMER, .timer_name = ""};
+		struct orbit_spotq_submit s = { .kind = ORBIT_SPOTQ_KIND_TIMER, .timer_name = "" };
 		assert_int_equal(orbit__spotq_submit(f->p, &s, NULL), -EINVAL);
 		s.timer_name = "0123456789012345678901234567890123456789012345678901234567890123";
 		assert_int_equal(orbit__spotq_submit(f->p, &s, NULL), -E2BIG);
@@ -528,7 +529,7 @@ static void *host_waits(void *arg)
 static void test_doorbell_rung_only_when_host_sleeps(void **state)
 {
 	struct fx *f = *state;
-	struct waiter w = {.rc = 1};
+	struct waiter w = { .rc = 1 };
 	orbit_spotq_host_t *h;
 	pthread_t th;
 	orbit_seg_t *seg;
@@ -558,6 +559,56 @@ static void test_doorbell_rung_only_when_host_sleeps(void **state)
 	orbit__spotq_host_close(h);
 }
 
+static int collect(void *ctx, const char *spot)
+{
+	char *names = ctx;
+
+	strcat(names, spot);
+	strcat(names, ";");
+	return 0;
+}
+
+/* Readers that do not know a Spot's caps (orbitctl spots) list the fleet's Spots and adopt the caps. */
+static void test_list_spots_and_open_adopting_caps(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_spotq_options o = opts(16, 2048, 4, 512), ro;
+	orbit_spotq_t *q2, *q3;
+	char names[256] = "";
+
+	fx_open(f, o);
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, "other.spot", &o), 0);
+	assert_int_equal(orbit__spotq_foreach(f->fleet, collect, names), 2);
+	assert_true(strstr(names, SPOT ";") && strstr(names, "other.spot;"));
+	assert_int_equal(orbit__spotq_foreach("no-such-fleet-here", collect, names), 0);
+	assert_int_equal(orbit__spotq_foreach("bad/fleet", collect, names), -EINVAL);
+	orbit__spotq_options_init(&ro);
+	ro.readonly = true;
+	ro.adopt_caps = true;
+	assert_int_equal(orbit__spotq_open(&q3, f->fleet, SPOT, &ro), 0);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 10, 1, NULL), 0);
+	struct orbit_spotq_counters c = counters(q3);
+	assert_int_equal(c.item_cap[0], 16);
+	assert_int_equal(c.byte_cap[0], 2048);
+	assert_int_equal(c.item_cap[1], 4);
+	assert_int_equal(c.byte_cap[1], 512);
+	assert_int_equal(c.accepted[0], 1);
+	check_ok(q3);
+	orbit__spotq_close(q3);
+	assert_int_equal(orbit__spotq_open(&q3, f->fleet, "missing", &ro), -ENOENT);
+	ro.how = ORBIT_SEG_OPEN_OR_CREATE;
+	ro.readonly = false;
+	assert_int_equal(orbit__spotq_open(&q3, f->fleet, SPOT, &ro), -EINVAL);
+	/* another kind under a Spot queue's name */
+	struct orbit_seg_header *hd = orbit__spotq_seg(q2)->base;
+	hd->kind = ORBIT_SEG_KIND_STATS;
+	ro.how = ORBIT_SEG_OPEN;
+	assert_int_equal(orbit__spotq_open(&q3, f->fleet, "other.spot", &ro), -ORBIT_EKIND);
+	hd->kind = ORBIT_SEG_KIND_SPOT_QUEUE;
+	orbit__spotq_close(q2);
+	orbit__spotq_unlink(f->fleet, "other.spot");
+}
+
 /*
  * Issue 11 "Footprint": 64 Spots at the defaults fit the 64 MiB /dev/shm of
  * a container beside the fleet's other segments (measured here: the lock
@@ -565,9 +616,9 @@ static void test_doorbell_rung_only_when_host_sleeps(void **state)
  */
 static void test_footprint_64_default_spots_fit_64_mib(void **state)
 {
-	static const char *const names[] = {"lock-228", "ring-229", "members", "stats"};
+	static const char *const names[] = { "lock-228", "ring-229", "members", "stats" };
 	struct fx *f = *state;
-	struct orbit_lock_options lo = {.size = sizeof(lo), .fleet = f->fleet};
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = f->fleet };
 	orbit_lock_t *l;
 	orbit_ring_t *ring;
 	orbit_stats_t st;
@@ -581,8 +632,8 @@ static void test_footprint_64_default_spots_fit_64_mib(void **state)
 		struct stat sb;
 		snprintf(path, sizeof(path), "/dev/shm/orbit.%s.%s", f->fleet, names[i]);
 		assert_int_equal(stat(path, &sb), 0);
-		others +=
-		    ((uint64_t)sb.st_size + page - 1) / page * page; /* tmpfs allocates pages */
+		others += ((uint64_t)sb.st_size + page - 1) / page *
+			  page; /* tmpfs allocates pages */
 	}
 	uint64_t spot = orbit__spotq_footprint(NULL);
 	uint64_t spot_pages = (spot + page - 1) / page * page;
@@ -602,28 +653,32 @@ static void test_footprint_64_default_spots_fit_64_mib(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_backpressure_by_count_both_lanes, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_backpressure_by_bytes_both_lanes, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_lifecycle_lane_independent_of_full_app_lane, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_reservation_returned_only_after_completion, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_old_epoch_fenced_and_uncompleted_redelivered,
-					    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_mismatched_caps_refused_naming_spot_and_value,
-					    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_truncated_foreign_corrupt_segments_refused, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_options_size_rule, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_corrupt_record_counted_skipped_reported, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_record_fields_and_producer_identity, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_positions_wrap_at_modulus, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_doorbell_rung_only_when_host_sleeps, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_footprint_64_default_spots_fit_64_mib, setup,
-					    teardown),
+		cmocka_unit_test_setup_teardown(test_backpressure_by_count_both_lanes, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_backpressure_by_bytes_both_lanes, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_lifecycle_lane_independent_of_full_app_lane,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reservation_returned_only_after_completion,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_old_epoch_fenced_and_uncompleted_redelivered,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mismatched_caps_refused_naming_spot_and_value,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_truncated_foreign_corrupt_segments_refused,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_options_size_rule, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt_record_counted_skipped_reported, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_record_fields_and_producer_identity, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_positions_wrap_at_modulus, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_doorbell_rung_only_when_host_sleeps, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_list_spots_and_open_adopting_caps, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_footprint_64_default_spots_fit_64_mib, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

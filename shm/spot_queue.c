@@ -79,6 +79,10 @@ _Static_assert(offsetof(struct orbit_spotq_slot, target) == 64, "target on line 
 #define AW_GEN_BITS 28
 #define AW_GEN_MASK ((1u << AW_GEN_BITS) - 1)
 
+/* row claim word: pos 32 | len 31 << 32 | RETIRED << 63 (the producer is done with the slot) */
+#define CLAIM_RETIRED (1ull << 63)
+#define CLAIM_LEN(w) ((uint32_t)((w) >> 32) & 0x7fffffffu)
+
 #define COPY_CHUNK 1024u	 /* a stalled producer re-checks its claim between chunks */
 #define STALL_POLL_NS 10000000ll /* host_wait's poll while a record is being written */
 
@@ -176,7 +180,6 @@ struct orbit_spotq_host {
 	orbit_members_t *m;
 	uint64_t gen, epoch;
 	uint32_t cursor[2];	 /* next position to take */
-	uint32_t off[2];	 /* payload offset (mod Wb) of the record at cursor */
 	uint32_t stall_pos[2];	 /* in-progress record first seen at stall_since */
 	uint64_t stall_since[2]; /* 0: none */
 	char last_corrupt[128];
@@ -657,7 +660,8 @@ static uint64_t hash_bytes(uint64_t h, const uint8_t *p, size_t n)
 		h = mix(h, w);
 	}
 	w = 0;
-	memcpy(&w, p, n);
+	if (n)
+		memcpy(&w, p, n);
 	return mix(h, w ^ ((uint64_t)n << 56));
 }
 
@@ -712,8 +716,8 @@ static void help_tail(orbit_spotq_t *q, struct lane_geo *g, uint32_t lane, uint6
 	/* SQ-A6: acquire (with the claim's): the tail CAS a moved-on claim follows */
 	if (atomic_load_explicit(&g->w->tail, memory_order_acquire) != t)
 		return; /* moved on: nothing left to do here */
-	if (row < q->producer_rows && pw_idx(cl) == T && pw_bytes(cl) <= g->bytes)
-		len = pw_bytes(cl);
+	if (row < q->producer_rows && pw_idx(cl) == T && CLAIM_LEN(cl) <= g->bytes)
+		len = CLAIM_LEN(cl);
 	/* relaxed: published by the tail CAS's release below (SQ-R2) */
 	atomic_compare_exchange_strong_explicit(&s->resv, &r0, pw_make(B, len),
 						memory_order_relaxed, memory_order_relaxed);
@@ -824,6 +828,19 @@ static bool copy_in(struct lane_geo *g, struct orbit_spotq_slot *s, uint64_t min
 			ORBIT_CRASHPOINT("spotq.mid_copy");
 	}
 	return true;
+}
+
+/*
+ * The producer's last SHM store for the record at @T: RETIRED in its row
+ * claim. SQ-R6: release, pairs with SQ-A8 in advance(): every store of this
+ * record (meta, checksum, payload, even after an abort) comes before the
+ * host may hand the slot and its bytes to another record. Returns @rc.
+ */
+static int retire(orbit_spotq_producer_t *p, uint32_t lane, uint32_t T, uint32_t len, int rc)
+{
+	atomic_store_explicit(&p->row->claim[lane], pw_make(T, len) | CLAIM_RETIRED,
+			      memory_order_release);
+	return rc;
 }
 
 /* A retry that sees the same head and tail 1,000 times in a row: the bytes lie. */
@@ -944,14 +961,15 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	else if (sub->kind == ORBIT_SPOTQ_KIND_TIMER)
 		memcpy(s->target.timer_name, sub->timer_name, tn);
 	if (!copy_in(g, s, mine, B, sub->payload, len))
-		return -ECANCELED;
+		return retire(p, (uint32_t)lane, T, len, -ECANCELED);
 	s->checksum = record_sum(T, s, sub->payload, len);
 	ORBIT_CRASHPOINT("spotq.before_commit");
 	/* SQ-R3: release, pairs with SQ-A5 in take(): every byte before COMMITTED */
 	if (!atomic_compare_exchange_strong_explicit(&s->commit, &mine,
 						     cw_with_state(mine, CW_COMMITTED),
 						     memory_order_release, memory_order_relaxed))
-		return -ECANCELED; /* the host aborted it (SQ-R4 won) */
+		return retire(p, (uint32_t)lane, T, len, -ECANCELED); /* SQ-R4 won */
+	retire(p, (uint32_t)lane, T, len, 0);
 	atomic_fetch_add_explicit(&p->row->accepted[lane], 1, memory_order_relaxed);
 	if (seq_out)
 		*seq_out = seq;
@@ -1023,31 +1041,47 @@ static int host_check(const orbit_spotq_host_t *h, uint32_t lane)
 	return host_fenced(h);
 }
 
-/* Rewrite every ack word of @g to generation @gen: TAKEN becomes REDELIVER. */
-static int retag(struct lane_geo *g, uint64_t gen)
+/* An ack word seen in a generation other than ours: what it becomes under ours. */
+static uint64_t ack_retagged(uint64_t a, uint64_t gen)
 {
-	uint32_t mine = (uint32_t)(gen & AW_GEN_MASK);
+	uint32_t st = aw_state(a);
+
+	if (st == AW_TAKEN)
+		st = AW_REDELIVER; /* taken by an older host, never completed */
+	else if (st > AW_REDELIVER)
+		st = AW_NONE; /* not a state: take() looks at the record afresh */
+	return aw_make(aw_pos(a), st, false, gen);
+}
+
+/*
+ * Rewrite every ack word of @g to @h's generation: TAKEN becomes REDELIVER.
+ * "Fenced" is decided by the 64-bit host_gen in the header, never by a
+ * word's 28 bits: a newer taker bumps host_gen (SQ-T2) before it retags, so
+ * while host_gen is still ours any other generation in a word is an older
+ * host's or corrupt bytes (counted), and is overwritten.
+ */
+static int retag(orbit_spotq_host_t *h, struct lane_geo *g)
+{
+	uint32_t mine = (uint32_t)(h->gen & AW_GEN_MASK);
 
 	for (uint32_t i = 0; i < g->items; i++) {
 		struct orbit_spotq_slot *s = &g->slots[i];
 		/* SQ-C1: acquire, pairs with the ack CASes of older hosts */
 		uint64_t a = atomic_load_explicit(&s->ack, memory_order_acquire);
 
-		for (;;) {
-			uint32_t st = aw_state(a);
-			if (aw_gen(a) == mine)
-				break;
-			if (gen_newer(aw_gen(a), mine))
-				return -ORBIT_EFENCED; /* a newer host got here first */
-			if (st == AW_TAKEN)
-				st = AW_REDELIVER;
-			else if (st > AW_REDELIVER)
-				st = AW_NONE; /* corrupt state: forget it */
+		while (aw_gen(a) != mine) {
+			if (host_fenced(h))
+				return -ORBIT_EFENCED; /* a newer host took over meanwhile */
+			bool bad = gen_newer(aw_gen(a), mine) || aw_state(a) > AW_REDELIVER;
 			/* SQ-C1: acq_rel CAS; a paused old host's CAS on this word now fails */
 			if (atomic_compare_exchange_weak_explicit(
-				&s->ack, &a, aw_make(aw_pos(a), st, false, gen),
-				memory_order_acq_rel, memory_order_acquire))
+				&s->ack, &a, ack_retagged(a, h->gen), memory_order_acq_rel,
+				memory_order_acquire)) {
+				if (bad)
+					atomic_fetch_add_explicit(&g->w->corrupt, 1,
+								  memory_order_relaxed);
 				break;
+			}
 		}
 	}
 	return 0;
@@ -1104,7 +1138,7 @@ int orbit__spotq_host_takeover(orbit_spotq_host_t **out, orbit_spotq_t *q, orbit
 	h->epoch = epoch;
 	h->pid = orbit__self_pid();
 	for (int l = 0; l < 2; l++) {
-		r = retag(&q->lane[l], h->gen);
+		r = retag(h, &q->lane[l]);
 		if (r < 0) {
 			free(h);
 			return r;
@@ -1123,15 +1157,14 @@ int orbit__spotq_host_takeover(orbit_spotq_host_t **out, orbit_spotq_t *q, orbit
 	}
 	for (int l = 0; l < 2; l++) {
 		struct lane_geo *gl = &q->lane[l];
-		/* SQ-A7: acquire, pairs with SQ-R5 (a head moved by an older host) */
-		uint64_t hw = atomic_load_explicit(&gl->w->head, memory_order_acquire);
-		h->cursor[l] = (uint32_t)(pw_idx(hw) % gl->wi);
-		h->off[l] = (uint32_t)(pw_bytes(hw) % gl->wb);
 		r = orbit__spotq_advance(h, (uint32_t)l); /* finish a FREED the old host left */
 		if (r < 0 && r != -ORBIT_ECORRUPT) {
 			free(h);
 			return r;
 		}
+		/* SQ-A7: acquire, pairs with SQ-R5; take() re-syncs if the head moves on */
+		uint64_t hw = atomic_load_explicit(&gl->w->head, memory_order_acquire);
+		h->cursor[l] = (uint32_t)(pw_idx(hw) % gl->wi);
 	}
 	*out = h;
 	return 0;
@@ -1152,15 +1185,39 @@ const char *orbit__spotq_host_last_corrupt(const orbit_spotq_host_t *h)
 	return h ? h->last_corrupt : "";
 }
 
-/* CAS the ack of @pos from @a to (@st, @pos); fenced on our generation. */
-static int ack_set(orbit_spotq_host_t *h, struct orbit_spotq_slot *s, uint64_t *a, uint32_t pos,
-		   uint32_t st, bool redeliv)
+/*
+ * @a (an ack word just read) names another generation than ours: fenced
+ * when host_gen says a newer host exists; else the word is an older host's
+ * missed by no retag or corrupt bytes: retag it (counted) and reload *@a.
+ * Returns 0 (retry with *@a) or -ORBIT_EFENCED.
+ */
+static int ack_foreign(orbit_spotq_host_t *h, struct lane_geo *g, struct orbit_spotq_slot *s,
+		       uint64_t *a)
+{
+	if (host_fenced(h))
+		return -ORBIT_EFENCED;
+	/* SQ-C1: acq_rel CAS of the repair; on failure *a is the fresh value */
+	if (atomic_compare_exchange_strong_explicit(&s->ack, a, ack_retagged(*a, h->gen),
+						    memory_order_acq_rel, memory_order_acquire)) {
+		atomic_fetch_add_explicit(&g->w->corrupt, 1, memory_order_relaxed);
+		*a = atomic_load_explicit(&s->ack, memory_order_acquire);
+	}
+	return 0;
+}
+
+/* CAS the ack of @pos from @a to (@st, @pos) under our generation (the fence). */
+static int ack_set(orbit_spotq_host_t *h, struct lane_geo *g, struct orbit_spotq_slot *s,
+		   uint64_t *a, uint32_t pos, uint32_t st, bool redeliv)
 {
 	uint32_t mine = (uint32_t)(h->gen & AW_GEN_MASK);
 
 	for (;;) {
-		if (aw_gen(*a) != mine)
-			return -ORBIT_EFENCED;
+		if (aw_gen(*a) != mine) {
+			int r = ack_foreign(h, g, s, a);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		/* SQ-C1: acq_rel; the expected value names our generation (the fence) */
 		if (atomic_compare_exchange_strong_explicit(
 			&s->ack, a, aw_make(pos, st, redeliv, h->gen), memory_order_acq_rel,
@@ -1210,22 +1267,21 @@ static void meta_copy(struct orbit_spotq_slot *m, const struct orbit_spotq_slot 
  */
 static const char *copy_out(const orbit_spotq_host_t *h, const struct lane_geo *g, uint32_t lane,
 			    uint32_t pos, uint64_t v, const struct orbit_spotq_slot *s,
-			    uint32_t exp_off, struct orbit_spotq_rec *rec, uint8_t *dst,
-			    size_t room)
+			    uint64_t resv, uint64_t hw, uint64_t t, struct orbit_spotq_rec *rec,
+			    uint8_t *dst, size_t room)
 {
 	struct orbit_spotq_slot m;
-	uint64_t resv;
 	uint32_t at, n1;
 
 	meta_copy(&m, s); /* one copy; validated and summed from here on */
-	/* relaxed: ordered by SQ-A5 (resv was stored before the tail passed, SQ-R2) */
-	resv = atomic_load_explicit(&s->resv, memory_order_relaxed);
 	if (lane_of_kind(m.kind) != (int)lane)
 		return "kind not of this lane";
 	if (pw_bytes(resv) != m.payload_len || m.payload_len > g->bytes)
 		return "payload length disagrees with the reservation";
-	if (pw_idx(resv) != exp_off)
-		return "payload offset out of sequence";
+	/* self-locating: its bytes lie inside what is reserved, [head, tail) */
+	if (pw_idx(resv) >= g->wb || mod_sub(pw_idx(resv), pw_bytes(hw), g->wb) + m.payload_len >
+					 mod_sub(pw_bytes(t), pw_bytes(hw), g->wb))
+		return "payload outside the reserved bytes";
 	if (m.member_row != cw_row(v) || (m.member_gen & CW_GEN_MASK) != cw_gen(v) ||
 	    m.member_row >= h->q->producer_rows)
 		return "producer fields disagree with the claim";
@@ -1235,10 +1291,12 @@ static const char *copy_out(const orbit_spotq_host_t *h, const struct lane_geo *
 		return "timer name not terminated";
 	if (m.payload_len > room)
 		return "no room in the caller's buffer";
-	at = exp_off % g->bytes;
+	at = pw_idx(resv) % g->bytes;
 	n1 = m.payload_len < g->bytes - at ? m.payload_len : g->bytes - at;
-	memcpy(dst, g->data + at, n1);
-	memcpy(dst + n1, g->data, m.payload_len - n1);
+	if (n1)
+		memcpy(dst, g->data + at, n1);
+	if (m.payload_len - n1)
+		memcpy(dst + n1, g->data, m.payload_len - n1);
 	if (record_sum(pos, &m, dst, m.payload_len) != m.checksum)
 		return "checksum mismatch (torn or overwritten record)";
 	rec->lane = lane;
@@ -1265,7 +1323,7 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 	uint8_t *out = buf;
 	size_t used = 0;
 	unsigned n = 0;
-	uint32_t cur, off;
+	uint32_t cur;
 	uint64_t t, hw;
 	bool resolved = false;
 	int r = host_check(h, lane);
@@ -1293,9 +1351,11 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 	}
 	/* SQ-A7: acquire, pairs with SQ-R5 */
 	hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
-	if (mod_sub(cur, pw_idx(hw), g->wi) > g->items || mod_sub(pw_idx(t), cur, g->wi) > g->items)
+	if (pw_idx(hw) >= g->wi || pw_bytes(hw) >= g->wb ||
+	    mod_sub(pw_idx(t), pw_idx(hw), g->wi) > g->items)
 		return -ORBIT_ECORRUPT;
-	off = h->off[lane];
+	if (mod_sub(cur, pw_idx(hw), g->wi) > mod_sub(pw_idx(t), pw_idx(hw), g->wi))
+		cur = pw_idx(hw); /* the head passed our cursor (records done before us) */
 
 	while (n < max && cur != pw_idx(t)) {
 		struct orbit_spotq_slot *s = slot_at(g, cur);
@@ -1303,12 +1363,21 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 		uint64_t v = atomic_load_explicit(&s->commit, memory_order_acquire);
 		/* SQ-C1: acquire, pairs with the ack CASes (ours, a takeover's) */
 		uint64_t a = atomic_load_explicit(&s->ack, memory_order_acquire);
+		/* relaxed: ordered by SQ-A4 (stored before the tail passed the slot) */
 		uint64_t resv = atomic_load_explicit(&s->resv, memory_order_relaxed);
-		uint32_t rlen = pw_bytes(resv) <= g->bytes ? pw_bytes(resv) : 0;
+		uint32_t rlen = pw_bytes(resv);
 		const char *why;
 
-		if (aw_gen(a) != (h->gen & AW_GEN_MASK))
-			return n ? (int)n : -ORBIT_EFENCED;
+		if (aw_gen(a) != (h->gen & AW_GEN_MASK)) {
+			r = ack_foreign(h, g, s, &a);
+			if (r < 0)
+				return n ? (int)n : r;
+			continue;
+		}
+		if (aw_pos(a) == cur && aw_state(a) > AW_REDELIVER) {
+			corrupt(h, g, lane, cur, "acknowledgement word in no known state");
+			goto resolve;
+		}
 		if (aw_pos(a) == cur && aw_state(a) != AW_NONE && aw_state(a) != AW_REDELIVER) {
 			resolved =
 			    true; /* done (or taken) under this or an older host: never again */
@@ -1339,19 +1408,20 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 		if (cw_state(v) == CW_ABORTED)
 			goto resolve;
 		/* COMMITTED */
-		if (rlen > buf_len - used) {
+		if (rlen <= g->bytes && rlen > buf_len - used) {
 			if (n == 0 && rlen > buf_len)
 				return -ENOBUFS;
 			break;
 		}
-		why = copy_out(h, g, lane, cur, v, s, off, &recs[n], out + used, buf_len - used);
+		why = copy_out(h, g, lane, cur, v, s, resv, hw, t, &recs[n], out + used,
+			       buf_len - used);
 		if (why) {
 			corrupt(h, g, lane, cur, why);
 			goto resolve;
 		}
 		{
 			bool redeliv = aw_pos(a) == cur && aw_state(a) == AW_REDELIVER;
-			r = ack_set(h, s, &a, cur, AW_TAKEN, redeliv);
+			r = ack_set(h, g, s, &a, cur, AW_TAKEN, redeliv);
 			if (r < 0)
 				return n ? (int)n : r;
 			recs[n].redelivered = redeliv;
@@ -1359,21 +1429,20 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 				atomic_fetch_add_explicit(&g->w->redelivered, 1,
 							  memory_order_relaxed);
 		}
-		used += rlen;
+		used += recs[n].payload_len; /* validated: equal to the reservation */
 		n++;
 		goto next;
 	resolve:
 		/* aborted or corrupt: DONE, its reservation comes back with the head */
-		r = ack_set(h, s, &a, cur, AW_DONE, false);
+		r = ack_set(h, g, s, &a, cur, AW_DONE, false);
 		if (r < 0)
 			return n ? (int)n : r;
 		resolved = true;
 	next:
-		off = (uint32_t)mod_add(off, rlen, g->wb);
 		cur = (uint32_t)mod_add(cur, 1, g->wi);
 		h->cursor[lane] = cur;
-		h->off[lane] = off;
 	}
+	h->cursor[lane] = cur;
 	if (resolved) {
 		r = orbit__spotq_advance(h, lane);
 		if (r == -ORBIT_EFENCED && n == 0)
@@ -1386,7 +1455,7 @@ int orbit__spotq_complete(orbit_spotq_host_t *h, uint32_t lane, uint32_t pos)
 {
 	struct lane_geo *g;
 	struct orbit_spotq_slot *s;
-	uint64_t a, hw;
+	uint64_t a;
 	int r = host_check(h, lane);
 
 	if (r < 0)
@@ -1394,24 +1463,76 @@ int orbit__spotq_complete(orbit_spotq_host_t *h, uint32_t lane, uint32_t pos)
 	g = &h->q->lane[lane];
 	if (pos >= g->wi)
 		return -EINVAL;
-	/* SQ-A7: acquire, pairs with SQ-R5 */
-	hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
-	if (mod_sub(pos, pw_idx(hw), g->wi) >= mod_sub(h->cursor[lane], pw_idx(hw), g->wi))
-		return -EINVAL; /* not in [head, cursor): not taken by this host */
 	s = slot_at(g, pos);
 	/* SQ-C1: acquire, pairs with the ack CASes */
 	a = atomic_load_explicit(&s->ack, memory_order_acquire);
-	if (aw_gen(a) != (h->gen & AW_GEN_MASK))
-		return -ORBIT_EFENCED;
-	if (aw_pos(a) != pos || aw_state(a) != AW_TAKEN)
-		return -EINVAL;
-	r = ack_set(h, s, &a, pos, AW_DONE, aw_redeliv(a));
-	if (r < 0)
-		return r;
+	for (;;) {
+		if (aw_gen(a) != (h->gen & AW_GEN_MASK)) {
+			r = ack_foreign(h, g, s, &a);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (aw_pos(a) != pos || aw_state(a) != AW_TAKEN)
+			return -EINVAL; /* not a record this host took and has not completed */
+		/* SQ-C1: acq_rel CAS under our generation (the fence) */
+		if (atomic_compare_exchange_strong_explicit(
+			&s->ack, &a, aw_make(pos, AW_DONE, aw_redeliv(a), h->gen),
+			memory_order_acq_rel, memory_order_acquire))
+			break;
+	}
 	ORBIT_CRASHPOINT("spotq.after_complete");
 	atomic_fetch_add_explicit(&g->w->completed, 1, memory_order_relaxed);
-	r = orbit__spotq_advance(h, lane);
-	return r < 0 ? r : 0;
+	/* done; a fenced or corrupt head advance does not undo it */
+	orbit__spotq_advance(h, lane);
+	return 0;
+}
+
+/*
+ * May the reservation of the ABORTED record @v at @pos be handed to another
+ * record? Only once its producer can no longer write into the slot or its
+ * bytes: it published RETIRED for this claim, or moved on to a later claim
+ * (it stores that only after retiring this one), or it is proven dead.
+ */
+static bool claimer_gone(orbit_spotq_host_t *h, uint32_t lane, uint64_t v, uint32_t pos)
+{
+	uint32_t row = cw_row(v);
+	uint64_t cl;
+
+	if (row >= h->q->producer_rows)
+		return true; /* no producer has this row: corrupt bytes */
+	/* SQ-A8: acquire, pairs with SQ-R6 in retire(): the record's last stores */
+	cl = atomic_load_explicit(&h->q->rows[row].claim[lane], memory_order_acquire);
+	if (pw_idx(cl) != pos || (cl & CLAIM_RETIRED))
+		return true;
+	return claimer_dead(h, v);
+}
+
+/*
+ * New head bytes after freeing the record at @H (head bytes @HB, tail @t):
+ * the next record's own offset, or the tail's bytes when it was the last;
+ * else this record's end. Each candidate must lie in [HB, tail bytes]: a
+ * wrong length in one word then costs that record only, not the lane.
+ */
+static uint32_t head_bytes_after(const struct lane_geo *g, uint32_t H, uint32_t HB, uint64_t t,
+				 uint64_t resv, bool *bad)
+{
+	uint64_t room = mod_sub(pw_bytes(t), HB, g->wb);
+	uint32_t next = (uint32_t)mod_add(H, 1, g->wi);
+	uint64_t c;
+
+	if (next == pw_idx(t))
+		c = pw_bytes(t);
+	else
+		/* relaxed: ordered by SQ-A4 (the tail passed it) */
+		c = pw_idx(atomic_load_explicit(&slot_at(g, next)->resv, memory_order_relaxed));
+	if (c < g->wb && mod_sub(c, HB, g->wb) <= room) {
+		*bad = pw_idx(resv) != HB || c != mod_add(HB, pw_bytes(resv), g->wb);
+		return (uint32_t)c;
+	}
+	*bad = true;
+	c = mod_add(HB, pw_bytes(resv) <= room ? pw_bytes(resv) : 0, g->wb);
+	return (uint32_t)c;
 }
 
 int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
@@ -1430,7 +1551,7 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 		uint32_t H = pw_idx(hw), HB = pw_bytes(hw);
 		struct orbit_spotq_slot *s;
 		uint64_t a, resv;
-		uint32_t len, room;
+		bool bad = false;
 
 		if (H >= g->wi || HB >= g->wb || mod_sub(pw_idx(t), H, g->wi) > g->items)
 			return -ORBIT_ECORRUPT;
@@ -1439,37 +1560,38 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 		s = slot_at(g, H);
 		/* SQ-C1: acquire, pairs with the ack CASes */
 		a = atomic_load_explicit(&s->ack, memory_order_acquire);
-		if (aw_gen(a) != (h->gen & AW_GEN_MASK))
-			return -ORBIT_EFENCED;
+		if (aw_gen(a) != (h->gen & AW_GEN_MASK)) {
+			r = ack_foreign(h, g, s, &a);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		if (aw_pos(a) != H)
 			break;
 		if (aw_state(a) == AW_DONE) {
+			/* SQ-A5: acquire, pairs with SQ-R4: an aborted record's claim */
+			uint64_t v = atomic_load_explicit(&s->commit, memory_order_acquire);
+			if (cw_pos(v) == H && cw_state(v) == CW_ABORTED &&
+			    !claimer_gone(h, lane, v, H))
+				break; /* its producer may still write: keep it reserved */
 			/* the fenced step: DONE -> FREED under our generation */
-			r = ack_set(h, s, &a, H, AW_FREED, false);
+			r = ack_set(h, g, s, &a, H, AW_FREED, false);
 			if (r < 0)
 				return r;
 			ORBIT_CRASHPOINT("spotq.after_freed");
 		} else if (aw_state(a) != AW_FREED) {
 			break;
 		}
+		/* relaxed: ordered by SQ-A4 */
 		resv = atomic_load_explicit(&s->resv, memory_order_relaxed);
-		len = pw_bytes(resv);
-		room = (uint32_t)mod_sub(pw_bytes(t), HB, g->wb);
-		if (pw_idx(resv) != HB || len > room) {
+		uint32_t nb = head_bytes_after(g, H, HB, t, resv, &bad);
+		if (bad)
 			atomic_fetch_add_explicit(&g->w->corrupt, 1, memory_order_relaxed);
-			len = len > room ? room : len;
-		}
-		uint64_t nh = pw_make((uint32_t)mod_add(H, 1, g->wi),
-				      (uint32_t)mod_add(HB, len, g->wb));
+		uint64_t nh = pw_make((uint32_t)mod_add(H, 1, g->wi), nb);
 		/* SQ-R5: release, pairs with SQ-A1: the slot's last reads before its reuse */
 		if (atomic_compare_exchange_strong_explicit(
 			&g->w->head, &hw, nh, memory_order_release, memory_order_relaxed))
 			freed++;
-		if (h->cursor[lane] == H) {
-			/* done under an older host, ahead of our cursor: skip it */
-			h->cursor[lane] = pw_idx(nh);
-			h->off[lane] = pw_bytes(nh);
-		}
 	}
 	if (freed) {
 		struct orbit_doorbell *db = &h->q->shm->room_db;
@@ -1514,9 +1636,14 @@ int orbit__spotq_host_wait(orbit_spotq_host_t *h, int64_t timeout_ns, uint32_t w
 	atomic_fetch_or_explicit(&db->sleeping, bit, memory_order_seq_cst);
 	atomic_thread_fence(memory_order_seq_cst);
 	for (uint32_t l = 0; l < ORBIT_SPOTQ_LANES; l++) {
-		if (lane_ready(h, l, &stalled))
-			return 0; /* our bit stays: at most one spare wake later, never a lost one
-				   */
+		if (lane_ready(h, l, &stalled)) {
+			/* A row's own class is ours alone: take the bit back (no spare wake
+			 * while awake). The shared class may have other sleepers: keep it. */
+			if (bit != ORBIT_DOORBELL_SHARED)
+				atomic_fetch_and_explicit(&db->sleeping, ~bit,
+							  memory_order_relaxed);
+			return 0;
+		}
 	}
 	if (stalled && (timeout_ns < 0 || timeout_ns > STALL_POLL_NS))
 		timeout_ns = STALL_POLL_NS; /* poll the in-progress record's producer */
@@ -1576,23 +1703,19 @@ int orbit__spotq_check(orbit_spotq_t *q, char *why, size_t why_len)
 	do {                                                                                       \
 		if (why && why_len)                                                                \
 			snprintf(why, why_len, __VA_ARGS__);                                       \
+		free(tmp);                                                                         \
 		return -ORBIT_ECORRUPT;                                                            \
 	} while (0)
-	static _Thread_local uint8_t *tmp;
-	static _Thread_local size_t tmp_len;
+	uint8_t *tmp;
 	uint64_t gen;
 
 	if (!q)
 		return -EINVAL;
 	if (orbit__fork_check(q->pid))
 		return -ECHILD;
-	if (tmp_len < ORBIT_SPOTQ_MAX_BYTES) {
-		free(tmp);
-		tmp = malloc(ORBIT_SPOTQ_MAX_BYTES);
-		tmp_len = tmp ? ORBIT_SPOTQ_MAX_BYTES : 0;
-		if (!tmp)
-			return -ENOMEM;
-	}
+	tmp = malloc(q->lane[0].bytes > q->lane[1].bytes ? q->lane[0].bytes : q->lane[1].bytes);
+	if (!tmp)
+		return -ENOMEM;
 	/* The checker's acquires pair with SQ-T2, SQ-R5, SQ-R2, SQ-R3 and SQ-C1; it
 	 * runs while nobody writes (tests, orbitctl on a quiet queue). */
 	gen = atomic_load_explicit(&q->shm->host_gen, memory_order_acquire);
@@ -1649,6 +1772,7 @@ int orbit__spotq_check(orbit_spotq_t *q, char *why, size_t why_len)
 	}
 	if (why && why_len)
 		why[0] = '\0';
+	free(tmp);
 	return 0;
 #undef FAIL
 }

@@ -152,11 +152,11 @@ static int submit_seq(orbit_spotq_producer_t *p, uint32_t row, uint64_t seq, uin
 		      uint64_t *seq_out)
 {
 	static uint8_t b[8192];
-	struct orbit_spotq_submit s = {.kind =
-					   seq % 3 ? ORBIT_SPOTQ_KIND_SPOT : ORBIT_SPOTQ_KIND_ACTOR,
-				       .actor_id = seq,
-				       .payload = b,
-				       .len = len};
+	struct orbit_spotq_submit s = { .kind = seq % 3 ? ORBIT_SPOTQ_KIND_SPOT
+							: ORBIT_SPOTQ_KIND_ACTOR,
+					.actor_id = seq,
+					.payload = b,
+					.len = len };
 
 	fill(b, len, row, seq);
 	return orbit__spotq_submit(p, &s, seq_out);
@@ -166,7 +166,7 @@ static int submit_seq(orbit_spotq_producer_t *p, uint32_t row, uint64_t seq, uin
 
 static int producer_main(const char *fleet, const struct orbit_spotq_options *o, uint64_t n)
 {
-	struct child c = {0};
+	struct child c = { 0 };
 	uint32_t gen;
 	int r = child_open(&c, fleet, o, true);
 
@@ -197,7 +197,7 @@ static int host_main(const char *fleet, const struct orbit_spotq_options *o, str
 {
 	static struct orbit_spotq_rec recs[128];
 	static uint8_t buf[1 << 16];
-	struct child c = {0};
+	struct child c = { 0 };
 	orbit_spotq_host_t *h;
 	int r = child_host(&c, fleet, o, 1, &h);
 
@@ -244,10 +244,10 @@ static int host_main(const char *fleet, const struct orbit_spotq_options *o, str
 /* Issue 11 "4 producer processes x 100,000 records: no loss, no duplicate, per-producer order". */
 static void test_4_producers_x_100k_no_loss_no_dup_order_kept(void **state)
 {
-	struct fx f = {0};
+	struct fx f = { 0 };
 	uint64_t n = orbit_test_long() ? 1000000 : 100000;
-	struct verdict *v =
-	    mmap(NULL, sizeof(*v), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct verdict *v = mmap(NULL, sizeof(*v), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	pid_t host, prod[PRODUCERS];
 	int st;
 
@@ -310,7 +310,7 @@ static int crashing_producer(const char *fleet, const struct orbit_spotq_options
 			     const char *label, uint64_t nth, enum orbit_crash_action act,
 			     int count, uint32_t len, int report_fd)
 {
-	struct child c = {0};
+	struct child c = { 0 };
 	uint32_t gen;
 	int r = child_open(&c, fleet, o, true);
 
@@ -364,8 +364,8 @@ static int drain(struct fx *f, orbit_spotq_host_t *h, uint32_t lane, int *bad)
  * back". */
 static void test_producer_sigkilled_at_crash_points_queue_moves_on(void **state)
 {
-	static const char *const labels[] = {"spotq.after_claim", "spotq.mid_copy",
-					     "spotq.before_commit"};
+	static const char *const labels[] = { "spotq.after_claim", "spotq.mid_copy",
+					      "spotq.before_commit" };
 
 	(void)state;
 	for (unsigned k = 0; k < 3; k++) {
@@ -414,7 +414,7 @@ static void test_producer_sigkilled_at_crash_points_queue_moves_on(void **state)
  */
 static void test_producer_sigstopped_mid_record_aborted_late_commit_refused(void **state)
 {
-	static const char *const labels[] = {"spotq.before_commit", "spotq.mid_copy"};
+	static const char *const labels[] = { "spotq.before_commit", "spotq.mid_copy" };
 
 	(void)state;
 	for (unsigned k = 0; k < 2; k++) {
@@ -455,13 +455,16 @@ static void test_producer_sigstopped_mid_record_aborted_late_commit_refused(void
 		assert_true(took >= 300000000ull);
 		assert_int_equal(got, 1);
 		assert_int_equal(counters(f->q).aborted[0], 1);
-		/* reuse the stopped producer's slot and bytes before it resumes */
-		for (uint64_t i = 2; i <= 9; i++) {
-			assert_int_equal(submit_seq(f->p, row, i, 2500, NULL), 0);
-			assert_int_equal(drain(f, h, 0, &bad), 1);
-		}
-		assert_int_equal(submit_seq(f->p, row, 10, 2500, NULL), 0);
-		assert_int_equal(submit_seq(f->p, row, 11, 2500, NULL), 0);
+		/*
+		 * Later records are delivered, but the stopped producer may still
+		 * write into its slot and bytes: their reservation stays held
+		 * (backpressure, never a reuse under a live writer).
+		 */
+		assert_int_equal(submit_seq(f->p, row, 2, 100, NULL), 0);
+		assert_int_equal(submit_seq(f->p, row, 3, 100, NULL), 0);
+		assert_int_equal(submit_seq(f->p, row, 4, 100, NULL), -EAGAIN);
+		assert_int_equal(drain(f, h, 0, &bad), 2);
+		assert_int_equal(counters(f->q).depth[0], 4);
 		kill(pid, SIGCONT);
 		int st = orbit_test_wait(pid, 10000);
 		assert_true(WIFEXITED(st));
@@ -471,9 +474,15 @@ static void test_producer_sigstopped_mid_record_aborted_late_commit_refused(void
 		close(fds[0]);
 		assert_int_equal(nrc, 1);
 		assert_int_equal(rc[0], -ECANCELED); /* the late commit is refused */
-		/* nothing torn: the records written over its old bytes are whole */
+		/* it retired: the reservations come back, its slot and bytes are reused */
+		assert_true(orbit__spotq_advance(h, 0) >= 1);
+		assert_int_equal(counters(f->q).depth[0], 0);
+		for (uint64_t i = 4; i <= 12; i++) {
+			assert_int_equal(submit_seq(f->p, row, i, 2500, NULL), 0);
+			assert_int_equal(drain(f, h, 0, &bad), 1);
+		}
+		/* nothing torn */
 		check_ok(f->q);
-		assert_int_equal(drain(f, h, 0, &bad), 2);
 		assert_int_equal(bad, 0);
 		struct orbit_spotq_counters c = counters(f->q);
 		assert_int_equal(c.corrupt[0], 0);
@@ -482,6 +491,61 @@ static void test_producer_sigstopped_mid_record_aborted_late_commit_refused(void
 		fx_fini(f);
 		free(f);
 	}
+}
+
+/*
+ * Issue 11 "Never a torn record visible" and "loses nothing that was
+ * accepted" (review F1): a producer stopped right after its claim
+ * (spotq.after_claim) is aborted after the bound; its slot is reused only
+ * after it resumed and retired, so its late meta stores cannot clobber a
+ * later accepted record in the same slot.
+ */
+static void test_stopped_producer_late_stores_never_hit_a_later_record(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct orbit_spotq_options o = base_opts();
+	orbit_spotq_host_t *h;
+	bool stopped = false;
+	int bad = 0;
+	uint32_t gen;
+
+	(void)state;
+	o.unblock_ms = 50;
+	o.app_items = 4;
+	o.app_bytes = 8192;
+	fx_init(f, o, true);
+	uint32_t row = (uint32_t)orbit__members_self(f->m, &gen);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(crashing_producer(f->fleet, &f->o, "spotq.after_claim", 1, ORBIT_CRASH_STOP,
+					1, 100, -1));
+	assert_int_equal(wait_stopped_or_dead(pid, &stopped), pid);
+	assert_true(stopped); /* pos 0 CLAIMED by the stopped producer */
+	for (int i = 0; i < 100 && counters(f->q).aborted[0] == 0; i++) {
+		assert_true(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)) >= 0);
+		usleep(10000);
+	}
+	assert_int_equal(counters(f->q).aborted[0], 1);
+	for (uint64_t i = 1; i <= 3; i++) {
+		assert_int_equal(submit_seq(f->p, row, i, 100, NULL), 0);
+		assert_int_equal(drain(f, h, 0, &bad), 1);
+	}
+	/* pos 4 would reuse slot 0 under a live writer: refused as backpressure */
+	assert_int_equal(submit_seq(f->p, row, 4, 100, NULL), -EAGAIN);
+	kill(pid, SIGCONT);
+	int st = orbit_test_wait(pid, 10000);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0); /* its submit said -ECANCELED */
+	assert_true(orbit__spotq_advance(h, 0) >= 1);
+	assert_int_equal(submit_seq(f->p, row, 4, 100, NULL), 0); /* accepted */
+	assert_int_equal(drain(f, h, 0, &bad), 1);		  /* delivered, whole */
+	assert_int_equal(bad, 0);
+	assert_int_equal(counters(f->q).corrupt[0], 0);
+	check_ok(f->q);
+	orbit__spotq_host_close(h);
+	fx_fini(f);
+	free(f);
 }
 
 /* ---- hosts killed and paused ---- */
@@ -504,7 +568,7 @@ static int host_child(const char *fleet, const struct orbit_spotq_options *o, ui
 {
 	static struct orbit_spotq_rec recs[16];
 	static uint8_t buf[1 << 16];
-	struct child c = {0};
+	struct child c = { 0 };
 	orbit_spotq_host_t *h;
 	int r = child_host(&c, fleet, o, epoch, &h);
 
@@ -542,8 +606,8 @@ static int host_child(const char *fleet, const struct orbit_spotq_options *o, ui
 		rep->rc_complete = orbit__spotq_complete(h, 0, rep->pos[complete]);
 		rep->rc_advance = orbit__spotq_advance(h, 0);
 		orbit__spotq_counters(c.q, &b);
-		rep->changed =
-		    memcmp(&a, &b, sizeof(a)) != 0 || orbit__spotq_check(c.q, why, sizeof(why));
+		rep->changed = memcmp(&a, &b, sizeof(a)) != 0 ||
+			       orbit__spotq_check(c.q, why, sizeof(why));
 		return 0;
 	}
 	return 42;
@@ -615,8 +679,8 @@ static void test_host_sigkilled_new_epoch_redelivers_uncompleted(void **state)
 static void test_host_sigstopped_across_takeover_fenced_off(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	struct host_report *rep =
-	    mmap(NULL, sizeof(*rep), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct host_report *rep = mmap(NULL, sizeof(*rep), PROT_READ | PROT_WRITE,
+				       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	orbit_spotq_host_t *h;
 	bool stopped = false;
 	int bad = 0;
@@ -703,7 +767,8 @@ static void test_host_killed_or_stopped_mid_head_advance(void **state)
 			/* its complete took effect before the takeover (not redelivered): 0 */
 			assert_int_equal(rep->rc_complete, 0);
 			after = counters(f->q);
-			assert_memory_equal(&before, &after, sizeof(before)); /* late head CAS: no-op */
+			assert_memory_equal(&before, &after,
+					    sizeof(before)); /* late head CAS: no-op */
 		}
 		struct orbit_spotq_counters c = counters(f->q);
 		assert_int_equal(c.depth[0], 0);
@@ -724,12 +789,13 @@ static void test_host_killed_or_stopped_mid_head_advance(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_4_producers_x_100k_no_loss_no_dup_order_kept),
-	    cmocka_unit_test(test_producer_sigkilled_at_crash_points_queue_moves_on),
-	    cmocka_unit_test(test_producer_sigstopped_mid_record_aborted_late_commit_refused),
-	    cmocka_unit_test(test_host_sigkilled_new_epoch_redelivers_uncompleted),
-	    cmocka_unit_test(test_host_sigstopped_across_takeover_fenced_off),
-	    cmocka_unit_test(test_host_killed_or_stopped_mid_head_advance),
+		cmocka_unit_test(test_4_producers_x_100k_no_loss_no_dup_order_kept),
+		cmocka_unit_test(test_producer_sigkilled_at_crash_points_queue_moves_on),
+		cmocka_unit_test(test_producer_sigstopped_mid_record_aborted_late_commit_refused),
+		cmocka_unit_test(test_stopped_producer_late_stores_never_hit_a_later_record),
+		cmocka_unit_test(test_host_sigkilled_new_epoch_redelivers_uncompleted),
+		cmocka_unit_test(test_host_sigstopped_across_takeover_fenced_off),
+		cmocka_unit_test(test_host_killed_or_stopped_mid_head_advance),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -559,6 +559,142 @@ static void test_doorbell_rung_only_when_host_sleeps(void **state)
 	orbit__spotq_host_close(h);
 }
 
+static struct orbit_spotq_slot *raw_slots(struct fx *f, int lane)
+{
+	orbit_seg_t *seg = orbit__spotq_seg(f->q);
+	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+
+	return (void *)((char *)seg->base + sh->slots_off[lane]);
+}
+
+static struct orbit_spotq_lane_shm *raw_lanes(struct fx *f)
+{
+	orbit_seg_t *seg = orbit__spotq_seg(f->q);
+	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+
+	return (void *)((char *)seg->base + sh->lanes_off);
+}
+
+/*
+ * Issue 11 "a corrupt record is counted, skipped and reported" (review F2):
+ * one wrong reservation length costs that record only, not every later one
+ * of the lane, and every byte comes back.
+ */
+static void test_one_bad_reservation_costs_one_record(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+	int total = 0;
+
+	fx_open(f, opts(8, 1024, 2, 128));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 32, (uint8_t)i, NULL), 0);
+	struct orbit_spotq_slot *sl = raw_slots(f, 0);
+	uint64_t r = atomic_load(&sl[1].resv);
+	atomic_store(&sl[1].resv, (r & 0xffffffffull) | (16ull << 32)); /* length 32 -> 16 */
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	for (int round = 0; round < 3; round++) {
+		int n;
+		while ((n = orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf))) > 0) {
+			for (int i = 0; i < n; i++)
+				assert_int_equal(orbit__spotq_complete(h, 0, f->recs[i].pos), 0);
+			total += n;
+		}
+		assert_int_equal(n, 0);
+		if (round < 2)
+			for (int i = 0; i < 4; i++)
+				assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 32, 9, NULL),
+						 0);
+		if (round == 1) { /* and a new host goes on the same way */
+			orbit__spotq_host_close(h);
+			assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 2), 0);
+		}
+	}
+	struct orbit_spotq_counters c = counters(f->q);
+	assert_int_equal(total, 11);
+	assert_true(c.corrupt[0] >= 1);
+	assert_int_equal(c.depth[0], 0);
+	assert_int_equal(c.bytes[0], 0);
+	check_ok(f->q);
+	orbit__spotq_host_close(h);
+}
+
+/* Review F3: one ack word with a "newer" 28-bit generation does not block takeovers. */
+static void test_bad_ack_generation_never_blocks_takeover(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+
+	fx_open(f, opts(8, 1024, 2, 128));
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), 0);
+	atomic_store(&raw_slots(f, 0)[5].ack, (uint64_t)(1u << 20) << 36); /* gen 2^20, NONE */
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	assert_int_equal(counters(f->q).corrupt[0], 1);
+	/* on the live host's lane too: a foreign word is repaired, not taken for a fence */
+	atomic_store(&raw_slots(f, 0)[0].ack, (uint64_t)(1u << 21) << 36);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
+	uint64_t a = atomic_load(&raw_slots(f, 0)[0].ack);
+	atomic_store(&raw_slots(f, 0)[0].ack, (a & ~(0xfffffffull << 36)) | (7ull << 36));
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), -EINVAL); /* was TAKEN: now
+										    REDELIVER */
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 0);
+	orbit__spotq_host_close(h);
+	/* the next host gets it again, flagged */
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 2), 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
+	assert_true(f->recs[0].redelivered);
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	assert_int_equal(counters(f->q).depth[0], 0);
+	orbit__spotq_host_close(h);
+}
+
+/* Review F4: an ack word in no known state is counted corrupt and its reservation comes back. */
+static void test_unknown_ack_state_counted_and_freed(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+
+	fx_open(f, opts(4, 1024, 2, 128));
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, (uint8_t)i, NULL), 0);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	atomic_store(&raw_slots(f, 0)[0].ack,
+		     0ull | (5ull << 32) | (orbit__spotq_host_gen(h) << 36));
+	int n = orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf));
+	assert_int_equal(n, 2);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(orbit__spotq_complete(h, 0, f->recs[i].pos), 0);
+	struct orbit_spotq_counters c = counters(f->q);
+	assert_int_equal(c.corrupt[0], 1);
+	assert_int_equal(c.depth[0], 0);
+	orbit__spotq_host_close(h);
+}
+
+/*
+ * Review F5: the head passed this host's cursor (an old host's late head
+ * CAS after the takeover read the head): take() re-syncs and goes on.
+ */
+static void test_head_past_cursor_resyncs(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+
+	fx_open(f, opts(4, 1024, 2, 128));
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, (uint8_t)i, NULL), 0);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	atomic_store(&raw_slots(f, 0)[0].ack,
+		     0ull | (3ull << 32) | (orbit__spotq_host_gen(h) << 36));
+	atomic_store(&raw_lanes(f)[0].head, 1ull | (8ull << 32));
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 2);
+	assert_int_equal(((uint8_t *)f->recs[0].payload)[0], 1);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(orbit__spotq_complete(h, 0, f->recs[i].pos), 0);
+	assert_int_equal(counters(f->q).depth[0], 0);
+	check_ok(f->q);
+	orbit__spotq_host_close(h);
+}
+
 static int collect(void *ctx, const char *spot)
 {
 	char *names = ctx;
@@ -677,6 +813,13 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_list_spots_and_open_adopting_caps, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_one_bad_reservation_costs_one_record, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_bad_ack_generation_never_blocks_takeover,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_ack_state_counted_and_freed, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_head_past_cursor_resyncs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_footprint_64_default_spots_fit_64_mib, setup,
 						teardown),
 	};

@@ -21,6 +21,9 @@
  *   SQ-A6 X: acquire of the claimer's row claim, pairs with the release store
  *            of the claim in submit(): a claim that moved on shows the tail
  *            CAS before it (help_tail's lateness check)
+ *   SQ-R6 P: release store of RETIRED in the row claim, the producer's last
+ *            store for a record; pairs with SQ-A8 in advance(): no slot or
+ *            byte of an aborted record is reused while its producer may write
  *   SQ-A7 H: acquire of the head, pairs with SQ-R5 (an older host's or a helper's)
  *   SQ-O1/SQ-O2 P: producer row owner CAS (acquire) / close (release): a
  *            previous tenure's row words before a new producer uses them

@@ -45,11 +45,13 @@
  * advance first CASes the head slot's ack DONE -> FREED (fenced), then the
  * head word (a step whose value the fenced FREED already fixed, so a late
  * duplicate from a paused host writes what the current host writes anyway).
- * A host paused across one takeover therefore fails every CAS. Why 28 low
- * bits are enough: an old host's CAS can only succeed if the words carry
- * its own 28 bits again, i.e. after 2^28 takeovers of this one Spot while
- * it was paused; and each call also compares the full 64-bit generation
- * first.
+ * A host paused across one takeover therefore fails every CAS. Who is
+ * fenced is decided by the 64-bit host_gen only (each call compares it
+ * first, and again on any word with another generation): a word with a
+ * foreign generation while host_gen is ours is an older host's or corrupt,
+ * and is repaired (counted), never taken for a fence. An old host's CAS can
+ * only succeed if the words carry its own 28 bits again, i.e. after 2^28
+ * takeovers of this one Spot while it was paused inside one call.
  *
  * Segment layout (offsets from the segment start; who writes / reads /
  * what a crash leaves):
@@ -72,6 +74,10 @@
  *          counters host, relaxed.
  *   rows_off   struct orbit_spotq_row[producer_rows] (one per member row):
  *          the producer of that member row (owner, claim, seq, counters).
+ *          claim[l] = pos | len << 32 | RETIRED << 63: stored (release)
+ *          before the claim CAS, RETIRED (release) as the producer's last
+ *          store for that record; the host reuses an ABORTED record's slot
+ *          and bytes only after RETIRED, a later claim, or proven death.
  *          A producer killed leaves its row: the next tenure of that member
  *          row takes it over (new generation: sequence restarts at 1).
  *   slots_off[l] struct orbit_spotq_slot[items[l]], two cache lines each:
@@ -97,8 +103,12 @@
  * no completion; a record completed by any host is never delivered again;
  * a record taken but not completed when a newer host takes over is
  * delivered again with rec.redelivered set (dedupe by member row, member
- * generation and producer_seq). Aborted and corrupt records are counted and
- * never delivered; their reservation comes back like a completed one.
+ * generation and producer_seq against the set of applied-but-uncompleted
+ * keys, not a watermark: completions come out of order; see
+ * doc/spot-queues.md). Aborted and corrupt records are counted and never
+ * delivered; their reservation comes back like a completed one (an aborted
+ * one only once its producer retired or died). Each record's payload
+ * locates itself inside [head, tail) bytes: one bad length costs one record.
  */
 #ifndef ORBIT_SHM_SPOT_QUEUE_H
 #define ORBIT_SHM_SPOT_QUEUE_H
@@ -418,7 +428,8 @@ void orbit__spotq_host_close(orbit_spotq_host_t *h);
  * bound, are aborted on the way; corrupt ones are counted, skipped and
  * reported (orbit__spotq_host_last_corrupt()). The batch stops at a record
  * still being written.
- * Context: the host's thread; lock-free; one fcntl per in-progress record
+ * Context: one thread at a time per host handle (complete() may run on others);
+ * lock-free; one fcntl per in-progress record
  * whose producer must be proven dead. Ordering: acquire of each commit
  * (SQ-A5). Returns the number of records (0: nothing ready); -ORBIT_EFENCED
  * (a newer host took over: nothing changed by this call); -ENOBUFS (the
@@ -431,7 +442,11 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
  * orbit__spotq_complete - the handler of the record at @pos has finished:
  * mark it done (out of order is fine) and return the reservation of the
  * contiguous completed prefix (head advance).
- * Returns 0; -ORBIT_EFENCED (newer host: nothing changed); -EINVAL (@pos
+ * Context: any thread of the host's process, also while another thread is
+ * in take() (complete and advance write only SHM words; take alone owns the
+ * handle's cursor); lock-free; a FUTEX_WAKE when a producer waits for room.
+ * Returns 0 once the record is DONE (a fenced head advance after it does not
+ * undo that); -ORBIT_EFENCED (a newer host: nothing changed); -EINVAL (@pos
  * is not a record this host took and has not completed); -ECHILD.
  */
 int orbit__spotq_complete(orbit_spotq_host_t *h, uint32_t lane, uint32_t pos);
@@ -439,7 +454,11 @@ int orbit__spotq_complete(orbit_spotq_host_t *h, uint32_t lane, uint32_t pos);
 /*
  * orbit__spotq_advance - return the reservations of the contiguous prefix
  * of completed, aborted or corrupt records (complete() and take() call it).
- * Returns the number of slots returned; -ORBIT_EFENCED; -EINVAL; -ECHILD.
+ * It stops at an aborted record whose producer has not retired and is not
+ * proven dead (it may still write into the slot).
+ * Context: as complete(). Returns the number of slots returned;
+ * -ORBIT_EFENCED; -ORBIT_ECORRUPT (head or tail words out of range);
+ * -EINVAL; -ECHILD.
  */
 int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane);
 

@@ -1350,6 +1350,17 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 			help_tail(h->q, g, lane, t, v);
 			/* SQ-A4 again, after helping */
 			t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
+		} else if (cw_state(v) != CW_FREE && cw_pos(v) != mod_sub(cur, g->items, g->wi) &&
+			   atomic_load_explicit(&g->w->tail, memory_order_acquire) == t) {
+			/*
+			 * Neither claimed at the tail nor the previous lap: no
+			 * producer can claim it (their CAS expects one of the two),
+			 * so the lane would refuse every submission for good.
+			 * Only bad bytes leave this; reset it to FREE (counted).
+			 */
+			if (atomic_compare_exchange_strong_explicit(
+				&s->commit, &v, 0, memory_order_acq_rel, memory_order_relaxed))
+				corrupt(h, g, lane, cur, "slot at the tail in no lap: reset");
 		}
 	}
 	/* SQ-A7: acquire, pairs with SQ-R5 */

@@ -695,6 +695,35 @@ static void test_head_past_cursor_resyncs(void **state)
 	orbit__spotq_host_close(h);
 }
 
+/*
+ * Review F15: a commit word at the tail that is in no lap (bad bytes)
+ * would make every submission -ORBIT_ECORRUPT for good; the host resets
+ * it. And a NULL payload of length 0 is a valid record (review F10).
+ */
+static void test_bad_slot_at_tail_reset_by_host_and_empty_payload(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+	struct orbit_spotq_submit s = { .kind = ORBIT_SPOTQ_KIND_SPOT };
+
+	fx_open(f, opts(4, 1024, 2, 128));
+	assert_int_equal(orbit__spotq_submit(f->p, &s, NULL), 0); /* NULL payload, length 0 */
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, NULL, 0), 1);
+	assert_int_equal(f->recs[0].payload_len, 0);
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	atomic_store(&raw_slots(f, 0)[1].commit, 77ull | (2ull << 32)); /* COMMITTED at pos 77 */
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), -ORBIT_ECORRUPT);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 0);
+	assert_int_equal(counters(f->q).corrupt[0], 1);
+	assert_non_null(strstr(orbit__spotq_host_last_corrupt(h), "reset"));
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	check_ok(f->q);
+	orbit__spotq_host_close(h);
+}
+
 static int collect(void *ctx, const char *spot)
 {
 	char *names = ctx;
@@ -820,6 +849,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unknown_ack_state_counted_and_freed, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_head_past_cursor_resyncs, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_bad_slot_at_tail_reset_by_host_and_empty_payload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_footprint_64_default_spots_fit_64_mib, setup,
 						teardown),
 	};

@@ -383,8 +383,8 @@ static void say(const struct orbit_spotq_options *o, const char *fmt, ...)
  * mode as shm/segment_perm.h rules, O_NOFOLLOW|O_NONBLOCK). The bytes are
  * untrusted: callers only name values from them, or pass caps from them to
  * orbit__seg_open(), which validates everything again (fingerprint).
- * Returns 0, -ORBIT_EKIND (not a regular file), -ORBIT_ESIZE (shorter than
- * header + config, *file_bytes set), or the codes of the checks.
+ * Returns 0, -ORBIT_ENOTREG (not a regular file), -ORBIT_ETRUNCATED (shorter
+ * than header + config, *file_bytes set), or the codes of the checks.
  */
 static int probe(const char *fleet, const char *name, const struct orbit_seg_opts *so,
 		 struct orbit_seg_header *hd, struct orbit_spotq_shm *cfg, int64_t *file_bytes)
@@ -404,13 +404,13 @@ static int probe(const char *fleet, const char *name, const struct orbit_seg_opt
 		goto out;
 	}
 	*file_bytes = (int64_t)st.st_size;
-	r = !S_ISREG(st.st_mode) ? -ORBIT_EKIND : orbit__seg_perm_check(&st, so);
+	r = !S_ISREG(st.st_mode) ? -ORBIT_ENOTREG : orbit__seg_perm_check(&st, so);
 	if (r < 0)
 		goto out;
 	if ((uint64_t)st.st_size < ORBIT_SEG_HEADER_BYTES + sizeof(*cfg) ||
 	    pread(fd, hd, sizeof(*hd), 0) != (ssize_t)sizeof(*hd) ||
 	    pread(fd, cfg, sizeof(*cfg), ORBIT_SEG_HEADER_BYTES) != (ssize_t)sizeof(*cfg))
-		r = -ORBIT_ESIZE;
+		r = -ORBIT_ETRUNCATED;
 out:
 	close(fd);
 	return r;
@@ -534,7 +534,7 @@ int orbit__spotq_open(orbit_spotq_t **out, const char *fleet, const char *spot,
 		.init_arg = &ia,
 	};
 	r = orbit__seg_open(&q->seg, fleet, name, &spec, &so);
-	if (r == -ORBIT_EFINGERPRINT || r == -ORBIT_ESIZE)
+	if (r == -ORBIT_EFINGERPRINT || r == -ORBIT_ESIZE || r == -ORBIT_ETRUNCATED)
 		r = explain_mismatch(fleet, name, spot, &y, &o, &so, r);
 	if (r < 0)
 		goto err_free;

@@ -287,13 +287,15 @@ void orbit__spotq_options_init(struct orbit_spotq_options *o);
  * option out of range, readonly with create), -E2BIG (options struct with
  * an unknown non-zero tail), -ENOMEM, -ORBIT_EFINGERPRINT (the segment has
  * other caps or layout: @o->why names the Spot, the field, the value found
- * and the value asked), -ORBIT_ESIZE (truncated or resized segment),
- * -ORBIT_ECORRUPT (config words inconsistent with the fingerprint), or any
- * code of orbit__seg_open (-ENOENT, -ORBIT_EMAGIC, -ORBIT_EKIND, ...).
+ * and the value asked), -ORBIT_ETRUNCATED (shorter than its header says),
+ * -ORBIT_ESIZE (sizes disagree), -ORBIT_ECORRUPT (config words inconsistent
+ * with the fingerprint), or any code of orbit__seg_open (-ENOENT,
+ * -ORBIT_ENOTREG, -ORBIT_EOWNER, -ORBIT_EMODE, -ORBIT_EMAGIC, -ORBIT_EKIND,
+ * -ENOSPC, ...), whose checks this open inherits.
  * With @o->adopt_caps (only with ORBIT_SEG_OPEN, else -EINVAL) the caps are
  * read from the segment first (descriptor checked: regular file, owner and
- * mode; -ORBIT_EKIND for a non-regular file or another kind, -ORBIT_EMAGIC,
- * -ORBIT_ESIZE) and then validated like any other open.
+ * mode; -ORBIT_ENOTREG, -ORBIT_EKIND for another kind, -ORBIT_EMAGIC,
+ * -ORBIT_ETRUNCATED) and then validated like any other open.
  */
 int orbit__spotq_open(orbit_spotq_t **out, const char *fleet, const char *spot,
 		      const struct orbit_spotq_options *o);

@@ -324,7 +324,7 @@ static void test_truncated_foreign_corrupt_segments_refused(void **state)
 	assert_true(fd >= 0);
 	/* truncated */
 	assert_int_equal(ftruncate(fd, (off_t)size - 64), 0);
-	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &o), -ORBIT_ESIZE);
+	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &o), -ORBIT_ETRUNCATED);
 	assert_int_equal(ftruncate(fd, (off_t)size), 0);
 	/* corrupt config words under a valid fingerprint */
 	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);

@@ -724,6 +724,99 @@ static void test_bad_slot_at_tail_reset_by_host_and_empty_payload(void **state)
 	orbit__spotq_host_close(h);
 }
 
+struct room_waiter {
+	orbit_spotq_producer_t *p;
+	_Atomic int rc;
+	_Atomic int started;
+	uint64_t took_ns;
+};
+
+static void *producer_waits_room(void *arg)
+{
+	struct room_waiter *w = arg;
+	uint64_t t0 = orbit_test_now_ns();
+
+	atomic_store(&w->started, 1);
+	atomic_store(&w->rc, orbit__spotq_wait_room(w->p, ORBIT_SPOTQ_APP, 8, 5000000000ll));
+	w->took_ns = orbit_test_now_ns() - t0;
+	return NULL;
+}
+
+/*
+ * Issue 11 "an optional helper waits on the lane's free-space doorbell":
+ * a producer asleep in wait_room() is woken by the host's head advance
+ * (one FUTEX_WAKE on the room doorbell), not by its 5 s timeout; and
+ * orbit__spotq_kick() wakes a sleeping host.
+ */
+static void test_room_doorbell_wakes_waiting_producer_and_kick_wakes_host(void **state)
+{
+	struct fx *f = *state;
+	struct room_waiter w = { .rc = 1 };
+	orbit_spotq_host_t *h;
+	pthread_t th;
+
+	fx_open(f, opts(2, 1024, 2, 128));
+	struct orbit_spotq_shm *sh = (void *)((char *)orbit__spotq_seg(f->q)->base +
+					      ORBIT_SEG_HEADER_BYTES);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), 0);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), -EAGAIN);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 2);
+	w.p = f->p;
+	assert_int_equal(pthread_create(&th, NULL, producer_waits_room, &w), 0);
+	for (int i = 0; i < 5000 && !atomic_load(&sh->room_db.sleeping); i++)
+		usleep(100);
+	usleep(20000);
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&w.rc), 0);
+	assert_true(w.took_ns < 2000000000ull);
+	assert_int_equal(orbit__doorbell_wakes(&sh->room_db), 1);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), 0);
+	/* kick: the agent's death watcher wakes a host that sleeps */
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
+	uint32_t seq0 = orbit__doorbell_seq(&sh->rec_db);
+	orbit__spotq_kick(f->q);
+	assert_true(orbit__doorbell_seq(&sh->rec_db) != seq0);
+	orbit__spotq_host_close(h);
+}
+
+/*
+ * A record claimed by a tenure that no longer owns its producer row (the
+ * member died and its row was taken by a new tenure) is aborted at once,
+ * without waiting for the unblock bound: claimer_dead()'s tenure branch.
+ */
+static void test_claim_of_an_ended_tenure_aborted_at_once(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_spotq_options o = opts(4, 1024, 2, 128);
+	orbit_spotq_host_t *h;
+	uint32_t gen;
+	int row = orbit__members_self(f->m, &gen);
+
+	o.unblock_ms = 60000;
+	fx_open(f, o);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), 0);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	/* pos 1 claimed by an earlier tenure of our row (generation - 1) */
+	struct orbit_spotq_slot *sl = raw_slots(f, 0);
+	uint64_t w = 1ull | (1ull << 32) | ((uint64_t)row << 35) |
+		     ((uint64_t)((gen - 1) & 0x7ffff) << 45);
+	atomic_store(&sl[1].commit, w);
+	atomic_store(&sl[1].resv, 8ull | (0ull << 32));
+	atomic_store(&raw_lanes(f)[0].tail, 2ull | (8ull << 32));
+	uint64_t t0 = orbit_test_now_ns();
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 0);
+	assert_true(orbit_test_now_ns() - t0 < 1000000000ull);
+	assert_int_equal(counters(f->q).aborted[0], 1);
+	assert_int_equal(counters(f->q).depth[0], 0); /* dead: its reservation is back */
+	check_ok(f->q);
+	orbit__spotq_host_close(h);
+}
+
 static int collect(void *ctx, const char *spot)
 {
 	char *names = ctx;
@@ -849,6 +942,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unknown_ack_state_counted_and_freed, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_head_past_cursor_resyncs, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_room_doorbell_wakes_waiting_producer_and_kick_wakes_host, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_claim_of_an_ended_tenure_aborted_at_once,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_bad_slot_at_tail_reset_by_host_and_empty_payload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_footprint_64_default_spots_fit_64_mib, setup,

@@ -721,6 +721,7 @@ static void help_tail(orbit_spotq_t *q, struct lane_geo *g, uint32_t lane, uint6
 		return; /* moved on: nothing left to do here */
 	if (row < q->producer_rows && pw_idx(cl) == T && CLAIM_LEN(cl) <= g->bytes)
 		len = CLAIM_LEN(cl);
+	ORBIT_CRASHPOINT("spotq.help_before_resv");
 	/* relaxed: published by the tail CAS's release below (SQ-R2) */
 	atomic_compare_exchange_strong_explicit(&s->resv, &r0, pw_make(B, len),
 						memory_order_relaxed, memory_order_relaxed);

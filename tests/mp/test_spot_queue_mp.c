@@ -548,6 +548,73 @@ static void test_stopped_producer_late_stores_never_hit_a_later_record(void **st
 	free(f);
 }
 
+/*
+ * The late tail helper (fixed in the commit after the first one, found by
+ * the 4 x 100k test about one run in seven), made deterministic: producer P
+ * stops right after its claim (spotq.after_claim), producer Q comes to help
+ * it and stops inside help_tail() before its resv CAS
+ * (spotq.help_before_resv). P resumes and finishes; the lane runs on until
+ * the slot holds a later record; then Q resumes. Its stale resv write must
+ * not land: every record stays whole and the bytes all come back.
+ */
+static void test_late_tail_helper_writes_nothing(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct orbit_spotq_options o = base_opts();
+	orbit_spotq_host_t *h;
+	bool stopped = false;
+	int bad = 0;
+	uint32_t gen;
+
+	(void)state;
+	o.app_items = 4;
+	o.app_bytes = 4096;
+	fx_init(f, o, true);
+	uint32_t row = (uint32_t)orbit__members_self(f->m, &gen);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	pid_t p = fork();
+	if (p == 0)
+		_exit(crashing_producer(f->fleet, &f->o, "spotq.after_claim", 1, ORBIT_CRASH_STOP,
+					1, 100, -1) == 32
+			  ? 0
+			  : 1);
+	assert_int_equal(wait_stopped_or_dead(p, &stopped), p);
+	assert_true(stopped);
+	pid_t qp = fork();
+	if (qp == 0)
+		_exit(crashing_producer(f->fleet, &f->o, "spotq.help_before_resv", 1,
+					ORBIT_CRASH_STOP, 1, 200, -1) == 32
+			  ? 0
+			  : 1);
+	assert_int_equal(wait_stopped_or_dead(qp, &stopped), qp);
+	assert_true(stopped); /* Q stopped while helping P's claim */
+	kill(p, SIGCONT);
+	int st = orbit_test_wait(p, 10000);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0); /* P's record was accepted */
+	assert_int_equal(drain(f, h, 0, &bad), 1);
+	/* run the lane on past that slot: it now holds a later record */
+	for (uint64_t i = 1; i <= 3; i++) {
+		assert_int_equal(submit_seq(f->p, row, i, 40, NULL), 0);
+		assert_int_equal(drain(f, h, 0, &bad), 1);
+	}
+	assert_int_equal(submit_seq(f->p, row, 4, 40, NULL), 0); /* pos 4: P's old slot, untaken */
+	kill(qp, SIGCONT);
+	st = orbit_test_wait(qp, 10000);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0); /* Q went on and its record was accepted */
+	check_ok(f->q);
+	assert_int_equal(drain(f, h, 0, &bad), 2);
+	assert_int_equal(bad, 0);
+	struct orbit_spotq_counters c = counters(f->q);
+	assert_int_equal(c.corrupt[0], 0);
+	assert_int_equal(c.depth[0], 0);
+	assert_int_equal(c.bytes[0], 0);
+	orbit__spotq_host_close(h);
+	fx_fini(f);
+	free(f);
+}
+
 /* ---- hosts killed and paused ---- */
 
 /*
@@ -793,6 +860,7 @@ int main(void)
 		cmocka_unit_test(test_producer_sigkilled_at_crash_points_queue_moves_on),
 		cmocka_unit_test(test_producer_sigstopped_mid_record_aborted_late_commit_refused),
 		cmocka_unit_test(test_stopped_producer_late_stores_never_hit_a_later_record),
+		cmocka_unit_test(test_late_tail_helper_writes_nothing),
 		cmocka_unit_test(test_host_sigkilled_new_epoch_redelivers_uncompleted),
 		cmocka_unit_test(test_host_sigstopped_across_takeover_fenced_off),
 		cmocka_unit_test(test_host_killed_or_stopped_mid_head_advance),

@@ -18,6 +18,7 @@
 #include "agent/fleet_internal.h"
 #include "shm/lock_internal.h"
 #include "shm/segment_perm.h"
+#include "shm/spot_queue.h"
 #include "shm/stats.h"
 
 _Static_assert(ORBIT_STATS_MAX_COUNTERS == ORBIT_STATS_COUNTERS_MAX, "counter room agrees");
@@ -460,6 +461,94 @@ int orbit_fleet_reset_transport(orbit_fleet_t *f)
 	return orbit__fleet_reset(f->members, f->lock, f->ring);
 }
 
+/* orbit__spotq_foreach callbacks of unlink: check every name first, then remove. */
+static int spot_removable(void *ctx, const char *spot)
+{
+	char name[ORBIT_SEG_NAME_MAX];
+	int rc = orbit__spotq_seg_name(name, sizeof(name), spot);
+
+	if (rc == 0)
+		rc = orbit__seg_perm_removable((const char *)ctx, name);
+	return rc < 0 ? rc : 0;
+}
+
+static int spot_unlink(void *ctx, const char *spot)
+{
+	orbit__spotq_unlink((const char *)ctx, spot);
+	return 0;
+}
+
+struct spots_walk {
+	orbit_fleet_t *f;
+	orbit_fleet_spot_fn fn;
+	void *ctx;
+	int n, stop;
+};
+
+/* Whether the hosting lease "orbit.spot:<spot>" is held by a live process. */
+static void spot_host_alive(orbit_fleet_t *f, const char *spot, struct orbit_fleet_spot *out)
+{
+	static const char ns[] = ORBIT_FLEET_SPOT_LEASE_NAMESPACE;
+	orbit_lock_key_t key = { ns, sizeof(ns) - 1, spot, strlen(spot) };
+	struct orbit_lock_entry e;
+
+	out->host_alive = -1; /* no lock table: cannot tell */
+	if (!f->lock)
+		return;
+	if (orbit_lock_lookup(f->lock, &key, &e) != 0 || e.expired) {
+		out->host_alive = 0;
+		return;
+	}
+	out->lease_token = e.token;
+	out->host_alive = orbit_lock_holder_alive(&e) > 0;
+}
+
+static int spot_visit(void *ctx, const char *spot)
+{
+	struct spots_walk *w = ctx;
+	struct orbit_spotq_options o;
+	struct orbit_spotq_counters c;
+	struct orbit_fleet_spot out;
+	orbit_spotq_t *q;
+	int rc;
+
+	orbit__spotq_options_init(&o);
+	o.how = ORBIT_SEG_OPEN;
+	o.readonly = true;
+	o.adopt_caps = true;
+	memset(&out, 0, sizeof(out));
+	snprintf(out.name, sizeof(out.name), "%s", spot);
+	rc = orbit__spotq_open(&q, w->f->name, spot, &o);
+	if (rc == 0) {
+		rc = orbit__spotq_counters(q, &c);
+		orbit__spotq_close(q);
+	}
+	out.error = rc;
+	if (rc == 0) {
+		for (int l = 0; l < 2; l++) {
+			out.lanes[l].accepted = c.accepted[l];
+			out.lanes[l].rejected_count = c.rejected_count[l];
+			out.lanes[l].rejected_bytes = c.rejected_bytes[l];
+			out.lanes[l].aborted = c.aborted[l];
+			out.lanes[l].redelivered = c.redelivered[l];
+			out.lanes[l].corrupt = c.corrupt[l];
+			out.lanes[l].completed = c.completed[l];
+			out.lanes[l].depth = c.depth[l];
+			out.lanes[l].bytes = c.bytes[l];
+			out.lanes[l].item_cap = c.item_cap[l];
+			out.lanes[l].byte_cap = c.byte_cap[l];
+		}
+		out.epoch = c.epoch;
+		out.takeovers = c.takeovers;
+		out.host_pid = c.host_pid;
+		out.shm_bytes = c.shm_bytes;
+	}
+	spot_host_alive(w->f, spot, &out);
+	w->n++;
+	w->stop = w->fn(&out, w->ctx);
+	return w->stop;
+}
+
 int orbit_fleet_unlink(const char *fleet)
 {
 	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
@@ -505,11 +594,31 @@ int orbit_fleet_unlink_with(const struct orbit_fleet_options *opts)
 		if (rc < 0)
 			return rc;
 	}
+	rc = orbit__spotq_foreach(fleet, spot_removable, (void *)fleet);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
 	lo.fleet = fleet;
 	lo.layout = layout;
 	found += orbit_lock_unlink(&lo) == 0;
 	found += orbit__ring_unlink(fleet, &rl) == 0;
 	found += orbit__seg_unlink(fleet, ORBIT_STATS_SEG_NAME) == 0;
 	found += orbit__members_unlink(fleet) == 0;
+	rc = orbit__spotq_foreach(fleet, spot_unlink, (void *)fleet);
+	found += rc > 0 ? rc : 0;
 	return found ? 0 : -ENOENT;
+}
+
+/* ---- Spot queues, seen from outside ---- */
+
+int orbit_fleet_spots(orbit_fleet_t *f, orbit_fleet_spot_fn fn, void *ctx)
+{
+	struct spots_walk w = { f, fn, ctx, 0, 0 };
+	int rc;
+
+	if (!f || !fn)
+		return -EINVAL;
+	rc = orbit__spotq_foreach(f->name, spot_visit, &w);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	return w.stop ? w.stop : w.n;
 }

@@ -52,6 +52,8 @@ static void usage(FILE *f)
 		"  top [--interval-ms MS] [--iterations N]\n"
 		"                             live screen: members, locks, rates,\n"
 		"                             latencies (q or Ctrl-C quits)\n"
+		"  spots                      cross-process Spots: host, epoch, depth,\n"
+		"                             accepted, rejected, aborted, redelivered\n"
 		"  fleets                     the fleets on this host, their segments\n"
 		"  force-release NS:LABEL     remove a lock whoever holds it (admin)\n"
 		"  reset                      clear table and rings; refused while a\n"
@@ -60,7 +62,7 @@ static void usage(FILE *f)
 		"                             while a member is alive (admin)\n"
 		"  help                       this text\n"
 		"options: --fleet NAME (or ORBIT_FLEET; default \"default\"), --json (JSON\n"
-		"for members, locks, stats, fleets; JSON lines for watch), --version,\n"
+		"for members, locks, stats, spots, fleets; JSON lines for watch), --version,\n"
 		"--mode MODE --group GROUP (a fleet shared with a group: 0640 or 0660\n"
 		"and the group's name or gid; default 0600 and the effective gid)\n"
 		"exit codes: 0 ok, 1 usage, 2 no such fleet, 3 corrupt or mismatched\n"
@@ -889,6 +891,108 @@ static int cmd_reset(orbit_fleet_t *f)
 	return EXIT_OK;
 }
 
+/* ---- spots ---- */
+
+struct spots_ctx {
+	bool json;
+	int n, bad;
+};
+
+static void bytes_str(char *out, size_t len, uint64_t b)
+{
+	if (b < 10000)
+		snprintf(out, len, "%llu", (unsigned long long)b);
+	else if (b < 10000ull * 1024)
+		snprintf(out, len, "%lluK", (unsigned long long)(b / 1024));
+	else
+		snprintf(out, len, "%lluM", (unsigned long long)(b >> 20));
+}
+
+static int print_spot(const struct orbit_fleet_spot *sp, void *p)
+{
+	struct spots_ctx *c = p;
+	const struct orbit_fleet_spot_lane *a = &sp->lanes[0], *l = &sp->lanes[1];
+	char name[SHOWN_MAX(48)], epoch[24], bytes[16];
+
+	if (c->json) {
+		printf("%s\n {\"spot\":", c->n ? "," : "");
+		json_str(sp->name, sizeof(sp->name));
+		printf(",\"error\":");
+		if (sp->error)
+			printf("\"%s\"", orbit_err_name(sp->error));
+		else
+			printf("null");
+		printf(",\"host_pid\":%u,\"host_alive\":%s,\"epoch\":%llu,\"takeovers\":%llu,"
+		       "\"shm_bytes\":%llu,\"lanes\":{",
+		       sp->host_pid, sp->host_alive > 0 ? "true" : sp->host_alive == 0 ? "false" : "null",
+		       (unsigned long long)sp->epoch, (unsigned long long)sp->takeovers,
+		       (unsigned long long)sp->shm_bytes);
+		for (int i = 0; i < 2; i++) {
+			const struct orbit_fleet_spot_lane *x = &sp->lanes[i];
+
+			printf("%s\"%s\":{\"depth\":%u,\"bytes\":%u,\"item_cap\":%u,\"byte_cap\":%u,"
+			       "\"accepted\":%llu,\"rejected_count\":%llu,\"rejected_bytes\":%llu,"
+			       "\"aborted\":%llu,\"redelivered\":%llu,\"corrupt\":%llu,\"completed\":%llu}",
+			       i ? "," : "", i ? "lifecycle" : "application", x->depth, x->bytes,
+			       x->item_cap, x->byte_cap, (unsigned long long)x->accepted,
+			       (unsigned long long)x->rejected_count, (unsigned long long)x->rejected_bytes,
+			       (unsigned long long)x->aborted, (unsigned long long)x->redelivered,
+			       (unsigned long long)x->corrupt, (unsigned long long)x->completed);
+		}
+		printf("}}");
+		c->n++;
+		return 0;
+	}
+	shown_mid(name, 14, 6, (const uint8_t *)sp->name, strnlen(sp->name, sizeof(sp->name)));
+	if (sp->error) {
+		printf("%-14s %s\n", name, orbit_strerror(sp->error));
+		c->n++;
+		c->bad++;
+		return 0;
+	}
+	if (sp->epoch < 10000000ull)
+		snprintf(epoch, sizeof(epoch), "%llu", (unsigned long long)sp->epoch);
+	else
+		snprintf(epoch, sizeof(epoch), "~%06llu", (unsigned long long)(sp->epoch % 1000000ull));
+	bytes_str(bytes, sizeof(bytes), (uint64_t)a->bytes + l->bytes);
+	/* 14+1+7+1+3+1+8+1+6+1+6+1+9+1+6+1+5+1+6 = 79 */
+	printf("%-14s %7u %-3s %8s %6u %6s %9llu %6llu %5llu %6llu\n", name, sp->host_pid % 10000000u,
+	       sp->host_alive > 0 ? "yes" : sp->host_alive == 0 ? "no" : "?", epoch,
+	       a->depth + l->depth, bytes, (unsigned long long)(a->accepted + l->accepted),
+	       (unsigned long long)(a->rejected_count + a->rejected_bytes + l->rejected_count +
+				    l->rejected_bytes),
+	       (unsigned long long)(a->aborted + l->aborted),
+	       (unsigned long long)(a->redelivered + l->redelivered));
+	if (a->corrupt + l->corrupt)
+		printf("%-14s corrupt records skipped: %llu\n", "",
+		       (unsigned long long)(a->corrupt + l->corrupt));
+	c->n++;
+	return 0;
+}
+
+static int cmd_spots(orbit_fleet_t *f, bool json)
+{
+	struct spots_ctx c = { json, 0, 0 };
+	int rc;
+
+	if (json) {
+		printf("{\"fleet\":");
+		json_str(orbit_fleet_name(f), ORBIT_FLEET_NAME_MAX);
+		printf(",\"spots\":[");
+	} else {
+		printf("%-14s %7s %-3s %8s %6s %6s %9s %6s %5s %6s\n", "SPOT", "PID", "UP", "EPOCH",
+		       "DEPTH", "BYTES", "ACCEPTED", "REJECT", "ABORT", "REDEL");
+	}
+	rc = orbit_fleet_spots(f, print_spot, &c);
+	if (json)
+		printf("\n]}\n");
+	if (rc < 0)
+		return fail("listing Spot queues", orbit_fleet_name(f), rc);
+	if (!json)
+		printf("%d Spot(s)%s\n", c.n, c.bad ? "; some unreadable" : "");
+	return c.bad ? EXIT_CORRUPT : EXIT_OK;
+}
+
 /* ---- fleets ---- */
 
 /* POSIX SHM objects are files here; orbit names them orbit.<fleet>.<segment>. */
@@ -1281,6 +1385,7 @@ static const struct command {
 	{ "stats", OPT_PROM | OPT_JSON, false, false },
 	{ "top", OPT_INTERVAL | OPT_ITERATIONS, false, false },
 	{ "fleets", OPT_JSON, false, false },
+	{ "spots", OPT_JSON, false, false },
 	{ "force-release", 0, true, true },
 	{ "reset", 0, false, true },
 	{ "unlink", 0, false, true },
@@ -1459,6 +1564,8 @@ int main(int argc, char **argv)
 		rc = cmd_watch(f, count, timeout_ms, given & OPT_REPLAY, given & OPT_JSON);
 	else if (!strcmp(cmd->name, "stats"))
 		rc = cmd_stats(f, given & OPT_JSON ? FMT_JSON : given & OPT_PROM ? FMT_PROM : FMT_TABLE);
+	else if (!strcmp(cmd->name, "spots"))
+		rc = cmd_spots(f, given & OPT_JSON);
 	else if (!strcmp(cmd->name, "top"))
 		rc = cmd_top(f, interval_ms, iterations);
 	else if (!strcmp(cmd->name, "force-release"))

@@ -268,9 +268,55 @@ ORBIT_API void orbit_transition_reader_close(orbit_transition_reader_t *r);
  */
 ORBIT_API int orbit_fleet_reset_transport(orbit_fleet_t *f);
 
+/* The orbit-lock namespace of Spot hosting leases (label: the Spot's name). */
+#define ORBIT_FLEET_SPOT_LEASE_NAMESPACE "orbit.spot"
+
+/* One lane of a Spot's queue, as its segment says now. */
+struct orbit_fleet_spot_lane {
+	uint64_t accepted;       /* submits that returned 0 */
+	uint64_t rejected_count; /* -EAGAIN: full by count */
+	uint64_t rejected_bytes; /* -EAGAIN: full by bytes */
+	uint64_t aborted;        /* producers that died or stalled mid-record */
+	uint64_t redelivered;    /* records delivered again to a newer host */
+	uint64_t corrupt;        /* records that failed validation, skipped */
+	uint64_t completed;
+	uint32_t depth, bytes;   /* reserved now: records, payload bytes */
+	uint32_t item_cap, byte_cap;
+};
+
+/* A cross-process Spot's queue, seen from outside (orbit_fleet_spots()). */
+struct orbit_fleet_spot {
+	char name[48];
+	int error;               /* 0, or why the queue could not be read (then only
+				    name and the host fields are set) */
+	struct orbit_fleet_spot_lane lanes[2]; /* [0] application, [1] lifecycle */
+	uint64_t epoch;          /* the highest host epoch (fencing token) so far */
+	uint64_t takeovers;      /* hosts that took it over, adoptions included */
+	uint32_t host_pid;       /* the last host's pid (0: never hosted) */
+	int host_alive;          /* 1: the hosting lease is held by a live process; 0:
+				    not held (or its holder is dead); -1: no lock table */
+	uint64_t lease_token;    /* the hosting lease's token when held */
+	uint64_t shm_bytes;      /* the segment's size */
+};
+
+typedef int (*orbit_fleet_spot_fn)(const struct orbit_fleet_spot *spot, void *ctx);
+
+/**
+ * orbit_fleet_spots - call @fn for every Spot queue of the fleet
+ * ("/orbit.<fleet>.spotq.<spot>"), read-only, with its counters and
+ * whether a live process holds its hosting lease.
+ * @f: the fleet. @fn: returns non-zero to stop (that value is returned).
+ * Context: any thread; syscalls (readdir, shm_open, mmap, the lease
+ * lookup without the serializer); never joins the fleet.
+ * Returns: the number of Spots passed to @fn; @fn's non-zero value;
+ * -EINVAL (NULL argument); -errno of reading /dev/shm.
+ */
+ORBIT_API int orbit_fleet_spots(orbit_fleet_t *f, orbit_fleet_spot_fn fn, void *ctx);
+
 /**
  * orbit_fleet_unlink - remove the names of a fleet's segments (lock table
- * and ring of the default layout, member directory, stats), once no live
+ * and ring of the default layout, member directory, stats, every Spot
+ * queue), once no live
  * member is attached. Mapped handles stay valid; the next open creates new
  * segments (lock tokens still increase: see orbit_lock_unlink).
  * @fleet: the fleet name (NULL: "default").

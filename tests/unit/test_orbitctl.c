@@ -14,6 +14,7 @@
 #include "shm/lock_internal.h"
 #include "shm/members.h"
 #include "shm/ring.h"
+#include "shm/spot_queue.h"
 #include "shm/stats.h"
 
 static char fleet[64];
@@ -790,6 +791,57 @@ static void test_orbitctl_watch_header_order_and_frame_time(void **state)
 	regfree(&re);
 }
 
+/* Issue 11 "Watch": orbitctl spots lists each Spot with its host, epoch, depth and counters. */
+static void test_orbitctl_spots_lists_queues(void **state)
+{
+	struct orbit_spotq_options o;
+	struct orbit_spotq_submit sub = { .kind = ORBIT_SPOTQ_KIND_ACTOR, .actor_id = 7,
+					  .payload = "abcd", .len = 4 };
+	orbit_lock_owner_t me = { "host-x", 6 };
+	orbit_lock_key_t lease = { ORBIT_FLEET_SPOT_LEASE_NAMESPACE,
+				   sizeof(ORBIT_FLEET_SPOT_LEASE_NAMESPACE) - 1, "t.spot1", 7 };
+	struct orbit_lock_lease ls;
+	orbit_spotq_producer_t *p;
+	orbit_spotq_host_t *h;
+	orbit_spotq_t *q;
+	char py[1024], line[128];
+
+	(void)state;
+	orbit__spotq_options_init(&o);
+	o.how = ORBIT_SEG_OPEN_OR_CREATE;
+	o.app_items = 16;
+	assert_int_equal(orbit__spotq_open(&q, fleet, "t.spot1", &o), 0);
+	assert_int_equal(orbit__spotq_producer_open(&p, q, extra), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(orbit__spotq_submit(p, &sub, NULL), 0);
+	assert_int_equal(CTL_STDOUT("spots"), 0);
+	assert_80_columns(out);
+	/* Not hosted yet: no pid, nobody holds the lease; 3 records of 4 bytes wait. */
+	snprintf(line, sizeof(line), "\nt.spot1              0 no         0      3     12         3 ");
+	if (!strstr(out, line))
+		print_error("spots:\n%s\n", out);
+	assert_non_null(strstr(out, line));
+	/* A host takes it over under a lease this process holds. */
+	assert_int_equal(orbit_lock_try_acquire(lock, &lease, &me, 60000000000ull, &ls, NULL), 0);
+	assert_int_equal(orbit__spotq_host_takeover(&h, q, extra, ls.token), 0);
+	snprintf(py, sizeof(py),
+		 "import json,sys; d=json.load(sys.stdin); s=[x for x in d[\"spots\"] if "
+		 "x[\"spot\"]==\"t.spot1\"][0]; a=s[\"lanes\"][\"application\"]; "
+		 "assert s[\"host_alive\"] is True and s[\"epoch\"]==%llu and s[\"takeovers\"]==1; "
+		 "assert s[\"host_pid\"]==%ld and s[\"error\"] is None and s[\"shm_bytes\"]>0; "
+		 "assert a[\"depth\"]==3 and a[\"accepted\"]==3 and a[\"item_cap\"]==16",
+		 (unsigned long long)ls.token, (long)getpid());
+	assert_int_equal(ctl_python("spots --json", py), 0);
+	assert_int_equal(CTL_STDOUT("spots"), 0);
+	assert_non_null(strstr(out, "t.spot1 "));
+	assert_non_null(strstr(out, " yes "));
+	orbit__spotq_host_close(h);
+	orbit__spotq_producer_close(p);
+	orbit__spotq_close(q);
+	assert_int_equal(orbit_lock_release(lock, &lease, &me, ls.token), 0);
+	orbit__spotq_unlink(fleet, "t.spot1");
+}
+
 /* The names in /dev/shm of @f's segments. */
 static int shm_names_of(const char *f)
 {
@@ -821,6 +873,16 @@ static void test_orbitctl_fleets_and_unlink(void **state)
 	lo.fleet = other;
 	assert_int_equal(orbit_lock_open(&lo, &l2), 0);
 	orbit_lock_close(l2);
+	{
+		/* and a Spot queue of that fleet, which unlink removes too */
+		struct orbit_spotq_options so;
+		orbit_spotq_t *q;
+
+		orbit__spotq_options_init(&so);
+		so.how = ORBIT_SEG_OPEN_OR_CREATE;
+		assert_int_equal(orbit__spotq_open(&q, other, "t.gone", &so), 0);
+		orbit__spotq_close(q);
+	}
 	assert_int_equal(shm_names_of(other), 1);
 	snprintf(args, sizeof(args), "unlink --fleet %s", other);
 	assert_int_equal(run(NULL, args, true), 0);
@@ -966,6 +1028,7 @@ int main(int argc, char **argv)
 		    cmocka_unit_test(test_orbitctl_unknown_option_is_named),
 		    cmocka_unit_test(test_orbitctl_json_on_every_command),
 		    cmocka_unit_test(test_orbitctl_watch_header_order_and_frame_time),
+		    cmocka_unit_test(test_orbitctl_spots_lists_queues),
 		    cmocka_unit_test(test_orbitctl_fleets_and_unlink),
 		    cmocka_unit_test(test_orbitctl_top_in_tmux),
 		    cmocka_unit_test(test_orbitctl_random_bytes_never_crash),

@@ -19,9 +19,9 @@
 struct orbit__agent_spot_env {
 	const char *fleet;
 	orbit_members_t *members; /* joined: row, generation */
-	orbit_lock_t *lock;       /* the caller's lock handle; NULL: none */
+	orbit_lock_t *lock;	  /* the caller's lock handle; NULL: none */
 	int row;
-	uint32_t wake_class;      /* orbit__doorbell_bit(row) */
+	uint32_t wake_class; /* orbit__doorbell_bit(row) */
 };
 
 /*

@@ -174,7 +174,10 @@ static int submit(orbit_spot_client_t *c, uint32_t kind, uint64_t actor_id, cons
 		  const void *payload, uint32_t len, uint64_t *seq)
 {
 	struct orbit_spotq_submit s = {
-		.kind = kind, .actor_id = actor_id, .timer_name = timer, .payload = payload,
+		.kind = kind,
+		.actor_id = actor_id,
+		.timer_name = timer,
+		.payload = payload,
 		.len = len,
 	};
 
@@ -185,8 +188,7 @@ static int submit(orbit_spot_client_t *c, uint32_t kind, uint64_t actor_id, cons
 	return orbit__spotq_submit(c->p, &s, seq);
 }
 
-int orbit_spot_submit_spot(orbit_spot_client_t *c, const void *payload, uint32_t len,
-			   uint64_t *seq)
+int orbit_spot_submit_spot(orbit_spot_client_t *c, const void *payload, uint32_t len, uint64_t *seq)
 {
 	return submit(c, ORBIT_SPOTQ_KIND_SPOT, 0, NULL, payload, len, seq);
 }

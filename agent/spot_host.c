@@ -71,9 +71,9 @@ void __tsan_release(void *addr);
 #define TSAN_RELEASE(p) ((void)(p))
 #endif
 
-#define MIN_TTL_NS 10000000ull      /* lease TTL floor: 10 ms */
-#define RETRY_NS 1000000ll          /* refused records are retried at least this often */
-#define STALL_POLL_NS 10000000ll    /* a record being written: look again after this */
+#define MIN_TTL_NS 10000000ull	 /* lease TTL floor: 10 ms */
+#define RETRY_NS 1000000ll	 /* refused records are retried at least this often */
+#define STALL_POLL_NS 10000000ll /* a record being written: look again after this */
 #define MAX_BATCH 4096u
 
 ORBIT_LOCK_DEFINE_NAMESPACE(spot_lease_ns, ORBIT_SPOT_LEASE_NAMESPACE);
@@ -84,11 +84,11 @@ struct orbit_spot_host;
 struct delivery {
 	struct cds_wfcq_node node; /* in host->done once its handler finished */
 	struct orbit_spot_host *host;
-	struct delivery *next;     /* host->pending (host thread) */
+	struct delivery *next; /* host->pending (host thread) */
 	orbit_spot_handler_fn handler;
 	/* the piece running now (its worker only) */
 	orbit_serial_turn_t *turn;
-	bool *yielded;             /* the running piece's flag: orbit_spot_yield() sets it */
+	bool *yielded;		   /* the running piece's flag: orbit_spot_yield() sets it */
 	orbit_serial_work_fn cont; /* set by orbit_spot_yield() */
 	void *cont_arg;
 	uint32_t lane, pos;
@@ -102,7 +102,7 @@ struct orbit_spot_host {
 	struct orbit_spot_host_options o; /* the caller's, read by the size rule */
 	struct orbit__agent_spot_env env;
 	orbit_spotq_t *q;
-	orbit_spotq_host_t *h;     /* the host thread's once it runs */
+	orbit_spotq_host_t *h; /* the host thread's once it runs */
 	struct orbit_doorbell *rec_db;
 	orbit_spot_serial_executor_t *coord;
 	bool own_coord;
@@ -117,9 +117,9 @@ struct orbit_spot_host {
 
 	/* the host thread */
 	pthread_t thread;
-	_Atomic int stop;     /* SH-S1 */
-	_Atomic int idle;     /* SH-D1 */
-	_Atomic int state;    /* enum orbit_spot_host_state, SH-L1 */
+	_Atomic int stop;  /* SH-S1 */
+	_Atomic int idle;  /* SH-D1 */
+	_Atomic int state; /* enum orbit_spot_host_state, SH-L1 */
 	_Atomic int lost_reason;
 	struct __cds_wfcq_head done_head;
 	struct cds_wfcq_tail done_tail;
@@ -128,12 +128,12 @@ struct orbit_spot_host {
 	void *buf;
 	size_t buf_len;
 	unsigned batch;
-	uint64_t outstanding; /* handed over, not yet back (host thread) */
+	uint64_t outstanding;	    /* handed over, not yet back (host thread) */
 	_Atomic uint64_t finishing; /* SH-R1: workers between their push and their last touch */
 
 	/* counters (relaxed) */
 	_Atomic uint64_t delivered, redelivered, completed, fenced, retried, undeliverable,
-		unhandled, protocol_errors, renewals, in_flight, complete_errors;
+	    unhandled, protocol_errors, renewals, in_flight, complete_errors;
 	_Atomic uint64_t lat_count, lat_sum, lat_max;
 	_Atomic uint64_t lat_buckets[ORBIT_SPOT_LATENCY_BUCKETS];
 };
@@ -231,8 +231,7 @@ static void record_latency(struct orbit_spot_host *sh, uint64_t submit_ns)
 	atomic_fetch_add_explicit(&sh->lat_sum, ns, memory_order_relaxed);
 	INC(sh, lat_buckets[b]);
 	while (ns > max && !atomic_compare_exchange_weak_explicit(
-				   &sh->lat_max, &max, ns, memory_order_relaxed,
-				   memory_order_relaxed))
+			       &sh->lat_max, &max, ns, memory_order_relaxed, memory_order_relaxed))
 		;
 }
 
@@ -520,7 +519,8 @@ static void *host_main(void *p)
 
 			to = sh->renew_at_ns > now ? (int64_t)(sh->renew_at_ns - now) : 0;
 			if (sh->pending[0] || sh->pending[1])
-				to = to < RETRY_NS ? to : RETRY_NS; /* room comes back unannounced */
+				to = to < RETRY_NS ? to
+						   : RETRY_NS; /* room comes back unannounced */
 			/* announce and re-check the lanes (the SHM layer's Dekker, SQ-D1) */
 			r = orbit__spotq_host_wait(sh->h, 0, sh->env.wake_class);
 			if (r == -ORBIT_EFENCED) {
@@ -530,7 +530,8 @@ static void *host_main(void *p)
 					atomic_store_explicit(&sh->idle, 0, memory_order_relaxed);
 					continue;
 				}
-				to = to < STALL_POLL_NS ? to : STALL_POLL_NS; /* one being written */
+				to = to < STALL_POLL_NS ? to
+							: STALL_POLL_NS; /* one being written */
 			}
 		}
 		/* a producer's ring (we announced above) or a worker's kick ends it */

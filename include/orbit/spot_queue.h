@@ -92,9 +92,9 @@ enum orbit_spot_lane {
 
 /* The coordinator entry point a record goes to (07 §3). */
 enum orbit_spot_entry_kind {
-	ORBIT_SPOT_ENTRY_SPOT = 1,      /* orbit_spot_execute_spot */
-	ORBIT_SPOT_ENTRY_ACTOR = 2,     /* orbit_spot_execute_actor(actor_id) */
-	ORBIT_SPOT_ENTRY_TIMER = 3,     /* orbit_spot_execute_timer(timer_name) */
+	ORBIT_SPOT_ENTRY_SPOT = 1,	/* orbit_spot_execute_spot */
+	ORBIT_SPOT_ENTRY_ACTOR = 2,	/* orbit_spot_execute_actor(actor_id) */
+	ORBIT_SPOT_ENTRY_TIMER = 3,	/* orbit_spot_execute_timer(timer_name) */
 	ORBIT_SPOT_ENTRY_LIFECYCLE = 4, /* orbit_spot_execute_lifecycle */
 };
 
@@ -104,8 +104,8 @@ enum orbit_spot_entry_kind {
  * same ones (zero fields: the defaults), else -ORBIT_EFINGERPRINT.
  */
 struct orbit_spot_queue_caps {
-	uint32_t app_items;       /* 0: ORBIT_SPOT_DEFAULT_APP_ITEMS; 1..65536 */
-	uint32_t app_bytes;       /* payload bytes; 0: default; 64..64 MiB */
+	uint32_t app_items;	  /* 0: ORBIT_SPOT_DEFAULT_APP_ITEMS; 1..65536 */
+	uint32_t app_bytes;	  /* payload bytes; 0: default; 64..64 MiB */
 	uint32_t lifecycle_items; /* 0: ORBIT_SPOT_DEFAULT_LIFECYCLE_ITEMS */
 	uint32_t lifecycle_bytes; /* 0: ORBIT_SPOT_DEFAULT_LIFECYCLE_BYTES */
 	/* An alive producer stopped mid-record blocks its lane this long,
@@ -117,17 +117,17 @@ struct orbit_spot_queue_caps {
 /* What a handler receives; valid until the handler has finished (its last
  * continuation returned ORBIT_SERIAL_DONE). */
 struct orbit_spot_record {
-	const void *payload;             /* the record's bytes (NULL when len is 0) */
-	uint32_t len;                    /* payload bytes */
+	const void *payload; /* the record's bytes (NULL when len is 0) */
+	uint32_t len;	     /* payload bytes */
 	enum orbit_spot_entry_kind kind;
-	uint64_t actor_id;               /* ORBIT_SPOT_ENTRY_ACTOR, else 0 */
-	const char *timer_name;          /* ORBIT_SPOT_ENTRY_TIMER, else "" */
-	uint32_t producer_row;           /* the producer's member row */
-	uint32_t producer_gen;           /* that row's member generation (tenure) */
-	uint64_t producer_seq;           /* per producer tenure and lane, from 1 */
-	uint64_t host_epoch;             /* the epoch of the host that took it */
-	bool redelivered;                /* taken by an older host, not completed */
-	uint64_t submit_ns;              /* CLOCK_MONOTONIC at the submit */
+	uint64_t actor_id;	/* ORBIT_SPOT_ENTRY_ACTOR, else 0 */
+	const char *timer_name; /* ORBIT_SPOT_ENTRY_TIMER, else "" */
+	uint32_t producer_row;	/* the producer's member row */
+	uint32_t producer_gen;	/* that row's member generation (tenure) */
+	uint64_t producer_seq;	/* per producer tenure and lane, from 1 */
+	uint64_t host_epoch;	/* the epoch of the host that took it */
+	bool redelivered;	/* taken by an older host, not completed */
+	uint64_t submit_ns;	/* CLOCK_MONOTONIC at the submit */
 };
 
 /*
@@ -161,7 +161,7 @@ enum orbit_spot_host_state {
 typedef void (*orbit_spot_lost_fn)(orbit_spot_host_t *host, int reason, void *ctx);
 
 struct orbit_spot_host_options {
-	size_t size; /* sizeof(struct orbit_spot_host_options); read with the size rule */
+	size_t size;	  /* sizeof(struct orbit_spot_host_options); read with the size rule */
 	const char *spot; /* the Spot's name (required), copied */
 	/* Handlers per entry kind; NULL: records of that kind are completed
 	 * without running, counted in stats.unhandled. At least one is set. */
@@ -170,7 +170,7 @@ struct orbit_spot_host_options {
 	orbit_spot_handler_fn on_timer;
 	orbit_spot_handler_fn on_lifecycle;
 	orbit_spot_lost_fn on_lost; /* NULL: none */
-	void *ctx;                  /* passed to every handler and on_lost */
+	void *ctx;		    /* passed to every handler and on_lost */
 	/* A Spot coordinator the caller created (not owned; must outlive the
 	 * host). NULL: the call creates one with mode, executor and policies
 	 * below, and destroys it at stop. */
@@ -224,7 +224,8 @@ ORBIT_API void orbit_spot_host_options_init(struct orbit_spot_host_options *opts
  * error of orbit_spot_serial_executor_create(). Nothing is left held on
  * failure.
  */
-ORBIT_API int orbit_spot_host_start(orbit_agent_t *agent, const struct orbit_spot_host_options *opts,
+ORBIT_API int orbit_spot_host_start(orbit_agent_t *agent,
+				    const struct orbit_spot_host_options *opts,
 				    orbit_spot_host_t **out);
 
 /**
@@ -256,19 +257,19 @@ ORBIT_API int orbit_spot_host_state(const orbit_spot_host_t *host);
 #define ORBIT_SPOT_LATENCY_BUCKETS 40
 
 struct orbit_spot_host_stats {
-	uint64_t epoch;          /* this host's epoch (the lease's token) */
-	uint64_t delivered;      /* records handed to the coordinator */
-	uint64_t redelivered;    /* of those, flagged redelivered */
-	uint64_t completed;      /* completes the queue accepted */
-	uint64_t fenced;         /* completes refused: a newer host took over */
-	uint64_t retried;        /* coordinator refusals (-EAGAIN, -ENOMEM), retried */
-	uint64_t undeliverable;  /* refused for good (-E2BIG, -EINVAL): completed unrun */
-	uint64_t unhandled;      /* no handler for the kind: completed unrun */
-	uint64_t protocol_errors;/* handler SUSPENDED without orbit_spot_yield */
-	uint64_t complete_errors;/* completes the queue refused otherwise (its words corrupt) */
-	uint64_t renewals;       /* lease renewals */
-	uint64_t in_flight;      /* handed over, not finished, now */
-	int lost_reason;         /* 0 while hosting */
+	uint64_t epoch;		  /* this host's epoch (the lease's token) */
+	uint64_t delivered;	  /* records handed to the coordinator */
+	uint64_t redelivered;	  /* of those, flagged redelivered */
+	uint64_t completed;	  /* completes the queue accepted */
+	uint64_t fenced;	  /* completes refused: a newer host took over */
+	uint64_t retried;	  /* coordinator refusals (-EAGAIN, -ENOMEM), retried */
+	uint64_t undeliverable;	  /* refused for good (-E2BIG, -EINVAL): completed unrun */
+	uint64_t unhandled;	  /* no handler for the kind: completed unrun */
+	uint64_t protocol_errors; /* handler SUSPENDED without orbit_spot_yield */
+	uint64_t complete_errors; /* completes the queue refused otherwise (its words corrupt) */
+	uint64_t renewals;	  /* lease renewals */
+	uint64_t in_flight;	  /* handed over, not finished, now */
+	int lost_reason;	  /* 0 while hosting */
 	/* submit-to-run latency (submit until the handler starts) */
 	uint64_t latency_count, latency_sum_ns, latency_max_ns;
 	uint64_t latency_buckets[ORBIT_SPOT_LATENCY_BUCKETS];
@@ -286,20 +287,20 @@ ORBIT_API int orbit_spot_host_stats(const orbit_spot_host_t *host,
 
 /* The queue's own counters (all producers and hosts so far), per lane. */
 struct orbit_spot_queue_stats {
-	uint64_t accepted[2];        /* submits that returned 0 */
-	uint64_t rejected_count[2];  /* -EAGAIN: full by count */
-	uint64_t rejected_bytes[2];  /* -EAGAIN: full by bytes */
-	uint64_t aborted[2];         /* producers died or stalled mid-record */
+	uint64_t accepted[2];	    /* submits that returned 0 */
+	uint64_t rejected_count[2]; /* -EAGAIN: full by count */
+	uint64_t rejected_bytes[2]; /* -EAGAIN: full by bytes */
+	uint64_t aborted[2];	    /* producers died or stalled mid-record */
 	uint64_t redelivered[2];
-	uint64_t corrupt[2];         /* records that failed validation, skipped */
+	uint64_t corrupt[2]; /* records that failed validation, skipped */
 	uint64_t completed[2];
-	uint32_t depth[2];           /* records reserved now */
-	uint32_t bytes[2];           /* payload bytes reserved now */
+	uint32_t depth[2]; /* records reserved now */
+	uint32_t bytes[2]; /* payload bytes reserved now */
 	uint32_t item_cap[2], byte_cap[2];
-	uint64_t epoch;              /* the highest host epoch so far */
+	uint64_t epoch; /* the highest host epoch so far */
 	uint64_t takeovers;
-	uint32_t host_pid;           /* the last host's pid (0: never hosted) */
-	uint64_t shm_bytes;          /* the segment's size */
+	uint32_t host_pid;  /* the last host's pid (0: never hosted) */
+	uint64_t shm_bytes; /* the segment's size */
 };
 
 /**
@@ -395,8 +396,8 @@ ORBIT_API void orbit_spot_client_close(orbit_spot_client_t *client);
  * past the unblock bound); -ORBIT_ECORRUPT (the lane's words are
  * inconsistent); -ECHILD (in a forked child of the opener).
  */
-ORBIT_API int orbit_spot_submit_spot(orbit_spot_client_t *client, const void *payload,
-				     uint32_t len, uint64_t *seq);
+ORBIT_API int orbit_spot_submit_spot(orbit_spot_client_t *client, const void *payload, uint32_t len,
+				     uint64_t *seq);
 ORBIT_API int orbit_spot_submit_actor(orbit_spot_client_t *client, uint64_t actor_id,
 				      const void *payload, uint32_t len, uint64_t *seq);
 ORBIT_API int orbit_spot_submit_timer(orbit_spot_client_t *client, const char *timer_name,

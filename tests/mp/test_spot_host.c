@@ -59,20 +59,20 @@ struct entry {
 
 /* What children report and the log, in shared anonymous memory. */
 struct shared {
-	_Atomic uint64_t n;                /* log entries */
-	_Atomic uint64_t distinct;         /* records whose handler finished once */
-	_Atomic uint64_t handled[3];       /* handler starts per host */
-	_Atomic int gate;                  /* releases a handler held at gate_at */
-	_Atomic int host_up[3];            /* host started */
-	_Atomic int busy_seen[3];          /* host_start answered -EBUSY first */
-	_Atomic int lost_calls[3];         /* on_lost calls */
+	_Atomic uint64_t n;	     /* log entries */
+	_Atomic uint64_t distinct;   /* records whose handler finished once */
+	_Atomic uint64_t handled[3]; /* handler starts per host */
+	_Atomic int gate;	     /* releases a handler held at gate_at */
+	_Atomic int host_up[3];	     /* host started */
+	_Atomic int busy_seen[3];    /* host_start answered -EBUSY first */
+	_Atomic int lost_calls[3];   /* on_lost calls */
 	_Atomic int lost_reason[3];
 	_Atomic int final_state[3];
-	_Atomic int errors;                /* unexpected codes in children */
-	_Atomic uint64_t start_ns[3];      /* when host_start returned 0 */
+	_Atomic int errors;	      /* unexpected codes in children */
+	_Atomic uint64_t start_ns[3]; /* when host_start returned 0 */
 	struct orbit_spot_host_stats st[3];
-	uint64_t total;                    /* records the test submits */
-	uint64_t per;                      /* per producer */
+	uint64_t total; /* records the test submits */
+	uint64_t per;	/* per producer */
 	struct entry *log;
 	_Atomic uint8_t *seen;
 };
@@ -189,10 +189,14 @@ static int producer_main(void *arg)
 		struct payload pl = { .p = c->p, .i = i };
 		uint64_t seq = 0;
 
-		for (;;) {
+		for (uint64_t t0 = orbit_test_now_ns();;) {
 			r = orbit_spot_submit_actor(cl, c->p, &pl, sizeof(pl), &seq);
 			if (r != -EAGAIN)
 				break;
+			if (orbit_test_now_ns() - t0 > 20000000000ull) {
+				fprintf(stderr, "producer %u: no room for 20 s\n", c->p);
+				return 14;
+			}
 			r = orbit_spot_client_wait_room(cl, ORBIT_SPOT_LANE_APP, sizeof(pl),
 							100000000);
 			if (r && r != -ETIMEDOUT && r != -EINTR)
@@ -232,16 +236,16 @@ static void expect_exit0(pid_t pid, int timeout_ms)
 /* ---- hosts ---- */
 
 struct host_cfg {
-	int no;                          /* 1 or 2: tags its log entries */
+	int no; /* 1 or 2: tags its log entries */
 	enum orbit_spot_execution_mode mode;
 	uint64_t ttl_ns;
-	uint64_t kill_at;                /* SIGKILL itself in its kill_at-th handler */
-	uint64_t gate_at;                /* hold the gate_at-th handler until S->gate */
-	const char *crash_label;         /* arm this crash point (SIGKILL) ... */
-	uint64_t crash_nth;              /* ... at its nth hit */
-	uint32_t actor_items;            /* the Actor queues' item cap (0: default) */
-	unsigned handler_us;             /* each handler sleeps this long */
-	bool wait_lost;                  /* keep going until hosting is lost */
+	uint64_t kill_at;	 /* SIGKILL itself in its kill_at-th handler */
+	uint64_t gate_at;	 /* hold the gate_at-th handler until S->gate */
+	const char *crash_label; /* arm this crash point (SIGKILL) ... */
+	uint64_t crash_nth;	 /* ... at its nth hit */
+	uint32_t actor_items;	 /* the Actor queues' item cap (0: default) */
+	unsigned handler_us;	 /* each handler sleeps this long */
+	bool wait_lost;		 /* keep going until hosting is lost */
 	struct orbit_spot_queue_caps caps;
 };
 
@@ -263,9 +267,13 @@ static int on_record(orbit_serial_turn_t *turn, const struct orbit_spot_record *
 	}
 	k = atomic_fetch_add(&S->handled[c->no], 1) + 1;
 	at = atomic_fetch_add(&S->n, 1);
-	S->log[at] = (struct entry){ .producer = pl.p, .host = (uint8_t)c->no,
-				     .redelivered = rec->redelivered, .kind = (uint8_t)rec->kind,
-				     .i = pl.i, .epoch = rec->host_epoch, .seq = rec->producer_seq };
+	S->log[at] = (struct entry){ .producer = pl.p,
+				     .host = (uint8_t)c->no,
+				     .redelivered = rec->redelivered,
+				     .kind = (uint8_t)rec->kind,
+				     .i = pl.i,
+				     .epoch = rec->host_epoch,
+				     .seq = rec->producer_seq };
 	if (c->kill_at && k == c->kill_at)
 		raise(SIGKILL); /* mid-handler: this record never finishes here */
 	if (c->gate_at && k == c->gate_at)
@@ -333,12 +341,19 @@ static int host_main(void *arg)
 	atomic_store(&S->host_up[c->no], 1);
 	if (c->crash_label)
 		orbit__crashpoint_arm(c->crash_label, c->crash_nth, ORBIT_CRASH_KILL);
-	for (uint64_t t0 = orbit_test_now_ns();;) {
-		if (c->wait_lost ? orbit_spot_host_state(h) == ORBIT_SPOT_LOST
-				 : atomic_load(&S->distinct) >= S->total)
+	/* give up after 20 s without progress (a lost record stalls the lane for good) */
+	for (uint64_t t0 = orbit_test_now_ns(), seen = 0;;) {
+		uint64_t d = atomic_load(&S->distinct);
+		if (c->wait_lost ? orbit_spot_host_state(h) == ORBIT_SPOT_LOST : d >= S->total)
 			break;
-		if (orbit_test_now_ns() - t0 > 300000000000ull) {
-			fprintf(stderr, "host %d: gave up after 300 s\n", c->no);
+		if (d != seen) {
+			seen = d;
+			t0 = orbit_test_now_ns();
+		}
+		if (orbit_test_now_ns() - t0 > 20000000000ull) {
+			fprintf(stderr,
+				"host %d: no progress for 20 s (%" PRIu64 " of %" PRIu64 ")\n",
+				c->no, d, S->total);
 			return 24;
 		}
 		usleep(1000);
@@ -412,7 +427,8 @@ static void verify(unsigned producers, bool expect_redelivery)
 	}
 	for (uint64_t idx = 0; idx < S->total; idx++) {
 		if (count[idx] == 0)
-			fprintf(stderr, "lost: producer %" PRIu64 " record %" PRIu64 " (log %" PRIu64 ")\n",
+			fprintf(stderr,
+				"lost: producer %" PRIu64 " record %" PRIu64 " (log %" PRIu64 ")\n",
 				idx / S->per, idx % S->per, n);
 		assert_true(count[idx] >= 1); /* no loss */
 	}
@@ -444,8 +460,9 @@ static void queue_check(uint64_t completed_expected, const struct orbit_spot_que
 	assert_int_equal(c.depth[ORBIT_SPOTQ_APP], 0);
 	if (completed_expected)
 		assert_int_equal(c.completed[ORBIT_SPOTQ_APP], completed_expected);
-	fprintf(stderr, "# queue: accepted %" PRIu64 " rejected %" PRIu64 "/%" PRIu64
-		" completed %" PRIu64 " redelivered %" PRIu64 " aborted %" PRIu64 "\n",
+	fprintf(stderr,
+		"# queue: accepted %" PRIu64 " rejected %" PRIu64 "/%" PRIu64 " completed %" PRIu64
+		" redelivered %" PRIu64 " aborted %" PRIu64 "\n",
 		c.accepted[0], c.rejected_count[0], c.rejected_bytes[0], c.completed[0],
 		c.redelivered[0], c.aborted[0]);
 	orbit__spotq_close(q);
@@ -457,7 +474,6 @@ static void queue_check(uint64_t completed_expected, const struct orbit_spot_que
 static void test_4_producers_x_100000_records_no_loss_no_duplicate_order_kept(void **state)
 {
 	uint64_t per = orbit_test_long() ? 1000000 : 100000, t0;
-	if (getenv("XPER")) per = strtoull(getenv("XPER"), NULL, 0);
 	struct prod_cfg pc[MAXP];
 	struct host_cfg hc = { .no = 1, .mode = ORBIT_SPOT_PER_ACTOR };
 	pid_t host, prod[MAXP];
@@ -496,9 +512,14 @@ static void adopt_after_kill(uint64_t kill_at, const char *crash_label, uint64_t
 	const uint64_t per = 2000, ttl = 300000000ull;
 	struct orbit_spot_queue_caps caps = { .app_items = 2048 };
 	struct prod_cfg pc = { .p = 0, .n = per, .caps = caps };
-	struct host_cfg h1 = { .no = 1, .mode = ORBIT_SPOT_SPOT_WIDE, .ttl_ns = ttl,
-			       .kill_at = kill_at, .crash_label = crash_label,
-			       .crash_nth = crash_nth, .handler_us = 50, .caps = caps };
+	struct host_cfg h1 = { .no = 1,
+			       .mode = ORBIT_SPOT_SPOT_WIDE,
+			       .ttl_ns = ttl,
+			       .kill_at = kill_at,
+			       .crash_label = crash_label,
+			       .crash_nth = crash_nth,
+			       .handler_us = 50,
+			       .caps = caps };
 	struct host_cfg h2 = { .no = 2, .mode = ORBIT_SPOT_SPOT_WIDE, .ttl_ns = ttl, .caps = caps };
 	uint64_t died, k1, killed_i = UINT64_MAX;
 	pid_t p, a, b;
@@ -560,14 +581,52 @@ static void test_host_sigkilled_between_take_and_complete_adopted_with_redeliver
 	adopt_after_kill(0, "spothost.before_complete", 700);
 }
 
+/* While host 1 lives, another process's host_start is refused with -EBUSY. */
+static int busy_probe_main(void *arg)
+{
+	struct orbit_spot_host_options ho;
+	orbit_spot_host_t *h;
+	struct proc pr;
+	int r;
+
+	(void)arg;
+	if (proc_start(&pr, "probe"))
+		return 70;
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_actor = on_record;
+	ho.caps.app_items = 1024;
+	{
+		/* a coordinator is never reached: the lease is refused first */
+		struct orbit_worker_pool_options po;
+		orbit_worker_pool_t *pool;
+		orbit_worker_pool_options_init(&po);
+		po.nthreads = 1;
+		po.pin = false;
+		if (orbit_worker_pool_create(&po, &pool))
+			return 71;
+		ho.executor = orbit_worker_pool_executor(pool);
+		r = orbit_spot_host_start(pr.agent, &ho, &h);
+		if (r == 0)
+			orbit_spot_host_stop(h);
+		orbit_worker_pool_destroy(pool);
+	}
+	proc_stop(&pr);
+	return r == -EBUSY ? 0 : 72;
+}
+
 /* Issue 11 Tests: a host paused past its lease and resumed is fenced off. */
 static void test_host_sigstopped_past_lease_is_fenced(void **state)
 {
 	const uint64_t per = 1000, ttl = 100000000ull;
 	struct orbit_spot_queue_caps caps = { .app_items = 1024 };
 	struct prod_cfg pc = { .p = 0, .n = per, .caps = caps };
-	struct host_cfg h1 = { .no = 1, .mode = ORBIT_SPOT_PER_ACTOR, .ttl_ns = ttl,
-			       .gate_at = 100, .wait_lost = true, .caps = caps };
+	struct host_cfg h1 = { .no = 1,
+			       .mode = ORBIT_SPOT_PER_ACTOR,
+			       .ttl_ns = ttl,
+			       .gate_at = 100,
+			       .wait_lost = true,
+			       .caps = caps };
 	struct host_cfg h2 = { .no = 2, .mode = ORBIT_SPOT_PER_ACTOR, .ttl_ns = ttl, .caps = caps };
 	pid_t p, a, b;
 
@@ -580,6 +639,8 @@ static void test_host_sigstopped_past_lease_is_fenced(void **state)
 	for (int ms = 0; ms < 30000 && atomic_load(&S->handled[1]) < 100; ms++)
 		usleep(1000);
 	assert_int_equal(atomic_load(&S->handled[1]), 100);
+	/* a live host's lease: a second host is refused */
+	assert_int_equal(orbit_test_fork_run(busy_probe_main, NULL, 30000), 0);
 	kill(a, SIGSTOP);
 	usleep(3 * ttl / 1000); /* well past its lease */
 	b = spawn(host_main, &h2);
@@ -599,7 +660,8 @@ static void test_host_sigstopped_past_lease_is_fenced(void **state)
 	assert_true(S->st[2].redelivered >= 1);
 	assert_true(S->st[2].epoch > S->st[1].epoch);
 	verify(1, true);
-	queue_check(per, &caps); /* each record completed exactly once: host 1's late one was refused */
+	queue_check(per,
+		    &caps); /* each record completed exactly once: host 1's late one was refused */
 	shared_drop();
 }
 
@@ -638,7 +700,8 @@ static int backpressure_main(void *arg)
 	/* the lifecycle lane is independent */
 	if (orbit_spot_submit_lifecycle(cl, "l", 1, &seq) || seq != 9)
 		return 36;
-	if (orbit_spot_submit_lifecycle(cl, "l", 1, &seq) || orbit_spot_submit_lifecycle(cl, "l", 1, &seq) != -EAGAIN)
+	if (orbit_spot_submit_lifecycle(cl, "l", 1, &seq) ||
+	    orbit_spot_submit_lifecycle(cl, "l", 1, &seq) != -EAGAIN)
 		return 37;
 	if (orbit_spot_client_wait_room(cl, ORBIT_SPOT_LANE_APP, 1, 20000000) != -ETIMEDOUT)
 		return 38;
@@ -732,8 +795,9 @@ static void test_coordinator_backpressure_never_loses_a_record(void **state)
 {
 	const uint64_t per = 300;
 	struct prod_cfg pc = { .p = 0, .n = per };
-	struct host_cfg h1 = { .no = 1, .mode = ORBIT_SPOT_SPOT_WIDE, .actor_items = 2,
-			       .handler_us = 200 };
+	struct host_cfg h1 = {
+		.no = 1, .mode = ORBIT_SPOT_SPOT_WIDE, .actor_items = 2, .handler_us = 200
+	};
 	pid_t p, a;
 
 	(void)state;
@@ -774,19 +838,19 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
-			test_4_producers_x_100000_records_no_loss_no_duplicate_order_kept, setup,
-			teardown),
+		    test_4_producers_x_100000_records_no_loss_no_duplicate_order_kept, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(
-			test_host_sigkilled_mid_handler_adopted_with_redelivery, setup, teardown),
+		    test_host_sigkilled_mid_handler_adopted_with_redelivery, setup, teardown),
 		cmocka_unit_test_setup_teardown(
-			test_host_sigkilled_between_take_and_complete_adopted_with_redelivery,
-			setup, teardown),
+		    test_host_sigkilled_between_take_and_complete_adopted_with_redelivery, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_host_sigstopped_past_lease_is_fenced, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_backpressure_by_count_and_bytes_public_api,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_coordinator_backpressure_never_loses_a_record, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_coordinator_backpressure_never_loses_a_record,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_submit_with_no_host_then_host_arrives, setup,
 						teardown),
 	};

@@ -834,6 +834,100 @@ static void test_submit_with_no_host_then_host_arrives(void **state)
 	shared_drop();
 }
 
+/* ---- a yielded handler ---- */
+
+static _Atomic(orbit_serial_resume_t *) y_resume;
+static _Atomic int y_cont_ran;
+
+static int y_cont(orbit_serial_turn_t *turn, void *arg)
+{
+	(void)turn;
+	(void)arg;
+	atomic_store(&y_cont_ran, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int y_handler(orbit_serial_turn_t *turn, const struct orbit_spot_record *rec, void *ctx)
+{
+	orbit_serial_resume_t *r;
+
+	(void)rec;
+	(void)ctx;
+	if (orbit_spot_yield(turn, y_cont, NULL, &r))
+		return ORBIT_SERIAL_DONE;
+	atomic_store(&y_resume, r);
+	return ORBIT_SERIAL_SUSPENDED;
+}
+
+static int yield_main(void *arg)
+{
+	struct orbit_worker_pool_options po;
+	struct orbit_spot_host_options ho;
+	struct orbit_spot_queue_stats qs;
+	struct orbit_spot_host_stats hs;
+	orbit_worker_pool_t *pool;
+	orbit_spot_client_t *cl;
+	orbit_spot_host_t *h;
+	orbit_serial_resume_t *r = NULL;
+	struct proc pr;
+	uint64_t seq;
+
+	(void)arg;
+	if (proc_start(&pr, "yield"))
+		return 80;
+	orbit_worker_pool_options_init(&po);
+	po.nthreads = 2;
+	po.pin = false;
+	if (orbit_worker_pool_create(&po, &pool))
+		return 81;
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_spot = y_handler;
+	ho.mode = ORBIT_SPOT_SPOT_WIDE;
+	ho.executor = orbit_worker_pool_executor(pool);
+	if (orbit_spot_host_start(pr.agent, &ho, &h))
+		return 82;
+	/* orbit_spot_yield outside a handler is refused */
+	if (orbit_spot_yield((orbit_serial_turn_t *)&ho, y_cont, NULL, &r) != -EINVAL)
+		return 83;
+	if (orbit_spot_client_open(pr.agent, SPOT, NULL, &cl) ||
+	    orbit_spot_submit_spot(cl, "y", 1, &seq))
+		return 84;
+	for (int ms = 0; ms < 10000 && !(r = atomic_load(&y_resume)); ms++)
+		usleep(1000);
+	if (!r)
+		return 85;
+	usleep(50000);
+	/* yielded: the handler has not finished, so the record is not completed */
+	if (orbit_spot_client_queue_stats(cl, &qs) || qs.completed[0] != 0 || qs.depth[0] != 1)
+		return 86;
+	if (orbit_serial_queue_resume(r))
+		return 87;
+	for (int ms = 0; ms < 10000; ms++) {
+		orbit_spot_client_queue_stats(cl, &qs);
+		if (qs.completed[0] == 1)
+			break;
+		usleep(1000);
+	}
+	if (!atomic_load(&y_cont_ran) || qs.completed[0] != 1 || qs.depth[0] != 0)
+		return 88;
+	if (orbit_spot_host_stats(h, &hs) || hs.protocol_errors != 0 || hs.completed != 1)
+		return 89;
+	orbit_spot_client_close(cl);
+	if (orbit_spot_host_stop(h))
+		return 90;
+	orbit_worker_pool_destroy(pool);
+	proc_stop(&pr);
+	return 0;
+}
+
+/* Issue 11 / 07 §5: a record completes only after its handler finished, across a yield. */
+static void test_record_completed_only_after_yielded_handler_finished(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit_test_fork_run(yield_main, NULL, 60000), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -853,6 +947,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_submit_with_no_host_then_host_arrives, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_record_completed_only_after_yielded_handler_finished, setup, teardown),
 	};
 
 	if (getenv("ORBIT_TEST_FILTER"))

@@ -114,6 +114,7 @@ struct orbit_spot_host {
 	orbit_lock_owner_t owner;
 	struct orbit_lock_lease lease;
 	uint64_t ttl_ns, renew_at_ns;
+	uint64_t epoch; /* the lease's token at start: immutable (lease is the host thread's) */
 
 	/* the host thread */
 	pthread_t thread;
@@ -661,6 +662,7 @@ int orbit_spot_host_start(orbit_agent_t *agent, const struct orbit_spot_host_opt
 	if (r < 0)
 		goto err_queue;
 	sh->renew_at_ns = now_ns() + sh->ttl_ns / 4;
+	sh->epoch = sh->lease.token;
 	/* the lease's fencing token is the epoch: a later host has a larger one */
 	r = orbit__spotq_host_takeover(&sh->h, sh->q, sh->env.members, sh->lease.token);
 	if (r < 0)
@@ -735,7 +737,7 @@ int orbit_spot_host_stats(const orbit_spot_host_t *sh, struct orbit_spot_host_st
 	if (!sh || !out)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
-	out->epoch = sh->lease.token;
+	out->epoch = sh->epoch;
 	out->delivered = LD(delivered);
 	out->redelivered = LD(redelivered);
 	out->completed = LD(completed);

@@ -134,7 +134,7 @@ struct orbit_spot_host {
 
 	/* counters (relaxed) */
 	_Atomic uint64_t delivered, redelivered, completed, fenced, retried, undeliverable,
-	    unhandled, protocol_errors, renewals, in_flight, complete_errors;
+	    unhandled, protocol_errors, renewals, renew_retries, in_flight, complete_errors;
 	_Atomic uint64_t lat_count, lat_sum, lat_max;
 	_Atomic uint64_t lat_buckets[ORBIT_SPOT_LATENCY_BUCKETS];
 };
@@ -478,8 +478,14 @@ static void renew_if_due(struct orbit_spot_host *sh, uint64_t now)
 	if (now < sh->renew_at_ns)
 		return;
 	r = lease_renew(sh);
+	if (r == -EAGAIN && now < sh->lease.deadline_ns) {
+		/* the serializer stayed busy: nothing changed, try again in 1 ms */
+		INC(sh, renew_retries);
+		sh->renew_at_ns = now + (uint64_t)RETRY_NS;
+		return;
+	}
 	if (r < 0) {
-		lose(sh, r); /* expired (-ENOENT) or another host's (-EPERM) */
+		lose(sh, r); /* expired (-ENOENT), another host's (-EPERM), or past the deadline */
 		return;
 	}
 	INC(sh, renewals);
@@ -748,6 +754,7 @@ int orbit_spot_host_stats(const orbit_spot_host_t *sh, struct orbit_spot_host_st
 	out->protocol_errors = LD(protocol_errors);
 	out->complete_errors = LD(complete_errors);
 	out->renewals = LD(renewals);
+	out->renew_retries = LD(renew_retries);
 	out->in_flight = LD(in_flight);
 	out->lost_reason = orbit_spot_host_state(sh) == ORBIT_SPOT_LOST ? LD(lost_reason) : 0;
 	out->latency_count = LD(lat_count);

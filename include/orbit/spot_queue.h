@@ -154,7 +154,8 @@ enum orbit_spot_host_state {
 
 /*
  * Called once, on the host's thread, when hosting is lost (@reason: the
- * error that lost it: -ENOENT or -EPERM from the renew, -ORBIT_EFENCED
+ * error that lost it: -ENOENT or -EPERM from the renew, -EAGAIN when the
+ * lock serializer stayed busy until the lease's deadline, -ORBIT_EFENCED
  * from the queue, -EPIPE from a closed coordinator). Must not call
  * orbit_spot_host_stop() on @host.
  */
@@ -218,7 +219,8 @@ ORBIT_API void orbit_spot_host_options_init(struct orbit_spot_host_options *opts
  * its dead host's TTL has not run out yet); -ORBIT_EFENCED (the queue
  * already saw an epoch at or above the lease's token: a lock table
  * re-created with smaller tokens); -ORBIT_EFINGERPRINT (the queue exists
- * with other caps); -ECHILD; -ENOMEM; -EAGAIN (thread creation refused);
+ * with other caps); -ECHILD; -ENOMEM; -EAGAIN (thread creation refused,
+ * or the lock table's serializer stayed busy: retry);
  * -ENOSPC (the lock table is full); a segment error of the queue
  * (-ORBIT_EMAGIC, -ORBIT_EKIND, -ORBIT_ESIZE, -ORBIT_EOWNER, ...); an
  * error of orbit_spot_serial_executor_create(). Nothing is left held on
@@ -268,6 +270,7 @@ struct orbit_spot_host_stats {
 	uint64_t protocol_errors; /* handler SUSPENDED without orbit_spot_yield */
 	uint64_t complete_errors; /* completes the queue refused otherwise (its words corrupt) */
 	uint64_t renewals;	  /* lease renewals */
+	uint64_t renew_retries;	  /* renews answered -EAGAIN (serializer busy), retried */
 	uint64_t in_flight;	  /* handed over, not finished, now */
 	int lost_reason;	  /* 0 while hosting */
 	/* submit-to-run latency (submit until the handler starts) */

@@ -702,6 +702,8 @@ int orbit_spot_host_stop(orbit_spot_host_t *sh)
 
 	if (!sh)
 		return 0;
+	if (orbit__fork_check(sh->pid))
+		return -ECHILD; /* the child has no host thread: its copy is left alone */
 	if (tls_cur && tls_cur->host == sh)
 		return -EDEADLK;
 	/* SH-S1: the flag, then an unconditional kick (a seq bump the thread sees) */

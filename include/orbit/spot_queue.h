@@ -242,8 +242,10 @@ ORBIT_API int orbit_spot_host_start(orbit_agent_t *agent,
  *
  * Context: any thread but a handler of @host; blocks until the handlers
  * in flight finish (a yielded handler that is never resumed blocks it
- * forever).
- * Returns: 0; -EDEADLK (called from a handler of @host: nothing done).
+ * forever). A forked child has no host thread: its copy of @host is
+ * refused and left alone (the parent still hosts).
+ * Returns: 0; -EDEADLK (called from a handler of @host: nothing done);
+ * -ECHILD (in a forked child of the host's process: nothing done).
  */
 ORBIT_API int orbit_spot_host_stop(orbit_spot_host_t *host);
 

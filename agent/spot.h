@@ -47,6 +47,6 @@ int orbit__spot_queue_open(orbit_spotq_t **out, const struct orbit__agent_spot_e
 			   const char *spot, const struct orbit_spot_queue_caps *caps);
 
 /* Copy the SHM layer's counters into the public struct. */
-int orbit__spot_queue_stats(orbit_spotq_t *q, struct orbit_spot_queue_stats *out);
+int orbit__spot_queue_stats(orbit_spotq_t *q, struct orbit_spot_inbound_stats *out);
 
 #endif /* ORBIT_AGENT_SPOT_H */

@@ -81,7 +81,7 @@ int orbit__spot_queue_open(orbit_spotq_t **out, const struct orbit__agent_spot_e
 	return orbit__spotq_open(out, env->fleet, spot, &o);
 }
 
-int orbit__spot_queue_stats(orbit_spotq_t *q, struct orbit_spot_queue_stats *out)
+int orbit__spot_queue_stats(orbit_spotq_t *q, struct orbit_spot_inbound_stats *out)
 {
 	struct orbit_spotq_counters c;
 	int r;
@@ -223,7 +223,8 @@ int orbit_spot_client_wait_room(orbit_spot_client_t *c, enum orbit_spot_lane lan
 	return orbit__spotq_wait_room(c->p, (uint32_t)lane, len, timeout_ns);
 }
 
-int orbit_spot_client_queue_stats(const orbit_spot_client_t *c, struct orbit_spot_queue_stats *out)
+int orbit_spot_client_inbound_stats(const orbit_spot_client_t *c,
+				    struct orbit_spot_inbound_stats *out)
 {
 	if (!c)
 		return -EINVAL;

@@ -767,7 +767,7 @@ int orbit_spot_host_stats(const orbit_spot_host_t *sh, struct orbit_spot_host_st
 	return 0;
 }
 
-int orbit_spot_host_queue_stats(const orbit_spot_host_t *sh, struct orbit_spot_queue_stats *out)
+int orbit_spot_host_inbound_stats(const orbit_spot_host_t *sh, struct orbit_spot_inbound_stats *out)
 {
 	if (!sh)
 		return -EINVAL;

@@ -291,7 +291,7 @@ ORBIT_API int orbit_spot_host_stats(const orbit_spot_host_t *host,
 				    struct orbit_spot_host_stats *out);
 
 /* The queue's own counters (all producers and hosts so far), per lane. */
-struct orbit_spot_queue_stats {
+struct orbit_spot_inbound_stats {
 	uint64_t accepted[2];	    /* submits that returned 0 */
 	uint64_t rejected_count[2]; /* -EAGAIN: full by count */
 	uint64_t rejected_bytes[2]; /* -EAGAIN: full by bytes */
@@ -309,14 +309,14 @@ struct orbit_spot_queue_stats {
 };
 
 /**
- * orbit_spot_host_queue_stats, orbit_spot_client_queue_stats - read the
+ * orbit_spot_host_inbound_stats, orbit_spot_client_inbound_stats - read the
  * queue's counters through a host or a client.
  *
  * Context: any thread; relaxed loads of the segment.
  * Returns: 0; -EINVAL; -ECHILD (in a forked child).
  */
-ORBIT_API int orbit_spot_host_queue_stats(const orbit_spot_host_t *host,
-					  struct orbit_spot_queue_stats *out);
+ORBIT_API int orbit_spot_host_inbound_stats(const orbit_spot_host_t *host,
+					    struct orbit_spot_inbound_stats *out);
 
 /**
  * orbit_spot_yield - hand the turn back around an external call, like
@@ -424,8 +424,8 @@ ORBIT_API int orbit_spot_submit_lifecycle(orbit_spot_client_t *client, const voi
 ORBIT_API int orbit_spot_client_wait_room(orbit_spot_client_t *client, enum orbit_spot_lane lane,
 					  uint32_t len, int64_t timeout_ns);
 
-ORBIT_API int orbit_spot_client_queue_stats(const orbit_spot_client_t *client,
-					    struct orbit_spot_queue_stats *out);
+ORBIT_API int orbit_spot_client_inbound_stats(const orbit_spot_client_t *client,
+					      struct orbit_spot_inbound_stats *out);
 
 ORBIT_END_DECLS
 

@@ -670,7 +670,7 @@ static int backpressure_main(void *arg)
 {
 	struct orbit_spot_client_options co;
 	orbit_spot_client_t *cl, *cl2;
-	struct orbit_spot_queue_stats qs;
+	struct orbit_spot_inbound_stats qs;
 	unsigned char big[1100] = { 0 };
 	struct proc pr;
 	uint64_t seq;
@@ -707,7 +707,7 @@ static int backpressure_main(void *arg)
 		return 38;
 	if (orbit_spot_submit_spot(cl, big, 1025, &seq) != -E2BIG)
 		return 39;
-	if (orbit_spot_client_queue_stats(cl, &qs) || qs.rejected_count[0] != 1 ||
+	if (orbit_spot_client_inbound_stats(cl, &qs) || qs.rejected_count[0] != 1 ||
 	    qs.rejected_count[1] != 1 || qs.depth[0] != 8)
 		return 40;
 	orbit_spot_client_close(cl);
@@ -719,7 +719,7 @@ static int bytes_main(void *arg)
 {
 	struct orbit_spot_client_options co;
 	orbit_spot_client_t *cl;
-	struct orbit_spot_queue_stats qs;
+	struct orbit_spot_inbound_stats qs;
 	unsigned char big[600] = { 0 };
 	struct proc pr;
 	uint64_t seq;
@@ -740,7 +740,7 @@ static int bytes_main(void *arg)
 		return 53;
 	if (orbit_spot_submit_timer(cl, "tick", big, 24, &seq))
 		return 54;
-	if (orbit_spot_client_queue_stats(cl, &qs) || qs.rejected_bytes[0] != 1 ||
+	if (orbit_spot_client_inbound_stats(cl, &qs) || qs.rejected_bytes[0] != 1 ||
 	    qs.rejected_count[0] != 0 || qs.bytes[0] != 1024)
 		return 55;
 	orbit_spot_client_close(cl);
@@ -863,7 +863,7 @@ static int yield_main(void *arg)
 {
 	struct orbit_worker_pool_options po;
 	struct orbit_spot_host_options ho;
-	struct orbit_spot_queue_stats qs;
+	struct orbit_spot_inbound_stats qs;
 	struct orbit_spot_host_stats hs;
 	orbit_worker_pool_t *pool;
 	orbit_spot_client_t *cl;
@@ -899,12 +899,12 @@ static int yield_main(void *arg)
 		return 85;
 	usleep(50000);
 	/* yielded: the handler has not finished, so the record is not completed */
-	if (orbit_spot_client_queue_stats(cl, &qs) || qs.completed[0] != 0 || qs.depth[0] != 1)
+	if (orbit_spot_client_inbound_stats(cl, &qs) || qs.completed[0] != 0 || qs.depth[0] != 1)
 		return 86;
 	if (orbit_serial_queue_resume(r))
 		return 87;
 	for (int ms = 0; ms < 10000; ms++) {
-		orbit_spot_client_queue_stats(cl, &qs);
+		orbit_spot_client_inbound_stats(cl, &qs);
 		if (qs.completed[0] == 1)
 			break;
 		usleep(1000);

@@ -51,6 +51,7 @@
 
 #include "agent/agent_watch.h"
 #include "agent/fleet_internal.h"
+#include "agent/spot.h"
 #include "shm/lock_internal.h"
 #include "shm/members.h"
 #include "shm/ring.h"
@@ -1190,6 +1191,19 @@ struct orbit_agent_watch_set *orbit__agent_watch_set(orbit_agent_t *a)
 int orbit_agent_member_row(const orbit_agent_t *a)
 {
 	return a ? a->row : -EINVAL;
+}
+
+/* The handles a Spot host or client runs on (agent/spot.h). */
+int orbit__agent_spot_env(orbit_agent_t *a, struct orbit__agent_spot_env *out)
+{
+	if (!a || !out)
+		return -EINVAL;
+	out->fleet = a->fleet;
+	out->members = a->members;
+	out->lock = a->lock;
+	out->row = a->row;
+	out->wake_class = a->wake_class;
+	return 0;
 }
 
 int orbit_agent_reset_transport(orbit_agent_t *a)

@@ -16,6 +16,7 @@
 #include <orbit/registry.h>
 #include <orbit/serial_queue.h>
 #include <orbit/spot_executor.h>
+#include <orbit/spot_queue.h>
 #include <orbit/state_lane.h>
 #include <orbit/worker_pool.h>
 

@@ -27,7 +27,7 @@
 src="${top_srcdir:-.}"
 build="${top_builddir:-.}"
 inc="$src/include"
-headers="$inc/orbit/spot_executor.h $inc/orbit/executor.h"
+headers="$inc/orbit/spot_executor.h $inc/orbit/executor.h $inc/orbit/spot_queue.h"
 fail=0
 
 # One line per declaration the headers make (from their own lines only):

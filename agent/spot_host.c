@@ -1,0 +1,777 @@
+// SPDX-License-Identifier: MIT
+/*
+ * agent/spot_host.c: hosting a cross-process Spot (orbit/spot_queue.h).
+ * It owns the hosting lease (an orbit-lock lease on "orbit.spot"/<Spot>
+ * through the agent's lock handle, its token the host epoch), the host's
+ * thread, and the records between the queue (shm/spot_queue.h) and the
+ * Spot coordinator (orbit/spot_executor.h). The host's thread alone calls
+ * orbit__spotq_take/complete (the SHM layer's host handle is one thread's):
+ * it sleeps on the queue's records doorbell, takes batches (lifecycle lane
+ * first), hands each record to the coordinator by its entry kind, and
+ * completes a record only after its handler finished, across yields too
+ * (07 §5). Handlers finish on the coordinator's worker threads; their
+ * records come back to the host's thread through a wait-free queue
+ * (liburcu wfcqueue) and a kick of the doorbell when that thread sleeps.
+ * A record the coordinator refuses (-EAGAIN) stays taken, first in line,
+ * and is handed over again when room may have come back.
+ *
+ * Threads and what they touch:
+ *   host thread   take, complete, renew; pending[], buf, recs, outstanding
+ *                 (its own, no lock)
+ *   workers       run a delivery's handler, then push it to `done` (any
+ *                 number of enqueuers, one dequeuer: the host thread)
+ *   API callers   start/stop, state and stats (atomics)
+ * No mutex: the wfcqueue's enqueue is wait-free; the dequeue side is the
+ * host thread alone (liburcu's "__" API, externally serialised).
+ *
+ * Synchronization:
+ *   SH-D1 host: idle = 1 (seq_cst), then the doorbell's seq (acquire),
+ *         then `done` and `stop`; pairs with SH-F1
+ *   SH-F1 worker: enqueue, seq_cst fence, load idle; pairs with SH-D1: a
+ *         worker that reads idle 0 has its record seen by the host's check,
+ *         one that reads 1 kicks (a seq bump the host's wait sees)
+ *   SH-S1 stop: stop = 1 (seq_cst), then an unconditional kick; pairs with
+ *         the host's stop load after its seq read (SH-D1)
+ *   SH-L1 state: release store of LOST (after lost_reason), acquire loads
+ *   SH-R1 worker: finishing-- (release) after its last touch of the host;
+ *         pairs with the acquire loads in orbit_spot_host_stop() before free
+ * Counters are relaxed atomics: statistics, they order nothing.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <urcu/wfcqueue.h>
+
+#include <orbit/error.h>
+#include <orbit/spot_queue.h>
+
+#include "agent/spot.h"
+#include "shm/crashpoint.h"
+#include "shm/doorbell.h"
+#include "shm/fork_guard.h"
+
+/* liburcu is not built with TSan: state its queue's edge (as agent.c does). */
+#if defined(__SANITIZE_THREAD__)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define TSAN_ACQUIRE(p) __tsan_acquire((void *)(p))
+#define TSAN_RELEASE(p) __tsan_release((void *)(p))
+#else
+#define TSAN_ACQUIRE(p) ((void)(p))
+#define TSAN_RELEASE(p) ((void)(p))
+#endif
+
+#define MIN_TTL_NS 10000000ull	 /* lease TTL floor: 10 ms */
+#define RETRY_NS 1000000ll	 /* refused records are retried at least this often */
+#define STALL_POLL_NS 10000000ll /* a record being written: look again after this */
+#define MAX_BATCH 4096u
+
+ORBIT_LOCK_DEFINE_NAMESPACE(spot_lease_ns, ORBIT_SPOT_LEASE_NAMESPACE);
+
+struct orbit_spot_host;
+
+/* One record from take to complete. */
+struct delivery {
+	struct cds_wfcq_node node; /* in host->done once its handler finished */
+	struct orbit_spot_host *host;
+	struct delivery *next; /* host->pending (host thread) */
+	orbit_spot_handler_fn handler;
+	/* the piece running now (its worker only) */
+	orbit_serial_turn_t *turn;
+	bool *yielded;		   /* the running piece's flag: orbit_spot_yield() sets it */
+	orbit_serial_work_fn cont; /* set by orbit_spot_yield() */
+	void *cont_arg;
+	uint32_t lane, pos;
+	struct orbit_spot_record rec;
+	char timer[ORBIT_SPOTQ_TIMER_NAME_MAX + 1];
+	unsigned char payload[];
+};
+
+struct orbit_spot_host {
+	char spot[ORBIT_SPOT_NAME_MAX + 1];
+	struct orbit_spot_host_options o; /* the caller's, read by the size rule */
+	struct orbit__agent_spot_env env;
+	orbit_spotq_t *q;
+	orbit_spotq_host_t *h; /* the host thread's once it runs */
+	struct orbit_doorbell *rec_db;
+	orbit_spot_serial_executor_t *coord;
+	bool own_coord;
+	pid_t pid;
+
+	/* the lease */
+	orbit_lock_key_t key;
+	char owner_bytes[64];
+	orbit_lock_owner_t owner;
+	struct orbit_lock_lease lease;
+	uint64_t ttl_ns, renew_at_ns;
+	uint64_t epoch; /* the lease's token at start: immutable (lease is the host thread's) */
+
+	/* the host thread */
+	pthread_t thread;
+	_Atomic int stop;  /* SH-S1 */
+	_Atomic int idle;  /* SH-D1 */
+	_Atomic int state; /* enum orbit_spot_host_state, SH-L1 */
+	_Atomic int lost_reason;
+	struct __cds_wfcq_head done_head;
+	struct cds_wfcq_tail done_tail;
+	struct delivery *pending[2], *pending_tail[2]; /* refused: first in line */
+	struct orbit_spotq_rec *recs;
+	void *buf;
+	size_t buf_len;
+	unsigned batch;
+	uint64_t outstanding;	    /* handed over, not yet back (host thread) */
+	_Atomic uint64_t finishing; /* SH-R1: workers between their push and their last touch */
+
+	/* counters (relaxed) */
+	_Atomic uint64_t delivered, redelivered, completed, fenced, retried, undeliverable,
+	    unhandled, protocol_errors, renewals, renew_retries, in_flight, complete_errors;
+	_Atomic uint64_t lat_count, lat_sum, lat_max;
+	_Atomic uint64_t lat_buckets[ORBIT_SPOT_LATENCY_BUCKETS];
+};
+
+static _Thread_local struct delivery *tls_cur; /* the delivery whose piece this thread runs */
+static _Atomic unsigned owner_nonce;
+
+#define INC(sh, f) atomic_fetch_add_explicit(&(sh)->f, 1, memory_order_relaxed)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the lease ---- */
+
+/*
+ * lease_take - THE seam of adoption: the one place the hosting lease is
+ * taken. Today a dead host's lease is free only once its TTL ran out
+ * (try_acquire reclaims it then), so adoption is TTL-bound. The lease
+ * flag "release when the holder is proved dead" (orbit-lock, not built
+ * yet) plugs in here: ask for it in this acquire, and the agent frees the
+ * lease as soon as the member directory proves the holder dead.
+ */
+static int lease_take(struct orbit_spot_host *sh)
+{
+	return orbit_lock_try_acquire(sh->env.lock, &sh->key, &sh->owner, sh->ttl_ns, &sh->lease,
+				      NULL);
+}
+
+static int lease_renew(struct orbit_spot_host *sh)
+{
+	/* the token too: a newer tenure of the key is never extended */
+	return orbit_lock_renew(sh->env.lock, &sh->key, &sh->owner, sh->lease.token, sh->ttl_ns,
+				&sh->lease);
+}
+
+static void lease_release(struct orbit_spot_host *sh)
+{
+	/* -ENOENT (expired) or -EPERM (a newer host): nothing of ours to free */
+	(void)orbit_lock_release(sh->env.lock, &sh->key, &sh->owner, sh->lease.token);
+}
+
+/* ---- losing ---- */
+
+static void lose(struct orbit_spot_host *sh, int reason)
+{
+	int hosting = ORBIT_SPOT_HOSTING;
+
+	atomic_store_explicit(&sh->lost_reason, reason, memory_order_relaxed);
+	/* SH-L1: release: lost_reason before the state */
+	if (!atomic_compare_exchange_strong_explicit(&sh->state, &hosting, ORBIT_SPOT_LOST,
+						     memory_order_release, memory_order_relaxed))
+		return;
+	if (sh->o.on_lost)
+		sh->o.on_lost(sh, reason, sh->o.ctx);
+}
+
+static bool hosting(const struct orbit_spot_host *sh)
+{
+	/* relaxed: the host thread is the only writer of LOST */
+	return atomic_load_explicit(&sh->state, memory_order_relaxed) == ORBIT_SPOT_HOSTING;
+}
+
+/* ---- handlers (workers) ---- */
+
+/* The handler has finished: give the record back to the host thread. */
+static void finish(struct delivery *d)
+{
+	struct orbit_spot_host *sh = d->host;
+
+	atomic_fetch_add_explicit(&sh->finishing, 1, memory_order_relaxed);
+	TSAN_RELEASE(d);
+	cds_wfcq_enqueue(&sh->done_head, &sh->done_tail, &d->node);
+	/* SH-F1: seq_cst fence, pairs with SH-D1: the enqueue before the idle load */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&sh->idle, memory_order_relaxed))
+		orbit__spotq_kick(sh->q);
+	/* SH-R1: release, pairs with orbit_spot_host_stop(): our last touch of sh */
+	atomic_fetch_sub_explicit(&sh->finishing, 1, memory_order_release);
+}
+
+static void record_latency(struct orbit_spot_host *sh, uint64_t submit_ns)
+{
+	uint64_t now = now_ns(), ns = now > submit_ns ? now - submit_ns : 0;
+	uint64_t max = atomic_load_explicit(&sh->lat_max, memory_order_relaxed);
+	unsigned b = 0;
+
+	while (b + 1 < ORBIT_SPOT_LATENCY_BUCKETS && (ns >> (b + 1)))
+		b++;
+	INC(sh, lat_count);
+	atomic_fetch_add_explicit(&sh->lat_sum, ns, memory_order_relaxed);
+	INC(sh, lat_buckets[b]);
+	while (ns > max && !atomic_compare_exchange_weak_explicit(
+			       &sh->lat_max, &max, ns, memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+/* Run one piece (the handler, or a continuation) of @d on @turn. */
+static int run_piece(struct delivery *d, orbit_serial_turn_t *turn, orbit_serial_work_fn cont,
+		     void *carg)
+{
+	struct orbit_spot_host *sh = d->host;
+	struct delivery *prev = tls_cur;
+	bool yielded = false;
+	int r;
+
+	d->turn = turn;
+	d->yielded = &yielded;
+	tls_cur = d;
+	r = cont ? cont(turn, carg) : d->handler(turn, &d->rec, sh->o.ctx);
+	tls_cur = prev;
+	/* after a yield @d belongs to its continuation: not touched again here */
+	if (yielded)
+		return r;
+	if (r == ORBIT_SERIAL_SUSPENDED)
+		INC(sh, protocol_errors); /* suspended around us: finished for the queue */
+	finish(d);
+	return r;
+}
+
+static int run_first(orbit_serial_turn_t *turn, void *arg)
+{
+	struct delivery *d = arg;
+
+	record_latency(d->host, d->rec.submit_ns);
+	return run_piece(d, turn, NULL, NULL);
+}
+
+static int run_cont(orbit_serial_turn_t *turn, void *arg)
+{
+	struct delivery *d = arg;
+
+	return run_piece(d, turn, d->cont, d->cont_arg);
+}
+
+int orbit_spot_yield(orbit_serial_turn_t *turn, orbit_serial_work_fn cont, void *arg,
+		     orbit_serial_resume_t **out)
+{
+	struct delivery *d = tls_cur;
+	int r;
+
+	if (!turn || !cont || !out || !d || d->turn != turn)
+		return -EINVAL;
+	/* the continuation runs only through the queue, after this piece returned */
+	d->cont = cont;
+	d->cont_arg = arg;
+	r = orbit_work_yield(turn, run_cont, d, out);
+	if (r == 0)
+		*d->yielded = true;
+	return r;
+}
+
+/* ---- the host thread ---- */
+
+static void complete(struct orbit_spot_host *sh, struct delivery *d)
+{
+	int r;
+
+	/* a host killed here: the handler finished, the queue never heard (redelivered) */
+	ORBIT_CRASHPOINT("spothost.before_complete");
+	r = orbit__spotq_complete(sh->h, d->lane, d->pos);
+
+	if (r == 0) {
+		INC(sh, completed);
+	} else if (r == -ORBIT_EFENCED) {
+		INC(sh, fenced);
+		lose(sh, r);
+	} else {
+		INC(sh, complete_errors);
+	}
+	free(d);
+}
+
+/* Complete every record whose handler finished. Returns how many. */
+static unsigned drain_done(struct orbit_spot_host *sh)
+{
+	struct cds_wfcq_node *n;
+	unsigned k = 0;
+
+	while ((n = __cds_wfcq_dequeue_blocking(&sh->done_head, &sh->done_tail))) {
+		struct delivery *d = caa_container_of(n, struct delivery, node);
+
+		TSAN_ACQUIRE(d);
+		sh->outstanding--;
+		atomic_fetch_sub_explicit(&sh->in_flight, 1, memory_order_relaxed);
+		complete(sh, d);
+		k++;
+	}
+	return k;
+}
+
+static orbit_spot_handler_fn handler_of(const struct orbit_spot_host *sh, uint32_t kind)
+{
+	switch (kind) {
+	case ORBIT_SPOT_ENTRY_SPOT:
+		return sh->o.on_spot;
+	case ORBIT_SPOT_ENTRY_ACTOR:
+		return sh->o.on_actor;
+	case ORBIT_SPOT_ENTRY_TIMER:
+		return sh->o.on_timer;
+	default:
+		return sh->o.on_lifecycle;
+	}
+}
+
+/* Hand @d to the coordinator. 0: handed over (or completed unrun); -EAGAIN: keep it. */
+static int dispatch(struct orbit_spot_host *sh, struct delivery *d)
+{
+	orbit_spot_serial_executor_t *c = sh->coord;
+	int r;
+
+	if (!d->handler) {
+		INC(sh, unhandled);
+		complete(sh, d);
+		return 0;
+	}
+	switch (d->rec.kind) {
+	case ORBIT_SPOT_ENTRY_SPOT:
+		r = orbit_spot_execute_spot(c, run_first, d, NULL);
+		break;
+	case ORBIT_SPOT_ENTRY_ACTOR:
+		r = orbit_spot_execute_actor(c, d->rec.actor_id, run_first, d, d->rec.len, NULL);
+		break;
+	case ORBIT_SPOT_ENTRY_TIMER:
+		r = orbit_spot_execute_timer(c, d->timer, run_first, d, NULL);
+		break;
+	default:
+		r = orbit_spot_execute_lifecycle(c, run_first, d, NULL);
+		break;
+	}
+	if (r == 0) {
+		sh->outstanding++;
+		atomic_fetch_add_explicit(&sh->in_flight, 1, memory_order_relaxed);
+		INC(sh, delivered);
+		if (d->rec.redelivered)
+			INC(sh, redelivered);
+		return 0;
+	}
+	if (r == -EAGAIN || r == -ENOMEM) {
+		INC(sh, retried); /* backpressure: the record stays taken, first in line */
+		return -EAGAIN;
+	}
+	if (r == -EPIPE) {
+		lose(sh, r); /* the coordinator was closed: the next host gets it */
+		return -EAGAIN;
+	}
+	/* -E2BIG, -EINVAL: it can never run on this coordinator */
+	INC(sh, undeliverable);
+	complete(sh, d);
+	return 0;
+}
+
+static struct delivery *delivery_of(struct orbit_spot_host *sh, const struct orbit_spotq_rec *r)
+{
+	struct delivery *d = malloc(sizeof(*d) + r->payload_len);
+
+	if (!d)
+		return NULL;
+	memset(d, 0, sizeof(*d));
+	cds_wfcq_node_init(&d->node);
+	d->host = sh;
+	d->lane = r->lane;
+	d->pos = r->pos;
+	d->handler = handler_of(sh, r->kind);
+	memcpy(d->payload, r->payload, r->payload_len);
+	memcpy(d->timer, r->timer_name, sizeof(d->timer));
+	d->timer[sizeof(d->timer) - 1] = '\0';
+	d->rec.payload = r->payload_len ? d->payload : NULL;
+	d->rec.len = r->payload_len;
+	d->rec.kind = (enum orbit_spot_entry_kind)r->kind;
+	d->rec.actor_id = r->kind == ORBIT_SPOTQ_KIND_ACTOR ? r->actor_id : 0;
+	d->rec.timer_name = r->kind == ORBIT_SPOTQ_KIND_TIMER ? d->timer : "";
+	d->rec.producer_row = r->member_row;
+	d->rec.producer_gen = r->member_gen;
+	d->rec.producer_seq = r->producer_seq;
+	d->rec.host_epoch = r->host_epoch;
+	d->rec.redelivered = r->redelivered;
+	d->rec.submit_ns = r->submit_ns;
+	return d;
+}
+
+static void pend(struct orbit_spot_host *sh, uint32_t lane, struct delivery *d)
+{
+	d->next = NULL;
+	if (sh->pending[lane])
+		sh->pending_tail[lane]->next = d;
+	else
+		sh->pending[lane] = d;
+	sh->pending_tail[lane] = d;
+}
+
+/* Retry refused records, then take and hand over new ones. Returns records moved. */
+static unsigned feed(struct orbit_spot_host *sh)
+{
+	static const uint32_t order[2] = { ORBIT_SPOTQ_LIFECYCLE, ORBIT_SPOTQ_APP };
+	unsigned moved = 0;
+
+	for (int i = 0; i < 2 && hosting(sh); i++) {
+		uint32_t lane = order[i];
+		int n;
+
+		while (sh->pending[lane]) {
+			struct delivery *d = sh->pending[lane];
+			if (dispatch(sh, d) < 0)
+				break;
+			sh->pending[lane] = d->next;
+			moved++;
+		}
+		if (sh->pending[lane] || !hosting(sh))
+			continue; /* head-of-line: nothing of this lane passes a refused record */
+		n = orbit__spotq_take(sh->h, lane, sh->recs, sh->batch, sh->buf, sh->buf_len);
+		if (n == -ORBIT_EFENCED) {
+			lose(sh, n);
+			break;
+		}
+		if (n < 0)
+			continue; /* -ORBIT_ECORRUPT lane words: counted by the SHM layer; poll */
+		for (int k = 0; k < n; k++) {
+			struct delivery *d = delivery_of(sh, &sh->recs[k]);
+			if (!d) {
+				/* no memory: it stays taken, uncompleted: a later host redelivers */
+				INC(sh, undeliverable);
+				continue;
+			}
+			if (sh->pending[lane] || dispatch(sh, d) < 0)
+				pend(sh, lane, d);
+		}
+		moved += (unsigned)n;
+	}
+	return moved;
+}
+
+static void renew_if_due(struct orbit_spot_host *sh, uint64_t now)
+{
+	int r;
+
+	if (now < sh->renew_at_ns)
+		return;
+	r = lease_renew(sh);
+	if (r == -EAGAIN && now < sh->lease.deadline_ns) {
+		/* the serializer stayed busy: nothing changed, try again in 1 ms */
+		INC(sh, renew_retries);
+		sh->renew_at_ns = now + (uint64_t)RETRY_NS;
+		return;
+	}
+	if (r < 0) {
+		lose(sh, r); /* expired (-ENOENT), another host's (-EPERM), or past the deadline */
+		return;
+	}
+	INC(sh, renewals);
+	sh->renew_at_ns = now + sh->ttl_ns / 4;
+}
+
+static void *host_main(void *p)
+{
+	struct orbit_spot_host *sh = p;
+
+	for (;;) {
+		bool stopping = atomic_load_explicit(&sh->stop, memory_order_acquire);
+		unsigned moved = drain_done(sh);
+		int64_t to = -1;
+		uint32_t seen;
+
+		if (stopping && sh->outstanding == 0)
+			break;
+		if (hosting(sh))
+			renew_if_due(sh, now_ns());
+		if (hosting(sh) && !stopping)
+			moved += feed(sh);
+		if (moved)
+			continue;
+
+		/* SH-D1: idle, then the seq, then what may wake us */
+		atomic_store_explicit(&sh->idle, 1, memory_order_seq_cst);
+		atomic_thread_fence(memory_order_seq_cst);
+		seen = orbit__doorbell_seq(sh->rec_db);
+		if (!cds_wfcq_empty(&sh->done_head, &sh->done_tail) ||
+		    atomic_load_explicit(&sh->stop, memory_order_acquire) != stopping) {
+			atomic_store_explicit(&sh->idle, 0, memory_order_relaxed);
+			continue;
+		}
+		if (hosting(sh) && !stopping) {
+			uint64_t now = now_ns();
+			int r;
+
+			to = sh->renew_at_ns > now ? (int64_t)(sh->renew_at_ns - now) : 0;
+			if (sh->pending[0] || sh->pending[1])
+				to = to < RETRY_NS ? to
+						   : RETRY_NS; /* room comes back unannounced */
+			/* announce and re-check the lanes (the SHM layer's Dekker, SQ-D1) */
+			r = orbit__spotq_host_wait(sh->h, 0, sh->env.wake_class);
+			if (r == -ORBIT_EFENCED) {
+				lose(sh, r);
+			} else if (r == 0) {
+				if (feed(sh)) { /* it was a record */
+					atomic_store_explicit(&sh->idle, 0, memory_order_relaxed);
+					continue;
+				}
+				to = to < STALL_POLL_NS ? to
+							: STALL_POLL_NS; /* one being written */
+			}
+		}
+		/* a producer's ring (we announced above) or a worker's kick ends it */
+		orbit__doorbell_wait_class(sh->rec_db, seen, to, sh->env.wake_class);
+		atomic_store_explicit(&sh->idle, 0, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+/* ---- start, stop ---- */
+
+void orbit_spot_host_options_init(struct orbit_spot_host_options *opts)
+{
+	if (!opts)
+		return;
+	memset(opts, 0, sizeof(*opts));
+	opts->size = sizeof(*opts);
+}
+
+static int options_check(const struct orbit_spot_host_options *o)
+{
+	char seg[ORBIT_SEG_NAME_MAX];
+
+	if (!o->spot || orbit__spotq_seg_name(seg, sizeof(seg), o->spot) < 0)
+		return -EINVAL;
+	if (!o->on_spot && !o->on_actor && !o->on_timer && !o->on_lifecycle)
+		return -EINVAL;
+	if (!o->coordinator && !o->executor.submit)
+		return -EINVAL;
+	if (o->mode != 0 && o->mode != ORBIT_SPOT_PER_ACTOR && o->mode != ORBIT_SPOT_SPOT_WIDE)
+		return -EINVAL;
+	if (o->lease_ttl_ns && o->lease_ttl_ns < MIN_TTL_NS)
+		return -EINVAL;
+	if (o->batch > MAX_BATCH)
+		return -EINVAL;
+	return 0;
+}
+
+static int coordinator_make(struct orbit_spot_host *sh)
+{
+	struct orbit_spot_serial_executor_options co;
+
+	if (sh->o.coordinator) {
+		sh->coord = sh->o.coordinator;
+		return 0;
+	}
+	orbit_spot_serial_executor_options_init(&co);
+	co.mode = sh->o.mode ? (int)sh->o.mode : ORBIT_SPOT_PER_ACTOR;
+	co.executor = sh->o.executor;
+	co.spot_policy = sh->o.spot_policy;
+	co.actor_policy = sh->o.actor_policy;
+	co.name = sh->spot;
+	sh->own_coord = true;
+	return orbit_spot_serial_executor_create(&co, &sh->coord);
+}
+
+static void coordinator_drop(struct orbit_spot_host *sh)
+{
+	if (!sh->own_coord || !sh->coord)
+		return;
+	orbit_spot_serial_executor_close(sh->coord);
+	orbit_spot_serial_executor_await_quiescence(sh->coord, -1);
+	orbit_spot_serial_executor_destroy(sh->coord);
+	sh->coord = NULL;
+}
+
+static int buffers_make(struct orbit_spot_host *sh)
+{
+	struct orbit_spotq_counters c;
+	int r = orbit__spotq_counters(sh->q, &c);
+
+	if (r < 0)
+		return r;
+	/* one record of either lane always fits (take's -ENOBUFS never comes) */
+	sh->buf_len = c.byte_cap[0] > c.byte_cap[1] ? c.byte_cap[0] : c.byte_cap[1];
+	sh->batch = sh->o.batch ? sh->o.batch : ORBIT_SPOT_DEFAULT_BATCH;
+	sh->buf = malloc(sh->buf_len);
+	sh->recs = calloc(sh->batch, sizeof(*sh->recs));
+	return sh->buf && sh->recs ? 0 : -ENOMEM;
+}
+
+int orbit_spot_host_start(orbit_agent_t *agent, const struct orbit_spot_host_options *opts,
+			  orbit_spot_host_t **out)
+{
+	struct orbit_spot_host *sh;
+	int r;
+
+	if (!agent || !opts || !out)
+		return -EINVAL;
+	sh = calloc(1, sizeof(*sh));
+	if (!sh)
+		return -ENOMEM;
+	r = orbit__spot_opts_copy(&sh->o, sizeof(sh->o), opts, opts->size);
+	if (r < 0)
+		goto err_free;
+	r = options_check(&sh->o);
+	if (r < 0)
+		goto err_free;
+	r = orbit__agent_spot_env(agent, &sh->env);
+	if (r < 0)
+		goto err_free;
+	if (!sh->env.lock) {
+		r = -EINVAL; /* the lease needs the agent's lock handle */
+		goto err_free;
+	}
+	snprintf(sh->spot, sizeof(sh->spot), "%s", sh->o.spot);
+	sh->o.spot = sh->spot;
+	sh->pid = orbit__self_pid();
+	sh->ttl_ns = sh->o.lease_ttl_ns ? sh->o.lease_ttl_ns : ORBIT_SPOT_DEFAULT_LEASE_TTL_NS;
+	sh->key = orbit_lock_key(spot_lease_ns, sh->spot, strlen(sh->spot));
+	snprintf(sh->owner_bytes, sizeof(sh->owner_bytes), "spot-host pid %ld row %d #%u",
+		 (long)getpid(), sh->env.row,
+		 atomic_fetch_add_explicit(&owner_nonce, 1, memory_order_relaxed));
+	sh->owner.bytes = sh->owner_bytes;
+	sh->owner.len = strlen(sh->owner_bytes);
+	__cds_wfcq_init(&sh->done_head, &sh->done_tail);
+	atomic_init(&sh->state, ORBIT_SPOT_HOSTING);
+
+	r = orbit__spot_queue_open(&sh->q, &sh->env, sh->spot, &sh->o.caps);
+	if (r < 0)
+		goto err_free;
+	sh->rec_db = &((struct orbit_spotq_shm *)orbit__seg_body(orbit__spotq_seg(sh->q)))->rec_db;
+	r = buffers_make(sh);
+	if (r < 0)
+		goto err_queue;
+	r = lease_take(sh);
+	if (r < 0)
+		goto err_queue;
+	sh->renew_at_ns = now_ns() + sh->ttl_ns / 4;
+	sh->epoch = sh->lease.token;
+	/* the lease's fencing token is the epoch: a later host has a larger one */
+	r = orbit__spotq_host_takeover(&sh->h, sh->q, sh->env.members, sh->lease.token);
+	if (r < 0)
+		goto err_lease;
+	r = coordinator_make(sh);
+	if (r < 0)
+		goto err_host;
+	r = -pthread_create(&sh->thread, NULL, host_main, sh);
+	if (r < 0)
+		goto err_coord;
+	*out = sh;
+	return 0;
+err_coord:
+	coordinator_drop(sh);
+err_host:
+	orbit__spotq_host_close(sh->h);
+err_lease:
+	lease_release(sh);
+err_queue:
+	orbit__spotq_close(sh->q);
+err_free:
+	free(sh->buf);
+	free(sh->recs);
+	free(sh);
+	return r;
+}
+
+int orbit_spot_host_stop(orbit_spot_host_t *sh)
+{
+	struct delivery *d;
+
+	if (!sh)
+		return 0;
+	if (orbit__fork_check(sh->pid))
+		return -ECHILD; /* the child has no host thread: its copy is left alone */
+	if (tls_cur && tls_cur->host == sh)
+		return -EDEADLK;
+	/* SH-S1: the flag, then an unconditional kick (a seq bump the thread sees) */
+	atomic_store_explicit(&sh->stop, 1, memory_order_seq_cst);
+	orbit__spotq_kick(sh->q);
+	pthread_join(sh->thread, NULL);
+	/* SH-R1: acquire, pairs with finish(): no worker touches sh any more */
+	while (atomic_load_explicit(&sh->finishing, memory_order_acquire))
+		sched_yield();
+	for (int l = 0; l < 2; l++) {
+		while ((d = sh->pending[l])) { /* left taken: the next host redelivers them */
+			sh->pending[l] = d->next;
+			free(d);
+		}
+	}
+	coordinator_drop(sh);
+	if (hosting(sh))
+		lease_release(sh);
+	orbit__spotq_host_close(sh->h);
+	orbit__spotq_close(sh->q);
+	free(sh->buf);
+	free(sh->recs);
+	free(sh);
+	return 0;
+}
+
+int orbit_spot_host_state(const orbit_spot_host_t *sh)
+{
+	if (!sh)
+		return -EINVAL;
+	/* SH-L1: acquire, pairs with lose(): lost_reason is readable after LOST */
+	return atomic_load_explicit(&sh->state, memory_order_acquire);
+}
+
+#define LD(f) atomic_load_explicit(&sh->f, memory_order_relaxed)
+
+int orbit_spot_host_stats(const orbit_spot_host_t *sh, struct orbit_spot_host_stats *out)
+{
+	if (!sh || !out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->epoch = sh->epoch;
+	out->delivered = LD(delivered);
+	out->redelivered = LD(redelivered);
+	out->completed = LD(completed);
+	out->fenced = LD(fenced);
+	out->retried = LD(retried);
+	out->undeliverable = LD(undeliverable);
+	out->unhandled = LD(unhandled);
+	out->protocol_errors = LD(protocol_errors);
+	out->complete_errors = LD(complete_errors);
+	out->renewals = LD(renewals);
+	out->renew_retries = LD(renew_retries);
+	out->in_flight = LD(in_flight);
+	out->lost_reason = orbit_spot_host_state(sh) == ORBIT_SPOT_LOST ? LD(lost_reason) : 0;
+	out->latency_count = LD(lat_count);
+	out->latency_sum_ns = LD(lat_sum);
+	out->latency_max_ns = LD(lat_max);
+	for (int i = 0; i < ORBIT_SPOT_LATENCY_BUCKETS; i++)
+		out->latency_buckets[i] = LD(lat_buckets[i]);
+	return 0;
+}
+
+int orbit_spot_host_inbound_stats(const orbit_spot_host_t *sh, struct orbit_spot_inbound_stats *out)
+{
+	if (!sh)
+		return -EINVAL;
+	if (orbit__fork_check(sh->pid))
+		return -ECHILD;
+	return orbit__spot_queue_stats(sh->q, out);
+}

@@ -1,0 +1,957 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/mp/test_spot_host.c: a Spot hosted by one process and fed by
+ * others through the public API (orbit/spot_queue.h; issue 11, the
+ * agent-side half), with real processes: producers submit, a host runs
+ * the records on its Spot coordinator, and a verifier in the parent reads
+ * what the handlers saw from a shared log (anonymous MAP_SHARED memory
+ * made before any fork, so it survives a SIGKILLed host):
+ *   - 4 producer processes x 100,000 records (1,000,000 in check-long): no
+ *     loss, no duplicate, per-producer order;
+ *   - the host SIGKILLed mid-handler, and between the end of a handler and
+ *     its complete: a second process adopts after the lease TTL and gets
+ *     every uncompleted record again, flagged redelivered, and nothing
+ *     completed twice;
+ *   - a host SIGSTOPped past its lease and resumed is fenced: its
+ *     completes change nothing and it reports the loss;
+ *   - backpressure by count and by bytes, and the coordinator's own
+ *     -EAGAIN, through the public API, never losing a record;
+ *   - records submitted with no host wait for the host that comes.
+ * Each child process starts its own lock handle and agent; the parent
+ * starts no thread before it forks.
+ */
+#include "orbit_test.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <orbit/orbit.h>
+#include "shm/crashpoint.h"
+#include "shm/members.h"
+#include "shm/ring.h"
+#include "shm/segment.h"
+#include "shm/spot_queue.h"
+
+#if defined(__SANITIZE_THREAD__)
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+	return "die_after_fork=0";
+}
+#endif
+
+#define SPOT "bank.shard-3"
+#define MAXP 4
+
+static char fleet[64];
+
+struct entry {
+	uint32_t producer;
+	uint8_t host; /* 1 or 2 */
+	uint8_t redelivered;
+	uint8_t kind;
+	uint8_t pad;
+	uint64_t i;
+	uint64_t epoch;
+	uint64_t seq;
+};
+
+/* What children report and the log, in shared anonymous memory. */
+struct shared {
+	_Atomic uint64_t n;	     /* log entries */
+	_Atomic uint64_t distinct;   /* records whose handler finished once */
+	_Atomic uint64_t handled[3]; /* handler starts per host */
+	_Atomic int gate;	     /* releases a handler held at gate_at */
+	_Atomic int host_up[3];	     /* host started */
+	_Atomic int busy_seen[3];    /* host_start answered -EBUSY first */
+	_Atomic int lost_calls[3];   /* on_lost calls */
+	_Atomic int lost_reason[3];
+	_Atomic int final_state[3];
+	_Atomic int errors;	      /* unexpected codes in children */
+	_Atomic uint64_t start_ns[3]; /* when host_start returned 0 */
+	struct orbit_spot_host_stats st[3];
+	uint64_t total; /* records the test submits */
+	uint64_t per;	/* per producer */
+	struct entry *log;
+	_Atomic uint8_t *seen;
+};
+
+static struct shared *S;
+static size_t S_bytes;
+
+struct payload {
+	uint32_t p;
+	uint32_t pad;
+	uint64_t i;
+};
+
+static void shared_make(uint64_t per, unsigned producers, uint64_t log_max)
+{
+	size_t off_log = (sizeof(struct shared) + 63) & ~(size_t)63;
+	size_t off_seen = off_log + log_max * sizeof(struct entry);
+
+	S_bytes = off_seen + per * producers;
+	S = mmap(NULL, S_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(S != MAP_FAILED);
+	S->log = (struct entry *)((char *)S + off_log);
+	S->seen = (_Atomic uint8_t *)((char *)S + off_seen);
+	S->per = per;
+	S->total = per * producers;
+}
+
+static void shared_drop(void)
+{
+	munmap(S, S_bytes);
+	S = NULL;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	orbit_test_fleet(fleet, sizeof(fleet), "spoth");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
+
+	(void)state;
+	orbit__spotq_unlink(fleet, SPOT);
+	orbit__members_unlink(fleet);
+	orbit__ring_unlink(fleet, NULL);
+	orbit__seg_unlink(fleet, "stats");
+	orbit_lock_unlink(&lo);
+	return 0;
+}
+
+#define bad() bad_at(__LINE__)
+static void bad_at(int line)
+{
+	fprintf(stderr, "pid %ld: unexpected at line %d\n", (long)getpid(), line);
+	atomic_fetch_add(&S->errors, 1);
+}
+
+/* A child's lock handle and agent. */
+struct proc {
+	orbit_lock_t *lock;
+	orbit_agent_t *agent;
+};
+
+static int proc_start(struct proc *pr, const char *name)
+{
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = name };
+
+	if (orbit_lock_open(&lo, &pr->lock))
+		return -1;
+	ao.lock = pr->lock;
+	if (orbit_agent_start(&ao, &pr->agent)) {
+		orbit_lock_close(pr->lock);
+		return -1;
+	}
+	return 0;
+}
+
+static void proc_stop(struct proc *pr)
+{
+	orbit_agent_stop(pr->agent);
+	orbit_lock_close(pr->lock);
+}
+
+/* ---- producers ---- */
+
+struct prod_cfg {
+	uint32_t p;
+	uint64_t n;
+	struct orbit_spot_queue_caps caps;
+};
+
+static int producer_main(void *arg)
+{
+	struct prod_cfg *c = arg;
+	struct orbit_spot_client_options co;
+	orbit_spot_client_t *cl;
+	struct proc pr;
+	int r;
+
+	if (proc_start(&pr, "producer"))
+		return 10;
+	orbit_spot_client_options_init(&co);
+	co.caps = c->caps;
+	r = orbit_spot_client_open(pr.agent, SPOT, &co, &cl);
+	if (r) {
+		fprintf(stderr, "client_open: %s\n", orbit_strerror(r));
+		return 11;
+	}
+	for (uint64_t i = 0; i < c->n; i++) {
+		struct payload pl = { .p = c->p, .i = i };
+		uint64_t seq = 0;
+
+		for (uint64_t t0 = orbit_test_now_ns();;) {
+			r = orbit_spot_submit_actor(cl, c->p, &pl, sizeof(pl), &seq);
+			if (r != -EAGAIN)
+				break;
+			if (orbit_test_now_ns() - t0 > 20000000000ull) {
+				fprintf(stderr, "producer %u: no room for 20 s\n", c->p);
+				return 14;
+			}
+			r = orbit_spot_client_wait_room(cl, ORBIT_SPOT_LANE_APP, sizeof(pl),
+							100000000);
+			if (r && r != -ETIMEDOUT && r != -EINTR)
+				return 12;
+		}
+		if (r || seq != i + 1) {
+			fprintf(stderr, "submit %" PRIu64 ": %d seq %" PRIu64 "\n", i, r, seq);
+			return 13;
+		}
+	}
+	orbit_spot_client_close(cl);
+	proc_stop(&pr);
+	return 0;
+}
+
+static pid_t spawn(int (*fn)(void *), void *arg)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(fn(arg) & 0xff);
+	return pid;
+}
+
+static void expect_exit0(pid_t pid, int timeout_ms)
+{
+	int st = orbit_test_wait(pid, timeout_ms);
+
+	assert_true(st >= 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fprintf(stderr, "child %ld: status %#x\n", (long)pid, st);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* ---- hosts ---- */
+
+struct host_cfg {
+	int no; /* 1 or 2: tags its log entries */
+	enum orbit_spot_execution_mode mode;
+	uint64_t ttl_ns;
+	uint64_t kill_at;	 /* SIGKILL itself in its kill_at-th handler */
+	uint64_t gate_at;	 /* hold the gate_at-th handler until S->gate */
+	const char *crash_label; /* arm this crash point (SIGKILL) ... */
+	uint64_t crash_nth;	 /* ... at its nth hit */
+	uint32_t actor_items;	 /* the Actor queues' item cap (0: default) */
+	unsigned handler_us;	 /* each handler sleeps this long */
+	bool wait_lost;		 /* keep going until hosting is lost */
+	struct orbit_spot_queue_caps caps;
+};
+
+static int on_record(orbit_serial_turn_t *turn, const struct orbit_spot_record *rec, void *ctx)
+{
+	const struct host_cfg *c = ctx;
+	struct payload pl;
+	uint64_t k, at;
+
+	(void)turn;
+	if (rec->len != sizeof(pl) || rec->kind != ORBIT_SPOT_ENTRY_ACTOR) {
+		bad();
+		return ORBIT_SERIAL_DONE;
+	}
+	memcpy(&pl, rec->payload, sizeof(pl));
+	if (pl.p >= MAXP || pl.i >= S->per || rec->actor_id != pl.p) {
+		bad();
+		return ORBIT_SERIAL_DONE;
+	}
+	k = atomic_fetch_add(&S->handled[c->no], 1) + 1;
+	at = atomic_fetch_add(&S->n, 1);
+	S->log[at] = (struct entry){ .producer = pl.p,
+				     .host = (uint8_t)c->no,
+				     .redelivered = rec->redelivered,
+				     .kind = (uint8_t)rec->kind,
+				     .i = pl.i,
+				     .epoch = rec->host_epoch,
+				     .seq = rec->producer_seq };
+	if (c->kill_at && k == c->kill_at)
+		raise(SIGKILL); /* mid-handler: this record never finishes here */
+	if (c->gate_at && k == c->gate_at)
+		while (!atomic_load(&S->gate))
+			usleep(1000);
+	if (c->handler_us)
+		usleep(c->handler_us);
+	if (!atomic_exchange(&S->seen[(uint64_t)pl.p * S->per + pl.i], 1))
+		atomic_fetch_add(&S->distinct, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static void on_lost(orbit_spot_host_t *h, int reason, void *ctx)
+{
+	const struct host_cfg *c = ctx;
+
+	(void)h;
+	atomic_store(&S->lost_reason[c->no], reason);
+	atomic_fetch_add(&S->lost_calls[c->no], 1);
+}
+
+static int host_main(void *arg)
+{
+	struct host_cfg *c = arg;
+	struct orbit_worker_pool_options po;
+	struct orbit_spot_host_options ho;
+	orbit_execution_lane_policy_t ap;
+	orbit_worker_pool_t *pool;
+	orbit_spot_host_t *h;
+	struct proc pr;
+	int r;
+
+	if (proc_start(&pr, "host"))
+		return 20;
+	orbit_worker_pool_options_init(&po);
+	po.nthreads = 2;
+	po.pin = false;
+	if (orbit_worker_pool_create(&po, &pool))
+		return 21;
+	orbit_execution_lane_policy_init_default(&ap);
+	if (c->actor_items)
+		ap.application_message_capacity = c->actor_items;
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_actor = on_record;
+	ho.on_lost = on_lost;
+	ho.ctx = c;
+	ho.mode = c->mode;
+	ho.executor = orbit_worker_pool_executor(pool);
+	ho.actor_policy = &ap;
+	ho.lease_ttl_ns = c->ttl_ns;
+	ho.caps = c->caps;
+	for (;;) {
+		r = orbit_spot_host_start(pr.agent, &ho, &h);
+		if (r != -EBUSY)
+			break;
+		atomic_store(&S->busy_seen[c->no], 1);
+		usleep(5000);
+	}
+	if (r) {
+		fprintf(stderr, "host_start: %s\n", orbit_strerror(r));
+		return 22;
+	}
+	atomic_store(&S->start_ns[c->no], orbit_test_now_ns());
+	atomic_store(&S->host_up[c->no], 1);
+	if (c->crash_label)
+		orbit__crashpoint_arm(c->crash_label, c->crash_nth, ORBIT_CRASH_KILL);
+	/* give up after 20 s without progress (a lost record stalls the lane for good) */
+	for (uint64_t t0 = orbit_test_now_ns(), seen = 0;;) {
+		uint64_t d = atomic_load(&S->distinct);
+		if (c->wait_lost ? orbit_spot_host_state(h) == ORBIT_SPOT_LOST : d >= S->total)
+			break;
+		if (d != seen) {
+			seen = d;
+			t0 = orbit_test_now_ns();
+		}
+		if (orbit_test_now_ns() - t0 > 20000000000ull) {
+			fprintf(stderr,
+				"host %d: no progress for 20 s (%" PRIu64 " of %" PRIu64 ")\n",
+				c->no, d, S->total);
+			return 24;
+		}
+		usleep(1000);
+	}
+	/* what the handlers finished is completed before the stats are read */
+	for (int ms = 0; ms < 5000; ms++) {
+		orbit_spot_host_stats(h, &S->st[c->no]);
+		if (S->st[c->no].in_flight == 0)
+			break;
+		usleep(1000);
+	}
+	atomic_store(&S->final_state[c->no], orbit_spot_host_state(h));
+	r = orbit_spot_host_stop(h);
+	orbit_worker_pool_destroy(pool);
+	proc_stop(&pr);
+	return r ? 23 : 0;
+}
+
+/* ---- the verifier ---- */
+
+/*
+ * Every record was seen; a record seen twice is flagged redelivered the
+ * second time; a record host 1 started and host 2 got again is flagged;
+ * per producer, each host saw increasing sequence numbers (first
+ * deliveries; a redelivered record may repeat the one before it).
+ */
+static void verify(unsigned producers, bool expect_redelivery)
+{
+	uint64_t n = atomic_load(&S->n), redeliv = 0;
+	uint64_t last[3][MAXP];
+	uint8_t *count = calloc(S->total, 1), *first = calloc(S->total, 1),
+		*in1 = calloc(S->total, 1);
+
+	assert_non_null(count);
+	assert_non_null(first);
+	assert_non_null(in1);
+	memset(last, 0xff, sizeof(last));
+	assert_int_equal(atomic_load(&S->errors), 0);
+	assert_true(n <= 2 * S->total + 16); /* the log did not overflow */
+	for (uint64_t k = 0; k < n; k++) {
+		const struct entry *e = &S->log[k];
+
+		assert_true(e->producer < producers);
+		assert_true(e->i < S->per);
+		if (e->host == 1)
+			in1[(uint64_t)e->producer * S->per + e->i] = 1;
+	}
+	for (uint64_t k = 0; k < n; k++) {
+		const struct entry *e = &S->log[k];
+		uint64_t idx = (uint64_t)e->producer * S->per + e->i;
+		uint64_t *l = &last[e->host][e->producer];
+
+		assert_true(e->host == 1 || e->host == 2);
+		assert_int_equal(e->seq, e->i + 1);
+		if (e->redelivered) {
+			redeliv++;
+		} else {
+			/* one first delivery at most: every other one is flagged */
+			assert_int_equal(first[idx], 0);
+			first[idx] = 1;
+		}
+		if (e->host == 2 && in1[idx])
+			assert_true(e->redelivered); /* host 1 took it: it comes flagged */
+		if (count[idx] < 255)
+			count[idx]++;
+		/* per-producer order within each host (a redelivered one may repeat) */
+		if (*l != UINT64_MAX && !e->redelivered)
+			assert_true(e->i > *l);
+		if (*l == UINT64_MAX || e->i > *l)
+			*l = e->i;
+	}
+	for (uint64_t idx = 0; idx < S->total; idx++) {
+		if (count[idx] == 0)
+			fprintf(stderr,
+				"lost: producer %" PRIu64 " record %" PRIu64 " (log %" PRIu64 ")\n",
+				idx / S->per, idx % S->per, n);
+		assert_true(count[idx] >= 1); /* no loss */
+	}
+	if (!expect_redelivery)
+		assert_int_equal(redeliv, 0);
+	free(count);
+	free(first);
+	free(in1);
+}
+
+/* The queue's own checker and counters, read through the internal API. */
+static void queue_check(uint64_t completed_expected, const struct orbit_spot_queue_caps *caps)
+{
+	struct orbit_spotq_options o;
+	struct orbit_spotq_counters c;
+	orbit_spotq_t *q;
+	char why[256] = "";
+
+	orbit__spotq_options_init(&o);
+	o.how = ORBIT_SEG_OPEN;
+	o.readonly = true;
+	if (caps) {
+		o.app_items = caps->app_items;
+		o.app_bytes = caps->app_bytes;
+	}
+	assert_int_equal(orbit__spotq_open(&q, fleet, SPOT, &o), 0);
+	assert_int_equal(orbit__spotq_check(q, why, sizeof(why)), 0);
+	assert_int_equal(orbit__spotq_counters(q, &c), 0);
+	assert_int_equal(c.depth[ORBIT_SPOTQ_APP], 0);
+	if (completed_expected)
+		assert_int_equal(c.completed[ORBIT_SPOTQ_APP], completed_expected);
+	fprintf(stderr,
+		"# queue: accepted %" PRIu64 " rejected %" PRIu64 "/%" PRIu64 " completed %" PRIu64
+		" redelivered %" PRIu64 " aborted %" PRIu64 "\n",
+		c.accepted[0], c.rejected_count[0], c.rejected_bytes[0], c.completed[0],
+		c.redelivered[0], c.aborted[0]);
+	orbit__spotq_close(q);
+}
+
+/* ---- tests ---- */
+
+/* Issue 11 Tests: 4 producer processes x 100,000 records (1,000,000 in check-long). */
+static void test_4_producers_x_100000_records_no_loss_no_duplicate_order_kept(void **state)
+{
+	uint64_t per = orbit_test_long() ? 1000000 : 100000, t0;
+	struct prod_cfg pc[MAXP];
+	struct host_cfg hc = { .no = 1, .mode = ORBIT_SPOT_PER_ACTOR };
+	pid_t host, prod[MAXP];
+
+	(void)state;
+	shared_make(per, MAXP, per * MAXP + 16);
+	t0 = orbit_test_now_ns();
+	host = spawn(host_main, &hc);
+	for (uint32_t p = 0; p < MAXP; p++) {
+		pc[p] = (struct prod_cfg){ .p = p, .n = per };
+		prod[p] = spawn(producer_main, &pc[p]);
+	}
+	for (uint32_t p = 0; p < MAXP; p++)
+		expect_exit0(prod[p], 600000);
+	expect_exit0(host, 120000);
+	fprintf(stderr, "# %" PRIu64 " records through the Spot in %.2f s\n", S->total,
+		(double)(orbit_test_now_ns() - t0) / 1e9);
+	if (S->st[1].latency_count)
+		fprintf(stderr, "# submit-to-run mean %.1f us, max %.1f ms\n",
+			(double)S->st[1].latency_sum_ns / (double)S->st[1].latency_count / 1e3,
+			(double)S->st[1].latency_max_ns / 1e6);
+	verify(MAXP, false);
+	assert_int_equal(atomic_load(&S->n), S->total);
+	assert_int_equal(S->st[1].delivered, S->total);
+	assert_int_equal(S->st[1].completed, S->total);
+	queue_check(S->total, NULL);
+	shared_drop();
+}
+
+/*
+ * Records in the queue before any host (a producer that has exited), host
+ * 1 dies with @crash; host 2 adopts after the TTL.
+ */
+static void adopt_after_kill(uint64_t kill_at, const char *crash_label, uint64_t crash_nth)
+{
+	const uint64_t per = 2000, ttl = 300000000ull;
+	struct orbit_spot_queue_caps caps = { .app_items = 2048 };
+	struct prod_cfg pc = { .p = 0, .n = per, .caps = caps };
+	struct host_cfg h1 = { .no = 1,
+			       .mode = ORBIT_SPOT_SPOT_WIDE,
+			       .ttl_ns = ttl,
+			       .kill_at = kill_at,
+			       .crash_label = crash_label,
+			       .crash_nth = crash_nth,
+			       .handler_us = 50,
+			       .caps = caps };
+	struct host_cfg h2 = { .no = 2, .mode = ORBIT_SPOT_SPOT_WIDE, .ttl_ns = ttl, .caps = caps };
+	uint64_t died, k1, killed_i = UINT64_MAX;
+	pid_t p, a, b;
+	int st;
+
+	shared_make(per, 1, 2 * per + 16);
+	p = spawn(producer_main, &pc);
+	expect_exit0(p, 60000);
+	a = spawn(host_main, &h1);
+	st = orbit_test_wait(a, 60000);
+	died = orbit_test_now_ns();
+	assert_true(st >= 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	k1 = atomic_load(&S->n);
+	assert_true(k1 > 0 && k1 < per);
+	/* the record host 1 was in (mid-handler) or had finished and not completed */
+	for (uint64_t k = 0; k < k1; k++)
+		if (S->log[k].host == 1)
+			killed_i = S->log[k].i;
+	b = spawn(host_main, &h2);
+	expect_exit0(b, 60000);
+	/* adoption is TTL-bound: host 2 was refused (-EBUSY) until the lease ran out */
+	assert_int_equal(atomic_load(&S->busy_seen[2]), 1);
+	assert_true(atomic_load(&S->start_ns[2]) - died >= ttl / 2);
+	verify(1, true);
+	/* every record host 1 did not complete came again, flagged; the last one it was in is
+	 * among them */
+	{
+		bool found = false;
+		uint64_t n = atomic_load(&S->n), first_h2_epoch = 0, h1_epoch = S->log[0].epoch;
+		for (uint64_t k = k1; k < n; k++) {
+			const struct entry *e = &S->log[k];
+			assert_int_equal(e->host, 2);
+			first_h2_epoch = e->epoch;
+			if (e->i == killed_i) {
+				assert_true(e->redelivered);
+				found = true;
+			}
+		}
+		assert_true(found);
+		assert_true(first_h2_epoch > h1_epoch); /* a higher epoch took over */
+		assert_true(S->st[2].redelivered >= 1);
+	}
+	/* nothing completed twice: every record completed exactly once in all */
+	queue_check(per, &caps);
+	shared_drop();
+}
+
+/* Issue 11 Tests: the host SIGKILLed mid-handler: another process adopts. */
+static void test_host_sigkilled_mid_handler_adopted_with_redelivery(void **state)
+{
+	(void)state;
+	adopt_after_kill(700, NULL, 0);
+}
+
+/* Issue 11 Tests: the host SIGKILLed between taking and completing. */
+static void test_host_sigkilled_between_take_and_complete_adopted_with_redelivery(void **state)
+{
+	(void)state;
+	adopt_after_kill(0, "spothost.before_complete", 700);
+}
+
+/* While host 1 lives, another process's host_start is refused with -EBUSY. */
+static int busy_probe_main(void *arg)
+{
+	struct orbit_spot_host_options ho;
+	orbit_spot_host_t *h;
+	struct proc pr;
+	int r;
+
+	(void)arg;
+	if (proc_start(&pr, "probe"))
+		return 70;
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_actor = on_record;
+	ho.caps.app_items = 1024;
+	{
+		/* a coordinator is never reached: the lease is refused first */
+		struct orbit_worker_pool_options po;
+		orbit_worker_pool_t *pool;
+		orbit_worker_pool_options_init(&po);
+		po.nthreads = 1;
+		po.pin = false;
+		if (orbit_worker_pool_create(&po, &pool))
+			return 71;
+		ho.executor = orbit_worker_pool_executor(pool);
+		r = orbit_spot_host_start(pr.agent, &ho, &h);
+		if (r == 0)
+			orbit_spot_host_stop(h);
+		orbit_worker_pool_destroy(pool);
+	}
+	proc_stop(&pr);
+	return r == -EBUSY ? 0 : 72;
+}
+
+/* Issue 11 Tests: a host paused past its lease and resumed is fenced off. */
+static void test_host_sigstopped_past_lease_is_fenced(void **state)
+{
+	const uint64_t per = 1000, ttl = 100000000ull;
+	struct orbit_spot_queue_caps caps = { .app_items = 1024 };
+	struct prod_cfg pc = { .p = 0, .n = per, .caps = caps };
+	struct host_cfg h1 = { .no = 1,
+			       .mode = ORBIT_SPOT_PER_ACTOR,
+			       .ttl_ns = ttl,
+			       .gate_at = 100,
+			       .wait_lost = true,
+			       .caps = caps };
+	struct host_cfg h2 = { .no = 2, .mode = ORBIT_SPOT_PER_ACTOR, .ttl_ns = ttl, .caps = caps };
+	pid_t p, a, b;
+
+	(void)state;
+	shared_make(per, 1, 2 * per + 16);
+	p = spawn(producer_main, &pc);
+	expect_exit0(p, 60000);
+	a = spawn(host_main, &h1);
+	/* host 1 holds its 100th record's handler at the gate */
+	for (int ms = 0; ms < 30000 && atomic_load(&S->handled[1]) < 100; ms++)
+		usleep(1000);
+	assert_int_equal(atomic_load(&S->handled[1]), 100);
+	/* a live host's lease: a second host is refused */
+	assert_int_equal(orbit_test_fork_run(busy_probe_main, NULL, 30000), 0);
+	kill(a, SIGSTOP);
+	usleep(3 * ttl / 1000); /* well past its lease */
+	b = spawn(host_main, &h2);
+	expect_exit0(b, 60000);
+	assert_int_equal(atomic_load(&S->distinct), per);
+	/* host 1 resumes: its held handler finishes, its complete is refused */
+	atomic_store(&S->gate, 1);
+	kill(a, SIGCONT);
+	expect_exit0(a, 60000);
+	assert_int_equal(atomic_load(&S->final_state[1]), ORBIT_SPOT_LOST);
+	assert_int_equal(atomic_load(&S->lost_calls[1]), 1);
+	{
+		int why = atomic_load(&S->lost_reason[1]);
+		assert_true(why == -ORBIT_EFENCED || why == -ENOENT || why == -EPERM);
+	}
+	assert_true(S->st[1].fenced >= 1); /* the held record's complete changed nothing */
+	assert_true(S->st[2].redelivered >= 1);
+	assert_true(S->st[2].epoch > S->st[1].epoch);
+	verify(1, true);
+	queue_check(per,
+		    &caps); /* each record completed exactly once: host 1's late one was refused */
+	shared_drop();
+}
+
+/* One process: a client and (for room) a host child. */
+static int backpressure_main(void *arg)
+{
+	struct orbit_spot_client_options co;
+	orbit_spot_client_t *cl, *cl2;
+	struct orbit_spot_inbound_stats qs;
+	unsigned char big[1100] = { 0 };
+	struct proc pr;
+	uint64_t seq;
+
+	(void)arg;
+	if (proc_start(&pr, "bp"))
+		return 30;
+	orbit_spot_client_options_init(&co);
+	co.caps.app_items = 8;
+	co.caps.app_bytes = 1024;
+	co.caps.lifecycle_items = 2;
+	if (orbit_spot_client_open(pr.agent, SPOT, &co, &cl))
+		return 31;
+	/* one client per agent and Spot */
+	if (orbit_spot_client_open(pr.agent, SPOT, &co, &cl2) != -EBUSY)
+		return 32;
+	/* other caps than the queue's: refused by name */
+	co.caps.app_items = 16;
+	if (orbit_spot_client_open(pr.agent, SPOT, &co, &cl2) != -ORBIT_EFINGERPRINT)
+		return 33;
+	/* by count: 8 small records fit, the 9th is -EAGAIN at once */
+	for (int i = 0; i < 8; i++)
+		if (orbit_spot_submit_spot(cl, "x", 1, &seq) || seq != (uint64_t)i + 1)
+			return 34;
+	if (orbit_spot_submit_spot(cl, "x", 1, &seq) != -EAGAIN)
+		return 35;
+	/* the lifecycle lane is independent */
+	if (orbit_spot_submit_lifecycle(cl, "l", 1, &seq) || seq != 9)
+		return 36;
+	if (orbit_spot_submit_lifecycle(cl, "l", 1, &seq) ||
+	    orbit_spot_submit_lifecycle(cl, "l", 1, &seq) != -EAGAIN)
+		return 37;
+	if (orbit_spot_client_wait_room(cl, ORBIT_SPOT_LANE_APP, 1, 20000000) != -ETIMEDOUT)
+		return 38;
+	if (orbit_spot_submit_spot(cl, big, 1025, &seq) != -E2BIG)
+		return 39;
+	if (orbit_spot_client_inbound_stats(cl, &qs) || qs.rejected_count[0] != 1 ||
+	    qs.rejected_count[1] != 1 || qs.depth[0] != 8)
+		return 40;
+	orbit_spot_client_close(cl);
+	proc_stop(&pr);
+	return 0;
+}
+
+static int bytes_main(void *arg)
+{
+	struct orbit_spot_client_options co;
+	orbit_spot_client_t *cl;
+	struct orbit_spot_inbound_stats qs;
+	unsigned char big[600] = { 0 };
+	struct proc pr;
+	uint64_t seq;
+
+	(void)arg;
+	if (proc_start(&pr, "bytes"))
+		return 50;
+	orbit_spot_client_options_init(&co);
+	co.caps.app_items = 64;
+	co.caps.app_bytes = 1024;
+	if (orbit_spot_client_open(pr.agent, SPOT, &co, &cl))
+		return 51;
+	/* by bytes: 600 + 400 fit in 1024, 25 more do not, 24 do */
+	if (orbit_spot_submit_actor(cl, 7, big, 600, &seq) ||
+	    orbit_spot_submit_actor(cl, 7, big, 400, &seq))
+		return 52;
+	if (orbit_spot_submit_actor(cl, 7, big, 25, &seq) != -EAGAIN)
+		return 53;
+	if (orbit_spot_submit_timer(cl, "tick", big, 24, &seq))
+		return 54;
+	if (orbit_spot_client_inbound_stats(cl, &qs) || qs.rejected_bytes[0] != 1 ||
+	    qs.rejected_count[0] != 0 || qs.bytes[0] != 1024)
+		return 55;
+	orbit_spot_client_close(cl);
+	proc_stop(&pr);
+	return 0;
+}
+
+static int fork_child_main(void *arg)
+{
+	struct proc pr;
+	orbit_spot_client_t *cl;
+	uint64_t seq;
+	int r;
+
+	(void)arg;
+	if (proc_start(&pr, "forker"))
+		return 60;
+	if (orbit_spot_client_open(pr.agent, SPOT, NULL, &cl))
+		return 61;
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* a client in a forked child is refused */
+		r = orbit_spot_submit_spot(cl, "x", 1, &seq);
+		_exit(r == -ECHILD &&
+			      orbit_spot_client_wait_room(cl, ORBIT_SPOT_LANE_APP, 1, 0) == -ECHILD
+			  ? 0
+			  : 1);
+	}
+	int st = orbit_test_wait(pid, 10000);
+	orbit_spot_client_close(cl);
+	proc_stop(&pr);
+	return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 62;
+}
+
+/* Issue 11 "Submit": backpressure (-EAGAIN) by count and by bytes through the public API. */
+static void test_backpressure_by_count_and_bytes_public_api(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit_test_fork_run(backpressure_main, NULL, 30000), 0);
+	orbit__spotq_unlink(fleet, SPOT);
+	assert_int_equal(orbit_test_fork_run(bytes_main, NULL, 30000), 0);
+	orbit__spotq_unlink(fleet, SPOT);
+	assert_int_equal(orbit_test_fork_run(fork_child_main, NULL, 30000), 0);
+}
+
+/*
+ * The coordinator's own backpressure: an Actor queue of 2 items and a slow
+ * handler refuse most hand-overs (-EAGAIN); the host keeps each refused
+ * record taken and first in line, so all arrive, in order, none lost.
+ */
+static void test_coordinator_backpressure_never_loses_a_record(void **state)
+{
+	const uint64_t per = 300;
+	struct prod_cfg pc = { .p = 0, .n = per };
+	struct host_cfg h1 = {
+		.no = 1, .mode = ORBIT_SPOT_SPOT_WIDE, .actor_items = 2, .handler_us = 200
+	};
+	pid_t p, a;
+
+	(void)state;
+	shared_make(per, 1, per + 16);
+	p = spawn(producer_main, &pc);
+	expect_exit0(p, 60000);
+	a = spawn(host_main, &h1);
+	expect_exit0(a, 60000);
+	verify(1, false);
+	assert_int_equal(atomic_load(&S->n), per);
+	assert_true(S->st[1].retried > 0);
+	assert_int_equal(S->st[1].undeliverable, 0);
+	queue_check(per, NULL);
+	shared_drop();
+}
+
+/* Issue 11 "Submit": submitting with no host is allowed; a host that comes gets them. */
+static void test_submit_with_no_host_then_host_arrives(void **state)
+{
+	const uint64_t per = 500;
+	struct prod_cfg pc = { .p = 0, .n = per };
+	struct host_cfg h1 = { .no = 1, .mode = ORBIT_SPOT_PER_ACTOR };
+	pid_t p, a;
+
+	(void)state;
+	shared_make(per, 1, per + 16);
+	p = spawn(producer_main, &pc);
+	expect_exit0(p, 60000); /* all 500 accepted, no host anywhere */
+	a = spawn(host_main, &h1);
+	expect_exit0(a, 30000);
+	verify(1, false);
+	assert_int_equal(atomic_load(&S->n), per);
+	queue_check(per, NULL);
+	shared_drop();
+}
+
+/* ---- a yielded handler ---- */
+
+static _Atomic(orbit_serial_resume_t *) y_resume;
+static _Atomic int y_cont_ran;
+
+static int y_cont(orbit_serial_turn_t *turn, void *arg)
+{
+	(void)turn;
+	(void)arg;
+	atomic_store(&y_cont_ran, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int y_handler(orbit_serial_turn_t *turn, const struct orbit_spot_record *rec, void *ctx)
+{
+	orbit_serial_resume_t *r;
+
+	(void)rec;
+	(void)ctx;
+	if (orbit_spot_yield(turn, y_cont, NULL, &r))
+		return ORBIT_SERIAL_DONE;
+	atomic_store(&y_resume, r);
+	return ORBIT_SERIAL_SUSPENDED;
+}
+
+static int yield_main(void *arg)
+{
+	struct orbit_worker_pool_options po;
+	struct orbit_spot_host_options ho;
+	struct orbit_spot_inbound_stats qs;
+	struct orbit_spot_host_stats hs;
+	orbit_worker_pool_t *pool;
+	orbit_spot_client_t *cl;
+	orbit_spot_host_t *h;
+	orbit_serial_resume_t *r = NULL;
+	struct proc pr;
+	uint64_t seq;
+
+	(void)arg;
+	if (proc_start(&pr, "yield"))
+		return 80;
+	orbit_worker_pool_options_init(&po);
+	po.nthreads = 2;
+	po.pin = false;
+	if (orbit_worker_pool_create(&po, &pool))
+		return 81;
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_spot = y_handler;
+	ho.mode = ORBIT_SPOT_SPOT_WIDE;
+	ho.executor = orbit_worker_pool_executor(pool);
+	if (orbit_spot_host_start(pr.agent, &ho, &h))
+		return 82;
+	/* orbit_spot_yield outside a handler is refused */
+	if (orbit_spot_yield((orbit_serial_turn_t *)&ho, y_cont, NULL, &r) != -EINVAL)
+		return 83;
+	if (orbit_spot_client_open(pr.agent, SPOT, NULL, &cl) ||
+	    orbit_spot_submit_spot(cl, "y", 1, &seq))
+		return 84;
+	for (int ms = 0; ms < 10000 && !(r = atomic_load(&y_resume)); ms++)
+		usleep(1000);
+	if (!r)
+		return 85;
+	usleep(50000);
+	/* yielded: the handler has not finished, so the record is not completed */
+	if (orbit_spot_client_inbound_stats(cl, &qs) || qs.completed[0] != 0 || qs.depth[0] != 1)
+		return 86;
+	if (orbit_serial_queue_resume(r))
+		return 87;
+	for (int ms = 0; ms < 10000; ms++) {
+		orbit_spot_client_inbound_stats(cl, &qs);
+		if (qs.completed[0] == 1)
+			break;
+		usleep(1000);
+	}
+	if (!atomic_load(&y_cont_ran) || qs.completed[0] != 1 || qs.depth[0] != 0)
+		return 88;
+	if (orbit_spot_host_stats(h, &hs) || hs.protocol_errors != 0 || hs.completed != 1)
+		return 89;
+	orbit_spot_client_close(cl);
+	if (orbit_spot_host_stop(h))
+		return 90;
+	orbit_worker_pool_destroy(pool);
+	proc_stop(&pr);
+	return 0;
+}
+
+/* Issue 11 / 07 §5: a record completes only after its handler finished, across a yield. */
+static void test_record_completed_only_after_yielded_handler_finished(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit_test_fork_run(yield_main, NULL, 60000), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_4_producers_x_100000_records_no_loss_no_duplicate_order_kept, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_host_sigkilled_mid_handler_adopted_with_redelivery, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_host_sigkilled_between_take_and_complete_adopted_with_redelivery, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_host_sigstopped_past_lease_is_fenced, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_backpressure_by_count_and_bytes_public_api,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_coordinator_backpressure_never_loses_a_record,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_submit_with_no_host_then_host_arrives, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_record_completed_only_after_yielded_handler_finished, setup, teardown),
+	};
+
+	if (getenv("ORBIT_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("ORBIT_TEST_FILTER"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -104,7 +104,7 @@ struct orbit_agent {
 	orbit_lock_t *lock;       /* caller's, optional */
 	orbit_lock_t *ro_lock;    /* ours, read-only, for resync when lock is NULL */
 	struct orbit_lock_layout layout; /* the fleet's: names the table and the ring */
-	unsigned mode, gid;       /* the fleet's permissions (orbit_agent_options) */
+	unsigned mode, gid, owner_uid; /* the fleet's permissions (orbit_agent_options) */
 	uint64_t tick_ns, stats_ns;
 	orbit_members_t *members;
 	int row;
@@ -388,7 +388,8 @@ static int resync_entry(const struct orbit_lock_entry *e, void *p)
 static void view_resync(struct orbit_agent *a)
 {
 	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = a->fleet, .readonly = true,
-					 .layout = &a->layout, .mode = a->mode, .gid = a->gid };
+					 .layout = &a->layout, .mode = a->mode, .gid = a->gid,
+					 .owner_uid = a->owner_uid };
 	orbit_lock_t *lock = a->lock;
 	struct resync_ctx c = { a, 0 };
 	struct cds_lfht_iter it;
@@ -941,6 +942,7 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	a->stats_ns = (uint64_t)(opts && opts->stats_ms ? opts->stats_ms : 250) * 1000000ull;
 	so.mode = a->mode = opts ? opts->mode : 0;
 	so.gid = a->gid = opts ? opts->gid : 0;
+	so.owner_uid = a->owner_uid = opts ? opts->owner_uid : 0;
 	a->row = -1;
 	a->epfd = -1;
 	a->death_stop = -1;

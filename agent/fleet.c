@@ -83,6 +83,7 @@ int orbit_fleet_open(const struct orbit_fleet_options *opts, orbit_fleet_t **out
 	so.readonly = !f->admin;
 	so.mode = lo.mode = opts ? opts->mode : 0;
 	so.gid = lo.gid = opts ? opts->gid : 0;
+	so.owner_uid = lo.owner_uid = opts ? opts->owner_uid : 0;
 
 	rc = orbit__members_open(&f->members, name, 0, &so);
 	if (rc < 0)
@@ -574,6 +575,7 @@ int orbit_fleet_unlink_with(const struct orbit_fleet_options *opts)
 		layout = &def;
 	so.mode = lo.mode = opts ? opts->mode : 0;
 	so.gid = lo.gid = opts ? opts->gid : 0;
+	so.owner_uid = lo.owner_uid = opts ? opts->owner_uid : 0;
 	orbit__fleet_ring_layout(&rl, layout);
 	snprintf(lock_name, sizeof(lock_name), "lock-%u", layout->state_kind);
 	snprintf(ring_name, sizeof(ring_name), "ring-%u", rl.kind);

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <grp.h>
+#include <pwd.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -64,7 +65,8 @@ static void usage(FILE *f)
 		"options: --fleet NAME (or ORBIT_FLEET; default \"default\"), --json (JSON\n"
 		"for members, locks, stats, spots, fleets; JSON lines for watch), --version,\n"
 		"--mode MODE --group GROUP (a fleet shared with a group: 0640 or 0660\n"
-		"and the group's name or gid; default 0600 and the effective gid)\n"
+		"and the group's name or gid; default 0600 and the effective gid),\n"
+		"--owner USER (the fleet's one writing uid: required with 0640)\n"
 		"exit codes: 0 ok, 1 usage, 2 no such fleet, 3 corrupt or mismatched\n"
 		"segment, 4 refused or busy, 5 key not held, 6 other error\n",
 		prog);
@@ -107,8 +109,8 @@ static int fail(const char *what, const char *fleet, int err)
 	fprintf(stderr, "%s: %s (fleet %s): %s%s%s\n", prog, what, fleet, orbit_strerror(err),
 		*seg ? "\n  " : "", seg);
 	if (err == -ORBIT_EMODE || err == -ORBIT_EOWNER)
-		fprintf(stderr, "%s: a fleet shared with a group needs its --mode and --group\n",
-			prog);
+		fprintf(stderr, "%s: a fleet shared with a group needs its --mode and --group "
+			"(and --owner with 0640)\n", prog);
 	return exit_for(err);
 }
 
@@ -123,6 +125,26 @@ static int parse_mode(const char *s, unsigned *out)
 	if (errno || !*s || *end || v > 0777)
 		return -1;
 	*out = (unsigned)v;
+	return 0;
+}
+
+/* --owner: a user name, or a numeric uid. */
+static int parse_owner(const char *s, unsigned *out)
+{
+	struct passwd *p;
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (!errno && *s && !*end && v <= UINT32_MAX) {
+		*out = (unsigned)v;
+		return 0;
+	}
+	p = getpwnam(s);
+	if (!p)
+		return -1;
+	*out = (unsigned)p->pw_uid;
 	return 0;
 }
 
@@ -1014,7 +1036,7 @@ static int fleet_alive(const char *name, const struct orbit_fleet_options *perm,
 		       uint32_t *rows_out)
 {
 	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = name, .mode = perm->mode,
-					  .gid = perm->gid };
+					  .gid = perm->gid, .owner_uid = perm->owner_uid };
 	struct orbit_fleet_member m;
 	orbit_fleet_t *f;
 	int rc = orbit_fleet_open(&fo, &f), alive = 0;
@@ -1464,8 +1486,15 @@ int main(int argc, char **argv)
 				return usage_error("a fleet name must follow", a);
 			continue;
 		}
-		if ((alen == 6 && !strncmp(a, "--mode", 6)) || (alen == 7 && !strncmp(a, "--group", 7))) {
+		if ((alen == 6 && !strncmp(a, "--mode", 6)) || (alen == 7 && !strncmp(a, "--group", 7)) ||
+		    (alen == 7 && !strncmp(a, "--owner", 7))) {
 			const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+
+			if (alen == 7 && a[2] == 'o') {
+				if (!v || parse_owner(v, &fo.owner_uid) < 0)
+					return usage_error("a user name or uid must follow", a);
+				continue;
+			}
 
 			if (alen == 6 && (!v || parse_mode(v, &fo.mode) < 0))
 				return usage_error("a mode (0600, 0640, 0660) must follow", a);

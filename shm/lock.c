@@ -1436,9 +1436,16 @@ static int open_as(orbit_lock_t *l, const struct orbit_lock_options *o,
 	struct orbit_seg_opts so = {
 		.how = how, .readonly = o && o->readonly, .mode = o ? o->mode : 0,
 		.init_timeout_ms = o ? o->init_timeout_ms : 0, .gid = o ? o->gid : 0,
+		.owner_uid = o ? o->owner_uid : 0,
 	};
 
 	return orbit__seg_open(&l->seg, fleet, name, &spec, &so);
+}
+
+/* A 0640 fleet: the group reads (and so can flock) but never writes. */
+static bool read_only_group(const struct orbit_lock_options *o)
+{
+	return (o->mode & 0060u) == 0040u;
 }
 
 ORBIT_API int orbit_lock_open(const struct orbit_lock_options *o, orbit_lock_t **out)
@@ -1461,6 +1468,11 @@ ORBIT_API int orbit_lock_open(const struct orbit_lock_options *o, orbit_lock_t *
 		return rc;
 	if (o && o->serializer_wait_ms < 0)
 		return -EINVAL;
+	/* 0640: flock(2) needs no write access, so any reader could hold the
+	 * FLOCK serializer and stall every mutator; FUTEX keeps it in pages
+	 * only writers can touch */
+	if (o && !o->readonly && o->serializer == ORBIT_LOCK_SERIALIZER_FLOCK && read_only_group(o))
+		return -EINVAL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
@@ -1469,7 +1481,7 @@ ORBIT_API int orbit_lock_open(const struct orbit_lock_options *o, orbit_lock_t *
 	if (ser == ORBIT_LOCK_SERIALIZER_AUTO) {
 		rc = open_as(l, o, y, fleet, name, ORBIT_LOCK_SERIALIZER_FUTEX, how);
 		ser = ORBIT_LOCK_SERIALIZER_FUTEX;
-		if (rc == -ORBIT_EFINGERPRINT) {
+		if (rc == -ORBIT_EFINGERPRINT && !(o && !o->readonly && read_only_group(o))) {
 			rc = open_as(l, o, y, fleet, name, ORBIT_LOCK_SERIALIZER_FLOCK, ORBIT_SEG_OPEN);
 			ser = ORBIT_LOCK_SERIALIZER_FLOCK;
 			if (rc == -ORBIT_EFINGERPRINT || rc == -ENOENT)

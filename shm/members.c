@@ -418,8 +418,13 @@ int orbit__members_join(orbit_members_t *m, const char *name)
 
 		if (!rw)
 			break;
-		if (ofd_lock(fd, F_WRLCK, F_OFD_SETLK, i) < 0)
+		if (ofd_lock(fd, F_WRLCK, F_OFD_SETLK, i) < 0) {
+			/* No write lock on it, yet ours conflicts: a read lock pins
+			 * it (anyone who can read the file can take one) */
+			if (row_locked(m, i) == 0)
+				r = -EPERM;
 			continue; /* held by a live member (or fcntl failed): next row */
+		}
 		/* The lock is ours: whatever the row says, its last owner is gone */
 		row_write_begin(rw);
 		atomic_store_explicit(&rw->state, ORBIT_MEMBER_JOINING, memory_order_relaxed); /* in MB-W1..W2 */
@@ -688,6 +693,9 @@ int orbit__members_reclaim(orbit_members_t *m, uint32_t row)
 	/* Taking the lock IS the proof: no live description holds it */
 	r = ofd_lock(m->seg.fd, F_WRLCK, F_OFD_SETLK, row);
 	if (r < 0) {
+		/* A conflict that is no write lock is a reader's read lock */
+		if (r == -EAGAIN && row_locked(m, row) == 0)
+			r = -EPERM;
 		unlock_mu(m);
 		return r == -EAGAIN ? 0 : r;
 	}

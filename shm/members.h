@@ -134,7 +134,10 @@ int orbit__members_unlink(const char *fleet);
  * Context: one call per handle at a time (the handle has a process-local
  * mutex); syscalls (open, fcntl, /proc read).
  * Returns the row index (>= 0), -EALREADY (this handle already joined),
- * -ENOSPC (every row held by a live member), -EROFS (readonly handle),
+ * -ENOSPC (every row held by a live member), -EPERM (no row free, and
+ * at least one row no member holds is pinned by another description's
+ * read lock: any process that can read the file can take one, e.g. a
+ * reader of a 0640 fleet; doc/threat-model.md), -EROFS (readonly handle),
  * -ECHILD (handle inherited through fork), -ESTALE / -ORBIT_ENOTREG /
  * -ORBIT_ETRUNCATED / -ENOENT (the name no longer leads to the object this
  * handle maps: orbit__seg_reopen()), or a negative errno.
@@ -198,7 +201,9 @@ int orbit__members_count_live_others(orbit_members_t *m);
  * handle's segment description) and free it: state FREE, generation + 1.
  * Whoever proves a member dead may reclaim; racing reclaimers are
  * serialised by the lock. Returns 1 reclaimed, 0 alive (or our own row),
- * -EINVAL, -EROFS, -ECHILD, or a negative errno from fcntl.
+ * -EPERM (no member holds it, but another description's read lock pins
+ * it: it cannot be reclaimed while that lock is held), -EINVAL, -EROFS,
+ * -ECHILD, or a negative errno from fcntl.
  */
 int orbit__members_reclaim(orbit_members_t *m, uint32_t row);
 

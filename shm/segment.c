@@ -238,6 +238,19 @@ static int refuse_open(int r, const char *name, const struct stat *st)
 			      type_name(st->st_mode), SHM_DIR);
 	if (r == -ENOENT)
 		return r; /* missing is an answer, not a refusal: no message */
+	if (r == -EACCES) {
+		char path[sizeof(SHM_DIR) + ORBIT_SEG_NAME_MAX];
+		struct stat ls;
+
+		snprintf(path, sizeof(path), "%s%s", SHM_DIR, name);
+		if (lstat(path, &ls) == 0 && ls.st_uid != geteuid())
+			return refuse(r, name,
+				      "open: %s: the name is held by uid %u (group %u, mode %04o, "
+				      "%lld bytes); if that uid is not a member of the fleet it squats "
+				      "the name, and only it or root can remove it (rm %s)",
+				      strerror(-r), (unsigned)ls.st_uid, (unsigned)ls.st_gid,
+				      (unsigned)(ls.st_mode & 07777), (long long)ls.st_size, path);
+	}
 	return refuse(r, name, "open: %s", strerror(-r));
 }
 
@@ -245,18 +258,22 @@ static int refuse_open(int r, const char *name, const struct stat *st)
  * The owner, group and mode checks of an existing segment, on its
  * descriptor (the rule: shm/segment_perm.h), with the message.
  */
-static int check_owner_mode(const char *name, const struct stat *st, const struct orbit_seg_opts *o)
+static int check_owner_mode(int fd, const char *name, const struct stat *st,
+			    const struct orbit_seg_opts *o)
 {
-	int r = orbit__seg_perm_check(st, o);
+	const char *why = NULL;
+	int r = orbit__seg_perm_check(fd, st, o, &why);
 
-	if (r == -ORBIT_EOWNER)
-		return refuse(r, name, "owned by uid %u (group %u, %u links), we are uid %u",
-			      (unsigned)st->st_uid, (unsigned)st->st_gid, (unsigned)st->st_nlink,
-			      (unsigned)geteuid());
-	if (r == -ORBIT_EMODE)
-		return refuse(r, name, "mode %04o (group %u) is wider than the configured %04o",
-			      (unsigned)(st->st_mode & 07777), (unsigned)st->st_gid,
-			      orbit__seg_perm_mode(o));
+	if (r == -ORBIT_EOWNER || r == -ORBIT_EMODE)
+		return refuse(r, name,
+			      "uid %u, group %u, mode %04o, %u links: %s (we are uid %u; configured "
+			      "mode %04o, group %u, owner uid %u)",
+			      (unsigned)st->st_uid, (unsigned)st->st_gid,
+			      (unsigned)(st->st_mode & 07777), (unsigned)st->st_nlink, why,
+			      (unsigned)geteuid(), orbit__seg_perm_mode(o),
+			      (unsigned)orbit__seg_perm_gid(o), (unsigned)o->owner_uid);
+	if (r < 0)
+		return refuse(r, name, "reading its ACL: %s", strerror(-r));
 	return r;
 }
 
@@ -428,6 +445,10 @@ static int create_new(orbit_seg_t *seg, const char *name, const struct orbit_seg
 	struct stat st;
 	int fd, r;
 
+	r = orbit__seg_perm_may_create(o);
+	if (r < 0)
+		return refuse(r, name, "only uid %u creates this fleet's segments; we are uid %u",
+			      (unsigned)o->owner_uid, (unsigned)geteuid());
 	/* 0600 until orbit__seg_perm_apply() has given it the configured group */
 	fd = open_checked(name, O_RDWR | O_CREAT | O_EXCL, 0600, NULL, &st);
 	if (fd < 0)
@@ -678,7 +699,7 @@ static int open_existing(orbit_seg_t *seg, const char *name, const struct orbit_
 	fd = open_checked(name, o->readonly ? O_RDONLY : O_RDWR, 0, o, &st);
 	if (fd < 0)
 		return refuse_open(fd, name, &st);
-	r = check_owner_mode(name, &st, o);
+	r = check_owner_mode(fd, name, &st, o);
 	if (r < 0)
 		goto err_close;
 	r = wait_ready(seg, fd, spec, o, may_repair);

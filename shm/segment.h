@@ -115,6 +115,9 @@ struct orbit_seg_opts {
 	int init_timeout_ms; /* how long an opener waits for READY (0: default) */
 	uint32_t gid;       /* the group of a group mode: given to a new segment,
 	                       the only foreign group trusted at open (0: getegid()) */
+	uint32_t owner_uid; /* the only uid that may create, and the only owner
+	                       accepted at open (0: any current member of gid with
+	                       0660; required with 0640): shm/segment_perm.h */
 };
 
 /* A mapped segment in this process. */
@@ -147,12 +150,15 @@ int orbit__seg_name(char *buf, size_t len, const char *fleet, const char *name);
  * naming the segment for orbit_segment_last_error() on this thread.
  * Returns 0, or: -EINVAL (bad names/options, a mode segment_perm.h
  * refuses), -ENOENT (missing and not created), -EEXIST (ORBIT_SEG_CREATE
- * and it exists), -EACCES/-ELOOP (permission, symlink), -EPERM (creating
- * with a group mode for a group this process is not in), -ORBIT_ENOTREG
+ * and it exists), -EACCES/-ELOOP (permission, symlink; an -EACCES
+ * message names the uid that holds the name), -EPERM (creating with a
+ * group mode for a group this process is not in, or creating while
+ * opts->owner_uid is another uid), -ORBIT_ENOTREG
  * (the name is a FIFO, directory, socket or device node), -ORBIT_EOWNER
- * (owned by another uid, and not by the configured group of a group mode),
- * -ORBIT_EMODE (mode wider than opts->mode, or group bits for another
- * group than opts->gid), -ENOSPC (creating or repairing: /dev/shm has no
+ * (owned by another uid, and not by a current member of the configured
+ * group of a group mode; not by opts->owner_uid; a second link),
+ * -ORBIT_EMODE (mode wider than opts->mode, group bits for another
+ * group than opts->gid, a POSIX access ACL), -ENOSPC (creating or repairing: /dev/shm has no
  * room for total_bytes; nothing is left under the name),
  * -ORBIT_ETRUNCATED (the file is shorter than its header's total_bytes,
  * or shorter than a header, or empty with no creator at work and this

@@ -390,6 +390,7 @@ static int probe(const char *fleet, const char *name, const struct orbit_seg_opt
 		 struct orbit_seg_header *hd, struct orbit_spotq_shm *cfg, int64_t *file_bytes)
 {
 	char path[ORBIT_SEG_NAME_MAX];
+	const char *why; /* the message is orbit__seg_open()'s */
 	struct stat st;
 	int fd, r;
 
@@ -404,7 +405,7 @@ static int probe(const char *fleet, const char *name, const struct orbit_seg_opt
 		goto out;
 	}
 	*file_bytes = (int64_t)st.st_size;
-	r = !S_ISREG(st.st_mode) ? -ORBIT_ENOTREG : orbit__seg_perm_check(&st, so);
+	r = !S_ISREG(st.st_mode) ? -ORBIT_ENOTREG : orbit__seg_perm_check(fd, &st, so, &why);
 	if (r < 0)
 		goto out;
 	if ((uint64_t)st.st_size < ORBIT_SEG_HEADER_BYTES + sizeof(*cfg) ||

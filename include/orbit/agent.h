@@ -67,6 +67,8 @@ struct orbit_agent_options {
 						   default; names the ring the agent
 						   writes and follows (one per layout) */
 	unsigned gid;            /* group of a group mode (0: the effective gid) */
+	unsigned owner_uid;      /* the fleet's one creating and trusted uid (0: none;
+				    required with 0640: lock.h "Sharing a fleet with a group") */
 };
 
 /* Histograms a caller may feed (the lock API does not time itself). */
@@ -88,7 +90,10 @@ enum orbit_agent_hist {
  * Returns: 0; -EINVAL (bad options, fleet name or layout, or a layout
  * other than the lock's); -ECHILD (the lock handle
  * was opened by the parent of this forked process); -ENOMEM; -ENOSPC (every
- * member row, or with a lock every ring lane, is held by a live process); -EAGAIN (thread
+ * member row, or with a lock every ring lane, is held by a live process); -EPERM
+ * (no member row is free and some row no member holds is pinned by a read
+ * lock: a process that can only read the directory, such as a reader of a
+ * 0640 fleet, holds F_RDLCK on it; doc/threat-model.md); -EAGAIN (thread
  * creation refused for the agent thread; the death watcher is optional: without
  * its thread, epoll set or eventfd the tick notices deaths); or a
  * segment error (-ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND,

@@ -36,6 +36,8 @@ struct orbit_fleet_options {
 				 a fleet shared with @gid: lock.h "Sharing a fleet
 				 with a group") */
 	unsigned gid;         /* group of a group mode (0: the effective gid) */
+	unsigned owner_uid;   /* the only owner uid accepted (0: none; required with
+				 0640: lock.h "Sharing a fleet with a group") */
 };
 
 /* One member directory row. */

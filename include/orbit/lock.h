@@ -123,6 +123,8 @@ struct orbit_lock_options {
 				       group whose segments an opener accepts */
 	int serializer_wait_ms;     /* a mutation's bound on waiting for the serializer, then
 				     * -EAGAIN (0: ORBIT_LOCK_SERIALIZER_WAIT_MS_DEFAULT; < 0: -EINVAL) */
+	unsigned owner_uid;         /* the fleet's one creating and trusted uid (0: none;
+				       required with 0640: "Sharing a fleet with a group") */
 };
 
 /*
@@ -131,13 +133,23 @@ struct orbit_lock_options {
  * A creator makes each segment 0600, gives it @gid (fchown: a process not
  * in that group gets -EPERM) and then exactly @mode (fchmod: the umask does
  * not narrow it). An opener accepts a segment owned by its own euid, or by
- * another uid when the segment's group is @gid (only a member of the group
- * can give a file that group) and it has one link (not when /dev/shm is
- * setgid to @gid); anything else is -ORBIT_EOWNER, and a mode
- * wider than configured, or group bits for another group, is -ORBIT_EMODE.
- * Without a group mode only the own euid is accepted. A process outside the
- * group cannot open a 0660 segment at all (-EACCES). Group members are
- * trusted as the owner is: each can write every byte (doc/threat-model.md).
+ * another uid when the segment's group is @gid and that uid is a member
+ * of @gid now (the user database: passwd and group entries, looked up at
+ * open; an ex-member's segments are refused) (not when /dev/shm is setgid
+ * to @gid); every segment must have one link; anything else is
+ * -ORBIT_EOWNER, and a mode wider than configured, group bits for another
+ * group, or a POSIX access ACL is -ORBIT_EMODE. Without a group mode only
+ * the own euid is accepted. A process outside the group cannot open a
+ * 0660 segment at all (-EACCES; the wait for a member's creation in
+ * progress is skipped for an outsider's file, and the message names its
+ * uid). 0640 has one writer: @owner_uid names it, and is required; only
+ * that uid creates (-EPERM) and only its segments are accepted, so a
+ * reader that creates the names first cannot feed forged tables to the
+ * other readers (it still blocks the writer, -EACCES naming it, until root
+ * removes its names). With 0660 @owner_uid is optional (0: any current
+ * member). A 0640 writer cannot use the FLOCK serializer (-EINVAL): a
+ * reader could hold the flock. Group members of a 0660 fleet are trusted
+ * as the owner is: each can write every byte (doc/threat-model.md).
  * Only a segment's owner (or root) removes its name: orbit_fleet_unlink_with().
  */
 
@@ -227,16 +239,21 @@ struct orbit_lock_stats {
  * /proc/self/stat); may sleep up to init_timeout_ms while a creator
  * initialises.
  * Returns: 0; -EINVAL (bad options, fleet name or layout, a mode other
- * than 0600, 0640 or 0660, a negative serializer_wait_ms); -ENOMEM;
- * -EPERM (creating with a group mode for a group this process is not in:
- * nothing is left behind);
+ * than 0600, 0640 or 0660, 0640 without @owner_uid, a negative
+ * serializer_wait_ms, a writable open of a 0640 fleet with the FLOCK
+ * serializer); -ENOMEM;
+ * -EPERM (creating with a group mode for a group this process is not in,
+ * or creating while @owner_uid is set and is not our euid: nothing is
+ * left behind);
  * -ENOENT (readonly and missing); -ORBIT_EFINGERPRINT (the fleet's table
  * has another slot count, kind or serializer); -ORBIT_ECORRUPT (the
  * table's own header fails validation); or any code of the segment layer:
  * -EACCES (no permission: e.g. a group segment and a process outside the
  * group), -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND, -ORBIT_ESIZE,
- * -ORBIT_EOWNER (owned by another uid, not through the configured group),
- * -ORBIT_EMODE (wider than @mode, or shared with another group),
+ * -ORBIT_EOWNER (owned by another uid, not through the configured group,
+ * or not by a current member of it, or not by @owner_uid; a second link),
+ * -ORBIT_EMODE (wider than @mode, shared with another group, or carrying
+ * a POSIX access ACL),
  * -ORBIT_EINITTIMEOUT, -ORBIT_ENOTREG (a FIFO, directory, socket or
  * device node under the name: refused at once), -ENOSPC (creating:
  * /dev/shm has no room for the table; no file is left), -ORBIT_ETRUNCATED

@@ -198,7 +198,7 @@ int demo_ledger_transfer(demo_ledger_t *l, const struct demo_transfer *t, int bu
 	if (demo_ledger_between_writes)
 		demo_ledger_between_writes(); /* a kill here must leave nothing applied */
 	sqlite3_bind_int64(l->st[S_CREDIT], 1, t->to);
-	sqlite3_bind_int64(l->st[S_CREDIT], 2, t->amount);
+	sqlite3_bind_int64(l->st[S_CREDIT], 2, t->amount + (t->credit_extra ? 1 : 0));
 	sqlite3_bind_int64(l->st[S_CREDIT], 3, (sqlite3_int64)t->to_token);
 	rc = step(l, S_CREDIT, NULL);
 	done(l, S_CREDIT);
@@ -233,6 +233,16 @@ int demo_ledger_balance(demo_ledger_t *l, uint32_t account, int64_t *balance, ui
 	}
 	done(l, S_BALANCE);
 	return rc ? rc : row ? 0 : -ENOENT;
+}
+
+int demo_ledger_has_transfer(demo_ledger_t *l, uint64_t id)
+{
+	int rc, row;
+
+	sqlite3_bind_int64(l->st[S_SEEN], 1, (sqlite3_int64)id);
+	rc = step(l, S_SEEN, &row);
+	done(l, S_SEEN);
+	return rc ? rc : row;
 }
 
 /* One integer of a one-row query. */

@@ -46,7 +46,7 @@
 #define MAX_SHARDS 64
 #define LAT_BUCKETS 40
 #define INITIAL_BALANCE 1000
-#define LOCK_TTL_NS 2000000000ull   /* account locks */
+#define LOCK_TTL_NS 1000000000ull   /* account locks */
 #define HOST_TTL_NS 1000000000ull   /* hosting leases: adoption within about this */
 
 ORBIT_LOCK_DEFINE_NAMESPACE(acct_ns, "bank.account");
@@ -59,7 +59,8 @@ static struct bank_cfg {
 	char dir[160], db[200];
 	int keep;
 	int inject_bug; /* --inject-bug: credit one unit too many (the report must fail) */
-} cfg = { 30, 4, 2, 8, 1000, 1.0, "", "", "", "", 0, 0 };
+	int work_us;    /* a handler's own work between taking its locks and writing */
+} cfg = { 30, 4, 2, 8, 1000, 1.0, "", "", "", "", 0, 0, 200 };
 
 /* A transfer on the wire (the record's payload). */
 struct transfer_msg {
@@ -222,6 +223,8 @@ static int on_transfer(orbit_serial_turn_t *turn, const struct orbit_spot_record
 	atomic_store(&sh->w[w->idx].in_handler, 1);
 	enter(lo, &l1);
 	enter(hi, &l2);
+	if (cfg.work_us > 0)
+		usleep((useconds_t)cfg.work_us); /* the business logic: a pause here is a late write */
 	t.id = msg.id;
 	t.from = msg.from;
 	t.to = msg.to;
@@ -435,12 +438,13 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: orbit-demo [--scenario bank|locks] [--seconds N] [--workers W]\n"
 		"                  [--clients C] [--shards S] [--accounts A] [--chaos R]\n"
-		"                  [--fleet NAME] [--plot FILE.svg|.png] [--keep]\n"
+		"                  [--fleet NAME] [--plot FILE.svg|.png] [--keep] [--work-us U]\n"
 		"  bank (default): W workers host S Spots of A accounts; C clients submit\n"
 		"  transfers through the cross-process Spot queues; each transfer locks both\n"
 		"  accounts and writes a fencing-checked SQLite ledger; a chaos loop kills\n"
 		"  and pauses processes R times a second. Default: 30 s, 4 workers,\n"
-		"  2 clients, 8 shards, 1000 accounts, 1/s, fleet \"demo\".\n"
+		"  2 clients, 8 shards, 1000 accounts, 1/s, fleet \"demo\"; each transfer\n"
+		"  works U us (default 200) holding its locks.\n"
 		"  Exit status 1 when an invariant fails, 2 on a setup error; --inject-bug\n"
 		"  credits one unit too many per transfer, to show that the report fails.\n"
 		"  --scenario locks: the lock-table demo (orbit-demo --scenario locks --help).\n");
@@ -454,12 +458,12 @@ static int parse(int argc, char **argv)
 		{ "accounts", required_argument, NULL, 'a' }, { "chaos", required_argument, NULL, 'x' },
 		{ "fleet", required_argument, NULL, 'f' },   { "plot", required_argument, NULL, 'p' },
 		{ "keep", no_argument, NULL, 'k' },           { "help", no_argument, NULL, 'h' },
-		{ "inject-bug", no_argument, NULL, 'B' },
+		{ "inject-bug", no_argument, NULL, 'B' },    { "work-us", required_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
 
-	while ((o = getopt_long(argc, argv, "s:w:c:S:a:x:f:p:khB", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "s:w:c:S:a:x:f:p:khBW:", opts, NULL)) != -1) {
 		switch (o) {
 		case 's': cfg.seconds = atoi(optarg); break;
 		case 'w': cfg.workers = atoi(optarg); break;
@@ -479,13 +483,15 @@ static int parse(int argc, char **argv)
 			break;
 		case 'k': cfg.keep = 1; break;
 		case 'B': cfg.inject_bug = 1; break;
+		case 'W': cfg.work_us = atoi(optarg); break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
 		}
 	}
 	if (cfg.seconds < 1 || cfg.workers < 1 || cfg.workers > MAX_PROCS || cfg.clients < 1 ||
 	    cfg.clients > MAX_PROCS || cfg.shards < 1 || cfg.shards > MAX_SHARDS ||
-	    cfg.accounts < 2 || cfg.accounts > 1000000 || cfg.chaos < 0)
+	    cfg.accounts < 2 || cfg.accounts > 1000000 || cfg.chaos < 0 || cfg.work_us < 0 ||
+	    cfg.work_us > 1000000)
 		return -1;
 	return 0;
 }
@@ -653,13 +659,21 @@ int demo_bank_main(int argc, char **argv)
 			int r = rand_r(&seed) % 100, victim;
 
 			if (r < 15 && stopped < 0 && cfg.workers > 1) {
-				/* Pause a worker past its hosting lease: it is fenced off. */
+				/* Pause a worker past its hosting lease and its account locks,
+				 * inside a handler when one is: its late write must be refused. */
 				victim = rand_r(&seed) % cfg.workers;
+				for (int k = 0; k < cfg.workers; k++)
+					if (atomic_load(&sh->w[(victim + k) % cfg.workers].in_handler)) {
+						victim = (victim + k) % cfg.workers;
+						break;
+					}
 				if (atomic_load(&sh->w[victim].pid) > 0 &&
 				    kill(atomic_load(&sh->w[victim].pid), SIGSTOP) == 0) {
 					atomic_store(&sh->w[victim].stopped, 1);
 					stopped = victim;
-					resume_at = now + HOST_TTL_NS + 600000000ull;
+					resume_at = now + (HOST_TTL_NS > LOCK_TTL_NS ? HOST_TTL_NS
+										     : LOCK_TTL_NS) +
+						    800000000ull;
 					pauses++;
 				}
 			} else if (r < 75) {

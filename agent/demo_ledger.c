@@ -168,16 +168,6 @@ int demo_ledger_transfer(demo_ledger_t *l, const struct demo_transfer *t, int bu
 	done(l, S_BEGIN);
 	if (rc)
 		return rc;
-	/* Redelivered? Applied once, whoever applied it. */
-	sqlite3_bind_int64(l->st[S_SEEN], 1, (sqlite3_int64)t->id);
-	rc = step(l, S_SEEN, &row);
-	done(l, S_SEEN);
-	if (rc)
-		goto rollback;
-	if (row) {
-		result = DEMO_LEDGER_DUPLICATE;
-		goto rollback; /* nothing to write */
-	}
 	sqlite3_bind_int64(l->st[S_DEBIT], 1, t->from);
 	sqlite3_bind_int64(l->st[S_DEBIT], 2, t->amount);
 	sqlite3_bind_int64(l->st[S_DEBIT], 3, (sqlite3_int64)t->from_token);
@@ -193,12 +183,20 @@ int demo_ledger_transfer(demo_ledger_t *l, const struct demo_transfer *t, int bu
 		result = row && sqlite3_column_int(l->st[S_WHY], 0) ? DEMO_LEDGER_STALE
 								     : DEMO_LEDGER_INSUFFICIENT;
 		done(l, S_WHY);
+		if (!rc && result == DEMO_LEDGER_INSUFFICIENT) {
+			/* Too little money now, or applied before (a redelivery)? */
+			sqlite3_bind_int64(l->st[S_SEEN], 1, (sqlite3_int64)t->id);
+			rc = step(l, S_SEEN, &row);
+			done(l, S_SEEN);
+			if (!rc && row)
+				result = DEMO_LEDGER_DUPLICATE;
+		}
 		goto rollback;
 	}
 	if (demo_ledger_between_writes)
 		demo_ledger_between_writes(); /* a kill here must leave nothing applied */
 	sqlite3_bind_int64(l->st[S_CREDIT], 1, t->to);
-	sqlite3_bind_int64(l->st[S_CREDIT], 2, t->amount);
+	sqlite3_bind_int64(l->st[S_CREDIT], 2, t->amount + (t->credit_extra ? 1 : 0));
 	sqlite3_bind_int64(l->st[S_CREDIT], 3, (sqlite3_int64)t->to_token);
 	rc = step(l, S_CREDIT, NULL);
 	done(l, S_CREDIT);
@@ -207,6 +205,20 @@ int demo_ledger_transfer(demo_ledger_t *l, const struct demo_transfer *t, int bu
 	if (sqlite3_changes(l->db) != 1) {
 		result = DEMO_LEDGER_STALE;
 		goto rollback;
+	}
+	/*
+	 * Redelivered? Applied once, whoever applied it. Checked after the
+	 * fencing conditions, so that a late write of a paused holder is
+	 * refused as stale even when its transfer was applied meanwhile.
+	 */
+	sqlite3_bind_int64(l->st[S_SEEN], 1, (sqlite3_int64)t->id);
+	rc = step(l, S_SEEN, &row);
+	done(l, S_SEEN);
+	if (rc)
+		goto rollback;
+	if (row) {
+		result = DEMO_LEDGER_DUPLICATE;
+		goto rollback; /* undo the two updates: nothing applied twice */
 	}
 	rc = record(l, t);
 	if (rc)
@@ -233,6 +245,16 @@ int demo_ledger_balance(demo_ledger_t *l, uint32_t account, int64_t *balance, ui
 	}
 	done(l, S_BALANCE);
 	return rc ? rc : row ? 0 : -ENOENT;
+}
+
+int demo_ledger_has_transfer(demo_ledger_t *l, uint64_t id)
+{
+	int rc, row;
+
+	sqlite3_bind_int64(l->st[S_SEEN], 1, (sqlite3_int64)id);
+	rc = step(l, S_SEEN, &row);
+	done(l, S_SEEN);
+	return rc ? rc : row;
 }
 
 /* One integer of a one-row query. */

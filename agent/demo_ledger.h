@@ -42,6 +42,7 @@ struct demo_transfer {
 	uint32_t from, to;
 	int64_t amount; /* > 0 */
 	uint64_t from_token, to_token; /* the fencing tokens of both account locks */
+	int credit_extra; /* a deliberate bug for the demo's --inject-bug: credit one more */
 };
 
 struct demo_ledger_audit {
@@ -78,6 +79,9 @@ int demo_ledger_audit(demo_ledger_t *l, struct demo_ledger_audit *out);
 
 /* Balance and newest token of one account. Returns 0, -ENOENT, -EIO. */
 int demo_ledger_balance(demo_ledger_t *l, uint32_t account, int64_t *balance, uint64_t *token);
+
+/* Whether transfer @id was applied: 1, 0, or -EIO. */
+int demo_ledger_has_transfer(demo_ledger_t *l, uint64_t id);
 
 /*
  * Test hook: called between the two balance updates of a transfer (a

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * agent/orbit-demo.c: the fleet demo (scripts/demo). Forks worker
+ * agent/orbit-demo.c: the fleet demo (scripts/demo). --scenario bank
+ * (the default) is the bank of accounts run on cross-process Spot queues
+ * (agent/demo_bank.c); --scenario locks, this file, the lock table alone:
+ * it forks worker
  * processes that contend for keyed orbit-locks with a TTL and, inside the
  * critical section, write to a protected resource file per key that
  * rejects writes carrying a fencing token older than the highest it has
@@ -26,6 +29,8 @@
 #include <unistd.h>
 
 #include <orbit/orbit.h>
+
+#include "agent/demo_bank.h"
 
 #define MAX_WORKERS 64
 #define MAX_KEYS 64
@@ -359,7 +364,7 @@ static int count_held(const struct orbit_lock_entry *e, void *ctx)
 	return 0;
 }
 
-int main(int argc, char **argv)
+static int locks_main(int argc, char **argv)
 {
 	struct orbit_lock_options o = { .size = sizeof(o) };
 	uint64_t kills = 0, restarts = 0, pauses = 0, t_end, next_status, t0;
@@ -545,4 +550,31 @@ int main(int argc, char **argv)
 		fprintf(stderr, "orbit-demo: removing fleet %s: %s\n", cfg.fleet, orbit_strerror(rc));
 	remove_resources();
 	return tot.violations ? 1 : 0;
+}
+
+/* orbit-demo [--scenario bank|locks] [the scenario's options] */
+int main(int argc, char **argv)
+{
+	const char *scenario = "bank";
+	int n = 0;
+
+	/* Take --scenario out of argv; the scenario parses the rest. */
+	for (int i = 0; i < argc; i++) {
+		if (i > 0 && !strcmp(argv[i], "--scenario") && i + 1 < argc) {
+			scenario = argv[++i];
+			continue;
+		}
+		if (i > 0 && !strncmp(argv[i], "--scenario=", 11)) {
+			scenario = argv[i] + 11;
+			continue;
+		}
+		argv[n++] = argv[i];
+	}
+	argv[n] = NULL;
+	if (!strcmp(scenario, "bank"))
+		return demo_bank_main(n, argv);
+	if (!strcmp(scenario, "locks"))
+		return locks_main(n, argv);
+	fprintf(stderr, "orbit-demo: unknown scenario '%s' (bank or locks)\n", scenario);
+	return 2;
 }

@@ -1,13 +1,39 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The fleet demo end to end (a short run): workers with agents under chaos
-# finish with 0 violations and see transitions on the ring; with --no-lock
-# the same checker reports violations (so it can fail).
+# The fleet demo end to end, short runs. Bank scenario: workers host Spots,
+# clients submit transfers through the cross-process Spot queues under
+# chaos, and the report's invariants all hold; with --inject-bug the same
+# report fails (so it can fail). Locks scenario: 0 violations under chaos,
+# and --no-lock shows the checker catches violations.
 demo="${top_builddir:-.}/agent/orbit-demo"
 fleet="tdemo$$"
+t=test_demo_bank_chaos_run_keeps_every_invariant
+echo "[ RUN      ] $t"
+out=$("$demo" --seconds 8 --workers 3 --clients 2 --shards 4 --accounts 200 --chaos 1.5 \
+	--fleet "$fleet" 2>&1)
+rc=$?
+echo "$out" | tail -14
+if [ $rc -eq 0 ] && echo "$out" | grep -q 'all invariants hold' &&
+   echo "$out" | grep -Eq 'transfers accepted [1-9]' &&
+   echo "$out" | grep -Eq 'kills [1-9]' &&
+   ! ls /dev/shm | grep -q "orbit\.$fleet\."; then
+	echo "[       OK ] $t"
+else
+	echo "[  FAILED  ] $t (exit $rc)"; fail=1
+fi
+t=test_demo_bank_report_fails_on_a_broken_ledger
+echo "[ RUN      ] $t"
+out=$("$demo" --seconds 2 --workers 2 --clients 1 --shards 2 --accounts 50 --chaos 0 \
+	--fleet "$fleet" --inject-bug 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && echo "$out" | grep -q 'FAIL total balance'; then
+	echo "[       OK ] $t"
+else
+	echo "$out" | tail -8; echo "[  FAILED  ] $t (exit $rc)"; fail=1
+fi
 t=test_demo_chaos_run_has_no_violations
 echo "[ RUN      ] $t"
-out=$("$demo" --seconds 3 --fleet "$fleet" 2>&1)
+out=$("$demo" --scenario locks --seconds 3 --fleet "$fleet" 2>&1)
 rc=$?
 echo "$out" | tail -12
 if [ $rc -eq 0 ] && echo "$out" | grep -q 'mutual-exclusion violations   0 ' &&
@@ -20,7 +46,7 @@ else
 fi
 t=test_demo_checker_catches_violations_without_lock
 echo "[ RUN      ] $t"
-out=$("$demo" --seconds 2 --fleet "$fleet" --no-lock 2>&1)
+out=$("$demo" --scenario locks --seconds 2 --fleet "$fleet" --no-lock 2>&1)
 rc=$?
 if [ $rc -eq 1 ] && echo "$out" | grep -Eq 'mutual-exclusion violations +[1-9]'; then
 	echo "[       OK ] $t"

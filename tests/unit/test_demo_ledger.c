@@ -121,7 +121,30 @@ static void test_ledger_refuses_overdraft(void **state)
 	assert_int_equal(demo_ledger_transfer(l, &t, 1000), DEMO_LEDGER_INSUFFICIENT);
 	t.amount = 0;
 	assert_int_equal(demo_ledger_transfer(l, &t, 1000), -EINVAL);
-	check_audit(l, 0);
+	/* A redelivery that no longer has the funds is still a duplicate, not a refusal. */
+	t.amount = 100;
+	assert_int_equal(demo_ledger_transfer(l, &t, 1000), DEMO_LEDGER_APPLIED);
+	assert_int_equal(demo_ledger_transfer(l, &t, 1000), DEMO_LEDGER_DUPLICATE);
+	check_audit(l, 1);
+	demo_ledger_close(l);
+}
+
+/* A paused holder's late write is refused as stale even after its transfer was applied. */
+static void test_ledger_late_write_is_stale_before_duplicate(void **state)
+{
+	struct demo_transfer t = { .id = 5, .from = 0, .to = 1, .amount = 2, .from_token = 30,
+				   .to_token = 31 };
+	demo_ledger_t *l;
+
+	(void)state;
+	assert_int_equal(demo_ledger_open(path, &l), 0);
+	t.from_token = 40; /* the adopting host, newer tokens */
+	t.to_token = 41;
+	assert_int_equal(demo_ledger_transfer(l, &t, 1000), DEMO_LEDGER_APPLIED);
+	t.from_token = 30; /* the paused holder wakes with its old tokens */
+	t.to_token = 31;
+	assert_int_equal(demo_ledger_transfer(l, &t, 1000), DEMO_LEDGER_STALE);
+	check_audit(l, 1);
 	demo_ledger_close(l);
 }
 
@@ -194,6 +217,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ledger_transfer_applies_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ledger_refuses_stale_token, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ledger_refuses_overdraft, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ledger_late_write_is_stale_before_duplicate, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_ledger_kill_between_writes_leaves_nothing,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ledger_audit_finds_a_forced_stale_write, setup,

@@ -1,0 +1,822 @@
+// SPDX-License-Identifier: MIT
+/*
+ * agent/demo_bank.c: the fleet demo's main scenario, a bank of accounts
+ * run by a fleet under chaos (orbit-demo --scenario bank, the default).
+ *
+ * Worker processes host one Spot per shard of accounts ("bank.s<N>"),
+ * each account an Actor of its shard's Spot, under the hosting lease;
+ * when a worker dies its shards are adopted by the survivors. Client
+ * processes submit transfers (from, to, amount, a unique id) to the Spot
+ * of the source account through the cross-process Spot queues, as fast as
+ * the queues take them, backing off on -EAGAIN. A transfer's handler
+ * takes orbit-locks on both accounts in a fixed order and writes both
+ * balances with the locks' fencing tokens to the ledger (agent/demo_ledger.c:
+ * SQLite in WAL mode), which refuses a token older than the newest it saw
+ * and applies a transfer id once. A chaos loop SIGKILLs workers (inside
+ * handlers when it can) and clients, and SIGSTOPs a worker past its
+ * hosting lease now and then. A live status line runs; the report checks
+ * the invariants and the exit status is 1 when one fails.
+ *
+ * The supervisor (this process) runs no agent and no orbit thread, so its
+ * fork()s are plain; every child starts its own agent.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <orbit/orbit.h>
+
+#include "agent/demo_bank.h"
+#include "agent/demo_ledger.h"
+
+#define MAX_PROCS 32
+#define MAX_SHARDS 64
+#define LAT_BUCKETS 40
+#define INITIAL_BALANCE 1000
+#define LOCK_TTL_NS 1000000000ull   /* account locks */
+#define HOST_TTL_NS 1000000000ull   /* hosting leases: adoption within about this */
+
+ORBIT_LOCK_DEFINE_NAMESPACE(acct_ns, "bank.account");
+
+static struct bank_cfg {
+	int seconds, workers, clients, shards, accounts;
+	double chaos; /* chaos events per second */
+	char fleet[48];
+	char plot[256];
+	char dir[160], db[200];
+	int keep;
+	int inject_bug; /* --inject-bug: credit one unit too many (the report must fail) */
+	int work_us;    /* a handler's own work between taking its locks and writing */
+} cfg = { 30, 4, 2, 8, 1000, 1.0, "", "", "", "", 0, 0, 200 };
+
+/* A transfer on the wire (the record's payload). */
+struct transfer_msg {
+	uint64_t id;
+	uint32_t from, to;
+	int64_t amount;
+	uint64_t submit_ns; /* CLOCK_MONOTONIC: one host, one clock */
+};
+
+struct proc_slot {
+	_Atomic int pid;
+	_Atomic int in_handler; /* worker: a transfer between its locks */
+	_Atomic int stopped;    /* SIGSTOPped by the chaos loop */
+};
+
+struct shard_slot {
+	_Atomic int host_pid; /* the worker hosting it (0: none) */
+	_Atomic uint32_t depth;
+	_Atomic uint64_t epoch;
+};
+
+/* Who is inside an account's critical section (mutual exclusion check). */
+struct marker {
+	_Atomic uint64_t token;
+	_Atomic uint64_t deadline_ns;
+};
+
+/* Shared by the supervisor and every child (anonymous MAP_SHARED). */
+struct bank_shared {
+	_Atomic int stop_clients, stop_workers;
+	_Atomic int workers_alive;
+	_Atomic uint64_t next_client_uid;
+	_Atomic uint64_t accepted, rejected, applied, duplicates, stale, insufficient;
+	_Atomic uint64_t violations, redelivered, adoptions, lost, handler_errors, lock_retries;
+	_Atomic uint64_t lat[LAT_BUCKETS]; /* submit -> handler start, log2 ns */
+	struct proc_slot w[MAX_PROCS], c[MAX_PROCS];
+	struct shard_slot s[MAX_SHARDS];
+	struct marker m[]; /* one per account */
+};
+
+static struct bank_shared *sh;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void spot_name(char *out, size_t len, int shard)
+{
+	snprintf(out, len, "bank.s%d", shard);
+}
+
+static unsigned lat_bucket(uint64_t ns)
+{
+	unsigned b = 0;
+
+	while (ns > 1 && b < LAT_BUCKETS - 1) {
+		ns >>= 1;
+		b++;
+	}
+	return b;
+}
+
+/* ---- workers: host shards, run transfers ---- */
+
+struct worker {
+	int idx;
+	orbit_lock_t *lock;
+	demo_ledger_t *ledger;
+	pthread_mutex_t ledger_mu; /* one SQLite connection, used by one thread at a time */
+	_Atomic uint64_t owner_seq;
+};
+
+/* Take @account's lock, waiting (the holder may be stopped: its lease runs out). */
+static void lock_account(struct worker *w, uint32_t account, orbit_lock_owner_t *me,
+			 struct orbit_lock_lease *lease)
+{
+	char label[16];
+	orbit_lock_key_t key;
+	int rc;
+
+	snprintf(label, sizeof(label), "%u", account);
+	key = orbit_lock_key(acct_ns, label, strlen(label));
+	while ((rc = orbit_lock_try_acquire(w->lock, &key, me, LOCK_TTL_NS, lease, NULL)) != 0) {
+		if (rc != -EBUSY && rc != -EAGAIN) {
+			/* -ENOSPC: the table is full of leases of killed holders until they expire */
+			atomic_fetch_add(&sh->lock_retries, 1);
+			usleep(1000);
+		}
+		usleep(200);
+	}
+}
+
+static void unlock_account(struct worker *w, uint32_t account, orbit_lock_owner_t *me,
+			   uint64_t token)
+{
+	char label[16];
+	orbit_lock_key_t key;
+
+	snprintf(label, sizeof(label), "%u", account);
+	key = orbit_lock_key(acct_ns, label, strlen(label));
+	orbit_lock_release(w->lock, &key, me, token); /* -ENOENT/-EPERM: it expired meanwhile */
+}
+
+/* Mark @account entered under @lease; a second live holder is a violation. */
+static void enter(uint32_t account, const struct orbit_lock_lease *lease)
+{
+	struct marker *m = &sh->m[account];
+	uint64_t t = atomic_load(&m->token), d = atomic_load(&m->deadline_ns);
+
+	if (t && t != lease->token && d > now_ns())
+		atomic_fetch_add(&sh->violations, 1); /* someone else holds an unexpired lease */
+	atomic_store(&m->deadline_ns, lease->deadline_ns);
+	atomic_store(&m->token, lease->token);
+}
+
+static void leave(uint32_t account, uint64_t token)
+{
+	uint64_t t = token;
+
+	atomic_compare_exchange_strong(&sh->m[account].token, &t, 0);
+}
+
+static int on_transfer(orbit_serial_turn_t *turn, const struct orbit_spot_record *rec, void *ctx)
+{
+	struct worker *w = ctx;
+	struct transfer_msg msg;
+	struct orbit_lock_lease l1, l2;
+	struct demo_transfer t;
+	char owner[48];
+	orbit_lock_owner_t me;
+	uint32_t lo, hi;
+	int rc;
+
+	(void)turn;
+	if (rec->len != sizeof(msg)) {
+		atomic_fetch_add(&sh->handler_errors, 1);
+		return ORBIT_SERIAL_DONE;
+	}
+	memcpy(&msg, rec->payload, sizeof(msg));
+	if (msg.from >= (uint32_t)cfg.accounts || msg.to >= (uint32_t)cfg.accounts ||
+	    msg.from == msg.to) {
+		atomic_fetch_add(&sh->handler_errors, 1);
+		return ORBIT_SERIAL_DONE;
+	}
+	atomic_fetch_add(&sh->lat[lat_bucket(now_ns() - msg.submit_ns)], 1);
+	if (rec->redelivered)
+		atomic_fetch_add(&sh->redelivered, 1);
+	/* A unique owner per transfer: two handlers of one process never share a tenure. */
+	snprintf(owner, sizeof(owner), "w%d.%d.%llu", w->idx, (int)getpid(),
+		 (unsigned long long)atomic_fetch_add(&w->owner_seq, 1));
+	me.bytes = owner;
+	me.len = strlen(owner);
+	lo = msg.from < msg.to ? msg.from : msg.to; /* fixed order: no deadlock */
+	hi = msg.from < msg.to ? msg.to : msg.from;
+	lock_account(w, lo, &me, &l1);
+	lock_account(w, hi, &me, &l2);
+	atomic_store(&sh->w[w->idx].in_handler, 1);
+	enter(lo, &l1);
+	enter(hi, &l2);
+	if (cfg.work_us > 0)
+		usleep((useconds_t)cfg.work_us); /* the business logic: a pause here is a late write */
+	t.id = msg.id;
+	t.from = msg.from;
+	t.to = msg.to;
+	t.amount = msg.amount;
+	t.credit_extra = cfg.inject_bug;
+	t.from_token = msg.from == lo ? l1.token : l2.token;
+	t.to_token = msg.to == lo ? l1.token : l2.token;
+	pthread_mutex_lock(&w->ledger_mu);
+	do {
+		rc = demo_ledger_transfer(w->ledger, &t, 2000);
+	} while (rc == -EBUSY);
+	pthread_mutex_unlock(&w->ledger_mu);
+	switch (rc) {
+	case DEMO_LEDGER_APPLIED: atomic_fetch_add(&sh->applied, 1); break;
+	case DEMO_LEDGER_DUPLICATE: atomic_fetch_add(&sh->duplicates, 1); break;
+	case DEMO_LEDGER_STALE: atomic_fetch_add(&sh->stale, 1); break;
+	case DEMO_LEDGER_INSUFFICIENT: atomic_fetch_add(&sh->insufficient, 1); break;
+	default: atomic_fetch_add(&sh->handler_errors, 1); break;
+	}
+	leave(hi, l2.token);
+	leave(lo, l1.token);
+	atomic_store(&sh->w[w->idx].in_handler, 0);
+	unlock_account(w, hi, &me, l2.token);
+	unlock_account(w, lo, &me, l1.token);
+	/*
+	 * A stale refusal means this worker was paused past its locks: the
+	 * transfer was (or will be) applied by the host that adopted the
+	 * shard, which got the record again. Nothing to retry here.
+	 */
+	return ORBIT_SERIAL_DONE;
+}
+
+static int worker_main(int idx)
+{
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = cfg.fleet };
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = cfg.fleet };
+	orbit_spot_host_t *hosted[MAX_SHARDS] = { NULL };
+	orbit_worker_pool_t *pool;
+	orbit_agent_t *agent;
+	struct worker w = { .idx = idx };
+	char name[32];
+	int rc;
+
+	snprintf(name, sizeof(name), "bank-worker-%d", idx);
+	ao.name = name;
+	if (orbit_lock_open(&lo, &w.lock) || demo_ledger_open(cfg.db, &w.ledger))
+		return 2;
+	ao.lock = w.lock;
+	rc = orbit_agent_start(&ao, &agent);
+	if (rc || orbit_worker_pool_create(NULL, &pool))
+		return 2;
+	orbit_agent_watch_pool(agent, pool);
+	pthread_mutex_init(&w.ledger_mu, NULL);
+	while (!atomic_load(&sh->stop_workers)) {
+		int alive = atomic_load(&sh->workers_alive), mine = 0, quota;
+
+		for (int s = 0; s < cfg.shards; s++)
+			if (hosted[s] && orbit_spot_host_state(hosted[s]) == ORBIT_SPOT_LOST) {
+				atomic_fetch_add(&sh->lost, 1);
+				orbit_spot_host_stop(hosted[s]);
+				hosted[s] = NULL;
+			}
+		for (int s = 0; s < cfg.shards; s++)
+			mine += hosted[s] != NULL;
+		quota = (cfg.shards + (alive > 0 ? alive : 1) - 1) / (alive > 0 ? alive : 1);
+		for (int k = 0; k < cfg.shards && mine < quota; k++) {
+			/* Worker idx starts at its share of the shards: the first choices spread. */
+			int s = (idx * cfg.shards / cfg.workers + k) % cfg.shards;
+			struct orbit_spot_host_options ho;
+			struct orbit_spot_queue_stats qs;
+
+			if (hosted[s])
+				continue;
+			orbit_spot_host_options_init(&ho);
+			spot_name(name, sizeof(name), s);
+			ho.spot = name;
+			ho.on_actor = on_transfer;
+			ho.ctx = &w;
+			ho.mode = ORBIT_SPOT_PER_ACTOR;
+			ho.executor = orbit_worker_pool_executor(pool);
+			ho.lease_ttl_ns = HOST_TTL_NS;
+			if (orbit_spot_host_start(agent, &ho, &hosted[s]) != 0) {
+				hosted[s] = NULL;
+				continue; /* -EBUSY: hosted by another worker, or its TTL runs */
+			}
+			mine++;
+			if (orbit_spot_host_queue_stats(hosted[s], &qs) == 0 && qs.takeovers > 1)
+				atomic_fetch_add(&sh->adoptions, 1);
+		}
+		for (int s = 0; s < cfg.shards; s++) {
+			struct orbit_spot_queue_stats qs;
+			struct orbit_spot_host_stats hs;
+
+			if (!hosted[s] || orbit_spot_host_queue_stats(hosted[s], &qs) ||
+			    orbit_spot_host_stats(hosted[s], &hs))
+				continue;
+			atomic_store(&sh->s[s].host_pid, (int)getpid());
+			atomic_store(&sh->s[s].depth, qs.depth[0] + qs.depth[1]);
+			atomic_store(&sh->s[s].epoch, hs.epoch);
+		}
+		usleep(50000);
+	}
+	for (int s = 0; s < cfg.shards; s++)
+		if (hosted[s]) {
+			orbit_spot_host_stop(hosted[s]);
+			atomic_store(&sh->s[s].host_pid, 0);
+		}
+	orbit_agent_unwatch_pool(agent, pool);
+	orbit_worker_pool_destroy(pool);
+	orbit_agent_stop(agent);
+	demo_ledger_close(w.ledger);
+	orbit_lock_close(w.lock);
+	return 0;
+}
+
+/* ---- clients: submit transfers ---- */
+
+static int client_main(int idx)
+{
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = cfg.fleet };
+	orbit_spot_client_t *c[MAX_SHARDS];
+	uint64_t uid = atomic_fetch_add(&sh->next_client_uid, 1) + 1, n = 0;
+	unsigned seed = (unsigned)getpid() ^ (unsigned)now_ns();
+	orbit_agent_t *agent;
+	char name[32], path[256];
+	int fd;
+
+	snprintf(name, sizeof(name), "bank-client-%d", idx);
+	ao.name = name;
+	if (orbit_agent_start(&ao, &agent))
+		return 2;
+	for (int s = 0; s < cfg.shards; s++) {
+		spot_name(name, sizeof(name), s);
+		if (orbit_spot_client_open(agent, name, NULL, &c[s]))
+			return 2;
+	}
+	/* Every accepted id, written at once: the verifier's list (a kill may lose the last). */
+	snprintf(path, sizeof(path), "%s/accepted-%llu.ids", cfg.dir, (unsigned long long)uid);
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 2;
+	while (!atomic_load(&sh->stop_clients)) {
+		struct transfer_msg m;
+		int rc;
+
+		m.id = uid << 32 | ++n;
+		m.from = (uint32_t)(rand_r(&seed) % (unsigned)cfg.accounts);
+		do
+			m.to = (uint32_t)(rand_r(&seed) % (unsigned)cfg.accounts);
+		while (m.to == m.from);
+		m.amount = 1 + rand_r(&seed) % 10;
+		m.submit_ns = now_ns();
+		rc = orbit_spot_submit_actor(c[m.from % (uint32_t)cfg.shards], m.from, &m, sizeof(m),
+					     NULL);
+		if (rc == 0) {
+			atomic_fetch_add(&sh->accepted, 1);
+			if (write(fd, &m.id, sizeof(m.id)) != (ssize_t)sizeof(m.id))
+				break;
+		} else if (rc == -EAGAIN) {
+			atomic_fetch_add(&sh->rejected, 1);
+			orbit_spot_client_wait_room(c[m.from % (uint32_t)cfg.shards],
+						    ORBIT_SPOT_LANE_APP, sizeof(m), 10000000);
+		} else {
+			usleep(1000);
+		}
+	}
+	close(fd);
+	for (int s = 0; s < cfg.shards; s++)
+		orbit_spot_client_close(c[s]);
+	orbit_agent_stop(agent);
+	return 0;
+}
+
+/* ---- the supervisor ---- */
+
+static pid_t spawn(bool worker, int idx)
+{
+	struct proc_slot *p = worker ? &sh->w[idx] : &sh->c[idx];
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		_exit(worker ? worker_main(idx) : client_main(idx));
+	if (pid > 0) {
+		atomic_store(&p->pid, pid);
+		atomic_store(&p->in_handler, 0);
+		atomic_store(&p->stopped, 0);
+	}
+	return pid;
+}
+
+static uint64_t p99_of(const uint64_t *h)
+{
+	uint64_t n = 0, acc = 0;
+
+	for (int b = 0; b < LAT_BUCKETS; b++)
+		n += h[b];
+	if (!n)
+		return 0;
+	for (int b = 0; b < LAT_BUCKETS; b++) {
+		acc += h[b];
+		if (acc * 100 >= n * 99)
+			return 2ull << b; /* the bucket's upper bound */
+	}
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: orbit-demo [--scenario bank|locks] [--seconds N] [--workers W]\n"
+		"                  [--clients C] [--shards S] [--accounts A] [--chaos R]\n"
+		"                  [--fleet NAME] [--plot FILE.svg|.png] [--keep] [--work-us U]\n"
+		"  bank (default): W workers host S Spots of A accounts; C clients submit\n"
+		"  transfers through the cross-process Spot queues; each transfer locks both\n"
+		"  accounts and writes a fencing-checked SQLite ledger; a chaos loop kills\n"
+		"  and pauses processes R times a second. Default: 30 s, 4 workers,\n"
+		"  2 clients, 8 shards, 1000 accounts, 1/s, fleet \"demo\"; each transfer\n"
+		"  works U us (default 200) holding its locks.\n"
+		"  Exit status 1 when an invariant fails, 2 on a setup error; --inject-bug\n"
+		"  credits one unit too many per transfer, to show that the report fails.\n"
+		"  --scenario locks: the lock-table demo (orbit-demo --scenario locks --help).\n");
+}
+
+static int parse(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "seconds", required_argument, NULL, 's' }, { "workers", required_argument, NULL, 'w' },
+		{ "clients", required_argument, NULL, 'c' }, { "shards", required_argument, NULL, 'S' },
+		{ "accounts", required_argument, NULL, 'a' }, { "chaos", required_argument, NULL, 'x' },
+		{ "fleet", required_argument, NULL, 'f' },   { "plot", required_argument, NULL, 'p' },
+		{ "keep", no_argument, NULL, 'k' },           { "help", no_argument, NULL, 'h' },
+		{ "inject-bug", no_argument, NULL, 'B' },    { "work-us", required_argument, NULL, 'W' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+
+	while ((o = getopt_long(argc, argv, "s:w:c:S:a:x:f:p:khBW:", opts, NULL)) != -1) {
+		switch (o) {
+		case 's': cfg.seconds = atoi(optarg); break;
+		case 'w': cfg.workers = atoi(optarg); break;
+		case 'c': cfg.clients = atoi(optarg); break;
+		case 'S': cfg.shards = atoi(optarg); break;
+		case 'a': cfg.accounts = atoi(optarg); break;
+		case 'x': cfg.chaos = atof(optarg); break;
+		case 'f':
+			if (strlen(optarg) >= sizeof(cfg.fleet))
+				return -1;
+			strcpy(cfg.fleet, optarg);
+			break;
+		case 'p':
+			if (strlen(optarg) >= sizeof(cfg.plot))
+				return -1;
+			strcpy(cfg.plot, optarg);
+			break;
+		case 'k': cfg.keep = 1; break;
+		case 'B': cfg.inject_bug = 1; break;
+		case 'W': cfg.work_us = atoi(optarg); break;
+		case 'h': usage(stdout); exit(0);
+		default: return -1;
+		}
+	}
+	if (cfg.seconds < 1 || cfg.workers < 1 || cfg.workers > MAX_PROCS || cfg.clients < 1 ||
+	    cfg.clients > MAX_PROCS || cfg.shards < 1 || cfg.shards > MAX_SHARDS ||
+	    cfg.accounts < 2 || cfg.accounts > 1000000 || cfg.chaos < 0 || cfg.work_us < 0 ||
+	    cfg.work_us > 1000000)
+		return -1;
+	return 0;
+}
+
+/* The fleet's segments: the default ones and this demo's Spot queues. */
+static void unlink_segments(void)
+{
+	char name[64], path[256];
+
+	orbit_fleet_unlink(cfg.fleet);
+	for (int s = 0; s < cfg.shards; s++) {
+		spot_name(name, sizeof(name), s);
+		snprintf(path, sizeof(path), "/orbit.%s.spotq.%s", cfg.fleet, name);
+		shm_unlink(path);
+	}
+}
+
+static void remove_dir(void)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", cfg.dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "orbit-demo: could not remove %s\n", cfg.dir);
+}
+
+/* Accepted ids (the clients' logs) the ledger does not have: 0 after the drain. */
+static uint64_t missing_accepted(demo_ledger_t *l, uint64_t *logged)
+{
+	uint64_t missing = 0, n = 0;
+	char path[256];
+
+	for (uint64_t uid = 1; uid <= atomic_load(&sh->next_client_uid); uid++) {
+		uint64_t id;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/accepted-%llu.ids", cfg.dir, (unsigned long long)uid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/* A client killed mid-write leaves a short last id: read whole ids only. */
+		while (read(fd, &id, sizeof(id)) == (ssize_t)sizeof(id)) {
+			n++;
+			missing += demo_ledger_has_transfer(l, id) != 1;
+		}
+		close(fd);
+	}
+	*logged = n;
+	return missing;
+}
+
+static void plot(const char *data)
+{
+	char cmd[1024];
+	const char *png = strstr(cfg.plot, ".png");
+
+	if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+		printf("orbit-demo: gnuplot not installed (apt-get install gnuplot-nox): no plot\n");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "gnuplot -e \"set terminal %s size 1000,500; set output '%s'; "
+		 "set title 'orbit bank demo: %d workers, %d clients, %d shards'; "
+		 "set xlabel 'seconds'; set ylabel 'transfers/s'; set y2label 'p99 ms'; "
+		 "set y2tics; set ytics nomirror; set key left top; "
+		 "plot '%s' using 1:2 with lines title 'transfers/s', "
+		 "'' using 1:3 axes x1y2 with lines title 'p99 ms', "
+		 "'' using 1:(\\$4>0?0:1/0) with points pt 7 title 'kill', "
+		 "'' using 1:(\\$5>0?0:1/0) with points pt 5 title 'adoption'\"",
+		 png ? "pngcairo" : "svg", cfg.plot, cfg.workers, cfg.clients, cfg.shards, data);
+	if (system(cmd) == 0)
+		printf("orbit-demo: plot written to %s\n", cfg.plot);
+	else
+		printf("orbit-demo: gnuplot failed; data in %s\n", data);
+}
+
+int demo_bank_main(int argc, char **argv)
+{
+	uint64_t t0, t_end, next_status, kills = 0, pauses = 0, last_applied = 0, logged = 0, missing;
+	uint64_t prev_lat[LAT_BUCKETS] = { 0 }, last_adopt = 0, last_kills = 0;
+	int tty = isatty(STDOUT_FILENO), stopped = -1, fails = 0;
+	uint64_t resume_at = 0;
+	unsigned seed = (unsigned)getpid();
+	struct demo_ledger_audit a;
+	demo_ledger_t *ledger;
+	char data[256];
+	FILE *series = NULL;
+	size_t shared_bytes;
+	int rc;
+
+	if (parse(argc, argv)) {
+		usage(stderr);
+		return 2;
+	}
+	if (!cfg.fleet[0])
+		strcpy(cfg.fleet, "demo");
+	if (cfg.shards > cfg.accounts)
+		cfg.shards = cfg.accounts;
+	rc = orbit_fleet_unlink(cfg.fleet); /* an earlier, killed run's leftovers */
+	if (rc == -EBUSY) {
+		fprintf(stderr, "orbit-demo: fleet \"%s\" has live members; pass --fleet NAME\n",
+			cfg.fleet);
+		return 2;
+	}
+	unlink_segments(); /* the queues of an earlier run with this fleet name */
+	snprintf(cfg.dir, sizeof(cfg.dir), "%s/orbit-demo.%d",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	snprintf(cfg.db, sizeof(cfg.db), "%s/ledger.db", cfg.dir);
+	if (mkdir(cfg.dir, 0700)) {
+		perror("orbit-demo: mkdir");
+		return 2;
+	}
+	if (demo_ledger_open(cfg.db, &ledger) || demo_ledger_init(ledger, (uint32_t)cfg.accounts,
+								 INITIAL_BALANCE))
+		return 2;
+	demo_ledger_close(ledger); /* no SQLite connection crosses a fork */
+	shared_bytes = sizeof(*sh) + (size_t)cfg.accounts * sizeof(struct marker);
+	sh = mmap(NULL, shared_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		return 2;
+	atomic_store(&sh->workers_alive, cfg.workers);
+	printf("orbit-demo: bank of %d accounts in %d shards, %d workers, %d clients, %d s, "
+	       "chaos %.1f/s\norbit-demo: fleet %s; watch it: orbitctl --fleet %s top\n",
+	       cfg.accounts, cfg.shards, cfg.workers, cfg.clients, cfg.seconds, cfg.chaos, cfg.fleet,
+	       cfg.fleet);
+	for (int i = 0; i < cfg.workers; i++)
+		spawn(true, i);
+	usleep(300000); /* the workers take their shards: the queues exist */
+	for (int i = 0; i < cfg.clients; i++)
+		spawn(false, i);
+	if (cfg.plot[0]) {
+		snprintf(data, sizeof(data), "%s/series.dat", cfg.dir);
+		series = fopen(data, "w");
+	}
+	t0 = now_ns();
+	t_end = t0 + (uint64_t)cfg.seconds * 1000000000ull;
+	next_status = t0 + 1000000000ull;
+	while (now_ns() < t_end) {
+		uint64_t now;
+
+		usleep(100000);
+		now = now_ns();
+		/* Reap and restart the dead. */
+		for (int i = 0; i < cfg.workers + cfg.clients; i++) {
+			bool wk = i < cfg.workers;
+			int idx = wk ? i : i - cfg.workers;
+			struct proc_slot *p = wk ? &sh->w[idx] : &sh->c[idx];
+			int st, pid = atomic_load(&p->pid);
+
+			if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid) {
+				atomic_store(&p->pid, 0);
+				if (wk)
+					atomic_fetch_sub(&sh->workers_alive, 1);
+			}
+			if (atomic_load(&p->pid) == 0 && spawn(wk, idx) > 0 && wk)
+				atomic_fetch_add(&sh->workers_alive, 1);
+		}
+		if (stopped >= 0 && now >= resume_at) {
+			kill(atomic_load(&sh->w[stopped].pid), SIGCONT);
+			atomic_store(&sh->w[stopped].stopped, 0);
+			stopped = -1;
+		}
+		/* Chaos: cfg.chaos events a second on average. */
+		if (cfg.chaos > 0 && (double)rand_r(&seed) / RAND_MAX < cfg.chaos / 10.0) {
+			int r = rand_r(&seed) % 100, victim;
+
+			if (r < 15 && stopped < 0 && cfg.workers > 1) {
+				/* Pause a worker past its hosting lease and its account locks,
+				 * inside a handler when one is: its late write must be refused. */
+				victim = rand_r(&seed) % cfg.workers;
+				for (int k = 0; k < cfg.workers; k++)
+					if (atomic_load(&sh->w[(victim + k) % cfg.workers].in_handler)) {
+						victim = (victim + k) % cfg.workers;
+						break;
+					}
+				if (atomic_load(&sh->w[victim].pid) > 0 &&
+				    kill(atomic_load(&sh->w[victim].pid), SIGSTOP) == 0) {
+					atomic_store(&sh->w[victim].stopped, 1);
+					stopped = victim;
+					resume_at = now + (HOST_TTL_NS > LOCK_TTL_NS ? HOST_TTL_NS
+										     : LOCK_TTL_NS) +
+						    800000000ull;
+					pauses++;
+				}
+			} else if (r < 75) {
+				/* Kill a worker, one inside a handler when there is one. */
+				victim = rand_r(&seed) % cfg.workers;
+				for (int k = 0; k < cfg.workers; k++)
+					if (atomic_load(&sh->w[(victim + k) % cfg.workers].in_handler)) {
+						victim = (victim + k) % cfg.workers;
+						break;
+					}
+				if (victim != stopped && atomic_load(&sh->w[victim].pid) > 0 &&
+				    kill(atomic_load(&sh->w[victim].pid), SIGKILL) == 0)
+					kills++;
+			} else {
+				victim = rand_r(&seed) % cfg.clients;
+				if (atomic_load(&sh->c[victim].pid) > 0 &&
+				    kill(atomic_load(&sh->c[victim].pid), SIGKILL) == 0)
+					kills++;
+			}
+		}
+		if (now >= next_status) {
+			uint64_t applied = atomic_load(&sh->applied), lat[LAT_BUCKETS], d[LAT_BUCKETS];
+			uint64_t adopt = atomic_load(&sh->adoptions);
+			double secs = (double)(now - t0) / 1e9;
+
+			for (int b = 0; b < LAT_BUCKETS; b++) {
+				lat[b] = atomic_load(&sh->lat[b]);
+				d[b] = lat[b] - prev_lat[b];
+				prev_lat[b] = lat[b];
+			}
+			/* at most 80 columns */
+			printf("%s%3.0fs %6llu op/s p99 %7.2fms kill %3llu adopt %3llu redel %5llu "
+			       "stale %3llu viol %llu%s",
+			       tty ? "\r" : "", secs, (unsigned long long)(applied - last_applied),
+			       p99_of(d) / 1e6, (unsigned long long)kills, (unsigned long long)adopt,
+			       (unsigned long long)atomic_load(&sh->redelivered),
+			       (unsigned long long)atomic_load(&sh->stale),
+			       (unsigned long long)atomic_load(&sh->violations), tty ? "" : "\n");
+			fflush(stdout);
+			if (series)
+				fprintf(series, "%.1f %llu %.3f %llu %llu\n", secs,
+					(unsigned long long)(applied - last_applied), p99_of(d) / 1e6,
+					(unsigned long long)(kills - last_kills),
+					(unsigned long long)(adopt - last_adopt));
+			last_applied = applied;
+			last_kills = kills;
+			last_adopt = adopt;
+			next_status = now + 1000000000ull;
+		}
+	}
+	if (tty)
+		printf("\n");
+	/* Wind down: no more chaos; clients stop; the queues drain; workers stop. */
+	if (stopped >= 0) {
+		kill(atomic_load(&sh->w[stopped].pid), SIGCONT);
+		stopped = -1;
+	}
+	atomic_store(&sh->stop_clients, 1);
+	for (int i = 0; i < cfg.clients; i++)
+		if (atomic_load(&sh->c[i].pid) > 0)
+			waitpid(atomic_load(&sh->c[i].pid), NULL, 0);
+	{
+		uint64_t deadline = now_ns() + 30000000000ull;
+		bool drained = false;
+
+		while (!drained && now_ns() < deadline) {
+			/* Workers that died meanwhile are restarted: every shard gets a host. */
+			for (int i = 0; i < cfg.workers; i++) {
+				int st, pid = atomic_load(&sh->w[i].pid);
+
+				if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid) {
+					atomic_store(&sh->w[i].pid, 0);
+					spawn(true, i);
+				}
+			}
+			usleep(200000);
+			drained = true;
+			for (int s = 0; s < cfg.shards; s++) {
+				int pid = atomic_load(&sh->s[s].host_pid);
+
+				if (pid <= 0 || kill(pid, 0) != 0 || atomic_load(&sh->s[s].depth) != 0)
+					drained = false;
+			}
+		}
+		if (!drained) {
+			printf("orbit-demo: FAIL: the queues did not drain, or a Spot has no host\n");
+			fails++;
+		}
+	}
+	atomic_store(&sh->stop_workers, 1);
+	for (int i = 0; i < cfg.workers; i++)
+		if (atomic_load(&sh->w[i].pid) > 0)
+			waitpid(atomic_load(&sh->w[i].pid), NULL, 0);
+	/* The report. */
+	if (demo_ledger_open(cfg.db, &ledger) || demo_ledger_audit(ledger, &a)) {
+		printf("orbit-demo: FAIL: the ledger cannot be audited\n");
+		return 1;
+	}
+	missing = missing_accepted(ledger, &logged);
+	demo_ledger_close(ledger);
+	printf("\norbit-demo report (%d s)\n", cfg.seconds);
+	printf("  transfers accepted %llu (%llu logged), applied %llu, refused for funds %llu\n",
+	       (unsigned long long)atomic_load(&sh->accepted), (unsigned long long)logged,
+	       (unsigned long long)a.transfers, (unsigned long long)atomic_load(&sh->insufficient));
+	printf("  redelivered %llu, of which deduplicated %llu; stale writes refused %llu\n",
+	       (unsigned long long)atomic_load(&sh->redelivered),
+	       (unsigned long long)atomic_load(&sh->duplicates),
+	       (unsigned long long)atomic_load(&sh->stale));
+	printf("  kills %llu, pauses past the lease %llu, adoptions %llu, hosting lost %llu\n",
+	       (unsigned long long)kills, (unsigned long long)pauses,
+	       (unsigned long long)atomic_load(&sh->adoptions),
+	       (unsigned long long)atomic_load(&sh->lost));
+	printf("  account locks retried after an error (a full table): %llu\n",
+	       (unsigned long long)atomic_load(&sh->lock_retries));
+#define CHECK(ok, ...)                                   \
+	do {                                             \
+		bool ok_ = (ok);                         \
+		printf("  %s ", ok_ ? "ok  " : "FAIL");  \
+		printf(__VA_ARGS__);                     \
+		printf("\n");                            \
+		fails += !ok_;                           \
+	} while (0)
+	CHECK(a.total == (int64_t)cfg.accounts * INITIAL_BALANCE, "total balance %lld (expected %lld)",
+	      (long long)a.total, (long long)cfg.accounts * INITIAL_BALANCE);
+	CHECK(missing == 0, "every accepted transfer applied once: %llu of %llu logged missing",
+	      (unsigned long long)missing, (unsigned long long)logged);
+	CHECK(a.min_balance >= 0, "no account below zero (lowest %lld)", (long long)a.min_balance);
+	CHECK(atomic_load(&sh->violations) == 0, "mutual-exclusion violations: %llu",
+	      (unsigned long long)atomic_load(&sh->violations));
+	CHECK(a.stale_accepted == 0, "stale writes accepted: %llu (audit of %llu writes)",
+	      (unsigned long long)a.stale_accepted, (unsigned long long)a.writes);
+	CHECK(atomic_load(&sh->handler_errors) == 0, "handler errors: %llu",
+	      (unsigned long long)atomic_load(&sh->handler_errors));
+	if (series) {
+		fclose(series);
+		plot(data);
+	}
+	unlink_segments();
+	if (!cfg.keep)
+		remove_dir();
+	else
+		printf("orbit-demo: ledger and logs kept in %s\n", cfg.dir);
+	printf("orbit-demo: %s\n", fails ? "FAILED" : "all invariants hold");
+	return fails ? 1 : 0;
+}

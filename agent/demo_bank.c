@@ -295,7 +295,7 @@ static int worker_main(int idx)
 			/* Worker idx starts at its share of the shards: the first choices spread. */
 			int s = (idx * cfg.shards / cfg.workers + k) % cfg.shards;
 			struct orbit_spot_host_options ho;
-			struct orbit_spot_queue_stats qs;
+			struct orbit_spot_inbound_stats qs;
 
 			if (hosted[s])
 				continue;
@@ -312,14 +312,14 @@ static int worker_main(int idx)
 				continue; /* -EBUSY: hosted by another worker, or its TTL runs */
 			}
 			mine++;
-			if (orbit_spot_host_queue_stats(hosted[s], &qs) == 0 && qs.takeovers > 1)
+			if (orbit_spot_host_inbound_stats(hosted[s], &qs) == 0 && qs.takeovers > 1)
 				atomic_fetch_add(&sh->adoptions, 1);
 		}
 		for (int s = 0; s < cfg.shards; s++) {
-			struct orbit_spot_queue_stats qs;
+			struct orbit_spot_inbound_stats qs;
 			struct orbit_spot_host_stats hs;
 
-			if (!hosted[s] || orbit_spot_host_queue_stats(hosted[s], &qs) ||
+			if (!hosted[s] || orbit_spot_host_inbound_stats(hosted[s], &qs) ||
 			    orbit_spot_host_stats(hosted[s], &hs))
 				continue;
 			atomic_store(&sh->s[s].host_pid, (int)getpid());

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/unit/test_base.c: the base/ helpers. orbit__opts_copy() follows the
+ * kernel's copy_struct_from_user() rule: a smaller struct is zero-filled, a
+ * larger one is accepted only when its unknown tail is zero (-E2BIG
+ * otherwise), a size below the size field alone is -EINVAL.
+ */
+#include "orbit_test.h"
+#include <errno.h>
+
+#include "base/options.h"
+
+/*
+ * "Our" version of a struct, and an older (v0) and a newer (v2) one. Each
+ * version's fields start at or past the previous version's sizeof, never
+ * in its tail padding (base/options.h): v0 has none.
+ */
+struct opts_v1 {
+	size_t size;
+	int64_t a;
+	unsigned b;
+	const char *c;
+};
+
+struct opts_v0 {
+	size_t size;
+	int64_t a;
+};
+
+struct opts_v2 {
+	size_t size;
+	int64_t a;
+	unsigned b;
+	const char *c;
+	uint64_t d; /* unknown to v1 */
+	uint32_t e; /* unknown to v1 */
+};
+
+static void test_opts_smaller_is_zero_filled(void **state)
+{
+	struct opts_v0 old = { .size = sizeof(old), .a = 7 };
+	struct opts_v1 ours;
+
+	(void)state;
+	memset(&ours, 0xa5, sizeof(ours)); /* poisoned: zero-fill must be real */
+	assert_int_equal(ORBIT__OPTS_COPY(&ours, &old), 0);
+	assert_int_equal(ours.size, sizeof(ours)); /* now ours */
+	assert_int_equal(ours.a, 7);
+	assert_int_equal(ours.b, 0); /* not in the caller's struct: zero (default) */
+	assert_null(ours.c);
+}
+
+static void test_opts_same_size_copies_all(void **state)
+{
+	struct opts_v1 in = { .size = sizeof(in), .a = -3, .b = 9, .c = "x" };
+	struct opts_v1 ours;
+
+	(void)state;
+	memset(&ours, 0xa5, sizeof(ours));
+	assert_int_equal(ORBIT__OPTS_COPY(&ours, &in), 0);
+	assert_int_equal(ours.a, -3);
+	assert_int_equal(ours.b, 9);
+	assert_ptr_equal(ours.c, in.c);
+}
+
+static void test_opts_larger_with_zero_tail_is_accepted(void **state)
+{
+	struct opts_v2 newer;
+	struct opts_v1 ours;
+
+	(void)state;
+	memset(&ours, 0xa5, sizeof(ours));
+	memset(&newer, 0, sizeof(newer)); /* padding too: the tail is all zero */
+	newer.size = sizeof(newer);
+	newer.a = 5;
+	newer.b = 6;
+	assert_int_equal(orbit__opts_copy(&ours, sizeof(ours), &newer, newer.size), 0);
+	assert_int_equal(ours.size, sizeof(ours));
+	assert_int_equal(ours.a, 5);
+	assert_int_equal(ours.b, 6);
+}
+
+static void test_opts_larger_with_nonzero_tail_is_e2big(void **state)
+{
+	struct opts_v2 newer;
+	struct opts_v1 ours;
+
+	(void)state;
+	memset(&ours, 0xa5, sizeof(ours));
+	memset(&newer, 0, sizeof(newer));
+	newer.size = sizeof(newer);
+	newer.e = 1; /* the last byte we do not know is set */
+	assert_int_equal(orbit__opts_copy(&ours, sizeof(ours), &newer, newer.size), -E2BIG);
+	newer.e = 0;
+	newer.d = 1ull << 63; /* the first one */
+	assert_int_equal(orbit__opts_copy(&ours, sizeof(ours), &newer, newer.size), -E2BIG);
+	/* Failure leaves nothing of the caller's struct behind. */
+	assert_int_equal(ours.size, 0);
+	/* One byte past ours, the rest not even claimed: still checked. */
+	newer.d = 0;
+	((unsigned char *)&newer)[sizeof(ours)] = 1;
+	assert_int_equal(orbit__opts_copy(&ours, sizeof(ours), &newer, sizeof(ours) + 1), -E2BIG);
+	assert_int_equal(orbit__opts_copy(&ours, sizeof(ours), &newer, sizeof(ours)), 0);
+}
+
+static void test_opts_too_small_is_einval(void **state)
+{
+	struct opts_v1 in = { .size = 0, .a = 1 };
+	struct opts_v1 ours;
+
+	(void)state;
+	memset(&ours, 0xa5, sizeof(ours));
+	assert_int_equal(ORBIT__OPTS_COPY(&ours, &in), -EINVAL);
+	in.size = sizeof(size_t) - 1;
+	assert_int_equal(ORBIT__OPTS_COPY(&ours, &in), -EINVAL);
+	/* The size field alone is the first version: every field defaulted. */
+	in.size = sizeof(size_t);
+	assert_int_equal(ORBIT__OPTS_COPY(&ours, &in), 0);
+	assert_int_equal(ours.a, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_opts_smaller_is_zero_filled),
+		cmocka_unit_test(test_opts_same_size_copies_all),
+		cmocka_unit_test(test_opts_larger_with_zero_tail_is_accepted),
+		cmocka_unit_test(test_opts_larger_with_nonzero_tail_is_e2big),
+		cmocka_unit_test(test_opts_too_small_is_einval),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -16,6 +16,7 @@
 #include <orbit/fleet.h>
 
 #include "agent/fleet_internal.h"
+#include "base/options.h"
 #include "shm/lock_internal.h"
 #include "shm/segment_perm.h"
 #include "shm/stats.h"
@@ -56,11 +57,21 @@ static void note(int *first, int rc)
 		*first = rc;
 }
 
-int orbit_fleet_open(const struct orbit_fleet_options *opts, orbit_fleet_t **out)
+void orbit_fleet_options_init(struct orbit_fleet_options *opts)
 {
+	if (!opts)
+		return;
+	memset(opts, 0, sizeof(*opts));
+	opts->size = sizeof(*opts);
+}
+
+int orbit_fleet_open(const struct orbit_fleet_options *user, orbit_fleet_t **out)
+{
+	struct orbit_fleet_options copy, *opts = &copy;
+	struct orbit_lock_layout lay;
 	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
 	struct orbit_lock_options lo = { .size = sizeof(lo) };
-	const struct orbit_lock_layout *layout = opts ? opts->layout : NULL;
+	const struct orbit_lock_layout *layout = NULL;
 	struct orbit_ring_layout rl;
 	const char *name = "default";
 	orbit_fleet_t *f;
@@ -68,8 +79,15 @@ int orbit_fleet_open(const struct orbit_fleet_options *opts, orbit_fleet_t **out
 	int first = 0, rc;
 	char buf[ORBIT_SEG_NAME_MAX];
 
-	if (!out || (opts && opts->size < sizeof(*opts)))
+	if (!out)
 		return -EINVAL;
+	orbit_fleet_options_init(opts);
+	rc = user ? ORBIT__OPTS_COPY(opts, user) : 0; /* base/options.h rule */
+	if (!rc && opts->layout)
+		rc = orbit__lock_layout_copy(&lay, opts->layout);
+	if (rc)
+		return rc;
+	layout = opts->layout ? &lay : NULL;
 	if (opts && opts->fleet)
 		name = opts->fleet;
 	if (orbit__seg_name(buf, sizeof(buf), name, "x") < 0)

@@ -35,6 +35,7 @@
 #include <orbit/serial_queue.h>
 #include <orbit/worker_pool.h>
 
+#include "base/options.h"
 #include "lib/growring.h"
 #include "lib/serial_queue.h"
 #include "lib/sync.h"
@@ -311,7 +312,6 @@ void orbit_serial_queue_options_init(struct orbit_serial_queue_options *opts)
 		return;
 	memset(opts, 0, sizeof(*opts));
 	opts->size = sizeof(*opts);
-	opts->home_node = ORBIT_NODE_ANY;
 }
 
 int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
@@ -322,10 +322,12 @@ int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
 	orbit_serial_queue_t *q;
 	int ret = -ENOMEM;
 
-	if (!user || !out || user->size == 0)
+	if (!user || !out)
 		return -EINVAL;
-	orbit_serial_queue_options_init(&opts);
-	memcpy(&opts, user, user->size < sizeof(opts) ? user->size : sizeof(opts));
+	ret = ORBIT__OPTS_COPY(&opts, user); /* base/options.h rule */
+	if (ret)
+		return ret;
+	ret = -ENOMEM;
 	if (!opts.executor.submit)
 		return -EINVAL;
 	if (opts.policy && orbit_execution_lane_policy_validate(opts.policy))
@@ -338,7 +340,7 @@ int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
 	else
 		orbit_execution_lane_policy_init_default(&q->pol);
 	q->ex = opts.executor;
-	q->home_node = opts.home_node;
+	q->home_node = orbit_home_node_id(opts.home);
 	{
 		struct timespec res;
 

@@ -31,6 +31,7 @@
 
 #include <orbit/worker_pool.h>
 
+#include "base/options.h"
 #include "lib/growring.h"
 #include "lib/sync.h"
 #include "lib/numa_topology.h"
@@ -90,8 +91,6 @@ void orbit_worker_pool_options_init(struct orbit_worker_pool_options *opts)
 		return;
 	memset(opts, 0, sizeof(*opts));
 	opts->size = sizeof(*opts);
-	opts->pin = true;
-	opts->spin_polls = SPIN_POLLS_DEFAULT;
 }
 
 int orbit_worker_pool_current_node(void)
@@ -370,12 +369,11 @@ int orbit_worker_pool_create(const struct orbit_worker_pool_options *user,
 	if (!out)
 		return -EINVAL;
 	orbit_worker_pool_options_init(&opts);
-	if (user) {
-		if (user->size == 0)
-			return -EINVAL;
-		memcpy(&opts, user, user->size < sizeof(opts) ? user->size : sizeof(opts));
-		opts.size = sizeof(opts);
-	}
+	ret = user ? ORBIT__OPTS_COPY(&opts, user) : 0; /* base/options.h rule */
+	if (ret)
+		return ret;
+	if (opts.spin_polls < ORBIT_WORKER_POOL_NO_SPIN)
+		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
@@ -385,8 +383,9 @@ int orbit_worker_pool_create(const struct orbit_worker_pool_options *user,
 		goto err_pool;
 	p->nnodes = p->topo.topo.nnodes;
 	p->nthreads = opts.nthreads ? opts.nthreads : orbit__topology_ncpus(&p->topo.topo);
-	p->pin = opts.pin;
-	p->spin_polls = opts.spin_polls;
+	p->pin = !opts.no_pin;
+	p->spin_polls = opts.spin_polls == ORBIT_WORKER_POOL_NO_SPIN ? 0
+			: opts.spin_polls ? (unsigned)opts.spin_polls : SPIN_POLLS_DEFAULT;
 	plan = calloc(p->nthreads, sizeof(*plan));
 	p->nodes = aligned_alloc(64, sizeof(*p->nodes) * p->nnodes);
 	p->workers = aligned_alloc(64, sizeof(*p->workers) * p->nthreads);

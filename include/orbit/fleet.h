@@ -26,6 +26,7 @@ typedef struct orbit_transition_reader orbit_transition_reader_t;
 #define ORBIT_STATS_NBUCKETS 48u
 #define ORBIT_TRANSITION_BYTES_MAX 4032u
 
+/* Options of orbit_fleet_open(); size-carrying (see orbit/common.h); 0: default. */
 struct orbit_fleet_options {
 	size_t size;          /* sizeof(struct orbit_fleet_options) */
 	const char *fleet;    /* NULL: "default" */
@@ -37,6 +38,13 @@ struct orbit_fleet_options {
 				 with a group") */
 	unsigned gid;         /* group of a group mode (0: the effective gid) */
 };
+
+/**
+ * orbit_fleet_options_init - fill @opts with the defaults: size set, fleet
+ * "default", read-only, the default layout. NULL is a no-op.
+ * Context: any thread; no syscall. Returns nothing.
+ */
+ORBIT_API void orbit_fleet_options_init(struct orbit_fleet_options *opts);
 
 /* One member directory row. */
 struct orbit_fleet_member {
@@ -92,8 +100,10 @@ struct orbit_transition_event {
  * layout, e.g. "ring-229"), each when it exists; never creates one.
  * Read-only mappings unless @opts->admin.
  * Context: any thread; syscalls (shm_open, mmap, fcntl); allocates.
- * Returns: 0; -ENOENT (none of the fleet's segments exists); -EINVAL (bad
- * options, fleet name or layout); -ENOMEM; or the first validation error of a
+ * Returns: 0; -ENOENT (none of the fleet's segments exists); -EINVAL (size
+ * 0 in @opts or its layout, bad options, fleet name or layout); -E2BIG
+ * (@opts or its layout is larger than this build's and sets a field it
+ * does not know); -ENOMEM; or the first validation error of a
  * segment that exists: -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND,
  * -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_ECORRUPT, -ORBIT_EOWNER
  * (another uid's segment, not shared through @opts->gid), -ORBIT_EMODE

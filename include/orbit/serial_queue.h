@@ -128,15 +128,19 @@ enum orbit_serial_suspend_flags {
 	ORBIT_SERIAL_SUSPEND_HOLD = 1,
 };
 
-/* Options for orbit_serial_queue_create(); fill with _options_init(). */
+/*
+ * Options for orbit_serial_queue_create(); fill with _options_init().
+ * Size-carrying (see orbit/common.h); 0: the default in every field.
+ */
 struct orbit_serial_queue_options {
 	size_t size; /* sizeof(struct orbit_serial_queue_options) */
 	/* Policy, copied; NULL: the §6.1 defaults. */
 	const orbit_execution_lane_policy_t *policy;
 	/* Where the drain loop runs (required): a pool's executor, or a test's. */
 	orbit_executor_t executor;
-	/* Home NUMA node passed to executor.submit; ORBIT_NODE_ANY (-1) default. */
-	int home_node;
+	/* ORBIT_HOME_NODE(n): NUMA node n passed to executor.submit; 0 (default):
+	 * none (orbit/executor.h). */
+	int home;
 	/* Name for diagnostics, copied (63 bytes kept); NULL: "serial-queue". */
 	const char *name;
 };
@@ -164,7 +168,7 @@ struct orbit_serial_queue_stats {
 
 /**
  * orbit_serial_queue_options_init - defaults: size set, policy NULL,
- * executor empty (must be set), home_node ORBIT_NODE_ANY, name NULL.
+ * executor empty (must be set), no home node, name NULL (all zero).
  *
  * Context: any thread; no syscall.
  */
@@ -177,7 +181,8 @@ ORBIT_API void orbit_serial_queue_options_init(struct orbit_serial_queue_options
  *
  * Context: any thread; allocates.
  * Returns: 0; -EINVAL (NULL argument, size 0, no executor, invalid policy);
- * -ENOMEM.
+ * -E2BIG (@opts is larger than this build's and sets a field it does not
+ * know); -ENOMEM.
  */
 ORBIT_API int orbit_serial_queue_create(const struct orbit_serial_queue_options *opts,
 					orbit_serial_queue_t **out);

@@ -751,6 +751,80 @@ static void test_agent_view_resyncs_from_table_after_lag(void **state)
 	orbit_lock_close(lock);
 }
 
+/*
+ * The options contract (issue 10, base/options.h) for orbit_agent_start()
+ * and orbit_fleet_open(): a struct from an older build (cut before its last
+ * field) is accepted with that field defaulted; one from a newer build is
+ * accepted when its unknown tail is zero and -E2BIG when it is not; the
+ * same for the layout either is given.
+ */
+static void test_options_older_accepted_newer_tail_e2big(void **state)
+{
+	struct {
+		struct orbit_agent_options o;
+		uint64_t unknown;
+	} ba;
+	struct {
+		struct orbit_fleet_options o;
+		uint64_t unknown;
+	} bf;
+	struct {
+		struct orbit_lock_layout y;
+		uint64_t unknown;
+	} by;
+	struct orbit_agent_options ao;
+	struct orbit_fleet_options fo;
+	orbit_agent_t *ag, *ag2;
+	orbit_fleet_t *f;
+
+	(void)state;
+	orbit_agent_options_init(&ao);
+	ao.fleet = fleet;
+	ao.size = offsetof(struct orbit_agent_options, layout); /* no layout field */
+	assert_int_equal(orbit_agent_start(&ao, &ag), 0);
+	orbit_fleet_options_init(&fo);
+	fo.fleet = fleet;
+	fo.size = offsetof(struct orbit_fleet_options, layout);
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	orbit_fleet_close(f);
+	orbit_agent_stop(ag); /* its segments stay for the fleet opens below */
+
+	memset(&bf, 0, sizeof(bf));
+	orbit_fleet_options_init(&bf.o);
+	bf.o.fleet = fleet;
+	bf.o.size = sizeof(bf);
+	assert_int_equal(orbit_fleet_open(&bf.o, &f), 0);
+	orbit_fleet_close(f);
+	bf.unknown = 1;
+	assert_int_equal(orbit_fleet_open(&bf.o, &f), -E2BIG);
+
+	memset(&ba, 0, sizeof(ba));
+	orbit_agent_options_init(&ba.o);
+	ba.o.fleet = fleet;
+	ba.o.size = sizeof(ba);
+	assert_int_equal(orbit_agent_start(&ba.o, &ag2), 0);
+	orbit_agent_stop(ag2);
+	ba.unknown = 1;
+	assert_int_equal(orbit_agent_start(&ba.o, &ag2), -E2BIG);
+
+	/* A newer layout: zero tail accepted, a set one -E2BIG, for both. */
+	memset(&by, 0, sizeof(by));
+	orbit_lock_layout_init(&by.y);
+	by.y.size = sizeof(by);
+	orbit_agent_options_init(&ao);
+	ao.fleet = fleet;
+	ao.layout = &by.y;
+	fo.size = sizeof(fo);
+	fo.layout = &by.y;
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	orbit_fleet_close(f);
+	assert_int_equal(orbit_agent_start(&ao, &ag2), 0);
+	orbit_agent_stop(ag2);
+	by.unknown = 1;
+	assert_int_equal(orbit_fleet_open(&fo, &f), -E2BIG);
+	assert_int_equal(orbit_agent_start(&ao, &ag2), -E2BIG);
+}
+
 /* orbit_fleet_unlink: refused while a member lives, removes every segment after. */
 static void test_fleet_unlink_refused_while_member_lives(void **state)
 {
@@ -1188,6 +1262,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_agent_start_stop_leaks_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_unlink_refused_while_member_lives, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_options_older_accepted_newer_tail_e2big, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_agent_refuses_lock_inherited_across_fork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_dead_member_noticed_promptly, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_dead_member_noticed_at_once, setup, teardown),

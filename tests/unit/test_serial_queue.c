@@ -58,6 +58,13 @@ static int rec_fn(orbit_serial_turn_t *turn, void *arg)
 	return ORBIT_SERIAL_DONE;
 }
 
+static int rec_fn_quiet(orbit_serial_turn_t *turn, void *arg)
+{
+	(void)turn;
+	(void)arg;
+	return ORBIT_SERIAL_DONE;
+}
+
 static void busy_ms(double ms)
 {
 	uint64_t end = orbit_test_now_ns() + (uint64_t)(ms * 1e6);
@@ -116,7 +123,7 @@ static void test_s6_1_policy_defaults_and_invalid_values(void **state)
 	assert_int_equal(orbit_execution_lane_policy_validate(&bad), 0);
 
 	orbit_serial_queue_options_init(&o);
-	assert_int_equal(o.home_node, ORBIT_NODE_ANY);
+	assert_int_equal(o.home, ORBIT_HOME_NODE_NONE);
 	o.executor = manual_executor(&x);
 	o.name = "actor-42";
 	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
@@ -133,6 +140,70 @@ static void test_s6_1_policy_defaults_and_invalid_values(void **state)
 	assert_null(q);
 	assert_int_equal(orbit_serial_queue_create(NULL, &q), -EINVAL);
 	assert_int_equal(orbit_serial_queue_enqueue(NULL, rec_fn, NULL), -EINVAL);
+}
+
+/*
+ * The options contract (issue 10, base/options.h): options from an older
+ * build (cut before their last field, name) are accepted with that field
+ * defaulted; from a newer build, accepted with a zero unknown tail and
+ * -E2BIG with a set one.
+ */
+static void test_options_older_accepted_newer_tail_e2big(void **state)
+{
+	struct {
+		struct orbit_serial_queue_options o;
+		uint64_t unknown;
+	} big;
+	struct orbit_serial_queue_options o;
+	struct manual_ex x;
+	orbit_serial_queue_t *q = NULL;
+
+	orbit_serial_queue_options_init(&o);
+	o.executor = manual_executor(&x);
+	o.name = "not-read";
+	o.size = offsetof(struct orbit_serial_queue_options, name);
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	assert_string_equal(orbit_serial_queue_name(q), "serial-queue"); /* name defaulted */
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	memset(&big, 0, sizeof(big));
+	orbit_serial_queue_options_init(&big.o);
+	big.o.executor = manual_executor(&x);
+	big.o.size = sizeof(big);
+	assert_int_equal(orbit_serial_queue_create(&big.o, &q), 0);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	q = NULL;
+	big.unknown = 1;
+	assert_int_equal(orbit_serial_queue_create(&big.o, &q), -E2BIG);
+	assert_null(q);
+}
+
+/*
+ * Zero means the default (issue 10): a designated initializer that does not
+ * name the home node submits with ORBIT_NODE_ANY, never node 0;
+ * ORBIT_HOME_NODE(n) submits with node n, node 0 included.
+ */
+static void test_designated_initializer_home_node_is_none(void **state)
+{
+	struct manual_ex x;
+	struct orbit_serial_queue_options o = { .size = sizeof(o), .executor = manual_executor(&x) };
+	orbit_serial_queue_t *q;
+	int home[] = { ORBIT_HOME_NODE(0), ORBIT_HOME_NODE(3) };
+
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	x.last_node = 99;
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn_quiet, NULL), 0);
+	assert_int_equal(x.submits, 1);
+	assert_int_equal(x.last_node, ORBIT_NODE_ANY);
+	manual_run_all(&x);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	for (int i = 0; i < 2; i++) {
+		o.home = home[i];
+		assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+		assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn_quiet, NULL), 0);
+		assert_int_equal(x.last_node, i == 0 ? 0 : 3);
+		manual_run_all(&x);
+		assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	}
 }
 
 /* ---- §10 capacity and backpressure ------------------------------------- */
@@ -1163,6 +1234,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_s6_1_policy_defaults_and_invalid_values),
+		cmocka_unit_test(test_options_older_accepted_newer_tail_e2big),
+		cmocka_unit_test(test_designated_initializer_home_node_is_none),
 		cmocka_unit_test(test_s10_capacity_by_count),
 		cmocka_unit_test(test_s10_capacity_by_bytes),
 		cmocka_unit_test(test_s5_reservation_returned_after_handler_finishes),

@@ -24,6 +24,9 @@
 _Static_assert(ORBIT_STATS_MAX_COUNTERS == ORBIT_STATS_COUNTERS_MAX, "counter room agrees");
 _Static_assert(ORBIT_STATS_MAX_HISTS == ORBIT_STATS_HISTS_MAX, "histogram room agrees");
 _Static_assert(ORBIT_STATS_NBUCKETS == ORBIT_STATS_BUCKETS, "bucket count agrees");
+/* The enum-typed fields replaced uint32_t ones: the structs' layout is unchanged. */
+_Static_assert(sizeof(enum orbit_member_state) == sizeof(uint32_t), "member state is 32 bits");
+_Static_assert(sizeof(enum orbit_transition_type) == sizeof(uint32_t), "type is 32 bits");
 
 struct orbit_fleet {
 	char name[ORBIT_FLEET_NAME_MAX + 1];

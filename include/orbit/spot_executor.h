@@ -161,8 +161,8 @@ struct orbit_serial_executor_stats {
  */
 struct orbit_spot_serial_executor_options {
 	size_t size; /* sizeof(struct orbit_spot_serial_executor_options) */
-	/* enum orbit_spot_execution_mode; must be set (0 is refused). */
-	int mode;
+	/* Must be set: 0 is refused (there is no default mode, 07 §2). */
+	enum orbit_spot_execution_mode mode;
 	/* Policy of the Spot queue, copied; NULL: the §6.1 defaults. */
 	const orbit_execution_lane_policy_t *spot_policy;
 	/* Policy of each Actor queue (its mailbox share); NULL: defaults. */

@@ -117,7 +117,7 @@ struct orbit_state_lane_options {
 				      submit; 0 (default): none (orbit/executor.h) */
 	unsigned combine_limit;    /* items a run() caller runs past its own; 0: 32 */
 	unsigned slice_limit;      /* items a drain task runs per submission; 0: 256 */
-	int diagnostics;           /* enum orbit_state_lane_diag; default RECORD */
+	enum orbit_state_lane_diag diagnostics; /* 0: RECORD */
 };
 
 /**

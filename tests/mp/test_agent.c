@@ -528,7 +528,7 @@ static void test_agent_subscriber_and_view_follow_another_process(void **state)
 		assert_int_equal(read(fd, &cnt, sizeof(cnt)), (ssize_t)sizeof(cnt));
 		while ((rc = orbit_transition_reader_next(r, ev)) != -EAGAIN) {
 			assert_int_equal(rc, 0);
-			if (ev->type == 1 && ev->fencing_token == token) {
+			if (ev->type == ORBIT_TRANSITION_ACQUIRE && ev->fencing_token == token) {
 				assert_int_equal(ev->writer_pid, (uint32_t)c.pid);
 				assert_int_equal(ev->ns_len, 10);
 				assert_memory_equal(ev->bytes, "test.agentk1child-owner", 23);
@@ -935,9 +935,9 @@ static void test_agent_nondefault_layout_uses_its_own_ring(void **state)
 	assert_int_equal(view_wait(follower, "lay", 0), 0);
 	assert_int_equal(orbit_lock_release(lock, &key, &owner, lease.token), 0);
 
-	assert_int_equal(count_frames(r_lay, ev, 1, lease.token), 1); /* acquire */
-	assert_int_equal(ev->type, 3);                                /* release last */
-	assert_int_equal(count_frames(r_def, ev, 1, lease.token), 0); /* nothing in ring-229 */
+	assert_int_equal(count_frames(r_lay, ev, ORBIT_TRANSITION_ACQUIRE, lease.token), 1);
+	assert_int_equal(ev->type, ORBIT_TRANSITION_RELEASE); /* release last */
+	assert_int_equal(count_frames(r_def, ev, ORBIT_TRANSITION_ACQUIRE, lease.token), 0); /* not in ring-229 */
 	assert_int_equal(view_wait(follower, "lay", -ENOENT), -ENOENT);
 
 	orbit_transition_reader_close(r_lay);

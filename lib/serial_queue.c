@@ -187,18 +187,41 @@ void orbit_execution_lane_policy_init_default(orbit_execution_lane_policy_t *p)
 	p->owner_time_budget_ms = ORBIT_POLICY_DEFAULT_BUDGET_MS;
 }
 
-int orbit_execution_lane_policy_validate(const orbit_execution_lane_policy_t *p)
+/* A zero field of a caller's policy takes its default. */
+#define POLICY_DEFAULT(p, field, def) ((p)->field = (p)->field ? (p)->field : (def))
+
+int orbit__lane_policy_copy(orbit_execution_lane_policy_t *p,
+			    const orbit_execution_lane_policy_t *user)
 {
-	if (!p || p->size < sizeof(*p))
-		return -EINVAL;
-	if (!p->application_message_capacity || !p->application_byte_capacity ||
-	    !p->lifecycle_message_capacity || !p->lifecycle_byte_capacity ||
-	    !p->lifecycle_burst_limit || !p->owner_time_budget_ms)
-		return -EINVAL;
+	int ret;
+
+	if (!user) {
+		orbit_execution_lane_policy_init_default(p);
+		return 0;
+	}
+	ret = ORBIT__OPTS_COPY(p, user); /* base/options.h rule */
+	if (ret)
+		return ret;
+	POLICY_DEFAULT(p, application_message_capacity, ORBIT_POLICY_DEFAULT_APP_MESSAGES);
+	POLICY_DEFAULT(p, application_byte_capacity, ORBIT_POLICY_DEFAULT_APP_BYTES);
+	POLICY_DEFAULT(p, lifecycle_message_capacity, ORBIT_POLICY_DEFAULT_LC_MESSAGES);
+	POLICY_DEFAULT(p, lifecycle_byte_capacity, ORBIT_POLICY_DEFAULT_LC_BYTES);
+	POLICY_DEFAULT(p, fixed_work_byte_cost, ORBIT_POLICY_DEFAULT_FIXED_COST);
+	if (p->fixed_work_byte_cost == ORBIT_POLICY_NO_FIXED_COST)
+		p->fixed_work_byte_cost = 0;
+	POLICY_DEFAULT(p, lifecycle_burst_limit, ORBIT_POLICY_DEFAULT_BURST);
+	POLICY_DEFAULT(p, owner_time_budget_ms, ORBIT_POLICY_DEFAULT_BUDGET_MS);
 	if (p->fixed_work_byte_cost > p->application_byte_capacity ||
 	    p->fixed_work_byte_cost > p->lifecycle_byte_capacity)
 		return -EINVAL;
 	return 0;
+}
+
+int orbit_execution_lane_policy_validate(const orbit_execution_lane_policy_t *p)
+{
+	orbit_execution_lane_policy_t copy;
+
+	return p ? orbit__lane_policy_copy(&copy, p) : -EINVAL;
 }
 
 /* ---- rings ---------------------------------------------------------- */
@@ -318,6 +341,7 @@ int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
 			      orbit_serial_queue_t **out)
 {
 	struct orbit_serial_queue_options opts;
+	orbit_execution_lane_policy_t pol;
 	pthread_condattr_t ca;
 	orbit_serial_queue_t *q;
 	int ret = -ENOMEM;
@@ -330,15 +354,14 @@ int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
 	ret = -ENOMEM;
 	if (!opts.executor.submit)
 		return -EINVAL;
-	if (opts.policy && orbit_execution_lane_policy_validate(opts.policy))
-		return -EINVAL;
+	ret = orbit__lane_policy_copy(&pol, opts.policy);
+	if (ret)
+		return ret;
+	ret = -ENOMEM;
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
-	if (opts.policy)
-		q->pol = *opts.policy;
-	else
-		orbit_execution_lane_policy_init_default(&q->pol);
+	q->pol = pol;
 	q->ex = opts.executor;
 	q->home_node = orbit_home_node_id(opts.home);
 	{

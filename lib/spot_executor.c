@@ -269,18 +269,6 @@ void orbit_spot_serial_executor_options_init(struct orbit_spot_serial_executor_o
 	opts->size = sizeof(*opts);
 }
 
-static int copy_policy(orbit_execution_lane_policy_t *dst, const orbit_execution_lane_policy_t *src)
-{
-	if (!src) {
-		orbit_execution_lane_policy_init_default(dst);
-		return 0;
-	}
-	if (orbit_execution_lane_policy_validate(src))
-		return -EINVAL;
-	*dst = *src;
-	return 0;
-}
-
 static void spot_room(void *ctx);
 
 int orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_options *user,
@@ -300,15 +288,18 @@ int orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_op
 		return -EINVAL;
 	if (!opts.executor.submit)
 		return -EINVAL;
-	if (opts.spot_policy && orbit_execution_lane_policy_validate(opts.spot_policy))
-		return -EINVAL;
+	if (opts.spot_policy) {
+		ret = orbit_execution_lane_policy_validate(opts.spot_policy);
+		if (ret)
+			return ret;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	ret = copy_policy(&s->actor_pol, opts.actor_policy);
+	ret = orbit__lane_policy_copy(&s->actor_pol, opts.actor_policy);
 	if (!ret)
-		ret = copy_policy(&s->timer_pol,
-				  opts.timer_policy ? opts.timer_policy : &s->actor_pol);
+		ret = orbit__lane_policy_copy(&s->timer_pol,
+					      opts.timer_policy ? opts.timer_policy : &s->actor_pol);
 	if (ret)
 		goto err_free;
 	s->mode = opts.mode;

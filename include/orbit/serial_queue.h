@@ -57,18 +57,23 @@ typedef struct orbit_serial_resume orbit_serial_resume_t;
 /*
  * ZLinkExecutionLanePolicy (07 §6.1). A value the owner injects; the
  * queue keeps a copy. Fill with orbit_execution_lane_policy_init_default().
+ * Size-carrying (see orbit/common.h); 0 in any field: its default.
  */
 typedef struct orbit_execution_lane_policy {
 	size_t size; /* sizeof(orbit_execution_lane_policy_t) */
-	uint32_t application_message_capacity; /* items, > 0; default 1,024 */
-	uint64_t application_byte_capacity;    /* bytes, > 0; default 64 MiB */
-	uint32_t lifecycle_message_capacity;   /* items, > 0; default 128 */
-	uint64_t lifecycle_byte_capacity;      /* bytes, > 0; default 4 MiB */
-	/* Bytes every item reserves besides its payload, >= 0; default 256. */
+	uint32_t application_message_capacity; /* items; 0: 1,024 */
+	uint64_t application_byte_capacity;    /* bytes; 0: 64 MiB */
+	uint32_t lifecycle_message_capacity;   /* items; 0: 128 */
+	uint64_t lifecycle_byte_capacity;      /* bytes; 0: 4 MiB */
+	/* Bytes every item reserves besides its payload; 0: 256;
+	 * ORBIT_POLICY_NO_FIXED_COST: none. */
 	uint64_t fixed_work_byte_cost;
-	uint32_t lifecycle_burst_limit;  /* items, > 0; default 8 */
-	uint32_t owner_time_budget_ms;   /* ms, > 0; default 10 */
+	uint32_t lifecycle_burst_limit;  /* items; 0: 8 */
+	uint32_t owner_time_budget_ms;   /* ms; 0: 10 */
 } orbit_execution_lane_policy_t;
+
+/* fixed_work_byte_cost: items reserve their payload bytes only. */
+#define ORBIT_POLICY_NO_FIXED_COST UINT64_MAX
 
 #define ORBIT_POLICY_DEFAULT_APP_MESSAGES 1024u
 #define ORBIT_POLICY_DEFAULT_APP_BYTES (64ull << 20)
@@ -90,10 +95,12 @@ ORBIT_API void orbit_execution_lane_policy_init_default(orbit_execution_lane_pol
  * orbit_execution_lane_policy_validate - check a policy.
  * @p: the policy.
  *
+ * Zero fields stand for their defaults, as the queue reads them.
+ *
  * Context: any thread; no syscall.
- * Returns: 0; -EINVAL for NULL, a size smaller than the struct, a zero
- * capacity, burst limit or budget, or a fixed cost larger than either byte
- * capacity (no item could ever be accepted).
+ * Returns: 0; -EINVAL for NULL, size 0, or a fixed cost larger than either
+ * byte capacity (no item could ever be accepted); -E2BIG (a policy larger
+ * than this build's that sets a field it does not know).
  */
 ORBIT_API int orbit_execution_lane_policy_validate(const orbit_execution_lane_policy_t *p);
 

@@ -83,7 +83,7 @@ static struct orbit_serial_queue_stats qstats(orbit_serial_queue_t *q)
 
 /* ---- §6.1 policy ---------------------------------------------------- */
 
-/* §6.1: the seven values with their defaults; bad values give -EINVAL. */
+/* §6.1: the seven values with their defaults (0 in a field: its default); bad values give -EINVAL. */
 static void test_s6_1_policy_defaults_and_invalid_values(void **state)
 {
 	orbit_execution_lane_policy_t p, bad;
@@ -110,16 +110,12 @@ static void test_s6_1_policy_defaults_and_invalid_values(void **state)
 		assert_int_equal(orbit_execution_lane_policy_validate(&bad), -EINVAL); \
 	} while (0)
 	EXPECT_INVALID(size, 0);
-	EXPECT_INVALID(application_message_capacity, 0);
-	EXPECT_INVALID(application_byte_capacity, 0);
-	EXPECT_INVALID(lifecycle_message_capacity, 0);
-	EXPECT_INVALID(lifecycle_byte_capacity, 0);
-	EXPECT_INVALID(lifecycle_burst_limit, 0);
-	EXPECT_INVALID(owner_time_budget_ms, 0);
 	EXPECT_INVALID(fixed_work_byte_cost, (4ull << 20) + 1); /* no item could fit */
 #undef EXPECT_INVALID
 	bad = p;
-	bad.fixed_work_byte_cost = 0; /* >= 0 is allowed */
+	bad.fixed_work_byte_cost = ORBIT_POLICY_NO_FIXED_COST; /* a cost of 0 */
+	assert_int_equal(orbit_execution_lane_policy_validate(&bad), 0);
+	bad = (orbit_execution_lane_policy_t){ .size = sizeof(bad) }; /* all defaults */
 	assert_int_equal(orbit_execution_lane_policy_validate(&bad), 0);
 
 	orbit_serial_queue_options_init(&o);
@@ -134,7 +130,7 @@ static void test_s6_1_policy_defaults_and_invalid_values(void **state)
 	assert_int_equal(orbit_serial_queue_create(&o, &q), -EINVAL); /* no executor */
 	o.executor = manual_executor(&x);
 	bad = p;
-	bad.owner_time_budget_ms = 0;
+	bad.fixed_work_byte_cost = bad.lifecycle_byte_capacity + 1;
 	o.policy = &bad;
 	assert_int_equal(orbit_serial_queue_create(&o, &q), -EINVAL);
 	assert_null(q);
@@ -174,6 +170,67 @@ static void test_options_older_accepted_newer_tail_e2big(void **state)
 	q = NULL;
 	big.unknown = 1;
 	assert_int_equal(orbit_serial_queue_create(&big.o, &q), -E2BIG);
+	assert_null(q);
+}
+
+/*
+ * The policy is size-carrying too (issue 10): zero in a field is its
+ * default, as the queue applies it (a designated initializer naming one
+ * capacity keeps the other defaults); ORBIT_POLICY_NO_FIXED_COST is a
+ * fixed cost of 0; an older policy (cut before owner_time_budget_ms) is
+ * accepted; a newer one with a set unknown tail is -E2BIG.
+ */
+static void test_policy_zero_is_default_and_size_contract(void **state)
+{
+	struct {
+		orbit_execution_lane_policy_t p;
+		uint64_t unknown;
+	} big;
+	orbit_execution_lane_policy_t p = { .size = sizeof(p), .application_message_capacity = 2 };
+	struct orbit_serial_queue_options o;
+	struct manual_ex x;
+	orbit_serial_queue_t *q;
+	int i;
+
+	orbit_serial_queue_options_init(&o);
+	o.executor = manual_executor(&x);
+	o.policy = &p;
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn_quiet, NULL), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn_quiet, NULL), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn_quiet, NULL), -EAGAIN);
+	for (i = 0; i < 128; i++) /* lifecycle: the default 128, not 0 */
+		assert_int_equal(orbit_serial_queue_enqueue_lifecycle(q, rec_fn_quiet, NULL), 0);
+	assert_int_equal(orbit_serial_queue_enqueue_lifecycle(q, rec_fn_quiet, NULL), -EAGAIN);
+	assert_int_equal(qstats(q).app_bytes, 2 * ORBIT_POLICY_DEFAULT_FIXED_COST);
+	manual_run_all(&x);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+
+	p = (orbit_execution_lane_policy_t){ .size = sizeof(p),
+					     .fixed_work_byte_cost = ORBIT_POLICY_NO_FIXED_COST };
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(q, rec_fn_quiet, NULL, 5), 0);
+	assert_int_equal(qstats(q).app_bytes, 5);
+	manual_run_all(&x);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+
+	orbit_execution_lane_policy_init_default(&p);
+	p.owner_time_budget_ms = 0;
+	p.size = offsetof(orbit_execution_lane_policy_t, owner_time_budget_ms);
+	assert_int_equal(orbit_execution_lane_policy_validate(&p), 0);
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	memset(&big, 0, sizeof(big));
+	orbit_execution_lane_policy_init_default(&big.p);
+	big.p.size = sizeof(big);
+	o.policy = &big.p;
+	assert_int_equal(orbit_execution_lane_policy_validate(&big.p), 0);
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	q = NULL;
+	big.unknown = 1;
+	assert_int_equal(orbit_execution_lane_policy_validate(&big.p), -E2BIG);
+	assert_int_equal(orbit_serial_queue_create(&o, &q), -E2BIG);
 	assert_null(q);
 }
 
@@ -1236,6 +1293,7 @@ int main(void)
 		cmocka_unit_test(test_s6_1_policy_defaults_and_invalid_values),
 		cmocka_unit_test(test_options_older_accepted_newer_tail_e2big),
 		cmocka_unit_test(test_designated_initializer_home_node_is_none),
+		cmocka_unit_test(test_policy_zero_is_default_and_size_contract),
 		cmocka_unit_test(test_s10_capacity_by_count),
 		cmocka_unit_test(test_s10_capacity_by_bytes),
 		cmocka_unit_test(test_s5_reservation_returned_after_handler_finishes),

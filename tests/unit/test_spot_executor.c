@@ -375,7 +375,7 @@ static void test_s3_arguments_and_errors(void **state)
 	assert_int_equal(orbit_spot_serial_executor_create(&o, &s), -EINVAL);
 	o.executor = ex;
 	orbit_execution_lane_policy_init_default(&bad);
-	bad.application_message_capacity = 0;
+	bad.fixed_work_byte_cost = bad.lifecycle_byte_capacity + 1; /* no item could fit */
 	o.actor_policy = &bad;
 	assert_int_equal(orbit_spot_serial_executor_create(&o, &s), -EINVAL);
 	o.actor_policy = NULL;

@@ -50,8 +50,9 @@
 #include <orbit/error.h>
 
 #include "agent/agent_watch.h"
-#include "base/options.h"
 #include "agent/fleet_internal.h"
+#include "base/die.h"
+#include "base/options.h"
 #include "shm/lock_internal.h"
 #include "shm/members.h"
 #include "shm/ring.h"
@@ -184,8 +185,7 @@ struct orbit_agent {
 static void die_on(int rc, const char *what)
 {
 	if (rc != 0) /* a failing pthread call: a broken invariant of this process */
-		abort();
-	(void)what;
+		orbit__die(rc, what);
 }
 
 /* ---- RCU registration of lookup threads ---- */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/cpu.h" /* orbit__cpu_relax() */
+#include "base/die.h" /* orbit__die_on() */
 
 /* Sleep while *@word == @val. Returns at once when it differs; spurious wakes happen. */
 static inline void orbit__futex_wait(_Atomic uint32_t *word, uint32_t val)
@@ -50,16 +51,15 @@ static inline int orbit__mutex_init_adaptive(pthread_mutex_t *m)
 	return rc ? -ENOMEM : 0;
 }
 
+/* Our mutexes are never invalid: a failure is a broken invariant. */
 static inline void orbit__mutex_lock(pthread_mutex_t *m)
 {
-	if (pthread_mutex_lock(m))
-		abort(); /* broken invariant: our mutexes are never invalid */
+	orbit__die_on(pthread_mutex_lock(m), "pthread_mutex_lock");
 }
 
 static inline void orbit__mutex_unlock(pthread_mutex_t *m)
 {
-	if (pthread_mutex_unlock(m))
-		abort();
+	orbit__die_on(pthread_mutex_unlock(m), "pthread_mutex_unlock");
 }
 
 /*

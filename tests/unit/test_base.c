@@ -8,6 +8,7 @@
 #include "orbit_test.h"
 #include <errno.h>
 
+#include "base/die.h"
 #include "base/options.h"
 
 /*
@@ -119,6 +120,45 @@ static void test_opts_too_small_is_einval(void **state)
 	assert_int_equal(ours.a, 0);
 }
 
+/*
+ * orbit__die (liburcu's urcu_die): a broken invariant aborts with one line
+ * on stderr naming file, line, function, what failed and the error.
+ */
+static void test_die_names_place_call_and_error(void **state)
+{
+	char buf[512], want[64];
+	int fds[2], st, line = 0;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	(void)state;
+	orbit__die_on(0, "not an error"); /* 0: returns */
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], STDERR_FILENO);
+		line = __LINE__ + 1;
+		orbit__die_on(EBUSY, "pthread_mutex_lock(test)");
+		_exit(0); /* not reached */
+	}
+	line = __LINE__ - 3;
+	close(fds[1]);
+	while ((n = read(fds[0], buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
+		got += n;
+	close(fds[0]);
+	buf[got] = '\0';
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGABRT);
+	snprintf(want, sizeof(want), "test_base.c:%d (test_die_names_place_call_and_error)", line);
+	if (!strstr(buf, want))
+		fail_msg("no \"%s\" in \"%s\"", want, buf);
+	assert_non_null(strstr(buf, "pthread_mutex_lock(test)"));
+	assert_non_null(strstr(buf, strerror(EBUSY)));
+	assert_non_null(strstr(buf, "(16)"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -127,6 +167,7 @@ int main(void)
 		cmocka_unit_test(test_opts_larger_with_zero_tail_is_accepted),
 		cmocka_unit_test(test_opts_larger_with_nonzero_tail_is_e2big),
 		cmocka_unit_test(test_opts_too_small_is_einval),
+		cmocka_unit_test(test_die_names_place_call_and_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

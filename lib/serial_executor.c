@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/time.h"
 #include "lib/ownership.h"
 #include "lib/serial_executor.h"
 #include "lib/sync.h"
@@ -53,29 +54,6 @@ struct carm {
 };
 
 #define STAT_INC ORBIT__COORD_INC
-
-static int cond_init_monotonic(pthread_cond_t *cv)
-{
-	pthread_condattr_t ca;
-	int rc;
-
-	if (pthread_condattr_init(&ca))
-		return -ENOMEM;
-	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(cv, &ca);
-	pthread_condattr_destroy(&ca);
-	return rc ? -ENOMEM : 0;
-}
-
-static void deadline_in(struct timespec *dl, int timeout_ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, dl);
-	dl->tv_sec += timeout_ms / 1000;
-	dl->tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (dl->tv_nsec >= 1000000000L) {
-		dl->tv_sec++;
-		dl->tv_nsec -= 1000000000L;
-	}
-}
 
 /* One wait step: 0 woken (maybe spuriously), -ETIMEDOUT past @dl. */
 static int cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int timeout_ms,
@@ -123,7 +101,7 @@ int orbit__coord_init(struct orbit__coord *co, const char *lane_name)
 	ret = orbit__mutex_init_adaptive(&co->mu);
 	if (ret)
 		goto err_lane;
-	ret = cond_init_monotonic(&co->cv);
+	ret = orbit__cond_init_monotonic(&co->cv);
 	if (ret)
 		goto err_mutex;
 	return 0;
@@ -168,7 +146,7 @@ int orbit__coord_await(struct orbit__coord *co, int timeout_ms)
 	if (orbit__coord_is_current(co))
 		return -EDEADLK; /* 07 §10: refused at the call site, never a hang */
 	if (timeout_ms > 0)
-		deadline_in(&dl, timeout_ms);
+		orbit__deadline_after_ns(&dl, CLOCK_MONOTONIC, (uint64_t)timeout_ms * 1000000ull);
 	orbit__mutex_lock(&co->mu);
 	/* D1: seq_cst increment, then seq_cst loads of the count; pairs
 	 * with D2 in coord_uncount(): either the releaser sees us waiting
@@ -260,7 +238,7 @@ int orbit_work_completion_create(orbit_work_completion_t **out)
 	ret = orbit__mutex_init_adaptive(&c->mu);
 	if (ret)
 		goto err_free;
-	ret = cond_init_monotonic(&c->cv);
+	ret = orbit__cond_init_monotonic(&c->cv);
 	if (ret)
 		goto err_mutex;
 	*out = c;
@@ -319,7 +297,7 @@ int orbit_work_completion_wait(orbit_work_completion_t *c, int timeout_ms)
 	if (on_turn_of_id(owner))
 		return -EDEADLK;
 	if (timeout_ms > 0)
-		deadline_in(&dl, timeout_ms);
+		orbit__deadline_after_ns(&dl, CLOCK_MONOTONIC, (uint64_t)timeout_ms * 1000000ull);
 	orbit__mutex_lock(&c->mu);
 	ret = 0;
 	while (c->state == C_PENDING) {

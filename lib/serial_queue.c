@@ -36,6 +36,7 @@
 #include <orbit/worker_pool.h>
 
 #include "base/options.h"
+#include "base/time.h"
 #include "lib/growring.h"
 #include "lib/serial_queue.h"
 #include "lib/sync.h"
@@ -137,14 +138,6 @@ static _Thread_local struct orbit_serial_turn *tls_turn;
 #define STAT_ADD(q, f, n) orbit__single_writer_add(&(q)->st.f, (n))
 #define STAT_SET(q, f, v) atomic_store_explicit(&(q)->st.f, (v), memory_order_relaxed)
 
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * The owner time budget of one drain slice (§6.4), checked after every
  * item. CLOCK_MONOTONIC_COARSE (a quarter of the cost) lags the precise
@@ -159,15 +152,15 @@ static void slice_begin(struct slice_clock *c, const orbit_serial_queue_t *q)
 {
 	c->budget_ns = (uint64_t)q->pol.owner_time_budget_ms * 1000000ull;
 	c->slack_ns = q->coarse_res_ns;
-	c->start_coarse_ns = clock_ns(CLOCK_MONOTONIC_COARSE);
-	c->start_ns = clock_ns(CLOCK_MONOTONIC);
+	c->start_coarse_ns = orbit__clock_ns(CLOCK_MONOTONIC_COARSE);
+	c->start_ns = orbit__clock_ns(CLOCK_MONOTONIC);
 }
 
 static bool slice_over(const struct slice_clock *c)
 {
-	if (clock_ns(CLOCK_MONOTONIC_COARSE) - c->start_coarse_ns + c->slack_ns < c->budget_ns)
+	if (orbit__clock_ns(CLOCK_MONOTONIC_COARSE) - c->start_coarse_ns + c->slack_ns < c->budget_ns)
 		return false;
-	return clock_ns(CLOCK_MONOTONIC) - c->start_ns >= c->budget_ns;
+	return orbit__clock_ns(CLOCK_MONOTONIC) - c->start_ns >= c->budget_ns;
 }
 
 /* ---- policy --------------------------------------------------------- */
@@ -342,7 +335,6 @@ int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
 {
 	struct orbit_serial_queue_options opts;
 	orbit_execution_lane_policy_t pol;
-	pthread_condattr_t ca;
 	orbit_serial_queue_t *q;
 	int ret = -ENOMEM;
 
@@ -368,21 +360,16 @@ int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
 		struct timespec res;
 
 		q->coarse_res_ns = clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0
-					   ? (uint64_t)res.tv_sec * 1000000000ull + (uint64_t)res.tv_nsec
+					   ? orbit__timespec_ns(&res)
 					   : UINT64_MAX / 2; /* unknown: always read the precise clock */
 	}
 	strncpy(q->name, opts.name ? opts.name : "serial-queue", sizeof(q->name) - 1);
 	ret = orbit__mutex_init_adaptive(&q->lock);
 	if (ret)
 		goto err_free;
-	ret = -ENOMEM;
-	if (pthread_condattr_init(&ca))
+	ret = orbit__cond_init_monotonic(&q->cond);
+	if (ret)
 		goto err_mutex;
-	if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(&q->cond, &ca)) {
-		pthread_condattr_destroy(&ca);
-		goto err_mutex;
-	}
-	pthread_condattr_destroy(&ca);
 	*out = q;
 	return 0;
 
@@ -914,15 +901,8 @@ int orbit_serial_queue_await_quiescence(orbit_serial_queue_t *q, int timeout_ms)
 		return -EINVAL;
 	if (orbit_serial_queue_is_current(q))
 		return -EDEADLK; /* §10: refused at the call site, never a hang */
-	if (timeout_ms > 0) {
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_sec += timeout_ms / 1000;
-		dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-	}
+	if (timeout_ms > 0)
+		orbit__deadline_after_ns(&dl, CLOCK_MONOTONIC, (uint64_t)timeout_ms * 1000000ull);
 	orbit__mutex_lock(&q->lock);
 	q->waiters++;
 	while (q->outstanding > 0) {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -48,6 +49,24 @@ static inline int orbit__mutex_init_adaptive(pthread_mutex_t *m)
 	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
 	rc = pthread_mutex_init(m, &ma);
 	pthread_mutexattr_destroy(&ma);
+	return rc ? -ENOMEM : 0;
+}
+
+/*
+ * orbit__cond_init_monotonic - a condvar whose timed waits take absolute
+ * CLOCK_MONOTONIC deadlines (base/time.h's orbit__deadline_after_ns), so a
+ * step of the wall clock neither cuts nor stretches a wait.
+ * Returns 0 or -ENOMEM (attribute or condvar resources).
+ */
+static inline int orbit__cond_init_monotonic(pthread_cond_t *cv)
+{
+	pthread_condattr_t ca;
+	int rc;
+
+	if (pthread_condattr_init(&ca))
+		return -ENOMEM;
+	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(cv, &ca);
+	pthread_condattr_destroy(&ca);
 	return rc ? -ENOMEM : 0;
 }
 

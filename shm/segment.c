@@ -30,6 +30,7 @@
 
 #include <orbit/error.h>
 
+#include "base/time.h"
 #include "shm/crashpoint.h"
 #include "shm/segment.h"
 #include "shm/segment_perm.h"
@@ -68,18 +69,12 @@ __attribute__((format(printf, 3, 4))) static int refuse(int code, const char *na
 
 uint64_t orbit__now_mono_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return orbit__clock_ns(CLOCK_MONOTONIC);
 }
 
 uint64_t orbit__now_real_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return orbit__clock_ns(CLOCK_REALTIME);
 }
 
 uint64_t orbit__seg_fingerprint(const uint64_t *words, size_t n)

@@ -10,6 +10,7 @@
 
 #include "base/die.h"
 #include "base/options.h"
+#include "base/time.h"
 
 /*
  * "Our" version of a struct, and an older (v0) and a newer (v2) one. Each
@@ -159,6 +160,30 @@ static void test_die_names_place_call_and_error(void **state)
 	assert_non_null(strstr(buf, "(16)"));
 }
 
+/* base/time.h: ns <-> timespec, the carry into tv_sec, deadlines ahead of now. */
+static void test_time_add_carries_and_deadline_is_ahead(void **state)
+{
+	struct timespec ts = { .tv_sec = 5, .tv_nsec = 999999999 }, dl;
+	uint64_t before;
+
+	(void)state;
+	assert_int_equal(orbit__timespec_ns(&ts), 5999999999ull);
+	orbit__timespec_add_ns(&ts, 1);
+	assert_int_equal(ts.tv_sec, 6);
+	assert_int_equal(ts.tv_nsec, 0);
+	orbit__timespec_add_ns(&ts, 2500000001ull); /* whole seconds and a rest */
+	assert_int_equal(ts.tv_sec, 8);
+	assert_int_equal(ts.tv_nsec, 500000001);
+	orbit__timespec_add_ns(&ts, 499999999ull); /* exactly to the next second */
+	assert_int_equal(ts.tv_sec, 9);
+	assert_int_equal(ts.tv_nsec, 0);
+	before = orbit__clock_ns(CLOCK_MONOTONIC);
+	orbit__deadline_after_ns(&dl, CLOCK_MONOTONIC, 3000000000ull);
+	assert_true(dl.tv_nsec >= 0 && dl.tv_nsec < 1000000000);
+	assert_true(orbit__timespec_ns(&dl) >= before + 3000000000ull);
+	assert_true(orbit__timespec_ns(&dl) < orbit__clock_ns(CLOCK_MONOTONIC) + 3000000000ull + 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -168,6 +193,7 @@ int main(void)
 		cmocka_unit_test(test_opts_larger_with_nonzero_tail_is_e2big),
 		cmocka_unit_test(test_opts_too_small_is_einval),
 		cmocka_unit_test(test_die_names_place_call_and_error),
+		cmocka_unit_test(test_time_add_carries_and_deadline_is_ahead),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,8 @@
 
 #include <orbit/registry.h>
 
+#include "base/hash.h"
+
 struct orbit_registry {
 	struct cds_lfht *ht;
 	uint64_t seed;
@@ -69,13 +71,8 @@ static void thread_online(void)
 
 static uint64_t hash_bytes(const void *p, size_t len, uint64_t seed)
 {
-	const unsigned char *b = p;
-	uint64_t h = 0xcbf29ce484222325ull ^ seed; /* FNV-1a 64 */
+	uint64_t h = orbit__fnv1a64(ORBIT__FNV64_BASIS ^ seed, p, len);
 
-	for (size_t i = 0; i < len; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ull;
-	}
 	/* Final avalanche so bucket bits (the low ones) depend on every byte. */
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdull;

@@ -38,6 +38,7 @@
 #include <orbit/spot_executor.h>
 #include <orbit/worker_pool.h>
 
+#include "base/hash.h"
 #include "base/options.h"
 #include "lib/ownership.h"
 #include "lib/serial_executor.h"
@@ -113,11 +114,7 @@ static uint64_t hash_u64(uint64_t x)
 
 static uint64_t hash_str(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 0x100000001b3ull;
-	return h;
+	return orbit__fnv1a64_str(ORBIT__FNV64_BASIS, s);
 }
 
 /* ---- the coordinator ------------------------------------------------------- */

@@ -24,6 +24,7 @@
 #include <orbit/lock.h>
 
 #include "base/cpu.h"
+#include "base/hash.h"
 #include "base/options.h"
 #include "shm/crashpoint.h"
 #include "shm/fork_guard.h"
@@ -202,11 +203,7 @@ static uint64_t key_hash(const void *ns, size_t ns_len, const void *label, size_
 	uint64_t h = mix_bytes(0x243f6a8885a308d3ull ^ ns_len, ns, ns_len);
 
 	h = mix_bytes(h ^ label_len, label, label_len);
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	return h ^ (h >> 33);
+	return orbit__fmix64(h);
 }
 
 uint64_t orbit__lock_hash(const orbit_lock_key_t *key)

@@ -9,8 +9,11 @@
 #include <errno.h>
 
 #include "base/die.h"
+#include "base/hash.h"
 #include "base/options.h"
 #include "base/time.h"
+#include "shm/lock_internal.h"
+#include "shm/segment.h"
 
 /*
  * "Our" version of a struct, and an older (v0) and a newer (v2) one. Each
@@ -184,6 +187,32 @@ static void test_time_add_carries_and_deadline_is_ahead(void **state)
 	assert_true(orbit__timespec_ns(&dl) < orbit__clock_ns(CLOCK_MONOTONIC) + 3000000000ull + 1);
 }
 
+/*
+ * base/hash.h: the published FNV-1a 64 vectors and MurmurHash3 fmix64; and
+ * the values of every SHM-visible hash built on them, pinned as the code
+ * before base/hash.h computed them (the lock's probe hash places slots,
+ * the fingerprints are in segment headers: a change would be a layout
+ * change).
+ */
+static void test_hash_vectors_and_layout_values_unchanged(void **state)
+{
+	orbit_lock_key_t k = { "runtime.tasks.pool", 18, "worker-3", 8 };
+	orbit_lock_key_t k2 = { "ns", 2, "abcdefghijk", 11 };
+	uint64_t w[] = { 1, 228, 0xdeadbeefcafef00dull, 7 };
+
+	(void)state;
+	assert_int_equal(orbit__fnv1a64(ORBIT__FNV64_BASIS, "", 0), 0xcbf29ce484222325ull);
+	assert_int_equal(orbit__fnv1a64(ORBIT__FNV64_BASIS, "a", 1), 0xaf63dc4c8601ec8cull);
+	assert_int_equal(orbit__fnv1a64(ORBIT__FNV64_BASIS, "foobar", 6), 0x85944171f73967e8ull);
+	assert_int_equal(orbit__fnv1a64_str(ORBIT__FNV64_BASIS, "foobar"), 0x85944171f73967e8ull);
+	assert_int_equal(orbit__fmix64(0), 0);
+	assert_int_equal(orbit__fmix64(1), 0xb456bcfc34c2cb2cull);
+	assert_int_equal(orbit__fmix64(0x123456789abcdef0ull), 0x18b8c062f6f42398ull);
+	assert_int_equal(orbit__lock_hash(&k), 0x0f7a7a9484852ef4ull);
+	assert_int_equal(orbit__lock_hash(&k2), 0xed3830aef0737dddull);
+	assert_int_equal(orbit__seg_fingerprint(w, 4), 0xa4e7d3b240a61710ull);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -194,6 +223,7 @@ int main(void)
 		cmocka_unit_test(test_opts_too_small_is_einval),
 		cmocka_unit_test(test_die_names_place_call_and_error),
 		cmocka_unit_test(test_time_add_carries_and_deadline_is_ahead),
+		cmocka_unit_test(test_hash_vectors_and_layout_values_unchanged),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -256,10 +256,14 @@ static void duration(char *out, size_t len, uint64_t ns)
 static const char *state_name(enum orbit_member_state s)
 {
 	switch (s) {
-	case ORBIT_MEMBER_FREE: return "free";
-	case ORBIT_MEMBER_JOINING: return "joining";
-	case ORBIT_MEMBER_LIVE: return "live";
-	case ORBIT_MEMBER_LEFT: return "left";
+	case ORBIT_MEMBER_FREE:
+		return "free";
+	case ORBIT_MEMBER_JOINING:
+		return "joining";
+	case ORBIT_MEMBER_LIVE:
+		return "live";
+	case ORBIT_MEMBER_LEFT:
+		return "left";
 	}
 	return "?"; /* a corrupt row */
 }
@@ -485,12 +489,18 @@ static void on_signal(int sig)
 static const char *type_name(enum orbit_transition_type t)
 {
 	switch (t) {
-	case ORBIT_TRANSITION_ACQUIRE: return "acquire";
-	case ORBIT_TRANSITION_RENEW: return "renew";
-	case ORBIT_TRANSITION_RELEASE: return "release";
-	case ORBIT_TRANSITION_FORCE_RELEASE: return "force-release";
-	case ORBIT_TRANSITION_RECLAIM: return "reclaim";
-	case ORBIT_TRANSITION_REPAIR: return "repair";
+	case ORBIT_TRANSITION_ACQUIRE:
+		return "acquire";
+	case ORBIT_TRANSITION_RENEW:
+		return "renew";
+	case ORBIT_TRANSITION_RELEASE:
+		return "release";
+	case ORBIT_TRANSITION_FORCE_RELEASE:
+		return "force-release";
+	case ORBIT_TRANSITION_RECLAIM:
+		return "reclaim";
+	case ORBIT_TRANSITION_REPAIR:
+		return "repair";
 	}
 	return "?";
 }

@@ -14,8 +14,7 @@
 
 #include "base/die.h"
 
-_Noreturn void orbit__die_at(const char *file, int line, const char *func, int rc,
-			     const char *what)
+_Noreturn void orbit__die_at(const char *file, int line, const char *func, int rc, const char *what)
 {
 	char msg[512], err[128];
 	int e = rc < 0 ? -rc : rc;
@@ -26,7 +25,8 @@ _Noreturn void orbit__die_at(const char *file, int line, const char *func, int r
 	n = snprintf(msg, sizeof(msg), "orbit: %s:%d (%s): %s: %s (%d); aborting\n", file, line,
 		     func, what ? what : "?", s ? s : "unknown error", e);
 	if (n > 0) {
-		ssize_t w = write(STDERR_FILENO, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+		ssize_t w = write(STDERR_FILENO, msg,
+				  (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 
 		(void)w; /* nothing left to do if stderr is gone */
 	}

@@ -22,11 +22,11 @@ _Noreturn void orbit__die_at(const char *file, int line, const char *func, int r
 #define orbit__die(rc, what) orbit__die_at(__FILE__, __LINE__, __func__, (rc), (what))
 
 /* Evaluate @expr (a pthread call) once; abort naming @what unless it is 0. */
-#define orbit__die_on(expr, what)                        \
-	do {                                             \
-		int orbit__rc_ = (expr);                 \
-		if (orbit__rc_ != 0)                     \
-			orbit__die(orbit__rc_, (what));  \
+#define orbit__die_on(expr, what)                                                                  \
+	do {                                                                                       \
+		int orbit__rc_ = (expr);                                                           \
+		if (orbit__rc_ != 0)                                                               \
+			orbit__die(orbit__rc_, (what));                                            \
 	} while (0)
 
 #endif /* ORBIT_BASE_DIE_H */

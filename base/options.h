@@ -48,8 +48,8 @@ int orbit__opts_copy(void *dst, size_t dst_size, const void *src, size_t src_siz
  * struct, (user) the caller's pointer (non-NULL) whose ->size is read.
  * Refuses to compile unless size is the first member of *(dst).
  */
-#define ORBIT__OPTS_COPY(dst, user)                                                     \
-	((void)sizeof(char[offsetof(__typeof__(*(dst)), size) == 0 ? 1 : -1]),             \
+#define ORBIT__OPTS_COPY(dst, user)                                                                \
+	((void)sizeof(char[offsetof(__typeof__(*(dst)), size) == 0 ? 1 : -1]),                     \
 	 orbit__opts_copy((dst), sizeof(*(dst)), (user), (user)->size))
 
 #endif /* ORBIT_BASE_OPTIONS_H */

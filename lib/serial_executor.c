@@ -86,7 +86,8 @@ void orbit__ownership_broken(const char *what, const char *name, const char *fil
 
 int orbit__coord_init(struct orbit__coord *co, const char *lane_name)
 {
-	struct orbit_state_lane_options lo = { .size = sizeof(lo), .name = lane_name,
+	struct orbit_state_lane_options lo = { .size = sizeof(lo),
+					       .name = lane_name,
 					       .home = ORBIT_HOME_NODE_NONE };
 	int ret;
 

@@ -158,7 +158,9 @@ static void slice_begin(struct slice_clock *c, const orbit_serial_queue_t *q)
 
 static bool slice_over(const struct slice_clock *c)
 {
-	if (orbit__clock_ns(CLOCK_MONOTONIC_COARSE) - c->start_coarse_ns + c->slack_ns < c->budget_ns)
+	uint64_t coarse = orbit__clock_ns(CLOCK_MONOTONIC_COARSE);
+
+	if (coarse - c->start_coarse_ns + c->slack_ns < c->budget_ns)
 		return false;
 	return orbit__clock_ns(CLOCK_MONOTONIC) - c->start_ns >= c->budget_ns;
 }

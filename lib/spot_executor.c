@@ -136,7 +136,7 @@ struct orbit_spot_serial_executor {
 	struct orbit__coord co; /* first: work records point here */
 	int mode;
 	orbit_executor_t ex;
-	int home;          /* options encoding (node + 1), passed on to its queues */
+	int home; /* options encoding (node + 1), passed on to its queues */
 	orbit_execution_lane_policy_t actor_pol, timer_pol;
 	orbit_serial_queue_t *spot_q; /* from create to destroy */
 	/* Owned by co.lane (06 §4 C2), see the file comment. */

@@ -384,8 +384,10 @@ int orbit_worker_pool_create(const struct orbit_worker_pool_options *user,
 	p->nnodes = p->topo.topo.nnodes;
 	p->nthreads = opts.nthreads ? opts.nthreads : orbit__topology_ncpus(&p->topo.topo);
 	p->pin = !opts.no_pin;
-	p->spin_polls = opts.spin_polls == ORBIT_WORKER_POOL_NO_SPIN ? 0
-			: opts.spin_polls ? (unsigned)opts.spin_polls : SPIN_POLLS_DEFAULT;
+	if (opts.spin_polls == ORBIT_WORKER_POOL_NO_SPIN)
+		p->spin_polls = 0;
+	else
+		p->spin_polls = opts.spin_polls ? (unsigned)opts.spin_polls : SPIN_POLLS_DEFAULT;
 	plan = calloc(p->nthreads, sizeof(*plan));
 	p->nodes = aligned_alloc(64, sizeof(*p->nodes) * p->nnodes);
 	p->workers = aligned_alloc(64, sizeof(*p->workers) * p->nthreads);

@@ -1392,7 +1392,8 @@ int orbit__lock_layout_copy(struct orbit_lock_layout *y, const struct orbit_lock
 	y->ring_kind = y->ring_kind ? y->ring_kind : ORBIT_LOCK_DEFAULT_RING_KIND;
 	y->slots = y->slots ? y->slots : ORBIT_LOCK_DEFAULT_SLOTS;
 	y->ring_frames = y->ring_frames ? y->ring_frames : ORBIT_LOCK_DEFAULT_RING_FRAMES;
-	y->ring_frame_bytes = y->ring_frame_bytes ? y->ring_frame_bytes : ORBIT_LOCK_DEFAULT_FRAME_BYTES;
+	y->ring_frame_bytes = y->ring_frame_bytes ? y->ring_frame_bytes
+						  : ORBIT_LOCK_DEFAULT_FRAME_BYTES;
 	if (y->slots < 8 || y->slots > 65536 || (y->slots & (y->slots - 1)) ||
 	    y->state_kind == y->ring_kind)
 		return -EINVAL;

@@ -71,7 +71,8 @@ static orbit_worker_pool_t *pool;
 
 static orbit_state_lane_t *lane_make(void)
 {
-	struct orbit_state_lane_options o = { .size = sizeof(o), .name = "bench",
+	struct orbit_state_lane_options o = { .size = sizeof(o),
+					      .name = "bench",
 					      .executor = orbit_worker_pool_executor(pool),
 					      .home = ORBIT_HOME_NODE_NONE };
 	orbit_state_lane_t *lane;

@@ -118,7 +118,8 @@ static orbit_serial_queue_t *make_queue(orbit_worker_pool_t *p)
 
 static orbit_state_lane_t *make_lane(orbit_worker_pool_t *p)
 {
-	struct orbit_state_lane_options o = { .size = sizeof(o), .name = "watched-lane",
+	struct orbit_state_lane_options o = { .size = sizeof(o),
+					      .name = "watched-lane",
 					      .home = ORBIT_HOME_NODE_NONE };
 	orbit_state_lane_t *l = NULL;
 

@@ -209,7 +209,8 @@ static void test_policy_zero_is_default_and_size_contract(void **state)
 	p = (orbit_execution_lane_policy_t){ .size = sizeof(p),
 					     .fixed_work_byte_cost = ORBIT_POLICY_NO_FIXED_COST };
 	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
-	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(q, rec_fn_quiet, NULL, 5), 0);
+	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(q, rec_fn_quiet, NULL, 5),
+			 0);
 	assert_int_equal(qstats(q).app_bytes, 5);
 	manual_run_all(&x);
 	assert_int_equal(orbit_serial_queue_destroy(q), 0);
@@ -242,7 +243,8 @@ static void test_policy_zero_is_default_and_size_contract(void **state)
 static void test_designated_initializer_home_node_is_none(void **state)
 {
 	struct manual_ex x;
-	struct orbit_serial_queue_options o = { .size = sizeof(o), .executor = manual_executor(&x) };
+	struct orbit_serial_queue_options o = { .size = sizeof(o),
+						.executor = manual_executor(&x) };
 	orbit_serial_queue_t *q;
 	int home[] = { ORBIT_HOME_NODE(0), ORBIT_HOME_NODE(3) };
 

@@ -210,7 +210,11 @@ static void test_s3_work_cannot_reach_its_queue(void **state)
  * with the field set; an older build's struct, cut before its last field
  * (name), is accepted.
  */
-#define NEWER(type) struct { type o; uint64_t unknown; }
+#define NEWER(type)                                                                                \
+	struct {                                                                                   \
+		type o;                                                                            \
+		uint64_t unknown;                                                                  \
+	}
 
 /* Close and destroy a Spot whose queues drain on the manual executor @x. */
 static void spot_finish_manual(orbit_spot_serial_executor_t *s, struct manual_ex *x)
@@ -313,13 +317,16 @@ static void test_designated_initializer_home_node_is_none(void **state)
 	for (int i = 0; i < 2; i++) {
 		int home = i == 0 ? ORBIT_HOME_NODE_NONE : ORBIT_HOME_NODE(2);
 		int want = i == 0 ? ORBIT_NODE_ANY : 2;
-		struct orbit_spot_serial_executor_options so = {
-			.size = sizeof(so), .mode = ORBIT_SPOT_PER_ACTOR, .executor = ex, .home = home
-		};
-		struct orbit_actor_serial_executor_options ao = { .size = sizeof(ao), .executor = ex,
+		struct orbit_spot_serial_executor_options so = { .size = sizeof(so),
+								 .mode = ORBIT_SPOT_PER_ACTOR,
+								 .executor = ex,
+								 .home = home };
+		struct orbit_actor_serial_executor_options ao = { .size = sizeof(ao),
+								  .executor = ex,
 								  .home = home };
 		struct orbit_session_serial_executor_options seo = { .size = sizeof(seo),
-								     .executor = ex, .home = home };
+								     .executor = ex,
+								     .home = home };
 		orbit_spot_serial_executor_t *s;
 		orbit_actor_serial_executor_t *a;
 		orbit_session_serial_executor_t *se;

@@ -210,7 +210,7 @@ static void test_pool_prefers_home_node_workers(void **state)
 	orbit_worker_pool_options_init(&o);
 	o.topology = &topo;
 	o.nthreads = 4;
-	o.no_pin = true;   /* synthetic CPUs 8..15 may not exist here */
+	o.no_pin = true;			  /* synthetic CPUs 8..15 may not exist here */
 	o.spin_polls = ORBIT_WORKER_POOL_NO_SPIN; /* idle workers sleep at once: no stealing race */
 	assert_int_equal(orbit_worker_pool_create(&o, &p), 0);
 	ex = orbit_worker_pool_executor(p);

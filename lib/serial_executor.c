@@ -67,7 +67,7 @@ static int cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int timeout_
 	if (r == ETIMEDOUT)
 		return -ETIMEDOUT;
 	if (r)
-		abort(); /* broken invariant */
+		orbit__die(r, "pthread_cond_wait"); /* broken invariant */
 	return 0;
 }
 
@@ -274,8 +274,7 @@ static void completion_set(orbit_work_completion_t *c, int state, int result, ui
 	c->state = state;
 	c->result = result;
 	c->owner = owner;
-	if (pthread_cond_broadcast(&c->cv))
-		abort();
+	orbit__die_on(pthread_cond_broadcast(&c->cv), "pthread_cond_broadcast");
 	/* After this unlock the waiter may destroy or re-arm @c: not touched again. */
 	orbit__mutex_unlock(&c->mu);
 }
@@ -392,8 +391,7 @@ static void coord_uncount(struct orbit__coord *co)
 		co->on_release(co, left);
 	if (left == 0 && atomic_load_explicit(&co->waiters, memory_order_seq_cst)) {
 		orbit__mutex_lock(&co->mu);
-		if (pthread_cond_broadcast(&co->cv))
-			abort();
+		orbit__die_on(pthread_cond_broadcast(&co->cv), "pthread_cond_broadcast");
 		orbit__mutex_unlock(&co->mu);
 	}
 }

@@ -341,8 +341,8 @@ static void stop_and_join(orbit_worker_pool_t *p)
 		orbit__futex_wake(&p->nodes[i].futex, INT_MAX);
 	}
 	for (unsigned i = 0; i < p->nthreads; i++)
-		if (p->workers[i].started && pthread_join(p->workers[i].thread, NULL))
-			abort(); /* broken invariant: our own joinable thread */
+		if (p->workers[i].started) /* broken invariant: our own joinable thread */
+			orbit__die_on(pthread_join(p->workers[i].thread, NULL), "pthread_join");
 }
 
 static void pool_free(orbit_worker_pool_t *p)
@@ -401,8 +401,8 @@ int orbit_worker_pool_create(const struct orbit_worker_pool_options *user,
 	memset(p->nodes, 0, sizeof(*p->nodes) * p->nnodes);
 	memset(p->workers, 0, sizeof(*p->workers) * p->nthreads);
 	for (unsigned i = 0; i < p->nnodes; i++) {
-		if (pthread_mutex_init(&p->nodes[i].lock, NULL))
-			abort(); /* default attributes cannot fail but for resources */
+		/* default attributes cannot fail but for resources */
+		orbit__die_on(pthread_mutex_init(&p->nodes[i].lock, NULL), "pthread_mutex_init");
 		p->nodes[i].node_id = p->topo.topo.nodes[i].node_id;
 	}
 	for (unsigned t = 0; t < p->nthreads; t++) {

@@ -45,12 +45,12 @@ enum lane { LANE_APP = 0, LANE_LC = 1 };
 
 /* Reads of the arrivals counter before an emptied drain gives up (linger),
  * and the pauses between two reads (see linger()). */
-#define LINGER_READS 13
-#define LINGER_PAUSES 16
+#define LINGER_READS ORBIT__DRAIN_LINGER_READS /* lib/sync.h, shared with the lane */
+#define LINGER_PAUSES ORBIT__DRAIN_POLL_PAUSES
 /* A drain already streaming waits up to GATHER_READS reads for this many
  * application items before it claims (see gather()). */
-#define GATHER_MIN 64u
-#define GATHER_READS 8
+#define GATHER_MIN ORBIT__DRAIN_GATHER_MIN
+#define GATHER_READS ORBIT__DRAIN_GATHER_READS
 
 struct item {
 	orbit_serial_work_fn fn;

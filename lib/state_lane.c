@@ -82,10 +82,10 @@ enum {
  * LANE_LINGER_READS times, LANE_POLL_PAUSES pauses apart, before it gives
  * the turn up; one that finds fewer than LANE_GATHER_MIN items after its
  * first chunk waits up to LANE_GATHER_READS reads for more. */
-#define LANE_LINGER_READS 13
-#define LANE_GATHER_READS 8
-#define LANE_GATHER_MIN 64u
-#define LANE_POLL_PAUSES 16
+#define LANE_LINGER_READS ORBIT__DRAIN_LINGER_READS /* lib/sync.h, shared with the queue */
+#define LANE_GATHER_READS ORBIT__DRAIN_GATHER_READS
+#define LANE_GATHER_MIN ORBIT__DRAIN_GATHER_MIN
+#define LANE_POLL_PAUSES ORBIT__DRAIN_POLL_PAUSES
 
 struct lane_node {
 	struct lane_node *next;        /* FIFO of the lane, or a batch list */

@@ -53,6 +53,19 @@ static inline int orbit__mutex_init_adaptive(pthread_mutex_t *m)
 }
 
 /*
+ * The drain tunables of the state lane and the serial queue, one set so
+ * that the two drains behave alike: a drain that ran its queue empty reads
+ * the arrivals counter up to ORBIT__DRAIN_LINGER_READS times,
+ * ORBIT__DRAIN_POLL_PAUSES CPU pauses apart, before it gives the turn up;
+ * one that finds fewer than ORBIT__DRAIN_GATHER_MIN items waits up to
+ * ORBIT__DRAIN_GATHER_READS reads for more before it claims them.
+ */
+#define ORBIT__DRAIN_LINGER_READS 13
+#define ORBIT__DRAIN_POLL_PAUSES 16
+#define ORBIT__DRAIN_GATHER_MIN 64u
+#define ORBIT__DRAIN_GATHER_READS 8
+
+/*
  * orbit__cond_init_monotonic - a condvar whose timed waits take absolute
  * CLOCK_MONOTONIC deadlines (base/time.h's orbit__deadline_after_ns), so a
  * step of the wall clock neither cuts nor stretches a wait.

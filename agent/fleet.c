@@ -488,22 +488,29 @@ int orbit_fleet_unlink(const char *fleet)
 	return orbit_fleet_unlink_with(&fo);
 }
 
-int orbit_fleet_unlink_with(const struct orbit_fleet_options *opts)
+int orbit_fleet_unlink_with(const struct orbit_fleet_options *user)
 {
+	struct orbit_fleet_options copy, *opts = &copy;
 	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN, .readonly = true };
 	struct orbit_lock_options lo = { .size = sizeof(lo) };
-	const struct orbit_lock_layout *layout = opts ? opts->layout : NULL;
-	struct orbit_lock_layout def = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
+	const struct orbit_lock_layout *layout;
+	struct orbit_lock_layout lay;
 	struct orbit_ring_layout rl;
-	const char *fleet = opts && opts->fleet ? opts->fleet : "default";
+	const char *fleet;
 	orbit_members_t *m = NULL;
 	char buf[ORBIT_SEG_NAME_MAX], lock_name[32], ring_name[32];
 	int rc, found = 0;
 
-	if ((opts && opts->size < sizeof(*opts)) || orbit__seg_name(buf, sizeof(buf), fleet, "x") < 0)
+	orbit_fleet_options_init(opts);
+	rc = user ? ORBIT__OPTS_COPY(opts, user) : 0; /* base/options.h rule */
+	if (!rc)
+		rc = orbit__lock_layout_copy(&lay, opts->layout); /* NULL: the default */
+	if (rc)
+		return rc;
+	layout = &lay;
+	fleet = opts->fleet ? opts->fleet : "default";
+	if (orbit__seg_name(buf, sizeof(buf), fleet, "x") < 0)
 		return -EINVAL;
-	if (!layout)
-		layout = &def;
 	so.mode = lo.mode = opts ? opts->mode : 0;
 	so.gid = lo.gid = opts ? opts->gid : 0;
 	orbit__fleet_ring_layout(&rl, layout);

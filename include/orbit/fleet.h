@@ -344,9 +344,10 @@ ORBIT_API int orbit_fleet_unlink(const char *fleet);
  * creates a segment between the ownership check and the removal.
  * Returns: 0 (at least one segment removed); -ENOENT (none existed);
  * -EBUSY (a live member is attached, this process's own rows included);
- * -EACCES (a name is another uid's: nothing removed); -EINVAL (bad
- * options or name); or a member directory open error (-ORBIT_EOWNER,
- * -ORBIT_EMODE, ...).
+ * -EACCES (a name is another uid's: nothing removed); -EINVAL (size 0 in
+ * @opts or its layout, bad options or name); -E2BIG (@opts or its layout
+ * is larger than this build's and sets a field it does not know); or a
+ * member directory open error (-ORBIT_EOWNER, -ORBIT_EMODE, ...).
  */
 ORBIT_API int orbit_fleet_unlink_with(const struct orbit_fleet_options *opts);
 

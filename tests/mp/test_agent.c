@@ -797,6 +797,10 @@ static void test_options_older_accepted_newer_tail_e2big(void **state)
 	orbit_fleet_close(f);
 	bf.unknown = 1;
 	assert_int_equal(orbit_fleet_open(&bf.o, &f), -E2BIG);
+	assert_int_equal(orbit_fleet_unlink_with(&bf.o), -E2BIG); /* nothing removed */
+	fo.size = offsetof(struct orbit_fleet_options, gid);
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	orbit_fleet_close(f);
 
 	memset(&ba, 0, sizeof(ba));
 	orbit_agent_options_init(&ba.o);
@@ -823,6 +827,12 @@ static void test_options_older_accepted_newer_tail_e2big(void **state)
 	by.unknown = 1;
 	assert_int_equal(orbit_fleet_open(&fo, &f), -E2BIG);
 	assert_int_equal(orbit_agent_start(&ao, &ag2), -E2BIG);
+	assert_int_equal(orbit_fleet_unlink_with(&fo), -E2BIG);
+
+	/* orbit_fleet_unlink_with: an older struct (no mode, no gid) removes. */
+	fo.layout = NULL;
+	fo.size = offsetof(struct orbit_fleet_options, mode);
+	assert_int_equal(orbit_fleet_unlink_with(&fo), 0);
 }
 
 /* orbit_fleet_unlink: refused while a member lives, removes every segment after. */

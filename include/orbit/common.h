@@ -39,7 +39,9 @@
  * accepted when every field this build does not know is zero, else the
  * constructor returns -E2BIG; a size of 0 (below sizeof(size_t)) is
  * -EINVAL. Zero means "the default" in every field, so a designated
- * initializer that names only what it changes is always right.
+ * initializer that names only what it changes is always right. (The
+ * _init() functions zero the whole struct, padding included, which is what
+ * a newer library's tail check wants to see.)
  */
 
 #ifdef __cplusplus

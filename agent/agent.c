@@ -52,6 +52,8 @@
 #include "agent/agent_watch.h"
 #include "agent/fleet_internal.h"
 #include "agent/spot.h"
+#include "base/die.h"
+#include "base/options.h"
 #include "shm/lock_internal.h"
 #include "shm/members.h"
 #include "shm/ring.h"
@@ -184,8 +186,7 @@ struct orbit_agent {
 static void die_on(int rc, const char *what)
 {
 	if (rc != 0) /* a failing pthread call: a broken invariant of this process */
-		abort();
-	(void)what;
+		orbit__die(rc, what);
 }
 
 /* ---- RCU registration of lookup threads ---- */
@@ -892,10 +893,20 @@ static void death_open(struct orbit_agent *a)
 	}
 }
 
-int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **out)
+void orbit_agent_options_init(struct orbit_agent_options *opts)
 {
+	if (!opts)
+		return;
+	memset(opts, 0, sizeof(*opts));
+	opts->size = sizeof(*opts);
+}
+
+int orbit_agent_start(const struct orbit_agent_options *user, orbit_agent_t **out)
+{
+	struct orbit_agent_options copy, *opts = &copy;
+	struct orbit_lock_layout lay;
 	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN_OR_CREATE };
-	const struct orbit_lock_layout *ll = opts ? opts->layout : NULL;
+	const struct orbit_lock_layout *ll = NULL;
 	const char *fleet = "default", *name = "agent";
 	struct orbit_ring_layout rl;
 	char buf[ORBIT_SEG_NAME_MAX];
@@ -904,8 +915,15 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	uint64_t ticks = 0;
 	int rc;
 
-	if (!out || (opts && opts->size < sizeof(*opts)))
+	if (!out)
 		return -EINVAL;
+	orbit_agent_options_init(opts);
+	rc = user ? ORBIT__OPTS_COPY(opts, user) : 0; /* base/options.h rule */
+	if (!rc && opts->layout)
+		rc = orbit__lock_layout_copy(&lay, opts->layout);
+	if (rc)
+		return rc;
+	ll = opts->layout ? &lay : NULL;
 	if (opts && opts->fleet)
 		fleet = opts->fleet;
 	if (opts && opts->name)
@@ -922,8 +940,6 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 			return -EINVAL;
 		ll = own;
 	}
-	if (ll && ll->size < sizeof(*ll))
-		return -EINVAL;
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;

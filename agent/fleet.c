@@ -16,6 +16,7 @@
 #include <orbit/fleet.h>
 
 #include "agent/fleet_internal.h"
+#include "base/options.h"
 #include "shm/lock_internal.h"
 #include "shm/segment_perm.h"
 #include "shm/spot_queue.h"
@@ -24,6 +25,9 @@
 _Static_assert(ORBIT_STATS_MAX_COUNTERS == ORBIT_STATS_COUNTERS_MAX, "counter room agrees");
 _Static_assert(ORBIT_STATS_MAX_HISTS == ORBIT_STATS_HISTS_MAX, "histogram room agrees");
 _Static_assert(ORBIT_STATS_NBUCKETS == ORBIT_STATS_BUCKETS, "bucket count agrees");
+/* The enum-typed fields replaced uint32_t ones: the structs' layout is unchanged. */
+_Static_assert(sizeof(enum orbit_member_state) == sizeof(uint32_t), "member state is 32 bits");
+_Static_assert(sizeof(enum orbit_transition_type) == sizeof(uint32_t), "type is 32 bits");
 
 struct orbit_fleet {
 	char name[ORBIT_FLEET_NAME_MAX + 1];
@@ -57,11 +61,21 @@ static void note(int *first, int rc)
 		*first = rc;
 }
 
-int orbit_fleet_open(const struct orbit_fleet_options *opts, orbit_fleet_t **out)
+void orbit_fleet_options_init(struct orbit_fleet_options *opts)
 {
+	if (!opts)
+		return;
+	memset(opts, 0, sizeof(*opts));
+	opts->size = sizeof(*opts);
+}
+
+int orbit_fleet_open(const struct orbit_fleet_options *user, orbit_fleet_t **out)
+{
+	struct orbit_fleet_options copy, *opts = &copy;
+	struct orbit_lock_layout lay;
 	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
 	struct orbit_lock_options lo = { .size = sizeof(lo) };
-	const struct orbit_lock_layout *layout = opts ? opts->layout : NULL;
+	const struct orbit_lock_layout *layout = NULL;
 	struct orbit_ring_layout rl;
 	const char *name = "default";
 	orbit_fleet_t *f;
@@ -69,8 +83,15 @@ int orbit_fleet_open(const struct orbit_fleet_options *opts, orbit_fleet_t **out
 	int first = 0, rc;
 	char buf[ORBIT_SEG_NAME_MAX];
 
-	if (!out || (opts && opts->size < sizeof(*opts)))
+	if (!out)
 		return -EINVAL;
+	orbit_fleet_options_init(opts);
+	rc = user ? ORBIT__OPTS_COPY(opts, user) : 0; /* base/options.h rule */
+	if (!rc && opts->layout)
+		rc = orbit__lock_layout_copy(&lay, opts->layout);
+	if (rc)
+		return rc;
+	layout = opts->layout ? &lay : NULL;
 	if (opts && opts->fleet)
 		name = opts->fleet;
 	if (orbit__seg_name(buf, sizeof(buf), name, "x") < 0)
@@ -557,22 +578,29 @@ int orbit_fleet_unlink(const char *fleet)
 	return orbit_fleet_unlink_with(&fo);
 }
 
-int orbit_fleet_unlink_with(const struct orbit_fleet_options *opts)
+int orbit_fleet_unlink_with(const struct orbit_fleet_options *user)
 {
+	struct orbit_fleet_options copy, *opts = &copy;
 	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN, .readonly = true };
 	struct orbit_lock_options lo = { .size = sizeof(lo) };
-	const struct orbit_lock_layout *layout = opts ? opts->layout : NULL;
-	struct orbit_lock_layout def = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
+	const struct orbit_lock_layout *layout;
+	struct orbit_lock_layout lay;
 	struct orbit_ring_layout rl;
-	const char *fleet = opts && opts->fleet ? opts->fleet : "default";
+	const char *fleet;
 	orbit_members_t *m = NULL;
 	char buf[ORBIT_SEG_NAME_MAX], lock_name[32], ring_name[32];
 	int rc, found = 0;
 
-	if ((opts && opts->size < sizeof(*opts)) || orbit__seg_name(buf, sizeof(buf), fleet, "x") < 0)
+	orbit_fleet_options_init(opts);
+	rc = user ? ORBIT__OPTS_COPY(opts, user) : 0; /* base/options.h rule */
+	if (!rc)
+		rc = orbit__lock_layout_copy(&lay, opts->layout); /* NULL: the default */
+	if (rc)
+		return rc;
+	layout = &lay;
+	fleet = opts->fleet ? opts->fleet : "default";
+	if (orbit__seg_name(buf, sizeof(buf), fleet, "x") < 0)
 		return -EINVAL;
-	if (!layout)
-		layout = &def;
 	so.mode = lo.mode = opts ? opts->mode : 0;
 	so.gid = lo.gid = opts ? opts->gid : 0;
 	so.owner_uid = lo.owner_uid = opts ? opts->owner_uid : 0;

@@ -277,11 +277,19 @@ static void duration(char *out, size_t len, uint64_t ns)
 		snprintf(out, len, "%llud", (unsigned long long)(ns / (24ull * 3600 * 1000000000ull)));
 }
 
-static const char *state_name(uint32_t s)
+static const char *state_name(enum orbit_member_state s)
 {
-	static const char *n[] = { "free", "joining", "live", "left" };
-
-	return s < 4 ? n[s] : "?";
+	switch (s) {
+	case ORBIT_MEMBER_FREE:
+		return "free";
+	case ORBIT_MEMBER_JOINING:
+		return "joining";
+	case ORBIT_MEMBER_LIVE:
+		return "live";
+	case ORBIT_MEMBER_LEFT:
+		return "left";
+	}
+	return "?"; /* a corrupt row */
 }
 
 /* JSON string of @n bytes, NULs included (SHM bytes are not C strings). */
@@ -502,12 +510,23 @@ static void on_signal(int sig)
 	interrupted = 1;
 }
 
-static const char *type_name(uint32_t t)
+static const char *type_name(enum orbit_transition_type t)
 {
-	static const char *n[] = { "?", "acquire", "renew", "release", "force-release", "reclaim",
-				   "repair" };
-
-	return t < 7 ? n[t] : "?";
+	switch (t) {
+	case ORBIT_TRANSITION_ACQUIRE:
+		return "acquire";
+	case ORBIT_TRANSITION_RENEW:
+		return "renew";
+	case ORBIT_TRANSITION_RELEASE:
+		return "release";
+	case ORBIT_TRANSITION_FORCE_RELEASE:
+		return "force-release";
+	case ORBIT_TRANSITION_RECLAIM:
+		return "reclaim";
+	case ORBIT_TRANSITION_REPAIR:
+		return "repair";
+	}
+	return "?";
 }
 
 /*
@@ -549,7 +568,7 @@ static void watch_print(const struct orbit_transition_event *ev, bool json)
 		       type_name(ev->type), (unsigned long long)ev->state_revision, ev->lane,
 		       (unsigned long long)ev->lane_pos, ev->writer_pid,
 		       (unsigned long long)ev->fencing_token, (unsigned long long)wall,
-		       ev->flags & 1 ? "true" : "false");
+		       ev->flags & ORBIT_TRANSITION_F_TRUNCATED ? "true" : "false");
 		json_bytes(ev->bytes, ev->ns_len);
 		printf(",\"label\":");
 		json_bytes(ev->bytes + ev->ns_len, ev->label_len);
@@ -564,7 +583,8 @@ static void watch_print(const struct orbit_transition_event *ev, bool json)
 	/* 12+1+13+1+7+1+4+1+7+1+18+1+12 = 79, '*' for a truncated frame: 80 */
 	printf("%-12s %-13s r%-6llu L%-3u %-7u %-18s %-12s%s\n", t, type_name(ev->type),
 	       (unsigned long long)(ev->state_revision % 1000000ull), ev->lane % 1000u,
-	       ev->writer_pid % 10000000u, key, owner, ev->flags & 1 ? "*" : "");
+	       ev->writer_pid % 10000000u, key, owner,
+	       ev->flags & ORBIT_TRANSITION_F_TRUNCATED ? "*" : "");
 }
 
 static int by_revision(const void *a, const void *b)

@@ -17,6 +17,7 @@
 #include <orbit/spot_executor.h>
 #include <orbit/worker_pool.h>
 
+#include "base/options.h"
 #include "lib/ownership.h"
 #include "lib/serial_executor.h"
 #include "lib/serial_queue.h"
@@ -35,7 +36,6 @@ void orbit_actor_serial_executor_options_init(struct orbit_actor_serial_executor
 		return;
 	memset(opts, 0, sizeof(*opts));
 	opts->size = sizeof(*opts);
-	opts->home_node = ORBIT_NODE_ANY;
 }
 
 int orbit_actor_serial_executor_create(const struct orbit_actor_serial_executor_options *user,
@@ -47,10 +47,11 @@ int orbit_actor_serial_executor_create(const struct orbit_actor_serial_executor_
 	char name[64];
 	int ret;
 
-	if (!user || !out || user->size == 0)
+	if (!user || !out)
 		return -EINVAL;
-	orbit_actor_serial_executor_options_init(&opts);
-	memcpy(&opts, user, user->size < sizeof(opts) ? user->size : sizeof(opts));
+	ret = ORBIT__OPTS_COPY(&opts, user); /* base/options.h rule */
+	if (ret)
+		return ret;
 	if (!opts.executor.submit)
 		return -EINVAL;
 	a = calloc(1, sizeof(*a));
@@ -60,7 +61,7 @@ int orbit_actor_serial_executor_create(const struct orbit_actor_serial_executor_
 	orbit_serial_queue_options_init(&qo);
 	qo.policy = opts.policy;
 	qo.executor = opts.executor;
-	qo.home_node = opts.home_node;
+	qo.home = opts.home;
 	qo.name = opts.name ? opts.name : "actor";
 	ret = orbit_serial_queue_create(&qo, &a->q);
 	if (ret)

@@ -16,6 +16,9 @@
 
 #include <orbit/registry.h>
 
+#include "base/die.h"
+#include "base/hash.h"
+
 struct orbit_registry {
 	struct cds_lfht *ht;
 	uint64_t seed;
@@ -48,8 +51,8 @@ static void thread_exit(void *unused)
 
 static void reg_init_once(void)
 {
-	if (pthread_key_create(&reg_key, thread_exit))
-		abort(); /* broken invariant: out of pthread keys at first use */
+	/* broken invariant: out of pthread keys at first use */
+	orbit__die_on(pthread_key_create(&reg_key, thread_exit), "pthread_key_create");
 }
 
 /* Register the calling thread as an RCU reader once; unregistered at exit. */
@@ -57,25 +60,18 @@ static void thread_online(void)
 {
 	if (reg_registered)
 		return;
-	if (pthread_once(&reg_once, reg_init_once))
-		abort();
+	orbit__die_on(pthread_once(&reg_once, reg_init_once), "pthread_once");
 	urcu_memb_register_thread();
 	reg_registered = true;
-	if (pthread_setspecific(reg_key, (void *)1))
-		abort();
+	orbit__die_on(pthread_setspecific(reg_key, (void *)1), "pthread_setspecific");
 }
 
 /* ---- hashing and matching ---- */
 
 static uint64_t hash_bytes(const void *p, size_t len, uint64_t seed)
 {
-	const unsigned char *b = p;
-	uint64_t h = 0xcbf29ce484222325ull ^ seed; /* FNV-1a 64 */
+	uint64_t h = orbit__fnv1a64(ORBIT__FNV64_BASIS ^ seed, p, len);
 
-	for (size_t i = 0; i < len; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ull;
-	}
 	/* Final avalanche so bucket bits (the low ones) depend on every byte. */
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdull;
@@ -149,8 +145,8 @@ ORBIT_API int orbit_registry_destroy(orbit_registry_t *reg)
 	}
 	urcu_memb_read_unlock();
 	urcu_memb_barrier(); /* every deferred free of this table has run */
-	if (cds_lfht_destroy(reg->ht, NULL))
-		abort(); /* broken invariant: the table was emptied above */
+	/* broken invariant: the table was emptied above */
+	orbit__die_on(cds_lfht_destroy(reg->ht, NULL), "cds_lfht_destroy");
 	free(reg);
 	return 0;
 }

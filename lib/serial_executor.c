@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/time.h"
 #include "lib/ownership.h"
 #include "lib/serial_executor.h"
 #include "lib/sync.h"
@@ -54,29 +55,6 @@ struct carm {
 
 #define STAT_INC ORBIT__COORD_INC
 
-static int cond_init_monotonic(pthread_cond_t *cv)
-{
-	pthread_condattr_t ca;
-	int rc;
-
-	if (pthread_condattr_init(&ca))
-		return -ENOMEM;
-	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(cv, &ca);
-	pthread_condattr_destroy(&ca);
-	return rc ? -ENOMEM : 0;
-}
-
-static void deadline_in(struct timespec *dl, int timeout_ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, dl);
-	dl->tv_sec += timeout_ms / 1000;
-	dl->tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (dl->tv_nsec >= 1000000000L) {
-		dl->tv_sec++;
-		dl->tv_nsec -= 1000000000L;
-	}
-}
-
 /* One wait step: 0 woken (maybe spuriously), -ETIMEDOUT past @dl. */
 static int cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int timeout_ms,
 			   const struct timespec *dl)
@@ -89,7 +67,7 @@ static int cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int timeout_
 	if (r == ETIMEDOUT)
 		return -ETIMEDOUT;
 	if (r)
-		abort(); /* broken invariant */
+		orbit__die(r, "pthread_cond_wait"); /* broken invariant */
 	return 0;
 }
 
@@ -108,8 +86,9 @@ void orbit__ownership_broken(const char *what, const char *name, const char *fil
 
 int orbit__coord_init(struct orbit__coord *co, const char *lane_name)
 {
-	struct orbit_state_lane_options lo = { .size = sizeof(lo), .name = lane_name,
-					       .home_node = -1 };
+	struct orbit_state_lane_options lo = { .size = sizeof(lo),
+					       .name = lane_name,
+					       .home = ORBIT_HOME_NODE_NONE };
 	int ret;
 
 	memset(co, 0, sizeof(*co));
@@ -123,7 +102,7 @@ int orbit__coord_init(struct orbit__coord *co, const char *lane_name)
 	ret = orbit__mutex_init_adaptive(&co->mu);
 	if (ret)
 		goto err_lane;
-	ret = cond_init_monotonic(&co->cv);
+	ret = orbit__cond_init_monotonic(&co->cv);
 	if (ret)
 		goto err_mutex;
 	return 0;
@@ -168,7 +147,7 @@ int orbit__coord_await(struct orbit__coord *co, int timeout_ms)
 	if (orbit__coord_is_current(co))
 		return -EDEADLK; /* 07 §10: refused at the call site, never a hang */
 	if (timeout_ms > 0)
-		deadline_in(&dl, timeout_ms);
+		orbit__deadline_after_ns(&dl, CLOCK_MONOTONIC, (uint64_t)timeout_ms * 1000000ull);
 	orbit__mutex_lock(&co->mu);
 	/* D1: seq_cst increment, then seq_cst loads of the count; pairs
 	 * with D2 in coord_uncount(): either the releaser sees us waiting
@@ -260,7 +239,7 @@ int orbit_work_completion_create(orbit_work_completion_t **out)
 	ret = orbit__mutex_init_adaptive(&c->mu);
 	if (ret)
 		goto err_free;
-	ret = cond_init_monotonic(&c->cv);
+	ret = orbit__cond_init_monotonic(&c->cv);
 	if (ret)
 		goto err_mutex;
 	*out = c;
@@ -295,8 +274,7 @@ static void completion_set(orbit_work_completion_t *c, int state, int result, ui
 	c->state = state;
 	c->result = result;
 	c->owner = owner;
-	if (pthread_cond_broadcast(&c->cv))
-		abort();
+	orbit__die_on(pthread_cond_broadcast(&c->cv), "pthread_cond_broadcast");
 	/* After this unlock the waiter may destroy or re-arm @c: not touched again. */
 	orbit__mutex_unlock(&c->mu);
 }
@@ -319,7 +297,7 @@ int orbit_work_completion_wait(orbit_work_completion_t *c, int timeout_ms)
 	if (on_turn_of_id(owner))
 		return -EDEADLK;
 	if (timeout_ms > 0)
-		deadline_in(&dl, timeout_ms);
+		orbit__deadline_after_ns(&dl, CLOCK_MONOTONIC, (uint64_t)timeout_ms * 1000000ull);
 	orbit__mutex_lock(&c->mu);
 	ret = 0;
 	while (c->state == C_PENDING) {
@@ -413,8 +391,7 @@ static void coord_uncount(struct orbit__coord *co)
 		co->on_release(co, left);
 	if (left == 0 && atomic_load_explicit(&co->waiters, memory_order_seq_cst)) {
 		orbit__mutex_lock(&co->mu);
-		if (pthread_cond_broadcast(&co->cv))
-			abort();
+		orbit__die_on(pthread_cond_broadcast(&co->cv), "pthread_cond_broadcast");
 		orbit__mutex_unlock(&co->mu);
 	}
 }

@@ -35,6 +35,8 @@
 #include <orbit/serial_queue.h>
 #include <orbit/worker_pool.h>
 
+#include "base/options.h"
+#include "base/time.h"
 #include "lib/growring.h"
 #include "lib/serial_queue.h"
 #include "lib/sync.h"
@@ -43,12 +45,12 @@ enum lane { LANE_APP = 0, LANE_LC = 1 };
 
 /* Reads of the arrivals counter before an emptied drain gives up (linger),
  * and the pauses between two reads (see linger()). */
-#define LINGER_READS 13
-#define LINGER_PAUSES 16
+#define LINGER_READS ORBIT__DRAIN_LINGER_READS /* lib/sync.h, shared with the lane */
+#define LINGER_PAUSES ORBIT__DRAIN_POLL_PAUSES
 /* A drain already streaming waits up to GATHER_READS reads for this many
  * application items before it claims (see gather()). */
-#define GATHER_MIN 64u
-#define GATHER_READS 8
+#define GATHER_MIN ORBIT__DRAIN_GATHER_MIN
+#define GATHER_READS ORBIT__DRAIN_GATHER_READS
 
 struct item {
 	orbit_serial_work_fn fn;
@@ -136,14 +138,6 @@ static _Thread_local struct orbit_serial_turn *tls_turn;
 #define STAT_ADD(q, f, n) orbit__single_writer_add(&(q)->st.f, (n))
 #define STAT_SET(q, f, v) atomic_store_explicit(&(q)->st.f, (v), memory_order_relaxed)
 
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * The owner time budget of one drain slice (§6.4), checked after every
  * item. CLOCK_MONOTONIC_COARSE (a quarter of the cost) lags the precise
@@ -158,15 +152,17 @@ static void slice_begin(struct slice_clock *c, const orbit_serial_queue_t *q)
 {
 	c->budget_ns = (uint64_t)q->pol.owner_time_budget_ms * 1000000ull;
 	c->slack_ns = q->coarse_res_ns;
-	c->start_coarse_ns = clock_ns(CLOCK_MONOTONIC_COARSE);
-	c->start_ns = clock_ns(CLOCK_MONOTONIC);
+	c->start_coarse_ns = orbit__clock_ns(CLOCK_MONOTONIC_COARSE);
+	c->start_ns = orbit__clock_ns(CLOCK_MONOTONIC);
 }
 
 static bool slice_over(const struct slice_clock *c)
 {
-	if (clock_ns(CLOCK_MONOTONIC_COARSE) - c->start_coarse_ns + c->slack_ns < c->budget_ns)
+	uint64_t coarse = orbit__clock_ns(CLOCK_MONOTONIC_COARSE);
+
+	if (coarse - c->start_coarse_ns + c->slack_ns < c->budget_ns)
 		return false;
-	return clock_ns(CLOCK_MONOTONIC) - c->start_ns >= c->budget_ns;
+	return orbit__clock_ns(CLOCK_MONOTONIC) - c->start_ns >= c->budget_ns;
 }
 
 /* ---- policy --------------------------------------------------------- */
@@ -186,18 +182,41 @@ void orbit_execution_lane_policy_init_default(orbit_execution_lane_policy_t *p)
 	p->owner_time_budget_ms = ORBIT_POLICY_DEFAULT_BUDGET_MS;
 }
 
-int orbit_execution_lane_policy_validate(const orbit_execution_lane_policy_t *p)
+/* A zero field of a caller's policy takes its default. */
+#define POLICY_DEFAULT(p, field, def) ((p)->field = (p)->field ? (p)->field : (def))
+
+int orbit__lane_policy_copy(orbit_execution_lane_policy_t *p,
+			    const orbit_execution_lane_policy_t *user)
 {
-	if (!p || p->size < sizeof(*p))
-		return -EINVAL;
-	if (!p->application_message_capacity || !p->application_byte_capacity ||
-	    !p->lifecycle_message_capacity || !p->lifecycle_byte_capacity ||
-	    !p->lifecycle_burst_limit || !p->owner_time_budget_ms)
-		return -EINVAL;
+	int ret;
+
+	if (!user) {
+		orbit_execution_lane_policy_init_default(p);
+		return 0;
+	}
+	ret = ORBIT__OPTS_COPY(p, user); /* base/options.h rule */
+	if (ret)
+		return ret;
+	POLICY_DEFAULT(p, application_message_capacity, ORBIT_POLICY_DEFAULT_APP_MESSAGES);
+	POLICY_DEFAULT(p, application_byte_capacity, ORBIT_POLICY_DEFAULT_APP_BYTES);
+	POLICY_DEFAULT(p, lifecycle_message_capacity, ORBIT_POLICY_DEFAULT_LC_MESSAGES);
+	POLICY_DEFAULT(p, lifecycle_byte_capacity, ORBIT_POLICY_DEFAULT_LC_BYTES);
+	POLICY_DEFAULT(p, fixed_work_byte_cost, ORBIT_POLICY_DEFAULT_FIXED_COST);
+	if (p->fixed_work_byte_cost == ORBIT_POLICY_NO_FIXED_COST)
+		p->fixed_work_byte_cost = 0;
+	POLICY_DEFAULT(p, lifecycle_burst_limit, ORBIT_POLICY_DEFAULT_BURST);
+	POLICY_DEFAULT(p, owner_time_budget_ms, ORBIT_POLICY_DEFAULT_BUDGET_MS);
 	if (p->fixed_work_byte_cost > p->application_byte_capacity ||
 	    p->fixed_work_byte_cost > p->lifecycle_byte_capacity)
 		return -EINVAL;
 	return 0;
+}
+
+int orbit_execution_lane_policy_validate(const orbit_execution_lane_policy_t *p)
+{
+	orbit_execution_lane_policy_t copy;
+
+	return p ? orbit__lane_policy_copy(&copy, p) : -EINVAL;
 }
 
 /* ---- rings ---------------------------------------------------------- */
@@ -311,53 +330,48 @@ void orbit_serial_queue_options_init(struct orbit_serial_queue_options *opts)
 		return;
 	memset(opts, 0, sizeof(*opts));
 	opts->size = sizeof(*opts);
-	opts->home_node = ORBIT_NODE_ANY;
 }
 
 int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
 			      orbit_serial_queue_t **out)
 {
 	struct orbit_serial_queue_options opts;
-	pthread_condattr_t ca;
+	orbit_execution_lane_policy_t pol;
 	orbit_serial_queue_t *q;
 	int ret = -ENOMEM;
 
-	if (!user || !out || user->size == 0)
+	if (!user || !out)
 		return -EINVAL;
-	orbit_serial_queue_options_init(&opts);
-	memcpy(&opts, user, user->size < sizeof(opts) ? user->size : sizeof(opts));
+	ret = ORBIT__OPTS_COPY(&opts, user); /* base/options.h rule */
+	if (ret)
+		return ret;
+	ret = -ENOMEM;
 	if (!opts.executor.submit)
 		return -EINVAL;
-	if (opts.policy && orbit_execution_lane_policy_validate(opts.policy))
-		return -EINVAL;
+	ret = orbit__lane_policy_copy(&pol, opts.policy);
+	if (ret)
+		return ret;
+	ret = -ENOMEM;
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
-	if (opts.policy)
-		q->pol = *opts.policy;
-	else
-		orbit_execution_lane_policy_init_default(&q->pol);
+	q->pol = pol;
 	q->ex = opts.executor;
-	q->home_node = opts.home_node;
+	q->home_node = orbit_home_node_id(opts.home);
 	{
 		struct timespec res;
 
 		q->coarse_res_ns = clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0
-					   ? (uint64_t)res.tv_sec * 1000000000ull + (uint64_t)res.tv_nsec
+					   ? orbit__timespec_ns(&res)
 					   : UINT64_MAX / 2; /* unknown: always read the precise clock */
 	}
 	strncpy(q->name, opts.name ? opts.name : "serial-queue", sizeof(q->name) - 1);
 	ret = orbit__mutex_init_adaptive(&q->lock);
 	if (ret)
 		goto err_free;
-	ret = -ENOMEM;
-	if (pthread_condattr_init(&ca))
+	ret = orbit__cond_init_monotonic(&q->cond);
+	if (ret)
 		goto err_mutex;
-	if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(&q->cond, &ca)) {
-		pthread_condattr_destroy(&ca);
-		goto err_mutex;
-	}
-	pthread_condattr_destroy(&ca);
 	*out = q;
 	return 0;
 
@@ -889,15 +903,8 @@ int orbit_serial_queue_await_quiescence(orbit_serial_queue_t *q, int timeout_ms)
 		return -EINVAL;
 	if (orbit_serial_queue_is_current(q))
 		return -EDEADLK; /* §10: refused at the call site, never a hang */
-	if (timeout_ms > 0) {
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_sec += timeout_ms / 1000;
-		dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-	}
+	if (timeout_ms > 0)
+		orbit__deadline_after_ns(&dl, CLOCK_MONOTONIC, (uint64_t)timeout_ms * 1000000ull);
 	orbit__mutex_lock(&q->lock);
 	q->waiters++;
 	while (q->outstanding > 0) {

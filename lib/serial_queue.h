@@ -12,6 +12,17 @@
 
 #include <orbit/serial_queue.h>
 
+/*
+ * orbit__lane_policy_copy - read a caller's policy (NULL: the §6.1
+ * defaults) by the base/options.h rule, give each zero field its default
+ * (ORBIT_POLICY_NO_FIXED_COST: a fixed cost of 0) and check it. The queue
+ * and the Spot coordinator keep the copy, never the caller's pointer.
+ * Returns 0; -EINVAL (size 0, a fixed cost above a byte capacity); -E2BIG
+ * (a newer caller's policy sets a field this build does not know).
+ */
+int orbit__lane_policy_copy(orbit_execution_lane_policy_t *p,
+			    const orbit_execution_lane_policy_t *user);
+
 /* Called with the ctx given to orbit__serial_queue_set_room_hook(). */
 typedef void (*orbit__serial_queue_room_fn)(void *ctx);
 

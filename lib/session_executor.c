@@ -28,6 +28,7 @@
 #include <orbit/spot_executor.h>
 #include <orbit/worker_pool.h>
 
+#include "base/options.h"
 #include "lib/ownership.h"
 #include "lib/serial_executor.h"
 #include "lib/serial_queue.h"
@@ -51,7 +52,6 @@ void orbit_session_serial_executor_options_init(struct orbit_session_serial_exec
 		return;
 	memset(opts, 0, sizeof(*opts));
 	opts->size = sizeof(*opts);
-	opts->home_node = ORBIT_NODE_ANY;
 }
 
 /*
@@ -82,10 +82,11 @@ int orbit_session_serial_executor_create(const struct orbit_session_serial_execu
 	char name[64];
 	int ret;
 
-	if (!user || !out || user->size == 0)
+	if (!user || !out)
 		return -EINVAL;
-	orbit_session_serial_executor_options_init(&opts);
-	memcpy(&opts, user, user->size < sizeof(opts) ? user->size : sizeof(opts));
+	ret = ORBIT__OPTS_COPY(&opts, user); /* base/options.h rule */
+	if (ret)
+		return ret;
 	if (!opts.executor.submit)
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
@@ -94,7 +95,7 @@ int orbit_session_serial_executor_create(const struct orbit_session_serial_execu
 	orbit_serial_queue_options_init(&qo);
 	qo.policy = opts.policy;
 	qo.executor = opts.executor;
-	qo.home_node = opts.home_node;
+	qo.home = opts.home;
 	qo.name = opts.name ? opts.name : "session";
 	ret = orbit_serial_queue_create(&qo, &s->q);
 	if (ret)

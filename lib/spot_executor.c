@@ -38,6 +38,8 @@
 #include <orbit/spot_executor.h>
 #include <orbit/worker_pool.h>
 
+#include "base/hash.h"
+#include "base/options.h"
 #include "lib/ownership.h"
 #include "lib/serial_executor.h"
 #include "lib/serial_queue.h"
@@ -112,11 +114,7 @@ static uint64_t hash_u64(uint64_t x)
 
 static uint64_t hash_str(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 0x100000001b3ull;
-	return h;
+	return orbit__fnv1a64_str(ORBIT__FNV64_BASIS, s);
 }
 
 /* ---- the coordinator ------------------------------------------------------- */
@@ -138,7 +136,7 @@ struct orbit_spot_serial_executor {
 	struct orbit__coord co; /* first: work records point here */
 	int mode;
 	orbit_executor_t ex;
-	int home_node;
+	int home; /* options encoding (node + 1), passed on to its queues */
 	orbit_execution_lane_policy_t actor_pol, timer_pol;
 	orbit_serial_queue_t *spot_q; /* from create to destroy */
 	/* Owned by co.lane (06 §4 C2), see the file comment. */
@@ -172,7 +170,7 @@ static int make_queue(orbit_spot_serial_executor_t *s, const orbit_execution_lan
 	orbit_serial_queue_options_init(&o);
 	o.policy = pol;
 	o.executor = s->ex;
-	o.home_node = s->home_node;
+	o.home = s->home;
 	o.name = name;
 	ret = orbit_serial_queue_create(&o, out);
 	if (ret == 0)
@@ -266,19 +264,6 @@ void orbit_spot_serial_executor_options_init(struct orbit_spot_serial_executor_o
 		return;
 	memset(opts, 0, sizeof(*opts));
 	opts->size = sizeof(*opts);
-	opts->home_node = ORBIT_NODE_ANY;
-}
-
-static int copy_policy(orbit_execution_lane_policy_t *dst, const orbit_execution_lane_policy_t *src)
-{
-	if (!src) {
-		orbit_execution_lane_policy_init_default(dst);
-		return 0;
-	}
-	if (orbit_execution_lane_policy_validate(src))
-		return -EINVAL;
-	*dst = *src;
-	return 0;
 }
 
 static void spot_room(void *ctx);
@@ -291,28 +276,32 @@ int orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_op
 	char name[64];
 	int ret;
 
-	if (!user || !out || user->size == 0)
+	if (!user || !out)
 		return -EINVAL;
-	orbit_spot_serial_executor_options_init(&opts);
-	memcpy(&opts, user, user->size < sizeof(opts) ? user->size : sizeof(opts));
+	ret = ORBIT__OPTS_COPY(&opts, user); /* base/options.h rule */
+	if (ret)
+		return ret;
 	if (opts.mode != ORBIT_SPOT_PER_ACTOR && opts.mode != ORBIT_SPOT_SPOT_WIDE)
 		return -EINVAL;
 	if (!opts.executor.submit)
 		return -EINVAL;
-	if (opts.spot_policy && orbit_execution_lane_policy_validate(opts.spot_policy))
-		return -EINVAL;
+	if (opts.spot_policy) {
+		ret = orbit_execution_lane_policy_validate(opts.spot_policy);
+		if (ret)
+			return ret;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	ret = copy_policy(&s->actor_pol, opts.actor_policy);
+	ret = orbit__lane_policy_copy(&s->actor_pol, opts.actor_policy);
 	if (!ret)
-		ret = copy_policy(&s->timer_pol,
-				  opts.timer_policy ? opts.timer_policy : &s->actor_pol);
+		ret = orbit__lane_policy_copy(&s->timer_pol,
+					      opts.timer_policy ? opts.timer_policy : &s->actor_pol);
 	if (ret)
 		goto err_free;
 	s->mode = opts.mode;
 	s->ex = opts.executor;
-	s->home_node = opts.home_node;
+	s->home = opts.home;
 	strncpy(s->name, opts.name ? opts.name : "spot", sizeof(s->name) - 1);
 	snprintf(name, sizeof(name), "%.48s/spot", s->name);
 	ret = make_queue(s, opts.spot_policy, name, &s->spot_q);

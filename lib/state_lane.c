@@ -48,6 +48,7 @@
 
 #include <orbit/state_lane.h>
 
+#include "base/options.h"
 #include "sync.h"
 
 enum {
@@ -81,10 +82,10 @@ enum {
  * LANE_LINGER_READS times, LANE_POLL_PAUSES pauses apart, before it gives
  * the turn up; one that finds fewer than LANE_GATHER_MIN items after its
  * first chunk waits up to LANE_GATHER_READS reads for more. */
-#define LANE_LINGER_READS 13
-#define LANE_GATHER_READS 8
-#define LANE_GATHER_MIN 64u
-#define LANE_POLL_PAUSES 16
+#define LANE_LINGER_READS ORBIT__DRAIN_LINGER_READS /* lib/sync.h, shared with the queue */
+#define LANE_GATHER_READS ORBIT__DRAIN_GATHER_READS
+#define LANE_GATHER_MIN ORBIT__DRAIN_GATHER_MIN
+#define LANE_POLL_PAUSES ORBIT__DRAIN_POLL_PAUSES
 
 struct lane_node {
 	struct lane_node *next;        /* FIFO of the lane, or a batch list */
@@ -737,13 +738,26 @@ static void drain_task(void *arg)
 
 /* ---- public surface ---- */
 
-ORBIT_API int orbit_state_lane_create(const struct orbit_state_lane_options *opt,
+ORBIT_API void orbit_state_lane_options_init(struct orbit_state_lane_options *opt)
+{
+	if (!opt)
+		return;
+	memset(opt, 0, sizeof(*opt));
+	opt->size = sizeof(*opt);
+}
+
+ORBIT_API int orbit_state_lane_create(const struct orbit_state_lane_options *user,
 				      orbit_state_lane_t **out)
 {
+	struct orbit_state_lane_options copy, *opt = &copy;
 	struct orbit_state_lane *lane;
+	int rc;
 
-	if (!opt || !out || opt->size < sizeof(*opt))
+	if (!user || !out)
 		return -EINVAL;
+	rc = ORBIT__OPTS_COPY(opt, user); /* base/options.h rule */
+	if (rc)
+		return rc;
 	if (opt->diagnostics != ORBIT_STATE_LANE_DIAG_RECORD &&
 	    opt->diagnostics != ORBIT_STATE_LANE_DIAG_LOG)
 		return -EINVAL;
@@ -761,7 +775,7 @@ ORBIT_API int orbit_state_lane_create(const struct orbit_state_lane_options *opt
 	atomic_init(&lane->reentries, 0);
 	lane->diag_level = opt->diagnostics;
 	lane->ex = opt->executor;
-	lane->home_node = opt->home_node;
+	lane->home_node = orbit_home_node_id(opt->home);
 	lane->combine_limit = opt->combine_limit ? opt->combine_limit : LANE_DEFAULT_COMBINE;
 	lane->slice_limit = opt->slice_limit ? opt->slice_limit : LANE_DEFAULT_SLICE;
 	snprintf(lane->name, sizeof(lane->name), "%s", opt->name ? opt->name : "lane");

@@ -15,11 +15,13 @@
 #include <stdlib.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/cpu.h" /* orbit__cpu_relax() */
+#include "base/die.h" /* orbit__die_on() */
 
 /* Sleep while *@word == @val. Returns at once when it differs; spurious wakes happen. */
 static inline void orbit__futex_wait(_Atomic uint32_t *word, uint32_t val)
@@ -50,16 +52,46 @@ static inline int orbit__mutex_init_adaptive(pthread_mutex_t *m)
 	return rc ? -ENOMEM : 0;
 }
 
+/*
+ * The drain tunables of the state lane and the serial queue, one set so
+ * that the two drains behave alike: a drain that ran its queue empty reads
+ * the arrivals counter up to ORBIT__DRAIN_LINGER_READS times,
+ * ORBIT__DRAIN_POLL_PAUSES CPU pauses apart, before it gives the turn up;
+ * one that finds fewer than ORBIT__DRAIN_GATHER_MIN items waits up to
+ * ORBIT__DRAIN_GATHER_READS reads for more before it claims them.
+ */
+#define ORBIT__DRAIN_LINGER_READS 13
+#define ORBIT__DRAIN_POLL_PAUSES 16
+#define ORBIT__DRAIN_GATHER_MIN 64u
+#define ORBIT__DRAIN_GATHER_READS 8
+
+/*
+ * orbit__cond_init_monotonic - a condvar whose timed waits take absolute
+ * CLOCK_MONOTONIC deadlines (base/time.h's orbit__deadline_after_ns), so a
+ * step of the wall clock neither cuts nor stretches a wait.
+ * Returns 0 or -ENOMEM (attribute or condvar resources).
+ */
+static inline int orbit__cond_init_monotonic(pthread_cond_t *cv)
+{
+	pthread_condattr_t ca;
+	int rc;
+
+	if (pthread_condattr_init(&ca))
+		return -ENOMEM;
+	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(cv, &ca);
+	pthread_condattr_destroy(&ca);
+	return rc ? -ENOMEM : 0;
+}
+
+/* Our mutexes are never invalid: a failure is a broken invariant. */
 static inline void orbit__mutex_lock(pthread_mutex_t *m)
 {
-	if (pthread_mutex_lock(m))
-		abort(); /* broken invariant: our mutexes are never invalid */
+	orbit__die_on(pthread_mutex_lock(m), "pthread_mutex_lock");
 }
 
 static inline void orbit__mutex_unlock(pthread_mutex_t *m)
 {
-	if (pthread_mutex_unlock(m))
-		abort();
+	orbit__die_on(pthread_mutex_unlock(m), "pthread_mutex_unlock");
 }
 
 /*

@@ -31,6 +31,7 @@
 
 #include <orbit/worker_pool.h>
 
+#include "base/options.h"
 #include "lib/growring.h"
 #include "lib/sync.h"
 #include "lib/numa_topology.h"
@@ -90,8 +91,6 @@ void orbit_worker_pool_options_init(struct orbit_worker_pool_options *opts)
 		return;
 	memset(opts, 0, sizeof(*opts));
 	opts->size = sizeof(*opts);
-	opts->pin = true;
-	opts->spin_polls = SPIN_POLLS_DEFAULT;
 }
 
 int orbit_worker_pool_current_node(void)
@@ -342,8 +341,8 @@ static void stop_and_join(orbit_worker_pool_t *p)
 		orbit__futex_wake(&p->nodes[i].futex, INT_MAX);
 	}
 	for (unsigned i = 0; i < p->nthreads; i++)
-		if (p->workers[i].started && pthread_join(p->workers[i].thread, NULL))
-			abort(); /* broken invariant: our own joinable thread */
+		if (p->workers[i].started) /* broken invariant: our own joinable thread */
+			orbit__die_on(pthread_join(p->workers[i].thread, NULL), "pthread_join");
 }
 
 static void pool_free(orbit_worker_pool_t *p)
@@ -370,12 +369,11 @@ int orbit_worker_pool_create(const struct orbit_worker_pool_options *user,
 	if (!out)
 		return -EINVAL;
 	orbit_worker_pool_options_init(&opts);
-	if (user) {
-		if (user->size == 0)
-			return -EINVAL;
-		memcpy(&opts, user, user->size < sizeof(opts) ? user->size : sizeof(opts));
-		opts.size = sizeof(opts);
-	}
+	ret = user ? ORBIT__OPTS_COPY(&opts, user) : 0; /* base/options.h rule */
+	if (ret)
+		return ret;
+	if (opts.spin_polls < ORBIT_WORKER_POOL_NO_SPIN)
+		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
@@ -385,8 +383,11 @@ int orbit_worker_pool_create(const struct orbit_worker_pool_options *user,
 		goto err_pool;
 	p->nnodes = p->topo.topo.nnodes;
 	p->nthreads = opts.nthreads ? opts.nthreads : orbit__topology_ncpus(&p->topo.topo);
-	p->pin = opts.pin;
-	p->spin_polls = opts.spin_polls;
+	p->pin = !opts.no_pin;
+	if (opts.spin_polls == ORBIT_WORKER_POOL_NO_SPIN)
+		p->spin_polls = 0;
+	else
+		p->spin_polls = opts.spin_polls ? (unsigned)opts.spin_polls : SPIN_POLLS_DEFAULT;
 	plan = calloc(p->nthreads, sizeof(*plan));
 	p->nodes = aligned_alloc(64, sizeof(*p->nodes) * p->nnodes);
 	p->workers = aligned_alloc(64, sizeof(*p->workers) * p->nthreads);
@@ -400,8 +401,8 @@ int orbit_worker_pool_create(const struct orbit_worker_pool_options *user,
 	memset(p->nodes, 0, sizeof(*p->nodes) * p->nnodes);
 	memset(p->workers, 0, sizeof(*p->workers) * p->nthreads);
 	for (unsigned i = 0; i < p->nnodes; i++) {
-		if (pthread_mutex_init(&p->nodes[i].lock, NULL))
-			abort(); /* default attributes cannot fail but for resources */
+		/* default attributes cannot fail but for resources */
+		orbit__die_on(pthread_mutex_init(&p->nodes[i].lock, NULL), "pthread_mutex_init");
 		p->nodes[i].node_id = p->topo.topo.nodes[i].node_id;
 	}
 	for (unsigned t = 0; t < p->nthreads; t++) {

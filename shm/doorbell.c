@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/time.h"
 #include "shm/doorbell.h"
 
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "u32 atomics must be lock-free (address-free)");
@@ -86,13 +87,7 @@ int orbit__doorbell_wait_class(struct orbit_doorbell *db, uint32_t seen, int64_t
 	if (bit == 0)
 		bit = ORBIT_DOORBELL_SHARED;
 	if (timeout_ns > 0) {
-		clock_gettime(CLOCK_MONOTONIC, &deadline);
-		deadline.tv_sec += timeout_ns / 1000000000;
-		deadline.tv_nsec += timeout_ns % 1000000000;
-		if (deadline.tv_nsec >= 1000000000) {
-			deadline.tv_sec++;
-			deadline.tv_nsec -= 1000000000;
-		}
+		orbit__deadline_after_ns(&deadline, CLOCK_MONOTONIC, (uint64_t)timeout_ns);
 		tsp = &deadline;
 	}
 	for (;;) {

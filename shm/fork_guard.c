@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/die.h"
 #include "shm/fork_guard.h"
 
 /*
@@ -29,8 +30,8 @@ static void pid_refresh(void)
 static void pid_init(void)
 {
 	pid_refresh();
-	if (pthread_atfork(NULL, NULL, pid_refresh))
-		abort(); /* ENOMEM at first use: a broken invariant of this process */
+	/* ENOMEM at first use: a broken invariant of this process */
+	orbit__die_on(pthread_atfork(NULL, NULL, pid_refresh), "pthread_atfork");
 }
 
 pid_t orbit__self_pid(void)

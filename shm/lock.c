@@ -24,6 +24,8 @@
 #include <orbit/lock.h>
 
 #include "base/cpu.h"
+#include "base/hash.h"
+#include "base/options.h"
 #include "shm/crashpoint.h"
 #include "shm/fork_guard.h"
 #include "shm/lock_internal.h"
@@ -201,11 +203,7 @@ static uint64_t key_hash(const void *ns, size_t ns_len, const void *label, size_
 	uint64_t h = mix_bytes(0x243f6a8885a308d3ull ^ ns_len, ns, ns_len);
 
 	h = mix_bytes(h ^ label_len, label, label_len);
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	return h ^ (h >> 33);
+	return orbit__fmix64(h);
 }
 
 uint64_t orbit__lock_hash(const orbit_lock_key_t *key)
@@ -1364,24 +1362,60 @@ static int table_init(void *body, uint64_t body_bytes, void *arg)
 	return 0;
 }
 
-static const struct orbit_lock_layout default_layout = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
-
-static int resolve(const struct orbit_lock_options *o, const struct orbit_lock_layout **lay,
-		   const char **fleet, char *name, size_t name_len)
+ORBIT_API void orbit_lock_layout_init(struct orbit_lock_layout *y)
 {
-	const struct orbit_lock_layout *y;
+	if (y)
+		*y = (struct orbit_lock_layout)ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
+}
 
-	if (o && o->size < sizeof(*o))
+ORBIT_API void orbit_lock_options_init(struct orbit_lock_options *o)
+{
+	if (!o)
+		return;
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+}
+
+int orbit__lock_layout_copy(struct orbit_lock_layout *y, const struct orbit_lock_layout *user)
+{
+	int rc;
+
+	if (!user) {
+		orbit_lock_layout_init(y);
+		return 0;
+	}
+	rc = ORBIT__OPTS_COPY(y, user);
+	if (rc)
+		return rc;
+	/* Zero means the default in every field. */
+	y->state_kind = y->state_kind ? y->state_kind : ORBIT_LOCK_DEFAULT_STATE_KIND;
+	y->ring_kind = y->ring_kind ? y->ring_kind : ORBIT_LOCK_DEFAULT_RING_KIND;
+	y->slots = y->slots ? y->slots : ORBIT_LOCK_DEFAULT_SLOTS;
+	y->ring_frames = y->ring_frames ? y->ring_frames : ORBIT_LOCK_DEFAULT_RING_FRAMES;
+	y->ring_frame_bytes = y->ring_frame_bytes ? y->ring_frame_bytes
+						  : ORBIT_LOCK_DEFAULT_FRAME_BYTES;
+	if (y->slots < 8 || y->slots > 65536 || (y->slots & (y->slots - 1)) ||
+	    y->state_kind == y->ring_kind)
 		return -EINVAL;
-	y = o && o->layout ? o->layout : &default_layout;
-	if (y->size < sizeof(*y) || y->slots < 8 || y->slots > 65536 ||
-	    (y->slots & (y->slots - 1)) || !y->state_kind || y->state_kind == y->ring_kind ||
-	    !y->ring_frames || !y->ring_frame_bytes)
+	return 0;
+}
+
+/* Copy the caller's options and layout (NULL: defaults) and check them. */
+static int resolve(const struct orbit_lock_options *user, struct orbit_lock_options *o,
+		   struct orbit_lock_layout *y, const char **fleet, char *name, size_t name_len)
+{
+	int rc;
+
+	orbit_lock_options_init(o);
+	rc = user ? ORBIT__OPTS_COPY(o, user) : 0;
+	if (!rc)
+		rc = orbit__lock_layout_copy(y, o->layout);
+	if (rc)
+		return rc;
+	if (o->serializer > ORBIT_LOCK_SERIALIZER_FLOCK)
 		return -EINVAL;
-	if (o && o->serializer > ORBIT_LOCK_SERIALIZER_FLOCK)
-		return -EINVAL;
-	*lay = y;
-	*fleet = o && o->fleet ? o->fleet : "default";
+	o->layout = y;
+	*fleet = o->fleet ? o->fleet : "default";
 	snprintf(name, name_len, "lock-%u", y->state_kind);
 	return 0;
 }
@@ -1448,9 +1482,10 @@ static bool read_only_group(const struct orbit_lock_options *o)
 	return (o->mode & 0060u) == 0040u;
 }
 
-ORBIT_API int orbit_lock_open(const struct orbit_lock_options *o, orbit_lock_t **out)
+ORBIT_API int orbit_lock_open(const struct orbit_lock_options *user, orbit_lock_t **out)
 {
-	const struct orbit_lock_layout *y;
+	struct orbit_lock_options opts, *o = &opts;
+	struct orbit_lock_layout lay, *y = &lay;
 	enum orbit_lock_serializer ser;
 	enum orbit_seg_open_mode how;
 	struct orbit_lock_table_hdr *h;
@@ -1463,7 +1498,7 @@ ORBIT_API int orbit_lock_open(const struct orbit_lock_options *o, orbit_lock_t *
 		return -EINVAL;
 	if (pthread_once(&pid_once, pid_init))
 		abort(); /* pthread_once cannot fail on Linux */
-	rc = resolve(o, &y, &fleet, name, sizeof(name));
+	rc = resolve(user, o, y, &fleet, name, sizeof(name));
 	if (rc)
 		return rc;
 	if (o && o->serializer_wait_ms < 0)
@@ -1547,12 +1582,13 @@ ORBIT_API void orbit_lock_close(orbit_lock_t *l)
 	free(l);
 }
 
-ORBIT_API int orbit_lock_unlink(const struct orbit_lock_options *o)
+ORBIT_API int orbit_lock_unlink(const struct orbit_lock_options *user)
 {
-	const struct orbit_lock_layout *y;
+	struct orbit_lock_options o;
+	struct orbit_lock_layout y;
 	const char *fleet;
 	char name[32];
-	int rc = resolve(o, &y, &fleet, name, sizeof(name));
+	int rc = resolve(user, &o, &y, &fleet, name, sizeof(name));
 
 	return rc ? rc : orbit__seg_unlink(fleet, name);
 }

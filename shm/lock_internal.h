@@ -97,6 +97,16 @@ void orbit__lock_libc_abi_self(struct orbit__lock_libc_abi *abi);
 uint64_t orbit__lock_fingerprint(const struct orbit_lock_layout *y, enum orbit_lock_serializer s,
 				 const struct orbit__lock_libc_abi *abi);
 
+/*
+ * orbit__lock_layout_copy - read a caller's layout the way orbit_lock_open()
+ * does (base/options.h rule; NULL: the default; a zero field: its default)
+ * and check it. The agent and the fleet view use it for the layout they
+ * are given, so that every reader of a layout agrees on it.
+ * Returns 0; -EINVAL (size 0, slots not a power of two in 8..65536, state
+ * kind equal to ring kind); -E2BIG (unknown non-zero tail).
+ */
+int orbit__lock_layout_copy(struct orbit_lock_layout *y, const struct orbit_lock_layout *user);
+
 /* The hash of a key as the table stores it (tests place keys by it). */
 uint64_t orbit__lock_hash(const orbit_lock_key_t *key);
 

@@ -11,13 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/die.h"
 #include "shm/lock_serializer.h"
-
-static void check_pthread(int rc)
-{
-	if (rc != 0)
-		abort(); /* a broken invariant of this process (STYLE: abort only here) */
-}
 
 int orbit__lock_ser_init_shared(pthread_mutex_t *m)
 {
@@ -44,12 +39,12 @@ void orbit__lock_ser_init(struct orbit__lock_ser *s, enum orbit_lock_serializer 
 	s->seg = seg;
 	s->shared = &hdr->mutex;
 	s->dirty_pid = &hdr->dirty_pid;
-	check_pthread(pthread_mutex_init(&s->local, NULL));
+	orbit__die_on(pthread_mutex_init(&s->local, NULL), "pthread_mutex_init");
 }
 
 void orbit__lock_ser_destroy(struct orbit__lock_ser *s)
 {
-	check_pthread(pthread_mutex_destroy(&s->local));
+	orbit__die_on(pthread_mutex_destroy(&s->local), "pthread_mutex_destroy");
 }
 
 /*
@@ -173,10 +168,11 @@ int orbit__lock_ser_enter(struct orbit__lock_ser *s, uint64_t wait_ns, bool *pre
 	rc = mutex_lock_by(&s->local, wait_ns, &deadline_ns);
 	if (rc == ETIMEDOUT)
 		return -EAGAIN; /* another thread of ours waits for (or holds) the flock */
-	check_pthread(rc);
+	if (rc)
+		orbit__die(rc, "locking the local mutex");
 	rc = flock_by(s->seg, wait_ns, &deadline_ns);
 	if (rc) {
-		check_pthread(pthread_mutex_unlock(&s->local));
+		orbit__die_on(pthread_mutex_unlock(&s->local), "pthread_mutex_unlock");
 		return rc;
 	}
 	/* relaxed: the flock orders us after the last holder's stores */
@@ -197,5 +193,5 @@ void orbit__lock_ser_leave(struct orbit__lock_ser *s)
 		return;
 	}
 	orbit__seg_unlock(s->seg); /* LOCK_UN on our own description */
-	check_pthread(pthread_mutex_unlock(&s->local));
+	orbit__die_on(pthread_mutex_unlock(&s->local), "pthread_mutex_unlock");
 }

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "include/orbit/error.h"
+#include "base/die.h"
 #include "shm/fork_guard.h"
 #include "shm/members.h"
 
@@ -70,8 +71,8 @@ static void fork_guard_init(void)
 {
 	for (int i = 0; i < FORK_SLOTS; i++)
 		atomic_store_explicit(&forked_fds[i], -1, memory_order_relaxed); /* before any join */
-	if (pthread_atfork(NULL, NULL, child_after_fork) != 0)
-		abort(); /* broken invariant: cannot guard liveness across fork */
+	/* broken invariant: cannot guard liveness across fork */
+	orbit__die_on(pthread_atfork(NULL, NULL, child_after_fork), "pthread_atfork");
 }
 
 static int fork_guard_add(int fd)
@@ -98,14 +99,12 @@ static void fork_guard_del(int slot, int fd)
 
 static void lock_mu(orbit_members_t *m)
 {
-	if (pthread_mutex_lock(&m->mu) != 0)
-		abort();
+	orbit__die_on(pthread_mutex_lock(&m->mu), "pthread_mutex_lock(members)");
 }
 
 static void unlock_mu(orbit_members_t *m)
 {
-	if (pthread_mutex_unlock(&m->mu) != 0)
-		abort();
+	orbit__die_on(pthread_mutex_unlock(&m->mu), "pthread_mutex_unlock(members)");
 }
 
 static uint64_t layout_fingerprint(uint32_t rows)
@@ -189,8 +188,7 @@ int orbit__members_open(orbit_members_t **out, const char *fleet, uint32_t rows,
 	m->lock_fd = -1;
 	m->row = -1;
 	m->fork_slot = -1;
-	if (pthread_mutex_init(&m->mu, NULL) != 0)
-		abort();
+	orbit__die_on(pthread_mutex_init(&m->mu, NULL), "pthread_mutex_init(members)");
 	*out = m;
 	return 0;
 

@@ -54,6 +54,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <orbit/fleet.h>
+
 #include "shm/segment.h"
 
 #define ORBIT_MEMBERS_SEG_NAME "members"
@@ -62,12 +64,7 @@
 #define ORBIT_MEMBERS_MAX_ROWS 1024u
 #define ORBIT_MEMBER_NAME_MAX 32u /* with NUL */
 
-enum orbit_member_state {
-	ORBIT_MEMBER_FREE = 0,
-	ORBIT_MEMBER_JOINING = 1,
-	ORBIT_MEMBER_LIVE = 2,
-	ORBIT_MEMBER_LEFT = 3,
-};
+/* enum orbit_member_state (FREE, JOINING, LIVE, LEFT) is public: orbit/fleet.h. */
 
 struct orbit_member_row {
 	_Atomic uint32_t seq;         /* odd while the owner rewrites the row */

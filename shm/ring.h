@@ -69,7 +69,8 @@
 #define ORBIT_RING_PAYLOAD_MAX (ORBIT_RING_MAX_FRAME_BYTES - ORBIT_RING_FRAME_HDR_BYTES)
 
 /* Frame flags. */
-#define ORBIT_RING_F_TRUNCATED 0x1u /* key/owner bytes cut to fit the frame */
+/* key/owner bytes cut to fit the frame: the public flag bit */
+#define ORBIT_RING_F_TRUNCATED ((uint32_t)ORBIT_TRANSITION_F_TRUNCATED)
 
 /* The lock layout's ring part; all peers must agree (fingerprinted). */
 struct orbit_ring_layout {

@@ -30,6 +30,8 @@
 
 #include <orbit/error.h>
 
+#include "base/hash.h"
+#include "base/time.h"
 #include "shm/crashpoint.h"
 #include "shm/segment.h"
 #include "shm/segment_perm.h"
@@ -68,30 +70,21 @@ __attribute__((format(printf, 3, 4))) static int refuse(int code, const char *na
 
 uint64_t orbit__now_mono_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return orbit__clock_ns(CLOCK_MONOTONIC);
 }
 
 uint64_t orbit__now_real_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return orbit__clock_ns(CLOCK_REALTIME);
 }
 
 uint64_t orbit__seg_fingerprint(const uint64_t *words, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 offset basis */
+	uint64_t h = ORBIT__FNV64_BASIS;
 
-	for (size_t i = 0; i < n; i++) {
-		for (int b = 0; b < 8; b++) {
-			h ^= (words[i] >> (8 * b)) & 0xffu;
-			h *= 0x100000001b3ull;
-		}
-	}
+	for (size_t i = 0; i < n; i++) /* little-endian bytes whatever the host */
+		for (int b = 0; b < 8; b++)
+			h = orbit__fnv1a64_byte(h, (uint8_t)(words[i] >> (8 * b)));
 	return h;
 }
 

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "shm/stats.h"
 #include "orbit/error.h"
 
@@ -70,17 +71,13 @@ const struct orbit_stats_desc orbit__stats_hists[ORBIT_HIST__COUNT] = {
 
 static uint64_t fnv_str(uint64_t h, const char *s)
 {
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	h ^= 0xff; /* separator: "ab","c" differs from "a","bc" */
-	return h * 0x100000001b3ull;
+	/* then a separator: "ab","c" differs from "a","bc" */
+	return orbit__fnv1a64_byte(orbit__fnv1a64_str(h, s), 0xff);
 }
 
 uint64_t orbit__stats_fingerprint(void)
 {
-	uint64_t names = 0xcbf29ce484222325ull;
+	uint64_t names = ORBIT__FNV64_BASIS;
 	uint64_t w[12];
 
 	for (unsigned i = 0; i < ORBIT_STAT__COUNT; i++)

@@ -13,21 +13,7 @@
 
 #include <stdint.h>
 
-enum orbit_transition_type {
-	ORBIT_TRANSITION_ACQUIRE = 1,
-	ORBIT_TRANSITION_RENEW = 2,
-	ORBIT_TRANSITION_RELEASE = 3,
-	ORBIT_TRANSITION_FORCE_RELEASE = 4,
-	ORBIT_TRANSITION_RECLAIM = 5, /* an expired entry was reclaimed */
-	/*
-	 * A mutator died inside the serializer and the next one repaired the
-	 * table. No key (all lengths 0): frames the dead one published may
-	 * describe changes that never committed, so a consumer rebuilds its
-	 * view from the table. Its state_revision is past any revision the
-	 * dead mutator could have published with.
-	 */
-	ORBIT_TRANSITION_REPAIR = 6,
-};
+#include <orbit/fleet.h> /* enum orbit_transition_type: the types are public */
 
 struct orbit_transition {
 	uint32_t type;            /* enum orbit_transition_type */

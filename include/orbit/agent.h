@@ -44,6 +44,7 @@ ORBIT_BEGIN_DECLS
 
 typedef struct orbit_agent orbit_agent_t;
 
+/* Options of orbit_agent_start(); size-carrying (see orbit/common.h); 0: default. */
 struct orbit_agent_options {
 	size_t size;             /* sizeof(struct orbit_agent_options) */
 	const char *fleet;       /* NULL: "default" */
@@ -71,6 +72,15 @@ struct orbit_agent_options {
 				    required with 0640: lock.h "Sharing a fleet with a group") */
 };
 
+/**
+ * orbit_agent_options_init - fill @opts with the defaults: size set, every
+ * other field zero (fleet "default", name "agent", no lock, tick 10 ms,
+ * stats 250 ms, mode 0600, the lock's or the default layout). NULL is a
+ * no-op.
+ * Context: any thread; no syscall. Returns nothing.
+ */
+ORBIT_API void orbit_agent_options_init(struct orbit_agent_options *opts);
+
 /* Histograms a caller may feed (the lock API does not time itself). */
 enum orbit_agent_hist {
 	ORBIT_AGENT_HIST_ACQUIRE = 0, /* try_acquire call latency */
@@ -87,8 +97,9 @@ enum orbit_agent_hist {
  * The ring is the one of the lock's layout (its ring_kind, ring_frames and
  * ring_frame_bytes; 16 lanes), or of @opts->layout without a lock, or the
  * default "ring-229".
- * Returns: 0; -EINVAL (bad options, fleet name or layout, or a layout
- * other than the lock's); -ECHILD (the lock handle
+ * Returns: 0; -EINVAL (size 0 in @opts or its layout, bad options, fleet
+ * name or layout, or a layout other than the lock's); -E2BIG (@opts or its
+ * layout is larger than this build's and sets a field it does not know); -ECHILD (the lock handle
  * was opened by the parent of this forked process); -ENOMEM; -ENOSPC (every
  * member row, or with a lock every ring lane, is held by a live process); -EPERM
  * (no member row is free and some row no member holds is pinned by a read

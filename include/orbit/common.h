@@ -29,6 +29,21 @@
 #define ORBIT_VERSION_HEX \
 	((ORBIT_VERSION_MAJOR << 16) | (ORBIT_VERSION_MINOR << 8) | ORBIT_VERSION_PATCH)
 
+/*
+ * Size-carrying structs: every options struct, the lock layout and the
+ * serial queue's policy begin with `size_t size` and are read by one rule,
+ * the kernel's copy_struct_from_user() (openat2, clone3): set size to
+ * sizeof() the struct as you compiled it (the _init() functions do). A
+ * struct from an older orbit (smaller) is read as far as it goes and the
+ * fields it lacks take their defaults; one from a newer orbit (larger) is
+ * accepted when every field this build does not know is zero, else the
+ * constructor returns -E2BIG; a size of 0 (below sizeof(size_t)) is
+ * -EINVAL. Zero means "the default" in every field, so a designated
+ * initializer that names only what it changes is always right. (The
+ * _init() functions zero the whole struct, padding included, which is what
+ * a newer library's tail check wants to see.)
+ */
+
 #ifdef __cplusplus
 #define ORBIT_BEGIN_DECLS extern "C" {
 #define ORBIT_END_DECLS }

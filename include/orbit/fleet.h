@@ -26,6 +26,7 @@ typedef struct orbit_transition_reader orbit_transition_reader_t;
 #define ORBIT_STATS_NBUCKETS 48u
 #define ORBIT_TRANSITION_BYTES_MAX 4032u
 
+/* Options of orbit_fleet_open(); size-carrying (see orbit/common.h); 0: default. */
 struct orbit_fleet_options {
 	size_t size;          /* sizeof(struct orbit_fleet_options) */
 	const char *fleet;    /* NULL: "default" */
@@ -40,10 +41,30 @@ struct orbit_fleet_options {
 				 0640: lock.h "Sharing a fleet with a group") */
 };
 
+/**
+ * orbit_fleet_options_init - fill @opts with the defaults: size set, fleet
+ * "default", read-only, the default layout. NULL is a no-op.
+ * Context: any thread; no syscall. Returns nothing.
+ */
+ORBIT_API void orbit_fleet_options_init(struct orbit_fleet_options *opts);
+
+/*
+ * A member directory row's state, as its owner last wrote it (display
+ * only: liveness is orbit_fleet_member.alive, proved by the kernel). A row
+ * with another value fails validation (-ORBIT_ECORRUPT), so a copied
+ * member always holds one of these.
+ */
+enum orbit_member_state {
+	ORBIT_MEMBER_FREE = 0,
+	ORBIT_MEMBER_JOINING = 1,
+	ORBIT_MEMBER_LIVE = 2,
+	ORBIT_MEMBER_LEFT = 3,
+};
+
 /* One member directory row. */
 struct orbit_fleet_member {
 	uint32_t row;
-	uint32_t state;             /* 0 free, 1 joining, 2 live, 3 left (display) */
+	enum orbit_member_state state; /* display only */
 	uint32_t generation;        /* the row's tenure */
 	uint32_t pid;
 	uint64_t start_time_ticks;  /* /proc/<pid>/stat field 22 */
@@ -71,13 +92,37 @@ struct orbit_fleet_stats {
 	struct orbit_stats_histogram hists[ORBIT_STATS_MAX_HISTS];
 };
 
+/* What a transition frame reports (orbit_transition_event.type). */
+enum orbit_transition_type {
+	ORBIT_TRANSITION_ACQUIRE = 1,
+	ORBIT_TRANSITION_RENEW = 2,
+	ORBIT_TRANSITION_RELEASE = 3,
+	ORBIT_TRANSITION_FORCE_RELEASE = 4,
+	ORBIT_TRANSITION_RECLAIM = 5, /* an expired entry was reclaimed */
+	/*
+	 * A mutator died inside the serializer and the next one repaired the
+	 * table. No key (all lengths 0): frames the dead one published may
+	 * describe changes that never committed, so a consumer rebuilds its
+	 * view from the table. Its state_revision is past any revision the
+	 * dead mutator could have published with.
+	 */
+	ORBIT_TRANSITION_REPAIR = 6,
+};
+
+/* Bits of orbit_transition_event.flags. */
+enum orbit_transition_flag {
+	/* ns+label+owner did not fit the frame: owner bytes were cut first,
+	 * then label, then ns (the lengths say what was kept). */
+	ORBIT_TRANSITION_F_TRUNCATED = 0x1,
+};
+
 /* A transition frame copied from the ring (ns | label | owner in bytes). */
 struct orbit_transition_event {
-	uint32_t type;            /* 1 acquire, 2 renew, 3 release, 4 force_release, 5 reclaim,
-				   * 6 repair (no key: rebuild views from the table) */
+	enum orbit_transition_type type; /* a frame that fails validation is
+					    skipped, so always one of the list */
 	uint32_t lane;            /* writer lane */
 	uint32_t writer_pid;
-	uint32_t flags;           /* 1: key/owner bytes truncated to fit the frame */
+	uint32_t flags;           /* enum orbit_transition_flag bits */
 	uint64_t lane_pos;        /* per-lane sequence number */
 	uint64_t fencing_token;
 	uint64_t deadline_ns;     /* CLOCK_MONOTONIC absolute; 0 after release */
@@ -94,8 +139,10 @@ struct orbit_transition_event {
  * layout, e.g. "ring-229"), each when it exists; never creates one.
  * Read-only mappings unless @opts->admin.
  * Context: any thread; syscalls (shm_open, mmap, fcntl); allocates.
- * Returns: 0; -ENOENT (none of the fleet's segments exists); -EINVAL (bad
- * options, fleet name or layout); -ENOMEM; or the first validation error of a
+ * Returns: 0; -ENOENT (none of the fleet's segments exists); -EINVAL (size
+ * 0 in @opts or its layout, bad options, fleet name or layout); -E2BIG
+ * (@opts or its layout is larger than this build's and sets a field it
+ * does not know); -ENOMEM; or the first validation error of a
  * segment that exists: -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND,
  * -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_ECORRUPT, -ORBIT_EOWNER
  * (another uid's segment, not shared through @opts->gid), -ORBIT_EMODE
@@ -345,9 +392,10 @@ ORBIT_API int orbit_fleet_unlink(const char *fleet);
  * creates a segment between the ownership check and the removal.
  * Returns: 0 (at least one segment removed); -ENOENT (none existed);
  * -EBUSY (a live member is attached, this process's own rows included);
- * -EACCES (a name is another uid's: nothing removed); -EINVAL (bad
- * options or name); or a member directory open error (-ORBIT_EOWNER,
- * -ORBIT_EMODE, ...).
+ * -EACCES (a name is another uid's: nothing removed); -EINVAL (size 0 in
+ * @opts or its layout, bad options or name); -E2BIG (@opts or its layout
+ * is larger than this build's and sets a field it does not know); or a
+ * member directory open error (-ORBIT_EOWNER, -ORBIT_EMODE, ...).
  */
 ORBIT_API int orbit_fleet_unlink_with(const struct orbit_fleet_options *opts);
 

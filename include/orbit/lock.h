@@ -95,27 +95,31 @@ enum orbit_lock_serializer {
 	ORBIT_LOCK_SERIALIZER_FLOCK = 2, /* process-local mutex + flock on the segment (the spec's) */
 };
 
-/* A fleet's lock layout; every peer must pass the same one. */
+/*
+ * A fleet's lock layout; every peer must pass the same one. Size-carrying
+ * (see orbit/common.h); 0: the default in every field.
+ */
 struct orbit_lock_layout {
 	size_t size;                /* sizeof(struct orbit_lock_layout) */
-	uint32_t state_kind;        /* segment kind of the table (228) */
-	uint32_t ring_kind;         /* segment kind of the transition ring (229) */
-	uint32_t slots;             /* table slots: a power of two, 8..65536 (256) */
-	uint32_t ring_frames;       /* frames per writer lane (1024) */
-	uint32_t ring_frame_bytes;  /* bytes per frame (1024) */
+	uint32_t state_kind;        /* segment kind of the table (0: 228) */
+	uint32_t ring_kind;         /* segment kind of the transition ring (0: 229) */
+	uint32_t slots;             /* table slots: a power of two, 8..65536 (0: 256) */
+	uint32_t ring_frames;       /* frames per writer lane (0: 1024) */
+	uint32_t ring_frame_bytes;  /* bytes per frame (0: 1024) */
 };
 
 #define ORBIT_LOCK_LAYOUT_DEFAULT_INIT { sizeof(struct orbit_lock_layout), \
 	ORBIT_LOCK_DEFAULT_STATE_KIND, ORBIT_LOCK_DEFAULT_RING_KIND, ORBIT_LOCK_DEFAULT_SLOTS, \
 	ORBIT_LOCK_DEFAULT_RING_FRAMES, ORBIT_LOCK_DEFAULT_FRAME_BYTES }
 
+/* Options of orbit_lock_open(); size-carrying (see orbit/common.h); 0: default. */
 struct orbit_lock_options {
 	size_t size;                /* sizeof(struct orbit_lock_options) */
 	const char *fleet;          /* NULL: "default" */
 	const struct orbit_lock_layout *layout; /* NULL: the default layout */
 	unsigned mode;              /* 0: 0600; 0640 or 0660 to share with the group
 				       @gid (see "Sharing a fleet with a group") */
-	enum orbit_lock_serializer serializer;
+	enum orbit_lock_serializer serializer; /* 0: AUTO */
 	bool readonly;              /* never creates, never mutates, maps PROT_READ */
 	int init_timeout_ms;        /* wait for a creator to finish (0: default 2 s) */
 	unsigned gid;               /* group of a group mode (0: the effective gid):
@@ -152,6 +156,22 @@ struct orbit_lock_options {
  * as the owner is: each can write every byte (doc/threat-model.md).
  * Only a segment's owner (or root) removes its name: orbit_fleet_unlink_with().
  */
+
+/**
+ * orbit_lock_layout_init - fill @y with the default layout (size set; the
+ * same as ORBIT_LOCK_LAYOUT_DEFAULT_INIT). NULL is a no-op.
+ * Context: any thread; no syscall. Returns nothing.
+ */
+ORBIT_API void orbit_lock_layout_init(struct orbit_lock_layout *y);
+
+/**
+ * orbit_lock_options_init - fill @o with the defaults: size set, every
+ * other field zero (fleet "default", default layout, mode 0600,
+ * serializer AUTO, read-write, 2 s init timeout, the effective gid). NULL
+ * is a no-op.
+ * Context: any thread; no syscall. Returns nothing.
+ */
+ORBIT_API void orbit_lock_options_init(struct orbit_lock_options *o);
 
 /* A key: namespace bytes plus the label of the resource. Only the key contends. */
 typedef struct orbit_lock_key {
@@ -228,7 +248,8 @@ struct orbit_lock_stats {
 
 /**
  * orbit_lock_open - create or open the fleet's lock table.
- * @opts: options (size must be set); NULL means all defaults.
+ * @opts: options (size set, see orbit_lock_options_init()); NULL means
+ *        all defaults.
  * @out:  the handle on success.
  *
  * Creates "/orbit.<fleet>.lock-<state_kind>" when missing (not when
@@ -238,13 +259,14 @@ struct orbit_lock_stats {
  * Context: any thread; syscalls (shm_open, mmap, flock, read of
  * /proc/self/stat); may sleep up to init_timeout_ms while a creator
  * initialises.
- * Returns: 0; -EINVAL (bad options, fleet name or layout, a mode other
- * than 0600, 0640 or 0660, 0640 without @owner_uid, a negative
- * serializer_wait_ms, a writable open of a 0640 fleet with the FLOCK
- * serializer); -ENOMEM;
- * -EPERM (creating with a group mode for a group this process is not in,
- * or creating while @owner_uid is set and is not our euid: nothing is
- * left behind);
+ * Returns: 0; -EINVAL (size 0 in @opts or its layout, bad options, fleet
+ * name or layout, a mode other than 0600, 0640 or 0660, 0640 without
+ * @owner_uid, a negative serializer_wait_ms, a writable open of a 0640
+ * fleet with the FLOCK serializer); -E2BIG (@opts or its layout is larger
+ * than this build's and sets a field it does not know); -ENOMEM; -EPERM
+ * (creating with a group mode for a group this process is not in, or
+ * creating while @owner_uid is set and is not our euid: nothing is left
+ * behind);
  * -ENOENT (readonly and missing); -ORBIT_EFINGERPRINT (the fleet's table
  * has another slot count, kind or serializer); -ORBIT_ECORRUPT (the
  * table's own header fails validation); or any code of the segment layer:
@@ -283,7 +305,7 @@ ORBIT_API void orbit_lock_close(orbit_lock_t *lock);
  * valid; the next open creates a new table with larger tokens).
  * @opts: fleet and layout as for open.
  * Context: any thread; syscall shm_unlink.
- * Returns: 0, -ENOENT, -EINVAL.
+ * Returns: 0, -ENOENT, -EINVAL, -E2BIG (as for open).
  */
 ORBIT_API int orbit_lock_unlink(const struct orbit_lock_options *opts);
 

@@ -57,18 +57,23 @@ typedef struct orbit_serial_resume orbit_serial_resume_t;
 /*
  * ZLinkExecutionLanePolicy (07 §6.1). A value the owner injects; the
  * queue keeps a copy. Fill with orbit_execution_lane_policy_init_default().
+ * Size-carrying (see orbit/common.h); 0 in any field: its default.
  */
 typedef struct orbit_execution_lane_policy {
 	size_t size; /* sizeof(orbit_execution_lane_policy_t) */
-	uint32_t application_message_capacity; /* items, > 0; default 1,024 */
-	uint64_t application_byte_capacity;    /* bytes, > 0; default 64 MiB */
-	uint32_t lifecycle_message_capacity;   /* items, > 0; default 128 */
-	uint64_t lifecycle_byte_capacity;      /* bytes, > 0; default 4 MiB */
-	/* Bytes every item reserves besides its payload, >= 0; default 256. */
+	uint32_t application_message_capacity; /* items; 0: 1,024 */
+	uint64_t application_byte_capacity;    /* bytes; 0: 64 MiB */
+	uint32_t lifecycle_message_capacity;   /* items; 0: 128 */
+	uint64_t lifecycle_byte_capacity;      /* bytes; 0: 4 MiB */
+	/* Bytes every item reserves besides its payload; 0: 256;
+	 * ORBIT_POLICY_NO_FIXED_COST: none. */
 	uint64_t fixed_work_byte_cost;
-	uint32_t lifecycle_burst_limit;  /* items, > 0; default 8 */
-	uint32_t owner_time_budget_ms;   /* ms, > 0; default 10 */
+	uint32_t lifecycle_burst_limit;  /* items; 0: 8 */
+	uint32_t owner_time_budget_ms;   /* ms; 0: 10 */
 } orbit_execution_lane_policy_t;
+
+/* fixed_work_byte_cost: items reserve their payload bytes only. */
+#define ORBIT_POLICY_NO_FIXED_COST UINT64_MAX
 
 #define ORBIT_POLICY_DEFAULT_APP_MESSAGES 1024u
 #define ORBIT_POLICY_DEFAULT_APP_BYTES (64ull << 20)
@@ -90,10 +95,12 @@ ORBIT_API void orbit_execution_lane_policy_init_default(orbit_execution_lane_pol
  * orbit_execution_lane_policy_validate - check a policy.
  * @p: the policy.
  *
+ * Zero fields stand for their defaults, as the queue reads them.
+ *
  * Context: any thread; no syscall.
- * Returns: 0; -EINVAL for NULL, a size smaller than the struct, a zero
- * capacity, burst limit or budget, or a fixed cost larger than either byte
- * capacity (no item could ever be accepted).
+ * Returns: 0; -EINVAL for NULL, size 0, or a fixed cost larger than either
+ * byte capacity (no item could ever be accepted); -E2BIG (a policy larger
+ * than this build's that sets a field it does not know).
  */
 ORBIT_API int orbit_execution_lane_policy_validate(const orbit_execution_lane_policy_t *p);
 
@@ -128,15 +135,19 @@ enum orbit_serial_suspend_flags {
 	ORBIT_SERIAL_SUSPEND_HOLD = 1,
 };
 
-/* Options for orbit_serial_queue_create(); fill with _options_init(). */
+/*
+ * Options for orbit_serial_queue_create(); fill with _options_init().
+ * Size-carrying (see orbit/common.h); 0: the default in every field.
+ */
 struct orbit_serial_queue_options {
 	size_t size; /* sizeof(struct orbit_serial_queue_options) */
 	/* Policy, copied; NULL: the §6.1 defaults. */
 	const orbit_execution_lane_policy_t *policy;
 	/* Where the drain loop runs (required): a pool's executor, or a test's. */
 	orbit_executor_t executor;
-	/* Home NUMA node passed to executor.submit; ORBIT_NODE_ANY (-1) default. */
-	int home_node;
+	/* ORBIT_HOME_NODE(n): NUMA node n passed to executor.submit; 0 (default):
+	 * none (orbit/executor.h). */
+	int home;
 	/* Name for diagnostics, copied (63 bytes kept); NULL: "serial-queue". */
 	const char *name;
 };
@@ -164,7 +175,7 @@ struct orbit_serial_queue_stats {
 
 /**
  * orbit_serial_queue_options_init - defaults: size set, policy NULL,
- * executor empty (must be set), home_node ORBIT_NODE_ANY, name NULL.
+ * executor empty (must be set), no home node, name NULL (all zero).
  *
  * Context: any thread; no syscall.
  */
@@ -177,7 +188,8 @@ ORBIT_API void orbit_serial_queue_options_init(struct orbit_serial_queue_options
  *
  * Context: any thread; allocates.
  * Returns: 0; -EINVAL (NULL argument, size 0, no executor, invalid policy);
- * -ENOMEM.
+ * -E2BIG (@opts is larger than this build's and sets a field it does not
+ * know); -ENOMEM.
  */
 ORBIT_API int orbit_serial_queue_create(const struct orbit_serial_queue_options *opts,
 					orbit_serial_queue_t **out);

@@ -155,11 +155,14 @@ struct orbit_serial_executor_stats {
 
 /* ---- Spot coordinator ------------------------------------------------- */
 
-/* Options for orbit_spot_serial_executor_create(); fill with _options_init(). */
+/*
+ * Options for orbit_spot_serial_executor_create(); fill with _options_init().
+ * Size-carrying (see orbit/common.h); 0: the default (mode excepted).
+ */
 struct orbit_spot_serial_executor_options {
 	size_t size; /* sizeof(struct orbit_spot_serial_executor_options) */
-	/* enum orbit_spot_execution_mode; must be set (0 is refused). */
-	int mode;
+	/* Must be set: 0 is refused (there is no default mode, 07 §2). */
+	enum orbit_spot_execution_mode mode;
 	/* Policy of the Spot queue, copied; NULL: the §6.1 defaults. */
 	const orbit_execution_lane_policy_t *spot_policy;
 	/* Policy of each Actor queue (its mailbox share); NULL: defaults. */
@@ -168,15 +171,16 @@ struct orbit_spot_serial_executor_options {
 	const orbit_execution_lane_policy_t *timer_policy;
 	/* Where every queue drains (required): normally a worker pool's. */
 	orbit_executor_t executor;
-	/* Home NUMA node of the Spot's queues; ORBIT_NODE_ANY (-1) default. */
-	int home_node;
+	/* ORBIT_HOME_NODE(n): NUMA node n of the Spot's queues; 0 (default):
+	 * none (orbit/executor.h). */
+	int home;
 	/* Name for diagnostics, copied (63 bytes kept); NULL: "spot". */
 	const char *name;
 };
 
 /**
  * orbit_spot_serial_executor_options_init - defaults: size set, mode 0 (must be
- * set), policies NULL, executor empty (must be set), home_node -1, name NULL.
+ * set), policies NULL, executor empty (must be set), no home node, name NULL.
  *
  * Context: any thread; no syscall.
  */
@@ -191,7 +195,8 @@ orbit_spot_serial_executor_options_init(struct orbit_spot_serial_executor_option
  *
  * Context: any thread; allocates.
  * Returns: 0; -EINVAL (NULL argument, size 0, unknown mode, no executor,
- * an invalid policy); -ENOMEM.
+ * an invalid policy); -E2BIG (@opts is larger than this build's and sets a
+ * field it does not know); -ENOMEM.
  */
 ORBIT_API int
 orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_options *opts,
@@ -350,19 +355,20 @@ ORBIT_API int orbit_spot_serial_executor_destroy(orbit_spot_serial_executor_t *s
 
 /* ---- Actor coordinator ------------------------------------------------ */
 
+/* Size-carrying (see orbit/common.h); 0: the default in every field. */
 struct orbit_actor_serial_executor_options {
 	size_t size; /* sizeof(struct orbit_actor_serial_executor_options) */
 	uint64_t actor_id; /* reported in snapshots */
 	/* Policy of its queue, copied; NULL: the §6.1 defaults. */
 	const orbit_execution_lane_policy_t *policy;
 	orbit_executor_t executor; /* required */
-	int home_node;             /* ORBIT_NODE_ANY default */
+	int home;                  /* ORBIT_HOME_NODE(n); 0 (default): none */
 	const char *name;          /* copied; NULL: "actor" */
 };
 
 /**
  * orbit_actor_serial_executor_options_init - defaults: size set, actor_id 0,
- * policy NULL, executor empty (must be set), home_node -1, name NULL.
+ * policy NULL, executor empty (must be set), no home node, name NULL.
  *
  * Context: any thread; no syscall.
  */
@@ -373,7 +379,9 @@ orbit_actor_serial_executor_options_init(struct orbit_actor_serial_executor_opti
  * orbit_actor_serial_executor_create - an Actor coordinator and its one queue.
  *
  * Context: any thread; allocates.
- * Returns: 0; -EINVAL (NULL, size 0, no executor, invalid policy); -ENOMEM.
+ * Returns: 0; -EINVAL (NULL, size 0, no executor, invalid policy); -E2BIG
+ * (@opts is larger than this build's and sets a field it does not know);
+ * -ENOMEM.
  */
 ORBIT_API int
 orbit_actor_serial_executor_create(const struct orbit_actor_serial_executor_options *opts,
@@ -451,18 +459,19 @@ ORBIT_API int orbit_actor_serial_executor_destroy(orbit_actor_serial_executor_t 
 
 /* ---- STREAM session coordinator --------------------------------------- */
 
+/* Size-carrying (see orbit/common.h); 0: the default in every field. */
 struct orbit_session_serial_executor_options {
 	size_t size; /* sizeof(struct orbit_session_serial_executor_options) */
 	/* Policy of its queue, copied; NULL: the §6.1 defaults. */
 	const orbit_execution_lane_policy_t *policy;
 	orbit_executor_t executor; /* required */
-	int home_node;             /* ORBIT_NODE_ANY default */
+	int home;                  /* ORBIT_HOME_NODE(n); 0 (default): none */
 	const char *name;          /* copied; NULL: "session" */
 };
 
 /**
  * orbit_session_serial_executor_options_init - defaults: size set, policy NULL,
- * executor empty (must be set), home_node -1, name NULL.
+ * executor empty (must be set), no home node, name NULL.
  *
  * Context: any thread; no syscall.
  */
@@ -473,7 +482,9 @@ orbit_session_serial_executor_options_init(struct orbit_session_serial_executor_
  * orbit_session_serial_executor_create - a session coordinator and its one queue.
  *
  * Context: any thread; allocates.
- * Returns: 0; -EINVAL (NULL, size 0, no executor, invalid policy); -ENOMEM.
+ * Returns: 0; -EINVAL (NULL, size 0, no executor, invalid policy); -E2BIG
+ * (@opts is larger than this build's and sets a field it does not know);
+ * -ENOMEM.
  */
 ORBIT_API int
 orbit_session_serial_executor_create(const struct orbit_session_serial_executor_options *opts,

@@ -108,24 +108,35 @@ enum orbit_state_lane_diag {
 	ORBIT_STATE_LANE_DIAG_LOG = 1,
 };
 
+/* Options of orbit_state_lane_create(); size-carrying (see orbit/common.h); 0: default. */
 struct orbit_state_lane_options {
 	size_t size;               /* sizeof(struct orbit_state_lane_options) */
 	const char *name;          /* named in diagnostics; copied (63 bytes kept) */
 	orbit_executor_t executor; /* drains posted work; submit NULL: no posting */
-	int home_node;             /* NUMA hint passed to submit; -1: none */
+	int home;                  /* ORBIT_HOME_NODE(n): NUMA hint node n passed to
+				      submit; 0 (default): none (orbit/executor.h) */
 	unsigned combine_limit;    /* items a run() caller runs past its own; 0: 32 */
 	unsigned slice_limit;      /* items a drain task runs per submission; 0: 256 */
-	int diagnostics;           /* enum orbit_state_lane_diag; default RECORD */
+	enum orbit_state_lane_diag diagnostics; /* 0: RECORD */
 };
 
 /**
+ * orbit_state_lane_options_init - fill @opt with the defaults: size set,
+ * every other field zero (name "lane", no executor, no home node, combine
+ * limit 32, slice limit 256, diagnostics RECORD). NULL is a no-op.
+ * Context: any thread; no syscall. Returns nothing.
+ */
+ORBIT_API void orbit_state_lane_options_init(struct orbit_state_lane_options *opt);
+
+/**
  * orbit_state_lane_create - make an open, idle lane.
- * @opt: options (size must be set; name may be NULL: "lane").
+ * @opt: options (size set, see orbit_state_lane_options_init(); name may be
+ *       NULL: "lane").
  * @out: receives the lane.
  *
  * Context: any thread; allocates.
- * Returns: 0; -EINVAL (NULL, size too small, bad diagnostics value);
- * -ENOMEM.
+ * Returns: 0; -EINVAL (NULL, size 0, bad diagnostics value); -E2BIG (@opt
+ * is larger than this build's and sets a field it does not know); -ENOMEM.
  */
 ORBIT_API int orbit_state_lane_create(const struct orbit_state_lane_options *opt,
 				      orbit_state_lane_t **out);

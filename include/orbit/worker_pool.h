@@ -32,9 +32,6 @@ ORBIT_BEGIN_DECLS
 
 typedef struct orbit_worker_pool orbit_worker_pool_t;
 
-/* No home node preference (executor submit, serial queue options). */
-#define ORBIT_NODE_ANY (-1)
-
 /* Most nodes a topology may describe. */
 #define ORBIT_TOPOLOGY_MAX_NODES 64
 
@@ -54,7 +51,13 @@ struct orbit_topology {
 	const struct orbit_topology_node *nodes;
 };
 
-/* Options for orbit_worker_pool_create(); fill with _options_init(). */
+/* orbit_worker_pool_options.spin_polls: idle workers sleep at once. */
+#define ORBIT_WORKER_POOL_NO_SPIN (-1)
+
+/*
+ * Options for orbit_worker_pool_create(); fill with _options_init(). Size-
+ * carrying (see orbit/common.h); zero means the default in every field.
+ */
 struct orbit_worker_pool_options {
 	size_t size; /* sizeof(struct orbit_worker_pool_options) */
 	/* Worker threads; 0: one per usable CPU of the topology. */
@@ -67,16 +70,18 @@ struct orbit_worker_pool_options {
 	 */
 	const struct orbit_topology *topology;
 	/*
-	 * Pin each worker to its node's CPUs (and prefer its node's memory).
-	 * Default true. A pin the kernel refuses (a synthetic CPU that does
-	 * not exist) is counted in stats.pin_failures, not fatal.
+	 * false (default): pin each worker to its node's CPUs (and prefer its
+	 * node's memory); true: leave workers unpinned. A pin the kernel
+	 * refuses (a synthetic CPU that does not exist) is counted in
+	 * stats.pin_failures, not fatal.
 	 */
-	bool pin;
+	bool no_pin;
 	/*
 	 * Polls of the node FIFO an idle worker makes before it sleeps on the
-	 * futex; 0 sleeps at once. Default 256 (a few microseconds).
+	 * futex; 0: the default, 256 (a few microseconds);
+	 * ORBIT_WORKER_POOL_NO_SPIN: sleep at once.
 	 */
-	unsigned spin_polls;
+	int spin_polls;
 };
 
 /* Counters; each a separate relaxed read, so mutually approximate. */
@@ -95,7 +100,8 @@ struct orbit_worker_pool_stats {
 
 /**
  * orbit_worker_pool_options_init - fill @opts with the defaults.
- * @opts: options to fill (size set, nthreads 0, topology NULL, pin true).
+ * @opts: options to fill: size set, every other field zero (one thread per
+ *        CPU, discovered topology, pinned, 256 spin polls).
  *
  * Context: any thread; no syscall.
  */
@@ -111,9 +117,11 @@ ORBIT_API void orbit_worker_pool_options_init(struct orbit_worker_pool_options *
  * grouped per node; see doc/serial-queue.md.
  *
  * Context: any thread; allocates, queries libnuma, creates threads.
- * Returns: 0; -EINVAL (NULL @out, opts->size 0, a topology with no node,
- * more than ORBIT_TOPOLOGY_MAX_NODES, a negative or duplicated node id, no
- * CPU at all, or a NULL cpus array with ncpus > 0); -ENOMEM; -EAGAIN (the
+ * Returns: 0; -EINVAL (NULL @out, opts->size 0, spin_polls negative other
+ * than ORBIT_WORKER_POOL_NO_SPIN, a topology with no node, more than
+ * ORBIT_TOPOLOGY_MAX_NODES, a negative or duplicated node id, no CPU at
+ * all, or a NULL cpus array with ncpus > 0); -E2BIG (@opts is larger than
+ * this build's and sets a field it does not know); -ENOMEM; -EAGAIN (the
  * system refused a thread).
  */
 ORBIT_API int orbit_worker_pool_create(const struct orbit_worker_pool_options *opts,

@@ -71,9 +71,10 @@ static orbit_worker_pool_t *pool;
 
 static orbit_state_lane_t *lane_make(void)
 {
-	struct orbit_state_lane_options o = { .size = sizeof(o), .name = "bench",
+	struct orbit_state_lane_options o = { .size = sizeof(o),
+					      .name = "bench",
 					      .executor = orbit_worker_pool_executor(pool),
-					      .home_node = ORBIT_NODE_ANY };
+					      .home = ORBIT_HOME_NODE_NONE };
 	orbit_state_lane_t *lane;
 
 	check(orbit_state_lane_create(&o, &lane) == 0, "lane create");

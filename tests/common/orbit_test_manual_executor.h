@@ -7,8 +7,9 @@
  * Holds up to MANUAL_EX_SLOTS pending tasks (submit returns -ENOMEM past
  * that); `refuse`, when non-zero, is what submit returns instead of
  * accepting (an executor that fails to schedule); `submits` counts the
- * tasks accepted; `run_inline`, when set (manual_set_inline), makes submit
- * run every pending task on the submitter's stack before it returns: an
+ * tasks accepted, `last_node` is the home_node of the last one;
+ * `run_inline`, when set (manual_set_inline), makes submit run every
+ * pending task on the submitter's stack before it returns: an
  * executor that breaks the contract of orbit/executor.h on purpose, so a
  * test can put a drain inside whatever turn its submitter holds. Submit
  * may be called from any thread (a mutex guards the ring); the run
@@ -35,6 +36,7 @@ struct manual_ex {
 	} t[MANUAL_EX_SLOTS];
 	int head, tail;
 	int submits;
+	int last_node; /* home_node argument of the last accepted submit */
 	int refuse; /* when non-zero, submit returns it */
 	int run_inline; /* when non-zero, submit runs the pending tasks itself */
 };
@@ -47,7 +49,6 @@ static inline int manual_submit(void *ctx, orbit_task_fn fn, void *arg, int node
 	bool run_now;
 	int ret = 0;
 
-	(void)node;
 	pthread_mutex_lock(&x->m);
 	if (x->refuse) {
 		ret = x->refuse;
@@ -58,6 +59,7 @@ static inline int manual_submit(void *ctx, orbit_task_fn fn, void *arg, int node
 		x->t[x->tail % MANUAL_EX_SLOTS].arg = arg;
 		x->tail++;
 		x->submits++;
+		x->last_node = node;
 	}
 	run_now = ret == 0 && x->run_inline;
 	pthread_mutex_unlock(&x->m);

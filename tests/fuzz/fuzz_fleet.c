@@ -135,7 +135,8 @@ static void members(void)
 		FUZZ_CHECK(fuzz_rc_in(rc, 4, 0, -ENOENT, -EAGAIN, -ORBIT_ECORRUPT), "member %d", rc);
 		if (rc)
 			continue;
-		FUZZ_CHECK(fm.row == row && fm.state <= 3, "row %u state %u", fm.row, fm.state);
+		FUZZ_CHECK(fm.row == row && fm.state <= ORBIT_MEMBER_LEFT, "row %u state %u",
+			   fm.row, (unsigned)fm.state);
 		FUZZ_CHECK(fuzz_nul_terminated(fm.name, sizeof(fm.name)), "name not terminated");
 		for (size_t i = 0; fm.name[i]; i++)
 			FUZZ_CHECK(fm.name[i] >= 0x20 && fm.name[i] < 0x7f, "name byte %#x", fm.name[i]);
@@ -174,9 +175,11 @@ static void check_event(const struct orbit_transition_event *e)
 {
 	uint32_t sum = e->ns_len + e->label_len + e->owner_len;
 
-	FUZZ_CHECK(e->lane < LANES && e->type >= 1 && e->type <= 6, "lane %u type %u", e->lane, e->type);
+	FUZZ_CHECK(e->lane < LANES && e->type >= ORBIT_TRANSITION_ACQUIRE &&
+		       e->type <= ORBIT_TRANSITION_REPAIR,
+		   "lane %u type %u", e->lane, (unsigned)e->type);
 	FUZZ_CHECK(sum <= CAP && sum <= ORBIT_TRANSITION_BYTES_MAX, "lengths %u", sum);
-	FUZZ_CHECK(e->flags <= 1, "flags %#x", e->flags);
+	FUZZ_CHECK(!(e->flags & ~(uint32_t)ORBIT_TRANSITION_F_TRUNCATED), "flags %#x", e->flags);
 }
 
 static int on_replay(const struct orbit_transition_event *e, void *ctx)

@@ -528,7 +528,7 @@ static void test_agent_subscriber_and_view_follow_another_process(void **state)
 		assert_int_equal(read(fd, &cnt, sizeof(cnt)), (ssize_t)sizeof(cnt));
 		while ((rc = orbit_transition_reader_next(r, ev)) != -EAGAIN) {
 			assert_int_equal(rc, 0);
-			if (ev->type == 1 && ev->fencing_token == token) {
+			if (ev->type == ORBIT_TRANSITION_ACQUIRE && ev->fencing_token == token) {
 				assert_int_equal(ev->writer_pid, (uint32_t)c.pid);
 				assert_int_equal(ev->ns_len, 10);
 				assert_memory_equal(ev->bytes, "test.agentk1child-owner", 23);
@@ -751,6 +751,90 @@ static void test_agent_view_resyncs_from_table_after_lag(void **state)
 	orbit_lock_close(lock);
 }
 
+/*
+ * The options contract (issue 10, base/options.h) for orbit_agent_start()
+ * and orbit_fleet_open(): a struct from an older build (cut before its last
+ * field) is accepted with that field defaulted; one from a newer build is
+ * accepted when its unknown tail is zero and -E2BIG when it is not; the
+ * same for the layout either is given.
+ */
+static void test_options_older_accepted_newer_tail_e2big(void **state)
+{
+	struct {
+		struct orbit_agent_options o;
+		uint64_t unknown;
+	} ba;
+	struct {
+		struct orbit_fleet_options o;
+		uint64_t unknown;
+	} bf;
+	struct {
+		struct orbit_lock_layout y;
+		uint64_t unknown;
+	} by;
+	struct orbit_agent_options ao;
+	struct orbit_fleet_options fo;
+	orbit_agent_t *ag, *ag2;
+	orbit_fleet_t *f;
+
+	(void)state;
+	orbit_agent_options_init(&ao);
+	ao.fleet = fleet;
+	ao.size = offsetof(struct orbit_agent_options, layout); /* no layout field */
+	assert_int_equal(orbit_agent_start(&ao, &ag), 0);
+	orbit_fleet_options_init(&fo);
+	fo.fleet = fleet;
+	fo.size = offsetof(struct orbit_fleet_options, layout);
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	orbit_fleet_close(f);
+	orbit_agent_stop(ag); /* its segments stay for the fleet opens below */
+
+	memset(&bf, 0, sizeof(bf));
+	orbit_fleet_options_init(&bf.o);
+	bf.o.fleet = fleet;
+	bf.o.size = sizeof(bf);
+	assert_int_equal(orbit_fleet_open(&bf.o, &f), 0);
+	orbit_fleet_close(f);
+	bf.unknown = 1;
+	assert_int_equal(orbit_fleet_open(&bf.o, &f), -E2BIG);
+	assert_int_equal(orbit_fleet_unlink_with(&bf.o), -E2BIG); /* nothing removed */
+	fo.size = offsetof(struct orbit_fleet_options, gid);
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	orbit_fleet_close(f);
+
+	memset(&ba, 0, sizeof(ba));
+	orbit_agent_options_init(&ba.o);
+	ba.o.fleet = fleet;
+	ba.o.size = sizeof(ba);
+	assert_int_equal(orbit_agent_start(&ba.o, &ag2), 0);
+	orbit_agent_stop(ag2);
+	ba.unknown = 1;
+	assert_int_equal(orbit_agent_start(&ba.o, &ag2), -E2BIG);
+
+	/* A newer layout: zero tail accepted, a set one -E2BIG, for both. */
+	memset(&by, 0, sizeof(by));
+	orbit_lock_layout_init(&by.y);
+	by.y.size = sizeof(by);
+	orbit_agent_options_init(&ao);
+	ao.fleet = fleet;
+	ao.layout = &by.y;
+	fo.size = sizeof(fo);
+	fo.layout = &by.y;
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	orbit_fleet_close(f);
+	assert_int_equal(orbit_agent_start(&ao, &ag2), 0);
+	orbit_agent_stop(ag2);
+	by.unknown = 1;
+	assert_int_equal(orbit_fleet_open(&fo, &f), -E2BIG);
+	assert_int_equal(orbit_agent_start(&ao, &ag2), -E2BIG);
+	assert_int_equal(orbit_fleet_unlink_with(&fo), -E2BIG);
+
+	/* orbit_fleet_unlink_with: an older struct (no mode, no gid) removes. */
+	fo.layout = NULL;
+	fo.size = offsetof(struct orbit_fleet_options, mode);
+	assert_int_equal(orbit_fleet_unlink_with(&fo), 0);
+}
+
 /* orbit_fleet_unlink: refused while a member lives, removes every segment after. */
 static void test_fleet_unlink_refused_while_member_lives(void **state)
 {
@@ -861,9 +945,9 @@ static void test_agent_nondefault_layout_uses_its_own_ring(void **state)
 	assert_int_equal(view_wait(follower, "lay", 0), 0);
 	assert_int_equal(orbit_lock_release(lock, &key, &owner, lease.token), 0);
 
-	assert_int_equal(count_frames(r_lay, ev, 1, lease.token), 1); /* acquire */
-	assert_int_equal(ev->type, 3);                                /* release last */
-	assert_int_equal(count_frames(r_def, ev, 1, lease.token), 0); /* nothing in ring-229 */
+	assert_int_equal(count_frames(r_lay, ev, ORBIT_TRANSITION_ACQUIRE, lease.token), 1);
+	assert_int_equal(ev->type, ORBIT_TRANSITION_RELEASE); /* release last */
+	assert_int_equal(count_frames(r_def, ev, ORBIT_TRANSITION_ACQUIRE, lease.token), 0); /* not in ring-229 */
 	assert_int_equal(view_wait(follower, "lay", -ENOENT), -ENOENT);
 
 	orbit_transition_reader_close(r_lay);
@@ -1188,6 +1272,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_agent_start_stop_leaks_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_unlink_refused_while_member_lives, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_options_older_accepted_newer_tail_e2big, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_agent_refuses_lock_inherited_across_fork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_dead_member_noticed_promptly, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_dead_member_noticed_at_once, setup, teardown),

@@ -99,7 +99,7 @@ static orbit_worker_pool_t *make_pool(void)
 
 	orbit_worker_pool_options_init(&o);
 	o.nthreads = 2;
-	o.pin = false;
+	o.no_pin = true;
 	assert_int_equal(orbit_worker_pool_create(&o, &p), 0);
 	return p;
 }
@@ -118,8 +118,9 @@ static orbit_serial_queue_t *make_queue(orbit_worker_pool_t *p)
 
 static orbit_state_lane_t *make_lane(orbit_worker_pool_t *p)
 {
-	struct orbit_state_lane_options o = { .size = sizeof(o), .name = "watched-lane",
-					      .home_node = -1 };
+	struct orbit_state_lane_options o = { .size = sizeof(o),
+					      .name = "watched-lane",
+					      .home = ORBIT_HOME_NODE_NONE };
 	orbit_state_lane_t *l = NULL;
 
 	if (p)

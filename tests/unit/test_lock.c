@@ -510,7 +510,15 @@ static void test_err_einval_bad_arguments(void **state)
 	y.slots = 100; /* not a power of two */
 	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
 	y.slots = 256;
-	o.size = 8;
+	o.size = 0;
+	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
+	o.size = sizeof(size_t) - 1; /* smaller than the size field itself */
+	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
+	o.size = sizeof(o);
+	y.size = 0;
+	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
+	y.size = sizeof(y);
+	y.ring_kind = y.state_kind;
 	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
 	o = opts_for("bad/fleet", NULL);
 	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
@@ -582,6 +590,55 @@ static void test_err_einval_null_arguments(void **state)
 	assert_int_equal(orbit_lock_open(&o, NULL), -EINVAL);
 	orbit_lock_close(NULL);
 	assert_int_equal(orbit_lock_release(L, &k, &a, l1.token), 0);
+}
+
+/*
+ * The options contract (issue 10, base/options.h): an options struct or a
+ * layout from an older build (here cut before its last field, as 0.1 would
+ * be had that field come later) opens with the missing field defaulted; one
+ * from a newer build opens when the fields this build does not know are
+ * zero, and is -E2BIG when one is set.
+ */
+static void test_options_older_accepted_newer_tail_e2big(void **state)
+{
+	struct {
+		struct orbit_lock_options o;
+		uint64_t unknown;
+	} big;
+	struct {
+		struct orbit_lock_layout y;
+		uint64_t unknown;
+	} bigy;
+	struct orbit_lock_layout y = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	orbit_lock_t *x;
+
+	o.size = offsetof(struct orbit_lock_options, init_timeout_ms);
+	assert_int_equal(orbit_lock_open(&o, &x), 0);
+	orbit_lock_close(x);
+	memset(&big, 0, sizeof(big));
+	big.o = opts_for(fleet, NULL);
+	big.o.size = sizeof(big);
+	assert_int_equal(orbit_lock_open(&big.o, &x), 0);
+	orbit_lock_close(x);
+	big.unknown = 1;
+	assert_int_equal(orbit_lock_open(&big.o, &x), -E2BIG);
+	assert_int_equal(orbit_lock_unlink(&big.o), -E2BIG);
+
+	/* The layout: the missing ring_frame_bytes is the default 1024. */
+	y.size = offsetof(struct orbit_lock_layout, ring_frame_bytes);
+	o = opts_for(fleet, &y);
+	assert_int_equal(orbit_lock_open(&o, &x), 0);
+	assert_int_equal(orbit__lock_layout(x)->ring_frame_bytes, ORBIT_LOCK_DEFAULT_FRAME_BYTES);
+	orbit_lock_close(x);
+	memset(&bigy, 0, sizeof(bigy));
+	orbit_lock_layout_init(&bigy.y);
+	bigy.y.size = sizeof(bigy);
+	o = opts_for(fleet, &bigy.y);
+	assert_int_equal(orbit_lock_open(&o, &x), 0);
+	orbit_lock_close(x);
+	bigy.unknown = 1;
+	assert_int_equal(orbit_lock_open(&o, &x), -E2BIG);
 }
 
 /* Error code -E2BIG: namespace + key + owner over 960 bytes. */
@@ -1166,6 +1223,7 @@ static void test_crashpoint_env_variable_arms_nothing(void **state)
 	T(test_err_enospc_full_table_never_evicts),                  \
 	T(test_err_einval_bad_arguments),                            \
 	T(test_err_einval_null_arguments),                           \
+	T(test_options_older_accepted_newer_tail_e2big),             \
 	T(test_err_e2big_over_960_bytes),                            \
 	T(test_err_enoent_not_held),                                 \
 	T(test_err_eperm_wrong_owner_or_token),                      \

@@ -487,7 +487,7 @@ static int on_replayed(const struct orbit_transition_event *ev, void *p)
 	struct replay_seen *s = p;
 
 	s->frames++;
-	if (ev->type == 1 && ev->ns_len == 8 && ev->label_len == 5 &&
+	if (ev->type == ORBIT_TRANSITION_ACQUIRE && ev->ns_len == 8 && ev->label_len == 5 &&
 	    !memcmp(ev->bytes, "test.ctlalpha", 13))
 		s->alpha_acquires++;
 	return s->stop_after && s->frames >= s->stop_after;

@@ -58,6 +58,13 @@ static int rec_fn(orbit_serial_turn_t *turn, void *arg)
 	return ORBIT_SERIAL_DONE;
 }
 
+static int rec_fn_quiet(orbit_serial_turn_t *turn, void *arg)
+{
+	(void)turn;
+	(void)arg;
+	return ORBIT_SERIAL_DONE;
+}
+
 static void busy_ms(double ms)
 {
 	uint64_t end = orbit_test_now_ns() + (uint64_t)(ms * 1e6);
@@ -76,7 +83,7 @@ static struct orbit_serial_queue_stats qstats(orbit_serial_queue_t *q)
 
 /* ---- §6.1 policy ---------------------------------------------------- */
 
-/* §6.1: the seven values with their defaults; bad values give -EINVAL. */
+/* §6.1: the seven values with their defaults (0 in a field: its default); bad values give -EINVAL. */
 static void test_s6_1_policy_defaults_and_invalid_values(void **state)
 {
 	orbit_execution_lane_policy_t p, bad;
@@ -103,20 +110,16 @@ static void test_s6_1_policy_defaults_and_invalid_values(void **state)
 		assert_int_equal(orbit_execution_lane_policy_validate(&bad), -EINVAL); \
 	} while (0)
 	EXPECT_INVALID(size, 0);
-	EXPECT_INVALID(application_message_capacity, 0);
-	EXPECT_INVALID(application_byte_capacity, 0);
-	EXPECT_INVALID(lifecycle_message_capacity, 0);
-	EXPECT_INVALID(lifecycle_byte_capacity, 0);
-	EXPECT_INVALID(lifecycle_burst_limit, 0);
-	EXPECT_INVALID(owner_time_budget_ms, 0);
 	EXPECT_INVALID(fixed_work_byte_cost, (4ull << 20) + 1); /* no item could fit */
 #undef EXPECT_INVALID
 	bad = p;
-	bad.fixed_work_byte_cost = 0; /* >= 0 is allowed */
+	bad.fixed_work_byte_cost = ORBIT_POLICY_NO_FIXED_COST; /* a cost of 0 */
+	assert_int_equal(orbit_execution_lane_policy_validate(&bad), 0);
+	bad = (orbit_execution_lane_policy_t){ .size = sizeof(bad) }; /* all defaults */
 	assert_int_equal(orbit_execution_lane_policy_validate(&bad), 0);
 
 	orbit_serial_queue_options_init(&o);
-	assert_int_equal(o.home_node, ORBIT_NODE_ANY);
+	assert_int_equal(o.home, ORBIT_HOME_NODE_NONE);
 	o.executor = manual_executor(&x);
 	o.name = "actor-42";
 	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
@@ -127,12 +130,139 @@ static void test_s6_1_policy_defaults_and_invalid_values(void **state)
 	assert_int_equal(orbit_serial_queue_create(&o, &q), -EINVAL); /* no executor */
 	o.executor = manual_executor(&x);
 	bad = p;
-	bad.owner_time_budget_ms = 0;
+	bad.fixed_work_byte_cost = bad.lifecycle_byte_capacity + 1;
 	o.policy = &bad;
 	assert_int_equal(orbit_serial_queue_create(&o, &q), -EINVAL);
 	assert_null(q);
 	assert_int_equal(orbit_serial_queue_create(NULL, &q), -EINVAL);
 	assert_int_equal(orbit_serial_queue_enqueue(NULL, rec_fn, NULL), -EINVAL);
+}
+
+/*
+ * The options contract (issue 10, base/options.h): options from an older
+ * build (cut before their last field, name) are accepted with that field
+ * defaulted; from a newer build, accepted with a zero unknown tail and
+ * -E2BIG with a set one.
+ */
+static void test_options_older_accepted_newer_tail_e2big(void **state)
+{
+	struct {
+		struct orbit_serial_queue_options o;
+		uint64_t unknown;
+	} big;
+	struct orbit_serial_queue_options o;
+	struct manual_ex x;
+	orbit_serial_queue_t *q = NULL;
+
+	orbit_serial_queue_options_init(&o);
+	o.executor = manual_executor(&x);
+	o.name = "not-read";
+	o.size = offsetof(struct orbit_serial_queue_options, name);
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	assert_string_equal(orbit_serial_queue_name(q), "serial-queue"); /* name defaulted */
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	memset(&big, 0, sizeof(big));
+	orbit_serial_queue_options_init(&big.o);
+	big.o.executor = manual_executor(&x);
+	big.o.size = sizeof(big);
+	assert_int_equal(orbit_serial_queue_create(&big.o, &q), 0);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	q = NULL;
+	big.unknown = 1;
+	assert_int_equal(orbit_serial_queue_create(&big.o, &q), -E2BIG);
+	assert_null(q);
+}
+
+/*
+ * The policy is size-carrying too (issue 10): zero in a field is its
+ * default, as the queue applies it (a designated initializer naming one
+ * capacity keeps the other defaults); ORBIT_POLICY_NO_FIXED_COST is a
+ * fixed cost of 0; an older policy (cut before owner_time_budget_ms) is
+ * accepted; a newer one with a set unknown tail is -E2BIG.
+ */
+static void test_policy_zero_is_default_and_size_contract(void **state)
+{
+	struct {
+		orbit_execution_lane_policy_t p;
+		uint64_t unknown;
+	} big;
+	orbit_execution_lane_policy_t p = { .size = sizeof(p), .application_message_capacity = 2 };
+	struct orbit_serial_queue_options o;
+	struct manual_ex x;
+	orbit_serial_queue_t *q;
+	int i;
+
+	orbit_serial_queue_options_init(&o);
+	o.executor = manual_executor(&x);
+	o.policy = &p;
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn_quiet, NULL), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn_quiet, NULL), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn_quiet, NULL), -EAGAIN);
+	for (i = 0; i < 128; i++) /* lifecycle: the default 128, not 0 */
+		assert_int_equal(orbit_serial_queue_enqueue_lifecycle(q, rec_fn_quiet, NULL), 0);
+	assert_int_equal(orbit_serial_queue_enqueue_lifecycle(q, rec_fn_quiet, NULL), -EAGAIN);
+	assert_int_equal(qstats(q).app_bytes, 2 * ORBIT_POLICY_DEFAULT_FIXED_COST);
+	manual_run_all(&x);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+
+	p = (orbit_execution_lane_policy_t){ .size = sizeof(p),
+					     .fixed_work_byte_cost = ORBIT_POLICY_NO_FIXED_COST };
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(q, rec_fn_quiet, NULL, 5),
+			 0);
+	assert_int_equal(qstats(q).app_bytes, 5);
+	manual_run_all(&x);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+
+	orbit_execution_lane_policy_init_default(&p);
+	p.owner_time_budget_ms = 0;
+	p.size = offsetof(orbit_execution_lane_policy_t, owner_time_budget_ms);
+	assert_int_equal(orbit_execution_lane_policy_validate(&p), 0);
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	memset(&big, 0, sizeof(big));
+	orbit_execution_lane_policy_init_default(&big.p);
+	big.p.size = sizeof(big);
+	o.policy = &big.p;
+	assert_int_equal(orbit_execution_lane_policy_validate(&big.p), 0);
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	q = NULL;
+	big.unknown = 1;
+	assert_int_equal(orbit_execution_lane_policy_validate(&big.p), -E2BIG);
+	assert_int_equal(orbit_serial_queue_create(&o, &q), -E2BIG);
+	assert_null(q);
+}
+
+/*
+ * Zero means the default (issue 10): a designated initializer that does not
+ * name the home node submits with ORBIT_NODE_ANY, never node 0;
+ * ORBIT_HOME_NODE(n) submits with node n, node 0 included.
+ */
+static void test_designated_initializer_home_node_is_none(void **state)
+{
+	struct manual_ex x;
+	struct orbit_serial_queue_options o = { .size = sizeof(o),
+						.executor = manual_executor(&x) };
+	orbit_serial_queue_t *q;
+	int home[] = { ORBIT_HOME_NODE(0), ORBIT_HOME_NODE(3) };
+
+	assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+	x.last_node = 99;
+	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn_quiet, NULL), 0);
+	assert_int_equal(x.submits, 1);
+	assert_int_equal(x.last_node, ORBIT_NODE_ANY);
+	manual_run_all(&x);
+	assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	for (int i = 0; i < 2; i++) {
+		o.home = home[i];
+		assert_int_equal(orbit_serial_queue_create(&o, &q), 0);
+		assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn_quiet, NULL), 0);
+		assert_int_equal(x.last_node, i == 0 ? 0 : 3);
+		manual_run_all(&x);
+		assert_int_equal(orbit_serial_queue_destroy(q), 0);
+	}
 }
 
 /* ---- §10 capacity and backpressure ------------------------------------- */
@@ -1163,6 +1293,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_s6_1_policy_defaults_and_invalid_values),
+		cmocka_unit_test(test_options_older_accepted_newer_tail_e2big),
+		cmocka_unit_test(test_designated_initializer_home_node_is_none),
+		cmocka_unit_test(test_policy_zero_is_default_and_size_contract),
 		cmocka_unit_test(test_s10_capacity_by_count),
 		cmocka_unit_test(test_s10_capacity_by_bytes),
 		cmocka_unit_test(test_s5_reservation_returned_after_handler_finishes),

@@ -202,6 +202,159 @@ static void test_s3_work_cannot_reach_its_queue(void **state)
 	assert_int_equal(orbit_serial_queue_destroy(q), 0);
 }
 
+/* ---- the options contract (issue 10) ---------------------------------- */
+
+/*
+ * A newer build's struct: ours plus one field this build does not know.
+ * Each constructor accepts it with that field zero and refuses it (-E2BIG)
+ * with the field set; an older build's struct, cut before its last field
+ * (name), is accepted.
+ */
+#define NEWER(type)                                                                                \
+	struct {                                                                                   \
+		type o;                                                                            \
+		uint64_t unknown;                                                                  \
+	}
+
+/* Close and destroy a Spot whose queues drain on the manual executor @x. */
+static void spot_finish_manual(orbit_spot_serial_executor_t *s, struct manual_ex *x)
+{
+	manual_run_all(x);
+	assert_int_equal(orbit_spot_serial_executor_close(s), 0);
+	manual_run_all(x);
+	assert_int_equal(orbit_spot_serial_executor_destroy(s), 0);
+}
+
+static void actor_finish_manual(orbit_actor_serial_executor_t *a, struct manual_ex *x)
+{
+	assert_int_equal(orbit_actor_serial_executor_close(a), 0);
+	manual_run_all(x);
+	assert_int_equal(orbit_actor_serial_executor_destroy(a), 0);
+}
+
+static void session_finish_manual(orbit_session_serial_executor_t *se, struct manual_ex *x)
+{
+	assert_int_equal(orbit_session_serial_executor_close(se), 0);
+	manual_run_all(x);
+	assert_int_equal(orbit_session_serial_executor_destroy(se), 0);
+}
+
+static void test_options_older_accepted_newer_tail_e2big(void **state)
+{
+	struct manual_ex x;
+	orbit_executor_t ex = manual_executor(&x);
+	NEWER(struct orbit_spot_serial_executor_options) bs;
+	NEWER(struct orbit_actor_serial_executor_options) ba;
+	NEWER(struct orbit_session_serial_executor_options) bse;
+	struct orbit_spot_serial_executor_options so;
+	struct orbit_actor_serial_executor_options ao;
+	struct orbit_session_serial_executor_options seo;
+	orbit_spot_serial_executor_t *s = NULL;
+	orbit_actor_serial_executor_t *a = NULL;
+	orbit_session_serial_executor_t *se = NULL;
+
+	orbit_spot_serial_executor_options_init(&so);
+	so.mode = ORBIT_SPOT_PER_ACTOR;
+	so.executor = ex;
+	so.name = "not-read";
+	so.size = offsetof(struct orbit_spot_serial_executor_options, name);
+	assert_int_equal(orbit_spot_serial_executor_create(&so, &s), 0);
+	spot_finish_manual(s, &x);
+	orbit_actor_serial_executor_options_init(&ao);
+	ao.executor = ex;
+	ao.size = offsetof(struct orbit_actor_serial_executor_options, name);
+	assert_int_equal(orbit_actor_serial_executor_create(&ao, &a), 0);
+	actor_finish_manual(a, &x);
+	orbit_session_serial_executor_options_init(&seo);
+	seo.executor = ex;
+	seo.size = offsetof(struct orbit_session_serial_executor_options, name);
+	assert_int_equal(orbit_session_serial_executor_create(&seo, &se), 0);
+	session_finish_manual(se, &x);
+
+	memset(&bs, 0, sizeof(bs));
+	orbit_spot_serial_executor_options_init(&bs.o);
+	bs.o.mode = ORBIT_SPOT_SPOT_WIDE;
+	bs.o.executor = ex;
+	bs.o.size = sizeof(bs);
+	assert_int_equal(orbit_spot_serial_executor_create(&bs.o, &s), 0);
+	spot_finish_manual(s, &x);
+	s = NULL;
+	bs.unknown = 1;
+	assert_int_equal(orbit_spot_serial_executor_create(&bs.o, &s), -E2BIG);
+	assert_null(s);
+	memset(&ba, 0, sizeof(ba));
+	orbit_actor_serial_executor_options_init(&ba.o);
+	ba.o.executor = ex;
+	ba.o.size = sizeof(ba);
+	assert_int_equal(orbit_actor_serial_executor_create(&ba.o, &a), 0);
+	actor_finish_manual(a, &x);
+	a = NULL;
+	ba.unknown = 1;
+	assert_int_equal(orbit_actor_serial_executor_create(&ba.o, &a), -E2BIG);
+	assert_null(a);
+	memset(&bse, 0, sizeof(bse));
+	orbit_session_serial_executor_options_init(&bse.o);
+	bse.o.executor = ex;
+	bse.o.size = sizeof(bse);
+	assert_int_equal(orbit_session_serial_executor_create(&bse.o, &se), 0);
+	session_finish_manual(se, &x);
+	se = NULL;
+	bse.unknown = 1;
+	assert_int_equal(orbit_session_serial_executor_create(&bse.o, &se), -E2BIG);
+	assert_null(se);
+}
+
+/*
+ * Zero means the default (issue 10): coordinators made from a designated
+ * initializer without a home node submit their queues' drains with
+ * ORBIT_NODE_ANY, never node 0; ORBIT_HOME_NODE(2) reaches submit as 2.
+ */
+static void test_designated_initializer_home_node_is_none(void **state)
+{
+	struct manual_ex x;
+	orbit_executor_t ex = manual_executor(&x);
+
+	for (int i = 0; i < 2; i++) {
+		int home = i == 0 ? ORBIT_HOME_NODE_NONE : ORBIT_HOME_NODE(2);
+		int want = i == 0 ? ORBIT_NODE_ANY : 2;
+		struct orbit_spot_serial_executor_options so = { .size = sizeof(so),
+								 .mode = ORBIT_SPOT_PER_ACTOR,
+								 .executor = ex,
+								 .home = home };
+		struct orbit_actor_serial_executor_options ao = { .size = sizeof(ao),
+								  .executor = ex,
+								  .home = home };
+		struct orbit_session_serial_executor_options seo = { .size = sizeof(seo),
+								     .executor = ex,
+								     .home = home };
+		orbit_spot_serial_executor_t *s;
+		orbit_actor_serial_executor_t *a;
+		orbit_session_serial_executor_t *se;
+
+		assert_int_equal(orbit_spot_serial_executor_create(&so, &s), 0);
+		x.last_node = 99;
+		assert_int_equal(orbit_spot_execute_spot(s, noop_fn, NULL, NULL), 0);
+		assert_int_equal(x.last_node, want);
+		manual_run_all(&x);
+		x.last_node = 99;
+		assert_int_equal(orbit_spot_execute_actor(s, 5, noop_fn, NULL, 0, NULL), 0);
+		assert_int_equal(x.last_node, want); /* the Actor queue, made on first use */
+		spot_finish_manual(s, &x);
+		assert_int_equal(orbit_actor_serial_executor_create(&ao, &a), 0);
+		x.last_node = 99;
+		assert_int_equal(orbit_actor_execute_actor(a, noop_fn, NULL, 0, NULL), 0);
+		assert_int_equal(x.last_node, want);
+		manual_run_all(&x);
+		actor_finish_manual(a, &x);
+		assert_int_equal(orbit_session_serial_executor_create(&seo, &se), 0);
+		x.last_node = 99;
+		assert_int_equal(orbit_session_execute_control(se, noop_fn, NULL, NULL), 0);
+		assert_int_equal(x.last_node, want);
+		manual_run_all(&x);
+		session_finish_manual(se, &x);
+	}
+}
+
 /* ---- §3 arguments and errors ------------------------------------------- */
 
 /* §3 / STYLE: every documented error code of the entry points. */
@@ -229,7 +382,7 @@ static void test_s3_arguments_and_errors(void **state)
 	assert_int_equal(orbit_spot_serial_executor_create(&o, &s), -EINVAL);
 	o.executor = ex;
 	orbit_execution_lane_policy_init_default(&bad);
-	bad.application_message_capacity = 0;
+	bad.fixed_work_byte_cost = bad.lifecycle_byte_capacity + 1; /* no item could fit */
 	o.actor_policy = &bad;
 	assert_int_equal(orbit_spot_serial_executor_create(&o, &s), -EINVAL);
 	o.actor_policy = NULL;
@@ -2097,6 +2250,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_s3_arguments_and_errors),
+		cmocka_unit_test(test_options_older_accepted_newer_tail_e2big),
+		cmocka_unit_test(test_designated_initializer_home_node_is_none),
 		cmocka_unit_test(test_s3_work_cannot_reach_its_queue),
 		cmocka_unit_test(test_s10_per_actor_two_actors_overlap),
 		cmocka_unit_test(test_s10_spot_wide_second_actor_waits_for_first),

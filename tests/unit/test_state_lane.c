@@ -31,7 +31,7 @@ static orbit_state_lane_t *lane_new(const char *name, struct test_executor *ex)
 		.size = sizeof(o),
 		.name = name,
 		.executor = ex ? test_executor_iface(ex) : (orbit_executor_t){ 0 },
-		.home_node = -1,
+		.home = ORBIT_HOME_NODE_NONE,
 	};
 	orbit_state_lane_t *lane = NULL;
 
@@ -845,7 +845,10 @@ static void gated_done(void *arg, int result)
 static orbit_state_lane_t *manual_lane(const char *name, struct manual_ex *x)
 {
 	struct orbit_state_lane_options o = {
-		.size = sizeof(o), .name = name, .executor = manual_executor(x), .home_node = -1,
+		.size = sizeof(o),
+		.name = name,
+		.executor = manual_executor(x),
+		.home = ORBIT_HOME_NODE_NONE,
 	};
 	orbit_state_lane_t *lane = NULL;
 
@@ -1452,6 +1455,71 @@ static void test_close_and_destroy_rules(void **state)
 	assert_int_equal(orbit_state_lane_destroy(NULL), 0);
 }
 
+static int noop_work(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+/*
+ * The options contract (issue 10, base/options.h): options from an older
+ * build (cut before their last field, diagnostics) are accepted with it
+ * defaulted; from a newer build, accepted with a zero unknown tail and
+ * -E2BIG with a set one.
+ */
+static void test_options_older_accepted_newer_tail_e2big(void **state)
+{
+	struct {
+		struct orbit_state_lane_options o;
+		uint64_t unknown;
+	} big;
+	struct orbit_state_lane_options o;
+	orbit_state_lane_t *lane = NULL;
+
+	(void)state;
+	orbit_state_lane_options_init(&o);
+	o.name = "older";
+	o.diagnostics = 9; /* not read: past the caller's size */
+	o.size = offsetof(struct orbit_state_lane_options, diagnostics);
+	assert_int_equal(orbit_state_lane_create(&o, &lane), 0);
+	assert_string_equal(orbit_state_lane_name(lane), "older");
+	lane_end(lane);
+	memset(&big, 0, sizeof(big));
+	orbit_state_lane_options_init(&big.o);
+	big.o.size = sizeof(big);
+	assert_int_equal(orbit_state_lane_create(&big.o, &lane), 0);
+	lane_end(lane);
+	lane = NULL;
+	big.unknown = 1;
+	assert_int_equal(orbit_state_lane_create(&big.o, &lane), -E2BIG);
+	assert_null(lane);
+}
+
+/*
+ * Zero means the default (issue 10): a designated initializer that does not
+ * name the home node posts with ORBIT_NODE_ANY, never node 0;
+ * ORBIT_HOME_NODE(0) posts with node 0.
+ */
+static void test_designated_initializer_home_node_is_none(void **state)
+{
+	struct manual_ex x;
+	struct orbit_state_lane_options o = { .size = sizeof(o), .executor = manual_executor(&x) };
+	orbit_state_lane_t *lane;
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		o.home = i == 0 ? ORBIT_HOME_NODE_NONE : ORBIT_HOME_NODE(0);
+		assert_int_equal(orbit_state_lane_create(&o, &lane), 0);
+		x.last_node = 99;
+		x.submits = 0;
+		assert_int_equal(orbit_state_lane_try_post(lane, noop_work, NULL), 0);
+		assert_int_equal(x.submits, 1);
+		assert_int_equal(x.last_node, i == 0 ? ORBIT_NODE_ANY : 0);
+		manual_run_all(&x);
+		lane_end(lane);
+	}
+}
+
 /* Issue 3: argument errors are returned, never aborts. */
 static void test_bad_arguments(void **state)
 {
@@ -1503,6 +1571,8 @@ int main(void)
 		cmocka_unit_test(test_dual_surface_diagnostics_level),
 		cmocka_unit_test(test_run_on_only_executor_thread_does_not_wait_for_it),
 		cmocka_unit_test(test_close_and_destroy_rules),
+		cmocka_unit_test(test_options_older_accepted_newer_tail_e2big),
+		cmocka_unit_test(test_designated_initializer_home_node_is_none),
 		cmocka_unit_test(test_bad_arguments),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -210,8 +210,8 @@ static void test_pool_prefers_home_node_workers(void **state)
 	orbit_worker_pool_options_init(&o);
 	o.topology = &topo;
 	o.nthreads = 4;
-	o.pin = false;     /* synthetic CPUs 8..15 may not exist here */
-	o.spin_polls = 0;  /* idle workers sleep at once: no stealing race */
+	o.no_pin = true;			  /* synthetic CPUs 8..15 may not exist here */
+	o.spin_polls = ORBIT_WORKER_POOL_NO_SPIN; /* idle workers sleep at once: no stealing race */
 	assert_int_equal(orbit_worker_pool_create(&o, &p), 0);
 	ex = orbit_worker_pool_executor(p);
 	for (int round = 0; round < 10; round++) {
@@ -271,7 +271,7 @@ static void test_pool_ready_tasks_run_fifo(void **state)
 	orbit_worker_pool_options_init(&o);
 	o.topology = &topo;
 	o.nthreads = 1;
-	o.pin = false;
+	o.no_pin = true;
 	assert_int_equal(orbit_worker_pool_create(&o, &p), 0);
 	ex = orbit_worker_pool_executor(p);
 	assert_int_equal(ex.submit(ex.ctx, gate_task, &r, ORBIT_NODE_ANY), 0);
@@ -376,9 +376,45 @@ static void test_pool_destroy_finishes_accepted_and_refuses_new(void **state)
 	assert_int_equal(atomic_load(&s.deadlk), atomic_load(&s.ran));
 }
 
+/*
+ * The options contract (issue 10, base/options.h): options from an older
+ * build (cut before their last field, spin_polls) are accepted with it
+ * defaulted; from a newer build, accepted with a zero unknown tail and
+ * -E2BIG with a set one; a negative spin_polls other than
+ * ORBIT_WORKER_POOL_NO_SPIN is -EINVAL.
+ */
+static void test_options_older_accepted_newer_tail_e2big(void **state)
+{
+	struct {
+		struct orbit_worker_pool_options o;
+		uint64_t unknown;
+	} big;
+	struct orbit_worker_pool_options o;
+	orbit_worker_pool_t *p = NULL;
+
+	(void)state;
+	orbit_worker_pool_options_init(&o);
+	o.nthreads = 1;
+	o.spin_polls = -5; /* not read: past the caller's size */
+	o.size = offsetof(struct orbit_worker_pool_options, spin_polls);
+	assert_int_equal(orbit_worker_pool_create(&o, &p), 0);
+	assert_int_equal(orbit_worker_pool_destroy(p), 0);
+	o.size = sizeof(o);
+	assert_int_equal(orbit_worker_pool_create(&o, &p), -EINVAL);
+	memset(&big, 0, sizeof(big));
+	orbit_worker_pool_options_init(&big.o);
+	big.o.nthreads = 1;
+	big.o.size = sizeof(big);
+	assert_int_equal(orbit_worker_pool_create(&big.o, &p), 0);
+	assert_int_equal(orbit_worker_pool_destroy(p), 0);
+	big.unknown = 1;
+	assert_int_equal(orbit_worker_pool_create(&big.o, &p), -E2BIG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_options_older_accepted_newer_tail_e2big),
 		cmocka_unit_test(test_placement_two_nodes_proportional),
 		cmocka_unit_test(test_placement_four_nodes_by_cpu_share),
 		cmocka_unit_test(test_placement_fewer_threads_than_nodes),

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tests/unit/test_base.c: the base/ helpers. orbit__opts_copy() follows the
+ * kernel's copy_struct_from_user() rule: a smaller struct is zero-filled, a
+ * larger one is accepted only when its unknown tail is zero (-E2BIG
+ * otherwise), a size below the size field alone is -EINVAL.
+ */
+#include "orbit_test.h"
+#include <errno.h>
+
+#include "base/die.h"
+#include "base/hash.h"
+#include "base/options.h"
+#include "base/time.h"
+#include "shm/lock_internal.h"
+#include "shm/segment.h"
+
+/*
+ * "Our" version of a struct, and an older (v0) and a newer (v2) one. Each
+ * version's fields start at or past the previous version's sizeof, never
+ * in its tail padding (base/options.h): v0 has none.
+ */
+struct opts_v1 {
+	size_t size;
+	int64_t a;
+	unsigned b;
+	const char *c;
+};
+
+struct opts_v0 {
+	size_t size;
+	int64_t a;
+};
+
+struct opts_v2 {
+	size_t size;
+	int64_t a;
+	unsigned b;
+	const char *c;
+	uint64_t d; /* unknown to v1 */
+	uint32_t e; /* unknown to v1 */
+};
+
+static void test_opts_smaller_is_zero_filled(void **state)
+{
+	struct opts_v0 old = { .size = sizeof(old), .a = 7 };
+	struct opts_v1 ours;
+
+	(void)state;
+	memset(&ours, 0xa5, sizeof(ours)); /* poisoned: zero-fill must be real */
+	assert_int_equal(ORBIT__OPTS_COPY(&ours, &old), 0);
+	assert_int_equal(ours.size, sizeof(ours)); /* now ours */
+	assert_int_equal(ours.a, 7);
+	assert_int_equal(ours.b, 0); /* not in the caller's struct: zero (default) */
+	assert_null(ours.c);
+}
+
+static void test_opts_same_size_copies_all(void **state)
+{
+	struct opts_v1 in = { .size = sizeof(in), .a = -3, .b = 9, .c = "x" };
+	struct opts_v1 ours;
+
+	(void)state;
+	memset(&ours, 0xa5, sizeof(ours));
+	assert_int_equal(ORBIT__OPTS_COPY(&ours, &in), 0);
+	assert_int_equal(ours.a, -3);
+	assert_int_equal(ours.b, 9);
+	assert_ptr_equal(ours.c, in.c);
+}
+
+static void test_opts_larger_with_zero_tail_is_accepted(void **state)
+{
+	struct opts_v2 newer;
+	struct opts_v1 ours;
+
+	(void)state;
+	memset(&ours, 0xa5, sizeof(ours));
+	memset(&newer, 0, sizeof(newer)); /* padding too: the tail is all zero */
+	newer.size = sizeof(newer);
+	newer.a = 5;
+	newer.b = 6;
+	assert_int_equal(orbit__opts_copy(&ours, sizeof(ours), &newer, newer.size), 0);
+	assert_int_equal(ours.size, sizeof(ours));
+	assert_int_equal(ours.a, 5);
+	assert_int_equal(ours.b, 6);
+}
+
+static void test_opts_larger_with_nonzero_tail_is_e2big(void **state)
+{
+	struct opts_v2 newer;
+	struct opts_v1 ours;
+
+	(void)state;
+	memset(&ours, 0xa5, sizeof(ours));
+	memset(&newer, 0, sizeof(newer));
+	newer.size = sizeof(newer);
+	newer.e = 1; /* the last byte we do not know is set */
+	assert_int_equal(orbit__opts_copy(&ours, sizeof(ours), &newer, newer.size), -E2BIG);
+	newer.e = 0;
+	newer.d = 1ull << 63; /* the first one */
+	assert_int_equal(orbit__opts_copy(&ours, sizeof(ours), &newer, newer.size), -E2BIG);
+	/* Failure leaves nothing of the caller's struct behind. */
+	assert_int_equal(ours.size, 0);
+	/* One byte past ours, the rest not even claimed: still checked. */
+	newer.d = 0;
+	((unsigned char *)&newer)[sizeof(ours)] = 1;
+	assert_int_equal(orbit__opts_copy(&ours, sizeof(ours), &newer, sizeof(ours) + 1), -E2BIG);
+	assert_int_equal(orbit__opts_copy(&ours, sizeof(ours), &newer, sizeof(ours)), 0);
+}
+
+static void test_opts_too_small_is_einval(void **state)
+{
+	struct opts_v1 in = { .size = 0, .a = 1 };
+	struct opts_v1 ours;
+
+	(void)state;
+	memset(&ours, 0xa5, sizeof(ours));
+	assert_int_equal(ORBIT__OPTS_COPY(&ours, &in), -EINVAL);
+	in.size = sizeof(size_t) - 1;
+	assert_int_equal(ORBIT__OPTS_COPY(&ours, &in), -EINVAL);
+	/* The size field alone is the first version: every field defaulted. */
+	in.size = sizeof(size_t);
+	assert_int_equal(ORBIT__OPTS_COPY(&ours, &in), 0);
+	assert_int_equal(ours.a, 0);
+}
+
+/*
+ * orbit__die (liburcu's urcu_die): a broken invariant aborts with one line
+ * on stderr naming file, line, function, what failed and the error.
+ */
+static void test_die_names_place_call_and_error(void **state)
+{
+	char buf[512], want[64];
+	int fds[2], st, line = 0;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	(void)state;
+	orbit__die_on(0, "not an error"); /* 0: returns */
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], STDERR_FILENO);
+		line = __LINE__ + 1;
+		orbit__die_on(EBUSY, "pthread_mutex_lock(test)");
+		_exit(0); /* not reached */
+	}
+	line = __LINE__ - 3;
+	close(fds[1]);
+	while ((n = read(fds[0], buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
+		got += n;
+	close(fds[0]);
+	buf[got] = '\0';
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGABRT);
+	snprintf(want, sizeof(want), "test_base.c:%d (test_die_names_place_call_and_error)", line);
+	if (!strstr(buf, want))
+		fail_msg("no \"%s\" in \"%s\"", want, buf);
+	assert_non_null(strstr(buf, "pthread_mutex_lock(test)"));
+	assert_non_null(strstr(buf, strerror(EBUSY)));
+	assert_non_null(strstr(buf, "(16)"));
+}
+
+/* base/time.h: ns <-> timespec, the carry into tv_sec, deadlines ahead of now. */
+static void test_time_add_carries_and_deadline_is_ahead(void **state)
+{
+	struct timespec ts = { .tv_sec = 5, .tv_nsec = 999999999 }, dl;
+	uint64_t before;
+
+	(void)state;
+	assert_int_equal(orbit__timespec_ns(&ts), 5999999999ull);
+	orbit__timespec_add_ns(&ts, 1);
+	assert_int_equal(ts.tv_sec, 6);
+	assert_int_equal(ts.tv_nsec, 0);
+	orbit__timespec_add_ns(&ts, 2500000001ull); /* whole seconds and a rest */
+	assert_int_equal(ts.tv_sec, 8);
+	assert_int_equal(ts.tv_nsec, 500000001);
+	orbit__timespec_add_ns(&ts, 499999999ull); /* exactly to the next second */
+	assert_int_equal(ts.tv_sec, 9);
+	assert_int_equal(ts.tv_nsec, 0);
+	before = orbit__clock_ns(CLOCK_MONOTONIC);
+	orbit__deadline_after_ns(&dl, CLOCK_MONOTONIC, 3000000000ull);
+	assert_true(dl.tv_nsec >= 0 && dl.tv_nsec < 1000000000);
+	assert_true(orbit__timespec_ns(&dl) >= before + 3000000000ull);
+	assert_true(orbit__timespec_ns(&dl) < orbit__clock_ns(CLOCK_MONOTONIC) + 3000000000ull + 1);
+}
+
+/*
+ * base/hash.h: the published FNV-1a 64 vectors and MurmurHash3 fmix64; and
+ * the values of every SHM-visible hash built on them, pinned as the code
+ * before base/hash.h computed them (the lock's probe hash places slots,
+ * the fingerprints are in segment headers: a change would be a layout
+ * change).
+ */
+static void test_hash_vectors_and_layout_values_unchanged(void **state)
+{
+	orbit_lock_key_t k = { "runtime.tasks.pool", 18, "worker-3", 8 };
+	orbit_lock_key_t k2 = { "ns", 2, "abcdefghijk", 11 };
+	uint64_t w[] = { 1, 228, 0xdeadbeefcafef00dull, 7 };
+
+	(void)state;
+	assert_int_equal(orbit__fnv1a64(ORBIT__FNV64_BASIS, "", 0), 0xcbf29ce484222325ull);
+	assert_int_equal(orbit__fnv1a64(ORBIT__FNV64_BASIS, "a", 1), 0xaf63dc4c8601ec8cull);
+	assert_int_equal(orbit__fnv1a64(ORBIT__FNV64_BASIS, "foobar", 6), 0x85944171f73967e8ull);
+	assert_int_equal(orbit__fnv1a64_str(ORBIT__FNV64_BASIS, "foobar"), 0x85944171f73967e8ull);
+	assert_int_equal(orbit__fmix64(0), 0);
+	assert_int_equal(orbit__fmix64(1), 0xb456bcfc34c2cb2cull);
+	assert_int_equal(orbit__fmix64(0x123456789abcdef0ull), 0x18b8c062f6f42398ull);
+	assert_int_equal(orbit__lock_hash(&k), 0x0f7a7a9484852ef4ull);
+	assert_int_equal(orbit__lock_hash(&k2), 0xed3830aef0737dddull);
+	assert_int_equal(orbit__seg_fingerprint(w, 4), 0xa4e7d3b240a61710ull);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_opts_smaller_is_zero_filled),
+		cmocka_unit_test(test_opts_same_size_copies_all),
+		cmocka_unit_test(test_opts_larger_with_zero_tail_is_accepted),
+		cmocka_unit_test(test_opts_larger_with_nonzero_tail_is_e2big),
+		cmocka_unit_test(test_opts_too_small_is_einval),
+		cmocka_unit_test(test_die_names_place_call_and_error),
+		cmocka_unit_test(test_time_add_carries_and_deadline_is_ahead),
+		cmocka_unit_test(test_hash_vectors_and_layout_values_unchanged),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -310,7 +310,7 @@ static int host_main(void *arg)
 		return 20;
 	orbit_worker_pool_options_init(&po);
 	po.nthreads = 2;
-	po.pin = false;
+	po.no_pin = true;
 	if (orbit_worker_pool_create(&po, &pool))
 		return 21;
 	orbit_execution_lane_policy_init_default(&ap);
@@ -602,7 +602,7 @@ static int busy_probe_main(void *arg)
 		orbit_worker_pool_t *pool;
 		orbit_worker_pool_options_init(&po);
 		po.nthreads = 1;
-		po.pin = false;
+		po.no_pin = true;
 		if (orbit_worker_pool_create(&po, &pool))
 			return 71;
 		ho.executor = orbit_worker_pool_executor(pool);
@@ -877,7 +877,7 @@ static int yield_main(void *arg)
 		return 80;
 	orbit_worker_pool_options_init(&po);
 	po.nthreads = 2;
-	po.pin = false;
+	po.no_pin = true;
 	if (orbit_worker_pool_create(&po, &pool))
 		return 81;
 	orbit_spot_host_options_init(&ho);

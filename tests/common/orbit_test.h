@@ -65,14 +65,28 @@ static inline int orbit_test_wait(pid_t pid, int timeout_ms)
 	}
 }
 
+/*
+ * A forked child inherits cmocka's signal handlers: a crash there would
+ * jump back into the test runner inside the child and run the next tests
+ * in it. A child of orbit_test_fork_run() dies of the signal instead.
+ */
+static inline void orbit_test_child_default_signals(void)
+{
+	static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS };
+	for (unsigned i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], SIG_DFL);
+}
+
 /* Fork, run fn(arg) in the child, _exit with its return; wait with a timeout. */
 static inline int orbit_test_fork_run(int (*fn)(void *), void *arg, int timeout_ms)
 {
 	pid_t pid = fork();
 	if (pid < 0)
 		return -1;
-	if (pid == 0)
+	if (pid == 0) {
+		orbit_test_child_default_signals();
 		_exit(fn(arg) & 0xff);
+	}
 	int st = orbit_test_wait(pid, timeout_ms);
 	if (st < 0 || !WIFEXITED(st))
 		return -1;

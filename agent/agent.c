@@ -4,7 +4,8 @@
  * process's member directory row, its ring writer lane, its stats row and
  * TWO threads. The agent thread sleeps on the ring's futex doorbell at most
  * a tick, drains the ring into an RCU-protected view of lock states
- * (liburcu rculfhash, urcu-memb flavor; this thread is the only updater),
+ * (liburcu rculfhash in the library's RCU flavour, lib/rcu.h; this thread
+ * is the only updater),
  * writes every subscriber's eventfd, checks the pidfds of the other
  * members and reclaims the rows and lanes of the dead (the member directory
  * proves the death with its kernel locks), and publishes the stats row (it
@@ -43,14 +44,12 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
-#include <urcu/urcu-memb.h>
-#include <urcu/rculfhash.h>
-
 #include <orbit/agent.h>
 #include <orbit/error.h>
 
 #include "agent/agent_watch.h"
 #include "agent/fleet_internal.h"
+#include "lib/rcu.h"
 #include "shm/lock_internal.h"
 #include "shm/members.h"
 #include "shm/ring.h"
@@ -187,36 +186,6 @@ static void die_on(int rc, const char *what)
 	(void)what;
 }
 
-/* ---- RCU registration of lookup threads ---- */
-
-static pthread_key_t rcu_key;
-static pthread_once_t rcu_once = PTHREAD_ONCE_INIT;
-static __thread int rcu_registered;
-
-static void rcu_thread_exit(void *p)
-{
-	(void)p;
-	if (rcu_registered) {
-		urcu_memb_unregister_thread();
-		rcu_registered = 0;
-	}
-}
-
-static void rcu_make_key(void)
-{
-	die_on(pthread_key_create(&rcu_key, rcu_thread_exit), "pthread_key_create");
-}
-
-static void rcu_ensure_registered(void)
-{
-	if (rcu_registered)
-		return;
-	die_on(pthread_once(&rcu_once, rcu_make_key), "pthread_once");
-	urcu_memb_register_thread();
-	rcu_registered = 1;
-	die_on(pthread_setspecific(rcu_key, &rcu_registered), "pthread_setspecific");
-}
-
 /* ---- the view ---- */
 
 /* The view's key is the lock table's (orbit_lock_key_t), hashed by orbit__lock_hash(). */
@@ -295,7 +264,7 @@ static void view_reclaim(struct orbit_agent *a)
 		return;
 	a->retired = NULL;
 	a->nretired = 0;
-	urcu_memb_synchronize_rcu();
+	orbit__rcu_synchronize();
 	TSAN_ACQUIRE(&a->grace); /* pairs with TSAN_RELEASE in orbit_agent_view_lookup() */
 	while (n) {
 		struct view_node *next = n->next_free;
@@ -404,7 +373,7 @@ static void view_resync(struct orbit_agent *a)
 	a->repairs_seen = atomic_load_explicit(&orbit__lock_hdr(lock)->repairs, memory_order_relaxed);
 	/* Entries found are at least as new as this revision. */
 	c.revision = orbit_lock_state_revision(lock);
-	urcu_memb_read_lock();
+	orbit__rcu_read_lock();
 	a->resync_due = true; /* until the copy below succeeds (-EAGAIN: retried next drain) */
 	if (orbit_lock_foreach(lock, resync_entry, &c) >= 0) {
 		a->resync_due = false;
@@ -423,7 +392,7 @@ static void view_resync(struct orbit_agent *a)
 			view_install(a, t);
 		}
 	}
-	urcu_memb_read_unlock();
+	orbit__rcu_read_unlock();
 }
 
 /* ---- subscribers ---- */
@@ -678,7 +647,7 @@ static int drain(struct orbit_agent *a)
 
 	/* Relaxed: a count; frames the sink counts after this are read below or next time */
 	atomic_store_explicit(&a->own_unseen, 0, memory_order_relaxed);
-	urcu_memb_read_lock();
+	orbit__rcu_read_lock();
 	for (i = 0; i < AGENT_DRAIN_BATCH; i++) {
 		int rc = orbit__ring_reader_next(a->reader, a->ev, &lane);
 
@@ -706,7 +675,7 @@ static int drain(struct orbit_agent *a)
 			view_apply(a, a->ev);
 	}
 	view_prune(a);
-	urcu_memb_read_unlock();
+	orbit__rcu_read_unlock();
 	if (lagged || a->resync_due || repaired_since_resync(a))
 		view_resync(a);
 	if (i == AGENT_DRAIN_BATCH)
@@ -745,7 +714,6 @@ static void *agent_main(void *p)
 	uint64_t next_stats = 0, next_tick = 0;
 	bool woke = false;
 
-	urcu_memb_register_thread();
 	rescan_members(a);
 	view_resync(a);
 	view_reclaim(a);
@@ -797,7 +765,6 @@ static void *agent_main(void *p)
 		woke = orbit__ring_reader_wait(a->reader, seen, (int64_t)(next_tick - now)) == 0;
 		a->wakeups += woke;
 	}
-	urcu_memb_unregister_thread();
 	return NULL;
 }
 
@@ -825,23 +792,17 @@ static void agent_free(struct orbit_agent *a)
 		struct cds_lfht_iter it;
 		struct view_node *n;
 
-		bool reg = !rcu_registered; /* this thread may be a lookup thread */
-
 		/* No reader or updater is left: the thread is joined (see stop()). */
-		if (reg)
-			urcu_memb_register_thread();
-		urcu_memb_read_lock();
+		orbit__rcu_read_lock();
 		cds_lfht_for_each_entry(a->view, &it, n, node) {
 			if (cds_lfht_del(a->view, &n->node) == 0) {
 				n->next_free = a->retired;
 				a->retired = n;
 			}
 		}
-		urcu_memb_read_unlock();
+		orbit__rcu_read_unlock();
 		view_reclaim(a);
 		cds_lfht_destroy(a->view, NULL);
-		if (reg)
-			urcu_memb_unregister_thread();
 	}
 	if (a->watch)
 		for (uint32_t r = 0; r < a->nrows; r++)
@@ -999,8 +960,9 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	a->own_unseen_max = rl.frames_per_lane / 4 ? rl.frames_per_lane / 4 : 1;
 	update_skip_own(a); /* no subscriber yet; the thread is not started */
 	/* Fixed size, no CDS_LFHT_AUTO_RESIZE: resizing would start liburcu's worker thread. */
+	orbit__rcu_init(); /* liburcu's fork hooks: a child of ours may start its own agent */
 	a->view = cds_lfht_new_flavor(AGENT_VIEW_BUCKETS, AGENT_VIEW_BUCKETS, AGENT_VIEW_BUCKETS, 0,
-				      &urcu_memb_flavor, NULL);
+				      ORBIT__RCU_FLAVOR, NULL);
 	rc = -ENOMEM;
 	if (!a->view)
 		goto err;
@@ -1144,8 +1106,7 @@ int orbit_agent_view_lookup(orbit_agent_t *a, const orbit_lock_key_t *key,
 		k.ns = ""; /* memcmp never sees NULL */
 	if (!k.label)
 		k.label = "";
-	rcu_ensure_registered();
-	urcu_memb_read_lock();
+	orbit__rcu_read_lock();
 	n = view_find(a, &k);
 	if (n && n->held) {
 		uint32_t len = n->ns_len + n->label_len + n->owner_len;
@@ -1167,7 +1128,7 @@ int orbit_agent_view_lookup(orbit_agent_t *a, const orbit_lock_key_t *key,
 	}
 	/* Before the unlock: synchronize_rcu() returns only after that unlock. */
 	TSAN_RELEASE(&a->grace); /* our reads before the grace period that frees */
-	urcu_memb_read_unlock();
+	orbit__rcu_read_unlock();
 	return rc;
 }
 
@@ -1235,14 +1196,12 @@ void orbit__agent_test_resume(orbit_agent_t *a)
 
 void orbit__agent_test_view_apply(orbit_agent_t *a, const struct orbit_ring_event *ev)
 {
-	rcu_ensure_registered();
-	urcu_memb_read_lock();
+	orbit__rcu_read_lock();
 	view_apply(a, ev);
-	urcu_memb_read_unlock();
+	orbit__rcu_read_unlock();
 }
 
 void orbit__agent_test_view_resync(orbit_agent_t *a)
 {
-	rcu_ensure_registered();
 	view_resync(a);
 }

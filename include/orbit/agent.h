@@ -28,6 +28,21 @@
  * picked up at the next wake that found no frame (a joining agent rings
  * the doorbell) and at every stats publish. The view follows the ring; it
  * is advisory like the ring (the lock table is the authority).
+ *
+ * Fork: a forked child starts an agent of its own, on a lock handle of its
+ * own, also while the parent's agent runs and however busy its threads
+ * are: the library's RCU (liburcu-bp, with its fork hooks installed by
+ * pthread_atfork() at the first agent or registry) is fork-safe. fork()
+ * waits for a grace period in progress (the agent's is one membarrier).
+ *
+ * RCU: the view is read in liburcu-bp read-side sections. Threads need no
+ * registration (liburcu-bp registers a thread at its first lookup and
+ * unregisters it at exit) and may freely mix the view with
+ * orbit/registry.h; a thread the application registered with another
+ * liburcu flavour (urcu.h / memb, ...), even inside its own read-side
+ * section, may call orbit_agent_view_lookup(). An application that uses
+ * liburcu-bp itself must not call urcu_bp_before_fork() and its siblings
+ * around fork(): the library already does.
  */
 #ifndef ORBIT_AGENT_H
 #define ORBIT_AGENT_H
@@ -81,7 +96,7 @@ enum orbit_agent_hist {
  * Context: any thread, once per process per fleet (a second agent in one
  * process takes a second member row); syscalls (epoll_create1, eventfd),
  * allocation, pthread_create (two threads). A forked child must start its
- * own agent.
+ * own agent (see "Fork" above); it may, while the parent's agent runs.
  * The ring is the one of the lock's layout (its ring_kind, ring_frames and
  * ring_frame_bytes; 16 lanes), or of @opts->layout without a lock, or the
  * default "ring-229".
@@ -142,9 +157,10 @@ ORBIT_API int orbit_agent_reader_open(orbit_agent_t *agent, orbit_transition_rea
  * orbit_agent_view_lookup - the lock state of @key in the local view: what
  * the ring said last (holder owner bytes, token, deadline; expired entries
  * are reported as such by the deadline, not removed).
- * Context: any thread, lock-free (RCU read side; the calling thread is
- * registered with liburcu-memb on first use and unregistered at its exit).
- * No syscall after the first call in a thread.
+ * Context: any thread, lock-free (a liburcu-bp read-side section: the
+ * calling thread is registered by liburcu-bp at its first one and
+ * unregistered at its exit; see "RCU" above). No syscall after the first
+ * call in a thread.
  * Returns: 0 (@out filled: token, deadline_ns, holder_pid = the writer of
  * the last frame, the key and owner bytes); -ENOENT (not held as far as
  * the view knows); -EINVAL; -E2BIG (key over ORBIT_LOCK_BYTES_MAX).

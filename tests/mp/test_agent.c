@@ -8,9 +8,12 @@
  * another process; the RCU view follows another process's acquire and
  * release; reset_transport is refused while another member lives.
  *
- * Children are forked BEFORE the parent starts its agent (forking a
- * process with running threads and then using liburcu in the child is
- * unsafe); they wait for a byte on a pipe, then act.
+ * Most children are forked BEFORE the parent starts its agent and wait
+ * for a byte on a pipe, then act. Forking with an agent running (and
+ * using liburcu in the child) is safe since the library's RCU is
+ * liburcu-bp with fork hooks; the tests of issue 9 at the end do exactly
+ * that: children of a busy parent start their own agents, and RCU
+ * registration has one owner.
  */
 #include "orbit_test.h"
 #include <dirent.h>
@@ -20,6 +23,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <orbit/orbit.h>
+#include <urcu/urcu-memb.h>
 #include "agent/fleet_internal.h"
 #include "shm/crashpoint.h"
 #include "shm/members.h"
@@ -477,7 +481,7 @@ static void test_agent_start_stop_200_times_leaks_no_fd_or_thread(void **state)
 		}
 		orbit_agent_stop(a);
 		/* After the stop: a failure leaves no thread running into the next
-		 * test's fork (liburcu in a child forked amid threads can hang). */
+		 * test's fork (whose thread counts would be off). */
 		assert_int_equal(running, threads + 2); /* agent + death watcher */
 	}
 	assert_int_equal(settled_threads(threads), threads);
@@ -1183,6 +1187,239 @@ static void test_agent_drains_past_the_batch_bound_without_waiting_for_tick(void
 	orbit_agent_stop(a);
 }
 
+/* ---- fork with a running agent, RCU thread state (issue 9 items 1, 5) ---- */
+
+/*
+ * Traffic in this process while it forks: a writer thread acquires and
+ * releases keys (frames: the agent thread drains them inside RCU read-side
+ * sections) and adds and removes registry entries (deferred frees: the
+ * call_rcu thread and rculfhash's resize worker); a reader thread looks up
+ * the view and the registry without pause (read-side sections of an
+ * application thread).
+ */
+struct traffic {
+	orbit_lock_t *lock;
+	orbit_agent_t *agent;
+	orbit_registry_t *reg;
+	atomic_bool stop;
+	atomic_ulong writes, reads;
+};
+
+static void *traffic_writer(void *p)
+{
+	struct traffic *t = p;
+	orbit_lock_owner_t owner = { "traffic", 7 };
+	struct orbit_lock_lease lease;
+	char label[8];
+
+	for (unsigned i = 0; !atomic_load(&t->stop); i++) {
+		uint64_t k = i % 256;
+
+		snprintf(label, sizeof(label), "t%u", i % 8);
+		orbit_lock_key_t key = orbit_lock_key(test_ns, label, strlen(label));
+		if (orbit_lock_try_acquire(t->lock, &key, &owner, 1000000000ull, &lease, NULL) == 0)
+			orbit_lock_release(t->lock, &key, &owner, lease.token);
+		if (orbit_registry_add(t->reg, &k, sizeof(k), &i, sizeof(i)) != 0)
+			orbit_registry_remove(t->reg, &k, sizeof(k));
+		atomic_fetch_add(&t->writes, 1);
+	}
+	return NULL;
+}
+
+static void *traffic_reader(void *p)
+{
+	struct traffic *t = p;
+	struct orbit_lock_entry e;
+	char label[8];
+	unsigned v;
+
+	for (unsigned i = 0; !atomic_load(&t->stop); i++) {
+		uint64_t k = i % 256;
+
+		snprintf(label, sizeof(label), "t%u", i % 8);
+		orbit_lock_key_t key = orbit_lock_key(test_ns, label, strlen(label));
+		orbit_agent_view_lookup(t->agent, &key, &e);
+		orbit_registry_get(t->reg, &k, sizeof(k), &v, sizeof(v));
+		atomic_fetch_add(&t->reads, 1);
+	}
+	return NULL;
+}
+
+/*
+ * A forked child of a process whose agent runs: the parent's lock handle
+ * is refused at once (-ECHILD); its own lock and agent work (the view
+ * follows its own acquire), and the stop (view reclaim: a grace period)
+ * returns. Exit codes name the step that failed.
+ */
+static int child_own_agent_beside_parents(void *arg)
+{
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "kid",
+					  .lock = arg };
+	orbit_lock_owner_t owner = { "kid", 3 };
+	orbit_lock_key_t key = orbit_lock_key(test_ns, "kid", 3);
+	struct orbit_lock_lease lease;
+	struct orbit_lock_entry e;
+	orbit_agent_t *a = NULL;
+	orbit_lock_t *lock;
+	uint64_t end;
+
+	if (orbit_agent_start(&ao, &a) != -ECHILD)
+		return 10;
+	lock = open_lock();
+	if (!lock)
+		return 11;
+	a = start_agent("kid", lock);
+	if (!a)
+		return 12;
+	if (orbit_lock_try_acquire(lock, &key, &owner, 5000000000ull, &lease, NULL) != 0)
+		return 13;
+	for (end = orbit_test_now_ns() + 5000000000ull; orbit_agent_view_lookup(a, &key, &e) != 0;) {
+		if (orbit_test_now_ns() > end)
+			return 14;
+		usleep(200);
+	}
+	if (e.token != lease.token || orbit_lock_release(lock, &key, &owner, lease.token) != 0)
+		return 15;
+	orbit_agent_stop(a);
+	orbit_lock_close(lock);
+	return 0;
+}
+
+/*
+ * Issue 9 item 1: fork with an agent running (holding a key, so every
+ * child's view has a node to reclaim at its stop), with or without
+ * traffic, 100 children one after the other. Each must exit 0 within 10 s:
+ * with liburcu-memb the children crashed (SIGSEGV in synchronize_rcu: the
+ * parent's registered threads stay in the child's reader registry, their
+ * TLS reused by the child's new threads) or hung (a ghost reader inside a
+ * read-side section at the fork).
+ */
+static void fork_children_with_agent_running(bool with_traffic)
+{
+	orbit_lock_owner_t owner = { "parent", 6 };
+	orbit_lock_key_t held = orbit_lock_key(test_ns, "held", 4);
+	struct traffic t = { 0 };
+	int n = orbit_test_long() ? 1000 : 100, rc = 0, i;
+	pthread_t wr, rd;
+
+	t.lock = open_lock();
+	assert_non_null(t.lock);
+	t.agent = start_agent("parent", t.lock);
+	assert_non_null(t.agent);
+	assert_int_equal(orbit_registry_create(0, &t.reg), 0);
+	assert_int_equal(orbit_lock_try_acquire(t.lock, &held, &owner, 60000000000ull, NULL, NULL), 0);
+	if (with_traffic) {
+		assert_int_equal(pthread_create(&wr, NULL, traffic_writer, &t), 0);
+		assert_int_equal(pthread_create(&rd, NULL, traffic_reader, &t), 0);
+		while (atomic_load(&t.writes) < 100 || atomic_load(&t.reads) < 100)
+			usleep(1000);
+	}
+	for (i = 0; i < n && rc == 0; i++) {
+		rc = orbit_test_fork_run(child_own_agent_beside_parents, t.lock, 10000);
+		if (rc != 0)
+			print_message("child %d of %d: %s %d\n", i, n,
+				      rc < 0 ? "killed, crashed or timed out" : "exit", rc);
+	}
+	if (with_traffic) { /* before any assert: the threads use this frame */
+		atomic_store(&t.stop, true);
+		pthread_join(wr, NULL);
+		pthread_join(rd, NULL);
+		print_message("%lu writes, %lu reads in the parent while it forked %d children\n",
+			      (unsigned long)atomic_load(&t.writes),
+			      (unsigned long)atomic_load(&t.reads), i);
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(orbit_lock_release(t.lock, &held, &owner, 0), 0);
+	assert_int_equal(orbit_registry_destroy(t.reg), 0);
+	orbit_agent_stop(t.agent);
+	orbit_lock_close(t.lock);
+}
+
+static void test_agent_fork_children_start_own_agents_parent_idle(void **state)
+{
+	(void)state;
+	fork_children_with_agent_running(false);
+}
+
+static void test_agent_fork_children_start_own_agents_under_parent_traffic(void **state)
+{
+	(void)state;
+	fork_children_with_agent_running(true);
+}
+
+/*
+ * Issue 9 item 5: one owner of liburcu thread state. A thread that used
+ * the registry and then the agent's view (or the other way round), and an
+ * application thread that registered itself with liburcu-memb before (and
+ * unregisters after) calling orbit, never abort in liburcu. Run in a
+ * child: an abort there is a failed exit, not a dead test binary.
+ */
+struct rcu_user {
+	orbit_agent_t *agent;
+	orbit_registry_t *reg;
+	bool app_registers;
+	int rc;
+};
+
+static void *rcu_user_main(void *p)
+{
+	struct rcu_user *u = p;
+	orbit_lock_key_t key = orbit_lock_key(test_ns, "x", 1);
+	struct orbit_lock_entry e;
+	uint64_t k = 1, v = 0;
+
+	if (u->app_registers) {
+		urcu_memb_register_thread();
+		urcu_memb_read_lock(); /* the application's own read-side section */
+	}
+	u->rc = orbit_registry_get(u->reg, &k, sizeof(k), &v, sizeof(v)) == (long)sizeof(v) &&
+		orbit_agent_view_lookup(u->agent, &key, &e) == -ENOENT &&
+		orbit_registry_get(u->reg, &k, sizeof(k), &v, sizeof(v)) == (long)sizeof(v) ? 0 : 1;
+	if (u->app_registers) {
+		urcu_memb_read_unlock();
+		urcu_memb_unregister_thread();
+	}
+	return NULL;
+}
+
+static int child_rcu_users(void *arg)
+{
+	struct rcu_user u = { .app_registers = arg != NULL, .rc = -1 };
+	orbit_lock_key_t key = orbit_lock_key(test_ns, "x", 1);
+	struct orbit_lock_entry e;
+	uint64_t k = 1, v = 7;
+	pthread_t th;
+
+	u.agent = start_agent("rcu", NULL);
+	if (!u.agent || orbit_registry_create(0, &u.reg) != 0 ||
+	    orbit_registry_add(u.reg, &k, sizeof(k), &v, sizeof(v)) != 0)
+		return 2;
+	if (pthread_create(&th, NULL, rcu_user_main, &u) != 0 || pthread_join(th, NULL) != 0)
+		return 3;
+	if (u.rc != 0)
+		return 4;
+	/* This thread: the view first, then the registry. */
+	if (orbit_agent_view_lookup(u.agent, &key, &e) != -ENOENT ||
+	    orbit_registry_get(u.reg, &k, sizeof(k), &v, sizeof(v)) != (long)sizeof(v))
+		return 5;
+	if (orbit_registry_destroy(u.reg) != 0)
+		return 6;
+	orbit_agent_stop(u.agent);
+	return 0;
+}
+
+static void test_agent_view_and_registry_share_one_rcu_registration(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit_test_fork_run(child_rcu_users, NULL, 10000), 0);
+}
+
+static void test_agent_view_lookup_from_thread_registered_with_liburcu(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit_test_fork_run(child_rcu_users, "app", 10000), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1209,6 +1446,14 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_agent_drains_past_the_batch_bound_without_waiting_for_tick, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_fork_children_start_own_agents_parent_idle,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_agent_fork_children_start_own_agents_under_parent_traffic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_view_and_registry_share_one_rcu_registration,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_view_lookup_from_thread_registered_with_liburcu,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

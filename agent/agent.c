@@ -16,6 +16,14 @@
  * next tick (the futex wait cannot also poll fds). The tick check stays as
  * the fallback (no epoll, a pidfd epoll refused, a death proof retried).
  *
+ * Fork: an agent belongs to the process that started it. In a forked child
+ * every call on it returns -ECHILD and orbit_agent_stop() does nothing: its
+ * threads are not there, and its fds (the watcher's stop eventfd, the
+ * subscribers' eventfds) and segments are the parent's open file
+ * descriptions and rows, so touching them would act on the parent (a write
+ * to the stop eventfd stopped the parent's watcher). The child starts an
+ * agent of its own; liburcu's fork hooks (lib/rcu.c) make that safe.
+ *
  * Locks and what they protect:
  *   subs_mu   the subscriber eventfd array. Taken by API callers and by the
  *             agent thread while it writes the eventfds; nothing else is
@@ -99,6 +107,7 @@ struct watch {
 
 struct orbit_agent {
 	char fleet[ORBIT_FLEET_NAME_MAX + 1];
+	unsigned fork_gen;        /* agent_fork_gen at start: another value = a forked child */
 	orbit_lock_t *lock;       /* caller's, optional */
 	orbit_lock_t *ro_lock;    /* ours, read-only, for resync when lock is NULL */
 	struct orbit_lock_layout layout; /* the fleet's: names the table and the ring */
@@ -184,6 +193,42 @@ static void die_on(int rc, const char *what)
 	if (rc != 0) /* a failing pthread call: a broken invariant of this process */
 		abort();
 	(void)what;
+}
+
+/* ---- the fork trap ---- */
+
+/*
+ * Bumped in every forked child (before fork() returns there) by the
+ * handler below, so a child tells an inherited agent from its own without
+ * a getpid() system call on the lookup path. Relaxed: each process writes
+ * its copy while it has one thread, before any of its threads reads it.
+ */
+static _Atomic unsigned agent_fork_gen;
+static pthread_once_t agent_fork_once = PTHREAD_ONCE_INIT;
+
+static void agent_after_fork_child(void)
+{
+	atomic_fetch_add_explicit(&agent_fork_gen, 1, memory_order_relaxed);
+}
+
+static void agent_fork_install(void)
+{
+	die_on(pthread_atfork(NULL, NULL, agent_after_fork_child), "pthread_atfork");
+}
+
+/* 0, -EINVAL (NULL) or -ECHILD (@a was started by the parent of this forked process). */
+static int agent_check(const struct orbit_agent *a)
+{
+	if (!a)
+		return -EINVAL;
+	if (atomic_load_explicit(&agent_fork_gen, memory_order_relaxed) != a->fork_gen)
+		return -ECHILD;
+	return 0;
+}
+
+int orbit__agent_check(const orbit_agent_t *a)
+{
+	return agent_check(a);
 }
 
 /* ---- the view ---- */
@@ -883,9 +928,12 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	}
 	if (ll && ll->size < sizeof(*ll))
 		return -EINVAL;
+	die_on(pthread_once(&agent_fork_once, agent_fork_install), "pthread_once");
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
+	/* Relaxed: this process's own counter (see agent_fork_gen) */
+	a->fork_gen = atomic_load_explicit(&agent_fork_gen, memory_order_relaxed);
 	die_on(pthread_mutex_init(&a->subs_mu, NULL), "mutex init");
 	die_on(pthread_mutex_init(&a->test_mu, NULL), "mutex init");
 	die_on(pthread_cond_init(&a->test_cv, NULL), "cond init");
@@ -1015,8 +1063,8 @@ static void death_watcher_stop(struct orbit_agent *a)
 
 void orbit_agent_stop(orbit_agent_t *a)
 {
-	if (!a)
-		return;
+	if (agent_check(a) < 0)
+		return; /* NULL, or the parent's agent in a forked child: nothing of it is ours */
 	death_watcher_stop(a);
 	/* Its error is ignored on purpose: even then the sink is removed (no
 	 * mutation can run while the serializer fails), so freeing is safe. */
@@ -1040,9 +1088,11 @@ void orbit_agent_stop(orbit_agent_t *a)
 
 int orbit_agent_subscribe(orbit_agent_t *a, int *fd)
 {
-	int e, rc = 0;
+	int e, rc = agent_check(a);
 
-	if (!a || !fd)
+	if (rc < 0)
+		return rc;
+	if (!fd)
 		return -EINVAL;
 	e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (e < 0)
@@ -1064,10 +1114,13 @@ int orbit_agent_subscribe(orbit_agent_t *a, int *fd)
 
 int orbit_agent_unsubscribe(orbit_agent_t *a, int fd)
 {
-	int rc = -ENOENT;
+	int rc = agent_check(a);
 
-	if (!a || fd < 0)
+	if (rc < 0)
+		return rc;
+	if (fd < 0)
 		return -EINVAL;
+	rc = -ENOENT;
 	die_on(pthread_mutex_lock(&a->subs_mu), "lock subs");
 	for (int i = 0; i < a->nsubs; i++) {
 		if (a->subs[i] == fd) {
@@ -1085,7 +1138,11 @@ int orbit_agent_unsubscribe(orbit_agent_t *a, int fd)
 
 int orbit_agent_reader_open(orbit_agent_t *a, orbit_transition_reader_t **out)
 {
-	if (!a || !out)
+	int rc = agent_check(a);
+
+	if (rc < 0)
+		return rc;
+	if (!out)
 		return -EINVAL;
 	return orbit__fleet_reader_wrap(a->ring, out);
 }
@@ -1095,10 +1152,13 @@ int orbit_agent_view_lookup(orbit_agent_t *a, const orbit_lock_key_t *key,
 {
 	orbit_lock_key_t k;
 	struct view_node *n;
-	int rc = -ENOENT;
+	int rc = agent_check(a);
 
-	if (!a || !key || !out || (!key->ns && key->ns_len) || (!key->label && key->label_len))
+	if (rc < 0)
+		return rc;
+	if (!key || !out || (!key->ns && key->ns_len) || (!key->label && key->label_len))
 		return -EINVAL;
+	rc = -ENOENT;
 	if (key->ns_len + key->label_len > ORBIT_LOCK_BYTES_MAX)
 		return -E2BIG;
 	k = *key;
@@ -1134,7 +1194,11 @@ int orbit_agent_view_lookup(orbit_agent_t *a, const orbit_lock_key_t *key,
 
 int orbit_agent_record_latency(orbit_agent_t *a, enum orbit_agent_hist hist, uint64_t ns)
 {
-	if (!a || hist != ORBIT_AGENT_HIST_ACQUIRE)
+	int rc = agent_check(a);
+
+	if (rc < 0)
+		return rc;
+	if (hist != ORBIT_AGENT_HIST_ACQUIRE)
 		return -EINVAL;
 	/* Relaxed: statistics counts from any thread, read at publish. */
 	atomic_fetch_add_explicit(&a->acq_count, 1, memory_order_relaxed);
@@ -1150,13 +1214,17 @@ struct orbit_agent_watch_set *orbit__agent_watch_set(orbit_agent_t *a)
 
 int orbit_agent_member_row(const orbit_agent_t *a)
 {
-	return a ? a->row : -EINVAL;
+	int rc = agent_check(a);
+
+	return rc < 0 ? rc : a->row;
 }
 
 int orbit_agent_reset_transport(orbit_agent_t *a)
 {
-	if (!a)
-		return -EINVAL;
+	int rc = agent_check(a);
+
+	if (rc < 0)
+		return rc;
 	return orbit__fleet_reset(a->members, a->lock, a->ring);
 }
 

@@ -180,9 +180,11 @@ static void add_watched(uint64_t *c, const struct watched *w)
 static int watch(orbit_agent_t *agent, enum watch_kind kind, const void *obj)
 {
 	struct orbit_agent_watch_set *s;
-	int rc = 0;
+	int rc = orbit__agent_check(agent); /* before the set's mutex: a child's copy may be held */
 
-	if (!agent || !obj)
+	if (rc < 0)
+		return rc;
+	if (!obj)
 		return -EINVAL;
 	s = orbit__agent_watch_set(agent);
 	set_lock(s);
@@ -208,10 +210,13 @@ static int unwatch(orbit_agent_t *agent, enum watch_kind kind, const void *obj)
 {
 	uint64_t last[ORBIT_STAT__COUNT] = { 0 };
 	struct orbit_agent_watch_set *s;
-	int rc = -ENOENT;
+	int rc = orbit__agent_check(agent); /* as in watch() */
 
-	if (!agent || !obj)
+	if (rc < 0)
+		return rc;
+	if (!obj)
 		return -EINVAL;
+	rc = -ENOENT;
 	s = orbit__agent_watch_set(agent);
 	set_lock(s);
 	for (unsigned i = 0; i < s->n; i++) {

@@ -29,11 +29,17 @@
  * the doorbell) and at every stats publish. The view follows the ring; it
  * is advisory like the ring (the lock table is the authority).
  *
- * Fork: a forked child starts an agent of its own, on a lock handle of its
- * own, also while the parent's agent runs and however busy its threads
- * are: the library's RCU (liburcu-bp, with its fork hooks installed by
- * pthread_atfork() at the first agent or registry) is fork-safe. fork()
- * waits for a grace period in progress (the agent's is one membarrier).
+ * Fork: an agent belongs to the process that started it. In a forked
+ * child every call on an inherited agent returns -ECHILD (the fork-trap
+ * code of orbit/lock.h) and touches none of the parent's threads, fds or
+ * segments; orbit_agent_stop() on it does nothing (its memory in the child
+ * is the parent's copy; its fds are O_CLOEXEC). The child starts an agent
+ * of its own, on a lock handle of its own (the parent's handle fails
+ * with -ECHILD), also while the parent's agent runs and however busy its
+ * threads are: the library's RCU (liburcu-bp, with its fork hooks
+ * installed by pthread_atfork() at the first agent or registry) is
+ * fork-safe. fork() waits for a grace period in progress (the agent's is
+ * one membarrier).
  *
  * RCU: the view is read in liburcu-bp read-side sections. Threads need no
  * registration (liburcu-bp registers a thread at its first lookup and
@@ -123,7 +129,9 @@ ORBIT_API int orbit_agent_start(const struct orbit_agent_options *opts, orbit_ag
  * Context: not from the agent's own thread, not concurrently with other
  * calls on @agent; readers from orbit_agent_reader_open() must be closed
  * first; no thread may be inside orbit_agent_view_lookup(). Blocks up to a
- * tick plus a grace period (RCU synchronize).
+ * tick plus a grace period (RCU synchronize). In a forked child, on the
+ * parent's agent: does nothing (the threads, fds and rows are the
+ * parent's; see "Fork" above).
  */
 ORBIT_API void orbit_agent_stop(orbit_agent_t *agent);
 
@@ -132,7 +140,9 @@ ORBIT_API void orbit_agent_stop(orbit_agent_t *agent);
  * the agent writes to after each drain that brought at least one frame or
  * a lag. The agent owns it: give it back with orbit_agent_unsubscribe().
  * Context: any thread; syscall eventfd.
- * Returns: 0; -EINVAL; -ENOSPC (64 subscribers already); -EMFILE/-ENFILE.
+ * Returns: 0; -EINVAL; -ECHILD (@agent is the parent's: this is a forked
+ * child, no eventfd is made, *@fd is untouched); -ENOSPC (64 subscribers
+ * already); -EMFILE/-ENFILE.
  */
 ORBIT_API int orbit_agent_subscribe(orbit_agent_t *agent, int *fd);
 
@@ -140,7 +150,8 @@ ORBIT_API int orbit_agent_subscribe(orbit_agent_t *agent, int *fd);
  * orbit_agent_unsubscribe - stop signalling @fd and close it.
  * Context: any thread; takes the subscriber mutex (the agent thread holds
  * it only while writing the eventfds).
- * Returns: 0; -EINVAL; -ENOENT (not a subscriber of @agent).
+ * Returns: 0; -EINVAL; -ECHILD (forked child: @fd is left open, the
+ * parent's subscription untouched); -ENOENT (not a subscriber of @agent).
  */
 ORBIT_API int orbit_agent_unsubscribe(orbit_agent_t *agent, int fd);
 
@@ -149,7 +160,7 @@ ORBIT_API int orbit_agent_unsubscribe(orbit_agent_t *agent, int fd);
  * (see orbit/fleet.h for next/close). Close it before orbit_agent_stop().
  * Context: any thread; allocates; no syscall. The cursor is the caller's
  * alone (one thread at a time).
- * Returns: 0; -EINVAL; -ENOMEM.
+ * Returns: 0; -EINVAL; -ECHILD (forked child); -ENOMEM.
  */
 ORBIT_API int orbit_agent_reader_open(orbit_agent_t *agent, orbit_transition_reader_t **out);
 
@@ -163,7 +174,8 @@ ORBIT_API int orbit_agent_reader_open(orbit_agent_t *agent, orbit_transition_rea
  * call in a thread.
  * Returns: 0 (@out filled: token, deadline_ns, holder_pid = the writer of
  * the last frame, the key and owner bytes); -ENOENT (not held as far as
- * the view knows); -EINVAL; -E2BIG (key over ORBIT_LOCK_BYTES_MAX).
+ * the view knows); -EINVAL; -ECHILD (forked child); -E2BIG (key over
+ * ORBIT_LOCK_BYTES_MAX).
  */
 ORBIT_API int orbit_agent_view_lookup(orbit_agent_t *agent, const orbit_lock_key_t *key,
 				      struct orbit_lock_entry *out);
@@ -172,7 +184,7 @@ ORBIT_API int orbit_agent_view_lookup(orbit_agent_t *agent, const orbit_lock_key
  * orbit_agent_record_latency - add @ns to histogram @hist of this
  * process's stats (published at the next stats tick).
  * Context: any thread; lock-free (relaxed atomic adds).
- * Returns: 0; -EINVAL.
+ * Returns: 0; -EINVAL; -ECHILD (forked child).
  */
 ORBIT_API int orbit_agent_record_latency(orbit_agent_t *agent, enum orbit_agent_hist hist,
 					 uint64_t ns);
@@ -180,7 +192,7 @@ ORBIT_API int orbit_agent_record_latency(orbit_agent_t *agent, enum orbit_agent_
 /**
  * orbit_agent_member_row - this agent's member directory row (also its
  * stats row). Context: any thread; no syscall.
- * Returns the row (>= 0) or -EINVAL (NULL agent).
+ * Returns the row (>= 0), -EINVAL (NULL agent) or -ECHILD (forked child).
  */
 ORBIT_API int orbit_agent_member_row(const orbit_agent_t *agent);
 
@@ -193,9 +205,10 @@ ORBIT_API int orbit_agent_member_row(const orbit_agent_t *agent);
  * Context: any thread but the agent's; quiescent boot only; takes the lock
  * table's serializer.
  * Returns: 0; -EBUSY (another live member is attached, or another live
- * process holds an unexpired lease); -EINVAL; an error of the table scan
- * (-EAGAIN) or reset (-EAGAIN: the serializer stayed taken past its
- * bound, nothing was reset; -ENOTRECOVERABLE, -ECHILD, -EROFS).
+ * process holds an unexpired lease); -EINVAL; -ECHILD (@agent is the
+ * parent's: forked child); an error of the table scan (-EAGAIN) or reset
+ * (-EAGAIN: the serializer stayed taken past its bound, nothing was reset;
+ * -ENOTRECOVERABLE, -ECHILD, -EROFS).
  */
 ORBIT_API int orbit_agent_reset_transport(orbit_agent_t *agent);
 
@@ -227,8 +240,10 @@ ORBIT_API int orbit_agent_reset_transport(orbit_agent_t *agent);
  * its thread holds only while it reads the watched objects' counters at a
  * stats publish. Not concurrently with orbit_agent_stop(). No syscall, no
  * allocation (the watch set is made by orbit_agent_start()).
- * Returns: 0; -EINVAL (NULL @agent or object); -EEXIST (already watched by
- * @agent); -ENOSPC (ORBIT_AGENT_WATCH_MAX objects watched already).
+ * Returns: 0; -EINVAL (NULL @agent or object); -ECHILD (@agent is the
+ * parent's: forked child; the object is not touched); -EEXIST (already
+ * watched by @agent); -ENOSPC (ORBIT_AGENT_WATCH_MAX objects watched
+ * already).
  */
 ORBIT_API int orbit_agent_watch_queue(orbit_agent_t *agent, const orbit_serial_queue_t *q);
 ORBIT_API int orbit_agent_watch_pool(orbit_agent_t *agent, orbit_worker_pool_t *pool);
@@ -243,7 +258,8 @@ ORBIT_API int orbit_agent_watch_lane(orbit_agent_t *agent, const orbit_state_lan
  * may destroy it.
  * Context: as orbit_agent_watch_queue(); may wait for a stats publish in
  * progress (the watch mutex), never for more.
- * Returns: 0; -EINVAL (NULL argument); -ENOENT (not watched by @agent).
+ * Returns: 0; -EINVAL (NULL argument); -ECHILD (forked child); -ENOENT
+ * (not watched by @agent).
  */
 ORBIT_API int orbit_agent_unwatch_queue(orbit_agent_t *agent, const orbit_serial_queue_t *q);
 ORBIT_API int orbit_agent_unwatch_pool(orbit_agent_t *agent, orbit_worker_pool_t *pool);
@@ -262,8 +278,8 @@ ORBIT_API int orbit_agent_unwatch_lane(orbit_agent_t *agent, const orbit_state_l
  * calls its *_stats() function (relaxed loads, no lock of the coordinator,
  * never a state lane turn), so a closed coordinator may stay watched.
  * Context: as orbit_agent_watch_queue().
- * Returns: 0; -EINVAL (NULL @agent or coordinator); -EEXIST (already
- * watched by @agent); -ENOSPC (ORBIT_AGENT_WATCH_MAX objects of all kinds
+ * Returns: 0; -EINVAL (NULL @agent or coordinator); -ECHILD (forked
+ * child); -EEXIST (already watched by @agent); -ENOSPC (ORBIT_AGENT_WATCH_MAX objects of all kinds
  * watched already).
  */
 ORBIT_API int orbit_agent_watch_spot(orbit_agent_t *agent,
@@ -282,8 +298,8 @@ ORBIT_API int orbit_agent_watch_session(orbit_agent_t *agent,
  * drop it). When the call returns the agent no longer touches the
  * coordinator: the caller may destroy it.
  * Context: as orbit_agent_unwatch_queue().
- * Returns: 0; -EINVAL (NULL argument); -ENOENT (not watched by @agent as
- * that kind).
+ * Returns: 0; -EINVAL (NULL argument); -ECHILD (forked child); -ENOENT
+ * (not watched by @agent as that kind).
  */
 ORBIT_API int orbit_agent_unwatch_spot(orbit_agent_t *agent,
 				       const orbit_spot_serial_executor_t *spot);

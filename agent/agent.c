@@ -920,6 +920,11 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 		/* The lock's layout names the ring its transitions go to. */
 		const struct orbit_lock_layout *own = orbit__lock_layout(opts->lock);
 
+		/* Before anything is made: the parent's handle (-ECHILD), or one of
+		 * another fleet (-EINVAL: its transitions would go to our ring) */
+		rc = orbit__lock_check_attach(opts->lock, fleet);
+		if (rc < 0)
+			return rc;
 		if (ll && (ll->state_kind != own->state_kind || ll->ring_kind != own->ring_kind ||
 			   ll->slots != own->slots || ll->ring_frames != own->ring_frames ||
 			   ll->ring_frame_bytes != own->ring_frame_bytes))

@@ -97,6 +97,14 @@ void orbit__lock_libc_abi_self(struct orbit__lock_libc_abi *abi);
 uint64_t orbit__lock_fingerprint(const struct orbit_lock_layout *y, enum orbit_lock_serializer s,
 				 const struct orbit__lock_libc_abi *abi);
 
+/*
+ * orbit__lock_check_attach - may @lock's transitions be wired to fleet
+ * @fleet's ring by this process? Context: any thread; no syscall.
+ * Returns 0; -ECHILD (the handle was opened by another process: the
+ * parent of this forked child); -EINVAL (NULL, or opened on another fleet).
+ */
+int orbit__lock_check_attach(const orbit_lock_t *lock, const char *fleet);
+
 /* The hash of a key as the table stores it (tests place keys by it). */
 uint64_t orbit__lock_hash(const orbit_lock_key_t *key);
 

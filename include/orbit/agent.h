@@ -34,7 +34,7 @@
  * code of orbit/lock.h) and touches none of the parent's threads, fds or
  * segments; orbit_agent_stop() on it does nothing (its memory in the child
  * is the parent's copy; its fds are O_CLOEXEC). The child starts an agent
- * of its own, on a lock handle of its own (the parent's handle fails
+ * of its own, on a lock handle of its own (the parent's handle is refused
  * with -ECHILD), also while the parent's agent runs and however busy its
  * threads are: the library's RCU (liburcu-bp, with its fork hooks
  * installed by pthread_atfork() at the first agent or registry) is
@@ -106,9 +106,12 @@ enum orbit_agent_hist {
  * The ring is the one of the lock's layout (its ring_kind, ring_frames and
  * ring_frame_bytes; 16 lanes), or of @opts->layout without a lock, or the
  * default "ring-229".
- * Returns: 0; -EINVAL (bad options, fleet name or layout, or a layout
- * other than the lock's); -ECHILD (the lock handle
- * was opened by the parent of this forked process); -ENOMEM; -ENOSPC (every
+ * Returns: 0; -EINVAL (bad options, fleet name or layout, a layout other
+ * than the lock's, or a lock handle opened on another fleet than
+ * @opts->fleet: its transitions would go into this fleet's ring; refused
+ * before anything is created); -ECHILD (the lock handle was opened by the
+ * parent of this forked process; refused before anything is created);
+ * -ENOMEM; -ENOSPC (every
  * member row, or with a lock every ring lane, is held by a live process); -EAGAIN (thread
  * creation refused for the agent thread; the death watcher is optional: without
  * its thread, epoll set or eventfd the tick notices deaths); or a

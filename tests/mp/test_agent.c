@@ -13,7 +13,8 @@
  * using liburcu in the child) is safe since the library's RCU is
  * liburcu-bp with fork hooks; the tests of issue 9 at the end do exactly
  * that: children of a busy parent start their own agents, an inherited
- * agent refuses every call, and RCU registration has one owner.
+ * agent refuses every call, registration has one owner, and a lock of
+ * another fleet is refused.
  */
 #include "orbit_test.h"
 #include <dirent.h>
@@ -1196,7 +1197,7 @@ static void test_agent_drains_past_the_batch_bound_without_waiting_for_tick(void
 	orbit_agent_stop(a);
 }
 
-/* ---- fork with a running agent, RCU thread state (issue 9 items 1, 2, 5) ---- */
+/* ---- fork with a running agent, RCU thread state (issue 9 items 1, 2, 5, 7) ---- */
 
 /*
  * Traffic in this process while it forks: a writer thread acquires and
@@ -1517,6 +1518,38 @@ static void test_agent_view_lookup_from_thread_registered_with_liburcu(void **st
 	assert_int_equal(orbit_test_fork_run(child_rcu_users, "app", 10000), 0);
 }
 
+/*
+ * Issue 9 item 7: a lock handle of another fleet is refused (-EINVAL)
+ * before anything is created: fleet A's transitions would go into fleet
+ * B's ring.
+ */
+static void test_agent_refuses_lock_of_another_fleet(void **state)
+{
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = NULL };
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "cross" };
+	char other[64], path[160];
+	orbit_lock_t *lock;
+	orbit_agent_t *a = NULL;
+
+	(void)state;
+	orbit_test_fleet(other, sizeof(other), "agentB");
+	lo.fleet = other;
+	assert_int_equal(orbit_lock_open(&lo, &lock), 0);
+	ao.lock = lock;
+	assert_int_equal(orbit_agent_start(&ao, &a), -EINVAL);
+	assert_null(a);
+	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.members", fleet);
+	assert_int_equal(access(path, F_OK), -1); /* nothing of fleet A was made */
+	ao.fleet = other; /* its own fleet: accepted */
+	assert_int_equal(orbit_agent_start(&ao, &a), 0);
+	orbit_agent_stop(a);
+	orbit_lock_close(lock);
+	orbit__members_unlink(other);
+	orbit__ring_unlink(other, NULL);
+	orbit__seg_unlink(other, "stats");
+	orbit_lock_unlink(&lo);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1554,6 +1587,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_view_lookup_from_thread_registered_with_liburcu,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_refuses_lock_of_another_fleet, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

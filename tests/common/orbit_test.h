@@ -77,6 +77,17 @@ static inline void orbit_test_child_default_signals(void)
 		signal(sigs[i], SIG_DFL);
 }
 
+/*
+ * gcc 12's sanitizers cannot follow a fork() of a process whose other
+ * threads run and allocate: ASan takes none of its allocator's locks
+ * around fork (a child deadlocks in malloc() when a parent thread held
+ * one at the fork), and TSan refuses new threads in such a child. Tests
+ * that fork amid running threads skip themselves with this reason.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ORBIT_TEST_NO_FORK_AMID_THREADS "the sanitizer cannot follow a fork amid running threads"
+#endif
+
 /* Fork, run fn(arg) in the child, _exit with its return; wait with a timeout. */
 static inline int orbit_test_fork_run(int (*fn)(void *), void *arg, int timeout_ms)
 {

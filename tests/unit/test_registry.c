@@ -278,6 +278,10 @@ static void test_registry_in_children_forked_amid_churn(void **state)
 	int n = orbit_test_long() ? 500 : 50, rc = 0, i;
 
 	(void)state;
+#ifdef ORBIT_TEST_NO_FORK_AMID_THREADS
+	print_message("skipped: " ORBIT_TEST_NO_FORK_AMID_THREADS "\n");
+	skip();
+#endif
 	assert_int_equal(orbit_registry_create(0, &r.reg), 0);
 	assert_int_equal(pthread_create(&rd, NULL, race_reader, &r), 0);
 	assert_int_equal(pthread_create(&wr, NULL, race_churn, &r), 0);

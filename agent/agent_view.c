@@ -232,8 +232,8 @@ void orbit__agent_view_resync(struct orbit_agent *a)
 	if (!lock)
 		return;
 	a->resync_epoch++;
-	/* relaxed: a hint to resync again, read before the copy it triggers */
-	a->repairs_seen = atomic_load_explicit(&orbit__lock_hdr(lock)->repairs, memory_order_relaxed);
+	/* A hint to resync again, read before the copy it triggers */
+	a->repairs_seen = orbit__lock_repairs(lock);
 	/* Entries found are at least as new as this revision. */
 	c.revision = orbit_lock_state_revision(lock);
 	orbit__rcu_read_lock();
@@ -260,14 +260,13 @@ void orbit__agent_view_resync(struct orbit_agent *a)
 
 /*
  * A repair without a REPAIR frame (the repairing handle had no sink): the
- * table's shared repair count moved since our last resync. relaxed: a hint.
+ * table's shared repair count moved since our last resync (a hint).
  */
 static bool repaired_since_resync(struct orbit_agent *a)
 {
 	orbit_lock_t *lock = a->lock ? a->lock : a->ro_lock;
 
-	return lock && atomic_load_explicit(&orbit__lock_hdr(lock)->repairs,
-					    memory_order_relaxed) != a->repairs_seen;
+	return lock && orbit__lock_repairs(lock) != a->repairs_seen;
 }
 
 bool orbit__agent_view_stale(struct orbit_agent *a)

@@ -1675,3 +1675,9 @@ int orbit__lock_check_attach(const orbit_lock_t *l, const char *fleet)
 		return -EINVAL; /* opened on another fleet */
 	return 0;
 }
+
+uint64_t orbit__lock_repairs(const orbit_lock_t *l)
+{
+	/* Relaxed: a hint for readers of the table (the agent's resync), orders nothing */
+	return atomic_load_explicit(&l->hdr->repairs, memory_order_relaxed);
+}

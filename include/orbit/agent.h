@@ -56,10 +56,6 @@
 #include <orbit/common.h>
 #include <orbit/fleet.h>
 #include <orbit/lock.h>
-#include <orbit/serial_queue.h>
-#include <orbit/spot_executor.h>
-#include <orbit/state_lane.h>
-#include <orbit/worker_pool.h>
 
 ORBIT_BEGIN_DECLS
 
@@ -231,85 +227,52 @@ ORBIT_API int orbit_agent_reset_transport(orbit_agent_t *agent);
  */
 #define ORBIT_AGENT_WATCH_MAX 64 /* objects one agent watches at a time, all kinds */
 
+/* What orbit_agent_watch() is given; @obj's type follows the kind. */
+enum orbit_agent_watch_kind {
+	ORBIT_AGENT_WATCH_QUEUE = 1, /* const orbit_serial_queue_t * (orbit/serial_queue.h) */
+	ORBIT_AGENT_WATCH_POOL,      /* orbit_worker_pool_t * (orbit/worker_pool.h) */
+	ORBIT_AGENT_WATCH_LANE,      /* const orbit_state_lane_t * (orbit/state_lane.h) */
+	ORBIT_AGENT_WATCH_SPOT,      /* const orbit_spot_serial_executor_t * (orbit/spot_executor.h) */
+	ORBIT_AGENT_WATCH_ACTOR,     /* const orbit_actor_serial_executor_t * */
+	ORBIT_AGENT_WATCH_SESSION,   /* const orbit_session_serial_executor_t * */
+};
+
 /**
- * orbit_agent_watch_queue - publish @q's counters with this agent's stats.
- * orbit_agent_watch_pool, orbit_agent_watch_lane - the same for a worker
- * pool and a state lane.
- * The object must stay valid until it is unwatched (or the agent stopped):
- * the agent reads its counters at every publish (relaxed loads, no lock
- * of the object, no call into it otherwise).
+ * orbit_agent_watch - publish the counters of @obj, an object of @kind,
+ * with this agent's stats: a serial queue (queue_*), a worker pool
+ * (pool_*), a state lane (lane_*), or a Spot, Actor or session
+ * coordinator (exec_*, the three kinds summed together; read with
+ * orbit_spot/actor/session_serial_executor_stats(): all its queues).
+ * The object must stay valid until it is unwatched (or the agent
+ * stopped): the agent reads its counters at every publish (relaxed loads
+ * through its *_stats() getter, no lock of the object, never a state lane
+ * turn, no call into it otherwise), so a closed coordinator may stay
+ * watched; unwatch it before destroying it.
  * Context: any thread, concurrently with the agent thread and with other
  * watch/unwatch calls; takes @agent's watch mutex (one per agent), which
  * its thread holds only while it reads the watched objects' counters at a
  * stats publish. Not concurrently with orbit_agent_stop(). No syscall, no
  * allocation (the watch set is made by orbit_agent_start()).
- * Returns: 0; -EINVAL (NULL @agent or object); -ECHILD (@agent is the
- * parent's: forked child; the object is not touched); -EEXIST (already
- * watched by @agent); -ENOSPC (ORBIT_AGENT_WATCH_MAX objects watched
- * already).
+ * Returns: 0; -EINVAL (NULL @agent or @obj, or an unknown @kind); -ECHILD
+ * (@agent is the parent's: forked child; the object is not touched);
+ * -EEXIST (already watched by @agent as @kind); -ENOSPC
+ * (ORBIT_AGENT_WATCH_MAX objects of all kinds watched already).
  */
-ORBIT_API int orbit_agent_watch_queue(orbit_agent_t *agent, const orbit_serial_queue_t *q);
-ORBIT_API int orbit_agent_watch_pool(orbit_agent_t *agent, orbit_worker_pool_t *pool);
-ORBIT_API int orbit_agent_watch_lane(orbit_agent_t *agent, const orbit_state_lane_t *lane);
+ORBIT_API int orbit_agent_watch(orbit_agent_t *agent, enum orbit_agent_watch_kind kind,
+				const void *obj);
 
 /**
- * orbit_agent_unwatch_queue - stop publishing @q's counters.
- * orbit_agent_unwatch_pool, orbit_agent_unwatch_lane - the same for a
- * worker pool and a state lane.
- * Its counts so far are kept in the agent's sums (counters stay monotonic).
- * When the call returns the agent no longer touches the object: the caller
- * may destroy it.
- * Context: as orbit_agent_watch_queue(); may wait for a stats publish in
- * progress (the watch mutex), never for more.
- * Returns: 0; -EINVAL (NULL argument); -ECHILD (forked child); -ENOENT
- * (not watched by @agent).
- */
-ORBIT_API int orbit_agent_unwatch_queue(orbit_agent_t *agent, const orbit_serial_queue_t *q);
-ORBIT_API int orbit_agent_unwatch_pool(orbit_agent_t *agent, orbit_worker_pool_t *pool);
-ORBIT_API int orbit_agent_unwatch_lane(orbit_agent_t *agent, const orbit_state_lane_t *lane);
-
-/**
- * orbit_agent_watch_spot - publish the counters of Spot coordinator @spot
- * (orbit_spot_serial_executor_stats(): all its queues) with this agent's stats,
- * in the exec_* counters.
- * orbit_agent_watch_actor, orbit_agent_watch_session - the same for an
- * Actor and a session coordinator (orbit_actor_serial_executor_stats(),
- * orbit_session_serial_executor_stats()); the three kinds add to the same exec_*
- * counters.
- * The coordinator must stay valid until it is unwatched (or the agent
- * stopped): unwatch it before orbit_*_executor_destroy(). The agent only
- * calls its *_stats() function (relaxed loads, no lock of the coordinator,
- * never a state lane turn), so a closed coordinator may stay watched.
- * Context: as orbit_agent_watch_queue().
- * Returns: 0; -EINVAL (NULL @agent or coordinator); -ECHILD (forked
- * child); -EEXIST (already watched by @agent); -ENOSPC (ORBIT_AGENT_WATCH_MAX objects of all kinds
- * watched already).
- */
-ORBIT_API int orbit_agent_watch_spot(orbit_agent_t *agent,
-				     const orbit_spot_serial_executor_t *spot);
-ORBIT_API int orbit_agent_watch_actor(orbit_agent_t *agent,
-				      const orbit_actor_serial_executor_t *actor);
-ORBIT_API int orbit_agent_watch_session(orbit_agent_t *agent,
-					const orbit_session_serial_executor_t *session);
-
-/**
- * orbit_agent_unwatch_spot - stop publishing @spot's counters.
- * orbit_agent_unwatch_actor, orbit_agent_unwatch_session - the same for
- * an Actor and a session coordinator.
+ * orbit_agent_unwatch - stop publishing the counters of @obj (of @kind).
  * Its counts so far are kept in the agent's sums (counters stay monotonic;
- * the gauges exec_outstanding, exec_actor_queues and exec_timer_queues
- * drop it). When the call returns the agent no longer touches the
- * coordinator: the caller may destroy it.
- * Context: as orbit_agent_unwatch_queue().
- * Returns: 0; -EINVAL (NULL argument); -ECHILD (forked child); -ENOENT
- * (not watched by @agent as that kind).
+ * gauges drop it). When the call returns the agent no longer touches the
+ * object: the caller may destroy it.
+ * Context: as orbit_agent_watch(); may wait for a stats publish in
+ * progress (the watch mutex), never for more.
+ * Returns: 0; -EINVAL (NULL argument or an unknown @kind); -ECHILD (forked
+ * child); -ENOENT (not watched by @agent as @kind).
  */
-ORBIT_API int orbit_agent_unwatch_spot(orbit_agent_t *agent,
-				       const orbit_spot_serial_executor_t *spot);
-ORBIT_API int orbit_agent_unwatch_actor(orbit_agent_t *agent,
-					const orbit_actor_serial_executor_t *actor);
-ORBIT_API int orbit_agent_unwatch_session(orbit_agent_t *agent,
-					  const orbit_session_serial_executor_t *session);
+ORBIT_API int orbit_agent_unwatch(orbit_agent_t *agent, enum orbit_agent_watch_kind kind,
+				  const void *obj);
 
 ORBIT_END_DECLS
 

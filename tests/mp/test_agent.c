@@ -1393,18 +1393,18 @@ static int child_calls_inherited_agent(void *arg)
 	EXPECT_ECHILD(orbit_agent_record_latency(a, ORBIT_AGENT_HIST_ACQUIRE, 1000));
 	EXPECT_ECHILD(orbit_agent_member_row(a));
 	EXPECT_ECHILD(orbit_agent_reset_transport(a));
-	EXPECT_ECHILD(orbit_agent_watch_queue(a, o));
-	EXPECT_ECHILD(orbit_agent_watch_pool(a, (orbit_worker_pool_t *)(uintptr_t)o));
-	EXPECT_ECHILD(orbit_agent_watch_lane(a, o));
-	EXPECT_ECHILD(orbit_agent_watch_spot(a, o));
-	EXPECT_ECHILD(orbit_agent_watch_actor(a, o));
-	EXPECT_ECHILD(orbit_agent_watch_session(a, o));
-	EXPECT_ECHILD(orbit_agent_unwatch_queue(a, o));
-	EXPECT_ECHILD(orbit_agent_unwatch_pool(a, (orbit_worker_pool_t *)(uintptr_t)o));
-	EXPECT_ECHILD(orbit_agent_unwatch_lane(a, o));
-	EXPECT_ECHILD(orbit_agent_unwatch_spot(a, o));
-	EXPECT_ECHILD(orbit_agent_unwatch_actor(a, o));
-	EXPECT_ECHILD(orbit_agent_unwatch_session(a, o));
+	EXPECT_ECHILD(orbit_agent_watch(a, ORBIT_AGENT_WATCH_QUEUE, o));
+	EXPECT_ECHILD(orbit_agent_watch(a, ORBIT_AGENT_WATCH_POOL, o));
+	EXPECT_ECHILD(orbit_agent_watch(a, ORBIT_AGENT_WATCH_LANE, o));
+	EXPECT_ECHILD(orbit_agent_watch(a, ORBIT_AGENT_WATCH_SPOT, o));
+	EXPECT_ECHILD(orbit_agent_watch(a, ORBIT_AGENT_WATCH_ACTOR, o));
+	EXPECT_ECHILD(orbit_agent_watch(a, ORBIT_AGENT_WATCH_SESSION, o));
+	EXPECT_ECHILD(orbit_agent_unwatch(a, ORBIT_AGENT_WATCH_QUEUE, o));
+	EXPECT_ECHILD(orbit_agent_unwatch(a, ORBIT_AGENT_WATCH_POOL, o));
+	EXPECT_ECHILD(orbit_agent_unwatch(a, ORBIT_AGENT_WATCH_LANE, o));
+	EXPECT_ECHILD(orbit_agent_unwatch(a, ORBIT_AGENT_WATCH_SPOT, o));
+	EXPECT_ECHILD(orbit_agent_unwatch(a, ORBIT_AGENT_WATCH_ACTOR, o));
+	EXPECT_ECHILD(orbit_agent_unwatch(a, ORBIT_AGENT_WATCH_SESSION, o));
 #undef EXPECT_ECHILD
 	if (r)
 		return 18;

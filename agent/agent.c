@@ -30,39 +30,19 @@
 
 #include "agent/agent_internal.h"
 #include "agent/agent_watch.h"
+#include "shm/fork_guard.h"
 #include "shm/lock_internal.h"
 
 #define die_on orbit__agent_die_on
 
 /* ---- the fork trap ---- */
 
-/*
- * Bumped in every forked child (before fork() returns there) by the
- * handler below, so a child tells an inherited agent from its own without
- * a getpid() system call on the lookup path. Relaxed: each process writes
- * its copy while it has one thread, before any of its threads reads it.
- */
-static _Atomic unsigned agent_fork_gen;
-static pthread_once_t agent_fork_once = PTHREAD_ONCE_INIT;
-
-static void agent_after_fork_child(void)
-{
-	atomic_fetch_add_explicit(&agent_fork_gen, 1, memory_order_relaxed);
-}
-
-static void agent_fork_install(void)
-{
-	die_on(pthread_atfork(NULL, NULL, agent_after_fork_child), "pthread_atfork");
-}
-
 /* 0, -EINVAL (NULL) or -ECHILD (@a was started by the parent of this forked process). */
 static int agent_check(const struct orbit_agent *a)
 {
 	if (!a)
 		return -EINVAL;
-	if (atomic_load_explicit(&agent_fork_gen, memory_order_relaxed) != a->fork_gen)
-		return -ECHILD;
-	return 0;
+	return orbit__fork_check(a->pid); /* shm's one fork guard: no syscall */
 }
 
 int orbit__agent_check(const orbit_agent_t *a)
@@ -145,12 +125,10 @@ int orbit_agent_start(const struct orbit_agent_options *opts, orbit_agent_t **ou
 	}
 	if (ll && ll->size < sizeof(*ll))
 		return -EINVAL;
-	die_on(pthread_once(&agent_fork_once, agent_fork_install), "pthread_once");
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
-	/* Relaxed: this process's own counter (see agent_fork_gen) */
-	a->fork_gen = atomic_load_explicit(&agent_fork_gen, memory_order_relaxed);
+	a->pid = orbit__self_pid();
 	die_on(pthread_mutex_init(&a->subs_mu, NULL), "mutex init");
 	strcpy(a->fleet, fleet); /* length checked by orbit__seg_name */
 	a->lock = opts ? opts->lock : NULL;

@@ -35,6 +35,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/types.h>
 
 #include <orbit/agent.h>
 
@@ -53,7 +54,7 @@ struct orbit__agent_park; /* agent_test.c */
 
 struct orbit_agent {
 	char fleet[ORBIT_FLEET_NAME_MAX + 1];
-	unsigned fork_gen;        /* the fork generation at start: another = a forked child */
+	pid_t pid;                /* the starter (shm/fork_guard.h): another = a forked child */
 	orbit_lock_t *lock;       /* caller's, optional */
 	orbit_lock_t *ro_lock;    /* ours, read-only, for resync when lock is NULL */
 	struct orbit_lock_layout layout; /* the fleet's: names the table and the ring */

@@ -31,7 +31,15 @@
  * hang on a glibc malloc lock when callbacks call free(); glibc >= 2.24
  * runs the prepare handlers before it takes its malloc locks, so a
  * call_rcu thread inside free() finishes before the fork, which is what
- * the warning was about. Consequence for applications: one that uses
+ * the warning was about. liburcu's hooks pause the call_rcu threads but
+ * not the threads that queue callbacks: call_rcu()'s wait-free enqueue
+ * is two stores (swap the tail, then link the old tail to the node), and
+ * a fork between them gave the child a queue whose link nobody would
+ * ever write; the child's call_rcu thread then waited for it forever
+ * (seen: a child's rcu_barrier() stuck, its call_rcu thread polling in
+ * the splice). So orbit__rcu_call() holds the read side of a fork lock
+ * (a writer-preferring rwlock, so forks are not starved) and the prepare
+ * handler takes its write side first. Consequence for applications: one that uses
  * liburcu-bp itself must not also call urcu_bp_before_fork() and the
  * others around its fork() calls (the registry lock would be taken twice):
  * liborbit already does.
@@ -83,16 +91,19 @@ static inline void orbit__rcu_synchronize(void)
 	urcu_bp_synchronize_rcu();
 }
 
-/* Run @fn(@head) after a grace period, on liburcu's call_rcu thread. */
-static inline void orbit__rcu_call(struct rcu_head *head, void (*fn)(struct rcu_head *))
-{
-	urcu_bp_call_rcu(head, fn);
-}
+/*
+ * Run @fn(@head) after a grace period, on liburcu's call_rcu thread.
+ * Context: any thread, not from a callback and NOT inside a read-side
+ * section: it takes the fork lock's read side (lib/rcu.c), so no fork()
+ * copies a half-made enqueue, and fork's prepare holds the write side
+ * while it waits for the call_rcu thread's grace period.
+ */
+void orbit__rcu_call(struct rcu_head *head, void (*fn)(struct rcu_head *));
 
-/* Wait until every orbit__rcu_call() queued before it has run (not inside a read side). */
-static inline void orbit__rcu_barrier(void)
-{
-	urcu_bp_barrier();
-}
+/*
+ * Wait until every orbit__rcu_call() queued before it has run. Not inside a
+ * read side; takes the fork lock's read side too (it queues callbacks).
+ */
+void orbit__rcu_barrier(void);
 
 #endif /* ORBIT_LIB_RCU_H */

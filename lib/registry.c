@@ -23,6 +23,7 @@ struct orbit_registry {
 struct reg_entry {
 	struct cds_lfht_node node;
 	struct rcu_head rcu;
+	struct reg_entry *dead_next; /* orbit_registry_destroy()'s list of deleted entries */
 	uint32_t key_len;
 	uint32_t value_len;
 	unsigned char data[]; /* key bytes, then value bytes */
@@ -103,6 +104,7 @@ ORBIT_API int orbit_registry_create(size_t initial_buckets, orbit_registry_t **o
 
 ORBIT_API int orbit_registry_destroy(orbit_registry_t *reg)
 {
+	struct reg_entry *dead = NULL;
 	struct cds_lfht_iter it;
 	struct cds_lfht_node *node;
 
@@ -110,11 +112,21 @@ ORBIT_API int orbit_registry_destroy(orbit_registry_t *reg)
 		return -EINVAL;
 	orbit__rcu_read_lock();
 	cds_lfht_for_each(reg->ht, &it, node) {
-		if (cds_lfht_del(reg->ht, node) == 0)
-			orbit__rcu_call(&caa_container_of(node, struct reg_entry, node)->rcu,
-					entry_free_rcu);
+		if (cds_lfht_del(reg->ht, node) == 0) {
+			struct reg_entry *e = caa_container_of(node, struct reg_entry, node);
+
+			e->dead_next = dead;
+			dead = e;
+		}
 	}
 	orbit__rcu_read_unlock();
+	/* Queued outside the read side: orbit__rcu_call() takes the fork lock (lib/rcu.h) */
+	while (dead) {
+		struct reg_entry *next = dead->dead_next;
+
+		orbit__rcu_call(&dead->rcu, entry_free_rcu);
+		dead = next;
+	}
 	orbit__rcu_barrier(); /* every deferred free of this table has run */
 	if (cds_lfht_destroy(reg->ht, NULL))
 		abort(); /* broken invariant: the table was emptied above */
@@ -180,11 +192,16 @@ ORBIT_API int orbit_registry_remove(orbit_registry_t *reg, const void *key, size
 	e = lookup(reg, key, key_len);
 	rc = -ENOENT;
 	/* Only the remover that wins cds_lfht_del() frees the entry. */
-	if (e && cds_lfht_del(reg->ht, &e->node) == 0) {
-		orbit__rcu_call(&e->rcu, entry_free_rcu);
+	if (e && cds_lfht_del(reg->ht, &e->node) == 0)
 		rc = 0;
-	}
 	orbit__rcu_read_unlock();
+	/*
+	 * Queued after the unlock (orbit__rcu_call() takes the fork lock, which
+	 * a read-side section must not wait for: lib/rcu.h). The grace period
+	 * still starts after the del, so every reader that saw @e is waited for.
+	 */
+	if (rc == 0)
+		orbit__rcu_call(&e->rcu, entry_free_rcu);
 	return rc;
 }
 

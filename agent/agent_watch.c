@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * agent/agent_watch.c: orbit_agent_watch_*() and orbit_agent_unwatch_*():
+ * agent/agent_watch.c: orbit_agent_watch() and orbit_agent_unwatch():
  * the serial queues, worker pools, state lanes and serial-executor
  * coordinators (Spot, Actor, session) an agent watches, and the per-kind
  * sums of their counters published in its stats row. lib/
@@ -25,13 +25,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <orbit/serial_queue.h>
+#include <orbit/spot_executor.h>
+#include <orbit/state_lane.h>
+#include <orbit/worker_pool.h>
+
 #include "agent/agent_watch.h"
 #include "shm/stats.h"
 
-enum watch_kind { WATCH_QUEUE = 1, WATCH_POOL, WATCH_LANE, WATCH_SPOT, WATCH_ACTOR, WATCH_SESSION };
-
 struct watched {
-	enum watch_kind kind;
+	enum orbit_agent_watch_kind kind;
 	const void *obj;
 	/* Counts when watched: only what it does while watched is summed, so
 	 * unwatching and watching it again never counts anything twice. */
@@ -80,11 +83,11 @@ void orbit__agent_watch_free(struct orbit_agent_watch_set *s)
 static int exec_stats(const struct watched *w, struct orbit_serial_executor_stats *e)
 {
 	switch (w->kind) {
-	case WATCH_SPOT:
+	case ORBIT_AGENT_WATCH_SPOT:
 		return orbit_spot_serial_executor_stats(w->obj, e);
-	case WATCH_ACTOR:
+	case ORBIT_AGENT_WATCH_ACTOR:
 		return orbit_actor_serial_executor_stats(w->obj, e);
-	case WATCH_SESSION:
+	case ORBIT_AGENT_WATCH_SESSION:
 		return orbit_session_serial_executor_stats(w->obj, e);
 	default:
 		return -EINVAL;
@@ -116,12 +119,12 @@ static void add_exec_counts(uint64_t *c, const struct watched *w)
 static void add_counts(uint64_t *c, const struct watched *w)
 {
 	switch (w->kind) {
-	case WATCH_SPOT:
-	case WATCH_ACTOR:
-	case WATCH_SESSION:
+	case ORBIT_AGENT_WATCH_SPOT:
+	case ORBIT_AGENT_WATCH_ACTOR:
+	case ORBIT_AGENT_WATCH_SESSION:
 		add_exec_counts(c, w);
 		break;
-	case WATCH_QUEUE: {
+	case ORBIT_AGENT_WATCH_QUEUE: {
 		struct orbit_serial_queue_stats q;
 
 		if (orbit_serial_queue_stats(w->obj, &q) < 0)
@@ -137,7 +140,7 @@ static void add_counts(uint64_t *c, const struct watched *w)
 		c[ORBIT_STAT_QUEUE_DEPTH] += q.app_items + q.lc_items;
 		break;
 	}
-	case WATCH_POOL: {
+	case ORBIT_AGENT_WATCH_POOL: {
 		struct orbit_worker_pool_stats p;
 
 		/* The getter takes a non-const pool; it only loads. */
@@ -150,7 +153,7 @@ static void add_counts(uint64_t *c, const struct watched *w)
 		c[ORBIT_STAT_POOL_SLEEPS] += p.sleeps;
 		break;
 	}
-	case WATCH_LANE: {
+	case ORBIT_AGENT_WATCH_LANE: {
 		struct orbit_state_lane_stats l;
 
 		if (orbit_state_lane_stats(w->obj, &l) < 0)
@@ -177,12 +180,19 @@ static void add_watched(uint64_t *c, const struct watched *w)
 	}
 }
 
-static int watch(orbit_agent_t *agent, enum watch_kind kind, const void *obj)
+static bool kind_known(enum orbit_agent_watch_kind kind)
+{
+	return kind >= ORBIT_AGENT_WATCH_QUEUE && kind <= ORBIT_AGENT_WATCH_SESSION;
+}
+
+int orbit_agent_watch(orbit_agent_t *agent, enum orbit_agent_watch_kind kind, const void *obj)
 {
 	struct orbit_agent_watch_set *s;
-	int rc = 0;
+	int rc = orbit__agent_check(agent); /* before the set's mutex: a child's copy may be held */
 
-	if (!agent || !obj)
+	if (rc < 0)
+		return rc;
+	if (!obj || !kind_known(kind))
 		return -EINVAL;
 	s = orbit__agent_watch_set(agent);
 	set_lock(s);
@@ -204,14 +214,17 @@ out_unlock:
 	return rc;
 }
 
-static int unwatch(orbit_agent_t *agent, enum watch_kind kind, const void *obj)
+int orbit_agent_unwatch(orbit_agent_t *agent, enum orbit_agent_watch_kind kind, const void *obj)
 {
 	uint64_t last[ORBIT_STAT__COUNT] = { 0 };
 	struct orbit_agent_watch_set *s;
-	int rc = -ENOENT;
+	int rc = orbit__agent_check(agent); /* as in orbit_agent_watch() */
 
-	if (!agent || !obj)
+	if (rc < 0)
+		return rc;
+	if (!obj || !kind_known(kind))
 		return -EINVAL;
+	rc = -ENOENT;
 	s = orbit__agent_watch_set(agent);
 	set_lock(s);
 	for (unsigned i = 0; i < s->n; i++) {
@@ -242,65 +255,4 @@ void orbit__agent_watch_sum(struct orbit_agent_watch_set *s, uint64_t *counters)
 		add_watched(counters, &s->obj[i]);
 	counters[ORBIT_STAT_WATCHED_OBJECTS] += s->n;
 	set_unlock(s);
-}
-
-int orbit_agent_watch_queue(orbit_agent_t *agent, const orbit_serial_queue_t *q)
-{
-	return watch(agent, WATCH_QUEUE, q);
-}
-
-int orbit_agent_unwatch_queue(orbit_agent_t *agent, const orbit_serial_queue_t *q)
-{
-	return unwatch(agent, WATCH_QUEUE, q);
-}
-
-int orbit_agent_watch_pool(orbit_agent_t *agent, orbit_worker_pool_t *pool)
-{
-	return watch(agent, WATCH_POOL, pool);
-}
-
-int orbit_agent_unwatch_pool(orbit_agent_t *agent, orbit_worker_pool_t *pool)
-{
-	return unwatch(agent, WATCH_POOL, pool);
-}
-
-int orbit_agent_watch_lane(orbit_agent_t *agent, const orbit_state_lane_t *lane)
-{
-	return watch(agent, WATCH_LANE, lane);
-}
-
-int orbit_agent_unwatch_lane(orbit_agent_t *agent, const orbit_state_lane_t *lane)
-{
-	return unwatch(agent, WATCH_LANE, lane);
-}
-
-int orbit_agent_watch_spot(orbit_agent_t *agent, const orbit_spot_serial_executor_t *spot)
-{
-	return watch(agent, WATCH_SPOT, spot);
-}
-
-int orbit_agent_unwatch_spot(orbit_agent_t *agent, const orbit_spot_serial_executor_t *spot)
-{
-	return unwatch(agent, WATCH_SPOT, spot);
-}
-
-int orbit_agent_watch_actor(orbit_agent_t *agent, const orbit_actor_serial_executor_t *actor)
-{
-	return watch(agent, WATCH_ACTOR, actor);
-}
-
-int orbit_agent_unwatch_actor(orbit_agent_t *agent, const orbit_actor_serial_executor_t *actor)
-{
-	return unwatch(agent, WATCH_ACTOR, actor);
-}
-
-int orbit_agent_watch_session(orbit_agent_t *agent, const orbit_session_serial_executor_t *session)
-{
-	return watch(agent, WATCH_SESSION, session);
-}
-
-int orbit_agent_unwatch_session(orbit_agent_t *agent,
-				const orbit_session_serial_executor_t *session)
-{
-	return unwatch(agent, WATCH_SESSION, session);
 }

@@ -37,6 +37,14 @@ void orbit__agent_watch_free(struct orbit_agent_watch_set *s);
 struct orbit_agent_watch_set *orbit__agent_watch_set(orbit_agent_t *agent);
 
 /*
+ * orbit__agent_check - may this process call on @agent? Defined in
+ * agent.c (the fork trap). Context: any thread; no syscall, no lock.
+ * Returns 0; -EINVAL (NULL); -ECHILD (@agent was started by the parent of
+ * this forked process: the call must touch nothing of it).
+ */
+int orbit__agent_check(const orbit_agent_t *agent);
+
+/*
  * orbit__agent_watch_sum - add the counters of the objects @s watches
  * (plus what its unwatched objects counted) to @counters, an array of
  * ORBIT_STAT__COUNT indexed by enum orbit_stats_counter. NULL @s adds

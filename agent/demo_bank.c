@@ -277,7 +277,7 @@ static int worker_main(int idx)
 	rc = orbit_agent_start(&ao, &agent);
 	if (rc || orbit_worker_pool_create(NULL, &pool))
 		return 2;
-	orbit_agent_watch_pool(agent, pool);
+	orbit_agent_watch(agent, ORBIT_AGENT_WATCH_POOL, pool);
 	pthread_mutex_init(&w.ledger_mu, NULL);
 	while (!atomic_load(&sh->stop_workers)) {
 		int alive = atomic_load(&sh->workers_alive), mine = 0, quota;
@@ -333,7 +333,7 @@ static int worker_main(int idx)
 			orbit_spot_host_stop(hosted[s]);
 			atomic_store(&sh->s[s].host_pid, 0);
 		}
-	orbit_agent_unwatch_pool(agent, pool);
+	orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_POOL, pool);
 	orbit_worker_pool_destroy(pool);
 	orbit_agent_stop(agent);
 	demo_ledger_close(w.ledger);

@@ -56,8 +56,8 @@ int orbit__fleet_reset(orbit_members_t *m, orbit_lock_t *lock, orbit_ring_t *rin
  * orbit__agent_test_view_apply() (apply one frame as a drain does: newer
  * state_revision wins, frames at or below the last resync's revision are
  * dropped) and orbit__agent_test_view_resync() (rebuild the view from the
- * lock table as after a lag). Both register the calling thread with
- * liburcu-memb, like orbit_agent_view_lookup().
+ * lock table as after a lag). Both read in liburcu-bp read-side
+ * sections, like orbit_agent_view_lookup() (no registration to make).
  * Context: one test thread; not concurrently with orbit_agent_stop().
  */
 void orbit__agent_test_pause(orbit_agent_t *a);

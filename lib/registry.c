@@ -1,23 +1,21 @@
 // SPDX-License-Identifier: MIT
 /*
  * lib/registry.c: the C1 pure lookup registry (orbit/registry.h) over
- * liburcu's rculfhash, memb flavour. Owns the entries (key and value bytes
- * in one allocation), their deferred free after a grace period, and the
- * automatic registration of calling threads with liburcu. liburcu's own
- * barriers order the table; this file adds no atomics of its own.
+ * liburcu's rculfhash, in the library's one RCU flavour (lib/rcu.h: bp,
+ * which registers calling threads by itself and survives fork). Owns the
+ * entries (key and value bytes in one allocation) and their deferred free
+ * after a grace period. liburcu's own barriers order the table; this file
+ * adds no atomics of its own.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <urcu/urcu-memb.h>
-#include <urcu/rculfhash.h>
 
 #include <orbit/registry.h>
 
 #include "base/die.h"
 #include "base/hash.h"
+#include "lib/rcu.h"
 
 struct orbit_registry {
 	struct cds_lfht *ht;
@@ -27,6 +25,7 @@ struct orbit_registry {
 struct reg_entry {
 	struct cds_lfht_node node;
 	struct rcu_head rcu;
+	struct reg_entry *dead_next; /* orbit_registry_destroy()'s list of deleted entries */
 	uint32_t key_len;
 	uint32_t value_len;
 	unsigned char data[]; /* key bytes, then value bytes */
@@ -36,35 +35,6 @@ struct reg_key {
 	const void *p;
 	size_t len;
 };
-
-/* ---- thread registration with liburcu (memb flavour) ---- */
-
-static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
-static pthread_key_t reg_key;
-static _Thread_local bool reg_registered;
-
-static void thread_exit(void *unused)
-{
-	urcu_memb_unregister_thread();
-	reg_registered = false;
-}
-
-static void reg_init_once(void)
-{
-	/* broken invariant: out of pthread keys at first use */
-	orbit__die_on(pthread_key_create(&reg_key, thread_exit), "pthread_key_create");
-}
-
-/* Register the calling thread as an RCU reader once; unregistered at exit. */
-static void thread_online(void)
-{
-	if (reg_registered)
-		return;
-	orbit__die_on(pthread_once(&reg_once, reg_init_once), "pthread_once");
-	urcu_memb_register_thread();
-	reg_registered = true;
-	orbit__die_on(pthread_setspecific(reg_key, (void *)1), "pthread_setspecific");
-}
 
 /* ---- hashing and matching ---- */
 
@@ -113,14 +83,14 @@ ORBIT_API int orbit_registry_create(size_t initial_buckets, orbit_registry_t **o
 		initial_buckets = 64;
 	if (initial_buckets & (initial_buckets - 1))
 		return -EINVAL;
-	thread_online();
+	orbit__rcu_init(); /* fork hooks before the first table (its resize worker) */
 	reg = calloc(1, sizeof(*reg));
 	if (!reg)
 		return -ENOMEM;
 	reg->seed = (uint64_t)(uintptr_t)reg * 0x9e3779b97f4a7c15ull;
 	reg->ht = cds_lfht_new_flavor(initial_buckets, 1, 0,
 				      CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
-				      &urcu_memb_flavor, NULL);
+				      ORBIT__RCU_FLAVOR, NULL);
 	if (!reg->ht) {
 		free(reg);
 		return -ENOMEM;
@@ -131,20 +101,30 @@ ORBIT_API int orbit_registry_create(size_t initial_buckets, orbit_registry_t **o
 
 ORBIT_API int orbit_registry_destroy(orbit_registry_t *reg)
 {
+	struct reg_entry *dead = NULL;
 	struct cds_lfht_iter it;
 	struct cds_lfht_node *node;
 
 	if (!reg)
 		return -EINVAL;
-	thread_online();
-	urcu_memb_read_lock();
+	orbit__rcu_read_lock();
 	cds_lfht_for_each(reg->ht, &it, node) {
-		if (cds_lfht_del(reg->ht, node) == 0)
-			urcu_memb_call_rcu(&caa_container_of(node, struct reg_entry, node)->rcu,
-					   entry_free_rcu);
+		if (cds_lfht_del(reg->ht, node) == 0) {
+			struct reg_entry *e = caa_container_of(node, struct reg_entry, node);
+
+			e->dead_next = dead;
+			dead = e;
+		}
 	}
-	urcu_memb_read_unlock();
-	urcu_memb_barrier(); /* every deferred free of this table has run */
+	orbit__rcu_read_unlock();
+	/* Queued outside the read side: orbit__rcu_call() takes the fork lock (lib/rcu.h) */
+	while (dead) {
+		struct reg_entry *next = dead->dead_next;
+
+		orbit__rcu_call(&dead->rcu, entry_free_rcu);
+		dead = next;
+	}
+	orbit__rcu_barrier(); /* every deferred free of this table has run */
 	/* broken invariant: the table was emptied above */
 	orbit__die_on(cds_lfht_destroy(reg->ht, NULL), "cds_lfht_destroy");
 	free(reg);
@@ -165,7 +145,6 @@ ORBIT_API int orbit_registry_add(orbit_registry_t *reg, const void *key, size_t 
 		return -EINVAL;
 	if (value_len > ORBIT_REGISTRY_VALUE_MAX)
 		return -E2BIG;
-	thread_online();
 	e = malloc(sizeof(*e) + key_len + value_len);
 	if (!e)
 		return -ENOMEM;
@@ -176,10 +155,10 @@ ORBIT_API int orbit_registry_add(orbit_registry_t *reg, const void *key, size_t 
 	if (value_len)
 		memcpy(e->data + key_len, value, value_len);
 
-	urcu_memb_read_lock();
+	orbit__rcu_read_lock();
 	got = cds_lfht_add_unique(reg->ht, hash_bytes(key, key_len, reg->seed), match_key, &k,
 				  &e->node);
-	urcu_memb_read_unlock();
+	orbit__rcu_read_unlock();
 	if (got != &e->node) {
 		free(e); /* never published */
 		return -EEXIST;
@@ -206,16 +185,20 @@ ORBIT_API int orbit_registry_remove(orbit_registry_t *reg, const void *key, size
 
 	if (rc)
 		return rc;
-	thread_online();
-	urcu_memb_read_lock();
+	orbit__rcu_read_lock();
 	e = lookup(reg, key, key_len);
 	rc = -ENOENT;
 	/* Only the remover that wins cds_lfht_del() frees the entry. */
-	if (e && cds_lfht_del(reg->ht, &e->node) == 0) {
-		urcu_memb_call_rcu(&e->rcu, entry_free_rcu);
+	if (e && cds_lfht_del(reg->ht, &e->node) == 0)
 		rc = 0;
-	}
-	urcu_memb_read_unlock();
+	orbit__rcu_read_unlock();
+	/*
+	 * Queued after the unlock (orbit__rcu_call() takes the fork lock, which
+	 * a read-side section must not wait for: lib/rcu.h). The grace period
+	 * still starts after the del, so every reader that saw @e is waited for.
+	 */
+	if (rc == 0)
+		orbit__rcu_call(&e->rcu, entry_free_rcu);
 	return rc;
 }
 
@@ -229,8 +212,7 @@ ORBIT_API long orbit_registry_get(orbit_registry_t *reg, const void *key, size_t
 		return rc;
 	if (!buf && len)
 		return -EINVAL;
-	thread_online();
-	urcu_memb_read_lock();
+	orbit__rcu_read_lock();
 	e = lookup(reg, key, key_len);
 	if (e) {
 		rc = e->value_len;
@@ -239,7 +221,7 @@ ORBIT_API long orbit_registry_get(orbit_registry_t *reg, const void *key, size_t
 	} else {
 		rc = -ENOENT;
 	}
-	urcu_memb_read_unlock();
+	orbit__rcu_read_unlock();
 	return rc;
 }
 
@@ -253,12 +235,11 @@ ORBIT_API int orbit_registry_get_with(orbit_registry_t *reg, const void *key, si
 		return rc;
 	if (!fn)
 		return -EINVAL;
-	thread_online();
-	urcu_memb_read_lock();
+	orbit__rcu_read_lock();
 	e = lookup(reg, key, key_len);
 	if (e)
 		fn(e->data + e->key_len, e->value_len, arg);
-	urcu_memb_read_unlock();
+	orbit__rcu_read_unlock();
 	return e ? 0 : -ENOENT;
 }
 
@@ -269,9 +250,8 @@ ORBIT_API long orbit_registry_count(orbit_registry_t *reg)
 
 	if (!reg)
 		return -EINVAL;
-	thread_online();
-	urcu_memb_read_lock();
+	orbit__rcu_read_lock();
 	cds_lfht_count_nodes(reg->ht, &before, &count, &after);
-	urcu_memb_read_unlock();
+	orbit__rcu_read_unlock();
 	return (long)count;
 }

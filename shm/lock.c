@@ -1709,3 +1709,23 @@ const struct orbit_lock_layout *orbit__lock_layout(const orbit_lock_t *l)
 {
 	return &l->layout;
 }
+
+int orbit__lock_check_attach(const orbit_lock_t *l, const char *fleet)
+{
+	char want[ORBIT_SEG_NAME_MAX], name[32];
+
+	if (!l || !fleet)
+		return -EINVAL;
+	if (orbit__fork_check(l->pid) < 0)
+		return -ECHILD; /* the fork trap, as check_mutator() */
+	snprintf(name, sizeof(name), "lock-%u", l->layout.state_kind); /* as resolve() */
+	if (orbit__seg_name(want, sizeof(want), fleet, name) < 0 || strcmp(want, l->seg.name) != 0)
+		return -EINVAL; /* opened on another fleet */
+	return 0;
+}
+
+uint64_t orbit__lock_repairs(const orbit_lock_t *l)
+{
+	/* Relaxed: a hint for readers of the table (the agent's resync), orders nothing */
+	return atomic_load_explicit(&l->hdr->repairs, memory_order_relaxed);
+}

@@ -107,6 +107,22 @@ uint64_t orbit__lock_fingerprint(const struct orbit_lock_layout *y, enum orbit_l
  */
 int orbit__lock_layout_copy(struct orbit_lock_layout *y, const struct orbit_lock_layout *user);
 
+/*
+ * orbit__lock_check_attach - may @lock's transitions be wired to fleet
+ * @fleet's ring by this process? Context: any thread; no syscall.
+ * Returns 0; -ECHILD (the handle was opened by another process: the
+ * parent of this forked child); -EINVAL (NULL, or opened on another fleet).
+ */
+int orbit__lock_check_attach(const orbit_lock_t *lock, const char *fleet);
+
+/*
+ * orbit__lock_repairs - the table's shared repair count (hdr->repairs: a
+ * mutator repaired a slot or the serializer after a peer died inside it).
+ * A relaxed read, a hint: a reader that sees it move re-reads the table.
+ * Context: any thread; no syscall, no lock.
+ */
+uint64_t orbit__lock_repairs(const orbit_lock_t *lock);
+
 /* The hash of a key as the table stores it (tests place keys by it). */
 uint64_t orbit__lock_hash(const orbit_lock_key_t *key);
 

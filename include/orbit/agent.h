@@ -28,6 +28,27 @@
  * picked up at the next wake that found no frame (a joining agent rings
  * the doorbell) and at every stats publish. The view follows the ring; it
  * is advisory like the ring (the lock table is the authority).
+ *
+ * Fork: an agent belongs to the process that started it. In a forked
+ * child every call on an inherited agent returns -ECHILD (the fork-trap
+ * code of orbit/lock.h) and touches none of the parent's threads, fds or
+ * segments; orbit_agent_stop() on it does nothing (its memory in the child
+ * is the parent's copy; its fds are O_CLOEXEC). The child starts an agent
+ * of its own, on a lock handle of its own (the parent's handle is refused
+ * with -ECHILD), also while the parent's agent runs and however busy its
+ * threads are: the library's RCU (liburcu-bp, with its fork hooks
+ * installed by pthread_atfork() at the first agent or registry) is
+ * fork-safe. fork() waits for a grace period in progress (the agent's is
+ * one membarrier).
+ *
+ * RCU: the view is read in liburcu-bp read-side sections. Threads need no
+ * registration (liburcu-bp registers a thread at its first lookup and
+ * unregisters it at exit) and may freely mix the view with
+ * orbit/registry.h; a thread the application registered with another
+ * liburcu flavour (urcu.h / memb, ...), even inside its own read-side
+ * section, may call orbit_agent_view_lookup(). An application that uses
+ * liburcu-bp itself must not call urcu_bp_before_fork() and its siblings
+ * around fork(): the library already does.
  */
 #ifndef ORBIT_AGENT_H
 #define ORBIT_AGENT_H
@@ -35,10 +56,6 @@
 #include <orbit/common.h>
 #include <orbit/fleet.h>
 #include <orbit/lock.h>
-#include <orbit/serial_queue.h>
-#include <orbit/spot_executor.h>
-#include <orbit/state_lane.h>
-#include <orbit/worker_pool.h>
 
 ORBIT_BEGIN_DECLS
 
@@ -93,18 +110,22 @@ enum orbit_agent_hist {
  * Context: any thread, once per process per fleet (a second agent in one
  * process takes a second member row); syscalls (epoll_create1, eventfd),
  * allocation, pthread_create (two threads). A forked child must start its
- * own agent.
+ * own agent (see "Fork" above); it may, while the parent's agent runs.
  * The ring is the one of the lock's layout (its ring_kind, ring_frames and
  * ring_frame_bytes; 16 lanes), or of @opts->layout without a lock, or the
  * default "ring-229".
  * Returns: 0; -EINVAL (size 0 in @opts or its layout, bad options, fleet
- * name or layout, or a layout other than the lock's); -E2BIG (@opts or its
- * layout is larger than this build's and sets a field it does not know); -ECHILD (the lock handle
- * was opened by the parent of this forked process); -ENOMEM; -ENOSPC (every
- * member row, or with a lock every ring lane, is held by a live process); -EPERM
- * (no member row is free and some row no member holds is pinned by a read
- * lock: a process that can only read the directory, such as a reader of a
- * 0640 fleet, holds F_RDLCK on it; doc/threat-model.md); -EAGAIN (thread
+ * name or layout, a layout other than the lock's, or a lock handle opened
+ * on another fleet than @opts->fleet: its transitions would go into this
+ * fleet's ring; refused before anything is created); -E2BIG (@opts or its
+ * layout is larger than this build's and sets a field it does not know);
+ * -ECHILD (the lock handle was opened by the parent of this forked
+ * process; refused before anything is created); -ENOMEM; -ENOSPC (every
+ * member row, or with a lock every ring lane, is held by a live process);
+ * -EPERM (no member row is free and some row no member holds is pinned by
+ * a read lock: a process that can only read the directory, such as a
+ * reader of a 0640 fleet, holds F_RDLCK on it; doc/threat-model.md);
+ * -EAGAIN (thread
  * creation refused for the agent thread; the death watcher is optional: without
  * its thread, epoll set or eventfd the tick notices deaths); or a
  * segment error (-ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND,
@@ -124,7 +145,9 @@ ORBIT_API int orbit_agent_start(const struct orbit_agent_options *opts, orbit_ag
  * Context: not from the agent's own thread, not concurrently with other
  * calls on @agent; readers from orbit_agent_reader_open() must be closed
  * first; no thread may be inside orbit_agent_view_lookup(). Blocks up to a
- * tick plus a grace period (RCU synchronize).
+ * tick plus a grace period (RCU synchronize). In a forked child, on the
+ * parent's agent: does nothing (the threads, fds and rows are the
+ * parent's; see "Fork" above).
  */
 ORBIT_API void orbit_agent_stop(orbit_agent_t *agent);
 
@@ -133,7 +156,9 @@ ORBIT_API void orbit_agent_stop(orbit_agent_t *agent);
  * the agent writes to after each drain that brought at least one frame or
  * a lag. The agent owns it: give it back with orbit_agent_unsubscribe().
  * Context: any thread; syscall eventfd.
- * Returns: 0; -EINVAL; -ENOSPC (64 subscribers already); -EMFILE/-ENFILE.
+ * Returns: 0; -EINVAL; -ECHILD (@agent is the parent's: this is a forked
+ * child, no eventfd is made, *@fd is untouched); -ENOSPC (64 subscribers
+ * already); -EMFILE/-ENFILE.
  */
 ORBIT_API int orbit_agent_subscribe(orbit_agent_t *agent, int *fd);
 
@@ -141,7 +166,8 @@ ORBIT_API int orbit_agent_subscribe(orbit_agent_t *agent, int *fd);
  * orbit_agent_unsubscribe - stop signalling @fd and close it.
  * Context: any thread; takes the subscriber mutex (the agent thread holds
  * it only while writing the eventfds).
- * Returns: 0; -EINVAL; -ENOENT (not a subscriber of @agent).
+ * Returns: 0; -EINVAL; -ECHILD (forked child: @fd is left open, the
+ * parent's subscription untouched); -ENOENT (not a subscriber of @agent).
  */
 ORBIT_API int orbit_agent_unsubscribe(orbit_agent_t *agent, int fd);
 
@@ -150,7 +176,7 @@ ORBIT_API int orbit_agent_unsubscribe(orbit_agent_t *agent, int fd);
  * (see orbit/fleet.h for next/close). Close it before orbit_agent_stop().
  * Context: any thread; allocates; no syscall. The cursor is the caller's
  * alone (one thread at a time).
- * Returns: 0; -EINVAL; -ENOMEM.
+ * Returns: 0; -EINVAL; -ECHILD (forked child); -ENOMEM.
  */
 ORBIT_API int orbit_agent_reader_open(orbit_agent_t *agent, orbit_transition_reader_t **out);
 
@@ -158,12 +184,14 @@ ORBIT_API int orbit_agent_reader_open(orbit_agent_t *agent, orbit_transition_rea
  * orbit_agent_view_lookup - the lock state of @key in the local view: what
  * the ring said last (holder owner bytes, token, deadline; expired entries
  * are reported as such by the deadline, not removed).
- * Context: any thread, lock-free (RCU read side; the calling thread is
- * registered with liburcu-memb on first use and unregistered at its exit).
- * No syscall after the first call in a thread.
+ * Context: any thread, lock-free (a liburcu-bp read-side section: the
+ * calling thread is registered by liburcu-bp at its first one and
+ * unregistered at its exit; see "RCU" above). No syscall after the first
+ * call in a thread.
  * Returns: 0 (@out filled: token, deadline_ns, holder_pid = the writer of
  * the last frame, the key and owner bytes); -ENOENT (not held as far as
- * the view knows); -EINVAL; -E2BIG (key over ORBIT_LOCK_BYTES_MAX).
+ * the view knows); -EINVAL; -ECHILD (forked child); -E2BIG (key over
+ * ORBIT_LOCK_BYTES_MAX).
  */
 ORBIT_API int orbit_agent_view_lookup(orbit_agent_t *agent, const orbit_lock_key_t *key,
 				      struct orbit_lock_entry *out);
@@ -172,7 +200,7 @@ ORBIT_API int orbit_agent_view_lookup(orbit_agent_t *agent, const orbit_lock_key
  * orbit_agent_record_latency - add @ns to histogram @hist of this
  * process's stats (published at the next stats tick).
  * Context: any thread; lock-free (relaxed atomic adds).
- * Returns: 0; -EINVAL.
+ * Returns: 0; -EINVAL; -ECHILD (forked child).
  */
 ORBIT_API int orbit_agent_record_latency(orbit_agent_t *agent, enum orbit_agent_hist hist,
 					 uint64_t ns);
@@ -180,7 +208,7 @@ ORBIT_API int orbit_agent_record_latency(orbit_agent_t *agent, enum orbit_agent_
 /**
  * orbit_agent_member_row - this agent's member directory row (also its
  * stats row). Context: any thread; no syscall.
- * Returns the row (>= 0) or -EINVAL (NULL agent).
+ * Returns the row (>= 0), -EINVAL (NULL agent) or -ECHILD (forked child).
  */
 ORBIT_API int orbit_agent_member_row(const orbit_agent_t *agent);
 
@@ -193,9 +221,10 @@ ORBIT_API int orbit_agent_member_row(const orbit_agent_t *agent);
  * Context: any thread but the agent's; quiescent boot only; takes the lock
  * table's serializer.
  * Returns: 0; -EBUSY (another live member is attached, or another live
- * process holds an unexpired lease); -EINVAL; an error of the table scan
- * (-EAGAIN) or reset (-EAGAIN: the serializer stayed taken past its
- * bound, nothing was reset; -ENOTRECOVERABLE, -ECHILD, -EROFS).
+ * process holds an unexpired lease); -EINVAL; -ECHILD (@agent is the
+ * parent's: forked child); an error of the table scan (-EAGAIN) or reset
+ * (-EAGAIN: the serializer stayed taken past its bound, nothing was reset;
+ * -ENOTRECOVERABLE, -ECHILD, -EROFS).
  */
 ORBIT_API int orbit_agent_reset_transport(orbit_agent_t *agent);
 
@@ -215,82 +244,52 @@ ORBIT_API int orbit_agent_reset_transport(orbit_agent_t *agent);
  */
 #define ORBIT_AGENT_WATCH_MAX 64 /* objects one agent watches at a time, all kinds */
 
+/* What orbit_agent_watch() is given; @obj's type follows the kind. */
+enum orbit_agent_watch_kind {
+	ORBIT_AGENT_WATCH_QUEUE = 1, /* const orbit_serial_queue_t * (orbit/serial_queue.h) */
+	ORBIT_AGENT_WATCH_POOL,      /* orbit_worker_pool_t * (orbit/worker_pool.h) */
+	ORBIT_AGENT_WATCH_LANE,      /* const orbit_state_lane_t * (orbit/state_lane.h) */
+	ORBIT_AGENT_WATCH_SPOT,      /* const orbit_spot_serial_executor_t * (orbit/spot_executor.h) */
+	ORBIT_AGENT_WATCH_ACTOR,     /* const orbit_actor_serial_executor_t * */
+	ORBIT_AGENT_WATCH_SESSION,   /* const orbit_session_serial_executor_t * */
+};
+
 /**
- * orbit_agent_watch_queue - publish @q's counters with this agent's stats.
- * orbit_agent_watch_pool, orbit_agent_watch_lane - the same for a worker
- * pool and a state lane.
- * The object must stay valid until it is unwatched (or the agent stopped):
- * the agent reads its counters at every publish (relaxed loads, no lock
- * of the object, no call into it otherwise).
+ * orbit_agent_watch - publish the counters of @obj, an object of @kind,
+ * with this agent's stats: a serial queue (queue_*), a worker pool
+ * (pool_*), a state lane (lane_*), or a Spot, Actor or session
+ * coordinator (exec_*, the three kinds summed together; read with
+ * orbit_spot/actor/session_serial_executor_stats(): all its queues).
+ * The object must stay valid until it is unwatched (or the agent
+ * stopped): the agent reads its counters at every publish (relaxed loads
+ * through its *_stats() getter, no lock of the object, never a state lane
+ * turn, no call into it otherwise), so a closed coordinator may stay
+ * watched; unwatch it before destroying it.
  * Context: any thread, concurrently with the agent thread and with other
  * watch/unwatch calls; takes @agent's watch mutex (one per agent), which
  * its thread holds only while it reads the watched objects' counters at a
  * stats publish. Not concurrently with orbit_agent_stop(). No syscall, no
  * allocation (the watch set is made by orbit_agent_start()).
- * Returns: 0; -EINVAL (NULL @agent or object); -EEXIST (already watched by
- * @agent); -ENOSPC (ORBIT_AGENT_WATCH_MAX objects watched already).
+ * Returns: 0; -EINVAL (NULL @agent or @obj, or an unknown @kind); -ECHILD
+ * (@agent is the parent's: forked child; the object is not touched);
+ * -EEXIST (already watched by @agent as @kind); -ENOSPC
+ * (ORBIT_AGENT_WATCH_MAX objects of all kinds watched already).
  */
-ORBIT_API int orbit_agent_watch_queue(orbit_agent_t *agent, const orbit_serial_queue_t *q);
-ORBIT_API int orbit_agent_watch_pool(orbit_agent_t *agent, orbit_worker_pool_t *pool);
-ORBIT_API int orbit_agent_watch_lane(orbit_agent_t *agent, const orbit_state_lane_t *lane);
+ORBIT_API int orbit_agent_watch(orbit_agent_t *agent, enum orbit_agent_watch_kind kind,
+				const void *obj);
 
 /**
- * orbit_agent_unwatch_queue - stop publishing @q's counters.
- * orbit_agent_unwatch_pool, orbit_agent_unwatch_lane - the same for a
- * worker pool and a state lane.
- * Its counts so far are kept in the agent's sums (counters stay monotonic).
- * When the call returns the agent no longer touches the object: the caller
- * may destroy it.
- * Context: as orbit_agent_watch_queue(); may wait for a stats publish in
- * progress (the watch mutex), never for more.
- * Returns: 0; -EINVAL (NULL argument); -ENOENT (not watched by @agent).
- */
-ORBIT_API int orbit_agent_unwatch_queue(orbit_agent_t *agent, const orbit_serial_queue_t *q);
-ORBIT_API int orbit_agent_unwatch_pool(orbit_agent_t *agent, orbit_worker_pool_t *pool);
-ORBIT_API int orbit_agent_unwatch_lane(orbit_agent_t *agent, const orbit_state_lane_t *lane);
-
-/**
- * orbit_agent_watch_spot - publish the counters of Spot coordinator @spot
- * (orbit_spot_serial_executor_stats(): all its queues) with this agent's stats,
- * in the exec_* counters.
- * orbit_agent_watch_actor, orbit_agent_watch_session - the same for an
- * Actor and a session coordinator (orbit_actor_serial_executor_stats(),
- * orbit_session_serial_executor_stats()); the three kinds add to the same exec_*
- * counters.
- * The coordinator must stay valid until it is unwatched (or the agent
- * stopped): unwatch it before orbit_*_executor_destroy(). The agent only
- * calls its *_stats() function (relaxed loads, no lock of the coordinator,
- * never a state lane turn), so a closed coordinator may stay watched.
- * Context: as orbit_agent_watch_queue().
- * Returns: 0; -EINVAL (NULL @agent or coordinator); -EEXIST (already
- * watched by @agent); -ENOSPC (ORBIT_AGENT_WATCH_MAX objects of all kinds
- * watched already).
- */
-ORBIT_API int orbit_agent_watch_spot(orbit_agent_t *agent,
-				     const orbit_spot_serial_executor_t *spot);
-ORBIT_API int orbit_agent_watch_actor(orbit_agent_t *agent,
-				      const orbit_actor_serial_executor_t *actor);
-ORBIT_API int orbit_agent_watch_session(orbit_agent_t *agent,
-					const orbit_session_serial_executor_t *session);
-
-/**
- * orbit_agent_unwatch_spot - stop publishing @spot's counters.
- * orbit_agent_unwatch_actor, orbit_agent_unwatch_session - the same for
- * an Actor and a session coordinator.
+ * orbit_agent_unwatch - stop publishing the counters of @obj (of @kind).
  * Its counts so far are kept in the agent's sums (counters stay monotonic;
- * the gauges exec_outstanding, exec_actor_queues and exec_timer_queues
- * drop it). When the call returns the agent no longer touches the
- * coordinator: the caller may destroy it.
- * Context: as orbit_agent_unwatch_queue().
- * Returns: 0; -EINVAL (NULL argument); -ENOENT (not watched by @agent as
- * that kind).
+ * gauges drop it). When the call returns the agent no longer touches the
+ * object: the caller may destroy it.
+ * Context: as orbit_agent_watch(); may wait for a stats publish in
+ * progress (the watch mutex), never for more.
+ * Returns: 0; -EINVAL (NULL argument or an unknown @kind); -ECHILD (forked
+ * child); -ENOENT (not watched by @agent as @kind).
  */
-ORBIT_API int orbit_agent_unwatch_spot(orbit_agent_t *agent,
-				       const orbit_spot_serial_executor_t *spot);
-ORBIT_API int orbit_agent_unwatch_actor(orbit_agent_t *agent,
-					const orbit_actor_serial_executor_t *actor);
-ORBIT_API int orbit_agent_unwatch_session(orbit_agent_t *agent,
-					  const orbit_session_serial_executor_t *session);
+ORBIT_API int orbit_agent_unwatch(orbit_agent_t *agent, enum orbit_agent_watch_kind kind,
+				  const void *obj);
 
 ORBIT_END_DECLS
 

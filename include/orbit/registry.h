@@ -4,16 +4,29 @@
  * registry: one concurrent map from a byte-string key to a byte-string
  * value whose operations end at get/add/remove and whose entries take part
  * in no invariant with anything else. It is liburcu's lock-free resizable
- * hash table (rculfhash, memb flavour): lookups run in an RCU read-side
+ * hash table (rculfhash, bp flavour): lookups run in an RCU read-side
  * section and never block, writers never wait for readers, and removed
  * entries are freed after a grace period (call_rcu). State that shares an
  * invariant with other state is C2 and belongs on a state lane instead
  * (orbit/state_lane.h has the classification rule).
  *
- * Threads: every function registers the calling thread with liburcu (memb
- * flavour) on first use and unregisters it when the thread exits; nothing
- * to do for callers. Do not call these from inside an RCU read-side
- * section of your own with another flavour.
+ * Threads: nothing to do for callers. liburcu-bp registers a calling
+ * thread at its first lookup and unregisters it when it exits; the library
+ * holds no registration of its own (one RCU owner: the agent's view uses
+ * the same). A thread the application registered with another liburcu
+ * flavour (urcu.h / memb, mb, qsbr, signal), even inside its own read-side
+ * section, may call every function here: the flavours do not share
+ * readers. Only destroy, which waits for a grace period, must not run
+ * inside a liburcu-bp read-side section of the application's own.
+ *
+ * Fork: a forked child may create, use and destroy registries of its own;
+ * the library installs liburcu-bp's fork hooks (pthread_atfork) at the
+ * first orbit_registry_create() of the process, so the child's grace
+ * periods and deferred frees work (a new call_rcu thread in the child).
+ * fork() waits for a grace period in progress; do not fork() from inside
+ * a get_with() callback. An application that uses liburcu-bp itself must
+ * not call urcu_bp_before_fork() and its siblings as well: liburcu-bp
+ * would take its own locks twice and the fork would hang.
  *
  * Synchronization:
  *   function           any thread   blocks             memory

@@ -8,9 +8,13 @@
  * another process; the RCU view follows another process's acquire and
  * release; reset_transport is refused while another member lives.
  *
- * Children are forked BEFORE the parent starts its agent (forking a
- * process with running threads and then using liburcu in the child is
- * unsafe); they wait for a byte on a pipe, then act.
+ * Most children are forked BEFORE the parent starts its agent and wait
+ * for a byte on a pipe, then act. Forking with an agent running (and
+ * using liburcu in the child) is safe since the library's RCU is
+ * liburcu-bp with fork hooks; the tests of issue 9 at the end do exactly
+ * that: children of a busy parent start their own agents, an inherited
+ * agent refuses every call, registration has one owner, and a lock of
+ * another fleet is refused.
  */
 #include "orbit_test.h"
 #include <dirent.h>
@@ -20,6 +24,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <orbit/orbit.h>
+#include <urcu/urcu-memb.h>
 #include "agent/fleet_internal.h"
 #include "shm/crashpoint.h"
 #include "shm/members.h"
@@ -342,10 +347,12 @@ static void test_agent_start_stop_leaks_nothing(void **state)
 /*
  * Start an agent with @wo, let a child join with a lock (a row and a ring
  * lane), SIGKILL it, and return the time until our agent has reclaimed
- * both the row and the lane (or @limit_ns, when it never does).
+ * both the row and the lane (or @limit_ns, when it never does). @before
+ * (may be NULL) runs with our agent once it watches the child's pidfd,
+ * before the kill.
  */
 static uint64_t kill_member_and_time_reclaim(const struct orbit_agent_options *wo,
-					     uint64_t limit_ns)
+					     uint64_t limit_ns, void (*before)(orbit_agent_t *))
 {
 	struct child c = spawn(member_child);
 	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
@@ -380,6 +387,8 @@ static uint64_t kill_member_and_time_reclaim(const struct orbit_agent_options *w
 		usleep(1000);
 	}
 	usleep(1000);
+	if (before)
+		before(a);
 
 	t0 = orbit_test_now_ns();
 	kill(c.pid, SIGKILL);
@@ -417,7 +426,7 @@ static void test_agent_dead_member_noticed_promptly(void **state)
 	uint64_t took;
 
 	(void)state;
-	took = kill_member_and_time_reclaim(&wo, 2000000000ull); /* tick_ms 0: the default */
+	took = kill_member_and_time_reclaim(&wo, 2000000000ull, NULL); /* tick_ms 0: the default */
 	print_message("dead member reclaimed after %.1f ms (bound: tick 10 ms + 90 ms slack)\n",
 		      took / 1e6);
 	assert_true(took < tick_ns + slack_ns);
@@ -431,18 +440,23 @@ static void test_agent_dead_member_noticed_promptly(void **state)
  * The bound is 200 ms (idle: well under 1 ms; the rest is slack for loaded
  * sanitizer runs); the old tick-polling agent took the 5 s tick.
  */
-static void test_agent_dead_member_noticed_at_once(void **state)
+static void assert_noticed_at_once(void (*before)(orbit_agent_t *), const char *what)
 {
 	struct orbit_agent_options wo = { .size = sizeof(wo), .fleet = fleet, .name = "watcher",
 					  .tick_ms = 5000, .stats_ms = 5000 };
 	const uint64_t bound_ns = 200000000ull;
 	uint64_t took;
 
-	(void)state;
-	took = kill_member_and_time_reclaim(&wo, 8000000000ull);
-	print_message("dead member reclaimed after %.2f ms with a 5 s tick (bound 200 ms)\n",
-		      took / 1e6);
+	took = kill_member_and_time_reclaim(&wo, 8000000000ull, before);
+	print_message("dead member reclaimed after %.2f ms with a 5 s tick%s (bound 200 ms)\n",
+		      took / 1e6, what);
 	assert_true(took < bound_ns);
+}
+
+static void test_agent_dead_member_noticed_at_once(void **state)
+{
+	(void)state;
+	assert_noticed_at_once(NULL, "");
 }
 
 /*
@@ -477,7 +491,7 @@ static void test_agent_start_stop_200_times_leaks_no_fd_or_thread(void **state)
 		}
 		orbit_agent_stop(a);
 		/* After the stop: a failure leaves no thread running into the next
-		 * test's fork (liburcu in a child forked amid threads can hang). */
+		 * test's fork (whose thread counts would be off). */
 		assert_int_equal(running, threads + 2); /* agent + death watcher */
 	}
 	assert_int_equal(settled_threads(threads), threads);
@@ -1267,6 +1281,374 @@ static void test_agent_drains_past_the_batch_bound_without_waiting_for_tick(void
 	orbit_agent_stop(a);
 }
 
+/* ---- fork with a running agent, RCU thread state (issue 9 items 1, 2, 5, 7) ---- */
+
+/*
+ * Traffic in this process while it forks: a writer thread acquires and
+ * releases keys (frames: the agent thread drains them inside RCU read-side
+ * sections) and adds and removes registry entries (deferred frees: the
+ * call_rcu thread and rculfhash's resize worker); a reader thread looks up
+ * the view and the registry without pause (read-side sections of an
+ * application thread).
+ */
+struct traffic {
+	orbit_lock_t *lock;
+	orbit_agent_t *agent;
+	orbit_registry_t *reg;
+	atomic_bool stop;
+	atomic_ulong writes, reads;
+};
+
+static void *traffic_writer(void *p)
+{
+	struct traffic *t = p;
+	orbit_lock_owner_t owner = { "traffic", 7 };
+	struct orbit_lock_lease lease;
+	char label[8];
+
+	for (unsigned i = 0; !atomic_load(&t->stop); i++) {
+		uint64_t k = i % 256;
+
+		snprintf(label, sizeof(label), "t%u", i % 8);
+		orbit_lock_key_t key = orbit_lock_key(test_ns, label, strlen(label));
+		if (orbit_lock_try_acquire(t->lock, &key, &owner, 1000000000ull, &lease, NULL) == 0)
+			orbit_lock_release(t->lock, &key, &owner, lease.token);
+		if (orbit_registry_add(t->reg, &k, sizeof(k), &i, sizeof(i)) != 0)
+			orbit_registry_remove(t->reg, &k, sizeof(k));
+		atomic_fetch_add(&t->writes, 1);
+	}
+	return NULL;
+}
+
+static void *traffic_reader(void *p)
+{
+	struct traffic *t = p;
+	struct orbit_lock_entry e;
+	char label[8];
+	unsigned v;
+
+	for (unsigned i = 0; !atomic_load(&t->stop); i++) {
+		uint64_t k = i % 256;
+
+		snprintf(label, sizeof(label), "t%u", i % 8);
+		orbit_lock_key_t key = orbit_lock_key(test_ns, label, strlen(label));
+		orbit_agent_view_lookup(t->agent, &key, &e);
+		orbit_registry_get(t->reg, &k, sizeof(k), &v, sizeof(v));
+		atomic_fetch_add(&t->reads, 1);
+	}
+	return NULL;
+}
+
+/*
+ * A forked child of a process whose agent runs: the parent's lock handle
+ * is refused at once (-ECHILD); its own lock and agent work (the view
+ * follows its own acquire), and the stop (view reclaim: a grace period)
+ * returns. Exit codes name the step that failed.
+ */
+static int child_own_agent_beside_parents(void *arg)
+{
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "kid",
+					  .lock = arg };
+	orbit_lock_owner_t owner = { "kid", 3 };
+	orbit_lock_key_t key = orbit_lock_key(test_ns, "kid", 3);
+	struct orbit_lock_lease lease;
+	struct orbit_lock_entry e;
+	orbit_agent_t *a = NULL;
+	orbit_lock_t *lock;
+	uint64_t end;
+
+	if (orbit_agent_start(&ao, &a) != -ECHILD)
+		return 10;
+	lock = open_lock();
+	if (!lock)
+		return 11;
+	a = start_agent("kid", lock);
+	if (!a)
+		return 12;
+	if (orbit_lock_try_acquire(lock, &key, &owner, 5000000000ull, &lease, NULL) != 0)
+		return 13;
+	for (end = orbit_test_now_ns() + 5000000000ull; orbit_agent_view_lookup(a, &key, &e) != 0;) {
+		if (orbit_test_now_ns() > end)
+			return 14;
+		usleep(200);
+	}
+	if (e.token != lease.token || orbit_lock_release(lock, &key, &owner, lease.token) != 0)
+		return 15;
+	orbit_agent_stop(a);
+	orbit_lock_close(lock);
+	return 0;
+}
+
+/*
+ * Issue 9 item 1: fork with an agent running (holding a key, so every
+ * child's view has a node to reclaim at its stop), with or without
+ * traffic, 100 children one after the other. Each must exit 0 within 10 s:
+ * with liburcu-memb the children crashed (SIGSEGV in synchronize_rcu: the
+ * parent's registered threads stay in the child's reader registry, their
+ * TLS reused by the child's new threads) or hung (a ghost reader inside a
+ * read-side section at the fork).
+ */
+static void fork_children_with_agent_running(bool with_traffic)
+{
+	orbit_lock_owner_t owner = { "parent", 6 };
+	orbit_lock_key_t held = orbit_lock_key(test_ns, "held", 4);
+	struct traffic t = { 0 };
+	int n = orbit_test_long() ? 1000 : 100, rc = 0, i;
+	pthread_t wr, rd;
+
+#ifdef ORBIT_TEST_NO_FORK_AMID_THREADS
+	print_message("skipped: " ORBIT_TEST_NO_FORK_AMID_THREADS "\n");
+	skip();
+#endif
+	t.lock = open_lock();
+	assert_non_null(t.lock);
+	t.agent = start_agent("parent", t.lock);
+	assert_non_null(t.agent);
+	assert_int_equal(orbit_registry_create(0, &t.reg), 0);
+	assert_int_equal(orbit_lock_try_acquire(t.lock, &held, &owner, 60000000000ull, NULL, NULL), 0);
+	if (with_traffic) {
+		assert_int_equal(pthread_create(&wr, NULL, traffic_writer, &t), 0);
+		assert_int_equal(pthread_create(&rd, NULL, traffic_reader, &t), 0);
+		while (atomic_load(&t.writes) < 100 || atomic_load(&t.reads) < 100)
+			usleep(1000);
+	}
+	for (i = 0; i < n && rc == 0; i++) {
+		rc = orbit_test_fork_run(child_own_agent_beside_parents, t.lock, 10000);
+		if (rc != 0)
+			print_message("child %d of %d: %s %d\n", i, n,
+				      rc < 0 ? "killed, crashed or timed out" : "exit", rc);
+	}
+	if (with_traffic) { /* before any assert: the threads use this frame */
+		atomic_store(&t.stop, true);
+		pthread_join(wr, NULL);
+		pthread_join(rd, NULL);
+		print_message("%lu writes, %lu reads in the parent while it forked %d children\n",
+			      (unsigned long)atomic_load(&t.writes),
+			      (unsigned long)atomic_load(&t.reads), i);
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(orbit_lock_release(t.lock, &held, &owner, 0), 0);
+	assert_int_equal(orbit_registry_destroy(t.reg), 0);
+	orbit_agent_stop(t.agent);
+	orbit_lock_close(t.lock);
+}
+
+static void test_agent_fork_children_start_own_agents_parent_idle(void **state)
+{
+	(void)state;
+	fork_children_with_agent_running(false);
+}
+
+static void test_agent_fork_children_start_own_agents_under_parent_traffic(void **state)
+{
+	(void)state;
+	fork_children_with_agent_running(true);
+}
+
+/*
+ * Issue 9 item 2: in a forked child every call on the inherited agent says
+ * -ECHILD and touches nothing of the parent's. The objects handed to the
+ * watch calls are never dereferenced: each call is refused first.
+ */
+static int inherited_sub_fd = -1;
+
+static int child_calls_inherited_agent(void *arg)
+{
+	static const uint64_t not_an_object[64]; /* never dereferenced (see above) */
+	orbit_lock_key_t key = orbit_lock_key(test_ns, "x", 1);
+	orbit_transition_reader_t *r = NULL;
+	struct orbit_lock_entry e;
+	orbit_agent_t *a = arg;
+	const void *o = not_an_object;
+	int fd = -1, step = 20;
+
+#define EXPECT_ECHILD(call)              \
+	do {                             \
+		step++;                  \
+		if ((call) != -ECHILD)   \
+			return step;     \
+	} while (0)
+	EXPECT_ECHILD(orbit_agent_subscribe(a, &fd));
+	if (fd != -1)
+		return 19; /* no eventfd that nobody would ever signal */
+	EXPECT_ECHILD(orbit_agent_unsubscribe(a, inherited_sub_fd));
+	EXPECT_ECHILD(orbit_agent_reader_open(a, &r));
+	EXPECT_ECHILD(orbit_agent_view_lookup(a, &key, &e));
+	EXPECT_ECHILD(orbit_agent_record_latency(a, ORBIT_AGENT_HIST_ACQUIRE, 1000));
+	EXPECT_ECHILD(orbit_agent_member_row(a));
+	EXPECT_ECHILD(orbit_agent_reset_transport(a));
+	EXPECT_ECHILD(orbit_agent_watch(a, ORBIT_AGENT_WATCH_QUEUE, o));
+	EXPECT_ECHILD(orbit_agent_watch(a, ORBIT_AGENT_WATCH_POOL, o));
+	EXPECT_ECHILD(orbit_agent_watch(a, ORBIT_AGENT_WATCH_LANE, o));
+	EXPECT_ECHILD(orbit_agent_watch(a, ORBIT_AGENT_WATCH_SPOT, o));
+	EXPECT_ECHILD(orbit_agent_watch(a, ORBIT_AGENT_WATCH_ACTOR, o));
+	EXPECT_ECHILD(orbit_agent_watch(a, ORBIT_AGENT_WATCH_SESSION, o));
+	EXPECT_ECHILD(orbit_agent_unwatch(a, ORBIT_AGENT_WATCH_QUEUE, o));
+	EXPECT_ECHILD(orbit_agent_unwatch(a, ORBIT_AGENT_WATCH_POOL, o));
+	EXPECT_ECHILD(orbit_agent_unwatch(a, ORBIT_AGENT_WATCH_LANE, o));
+	EXPECT_ECHILD(orbit_agent_unwatch(a, ORBIT_AGENT_WATCH_SPOT, o));
+	EXPECT_ECHILD(orbit_agent_unwatch(a, ORBIT_AGENT_WATCH_ACTOR, o));
+	EXPECT_ECHILD(orbit_agent_unwatch(a, ORBIT_AGENT_WATCH_SESSION, o));
+#undef EXPECT_ECHILD
+	if (r)
+		return 18;
+	orbit_agent_stop(a); /* the parent's: a no-op here */
+	return 0;
+}
+
+/* Runs between our agent's start and the member's kill (see below). */
+static void child_stops_inherited_agent(orbit_agent_t *a)
+{
+	int row = orbit_agent_member_row(a), fd;
+	struct orbit_member_info mi;
+	orbit_members_t *m = NULL;
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
+	uint32_t gen;
+
+	assert_int_equal(orbit_agent_subscribe(a, &fd), 0);
+	inherited_sub_fd = fd;
+	assert_int_equal(orbit__members_open(&m, fleet, 0, &so), 0);
+	assert_int_equal(orbit__members_snapshot(m, (uint32_t)row, &mi), 0);
+	gen = mi.generation;
+	assert_int_equal(orbit_test_fork_run(child_calls_inherited_agent, a, 10000), 0);
+	/* Our row is still ours, and our subscription still works. */
+	assert_int_equal(orbit__members_snapshot(m, (uint32_t)row, &mi), 0);
+	assert_true(mi.alive);
+	assert_int_equal(mi.generation, gen);
+	assert_int_equal(orbit_agent_unsubscribe(a, fd), 0);
+	orbit__members_close(m);
+}
+
+/*
+ * Issue 9 item 2: a child calling stop on the inherited agent wrote the
+ * parent's death-watcher stop eventfd (one open file description): the
+ * parent's dead-member notice fell from ~0.5 ms to the tick. With a 5 s
+ * tick the notice must stay within the 200 ms of
+ * test_agent_dead_member_noticed_at_once.
+ */
+static void test_agent_inherited_agent_refused_in_child_parent_watcher_intact(void **state)
+{
+	(void)state;
+	assert_noticed_at_once(child_stops_inherited_agent,
+			       ", after a child stopped the inherited agent");
+}
+
+/*
+ * Issue 9 item 5: one owner of liburcu thread state. A thread that used
+ * the registry and then the agent's view (or the other way round), and an
+ * application thread that registered itself with liburcu-memb before (and
+ * unregisters after) calling orbit, never abort in liburcu. Run in a
+ * child: an abort there is a failed exit, not a dead test binary.
+ */
+struct rcu_user {
+	orbit_agent_t *agent;
+	orbit_registry_t *reg;
+	bool app_registers;
+	int rc;
+};
+
+static void *rcu_user_main(void *p)
+{
+	struct rcu_user *u = p;
+	orbit_lock_key_t key = orbit_lock_key(test_ns, "x", 1);
+	struct orbit_lock_entry e;
+	uint64_t k = 1, v = 0;
+
+	if (u->app_registers) {
+		urcu_memb_register_thread();
+		urcu_memb_read_lock(); /* the application's own read-side section */
+	}
+	u->rc = orbit_registry_get(u->reg, &k, sizeof(k), &v, sizeof(v)) == (long)sizeof(v) &&
+		orbit_agent_view_lookup(u->agent, &key, &e) == -ENOENT &&
+		orbit_registry_get(u->reg, &k, sizeof(k), &v, sizeof(v)) == (long)sizeof(v) ? 0 : 1;
+	if (u->app_registers) {
+		urcu_memb_read_unlock();
+		urcu_memb_unregister_thread();
+	}
+	return NULL;
+}
+
+static int child_rcu_users(void *arg)
+{
+	struct rcu_user u = { .app_registers = arg != NULL, .rc = -1 };
+	orbit_lock_key_t key = orbit_lock_key(test_ns, "x", 1);
+	struct orbit_lock_entry e;
+	uint64_t k = 1, v = 7;
+	pthread_t th;
+
+	u.agent = start_agent("rcu", NULL);
+	if (!u.agent || orbit_registry_create(0, &u.reg) != 0 ||
+	    orbit_registry_add(u.reg, &k, sizeof(k), &v, sizeof(v)) != 0)
+		return 2;
+	if (pthread_create(&th, NULL, rcu_user_main, &u) != 0 || pthread_join(th, NULL) != 0)
+		return 3;
+	if (u.rc != 0)
+		return 4;
+	/* This thread: the view first, then the registry. */
+	if (orbit_agent_view_lookup(u.agent, &key, &e) != -ENOENT ||
+	    orbit_registry_get(u.reg, &k, sizeof(k), &v, sizeof(v)) != (long)sizeof(v))
+		return 5;
+	if (orbit_registry_destroy(u.reg) != 0)
+		return 6;
+	orbit_agent_stop(u.agent);
+	return 0;
+}
+
+static void test_agent_view_and_registry_share_one_rcu_registration(void **state)
+{
+	(void)state;
+#if defined(__SANITIZE_THREAD__)
+	/* As test_registry (not a TSan test): liburcu's call_rcu and resize
+	 * threads are not instrumented, TSan reports their hand-offs. */
+	print_message("skipped under TSan: the registry's liburcu threads are not instrumented\n");
+	skip();
+#endif
+	assert_int_equal(orbit_test_fork_run(child_rcu_users, NULL, 10000), 0);
+}
+
+static void test_agent_view_lookup_from_thread_registered_with_liburcu(void **state)
+{
+	(void)state;
+#if defined(__SANITIZE_THREAD__)
+	/* As above */
+	print_message("skipped under TSan: the registry's liburcu threads are not instrumented\n");
+	skip();
+#endif
+	assert_int_equal(orbit_test_fork_run(child_rcu_users, "app", 10000), 0);
+}
+
+/*
+ * Issue 9 item 7: a lock handle of another fleet is refused (-EINVAL)
+ * before anything is created: fleet A's transitions would go into fleet
+ * B's ring.
+ */
+static void test_agent_refuses_lock_of_another_fleet(void **state)
+{
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = NULL };
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "cross" };
+	char other[64], path[160];
+	orbit_lock_t *lock;
+	orbit_agent_t *a = NULL;
+
+	(void)state;
+	orbit_test_fleet(other, sizeof(other), "agentB");
+	lo.fleet = other;
+	assert_int_equal(orbit_lock_open(&lo, &lock), 0);
+	ao.lock = lock;
+	assert_int_equal(orbit_agent_start(&ao, &a), -EINVAL);
+	assert_null(a);
+	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.members", fleet);
+	assert_int_equal(access(path, F_OK), -1); /* nothing of fleet A was made */
+	ao.fleet = other; /* its own fleet: accepted */
+	assert_int_equal(orbit_agent_start(&ao, &a), 0);
+	orbit_agent_stop(a);
+	orbit_lock_close(lock);
+	orbit__members_unlink(other);
+	orbit__ring_unlink(other, NULL);
+	orbit__seg_unlink(other, "stats");
+	orbit_lock_unlink(&lo);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1295,6 +1677,19 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_agent_drains_past_the_batch_bound_without_waiting_for_tick, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_fork_children_start_own_agents_parent_idle,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_agent_fork_children_start_own_agents_under_parent_traffic, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_agent_inherited_agent_refused_in_child_parent_watcher_intact, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_agent_view_and_registry_share_one_rcu_registration,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_view_lookup_from_thread_registered_with_liburcu,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_refuses_lock_of_another_fleet, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -194,9 +194,9 @@ static void test_watched_counters_appear_in_stats_row(void **state)
 	(void)state;
 	read_fresh(&before); /* earlier tests' unwatched objects stay in the sums */
 	assert_int_equal(before.counters[ctr("watched_objects")], 0);
-	assert_int_equal(orbit_agent_watch_queue(agent, q), 0);
-	assert_int_equal(orbit_agent_watch_pool(agent, p), 0);
-	assert_int_equal(orbit_agent_watch_lane(agent, l), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_QUEUE, q), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_POOL, p), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_LANE, l), 0);
 
 	for (int i = 0; i < 100; i++)
 		assert_int_equal(orbit_serial_queue_enqueue(q, q_item, &qn), 0);
@@ -228,9 +228,9 @@ static void test_watched_counters_appear_in_stats_row(void **state)
 	assert_true(orbit_stats_counter_is_gauge(ctr("watched_objects")));
 	assert_false(orbit_stats_counter_is_gauge(ctr("lane_turns")));
 
-	assert_int_equal(orbit_agent_unwatch_lane(agent, l), 0);
-	assert_int_equal(orbit_agent_unwatch_queue(agent, q), 0);
-	assert_int_equal(orbit_agent_unwatch_pool(agent, p), 0);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_LANE, l), 0);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_QUEUE, q), 0);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_POOL, p), 0);
 	assert_int_equal(orbit_state_lane_close_sync(l), 0);
 	assert_int_equal(orbit_state_lane_destroy(l), 0);
 	assert_int_equal(orbit_serial_queue_destroy(q), 0);
@@ -250,22 +250,22 @@ static void test_rewatch_counts_each_item_once(void **state)
 	for (int i = 0; i < 4; i++) /* before any watch: not counted */
 		assert_int_equal(orbit_serial_queue_enqueue(q, q_item, &qn), 0);
 	assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
-	assert_int_equal(orbit_agent_watch_queue(agent, q), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_QUEUE, q), 0);
 	for (int i = 0; i < 10; i++)
 		assert_int_equal(orbit_serial_queue_enqueue(q, q_item, &qn), 0);
 	assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
-	assert_int_equal(orbit_agent_unwatch_queue(agent, q), 0);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_QUEUE, q), 0);
 	for (int i = 0; i < 5; i++) /* while unwatched: not counted */
 		assert_int_equal(orbit_serial_queue_enqueue(q, q_item, &qn), 0);
 	assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
-	assert_int_equal(orbit_agent_watch_queue(agent, q), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_QUEUE, q), 0);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(orbit_serial_queue_enqueue(q, q_item, &qn), 0);
 	assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
 	read_fresh(&fs);
 	assert_int_equal(
 	    fs.counters[ctr("queue_completed")] - before.counters[ctr("queue_completed")], 10 + 3);
-	assert_int_equal(orbit_agent_unwatch_queue(agent, q), 0);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_QUEUE, q), 0);
 	read_fresh(&fs);
 	assert_int_equal(fs.counters[ctr("queue_completed")] -
 			     before.counters[ctr("queue_completed")],
@@ -292,7 +292,7 @@ static void test_watched_queue_depth_is_a_gauge(void **state)
 	_Atomic int gate = 0;
 
 	(void)state;
-	assert_int_equal(orbit_agent_watch_queue(agent, q), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_QUEUE, q), 0);
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(orbit_serial_queue_enqueue(q, q_block, &gate), 0);
 	read_fresh(&fs);
@@ -302,7 +302,7 @@ static void test_watched_queue_depth_is_a_gauge(void **state)
 	assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
 	read_fresh(&fs);
 	assert_int_equal(fs.counters[ctr("queue_depth")], 0);
-	assert_int_equal(orbit_agent_unwatch_queue(agent, q), 0);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_QUEUE, q), 0);
 	assert_int_equal(orbit_serial_queue_destroy(q), 0);
 	assert_int_equal(orbit_worker_pool_destroy(p), 0);
 }
@@ -328,15 +328,15 @@ static void test_unwatch_stops_reads_and_allows_destroy(void **state)
 		_Atomic int qn = 0;
 
 		l = make_lane(NULL);
-		assert_int_equal(orbit_agent_watch_queue(agent, q), 0);
-		assert_int_equal(orbit_agent_watch_lane(agent, l), 0);
+		assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_QUEUE, q), 0);
+		assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_LANE, l), 0);
 		assert_int_equal(orbit_serial_queue_enqueue(q, q_item, &qn), 0);
 		assert_int_equal(orbit_state_lane_run(l, l_item, &ln), 0);
 		assert_int_equal(orbit_serial_queue_await_quiescence(q, 10000), 0);
 		if (i % 16 == 0)
 			usleep(2000); /* let a publish read them now and then */
-		assert_int_equal(orbit_agent_unwatch_queue(agent, q), 0);
-		assert_int_equal(orbit_agent_unwatch_lane(agent, l), 0);
+		assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_QUEUE, q), 0);
+		assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_LANE, l), 0);
 		assert_int_equal(orbit_serial_queue_destroy(q), 0);
 		assert_int_equal(orbit_state_lane_close_sync(l), 0);
 		assert_int_equal(orbit_state_lane_destroy(l), 0);
@@ -351,10 +351,10 @@ static void test_unwatch_stops_reads_and_allows_destroy(void **state)
 
 	/* Work on an unwatched lane is not counted. */
 	l = make_lane(NULL);
-	assert_int_equal(orbit_agent_watch_lane(agent, l), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_LANE, l), 0);
 	assert_int_equal(orbit_state_lane_run(l, l_item, &ln), 0);
 	read_fresh(&before);
-	assert_int_equal(orbit_agent_unwatch_lane(agent, l), 0);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_LANE, l), 0);
 	for (int i = 0; i < 50; i++)
 		assert_int_equal(orbit_state_lane_run(l, l_item, &ln), 0);
 	read_fresh(&fs);
@@ -372,34 +372,49 @@ static void test_watch_errors(void **state)
 	orbit_serial_queue_t *q = make_queue(p);
 
 	(void)state;
-	assert_int_equal(orbit_agent_watch_queue(NULL, q), -EINVAL);
-	assert_int_equal(orbit_agent_watch_queue(agent, NULL), -EINVAL);
-	assert_int_equal(orbit_agent_watch_pool(agent, NULL), -EINVAL);
-	assert_int_equal(orbit_agent_watch_lane(NULL, NULL), -EINVAL);
-	assert_int_equal(orbit_agent_unwatch_queue(agent, NULL), -EINVAL);
-	assert_int_equal(orbit_agent_unwatch_pool(NULL, p), -EINVAL);
-	assert_int_equal(orbit_agent_unwatch_lane(agent, NULL), -EINVAL);
+	assert_int_equal(orbit_agent_watch(NULL, ORBIT_AGENT_WATCH_QUEUE, q), -EINVAL);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_QUEUE, NULL), -EINVAL);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_POOL, NULL), -EINVAL);
+	assert_int_equal(orbit_agent_watch(NULL, ORBIT_AGENT_WATCH_LANE, NULL), -EINVAL);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_QUEUE, NULL), -EINVAL);
+	assert_int_equal(orbit_agent_unwatch(NULL, ORBIT_AGENT_WATCH_POOL, p), -EINVAL);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_LANE, NULL), -EINVAL);
+	/* An unknown kind (0 is none) is refused before the object is looked at. */
+	assert_int_equal(orbit_agent_watch(agent, (enum orbit_agent_watch_kind)0, q), -EINVAL);
+	assert_int_equal(
+	    orbit_agent_watch(agent, (enum orbit_agent_watch_kind)(ORBIT_AGENT_WATCH_SESSION + 1),
+			      q),
+	    -EINVAL);
+	assert_int_equal(orbit_agent_unwatch(agent, (enum orbit_agent_watch_kind)0, q), -EINVAL);
 
-	assert_int_equal(orbit_agent_unwatch_queue(agent, q), -ENOENT);
-	assert_int_equal(orbit_agent_watch_queue(agent, q), 0);
-	assert_int_equal(orbit_agent_watch_queue(agent, q), -EEXIST);
-	assert_int_equal(orbit_agent_unwatch_pool(agent, (orbit_worker_pool_t *)p), -ENOENT);
-	assert_int_equal(orbit_agent_unwatch_queue(agent, q), 0);
-	assert_int_equal(orbit_agent_unwatch_queue(agent, q), -ENOENT);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_QUEUE, q), -ENOENT);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_QUEUE, q), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_QUEUE, q), -EEXIST);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_POOL, p), -ENOENT);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_QUEUE, q), 0);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_QUEUE, q), -ENOENT);
 
 	for (int i = 0; i <= ORBIT_AGENT_WATCH_MAX; i++)
 		lanes[i] = make_lane(NULL);
 	for (int i = 0; i < ORBIT_AGENT_WATCH_MAX - 1; i++)
-		assert_int_equal(orbit_agent_watch_lane(agent, lanes[i]), 0);
-	assert_int_equal(orbit_agent_watch_pool(agent, p), 0); /* the last place, any kind */
-	assert_int_equal(orbit_agent_watch_lane(agent, lanes[ORBIT_AGENT_WATCH_MAX - 1]), -ENOSPC);
-	assert_int_equal(orbit_agent_watch_queue(agent, q), -ENOSPC);
-	assert_int_equal(orbit_agent_unwatch_pool(agent, p), 0);
-	assert_int_equal(orbit_agent_watch_lane(agent, lanes[ORBIT_AGENT_WATCH_MAX - 1]), 0);
-	assert_int_equal(orbit_agent_watch_lane(agent, lanes[ORBIT_AGENT_WATCH_MAX]), -ENOSPC);
+		assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_LANE, lanes[i]), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_POOL, p),
+			 0); /* the last place, any kind */
+	assert_int_equal(
+	    orbit_agent_watch(agent, ORBIT_AGENT_WATCH_LANE, lanes[ORBIT_AGENT_WATCH_MAX - 1]),
+	    -ENOSPC);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_QUEUE, q), -ENOSPC);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_POOL, p), 0);
+	assert_int_equal(
+	    orbit_agent_watch(agent, ORBIT_AGENT_WATCH_LANE, lanes[ORBIT_AGENT_WATCH_MAX - 1]), 0);
+	assert_int_equal(
+	    orbit_agent_watch(agent, ORBIT_AGENT_WATCH_LANE, lanes[ORBIT_AGENT_WATCH_MAX]),
+	    -ENOSPC);
 	for (int i = 0; i < ORBIT_AGENT_WATCH_MAX; i++)
-		assert_int_equal(orbit_agent_unwatch_lane(agent, lanes[i]), 0);
-	assert_int_equal(orbit_agent_unwatch_lane(agent, lanes[ORBIT_AGENT_WATCH_MAX]), -ENOENT);
+		assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_LANE, lanes[i]), 0);
+	assert_int_equal(
+	    orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_LANE, lanes[ORBIT_AGENT_WATCH_MAX]),
+	    -ENOENT);
 	for (int i = 0; i <= ORBIT_AGENT_WATCH_MAX; i++) {
 		assert_int_equal(orbit_state_lane_close_sync(lanes[i]), 0);
 		assert_int_equal(orbit_state_lane_destroy(lanes[i]), 0);
@@ -427,8 +442,8 @@ static void test_watch_is_per_agent_and_ends_at_stop(void **state)
 	ao.fleet = fleet;
 	assert_int_equal(orbit_agent_start(&ao, &b), 0);
 	brow = (uint32_t)orbit_agent_member_row(b);
-	assert_int_equal(orbit_agent_watch_lane(b, l), 0);
-	assert_int_equal(orbit_agent_unwatch_lane(agent, l), -ENOENT);
+	assert_int_equal(orbit_agent_watch(b, ORBIT_AGENT_WATCH_LANE, l), 0);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_LANE, l), -ENOENT);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(orbit_state_lane_run(l, l_item, &ln), 0);
 	orbit_agent_stop(b); /* still watched: its last publish counts the lane */
@@ -466,16 +481,20 @@ static void test_two_agents_keep_separate_watch_sets(void **state)
 	assert_int_not_equal(brow, row);
 
 	/* One lane in both sets; b fills its 64 places, the fixture agent has room. */
-	assert_int_equal(orbit_agent_watch_lane(agent, shared), 0);
-	assert_int_equal(orbit_agent_watch_lane(b, shared), 0);
-	assert_int_equal(orbit_agent_watch_lane(b, shared), -EEXIST);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_LANE, shared), 0);
+	assert_int_equal(orbit_agent_watch(b, ORBIT_AGENT_WATCH_LANE, shared), 0);
+	assert_int_equal(orbit_agent_watch(b, ORBIT_AGENT_WATCH_LANE, shared), -EEXIST);
 	for (int i = 0; i < ORBIT_AGENT_WATCH_MAX; i++)
 		lanes[i] = make_lane(NULL);
 	for (int i = 0; i < ORBIT_AGENT_WATCH_MAX - 1; i++)
-		assert_int_equal(orbit_agent_watch_lane(b, lanes[i]), 0);
-	assert_int_equal(orbit_agent_watch_lane(b, lanes[ORBIT_AGENT_WATCH_MAX - 1]), -ENOSPC);
-	assert_int_equal(orbit_agent_watch_lane(agent, lanes[ORBIT_AGENT_WATCH_MAX - 1]), 0);
-	assert_int_equal(orbit_agent_unwatch_lane(agent, lanes[0]), -ENOENT); /* b's, not ours */
+		assert_int_equal(orbit_agent_watch(b, ORBIT_AGENT_WATCH_LANE, lanes[i]), 0);
+	assert_int_equal(
+	    orbit_agent_watch(b, ORBIT_AGENT_WATCH_LANE, lanes[ORBIT_AGENT_WATCH_MAX - 1]),
+	    -ENOSPC);
+	assert_int_equal(
+	    orbit_agent_watch(agent, ORBIT_AGENT_WATCH_LANE, lanes[ORBIT_AGENT_WATCH_MAX - 1]), 0);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_LANE, lanes[0]),
+			 -ENOENT); /* b's, not ours */
 
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(orbit_state_lane_run(shared, l_item, &ln), 0);
@@ -491,8 +510,8 @@ static void test_two_agents_keep_separate_watch_sets(void **state)
 	assert_int_equal(fb.counters[ctr("lane_turns")], 3);
 
 	/* Unwatching in b leaves the fixture agent's watch of the same lane. */
-	assert_int_equal(orbit_agent_unwatch_lane(b, shared), 0);
-	assert_int_equal(orbit_agent_watch_lane(agent, shared), -EEXIST);
+	assert_int_equal(orbit_agent_unwatch(b, ORBIT_AGENT_WATCH_LANE, shared), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_LANE, shared), -EEXIST);
 	orbit_agent_stop(b); /* 63 lanes still watched: its set goes with it */
 	for (int i = 0; i < ORBIT_AGENT_WATCH_MAX - 1; i++) {
 		assert_int_equal(orbit_state_lane_close_sync(lanes[i]), 0);
@@ -503,8 +522,10 @@ static void test_two_agents_keep_separate_watch_sets(void **state)
 	assert_int_equal(fa.counters[ctr("watched_objects")], 2);
 	assert_int_equal(fa.counters[ctr("lane_turns")] - before.counters[ctr("lane_turns")],
 			 3 + 2 + 1);
-	assert_int_equal(orbit_agent_unwatch_lane(agent, shared), 0);
-	assert_int_equal(orbit_agent_unwatch_lane(agent, lanes[ORBIT_AGENT_WATCH_MAX - 1]), 0);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_LANE, shared), 0);
+	assert_int_equal(
+	    orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_LANE, lanes[ORBIT_AGENT_WATCH_MAX - 1]),
+	    0);
 	assert_int_equal(orbit_state_lane_close_sync(shared), 0);
 	assert_int_equal(orbit_state_lane_destroy(shared), 0);
 	assert_int_equal(orbit_state_lane_close_sync(lanes[ORBIT_AGENT_WATCH_MAX - 1]), 0);
@@ -666,7 +687,7 @@ static void test_watched_spot_counters_equal_its_stats_deltas(void **state)
 		assert_int_equal(before.counters[ctr("watched_objects")], 0);
 		base = spot_st(s);
 		assert_true(exec_accepted(&base) >= 2);
-		assert_int_equal(orbit_agent_watch_spot(agent, s), 0);
+		assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_SPOT, s), 0);
 
 		/* Actor records first: their drains run before the Spot queue's. */
 		assert_int_equal(orbit_spot_execute_actor(s, 1, w_yield, &h, 100, NULL), 0);
@@ -715,7 +736,7 @@ static void test_watched_spot_counters_equal_its_stats_deltas(void **state)
 		exec_check(&fs, &before, &e);
 
 		/* Unwatched: counts stay, gauges drop it. */
-		assert_int_equal(orbit_agent_unwatch_spot(agent, s), 0);
+		assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_SPOT, s), 0);
 		read_fresh(&fs);
 		e.outstanding = e.actor_queues = e.timer_queues = 0;
 		exec_check(&fs, &before, &e);
@@ -768,8 +789,8 @@ static void test_watched_actor_and_session_counters_equal_their_stats_deltas(voi
 	read_fresh(&before);
 	abase = actor_st(a);
 	sbase = session_st(x);
-	assert_int_equal(orbit_agent_watch_actor(agent, a), 0);
-	assert_int_equal(orbit_agent_watch_session(agent, x), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_ACTOR, a), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_SESSION, x), 0);
 
 	assert_int_equal(orbit_actor_execute_actor(a, w_yield, &h, 10, NULL), 0);
 	assert_int_equal(orbit_actor_execute_actor(a, w_noop, NULL, 10, NULL), 0);
@@ -812,15 +833,15 @@ static void test_watched_actor_and_session_counters_equal_their_stats_deltas(voi
 	assert_int_equal(e.outstanding, 0);
 	exec_check(&fs, &before, &e);
 
-	assert_int_equal(orbit_agent_unwatch_actor(agent, a), 0);
-	assert_int_equal(orbit_agent_unwatch_session(agent, x), 0);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_ACTOR, a), 0);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_SESSION, x), 0);
 	assert_int_equal(orbit_actor_serial_executor_destroy(a), 0);
 	assert_int_equal(orbit_session_serial_executor_destroy(x), 0);
 }
 
 /*
- * DESIGN "Observability": after orbit_agent_unwatch_actor/_session/_spot
- * the agent no longer reads the coordinator: its later work is not
+ * DESIGN "Observability": after orbit_agent_unwatch() of an Actor, session
+ * or Spot coordinator the agent no longer reads the coordinator: its later work is not
  * counted, and it can be destroyed at once while the agent publishes
  * every 2 ms from worker-pool threads' counts (TSan/ASan would flag a
  * late read of a freed coordinator).
@@ -853,9 +874,9 @@ static void test_unwatch_coordinator_stops_counting_and_allows_destroy(void **st
 		assert_int_equal(orbit_actor_serial_executor_create(&ao, &a), 0);
 		assert_int_equal(orbit_session_serial_executor_create(&so, &x), 0);
 		assert_int_equal(orbit_spot_serial_executor_create(&po, &s), 0);
-		assert_int_equal(orbit_agent_watch_actor(agent, a), 0);
-		assert_int_equal(orbit_agent_watch_session(agent, x), 0);
-		assert_int_equal(orbit_agent_watch_spot(agent, s), 0);
+		assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_ACTOR, a), 0);
+		assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_SESSION, x), 0);
+		assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_SPOT, s), 0);
 		assert_int_equal(orbit_actor_execute_actor(a, w_noop, NULL, 1, NULL), 0);
 		assert_int_equal(orbit_session_execute_application(x, w_noop, NULL, 1, NULL), 0);
 		assert_int_equal(orbit_spot_execute_actor(s, 1, w_noop, NULL, 1, NULL), 0);
@@ -868,9 +889,9 @@ static void test_unwatch_coordinator_stops_counting_and_allows_destroy(void **st
 		assert_int_equal(orbit_actor_serial_executor_await_quiescence(a, 10000), 0);
 		assert_int_equal(orbit_session_serial_executor_await_quiescence(x, 10000), 0);
 		assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, 10000), 0);
-		assert_int_equal(orbit_agent_unwatch_actor(agent, a), 0);
-		assert_int_equal(orbit_agent_unwatch_session(agent, x), 0);
-		assert_int_equal(orbit_agent_unwatch_spot(agent, s), 0);
+		assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_ACTOR, a), 0);
+		assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_SESSION, x), 0);
+		assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_SPOT, s), 0);
 		/* Watched from creation: their whole counts are what was summed. */
 		st = actor_st(a);
 		accepted += exec_accepted(&st);
@@ -898,10 +919,10 @@ static void test_unwatch_coordinator_stops_counting_and_allows_destroy(void **st
 
 	/* Work of an unwatched Actor is not counted. */
 	assert_int_equal(orbit_actor_serial_executor_create(&ao, &a), 0);
-	assert_int_equal(orbit_agent_watch_actor(agent, a), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_ACTOR, a), 0);
 	assert_int_equal(orbit_actor_execute_actor(a, w_noop, NULL, 1, NULL), 0);
 	assert_int_equal(orbit_actor_serial_executor_await_quiescence(a, 10000), 0);
-	assert_int_equal(orbit_agent_unwatch_actor(agent, a), 0);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_ACTOR, a), 0);
 	read_fresh(&before);
 	for (int i = 0; i < 20; i++)
 		assert_int_equal(orbit_actor_execute_actor(a, w_noop, NULL, 1, NULL), 0);
@@ -939,43 +960,41 @@ static void test_watch_coordinator_errors(void **state)
 	assert_int_equal(orbit_session_serial_executor_create(&so, &x), 0);
 	assert_int_equal(orbit_spot_serial_executor_create(&po, &s), 0);
 
-	assert_int_equal(orbit_agent_watch_spot(NULL, s), -EINVAL);
-	assert_int_equal(orbit_agent_watch_spot(agent, NULL), -EINVAL);
-	assert_int_equal(orbit_agent_watch_actor(agent, NULL), -EINVAL);
-	assert_int_equal(orbit_agent_watch_session(NULL, x), -EINVAL);
-	assert_int_equal(orbit_agent_unwatch_spot(agent, NULL), -EINVAL);
-	assert_int_equal(orbit_agent_unwatch_actor(NULL, a), -EINVAL);
-	assert_int_equal(orbit_agent_unwatch_session(agent, NULL), -EINVAL);
+	assert_int_equal(orbit_agent_watch(NULL, ORBIT_AGENT_WATCH_SPOT, s), -EINVAL);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_SPOT, NULL), -EINVAL);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_ACTOR, NULL), -EINVAL);
+	assert_int_equal(orbit_agent_watch(NULL, ORBIT_AGENT_WATCH_SESSION, x), -EINVAL);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_SPOT, NULL), -EINVAL);
+	assert_int_equal(orbit_agent_unwatch(NULL, ORBIT_AGENT_WATCH_ACTOR, a), -EINVAL);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_SESSION, NULL), -EINVAL);
 
-	assert_int_equal(orbit_agent_unwatch_spot(agent, s), -ENOENT);
-	assert_int_equal(orbit_agent_watch_spot(agent, s), 0);
-	assert_int_equal(orbit_agent_watch_spot(agent, s), -EEXIST);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_SPOT, s), -ENOENT);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_SPOT, s), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_SPOT, s), -EEXIST);
 	/* The same address as another kind is not that watch. */
-	assert_int_equal(orbit_agent_unwatch_actor(agent,
-			 (const orbit_actor_serial_executor_t *)(const void *)s),
-			 -ENOENT);
-	assert_int_equal(orbit_agent_unwatch_spot(agent, s), 0);
-	assert_int_equal(orbit_agent_unwatch_spot(agent, s), -ENOENT);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_ACTOR, s), -ENOENT);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_SPOT, s), 0);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_SPOT, s), -ENOENT);
 
 	/* One bound for all kinds: 63 lanes + the Spot fill it. */
 	for (int i = 0; i < ORBIT_AGENT_WATCH_MAX - 1; i++) {
 		lanes[i] = make_lane(NULL);
-		assert_int_equal(orbit_agent_watch_lane(agent, lanes[i]), 0);
+		assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_LANE, lanes[i]), 0);
 	}
-	assert_int_equal(orbit_agent_watch_spot(agent, s), 0);
-	assert_int_equal(orbit_agent_watch_actor(agent, a), -ENOSPC);
-	assert_int_equal(orbit_agent_watch_session(agent, x), -ENOSPC);
-	assert_int_equal(orbit_agent_unwatch_spot(agent, s), 0);
-	assert_int_equal(orbit_agent_watch_session(agent, x), 0);
-	assert_int_equal(orbit_agent_watch_actor(agent, a), -ENOSPC);
-	assert_int_equal(orbit_agent_unwatch_session(agent, x), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_SPOT, s), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_ACTOR, a), -ENOSPC);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_SESSION, x), -ENOSPC);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_SPOT, s), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_SESSION, x), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_ACTOR, a), -ENOSPC);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_SESSION, x), 0);
 	for (int i = 0; i < ORBIT_AGENT_WATCH_MAX - 1; i++) {
-		assert_int_equal(orbit_agent_unwatch_lane(agent, lanes[i]), 0);
+		assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_LANE, lanes[i]), 0);
 		assert_int_equal(orbit_state_lane_close_sync(lanes[i]), 0);
 		assert_int_equal(orbit_state_lane_destroy(lanes[i]), 0);
 	}
-	assert_int_equal(orbit_agent_watch_actor(agent, a), 0);
-	assert_int_equal(orbit_agent_unwatch_actor(agent, a), 0);
+	assert_int_equal(orbit_agent_watch(agent, ORBIT_AGENT_WATCH_ACTOR, a), 0);
+	assert_int_equal(orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_ACTOR, a), 0);
 	assert_int_equal(orbit_actor_serial_executor_destroy(a), 0);
 	assert_int_equal(orbit_session_serial_executor_destroy(x), 0);
 	assert_int_equal(orbit_spot_serial_executor_destroy(s), 0);

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent/agent_internal.h: the agent's state and the entry points its
+ * mechanisms give each other (internal; one file per mechanism):
+ *   agent.c        start, stop, the fork trap, the lock sink, small calls
+ *   agent_loop.c   the agent thread: drain, signal, reclaim, tick
+ *   agent_view.c   the RCU view of lock states and orbit_agent_view_lookup()
+ *   agent_death.c  the death watcher thread, pidfds, dead-member reclaim
+ *   agent_subs.c   subscriber eventfds
+ *   agent_stats.c  the stats row (publish) and orbit_agent_record_latency()
+ *   agent_test.c   the test hooks of fleet_internal.h
+ *   agent_watch.c  watched in-process objects (agent_watch.h)
+ *
+ * Locks and what they protect:
+ *   subs_mu   the subscriber eventfd array. Taken by API callers and by the
+ *             agent thread while it writes the eventfds; nothing else is
+ *             taken or called under it (leaf).
+ *   watched   (agent_watch.c) the set's own mutex: watch/unwatch callers
+ *             and the stats publish; leaf, never taken with subs_mu.
+ *   park->mu  (agent_test.c, test hooks only) leaf; a parked thread waits
+ *             on park->cv holding nothing else.
+ * The view needs no lock: one updater (the agent thread), RCU readers.
+ * The epoll set needs none either: the agent thread alone adds, re-arms
+ * and deletes pidfds (the kernel makes epoll_ctl() safe against the
+ * watcher's concurrent epoll_wait()); the watcher only waits on it.
+ * Counters fed from other threads (frames_written by the lock sink,
+ * the acquire histogram) are relaxed atomics: they are counts, read once
+ * per publish, and order nothing.
+ */
+#ifndef ORBIT_AGENT_INTERNAL_H
+#define ORBIT_AGENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/types.h>
+
+#include <orbit/agent.h>
+
+#include "agent/agent_watch.h" /* orbit__agent_check() */
+#include "agent/fleet_internal.h"
+#include "base/die.h"
+#include "shm/members.h"
+#include "shm/ring.h"
+#include "shm/stats.h"
+
+#define AGENT_MAX_SUBS 64
+
+struct cds_lfht;
+struct view_node;        /* agent_view.c */
+struct agent_watch_row;  /* agent_death.c */
+struct orbit__agent_park; /* agent_test.c */
+
+struct orbit_agent {
+	char fleet[ORBIT_FLEET_NAME_MAX + 1];
+	pid_t pid;                /* the starter (shm/fork_guard.h): another = a forked child */
+	orbit_lock_t *lock;       /* caller's, optional */
+	orbit_lock_t *ro_lock;    /* ours, read-only, for resync when lock is NULL */
+	struct orbit_lock_layout layout; /* the fleet's: names the table and the ring */
+	unsigned mode, gid, owner_uid; /* the fleet's permissions (orbit_agent_options) */
+	uint64_t tick_ns, stats_ns;
+	orbit_members_t *members;
+	int row;
+	orbit_stats_t stats;
+	bool have_stats_row;
+	orbit_ring_t *ring;
+	struct orbit_ring_sink sink;
+	bool lane_claimed;
+	orbit_ring_reader_t *reader;   /* the agent thread's cursor */
+	uint32_t wake_class;           /* our doorbell class (orbit__doorbell_bit(row)) */
+	/*
+	 * Our own frames skip our class's wake while we have no subscriber
+	 * (skip_own = wake_class, else 0; written under subs_mu): we would only
+	 * update the view, and on the CPU the other processes' agents need. At
+	 * most own_unseen_max of them wait for our next wake (other frames, a
+	 * join, the tick), so our lane never laps us. Both relaxed: a hint and
+	 * a count, read by the publishing thread in agent_sink() (agent.c).
+	 */
+	_Atomic uint32_t skip_own;
+	_Atomic uint32_t own_unseen;
+	uint32_t own_unseen_max;
+	struct orbit_ring_event *ev;   /* agent thread's frame buffer */
+
+	/* The view (agent_view.c); agent thread only unless said otherwise. */
+	struct cds_lfht *view;
+	struct view_node *retired;     /* free after a grace period */
+	uint32_t nretired;             /* length of retired */
+	uint64_t resync_epoch;
+	int grace;                     /* address of the TSan grace-period edge only */
+	uint64_t tombstones;
+	uint64_t max_revision;
+	uint64_t floor_revision;       /* frames at or below: already in the last resync */
+	uint64_t repairs_seen;         /* the table's repair count at the last resync */
+	bool resync_due;               /* the last resync's table copy failed: retry */
+
+	struct orbit_agent_watch_set *watched; /* queues, pools, lanes (agent_watch.c; own mutex) */
+
+	pthread_t thread;
+	bool thread_started;
+	_Atomic int stop;
+
+	/*
+	 * The death watcher (agent_death.c): epfd holds the watched pidfds
+	 * (EPOLLIN | EPOLLONESHOT, data = row) and death_stop (an eventfd,
+	 * data = AGENT_DEATH_STOP). epfd < 0: no watcher (no epoll), the tick
+	 * alone. The watcher sets a row's bit in fired[] (relaxed RMW: the bits
+	 * are carried by death_pending), then death_pending (release), then
+	 * wakes our doorbell class; the agent thread takes death_pending
+	 * (acquire) and then the bits.
+	 */
+	struct agent_watch_row *watch; /* per member row, agent thread only */
+	uint32_t nrows;
+	int epfd, death_stop;
+	pthread_t death_thread;
+	bool death_started;
+	_Atomic uint64_t *fired;       /* one bit per member row, (nrows + 63) / 64 words */
+	_Atomic bool death_pending;
+
+	/*
+	 * Test hooks (agent_test.c): NULL unless a test paused the thread.
+	 * Published with AT-R1, read with AT-A1 (agent_test.c).
+	 */
+	struct orbit__agent_park *_Atomic park;
+
+	pthread_mutex_t subs_mu;       /* protects subs[], nsubs (leaf) */
+	int subs[AGENT_MAX_SUBS];
+	int nsubs;
+
+	/* Counters. Agent thread only unless _Atomic. */
+	_Atomic uint64_t frames_written;
+	uint64_t wakeups, signals, reclaimed, view_entries;
+	struct orbit_stats_hist_local delivery;
+	_Atomic uint64_t acq_count, acq_sum;
+	_Atomic uint64_t acq_buckets[ORBIT_STATS_BUCKETS];
+};
+
+/* A failing pthread call: a broken invariant of this process. */
+static inline void orbit__agent_die_on(int rc, const char *what)
+{
+	if (rc != 0)
+		orbit__die(rc, what); /* prints where and why, then aborts */
+}
+
+/* ---- agent_view.c: the agent thread is the only updater ---- */
+
+/* Make the (empty) view. Returns 0 or -ENOMEM. */
+int orbit__agent_view_open(struct orbit_agent *a);
+/* Free every node and the table; no reader or updater may be left. NULL view: no-op. */
+void orbit__agent_view_close(struct orbit_agent *a);
+/* Inside a read-side section: apply one frame if it is newer than the view. */
+void orbit__agent_view_apply(struct orbit_agent *a, const struct orbit_ring_event *ev);
+/* Inside a read-side section: drop tombstones well behind the newest revision. */
+void orbit__agent_view_prune(struct orbit_agent *a);
+/* Rebuild the view from the lock table (after a lag, a repair, a failed copy). */
+void orbit__agent_view_resync(struct orbit_agent *a);
+/* Does the view need a resync without a frame saying so (failed copy, silent repair)? */
+bool orbit__agent_view_stale(struct orbit_agent *a);
+/* Free the retired nodes after a grace period (no call_rcu thread). Not on a read side. */
+void orbit__agent_view_reclaim(struct orbit_agent *a);
+
+/* ---- agent_death.c ---- */
+
+/* The per-row pidfds, the epoll set and stop eventfd (without those two the tick
+ * alone notices deaths). Returns 0 or -ENOMEM. */
+int orbit__agent_death_open(struct orbit_agent *a);
+/* Start the watcher thread (after the agent thread); refused: the tick notices deaths. */
+void orbit__agent_death_start(struct orbit_agent *a);
+/* Stop and join the watcher thread (before the agent thread: nothing wakes a stopped agent). */
+void orbit__agent_death_stop(struct orbit_agent *a);
+/* Close every pidfd, the epoll set and the stop eventfd (after both joins). */
+void orbit__agent_death_close(struct orbit_agent *a);
+/* Agent thread: watch new members' pidfds, reclaim the dead found on the way. */
+void orbit__agent_members_rescan(struct orbit_agent *a);
+/* Agent thread: one poll() over the watched pidfds; reclaim the proved dead. */
+void orbit__agent_deaths_check(struct orbit_agent *a);
+/* Agent thread, after orbit__agent_deaths_check(): re-arm the pidfds that fired. */
+void orbit__agent_deaths_rearm(struct orbit_agent *a);
+
+/* ---- agent_subs.c ---- */
+
+/* Under subs_mu: skip our own wake class exactly while nobody subscribes. */
+void orbit__agent_subs_update_skip(struct orbit_agent *a);
+/* Agent thread: write every subscriber's eventfd. */
+void orbit__agent_subs_signal(struct orbit_agent *a);
+/* Close every subscriber eventfd still open (stop). */
+void orbit__agent_subs_close(struct orbit_agent *a);
+
+/* ---- agent_stats.c ---- */
+
+/* Publish our counters into our stats row (its single writer: the agent thread, or stop). */
+void orbit__agent_stats_publish(struct orbit_agent *a);
+
+/* ---- agent_loop.c ---- */
+
+/* The agent thread (pthread_create() argument: the agent). */
+void *orbit__agent_main(void *agent);
+
+/* ---- agent_test.c ---- */
+
+/* Agent thread, top of its loop: park while a test hook says so. */
+void orbit__agent_test_park(struct orbit_agent *a);
+/* Stop: wake a parked thread (it sees stop). No-op without a test hook. */
+void orbit__agent_test_wake(struct orbit_agent *a);
+/* Free the test hook state (after the join). */
+void orbit__agent_test_free(struct orbit_agent *a);
+
+#endif /* ORBIT_AGENT_INTERNAL_H */

@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,8 @@ struct frame {
 };
 
 static _Thread_local struct frame *tls_frame;
+
+static void pool_fini(struct orbit__coord *co);
 
 enum cstate { C_IDLE = 0, C_PENDING, C_DONE };
 
@@ -140,6 +143,7 @@ void orbit__coord_fini(struct orbit__coord *co)
 {
 	orbit_state_lane_close_sync(co->lane);
 	orbit_state_lane_destroy(co->lane);
+	pool_fini(co);
 	pthread_cond_destroy(&co->cv);
 	pthread_mutex_destroy(&co->mu);
 }
@@ -359,20 +363,127 @@ int orbit_work_completion_destroy(orbit_work_completion_t *c)
 struct work_alloc {
 	struct orbit__work w; /* first: the record handed around */
 	struct carm prev;
+	uint32_t idx;          /* index in the coordinator's pool, or WORK_MALLOCED */
+	_Atomic uint32_t next; /* pool stack link: index + 1 of the next free, 0 none */
 };
+
+#define WORK_MALLOCED UINT32_MAX
+
+/*
+ * The record pool (struct orbit__coord's pool_*). Records are made on a
+ * submitter's thread and released on a drain's, so malloc's per-thread
+ * caches never get them back: every submission paid an arena round trip
+ * (callgrind: malloc, calloc and free were the largest cost after the
+ * queue name of a PerActor submission). A Treiber stack of indexes with
+ * a tag in the same word: a pop that read a stale `next` fails its CAS
+ * because every push and pop changes the tag, so ABA cannot hand out a
+ * record twice. Chunks live until orbit__coord_fini(), so reading a
+ * stale record's `next` always reads pool memory.
+ */
+static struct work_alloc *pool_at(struct orbit__coord *co, uint32_t idx)
+{
+	/* Relaxed: the index came from pool_top, whose FL-A1 acquire saw the
+	 * push (FL-R1) that follows the chunk's store on the same thread. */
+	struct work_alloc *c = atomic_load_explicit(&co->pool_chunk[idx / ORBIT__WORK_CHUNK],
+						    memory_order_relaxed);
+
+	return &c[idx % ORBIT__WORK_CHUNK];
+}
+
+static void pool_push(struct orbit__coord *co, struct work_alloc *a)
+{
+	/* Relaxed: the CAS below publishes (FL-R1). */
+	uint64_t top = atomic_load_explicit(&co->pool_top, memory_order_relaxed), nt;
+
+	do {
+		/* Relaxed: published by the FL-R1 CAS; racing pops only read it. */
+		atomic_store_explicit(&a->next, (uint32_t)top, memory_order_relaxed);
+		nt = (((top >> 32) + 1) << 32) | (a->idx + 1);
+		/* FL-R1: release, pairs with FL-A1 in pool_pop(): the record's
+		 * last use (its release) and its link before it can be popped */
+	} while (!atomic_compare_exchange_weak_explicit(&co->pool_top, &top, nt,
+						       memory_order_release, memory_order_relaxed));
+}
+
+static struct work_alloc *pool_pop(struct orbit__coord *co)
+{
+	/* FL-A1: acquire, pairs with FL-R1 in pool_push() */
+	uint64_t top = atomic_load_explicit(&co->pool_top, memory_order_acquire), nt;
+	struct work_alloc *a;
+
+	do {
+		if (!(uint32_t)top)
+			return NULL;
+		a = pool_at(co, (uint32_t)top - 1);
+		/* Relaxed: may be stale if @a was popped meanwhile; the tag
+		 * makes the CAS fail then. */
+		nt = (((top >> 32) + 1) << 32) | atomic_load_explicit(&a->next, memory_order_relaxed);
+		/* FL-A1 (again): acquire on success and on failure */
+	} while (!atomic_compare_exchange_weak_explicit(&co->pool_top, &top, nt,
+						       memory_order_acquire, memory_order_acquire));
+	return a;
+}
+
+/* The pool is empty: add a chunk (keeping one record) or fall back to malloc. */
+static struct work_alloc *pool_grow(struct orbit__coord *co)
+{
+	/* Relaxed: a slot number only; the chunk is published by FL-R1. */
+	uint32_t c = atomic_load_explicit(&co->pool_chunks, memory_order_relaxed);
+	struct work_alloc *chunk;
+
+	while (c < ORBIT__WORK_CHUNKS &&
+	       !atomic_compare_exchange_weak_explicit(&co->pool_chunks, &c, c + 1,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+	if (c >= ORBIT__WORK_CHUNKS) {
+		chunk = malloc(sizeof(*chunk));
+		if (chunk)
+			chunk->idx = WORK_MALLOCED;
+		return chunk;
+	}
+	chunk = calloc(ORBIT__WORK_CHUNK, sizeof(*chunk));
+	if (!chunk)
+		return NULL; /* the slot stays empty: its indexes are never pushed */
+	for (uint32_t i = 0; i < ORBIT__WORK_CHUNK; i++)
+		chunk[i].idx = c * ORBIT__WORK_CHUNK + i;
+	/* Relaxed: published to other threads by the FL-R1 pushes below. */
+	atomic_store_explicit(&co->pool_chunk[c], chunk, memory_order_relaxed);
+	for (uint32_t i = 1; i < ORBIT__WORK_CHUNK; i++)
+		pool_push(co, &chunk[i]);
+	return &chunk[0];
+}
+
+static void work_free(struct orbit__coord *co, struct work_alloc *a)
+{
+	if (a->idx == WORK_MALLOCED)
+		free(a);
+	else
+		pool_push(co, a);
+}
+
+static void pool_fini(struct orbit__coord *co)
+{
+	for (uint32_t i = 0; i < ORBIT__WORK_CHUNKS; i++)
+		/* Relaxed: quiescent; the lane close ordered every release before. */
+		free(atomic_load_explicit(&co->pool_chunk[i], memory_order_relaxed));
+}
 
 int orbit__work_new(struct orbit__coord *co, orbit_serial_work_fn fn, void *arg,
 		    orbit_work_completion_t *done, unsigned yield_flags, struct orbit__work **out)
 {
-	struct work_alloc *a = calloc(1, sizeof(*a));
+	struct work_alloc *a = pool_pop(co);
 	int ret;
 
 	if (!a)
+		a = pool_grow(co);
+	if (!a)
 		return -ENOMEM;
+	/* Everything but the snapshot, which is only read once taken. */
+	memset(&a->w, 0, offsetof(struct orbit__work, snap));
 	if (done) {
 		ret = completion_arm(done, co->id, &a->prev);
 		if (ret) {
-			free(a);
+			work_free(co, a);
 			return ret;
 		}
 	}
@@ -392,7 +503,7 @@ static void work_discard(struct orbit__work *w)
 
 	if (w->done)
 		completion_set(w->done, a->prev.state, a->prev.result, a->prev.owner);
-	free(a);
+	work_free(w->co, a);
 }
 
 int orbit__work_refuse(struct orbit__work *w, unsigned kind, int err)
@@ -461,7 +572,9 @@ void orbit__work_release(struct orbit__work *w)
 {
 	struct orbit__coord *co = w->co;
 
-	free((struct work_alloc *)w);
+	/* Back to the pool before the uncount: destroy frees the pool once
+	 * the count reached zero. */
+	work_free(co, (struct work_alloc *)w);
 	coord_uncount(co);
 }
 

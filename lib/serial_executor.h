@@ -34,6 +34,11 @@ struct orbit__coord_stats {
 struct orbit__coord;
 struct orbit__work;
 
+/* Work records pooled per coordinator: chunks of this many, at most
+ * this many chunks (4,096 records); past it records come from malloc. */
+#define ORBIT__WORK_CHUNK 64u
+#define ORBIT__WORK_CHUNKS 64u
+
 /*
  * Called by orbit__work_release() with the count of work still
  * outstanding, on the thread (and turn) that finished the work.
@@ -56,6 +61,16 @@ struct orbit__coord {
 	pthread_cond_t cv;  /* outstanding reached 0 */
 	orbit__coord_release_fn on_release; /* NULL: none */
 	struct orbit__coord_stats st;
+	/*
+	 * The pool of work records (serial_executor.c): a lock-free stack of
+	 * free records, pool_top = tag << 32 | (index + 1), 0 in the low half
+	 * when empty; chunks of ORBIT__WORK_CHUNK records, made on demand up
+	 * to ORBIT__WORK_CHUNKS and freed by orbit__coord_fini(). Own cache
+	 * line: submitters and drains both write pool_top.
+	 */
+	_Alignas(64) _Atomic uint64_t pool_top;
+	_Atomic uint32_t pool_chunks; /* chunk slots claimed */
+	_Atomic(void *) pool_chunk[ORBIT__WORK_CHUNKS];
 };
 
 /* One submitted piece of work, from acceptance to its last continuation. */

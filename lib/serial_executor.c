@@ -592,6 +592,38 @@ static int snapshot_fn(void *arg)
 	return 0;
 }
 
+/*
+ * The snapshot of a handling's start (07 §7). All fields are read in one
+ * lane turn; when no set_info completed since the previous record of this
+ * Actor took its turn (SX-A1 reads the version that turn saw), that
+ * record's snapshot is still the registration as it is now, so it is
+ * carried instead and the drain does not meet the submitters on the lane
+ * for every record. A set_info that completed before this handling
+ * started is always seen: its SX-R1 store happens before our SX-A1 load.
+ * One still running is ordered after this start, as when its turn comes
+ * after the snapshot turn. A turn refused (this thread already holds the
+ * lane: an executor ran the work inside a coordinator's lane turn; or the
+ * lane is closed) leaves no snapshot: the handler is told, not handed a
+ * half-filled one.
+ */
+static void snapshot_take(struct orbit__work *w)
+{
+	struct orbit__actor_info *a = w->info;
+	/* SX-A1: acquire, pairs with SX-R1 in orbit__actor_info_set() */
+	uint64_t v = atomic_load_explicit(&a->version_pub, memory_order_acquire);
+
+	if (v == a->last.version) {
+		w->snap = a->last;
+		w->snap.actor_id = a->actor_id;
+		w->snap_err = 0;
+		return;
+	}
+	w->snap.actor_id = a->actor_id;
+	w->snap_err = orbit_state_lane_run(w->co->lane, snapshot_fn, w);
+	if (!w->snap_err)
+		a->last = w->snap;
+}
+
 /* The handler finished (its last continuation returned DONE). */
 static void work_finish(struct orbit__work *w)
 {
@@ -616,15 +648,10 @@ int orbit__work_run(orbit_serial_turn_t *turn, void *arg)
 	int r;
 
 	if (w->info && !w->snapped) {
-		/* §7: one lane turn, at the start of the handling, never again
-		 * during it (continuations carry the same snapshot). A turn
-		 * refused (this thread already holds the lane: an executor ran
-		 * the work inside a coordinator's lane turn; or the lane is
-		 * closed) leaves no snapshot: the handler is told, not handed
-		 * a half-filled one. */
+		/* §7: at the start of the handling, never again during it
+		 * (continuations carry the same snapshot). */
 		w->snapped = true;
-		w->snap.actor_id = w->info->actor_id;
-		w->snap_err = orbit_state_lane_run(w->co->lane, snapshot_fn, w);
+		snapshot_take(w);
 	}
 	w->yielded = false;
 	tls_frame = &f;
@@ -707,5 +734,8 @@ int orbit__actor_info_set(struct orbit__actor_info *a, const void *info, size_t 
 		memcpy(a->bytes, info, len);
 	a->len = (uint32_t)len;
 	a->version++;
+	/* SX-R1: release, pairs with SX-A1 in snapshot_take(): the new
+	 * information before its version is seen */
+	atomic_store_explicit(&a->version_pub, a->version, memory_order_release);
 	return 0;
 }

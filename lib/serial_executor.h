@@ -17,12 +17,25 @@
 #include <orbit/spot_executor.h>
 #include <orbit/state_lane.h>
 
-/* Registration information of one Actor (07 §7); owned by a state lane. */
+/*
+ * Registration information of one Actor (07 §7). actor_id is fixed before
+ * the first record; version, len and bytes are owned by the coordinator's
+ * state lane. version_pub mirrors version (C3, 06 §4): written in the
+ * lane turn that changed the information, after it (SX-R1), read by a
+ * handling's start (SX-A1). `last` is the snapshot the previous record
+ * of this Actor took in its lane turn: owned by the Actor's handlings,
+ * which run one at a time (its queue, or its held claim under SpotWide)
+ * and are ordered by that queue's lock. A handling whose SX-A1 read
+ * equals last.version carries `last` instead of taking a new lane turn:
+ * no set_info completed since that turn (see orbit__work_run()).
+ */
 struct orbit__actor_info {
 	uint64_t actor_id;
 	uint64_t version;
 	uint32_t len;
 	unsigned char bytes[ORBIT_ACTOR_INFO_MAX];
+	_Atomic uint64_t version_pub;
+	struct orbit_actor_state_snapshot last; /* version 0, len 0 until a turn took one */
 };
 
 struct orbit__coord_stats {
@@ -87,8 +100,9 @@ struct orbit__work {
 	/* SpotWide Actor work whose Spot turn waits for room: the next in
 	 * the Spot coordinator's FIFO (owned by its state lane). */
 	struct orbit__work *wait_next;
-	/* Actor work: the registration to snapshot at the handling's start. */
-	const struct orbit__actor_info *info;
+	/* Actor work: the registration to snapshot at the handling's start
+	 * (its `last` is written by the handling, see orbit__actor_info). */
+	struct orbit__actor_info *info;
 	bool snapped;
 	int snap_err; /* the snapshot turn's error (-EDEADLK, -EPIPE), or 0 */
 	struct orbit_actor_state_snapshot snap;

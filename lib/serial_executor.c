@@ -23,6 +23,7 @@
 
 #include "lib/ownership.h"
 #include "lib/serial_executor.h"
+#include "lib/serial_queue.h"
 #include "lib/sync.h"
 
 /* Coordinator ids: relaxed, only uniqueness matters. */
@@ -624,51 +625,80 @@ static void snapshot_take(struct orbit__work *w)
 		a->last = w->snap;
 }
 
-/* The handler finished (its last continuation returned DONE). */
-static void work_finish(struct orbit__work *w)
+/*
+ * The handler finished (its last continuation returned DONE). Returns the
+ * next record to run on @turn, or NULL. Under SpotWide the record held
+ * its Actor's claim, which passes on to the Actor's next record if one is
+ * queued (pass_claim): that record's Spot turn is placed from here, at
+ * the back of the Spot queue, instead of by a new Actor-queue drain (a
+ * pool hand-off per record saved). When nothing else waits for the Spot
+ * gate (orbit__serial_turn_may_continue(): no other work in the Spot
+ * queue, no turn waiting for room, the slice budget not spent) and fewer
+ * than ORBIT__WORK_CHAIN_MAX records ran on @turn, the record runs on
+ * this turn instead: the same order as placing it at the back of an
+ * empty queue, without the round trip. Else the Actor queue gets the
+ * claim back.
+ */
+static struct orbit__work *work_finish(struct orbit__work *w, orbit_serial_turn_t *turn,
+				       unsigned chained)
 {
 	orbit_serial_resume_t *claim = w->claim;
+	struct orbit__work *next = NULL;
+	bool here;
 
 	STAT_INC(w->co, completed);
 	orbit__work_signal(w, 0);
 	if (!claim) {
 		orbit__work_release(w);
-		return;
+		return NULL;
+	}
+	if (w->co->pass_claim) {
+		here = chained + 1 < ORBIT__WORK_CHAIN_MAX && orbit__serial_turn_may_continue(turn);
+		if (w->co->pass_claim(w, here, &next)) {
+			/* Its reservation went back with the pass; the record ends here. */
+			orbit__work_release(w);
+			return next;
+		}
 	}
 	/* SpotWide: give the Actor queue its claim back; its continuation
 	 * releases @w there. On an executor error it stays queued and runs
 	 * with the Actor queue's next drain (see orbit_serial_queue_resume). */
 	orbit_serial_queue_resume(claim);
+	return NULL;
 }
 
 int orbit__work_run(orbit_serial_turn_t *turn, void *arg)
 {
 	struct orbit__work *w = arg;
-	struct frame f = { .w = w, .turn = turn, .prev = tls_frame };
 	int r;
 
-	if (w->info && !w->snapped) {
-		/* §7: at the start of the handling, never again during it
-		 * (continuations carry the same snapshot). */
-		w->snapped = true;
-		snapshot_take(w);
+	for (unsigned chained = 0;; chained++) {
+		struct frame f = { .w = w, .turn = turn, .prev = tls_frame };
+
+		if (w->info && !w->snapped) {
+			/* §7: at the start of the handling, never again during it
+			 * (continuations carry the same snapshot). */
+			w->snapped = true;
+			snapshot_take(w);
+		}
+		w->yielded = false;
+		tls_frame = &f;
+		r = w->fn(turn, w->arg);
+		tls_frame = f.prev;
+		if (w->yielded) {
+			if (r != ORBIT_SERIAL_SUSPENDED)
+				STAT_INC(w->co, protocol_errors); /* the queue resolves it as suspended */
+			return ORBIT_SERIAL_SUSPENDED;
+		}
+		if (r == ORBIT_SERIAL_SUSPENDED)
+			/* orbit_serial_turn_suspend() called directly (its continuation
+			 * bypasses us) or SUSPENDED without a suspend: the handler's
+			 * end is unknowable, so the work counts as finished now. */
+			STAT_INC(w->co, protocol_errors);
+		w = work_finish(w, turn, chained);
+		if (!w)
+			return r;
 	}
-	w->yielded = false;
-	tls_frame = &f;
-	r = w->fn(turn, w->arg);
-	tls_frame = f.prev;
-	if (w->yielded) {
-		if (r != ORBIT_SERIAL_SUSPENDED)
-			STAT_INC(w->co, protocol_errors); /* the queue resolves it as suspended */
-		return ORBIT_SERIAL_SUSPENDED;
-	}
-	if (r == ORBIT_SERIAL_SUSPENDED)
-		/* orbit_serial_turn_suspend() called directly (its continuation
-		 * bypasses us) or SUSPENDED without a suspend: the handler's
-		 * end is unknowable, so the work counts as finished now. */
-		STAT_INC(w->co, protocol_errors);
-	work_finish(w);
-	return r;
 }
 
 int orbit__work_yield(orbit_serial_turn_t *turn, orbit_serial_work_fn cont, void *arg,

@@ -51,6 +51,8 @@ struct orbit__work;
  * this many chunks (4,096 records); past it records come from malloc. */
 #define ORBIT__WORK_CHUNK 64u
 #define ORBIT__WORK_CHUNKS 64u
+/* SpotWide: records of one Actor run in one hold of the Spot gate, at most. */
+#define ORBIT__WORK_CHAIN_MAX 64u
 
 /*
  * Called by orbit__work_release() with the count of work still
@@ -73,6 +75,16 @@ struct orbit__coord {
 	pthread_mutex_t mu; /* protects nothing but the cv handshake */
 	pthread_cond_t cv;  /* outstanding reached 0 */
 	orbit__coord_release_fn on_release; /* NULL: none */
+	/*
+	 * SpotWide Spot coordinator: @w (an Actor record) finished on its
+	 * Spot turn. Pass its Actor claim on to that Actor's next record:
+	 * with @run_here and no turn waiting for the Spot queue, return it in
+	 * *@next to run on the same Spot turn; else place its Spot turn (or
+	 * make it wait for room) as its Actor queue turn would have. Returns
+	 * 1 (passed: @w ends without its claim) or 0 (the claim is untouched:
+	 * resume it). NULL: never passed.
+	 */
+	int (*pass_claim)(struct orbit__work *w, bool run_here, struct orbit__work **next);
 	struct orbit__coord_stats st;
 	/*
 	 * The pool of work records (serial_executor.c): a lock-free stack of

@@ -294,6 +294,7 @@ static int copy_policy(orbit_execution_lane_policy_t *dst, const orbit_execution
 }
 
 static void spot_room(void *ctx);
+static int pass_claim(struct orbit__work *w, bool run_here, struct orbit__work **next);
 
 int orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_options *user,
 			       orbit_spot_serial_executor_t **out)
@@ -334,8 +335,10 @@ int orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_op
 	ret = orbit__coord_init(&s->co, name);
 	if (ret)
 		goto err_queue;
-	if (s->mode == ORBIT_SPOT_SPOT_WIDE)
+	if (s->mode == ORBIT_SPOT_SPOT_WIDE) {
 		orbit__serial_queue_set_room_hook(s->spot_q, spot_room, s);
+		s->co.pass_claim = pass_claim;
+	}
 	*out = s;
 	return 0;
 
@@ -488,6 +491,62 @@ static int actor_turn_item(orbit_serial_turn_t *turn, void *arg)
 	if (ret)
 		turn_failed(w, ret);
 	return ORBIT_SERIAL_SUSPENDED;
+}
+
+/* One claim pass, decided in one lane turn (pass_fn). */
+struct pass {
+	struct orbit__work *w, *next;
+	bool run_here;
+	int passed;
+};
+
+/*
+ * On the lane: hand @p->w's Actor claim to the Actor's next record, if it
+ * is the next work of the Actor queue (the payload stays reserved there,
+ * §5), and either return it to run on the finishing Spot turn (@run_here
+ * and no turn waits for room: FIFO among owners) or place its turn as
+ * actor_turn_item() would have (place_turn_fn(): the back of the Spot
+ * queue, or the waiting FIFO).
+ */
+static int pass_fn(void *arg)
+{
+	struct pass *p = arg;
+	orbit_spot_serial_executor_t *s = (orbit_spot_serial_executor_t *)p->w->co;
+	struct orbit__work *w;
+	void *next;
+	int ret;
+
+	/* Every build (07 §8): entered from a Spot-queue turn, like the
+	 * room hook. */
+	ORBIT__CHECK_ON_LANE(s->co.lane);
+	if (orbit__serial_queue_pass_held(p->w->claim, actor_turn_item, actor_claim_end, &next) != 1)
+		return 0;
+	p->passed = 1;
+	w = next;
+	w->claim = p->w->claim;
+	if (p->run_here && !s->wait_head) {
+		p->next = w;
+		return 0;
+	}
+	ret = place_turn_fn(w);
+	if (ret)
+		turn_failed(w, ret);
+	return 0;
+}
+
+/* The coordinator's pass_claim (SpotWide, lib/serial_executor.h). */
+static int pass_claim(struct orbit__work *w, bool run_here, struct orbit__work **next)
+{
+	orbit_spot_serial_executor_t *s = (orbit_spot_serial_executor_t *)w->co;
+	struct pass p = { .w = w, .run_here = run_here };
+
+	/* Refused (this thread holds the lane already: an executor ran the
+	 * Spot drain inside one of our lane turns): nothing passed, the
+	 * claim is resumed the ordinary way. */
+	if (orbit_state_lane_run(s->co.lane, pass_fn, &p))
+		return 0;
+	*next = p.next;
+	return p.passed;
 }
 
 static int submit_fn(void *arg)

@@ -180,9 +180,9 @@ int orbit__coord_await(struct orbit__coord *co, int timeout_ms)
 	 * and broadcasts under mu (which we hold until cond_wait releases
 	 * it), or we see its decrement below. */
 	atomic_fetch_add_explicit(&co->waiters, 1, memory_order_seq_cst);
-	while (atomic_load_explicit(&co->outstanding, memory_order_seq_cst) > 0) {
+	while (orbit__coord_outstanding(co) > 0) {
 		ret = cond_wait_until(&co->cv, &co->mu, timeout_ms, &dl);
-		if (ret && atomic_load_explicit(&co->outstanding, memory_order_seq_cst) > 0)
+		if (ret && orbit__coord_outstanding(co) > 0)
 			break;
 		ret = 0;
 	}
@@ -207,7 +207,7 @@ int orbit__coord_destroy_begin(struct orbit__coord *co, int (*close)(void *obj),
 	if (ret)
 		return ret;
 	/* seq_cst like D1: closed, so the count only goes down from here. */
-	return atomic_load_explicit(&co->outstanding, memory_order_seq_cst) > 0 ? -EBUSY : 0;
+	return orbit__coord_outstanding(co) > 0 ? -EBUSY : 0;
 }
 
 void orbit__queue_free(orbit_serial_queue_t *q)
@@ -247,7 +247,7 @@ void orbit__coord_stats(const struct orbit__coord *cco, struct orbit_serial_exec
 	out->yielded = LD(yielded);
 	out->protocol_errors = LD(protocol_errors);
 #undef LD
-	out->outstanding = atomic_load_explicit(&co->outstanding, memory_order_relaxed);
+	out->outstanding = orbit__coord_outstanding(co);
 }
 
 /* ---- completion ------------------------------------------------------------ */
@@ -517,13 +517,14 @@ int orbit__work_refuse(struct orbit__work *w, unsigned kind, int err)
 /* Uncount one piece of work; wake quiescence waiters at zero. */
 static void coord_uncount(struct orbit__coord *co)
 {
-	/* D2: seq_cst decrement, then a seq_cst load of waiters; pairs with
-	 * D1 in orbit__coord_await(). */
-	uint64_t left = atomic_fetch_sub_explicit(&co->outstanding, 1, memory_order_seq_cst) - 1;
-
+	/* D2: seq_cst increment of released, then a seq_cst load of waiters;
+	 * pairs with D1 in orbit__coord_await(): either we see the waiter
+	 * and check the count under its mutex, or its loads see our release. */
+	atomic_fetch_add_explicit(&co->released, 1, memory_order_seq_cst);
 	if (co->on_release)
-		co->on_release(co, left);
-	if (left == 0 && atomic_load_explicit(&co->waiters, memory_order_seq_cst)) {
+		co->on_release(co, orbit__coord_outstanding(co));
+	if (atomic_load_explicit(&co->waiters, memory_order_seq_cst) &&
+	    orbit__coord_outstanding(co) == 0) {
 		orbit__mutex_lock(&co->mu);
 		if (pthread_cond_broadcast(&co->cv))
 			abort();
@@ -551,7 +552,7 @@ int orbit__work_submit(struct orbit__work *w, unsigned kind, const struct orbit_
 
 	/* Counted before the enqueue: the work may finish before it returns.
 	 * seq_cst like D2 (a waiter must not miss it). */
-	atomic_fetch_add_explicit(&co->outstanding, 1, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&co->submitted, 1, memory_order_seq_cst);
 	ret = enqueue(w, e);
 	if (ret == 0) {
 		STAT_INC(co, accepted[kind]);

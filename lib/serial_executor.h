@@ -38,10 +38,12 @@ struct orbit__actor_info {
 	struct orbit_actor_state_snapshot last; /* version 0, len 0 until a turn took one */
 };
 
+/* Submitters' counters first, the drains' on a line of their own. */
 struct orbit__coord_stats {
 	_Atomic uint64_t accepted[ORBIT_WORK_KINDS], rejected_full[ORBIT_WORK_KINDS],
 		rejected_too_big[ORBIT_WORK_KINDS], rejected_closed[ORBIT_WORK_KINDS];
-	_Atomic uint64_t completed, turn_rejected, turn_waited, yielded, protocol_errors;
+	_Alignas(64) _Atomic uint64_t completed;
+	_Atomic uint64_t turn_rejected, turn_waited, yielded, protocol_errors;
 };
 
 struct orbit__coord;
@@ -65,12 +67,19 @@ struct orbit__coord {
 	uint64_t id; /* unique in the process: completions name their coordinator by it */
 	orbit_state_lane_t *lane; /* owns the coordinator's C2 state (06 §4) */
 	/*
-	 * Work accepted and not yet released. Incremented by the submitter
-	 * before the enqueue, decremented when the work's last piece ended.
-	 * Pairs with `waiters` in a Dekker handshake (seq_cst, see
-	 * orbit__work_release() and orbit__coord_await()).
+	 * Work accepted and not yet released is submitted - released
+	 * (orbit__coord_outstanding()). `submitted` is incremented by the
+	 * submitter before the enqueue, `released` when the work's last piece
+	 * ended: two words on their own cache lines, so that a submitter and
+	 * a drain do not pull one line back and forth for every record. Both
+	 * only grow and a record is released after it was submitted, so
+	 * released <= submitted in the seq_cst order. `released` pairs with
+	 * `waiters` in a Dekker handshake (seq_cst, see coord_uncount() and
+	 * orbit__coord_await()); waiters sits on the releasers' line, which
+	 * they read at every release.
 	 */
-	_Atomic uint64_t outstanding;
+	_Alignas(64) _Atomic uint64_t submitted;
+	_Alignas(64) _Atomic uint64_t released;
 	_Atomic unsigned waiters; /* threads in orbit__coord_await(); see D1/D2 */
 	pthread_mutex_t mu; /* protects nothing but the cv handshake */
 	pthread_cond_t cv;  /* outstanding reached 0 */
@@ -119,6 +128,20 @@ struct orbit__work {
 	int snap_err; /* the snapshot turn's error (-EDEADLK, -EPIPE), or 0 */
 	struct orbit_actor_state_snapshot snap;
 };
+
+/*
+ * Work of @co accepted and not yet released: released is read first, then
+ * submitted (seq_cst, D1), so 0 means there was a moment at which nothing
+ * was outstanding; a submission racing the reads only makes it larger.
+ */
+static inline uint64_t orbit__coord_outstanding(const struct orbit__coord *co)
+{
+	uint64_t r = atomic_load_explicit(&((struct orbit__coord *)co)->released,
+					  memory_order_seq_cst);
+
+	return atomic_load_explicit(&((struct orbit__coord *)co)->submitted, memory_order_seq_cst) -
+	       r;
+}
 
 int orbit__coord_init(struct orbit__coord *co, const char *lane_name);
 void orbit__coord_fini(struct orbit__coord *co);

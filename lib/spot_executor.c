@@ -13,8 +13,14 @@
  * its enqueue in one lane turn (the enqueue only takes the queue mutex, a
  * leaf, and never waits for work), so a queue is never used after close
  * and never created after it. The Spot queue itself lives from create to
- * destroy and is never closed before: accepted SpotWide Actor work must
- * still place its turn on it after the Spot closed.
+ * destroy. Under SpotWide it is never closed before: accepted SpotWide
+ * Actor work must still place its turn on it after the Spot closed, and
+ * Spot and lifecycle work are decided in a lane turn with the waiting
+ * FIFO below. Under PerActor nothing but Spot and lifecycle work uses it
+ * and no lane-owned state bears on them, so they go to it directly
+ * (07 §4: executeSpot enqueues on the Spot queue) and close_fn() closes
+ * it in the turn that closes the maps: the queue's own lock then decides
+ * "before or after close" for them, as the lane does for the rest.
  *
  * SpotWide Actor turns never get lost to a full Spot queue: a turn that
  * finds it full by count (or finds turns already waiting) joins the
@@ -610,6 +616,16 @@ static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
 	ret = orbit__work_new(&s->co, fn, arg, done, yf, &c->w);
 	if (ret)
 		return ret;
+	if (s->mode == ORBIT_SPOT_PER_ACTOR &&
+	    (c->kind == ORBIT_WORK_SPOT || c->kind == ORBIT_WORK_LIFECYCLE)) {
+		/* No lane turn: see the file comment (-EPIPE from the closed
+		 * queue is counted as rejected_closed). */
+		struct orbit__enq e = { .q = s->spot_q, .fn = orbit__work_run,
+					.how = c->kind == ORBIT_WORK_SPOT ? ORBIT__ENQ_FIXED
+									  : ORBIT__ENQ_LIFECYCLE };
+
+		return orbit__work_submit(c->w, c->kind, &e);
+	}
 	ret = orbit_state_lane_run(s->co.lane, submit_fn, c);
 	if (!c->ran) /* the lane refused before running it (destroyed: misuse) */
 		return orbit__work_refuse(c->w, c->kind, ret);
@@ -724,6 +740,8 @@ static int close_fn(void *arg)
 	s->closed = true;
 	map_each(&s->actors, close_entry, NULL);
 	map_each(&s->timers, close_entry, NULL);
+	if (s->mode == ORBIT_SPOT_PER_ACTOR)
+		orbit_serial_queue_close(s->spot_q); /* its submitters skip the lane */
 	return 0;
 }
 

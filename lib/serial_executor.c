@@ -364,7 +364,7 @@ int orbit_work_completion_destroy(orbit_work_completion_t *c)
 struct work_alloc {
 	struct orbit__work w; /* first: the record handed around */
 	struct carm prev;
-	uint32_t idx;          /* index in the coordinator's pool, or WORK_MALLOCED */
+	uint32_t idx;	       /* index in the coordinator's pool, or WORK_MALLOCED */
 	_Atomic uint32_t next; /* pool stack link: index + 1 of the next free, 0 none */
 };
 
@@ -402,8 +402,8 @@ static void pool_push(struct orbit__coord *co, struct work_alloc *a)
 		nt = (((top >> 32) + 1) << 32) | (a->idx + 1);
 		/* FL-R1: release, pairs with FL-A1 in pool_pop(): the record's
 		 * last use (its release) and its link before it can be popped */
-	} while (!atomic_compare_exchange_weak_explicit(&co->pool_top, &top, nt,
-						       memory_order_release, memory_order_relaxed));
+	} while (!atomic_compare_exchange_weak_explicit(
+	    &co->pool_top, &top, nt, memory_order_release, memory_order_relaxed));
 }
 
 static struct work_alloc *pool_pop(struct orbit__coord *co)
@@ -418,10 +418,11 @@ static struct work_alloc *pool_pop(struct orbit__coord *co)
 		a = pool_at(co, (uint32_t)top - 1);
 		/* Relaxed: may be stale if @a was popped meanwhile; the tag
 		 * makes the CAS fail then. */
-		nt = (((top >> 32) + 1) << 32) | atomic_load_explicit(&a->next, memory_order_relaxed);
+		nt = (((top >> 32) + 1) << 32) |
+		     atomic_load_explicit(&a->next, memory_order_relaxed);
 		/* FL-A1 (again): acquire on success and on failure */
-	} while (!atomic_compare_exchange_weak_explicit(&co->pool_top, &top, nt,
-						       memory_order_acquire, memory_order_acquire));
+	} while (!atomic_compare_exchange_weak_explicit(
+	    &co->pool_top, &top, nt, memory_order_acquire, memory_order_acquire));
 	return a;
 }
 
@@ -688,7 +689,8 @@ int orbit__work_run(orbit_serial_turn_t *turn, void *arg)
 		tls_frame = f.prev;
 		if (w->yielded) {
 			if (r != ORBIT_SERIAL_SUSPENDED)
-				STAT_INC(w->co, protocol_errors); /* the queue resolves it as suspended */
+				STAT_INC(w->co,
+					 protocol_errors); /* the queue resolves it as suspended */
 			return ORBIT_SERIAL_SUSPENDED;
 		}
 		if (r == ORBIT_SERIAL_SUSPENDED)

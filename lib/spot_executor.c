@@ -247,8 +247,8 @@ static int actor_get(orbit_spot_serial_executor_t *s, uint64_t id, struct actor_
 	if (*out)
 		return 0;
 	snprintf(qname, sizeof(qname), "%.32s/actor/%llu", s->name, (unsigned long long)id);
-	ret = entry_get(s, &s->actors, hash, actor_eq, &id, sizeof(**out), &s->actor_pol,
-			qname, (struct entry_head **)out, &created);
+	ret = entry_get(s, &s->actors, hash, actor_eq, &id, sizeof(**out), &s->actor_pol, qname,
+			(struct entry_head **)out, &created);
 	if (ret || !created)
 		return ret;
 	(*out)->info.actor_id = id;
@@ -269,8 +269,8 @@ static int timer_get(orbit_spot_serial_executor_t *s, const char *name, struct t
 	if (*out)
 		return 0; /* found: no queue name formatted, as in actor_get() */
 	snprintf(qname, sizeof(qname), "%.24s/timer/%.31s", s->name, name);
-	ret = entry_get(s, &s->timers, hash, timer_eq, name, sizeof(**out), &s->timer_pol,
-			qname, (struct entry_head **)out, &created);
+	ret = entry_get(s, &s->timers, hash, timer_eq, name, sizeof(**out), &s->timer_pol, qname,
+			(struct entry_head **)out, &created);
 	if (ret || !created)
 		return ret;
 	strcpy((*out)->name, name); /* length checked by the entry point */
@@ -525,7 +525,8 @@ static int pass_fn(void *arg)
 	/* Every build (07 §8): entered from a Spot-queue turn, like the
 	 * room hook. */
 	ORBIT__CHECK_ON_LANE(s->co.lane);
-	if (orbit__serial_queue_pass_held(p->w->claim, actor_turn_item, actor_claim_end, &next) != 1)
+	if (orbit__serial_queue_pass_held(p->w->claim, actor_turn_item, actor_claim_end, &next) !=
+	    1)
 		return 0;
 	p->passed = 1;
 	w = next;
@@ -620,7 +621,8 @@ static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
 	    (c->kind == ORBIT_WORK_SPOT || c->kind == ORBIT_WORK_LIFECYCLE)) {
 		/* No lane turn: see the file comment (-EPIPE from the closed
 		 * queue is counted as rejected_closed). */
-		struct orbit__enq e = { .q = s->spot_q, .fn = orbit__work_run,
+		struct orbit__enq e = { .q = s->spot_q,
+					.fn = orbit__work_run,
 					.how = c->kind == ORBIT_WORK_SPOT ? ORBIT__ENQ_FIXED
 									  : ORBIT__ENQ_LIFECYCLE };
 

@@ -1005,10 +1005,10 @@ static void test_s10_spot_wide_chain_cut_at_time_budget(void **state)
 	for (int i = 0; i < CHAIN_ITEMS; i++)
 		assert_int_equal(orbit_spot_execute_actor(s, 1, heavy_fn, &h, 0, NULL), 0);
 	assert_int_equal(manual_pending(&x), 1); /* the Actor queue's drain */
-	assert_true(manual_run_one(&x));         /* places the first record's Spot turn */
+	assert_true(manual_run_one(&x));	 /* places the first record's Spot turn */
 	assert_int_equal(atomic_load(&h.ran), 0);
 	assert_int_equal(manual_pending(&x), 1); /* the Spot queue's drain */
-	assert_true(manual_run_one(&x));         /* the first slice */
+	assert_true(manual_run_one(&x));	 /* the first slice */
 	first_slice = atomic_load(&h.ran);
 	print_message("records in the first Spot slice: %d (budget %d ms, records of %d ms)\n",
 		      first_slice, CHAIN_BUDGET_MS, FAIR_ITEM_MS);

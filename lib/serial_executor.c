@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include "base/time.h"
 #include "lib/ownership.h"
 #include "lib/serial_executor.h"
+#include "lib/serial_queue.h"
 #include "lib/sync.h"
 
 /* Coordinator ids: relaxed, only uniqueness matters. */
@@ -36,6 +38,8 @@ struct frame {
 };
 
 static _Thread_local struct frame *tls_frame;
+
+static void pool_fini(struct orbit__coord *co);
 
 enum cstate { C_IDLE = 0, C_PENDING, C_DONE };
 
@@ -119,6 +123,7 @@ void orbit__coord_fini(struct orbit__coord *co)
 {
 	orbit_state_lane_close_sync(co->lane);
 	orbit_state_lane_destroy(co->lane);
+	pool_fini(co);
 	pthread_cond_destroy(&co->cv);
 	pthread_mutex_destroy(&co->mu);
 }
@@ -154,9 +159,9 @@ int orbit__coord_await(struct orbit__coord *co, int timeout_ms)
 	 * and broadcasts under mu (which we hold until cond_wait releases
 	 * it), or we see its decrement below. */
 	atomic_fetch_add_explicit(&co->waiters, 1, memory_order_seq_cst);
-	while (atomic_load_explicit(&co->outstanding, memory_order_seq_cst) > 0) {
+	while (orbit__coord_outstanding(co) > 0) {
 		ret = cond_wait_until(&co->cv, &co->mu, timeout_ms, &dl);
-		if (ret && atomic_load_explicit(&co->outstanding, memory_order_seq_cst) > 0)
+		if (ret && orbit__coord_outstanding(co) > 0)
 			break;
 		ret = 0;
 	}
@@ -181,7 +186,7 @@ int orbit__coord_destroy_begin(struct orbit__coord *co, int (*close)(void *obj),
 	if (ret)
 		return ret;
 	/* seq_cst like D1: closed, so the count only goes down from here. */
-	return atomic_load_explicit(&co->outstanding, memory_order_seq_cst) > 0 ? -EBUSY : 0;
+	return orbit__coord_outstanding(co) > 0 ? -EBUSY : 0;
 }
 
 void orbit__queue_free(orbit_serial_queue_t *q)
@@ -221,7 +226,7 @@ void orbit__coord_stats(const struct orbit__coord *cco, struct orbit_serial_exec
 	out->yielded = LD(yielded);
 	out->protocol_errors = LD(protocol_errors);
 #undef LD
-	out->outstanding = atomic_load_explicit(&co->outstanding, memory_order_relaxed);
+	out->outstanding = orbit__coord_outstanding(co);
 }
 
 /* ---- completion ------------------------------------------------------------ */
@@ -337,20 +342,128 @@ int orbit_work_completion_destroy(orbit_work_completion_t *c)
 struct work_alloc {
 	struct orbit__work w; /* first: the record handed around */
 	struct carm prev;
+	uint32_t idx;	       /* index in the coordinator's pool, or WORK_MALLOCED */
+	_Atomic uint32_t next; /* pool stack link: index + 1 of the next free, 0 none */
 };
+
+#define WORK_MALLOCED UINT32_MAX
+
+/*
+ * The record pool (struct orbit__coord's pool_*). Records are made on a
+ * submitter's thread and released on a drain's, so malloc's per-thread
+ * caches never get them back: every submission paid an arena round trip
+ * (callgrind: malloc, calloc and free were the largest cost after the
+ * queue name of a PerActor submission). A Treiber stack of indexes with
+ * a tag in the same word: a pop that read a stale `next` fails its CAS
+ * because every push and pop changes the tag, so ABA cannot hand out a
+ * record twice. Chunks live until orbit__coord_fini(), so reading a
+ * stale record's `next` always reads pool memory.
+ */
+static struct work_alloc *pool_at(struct orbit__coord *co, uint32_t idx)
+{
+	/* Relaxed: the index came from pool_top, whose FL-A1 acquire saw the
+	 * push (FL-R1) that follows the chunk's store on the same thread. */
+	struct work_alloc *c = atomic_load_explicit(&co->pool_chunk[idx / ORBIT__WORK_CHUNK],
+						    memory_order_relaxed);
+
+	return &c[idx % ORBIT__WORK_CHUNK];
+}
+
+static void pool_push(struct orbit__coord *co, struct work_alloc *a)
+{
+	/* Relaxed: the CAS below publishes (FL-R1). */
+	uint64_t top = atomic_load_explicit(&co->pool_top, memory_order_relaxed), nt;
+
+	do {
+		/* Relaxed: published by the FL-R1 CAS; racing pops only read it. */
+		atomic_store_explicit(&a->next, (uint32_t)top, memory_order_relaxed);
+		nt = (((top >> 32) + 1) << 32) | (a->idx + 1);
+		/* FL-R1: release, pairs with FL-A1 in pool_pop(): the record's
+		 * last use (its release) and its link before it can be popped */
+	} while (!atomic_compare_exchange_weak_explicit(
+	    &co->pool_top, &top, nt, memory_order_release, memory_order_relaxed));
+}
+
+static struct work_alloc *pool_pop(struct orbit__coord *co)
+{
+	/* FL-A1: acquire, pairs with FL-R1 in pool_push() */
+	uint64_t top = atomic_load_explicit(&co->pool_top, memory_order_acquire), nt;
+	struct work_alloc *a;
+
+	do {
+		if (!(uint32_t)top)
+			return NULL;
+		a = pool_at(co, (uint32_t)top - 1);
+		/* Relaxed: may be stale if @a was popped meanwhile; the tag
+		 * makes the CAS fail then. */
+		nt = (((top >> 32) + 1) << 32) |
+		     atomic_load_explicit(&a->next, memory_order_relaxed);
+		/* FL-A1 (again): acquire on success and on failure */
+	} while (!atomic_compare_exchange_weak_explicit(
+	    &co->pool_top, &top, nt, memory_order_acquire, memory_order_acquire));
+	return a;
+}
+
+/* The pool is empty: add a chunk (keeping one record) or fall back to malloc. */
+static struct work_alloc *pool_grow(struct orbit__coord *co)
+{
+	/* Relaxed: a slot number only; the chunk is published by FL-R1. */
+	uint32_t c = atomic_load_explicit(&co->pool_chunks, memory_order_relaxed);
+	struct work_alloc *chunk;
+
+	while (c < ORBIT__WORK_CHUNKS &&
+	       !atomic_compare_exchange_weak_explicit(&co->pool_chunks, &c, c + 1,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+	if (c >= ORBIT__WORK_CHUNKS) {
+		chunk = malloc(sizeof(*chunk));
+		if (chunk)
+			chunk->idx = WORK_MALLOCED;
+		return chunk;
+	}
+	chunk = calloc(ORBIT__WORK_CHUNK, sizeof(*chunk));
+	if (!chunk)
+		return NULL; /* the slot stays empty: its indexes are never pushed */
+	for (uint32_t i = 0; i < ORBIT__WORK_CHUNK; i++)
+		chunk[i].idx = c * ORBIT__WORK_CHUNK + i;
+	/* Relaxed: published to other threads by the FL-R1 pushes below. */
+	atomic_store_explicit(&co->pool_chunk[c], chunk, memory_order_relaxed);
+	for (uint32_t i = 1; i < ORBIT__WORK_CHUNK; i++)
+		pool_push(co, &chunk[i]);
+	return &chunk[0];
+}
+
+static void work_free(struct orbit__coord *co, struct work_alloc *a)
+{
+	if (a->idx == WORK_MALLOCED)
+		free(a);
+	else
+		pool_push(co, a);
+}
+
+static void pool_fini(struct orbit__coord *co)
+{
+	for (uint32_t i = 0; i < ORBIT__WORK_CHUNKS; i++)
+		/* Relaxed: quiescent; the lane close ordered every release before. */
+		free(atomic_load_explicit(&co->pool_chunk[i], memory_order_relaxed));
+}
 
 int orbit__work_new(struct orbit__coord *co, orbit_serial_work_fn fn, void *arg,
 		    orbit_work_completion_t *done, unsigned yield_flags, struct orbit__work **out)
 {
-	struct work_alloc *a = calloc(1, sizeof(*a));
+	struct work_alloc *a = pool_pop(co);
 	int ret;
 
 	if (!a)
+		a = pool_grow(co);
+	if (!a)
 		return -ENOMEM;
+	/* Everything but the snapshot, which is only read once taken. */
+	memset(&a->w, 0, offsetof(struct orbit__work, snap));
 	if (done) {
 		ret = completion_arm(done, co->id, &a->prev);
 		if (ret) {
-			free(a);
+			work_free(co, a);
 			return ret;
 		}
 	}
@@ -370,7 +483,7 @@ static void work_discard(struct orbit__work *w)
 
 	if (w->done)
 		completion_set(w->done, a->prev.state, a->prev.result, a->prev.owner);
-	free(a);
+	work_free(w->co, a);
 }
 
 int orbit__work_refuse(struct orbit__work *w, unsigned kind, int err)
@@ -383,13 +496,14 @@ int orbit__work_refuse(struct orbit__work *w, unsigned kind, int err)
 /* Uncount one piece of work; wake quiescence waiters at zero. */
 static void coord_uncount(struct orbit__coord *co)
 {
-	/* D2: seq_cst decrement, then a seq_cst load of waiters; pairs with
-	 * D1 in orbit__coord_await(). */
-	uint64_t left = atomic_fetch_sub_explicit(&co->outstanding, 1, memory_order_seq_cst) - 1;
-
+	/* D2: seq_cst increment of released, then a seq_cst load of waiters;
+	 * pairs with D1 in orbit__coord_await(): either we see the waiter
+	 * and check the count under its mutex, or its loads see our release. */
+	atomic_fetch_add_explicit(&co->released, 1, memory_order_seq_cst);
 	if (co->on_release)
-		co->on_release(co, left);
-	if (left == 0 && atomic_load_explicit(&co->waiters, memory_order_seq_cst)) {
+		co->on_release(co, orbit__coord_outstanding(co));
+	if (atomic_load_explicit(&co->waiters, memory_order_seq_cst) &&
+	    orbit__coord_outstanding(co) == 0) {
 		orbit__mutex_lock(&co->mu);
 		orbit__die_on(pthread_cond_broadcast(&co->cv), "pthread_cond_broadcast");
 		orbit__mutex_unlock(&co->mu);
@@ -416,7 +530,7 @@ int orbit__work_submit(struct orbit__work *w, unsigned kind, const struct orbit_
 
 	/* Counted before the enqueue: the work may finish before it returns.
 	 * seq_cst like D2 (a waiter must not miss it). */
-	atomic_fetch_add_explicit(&co->outstanding, 1, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&co->submitted, 1, memory_order_seq_cst);
 	ret = enqueue(w, e);
 	if (ret == 0) {
 		STAT_INC(co, accepted[kind]);
@@ -438,7 +552,9 @@ void orbit__work_release(struct orbit__work *w)
 {
 	struct orbit__coord *co = w->co;
 
-	free((struct work_alloc *)w);
+	/* Back to the pool before the uncount: destroy frees the pool once
+	 * the count reached zero. */
+	work_free(co, (struct work_alloc *)w);
 	coord_uncount(co);
 }
 
@@ -456,56 +572,113 @@ static int snapshot_fn(void *arg)
 	return 0;
 }
 
-/* The handler finished (its last continuation returned DONE). */
-static void work_finish(struct orbit__work *w)
+/*
+ * The snapshot of a handling's start (07 §7). All fields are read in one
+ * lane turn; when no set_info completed since the previous record of this
+ * Actor took its turn (SX-A1 reads the version that turn saw), that
+ * record's snapshot is still the registration as it is now, so it is
+ * carried instead and the drain does not meet the submitters on the lane
+ * for every record. A set_info that completed before this handling
+ * started is always seen: its SX-R1 store happens before our SX-A1 load.
+ * One still running is ordered after this start, as when its turn comes
+ * after the snapshot turn. A turn refused (this thread already holds the
+ * lane: an executor ran the work inside a coordinator's lane turn; or the
+ * lane is closed) leaves no snapshot: the handler is told, not handed a
+ * half-filled one.
+ */
+static void snapshot_take(struct orbit__work *w)
+{
+	struct orbit__actor_info *a = w->info;
+	/* SX-A1: acquire, pairs with SX-R1 in orbit__actor_info_set() */
+	uint64_t v = atomic_load_explicit(&a->version_pub, memory_order_acquire);
+
+	if (v == a->last.version) {
+		w->snap = a->last;
+		w->snap.actor_id = a->actor_id;
+		w->snap_err = 0;
+		return;
+	}
+	w->snap.actor_id = a->actor_id;
+	w->snap_err = orbit_state_lane_run(w->co->lane, snapshot_fn, w);
+	if (!w->snap_err)
+		a->last = w->snap;
+}
+
+/*
+ * The handler finished (its last continuation returned DONE). Returns the
+ * next record to run on @turn, or NULL. Under SpotWide the record held
+ * its Actor's claim, which passes on to the Actor's next record if one is
+ * queued (pass_claim): that record's Spot turn is placed from here, at
+ * the back of the Spot queue, instead of by a new Actor-queue drain (a
+ * pool hand-off per record saved). When nothing else waits for the Spot
+ * gate (orbit__serial_turn_may_continue(): no other work in the Spot
+ * queue, no turn waiting for room, the slice budget not spent) and fewer
+ * than ORBIT__WORK_CHAIN_MAX records ran on @turn, the record runs on
+ * this turn instead: the same order as placing it at the back of an
+ * empty queue, without the round trip. Else the Actor queue gets the
+ * claim back.
+ */
+static struct orbit__work *work_finish(struct orbit__work *w, orbit_serial_turn_t *turn,
+				       unsigned chained)
 {
 	orbit_serial_resume_t *claim = w->claim;
+	struct orbit__work *next = NULL;
+	bool here;
 
 	STAT_INC(w->co, completed);
 	orbit__work_signal(w, 0);
 	if (!claim) {
 		orbit__work_release(w);
-		return;
+		return NULL;
+	}
+	if (w->co->pass_claim) {
+		here = chained + 1 < ORBIT__WORK_CHAIN_MAX && orbit__serial_turn_may_continue(turn);
+		if (w->co->pass_claim(w, here, &next)) {
+			/* Its reservation went back with the pass; the record ends here. */
+			orbit__work_release(w);
+			return next;
+		}
 	}
 	/* SpotWide: give the Actor queue its claim back; its continuation
 	 * releases @w there. On an executor error it stays queued and runs
 	 * with the Actor queue's next drain (see orbit_serial_queue_resume). */
 	orbit_serial_queue_resume(claim);
+	return NULL;
 }
 
 int orbit__work_run(orbit_serial_turn_t *turn, void *arg)
 {
 	struct orbit__work *w = arg;
-	struct frame f = { .w = w, .turn = turn, .prev = tls_frame };
 	int r;
 
-	if (w->info && !w->snapped) {
-		/* §7: one lane turn, at the start of the handling, never again
-		 * during it (continuations carry the same snapshot). A turn
-		 * refused (this thread already holds the lane: an executor ran
-		 * the work inside a coordinator's lane turn; or the lane is
-		 * closed) leaves no snapshot: the handler is told, not handed
-		 * a half-filled one. */
-		w->snapped = true;
-		w->snap.actor_id = w->info->actor_id;
-		w->snap_err = orbit_state_lane_run(w->co->lane, snapshot_fn, w);
+	for (unsigned chained = 0;; chained++) {
+		struct frame f = { .w = w, .turn = turn, .prev = tls_frame };
+
+		if (w->info && !w->snapped) {
+			/* §7: at the start of the handling, never again during it
+			 * (continuations carry the same snapshot). */
+			w->snapped = true;
+			snapshot_take(w);
+		}
+		w->yielded = false;
+		tls_frame = &f;
+		r = w->fn(turn, w->arg);
+		tls_frame = f.prev;
+		if (w->yielded) {
+			if (r != ORBIT_SERIAL_SUSPENDED)
+				STAT_INC(w->co,
+					 protocol_errors); /* the queue resolves it as suspended */
+			return ORBIT_SERIAL_SUSPENDED;
+		}
+		if (r == ORBIT_SERIAL_SUSPENDED)
+			/* orbit_serial_turn_suspend() called directly (its continuation
+			 * bypasses us) or SUSPENDED without a suspend: the handler's
+			 * end is unknowable, so the work counts as finished now. */
+			STAT_INC(w->co, protocol_errors);
+		w = work_finish(w, turn, chained);
+		if (!w)
+			return r;
 	}
-	w->yielded = false;
-	tls_frame = &f;
-	r = w->fn(turn, w->arg);
-	tls_frame = f.prev;
-	if (w->yielded) {
-		if (r != ORBIT_SERIAL_SUSPENDED)
-			STAT_INC(w->co, protocol_errors); /* the queue resolves it as suspended */
-		return ORBIT_SERIAL_SUSPENDED;
-	}
-	if (r == ORBIT_SERIAL_SUSPENDED)
-		/* orbit_serial_turn_suspend() called directly (its continuation
-		 * bypasses us) or SUSPENDED without a suspend: the handler's
-		 * end is unknowable, so the work counts as finished now. */
-		STAT_INC(w->co, protocol_errors);
-	work_finish(w);
-	return r;
 }
 
 int orbit__work_yield(orbit_serial_turn_t *turn, orbit_serial_work_fn cont, void *arg,
@@ -571,5 +744,8 @@ int orbit__actor_info_set(struct orbit__actor_info *a, const void *info, size_t 
 		memcpy(a->bytes, info, len);
 	a->len = (uint32_t)len;
 	a->version++;
+	/* SX-R1: release, pairs with SX-A1 in snapshot_take(): the new
+	 * information before its version is seen */
+	atomic_store_explicit(&a->version_pub, a->version, memory_order_release);
 	return 0;
 }

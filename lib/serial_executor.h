@@ -17,22 +17,44 @@
 #include <orbit/spot_executor.h>
 #include <orbit/state_lane.h>
 
-/* Registration information of one Actor (07 §7); owned by a state lane. */
+/*
+ * Registration information of one Actor (07 §7). actor_id is fixed before
+ * the first record; version, len and bytes are owned by the coordinator's
+ * state lane. version_pub mirrors version (C3, 06 §4): written in the
+ * lane turn that changed the information, after it (SX-R1), read by a
+ * handling's start (SX-A1). `last` is the snapshot the previous record
+ * of this Actor took in its lane turn: owned by the Actor's handlings,
+ * which run one at a time (its queue, or its held claim under SpotWide)
+ * and are ordered by that queue's lock. A handling whose SX-A1 read
+ * equals last.version carries `last` instead of taking a new lane turn:
+ * no set_info completed since that turn (see orbit__work_run()).
+ */
 struct orbit__actor_info {
 	uint64_t actor_id;
 	uint64_t version;
 	uint32_t len;
 	unsigned char bytes[ORBIT_ACTOR_INFO_MAX];
+	_Atomic uint64_t version_pub;
+	struct orbit_actor_state_snapshot last; /* version 0, len 0 until a turn took one */
 };
 
+/* Submitters' counters first, the drains' on a line of their own. */
 struct orbit__coord_stats {
 	_Atomic uint64_t accepted[ORBIT_WORK_KINDS], rejected_full[ORBIT_WORK_KINDS],
 		rejected_too_big[ORBIT_WORK_KINDS], rejected_closed[ORBIT_WORK_KINDS];
-	_Atomic uint64_t completed, turn_rejected, turn_waited, yielded, protocol_errors;
+	_Alignas(64) _Atomic uint64_t completed;
+	_Atomic uint64_t turn_rejected, turn_waited, yielded, protocol_errors;
 };
 
 struct orbit__coord;
 struct orbit__work;
+
+/* Work records pooled per coordinator: chunks of this many, at most
+ * this many chunks (4,096 records); past it records come from malloc. */
+#define ORBIT__WORK_CHUNK 64u
+#define ORBIT__WORK_CHUNKS 64u
+/* SpotWide: records of one Actor run in one hold of the Spot gate, at most. */
+#define ORBIT__WORK_CHAIN_MAX 64u
 
 /*
  * Called by orbit__work_release() with the count of work still
@@ -45,17 +67,44 @@ struct orbit__coord {
 	uint64_t id; /* unique in the process: completions name their coordinator by it */
 	orbit_state_lane_t *lane; /* owns the coordinator's C2 state (06 §4) */
 	/*
-	 * Work accepted and not yet released. Incremented by the submitter
-	 * before the enqueue, decremented when the work's last piece ended.
-	 * Pairs with `waiters` in a Dekker handshake (seq_cst, see
-	 * orbit__work_release() and orbit__coord_await()).
+	 * Work accepted and not yet released is submitted - released
+	 * (orbit__coord_outstanding()). `submitted` is incremented by the
+	 * submitter before the enqueue, `released` when the work's last piece
+	 * ended: two words on their own cache lines, so that a submitter and
+	 * a drain do not pull one line back and forth for every record. Both
+	 * only grow and a record is released after it was submitted, so
+	 * released <= submitted in the seq_cst order. `released` pairs with
+	 * `waiters` in a Dekker handshake (seq_cst, see coord_uncount() and
+	 * orbit__coord_await()); waiters sits on the releasers' line, which
+	 * they read at every release.
 	 */
-	_Atomic uint64_t outstanding;
+	_Alignas(64) _Atomic uint64_t submitted;
+	_Alignas(64) _Atomic uint64_t released;
 	_Atomic unsigned waiters; /* threads in orbit__coord_await(); see D1/D2 */
 	pthread_mutex_t mu; /* protects nothing but the cv handshake */
 	pthread_cond_t cv;  /* outstanding reached 0 */
 	orbit__coord_release_fn on_release; /* NULL: none */
+	/*
+	 * SpotWide Spot coordinator: @w (an Actor record) finished on its
+	 * Spot turn. Pass its Actor claim on to that Actor's next record:
+	 * with @run_here and no turn waiting for the Spot queue, return it in
+	 * *@next to run on the same Spot turn; else place its Spot turn (or
+	 * make it wait for room) as its Actor queue turn would have. Returns
+	 * 1 (passed: @w ends without its claim) or 0 (the claim is untouched:
+	 * resume it). NULL: never passed.
+	 */
+	int (*pass_claim)(struct orbit__work *w, bool run_here, struct orbit__work **next);
 	struct orbit__coord_stats st;
+	/*
+	 * The pool of work records (serial_executor.c): a lock-free stack of
+	 * free records, pool_top = tag << 32 | (index + 1), 0 in the low half
+	 * when empty; chunks of ORBIT__WORK_CHUNK records, made on demand up
+	 * to ORBIT__WORK_CHUNKS and freed by orbit__coord_fini(). Own cache
+	 * line: submitters and drains both write pool_top.
+	 */
+	_Alignas(64) _Atomic uint64_t pool_top;
+	_Atomic uint32_t pool_chunks; /* chunk slots claimed */
+	_Atomic(void *) pool_chunk[ORBIT__WORK_CHUNKS];
 };
 
 /* One submitted piece of work, from acceptance to its last continuation. */
@@ -72,12 +121,27 @@ struct orbit__work {
 	/* SpotWide Actor work whose Spot turn waits for room: the next in
 	 * the Spot coordinator's FIFO (owned by its state lane). */
 	struct orbit__work *wait_next;
-	/* Actor work: the registration to snapshot at the handling's start. */
-	const struct orbit__actor_info *info;
+	/* Actor work: the registration to snapshot at the handling's start
+	 * (its `last` is written by the handling, see orbit__actor_info). */
+	struct orbit__actor_info *info;
 	bool snapped;
 	int snap_err; /* the snapshot turn's error (-EDEADLK, -EPIPE), or 0 */
 	struct orbit_actor_state_snapshot snap;
 };
+
+/*
+ * Work of @co accepted and not yet released: released is read first, then
+ * submitted (seq_cst, D1), so 0 means there was a moment at which nothing
+ * was outstanding; a submission racing the reads only makes it larger.
+ */
+static inline uint64_t orbit__coord_outstanding(const struct orbit__coord *co)
+{
+	uint64_t r = atomic_load_explicit(&((struct orbit__coord *)co)->released,
+					  memory_order_seq_cst);
+
+	return atomic_load_explicit(&((struct orbit__coord *)co)->submitted, memory_order_seq_cst) -
+	       r;
+}
 
 int orbit__coord_init(struct orbit__coord *co, const char *lane_name);
 void orbit__coord_fini(struct orbit__coord *co);

@@ -75,11 +75,17 @@ struct orbit_serial_resume {
 	bool resumed;    /* under q->lock: orbit_serial_queue_resume was called */
 };
 
+struct slice_clock;
+
 struct orbit_serial_turn {
 	orbit_serial_queue_t *q;
 	struct orbit_serial_turn *prev; /* the thread's enclosing turn, if any */
 	const struct item *item;
 	orbit_serial_resume_t *suspended;
+	const struct slice_clock *clk; /* the drain slice's budget (§6.4) */
+	/* Entries of q->claimed up to and including this item (a batch's
+	 * items leave `claimed` after the batch); 0 outside a batch. */
+	uint32_t claimed_upto;
 };
 
 struct qstats {
@@ -592,9 +598,10 @@ static unsigned claim_batch(orbit_serial_queue_t *q)
  * Run one taken item on a turn. Stores its result in *@result and
  * returns the handle it suspended with, if any. Not under q->lock.
  */
-static orbit_serial_resume_t *run_one(orbit_serial_queue_t *q, const struct item *it, int *result)
+static orbit_serial_resume_t *run_one(orbit_serial_queue_t *q, const struct item *it, int *result,
+				      const struct slice_clock *clk)
 {
-	struct orbit_serial_turn turn = { .q = q, .prev = tls_turn, .item = it };
+	struct orbit_serial_turn turn = { .q = q, .prev = tls_turn, .item = it, .clk = clk };
 
 	tls_turn = &turn;
 	*result = it->fn(&turn, it->arg);
@@ -612,7 +619,7 @@ static void run_batch(orbit_serial_queue_t *q, unsigned n, struct batch_tally *t
 		      orbit_serial_resume_t **suspended, const struct slice_clock *clk, bool *cut)
 {
 	const struct ring *c = &q->claimed;
-	struct orbit_serial_turn turn = { .q = q, .prev = tls_turn };
+	struct orbit_serial_turn turn = { .q = q, .prev = tls_turn, .clk = clk };
 
 	*t = (struct batch_tally){ 0 };
 	*suspended = NULL;
@@ -622,6 +629,7 @@ static void run_batch(orbit_serial_queue_t *q, unsigned n, struct batch_tally *t
 		int r;
 
 		turn.item = it;
+		turn.claimed_upto = t->ran + 1;
 		r = it->fn(&turn, it->arg);
 		t->ran++;
 		if (turn.suspended) {
@@ -782,7 +790,7 @@ static void drain(void *arg)
 				break; /* empty, or runnable past the budget: cut */
 			}
 			orbit__mutex_unlock(&q->lock);
-			h = run_one(q, &it, &r);
+			h = run_one(q, &it, &r, &clk);
 			cut = slice_over(&clk); /* §6.4: at handler boundaries */
 			orbit__mutex_lock(&q->lock);
 			end_turn(q, &it, h, r);
@@ -869,6 +877,61 @@ int orbit_serial_queue_resume(orbit_serial_resume_t *h)
 		schedule_failed(q); /* the continuation stays queued */
 		orbit__mutex_unlock(&q->lock);
 	}
+	return ret;
+}
+
+bool orbit__serial_turn_may_continue(const orbit_serial_turn_t *turn)
+{
+	orbit_serial_queue_t *q = turn->q;
+	bool alone;
+
+	if (turn->suspended || slice_over(turn->clk))
+		return false;
+	orbit__mutex_lock(&q->lock);
+	alone = !q->app.len && q->claimed.len == turn->claimed_upto && !q->barrier.len &&
+		!q->res_head && !q->lc.len && !q->held_cont;
+	orbit__mutex_unlock(&q->lock);
+	return alone;
+}
+
+int orbit__serial_queue_pass_held(orbit_serial_resume_t *h, orbit_serial_work_fn first,
+				  orbit_serial_work_fn cont, void **arg_out)
+{
+	orbit_serial_queue_t *q = h->q;
+	struct item it;
+	int ret = 0;
+
+	orbit__mutex_lock(&q->lock);
+	struct ring *from = q->claimed.len ? &q->claimed : &q->app;
+
+	/* Only a parked HOLD claim whose queue's next work is an application
+	 * item of @first with nothing ahead of it (claimed items are older
+	 * than the ring): anything else goes the ordinary way (resume). A
+	 * drain may still be active (lingering): while q->held it takes
+	 * nothing (take_next(), claim_batch()); `claimed` is then its own,
+	 * so it is taken from only once no drain is active (see the field). */
+	if (!(h->flags & ORBIT_SERIAL_SUSPEND_HOLD) || !h->turn_ended || h->resumed || !q->held ||
+	    q->room_fn || (q->claimed.len && q->active) || q->barrier.len || q->res_head ||
+	    q->lc.len || !from->len || from->a[from->head].fn != first)
+		goto out;
+	/* The claim's continuation, as if it had run and returned DONE:
+	 * the old item's reservation goes back (§5: its handler finished). */
+	STAT_ADD(q, resumed, 1);
+	STAT_ADD(q, ran, 1);
+	STAT_ADD(q, completed, 1);
+	release_reservation(q, &h->item);
+	/* The next item's first stage, as if it had run and suspended with
+	 * HOLD at once: the handle now holds it (still parked, q->held). */
+	ring_pop(from, &it);
+	q->lc_burst = 0;
+	STAT_ADD(q, ran, 1);
+	STAT_ADD(q, suspended, 1);
+	h->item = it;
+	h->item.fn = cont;
+	*arg_out = it.arg;
+	ret = 1;
+out:
+	orbit__mutex_unlock(&q->lock);
 	return ret;
 }
 

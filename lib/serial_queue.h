@@ -56,4 +56,42 @@ void orbit__serial_queue_set_room_hook(orbit_serial_queue_t *q, orbit__serial_qu
  */
 void orbit__serial_queue_seal(orbit_serial_queue_t *q);
 
+/*
+ * orbit__serial_turn_may_continue - may the work on @turn go on with more
+ * of its owner's work as part of this same turn: it has not suspended,
+ * the drain slice's owner time budget is not spent (§6.4), and nothing
+ * else waits in the queue (no application item behind this one, no
+ * lifecycle, barrier-next or resumed work). Running more then takes the
+ * place of queueing it at the back of an empty queue, so the order among
+ * the queue's work is the same. The SpotWide chain (lib/serial_executor.c)
+ * asks before each further record.
+ *
+ * Context: the work running on @turn, on its thread; reads the clock and
+ * takes the queue lock.
+ */
+bool orbit__serial_turn_may_continue(const orbit_serial_turn_t *turn);
+
+/*
+ * orbit__serial_queue_pass_held - hand the HOLD claim @h on to the next
+ * record of its queue without a drain. @h must be suspended with
+ * ORBIT_SERIAL_SUSPEND_HOLD, its turn ended and not resumed. When nothing
+ * outranks the application lane and the queue's next application item
+ * (from a batch a drain claimed and left, once no drain is active, else
+ * from the ring) has the function @first, that is done in one section of
+ * the queue lock: @h's reservation is returned as if its continuation had
+ * run and finished (§5), and the next item is taken as if @first had run
+ * and suspended with HOLD at once — @h now holds it, with continuation
+ * @cont and the item's argument, returned in *@arg_out. The caller then
+ * does what @first would have done, on the turn it holds elsewhere, and
+ * later resumes or passes @h again. Order is kept: the item taken is the
+ * oldest of the queue, and nothing else could have run before it while
+ * @h was held.
+ *
+ * Context: the owner of @h, once per claim end; takes the queue lock.
+ * Returns: 1 (passed: @h holds the next item); 0 (not passed: @h is
+ * untouched; resume it as usual).
+ */
+int orbit__serial_queue_pass_held(orbit_serial_resume_t *h, orbit_serial_work_fn first,
+				  orbit_serial_work_fn cont, void **arg_out);
+
 #endif /* ORBIT_LIB_SERIAL_QUEUE_H */

@@ -127,9 +127,9 @@ static int final_gate(orbit_serial_turn_t *turn, void *arg)
 
 	ORBIT__ASSERT_ON_QUEUE(s->q, false); /* final_park: the session queue's turns only */
 	/* seq_cst like D1: a count of work, released on this queue's turns. */
-	if (atomic_load_explicit(&s->co.outstanding, memory_order_seq_cst) > 1 &&
-	    orbit__work_yield(turn, final_gate, s, ORBIT_SERIAL_SUSPEND_RELEASE,
-			      &s->final_park) == 0)
+	if (orbit__coord_outstanding(&s->co) > 1 &&
+	    orbit__work_yield(turn, final_gate, s, ORBIT_SERIAL_SUSPEND_RELEASE, &s->final_park) ==
+		0)
 		return ORBIT_SERIAL_SUSPENDED;
 	/* Nothing else outstanding (or no memory to wait: run it now). */
 	s->final_park = NULL;

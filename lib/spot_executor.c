@@ -13,8 +13,14 @@
  * its enqueue in one lane turn (the enqueue only takes the queue mutex, a
  * leaf, and never waits for work), so a queue is never used after close
  * and never created after it. The Spot queue itself lives from create to
- * destroy and is never closed before: accepted SpotWide Actor work must
- * still place its turn on it after the Spot closed.
+ * destroy. Under SpotWide it is never closed before: accepted SpotWide
+ * Actor work must still place its turn on it after the Spot closed, and
+ * Spot and lifecycle work are decided in a lane turn with the waiting
+ * FIFO below. Under PerActor nothing but Spot and lifecycle work uses it
+ * and no lane-owned state bears on them, so they go to it directly
+ * (07 §4: executeSpot enqueues on the Spot queue) and close_fn() closes
+ * it in the turn that closes the maps: the queue's own lock then decides
+ * "before or after close" for them, as the lane does for the rest.
  *
  * SpotWide Actor turns never get lost to a full Spot queue: a turn that
  * finds it full by count (or finds turns already waiting) joins the
@@ -227,13 +233,20 @@ err_free:
 /* GetOrCreateActorQueue (§4). On the lane. */
 static int actor_get(orbit_spot_serial_executor_t *s, uint64_t id, struct actor_entry **out)
 {
+	uint64_t hash = hash_u64(id);
 	char qname[64];
 	bool created;
 	int ret;
 
+	ORBIT__ASSERT_ON_LANE(s->co.lane); /* the map is lane-owned (06 §4 C2) */
+	/* Found: no queue name is formatted (it cost a third of a PerActor
+	 * submission when it was made at every call). */
+	*out = (struct actor_entry *)map_find(&s->actors, hash, actor_eq, &id);
+	if (*out)
+		return 0;
 	snprintf(qname, sizeof(qname), "%.32s/actor/%llu", s->name, (unsigned long long)id);
-	ret = entry_get(s, &s->actors, hash_u64(id), actor_eq, &id, sizeof(**out), &s->actor_pol,
-			qname, (struct entry_head **)out, &created);
+	ret = entry_get(s, &s->actors, hash, actor_eq, &id, sizeof(**out), &s->actor_pol, qname,
+			(struct entry_head **)out, &created);
 	if (ret || !created)
 		return ret;
 	(*out)->info.actor_id = id;
@@ -244,13 +257,18 @@ static int actor_get(orbit_spot_serial_executor_t *s, uint64_t id, struct actor_
 /* GetOrCreateTimerQueue (§4, PerActor only). On the lane. */
 static int timer_get(orbit_spot_serial_executor_t *s, const char *name, struct timer_entry **out)
 {
+	uint64_t hash = hash_str(name);
 	char qname[64];
 	bool created;
 	int ret;
 
+	ORBIT__ASSERT_ON_LANE(s->co.lane); /* the map is lane-owned (06 §4 C2) */
+	*out = (struct timer_entry *)map_find(&s->timers, hash, timer_eq, name);
+	if (*out)
+		return 0; /* found: no queue name formatted, as in actor_get() */
 	snprintf(qname, sizeof(qname), "%.24s/timer/%.31s", s->name, name);
-	ret = entry_get(s, &s->timers, hash_str(name), timer_eq, name, sizeof(**out), &s->timer_pol,
-			qname, (struct entry_head **)out, &created);
+	ret = entry_get(s, &s->timers, hash, timer_eq, name, sizeof(**out), &s->timer_pol, qname,
+			(struct entry_head **)out, &created);
 	if (ret || !created)
 		return ret;
 	strcpy((*out)->name, name); /* length checked by the entry point */
@@ -267,6 +285,7 @@ void orbit_spot_serial_executor_options_init(struct orbit_spot_serial_executor_o
 }
 
 static void spot_room(void *ctx);
+static int pass_claim(struct orbit__work *w, bool run_here, struct orbit__work **next);
 
 int orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_options *user,
 			       orbit_spot_serial_executor_t **out)
@@ -311,8 +330,10 @@ int orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_op
 	ret = orbit__coord_init(&s->co, name);
 	if (ret)
 		goto err_queue;
-	if (s->mode == ORBIT_SPOT_SPOT_WIDE)
+	if (s->mode == ORBIT_SPOT_SPOT_WIDE) {
 		orbit__serial_queue_set_room_hook(s->spot_q, spot_room, s);
+		s->co.pass_claim = pass_claim;
+	}
 	*out = s;
 	return 0;
 
@@ -467,6 +488,63 @@ static int actor_turn_item(orbit_serial_turn_t *turn, void *arg)
 	return ORBIT_SERIAL_SUSPENDED;
 }
 
+/* One claim pass, decided in one lane turn (pass_fn). */
+struct pass {
+	struct orbit__work *w, *next;
+	bool run_here;
+	int passed;
+};
+
+/*
+ * On the lane: hand @p->w's Actor claim to the Actor's next record, if it
+ * is the next work of the Actor queue (the payload stays reserved there,
+ * §5), and either return it to run on the finishing Spot turn (@run_here
+ * and no turn waits for room: FIFO among owners) or place its turn as
+ * actor_turn_item() would have (place_turn_fn(): the back of the Spot
+ * queue, or the waiting FIFO).
+ */
+static int pass_fn(void *arg)
+{
+	struct pass *p = arg;
+	orbit_spot_serial_executor_t *s = (orbit_spot_serial_executor_t *)p->w->co;
+	struct orbit__work *w;
+	void *next;
+	int ret;
+
+	/* Every build (07 §8): entered from a Spot-queue turn, like the
+	 * room hook. */
+	ORBIT__CHECK_ON_LANE(s->co.lane);
+	if (orbit__serial_queue_pass_held(p->w->claim, actor_turn_item, actor_claim_end, &next) !=
+	    1)
+		return 0;
+	p->passed = 1;
+	w = next;
+	w->claim = p->w->claim;
+	if (p->run_here && !s->wait_head) {
+		p->next = w;
+		return 0;
+	}
+	ret = place_turn_fn(w);
+	if (ret)
+		turn_failed(w, ret);
+	return 0;
+}
+
+/* The coordinator's pass_claim (SpotWide, lib/serial_executor.h). */
+static int pass_claim(struct orbit__work *w, bool run_here, struct orbit__work **next)
+{
+	orbit_spot_serial_executor_t *s = (orbit_spot_serial_executor_t *)w->co;
+	struct pass p = { .w = w, .run_here = run_here };
+
+	/* Refused (this thread holds the lane already: an executor ran the
+	 * Spot drain inside one of our lane turns): nothing passed, the
+	 * claim is resumed the ordinary way. */
+	if (orbit_state_lane_run(s->co.lane, pass_fn, &p))
+		return 0;
+	*next = p.next;
+	return p.passed;
+}
+
 static int submit_fn(void *arg)
 {
 	struct submit *c = arg;
@@ -528,6 +606,17 @@ static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
 	ret = orbit__work_new(&s->co, fn, arg, done, yf, &c->w);
 	if (ret)
 		return ret;
+	if (s->mode == ORBIT_SPOT_PER_ACTOR &&
+	    (c->kind == ORBIT_WORK_SPOT || c->kind == ORBIT_WORK_LIFECYCLE)) {
+		/* No lane turn: see the file comment (-EPIPE from the closed
+		 * queue is counted as rejected_closed). */
+		struct orbit__enq e = { .q = s->spot_q,
+					.fn = orbit__work_run,
+					.how = c->kind == ORBIT_WORK_SPOT ? ORBIT__ENQ_FIXED
+									  : ORBIT__ENQ_LIFECYCLE };
+
+		return orbit__work_submit(c->w, c->kind, &e);
+	}
 	ret = orbit_state_lane_run(s->co.lane, submit_fn, c);
 	if (!c->ran) /* the lane refused before running it (destroyed: misuse) */
 		return orbit__work_refuse(c->w, c->kind, ret);
@@ -642,6 +731,8 @@ static int close_fn(void *arg)
 	s->closed = true;
 	map_each(&s->actors, close_entry, NULL);
 	map_each(&s->timers, close_entry, NULL);
+	if (s->mode == ORBIT_SPOT_PER_ACTOR)
+		orbit_serial_queue_close(s->spot_q); /* its submitters skip the lane */
 	return 0;
 }
 

@@ -10,7 +10,14 @@
  * same run. Every path runs ROUNDS times, interleaved; the figure is the
  * median with the per-round ratio range. Targets (issue 12): every
  * coordinator path >= 0.5x the bare queue, SpotWide execute_actor
- * >= 0.25x (its records take two pool hand-offs).
+ * >= 0.25x (its records take two pool hand-offs). Every LAT_EVERY-th item
+ * carries its submission time and the handler records how long it waited
+ * to start: p50/p99 submit-to-start latency per path (all rounds pooled).
+ *
+ * Environment (for instruction counting, e.g. under callgrind):
+ * BENCH_ITEMS (items per run, default ITEMS), BENCH_ROUNDS (default
+ * ROUNDS), BENCH_PATH (run only the path whose name starts with it; no
+ * targets are printed then).
  */
 #include "config.h"
 
@@ -28,7 +35,12 @@
 
 #define ITEMS 200000
 #define ROUNDS 5
+#define ROUNDS_MAX 15
 #define ACTORS 8
+#define LAT_EVERY 64
+
+static uint64_t items = ITEMS;
+static int rounds = ROUNDS;
 
 enum path {
 	P_QUEUE,          /* baseline: a bare serial queue */
@@ -51,6 +63,20 @@ static const char *const names[P_N] = {
 /* Relaxed: a count read after quiescence (the queue mutex orders it) */
 static _Atomic uint64_t ran;
 
+/* Submit-to-start samples of one path, all rounds; written by handlers
+ * (serial per queue, but 8 Actor queues may run at once: relaxed slot
+ * claim), read after quiescence. */
+struct lat {
+	uint64_t *ns;
+	_Atomic uint64_t n;
+	uint64_t cap;
+};
+
+struct lat_item {
+	uint64_t t0;
+	struct lat *l;
+};
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -61,10 +87,26 @@ static uint64_t now_ns(void)
 
 static int work(orbit_serial_turn_t *turn, void *arg)
 {
+	struct lat_item *li = arg;
+
 	(void)turn;
-	(void)arg;
+	if (li) {
+		uint64_t d = now_ns() - li->t0;
+		/* Relaxed: only a unique slot is needed; read after quiescence */
+		uint64_t k = atomic_fetch_add_explicit(&li->l->n, 1, memory_order_relaxed);
+
+		if (k < li->l->cap)
+			li->l->ns[k] = d;
+	}
 	atomic_fetch_add_explicit(&ran, 1, memory_order_relaxed);
 	return ORBIT_SERIAL_DONE;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -81,23 +123,23 @@ struct subject {
 	orbit_session_serial_executor_t *session;
 };
 
-static int submit(enum path p, struct subject *s, uint64_t i)
+static int submit(enum path p, struct subject *s, uint64_t i, void *a)
 {
 	switch (p) {
 	case P_QUEUE:
-		return orbit_serial_queue_enqueue(s->q, work, NULL);
+		return orbit_serial_queue_enqueue(s->q, work, a);
 	case P_SPOT:
-		return orbit_spot_execute_spot(s->spot, work, NULL, NULL);
+		return orbit_spot_execute_spot(s->spot, work, a, NULL);
 	case P_PER_ACTOR_1:
 	case P_SPOT_WIDE_1:
-		return orbit_spot_execute_actor(s->spot, 1, work, NULL, 0, NULL);
+		return orbit_spot_execute_actor(s->spot, 1, work, a, 0, NULL);
 	case P_PER_ACTOR_8:
 	case P_SPOT_WIDE_8:
-		return orbit_spot_execute_actor(s->spot, 1 + i % ACTORS, work, NULL, 0, NULL);
+		return orbit_spot_execute_actor(s->spot, 1 + i % ACTORS, work, a, 0, NULL);
 	case P_ACTOR:
-		return orbit_actor_execute_actor(s->actor, work, NULL, 0, NULL);
+		return orbit_actor_execute_actor(s->actor, work, a, 0, NULL);
 	default:
-		return orbit_session_execute_application(s->session, work, NULL, 0, NULL);
+		return orbit_session_execute_application(s->session, work, a, 0, NULL);
 	}
 }
 
@@ -161,7 +203,8 @@ static int quiesce_and_destroy(struct subject *s)
 }
 
 /* One round of one path: items per second, or a negative value on error. */
-static double run(enum path p, orbit_executor_t ex, uint64_t *full)
+static double run(enum path p, orbit_executor_t ex, uint64_t *full, struct lat *l,
+		  struct lat_item *li)
 {
 	struct subject s;
 	uint64_t t0, t1;
@@ -171,8 +214,19 @@ static double run(enum path p, orbit_executor_t ex, uint64_t *full)
 		return -1;
 	atomic_store_explicit(&ran, 0, memory_order_relaxed);
 	t0 = now_ns();
-	for (uint64_t i = 0; i < ITEMS; i++) {
-		while ((rc = submit(p, &s, i)) == -EAGAIN) {
+	for (uint64_t i = 0; i < items; i++) {
+		struct lat_item *a = NULL;
+
+		if (i % LAT_EVERY == 0) {
+			a = &li[i / LAT_EVERY];
+			a->l = l;
+		}
+		for (;;) {
+			if (a)
+				a->t0 = now_ns();
+			rc = submit(p, &s, i, a);
+			if (rc != -EAGAIN)
+				break;
 			(*full)++;
 			sched_yield(); /* backpressure: let the workers drain */
 		}
@@ -186,38 +240,74 @@ static double run(enum path p, orbit_executor_t ex, uint64_t *full)
 		return -1;
 	t1 = now_ns();
 	/* Relaxed: quiescence ordered every increment before it */
-	if (atomic_load_explicit(&ran, memory_order_relaxed) != ITEMS) {
-		fprintf(stderr, "bench_spot_executor: %s: %llu of %d ran\n", names[p],
+	if (atomic_load_explicit(&ran, memory_order_relaxed) != items) {
+		fprintf(stderr, "bench_spot_executor: %s: %llu of %llu ran\n", names[p],
 			(unsigned long long)atomic_load_explicit(&ran, memory_order_relaxed),
-			 ITEMS);
+			(unsigned long long)items);
 		return -1;
 	}
-	return (double)ITEMS * 1e9 / (double)(t1 - t0);
+	return (double)items * 1e9 / (double)(t1 - t0);
+}
+
+static uint64_t env_u64(const char *name, uint64_t def, uint64_t max)
+{
+	const char *v = getenv(name);
+	unsigned long long x;
+
+	if (!v || !*v)
+		return def;
+	x = strtoull(v, NULL, 10);
+	return x && x <= max ? (uint64_t)x : def;
+}
+
+static uint64_t pct(uint64_t *ns, uint64_t n, unsigned p)
+{
+	return n ? ns[(n - 1) * p / 100] : 0;
 }
 
 int main(void)
 {
-	double v[P_N][ROUNDS];
+	static double v[P_N][ROUNDS_MAX];
+	static struct lat lat[P_N];
 	uint64_t full[P_N] = { 0 };
+	const char *only = getenv("BENCH_PATH");
+	struct lat_item *li;
 	orbit_worker_pool_t *pool;
 	int rc = 0;
 
+	items = env_u64("BENCH_ITEMS", ITEMS, 100000000);
+	rounds = (int)env_u64("BENCH_ROUNDS", ROUNDS, ROUNDS_MAX);
+	li = calloc(items / LAT_EVERY + 1, sizeof(*li));
+	for (int p = 0; p < P_N; p++) {
+		lat[p].cap = (items / LAT_EVERY + 1) * (uint64_t)rounds;
+		lat[p].ns = calloc(lat[p].cap, sizeof(uint64_t));
+		if (!lat[p].ns || !li) {
+			fprintf(stderr, "bench_spot_executor: no memory\n");
+			return 1;
+		}
+	}
 	if (orbit_worker_pool_create(NULL, &pool) < 0) {
 		fprintf(stderr, "bench_spot_executor: no worker pool\n");
 		return 1;
 	}
-	printf("bench_spot_executor: %d trivial items per run, 1 producer (retries -EAGAIN),\n"
-	       "worker pool, default policies; median of %d interleaved rounds [ratio range]\n",
-	       ITEMS, ROUNDS);
-	for (int r = 0; r < ROUNDS; r++)
+	printf("bench_spot_executor: %llu trivial items per run, 1 producer (retries -EAGAIN),\n"
+	       "worker pool, default policies; median of %d interleaved rounds [ratio range];\n"
+	       "submit-to-start latency of every %dth item, all rounds\n",
+	       (unsigned long long)items, rounds, LAT_EVERY);
+	for (int r = 0; r < rounds; r++)
 		for (int p = 0; p < P_N; p++) {
-			v[p][r] = run((enum path)p, orbit_worker_pool_executor(pool), &full[p]);
+			if (only && strncmp(names[p], only, strlen(only)))
+				continue;
+			v[p][r] = run((enum path)p, orbit_worker_pool_executor(pool), &full[p],
+				      &lat[p], li);
 			if (v[p][r] < 0)
 				rc = 1;
 		}
 	orbit_worker_pool_destroy(pool);
-	printf("%-22s %9s  %-22s %9s  %s\n", "path", "M/s", "baseline", "M/s",
-	       "ratio [range]  (retries on -EAGAIN)");
+	if (only)
+		return rc;
+	printf("%-22s %9s  %-22s %9s  %-26s %s\n", "path", "M/s", "baseline", "M/s",
+	       "ratio [range] (-EAGAIN)", "start p50/p99 us");
 	static const char *const target_names[P_N] = {
 		NULL, "spot_execute_spot_vs_queue", "per_actor_1_vs_queue", "per_actor_8_vs_queue",
 		"spot_wide_1_vs_queue", "spot_wide_8_vs_queue", "actor_execute_actor_vs_queue",
@@ -226,9 +316,14 @@ int main(void)
 	double ratio_of[P_N] = { 0 };
 
 	for (int p = 0; p < P_N; p++) {
-		double t[ROUNDS], b[ROUNDS], lo = 1e300, hi = 0;
+		double t[ROUNDS_MAX], b[ROUNDS_MAX], lo = 1e300, hi = 0;
+		char rr[64];
+		/* Relaxed: read after every round's quiescence */
+		uint64_t n = atomic_load_explicit(&lat[p].n, memory_order_relaxed);
 
-		for (int r = 0; r < ROUNDS; r++) {
+		n = n < lat[p].cap ? n : lat[p].cap;
+		qsort(lat[p].ns, n, sizeof(uint64_t), cmp_u64);
+		for (int r = 0; r < rounds; r++) {
 			double ratio = v[P_QUEUE][r] > 0 ? v[p][r] / v[P_QUEUE][r] : 0;
 
 			lo = ratio < lo ? ratio : lo;
@@ -236,16 +331,20 @@ int main(void)
 		}
 		memcpy(t, v[p], sizeof(t));
 		memcpy(b, v[P_QUEUE], sizeof(b));
-		qsort(t, ROUNDS, sizeof(t[0]), cmp_double);
-		qsort(b, ROUNDS, sizeof(b[0]), cmp_double);
-		printf("%-22s %9.2f  %-22s %9.2f  %5.2f [%.2f-%.2f]  (%llu)\n", names[p],
-		       t[ROUNDS / 2] / 1e6, names[P_QUEUE], b[ROUNDS / 2] / 1e6,
-		       b[ROUNDS / 2] > 0 ? t[ROUNDS / 2] / b[ROUNDS / 2] : 0.0, lo, hi,
-		       (unsigned long long)full[p]);
-		ratio_of[p] = b[ROUNDS / 2] > 0 ? t[ROUNDS / 2] / b[ROUNDS / 2] : 0.0;
+		qsort(t, rounds, sizeof(t[0]), cmp_double);
+		qsort(b, rounds, sizeof(b[0]), cmp_double);
+		ratio_of[p] = b[rounds / 2] > 0 ? t[rounds / 2] / b[rounds / 2] : 0.0;
+		snprintf(rr, sizeof(rr), "%5.2f [%.2f-%.2f] (%llu)", ratio_of[p], lo, hi,
+			 (unsigned long long)full[p]);
+		printf("%-22s %9.2f  %-22s %9.2f  %-26s %.1f/%.1f\n", names[p], t[rounds / 2] / 1e6,
+		       names[P_QUEUE], b[rounds / 2] / 1e6, rr, pct(lat[p].ns, n, 50) / 1e3,
+		       pct(lat[p].ns, n, 99) / 1e3);
 	}
 	for (int p = 1; p < P_N; p++)
 		bench_target(target_names[p], ratio_of[p], ">=",
 			     p == P_SPOT_WIDE_1 || p == P_SPOT_WIDE_8 ? 0.25 : 0.5, "x");
+	free(li);
+	for (int p = 0; p < P_N; p++)
+		free(lat[p].ns);
 	return rc;
 }

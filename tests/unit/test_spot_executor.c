@@ -1131,6 +1131,48 @@ static void test_s10_owner_turn_cut_at_time_budget(void **state)
 	spot_finish(s);
 }
 
+#define CHAIN_BUDGET_MS 20
+#define CHAIN_ITEMS 40
+
+/*
+ * §10 Fairness / §6.4 under SpotWide, where an Actor's Spot turn may run
+ * more than one of its records (issue 12): with nothing else waiting for
+ * the Spot gate, one Spot drain task runs the Actor's queued records one
+ * after another on its turn, at least 2 of them (the old code ran one per
+ * task: every record went back through its Actor queue's drain), and the
+ * chain still ends at ownerTimeBudget: 40 records of 1 ms, a 20 ms budget,
+ * at most 20 in the first slice. A chain that ignored the budget would run
+ * all 40. The rest then runs in later slices, in order.
+ */
+static void test_s10_spot_wide_chain_cut_at_time_budget(void **state)
+{
+	struct manual_ex x;
+	orbit_execution_lane_policy_t sp;
+	orbit_spot_serial_executor_t *s;
+	struct heavy h = { 0 };
+	int first_slice;
+
+	orbit_execution_lane_policy_init_default(&sp);
+	sp.owner_time_budget_ms = CHAIN_BUDGET_MS;
+	s = make_spot(ORBIT_SPOT_SPOT_WIDE, manual_executor(&x), &sp, NULL);
+	for (int i = 0; i < CHAIN_ITEMS; i++)
+		assert_int_equal(orbit_spot_execute_actor(s, 1, heavy_fn, &h, 0, NULL), 0);
+	assert_int_equal(manual_pending(&x), 1); /* the Actor queue's drain */
+	assert_true(manual_run_one(&x));	 /* places the first record's Spot turn */
+	assert_int_equal(atomic_load(&h.ran), 0);
+	assert_int_equal(manual_pending(&x), 1); /* the Spot queue's drain */
+	assert_true(manual_run_one(&x));	 /* the first slice */
+	first_slice = atomic_load(&h.ran);
+	print_message("records in the first Spot slice: %d (budget %d ms, records of %d ms)\n",
+		      first_slice, CHAIN_BUDGET_MS, FAIR_ITEM_MS);
+	assert_true(first_slice >= 2);
+	assert_true(first_slice <= CHAIN_BUDGET_MS / FAIR_ITEM_MS);
+	manual_run_all(&x);
+	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, WAIT_MS), 0);
+	assert_int_equal(atomic_load(&h.ran), CHAIN_ITEMS);
+	spot_finish(s);
+}
+
 /* ---- §10 a yielded Actor ----------------------------------------------------- */
 
 struct yielder {
@@ -2265,6 +2307,7 @@ int main(void)
 		cmocka_unit_test(test_s4_spot_wide_close_keeps_waiting_turns),
 		cmocka_unit_test(test_s10_lifecycle_overtakes_up_to_burst_limit),
 		cmocka_unit_test(test_s10_owner_turn_cut_at_time_budget),
+		cmocka_unit_test(test_s10_spot_wide_chain_cut_at_time_budget),
 		cmocka_unit_test(test_s10_yielded_actor_blocks_only_itself),
 		cmocka_unit_test(test_s10_registration_change_seen_at_next_turn),
 		cmocka_unit_test(test_s10_sync_wait_inside_own_turn_fails_at_once),

@@ -219,42 +219,48 @@ static int on_transfer(orbit_serial_turn_t *turn, const struct orbit_spot_record
 	me.len = strlen(owner);
 	lo = msg.from < msg.to ? msg.from : msg.to; /* fixed order: no deadlock */
 	hi = msg.from < msg.to ? msg.to : msg.from;
-	lock_account(w, lo, &me, &l1);
-	lock_account(w, hi, &me, &l2);
-	atomic_store(&sh->w[w->idx].in_handler, 1);
-	enter(lo, &l1);
-	enter(hi, &l2);
-	if (cfg.work_us > 0)
-		usleep((useconds_t)cfg.work_us); /* the business logic: a pause here is a late write */
-	t.id = msg.id;
-	t.from = msg.from;
-	t.to = msg.to;
-	t.amount = msg.amount;
-	t.credit_extra = cfg.inject_bug;
-	t.from_token = msg.from == lo ? l1.token : l2.token;
-	t.to_token = msg.to == lo ? l1.token : l2.token;
-	pthread_mutex_lock(&w->ledger_mu);
-	do {
-		rc = demo_ledger_transfer(w->ledger, &t, 2000);
-	} while (rc == -EBUSY);
-	pthread_mutex_unlock(&w->ledger_mu);
+	for (;;) {
+		lock_account(w, lo, &me, &l1);
+		lock_account(w, hi, &me, &l2);
+		atomic_store(&sh->w[w->idx].in_handler, 1);
+		enter(lo, &l1);
+		enter(hi, &l2);
+		if (cfg.work_us > 0)
+			usleep((useconds_t)cfg.work_us); /* the business logic: a pause here is a late write */
+		t.id = msg.id;
+		t.from = msg.from;
+		t.to = msg.to;
+		t.amount = msg.amount;
+		t.credit_extra = cfg.inject_bug;
+		t.from_token = msg.from == lo ? l1.token : l2.token;
+		t.to_token = msg.to == lo ? l1.token : l2.token;
+		pthread_mutex_lock(&w->ledger_mu);
+		do {
+			rc = demo_ledger_transfer(w->ledger, &t, 2000);
+		} while (rc == -EBUSY);
+		pthread_mutex_unlock(&w->ledger_mu);
+		leave(hi, l2.token);
+		leave(lo, l1.token);
+		atomic_store(&sh->w[w->idx].in_handler, 0);
+		unlock_account(w, hi, &me, l2.token);
+		unlock_account(w, lo, &me, l1.token);
+		if (rc != DEMO_LEDGER_STALE)
+			break;
+		/*
+		 * Refused as stale: this handler was paused past its locks and a
+		 * newer holder wrote meanwhile. The transfer is not applied by
+		 * this write; completing the record now would lose it when no
+		 * newer host took the Spot over. Take the locks again: the next
+		 * write applies it, or finds it applied (a duplicate).
+		 */
+		atomic_fetch_add(&sh->stale, 1);
+	}
 	switch (rc) {
 	case DEMO_LEDGER_APPLIED: atomic_fetch_add(&sh->applied, 1); break;
 	case DEMO_LEDGER_DUPLICATE: atomic_fetch_add(&sh->duplicates, 1); break;
-	case DEMO_LEDGER_STALE: atomic_fetch_add(&sh->stale, 1); break;
 	case DEMO_LEDGER_INSUFFICIENT: atomic_fetch_add(&sh->insufficient, 1); break;
 	default: atomic_fetch_add(&sh->handler_errors, 1); break;
 	}
-	leave(hi, l2.token);
-	leave(lo, l1.token);
-	atomic_store(&sh->w[w->idx].in_handler, 0);
-	unlock_account(w, hi, &me, l2.token);
-	unlock_account(w, lo, &me, l1.token);
-	/*
-	 * A stale refusal means this worker was paused past its locks: the
-	 * transfer was (or will be) applied by the host that adopted the
-	 * shard, which got the record again. Nothing to retry here.
-	 */
 	return ORBIT_SERIAL_DONE;
 }
 
@@ -812,11 +818,14 @@ int demo_bank_main(int argc, char **argv)
 		fclose(series);
 		plot(data);
 	}
-	unlink_segments();
-	if (!cfg.keep)
+	if (!cfg.keep) {
+		unlink_segments();
 		remove_dir();
-	else
-		printf("orbit-demo: ledger and logs kept in %s\n", cfg.dir);
+	} else {
+		printf("orbit-demo: --keep: fleet %s's segments and the ledger in %s are kept\n"
+		       "orbit-demo: remove them with: orbitctl --fleet %s unlink; rm -r %s\n",
+		       cfg.fleet, cfg.dir, cfg.fleet, cfg.dir);
+	}
 	printf("orbit-demo: %s\n", fails ? "FAILED" : "all invariants hold");
 	return fails ? 1 : 0;
 }

@@ -168,13 +168,21 @@ static void unlock_account(struct worker *w, uint32_t account, orbit_lock_owner_
 	orbit_lock_release(w->lock, &key, me, token); /* -ENOENT/-EPERM: it expired meanwhile */
 }
 
-/* Mark @account entered under @lease; a second live holder is a violation. */
+/*
+ * Mark @account entered under @lease. A violation is two holders whose
+ * leases are both unexpired at once: another holder's marker with a
+ * deadline still ahead while ours is still valid too. A holder whose own
+ * lease ran out (it was paused after taking it) is no holder any more:
+ * it marks nothing and its write is fenced by the ledger.
+ */
 static void enter(uint32_t account, const struct orbit_lock_lease *lease)
 {
 	struct marker *m = &sh->m[account];
-	uint64_t t = atomic_load(&m->token), d = atomic_load(&m->deadline_ns);
+	uint64_t t = atomic_load(&m->token), d = atomic_load(&m->deadline_ns), now = now_ns();
 
-	if (t && t != lease->token && d > now_ns())
+	if (lease->deadline_ns <= now)
+		return; /* expired before we got here: not in the critical section */
+	if (t && t != lease->token && d > now)
 		atomic_fetch_add(&sh->violations, 1); /* someone else holds an unexpired lease */
 	atomic_store(&m->deadline_ns, lease->deadline_ns);
 	atomic_store(&m->token, lease->token);

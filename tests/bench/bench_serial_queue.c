@@ -626,6 +626,9 @@ int main(int argc, char **argv)
 				char tn[96];
 
 				snprintf(tn, sizeof(tn), "serial_queue_%dp_vs_%s", np, impls[i].name);
+				for (char *c = tn; *c; c++) /* one word: "mutex+condvar thread" */
+					if (*c == ' ' || *c == '+')
+						*c = '_';
 				bench_target(tn, m[0] / m[i], ">=", 1.5, "x");
 			}
 		}

@@ -231,8 +231,9 @@ int orbit_agent_start(const struct orbit_agent_options *user, orbit_agent_t **ou
 	if (rc < 0)
 		goto err; /* no thread started */
 	if (a->lane_claimed) {
-		/* Under the lock's serializer: safe while other threads use the lock.
-		 * Fails in a forked child holding its parent's handle (-ECHILD). */
+		/* Safe while other threads use the lock; never waits for another
+		 * process. -EBUSY: the handle serves another agent; -ECHILD: a
+		 * forked child holding its parent's handle. */
 		rc = orbit__lock_set_sink(a->lock, agent_sink, a);
 		if (rc < 0) {
 			orbit_agent_stop(a);
@@ -254,10 +255,10 @@ void orbit_agent_stop(orbit_agent_t *a)
 	if (agent_check(a) < 0)
 		return; /* NULL, or the parent's agent in a forked child: nothing of it is ours */
 	orbit__agent_death_stop(a);
-	/* Its error is ignored on purpose: even then the sink is removed (no
-	 * mutation can run while the serializer fails), so freeing is safe. */
+	/* Removes our sink only (another agent's on the same handle stays);
+	 * returns once no thread is inside it, so freeing a is safe. */
 	if (a->lock)
-		orbit__lock_set_sink(a->lock, NULL, NULL);
+		orbit__lock_set_sink(a->lock, NULL, a);
 	if (a->thread_started) {
 		/* Release, pairs with the acquire loads in orbit__agent_main() (agent_loop.c). */
 		atomic_store_explicit(&a->stop, 1, memory_order_release);

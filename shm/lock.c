@@ -81,8 +81,13 @@ struct orbit_lock {
 	bool readonly;
 	uint64_t start_ticks;     /* this process's /proc start time */
 	uint64_t pidfs_ino;       /* this process's pidfs inode (0: no pidfs) */
-	orbit_transition_sink_fn sink; /* called with the serializer held */
-	void *sink_ctx;
+	/* The sink (orbit__lock_set_sink): called with the serializer held.
+	 * Process-local words, never the serializer's: installing or removing
+	 * it never waits for another process (a SIGSTOPped one inside the
+	 * serializer made an agent's start and stop hang). */
+	_Atomic(orbit_transition_sink_fn) sink;
+	_Atomic(void *) sink_ctx;
+	_Atomic uint32_t sink_calls; /* this process's mutations inside a sink call */
 	struct orbit_lock_layout layout; /* as opened (validated): the ring follows it */
 	_Atomic uint64_t st[ST_N]; /* counters; relaxed: statistics only */
 };
@@ -516,8 +521,22 @@ static void publish(orbit_lock_t *l, uint32_t type, uint64_t token, uint64_t dea
 		.label = label, .label_len = label_len, .owner = owner, .owner_len = owner_len,
 	};
 
-	if (l->sink)
-		l->sink(l->sink_ctx, &t);
+	orbit_transition_sink_fn fn;
+
+	/* relaxed: the no-sink fast path; a sink installed meanwhile is a
+	 * mutation in flight finishing without it (as before the install) */
+	if (!atomic_load_explicit(&l->sink, memory_order_relaxed))
+		return;
+	/* LK-K1: seq_cst count, then seq_cst re-load, pairs with LK-K2 in
+	 * orbit__lock_set_sink(): either the remover sees us counted and waits,
+	 * or we see its NULL; LK-K3 (acquire in the load): the ctx stored
+	 * before the sink */
+	atomic_fetch_add_explicit(&l->sink_calls, 1, memory_order_seq_cst);
+	fn = atomic_load_explicit(&l->sink, memory_order_seq_cst);
+	if (fn)
+		fn(atomic_load_explicit(&l->sink_ctx, memory_order_relaxed), &t);
+	/* LK-K4: release, pairs with LK-K5: our last use of ctx before "done" */
+	atomic_fetch_sub_explicit(&l->sink_calls, 1, memory_order_release);
 }
 
 /* Reclaim an expired entry: event first, then the table commit. */
@@ -1598,35 +1617,34 @@ ORBIT_API int orbit_lock_unlink(const struct orbit_lock_options *user)
 int orbit__lock_set_sink(orbit_lock_t *l, orbit_transition_sink_fn fn, void *ctx)
 {
 	int rc = check_mutator(l);
+	void *none = NULL;
 
-	if (rc == -EROFS) { /* a readonly handle never mutates, so never calls the sink */
-		l->sink = fn;
-		l->sink_ctx = ctx;
+	if (rc && rc != -EROFS) /* a readonly handle never mutates, so never calls the sink */
+		return rc;
+	if (!ctx)
+		return -EINVAL;
+	if (fn) {
+		/* the ctx word is the claim: relaxed, published by the release below */
+		if (!atomic_compare_exchange_strong_explicit(&l->sink_ctx, &none, ctx,
+							     memory_order_relaxed,
+							     memory_order_relaxed))
+			return -EBUSY;
+		/* LK-K3: release, pairs with the seq_cst (acquire) load in publish() */
+		atomic_store_explicit(&l->sink, fn, memory_order_release);
 		return 0;
 	}
-	if (rc)
-		return rc;
-	/* Under the serializer: a mutation running in another thread of this
-	 * process finishes with the old sink; the next one sees the new (the
-	 * serializer's hand-over orders these stores before its reads). No
-	 * bound: giving up on a busy serializer could store the sink while a
-	 * thread of ours, inside, still calls the old one. */
-	rc = enter_within(l, ORBIT__LOCK_SER_WAIT_FOREVER);
-	if (rc) {
-		/*
-		 * The serializer cannot be taken: no mutation of this handle can
-		 * run either (each must enter first), so nothing calls the sink
-		 * concurrently. Store it anyway: a caller removing its sink before
-		 * freeing the context (the agent's stop) must never leave a
-		 * pointer to freed memory behind. The error still says so.
-		 */
-		l->sink = fn;
-		l->sink_ctx = ctx;
-		return rc;
-	}
-	l->sink = fn;
-	l->sink_ctx = ctx;
-	leave(l);
+	/* relaxed: only the claimant (this ctx's owner) clears its own claim */
+	if (atomic_load_explicit(&l->sink_ctx, memory_order_relaxed) != ctx)
+		return 0; /* not ours: another agent's sink stays */
+	/* LK-K2: seq_cst, pairs with LK-K1 in publish() */
+	atomic_store_explicit(&l->sink, NULL, memory_order_seq_cst);
+	/* LK-K5: acquire, pairs with LK-K4: a call in flight (a thread of this
+	 * process, inside the serializer for microseconds) has finished with
+	 * @ctx; no other process is ever waited for */
+	while (atomic_load_explicit(&l->sink_calls, memory_order_acquire))
+		sched_yield();
+	/* relaxed: the next claimant's CAS; no call can still read @ctx */
+	atomic_store_explicit(&l->sink_ctx, NULL, memory_order_relaxed);
 	return 0;
 }
 

@@ -18,18 +18,20 @@
 
 /*
  * orbit__lock_set_sink - every successful acquire / renew / release /
- * force_release / reclaim of this handle calls @fn (with the serializer
- * held, before the table commit). NULL removes it. Takes the serializer,
- * so it may be called while other threads use the handle: mutations in
- * flight finish with the old sink.
- * Waits for the serializer without the options' bound (a thread of this
- * process may be inside, calling the old sink).
- * When the serializer cannot be taken (a serializer error), the new sink is
- * stored all the same - no mutation can run then either - and the error is
- * returned: removing a sink (NULL) always takes effect, so a caller may
- * free the old @ctx afterwards whatever the result (except -EINVAL,
- * -ECHILD: a handle that is not this process's never calls a sink here).
- * Returns 0, -EINVAL, -ECHILD (forked child), or a serializer error.
+ * force_release / reclaim of this handle calls @fn(@ctx, ...) (with the
+ * serializer held, before the table commit). One sink per handle. @fn NULL
+ * removes the sink installed with @ctx (another @ctx's sink stays).
+ * Process-local: it never takes the serializer, so it never waits for
+ * another process (one stopped inside the serializer used to hang an
+ * agent's start and stop behind it).
+ * Installing: a mutation already in flight in another thread may finish
+ * without the new sink, as if it had run just before. Removing: returns
+ * once no thread of this process is inside the sink (a call takes
+ * microseconds), so the caller may free @ctx then.
+ * Context: any thread of the opener; never from inside the sink.
+ * Returns 0; -EINVAL (NULL @ctx); -EBUSY (installing while another sink
+ * is installed); -ECHILD (forked child: a handle that is not this
+ * process's never calls a sink here).
  */
 int orbit__lock_set_sink(orbit_lock_t *lock, orbit_transition_sink_fn fn, void *ctx);
 

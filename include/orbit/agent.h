@@ -120,7 +120,9 @@ enum orbit_agent_hist {
  * fleet's ring; refused before anything is created); -E2BIG (@opts or its
  * layout is larger than this build's and sets a field it does not know);
  * -ECHILD (the lock handle was opened by the parent of this forked
- * process; refused before anything is created); -ENOMEM; -ENOSPC (every
+ * process; refused before anything is created); -EBUSY (@opts->lock
+ * already serves another running agent: a handle has one ring lane);
+ * -ENOMEM; -ENOSPC (every
  * member row, or with a lock every ring lane, is held by a live process);
  * -EPERM (no member row is free and some row no member holds is pinned by
  * a read lock: a process that can only read the directory, such as a

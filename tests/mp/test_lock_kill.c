@@ -364,6 +364,7 @@ static void test_kill_holder_key_free_after_ttl(void **state)
 #define STOP_WATCHDOG_S 10
 #define STOP_SLACK_NS 200000000ull /* scheduling delay on a loaded 2-core host */
 #define STOP_CUSTOM_MS 300
+#define STOP_AGENT_MAX_NS 3000000000ull /* far below STOP_WATCHDOG_S */
 
 static volatile pid_t stopped_child; /* the watchdog's target while the checks run */
 static pid_t scenario_child;          /* forked and not yet reaped */
@@ -540,6 +541,30 @@ static void stopped_holder(enum orbit_lock_serializer s, const char *point)
 	assert_int_equal(e.token, l1.token);
 	assert_int_equal(e.deadline_ns, e0.deadline_ns);
 	assert_int_equal(orbit_lock_lookup(P, &other, &e), -ENOENT);
+
+	/*
+	 * An agent on this lock starts and stops while the holder is stopped:
+	 * wiring its sink into the handle is process-local and never waits
+	 * for the serializer (CI: a Spot host's agent start hung behind a
+	 * host SIGSTOPped inside it until the test's 60 s timeout).
+	 */
+	{
+		struct orbit_agent_options ao;
+		orbit_agent_t *ag;
+
+		orbit_agent_options_init(&ao);
+		ao.fleet = o.fleet;
+		ao.name = "beside-a-stopped-holder";
+		ao.lock = P;
+		took = orbit_test_now_ns();
+		assert_int_equal(orbit_agent_start(&ao, &ag), 0);
+		orbit_agent_stop(ag);
+		took = orbit_test_now_ns() - took;
+		print_message("  agent start+stop on this lock: %.1f ms\n", took / 1e6);
+		if (took > STOP_AGENT_MAX_NS)
+			fail_msg("agent start+stop took %.1f ms beside a stopped serializer holder",
+				 took / 1e6);
+	}
 
 	/* resume: the child finishes its acquisition and exits */
 	alarm(0);

@@ -260,7 +260,7 @@ void orbit_agent_stop(orbit_agent_t *a)
 	if (a->lock)
 		orbit__lock_set_sink(a->lock, NULL, a);
 	if (a->thread_started) {
-		/* Release, pairs with the acquire loads in orbit__agent_main() (agent_loop.c). */
+		/* AG-R1: release, pairs with AG-A1 in orbit__agent_main() (agent_loop.c). */
 		atomic_store_explicit(&a->stop, 1, memory_order_release);
 		/* Wakes every agent of the fleet once; ours sees stop, others rescan. */
 		orbit__doorbell_ring(orbit__ring_doorbell(a->ring));

@@ -170,11 +170,11 @@ static void *death_main(void *p)
 		}
 		if (n == 0)
 			continue;
-		/* Release, pairs with the acquire exchange in orbit__agent_main(): the bits above */
+		/* AG-R2: release, pairs with AG-A2 in orbit__agent_main(): the bits above */
 		atomic_store_explicit(&a->death_pending, true, memory_order_release);
 		/*
 		 * Our class only: other processes' agents have their own watchers.
-		 * The seq bump (D1) comes after the store above: an agent thread that
+		 * The seq bump (DB-D1) comes after the store above: an agent thread that
 		 * armed before it is woken, one that arms after it sees the flag.
 		 */
 		orbit__doorbell_wake_class(orbit__ring_doorbell(a->ring), a->wake_class);

@@ -85,7 +85,7 @@ void *orbit__agent_main(void *p)
 	orbit__agent_members_rescan(a);
 	orbit__agent_view_resync(a);
 	orbit__agent_view_reclaim(a);
-	/* Acquire, pairs with the release store in orbit_agent_stop(). */
+	/* AG-A1: acquire, pairs with AG-R1 in orbit_agent_stop() (agent.c). */
 	while (!atomic_load_explicit(&a->stop, memory_order_acquire)) {
 		bool died;
 		uint32_t seen;
@@ -105,7 +105,7 @@ void *orbit__agent_main(void *p)
 		if (now >= next_tick || a->nretired >= AGENT_RETIRED_MAX)
 			orbit__agent_view_reclaim(a);
 		/*
-		 * Acquire, pairs with the release store in death_main()
+		 * AG-A2: acquire, pairs with AG-R2 in death_main()
 		 * (agent_death.c): its fired[] bits. After the arm above: a watcher
 		 * that set it later also bumped the seq after our arm, so the wait
 		 * below returns at once.
@@ -123,7 +123,7 @@ void *orbit__agent_main(void *p)
 			orbit__agent_stats_publish(a);
 			next_stats = now + a->stats_ns;
 		}
-		if (atomic_load_explicit(&a->stop, memory_order_acquire)) /* as above */
+		if (atomic_load_explicit(&a->stop, memory_order_acquire)) /* AG-A1 again */
 			break;
 		if (drained == 2) { /* the batch bound left frames: no sleep */
 			woke = false;

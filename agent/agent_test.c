@@ -36,7 +36,7 @@ void orbit__agent_test_park(struct orbit_agent *a)
 	if (!p || !atomic_load_explicit(&p->pause, memory_order_relaxed))
 		return;
 	die_on(pthread_mutex_lock(&p->mu), "lock test");
-	/* Relaxed under p->mu: the mutex orders it; stop as in orbit__agent_main() */
+	/* Relaxed under p->mu: the mutex orders it; stop: AG-A1 as in orbit__agent_main() */
 	while (atomic_load_explicit(&p->pause, memory_order_relaxed) &&
 	       !atomic_load_explicit(&a->stop, memory_order_acquire)) {
 		p->parked = true;

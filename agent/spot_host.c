@@ -31,10 +31,11 @@
  *         worker that reads idle 0 has its record seen by the host's check,
  *         one that reads 1 kicks (a seq bump the host's wait sees)
  *   SH-S1 stop: stop = 1 (seq_cst), then an unconditional kick; pairs with
- *         the host's stop load after its seq read (SH-D1)
- *   SH-L1 state: release store of LOST (after lost_reason), acquire loads
+ *         SH-A2: the host's stop loads, one after its seq read (SH-D1)
+ *   SH-L1 state: release store of LOST (after lost_reason), pairs with SH-L2:
+ *         the acquire loads of the state
  *   SH-R1 worker: finishing-- (release) after its last touch of the host;
- *         pairs with the acquire loads in orbit_spot_host_stop() before free
+ *         pairs with SH-A1: the acquire loads in orbit_spot_host_stop() before free
  * Counters are relaxed atomics: statistics, they order nothing.
  */
 #include "config.h"
@@ -188,7 +189,7 @@ static void lose(struct orbit_spot_host *sh, int reason)
 	int hosting = ORBIT_SPOT_HOSTING;
 
 	atomic_store_explicit(&sh->lost_reason, reason, memory_order_relaxed);
-	/* SH-L1: release: lost_reason before the state */
+	/* SH-L1: release, pairs with SH-L2 in orbit_spot_host_state(): lost_reason before the state */
 	if (!atomic_compare_exchange_strong_explicit(&sh->state, &hosting, ORBIT_SPOT_LOST,
 						     memory_order_release, memory_order_relaxed))
 		return;
@@ -216,7 +217,7 @@ static void finish(struct delivery *d)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&sh->idle, memory_order_relaxed))
 		orbit__spotq_kick(sh->q);
-	/* SH-R1: release, pairs with orbit_spot_host_stop(): our last touch of sh */
+	/* SH-R1: release, pairs with SH-A1 in orbit_spot_host_stop(): our last touch of sh */
 	atomic_fetch_sub_explicit(&sh->finishing, 1, memory_order_release);
 }
 
@@ -497,6 +498,7 @@ static void *host_main(void *p)
 	struct orbit_spot_host *sh = p;
 
 	for (;;) {
+		/* SH-A2: acquire, pairs with SH-S1 in orbit_spot_host_stop() */
 		bool stopping = atomic_load_explicit(&sh->stop, memory_order_acquire);
 		unsigned moved = drain_done(sh);
 		int64_t to = -1;
@@ -511,7 +513,7 @@ static void *host_main(void *p)
 		if (moved)
 			continue;
 
-		/* SH-D1: idle, then the seq, then what may wake us */
+		/* SH-D1: idle, then the seq, then what may wake us (the stop load: SH-A2 again) */
 		atomic_store_explicit(&sh->idle, 1, memory_order_seq_cst);
 		atomic_thread_fence(memory_order_seq_cst);
 		seen = orbit__doorbell_seq(sh->rec_db);
@@ -706,11 +708,12 @@ int orbit_spot_host_stop(orbit_spot_host_t *sh)
 		return -ECHILD; /* the child has no host thread: its copy is left alone */
 	if (tls_cur && tls_cur->host == sh)
 		return -EDEADLK;
-	/* SH-S1: the flag, then an unconditional kick (a seq bump the thread sees) */
+	/* SH-S1: seq_cst, pairs with SH-A2 in host_main(): the flag, then an
+	 * unconditional kick (a seq bump the thread sees) */
 	atomic_store_explicit(&sh->stop, 1, memory_order_seq_cst);
 	orbit__spotq_kick(sh->q);
 	pthread_join(sh->thread, NULL);
-	/* SH-R1: acquire, pairs with finish(): no worker touches sh any more */
+	/* SH-A1: acquire, pairs with SH-R1 in finish(): no worker touches sh any more */
 	while (atomic_load_explicit(&sh->finishing, memory_order_acquire))
 		sched_yield();
 	for (int l = 0; l < 2; l++) {
@@ -734,7 +737,7 @@ int orbit_spot_host_state(const orbit_spot_host_t *sh)
 {
 	if (!sh)
 		return -EINVAL;
-	/* SH-L1: acquire, pairs with lose(): lost_reason is readable after LOST */
+	/* SH-L2: acquire, pairs with SH-L1 in lose(): lost_reason is readable after LOST */
 	return atomic_load_explicit(&sh->state, memory_order_acquire);
 }
 

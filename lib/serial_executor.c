@@ -154,8 +154,8 @@ int orbit__coord_await(struct orbit__coord *co, int timeout_ms)
 	if (timeout_ms > 0)
 		orbit__deadline_after_ns(&dl, CLOCK_MONOTONIC, (uint64_t)timeout_ms * 1000000ull);
 	orbit__mutex_lock(&co->mu);
-	/* D1: seq_cst increment, then seq_cst loads of the count; pairs
-	 * with D2 in coord_uncount(): either the releaser sees us waiting
+	/* SX-D1: seq_cst increment, then seq_cst loads of the count; pairs
+	 * with SX-D2 in coord_uncount(): either the releaser sees us waiting
 	 * and broadcasts under mu (which we hold until cond_wait releases
 	 * it), or we see its decrement below. */
 	atomic_fetch_add_explicit(&co->waiters, 1, memory_order_seq_cst);
@@ -185,7 +185,7 @@ int orbit__coord_destroy_begin(struct orbit__coord *co, int (*close)(void *obj),
 	ret = close(obj);
 	if (ret)
 		return ret;
-	/* seq_cst like D1: closed, so the count only goes down from here. */
+	/* seq_cst like SX-D1: closed, so the count only goes down from here. */
 	return orbit__coord_outstanding(co) > 0 ? -EBUSY : 0;
 }
 
@@ -361,8 +361,8 @@ struct work_alloc {
  */
 static struct work_alloc *pool_at(struct orbit__coord *co, uint32_t idx)
 {
-	/* Relaxed: the index came from pool_top, whose FL-A1 acquire saw the
-	 * push (FL-R1) that follows the chunk's store on the same thread. */
+	/* Relaxed: the index came from pool_top, whose SX-A2 acquire saw the
+	 * push (SX-R2) that follows the chunk's store on the same thread. */
 	struct work_alloc *c = atomic_load_explicit(&co->pool_chunk[idx / ORBIT__WORK_CHUNK],
 						    memory_order_relaxed);
 
@@ -371,14 +371,14 @@ static struct work_alloc *pool_at(struct orbit__coord *co, uint32_t idx)
 
 static void pool_push(struct orbit__coord *co, struct work_alloc *a)
 {
-	/* Relaxed: the CAS below publishes (FL-R1). */
+	/* Relaxed: the CAS below publishes (SX-R2). */
 	uint64_t top = atomic_load_explicit(&co->pool_top, memory_order_relaxed), nt;
 
 	do {
-		/* Relaxed: published by the FL-R1 CAS; racing pops only read it. */
+		/* Relaxed: published by the SX-R2 CAS; racing pops only read it. */
 		atomic_store_explicit(&a->next, (uint32_t)top, memory_order_relaxed);
 		nt = (((top >> 32) + 1) << 32) | (a->idx + 1);
-		/* FL-R1: release, pairs with FL-A1 in pool_pop(): the record's
+		/* SX-R2: release, pairs with SX-A2 in pool_pop(): the record's
 		 * last use (its release) and its link before it can be popped */
 	} while (!atomic_compare_exchange_weak_explicit(
 	    &co->pool_top, &top, nt, memory_order_release, memory_order_relaxed));
@@ -386,7 +386,7 @@ static void pool_push(struct orbit__coord *co, struct work_alloc *a)
 
 static struct work_alloc *pool_pop(struct orbit__coord *co)
 {
-	/* FL-A1: acquire, pairs with FL-R1 in pool_push() */
+	/* SX-A2: acquire, pairs with SX-R2 in pool_push() */
 	uint64_t top = atomic_load_explicit(&co->pool_top, memory_order_acquire), nt;
 	struct work_alloc *a;
 
@@ -398,7 +398,7 @@ static struct work_alloc *pool_pop(struct orbit__coord *co)
 		 * makes the CAS fail then. */
 		nt = (((top >> 32) + 1) << 32) |
 		     atomic_load_explicit(&a->next, memory_order_relaxed);
-		/* FL-A1 (again): acquire on success and on failure */
+		/* SX-A2 (again): acquire on success and on failure */
 	} while (!atomic_compare_exchange_weak_explicit(
 	    &co->pool_top, &top, nt, memory_order_acquire, memory_order_acquire));
 	return a;
@@ -407,7 +407,7 @@ static struct work_alloc *pool_pop(struct orbit__coord *co)
 /* The pool is empty: add a chunk (keeping one record) or fall back to malloc. */
 static struct work_alloc *pool_grow(struct orbit__coord *co)
 {
-	/* Relaxed: a slot number only; the chunk is published by FL-R1. */
+	/* Relaxed: a slot number only; the chunk is published by SX-R2. */
 	uint32_t c = atomic_load_explicit(&co->pool_chunks, memory_order_relaxed);
 	struct work_alloc *chunk;
 
@@ -426,7 +426,7 @@ static struct work_alloc *pool_grow(struct orbit__coord *co)
 		return NULL; /* the slot stays empty: its indexes are never pushed */
 	for (uint32_t i = 0; i < ORBIT__WORK_CHUNK; i++)
 		chunk[i].idx = c * ORBIT__WORK_CHUNK + i;
-	/* Relaxed: published to other threads by the FL-R1 pushes below. */
+	/* Relaxed: published to other threads by the SX-R2 pushes below. */
 	atomic_store_explicit(&co->pool_chunk[c], chunk, memory_order_relaxed);
 	for (uint32_t i = 1; i < ORBIT__WORK_CHUNK; i++)
 		pool_push(co, &chunk[i]);
@@ -496,8 +496,8 @@ int orbit__work_refuse(struct orbit__work *w, unsigned kind, int err)
 /* Uncount one piece of work; wake quiescence waiters at zero. */
 static void coord_uncount(struct orbit__coord *co)
 {
-	/* D2: seq_cst increment of released, then a seq_cst load of waiters;
-	 * pairs with D1 in orbit__coord_await(): either we see the waiter
+	/* SX-D2: seq_cst increment of released, then a seq_cst load of waiters;
+	 * pairs with SX-D1 in orbit__coord_await(): either we see the waiter
 	 * and check the count under its mutex, or its loads see our release. */
 	atomic_fetch_add_explicit(&co->released, 1, memory_order_seq_cst);
 	if (co->on_release)
@@ -529,7 +529,7 @@ int orbit__work_submit(struct orbit__work *w, unsigned kind, const struct orbit_
 	int ret;
 
 	/* Counted before the enqueue: the work may finish before it returns.
-	 * seq_cst like D2 (a waiter must not miss it). */
+	 * seq_cst like SX-D2 (a waiter must not miss it). */
 	atomic_fetch_add_explicit(&co->submitted, 1, memory_order_seq_cst);
 	ret = enqueue(w, e);
 	if (ret == 0) {

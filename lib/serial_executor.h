@@ -80,7 +80,7 @@ struct orbit__coord {
 	 */
 	_Alignas(64) _Atomic uint64_t submitted;
 	_Alignas(64) _Atomic uint64_t released;
-	_Atomic unsigned waiters; /* threads in orbit__coord_await(); see D1/D2 */
+	_Atomic unsigned waiters; /* threads in orbit__coord_await(); see SX-D1/SX-D2 */
 	pthread_mutex_t mu; /* protects nothing but the cv handshake */
 	pthread_cond_t cv;  /* outstanding reached 0 */
 	orbit__coord_release_fn on_release; /* NULL: none */
@@ -131,7 +131,7 @@ struct orbit__work {
 
 /*
  * Work of @co accepted and not yet released: released is read first, then
- * submitted (seq_cst, D1), so 0 means there was a moment at which nothing
+ * submitted (seq_cst, SX-D1), so 0 means there was a moment at which nothing
  * was outstanding; a submission racing the reads only makes it larger.
  */
 static inline uint64_t orbit__coord_outstanding(const struct orbit__coord *co)

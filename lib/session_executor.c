@@ -126,7 +126,7 @@ static int final_gate(orbit_serial_turn_t *turn, void *arg)
 	orbit_session_serial_executor_t *s = arg;
 
 	ORBIT__ASSERT_ON_QUEUE(s->q, false); /* final_park: the session queue's turns only */
-	/* seq_cst like D1: a count of work, released on this queue's turns. */
+	/* seq_cst like SX-D1: a count of work, released on this queue's turns. */
 	if (orbit__coord_outstanding(&s->co) > 1 &&
 	    orbit__work_yield(turn, final_gate, s, ORBIT_SERIAL_SUSPEND_RELEASE, &s->final_park) ==
 		0)

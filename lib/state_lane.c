@@ -20,15 +20,15 @@
  * Synchronization table:
  *
  *   what                            written by               under
- *   state 0 -> RUNNING (fast)       run() on an idle lane    CAS A1, no lock
- *   state RUNNING -> 0 (fast)       the holder, queue empty  CAS R1, no lock
+ *   state 0 -> RUNNING (fast)       run() on an idle lane    CAS SL-A1, no lock
+ *   state RUNNING -> 0 (fast)       the holder, queue empty  CAS SL-R1, no lock
  *   every other state change        enqueuers, holder, close lane->mu
  *   head/tail, qlen, waiters, free  enqueuers, holder        lane->mu
  *   list, closers, deferred
  *   completions (cdone, cclosers),
  *   ctask
  *   arrivals                        enqueuers (under mu)     relaxed hint
- *   node->result, node->word        the thread running it    R3/A3 pair
+ *   node->result, node->word        the thread running it    SL-R3/SL-A3 pair
  *   diag_level                      lane turns only (C2)     the turn
  *   reentries                       refusing threads         relaxed (C3)
  *   refs                            drain tasks, batches     acq_rel
@@ -113,7 +113,7 @@ struct orbit_state_lane {
 	_Atomic uint64_t reentries;     /* C3 counter of refusals */
 	/* lane->mu protects: head, tail, wait_head, wait_tail, free_nodes,
 	 * nfree, closers, cdone_*, cclosers, ctask, and state changes other
-	 * than A1/R1. Nothing else
+	 * than SL-A1/SL-R1. Nothing else
 	 * (no lane, no executor call other than submit) is taken under it. */
 	pthread_mutex_t mu;
 	struct lane_node *head, *tail;
@@ -139,7 +139,7 @@ struct orbit_state_lane {
 	unsigned slice_limit;
 	char name[64];
 	/* Statistics with one writer at a time, so a relaxed load + store (no
-	 * locked RMW): turns by the turn holder (turns are ordered by A1/R1),
+	 * locked RMW): turns by the turn holder (turns are ordered by SL-A1/SL-R1),
 	 * posts under lane->mu. Read relaxed by orbit_state_lane_stats(). Past
 	 * name[], away from state: a waiter spinning on state is not disturbed. */
 	_Atomic uint64_t turns;
@@ -189,17 +189,17 @@ static uint32_t node_wait(struct lane_node *n)
 	uint32_t w, exp = W_WAITING;
 
 	for (int i = 0; i < LANE_SPINS; i++) {
-		/* A3: acquire, pairs with R3 in node_complete(): result and the turn's writes */
+		/* SL-A3: acquire, pairs with SL-R3 in node_complete(): result and the turn's writes */
 		w = atomic_load_explicit(&n->word, memory_order_acquire);
 		if (w >= W_DONE)
 			return w;
 		orbit__cpu_relax();
 	}
-	/* Relaxed is enough: the value we act on is re-read with A3 below. */
+	/* Relaxed is enough: the value we act on is re-read with SL-A3 below. */
 	atomic_compare_exchange_strong_explicit(&n->word, &exp, W_SLEEPING, memory_order_relaxed,
 						memory_order_relaxed);
 	for (;;) {
-		/* A3 (again): acquire, pairs with R3 */
+		/* SL-A3 (again): acquire, pairs with SL-R3 */
 		w = atomic_load_explicit(&n->word, memory_order_acquire);
 		if (w >= W_DONE)
 			return w;
@@ -214,7 +214,7 @@ static uint32_t node_wait(struct lane_node *n)
  */
 static void node_complete(struct lane_node *n, uint32_t v)
 {
-	/* R3: release, pairs with A3 in node_wait(): result and the turn's writes before the word */
+	/* SL-R3: release, pairs with SL-A3 in node_wait(): result and the turn's writes before the word */
 	if (atomic_exchange_explicit(&n->word, v, memory_order_release) == W_SLEEPING)
 		orbit__futex_wake(&n->word, 1);
 }
@@ -291,7 +291,7 @@ static inline int run_item(struct orbit_state_lane *lane, orbit_state_lane_fn fn
 	tls_turn = &f;
 	r = fn(arg);
 	tls_turn = f.prev;
-	orbit__single_writer_add(&lane->turns, 1); /* the turn holder: ordered by A1/R1 */
+	orbit__single_writer_add(&lane->turns, 1); /* the turn holder: ordered by SL-A1/SL-R1 */
 	return r;
 }
 
@@ -311,7 +311,8 @@ static void lane_free(struct orbit_state_lane *lane)
 
 static void lane_unref(struct orbit_state_lane *lane)
 {
-	/* R4/A4: acq_rel: every use of the lane happens before the free by the last one */
+	/* SL-R4: acq_rel, pairs with SL-R4 of the other references: every use of the lane
+	 * happens before the free by the last one */
 	if (atomic_fetch_sub_explicit(&lane->refs, 1, memory_order_acq_rel) == 1)
 		lane_free(lane);
 }
@@ -396,7 +397,8 @@ static void release_idle_locked(struct orbit_state_lane *lane, struct batch *b)
 {
 	uint32_t s = atomic_load_explicit(&lane->state, memory_order_relaxed);
 
-	/* R2: release, pairs with A1 in orbit_state_lane_run_at(): this turn's writes before the next fast-path turn */
+	/* SL-R2: release, pairs with SL-A1 in orbit_state_lane_run_at() and SL-A2 in
+	 * run_slow(): this turn's writes before the next fast-path turn */
 	atomic_store_explicit(&lane->state, s & ST_CLOSED, memory_order_release);
 	if (s & ST_CLOSED) {
 		b->closers = lane->closers;
@@ -853,7 +855,7 @@ ORBIT_API int orbit_state_lane_throw_if_reentrant_at(const orbit_state_lane_t *l
 }
 
 /*
- * The holder's R1 failed: work queued behind its turn, or the lane was
+ * The holder's SL-R1 failed: work queued behind its turn, or the lane was
  * closed. Combine: run what waits, then hand the turn on. Out of line so
  * the uncontended path of run() stays a leaf-like call.
  */
@@ -867,8 +869,8 @@ static __attribute__((noinline)) void release_contended(struct orbit_state_lane 
 }
 
 /*
- * Run @fn in the turn the caller just took (A1), then give the turn up:
- * R1 if nobody queued behind us and the lane is open, else combine.
+ * Run @fn in the turn the caller just took (SL-A1), then give the turn up:
+ * SL-R1 if nobody queued behind us and the lane is open, else combine.
  */
 static inline int run_owned(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg,
 			    const char *file, int line)
@@ -876,7 +878,7 @@ static inline int run_owned(struct orbit_state_lane *lane, orbit_state_lane_fn f
 	uint32_t s = ST_RUNNING;
 	int r = run_item(lane, fn, arg, file, line);
 
-	/* R1: release, pairs with A1/A1'/A5: this turn's writes before the next turn */
+	/* SL-R1: release, pairs with SL-A1/SL-A2/SL-A5: this turn's writes before the next turn */
 	if (!atomic_compare_exchange_strong_explicit(&lane->state, &s, 0, memory_order_release,
 						     memory_order_relaxed))
 		release_contended(lane);
@@ -912,7 +914,7 @@ static int run_slow(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void 
 			}
 		}
 		if (s == 0) {
-			/* A1': acquire, pairs with R1/R2: the previous turn's writes before ours */
+			/* SL-A2: acquire, pairs with SL-R1/SL-R2: the previous turn's writes before ours */
 			if (!atomic_compare_exchange_strong_explicit(&lane->state, &s, ST_RUNNING,
 								     memory_order_acquire,
 								     memory_order_relaxed))
@@ -928,7 +930,7 @@ static int run_slow(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void 
 			append_locked(lane, &me);
 			break;
 		}
-		/* RUNNING: queue behind the holder. QUEUED makes its R1 fail. */
+		/* RUNNING: queue behind the holder. QUEUED makes its SL-R1 fail. */
 		if (!(s & ST_QUEUED) &&
 		    !atomic_compare_exchange_strong_explicit(&lane->state, &s, s | ST_QUEUED,
 							     memory_order_relaxed, memory_order_relaxed))
@@ -946,7 +948,7 @@ static int run_slow(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void 
 }
 
 /*
- * run() when A1 found the turn taken: spin for a plain RUNNING to end,
+ * run() when SL-A1 found the turn taken: spin for a plain RUNNING to end,
  * then queue (run_slow). Out of line, like release_contended().
  */
 static __attribute__((noinline)) int run_contended(struct orbit_state_lane *lane,
@@ -972,9 +974,9 @@ static __attribute__((noinline)) int run_contended(struct orbit_state_lane *lane
 
 		while (pauses--)
 			orbit__cpu_relax();
-		/* Relaxed: only a hint; the CAS below (A1) is what orders the turn. */
+		/* Relaxed: only a hint; the CAS below (SL-A1) is what orders the turn. */
 		s = atomic_load_explicit(&lane->state, memory_order_relaxed);
-		/* A1 (again): acquire, pairs with R1/R2 */
+		/* SL-A1 (again): acquire, pairs with SL-R1/SL-R2 */
 		if (s == 0 && atomic_compare_exchange_strong_explicit(&lane->state, &s, ST_RUNNING,
 								      memory_order_acquire,
 								      memory_order_relaxed))
@@ -994,7 +996,7 @@ ORBIT_API int orbit_state_lane_run_at(orbit_state_lane_t *lane, orbit_state_lane
 	rc = check_entry(lane, "run", file, line);
 	if (rc)
 		return rc;
-	/* A1: acquire, pairs with R1/R2: the previous turn's writes before ours */
+	/* SL-A1: acquire, pairs with SL-R1/SL-R2: the previous turn's writes before ours */
 	if (!atomic_compare_exchange_strong_explicit(&lane->state, &s, ST_RUNNING,
 						     memory_order_acquire, memory_order_relaxed))
 		return run_contended(lane, fn, arg, file, line, s);
@@ -1031,7 +1033,7 @@ static int post(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg
 		if (s == 0) {
 			/* Idle: promise the turn to a drain task. Under lane->mu, so the
 			 * task (which takes lane->mu first) cannot see it half done. */
-			/* A5: acquire, pairs with R1 (released without lane->mu): the
+			/* SL-A5: acquire, pairs with SL-R1 (released without lane->mu): the
 			 * drain task, ordered after us by lane->mu, sees the last turn's writes */
 			if (!atomic_compare_exchange_strong_explicit(&lane->state, &s,
 								     ST_PENDING | ST_QUEUED,
@@ -1099,7 +1101,7 @@ ORBIT_API int orbit_state_lane_close(orbit_state_lane_t *lane, orbit_state_lane_
 		c->arg = done_arg;
 	}
 	lane_lock(lane);
-	/* Relaxed is enough: a fast-path A1/R1 CAS racing with this either
+	/* Relaxed is enough: a fast-path SL-A1/SL-R1 CAS racing with this either
 	 * sees CLOSED and fails into lane->mu, or is ordered before it. */
 	s = atomic_fetch_or_explicit(&lane->state, ST_CLOSED, memory_order_relaxed);
 	if (s & (ST_RUNNING | ST_PENDING)) {

@@ -11,13 +11,13 @@
  * nothing else is taken while it is held and no task runs under it.
  *
  * Sleeping (Dekker pair, both sides seq_cst):
- *   submit: push under node->lock, S1 store node->ready; then S2 load
+ *   submit: push under node->lock, WP-S1 store node->ready; then WP-S2 load
  *           sleepers of the target node (then of the others).
- *   worker: W1 fetch_add own node->sleepers; then W2 load every ready.
+ *   worker: WP-W1 fetch_add own node->sleepers; then WP-W2 load every ready.
  * The single total order of seq_cst operations means either the worker
  * sees the task (and does not sleep) or the submitter sees the sleeper
  * (and wakes it). The futex word is bumped before each wake so a wake
- * that lands between W2 and FUTEX_WAIT makes the wait return at once.
+ * that lands between WP-W2 and FUTEX_WAIT makes the wait return at once.
  */
 #include "config.h"
 
@@ -48,7 +48,7 @@ struct pool_node {
 	pthread_mutex_t lock; /* protects ring, cap, head, len */
 	struct task *ring;
 	size_t cap, head, len;
-	/* Copy of len for lock-free polls; S1/W2 of the sleeping protocol. */
+	/* Copy of len for lock-free polls; WP-S1/WP-W2 of the sleeping protocol. */
 	_Atomic size_t ready;
 	_Atomic uint32_t futex;    /* sleep word, bumped before each wake */
 	_Atomic unsigned sleepers; /* workers of this node asleep or about to */
@@ -139,7 +139,7 @@ static bool take_task(struct worker *w, struct task *out)
 	return false;
 }
 
-/* Any node with a ready task? @order: relaxed for polls, seq_cst for W2. */
+/* Any node with a ready task? @order: relaxed for polls, seq_cst for WP-W2. */
 static bool any_ready(orbit_worker_pool_t *p, memory_order order)
 {
 	for (unsigned i = 0; i < p->nnodes; i++)
@@ -152,13 +152,14 @@ static void worker_sleep(struct worker *w)
 {
 	orbit_worker_pool_t *p = w->pool;
 	struct pool_node *n = &p->nodes[w->node_idx];
-	/* Acquire: pairs with the release bump in wake_one(); read before W1. */
+	/* WP-A1: acquire, pairs with WP-R1 in wake_one() and WP-R2 in
+	 * stop_and_join(): read before WP-W1 */
 	uint32_t v = atomic_load_explicit(&n->futex, memory_order_acquire);
 
-	/* W1: seq_cst, pairs with S2 in submit (see the file comment). */
+	/* WP-W1: seq_cst, pairs with WP-S2 in submit (see the file comment). */
 	atomic_fetch_add_explicit(&n->sleepers, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&p->idle, 1, memory_order_relaxed); /* statistic */
-	/* W2: seq_cst, pairs with S1 in submit. */
+	/* WP-W2: seq_cst, pairs with WP-S1 in submit. */
 	if (!any_ready(p, memory_order_seq_cst) &&
 	    !atomic_load_explicit(&p->closed, memory_order_seq_cst)) {
 		orbit__single_writer_add(&w->sleeps, 1); /* this worker only */
@@ -200,7 +201,7 @@ static void *worker_main(void *arg)
 		}
 		if (any_ready(p, memory_order_relaxed))
 			continue;
-		/* Acquire: pairs with the release store in destroy. */
+		/* WP-A2: acquire, pairs with WP-R3 in stop_and_join(): stopping before closed */
 		if (atomic_load_explicit(&p->closed, memory_order_acquire)) {
 			/* No submit succeeds after closed: an empty scan is final. */
 			if (run_next(w))
@@ -216,7 +217,7 @@ static void *worker_main(void *arg)
 /* Wake one sleeper of @n. */
 static void wake_one(orbit_worker_pool_t *p, struct pool_node *n)
 {
-	/* Release: pairs with the acquire read in worker_sleep(). */
+	/* WP-R1: release, pairs with WP-A1 in worker_sleep(): the bump before the wake */
 	atomic_fetch_add_explicit(&n->futex, 1, memory_order_release);
 	orbit__futex_wake(&n->futex, 1);
 	atomic_fetch_add_explicit(&p->wakes, 1, memory_order_relaxed); /* statistic */
@@ -273,7 +274,7 @@ static int pool_submit(void *ctx, orbit_task_fn fn, void *arg, int home_node)
 		goto out_unlock;
 	n->ring[(n->head + n->len) & (n->cap - 1)] = (struct task){ fn, arg };
 	n->len++;
-	/* S1: seq_cst, pairs with W2 in worker_sleep(). */
+	/* WP-S1: seq_cst, pairs with WP-W2 in worker_sleep(). */
 	atomic_store_explicit(&n->ready, n->len, memory_order_seq_cst);
 	orbit__single_writer_add(&n->submitted, 1); /* writers serialized by n->lock */
 out_unlock:
@@ -282,7 +283,7 @@ out_unlock:
 		atomic_fetch_add_explicit(&p->rejected, 1, memory_order_relaxed); /* statistic */
 		return ret;
 	}
-	/* S2: seq_cst, pairs with W1 in worker_sleep(). Home node first. */
+	/* WP-S2: seq_cst, pairs with WP-W1 in worker_sleep(). Home node first. */
 	if (atomic_load_explicit(&n->sleepers, memory_order_seq_cst)) {
 		wake_one(p, n);
 		return 0;
@@ -334,9 +335,10 @@ static void stop_and_join(orbit_worker_pool_t *p)
 		orbit__mutex_lock(&p->nodes[i].lock);
 		orbit__mutex_unlock(&p->nodes[i].lock);
 	}
-	/* Release (seq_cst): pairs with the acquire load in worker_main(). */
+	/* WP-R3: release (seq_cst), pairs with WP-A2 in worker_main(). */
 	atomic_store_explicit(&p->closed, true, memory_order_seq_cst);
 	for (unsigned i = 0; i < p->nnodes; i++) {
+		/* WP-R2: release, pairs with WP-A1 in worker_sleep(): closed before the bump */
 		atomic_fetch_add_explicit(&p->nodes[i].futex, 1, memory_order_release);
 		orbit__futex_wake(&p->nodes[i].futex, INT_MAX);
 	}

@@ -43,7 +43,8 @@ static int ring_mask(struct orbit_doorbell *db, uint32_t mask)
 {
 	uint32_t wake;
 
-	/* DB-D1: seq_cst bump; with DB-D2a/DB-D2 the publisher half of the Dekker pair (DB-D3/DB-D4) */
+	/* DB-D1: seq_cst bump, pairs with DB-A1 and DB-D4; with DB-D2a/DB-D2 the
+	 * publisher half of the Dekker pair (DB-D3/DB-D4) */
 	atomic_fetch_add_explicit(&db->seq, 1, memory_order_seq_cst);
 	/*
 	 * DB-D2a: seq_cst load after DB-D1, the no-sleeper fast path: it keeps this
@@ -93,7 +94,8 @@ int orbit__doorbell_wait_class(struct orbit_doorbell *db, uint32_t seen, int64_t
 	for (;;) {
 		/* DB-D3: seq_cst announce of our class; pairs with DB-D2a/DB-D2 in ring_skip() */
 		atomic_fetch_or_explicit(&db->sleeping, bit, memory_order_seq_cst);
-		/* DB-D4: seq_cst re-check after DB-D3; sees DB-D1 of any ring whose DB-D2a/DB-D2 missed DB-D3 */
+		/* DB-D4: seq_cst re-check after DB-D3, pairs with DB-D1: it sees the bump
+		 * of any ring whose DB-D2a/DB-D2 missed DB-D3 */
 		if (atomic_load_explicit(&db->seq, memory_order_seq_cst) != seen)
 			return 0;
 		if (timeout_ns == 0)

@@ -397,8 +397,8 @@ static void slot_end(struct orbit_lock_slot *s, uint32_t odd_seq)
 
 static void slot_set_state(struct orbit_lock_slot *s, uint32_t state)
 {
-	/* LK-R2: release: every byte before OCCUPIED (for a repairer after a crash;
-	 * lookups are ordered by seq, pairs with LK-R1/LK-A1) */
+	/* LK-R2: release, pairs with LK-A6 in repair(): every byte before OCCUPIED
+	 * for a repairer after a crash (lookups are ordered by seq, LK-R1/LK-A1) */
 	atomic_store_explicit(&s->state, state, memory_order_release);
 }
 
@@ -591,8 +591,9 @@ static void repair(orbit_lock_t *l)
 
 	for (uint32_t i = 0; i < l->nslots; i++) {
 		struct orbit_lock_slot *s = &l->slots[i];
-		/* relaxed: serializer held; the dead writer's stores are ordered
-		 * before us by the serializer's kernel/pthread hand-over */
+		/* LK-A6: relaxed, pairs with LK-R2: serializer held; the dead writer's
+		 * stores are ordered before us by the serializer's kernel/pthread
+		 * hand-over, and its state store after its bytes by LK-R2 */
 		uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
 
 		if (!(seq & 1u) && slot_valid(s))
@@ -1677,7 +1678,8 @@ int orbit__lock_reset_table(orbit_lock_t *l, int (*also)(void *ctx), void *ctx)
 	atomic_store_explicit(&l->hdr->tombstones, 0, memory_order_relaxed); /* serializer held */
 	/* next_token is kept: tokens stay increasing across reset */
 	bump_revision(l);
-	/* LK-R5: release, pairs with acquire readers of the generation: cleared slots first */
+	/* LK-R5: release, no partner yet: no reader acquires this table's generation
+	 * (openers read it under the flock); a future one sees the cleared slots first */
 	atomic_fetch_add_explicit(&orbit__seg_header(&l->seg)->generation, 1, memory_order_release);
 	/* e.g. the ring's reset: no writer of this table publishes meanwhile */
 	rc = also ? also(ctx) : 0;

@@ -425,9 +425,9 @@ int orbit__members_join(orbit_members_t *m, const char *name)
 		}
 		/* The lock is ours: whatever the row says, its last owner is gone */
 		row_write_begin(rw);
-		atomic_store_explicit(&rw->state, ORBIT_MEMBER_JOINING, memory_order_relaxed); /* in MB-W1..W2 */
+		atomic_store_explicit(&rw->state, ORBIT_MEMBER_JOINING, memory_order_relaxed); /* in MB-W1..MB-W2 */
 		gen = atomic_load_explicit(&rw->generation, memory_order_relaxed) + 1; /* only the lock holder writes it */
-		atomic_store_explicit(&rw->generation, gen, memory_order_relaxed); /* in MB-W1..W2 */
+		atomic_store_explicit(&rw->generation, gen, memory_order_relaxed); /* in MB-W1..MB-W2 */
 		rw->pid = (uint32_t)getpid();
 		rw->start_time_ticks = start;
 		rw->joined_real_ns = orbit__now_real_ns();
@@ -467,7 +467,7 @@ int orbit__members_leave(orbit_members_t *m)
 	rw = row_at(m, (uint32_t)m->row);
 	if (rw) {
 		row_write_begin(rw);
-		atomic_store_explicit(&rw->state, ORBIT_MEMBER_LEFT, memory_order_relaxed); /* in MB-W1..W2 */
+		atomic_store_explicit(&rw->state, ORBIT_MEMBER_LEFT, memory_order_relaxed); /* in MB-W1..MB-W2 */
 		row_write_end(rw);
 	}
 	fork_guard_del(m->fork_slot, m->lock_fd);
@@ -703,8 +703,8 @@ int orbit__members_reclaim(orbit_members_t *m, uint32_t row)
 	} else {
 		row_write_begin(rw);
 		gen = atomic_load_explicit(&rw->generation, memory_order_relaxed) + 1; /* lock held */
-		atomic_store_explicit(&rw->generation, gen, memory_order_relaxed); /* in MB-W1..W2 */
-		atomic_store_explicit(&rw->state, ORBIT_MEMBER_FREE, memory_order_relaxed); /* in MB-W1..W2 */
+		atomic_store_explicit(&rw->generation, gen, memory_order_relaxed); /* in MB-W1..MB-W2 */
+		atomic_store_explicit(&rw->state, ORBIT_MEMBER_FREE, memory_order_relaxed); /* in MB-W1..MB-W2 */
 		rw->pid = 0;
 		rw->start_time_ticks = 0;
 		memset(rw->name, 0, sizeof(rw->name));

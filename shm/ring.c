@@ -11,7 +11,10 @@
  *   RG-W2 P: seq = 2p+2 (release)                  pairs with RG-R1: bytes before even
  *   RG-W3 P: head = p+1 (release)                  pairs with RG-R0: frame before head
  *   DB-D1.. P: doorbell ring (seq_cst)             see shm/doorbell.h
- *   G1 reset: generation + 1 (release)          pairs with G2 in reader_next()
+ *   RG-G1 reset: generation + 1 (release)       pairs with RG-G2 in reader_next()
+ *   RG-C1/RG-C2/RG-C3 P: lane owner CASes (claim, release, reclaim), pairs
+ *            with RG-O1 (owner loads) and each other: the previous owner's
+ *            frames before the next owner's
  * Frame bytes are copied as relaxed atomic words inside the seq window (a
  * seqlock): a torn copy is detected by the re-check and never used.
  */
@@ -293,14 +296,14 @@ int orbit__ring_lane_claim(orbit_ring_t *ring, orbit_members_t *m)
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t i = 0; i < ring->layout.lanes; i++) {
 			struct orbit_ring_lane *ln = &ring->lanes[i];
-			/* Acquire: pairs with the release/acq_rel CAS of the last owner change */
+			/* RG-O1: acquire, pairs with RG-C1/RG-C2/RG-C3: the last owner change */
 			uint64_t o = atomic_load_explicit(&ln->owner, memory_order_acquire);
 
 			if (pass == 0 && o != 0)
 				continue; /* first pass: free lanes only */
 			if (pass == 1 && (o == 0 || owner_alive(m, o) != 0))
 				continue; /* second pass: lanes whose owner is proven dead */
-			/* C1: acq_rel CAS: the dead owner's last frame stores before our publishes */
+			/* RG-C1: acq_rel CAS, pairs with RG-C2/RG-C3/RG-O1: the dead owner's last frame stores before our publishes */
 			if (!atomic_compare_exchange_strong_explicit(&ln->owner, &o, mine,
 								     memory_order_acq_rel,
 								     memory_order_relaxed))
@@ -329,7 +332,7 @@ int orbit__ring_lane_release(orbit_ring_t *ring, orbit_members_t *m, uint32_t la
 	if (row < 0)
 		return -EPERM;
 	mine = owner_word((uint32_t)row, gen);
-	/* C2: release CAS, pairs with C1 of the next claimer: our frames before the free */
+	/* RG-C2: release CAS, pairs with RG-C1/RG-O1 of the next claimer: our frames before the free */
 	if (!atomic_compare_exchange_strong_explicit(&ring->lanes[lane].owner, &mine, 0,
 						     memory_order_release, memory_order_relaxed))
 		return -EPERM;
@@ -346,12 +349,12 @@ int orbit__ring_lanes_reclaim_dead(orbit_ring_t *ring, orbit_members_t *m)
 		return -EROFS;
 	for (uint32_t i = 0; i < ring->layout.lanes; i++) {
 		struct orbit_ring_lane *ln = &ring->lanes[i];
-		/* Acquire: pairs with C1/C2 */
+		/* RG-O1 (again): acquire, pairs with RG-C1/RG-C2/RG-C3 */
 		uint64_t o = atomic_load_explicit(&ln->owner, memory_order_acquire);
 
 		if (o == 0 || owner_alive(m, o) != 0)
 			continue;
-		/* C3: acq_rel, like C1: a dead owner's frames before the free */
+		/* RG-C3: acq_rel, like RG-C1, pairs with RG-C1/RG-O1: a dead owner's frames before the free */
 		if (atomic_compare_exchange_strong_explicit(&ln->owner, &o, 0, memory_order_acq_rel,
 							    memory_order_relaxed)) {
 			/* Relaxed: statistics */
@@ -467,13 +470,13 @@ int orbit__ring_reset(orbit_ring_t *ring, orbit_members_t *m)
 	if (ring->seg.readonly)
 		return -EROFS;
 	for (uint32_t i = 0; i < ring->layout.lanes; i++) {
-		/* Relaxed: ordered before G1 by its release */
+		/* Relaxed: ordered before RG-G1 by its release */
 		atomic_store_explicit(&ring->lanes[i].head, 0, memory_order_relaxed);
 	}
 	memset(ring->frames, 0,
 	       (size_t)ring->layout.lanes * ring->layout.frames_per_lane * ring->layout.frame_bytes);
 	h = orbit__seg_header(&ring->seg);
-	/* G1: release, pairs with G2 in orbit__ring_reader_next(): cleared lanes before the bump */
+	/* RG-G1: release, pairs with RG-G2 in orbit__ring_reader_next(): cleared lanes before the bump */
 	atomic_fetch_add_explicit(&h->generation, 1, memory_order_release);
 	/* Relaxed: a statistics counter */
 	atomic_fetch_add_explicit(&ring->shm->resets, 1, memory_order_relaxed);
@@ -519,7 +522,7 @@ static void resync(orbit_ring_reader_t *r)
 
 static uint64_t generation_of(const orbit_ring_t *ring)
 {
-	/* G2: acquire, pairs with G1 in orbit__ring_reset() */
+	/* RG-G2: acquire, pairs with RG-G1 in orbit__ring_reset() */
 	return atomic_load_explicit(&orbit__seg_header(&ring->seg)->generation,
 				    memory_order_acquire);
 }

@@ -394,7 +394,7 @@ static int initialise(void *base, const struct orbit_seg_spec *spec)
 		if (r < 0)
 			return r;
 	}
-	/* SG-R1: release, pairs with SG-A1 in wait_ready(): header and body before READY */
+	/* SG-R1: release, pairs with SG-A1/SG-A2 in wait_ready(): header and body before READY */
 	atomic_store_explicit(&h->init_state, ORBIT_SEG_READY, memory_order_release);
 	return 0;
 }

@@ -13,14 +13,16 @@
  *   SQ-R2 X: tail CAS -> pos + 1 (release)            pairs with SQ-A2 (P) and
  *            SQ-A4 (H): the slot's resv before the tail passes it
  *   SQ-R3 P: slot commit CAS CLAIMED -> COMMITTED (release) pairs with SQ-A5 in
- *            take(): meta, checksum and payload before COMMITTED
+ *            take() and SQ-R4: meta, checksum and payload before COMMITTED
  *   SQ-R4 H: slot commit CAS CLAIMED -> ABORTED (acq_rel) pairs with P's SQ-R3
- *            (one of the two wins; the loser sees the other's word)
- *   SQ-R5 H: head CAS (release)                        pairs with SQ-A1 (P): the
- *            slot's last reads (take copied it) before producers reuse it
- *   SQ-A6 X: acquire of the claimer's row claim, pairs with the release store
- *            of the claim in submit(): a claim that moved on shows the tail
- *            CAS before it (help_tail's lateness check)
+ *            and SQ-A5 (of the two CASes one wins, the loser sees the other's word)
+ *   SQ-R5 H: head CAS (release)                        pairs with SQ-A1 (P) and
+ *            SQ-A7 (H): the slot's last reads (take copied it) before reuse
+ *   SQ-R7 P: release store of the row claim before the slot CAS, pairs with
+ *            SQ-A6: the previous record's tail CAS before the new claim
+ *   SQ-A6 X: acquire of the claimer's row claim, pairs with SQ-R7 in submit():
+ *            a claim that moved on shows the tail CAS before it (help_tail's
+ *            lateness check)
  *   SQ-R6 P: release store of RETIRED in the row claim, the producer's last
  *            store for a record; pairs with SQ-A8 in advance(): no slot or
  *            byte of an aborted record is reused while its producer may write
@@ -28,10 +30,11 @@
  *   SQ-O1/SQ-O2 P: producer row owner CAS (acquire) / close (release): a
  *            previous tenure's row words before a new producer uses them
  *   SQ-G1 H: acquire of host_gen at every host call, pairs with SQ-T2
- *   SQ-C1 H: ack CASes (acq_rel): take, complete, FREED, takeover retag;
- *            each names its expected generation (the fence)
- *   SQ-T1 takeover: epoch CAS (seq_cst); SQ-T2 host_gen CAS (seq_cst), the
- *            order argument is at host_takeover()
+ *   SQ-C1 H: ack CASes (acq_rel) and loads (acquire): take, complete, FREED,
+ *            takeover retag; pairs with SQ-C1 (of this host, of older
+ *            ones): each names its expected generation (the fence)
+ *   SQ-T1 takeover: epoch CAS (seq_cst), pairs with SQ-T2; SQ-T2 host_gen CAS
+ *            (seq_cst), the order argument is at host_takeover()
  *   SQ-F1 P: seq_cst fence after the commit, then the records doorbell's
  *            sleeping word; pairs with SQ-D1 (H announces, fence, re-checks)
  *   SQ-F2 H: seq_cst fence after a head advance, then the room doorbell's
@@ -715,7 +718,7 @@ static void help_tail(orbit_spotq_t *q, struct lane_geo *g, uint32_t lane, uint6
 	/* relaxed: only compared by the CAS below */
 	r0 = atomic_load_explicit(&s->resv, memory_order_relaxed);
 	if (row < q->producer_rows)
-		/* SQ-A6: acquire, pairs with the claim's release store in submit() */
+		/* SQ-A6: acquire, pairs with SQ-R7 in submit(): the claim's release store */
 		cl = atomic_load_explicit(&q->rows[row].claim[lane], memory_order_acquire);
 	/* SQ-A6: acquire (with the claim's): the tail CAS a moved-on claim follows */
 	if (atomic_load_explicit(&g->w->tail, memory_order_acquire) != t)
@@ -934,8 +937,8 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 			return -EAGAIN;
 		}
 		/*
-		 * release: pairs with SQ-A6 in help_tail(): our previous record's
-		 * tail CAS before this claim replaces its row claim
+		 * SQ-R7: release, pairs with SQ-A6 in help_tail(): our previous
+		 * record's tail CAS before this claim replaces its row claim
 		 */
 		atomic_store_explicit(&p->row->claim[lane], pw_make(T, len), memory_order_release);
 		mine = cw_make(T, CW_CLAIMED, p->row_idx, p->gen);
@@ -1071,7 +1074,7 @@ static int retag(orbit_spotq_host_t *h, struct lane_geo *g)
 
 	for (uint32_t i = 0; i < g->items; i++) {
 		struct orbit_spotq_slot *s = &g->slots[i];
-		/* SQ-C1: acquire, pairs with the ack CASes of older hosts */
+		/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes of older hosts */
 		uint64_t a = atomic_load_explicit(&s->ack, memory_order_acquire);
 
 		while (aw_gen(a) != mine) {
@@ -1110,7 +1113,7 @@ int orbit__spotq_host_takeover(orbit_spotq_host_t **out, orbit_spotq_t *q, orbit
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
-	/* SQ-T1: seq_cst max-CAS of the epoch: takers are ordered by epoch here */
+	/* SQ-T1: seq_cst max-CAS of the epoch, pairs with SQ-T2: takers are ordered by epoch here */
 	e = atomic_load_explicit(&sh->epoch, memory_order_seq_cst);
 	do {
 		if (epoch <= e) {
@@ -1242,7 +1245,7 @@ static bool claimer_dead(orbit_spotq_host_t *h, uint64_t v)
 		return false;
 	if (row >= q->producer_rows)
 		return true; /* no producer can have claimed with this row: corrupt */
-	/* SQ-O1: acquire, pairs with the owner CAS in producer_open() */
+	/* SQ-O1: acquire, pairs with SQ-O2 (and the owner CAS in producer_open()) */
 	own = atomic_load_explicit(&q->rows[row].owner, memory_order_acquire);
 	if (((uint32_t)(own >> 32) & CW_GEN_MASK) != cw_gen(v))
 		return true; /* that tenure no longer owns the row: it ended */
@@ -1377,7 +1380,7 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 		struct orbit_spotq_slot *s = slot_at(g, cur);
 		/* SQ-A5: acquire, pairs with SQ-R3 (and SQ-R1, SQ-R4) */
 		uint64_t v = atomic_load_explicit(&s->commit, memory_order_acquire);
-		/* SQ-C1: acquire, pairs with the ack CASes (ours, a takeover's) */
+		/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes (ours, a takeover's) */
 		uint64_t a = atomic_load_explicit(&s->ack, memory_order_acquire);
 		/* relaxed: ordered by SQ-A4 (stored before the tail passed the slot) */
 		uint64_t resv = atomic_load_explicit(&s->resv, memory_order_relaxed);
@@ -1480,7 +1483,7 @@ int orbit__spotq_complete(orbit_spotq_host_t *h, uint32_t lane, uint32_t pos)
 	if (pos >= g->wi)
 		return -EINVAL;
 	s = slot_at(g, pos);
-	/* SQ-C1: acquire, pairs with the ack CASes */
+	/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes */
 	a = atomic_load_explicit(&s->ack, memory_order_acquire);
 	for (;;) {
 		if (aw_gen(a) != (h->gen & AW_GEN_MASK)) {
@@ -1574,7 +1577,7 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 		if (H == pw_idx(t))
 			break;
 		s = slot_at(g, H);
-		/* SQ-C1: acquire, pairs with the ack CASes */
+		/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes */
 		a = atomic_load_explicit(&s->ack, memory_order_acquire);
 		if (aw_gen(a) != (h->gen & AW_GEN_MASK)) {
 			r = ack_foreign(h, g, s, &a);

@@ -169,7 +169,10 @@ static struct orbit_stats_row *row_at(const orbit_stats_t *st, uint32_t row)
 	return &st->body->row[row];
 }
 
-/* ST-W1: the writer's odd store; returns the even seq it started from. */
+/*
+ * ST-W1: the writer's odd store, then release value stores; pairs with
+ * ST-A2/ST-A3 in orbit__stats_read(). Returns the even seq it started from.
+ */
 static uint64_t write_begin(struct orbit_stats_row *r)
 {
 	/* Relaxed: only this process writes the row; reading our own store. */
@@ -194,8 +197,9 @@ static void write_end(struct orbit_stats_row *r, uint64_t s)
  * a newer publish also sees that publish's odd seq at its re-check). Both
  * are plain moves on x86 and keep TSan exact.
  */
-#define ST(f, v) atomic_store_explicit(&(f), (v), memory_order_release) /* ST-W1, ST-A2 */
-#define LD(f) atomic_load_explicit(&(f), memory_order_acquire)         /* ST-A2, ST-W1 */
+#define ST(f, v) atomic_store_explicit(&(f), (v), memory_order_release) /* ST-W1 */
+/* ST-A2: acquire, pairs with ST-W1: a newer value brings its odd seq */
+#define LD(f) atomic_load_explicit(&(f), memory_order_acquire)
 
 static void zero_values(struct orbit_stats_row *r)
 {
@@ -288,7 +292,7 @@ int orbit__stats_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_
 			for (unsigned b = 0; b < ORBIT_STATS_BUCKETS; b++)
 				out->hists[h].buckets[b] = LD(r->hists[h].buckets[b]);
 		}
-		/* ST-A3: relaxed: the ST-A2 loads before it already order it after ST-W1 */
+		/* ST-A3: relaxed re-check, pairs with ST-W1: the ST-A2 loads before it already order it */
 		if (atomic_load_explicit(&r->seq, memory_order_relaxed) != s1)
 			continue;
 		return out->pid == 0 ? -ENOENT : 0;

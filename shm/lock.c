@@ -529,8 +529,8 @@ static void publish(orbit_lock_t *l, uint32_t type, uint64_t token, uint64_t dea
 		return;
 	/* LK-K1: seq_cst count, then seq_cst re-load, pairs with LK-K2 in
 	 * orbit__lock_set_sink(): either the remover sees us counted and waits,
-	 * or we see its NULL; LK-K3 (acquire in the load): the ctx stored
-	 * before the sink */
+	 * or we see its NULL; LK-K6: the load is also an acquire, pairs with
+	 * LK-K3: the ctx stored before the sink */
 	atomic_fetch_add_explicit(&l->sink_calls, 1, memory_order_seq_cst);
 	fn = atomic_load_explicit(&l->sink, memory_order_seq_cst);
 	if (fn)
@@ -1625,12 +1625,12 @@ int orbit__lock_set_sink(orbit_lock_t *l, orbit_transition_sink_fn fn, void *ctx
 	if (!ctx)
 		return -EINVAL;
 	if (fn) {
-		/* the ctx word is the claim: relaxed, published by the release below */
+		/* the ctx word is the claim: relaxed, published by LK-K3 below */
 		if (!atomic_compare_exchange_strong_explicit(&l->sink_ctx, &none, ctx,
 							     memory_order_relaxed,
 							     memory_order_relaxed))
 			return -EBUSY;
-		/* LK-K3: release, pairs with the seq_cst (acquire) load in publish() */
+		/* LK-K3: release, pairs with LK-K6 in publish() */
 		atomic_store_explicit(&l->sink, fn, memory_order_release);
 		return 0;
 	}

@@ -127,6 +127,8 @@ int orbit_agent_start(const struct orbit_agent_options *user, orbit_agent_t **ou
 		name = opts->name;
 	if (orbit__seg_name(buf, sizeof(buf), fleet, "x") < 0)
 		return -EINVAL;
+	if (opts && opts->lock && !orbit__lock_is_shm(opts->lock))
+		return -EOPNOTSUPP; /* an etcd lock has no SHM table, ring or sink to wire */
 	if (opts && opts->lock) {
 		/* The lock's layout names the ring its transitions go to. */
 		const struct orbit_lock_layout *own = orbit__lock_layout(opts->lock);

@@ -33,7 +33,14 @@ struct orbit_etcd {
 	char endpoints[MAX_ENDPOINTS][ENDPOINT_MAX];
 	unsigned n, cur; /* cur: the endpoint that answered last */
 	unsigned timeout_ms;
+	int64_t max_rev;  /* the highest header revision any answer carried (under mu) */
 };
+
+/*
+ * The deadline of the caller's current operation (orbit__etcd_op_deadline),
+ * per thread: one lock call's several client calls share it. 0: none.
+ */
+static _Thread_local uint64_t op_deadline_ms;
 
 struct buf {
 	char *p;
@@ -233,9 +240,41 @@ static int grpc_error(json_t *j)
 	case 4:
 	case 14:
 		return -ORBIT_EUNAVAILABLE;
+	case 8:
+		return -ENOSPC; /* RESOURCE_EXHAUSTED: "mvcc: database space exceeded" */
 	default:
 		return -EPROTO;
 	}
+}
+
+/* Keep the highest header revision seen (e->mu held). */
+static void note_revision(orbit_etcd_t *e, json_t *j)
+{
+	json_t *h = json_object_get(j, "header");
+	int64_t rev = 0;
+
+	if (h && !json_i64(h, "revision", &rev) && rev > e->max_rev)
+		e->max_rev = rev;
+}
+
+void orbit__etcd_op_deadline(uint64_t deadline_mono_ms)
+{
+	op_deadline_ms = deadline_mono_ms;
+}
+
+uint64_t orbit__etcd_now_ms(void)
+{
+	return mono_ms();
+}
+
+int64_t orbit__etcd_revision_seen(orbit_etcd_t *e)
+{
+	int64_t rev;
+
+	pthread_mutex_lock(&e->mu);
+	rev = e->max_rev;
+	pthread_mutex_unlock(&e->mu);
+	return rev;
 }
 
 /*
@@ -255,6 +294,8 @@ static int call(orbit_etcd_t *e, const char *path, json_t *body, json_t **out)
 	*out = NULL;
 	if (!text)
 		return -ENOMEM;
+	if (op_deadline_ms && op_deadline_ms < deadline)
+		deadline = op_deadline_ms;
 	hdr = curl_slist_append(NULL, "Content-Type: application/json");
 	if (!hdr) {
 		free(text);
@@ -305,6 +346,7 @@ static int call(orbit_etcd_t *e, const char *path, json_t *body, json_t **out)
 			break;
 		}
 		e->cur = idx;
+		note_revision(e, j);
 		*out = j;
 		rc = 0;
 		break;
@@ -597,9 +639,22 @@ int orbit__etcd_delete(orbit_etcd_t *e, const void *key, size_t key_len)
 	return rc ? rc : (int)deleted;
 }
 
+/* range_end of a prefix: its last byte below 0xff incremented (etcd's rule); 0: none. */
+static size_t range_end(const void *prefix, size_t prefix_len, uint8_t *end)
+{
+	size_t n = prefix_len;
+
+	memcpy(end, prefix, prefix_len);
+	while (n > 0 && end[n - 1] == 0xff)
+		n--;
+	if (n)
+		end[n - 1]++;
+	return n;
+}
+
 int orbit__etcd_range_prefix(orbit_etcd_t *e, const void *prefix, size_t prefix_len,
-			     int (*fn)(const struct orbit_etcd_kv *kv, void *ctx), void *ctx,
-			     int64_t *rev)
+			     int serializable, int (*fn)(const struct orbit_etcd_kv *kv, void *ctx),
+			     void *ctx, int64_t *rev)
 {
 	uint8_t end[512];
 	json_t *j, *kvs, *body;
@@ -608,16 +663,11 @@ int orbit__etcd_range_prefix(orbit_etcd_t *e, const void *prefix, size_t prefix_
 
 	if (!e || !prefix || !prefix_len || prefix_len > sizeof(end) || !fn)
 		return -EINVAL;
-	/* range_end: the prefix with its last byte below 0xff incremented (etcd's rule) */
-	memcpy(end, prefix, prefix_len);
-	n = prefix_len;
-	while (n > 0 && end[n - 1] == 0xff)
-		n--;
+	n = range_end(prefix, prefix_len, end);
 	if (n == 0)
 		return -EINVAL; /* an all-0xff prefix: not one orbit makes */
-	end[n - 1]++;
-	body = json_pack("{s:o, s:o}", "key", json_b64(prefix, prefix_len), "range_end",
-			 json_b64(end, n));
+	body = json_pack("{s:o, s:o, s:b}", "key", json_b64(prefix, prefix_len), "range_end",
+			 json_b64(end, n), "serializable", serializable);
 	rc = call(e, "/v3/kv/range", body, &j);
 	if (rc)
 		return rc;
@@ -643,4 +693,89 @@ int orbit__etcd_range_prefix(orbit_etcd_t *e, const void *prefix, size_t prefix_
 	}
 	json_decref(j);
 	return count;
+}
+
+int orbit__etcd_txn_owned(orbit_etcd_t *e, const void *key, size_t key_len, int64_t create_rev,
+			  const void *value, size_t value_len, enum orbit_etcd_op op, int64_t lease,
+			  struct orbit_etcd_kv *cur, int64_t *rev)
+{
+	json_t *k, *cmp, *then, *body, *j, *first, *kvs;
+	char num[24];
+	int ok, rc;
+
+	if (!e || !key || !key_len || !value || !value_len || !cur || create_rev < 0)
+		return -EINVAL;
+	memset(cur, 0, sizeof(*cur));
+	k = json_b64(key, key_len);
+	cmp = json_pack("[{s:s, s:s, s:O, s:o}]", "result", "EQUAL", "target", "VALUE", "key", k,
+			"value", json_b64(value, value_len));
+	if (cmp && create_rev) {
+		snprintf(num, sizeof(num), "%" PRId64, create_rev);
+		json_array_append_new(cmp, json_pack("{s:s, s:s, s:O, s:s}", "result", "EQUAL",
+						     "target", "CREATE", "key", k,
+						     "create_revision", num));
+	}
+	switch (op) {
+	case ORBIT_ETCD_OP_DELETE:
+		then = json_pack("{s:{s:O}}", "request_delete_range", "key", k);
+		break;
+	case ORBIT_ETCD_OP_TOUCH: /* a new mod revision, value and lease kept */
+		then = json_pack("{s:{s:O, s:b, s:b}}", "request_put", "key", k, "ignore_value", 1,
+				 "ignore_lease", 1);
+		break;
+	case ORBIT_ETCD_OP_RELEASE_TO_LEASE:
+		snprintf(num, sizeof(num), "%" PRId64, lease);
+		then = json_pack("{s:{s:O, s:o, s:s}}", "request_put", "key", k, "value",
+				 json_b64(value, value_len), "lease", num);
+		break;
+	default:
+		then = NULL;
+	}
+	/* success: the key as it was, then @op; failure: the key as it is */
+	body = cmp && then ? json_pack("{s:o, s:[{s:{s:O}}, o], s:[{s:{s:O}}]}", "compare", cmp,
+				       "success", "request_range", "key", k, then, "failure",
+				       "request_range", "key", k)
+			   : NULL;
+	if (!body) {
+		json_decref(cmp);
+		json_decref(then);
+	}
+	json_decref(k);
+	if (!body)
+		return -ENOMEM;
+	rc = call(e, "/v3/kv/txn", body, &j);
+	if (rc)
+		return rc;
+	txn_result(j, &ok, &first);
+	rc = rev ? header_revision(j, rev) : 0;
+	kvs = first ? json_object_get(json_object_get(first, "response_range"), "kvs") : NULL;
+	if (!rc && json_is_array(kvs) && json_array_size(kvs) == 1)
+		rc = kv_parse(json_array_get(kvs, 0), cur);
+	else if (!rc && ok)
+		rc = -EPROTO; /* compared equal, so the key existed: one txn cannot lose it */
+	json_decref(j);
+	return rc ? rc : ok;
+}
+
+int orbit__etcd_delete_prefix(orbit_etcd_t *e, const void *prefix, size_t prefix_len)
+{
+	uint8_t end[512];
+	json_t *j, *body;
+	int64_t deleted = 0;
+	size_t n;
+	int rc;
+
+	if (!e || !prefix || !prefix_len || prefix_len > sizeof(end))
+		return -EINVAL;
+	n = range_end(prefix, prefix_len, end);
+	if (!n)
+		return -EINVAL;
+	body = json_pack("{s:o, s:o}", "key", json_b64(prefix, prefix_len), "range_end",
+			 json_b64(end, n));
+	rc = call(e, "/v3/kv/deleterange", body, &j);
+	if (rc)
+		return rc;
+	rc = json_i64(j, "deleted", &deleted);
+	json_decref(j);
+	return rc ? rc : (int)deleted;
 }

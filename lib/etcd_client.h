@@ -60,7 +60,8 @@ int orbit__etcd_revision(orbit_etcd_t *e, int64_t *rev);
  * orbit__etcd_lease_grant - a lease of @ttl_s seconds. etcd may grant
  * more than asked (its minimum TTL); *@granted_s says what it granted.
  * Returns 0, -EINVAL, -ORBIT_EUNAVAILABLE, -EPROTO (an answer that is not
- * what the API documents), -ENOMEM. Every other call returns these too.
+ * what the API documents), -ENOMEM. Every other call returns these too,
+ * and -ENOSPC when the cluster's space quota is exhausted.
  */
 int orbit__etcd_lease_grant(orbit_etcd_t *e, int64_t ttl_s, int64_t *id, int64_t *granted_s);
 /* Renew once: *@ttl_s is the TTL it has again; -ENOENT: the lease expired or was revoked. */
@@ -103,11 +104,49 @@ int orbit__etcd_delete(orbit_etcd_t *e, const void *key, size_t key_len);
 /*
  * orbit__etcd_range_prefix - call @fn for every key beginning with
  * @prefix, in key order, as of one revision (*@rev, NULL: not wanted);
- * @fn returning non-zero stops. Returns the number of keys passed to @fn,
- * or a negative code.
+ * @fn returning non-zero stops. @serializable as for orbit__etcd_get.
+ * Returns the number of keys passed to @fn, or a negative code.
  */
 int orbit__etcd_range_prefix(orbit_etcd_t *e, const void *prefix, size_t prefix_len,
-			     int (*fn)(const struct orbit_etcd_kv *kv, void *ctx), void *ctx,
-			     int64_t *rev);
+			     int serializable, int (*fn)(const struct orbit_etcd_kv *kv, void *ctx),
+			     void *ctx, int64_t *rev);
+
+/* Delete every key beginning with @prefix. Returns the number deleted or a negative code. */
+int orbit__etcd_delete_prefix(orbit_etcd_t *e, const void *prefix, size_t prefix_len);
+
+/* What orbit__etcd_txn_owned() does when the compare holds. */
+enum orbit_etcd_op {
+	ORBIT_ETCD_OP_DELETE = 1,      /* delete the key */
+	ORBIT_ETCD_OP_TOUCH,           /* put keeping value and lease: a new mod revision */
+	ORBIT_ETCD_OP_RELEASE_TO_LEASE, /* put the same value attached to @lease instead */
+};
+
+/*
+ * orbit__etcd_txn_owned - one transaction on @key: if its value is
+ * @value and (when @create_rev is non-zero) its create revision is
+ * @create_rev, do @op. Either way *@cur receives the key as it was before
+ * @op (create_revision 0 in *@cur: no such key); free it with
+ * orbit__etcd_kv_free(). *@rev (NULL: not wanted): the revision of the
+ * answer (the one @op made when it made one).
+ * Returns 1 (compared equal, @op done), 0 (not: the key is absent or
+ * another tenure or owner), or a negative code (-EINVAL: empty @value).
+ */
+int orbit__etcd_txn_owned(orbit_etcd_t *e, const void *key, size_t key_len, int64_t create_rev,
+			  const void *value, size_t value_len, enum orbit_etcd_op op, int64_t lease,
+			  struct orbit_etcd_kv *cur, int64_t *rev);
+
+/*
+ * orbit__etcd_op_deadline - bound every later call of this thread, on any
+ * client, to end by @deadline_mono_ms (CLOCK_MONOTONIC ms, as
+ * orbit__etcd_now_ms()) as well as by its own timeout; 0 lifts it. Lets
+ * one operation made of several calls keep one bound: a call that starts
+ * past it is -ORBIT_EUNAVAILABLE at once.
+ * Context: thread-local; no syscall.
+ */
+void orbit__etcd_op_deadline(uint64_t deadline_mono_ms);
+uint64_t orbit__etcd_now_ms(void);
+
+/* The highest cluster revision any answer to @e carried (0: none yet). */
+int64_t orbit__etcd_revision_seen(orbit_etcd_t *e);
 
 #endif /* ORBIT_LIB_ETCD_CLIENT_H */

@@ -25,6 +25,7 @@
 
 #include "base/cpu.h"
 #include "base/hash.h"
+#include "base/lock_backend.h"
 #include "base/options.h"
 #include "shm/crashpoint.h"
 #include "shm/fork_guard.h"
@@ -69,6 +70,7 @@ enum lock_stat {
 };
 
 struct orbit_lock {
+	struct orbit__lock_base base; /* first: the dispatch's view (base/lock_backend.h) */
 	struct orbit_lock *next;  /* in handles (handles_lock) */
 	orbit_seg_t seg;
 	struct orbit_lock_table_hdr *hdr;
@@ -234,24 +236,7 @@ static uint64_t self_pidfs_ino(pid_t self)
 
 /* ---- argument checks ---------------------------------------------------- */
 
-static int check_key(const orbit_lock_key_t *k)
-{
-	if (!k || (!k->ns && k->ns_len) || !k->label || !k->label_len)
-		return -EINVAL;
-	if (k->ns_len > ORBIT_LOCK_BYTES_MAX || k->label_len > ORBIT_LOCK_BYTES_MAX ||
-	    k->ns_len + k->label_len > ORBIT_LOCK_BYTES_MAX)
-		return -E2BIG;
-	return 0;
-}
-
-static int check_owner(const orbit_lock_key_t *k, const orbit_lock_owner_t *o)
-{
-	if (!o || !o->bytes || !o->len)
-		return -EINVAL;
-	if (o->len > ORBIT_LOCK_BYTES_MAX || k->ns_len + k->label_len + o->len > ORBIT_LOCK_BYTES_MAX)
-		return -E2BIG;
-	return 0;
-}
+/* Keys and owners: orbit__lock_check_key/_owner(), shared by every backend (base/lock_backend.h). */
 
 static int check_mutator(orbit_lock_t *l)
 {
@@ -269,9 +254,9 @@ static int check_mutation(orbit_lock_t *l, const orbit_lock_key_t *key,
 	int rc = check_mutator(l);
 
 	if (!rc)
-		rc = check_key(key);
+		rc = orbit__lock_check_key(key);
 	if (!rc && owner)
-		rc = check_owner(key, owner);
+		rc = orbit__lock_check_owner(key, owner);
 	if (!rc && !ttl_ns)
 		rc = -EINVAL;
 	return rc;
@@ -866,9 +851,9 @@ static uint32_t sweep_expired(orbit_lock_t *l, uint64_t now)
 
 /* ---- public operations -------------------------------------------------- */
 
-ORBIT_API int orbit_lock_try_acquire(orbit_lock_t *l, const orbit_lock_key_t *key,
-				     const orbit_lock_owner_t *owner, uint64_t ttl_ns,
-				     struct orbit_lock_lease *lease, struct orbit_lock_entry *holder)
+int orbit__lock_shm_try_acquire(orbit_lock_t *l, const orbit_lock_key_t *key,
+				const orbit_lock_owner_t *owner, uint64_t ttl_ns,
+				struct orbit_lock_lease *lease, struct orbit_lock_entry *holder)
 {
 	uint32_t found, free_idx, h32;
 	uint64_t now, token, rev;
@@ -971,9 +956,9 @@ static int enter_owned(orbit_lock_t *l, const orbit_lock_key_t *key,
 	return rc;
 }
 
-ORBIT_API int orbit_lock_renew(orbit_lock_t *l, const orbit_lock_key_t *key,
-			       const orbit_lock_owner_t *owner, uint64_t token, uint64_t ttl_ns,
-			       struct orbit_lock_lease *lease)
+int orbit__lock_shm_renew(orbit_lock_t *l, const orbit_lock_key_t *key,
+			  const orbit_lock_owner_t *owner, uint64_t token, uint64_t ttl_ns,
+			  struct orbit_lock_lease *lease)
 {
 	struct orbit_lock_slot *s;
 	uint32_t idx, seq;
@@ -1039,15 +1024,15 @@ static int remove_common(orbit_lock_t *l, const orbit_lock_key_t *key,
 	return 0;
 }
 
-ORBIT_API int orbit_lock_release(orbit_lock_t *l, const orbit_lock_key_t *key,
-				 const orbit_lock_owner_t *owner, uint64_t token)
+int orbit__lock_shm_release(orbit_lock_t *l, const orbit_lock_key_t *key,
+			    const orbit_lock_owner_t *owner, uint64_t token)
 {
 	if (!owner)
 		return -EINVAL; /* normal release never acts without an owner */
 	return remove_common(l, key, owner, token);
 }
 
-ORBIT_API int orbit_lock_force_release(orbit_lock_t *l, const orbit_lock_key_t *key)
+int orbit__lock_shm_force_release(orbit_lock_t *l, const orbit_lock_key_t *key)
 {
 	return remove_common(l, key, NULL, 0);
 }
@@ -1197,8 +1182,8 @@ static int lookup_once(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32,
 	return -ENOENT;
 }
 
-ORBIT_API int orbit_lock_lookup(orbit_lock_t *l, const orbit_lock_key_t *key,
-				struct orbit_lock_entry *e)
+int orbit__lock_shm_lookup(orbit_lock_t *l, const orbit_lock_key_t *key,
+			   struct orbit_lock_entry *e)
 {
 	struct lookup_budget budget = { LOOKUP_RETRIES, l };
 	uint32_t h32;
@@ -1206,7 +1191,7 @@ ORBIT_API int orbit_lock_lookup(orbit_lock_t *l, const orbit_lock_key_t *key,
 
 	if (!l || !e)
 		return -EINVAL;
-	rc = check_key(key);
+	rc = orbit__lock_check_key(key);
 	if (rc)
 		return rc;
 	/* not an RMW, no serializer: concurrent lookups of one handle may lose
@@ -1241,8 +1226,8 @@ ORBIT_API int orbit_lock_lookup(orbit_lock_t *l, const orbit_lock_key_t *key,
 	}
 }
 
-ORBIT_API int orbit_lock_foreach(orbit_lock_t *l,
-				 int (*fn)(const struct orbit_lock_entry *e, void *ctx), void *ctx)
+int orbit__lock_shm_foreach(orbit_lock_t *l,
+			    int (*fn)(const struct orbit_lock_entry *e, void *ctx), void *ctx)
 {
 	struct orbit_lock_entry e;
 	int count = 0;
@@ -1320,7 +1305,7 @@ out:
 	return rc;
 }
 
-ORBIT_API int orbit_lock_stats(orbit_lock_t *l, struct orbit_lock_stats *o)
+int orbit__lock_shm_stats(orbit_lock_t *l, struct orbit_lock_stats *o)
 {
 	uint64_t v[ST_N];
 
@@ -1345,7 +1330,7 @@ ORBIT_API int orbit_lock_stats(orbit_lock_t *l, struct orbit_lock_stats *o)
 	return 0;
 }
 
-ORBIT_API uint64_t orbit_lock_state_revision(orbit_lock_t *l)
+uint64_t orbit__lock_shm_state_revision(orbit_lock_t *l)
 {
 	/* LK-A3: acquire, pairs with LK-R3 in bump_revision() */
 	return l ? atomic_load_explicit(&l->hdr->state_revision, memory_order_acquire) : 0;
@@ -1502,7 +1487,7 @@ static bool read_only_group(const struct orbit_lock_options *o)
 	return (o->mode & 0060u) == 0040u;
 }
 
-ORBIT_API int orbit_lock_open(const struct orbit_lock_options *user, orbit_lock_t **out)
+int orbit__lock_shm_open(const struct orbit_lock_options *user, orbit_lock_t **out)
 {
 	struct orbit_lock_options opts, *o = &opts;
 	struct orbit_lock_layout lay, *y = &lay;
@@ -1554,6 +1539,7 @@ ORBIT_API int orbit_lock_open(const struct orbit_lock_options *user, orbit_lock_
 		rc = -ORBIT_ECORRUPT;
 		goto err_close;
 	}
+	l->base.ops = &orbit__lock_shm_ops;
 	l->hdr = h;
 	l->slots = (struct orbit_lock_slot *)((char *)h + sizeof(*h));
 	l->nslots = y->slots;
@@ -1582,7 +1568,7 @@ err_free:
 	return rc;
 }
 
-ORBIT_API void orbit_lock_close(orbit_lock_t *l)
+void orbit__lock_shm_close(orbit_lock_t *l)
 {
 	if (!l)
 		return;
@@ -1602,7 +1588,7 @@ ORBIT_API void orbit_lock_close(orbit_lock_t *l)
 	free(l);
 }
 
-ORBIT_API int orbit_lock_unlink(const struct orbit_lock_options *user)
+int orbit__lock_shm_unlink(const struct orbit_lock_options *user)
 {
 	struct orbit_lock_options o;
 	struct orbit_lock_layout y;
@@ -1749,3 +1735,18 @@ uint64_t orbit__lock_repairs(const orbit_lock_t *l)
 	/* Relaxed: a hint for readers of the table (the agent's resync), orders nothing */
 	return atomic_load_explicit(&l->hdr->repairs, memory_order_relaxed);
 }
+
+/* The SHM table as an orbit-lock backend (base/lock_backend.h). */
+const struct orbit__lock_ops orbit__lock_shm_ops = {
+	.name = "shm",
+	.guard_fork = false, /* its own rule: mutations -ECHILD, lookups work */
+	.close = orbit__lock_shm_close,
+	.try_acquire = orbit__lock_shm_try_acquire,
+	.renew = orbit__lock_shm_renew,
+	.release = orbit__lock_shm_release,
+	.force_release = orbit__lock_shm_force_release,
+	.lookup = orbit__lock_shm_lookup,
+	.foreach = orbit__lock_shm_foreach,
+	.stats = orbit__lock_shm_stats,
+	.state_revision = orbit__lock_shm_state_revision,
+};

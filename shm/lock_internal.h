@@ -12,9 +12,43 @@
 
 #include <orbit/lock.h>
 
+#include "base/lock_backend.h"
 #include "shm/lock_table.h"
 #include "shm/segment.h"
 #include "shm/transition.h"
+
+/*
+ * The SHM table's backend (base/lock_backend.h): each function has the
+ * contract of the public orbit_lock_* function of its name, which
+ * agent/lock_dispatch.c forwards to it for a handle opened on SHM. Every
+ * orbit__lock_* function below takes only a handle of this backend:
+ * orbit__lock_is_shm() tells (a caller given a user's handle checks first).
+ */
+extern const struct orbit__lock_ops orbit__lock_shm_ops;
+int orbit__lock_shm_open(const struct orbit_lock_options *opts, orbit_lock_t **out);
+int orbit__lock_shm_unlink(const struct orbit_lock_options *opts);
+void orbit__lock_shm_close(orbit_lock_t *lock);
+int orbit__lock_shm_try_acquire(orbit_lock_t *lock, const orbit_lock_key_t *key,
+				const orbit_lock_owner_t *owner, uint64_t ttl_ns,
+				struct orbit_lock_lease *lease, struct orbit_lock_entry *holder);
+int orbit__lock_shm_renew(orbit_lock_t *lock, const orbit_lock_key_t *key,
+			  const orbit_lock_owner_t *owner, uint64_t token, uint64_t ttl_ns,
+			  struct orbit_lock_lease *lease);
+int orbit__lock_shm_release(orbit_lock_t *lock, const orbit_lock_key_t *key,
+			    const orbit_lock_owner_t *owner, uint64_t token);
+int orbit__lock_shm_force_release(orbit_lock_t *lock, const orbit_lock_key_t *key);
+int orbit__lock_shm_lookup(orbit_lock_t *lock, const orbit_lock_key_t *key,
+			   struct orbit_lock_entry *entry);
+int orbit__lock_shm_foreach(orbit_lock_t *lock,
+			    int (*fn)(const struct orbit_lock_entry *e, void *ctx), void *ctx);
+int orbit__lock_shm_stats(orbit_lock_t *lock, struct orbit_lock_stats *out);
+uint64_t orbit__lock_shm_state_revision(orbit_lock_t *lock);
+
+/* Is @lock a handle of the SHM table (not NULL, not another backend's)? */
+static inline bool orbit__lock_is_shm(const orbit_lock_t *lock)
+{
+	return lock && orbit__lock_base_of(lock)->ops == &orbit__lock_shm_ops;
+}
 
 /*
  * orbit__lock_set_sink - every successful acquire / renew / release /

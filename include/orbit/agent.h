@@ -122,7 +122,8 @@ enum orbit_agent_hist {
  * -ECHILD (the lock handle was opened by the parent of this forked
  * process; refused before anything is created); -EBUSY (@opts->lock
  * already serves another running agent: a handle has one ring lane);
- * -ENOMEM; -ENOSPC (every
+ * -EOPNOTSUPP (the lock handle is on the etcd backend: the agent wires
+ * SHM tables only); -ENOMEM; -ENOSPC (every
  * member row, or with a lock every ring lane, is held by a live process);
  * -EPERM (no member row is free and some row no member holds is pinned by
  * a read lock: a process that can only read the directory, such as a

@@ -96,6 +96,20 @@ enum orbit_lock_serializer {
 };
 
 /*
+ * Where a fleet's locks live, chosen at orbit_lock_open(). Every call then
+ * behaves as documented below on either; what differs is listed under
+ * "The etcd backend" (and in doc/orbit-lock.md, "Beyond one host").
+ */
+enum orbit_lock_backend {
+	ORBIT_LOCK_BACKEND_AUTO = 0, /* ETCD when @endpoints is set or @fleet is an etcd:// URL, else SHM */
+	ORBIT_LOCK_BACKEND_SHM = 1,  /* the fleet's shared-memory table on this host */
+	ORBIT_LOCK_BACKEND_ETCD = 2, /* keys of an etcd cluster: the fleet spans hosts */
+};
+
+/* etcd: each call's bound when call_timeout_ms is 0. */
+#define ORBIT_LOCK_CALL_TIMEOUT_MS_DEFAULT 2000u
+
+/*
  * A fleet's lock layout; every peer must pass the same one. Size-carrying
  * (see orbit/common.h); 0: the default in every field.
  */
@@ -129,6 +143,15 @@ struct orbit_lock_options {
 				     * -EAGAIN (0: ORBIT_LOCK_SERIALIZER_WAIT_MS_DEFAULT; < 0: -EINVAL) */
 	unsigned owner_uid;         /* the fleet's one creating and trusted uid (0: none;
 				       required with 0640: "Sharing a fleet with a group") */
+	unsigned reserved0;         /* the older sizeof's tail padding (56 bytes with
+				       owner_uid last): never read, so garbage there from an
+				       older caller is harmless; leave it 0 */
+	/* Added with the etcd backend, past the older sizeof (base/options.h). */
+	enum orbit_lock_backend backend; /* 0: AUTO */
+	const char *endpoints;      /* ETCD: "http://host:port,..." (at most 16; NULL: from an
+				       etcd:// @fleet, which then must not be given too) */
+	int call_timeout_ms;        /* ETCD: the bound of every call, whatever the cluster does
+				       (0: ORBIT_LOCK_CALL_TIMEOUT_MS_DEFAULT; < 0: -EINVAL) */
 };
 
 /*
@@ -291,6 +314,13 @@ struct orbit_lock_stats {
  * the segment of any segment-layer refusal.
  */
 ORBIT_API int orbit_lock_open(const struct orbit_lock_options *opts, orbit_lock_t **out);
+
+/**
+ * orbit_lock_backend_name - which backend a handle was opened on: "shm"
+ * or "etcd" (a static string); NULL for NULL.
+ * Context: any thread; no syscall.
+ */
+ORBIT_API const char *orbit_lock_backend_name(const orbit_lock_t *lock);
 
 /**
  * orbit_lock_close - unmap and free a handle. Entries it holds stay held

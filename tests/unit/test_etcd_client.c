@@ -22,57 +22,23 @@
 #include <orbit/error.h>
 
 #include "lib/etcd_client.h"
+#include "orbit_test_etcd.h"
 
-static char dir[256], endpoints[512], prefix[64];
-static pid_t pids[3];
+static struct orbit_test_etcd cluster;
+static char prefix[64];
 static int have_cluster;
 static orbit_etcd_t *etcd;
 
-static const char *script(void)
-{
-	static char path[512];
-	const char *s = getenv("top_srcdir");
-
-	snprintf(path, sizeof(path), "%s/scripts/etcd-cluster", s ? s : "..");
-	return path;
-}
-
 static int group_setup(void **state)
 {
-	char cmd[1024];
-	FILE *f;
-	int st;
+	int rc;
 
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/orbit-etcd-test-%ld", (long)getpid());
 	snprintf(prefix, sizeof(prefix), "orbit-test/%ld/", (long)getpid());
-	snprintf(cmd, sizeof(cmd), "%s start %s 3", script(), dir);
-	st = system(cmd);
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
-		print_message("etcd is not installed (apt-get install etcd-server): skipped\n");
+	rc = orbit_test_etcd_start(&cluster, "client");
+	if (rc == 77)
 		return 0;
-	}
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return -1;
-	snprintf(cmd, sizeof(cmd), "%s/endpoints", dir);
-	f = fopen(cmd, "r");
-	if (!f || !fgets(endpoints, sizeof(endpoints), f))
-		return -1;
-	fclose(f);
-	endpoints[strcspn(endpoints, "\n")] = '\0';
-	snprintf(cmd, sizeof(cmd), "%s/pids", dir);
-	f = fopen(cmd, "r");
-	if (!f)
-		return -1;
-	for (int i = 0; i < 3; i++) {
-		long p;
-
-		if (fscanf(f, "%ld", &p) != 1)
-			return -1;
-		pids[i] = (pid_t)p;
-	}
-	fclose(f);
-	if (orbit__etcd_open(endpoints, 3000, &etcd) != 0)
+	if (rc || orbit__etcd_open(cluster.endpoints, 3000, &etcd) != 0)
 		return -1;
 	have_cluster = 1;
 	return 0;
@@ -80,16 +46,9 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-	char cmd[1024];
-
 	(void)state;
 	orbit__etcd_close(etcd);
-	if (have_cluster) {
-		snprintf(cmd, sizeof(cmd), "%s stop %s", script(), dir);
-		if (system(cmd) != 0)
-			return -1;
-	}
-	return 0;
+	return orbit_test_etcd_stop(&cluster);
 }
 
 #define NEED_CLUSTER()             \
@@ -234,7 +193,7 @@ static void test_etcd_range_prefix_in_key_order(void **state)
 	NEED_CLUSTER();
 	for (const char *const *n = (const char *const[]){ "r/c", "r/a", "r/b", "rx", NULL }; *n; n++)
 		assert_int_equal(orbit__etcd_create(etcd, k, key(k, sizeof(k), *n), "v", 1, 0, &rev, NULL), 1);
-	assert_int_equal(orbit__etcd_range_prefix(etcd, p, pl, on_kv, &s, &at), 3);
+	assert_int_equal(orbit__etcd_range_prefix(etcd, p, pl, 0, on_kv, &s, &at), 3);
 	assert_true(at >= rev);
 	assert_string_equal(s.names[0] + strlen(prefix), "r/a");
 	assert_string_equal(s.names[1] + strlen(prefix), "r/b");
@@ -261,7 +220,7 @@ static void test_etcd_failover_past_a_dead_endpoint(void **state)
 
 	(void)state;
 	NEED_CLUSTER();
-	snprintf(list, sizeof(list), "http://127.0.0.1:1,%s", endpoints);
+	snprintf(list, sizeof(list), "http://127.0.0.1:1,%s", cluster.endpoints);
 	assert_int_equal(orbit__etcd_open(list, 2000, &e), 0);
 	assert_int_equal(orbit__etcd_revision(e, &rev), 0);
 	assert_true(rev > 0);
@@ -313,10 +272,10 @@ static void test_etcd_no_quorum_is_bounded(void **state)
 
 	(void)state;
 	NEED_CLUSTER();
-	assert_int_equal(kill(pids[1], SIGKILL), 0);
-	assert_int_equal(kill(pids[2], SIGKILL), 0);
+	assert_int_equal(kill(cluster.pids[1], SIGKILL), 0);
+	assert_int_equal(kill(cluster.pids[2], SIGKILL), 0);
 	usleep(200000);
-	assert_int_equal(orbit__etcd_open(endpoints, 1500, &e), 0);
+	assert_int_equal(orbit__etcd_open(cluster.endpoints, 1500, &e), 0);
 	t0 = orbit_test_now_ns();
 	assert_int_equal(orbit__etcd_create(e, k, l, "o", 1, 0, &rev, NULL), -ORBIT_EUNAVAILABLE);
 	assert_true(orbit_test_now_ns() - t0 < 2500000000ull);

@@ -4,11 +4,20 @@
  * spec's Invariants list (orbit-lock-architecture.md "Invariants"), one
  * per documented error code, and the DESIGN.md traps (fork, stale release,
  * lookup without the serializer, tokens across reset and re-creation).
- * The whole list runs twice: once per serializer (FUTEX, FLOCK).
+ * The whole list runs twice: once per serializer (FUTEX, FLOCK). The
+ * tests that need no SHM internals run a third time on the etcd backend
+ * (issue 15: the same calls, the same invariants and documented codes),
+ * against a 3-member cluster this binary starts (skipped, with the reason
+ * printed, only when etcd is not installed), with the etcd-only tests:
+ * TTLs in whole seconds, renew with another TTL, backend selection, the
+ * key encoding, and -ORBIT_EUNAVAILABLE within the bound without quorum.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -16,12 +25,15 @@
 #include <orbit/orbit.h>
 
 #include "orbit_test.h"
+#include "orbit_test_etcd.h"
 #include "shm/crashpoint.h"
 #include "shm/lock_internal.h"
 #include "shm/lock_serializer.h"
 #include "shm/members.h"
 
 static enum orbit_lock_serializer cur_ser;
+static bool on_etcd; /* the etcd group runs */
+static struct orbit_test_etcd cluster;
 static char fleet[64];
 static orbit_lock_t *L;
 
@@ -33,6 +45,11 @@ static struct orbit_lock_options opts_for(const char *f, const struct orbit_lock
 {
 	struct orbit_lock_options o = { .size = sizeof(o), .fleet = f, .layout = y,
 					.serializer = cur_ser };
+
+	if (on_etcd) {
+		o.backend = ORBIT_LOCK_BACKEND_ETCD;
+		o.endpoints = cluster.endpoints;
+	}
 	return o;
 }
 
@@ -50,7 +67,7 @@ static orbit_lock_owner_t O(const char *s)
 static void check_table(orbit_lock_t *l)
 {
 	char why[160];
-	int rc = orbit__lock_table_check(l, why, sizeof(why));
+	int rc = on_etcd ? 0 : orbit__lock_table_check(l, why, sizeof(why));
 
 	if (rc)
 		fail_msg("table check: %s", why);
@@ -95,20 +112,59 @@ static int group_flock(void **state)
 	return 0;
 }
 
+static int group_etcd(void **state)
+{
+	cur_ser = ORBIT_LOCK_SERIALIZER_AUTO;
+	on_etcd = true;
+	return 0;
+}
+
+/*
+ * etcd's deadlines are whole seconds read back from the lease: a lookup
+ * or a holder's deadline is the answer's time plus the seconds etcd says
+ * are left (it truncates), so two reads of one lease differ by up to 1 s
+ * plus the round trips. SHM deadlines are exact.
+ */
+#define DEADLINE_SLACK_NS (on_etcd ? 1200000000ull : 0)
+
+static void assert_deadline_near(uint64_t got, uint64_t want)
+{
+	uint64_t d = got > want ? got - want : want - got;
+
+	if (d > DEADLINE_SLACK_NS)
+		fail_msg("deadline %llu, expected %llu (+- %llu)", (unsigned long long)got,
+			 (unsigned long long)want, (unsigned long long)DEADLINE_SLACK_NS);
+}
+
+/* Live entries of @label's key, counted from a foreach (either backend). */
+struct key_count {
+	const char *label;
+	int n;
+};
+
+static int count_key(const struct orbit_lock_entry *e, void *ctx)
+{
+	struct key_count *c = ctx;
+
+	if (!e->expired && e->label_len == strlen(c->label) &&
+	    !memcmp(e->bytes + e->ns_len, c->label, e->label_len))
+		c->n++;
+	return 0;
+}
+
 /* Spec "Invariants": one active entry at most exists for a LockKey. */
 static void test_inv_one_active_entry_per_key(void **state)
 {
 	orbit_lock_key_t k = K("res");
 	orbit_lock_owner_t a = O("alice"), b = O("bob");
 	struct orbit_lock_entry e;
-	int live = 0;
+	struct key_count live = { "res", 0 };
 
 	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, NULL, NULL), 0);
 	assert_int_equal(orbit_lock_try_acquire(L, &k, &b, 10 * SEC, NULL, NULL), -EBUSY);
 	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, NULL, NULL), -EBUSY);
-	for (uint32_t i = 0; i < 256; i++)
-		live += atomic_load(&slot_at(L, i)->state) == ORBIT_LOCK_SLOT_OCCUPIED;
-	assert_int_equal(live, 1);
+	assert_int_equal(orbit_lock_foreach(L, count_key, &live), 1);
+	assert_int_equal(live.n, 1);
 	assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
 	assert_int_equal(e.owner_len, 5);
 	assert_memory_equal(orbit_lock_entry_owner(&e), "alice", 5);
@@ -274,11 +330,17 @@ static void test_ttl_expiry_reclaims_with_larger_token(void **state)
 	assert_true(l2.deadline_ns > l1.deadline_ns);
 	assert_int_equal(orbit_lock_try_acquire(L, &k, &b, SEC, NULL, &e), -EBUSY);
 	assert_int_equal(e.token, l1.token);
-	assert_int_equal(e.deadline_ns, l2.deadline_ns);
-	assert_int_equal(e.holder_pid, (uint32_t)getpid());
+	assert_deadline_near(e.deadline_ns, l2.deadline_ns);
+	/* etcd: the holder may run on another host, so no pid is recorded */
+	assert_int_equal(e.holder_pid, on_etcd ? 0 : (uint32_t)getpid());
 	assert_memory_equal(orbit_lock_entry_owner(&e), "alice", 5);
 	while (orbit_test_now_ns() <= l2.deadline_ns)
 		usleep(2000);
+	/* etcd: the key goes when the leader revokes the expired lease, within
+	 * about a second past the holder's deadline (doc/orbit-lock.md) */
+	for (uint64_t end = l2.deadline_ns + DEADLINE_SLACK_NS * 2;
+	     orbit_lock_lookup(L, &k, &e) == 0 && orbit_test_now_ns() < end;)
+		usleep(20000);
 	assert_int_equal(orbit_lock_lookup(L, &k, &e), -ENOENT);
 	assert_int_equal(orbit_lock_renew(L, &k, &a, 0, SEC, NULL), -ENOENT);
 	assert_int_equal(orbit_lock_try_acquire(L, &k, &b, SEC, &l3, NULL), 0);
@@ -341,7 +403,8 @@ static int child_ops_after_fork(void *arg)
 		return 1;
 	if (orbit_lock_release(L, &k, &c, 0) != -ECHILD || orbit_lock_force_release(L, &k) != -ECHILD)
 		return 2;
-	if (orbit_lock_lookup(L, &k, &e) != 0) /* lookup never needs the serializer */
+	/* SHM: lookup never needs the serializer; etcd: the connection is the parent's */
+	if (orbit_lock_lookup(L, &k, &e) != (on_etcd ? -ECHILD : 0))
 		return 3;
 	orbit_lock_close(L); /* the child's copy only */
 	if (orbit_lock_open(&o, &mine))
@@ -573,7 +636,7 @@ static void test_err_einval_null_arguments(void **state)
 	assert_int_equal(orbit_lock_state_revision(L), rev);
 	assert_int_equal(orbit_lock_lookup(L, &k, &e2), 0);
 	assert_int_equal(e2.token, l1.token);
-	assert_int_equal(e2.deadline_ns, e.deadline_ns);
+	assert_deadline_near(e2.deadline_ns, e.deadline_ns);
 	/* readers */
 	assert_int_equal(orbit_lock_lookup(L, NULL, &e2), -EINVAL);
 	assert_int_equal(orbit_lock_lookup(L, &k, NULL), -EINVAL);
@@ -670,6 +733,8 @@ static void test_err_enoent_not_held(void **state)
 	assert_int_equal(orbit_lock_renew(L, &k, &a, 0, SEC, NULL), -ENOENT);
 	assert_int_equal(orbit_lock_release(L, &k, &a, 0), -ENOENT);
 	assert_int_equal(orbit_lock_force_release(L, &k), -ENOENT);
+	if (on_etcd)
+		return; /* a cluster has no table to be missing: a readonly open succeeds */
 	o.readonly = true;
 	assert_int_equal(orbit_lock_open(&o, &x), -ENOENT);
 }
@@ -704,7 +769,8 @@ static void test_err_erofs_readonly_handle(void **state)
 	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, SEC, NULL, NULL), 0);
 	assert_int_equal(orbit_lock_open(&o, &ro), 0);
 	assert_int_equal(orbit_lock_lookup(ro, &k, &e), 0);
-	assert_int_equal(orbit_lock_holder_alive(&e), 1);
+	/* etcd records no holder pid: alive is unknown (-EINVAL) */
+	assert_int_equal(orbit_lock_holder_alive(&e), on_etcd ? -EINVAL : 1);
 	assert_int_equal(orbit_lock_try_acquire(ro, &k, &a, SEC, NULL, NULL), -EROFS);
 	assert_int_equal(orbit_lock_release(ro, &k, &a, 0), -EROFS);
 	assert_int_equal(orbit_lock_force_release(ro, &k), -EROFS);
@@ -1211,7 +1277,237 @@ static void test_crashpoint_env_variable_arms_nothing(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* ---- the etcd backend only ---------------------------------------------- */
+
+/*
+ * Issue 15 "Mapping": a TTL in ms becomes whole seconds, rounded up and
+ * raised to the cluster's minimum, and the lease says the real deadline:
+ * a 100 ms TTL still holds the key after 300 ms, and the deadline handed
+ * back is at least a second out.
+ */
+static void test_etcd_ttl_ms_become_whole_seconds(void **state)
+{
+	orbit_lock_key_t k = K("ttl-ms");
+	orbit_lock_owner_t a = O("alice"), b = O("bob");
+	struct orbit_lock_lease l1, l2;
+	uint64_t t0 = orbit_test_now_ns();
+
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 100000000, &l1, NULL), 0);
+	assert_true(l1.deadline_ns >= t0 + SEC);
+	assert_true(l1.deadline_ns <= orbit_test_now_ns() + 3 * SEC);
+	usleep(300000);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &b, SEC, NULL, NULL), -EBUSY);
+	/* 1.5 s is 2 s: the deadline is whole seconds past the renew */
+	t0 = orbit_test_now_ns();
+	assert_int_equal(orbit_lock_renew(L, &k, &a, l1.token, 1500000000, &l2), 0);
+	assert_int_equal(l2.token, l1.token);
+	assert_true(l2.deadline_ns >= t0 + 2 * SEC);
+	assert_int_equal(orbit_lock_release(L, &k, &a, l1.token), 0);
+}
+
+/*
+ * Issue 15 "renew": a renew with another TTL keeps the token and moves
+ * the deadline by the new TTL (a new lease for the same key); the same
+ * TTL again is a keepalive of the lease. Either way the old deadline is
+ * no longer what decides: the key outlives it.
+ */
+static void test_etcd_renew_with_another_ttl_keeps_token(void **state)
+{
+	orbit_lock_key_t k = K("ttl-change");
+	orbit_lock_owner_t a = O("alice"), b = O("bob");
+	struct orbit_lock_lease l1, l2, l3;
+	struct orbit_lock_entry e;
+	uint64_t t0;
+
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 2 * SEC, &l1, NULL), 0);
+	t0 = orbit_test_now_ns();
+	assert_int_equal(orbit_lock_renew(L, &k, &a, l1.token, 6 * SEC, &l2), 0);
+	assert_int_equal(l2.token, l1.token);
+	assert_true(l2.deadline_ns >= t0 + 6 * SEC);
+	assert_true(l2.state_revision > l1.state_revision);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
+	assert_int_equal(e.token, l1.token);
+	assert_true(e.deadline_ns > l1.deadline_ns + 2 * SEC); /* the new lease's */
+	/* the same TTL again: a keepalive, token kept */
+	assert_int_equal(orbit_lock_renew(L, &k, &a, 0, 6 * SEC, &l3), 0);
+	assert_int_equal(l3.token, l1.token);
+	/* past the first lease's end the key is still held */
+	while (orbit_test_now_ns() < l1.deadline_ns + SEC)
+		usleep(50000);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &b, SEC, NULL, NULL), -EBUSY);
+	assert_int_equal(orbit_lock_release(L, &k, &a, l1.token), 0);
+}
+
+/*
+ * Issue 15: the backend is chosen at open: an etcd:// fleet URL, or
+ * endpoints (AUTO), or backend ETCD; contradictions and bad URLs are
+ * -EINVAL; both name the same keys.
+ */
+static void test_etcd_backend_selected_at_open(void **state)
+{
+	char url[700], hosts[600];
+	orbit_lock_key_t k = K("select");
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_options o;
+	struct orbit_lock_entry e;
+	orbit_lock_t *x;
+
+	/* etcd://127.0.0.1:P,.../fleet: the same keys as endpoints + fleet */
+	snprintf(hosts, sizeof(hosts), "%s", cluster.endpoints);
+	url[0] = '\0';
+	for (char *h = strtok(hosts, ","); h; h = strtok(NULL, ","))
+		snprintf(url + strlen(url), sizeof(url) - strlen(url), "%s%s",
+			 url[0] ? "," : "etcd://", h + strlen("http://"));
+	snprintf(url + strlen(url), sizeof(url) - strlen(url), "/%s", fleet);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, NULL, NULL), 0);
+	orbit_lock_options_init(&o);
+	o.fleet = url;
+	assert_int_equal(orbit_lock_open(&o, &x), 0);
+	assert_string_equal(orbit_lock_backend_name(x), "etcd");
+	assert_int_equal(orbit_lock_lookup(x, &k, &e), 0);
+	assert_memory_equal(orbit_lock_entry_owner(&e), "alice", 5);
+	orbit_lock_close(x);
+	/* AUTO with endpoints is etcd too; a plain fleet without them is SHM */
+	o.fleet = fleet;
+	o.endpoints = cluster.endpoints;
+	assert_int_equal(orbit_lock_open(&o, &x), 0);
+	assert_int_equal(orbit_lock_lookup(x, &k, &e), 0);
+	orbit_lock_close(x);
+	/* contradictions */
+	o.backend = ORBIT_LOCK_BACKEND_SHM;
+	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL); /* SHM and endpoints */
+	o.backend = ORBIT_LOCK_BACKEND_ETCD;
+	o.endpoints = NULL;
+	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL); /* etcd and nowhere */
+	o.fleet = url;
+	o.endpoints = cluster.endpoints;
+	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL); /* two endpoint lists */
+	o.endpoints = NULL;
+	o.call_timeout_ms = -1;
+	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
+	o.call_timeout_ms = 0;
+	o.backend = (enum orbit_lock_backend)7;
+	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
+	o.backend = ORBIT_LOCK_BACKEND_AUTO;
+	for (const char *const *bad = (const char *const[]){ "etcd://", "etcd:///f", "etcd://h",
+				"etcd://h:1,", "etcd://u@h:1/f", "etcd://h:1/bad/fleet", NULL };
+	     *bad; bad++) {
+		o.fleet = *bad;
+		assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
+	}
+	assert_int_equal(orbit_lock_release(L, &k, &a, 0), 0);
+}
+
+/* Issue 15 "Mapping": namespace and label stay apart in the etcd key. */
+static void test_etcd_key_keeps_namespace_and_label_apart(void **state)
+{
+	orbit_lock_key_t k1 = { "ab", 2, "c", 1 }, k2 = { "a", 1, "bc", 2 }, k3 = { NULL, 0, "abc", 3 };
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_entry e;
+
+	assert_int_equal(orbit_lock_try_acquire(L, &k1, &a, 10 * SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &k2, &a, 10 * SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &k3, &a, 10 * SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &k2, &e), 0);
+	assert_int_equal(e.ns_len, 1);
+	assert_int_equal(e.label_len, 2);
+	assert_memory_equal(e.bytes, "abc", 3);
+	assert_int_equal(orbit_lock_foreach(L, count_none, NULL), 3);
+}
+
+/* Issue 15: tokens are cluster revisions: larger after unlink, as after a re-created table. */
+static void test_etcd_tokens_increase_across_unlink(void **state)
+{
+	orbit_lock_key_t k = K("epoch");
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	struct orbit_lock_lease l1, l2;
+	struct orbit_lock_entry e;
+
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, &l1, NULL), 0);
+	assert_int_equal(orbit_lock_unlink(&o), 0);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), -ENOENT);
+	assert_int_equal(orbit_lock_unlink(&o), -ENOENT);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, &l2, NULL), 0);
+	assert_true(l2.token > l1.token);
+}
+
+/*
+ * Issue 15 "never a hang": without quorum (2 of 3 members SIGKILLed by
+ * pid) every call of a handle answers -ORBIT_EUNAVAILABLE within its
+ * call_timeout_ms, and an open of a cluster nobody serves too; once the
+ * members are back the same handle works again.
+ */
+static void test_etcd_no_quorum_is_eunavailable_within_bound(void **state)
+{
+	orbit_lock_key_t k = K("quorum"), k2 = K("quorum-2");
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	struct orbit_lock_lease l1;
+	struct orbit_lock_entry e;
+	orbit_lock_t *x, *dead;
+	uint64_t t0;
+	int rc = -1;
+
+	o.call_timeout_ms = 800;
+	assert_int_equal(orbit_lock_open(&o, &x), 0);
+	assert_int_equal(orbit_lock_try_acquire(x, &k, &a, 30 * SEC, &l1, NULL), 0);
+	assert_int_equal(kill(cluster.pids[1], SIGKILL), 0);
+	assert_int_equal(kill(cluster.pids[2], SIGKILL), 0);
+	usleep(100000);
+#define BOUNDED(call)                                                         \
+	do {                                                                  \
+		t0 = orbit_test_now_ns();                                     \
+		assert_int_equal((call), -ORBIT_EUNAVAILABLE);                \
+		assert_true(orbit_test_now_ns() - t0 < 1300000000ull);        \
+	} while (0)
+	BOUNDED(orbit_lock_try_acquire(x, &k2, &a, SEC, NULL, NULL));
+	BOUNDED(orbit_lock_renew(x, &k, &a, l1.token, SEC, NULL));
+	BOUNDED(orbit_lock_release(x, &k, &a, l1.token));
+	BOUNDED(orbit_lock_lookup(x, &k, &e));
+	BOUNDED(orbit_lock_force_release(x, &k));
+#undef BOUNDED
+	/* nobody listening at all: refused at open, within the bound */
+	o.endpoints = "http://127.0.0.1:1";
+	t0 = orbit_test_now_ns();
+	assert_int_equal(orbit_lock_open(&o, &dead), -ORBIT_EUNAVAILABLE);
+	assert_true(orbit_test_now_ns() - t0 < 1300000000ull);
+	assert_int_equal(orbit_test_etcd_restart(&cluster, 1), 0);
+	assert_int_equal(orbit_test_etcd_restart(&cluster, 2), 0);
+	for (t0 = orbit_test_now_ns(); orbit_test_now_ns() - t0 < 20 * SEC; usleep(100000)) {
+		rc = orbit_lock_lookup(x, &k, &e);
+		if (rc != -ORBIT_EUNAVAILABLE)
+			break;
+	}
+	assert_int_equal(rc, 0); /* the tenure survived: a 30 s lease, kept by the cluster */
+	assert_int_equal(orbit_lock_release(x, &k, &a, l1.token), 0);
+	orbit_lock_close(x);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+/* The tests that need no SHM internals: they run on every backend. */
+#define LOCK_TESTS_NEUTRAL                                           \
+	T(test_inv_one_active_entry_per_key),                        \
+	T(test_inv_owner_is_opaque_compare_token),                   \
+	T(test_inv_only_exact_owner_renews_or_releases),             \
+	T(test_inv_no_release_without_owner_or_exact_lease),         \
+	T(test_ttl_expiry_reclaims_with_larger_token),               \
+	T(test_state_revision_increases_on_every_change),            \
+	T(test_err_echild_fork_child_must_reopen),                   \
+	T(test_err_einval_bad_arguments),                            \
+	T(test_err_einval_null_arguments),                           \
+	T(test_err_e2big_over_960_bytes),                            \
+	T(test_err_enoent_not_held),                                 \
+	T(test_err_eperm_wrong_owner_or_token),                      \
+	T(test_err_erofs_readonly_handle)
+/* The etcd backend's own (last: the quorum test kills and restarts members). */
+#define LOCK_TESTS_ETCD                                              \
+	T(test_etcd_ttl_ms_become_whole_seconds),                    \
+	T(test_etcd_renew_with_another_ttl_keeps_token),             \
+	T(test_etcd_backend_selected_at_open),                       \
+	T(test_etcd_key_keeps_namespace_and_label_apart),            \
+	T(test_etcd_tokens_increase_across_unlink),                  \
+	T(test_etcd_no_quorum_is_eunavailable_within_bound)
 #define LOCK_TESTS                                                   \
 	T(test_inv_one_active_entry_per_key),                        \
 	T(test_inv_owner_is_opaque_compare_token),                   \
@@ -1256,5 +1552,20 @@ int main(void)
 		return env_child_main(getenv(ENV_CHILD));
 	rc = cmocka_run_group_tests_name("lock_futex", tests, group_futex, NULL);
 	rc |= cmocka_run_group_tests_name("lock_flock", tests, group_flock, NULL);
+#ifdef ORBIT_HAVE_ETCD
+	const struct CMUnitTest etcd_tests[] = { LOCK_TESTS_NEUTRAL, LOCK_TESTS_ETCD };
+	int up = orbit_test_etcd_start(&cluster, "lock");
+
+	if (up == 77)
+		return rc; /* the reason is printed */
+	if (up) {
+		orbit_test_etcd_stop(&cluster);
+		fail_msg("scripts/etcd-cluster could not start a cluster");
+	}
+	rc |= cmocka_run_group_tests_name("lock_etcd", etcd_tests, group_etcd, NULL);
+	orbit_test_etcd_stop(&cluster);
+#else
+	printf("# built without --with-etcd: the etcd backend's run is skipped\n");
+#endif
 	return rc;
 }

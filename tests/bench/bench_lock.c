@@ -8,8 +8,15 @@
  * open+flock+unlock+close of a per-key lock file; Redis SET NX PX + DEL
  * over loopback (RESP spoken here, no hiredis; port from
  * ORBIT_BENCH_REDIS_PORT, else "skipped"); contended throughput with two
- * processes; lookup at 25/50/90/100% table occupancy. Then the targets.
+ * processes; lookup at 25/50/90/100% table occupancy. With
+ * ORBIT_BENCH_ETCD_ENDPOINTS (scripts/bench starts a 3-member cluster) the
+ * same calls on the etcd backend (issue 15): try_acquire+release, renew,
+ * lookup, next to etcd's own write and read round trips measured with the
+ * client the backend uses, and contended throughput with 4 processes on
+ * etcd and on SHM. Then the targets.
  */
+#include "config.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +39,9 @@
 
 #include "bench_target.h"
 #include "shm/lock_table.h"
+#ifdef ORBIT_HAVE_ETCD
+#include "lib/etcd_client.h"
+#endif
 
 static uint64_t now_ns(void)
 {
@@ -326,21 +336,50 @@ static double bench_redis(long n, const char **why)
 	return v;
 }
 
-/* Two processes hammer one key for @ms: acquisitions and attempts per second. */
-static void bench_contended(enum orbit_lock_serializer ser, int ms, double *acq_s, double *ops_s)
+static const char *etcd_endpoints; /* NULL: no cluster, etcd figures skipped */
+
+/* A handle on the etcd backend (fleet @f of the bench cluster). */
+static orbit_lock_t *open_etcd(const char *f)
+{
+	struct orbit_lock_options o = { .size = sizeof(o), .fleet = f,
+					.backend = ORBIT_LOCK_BACKEND_ETCD,
+					.endpoints = etcd_endpoints, .call_timeout_ms = 5000 };
+	orbit_lock_t *l;
+	int rc = orbit_lock_open(&o, &l);
+
+	if (rc)
+		die("open (etcd)", rc);
+	return l;
+}
+
+static void unlink_etcd(const char *f)
+{
+	struct orbit_lock_options o = { .size = sizeof(o), .fleet = f,
+					.backend = ORBIT_LOCK_BACKEND_ETCD,
+					.endpoints = etcd_endpoints };
+
+	orbit_lock_unlink(&o);
+}
+
+/*
+ * @nproc processes hammer one key for @ms: acquisitions and attempts per
+ * second. @etcd: on the bench cluster, else on SHM with @ser.
+ */
+static void bench_contended(enum orbit_lock_serializer ser, bool etcd, int nproc, int ms,
+			    double *acq_s, double *ops_s)
 {
 	struct cnt { _Atomic uint64_t acq, ops; _Atomic int go, stop; } *c;
 	char f[64];
-	pid_t pids[2];
+	pid_t pids[8];
 
 	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	memset(c, 0, sizeof(*c));
-	snprintf(f, sizeof(f), "%sc%d", fleet, ser);
-	orbit_lock_t *l0 = open_lock(ser, f, 256);
-	for (int p = 0; p < 2; p++) {
+	snprintf(f, sizeof(f), "%sc%d%c%d", fleet, ser, etcd ? 'e' : 's', nproc);
+	orbit_lock_t *l0 = etcd ? open_etcd(f) : open_lock(ser, f, 256);
+	for (int p = 0; p < nproc; p++) {
 		pids[p] = fork();
 		if (pids[p] == 0) {
-			orbit_lock_t *l = open_lock(ser, f, 256);
+			orbit_lock_t *l = etcd ? open_etcd(f) : open_lock(ser, f, 256);
 			orbit_lock_key_t k = orbit_lock_key(bench_ns, "hot", 3);
 			char own[8];
 			snprintf(own, sizeof(own), "p%d", p);
@@ -367,12 +406,15 @@ static void bench_contended(enum orbit_lock_serializer ser, int ms, double *acq_
 	usleep((useconds_t)ms * 1000);
 	atomic_store(&c->stop, 1);
 	uint64_t t1 = now_ns();
-	for (int p = 0; p < 2; p++)
+	for (int p = 0; p < nproc; p++)
 		waitpid(pids[p], NULL, 0);
 	*acq_s = (double)atomic_load(&c->acq) * 1e9 / (double)(t1 - t0);
 	*ops_s = (double)atomic_load(&c->ops) * 1e9 / (double)(t1 - t0);
 	orbit_lock_close(l0);
-	unlink_lock(f, 256);
+	if (etcd)
+		unlink_etcd(f);
+	else
+		unlink_lock(f, 256);
 	munmap(c, sizeof(*c));
 }
 
@@ -411,6 +453,81 @@ static double bench_lookup_occupancy(int pct, long n)
 	unlink_lock(f, 256);
 	return v;
 }
+
+#ifdef ORBIT_HAVE_ETCD
+/* try_acquire+release (op 0), renew (1) or lookup (2) on the etcd backend, ns/op. */
+static double bench_etcd_op(int op, long n)
+{
+	char f[64];
+	orbit_lock_key_t k = orbit_lock_key(bench_ns, "key", 3);
+	orbit_lock_owner_t ow = { "owner-1", 7 };
+	struct orbit_lock_lease ls;
+	struct orbit_lock_entry e;
+	double v = 0;
+
+	snprintf(f, sizeof(f), "%se%d", fleet, op);
+	orbit_lock_t *l = open_etcd(f);
+	if (op && orbit_lock_try_acquire(l, &k, &ow, 30000000000ull, &ls, NULL))
+		die("acquire (etcd)", -EIO);
+	if (op == 0)
+		MEASURE(v, n, 1, (void)0, {
+			if (orbit_lock_try_acquire(l, &k, &ow, 30000000000ull, &ls, NULL) ||
+			    orbit_lock_release(l, &k, &ow, ls.token))
+				die("acquire/release (etcd)", -EIO);
+		});
+	else if (op == 1)
+		MEASURE(v, n, 1, (void)0, {
+			if (orbit_lock_renew(l, &k, &ow, ls.token, 30000000000ull, NULL))
+				die("renew (etcd)", -EIO);
+		});
+	else
+		MEASURE(v, n, 1, (void)0, {
+			if (orbit_lock_lookup(l, &k, &e))
+				die("lookup (etcd)", -EIO);
+		});
+	orbit_lock_close(l);
+	unlink_etcd(f);
+	return v;
+}
+
+/*
+ * etcd's own round trips through the client the backend uses (the floors
+ * of the mapping): @write: a create txn and a delete (ns per write);
+ * else a linearizable get and a lease time-to-live (ns per read).
+ */
+static double bench_etcd_floor(bool write, long n)
+{
+	static const char key[] = "orbit-bench/floor";
+	struct orbit_etcd_kv kv;
+	orbit_etcd_t *e;
+	int64_t rev, id = 0, granted, left;
+	double v = 0;
+	int rc = orbit__etcd_open(etcd_endpoints, 5000, &e);
+
+	if (rc)
+		die("etcd client", rc);
+	if (write) {
+		MEASURE(v, n, 1, (void)0, {
+			if (orbit__etcd_create(e, key, sizeof(key) - 1, "v", 1, 0, &rev, NULL) != 1 ||
+			    orbit__etcd_delete(e, key, sizeof(key) - 1) != 1)
+				die("etcd write", -EIO);
+		});
+	} else {
+		if (orbit__etcd_lease_grant(e, 60, &id, &granted) ||
+		    orbit__etcd_create(e, key, sizeof(key) - 1, "v", 1, id, &rev, NULL) != 1)
+			die("etcd floor setup", -EIO);
+		MEASURE(v, n, 1, (void)0, {
+			if (orbit__etcd_get(e, key, sizeof(key) - 1, 0, &kv) != 1 ||
+			    orbit__etcd_lease_ttl(e, id, &left))
+				die("etcd read", -EIO);
+			orbit__etcd_kv_free(&kv);
+		});
+		orbit__etcd_lease_revoke(e, id);
+	}
+	orbit__etcd_close(e);
+	return v / 2; /* two round trips per iteration */
+}
+#endif
 
 static void row(const char *name, double ns, double flock_pair, double robust, double redis)
 {
@@ -459,6 +576,27 @@ int main(int argc, char **argv)
 	}
 	if (redis >= 1e30)
 		redis = -1;
+	/* etcd: milliseconds per call, so few iterations, in their own rounds */
+	double e_ar = 1e30, e_renew = 1e30, e_lookup = 1e30, e_write = 1e30, e_read = 1e30;
+	const char *etcd_why = "ORBIT_BENCH_ETCD_ENDPOINTS unset (run through make bench / scripts/bench)";
+
+	etcd_endpoints = getenv("ORBIT_BENCH_ETCD_ENDPOINTS");
+	if (etcd_endpoints && !*etcd_endpoints)
+		etcd_endpoints = NULL;
+#ifdef ORBIT_HAVE_ETCD
+	long ne = n / 1000 > 200 ? 200 : n / 1000 < 20 ? 20 : n / 1000;
+
+	for (int round = 0; etcd_endpoints && round < 3; round++) {
+		KEEP_MIN(e_write, bench_etcd_floor(true, ne));
+		KEEP_MIN(e_ar, bench_etcd_op(0, ne));
+		KEEP_MIN(e_read, bench_etcd_floor(false, ne));
+		KEEP_MIN(e_renew, bench_etcd_op(1, ne));
+		KEEP_MIN(e_lookup, bench_etcd_op(2, ne));
+	}
+#else
+	etcd_endpoints = NULL;
+	etcd_why = "built without --with-etcd";
+#endif
 	printf("%-44s %10s %10s %10s %10s\n", "operation", "ns/op", "/flock", "/robust", "/redis");
 	row("bare flock(LOCK_EX)+flock(LOCK_UN)", flock_pair, flock_pair, robust, redis);
 	row("robust pshared mutex lock+unlock", robust, flock_pair, robust, redis);
@@ -474,17 +612,36 @@ int main(int argc, char **argv)
 	row("orbit acquire+release (futex, ring publish)", ring_ar, flock_pair, robust, redis);
 	row("orbit renew (futex)", renew, flock_pair, robust, redis);
 	row("orbit lookup (no serializer)", lookup, flock_pair, robust, redis);
+	if (etcd_endpoints) {
+		row("etcd write round trip (txn/delete)", e_write, flock_pair, robust, redis);
+		row("etcd read round trip (get/lease ttl)", e_read, flock_pair, robust, redis);
+		row("orbit try_acquire+release (etcd)", e_ar, flock_pair, robust, redis);
+		row("orbit renew (etcd)", e_renew, flock_pair, robust, redis);
+		row("orbit lookup (etcd, linearizable)", e_lookup, flock_pair, robust, redis);
+	} else {
+		printf("%-44s skipped: %s\n", "orbit on etcd", etcd_why);
+	}
 	for (int p = 0; p < 4; p++) {
 		char name[64];
 		snprintf(name, sizeof(name), "orbit lookup at %d%% occupancy", pcts[p]);
 		row(name, occ[p], flock_pair, robust, redis);
 	}
-	bench_contended(ORBIT_LOCK_SERIALIZER_FUTEX, 500, &acq_s, &ops_s);
+	bench_contended(ORBIT_LOCK_SERIALIZER_FUTEX, false, 2, 500, &acq_s, &ops_s);
 	printf("%-44s %10.0f acquisitions/s, %.0f calls/s\n", "contended, 2 processes (futex)", acq_s,
 	       ops_s);
-	bench_contended(ORBIT_LOCK_SERIALIZER_FLOCK, 500, &acq_s, &ops_s);
+	bench_contended(ORBIT_LOCK_SERIALIZER_FLOCK, false, 2, 500, &acq_s, &ops_s);
 	printf("%-44s %10.0f acquisitions/s, %.0f calls/s\n", "contended, 2 processes (flock)", acq_s,
 	       ops_s);
+	bench_contended(ORBIT_LOCK_SERIALIZER_FUTEX, false, 4, 500, &acq_s, &ops_s);
+	printf("%-44s %10.0f acquisitions/s, %.0f calls/s\n", "contended, 4 processes (futex)", acq_s,
+	       ops_s);
+	double e_acq_s = 0, e_ops_s = 0;
+
+	if (etcd_endpoints) {
+		bench_contended(ORBIT_LOCK_SERIALIZER_AUTO, true, 4, 3000, &e_acq_s, &e_ops_s);
+		printf("%-44s %10.0f acquisitions/s, %.0f calls/s\n", "contended, 4 processes (etcd)",
+		       e_acq_s, e_ops_s);
+	}
 	/*
 	 * Floors: the primitives each operation must use, measured in this run.
 	 * try_acquire+release (futex): two robust-mutex pairs (one per call)
@@ -506,5 +663,31 @@ int main(int argc, char **argv)
 	bench_target("acquire_release_flock_vs_flock_pair", flock_ar / flock_pair, "<=", 2.5, "x");
 	bench_target("acquire_release_futex_vs_floor", futex_ar / acq_floor, "<=", 1.5, "x");
 	bench_target("lookup_vs_floor", lookup / lookup_floor, "<=", 1.5, "x");
+	if (etcd_endpoints) {
+		/*
+		 * etcd targets against etcd's own round trips in this run: the
+		 * mapping needs three consensus writes per acquire+release (lease
+		 * grant, create txn, compared delete txn), a write and a keepalive
+		 * per renew (counted as a write: the leader applies both), and a
+		 * linearizable read plus a lease read per lookup. The backend may
+		 * add half again (JSON, base64, curl) and no round trip more.
+		 */
+		printf("etcd vs SHM (futex): acquire+release %.0fx, lookup %.0fx slower\n",
+		       e_ar / futex_ar, e_lookup / lookup);
+		if (redis > 0)
+			printf("etcd acquire+release vs redis SET NX PX + DEL: %.1fx slower\n",
+			       e_ar / redis);
+		bench_target("etcd_acquire_release_vs_3_writes", e_ar / (3 * e_write), "<=", 1.5, "x");
+		bench_target("etcd_renew_vs_2_writes", e_renew / (2 * e_write), "<=", 1.5, "x");
+		bench_target("etcd_lookup_vs_2_reads", e_lookup / (2 * e_read), "<=", 1.5, "x");
+		/*
+		 * Four contenders share one key: a lost attempt costs a grant, a
+		 * failed txn and a revoke, and the cluster orders every write, so
+		 * the key changes hands at no more than one client's uncontended
+		 * rate; it must not fall below half of it.
+		 */
+		bench_target("etcd_contended_4proc_vs_uncontended", e_acq_s * e_ar / 1e9, ">=", 0.5,
+			     "x");
+	}
 	return 0;
 }

@@ -62,10 +62,11 @@ static void usage(FILE *f)
 		"  unlink                     remove the fleet's segments; refused\n"
 		"                             while a member is alive (admin)\n"
 		"  help                       this text\n"
-		"options: --fleet NAME (or ORBIT_FLEET; default \"default\"), --json (JSON\n"
-		"for members, locks, stats, spots, fleets; JSON lines for watch), --version,\n"
-		"--mode MODE --group GROUP (a fleet shared with a group: 0640 or 0660\n"
-		"and the group's name or gid; default 0600 and the effective gid),\n"
+		"options: --fleet NAME (or ORBIT_FLEET; default \"default\"; a fleet on etcd:\n"
+		"etcd://host:port[,host:port...][/NAME], for locks and force-release), --json\n"
+		"(JSON for members, locks, stats, spots, fleets; JSON lines for watch),\n"
+		"--version, --mode MODE --group GROUP (a fleet shared with a group: 0640\n"
+		"or 0660 and the group's name or gid; default 0600 and the effective gid),\n"
 		"--owner USER (the fleet's one writing uid: required with 0640)\n"
 		"exit codes: 0 ok, 1 usage, 2 no such fleet, 3 corrupt or mismatched\n"
 		"segment, 4 refused or busy, 5 key not held, 6 other error\n",
@@ -465,19 +466,19 @@ static int print_lock(const struct orbit_lock_entry *e, void *p)
 	return 0;
 }
 
-static int cmd_locks(orbit_fleet_t *f, bool wide, bool json)
+/* @lock: the fleet's table (SHM) or its keys (etcd); @name: the fleet as given. */
+static int cmd_locks(orbit_lock_t *lock, const char *name, bool wide, bool json)
 {
-	orbit_lock_t *lock = orbit_fleet_lock(f);
 	struct locks_ctx c = { now_ns(CLOCK_MONOTONIC), 0, wide, json };
 	int rc;
 
 	if (!lock) {
-		fprintf(stderr, "%s: fleet %s has no lock table\n", prog, orbit_fleet_name(f));
+		fprintf(stderr, "%s: fleet %s has no lock table\n", prog, name);
 		return EXIT_NOFLEET;
 	}
 	if (json) {
 		printf("{\"fleet\":");
-		json_str(orbit_fleet_name(f), ORBIT_FLEET_NAME_MAX);
+		json_str(name, strlen(name) + 1);
 		printf(",\"locks\":[");
 	} else if (wide) {
 		printf("KEY OWNER TOKEN TTL PID ALIVE\n");
@@ -489,14 +490,16 @@ static int cmd_locks(orbit_fleet_t *f, bool wide, bool json)
 	if (rc < 0) {
 		if (json)
 			printf("\n]}\n"); /* keep stdout parseable; the error goes to stderr */
-		return fail("reading the lock table", orbit_fleet_name(f), rc);
+		return fail("reading the lock table", name, rc);
 	}
 	if (json)
-		printf("\n],\"state_revision\":%llu}\n",
+		printf("\n],\"backend\":\"%s\",\"state_revision\":%llu}\n",
+		       orbit_lock_backend_name(lock),
 		       (unsigned long long)orbit_lock_state_revision(lock));
 	else
-		printf("%d lock(s), state revision %llu\n", c.n,
-		       (unsigned long long)orbit_lock_state_revision(lock));
+		printf("%d lock(s), state revision %llu (%s)\n", c.n,
+		       (unsigned long long)orbit_lock_state_revision(lock),
+		       orbit_lock_backend_name(lock));
 	return EXIT_OK;
 }
 
@@ -888,10 +891,9 @@ static int cmd_stats(orbit_fleet_t *f, enum stats_fmt fmt)
 
 /* ---- administration ---- */
 
-static int cmd_force_release(orbit_fleet_t *f, const char *arg)
+static int cmd_force_release(orbit_lock_t *lock, const char *name, const char *arg)
 {
 	const char *colon = strchr(arg, ':');
-	orbit_lock_t *lock = orbit_fleet_lock(f);
 	orbit_lock_key_t key;
 	int rc;
 
@@ -900,7 +902,7 @@ static int cmd_force_release(orbit_fleet_t *f, const char *arg)
 		return EXIT_USAGE;
 	}
 	if (!lock) {
-		fprintf(stderr, "%s: fleet %s has no lock table\n", prog, orbit_fleet_name(f));
+		fprintf(stderr, "%s: fleet %s has no lock table\n", prog, name);
 		return EXIT_NOFLEET;
 	}
 	key.ns = arg;
@@ -913,7 +915,7 @@ static int cmd_force_release(orbit_fleet_t *f, const char *arg)
 		return EXIT_NOTHELD;
 	}
 	if (rc < 0)
-		return fail("force-release", orbit_fleet_name(f), rc);
+		return fail("force-release", name, rc);
 	printf("released %s\n", arg);
 	return EXIT_OK;
 }
@@ -1444,6 +1446,42 @@ static const struct option_spec {
 	{ "--interval-ms", OPT_INTERVAL }, { "--iterations", OPT_ITERATIONS },
 };
 
+/*
+ * A fleet whose locks live on etcd (--fleet etcd://host:port,.../NAME):
+ * it has no SHM segments on this host, so only the lock commands apply.
+ * locks reads (serializable range: works without quorum too); force-release
+ * writes.
+ */
+static int cmd_etcd(const char *url, const struct command *cmd, const char *key, unsigned given)
+{
+	struct orbit_lock_options o;
+	orbit_lock_t *lock;
+	int rc;
+
+	if (strcmp(cmd->name, "locks") && strcmp(cmd->name, "force-release")) {
+		fprintf(stderr, "%s: '%s' reads a fleet's segments on this host; an etcd fleet "
+			"(%s) has locks only: use 'locks' or 'force-release'\n", prog, cmd->name, url);
+		return EXIT_USAGE;
+	}
+	orbit_lock_options_init(&o);
+	o.fleet = url;
+	o.readonly = !cmd->admin;
+	rc = orbit_lock_open(&o, &lock);
+	if (rc == -EINVAL) {
+		fprintf(stderr, "%s: bad etcd fleet URL '%s' (etcd://host:port[,host:port...][/NAME])\n",
+			prog, url);
+		return EXIT_USAGE;
+	}
+	if (rc < 0)
+		return fail("opening", url, rc);
+	if (!strcmp(cmd->name, "locks"))
+		rc = cmd_locks(lock, url, given & OPT_WIDE, given & OPT_JSON);
+	else
+		rc = cmd_force_release(lock, url, key);
+	orbit_lock_close(lock);
+	return rc;
+}
+
 /* "orbitctl: <what> '<arg>' (see 'orbitctl help')", exit status 1. */
 static int usage_error(const char *what, const char *arg)
 {
@@ -1586,6 +1624,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd->name, "fleets"))
 		return cmd_fleets(given & OPT_JSON, &fo);
+	if (!strncmp(fleet, "etcd://", 7))
+		return cmd_etcd(fleet, cmd, key, given);
 	fo.fleet = fleet;
 	if (!strcmp(cmd->name, "unlink"))
 		return cmd_unlink(&fo);
@@ -1608,7 +1648,8 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd->name, "members"))
 		rc = cmd_members(f, given & OPT_JSON);
 	else if (!strcmp(cmd->name, "locks"))
-		rc = cmd_locks(f, given & OPT_WIDE, given & OPT_JSON);
+		rc = cmd_locks(orbit_fleet_lock(f), orbit_fleet_name(f), given & OPT_WIDE,
+			       given & OPT_JSON);
 	else if (!strcmp(cmd->name, "watch"))
 		rc = cmd_watch(f, count, timeout_ms, given & OPT_REPLAY, given & OPT_JSON);
 	else if (!strcmp(cmd->name, "stats"))
@@ -1618,7 +1659,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd->name, "top"))
 		rc = cmd_top(f, interval_ms, iterations);
 	else if (!strcmp(cmd->name, "force-release"))
-		rc = cmd_force_release(f, key);
+		rc = cmd_force_release(orbit_fleet_lock(f), orbit_fleet_name(f), key);
 	else
 		rc = cmd_reset(f);
 	orbit_fleet_close(f);

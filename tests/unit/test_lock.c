@@ -1279,6 +1279,19 @@ static void test_crashpoint_env_variable_arms_nothing(void **state)
 
 /* ---- the etcd backend only ---------------------------------------------- */
 
+/* The fleet's URL, etcd://127.0.0.1:P,.../<fleet>, from the cluster's endpoints. */
+static void etcd_url(char *url, size_t cap)
+{
+	char hosts[600];
+
+	snprintf(hosts, sizeof(hosts), "%s", cluster.endpoints);
+	url[0] = '\0';
+	for (char *h = strtok(hosts, ","); h; h = strtok(NULL, ","))
+		snprintf(url + strlen(url), cap - strlen(url), "%s%s", url[0] ? "," : "etcd://",
+			 h + strlen("http://"));
+	snprintf(url + strlen(url), cap - strlen(url), "/%s", fleet);
+}
+
 /*
  * Issue 15 "Mapping": a TTL in ms becomes whole seconds, rounded up and
  * raised to the cluster's minimum, and the lease says the real deadline:
@@ -1345,7 +1358,7 @@ static void test_etcd_renew_with_another_ttl_keeps_token(void **state)
  */
 static void test_etcd_backend_selected_at_open(void **state)
 {
-	char url[700], hosts[600];
+	char url[700];
 	orbit_lock_key_t k = K("select");
 	orbit_lock_owner_t a = O("alice");
 	struct orbit_lock_options o;
@@ -1353,12 +1366,7 @@ static void test_etcd_backend_selected_at_open(void **state)
 	orbit_lock_t *x;
 
 	/* etcd://127.0.0.1:P,.../fleet: the same keys as endpoints + fleet */
-	snprintf(hosts, sizeof(hosts), "%s", cluster.endpoints);
-	url[0] = '\0';
-	for (char *h = strtok(hosts, ","); h; h = strtok(NULL, ","))
-		snprintf(url + strlen(url), sizeof(url) - strlen(url), "%s%s",
-			 url[0] ? "," : "etcd://", h + strlen("http://"));
-	snprintf(url + strlen(url), sizeof(url) - strlen(url), "/%s", fleet);
+	etcd_url(url, sizeof(url));
 	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, NULL, NULL), 0);
 	orbit_lock_options_init(&o);
 	o.fleet = url;
@@ -1430,6 +1438,56 @@ static void test_etcd_tokens_increase_across_unlink(void **state)
 	assert_int_equal(orbit_lock_unlink(&o), -ENOENT);
 	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 10 * SEC, &l2, NULL), 0);
 	assert_true(l2.token > l1.token);
+}
+
+/* Run "orbitctl --fleet URL ARGS" (2>&1); its output into @out, its exit status back. */
+static int orbitctl_etcd(const char *url, const char *args, char *out, size_t cap)
+{
+	const char *b = getenv("top_builddir");
+	char cmd[1200];
+	size_t n;
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s/agent/orbitctl --fleet '%s' %s 2>&1", b ? b : ".", url, args);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	n = fread(out, 1, cap - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/*
+ * Issue 15: orbitctl locks and force-release on an etcd fleet (its URL as
+ * --fleet): the holder's owner and token as a lock call sees them; the
+ * commands that read SHM segments are refused with a reason.
+ */
+static void test_etcd_orbitctl_locks_and_force_release(void **state)
+{
+	orbit_lock_key_t k = K("ctl");
+	orbit_lock_owner_t a = O("host-a:42");
+	struct orbit_lock_lease l1;
+	char url[700], out[4096], tok[32];
+
+	etcd_url(url, sizeof(url));
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 30 * SEC, &l1, NULL), 0);
+	snprintf(tok, sizeof(tok), " %llu ", (unsigned long long)l1.token);
+	assert_int_equal(orbitctl_etcd(url, "locks", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "runtime.tasks.pool:ctl"));
+	assert_non_null(strstr(out, "host-a:42"));
+	assert_non_null(strstr(out, tok));
+	assert_non_null(strstr(out, "1 lock(s)"));
+	assert_int_equal(orbitctl_etcd(url, "locks --json", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "\"backend\":\"etcd\""));
+	assert_int_equal(orbitctl_etcd(url, "members", out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "has locks only"));
+	assert_int_equal(orbitctl_etcd(url, "force-release runtime.tasks.pool:ctl", out, sizeof(out)), 0);
+	assert_int_equal(orbit_lock_lookup(L, &k, &(struct orbit_lock_entry){ 0 }), -ENOENT);
+	assert_int_equal(orbitctl_etcd(url, "force-release runtime.tasks.pool:ctl", out, sizeof(out)), 5);
+	assert_int_equal(orbitctl_etcd(url, "locks", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "0 lock(s)"));
 }
 
 /*
@@ -1507,6 +1565,7 @@ static void test_etcd_no_quorum_is_eunavailable_within_bound(void **state)
 	T(test_etcd_backend_selected_at_open),                       \
 	T(test_etcd_key_keeps_namespace_and_label_apart),            \
 	T(test_etcd_tokens_increase_across_unlink),                  \
+	T(test_etcd_orbitctl_locks_and_force_release),               \
 	T(test_etcd_no_quorum_is_eunavailable_within_bound)
 #define LOCK_TESTS                                                   \
 	T(test_inv_one_active_entry_per_key),                        \

@@ -58,6 +58,43 @@
  *   (an overloaded host) has the same effect; so may a compaction or
  *   full sweep of a table with many thousand slots: raise the bound for
  *   such layouts.
+ *
+ * The etcd backend (ORBIT_LOCK_BACKEND_ETCD, or an etcd:// fleet URL;
+ * built with --with-etcd; doc/orbit-lock.md "Beyond one host"): the same
+ * calls and codes on the keys of an etcd cluster, for a fleet on several
+ * hosts. What differs:
+ * - Each key is "orbit/<fleet>/lock-<state_kind>/" + the namespace length
+ *   (4 hex digits) + "/" + namespace + label; its value is the owner; the
+ *   token is the key's create revision (increasing across all keys and
+ *   all time of the cluster, also after orbit_lock_unlink()).
+ * - TTLs are etcd leases of whole seconds: a TTL is rounded up to seconds
+ *   and raised to the cluster's minimum (etcd's, about 1.5 election
+ *   timeouts: 2 s by default). The deadline handed back is the real one:
+ *   the local CLOCK_MONOTONIC when the grant (or keepalive) was sent plus
+ *   the TTL etcd granted, a lower bound of the lease's end. etcd ends a
+ *   lease on its leader's clock and a new leader gives every lease its
+ *   whole TTL again, so a key may outlive that deadline (by the TTL at
+ *   most per leader change, plus up to about a second until the leader
+ *   revokes it): a holder must stop at its deadline, a waiter must not
+ *   assume the key is free at it. Deadlines read by lookup, foreach and
+ *   -EBUSY are the answer's time plus the whole seconds etcd says are left.
+ * - Every call is network round trips (1-2 ms each on a local
+ *   3-member cluster: `make bench`) bounded as a whole by call_timeout_ms;
+ *   a cluster that cannot be reached, has no leader or no quorum within
+ *   it is -ORBIT_EUNAVAILABLE, never a hang. A mutation that answered so
+ *   may still have been applied (etcd's rule): an acquisition nobody knows
+ *   of then ends with its lease's TTL; look the key up to know.
+ * - No table, slots or serializer: never -ENOSPC for a full table (but
+ *   -ENOSPC when the cluster's space quota is exhausted), never -EAGAIN.
+ *   Entries carry no holder pid (0): the holder may run on another host;
+ *   orbit_lock_holder_alive() answers -EINVAL for them.
+ * - In a forked child every call but close answers -ECHILD (the
+ *   connection is the parent's), lookups included.
+ * - No transition feed yet: an etcd handle cannot be given to an agent
+ *   (orbit_agent_start() answers -EOPNOTSUPP) and has no ring.
+ * - The owner stays a compare token: anyone who can write the cluster's
+ *   keys can present any owner (etcd's own authentication is outside
+ *   orbit).
  */
 #ifndef ORBIT_LOCK_H
 #define ORBIT_LOCK_H
@@ -126,7 +163,13 @@ struct orbit_lock_layout {
 	ORBIT_LOCK_DEFAULT_STATE_KIND, ORBIT_LOCK_DEFAULT_RING_KIND, ORBIT_LOCK_DEFAULT_SLOTS, \
 	ORBIT_LOCK_DEFAULT_RING_FRAMES, ORBIT_LOCK_DEFAULT_FRAME_BYTES }
 
-/* Options of orbit_lock_open(); size-carrying (see orbit/common.h); 0: default. */
+/*
+ * Options of orbit_lock_open(); size-carrying (see orbit/common.h); 0:
+ * default. mode, gid, owner_uid, serializer, init_timeout_ms and
+ * serializer_wait_ms concern the SHM table and are ignored by the etcd
+ * backend (a fleet moves to etcd by changing fleet or endpoints alone);
+ * endpoints and call_timeout_ms concern etcd.
+ */
 struct orbit_lock_options {
 	size_t size;                /* sizeof(struct orbit_lock_options) */
 	const char *fleet;          /* NULL: "default" */
@@ -275,9 +318,15 @@ struct orbit_lock_stats {
  *        all defaults.
  * @out:  the handle on success.
  *
- * Creates "/orbit.<fleet>.lock-<state_kind>" when missing (not when
+ * The backend: ETCD when @opts->backend says so, or (AUTO) when
+ * @opts->endpoints is set or @opts->fleet is "etcd://host:port[,host:port
+ * ...][/NAME]" (NAME: the fleet, default "default"; each host:port is
+ * reached as http://host:port); else SHM.
+ * SHM: creates "/orbit.<fleet>.lock-<state_kind>" when missing (not when
  * readonly). With serializer AUTO an existing table is opened with
  * whichever serializer it records.
+ * ETCD: reads the cluster's revision once (so an unreachable cluster is
+ * known here); nothing is created.
  *
  * Context: any thread; syscalls (shm_open, mmap, flock, read of
  * /proc/self/stat); may sleep up to init_timeout_ms while a creator
@@ -312,6 +361,15 @@ struct orbit_lock_stats {
  * a peer whose libc lays pthread_mutex_t out differently (size, alignment,
  * place, libc) is -ORBIT_EFINGERPRINT. orbit_segment_last_error() names
  * the segment of any segment-layer refusal.
+ * Backend selection and etcd: -EINVAL (a backend out of the enumeration,
+ * SHM asked for with endpoints or an etcd:// fleet, ETCD without
+ * endpoints, endpoints both in the URL and in @endpoints, a malformed URL
+ * or endpoint list (more than 16, no port, user@host), a fleet name
+ * outside [A-Za-z0-9_-]{1,40}, a negative call_timeout_ms);
+ * -EOPNOTSUPP (ETCD in a build without --with-etcd);
+ * -ORBIT_EUNAVAILABLE (no member answered within call_timeout_ms);
+ * -EPROTO (an answer that is not etcd's v3 JSON gateway's).
+ * Context (ETCD): blocks up to call_timeout_ms on the network.
  */
 ORBIT_API int orbit_lock_open(const struct orbit_lock_options *opts, orbit_lock_t **out);
 
@@ -332,10 +390,13 @@ ORBIT_API void orbit_lock_close(orbit_lock_t *lock);
 
 /**
  * orbit_lock_unlink - remove the fleet's table name (mapped handles stay
- * valid; the next open creates a new table with larger tokens).
+ * valid; the next open creates a new table with larger tokens). ETCD:
+ * deletes every key of the fleet's table (every lease is gone; tokens
+ * stay increasing: they are revisions).
  * @opts: fleet and layout as for open.
- * Context: any thread; syscall shm_unlink.
- * Returns: 0, -ENOENT, -EINVAL, -E2BIG (as for open).
+ * Context: any thread; syscall shm_unlink (ETCD: one bounded request).
+ * Returns: 0, -ENOENT (no table; ETCD: no key), -EINVAL, -E2BIG,
+ * -EOPNOTSUPP, -ORBIT_EUNAVAILABLE (as for open).
  */
 ORBIT_API int orbit_lock_unlink(const struct orbit_lock_options *opts);
 
@@ -368,6 +429,11 @@ ORBIT_API int orbit_lock_unlink(const struct orbit_lock_options *opts);
  * fails validation is cleared and counted (stats.corrupt_slots), not
  * returned; a slot a dead mutator left half-written is repaired first
  * (rolled back when not yet OCCUPIED, completed when it was).
+ * ETCD: a lease grant and one transaction (create the key if absent,
+ * attached to the lease; else read the holder); on -EBUSY the unused
+ * lease is revoked and, when @holder is given, the holder's lease read
+ * for its deadline. Also -ORBIT_EUNAVAILABLE (see "The etcd backend":
+ * it may have been applied), -ENOSPC (the cluster's space quota), -EPROTO.
  */
 ORBIT_API int orbit_lock_try_acquire(orbit_lock_t *lock, const orbit_lock_key_t *key,
 				     const orbit_lock_owner_t *owner, uint64_t ttl_ns,
@@ -383,6 +449,12 @@ ORBIT_API int orbit_lock_try_acquire(orbit_lock_t *lock, const orbit_lock_key_t 
  * serializer stayed taken: the deadline did not move); -EINVAL (also a
  * NULL owner: renewal never acts without one), -E2BIG, -ECHILD, -EROFS,
  * -ENOTRECOVERABLE, serializer errors as for try_acquire.
+ * ETCD: one transaction compares the owner (and @token) and touches the
+ * key (a new revision: lease->state_revision), then a keepalive of its
+ * lease. A TTL of other whole seconds than the lease's attaches the key
+ * to a new lease of that TTL in a second transaction comparing owner and
+ * token again (the token stays: it is the key's create revision) and
+ * revokes the old lease. Also -ORBIT_EUNAVAILABLE, -EPROTO.
  */
 ORBIT_API int orbit_lock_renew(orbit_lock_t *lock, const orbit_lock_key_t *key,
 			       const orbit_lock_owner_t *owner, uint64_t token, uint64_t ttl_ns,
@@ -398,6 +470,9 @@ ORBIT_API int orbit_lock_renew(orbit_lock_t *lock, const orbit_lock_key_t *key,
  * stayed taken: still held, retry or let the TTL run out); -EINVAL (owner
  * NULL: normal release never acts without one), -E2BIG, -ECHILD, -EROFS,
  * -ENOTRECOVERABLE, serializer errors as for try_acquire.
+ * ETCD: one transaction comparing the value (owner) and, with @token, the
+ * create revision, then deleting; the tenure's lease is left to run out.
+ * Also -ORBIT_EUNAVAILABLE (it may have been applied), -EPROTO.
  */
 ORBIT_API int orbit_lock_release(orbit_lock_t *lock, const orbit_lock_key_t *key,
 				 const orbit_lock_owner_t *owner, uint64_t token);
@@ -408,7 +483,8 @@ ORBIT_API int orbit_lock_release(orbit_lock_t *lock, const orbit_lock_key_t *key
  * Context: as orbit_lock_try_acquire.
  * Returns: 0; -ENOENT (not held or expired); -EAGAIN (the serializer
  * stayed taken); -EINVAL, -E2BIG, -ECHILD, -EROFS, -ENOTRECOVERABLE,
- * serializer errors as for try_acquire.
+ * serializer errors as for try_acquire. ETCD: an unconditional delete;
+ * also -ORBIT_EUNAVAILABLE, -EPROTO.
  */
 ORBIT_API int orbit_lock_force_release(orbit_lock_t *lock, const orbit_lock_key_t *key);
 
@@ -434,6 +510,11 @@ ORBIT_API int orbit_lock_force_release(orbit_lock_t *lock, const orbit_lock_key_
  * mid-compaction, or a corrupt move_seq word, and no mutation repaired the
  * table yet); -EINVAL, -E2BIG;
  * -ORBIT_ECORRUPT (a slot on the probe path fails validation).
+ * ETCD: a linearizable read (through the leader: a serializable one could
+ * show a lagging member's past for as long as it lags) and its lease's
+ * time to live; -ECHILD in a forked child, -ORBIT_EUNAVAILABLE, -EPROTO,
+ * -ORBIT_ECORRUPT (a key under the fleet's prefix this backend did not
+ * write).
  */
 ORBIT_API int orbit_lock_lookup(orbit_lock_t *lock, const orbit_lock_key_t *key,
 				struct orbit_lock_entry *entry);
@@ -446,6 +527,12 @@ ORBIT_API int orbit_lock_lookup(orbit_lock_t *lock, const orbit_lock_key_t *key,
  * whole table.
  * Returns: the number of entries visited, @fn's non-zero value,
  * -EINVAL, or -EAGAIN as for lookup.
+ * ETCD: one serializable range over the fleet's keys, in key order (any
+ * member answers from its copy, no quorum round: an inspection that still
+ * lists what a member knows without quorum), then each entry's lease for
+ * its deadline (the leader answers); a key another writer put under the
+ * prefix is skipped and counted (stats.corrupt_slots). Also -ECHILD,
+ * -ORBIT_EUNAVAILABLE, -EPROTO.
  */
 ORBIT_API int orbit_lock_foreach(orbit_lock_t *lock,
 				 int (*fn)(const struct orbit_lock_entry *e, void *ctx), void *ctx);
@@ -480,8 +567,10 @@ ORBIT_API int orbit_lock_stats(orbit_lock_t *lock, struct orbit_lock_stats *out)
 
 /**
  * orbit_lock_state_revision - the table's current state revision (it
- * increases on every successful change).
- * Context: any thread; one acquire load. Returns the revision, 0 on NULL.
+ * increases on every successful change). ETCD: the highest cluster
+ * revision any answer to this handle carried (no request is made).
+ * Context: any thread; one acquire load (ETCD: a mutex). Returns the
+ * revision, 0 on NULL.
  */
 ORBIT_API uint64_t orbit_lock_state_revision(orbit_lock_t *lock);
 

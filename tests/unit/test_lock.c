@@ -1423,6 +1423,40 @@ static void test_etcd_key_keeps_namespace_and_label_apart(void **state)
 	assert_int_equal(orbit_lock_foreach(L, count_none, NULL), 3);
 }
 
+/* orbit_lock_stats on etcd: each outcome counted once, on the handle that saw it. */
+static void test_etcd_stats_count_outcomes(void **state)
+{
+	orbit_lock_key_t k = K("stats");
+	orbit_lock_owner_t a = O("alice"), b = O("bob");
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	struct orbit_lock_lease l1;
+	struct orbit_lock_entry e;
+	struct orbit_lock_stats st;
+	orbit_lock_t *x;
+
+	assert_int_equal(orbit_lock_open(&o, &x), 0);
+	assert_string_equal(orbit_lock_backend_name(x), "etcd");
+	assert_int_equal(orbit_lock_try_acquire(x, &k, &a, 10 * SEC, &l1, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(x, &k, &b, 10 * SEC, NULL, NULL), -EBUSY);
+	assert_int_equal(orbit_lock_renew(x, &k, &a, l1.token, 10 * SEC, NULL), 0);
+	assert_int_equal(orbit_lock_release(x, &k, &b, 0), -EPERM);
+	assert_int_equal(orbit_lock_lookup(x, &k, &e), 0);
+	assert_int_equal(orbit_lock_release(x, &k, &a, l1.token), 0);
+	assert_int_equal(orbit_lock_release(x, &k, &a, l1.token), -ENOENT);
+	assert_int_equal(orbit_lock_force_release(x, &k), -ENOENT);
+	assert_int_equal(orbit_lock_stats(x, &st), 0);
+	assert_int_equal(st.acquired, 1);
+	assert_int_equal(st.busy, 1);
+	assert_int_equal(st.renewed, 1);
+	assert_int_equal(st.wrong_owner, 1);
+	assert_int_equal(st.released, 1);
+	assert_int_equal(st.not_found, 2);
+	assert_int_equal(st.lookups, 1);
+	assert_int_equal(st.force_released + st.full + st.reclaimed, 0);
+	assert_true(orbit_lock_state_revision(x) >= l1.state_revision);
+	orbit_lock_close(x);
+}
+
 /* Issue 15: tokens are cluster revisions: larger after unlink, as after a re-created table. */
 static void test_etcd_tokens_increase_across_unlink(void **state)
 {
@@ -1565,6 +1599,7 @@ static void test_etcd_no_quorum_is_eunavailable_within_bound(void **state)
 	T(test_etcd_backend_selected_at_open),                       \
 	T(test_etcd_key_keeps_namespace_and_label_apart),            \
 	T(test_etcd_tokens_increase_across_unlink),                  \
+	T(test_etcd_stats_count_outcomes),                           \
 	T(test_etcd_orbitctl_locks_and_force_release),               \
 	T(test_etcd_no_quorum_is_eunavailable_within_bound)
 #define LOCK_TESTS                                                   \

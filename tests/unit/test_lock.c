@@ -1457,6 +1457,17 @@ static void test_etcd_stats_count_outcomes(void **state)
 	orbit_lock_close(x);
 }
 
+/* An agent wires SHM tables only: an etcd lock handle is refused before anything is made. */
+static void test_etcd_agent_refuses_etcd_lock(void **state)
+{
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .lock = L };
+	orbit_agent_t *a = NULL;
+
+	assert_int_equal(orbit_agent_start(&ao, &a), -EOPNOTSUPP);
+	assert_null(a);
+	assert_int_equal(orbit_fleet_unlink(fleet), -ENOENT); /* no segment was made */
+}
+
 /* Issue 15: tokens are cluster revisions: larger after unlink, as after a re-created table. */
 static void test_etcd_tokens_increase_across_unlink(void **state)
 {
@@ -1600,6 +1611,7 @@ static void test_etcd_no_quorum_is_eunavailable_within_bound(void **state)
 	T(test_etcd_key_keeps_namespace_and_label_apart),            \
 	T(test_etcd_tokens_increase_across_unlink),                  \
 	T(test_etcd_stats_count_outcomes),                           \
+	T(test_etcd_agent_refuses_etcd_lock),                        \
 	T(test_etcd_orbitctl_locks_and_force_release),               \
 	T(test_etcd_no_quorum_is_eunavailable_within_bound)
 #define LOCK_TESTS                                                   \

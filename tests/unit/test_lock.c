@@ -112,12 +112,14 @@ static int group_flock(void **state)
 	return 0;
 }
 
+#ifdef ORBIT_HAVE_ETCD
 static int group_etcd(void **state)
 {
 	cur_ser = ORBIT_LOCK_SERIALIZER_AUTO;
 	on_etcd = true;
 	return 0;
 }
+#endif
 
 /*
  * etcd's deadlines are whole seconds read back from the lease: a lookup
@@ -1277,6 +1279,7 @@ static void test_crashpoint_env_variable_arms_nothing(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+#ifdef ORBIT_HAVE_ETCD
 /* ---- the etcd backend only ---------------------------------------------- */
 
 /* The fleet's URL, etcd://127.0.0.1:P,.../<fleet>, from the cluster's endpoints. */
@@ -1597,6 +1600,22 @@ static void test_etcd_no_quorum_is_eunavailable_within_bound(void **state)
 	orbit_lock_close(x);
 }
 
+#else
+/* Built without --with-etcd: asking for the etcd backend is -EOPNOTSUPP, nothing else changes. */
+static void test_etcd_backend_absent_is_eopnotsupp(void **state)
+{
+	struct orbit_lock_options o = { .size = sizeof(o), .fleet = "etcd://127.0.0.1:2379/x" };
+	orbit_lock_t *x;
+
+	assert_int_equal(orbit_lock_open(&o, &x), -EOPNOTSUPP);
+	o.fleet = "x";
+	o.backend = ORBIT_LOCK_BACKEND_ETCD;
+	o.endpoints = "http://127.0.0.1:2379";
+	assert_int_equal(orbit_lock_open(&o, &x), -EOPNOTSUPP);
+	assert_int_equal(orbit_lock_unlink(&o), -EOPNOTSUPP);
+}
+#endif /* ORBIT_HAVE_ETCD */
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 /* The tests that need no SHM internals: they run on every backend. */
 #define LOCK_TESTS_NEUTRAL                                           \
@@ -1681,7 +1700,10 @@ int main(void)
 	rc |= cmocka_run_group_tests_name("lock_etcd", etcd_tests, group_etcd, NULL);
 	orbit_test_etcd_stop(&cluster);
 #else
+	const struct CMUnitTest absent[] = { cmocka_unit_test(test_etcd_backend_absent_is_eopnotsupp) };
+
 	printf("# built without --with-etcd: the etcd backend's run is skipped\n");
+	rc |= cmocka_run_group_tests_name("lock_no_etcd", absent, NULL, NULL);
 #endif
 	return rc;
 }

@@ -16,7 +16,9 @@
  *   - records aborted because their producer died and because it stayed
  *     stopped past the unblock bound are counted apart; a dead member's
  *     slot stays readable but is shown gone and left out of Prometheus;
- *   - a host's slot goes when it stops, a client's when it closes.
+ *   - a host's slot goes when it stops, a client's when it closes;
+ *   - after an adoption the new host counts the redelivered records and
+ *     the old one, resumed, its fenced completes and the loss.
  * Shared state between the processes is anonymous MAP_SHARED memory made
  * before any fork.
  */
@@ -44,9 +46,11 @@ static char out[1 << 20]; /* orbitctl output */
 
 struct shared {
 	_Atomic int phase;   /* parent <-> producer steps */
-	_Atomic int gate;    /* 0: every handler waits for it */
+	_Atomic int gate;    /* 0: every handler of host-a waits for it */
 	_Atomic int host_go; /* the host process starts hosting */
 	_Atomic int host_end;
+	_Atomic int gate_b, host_go_b, host_end_b; /* the same for host-b */
+	uint64_t ttl_ns;			   /* hosting lease TTL (0: default) */
 	_Atomic uint64_t handled;
 	_Atomic int errors;
 	struct orbit_spot_queue_caps caps;
@@ -147,29 +151,46 @@ static void expect_exit0(pid_t pid)
 
 /* ---- the host process ---- */
 
+/* host-a (arg NULL: gate, host_go, host_end) or host-b (gate_b, ...). */
+struct host_cfg {
+	const char *name;
+	_Atomic int *gate, *go, *end;
+};
+
+static void host_cfg_of(void *arg, struct host_cfg *c)
+{
+	if (arg) {
+		*c = (struct host_cfg){ "host-b", &S->gate_b, &S->host_go_b, &S->host_end_b };
+		return;
+	}
+	*c = (struct host_cfg){ "host-a", &S->gate, &S->host_go, &S->host_end };
+}
+
 static int on_spot(orbit_serial_turn_t *turn, const struct orbit_spot_record *rec, void *ctx)
 {
+	const struct host_cfg *c = ctx;
+
 	(void)turn;
 	(void)rec;
-	(void)ctx;
-	while (!atomic_load(&S->gate))
+	while (!atomic_load(c->gate))
 		usleep(500);
 	atomic_fetch_add(&S->handled, 1);
 	return ORBIT_SERIAL_DONE;
 }
 
-/* Host SPOT from when host_go is set until host_end is. */
+/* Host SPOT from when its go is set until its end is (arg: see host_cfg_of()). */
 static int host_main(void *arg)
 {
 	struct orbit_worker_pool_options po;
 	struct orbit_spot_host_options ho;
 	orbit_worker_pool_t *pool;
 	orbit_spot_host_t *h;
+	struct host_cfg c;
 	struct proc pr;
 	int r;
 
-	(void)arg;
-	if (proc_start(&pr, "host-a"))
+	host_cfg_of(arg, &c);
+	if (proc_start(&pr, c.name))
 		return 20;
 	orbit_worker_pool_options_init(&po);
 	po.nthreads = 1;
@@ -179,18 +200,23 @@ static int host_main(void *arg)
 	orbit_spot_host_options_init(&ho);
 	ho.spot = SPOT;
 	ho.on_spot = on_spot;
+	ho.ctx = &c;
 	ho.executor = orbit_worker_pool_executor(pool);
 	ho.caps = S->caps;
-	if (!wait_for(&S->host_go, 1))
+	ho.lease_ttl_ns = S->ttl_ns;
+	if (!wait_for(c.go, 1))
 		return 22;
-	r = orbit_spot_host_start(pr.agent, &ho, &h);
+	/* -EBUSY until an older host's lease ran out (adoption is TTL-bound) */
+	for (int ms = 0; (r = orbit_spot_host_start(pr.agent, &ho, &h)) == -EBUSY && ms < WAIT_MS;
+	     ms += 5)
+		usleep(5000);
 	if (r) {
 		fprintf(stderr, "host_start: %s\n", orbit_strerror(r));
 		return 23;
 	}
-	if (!wait_for(&S->host_end, 1))
+	if (!wait_for(c.end, 1))
 		return 24;
-	atomic_store(&S->gate, 1); /* nothing may stay blocked at stop */
+	atomic_store(c.gate, 1); /* nothing may stay blocked at stop */
 	r = orbit_spot_host_stop(h);
 	orbit_worker_pool_destroy(pool);
 	proc_stop(&pr);
@@ -714,6 +740,74 @@ static void test_aborted_by_dead_producer_and_by_unblock_bound(void **state)
 	assert_int_equal(atomic_load(&S->errors), 0);
 }
 
+static int three_producer(void *arg)
+{
+	orbit_spot_client_t *cl;
+	struct proc pr;
+
+	(void)arg;
+	cl = client_open(&pr, "producer-r");
+	if (!cl)
+		return 10;
+	submits(cl, 3, 8, 0);
+	orbit_spot_client_close(cl);
+	proc_stop(&pr);
+	return 0;
+}
+
+/*
+ * Redelivered and fenced: host-a takes 3 records and holds them at its
+ * gate, is SIGSTOPped past its 200 ms lease; host-b adopts and gets the 3
+ * again (redelivered 3, completed 3); host-a resumed finishes its
+ * handlers and every complete is refused (fenced 3, lost 1, completed 0).
+ */
+static void test_redelivered_and_fenced_after_adoption(void **state)
+{
+	struct orbit_fleet_spot_stats got;
+	uint64_t hw[ORBIT_SPOT_HOST__COUNT];
+	pid_t a, b;
+
+	(void)state;
+	S->ttl_ns = 200000000ull;
+	S->host_go = 1;
+	a = spawn(host_main, NULL);
+	expect_exit0(spawn(three_producer, NULL));
+	for (unsigned i = 0; i < ORBIT_SPOT_HOST__COUNT; i++)
+		hw[i] = SKIP;
+	hw[ORBIT_SPOT_HOST_DELIVERED] = 3;
+	hw[ORBIT_SPOT_HOST_IN_FLIGHT] = 3;
+	expect_counters("host-a", ORBIT_FLEET_SPOT_HOST, hw, 1, &got);
+	assert_int_equal(kill(a, SIGSTOP), 0);
+
+	S->gate_b = 1;
+	S->host_go_b = 1;
+	b = spawn(host_main, (void *)1);
+	hw[ORBIT_SPOT_HOST_IN_FLIGHT] = 0;
+	hw[ORBIT_SPOT_HOST_REDELIVERED] = 3;
+	hw[ORBIT_SPOT_HOST_COMPLETED] = 3;
+	hw[ORBIT_SPOT_HOST_FENCED] = 0;
+	hw[ORBIT_SPOT_HOST_LOST] = 0;
+	expect_counters("host-b", ORBIT_FLEET_SPOT_HOST, hw, 3, &got);
+
+	assert_int_equal(kill(a, SIGCONT), 0);
+	atomic_store(&S->gate, 1);
+	hw[ORBIT_SPOT_HOST_REDELIVERED] = 0;
+	hw[ORBIT_SPOT_HOST_COMPLETED] = 0;
+	hw[ORBIT_SPOT_HOST_FENCED] = 3;
+	hw[ORBIT_SPOT_HOST_LOST] = 1;
+	expect_counters("host-a", ORBIT_FLEET_SPOT_HOST, hw, 3, &got);
+	assert_int_equal(ctl("stats --prometheus"), 0);
+	expect_prom("orbit_spot_host_fenced_total", "host-a", 3);
+	expect_prom("orbit_spot_host_lost", "host-a", 1);
+	expect_prom("orbit_spot_host_redelivered_total", "host-b", 3);
+
+	atomic_store(&S->host_end, 1);
+	atomic_store(&S->host_end_b, 1);
+	expect_exit0(a);
+	expect_exit0(b);
+	assert_int_equal(atomic_load(&S->errors), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -723,6 +817,8 @@ int main(void)
 		    test_submit_to_run_percentiles_land_in_their_buckets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_aborted_by_dead_producer_and_by_unblock_bound,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_redelivered_and_fenced_after_adoption, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -85,6 +85,7 @@ static void agent_free(struct orbit_agent *a)
 	orbit_lock_close(a->ro_lock);
 	orbit__agent_subs_close(a);
 	orbit__agent_watch_free(a->watched); /* after the last publish (stop) */
+	orbit__agent_spots_free(a->spots);   /* likewise */
 	orbit__agent_test_free(a);
 	pthread_mutex_destroy(&a->subs_mu);
 	free(a);
@@ -190,6 +191,12 @@ int orbit_agent_start(const struct orbit_agent_options *user, orbit_agent_t **ou
 	orbit__proc_start_time(getpid(), &ticks);
 	a->have_stats_row = orbit__stats_claim(&a->stats, (uint32_t)a->row,
 					       (uint64_t)getpid(), ticks) == 0;
+	a->spots = orbit__agent_spots_new(a->have_stats_row ? &a->stats : NULL, (uint32_t)a->row,
+					  (uint64_t)getpid(), ticks);
+	if (!a->spots) {
+		rc = -ENOMEM;
+		goto err;
+	}
 
 	/* One ring per layout: the agent's lane is on its lock's ring. */
 	orbit__fleet_ring_layout(&rl, &a->layout);

@@ -10,6 +10,7 @@
  *   agent_stats.c  the stats row (publish) and orbit_agent_record_latency()
  *   agent_test.c   the test hooks of fleet_internal.h
  *   agent_watch.c  watched in-process objects (agent_watch.h)
+ *   agent_spot_stats.c  the Spot hosts' and clients' stats slots (agent/spot.h)
  *
  * Locks and what they protect:
  *   subs_mu   the subscriber eventfd array. Taken by API callers and by the
@@ -17,6 +18,9 @@
  *             taken or called under it (leaf).
  *   watched   (agent_watch.c) the set's own mutex: watch/unwatch callers
  *             and the stats publish; leaf, never taken with subs_mu.
+ *   spots->mu (agent_spot_stats.c) the Spot registry and this row's Spot
+ *             slots: register/unregister callers and the stats publish;
+ *             leaf, never taken with subs_mu or the watch set's mutex.
  *   park->mu  (agent_test.c, test hooks only) leaf; a parked thread waits
  *             on park->cv holding nothing else.
  * The view needs no lock: one updater (the agent thread), RCU readers.
@@ -52,6 +56,7 @@ struct cds_lfht;
 struct view_node;        /* agent_view.c */
 struct agent_watch_row;  /* agent_death.c */
 struct orbit__agent_park; /* agent_test.c */
+struct orbit__agent_spots; /* agent_spot_stats.c */
 
 struct orbit_agent {
 	char fleet[ORBIT_FLEET_NAME_MAX + 1];
@@ -96,6 +101,7 @@ struct orbit_agent {
 	bool resync_due;               /* the last resync's table copy failed: retry */
 
 	struct orbit_agent_watch_set *watched; /* queues, pools, lanes (agent_watch.c; own mutex) */
+	struct orbit__agent_spots *spots;      /* Spot hosts, clients (agent_spot_stats.c; own mutex) */
 
 	pthread_t thread;
 	bool thread_started;
@@ -191,6 +197,16 @@ void orbit__agent_subs_close(struct orbit_agent *a);
 
 /* Publish our counters into our stats row (its single writer: the agent thread, or stop). */
 void orbit__agent_stats_publish(struct orbit_agent *a);
+
+/* ---- agent_spot_stats.c ---- */
+
+/* The registry for row @row of @st (NULL: no stats row, nothing published). NULL: no memory. */
+struct orbit__agent_spots *orbit__agent_spots_new(orbit_stats_t *st, uint32_t row, uint64_t pid,
+						  uint64_t start_ticks);
+/* After the last publish (stop) or a failed start. NULL: no-op. */
+void orbit__agent_spots_free(struct orbit__agent_spots *s);
+/* The stats publish: every registered Spot into its slot; *@full = refused registrations. */
+void orbit__agent_spots_publish(struct orbit__agent_spots *s, uint64_t *full);
 
 /* ---- agent_loop.c ---- */
 

@@ -47,6 +47,8 @@ void orbit__agent_stats_publish(struct orbit_agent *a)
 	c[ORBIT_STAT_MEMBERS_RECLAIMED] = a->reclaimed;
 	c[ORBIT_STAT_VIEW_ENTRIES] = a->view_entries;
 	orbit__agent_watch_sum(a->watched, c); /* watched queues, pools, lanes (agent_watch.c) */
+	/* the Spot hosts' and clients' own slots (agent_spot_stats.c) */
+	orbit__agent_spots_publish(a->spots, &c[ORBIT_STAT_SPOT_SLOTS_FULL]);
 	/* Relaxed: counts added by any thread; a publish may miss the newest. */
 	s.hists[ORBIT_HIST_ACQUIRE_NS].count = atomic_load_explicit(&a->acq_count, memory_order_relaxed);
 	s.hists[ORBIT_HIST_ACQUIRE_NS].sum_ns = atomic_load_explicit(&a->acq_sum, memory_order_relaxed);

@@ -25,6 +25,12 @@
 _Static_assert(ORBIT_STATS_MAX_COUNTERS == ORBIT_STATS_COUNTERS_MAX, "counter room agrees");
 _Static_assert(ORBIT_STATS_MAX_HISTS == ORBIT_STATS_HISTS_MAX, "histogram room agrees");
 _Static_assert(ORBIT_STATS_NBUCKETS == ORBIT_STATS_BUCKETS, "bucket count agrees");
+_Static_assert(ORBIT_FLEET_SPOT_SLOTS == ORBIT_STATS_SPOTS_PER_ROW, "Spot slots agree");
+_Static_assert(ORBIT_FLEET_SPOT_COUNTERS_MAX == ORBIT_STATS_SPOT_COUNTERS_MAX,
+	       "Spot counters agree");
+_Static_assert(ORBIT_FLEET_SPOT_NAME_MAX == ORBIT_STATS_SPOT_NAME_BYTES, "Spot names agree");
+_Static_assert((int)ORBIT_FLEET_SPOT_HOST == (int)ORBIT_STATS_SPOT_HOST, "roles agree");
+_Static_assert((int)ORBIT_FLEET_SPOT_CLIENT == (int)ORBIT_STATS_SPOT_CLIENT, "roles agree");
 /* The enum-typed fields replaced uint32_t ones: the structs' layout is unchanged. */
 _Static_assert(sizeof(enum orbit_member_state) == sizeof(uint32_t), "member state is 32 bits");
 _Static_assert(sizeof(enum orbit_transition_type) == sizeof(uint32_t), "type is 32 bits");
@@ -276,6 +282,99 @@ uint64_t orbit_stats_bucket_le(unsigned i)
 	return orbit__stats_bucket_le(i);
 }
 
+uint64_t orbit_stats_hist_quantile(const struct orbit_stats_histogram *h, double q)
+{
+	uint64_t want, acc = 0;
+
+	if (!h || h->count == 0)
+		return 0;
+	if (!(q >= 0.0))
+		q = 0.0; /* NaN too */
+	if (q > 1.0)
+		q = 1.0;
+	want = (uint64_t)(q * (double)h->count + 0.5);
+	if (want == 0)
+		want = 1;
+	for (unsigned b = 0; b < ORBIT_STATS_NBUCKETS; b++) {
+		/* saturate: scribbled buckets must not wrap the sum */
+		acc = acc + h->buckets[b] < acc ? UINT64_MAX : acc + h->buckets[b];
+		if (acc >= want)
+			return orbit_stats_bucket_le(b);
+	}
+	return UINT64_MAX;
+}
+
+int orbit_fleet_spot_stats_read(orbit_fleet_t *f, uint32_t row, uint32_t slot,
+				struct orbit_fleet_spot_stats *out)
+{
+	struct orbit_stats_spot_snapshot s;
+	int rc;
+
+	if (!f || !out || row >= ORBIT_STATS_ROWS || slot >= ORBIT_STATS_SPOTS_PER_ROW)
+		return -EINVAL;
+	if (!f->have_stats)
+		return -ENOENT;
+	rc = orbit__stats_spot_read(&f->stats, row, slot, &s);
+	if (rc < 0)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	out->row = row;
+	out->slot = slot;
+	out->pid = (uint32_t)s.pid;
+	out->start_time_ticks = s.start_ticks;
+	out->published_real_ns = s.published_ns;
+	out->role = (enum orbit_fleet_spot_role)s.role;
+	memcpy(out->spot, s.name, sizeof(out->spot)); /* validated: NUL-terminated */
+	orbit__stats_spot_table(s.role, &out->ncounters);
+	memcpy(out->counters, s.counters, sizeof(out->counters));
+	out->latency.count = s.hist.count;
+	out->latency.sum_ns = s.hist.sum_ns;
+	memcpy(out->latency.buckets, s.hist.buckets, sizeof(out->latency.buckets));
+	return 0;
+}
+
+static const struct orbit_stats_desc *spot_desc(enum orbit_fleet_spot_role role, unsigned id)
+{
+	unsigned n = 0;
+	const struct orbit_stats_desc *t = orbit__stats_spot_table((enum orbit_stats_spot_role)role,
+								   &n);
+
+	return t && id < n ? &t[id] : NULL;
+}
+
+unsigned orbit_stats_spot_counter_count(enum orbit_fleet_spot_role role)
+{
+	unsigned n = 0;
+
+	orbit__stats_spot_table((enum orbit_stats_spot_role)role, &n);
+	return n;
+}
+
+const char *orbit_stats_spot_counter_name(enum orbit_fleet_spot_role role, unsigned id)
+{
+	return spot_desc(role, id) ? spot_desc(role, id)->name : NULL;
+}
+
+const char *orbit_stats_spot_counter_help(enum orbit_fleet_spot_role role, unsigned id)
+{
+	return spot_desc(role, id) ? spot_desc(role, id)->help : NULL;
+}
+
+bool orbit_stats_spot_counter_is_gauge(enum orbit_fleet_spot_role role, unsigned id)
+{
+	return spot_desc(role, id) && spot_desc(role, id)->type == ORBIT_STATS_GAUGE;
+}
+
+const char *orbit_stats_spot_hist_name(void)
+{
+	return orbit__stats_spot_hist.name;
+}
+
+const char *orbit_stats_spot_hist_help(void)
+{
+	return orbit__stats_spot_hist.help;
+}
+
 orbit_lock_t *orbit_fleet_lock(orbit_fleet_t *f)
 {
 	return f ? f->lock : NULL;
@@ -500,12 +599,93 @@ static int spot_unlink(void *ctx, const char *spot)
 	return 0;
 }
 
+/* A live member's host slot, gathered once per orbit_fleet_spots() walk. */
+struct host_slot {
+	struct orbit_fleet_spot_stats st;
+	char member[ORBIT_FLEET_MEMBER_NAME_MAX];
+};
+
 struct spots_walk {
 	orbit_fleet_t *f;
 	orbit_fleet_spot_fn fn;
 	void *ctx;
 	int n, stop;
+	struct host_slot *hosts; /* NULL: none (or no memory: no latency shown) */
+	unsigned nhosts, cap;
 };
+
+/* Is stats row @row's writer (@pid, @ticks) the live member of that row? */
+static bool writer_alive(orbit_fleet_t *f, uint32_t row, uint32_t pid, uint64_t ticks,
+			 struct orbit_fleet_member *m)
+{
+	return orbit_fleet_member(f, row, m) == 0 && m->alive && m->pid == pid &&
+	       m->start_time_ticks == ticks;
+}
+
+/* Every host slot of a live member (one probe of liveness per row). */
+static void hosts_gather(struct spots_walk *w)
+{
+	uint32_t rows = orbit_fleet_stats_rows(w->f);
+
+	if (rows > orbit_fleet_rows(w->f))
+		rows = orbit_fleet_rows(w->f);
+	for (uint32_t r = 0; r < rows; r++) {
+		struct orbit_fleet_member m;
+		int alive = -1; /* not probed yet */
+
+		for (uint32_t k = 0; k < ORBIT_STATS_SPOTS_PER_ROW; k++) {
+			struct host_slot *h, *grown;
+
+			if (w->nhosts == w->cap) {
+				grown = realloc(w->hosts, (w->cap + 16) * sizeof(*grown));
+				if (!grown)
+					return; /* the Spots are listed without their latency */
+				w->hosts = grown;
+				w->cap += 16;
+			}
+			h = &w->hosts[w->nhosts];
+			if (orbit_fleet_spot_stats_read(w->f, r, k, &h->st) < 0 ||
+			    h->st.role != ORBIT_FLEET_SPOT_HOST)
+				continue;
+			if (alive < 0)
+				alive = writer_alive(w->f, r, h->st.pid, h->st.start_time_ticks,
+						     &m);
+			if (!alive || m.pid != h->st.pid ||
+			    m.start_time_ticks != h->st.start_time_ticks)
+				continue;
+			memcpy(h->member, m.name, sizeof(h->member));
+			h->member[sizeof(h->member) - 1] = '\0';
+			w->nhosts++;
+		}
+	}
+}
+
+/* The host slot of @out's Spot with the highest epoch, into @out. */
+static void spot_host_stats(const struct spots_walk *w, struct orbit_fleet_spot *out)
+{
+	const struct host_slot *best = NULL;
+
+	for (unsigned i = 0; i < w->nhosts; i++) {
+		const struct host_slot *h = &w->hosts[i];
+
+		if (strcmp(h->st.spot, out->name))
+			continue;
+		if (!best || h->st.counters[ORBIT_SPOT_HOST_EPOCH] >
+				 best->st.counters[ORBIT_SPOT_HOST_EPOCH])
+			best = h;
+	}
+	if (!best)
+		return;
+	out->have_host_stats = 1;
+	out->host_row = best->st.row;
+	memcpy(out->host_member, best->member, sizeof(out->host_member));
+	out->host_epoch = best->st.counters[ORBIT_SPOT_HOST_EPOCH];
+	out->latency_count = best->st.latency.count;
+	out->latency_p50_ns = orbit_stats_hist_quantile(&best->st.latency, 0.50);
+	out->latency_p99_ns = orbit_stats_hist_quantile(&best->st.latency, 0.99);
+	out->latency_max_ns = best->st.counters[ORBIT_SPOT_HOST_LATENCY_MAX_NS];
+	out->in_flight = best->st.counters[ORBIT_SPOT_HOST_IN_FLIGHT];
+}
 
 /* Whether the hosting lease "orbit.spot:<spot>" is held by a live process. */
 static void spot_host_alive(orbit_fleet_t *f, const char *spot, struct orbit_fleet_spot *out)
@@ -566,6 +746,7 @@ static int spot_visit(void *ctx, const char *spot)
 		out.shm_bytes = c.shm_bytes;
 	}
 	spot_host_alive(w->f, spot, &out);
+	spot_host_stats(w, &out);
 	w->n++;
 	w->stop = w->fn(&out, w->ctx);
 	return w->stop;
@@ -642,12 +823,14 @@ int orbit_fleet_unlink_with(const struct orbit_fleet_options *user)
 
 int orbit_fleet_spots(orbit_fleet_t *f, orbit_fleet_spot_fn fn, void *ctx)
 {
-	struct spots_walk w = { f, fn, ctx, 0, 0 };
+	struct spots_walk w = { f, fn, ctx, 0, 0, NULL, 0, 0 };
 	int rc;
 
 	if (!f || !fn)
 		return -EINVAL;
+	hosts_gather(&w);
 	rc = orbit__spotq_foreach(f->name, spot_visit, &w);
+	free(w.hosts);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
 	return w.stop ? w.stop : w.n;

@@ -49,12 +49,14 @@ static void usage(FILE *f)
 		"  watch [--replay] [--count N] [--timeout-ms MS]\n"
 		"                             follow transitions live (--replay: the\n"
 		"                             frames the ring retains first)\n"
-		"  stats [--prometheus]       per-member counters and histograms\n"
+		"  stats [--prometheus]       per-member counters and histograms, with\n"
+		"                             each member's Spot hosts and clients\n"
 		"  top [--interval-ms MS] [--iterations N]\n"
 		"                             live screen: members, locks, rates,\n"
 		"                             latencies (q or Ctrl-C quits)\n"
 		"  spots                      cross-process Spots: host, epoch, depth,\n"
-		"                             accepted, rejected, aborted, redelivered\n"
+		"                             accepted, rejected, aborted, redelivered,\n"
+		"                             submit-to-run p50/p99/max of the host\n"
 		"  fleets                     the fleets on this host, their segments\n"
 		"  force-release NS:LABEL     remove a lock whoever holds it (admin)\n"
 		"  reset                      clear table and rings; refused while a\n"
@@ -679,11 +681,48 @@ static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms, bool replay,
 
 enum stats_fmt { FMT_TABLE, FMT_JSON, FMT_PROM };
 
+struct spot_slot {
+	struct orbit_fleet_spot_stats s;
+	bool live; /* its writer is the live member of its row */
+};
+
 struct member_stats {
 	struct orbit_fleet_stats s;
 	struct orbit_fleet_member m;
 	bool have_member;
+	struct spot_slot *spots; /* its published Spot slots */
+	int nspots;
 };
+
+/* The Spot slots of @x's row that read back valid (scribbled ones are left out). */
+static int collect_spots(orbit_fleet_t *f, struct member_stats *x)
+{
+	x->spots = calloc(ORBIT_FLEET_SPOT_SLOTS, sizeof(*x->spots));
+	if (!x->spots)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < ORBIT_FLEET_SPOT_SLOTS; k++) {
+		struct spot_slot *sp = &x->spots[x->nspots];
+
+		if (orbit_fleet_spot_stats_read(f, x->s.row, k, &sp->s) < 0)
+			continue;
+		sp->live = x->have_member && x->m.alive && sp->s.pid == x->m.pid &&
+			   sp->s.start_time_ticks == x->m.start_time_ticks;
+		x->nspots++;
+	}
+	return 0;
+}
+
+static void free_stats(struct member_stats *ms, int n)
+{
+	for (int i = 0; ms && i < n; i++)
+		free(ms[i].spots);
+	free(ms);
+}
+
+static const char *role_name(enum orbit_fleet_spot_role r)
+{
+	return r == ORBIT_FLEET_SPOT_HOST ? "host" : "client";
+}
 
 /* The stats rows that were ever published, with their member when it matches. */
 static int collect(orbit_fleet_t *f, struct member_stats **out)
@@ -705,24 +744,46 @@ static int collect(orbit_fleet_t *f, struct member_stats **out)
 		x->have_member = orbit_fleet_member(f, r, &x->m) == 0 && x->m.pid == x->s.pid &&
 				 x->m.start_time_ticks == x->s.start_time_ticks;
 		n++;
+		if (collect_spots(f, x) < 0) {
+			free_stats(ms, n);
+			return -ENOMEM;
+		}
 	}
 	*out = ms;
 	return n;
 }
 
-/* Percentile upper bound from log2 buckets. */
-static uint64_t hist_quantile(const struct orbit_stats_histogram *h, double q)
+/* "p50<=X p99<=Y mean Z" of a histogram, "-" when empty. */
+static void hist_line(const char *name, const struct orbit_stats_histogram *hh, int indent)
 {
-	uint64_t want = (uint64_t)(q * (double)h->count + 0.5), acc = 0;
+	char p50[16] = "-", p99[16] = "-", mean[16] = "-";
 
-	if (want == 0)
-		want = 1;
-	for (unsigned b = 0; b < ORBIT_STATS_NBUCKETS; b++) {
-		acc += h->buckets[b];
-		if (acc >= want)
-			return orbit_stats_bucket_le(b);
+	if (hh->count) {
+		duration(p50, sizeof(p50), orbit_stats_hist_quantile(hh, 0.50));
+		duration(p99, sizeof(p99), orbit_stats_hist_quantile(hh, 0.99));
+		duration(mean, sizeof(mean), hh->sum_ns / hh->count);
 	}
-	return UINT64_MAX;
+	printf("%*s%-*s n=%-10llu p50<=%-9s p99<=%-9s mean %s\n", indent, "", 20 - indent, name,
+	       (unsigned long long)hh->count, p50, p99, mean);
+}
+
+/* One Spot slot of a member: its counters in two columns, then the latency. */
+static void spot_table(const struct spot_slot *sp)
+{
+	unsigned nc = orbit_stats_spot_counter_count(sp->s.role);
+
+	printf("  spot %s (%s%s)\n", sp->s.spot, role_name(sp->s.role), sp->live ? "" : ", gone");
+	for (unsigned c = 0; c < nc; c += 2) {
+		/* 4+15+1+19+2+15+1+19: 76 columns, any count (an epoch has 19 digits) */
+		printf("    %-15s %19llu", orbit_stats_spot_counter_name(sp->s.role, c),
+		       (unsigned long long)sp->s.counters[c]);
+		if (c + 1 < nc)
+			printf("  %-15s %19llu", orbit_stats_spot_counter_name(sp->s.role, c + 1),
+			       (unsigned long long)sp->s.counters[c + 1]);
+		printf("\n");
+	}
+	if (sp->s.role == ORBIT_FLEET_SPOT_HOST)
+		hist_line(orbit_stats_spot_hist_name(), &sp->s.latency, 4);
 }
 
 static void print_table(const char *fleet, const struct member_stats *ms, int n)
@@ -752,19 +813,47 @@ static void print_table(const char *fleet, const struct member_stats *ms, int n)
 				       (unsigned long long)x->s.counters[c + 1]);
 			printf("\n");
 		}
-		for (unsigned h = 0; h < orbit_stats_hist_count(); h++) {
-			const struct orbit_stats_histogram *hh = &x->s.hists[h];
-			char p50[16] = "-", p99[16] = "-", mean[16] = "-";
-
-			if (hh->count) {
-				duration(p50, sizeof(p50), hist_quantile(hh, 0.50));
-				duration(p99, sizeof(p99), hist_quantile(hh, 0.99));
-				duration(mean, sizeof(mean), hh->sum_ns / hh->count);
-			}
-			printf("  %-18s n=%-10llu p50<=%-9s p99<=%-9s mean %s\n",
-			       orbit_stats_hist_name(h), (unsigned long long)hh->count, p50, p99, mean);
-		}
+		for (unsigned h = 0; h < orbit_stats_hist_count(); h++)
+			hist_line(orbit_stats_hist_name(h), &x->s.hists[h], 2);
+		for (int k = 0; k < x->nspots; k++)
+			spot_table(&x->spots[k]);
 	}
+}
+
+static void hist_json(const char *sep, const char *name, const struct orbit_stats_histogram *hh)
+{
+	printf("%s\"%s\":{\"count\":%llu,\"sum_ns\":%llu,\"p50_le_ns\":%llu,\"p99_le_ns\":%llu,"
+	       "\"buckets\":[",
+	       sep, name, (unsigned long long)hh->count, (unsigned long long)hh->sum_ns,
+	       (unsigned long long)orbit_stats_hist_quantile(hh, 0.50),
+	       (unsigned long long)orbit_stats_hist_quantile(hh, 0.99));
+	for (unsigned b = 0; b < ORBIT_STATS_NBUCKETS; b++) {
+		uint64_t le = orbit_stats_bucket_le(b);
+
+		if (le == UINT64_MAX)
+			printf("%s{\"le_ns\":null,\"count\":%llu}", b ? "," : "",
+			       (unsigned long long)hh->buckets[b]);
+		else
+			printf("%s{\"le_ns\":%llu,\"count\":%llu}", b ? "," : "",
+			       (unsigned long long)le, (unsigned long long)hh->buckets[b]);
+	}
+	printf("]}");
+}
+
+static void spot_json(const char *sep, const struct spot_slot *sp)
+{
+	printf("%s\n  {\"slot\":%u,\"spot\":", sep, sp->s.slot);
+	json_str(sp->s.spot, sizeof(sp->s.spot));
+	printf(",\"role\":\"%s\",\"live\":%s,\"published_real_ns\":%llu,\"counters\":{",
+	       role_name(sp->s.role), sp->live ? "true" : "false",
+	       (unsigned long long)sp->s.published_real_ns);
+	for (unsigned c = 0; c < orbit_stats_spot_counter_count(sp->s.role); c++)
+		printf("%s\"%s\":%llu", c ? "," : "", orbit_stats_spot_counter_name(sp->s.role, c),
+		       (unsigned long long)sp->s.counters[c]);
+	printf("},\"histograms\":{");
+	if (sp->s.role == ORBIT_FLEET_SPOT_HOST)
+		hist_json("", orbit_stats_spot_hist_name(), &sp->s.latency);
+	printf("}}");
 }
 
 static void print_json(const char *fleet, const struct member_stats *ms, int n)
@@ -788,28 +877,20 @@ static void print_json(const char *fleet, const struct member_stats *ms, int n)
 			printf("%s\"%s\":%llu", c ? "," : "", orbit_stats_counter_name(c),
 			       (unsigned long long)x->s.counters[c]);
 		printf("},\"histograms\":{");
-		for (unsigned h = 0; h < orbit_stats_hist_count(); h++) {
-			const struct orbit_stats_histogram *hh = &x->s.hists[h];
-
-			printf("%s\"%s\":{\"count\":%llu,\"sum_ns\":%llu,\"buckets\":[", h ? "," : "",
-			       orbit_stats_hist_name(h), (unsigned long long)hh->count,
-			       (unsigned long long)hh->sum_ns);
-			for (unsigned b = 0; b < ORBIT_STATS_NBUCKETS; b++) {
-				uint64_t le = orbit_stats_bucket_le(b);
-
-				if (le == UINT64_MAX)
-					printf("%s{\"le_ns\":null,\"count\":%llu}", b ? "," : "",
-					       (unsigned long long)hh->buckets[b]);
-				else
-					printf("%s{\"le_ns\":%llu,\"count\":%llu}", b ? "," : "",
-					       (unsigned long long)le, (unsigned long long)hh->buckets[b]);
-			}
-			printf("]}");
-		}
-		printf("}}");
+		for (unsigned h = 0; h < orbit_stats_hist_count(); h++)
+			hist_json(h ? "," : "", orbit_stats_hist_name(h), &x->s.hists[h]);
+		printf("},\"spots\":[");
+		for (int k = 0; k < x->nspots; k++)
+			spot_json(k ? "," : "", &x->spots[k]);
+		printf("]}");
 	}
 	printf("\n]}\n");
 }
+
+static void prom_hist(const char *name, const struct orbit_stats_histogram *hh,
+		      void (*labels)(const char *, const void *, const char *), const char *fleet,
+		      const void *who);
+static void member_labels_cb(const char *fleet, const void *who, const char *extra);
 
 static void prom_labels(const char *fleet, const struct member_stats *x, const char *extra)
 {
@@ -840,53 +921,159 @@ static void print_prom(const char *fleet, const struct member_stats *ms, int n)
 		}
 	}
 	for (unsigned h = 0; h < orbit_stats_hist_count(); h++) {
-		const char *name = orbit_stats_hist_name(h);
+		char fam[96];
 
-		printf("# HELP orbit_%s_seconds %s\n", name, orbit_stats_hist_help(h));
-		printf("# TYPE orbit_%s_seconds histogram\n", name);
-		for (int i = 0; i < n; i++) {
-			const struct orbit_stats_histogram *hh = &ms[i].s.hists[h];
-			uint64_t acc = 0;
+		snprintf(fam, sizeof(fam), "orbit_%s_seconds", orbit_stats_hist_name(h));
+		printf("# HELP %s %s\n", fam, orbit_stats_hist_help(h));
+		printf("# TYPE %s histogram\n", fam);
+		for (int i = 0; i < n; i++)
+			prom_hist(fam, &ms[i].s.hists[h], member_labels_cb, fleet, &ms[i]);
+	}
+}
 
-			for (unsigned b = 0; b < ORBIT_STATS_NBUCKETS; b++) {
-				uint64_t le = orbit_stats_bucket_le(b);
-				char extra[48];
+/* A live Spot slot for Prometheus, and whether its labels repeat an earlier one's. */
+struct prom_spot {
+	const struct member_stats *x;
+	const struct spot_slot *sp;
+	bool dup; /* same member name, Spot and role as an earlier one: add row="N" */
+};
 
-				/* Saturate: a corrupt row must not make the buckets decrease. */
-				acc = acc + hh->buckets[b] < acc ? UINT64_MAX : acc + hh->buckets[b];
-				if (le == UINT64_MAX)
-					snprintf(extra, sizeof(extra), ",le=\"+Inf\"");
-				else
-					snprintf(extra, sizeof(extra), ",le=\"%.9g\"", le / 1e9);
-				printf("orbit_%s_seconds_bucket", name);
-				prom_labels(fleet, &ms[i], extra);
-				printf(" %llu\n", (unsigned long long)acc);
-			}
-			printf("orbit_%s_seconds_sum", name);
-			prom_labels(fleet, &ms[i], NULL);
-			printf(" %.9f\n", hh->sum_ns / 1e9);
-			printf("orbit_%s_seconds_count", name);
-			prom_labels(fleet, &ms[i], NULL);
-			printf(" %llu\n", (unsigned long long)acc);
+static int prom_spots_list(const struct member_stats *ms, int n, struct prom_spot **out)
+{
+	struct prom_spot *ps = calloc((size_t)n * ORBIT_FLEET_SPOT_SLOTS + 1, sizeof(*ps));
+	int k = 0;
+
+	if (!ps)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		for (int j = 0; j < ms[i].nspots; j++) {
+			const struct spot_slot *sp = &ms[i].spots[j];
+
+			/* a dead member's slot keeps old values: not a live series */
+			if (!sp->live)
+				continue;
+			ps[k].x = &ms[i];
+			ps[k].sp = sp;
+			for (int e = 0; e < k && !ps[k].dup; e++)
+				ps[k].dup = ps[e].sp->s.role == sp->s.role &&
+					    !strcmp(ps[e].sp->s.spot, sp->s.spot) &&
+					    !strncmp(ps[e].x->m.name, ms[i].m.name,
+						     sizeof(ms[i].m.name));
+			k++;
 		}
 	}
+	*out = ps;
+	return k;
+}
+
+/* {fleet=..,member=..,spot=..[,row=..]EXTRA}: no pid, it changes at every restart. */
+static void prom_spot_labels(const char *fleet, const struct prom_spot *p, const char *extra)
+{
+	printf("{fleet=");
+	json_str(fleet, strlen(fleet));
+	printf(",member=");
+	json_str(p->x->m.name, sizeof(p->x->m.name));
+	printf(",spot=");
+	json_str(p->sp->s.spot, sizeof(p->sp->s.spot));
+	if (p->dup)
+		printf(",row=\"%u\"", p->sp->s.row);
+	printf("%s}", extra ? extra : "");
+}
+
+static void prom_hist(const char *name, const struct orbit_stats_histogram *hh,
+		      void (*labels)(const char *, const void *, const char *), const char *fleet,
+		      const void *who)
+{
+	uint64_t acc = 0;
+
+	for (unsigned b = 0; b < ORBIT_STATS_NBUCKETS; b++) {
+		uint64_t le = orbit_stats_bucket_le(b);
+		char extra[48];
+
+		/* Saturate: a corrupt row must not make the buckets decrease. */
+		acc = acc + hh->buckets[b] < acc ? UINT64_MAX : acc + hh->buckets[b];
+		if (le == UINT64_MAX)
+			snprintf(extra, sizeof(extra), ",le=\"+Inf\"");
+		else
+			snprintf(extra, sizeof(extra), ",le=\"%.9g\"", le / 1e9);
+		printf("%s_bucket", name);
+		labels(fleet, who, extra);
+		printf(" %llu\n", (unsigned long long)acc);
+	}
+	printf("%s_sum", name);
+	labels(fleet, who, NULL);
+	printf(" %.9f\n", hh->sum_ns / 1e9);
+	printf("%s_count", name);
+	labels(fleet, who, NULL);
+	printf(" %llu\n", (unsigned long long)acc);
+}
+
+static void member_labels_cb(const char *fleet, const void *who, const char *extra)
+{
+	prom_labels(fleet, who, extra);
+}
+
+static void spot_labels_cb(const char *fleet, const void *who, const char *extra)
+{
+	prom_spot_labels(fleet, who, extra);
+}
+
+/* The Spot hosts' and clients' families: orbit_spot_host_*, orbit_spot_client_*. */
+static int print_prom_spots(const char *fleet, const struct member_stats *ms, int n)
+{
+	static const enum orbit_fleet_spot_role roles[] = { ORBIT_FLEET_SPOT_HOST,
+							    ORBIT_FLEET_SPOT_CLIENT };
+	struct prom_spot *ps = NULL;
+	int k = prom_spots_list(ms, n, &ps);
+	char fam[128];
+
+	if (k < 0)
+		return k;
+	for (size_t r = 0; r < sizeof(roles) / sizeof(roles[0]); r++) {
+		for (unsigned c = 0; c < orbit_stats_spot_counter_count(roles[r]); c++) {
+			bool gauge = orbit_stats_spot_counter_is_gauge(roles[r], c);
+
+			snprintf(fam, sizeof(fam), "orbit_spot_%s_%s%s", role_name(roles[r]),
+				 orbit_stats_spot_counter_name(roles[r], c), gauge ? "" : "_total");
+			printf("# HELP %s Spot %s: %s\n", fam, role_name(roles[r]),
+			       orbit_stats_spot_counter_help(roles[r], c));
+			printf("# TYPE %s %s\n", fam, gauge ? "gauge" : "counter");
+			for (int i = 0; i < k; i++) {
+				if (ps[i].sp->s.role != roles[r])
+					continue;
+				printf("%s", fam);
+				prom_spot_labels(fleet, &ps[i], NULL);
+				printf(" %llu\n", (unsigned long long)ps[i].sp->s.counters[c]);
+			}
+		}
+	}
+	snprintf(fam, sizeof(fam), "orbit_spot_%s_seconds", orbit_stats_spot_hist_name());
+	printf("# HELP %s %s\n", fam, orbit_stats_spot_hist_help());
+	printf("# TYPE %s histogram\n", fam);
+	for (int i = 0; i < k; i++)
+		if (ps[i].sp->s.role == ORBIT_FLEET_SPOT_HOST)
+			prom_hist(fam, &ps[i].sp->s.latency, spot_labels_cb, fleet, &ps[i]);
+	free(ps);
+	return 0;
 }
 
 static int cmd_stats(orbit_fleet_t *f, enum stats_fmt fmt)
 {
 	struct member_stats *ms = NULL;
-	int n = collect(f, &ms);
+	int n = collect(f, &ms), rc = 0;
 
 	if (n < 0)
 		return fail("reading stats", orbit_fleet_name(f), n);
-	if (fmt == FMT_JSON)
+	if (fmt == FMT_JSON) {
 		print_json(orbit_fleet_name(f), ms, n);
-	else if (fmt == FMT_PROM)
+	} else if (fmt == FMT_PROM) {
 		print_prom(orbit_fleet_name(f), ms, n);
-	else
+		rc = print_prom_spots(orbit_fleet_name(f), ms, n);
+	} else {
 		print_table(orbit_fleet_name(f), ms, n);
-	free(ms);
-	return EXIT_OK;
+	}
+	free_stats(ms, n);
+	return rc < 0 ? fail("reading stats", orbit_fleet_name(f), rc) : EXIT_OK;
 }
 
 /* ---- administration ---- */
@@ -983,7 +1170,23 @@ static int print_spot(const struct orbit_fleet_spot *sp, void *p)
 			       (unsigned long long)x->aborted, (unsigned long long)x->redelivered,
 			       (unsigned long long)x->corrupt, (unsigned long long)x->completed);
 		}
-		printf("}}");
+		printf("},\"host_stats\":");
+		if (sp->have_host_stats) {
+			printf("{\"member\":");
+			json_str(sp->host_member, sizeof(sp->host_member));
+			printf(",\"row\":%u,\"epoch\":%llu,\"in_flight\":%llu,\"submit_to_run\":"
+			       "{\"count\":%llu,\"p50_le_ns\":%llu,\"p99_le_ns\":%llu,"
+			       "\"max_ns\":%llu}}",
+			       sp->host_row, (unsigned long long)sp->host_epoch,
+			       (unsigned long long)sp->in_flight,
+			       (unsigned long long)sp->latency_count,
+			       (unsigned long long)sp->latency_p50_ns,
+			       (unsigned long long)sp->latency_p99_ns,
+			       (unsigned long long)sp->latency_max_ns);
+		} else {
+			printf("null");
+		}
+		printf("}");
 		c->n++;
 		return 0;
 	}
@@ -1007,6 +1210,17 @@ static int print_spot(const struct orbit_fleet_spot *sp, void *p)
 				    l->rejected_bytes),
 	       (unsigned long long)(a->aborted + l->aborted),
 	       (unsigned long long)(a->redelivered + l->redelivered));
+	if (sp->have_host_stats && sp->latency_count) {
+		char p50[16], p99[16], max[16];
+
+		duration(p50, sizeof(p50), sp->latency_p50_ns);
+		duration(p99, sizeof(p99), sp->latency_p99_ns);
+		duration(max, sizeof(max), sp->latency_max_ns);
+		/* 14+10+7+6+7+5+7+3 = 59 before n with durations of up to 7 characters
+		 * ("999.9ms", "3599.9s"): 80 columns while n has up to 21 digits */
+		printf("%-14s run p50<=%-7s p99<=%-7s max %-7s n %llu\n", "", p50, p99, max,
+		       (unsigned long long)sp->latency_count);
+	}
 	if (a->corrupt + l->corrupt)
 		printf("%-14s corrupt records skipped: %llu\n", "",
 		       (unsigned long long)(a->corrupt + l->corrupt));
@@ -1329,8 +1543,8 @@ static void top_frame(orbit_fleet_t *f, const uint64_t *prev, uint64_t *cur, dou
 				sum.buckets[b] += ms[i].s.hists[h].buckets[b];
 		}
 		if (sum.count) {
-			duration(p50, sizeof(p50), hist_quantile(&sum, 0.50));
-			duration(p99, sizeof(p99), hist_quantile(&sum, 0.99));
+			duration(p50, sizeof(p50), orbit_stats_hist_quantile(&sum, 0.50));
+			duration(p99, sizeof(p99), orbit_stats_hist_quantile(&sum, 0.99));
 		}
 		printf("%-24s %10llu %10s %10s\n", orbit_stats_hist_name(h),
 		       (unsigned long long)sum.count, p50, p99);
@@ -1338,7 +1552,7 @@ static void top_frame(orbit_fleet_t *f, const uint64_t *prev, uint64_t *cur, dou
 	}
 	(void)line;
 	fflush(stdout);
-	free(ms);
+	free_stats(ms, n < 0 ? 0 : n);
 }
 
 static int cmd_top(orbit_fleet_t *f, long interval_ms, long iterations)

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +39,28 @@ struct orbit_spot_client {
 	orbit_spotq_t *q;
 	orbit_spotq_producer_t *p;
 	pid_t pid; /* the opener: a forked child gets -ECHILD */
+	/* the stats segment's Spot slot (agent/agent_spot_stats.c, client_fill()) */
+	orbit_agent_t *agent;
+	int stats_slot; /* < 0: unpublished */
+	/* Written by the client's one thread (relaxed load + store: a single
+	 * writer needs no RMW), read by the agent's publish (relaxed: counts). */
+	_Atomic uint64_t n[ORBIT_SPOT_CLIENT__COUNT];
 };
+
+static void count(orbit_spot_client_t *c, enum orbit_stats_spot_client_counter k)
+{
+	atomic_store_explicit(&c->n[k], atomic_load_explicit(&c->n[k], memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
+/* The agent's publish (any agent thread, under its registry mutex): relaxed loads. */
+static void client_fill(void *obj, struct orbit_stats_spot_snapshot *snap)
+{
+	orbit_spot_client_t *c = obj;
+
+	for (unsigned k = 0; k < ORBIT_SPOT_CLIENT__COUNT; k++)
+		snap->counters[k] = atomic_load_explicit(&c->n[k], memory_order_relaxed);
+}
 
 /* ---- shared with the host (agent/spot.h) ---- */
 
@@ -152,6 +174,10 @@ int orbit_spot_client_open(orbit_agent_t *agent, const char *spot,
 	r = orbit__spotq_producer_open(&c->p, c->q, env.members);
 	if (r < 0)
 		goto err_queue;
+	/* no free slot: submits run unpublished (counted by the agent) */
+	c->agent = agent;
+	c->stats_slot = orbit__agent_spot_register(agent, ORBIT_STATS_SPOT_CLIENT, spot, c,
+						   client_fill);
 	*out = c;
 	return 0;
 err_queue:
@@ -165,6 +191,8 @@ void orbit_spot_client_close(orbit_spot_client_t *c)
 {
 	if (!c)
 		return;
+	/* first (a no-op in a forked child): then no publish reads c again */
+	orbit__agent_spot_unregister(c->agent, c->stats_slot);
 	orbit__spotq_producer_close(c->p);
 	orbit__spotq_close(c->q);
 	free(c);
@@ -180,12 +208,17 @@ static int submit(orbit_spot_client_t *c, uint32_t kind, uint64_t actor_id, cons
 		.payload = payload,
 		.len = len,
 	};
+	int r;
 
 	if (!c)
 		return -EINVAL;
 	if (orbit__fork_check(c->pid))
 		return -ECHILD;
-	return orbit__spotq_submit(c->p, &s, seq);
+	r = orbit__spotq_submit(c->p, &s, seq);
+	count(c, r == 0		? ORBIT_SPOT_CLIENT_SUBMITTED
+		 : r == -EAGAIN ? ORBIT_SPOT_CLIENT_EAGAIN
+				: ORBIT_SPOT_CLIENT_FAILED);
+	return r;
 }
 
 int orbit_spot_submit_spot(orbit_spot_client_t *c, const void *payload, uint32_t len, uint64_t *seq)
@@ -216,11 +249,17 @@ int orbit_spot_submit_lifecycle(orbit_spot_client_t *c, const void *payload, uin
 int orbit_spot_client_wait_room(orbit_spot_client_t *c, enum orbit_spot_lane lane, uint32_t len,
 				int64_t timeout_ns)
 {
+	int r;
+
 	if (!c)
 		return -EINVAL;
 	if (orbit__fork_check(c->pid))
 		return -ECHILD;
-	return orbit__spotq_wait_room(c->p, (uint32_t)lane, len, timeout_ns);
+	r = orbit__spotq_wait_room(c->p, (uint32_t)lane, len, timeout_ns);
+	count(c, ORBIT_SPOT_CLIENT_WAITS);
+	if (r == -ETIMEDOUT)
+		count(c, ORBIT_SPOT_CLIENT_WAIT_TIMEOUTS);
+	return r;
 }
 
 int orbit_spot_client_inbound_stats(const orbit_spot_client_t *c,

@@ -60,6 +60,7 @@
 #include "shm/crashpoint.h"
 #include "shm/doorbell.h"
 #include "shm/fork_guard.h"
+#include "shm/stats.h"
 
 /* liburcu is not built with TSan: state its queue's edge (as agent.c does). */
 #if defined(__SANITIZE_THREAD__)
@@ -138,6 +139,12 @@ struct orbit_spot_host {
 	    unhandled, protocol_errors, renewals, renew_retries, in_flight, complete_errors;
 	_Atomic uint64_t lat_count, lat_sum, lat_max;
 	_Atomic uint64_t lat_buckets[ORBIT_SPOT_LATENCY_BUCKETS];
+
+	/* the stats segment's Spot slot (agent/agent_spot_stats.c, host_fill()) */
+	orbit_agent_t *agent;
+	int stats_slot;			  /* < 0: unpublished */
+	struct orbit_spotq_counters base; /* the queue's counters before the takeover */
+	_Atomic uint64_t pub_buckets[ORBIT_STATS_BUCKETS]; /* shm/stats.h buckets (relaxed) */
 };
 
 static _Thread_local struct delivery *tls_cur; /* the delivery whose piece this thread runs */
@@ -232,6 +239,7 @@ static void record_latency(struct orbit_spot_host *sh, uint64_t submit_ns)
 	INC(sh, lat_count);
 	atomic_fetch_add_explicit(&sh->lat_sum, ns, memory_order_relaxed);
 	INC(sh, lat_buckets[b]);
+	INC(sh, pub_buckets[orbit__stats_bucket(ns)]); /* the stats segment's buckets */
 	while (ns > max && !atomic_compare_exchange_weak_explicit(
 			       &sh->lat_max, &max, ns, memory_order_relaxed, memory_order_relaxed))
 		;
@@ -550,7 +558,62 @@ static void *host_main(void *p)
 	return NULL;
 }
 
-/* ---- start, stop ---- */
+/* ---- the stats slot ---- */
+
+#define LD(f) atomic_load_explicit(&sh->f, memory_order_relaxed) /* counts (see the top) */
+
+static uint64_t since(uint64_t now, uint64_t base)
+{
+	return now >= base ? now - base : 0; /* scribbled queue words never go negative */
+}
+
+/*
+ * host_fill - the agent's publish (agent/agent_spot_stats.c, under its
+ * registry mutex, any agent thread): the queue's counters since this
+ * host's takeover, the host's own, and the submit-to-run histogram.
+ * Relaxed loads only: a statistics snapshot, not atomic as a whole.
+ */
+static void host_fill(void *obj, struct orbit_stats_spot_snapshot *snap)
+{
+	struct orbit_spot_host *sh = obj;
+	struct orbit_spotq_counters q, *b = &sh->base;
+	uint64_t *c = snap->counters, dead[2], unblock[2];
+
+	if (orbit__spotq_counters(sh->q, &q) == 0) {
+		for (int l = 0; l < 2; l++) {
+			c[ORBIT_SPOT_HOST_ACCEPTED] += since(q.accepted[l], b->accepted[l]);
+			c[ORBIT_SPOT_HOST_REJECTED_COUNT] += since(q.rejected_count[l],
+								   b->rejected_count[l]);
+			c[ORBIT_SPOT_HOST_REJECTED_BYTES] += since(q.rejected_bytes[l],
+								   b->rejected_bytes[l]);
+			c[ORBIT_SPOT_HOST_CORRUPT] += since(q.corrupt[l], b->corrupt[l]);
+		}
+		c[ORBIT_SPOT_HOST_APP_DEPTH] = q.depth[ORBIT_SPOTQ_APP];
+		c[ORBIT_SPOT_HOST_APP_BYTES] = q.bytes[ORBIT_SPOTQ_APP];
+		c[ORBIT_SPOT_HOST_LIFECYCLE_DEPTH] = q.depth[ORBIT_SPOTQ_LIFECYCLE];
+		c[ORBIT_SPOT_HOST_LIFECYCLE_BYTES] = q.bytes[ORBIT_SPOTQ_LIFECYCLE];
+	}
+	orbit__spotq_host_aborts(sh->h, dead, unblock);
+	c[ORBIT_SPOT_HOST_ABORTED_DEAD] = dead[0] + dead[1];
+	c[ORBIT_SPOT_HOST_ABORTED_UNBLOCK] = unblock[0] + unblock[1];
+	c[ORBIT_SPOT_HOST_DELIVERED] = LD(delivered);
+	c[ORBIT_SPOT_HOST_COMPLETED] = LD(completed);
+	c[ORBIT_SPOT_HOST_REDELIVERED] = LD(redelivered);
+	c[ORBIT_SPOT_HOST_FENCED] = LD(fenced);
+	c[ORBIT_SPOT_HOST_RETRIED] = LD(retried);
+	c[ORBIT_SPOT_HOST_UNDELIVERABLE] = LD(undeliverable);
+	c[ORBIT_SPOT_HOST_UNHANDLED] = LD(unhandled);
+	c[ORBIT_SPOT_HOST_IN_FLIGHT] = LD(in_flight);
+	c[ORBIT_SPOT_HOST_EPOCH] = sh->epoch;
+	/* relaxed: a display value (SH-L1 orders lost_reason, not needed here) */
+	c[ORBIT_SPOT_HOST_LOST] = atomic_load_explicit(&sh->state, memory_order_relaxed) ==
+				  ORBIT_SPOT_LOST;
+	c[ORBIT_SPOT_HOST_LATENCY_MAX_NS] = LD(lat_max);
+	snap->hist.count = LD(lat_count);
+	snap->hist.sum_ns = LD(lat_sum);
+	for (unsigned i = 0; i < ORBIT_STATS_BUCKETS; i++)
+		snap->hist.buckets[i] = LD(pub_buckets[i]);
+}
 
 void orbit_spot_host_options_init(struct orbit_spot_host_options *opts)
 {
@@ -671,6 +734,10 @@ int orbit_spot_host_start(orbit_agent_t *agent, const struct orbit_spot_host_opt
 		goto err_queue;
 	sh->renew_at_ns = now_ns() + sh->ttl_ns / 4;
 	sh->epoch = sh->lease.token;
+	/* the stats slot counts the queue's counters from here (host_fill()) */
+	r = orbit__spotq_counters(sh->q, &sh->base);
+	if (r < 0)
+		goto err_lease;
 	/* the lease's fencing token is the epoch: a later host has a larger one */
 	r = orbit__spotq_host_takeover(&sh->h, sh->q, sh->env.members, sh->lease.token);
 	if (r < 0)
@@ -681,6 +748,10 @@ int orbit_spot_host_start(orbit_agent_t *agent, const struct orbit_spot_host_opt
 	r = -pthread_create(&sh->thread, NULL, host_main, sh);
 	if (r < 0)
 		goto err_coord;
+	/* published from now on; no free slot: hosted unpublished (counted by the agent) */
+	sh->agent = agent;
+	sh->stats_slot = orbit__agent_spot_register(agent, ORBIT_STATS_SPOT_HOST, sh->spot, sh,
+						    host_fill);
 	*out = sh;
 	return 0;
 err_coord:
@@ -708,6 +779,8 @@ int orbit_spot_host_stop(orbit_spot_host_t *sh)
 		return -ECHILD; /* the child has no host thread: its copy is left alone */
 	if (tls_cur && tls_cur->host == sh)
 		return -EDEADLK;
+	/* first: once it returns the agent's publish never reads sh again */
+	orbit__agent_spot_unregister(sh->agent, sh->stats_slot);
 	/* SH-S1: seq_cst, pairs with SH-A2 in host_main(): the flag, then an
 	 * unconditional kick (a seq bump the thread sees) */
 	atomic_store_explicit(&sh->stop, 1, memory_order_seq_cst);
@@ -740,8 +813,6 @@ int orbit_spot_host_state(const orbit_spot_host_t *sh)
 	/* SH-L2: acquire, pairs with SH-L1 in lose(): lost_reason is readable after LOST */
 	return atomic_load_explicit(&sh->state, memory_order_acquire);
 }
-
-#define LD(f) atomic_load_explicit(&sh->f, memory_order_relaxed)
 
 int orbit_spot_host_stats(const orbit_spot_host_t *sh, struct orbit_spot_host_stats *out)
 {

@@ -190,6 +190,9 @@ struct orbit_spotq_host {
 	uint64_t stall_since[2]; /* 0: none */
 	char last_corrupt[128];
 	pid_t pid;
+	/* aborts by this host, by cause: written by take(), read by any
+	 * thread (relaxed: counts, they order nothing) */
+	_Atomic uint64_t aborted_dead[2], aborted_unblock[2];
 };
 
 static inline uint64_t mod_add(uint64_t a, uint64_t n, uint64_t w)
@@ -1188,6 +1191,16 @@ uint64_t orbit__spotq_host_gen(const orbit_spotq_host_t *h)
 	return h ? h->gen : 0;
 }
 
+void orbit__spotq_host_aborts(orbit_spotq_host_t *h, uint64_t dead[2], uint64_t unblock[2])
+{
+	for (int l = 0; l < 2; l++) {
+		/* relaxed: counts (see struct orbit_spotq_host) */
+		dead[l] = h ? atomic_load_explicit(&h->aborted_dead[l], memory_order_relaxed) : 0;
+		unblock[l] = h ? atomic_load_explicit(&h->aborted_unblock[l], memory_order_relaxed)
+			       : 0;
+	}
+}
+
 const char *orbit__spotq_host_last_corrupt(const orbit_spotq_host_t *h)
 {
 	return h ? h->last_corrupt : "";
@@ -1412,7 +1425,8 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 				h->stall_pos[lane] = cur;
 				h->stall_since[lane] = now;
 			}
-			if (!claimer_dead(h, v) &&
+			bool dead = claimer_dead(h, v);
+			if (!dead &&
 			    now - h->stall_since[lane] < (uint64_t)h->q->unblock_ms * 1000000ull)
 				break; /* alive and within the bound: the lane waits for it */
 			/* SQ-R4: acq_rel CAS; the producer's SQ-R3 commit or this abort wins */
@@ -1421,6 +1435,9 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 				memory_order_acquire))
 				continue; /* it committed meanwhile: look again */
 			atomic_fetch_add_explicit(&g->w->aborted, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(dead ? &h->aborted_dead[lane]
+						       : &h->aborted_unblock[lane],
+						  1, memory_order_relaxed);
 			h->stall_since[lane] = 0;
 			goto resolve;
 		}

@@ -480,6 +480,14 @@ int orbit__spotq_host_wait(orbit_spotq_host_t *h, int64_t timeout_ns, uint32_t w
 /* Ring the records doorbell (the agent's death watcher: a producer died). */
 void orbit__spotq_kick(orbit_spotq_t *q);
 
+/*
+ * orbit__spotq_host_aborts - in-progress records this host handle aborted,
+ * per lane, by cause: its producer proved dead (@dead), or alive past the
+ * unblock bound (@unblock). Their sum is this handle's share of the lane's
+ * aborted counter. Context: any thread; relaxed loads. NULL @h: zeros.
+ */
+void orbit__spotq_host_aborts(orbit_spotq_host_t *h, uint64_t dead[2], uint64_t unblock[2]);
+
 /* "lane %u pos %u: reason" of the last corrupt record this host skipped ("" if none). */
 const char *orbit__spotq_host_last_corrupt(const orbit_spotq_host_t *h);
 uint64_t orbit__spotq_host_gen(const orbit_spotq_host_t *h);

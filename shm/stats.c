@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/hash.h"
+#include "shm/spot_queue.h"
 #include "shm/stats.h"
 #include "orbit/error.h"
 
@@ -62,12 +63,67 @@ const struct orbit_stats_desc orbit__stats_counters[ORBIT_STAT__COUNT] = {
 	[ORBIT_STAT_EXEC_OUTSTANDING] = { "exec_outstanding", "coordinator work accepted and not finished", 1 },
 	[ORBIT_STAT_EXEC_ACTOR_QUEUES] = { "exec_actor_queues", "Actor queues of the watched Spots", 1 },
 	[ORBIT_STAT_EXEC_TIMER_QUEUES] = { "exec_timer_queues", "timer queues of the watched PerActor Spots", 1 },
+	[ORBIT_STAT_SPOT_SLOTS_FULL] = { "spot_slots_full", "Spot hosts and clients left unpublished: all of the member's Spot slots in use", 0 },
 };
 
 const struct orbit_stats_desc orbit__stats_hists[ORBIT_HIST__COUNT] = {
 	[ORBIT_HIST_ACQUIRE_NS] = { "acquire_latency", "try_acquire latency", 0 },
 	[ORBIT_HIST_DELIVERY_NS] = { "delivery_latency", "transition publish-to-delivery latency", 0 },
 };
+
+/* Prometheus names: orbit_spot_host_<name>, orbit_spot_client_<name> (orbitctl). */
+const struct orbit_stats_desc orbit__stats_spot_host_counters[ORBIT_SPOT_HOST__COUNT] = {
+	[ORBIT_SPOT_HOST_ACCEPTED] = { "accepted", "submits the queue accepted since this host took it over", 0 },
+	[ORBIT_SPOT_HOST_REJECTED_COUNT] = { "rejected_count", "submits refused since the takeover: a lane full by count", 0 },
+	[ORBIT_SPOT_HOST_REJECTED_BYTES] = { "rejected_bytes", "submits refused since the takeover: a lane full by bytes", 0 },
+	[ORBIT_SPOT_HOST_DELIVERED] = { "delivered", "records handed to the Spot coordinator", 0 },
+	[ORBIT_SPOT_HOST_COMPLETED] = { "completed", "records completed after their handler finished", 0 },
+	[ORBIT_SPOT_HOST_REDELIVERED] = { "redelivered", "records delivered again (taken by an older host, never completed)", 0 },
+	[ORBIT_SPOT_HOST_ABORTED_DEAD] = { "aborted_dead", "records aborted mid-write: their producer was proved dead", 0 },
+	[ORBIT_SPOT_HOST_ABORTED_UNBLOCK] = { "aborted_unblock", "records aborted mid-write: a live producer held them past the unblock bound", 0 },
+	[ORBIT_SPOT_HOST_CORRUPT] = { "corrupt", "records or queue words that failed validation, skipped or repaired", 0 },
+	[ORBIT_SPOT_HOST_FENCED] = { "fenced", "completes refused because a newer host took over", 0 },
+	[ORBIT_SPOT_HOST_RETRIED] = { "retried", "coordinator refusals of a taken record, retried", 0 },
+	[ORBIT_SPOT_HOST_UNDELIVERABLE] = { "undeliverable", "records the coordinator can never run, completed unrun", 0 },
+	[ORBIT_SPOT_HOST_UNHANDLED] = { "unhandled", "records with no handler for their kind, completed unrun", 0 },
+	[ORBIT_SPOT_HOST_IN_FLIGHT] = { "in_flight", "records handed to the coordinator and not finished", 1 },
+	[ORBIT_SPOT_HOST_APP_DEPTH] = { "app_depth", "application lane records reserved", 1 },
+	[ORBIT_SPOT_HOST_APP_BYTES] = { "app_bytes", "application lane payload bytes reserved", 1 },
+	[ORBIT_SPOT_HOST_LIFECYCLE_DEPTH] = { "lifecycle_depth", "lifecycle lane records reserved", 1 },
+	[ORBIT_SPOT_HOST_LIFECYCLE_BYTES] = { "lifecycle_bytes", "lifecycle lane payload bytes reserved", 1 },
+	[ORBIT_SPOT_HOST_EPOCH] = { "epoch", "this host's epoch (the hosting lease's fencing token)", 1 },
+	[ORBIT_SPOT_HOST_LOST] = { "lost", "1 once this host lost hosting", 1 },
+	[ORBIT_SPOT_HOST_LATENCY_MAX_NS] = { "latency_max_ns", "longest submit-to-run latency seen (ns)", 1 },
+};
+
+const struct orbit_stats_desc orbit__stats_spot_client_counters[ORBIT_SPOT_CLIENT__COUNT] = {
+	[ORBIT_SPOT_CLIENT_SUBMITTED] = { "submitted", "records submitted (the queue accepted them)", 0 },
+	[ORBIT_SPOT_CLIENT_EAGAIN] = { "eagain", "submits refused with -EAGAIN: the lane was full", 0 },
+	[ORBIT_SPOT_CLIENT_FAILED] = { "failed", "submits refused otherwise (too big, aborted, corrupt lane)", 0 },
+	[ORBIT_SPOT_CLIENT_WAITS] = { "waits", "waits for lane room", 0 },
+	[ORBIT_SPOT_CLIENT_WAIT_TIMEOUTS] = { "wait_timeouts", "waits for lane room that timed out", 0 },
+};
+
+const struct orbit_stats_desc orbit__stats_spot_hist = {
+	"submit_to_run", "Spot record submit (producer's CLOCK_MONOTONIC) to handler start", 0
+};
+
+const struct orbit_stats_desc *orbit__stats_spot_table(enum orbit_stats_spot_role role, unsigned *n)
+{
+	unsigned k = 0;
+	const struct orbit_stats_desc *t = NULL;
+
+	if (role == ORBIT_STATS_SPOT_HOST) {
+		t = orbit__stats_spot_host_counters;
+		k = ORBIT_SPOT_HOST__COUNT;
+	} else if (role == ORBIT_STATS_SPOT_CLIENT) {
+		t = orbit__stats_spot_client_counters;
+		k = ORBIT_SPOT_CLIENT__COUNT;
+	}
+	if (n)
+		*n = k;
+	return t;
+}
 
 static uint64_t fnv_str(uint64_t h, const char *s)
 {
@@ -78,12 +134,17 @@ static uint64_t fnv_str(uint64_t h, const char *s)
 uint64_t orbit__stats_fingerprint(void)
 {
 	uint64_t names = ORBIT__FNV64_BASIS;
-	uint64_t w[12];
+	uint64_t w[18];
 
 	for (unsigned i = 0; i < ORBIT_STAT__COUNT; i++)
 		names = fnv_str(names, orbit__stats_counters[i].name);
 	for (unsigned i = 0; i < ORBIT_HIST__COUNT; i++)
 		names = fnv_str(names, orbit__stats_hists[i].name);
+	for (unsigned i = 0; i < ORBIT_SPOT_HOST__COUNT; i++)
+		names = fnv_str(names, orbit__stats_spot_host_counters[i].name);
+	for (unsigned i = 0; i < ORBIT_SPOT_CLIENT__COUNT; i++)
+		names = fnv_str(names, orbit__stats_spot_client_counters[i].name);
+	names = fnv_str(names, orbit__stats_spot_hist.name);
 	w[0] = ORBIT_SEG_KIND_STATS;
 	w[1] = ORBIT_STATS_ROWS;
 	w[2] = ORBIT_STATS_ROW_BYTES;
@@ -96,6 +157,12 @@ uint64_t orbit__stats_fingerprint(void)
 	w[9] = sizeof(struct orbit_stats_hist_shm);
 	w[10] = offsetof(struct orbit_stats_body, row);
 	w[11] = names;
+	w[12] = ORBIT_STATS_SPOTS_PER_ROW;
+	w[13] = ORBIT_STATS_SPOT_BYTES;
+	w[14] = ORBIT_SPOT_HOST__COUNT;
+	w[15] = ORBIT_SPOT_CLIENT__COUNT;
+	w[16] = offsetof(struct orbit_stats_body, spot);
+	w[17] = offsetof(struct orbit_stats_spot_shm, hist);
 	return orbit__seg_fingerprint(w, sizeof(w) / sizeof(w[0]));
 }
 
@@ -111,6 +178,10 @@ static int stats_init(void *body, uint64_t body_bytes, void *arg)
 	b->row_bytes = ORBIT_STATS_ROW_BYTES;
 	b->ncounters = ORBIT_STAT__COUNT;
 	b->nhists = ORBIT_HIST__COUNT;
+	b->spots_per_row = ORBIT_STATS_SPOTS_PER_ROW;
+	b->spot_bytes = ORBIT_STATS_SPOT_BYTES;
+	b->nspot_host = ORBIT_SPOT_HOST__COUNT;
+	b->nspot_client = ORBIT_SPOT_CLIENT__COUNT;
 	return 0;
 }
 
@@ -141,7 +212,9 @@ int orbit__stats_open(orbit_stats_t *st, const char *fleet, const struct orbit_s
 	}
 	/* The fingerprint agreed; the counts are bytes of SHM all the same. */
 	if (b->rows != ORBIT_STATS_ROWS || b->row_bytes != ORBIT_STATS_ROW_BYTES ||
-	    b->ncounters != ORBIT_STAT__COUNT || b->nhists != ORBIT_HIST__COUNT) {
+	    b->ncounters != ORBIT_STAT__COUNT || b->nhists != ORBIT_HIST__COUNT ||
+	    b->spots_per_row != ORBIT_STATS_SPOTS_PER_ROW || b->spot_bytes != ORBIT_STATS_SPOT_BYTES ||
+	    b->nspot_host != ORBIT_SPOT_HOST__COUNT || b->nspot_client != ORBIT_SPOT_CLIENT__COUNT) {
 		rc = -ORBIT_ECORRUPT;
 		goto err_close;
 	}
@@ -170,24 +243,26 @@ static struct orbit_stats_row *row_at(const orbit_stats_t *st, uint32_t row)
 }
 
 /*
- * ST-W1: the writer's odd store, then release value stores; pairs with
- * ST-A2/ST-A3 in orbit__stats_read(). Returns the even seq it started from.
+ * ST-W1: the writer's odd store on a row's or a Spot slot's seq, then
+ * release value stores; pairs with ST-A2/ST-A3 in orbit__stats_read() and
+ * orbit__stats_spot_read(). Returns the even seq it started from.
  */
-static uint64_t write_begin(struct orbit_stats_row *r)
+static uint64_t write_begin(_Atomic uint64_t *seq)
 {
-	/* Relaxed: only this process writes the row; reading our own store. */
-	uint64_t s = atomic_load_explicit(&r->seq, memory_order_relaxed);
+	/* Relaxed: only this process writes the row or slot; reading our own store. */
+	uint64_t s = atomic_load_explicit(seq, memory_order_relaxed);
 
 	s = (s + 1) & ~1ull; /* a writer that died mid-row left it odd */
 	/* Relaxed: ordered before every value by the release value stores (ST-W1). */
-	atomic_store_explicit(&r->seq, s + 1, memory_order_relaxed);
+	atomic_store_explicit(seq, s + 1, memory_order_relaxed);
 	return s;
 }
 
-static void write_end(struct orbit_stats_row *r, uint64_t s)
+static void write_end(_Atomic uint64_t *seq, uint64_t s)
 {
-	/* ST-W2: release, pairs with ST-A1 in orbit__stats_read(): values before even seq */
-	atomic_store_explicit(&r->seq, s + 2, memory_order_release);
+	/* ST-W2: release, pairs with ST-A1 in orbit__stats_read() / orbit__stats_spot_read():
+	 * values before even seq */
+	atomic_store_explicit(seq, s + 2, memory_order_release);
 }
 
 /*
@@ -213,7 +288,56 @@ static void zero_values(struct orbit_stats_row *r)
 	}
 }
 
-/* Zero a row's values and stamp its writer (pid 0: never claimed). */
+static void hist_store(struct orbit_stats_hist_shm *h, const struct orbit_stats_hist_local *v)
+{
+	ST(h->count, v ? v->count : 0);
+	ST(h->sum_ns, v ? v->sum_ns : 0);
+	for (unsigned b = 0; b < ORBIT_STATS_BUCKETS; b++)
+		ST(h->buckets[b], v ? v->buckets[b] : 0);
+}
+
+static void hist_load(struct orbit_stats_hist_local *v, struct orbit_stats_hist_shm *h)
+{
+	v->count = LD(h->count);
+	v->sum_ns = LD(h->sum_ns);
+	for (unsigned b = 0; b < ORBIT_STATS_BUCKETS; b++)
+		v->buckets[b] = LD(h->buckets[b]);
+}
+
+static struct orbit_stats_spot_shm *spot_at(const orbit_stats_t *st, uint32_t row, uint32_t slot)
+{
+	if (!st || !st->body || row >= ORBIT_STATS_ROWS || slot >= ORBIT_STATS_SPOTS_PER_ROW)
+		return NULL;
+	return &st->body->spot[row][slot];
+}
+
+/* Write a Spot slot: @snap NULL frees it (every value 0). */
+static void spot_write(struct orbit_stats_spot_shm *p, const struct orbit_stats_spot_snapshot *snap)
+{
+	unsigned n = 0;
+	uint64_t s = write_begin(&p->seq);
+
+	if (snap)
+		orbit__stats_spot_table(snap->role, &n);
+	ST(p->role, snap ? (uint64_t)snap->role : 0);
+	ST(p->pid, snap ? snap->pid : 0);
+	ST(p->start_ticks, snap ? snap->start_ticks : 0);
+	ST(p->published_ns, snap ? orbit__now_real_ns() : 0);
+	ST(p->ncounters, n);
+	for (unsigned w = 0; w < ORBIT_STATS_SPOT_NAME_BYTES / 8; w++) {
+		uint64_t v = 0;
+
+		if (snap)
+			memcpy(&v, snap->name + 8 * w, 8);
+		ST(p->name[w], v);
+	}
+	for (unsigned i = 0; i < ORBIT_STATS_SPOT_COUNTERS_MAX; i++)
+		ST(p->counters[i], i < n ? snap->counters[i] : 0);
+	hist_store(&p->hist, snap && snap->role == ORBIT_STATS_SPOT_HOST ? &snap->hist : NULL);
+	write_end(&p->seq, s);
+}
+
+/* Zero a row's values and its Spot slots and stamp its writer (pid 0: never claimed). */
 static int restamp(orbit_stats_t *st, uint32_t row, uint64_t pid, uint64_t start_ticks)
 {
 	struct orbit_stats_row *r = row_at(st, row);
@@ -223,13 +347,16 @@ static int restamp(orbit_stats_t *st, uint32_t row, uint64_t pid, uint64_t start
 		return -EINVAL;
 	if (st->seg.readonly)
 		return -EROFS;
-	s = write_begin(r);
+	/* a new tenure (or a reclaim) starts without the last one's Spots */
+	for (uint32_t k = 0; k < ORBIT_STATS_SPOTS_PER_ROW; k++)
+		spot_write(spot_at(st, row, k), NULL);
+	s = write_begin(&r->seq);
 	zero_values(r);
 	ST(r->pid, pid);
 	ST(r->start_ticks, start_ticks);
 	ST(r->published_ns, pid ? orbit__now_real_ns() : 0);
 	ST(r->ncounters, ORBIT_STAT__COUNT);
-	write_end(r, s);
+	write_end(&r->seq, s);
 	return 0;
 }
 
@@ -254,17 +381,13 @@ int orbit__stats_publish(orbit_stats_t *st, uint32_t row, const struct orbit_sta
 		return -EINVAL;
 	if (st->seg.readonly)
 		return -EROFS;
-	s = write_begin(r);
+	s = write_begin(&r->seq);
 	for (unsigned i = 0; i < ORBIT_STAT__COUNT; i++)
 		ST(r->counters[i], snap->counters[i]);
-	for (unsigned h = 0; h < ORBIT_HIST__COUNT; h++) {
-		ST(r->hists[h].count, snap->hists[h].count);
-		ST(r->hists[h].sum_ns, snap->hists[h].sum_ns);
-		for (unsigned b = 0; b < ORBIT_STATS_BUCKETS; b++)
-			ST(r->hists[h].buckets[b], snap->hists[h].buckets[b]);
-	}
+	for (unsigned h = 0; h < ORBIT_HIST__COUNT; h++)
+		hist_store(&r->hists[h], &snap->hists[h]);
 	ST(r->published_ns, orbit__now_real_ns());
-	write_end(r, s);
+	write_end(&r->seq, s);
 	return 0;
 }
 
@@ -286,16 +409,98 @@ int orbit__stats_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_
 		out->published_ns = LD(r->published_ns);
 		for (unsigned i = 0; i < ORBIT_STAT__COUNT; i++)
 			out->counters[i] = LD(r->counters[i]);
-		for (unsigned h = 0; h < ORBIT_HIST__COUNT; h++) {
-			out->hists[h].count = LD(r->hists[h].count);
-			out->hists[h].sum_ns = LD(r->hists[h].sum_ns);
-			for (unsigned b = 0; b < ORBIT_STATS_BUCKETS; b++)
-				out->hists[h].buckets[b] = LD(r->hists[h].buckets[b]);
-		}
+		for (unsigned h = 0; h < ORBIT_HIST__COUNT; h++)
+			hist_load(&out->hists[h], &r->hists[h]);
 		/* ST-A3: relaxed re-check, pairs with ST-W1: the ST-A2 loads before it already order it */
 		if (atomic_load_explicit(&r->seq, memory_order_relaxed) != s1)
 			continue;
 		return out->pid == 0 ? -ENOENT : 0;
+	}
+	return -EAGAIN;
+}
+
+/* ---- Spot slots ---- */
+
+static bool spot_name_valid(const char *name, size_t room)
+{
+	char seg[ORBIT_SEG_NAME_MAX];
+
+	/* NUL inside the room, then the Spot name rule of the queue segments */
+	return memchr(name, '\0', room) && orbit__spotq_seg_name(seg, sizeof(seg), name) == 0;
+}
+
+int orbit__stats_spot_publish(orbit_stats_t *st, uint32_t row, uint32_t slot,
+			      const struct orbit_stats_spot_snapshot *snap)
+{
+	struct orbit_stats_spot_shm *p = spot_at(st, row, slot);
+
+	if (!p || !snap || snap->pid == 0 || !orbit__stats_spot_table(snap->role, NULL) ||
+	    !spot_name_valid(snap->name, sizeof(snap->name)))
+		return -EINVAL;
+	if (st->seg.readonly)
+		return -EROFS;
+	spot_write(p, snap);
+	return 0;
+}
+
+int orbit__stats_spot_clear(orbit_stats_t *st, uint32_t row, uint32_t slot)
+{
+	struct orbit_stats_spot_shm *p = spot_at(st, row, slot);
+
+	if (!p)
+		return -EINVAL;
+	if (st->seg.readonly)
+		return -EROFS;
+	spot_write(p, NULL);
+	return 0;
+}
+
+int orbit__stats_spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
+			   struct orbit_stats_spot_snapshot *out)
+{
+	struct orbit_stats_spot_shm *p = spot_at(st, row, slot);
+
+	if (!p || !out)
+		return -EINVAL;
+	for (int tries = 0; tries < ORBIT_STATS_READ_RETRIES; tries++) {
+		/* acquire, as ST-A1 in orbit__stats_read(): pairs with ST-W2 */
+		uint64_t s1 = atomic_load_explicit(&p->seq, memory_order_acquire);
+		uint64_t role;
+		unsigned n = 0;
+
+		if (s1 & 1)
+			continue;
+		memset(out, 0, sizeof(*out));
+		out->seq = s1;
+		role = LD(p->role);
+		out->pid = LD(p->pid);
+		out->start_ticks = LD(p->start_ticks);
+		out->published_ns = LD(p->published_ns);
+		for (unsigned w = 0; w < ORBIT_STATS_SPOT_NAME_BYTES / 8; w++) {
+			uint64_t v = LD(p->name[w]);
+
+			memcpy(out->name + 8 * w, &v, 8);
+		}
+		/* the role is validated before it picks a table; n bounds the copy */
+		if (role <= ORBIT_STATS_SPOT_CLIENT)
+			orbit__stats_spot_table((enum orbit_stats_spot_role)role, &n);
+		for (unsigned i = 0; i < n; i++)
+			out->counters[i] = LD(p->counters[i]);
+		hist_load(&out->hist, &p->hist);
+		/* relaxed re-check, as ST-A3 in orbit__stats_read() */
+		if (atomic_load_explicit(&p->seq, memory_order_relaxed) != s1)
+			continue;
+		if (role == ORBIT_STATS_SPOT_FREE)
+			return -ENOENT;
+		if (role > ORBIT_STATS_SPOT_CLIENT || out->pid == 0 ||
+		    !spot_name_valid(out->name, sizeof(out->name))) {
+			out->name[sizeof(out->name) - 1] = '\0';
+			return -ORBIT_ECORRUPT;
+		}
+		out->role = (enum orbit_stats_spot_role)role;
+		if (out->role == ORBIT_STATS_SPOT_CLIENT)
+			memset(&out->hist, 0, sizeof(out->hist));
+		return 0;
 	}
 	return -EAGAIN;
 }

@@ -25,9 +25,36 @@
  * is taken from a row, so they can only yield odd-looking values (or
  * -EAGAIN for a stuck odd seq), never an out-of-bounds access.
  *
+ * Spot slots (struct orbit_stats_spot_shm, ORBIT_STATS_SPOT_BYTES each,
+ * ORBIT_STATS_SPOTS_PER_ROW per member row, after the rows): one per
+ * cross-process Spot the member hosts or submits to (agent/agent_spot_stats.c
+ * assigns them), with the counters of orbit__stats_spot_host_counters[] or
+ * orbit__stats_spot_client_counters[] (by role) and, for a host, the
+ * submit-to-run histogram.
+ *   field          writer                    reader          torn read / crash
+ *   seq            the member's agent (its   copy, re-check  as a row's seq; a writer
+ *                  publish, or a register/   (ST-A1 / ST-A2)  killed mid-slot leaves it
+ *                  unregister under the                      odd: -EAGAIN until the next
+ *                  agent's spots mutex),                     claim of the row clears it
+ *                  ST-W1 / ST-W2 as a row
+ *   role           same, inside the seqlock  validated: 1 or 2, else -ORBIT_ECORRUPT;
+ *                                            0: free (-ENOENT)
+ *   pid,           same (the agent's pid     pair with the member directory: a slot of a
+ *   start_ticks    and start time)           dead member keeps its last values until the
+ *                                            row's next claim clears it (readers show it
+ *                                            as gone, orbitctl leaves it out of Prometheus)
+ *   name[]         same: the Spot name,      validated: NUL inside the 48 bytes and a valid
+ *                  NUL-padded                Spot name ([A-Za-z0-9_.-]{1,40}), else
+ *                                            -ORBIT_ECORRUPT
+ *   counters, hist same                      numbers only (as a row's values)
+ * A slot is cleared (role 0) by the unregister of its Spot host or client
+ * and, with all of the row's slots, by every orbit__stats_claim() and
+ * orbit__stats_clear() of its row.
+ *
  * Synchronization:
  *   object             writers                 readers
  *   row r              the agent of member r   anyone, lock-free (seqlock)
+ *   spot slot (r, k)   the agent of member r   anyone, lock-free (seqlock)
  *   segment header     creator (segment.c)     every opener
  */
 #ifndef ORBIT_SHM_STATS_H
@@ -35,18 +62,23 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "shm/segment.h"
 
 #define ORBIT_STATS_SEG_NAME "stats"
-#define ORBIT_STATS_LAYOUT_VERSION 1u
+#define ORBIT_STATS_LAYOUT_VERSION 2u /* 2: the Spot slots */
 #define ORBIT_STATS_ROWS 64u           /* = member directory rows */
 #define ORBIT_STATS_COUNTERS_MAX 64u   /* room in a row; the table uses fewer */
 #define ORBIT_STATS_HISTS_MAX 4u
 #define ORBIT_STATS_BUCKETS 48u        /* bucket i: (2^(i-1), 2^i] ns; last: the rest */
 #define ORBIT_STATS_ROW_BYTES 4096u
 #define ORBIT_STATS_READ_RETRIES 64
+#define ORBIT_STATS_SPOTS_PER_ROW 16u     /* Spot hosts + clients of one member */
+#define ORBIT_STATS_SPOT_COUNTERS_MAX 32u /* room in a slot; the tables use fewer */
+#define ORBIT_STATS_SPOT_NAME_BYTES 48u   /* a Spot name (<= 40) and its NUL, padded */
+#define ORBIT_STATS_SPOT_BYTES 1024u
 
 /* Counter ids: the index into a row's counters and into orbit__stats_counters[]. */
 enum orbit_stats_counter {
@@ -95,6 +127,8 @@ enum orbit_stats_counter {
 	ORBIT_STAT_EXEC_OUTSTANDING,
 	ORBIT_STAT_EXEC_ACTOR_QUEUES,
 	ORBIT_STAT_EXEC_TIMER_QUEUES,
+	/* Spot hosts and clients that found no free Spot slot (stats below). */
+	ORBIT_STAT_SPOT_SLOTS_FULL,
 	ORBIT_STAT__COUNT
 };
 
@@ -102,6 +136,54 @@ enum orbit_stats_hist {
 	ORBIT_HIST_ACQUIRE_NS = 0,  /* try_acquire call to return */
 	ORBIT_HIST_DELIVERY_NS,     /* frame publish to the agent reading it */
 	ORBIT_HIST__COUNT
+};
+
+/* What a Spot slot holds (struct orbit_stats_spot_shm.role). */
+enum orbit_stats_spot_role {
+	ORBIT_STATS_SPOT_FREE = 0,
+	ORBIT_STATS_SPOT_HOST = 1,   /* orbit_spot_host_start() in this member */
+	ORBIT_STATS_SPOT_CLIENT = 2, /* orbit_spot_client_open() in this member */
+};
+
+/*
+ * A Spot host's counters (index into a host slot's counters). The queue's
+ * own counters (accepted .. corrupt) count what happened since this host
+ * took the queue over (the queue segment keeps the lifetime totals that
+ * orbitctl spots shows); the host's (delivered .. lost) are its own.
+ */
+enum orbit_stats_spot_host_counter {
+	ORBIT_SPOT_HOST_ACCEPTED = 0,	 /* submits the queue accepted, both lanes */
+	ORBIT_SPOT_HOST_REJECTED_COUNT,	 /* -EAGAIN: a lane full by count */
+	ORBIT_SPOT_HOST_REJECTED_BYTES,	 /* -EAGAIN: a lane full by bytes */
+	ORBIT_SPOT_HOST_DELIVERED,	 /* records handed to the coordinator */
+	ORBIT_SPOT_HOST_COMPLETED,	 /* completes the queue accepted */
+	ORBIT_SPOT_HOST_REDELIVERED,	 /* delivered records flagged redelivered */
+	ORBIT_SPOT_HOST_ABORTED_DEAD,	 /* in-progress records of producers proved dead */
+	ORBIT_SPOT_HOST_ABORTED_UNBLOCK, /* ... of live producers past the unblock bound */
+	ORBIT_SPOT_HOST_CORRUPT,	 /* records or words that failed validation */
+	ORBIT_SPOT_HOST_FENCED,		 /* completes refused: a newer host took over */
+	ORBIT_SPOT_HOST_RETRIED,	 /* coordinator refusals, retried */
+	ORBIT_SPOT_HOST_UNDELIVERABLE,	 /* completed unrun: the coordinator can never run it */
+	ORBIT_SPOT_HOST_UNHANDLED,	 /* completed unrun: no handler for its kind */
+	ORBIT_SPOT_HOST_IN_FLIGHT,	 /* gauge: handed over, not finished */
+	ORBIT_SPOT_HOST_APP_DEPTH,	 /* gauge: application lane records reserved */
+	ORBIT_SPOT_HOST_APP_BYTES,	 /* gauge: application lane bytes reserved */
+	ORBIT_SPOT_HOST_LIFECYCLE_DEPTH, /* gauge */
+	ORBIT_SPOT_HOST_LIFECYCLE_BYTES, /* gauge */
+	ORBIT_SPOT_HOST_EPOCH,		 /* gauge: this host's epoch */
+	ORBIT_SPOT_HOST_LOST,		 /* gauge: 1 once hosting was lost */
+	ORBIT_SPOT_HOST_LATENCY_MAX_NS,	 /* gauge: the longest submit-to-run */
+	ORBIT_SPOT_HOST__COUNT
+};
+
+/* A Spot client's counters (index into a client slot's counters). */
+enum orbit_stats_spot_client_counter {
+	ORBIT_SPOT_CLIENT_SUBMITTED = 0, /* submits that returned 0 */
+	ORBIT_SPOT_CLIENT_EAGAIN,	 /* submits refused with -EAGAIN (lane full) */
+	ORBIT_SPOT_CLIENT_FAILED,	 /* submits refused otherwise (-E2BIG, -ECANCELED, ...) */
+	ORBIT_SPOT_CLIENT_WAITS,	 /* orbit_spot_client_wait_room() calls */
+	ORBIT_SPOT_CLIENT_WAIT_TIMEOUTS, /* ... that returned -ETIMEDOUT */
+	ORBIT_SPOT_CLIENT__COUNT
 };
 
 /* kind: counter (monotonic) or gauge (a current value). */
@@ -115,9 +197,15 @@ struct orbit_stats_desc {
 
 extern const struct orbit_stats_desc orbit__stats_counters[ORBIT_STAT__COUNT];
 extern const struct orbit_stats_desc orbit__stats_hists[ORBIT_HIST__COUNT];
+extern const struct orbit_stats_desc orbit__stats_spot_host_counters[ORBIT_SPOT_HOST__COUNT];
+extern const struct orbit_stats_desc orbit__stats_spot_client_counters[ORBIT_SPOT_CLIENT__COUNT];
+/* The host slot's histogram. */
+extern const struct orbit_stats_desc orbit__stats_spot_hist;
 
 _Static_assert(ORBIT_STAT__COUNT <= ORBIT_STATS_COUNTERS_MAX, "counters fit a row");
 _Static_assert(ORBIT_HIST__COUNT <= ORBIT_STATS_HISTS_MAX, "histograms fit a row");
+_Static_assert(ORBIT_SPOT_HOST__COUNT <= ORBIT_STATS_SPOT_COUNTERS_MAX, "host counters fit a slot");
+_Static_assert(ORBIT_SPOT_CLIENT__COUNT <= ORBIT_STATS_SPOT_COUNTERS_MAX, "client counters fit");
 
 /* SHM: one histogram inside a row. */
 struct orbit_stats_hist_shm {
@@ -141,14 +229,38 @@ struct orbit_stats_row {
 };
 _Static_assert(sizeof(struct orbit_stats_row) == ORBIT_STATS_ROW_BYTES, "row size");
 
+/* SHM: one Spot slot (see the layout comment at the top). */
+struct orbit_stats_spot_shm {
+	_Atomic uint64_t seq;	       /* even: stable; odd: being written */
+	_Atomic uint64_t role;	       /* enum orbit_stats_spot_role */
+	_Atomic uint64_t pid;	       /* the writing agent's pid */
+	_Atomic uint64_t start_ticks;  /* its /proc start time */
+	_Atomic uint64_t published_ns; /* CLOCK_REALTIME of the last publish */
+	_Atomic uint64_t ncounters;    /* the role's counter count of the writer */
+	_Atomic uint64_t reserved0[2];
+	_Atomic uint64_t name[ORBIT_STATS_SPOT_NAME_BYTES / 8]; /* Spot name bytes, NUL-padded */
+	_Atomic uint64_t reserved1[2];
+	_Atomic uint64_t counters[ORBIT_STATS_SPOT_COUNTERS_MAX];
+	struct orbit_stats_hist_shm hist; /* host: submit-to-run; client: unused (0) */
+	uint8_t reserved[ORBIT_STATS_SPOT_BYTES - 128 - 8 * ORBIT_STATS_SPOT_COUNTERS_MAX -
+			 sizeof(struct orbit_stats_hist_shm)];
+};
+_Static_assert(sizeof(struct orbit_stats_spot_shm) == ORBIT_STATS_SPOT_BYTES, "spot slot size");
+_Static_assert(offsetof(struct orbit_stats_spot_shm, counters) == 128, "spot slot counters");
+
 /* SHM: the body, right after the segment header. */
 struct orbit_stats_body {
 	uint32_t rows;           /* ORBIT_STATS_ROWS, written at creation */
 	uint32_t row_bytes;      /* ORBIT_STATS_ROW_BYTES */
 	uint32_t ncounters;      /* ORBIT_STAT__COUNT */
 	uint32_t nhists;         /* ORBIT_HIST__COUNT */
-	uint8_t reserved[ORBIT_STATS_ROW_BYTES - 16 - ORBIT_SEG_HEADER_BYTES];
+	uint32_t spots_per_row;  /* ORBIT_STATS_SPOTS_PER_ROW */
+	uint32_t spot_bytes;     /* ORBIT_STATS_SPOT_BYTES */
+	uint32_t nspot_host;     /* ORBIT_SPOT_HOST__COUNT */
+	uint32_t nspot_client;   /* ORBIT_SPOT_CLIENT__COUNT */
+	uint8_t reserved[ORBIT_STATS_ROW_BYTES - 32 - ORBIT_SEG_HEADER_BYTES];
 	struct orbit_stats_row row[ORBIT_STATS_ROWS];
+	struct orbit_stats_spot_shm spot[ORBIT_STATS_ROWS][ORBIT_STATS_SPOTS_PER_ROW];
 };
 _Static_assert(sizeof(struct orbit_stats_body) % ORBIT_STATS_ROW_BYTES ==
 	       ORBIT_STATS_ROW_BYTES - ORBIT_SEG_HEADER_BYTES, "rows page-aligned in the file");
@@ -170,6 +282,18 @@ struct orbit_stats_snapshot {
 	uint64_t published_ns;
 	uint64_t counters[ORBIT_STAT__COUNT];
 	struct orbit_stats_hist_local hists[ORBIT_HIST__COUNT];
+};
+
+/* A consistent, validated copy of one Spot slot. */
+struct orbit_stats_spot_snapshot {
+	uint64_t seq;
+	uint64_t pid;
+	uint64_t start_ticks;
+	uint64_t published_ns;
+	enum orbit_stats_spot_role role;
+	char name[ORBIT_STATS_SPOT_NAME_BYTES]; /* NUL-terminated, a valid Spot name */
+	uint64_t counters[ORBIT_STATS_SPOT_COUNTERS_MAX]; /* the role's table; the rest 0 */
+	struct orbit_stats_hist_local hist;
 };
 
 /* An open stats segment in this process. */
@@ -244,7 +368,37 @@ int orbit__stats_publish(orbit_stats_t *st, uint32_t row, const struct orbit_sta
  */
 int orbit__stats_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_snapshot *out);
 
-/* Reset row @row to never-claimed (reclaim of a dead member's row). */
+/* Reset row @row (and its Spot slots) to never-claimed. Returns as claim. */
 int orbit__stats_clear(orbit_stats_t *st, uint32_t row);
+
+/* The counter table of @role (NULL for FREE or unknown) and its length in *@n. */
+const struct orbit_stats_desc *orbit__stats_spot_table(enum orbit_stats_spot_role role,
+						       unsigned *n);
+
+/*
+ * orbit__stats_spot_publish - copy @snap (role, name, pid, start_ticks,
+ * the role's counters, the histogram) into Spot slot @slot of row @row
+ * under the slot's seqlock. The writer is row @row's agent, serialised
+ * (its publish and its register/unregister take one mutex).
+ * Context: that writer only; wait-free, no syscall.
+ * Returns 0, -EINVAL (row or slot out of range, role not HOST or CLIENT,
+ * name not a valid Spot name, pid 0), -EROFS (read-only mapping).
+ */
+int orbit__stats_spot_publish(orbit_stats_t *st, uint32_t row, uint32_t slot,
+			      const struct orbit_stats_spot_snapshot *snap);
+
+/* Reset Spot slot @slot of row @row to free (role 0, values 0). Returns 0, -EINVAL, -EROFS. */
+int orbit__stats_spot_clear(orbit_stats_t *st, uint32_t row, uint32_t slot);
+
+/*
+ * orbit__stats_spot_read - a consistent, validated copy of Spot slot
+ * @slot of row @row; lock-free, any thread or process, read-only mappings
+ * too; no syscall. Whatever the bytes: a bounded copy, never a crash.
+ * Returns 0; -ENOENT (free); -EAGAIN (kept odd or changing for
+ * ORBIT_STATS_READ_RETRIES copies); -ORBIT_ECORRUPT (a role or a name no
+ * writer writes: scribbled bytes); -EINVAL (out of range, NULL).
+ */
+int orbit__stats_spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
+			   struct orbit_stats_spot_snapshot *out);
 
 #endif /* ORBIT_SHM_STATS_H */

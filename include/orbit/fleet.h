@@ -226,6 +226,83 @@ ORBIT_API const char *orbit_stats_hist_help(unsigned id);
 ORBIT_API uint64_t orbit_stats_bucket_le(unsigned i);
 
 /**
+ * orbit_stats_hist_quantile - the upper bound (orbit_stats_bucket_le) of
+ * the bucket that holds quantile @q (0..1) of @h: "p99 <= this". The
+ * buckets are log2, so the true value lies in (bound / 2, bound].
+ * Context: any thread; pure.
+ * Returns: the bound in ns; 0 for an empty histogram or a NULL @h;
+ * UINT64_MAX when the quantile is in the last bucket (or the buckets sum
+ * to less than the count: a row scribbled).
+ */
+ORBIT_API uint64_t orbit_stats_hist_quantile(const struct orbit_stats_histogram *h, double q);
+
+/* ---- Spot slots: each member's cross-process Spot hosts and clients ---- */
+
+#define ORBIT_FLEET_SPOT_SLOTS 16u         /* Spot slots per member row */
+#define ORBIT_FLEET_SPOT_COUNTERS_MAX 32u
+#define ORBIT_FLEET_SPOT_NAME_MAX 48u      /* with NUL; a Spot name is 1..40 bytes */
+
+/* What a member does with a Spot (orbit_fleet_spot_stats.role). */
+enum orbit_fleet_spot_role {
+	ORBIT_FLEET_SPOT_HOST = 1,   /* it hosts the Spot (orbit_spot_host_start) */
+	ORBIT_FLEET_SPOT_CLIENT = 2, /* it submits to it (orbit_spot_client_open) */
+};
+
+/*
+ * One Spot slot of a member's stats row, copied consistently. The agent
+ * of the member publishes it at each stats period (orbit_agent_options
+ * .stats_ms) while the host or client exists; it is cleared when the host
+ * stops or the client closes. Counter names: orbit_stats_spot_counter_*
+ * of the role. A host's counters of the queue (accepted, rejected_count,
+ * rejected_bytes, corrupt) count since that host took the queue over; the
+ * queue's lifetime totals are in orbit_fleet_spots().
+ */
+struct orbit_fleet_spot_stats {
+	uint32_t row, slot;
+	uint32_t pid;                 /* the member's pid when it published */
+	uint64_t start_time_ticks;    /* and its start time: pair with orbit_fleet_member() */
+	uint64_t published_real_ns;   /* CLOCK_REALTIME of the last publish */
+	enum orbit_fleet_spot_role role;
+	char spot[ORBIT_FLEET_SPOT_NAME_MAX]; /* NUL-terminated, a valid Spot name */
+	uint32_t ncounters;           /* orbit_stats_spot_counter_count(role) */
+	uint64_t counters[ORBIT_FLEET_SPOT_COUNTERS_MAX];
+	/* A host's submit-to-run latency: the producer's CLOCK_MONOTONIC stamp
+	 * at submit to the handler's start (see orbit_stats_bucket_le); a
+	 * client's is all 0. */
+	struct orbit_stats_histogram latency;
+};
+
+/**
+ * orbit_fleet_spot_stats_read - copy Spot slot @slot of member row @row.
+ * Context: any thread; lock-free (seqlock copy with bounded retries); no
+ * syscall; every byte validated (a scribbled slot is an error, never a
+ * crash). Pair the copy with orbit_fleet_member(@row): a dead member's
+ * slots keep their last values until its row is taken again.
+ * Returns: 0; -ENOENT (the slot is free, or no stats segment); -EAGAIN
+ * (the writer kept it changing, or died mid-publish); -ORBIT_ECORRUPT (a
+ * role or Spot name no writer writes); -EINVAL (@row or @slot out of
+ * range, NULL).
+ */
+ORBIT_API int orbit_fleet_spot_stats_read(orbit_fleet_t *f, uint32_t row, uint32_t slot,
+					  struct orbit_fleet_spot_stats *out);
+
+/*
+ * The Spot slots' name tables, per role (shared by writer and reader, in
+ * the stats segment's layout fingerprint). Names are [a-z0-9_]+; orbitctl
+ * prefixes them with orbit_spot_host_ or orbit_spot_client_.
+ * Context: any thread; constant tables. Returns: the count (0 for an
+ * unknown role); a static string or NULL (unknown role or id); is_gauge
+ * false when unknown. orbit_stats_spot_hist_name/help: the host slot's
+ * histogram ("submit_to_run").
+ */
+ORBIT_API unsigned orbit_stats_spot_counter_count(enum orbit_fleet_spot_role role);
+ORBIT_API const char *orbit_stats_spot_counter_name(enum orbit_fleet_spot_role role, unsigned id);
+ORBIT_API const char *orbit_stats_spot_counter_help(enum orbit_fleet_spot_role role, unsigned id);
+ORBIT_API bool orbit_stats_spot_counter_is_gauge(enum orbit_fleet_spot_role role, unsigned id);
+ORBIT_API const char *orbit_stats_spot_hist_name(void);
+ORBIT_API const char *orbit_stats_spot_hist_help(void);
+
+/**
  * orbit_fleet_lock - the fleet's lock table handle (read-only unless
  * admin), owned by @f; NULL when the fleet has no lock table. Use the
  * orbit_lock_* API on it (foreach, lookup, holder_alive; force_release
@@ -346,17 +423,34 @@ struct orbit_fleet_spot {
 				    not held (or its holder is dead); -1: no lock table */
 	uint64_t lease_token;    /* the hosting lease's token when held */
 	uint64_t shm_bytes;      /* the segment's size */
+	/*
+	 * The host's stats slot (orbit_fleet_spot_stats_read()): of the live
+	 * members hosting this Spot, the one with the highest epoch (normally
+	 * the queue's epoch). have_host_stats 0: none published (no host, a
+	 * dead host, or the stats segment missing); the fields below are 0.
+	 * Latency: submit-to-run since that host took over, percentiles as
+	 * bucket upper bounds (orbit_stats_hist_quantile), max exact.
+	 */
+	int have_host_stats;
+	uint32_t host_row;       /* the host's member row */
+	char host_member[ORBIT_FLEET_MEMBER_NAME_MAX];
+	uint64_t host_epoch;     /* that host's epoch */
+	uint64_t latency_count;
+	uint64_t latency_p50_ns, latency_p99_ns, latency_max_ns;
+	uint64_t in_flight;      /* handed to the coordinator, not finished */
 };
 
 typedef int (*orbit_fleet_spot_fn)(const struct orbit_fleet_spot *spot, void *ctx);
 
 /**
  * orbit_fleet_spots - call @fn for every Spot queue of the fleet
- * ("/orbit.<fleet>.spotq.<spot>"), read-only, with its counters and
- * whether a live process holds its hosting lease.
+ * ("/orbit.<fleet>.spotq.<spot>"), read-only, with its counters, whether a
+ * live process holds its hosting lease, and its host's published stats
+ * slot (submit-to-run percentiles).
  * @f: the fleet. @fn: returns non-zero to stop (that value is returned).
  * Context: any thread; syscalls (readdir, shm_open, mmap, the lease
- * lookup without the serializer); never joins the fleet.
+ * lookup without the serializer, one fcntl liveness probe per member row
+ * with a host slot); allocates; never joins the fleet.
  * Returns: the number of Spots passed to @fn; @fn's non-zero value;
  * -EINVAL (NULL argument); -errno of reading /dev/shm.
  */

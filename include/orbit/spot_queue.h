@@ -40,6 +40,11 @@
  * has room (the host thread retries at every completion and at least
  * every millisecond).
  *
+ * Counters: every host and every client has a Spot slot in its agent's
+ * row of the stats segment, published at each stats period (orbit/fleet.h
+ * orbit_fleet_spot_stats_read(); orbitctl stats and spots). Stop the hosts
+ * and close the clients of an agent before orbit_agent_stop().
+ *
  * Synchronization:
  *   host_start, host_stop   any thread but a handler of that host; block
  *                           (start: segment open; stop: joins the thread)
@@ -205,6 +210,9 @@ ORBIT_API void orbit_spot_host_options_init(struct orbit_spot_host_options *opts
  * take the queue over with the lease's token as epoch (records a previous
  * host took and did not complete come again, flagged redelivered), and
  * start the host's thread, which drains the queue into the coordinator.
+ * The host takes a Spot slot of @agent's stats row (its counters and
+ * submit-to-run histogram, published by the agent; with all of the row's
+ * slots in use it hosts unpublished, counted in spot_slots_full).
  * @agent: a started agent with a lock handle (orbit_agent_options.lock).
  * @opts: options (see above). @out: the host.
  *
@@ -237,7 +245,8 @@ ORBIT_API int orbit_spot_host_start(orbit_agent_t *agent,
  * yet taken stay in the queue, and records taken but not handed over (the
  * coordinator refused them) stay uncompleted: the next host gets them
  * (the latter flagged redelivered). A coordinator the call created is
- * destroyed. NULL is a no-op.
+ * destroyed, and the host's stats slot freed. NULL is a no-op. Call it
+ * before orbit_agent_stop() of the host's agent.
  * @host: the host.
  *
  * Context: any thread but a handler of @host; blocks until the handlers
@@ -353,6 +362,9 @@ ORBIT_API void orbit_spot_client_options_init(struct orbit_spot_client_options *
  * orbit_spot_client_open - a client that submits to Spot @spot from
  * @agent's member row: opens the Spot's queue, creating it with
  * @opts->caps when missing. No host needs to be present: records wait.
+ * The client takes a Spot slot of @agent's stats row (submitted, -EAGAIN
+ * refusals, other refusals, waits for room and their timeouts; with all of
+ * the row's slots in use it runs unpublished, counted in spot_slots_full).
  * @agent: a started agent. @spot: the Spot's name. @opts: NULL: defaults.
  * @out: the client.
  *
@@ -372,7 +384,8 @@ ORBIT_API int orbit_spot_client_open(orbit_agent_t *agent, const char *spot,
 
 /**
  * orbit_spot_client_close - close the client (NULL: no-op). Records it
- * submitted stay in the queue.
+ * submitted stay in the queue; its stats slot is freed. Call it before
+ * orbit_agent_stop() of the client's agent.
  *
  * Context: the client's thread; syscall munmap. In a forked child it only
  * frees the child's copy.

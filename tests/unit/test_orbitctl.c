@@ -8,6 +8,7 @@
  * never crashing it.
  */
 #include "orbit_test.h"
+#include "orbit_test_ctl.h"
 #include <errno.h>
 #include <regex.h>
 #include <orbit/orbit.h>
@@ -38,61 +39,16 @@ _Static_assert(sizeof(WIDE_MEMBER) - 1 == 31, "31-character member name");
 
 ORBIT_LOCK_DEFINE_NAMESPACE(ctl_ns, "test.ctl");
 
-static const char *orbitctl(void)
-{
-	static char path[1024];
-	const char *b = getenv("top_builddir");
-
-	snprintf(path, sizeof(path), "%s/agent/orbitctl", b ? b : ".");
-	return path;
-}
-
 /* Run "orbitctl [--fleet F] ARGS" through sh; capture its output into out[]. */
 static int run(const char *fleet_arg, const char *args, bool with_stderr)
 {
-	char cmd[4096];
-	size_t n = 0;
-	FILE *p;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "%s %s%s %s %s", orbitctl(), fleet_arg ? "--fleet " : "",
-		 fleet_arg ? fleet_arg : "", args, with_stderr ? "2>&1" : "2>/dev/null");
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	while (n < sizeof(out) - 1) {
-		size_t k = fread(out + n, 1, sizeof(out) - 1 - n, p);
-
-		if (k == 0)
-			break;
-		n += k;
-	}
-	out[n] = '\0';
-	st = pclose(p);
-	if (st == -1 || WIFSIGNALED(st) || !WIFEXITED(st))
-		return -2; /* crashed */
-	return WEXITSTATUS(st);
+	return orbit_test_ctl_run(out, sizeof(out), fleet_arg, args, with_stderr);
 }
 
 #define CTL(args) run(fleet, (args), true)
 #define CTL_STDOUT(args) run(fleet, (args), false)
 
-static void assert_80_columns(const char *text)
-{
-	const char *l = text;
-
-	while (*l) {
-		const char *e = strchr(l, '\n');
-		size_t len = e ? (size_t)(e - l) : strlen(l);
-
-		if (len > 80)
-			print_error("line over 80 columns (%zu): %.*s\n", len, (int)len, l);
-		assert_true(len <= 80);
-		if (!e)
-			break;
-		l = e + 1;
-	}
-}
+#define assert_80_columns orbit_test_assert_80_columns
 
 static int acquire(const char *label, size_t label_len, const char *owner, uint64_t *token)
 {
@@ -451,8 +407,8 @@ static void test_orbitctl_watch_follows_transitions(void **state)
 	int st;
 
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "%s --fleet %s watch --count 4 --timeout-ms 5000", orbitctl(),
-		 fleet);
+	snprintf(cmd, sizeof(cmd), "%s --fleet %s watch --count 4 --timeout-ms 5000",
+		 orbit_test_orbitctl(), fleet);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	assert_non_null(fgets(line, sizeof(line), p)); /* the banner: its cursor is open */
@@ -558,13 +514,15 @@ static void test_orbitctl_random_bytes_never_crash(void **state)
 	orbit_ring_t *ring = NULL;
 	orbit_stats_t st;
 	unsigned seed = (unsigned)getpid();
-	const char *cmds[] = {"members",
-			      "locks",
-			      "stats",
-			      "stats --json",
-			      "stats --prometheus",
-			      "watch --timeout-ms 200",
-			      "watch --replay --timeout-ms 200"};
+	const char *cmds[] = { "members",
+			       "locks",
+			       "stats",
+			       "stats --json",
+			       "stats --prometheus",
+			       "spots",
+			       "spots --json",
+			       "watch --timeout-ms 200",
+			       "watch --replay --timeout-ms 200" };
 	int self = orbit_agent_member_row(agent);
 
 	(void)state;
@@ -596,6 +554,20 @@ static void test_orbitctl_random_bytes_never_crash(void **state)
 				p[i] = (uint8_t)rand_r(&seed);
 			if (round == 1)
 				atomic_store(&st.body->row[r].seq, 2 * (uint64_t)r);
+			/* its Spot slots too; in round 1 half of them pass validation
+			 * (even seq, a role, a Spot name) so garbage counters print */
+			for (uint32_t k = 0; k < ORBIT_STATS_SPOTS_PER_ROW; k++) {
+				struct orbit_stats_spot_shm *sp = &st.body->spot[r][k];
+
+				p = (uint8_t *)sp;
+				for (size_t i = 0; i < sizeof(*sp); i++)
+					p[i] = (uint8_t)rand_r(&seed);
+				if (round == 1 && (k & 1)) {
+					atomic_store(&sp->seq, 2);
+					atomic_store(&sp->role, 1 + (r & 1));
+					atomic_store(&sp->name[0], 0x31746f7073ull); /* "spot1" */
+				}
+			}
 		}
 		/* Frames of every lane: whatever a reader meets past its cursor. */
 		for (uint64_t off = frames_off; off + 4096 <= rs->size; off += 4096) {
@@ -968,7 +940,7 @@ static void test_orbitctl_top_in_tmux(void **state)
 		snprintf(rest, sizeof(rest),
 			 "new-session -d -s top -x 80 -y 30 "
 			 "'trap \"\" INT; %s --fleet %s top --interval-ms 100; echo exit=$? > %s'",
-			 orbitctl(), fleet, status);
+			 orbit_test_orbitctl(), fleet, status);
 		assert_int_equal(tmux(sock, rest), 0);
 		if (!tmux_shows(sock, "LATENCY", 5000))
 			print_error("top screen:\n%s\n", out);

@@ -6,6 +6,7 @@
  */
 #include "orbit_test.h"
 #include <errno.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <orbit/orbit.h>
 #include "shm/stats.h"
@@ -157,8 +158,11 @@ static void test_stats_open_validates_and_modes(void **state)
 	struct orbit_stats_snapshot snap;
 	orbit_stats_t st, ro;
 	orbit_seg_t other;
-	struct orbit_seg_spec spec = { .kind = ORBIT_SEG_KIND_TEST, .layout_version = 1,
-				       .total_bytes = ORBIT_STATS_TOTAL_BYTES, .fingerprint = 1 };
+	/* the stats version: a kind that differs is what this test shows */
+	struct orbit_seg_spec spec = { .kind = ORBIT_SEG_KIND_TEST,
+				       .layout_version = ORBIT_STATS_LAYOUT_VERSION,
+				       .total_bytes = ORBIT_STATS_TOTAL_BYTES,
+				       .fingerprint = 1 };
 	struct orbit_seg_opts o = { .how = ORBIT_SEG_CREATE };
 
 	(void)state;
@@ -261,6 +265,23 @@ static void test_stats_histogram_buckets(void **state)
 	assert_int_equal(h.sum_ns, 3100);
 	assert_int_equal(h.buckets[7], 1);
 	assert_int_equal(h.buckets[12], 1);
+	/* Spot slot names too, short enough for orbitctl's two columns (15) */
+	for (unsigned role = ORBIT_STATS_SPOT_HOST; role <= ORBIT_STATS_SPOT_CLIENT; role++) {
+		unsigned n = 0;
+		const struct orbit_stats_desc *t = orbit__stats_spot_table(role, &n);
+
+		assert_non_null(t);
+		assert_true(n > 0);
+		for (unsigned i = 0; i < n; i++) {
+			assert_non_null(t[i].name);
+			assert_true(strlen(t[i].name) <= 15);
+			assert_int_equal(strspn(t[i].name, "abcdefghijklmnopqrstuvwxyz0123456789_"),
+					 strlen(t[i].name));
+			for (unsigned j = 0; j < i; j++)
+				assert_string_not_equal(t[i].name, t[j].name);
+		}
+	}
+	assert_null(orbit__stats_spot_table(ORBIT_STATS_SPOT_FREE, NULL));
 	/* Names are metric suffixes, unique, in the fingerprint. */
 	for (unsigned i = 0; i < ORBIT_STAT__COUNT; i++) {
 		assert_non_null(orbit__stats_counters[i].name);
@@ -272,13 +293,172 @@ static void test_stats_histogram_buckets(void **state)
 	assert_int_not_equal(orbit__stats_fingerprint(), 0);
 }
 
+static void spot_snap(struct orbit_stats_spot_snapshot *s, enum orbit_stats_spot_role role,
+		      const char *name, uint64_t k)
+{
+	memset(s, 0, sizeof(*s));
+	s->role = role;
+	s->pid = 4242;
+	s->start_ticks = 77;
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	for (unsigned i = 0; i < ORBIT_STATS_SPOT_COUNTERS_MAX; i++)
+		s->counters[i] = k * (i + 1);
+	orbit__stats_hist_add(&s->hist, k);
+	orbit__stats_hist_add(&s->hist, 3 * k);
+}
+
+/*
+ * Issue 11 "Watch": a Spot slot of a member row round-trips what its
+ * writer published (host: its table's counters and the histogram; client:
+ * its counters, no histogram), is validated (role, Spot name), and is
+ * cleared by unregister (spot_clear) and by every claim of its row.
+ */
+static void test_stats_spot_slots_publish_read_clear(void **state)
+{
+	struct orbit_stats_spot_snapshot in, got;
+	orbit_stats_t st, ro;
+
+	(void)state;
+	assert_int_equal(orbit__stats_open(&st, fleet, NULL), 0);
+	assert_int_equal(orbit__stats_open(&ro, fleet, &stats_ro), 0);
+	assert_int_equal(orbit__stats_claim(&st, 5, 4242, 77), 0);
+	assert_int_equal(orbit__stats_spot_read(&ro, 5, 0, &got), -ENOENT);
+	assert_int_equal(orbit__stats_spot_read(&ro, ORBIT_STATS_ROWS, 0, &got), -EINVAL);
+	assert_int_equal(orbit__stats_spot_read(&ro, 5, ORBIT_STATS_SPOTS_PER_ROW, &got), -EINVAL);
+
+	spot_snap(&in, ORBIT_STATS_SPOT_HOST, "bank.shard-3", 1000);
+	assert_int_equal(orbit__stats_spot_publish(&ro, 5, 0, &in), -EROFS);
+	assert_int_equal(orbit__stats_spot_publish(&st, 5, 0, &in), 0);
+	assert_int_equal(orbit__stats_spot_read(&ro, 5, 0, &got), 0);
+	assert_int_equal(got.role, ORBIT_STATS_SPOT_HOST);
+	assert_string_equal(got.name, "bank.shard-3");
+	assert_int_equal(got.pid, 4242);
+	assert_int_equal(got.start_ticks, 77);
+	for (unsigned i = 0; i < ORBIT_STATS_SPOT_COUNTERS_MAX; i++)
+		assert_int_equal(got.counters[i], i < ORBIT_SPOT_HOST__COUNT ? 1000 * (i + 1) : 0);
+	assert_int_equal(got.hist.count, 2);
+	assert_int_equal(got.hist.sum_ns, 4000);
+	assert_int_equal(got.hist.buckets[orbit__stats_bucket(1000)], 1);
+	assert_int_equal(got.hist.buckets[orbit__stats_bucket(3000)], 1);
+
+	spot_snap(&in, ORBIT_STATS_SPOT_CLIENT, "c", 7);
+	assert_int_equal(orbit__stats_spot_publish(&st, 5, ORBIT_STATS_SPOTS_PER_ROW - 1, &in), 0);
+	assert_int_equal(orbit__stats_spot_read(&ro, 5, ORBIT_STATS_SPOTS_PER_ROW - 1, &got), 0);
+	assert_int_equal(got.role, ORBIT_STATS_SPOT_CLIENT);
+	for (unsigned i = 0; i < ORBIT_STATS_SPOT_COUNTERS_MAX; i++)
+		assert_int_equal(got.counters[i], i < ORBIT_SPOT_CLIENT__COUNT ? 7 * (i + 1) : 0);
+	assert_int_equal(got.hist.count, 0); /* a client has no histogram */
+
+	/* what a writer would never write is refused at publish */
+	spot_snap(&in, ORBIT_STATS_SPOT_FREE, "x", 1);
+	assert_int_equal(orbit__stats_spot_publish(&st, 5, 1, &in), -EINVAL);
+	spot_snap(&in, ORBIT_STATS_SPOT_HOST, "bad name", 1);
+	assert_int_equal(orbit__stats_spot_publish(&st, 5, 1, &in), -EINVAL);
+	spot_snap(&in, ORBIT_STATS_SPOT_HOST, "", 1);
+	assert_int_equal(orbit__stats_spot_publish(&st, 5, 1, &in), -EINVAL);
+	spot_snap(&in, ORBIT_STATS_SPOT_HOST, "x", 1);
+	in.pid = 0;
+	assert_int_equal(orbit__stats_spot_publish(&st, 5, 1, &in), -EINVAL);
+
+	/* and what nobody writes is refused at read */
+	atomic_store(&st.body->spot[5][0].role, 3);
+	assert_int_equal(orbit__stats_spot_read(&ro, 5, 0, &got), -ORBIT_ECORRUPT);
+	atomic_store(&st.body->spot[5][0].role, ORBIT_STATS_SPOT_HOST);
+	assert_int_equal(orbit__stats_spot_read(&ro, 5, 0, &got), 0);
+	for (unsigned w = 0; w < ORBIT_STATS_SPOT_NAME_BYTES / 8; w++)
+		atomic_store(&st.body->spot[5][0].name[w], 0x4141414141414141ull); /* no NUL */
+	assert_int_equal(orbit__stats_spot_read(&ro, 5, 0, &got), -ORBIT_ECORRUPT);
+	atomic_store(&st.body->spot[5][0].name[0], 0x2f2e2e); /* "../" */
+	assert_int_equal(orbit__stats_spot_read(&ro, 5, 0, &got), -ORBIT_ECORRUPT);
+	atomic_store(&st.body->spot[5][0].seq, 9); /* a writer died mid-slot */
+	assert_int_equal(orbit__stats_spot_read(&ro, 5, 0, &got), -EAGAIN);
+
+	/* unregister frees one slot; a new claim of the row frees them all */
+	assert_int_equal(orbit__stats_spot_clear(&ro, 5, 0), -EROFS);
+	assert_int_equal(orbit__stats_spot_clear(&st, 5, 0), 0);
+	assert_int_equal(orbit__stats_spot_read(&ro, 5, 0, &got), -ENOENT);
+	assert_int_equal(orbit__stats_spot_read(&ro, 5, ORBIT_STATS_SPOTS_PER_ROW - 1, &got), 0);
+	assert_int_equal(orbit__stats_claim(&st, 5, 4243, 78), 0);
+	assert_int_equal(orbit__stats_spot_read(&ro, 5, ORBIT_STATS_SPOTS_PER_ROW - 1, &got),
+			 -ENOENT);
+	/* other rows' slots are not touched by a claim */
+	spot_snap(&in, ORBIT_STATS_SPOT_HOST, "keep", 2);
+	assert_int_equal(orbit__stats_spot_publish(&st, 6, 2, &in), 0);
+	assert_int_equal(orbit__stats_claim(&st, 5, 4244, 79), 0);
+	assert_int_equal(orbit__stats_clear(&st, 7), 0);
+	assert_int_equal(orbit__stats_spot_read(&ro, 6, 2, &got), 0);
+	assert_int_equal(orbit__stats_clear(&st, 6), 0);
+	assert_int_equal(orbit__stats_spot_read(&ro, 6, 2, &got), -ENOENT);
+	orbit__stats_close(&ro);
+	orbit__stats_close(&st);
+}
+
+/* Random bytes in the Spot slots: a bounded, validated read, never a crash. */
+static void test_stats_spot_slots_random_bytes(void **state)
+{
+	struct orbit_stats_spot_snapshot got;
+	orbit_stats_t st;
+	unsigned seed = (unsigned)getpid();
+	int ok = 0, corrupt = 0;
+
+	(void)state;
+	assert_int_equal(orbit__stats_open(&st, fleet, NULL), 0);
+	for (int round = 0; round < 4; round++) {
+		uint8_t *p = (uint8_t *)st.body->spot;
+
+		for (size_t i = 0; i < sizeof(st.body->spot); i++)
+			p[i] = (uint8_t)rand_r(&seed);
+		for (unsigned r = 0; r < ORBIT_STATS_ROWS; r++) {
+			for (unsigned k = 0; k < ORBIT_STATS_SPOTS_PER_ROW; k++) {
+				struct orbit_stats_spot_shm *sp = &st.body->spot[r][k];
+
+				if (round == 1) { /* even seq, a valid role: the name is checked */
+					atomic_store(&sp->seq, 2);
+					atomic_store(&sp->role, 1 + (k & 1));
+				}
+				if (round == 2 && (k & 1)) { /* and a valid name on half of them */
+					atomic_store(&sp->seq, 2);
+					atomic_store(&sp->role, 1 + (r & 1));
+					atomic_store(&sp->name[0], 0x31746f7073ull); /* "spot1" */
+				}
+				int rc = orbit__stats_spot_read(&st, r, k, &got);
+
+				assert_true(rc == 0 || rc == -EAGAIN || rc == -ENOENT ||
+					    rc == -ORBIT_ECORRUPT);
+				if (rc == 0) {
+					assert_true(got.role == ORBIT_STATS_SPOT_HOST ||
+						    got.role == ORBIT_STATS_SPOT_CLIENT);
+					assert_non_null(memchr(got.name, 0, sizeof(got.name)));
+					assert_true(strlen(got.name) >= 1 &&
+						    strlen(got.name) <= 40);
+					if (got.role == ORBIT_STATS_SPOT_CLIENT)
+						for (unsigned i = ORBIT_SPOT_CLIENT__COUNT;
+						     i < ORBIT_STATS_SPOT_COUNTERS_MAX; i++)
+							assert_int_equal(got.counters[i], 0);
+				}
+				ok += rc == 0;
+				corrupt += rc == -ORBIT_ECORRUPT;
+			}
+		}
+	}
+	assert_true(ok > 0 && corrupt > 0); /* both paths ran */
+	orbit__stats_close(&st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_stats_seqlock_single_writer_vs_reader_processes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stats_open_validates_and_modes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stats_random_bytes_never_crash_reader, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_stats_seqlock_single_writer_vs_reader_processes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stats_open_validates_and_modes, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_stats_random_bytes_never_crash_reader, setup,
+						teardown),
 		cmocka_unit_test(test_stats_histogram_buckets),
+		cmocka_unit_test_setup_teardown(test_stats_spot_slots_publish_read_clear, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_stats_spot_slots_random_bytes, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

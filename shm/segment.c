@@ -448,6 +448,7 @@ static int create_new(orbit_seg_t *seg, const char *name, const struct orbit_seg
 		return fd == -EEXIST ? fd : refuse_open(fd, name, &st);
 	/* Hold the flock before the file has a size: openers see size 0 or
 	 * INITIALISING, and wait for us or find us dead. */
+	ORBIT_CRASHPOINT("seg.create_before_flock");
 	r = flock_retry(fd, LOCK_EX);
 	if (r < 0)
 		goto err_unlink;
@@ -638,10 +639,19 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 			}
 			if (!may_repair || o->readonly) {
 				flock_retry(fd, LOCK_UN);
+				/* Empty and no flock: also a creator between its O_EXCL
+				 * open and its flock (create_new()), so wait for the
+				 * bound before calling it truncated (a read-only fleet
+				 * open racing the first agent's create saw this). */
+				if (st.st_size == 0 && orbit__now_mono_ns() < deadline) {
+					usleep(1000);
+					continue;
+				}
 				r = st.st_size == 0
 					? refuse(-ORBIT_ETRUNCATED, name,
-						 "0 bytes and no creator at work (truncated to 0, "
-						 "or its creator died before sizing it)")
+						 "0 bytes and no creator at work for %d ms (truncated "
+						 "to 0, or its creator died before sizing it)",
+						 timeout_ms)
 					: refuse(-ORBIT_EINITTIMEOUT, name,
 						 "still initialising and no creator at work (it "
 						 "died); an opener that may create repairs it");

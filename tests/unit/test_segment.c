@@ -687,6 +687,46 @@ static void test_opener_never_reinitialises_a_finished_segment(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/*
+ * A read-only opener that finds the file empty and its flock free has
+ * caught a creator between its O_EXCL open and its flock (CI: the demo's
+ * read-only fleet open, racing the first agent's create, answered
+ * "truncated"). It waits for the bound and opens the finished segment.
+ */
+static void test_readonly_opener_waits_for_creator_before_its_flock(void **state)
+{
+	struct orbit_seg_spec sp = default_spec();
+	struct orbit_seg_opts ro = { .how = ORBIT_SEG_OPEN,
+				     .readonly = true,
+				     .init_timeout_ms = 5000 };
+	orbit_seg_t b;
+	int st, rc;
+	pid_t creator = fork();
+
+	if (creator == 0) {
+		struct orbit_seg_opts o = { .how = ORBIT_SEG_CREATE };
+		orbit_seg_t a;
+		orbit__crashpoint_arm("seg.create_before_flock", 1, ORBIT_CRASH_STOP);
+		_exit(orbit__seg_open(&a, fleet, "s", &sp, &o) != 0);
+	}
+	assert_int_equal(waitpid(creator, &st, WUNTRACED), creator);
+	assert_true(WIFSTOPPED(st)); /* the file exists, empty, nobody holds its flock */
+	pid_t waker = fork();
+	if (waker == 0) {
+		usleep(100000);
+		kill(creator, SIGCONT);
+		_exit(0);
+	}
+	rc = orbit__seg_open(&b, fleet, "s", &sp, &ro);
+	st = orbit_test_wait(creator, 10000);
+	orbit_test_wait(waker, 10000);
+	assert_true(st >= 0 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(rc, 0);
+	assert_int_equal(((unsigned char *)orbit__seg_body(&b))[0], 0x5a);
+	orbit__seg_close(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -698,6 +738,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_errors_name_the_mismatch, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_truncated_file_is_etruncated, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_readonly_opener_waits_for_creator_before_its_flock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_non_regular_file_under_the_name_is_enotreg,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reopen_reaches_the_same_object_or_refuses,

@@ -1815,6 +1815,16 @@ void orbit__lock_set_member(orbit_lock_t *l, int row, uint32_t generation)
 		atomic_store_explicit(&l->member, m, memory_order_relaxed);
 }
 
+void orbit__lock_clear_member(orbit_lock_t *l, int row, uint32_t generation)
+{
+	uint64_t m = row >= 0 && generation ? (uint64_t)generation << 32 | ((uint32_t)row + 1u) : 0;
+
+	/* relaxed: see struct orbit_lock; fails when another tenure is named */
+	if (l && m)
+		atomic_compare_exchange_strong_explicit(&l->member, &m, 0, memory_order_relaxed,
+							memory_order_relaxed);
+}
+
 /* A FREE_ON_DEATH entry seen without the serializer, to be freed if still the same. */
 struct dead_cand {
 	uint32_t idx;

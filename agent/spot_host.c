@@ -164,16 +164,19 @@ static uint64_t now_ns(void)
 
 /*
  * lease_take - THE seam of adoption: the one place the hosting lease is
- * taken. Today a dead host's lease is free only once its TTL ran out
- * (try_acquire reclaims it then), so adoption is TTL-bound. The lease
- * flag "release when the holder is proved dead" (orbit-lock, not built
- * yet) plugs in here: ask for it in this acquire, and the agent frees the
- * lease as soon as the member directory proves the holder dead.
+ * taken. With ORBIT_LOCK_FREE_ON_DEATH the other members' agents free
+ * it as soon as the member directory proves this host dead (its row's
+ * OFD lock and its process gone), so a killed host's Spot is adopted in
+ * milliseconds; a host that is alive but stopped keeps it until the TTL.
  */
 static int lease_take(struct orbit_spot_host *sh)
 {
-	return orbit_lock_try_acquire(sh->env.lock, &sh->key, &sh->owner, sh->ttl_ns, &sh->lease,
-				      NULL);
+	struct orbit_lock_acquire_options ao;
+
+	orbit_lock_acquire_options_init(&ao);
+	ao.flags = ORBIT_LOCK_FREE_ON_DEATH; /* env.lock is the agent's: it names our tenure */
+	return orbit_lock_try_acquire_with(sh->env.lock, &sh->key, &sh->owner, sh->ttl_ns, &ao,
+					   &sh->lease, NULL);
 }
 
 static int lease_renew(struct orbit_spot_host *sh)

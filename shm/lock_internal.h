@@ -172,9 +172,8 @@ struct orbit_members;
  * member directory) that ORBIT_LOCK_FREE_ON_DEATH acquisitions through
  * @lock record; @row < 0 (or generation 0): none, such acquisitions are
  * -EINVAL. The agent sets it at start (after its join) and clears it at
- * stop (before it leaves its row: orbit__lock_clear_member()). With two
- * agents on one handle the later start wins, and the first stop of the
- * named one leaves none. NULL @lock is a no-op.
+ * stop (before it leaves its row: orbit__lock_clear_member()); a handle
+ * serves one agent (a second one is -EBUSY). NULL @lock is a no-op.
  * Context: any thread; one relaxed store (an acquisition racing it
  * records the old or the new tenure, both this process's).
  */

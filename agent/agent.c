@@ -249,6 +249,15 @@ int orbit_agent_start(const struct orbit_agent_options *user, orbit_agent_t **ou
 			return rc;
 		}
 	}
+	if (a->lock) {
+		uint32_t gen;
+
+		/* Our tenure for ORBIT_LOCK_FREE_ON_DEATH leases taken through the lock */
+		if (orbit__members_self(a->members, &gen) >= 0) {
+			a->member_gen = gen;
+			orbit__lock_set_member(a->lock, a->row, gen);
+		}
+	}
 	/* Tell the other agents a member joined (they rescan on an empty wake). */
 	orbit__doorbell_ring(orbit__ring_doorbell(a->ring));
 	*out = a;
@@ -266,8 +275,11 @@ void orbit_agent_stop(orbit_agent_t *a)
 	orbit__agent_death_stop(a);
 	/* Removes our sink only (another agent's on the same handle stays);
 	 * returns once no thread is inside it, so freeing a is safe. */
-	if (a->lock)
+	if (a->lock) {
 		orbit__lock_set_sink(a->lock, NULL, a);
+		/* Before we leave the row: no new FREE_ON_DEATH lease names it */
+		orbit__lock_clear_member(a->lock, a->row, a->member_gen);
+	}
 	if (a->thread_started) {
 		/* AG-R1: release, pairs with AG-A1 in orbit__agent_main() (agent_loop.c). */
 		atomic_store_explicit(&a->stop, 1, memory_order_release);

@@ -7,7 +7,10 @@
  * process exited), marks the row and wakes the agent thread through the
  * doorbell, as our own wake class only, so a death is handled at once.
  * A readable pidfd is proved with the member directory's kernel lock,
- * then the row and the dead member's ring lanes are reclaimed.
+ * then the row and the dead member's ring lanes are reclaimed and the
+ * ORBIT_LOCK_FREE_ON_DEATH leases of dead holders freed (through our
+ * lock handle, when the agent has one; orbit__lock_free_dead() proves
+ * each holder gone again, by its own tenure and process).
  */
 #include <errno.h>
 #include <poll.h>
@@ -18,6 +21,7 @@
 #include <sys/eventfd.h>
 
 #include "agent/agent_internal.h"
+#include "shm/lock_internal.h"
 
 #define die_on orbit__agent_die_on
 #define AGENT_DEATH_STOP UINT64_MAX /* epoll data of the watcher's stop eventfd (rows are below) */
@@ -51,7 +55,14 @@ static void unwatch(struct orbit_agent *a, uint32_t row)
 	a->watch[row].pidfd = -1;
 }
 
-/* A member may be dead: prove it (kernel lock), reclaim its row and lanes. */
+void orbit__agent_free_dead_leases(struct orbit_agent *a)
+{
+	/* Without a lock of our own (ro_lock only) the holders' other peers do it */
+	if (a->lock)
+		(void)orbit__lock_free_dead(a->lock, a->members); /* -EAGAIN: the next sweep */
+}
+
+/* A member may be dead: prove it (kernel lock), reclaim its row, lanes and leases. */
 static void handle_death(struct orbit_agent *a, uint32_t row)
 {
 	if (orbit__members_is_alive(a->members, row) != 0)
@@ -60,6 +71,7 @@ static void handle_death(struct orbit_agent *a, uint32_t row)
 	if (orbit__members_reclaim(a->members, row) == 1)
 		a->reclaimed++;
 	orbit__ring_lanes_reclaim_dead(a->ring, a->members);
+	orbit__agent_free_dead_leases(a);
 }
 
 static int rescan_one(void *p, const struct orbit_member_info *mi)

@@ -68,6 +68,7 @@ struct orbit_agent {
 	uint64_t tick_ns, stats_ns;
 	orbit_members_t *members;
 	int row;
+	uint32_t member_gen;      /* our row's generation, named on lock (FREE_ON_DEATH) */
 	orbit_stats_t stats;
 	bool have_stats_row;
 	orbit_ring_t *ring;
@@ -183,6 +184,12 @@ void orbit__agent_members_rescan(struct orbit_agent *a);
 void orbit__agent_deaths_check(struct orbit_agent *a);
 /* Agent thread, after orbit__agent_deaths_check(): re-arm the pidfds that fired. */
 void orbit__agent_deaths_rearm(struct orbit_agent *a);
+/*
+ * Agent thread: free the ORBIT_LOCK_FREE_ON_DEATH leases whose holders the
+ * kernel proves gone (orbit__lock_free_dead() through our lock; without
+ * one, nothing). After each proved death and at each stats period.
+ */
+void orbit__agent_free_dead_leases(struct orbit_agent *a);
 
 /* ---- agent_subs.c ---- */
 

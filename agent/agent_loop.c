@@ -119,6 +119,8 @@ void *orbit__agent_main(void *p)
 			next_tick = now + a->tick_ns;
 		if (now >= next_stats) {
 			orbit__agent_members_rescan(a);
+			/* A holder that died unwatched (or whose watcher died first) */
+			orbit__agent_free_dead_leases(a);
 			orbit__members_heartbeat(a->members);
 			orbit__agent_stats_publish(a);
 			next_stats = now + a->stats_ns;

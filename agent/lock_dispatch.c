@@ -212,6 +212,37 @@ ORBIT_API int orbit_lock_try_acquire(orbit_lock_t *l, const orbit_lock_key_t *ke
 	return rc ? rc : OPS(l)->try_acquire(l, key, owner, ttl_ns, lease, holder);
 }
 
+ORBIT_API void orbit_lock_acquire_options_init(struct orbit_lock_acquire_options *o)
+{
+	if (!o)
+		return;
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+}
+
+ORBIT_API int orbit_lock_try_acquire_with(orbit_lock_t *l, const orbit_lock_key_t *key,
+					  const orbit_lock_owner_t *owner, uint64_t ttl_ns,
+					  const struct orbit_lock_acquire_options *user,
+					  struct orbit_lock_lease *lease,
+					  struct orbit_lock_entry *holder)
+{
+	struct orbit_lock_acquire_options o;
+	int rc = guard(l);
+
+	orbit_lock_acquire_options_init(&o);
+	if (!rc && user)
+		rc = ORBIT__OPTS_COPY(&o, user); /* base/options.h rule */
+	if (rc)
+		return rc;
+	if (o.flags & ~(uint32_t)ORBIT_LOCK_FREE_ON_DEATH)
+		return -EINVAL;
+	if (!o.flags)
+		return OPS(l)->try_acquire(l, key, owner, ttl_ns, lease, holder);
+	if (!OPS(l)->try_acquire_flags)
+		return -EOPNOTSUPP; /* a backend without lease flags (etcd) */
+	return OPS(l)->try_acquire_flags(l, key, owner, ttl_ns, o.flags, lease, holder);
+}
+
 ORBIT_API int orbit_lock_renew(orbit_lock_t *l, const orbit_lock_key_t *key,
 			       const orbit_lock_owner_t *owner, uint64_t token, uint64_t ttl_ns,
 			       struct orbit_lock_lease *lease)

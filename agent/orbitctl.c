@@ -423,10 +423,11 @@ static void lock_json(const struct orbit_lock_entry *e, struct locks_ctx *c)
 	printf(",\"owner\":");
 	json_bytes(orbit_lock_entry_owner(e), e->owner_len);
 	printf(",\"token\":%llu,\"expired\":%s,\"ttl_left_ns\":%llu,\"holder_pid\":%u,"
-	       "\"holder_alive\":%s}",
+	       "\"holder_alive\":%s,\"free_on_death\":%s}",
 	       (unsigned long long)e->token, expired ? "true" : "false",
 	       expired ? 0ull : (unsigned long long)(e->deadline_ns - c->mono), e->holder_pid,
-	       alive > 0 ? "true" : alive == 0 ? "false" : "null");
+	       alive > 0 ? "true" : alive == 0 ? "false" : "null",
+	       e->flags & ORBIT_LOCK_FREE_ON_DEATH ? "true" : "false");
 	c->n++;
 }
 

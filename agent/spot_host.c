@@ -164,16 +164,19 @@ static uint64_t now_ns(void)
 
 /*
  * lease_take - THE seam of adoption: the one place the hosting lease is
- * taken. Today a dead host's lease is free only once its TTL ran out
- * (try_acquire reclaims it then), so adoption is TTL-bound. The lease
- * flag "release when the holder is proved dead" (orbit-lock, not built
- * yet) plugs in here: ask for it in this acquire, and the agent frees the
- * lease as soon as the member directory proves the holder dead.
+ * taken. With ORBIT_LOCK_FREE_ON_DEATH the other members' agents free
+ * it as soon as the member directory proves this host dead (its row's
+ * OFD lock and its process gone), so a killed host's Spot is adopted in
+ * milliseconds; a host that is alive but stopped keeps it until the TTL.
  */
 static int lease_take(struct orbit_spot_host *sh)
 {
-	return orbit_lock_try_acquire(sh->env.lock, &sh->key, &sh->owner, sh->ttl_ns, &sh->lease,
-				      NULL);
+	struct orbit_lock_acquire_options ao;
+
+	orbit_lock_acquire_options_init(&ao);
+	ao.flags = ORBIT_LOCK_FREE_ON_DEATH; /* env.lock is the agent's: it names our tenure */
+	return orbit_lock_try_acquire_with(sh->env.lock, &sh->key, &sh->owner, sh->ttl_ns, &ao,
+					   &sh->lease, NULL);
 }
 
 static int lease_renew(struct orbit_spot_host *sh)
@@ -504,6 +507,7 @@ static void renew_if_due(struct orbit_spot_host *sh, uint64_t now)
 static void *host_main(void *p)
 {
 	struct orbit_spot_host *sh = p;
+	bool ready = false; /* the last wait saw a lane ready, without sleeping */
 
 	for (;;) {
 		/* SH-A2: acquire, pairs with SH-S1 in orbit_spot_host_stop() */
@@ -511,6 +515,7 @@ static void *host_main(void *p)
 		unsigned moved = drain_done(sh);
 		int64_t to = -1;
 		uint32_t seen;
+		bool poll;
 
 		if (stopping && sh->outstanding == 0)
 			break;
@@ -518,13 +523,15 @@ static void *host_main(void *p)
 			renew_if_due(sh, now_ns());
 		if (hosting(sh) && !stopping)
 			moved += feed(sh);
+		poll = ready && !moved; /* a ready lane that gave nothing: poll, never spin */
+		ready = false;
 		if (moved)
 			continue;
 
 		/* SH-D1: idle, then the seq, then what may wake us (the stop load: SH-A2 again) */
 		atomic_store_explicit(&sh->idle, 1, memory_order_seq_cst);
 		atomic_thread_fence(memory_order_seq_cst);
-		seen = orbit__doorbell_seq(sh->rec_db);
+		seen = orbit__spotq_host_seq(sh->h);
 		if (!cds_wfcq_empty(&sh->done_head, &sh->done_tail) ||
 		    atomic_load_explicit(&sh->stop, memory_order_acquire) != stopping) {
 			atomic_store_explicit(&sh->idle, 0, memory_order_relaxed);
@@ -532,27 +539,29 @@ static void *host_main(void *p)
 		}
 		if (hosting(sh) && !stopping) {
 			uint64_t now = now_ns();
+			uint32_t lanes = 0;
 			int r;
 
 			to = sh->renew_at_ns > now ? (int64_t)(sh->renew_at_ns - now) : 0;
-			if (sh->pending[0] || sh->pending[1])
-				to = to < RETRY_NS ? to
-						   : RETRY_NS; /* room comes back unannounced */
-			/* announce and re-check the lanes (the SHM layer's Dekker, SQ-D1) */
-			r = orbit__spotq_host_wait(sh->h, 0, sh->env.wake_class);
-			if (r == -ORBIT_EFENCED) {
-				lose(sh, r);
-			} else if (r == 0) {
-				if (feed(sh)) { /* it was a record */
-					atomic_store_explicit(&sh->idle, 0, memory_order_relaxed);
-					continue;
-				}
-				to = to < STALL_POLL_NS ? to
-							: STALL_POLL_NS; /* one being written */
+			for (uint32_t l = 0; l < 2; l++)
+				if (!sh->pending[l]) /* a refused head: that lane waits for room */
+					lanes |= 1u << l;
+				else if (to < 0 || to > RETRY_NS)
+					to = RETRY_NS; /* room comes back unannounced */
+			if (poll) {
+				lanes = 0;
+				to = to >= 0 && to < STALL_POLL_NS ? to : STALL_POLL_NS;
 			}
+			/* announce, re-check the lanes, sleep past seen (SQ-D1): a
+			 * producer's ring or a worker's kick after seen ends it */
+			r = orbit__spotq_host_wait_seq(sh->h, seen, lanes, to, sh->env.wake_class);
+			if (r == -ORBIT_EFENCED)
+				lose(sh, r);
+			ready = r == 1;
+		} else {
+			/* a worker's kick or stop (both after seen) ends it */
+			orbit__doorbell_wait_class(sh->rec_db, seen, to, sh->env.wake_class);
 		}
-		/* a producer's ring (we announced above) or a worker's kick ends it */
-		orbit__doorbell_wait_class(sh->rec_db, seen, to, sh->env.wake_class);
 		atomic_store_explicit(&sh->idle, 0, memory_order_relaxed);
 	}
 	return NULL;

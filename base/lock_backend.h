@@ -40,6 +40,14 @@ struct orbit__lock_ops {
 	int (*try_acquire)(orbit_lock_t *l, const orbit_lock_key_t *key,
 			   const orbit_lock_owner_t *owner, uint64_t ttl_ns,
 			   struct orbit_lock_lease *lease, struct orbit_lock_entry *holder);
+	/*
+	 * try_acquire with lease flags (ORBIT_LOCK_FREE_ON_DEATH; the dispatch
+	 * checked the options and calls it only for non-zero @flags). NULL: the
+	 * backend has no lease flags (the dispatch answers -EOPNOTSUPP).
+	 */
+	int (*try_acquire_flags)(orbit_lock_t *l, const orbit_lock_key_t *key,
+				 const orbit_lock_owner_t *owner, uint64_t ttl_ns, uint32_t flags,
+				 struct orbit_lock_lease *lease, struct orbit_lock_entry *holder);
 	int (*renew)(orbit_lock_t *l, const orbit_lock_key_t *key, const orbit_lock_owner_t *owner,
 		     uint64_t token, uint64_t ttl_ns, struct orbit_lock_lease *lease);
 	int (*release)(orbit_lock_t *l, const orbit_lock_key_t *key,

@@ -66,7 +66,7 @@ struct lookup_budget {
 enum lock_stat {
 	ST_ACQUIRED, ST_BUSY, ST_FULL, ST_RENEWED, ST_RELEASED, ST_FORCE_RELEASED,
 	ST_NOT_FOUND, ST_WRONG_OWNER, ST_RECLAIMED, ST_COMPACTIONS, ST_LOOKUPS,
-	ST_CORRUPT, ST_REPAIRS, ST_N
+	ST_CORRUPT, ST_REPAIRS, ST_DEAD_FREED, ST_N
 };
 
 struct orbit_lock {
@@ -83,6 +83,13 @@ struct orbit_lock {
 	bool readonly;
 	uint64_t start_ticks;     /* this process's /proc start time */
 	uint64_t pidfs_ino;       /* this process's pidfs inode (0: no pidfs) */
+	/*
+	 * The member tenure ORBIT_LOCK_FREE_ON_DEATH records: (generation << 32)
+	 * | (row + 1), 0 while no running agent was started with this handle.
+	 * Written by orbit__lock_set_member() (agent start/stop), read by
+	 * try_acquire. Relaxed: one word, old or new tenure, both ours.
+	 */
+	_Atomic uint64_t member;
 	/* The sink (orbit__lock_set_sink): called with the serializer held.
 	 * Process-local words, never the serializer's: installing or removing
 	 * it never waits for another process (a SIGSTOPped one inside the
@@ -309,10 +316,11 @@ static uint64_t slot_deadline(const struct orbit_lock_slot *s)
  * (LK-F1/LK-R1 on the writer side, LK-A1/LK-F2 on the reader side).
  */
 #define SLOT_W_META 1u                       /* hash | ns_len | label_len */
-#define SLOT_W_OWNER 2u                      /* owner_len | pad16 | holder_pid */
+#define SLOT_W_OWNER 2u                      /* owner_len | flags | holder_pid */
 #define SLOT_W_TOKEN 3u
 #define SLOT_W_TICKS 5u
 #define SLOT_W_PIDFS 6u
+#define SLOT_W_MEMBER 7u                     /* holder_row | holder_gen */
 #define SLOT_W_BYTES (ORBIT_LOCK_SLOT_META_BYTES / 8u)
 _Static_assert(offsetof(struct orbit_lock_slot, hash) == 8 * SLOT_W_META, "meta word");
 _Static_assert(offsetof(struct orbit_lock_slot, owner_len) == 8 * SLOT_W_OWNER, "owner word");
@@ -320,6 +328,8 @@ _Static_assert(offsetof(struct orbit_lock_slot, token) == 8 * SLOT_W_TOKEN, "tok
 _Static_assert(offsetof(struct orbit_lock_slot, deadline_ns) == 8 * 4, "deadline word");
 _Static_assert(offsetof(struct orbit_lock_slot, holder_start_ticks) == 8 * SLOT_W_TICKS, "ticks word");
 _Static_assert(offsetof(struct orbit_lock_slot, holder_pidfs_ino) == 8 * SLOT_W_PIDFS, "pidfs");
+_Static_assert(offsetof(struct orbit_lock_slot, holder_row) == 8 * SLOT_W_MEMBER, "member");
+_Static_assert(offsetof(struct orbit_lock_slot, flags) == 8 * SLOT_W_OWNER + 2, "flags word");
 _Static_assert(ORBIT_LOCK_BYTES_MAX % 8 == 0, "whole words of bytes");
 
 static _Atomic uint64_t *slot_word(const struct orbit_lock_slot *s, uint32_t w)
@@ -356,6 +366,7 @@ static void slot_to_entry(const struct orbit_lock_slot *s, uint32_t idx,
 	e->ns_len = s->ns_len;
 	e->label_len = s->label_len;
 	e->owner_len = s->owner_len;
+	e->flags = s->flags;
 	e->expired = e->deadline_ns <= now;
 	memcpy(e->bytes, s->bytes, n <= ORBIT_LOCK_BYTES_MAX ? n : 0);
 }
@@ -397,6 +408,8 @@ struct slot_content {
 	uint32_t pid;
 	uint64_t start_ticks;
 	uint64_t pidfs_ino;
+	uint16_t flags;        /* ORBIT_LOCK_SLOT_F_* */
+	uint32_t row, gen;     /* the holder's member tenure (FREE_ON_DEATH), else 0 */
 };
 
 /* Tombstone, bytes, occupied, even seq: a kill anywhere leaves no torn entry. */
@@ -420,6 +433,9 @@ static void slot_write(struct orbit_lock_slot *s, const struct slot_content *c)
 	img.slot.token = c->token;
 	img.slot.holder_start_ticks = c->start_ticks;
 	img.slot.holder_pidfs_ino = c->pidfs_ino;
+	img.slot.flags = c->flags;
+	img.slot.holder_row = c->row;
+	img.slot.holder_gen = c->gen;
 	memcpy(img.slot.bytes, k->ns, k->ns_len);
 	memcpy(img.slot.bytes + k->ns_len, k->label, k->label_len);
 	memcpy(img.slot.bytes + k->ns_len + k->label_len, c->owner, c->owner_len);
@@ -433,6 +449,7 @@ static void slot_write(struct orbit_lock_slot *s, const struct slot_content *c)
 	word_store(s, SLOT_W_TOKEN, &img);
 	word_store(s, SLOT_W_TICKS, &img);
 	word_store(s, SLOT_W_PIDFS, &img);
+	word_store(s, SLOT_W_MEMBER, &img);
 	/* relaxed: published by LK-R1 (seq) and LK-R2 (state) */
 	atomic_store_explicit(&s->deadline_ns, c->deadline_ns, memory_order_relaxed);
 	for (uint32_t w = 0; w < nwords; w++) {
@@ -524,8 +541,11 @@ static void publish(orbit_lock_t *l, uint32_t type, uint64_t token, uint64_t dea
 	atomic_fetch_sub_explicit(&l->sink_calls, 1, memory_order_release);
 }
 
-/* Reclaim an expired entry: event first, then the table commit. */
-static void reclaim(orbit_lock_t *l, uint32_t idx)
+/*
+ * Reclaim an entry that ended without its holder (expired, or its holder
+ * proved dead: @st says which counter): event first, then the table commit.
+ */
+static void reclaim_as(orbit_lock_t *l, uint32_t idx, enum lock_stat st)
 {
 	struct orbit_lock_slot *s = &l->slots[idx];
 	uint64_t rev = atomic_load_explicit(&l->hdr->state_revision, memory_order_relaxed) + 1;
@@ -535,7 +555,12 @@ static void reclaim(orbit_lock_t *l, uint32_t idx)
 		s->owner_len);
 	slot_remove(l, idx);
 	bump_revision(l);
-	stat_inc(l, ST_RECLAIMED);
+	stat_inc(l, st);
+}
+
+static void reclaim(orbit_lock_t *l, uint32_t idx)
+{
+	reclaim_as(l, idx, ST_RECLAIMED);
 }
 
 /* ---- repair and compaction (serializer held) ---------------------------- */
@@ -708,7 +733,8 @@ static void compact(orbit_lock_t *l)
 				.owner_len = s->owner_len, .token = s->token,
 				.deadline_ns = slot_deadline(s), .pid = s->holder_pid,
 				.start_ticks = s->holder_start_ticks,
-				.pidfs_ino = s->holder_pidfs_ino,
+				.pidfs_ino = s->holder_pidfs_ino, .flags = s->flags,
+				.row = s->holder_row, .gen = s->holder_gen,
 			};
 			slot_write(&l->slots[p], &c);
 			ORBIT_CRASHPOINT("lock.compact_after_copy");
@@ -851,15 +877,48 @@ static uint32_t sweep_expired(orbit_lock_t *l, uint64_t now)
 
 /* ---- public operations -------------------------------------------------- */
 
+/* The member word for lease flags @oflags (checked by the dispatch). */
+static int acquire_flags(orbit_lock_t *l, uint32_t oflags, uint16_t *flags, uint32_t *row,
+			 uint32_t *gen)
+{
+	uint64_t m;
+
+	*flags = 0;
+	*row = *gen = 0;
+	if (oflags & ~(uint32_t)ORBIT_LOCK_SLOT_F_KNOWN)
+		return -EINVAL;
+	if (!(oflags & ORBIT_LOCK_FREE_ON_DEATH))
+		return 0;
+	/* relaxed: see struct orbit_lock */
+	m = atomic_load_explicit(&l->member, memory_order_relaxed);
+	if (!m)
+		return -EINVAL; /* no running agent names our member tenure */
+	*flags = ORBIT_LOCK_SLOT_F_FREE_ON_DEATH;
+	*row = (uint32_t)m - 1;
+	*gen = (uint32_t)(m >> 32);
+	return 0;
+}
+
 int orbit__lock_shm_try_acquire(orbit_lock_t *l, const orbit_lock_key_t *key,
 				const orbit_lock_owner_t *owner, uint64_t ttl_ns,
 				struct orbit_lock_lease *lease, struct orbit_lock_entry *holder)
 {
-	uint32_t found, free_idx, h32;
+	return orbit__lock_shm_try_acquire_flags(l, key, owner, ttl_ns, 0, lease, holder);
+}
+
+int orbit__lock_shm_try_acquire_flags(orbit_lock_t *l, const orbit_lock_key_t *key,
+				      const orbit_lock_owner_t *owner, uint64_t ttl_ns,
+				      uint32_t oflags, struct orbit_lock_lease *lease,
+				      struct orbit_lock_entry *holder)
+{
+	uint32_t found, free_idx, h32, mrow, mgen;
 	uint64_t now, token, rev;
+	uint16_t flags;
 	int rc;
 
 	rc = owner ? check_mutation(l, key, owner, ttl_ns) : -EINVAL;
+	if (!rc)
+		rc = acquire_flags(l, oflags, &flags, &mrow, &mgen);
 	if (rc)
 		return rc;
 	h32 = (uint32_t)orbit__lock_hash(key);
@@ -899,7 +958,8 @@ int orbit__lock_shm_try_acquire(orbit_lock_t *l, const orbit_lock_key_t *key,
 	struct slot_content c = {
 		.hash = h32, .key = key, .owner = owner->bytes, .owner_len = (uint32_t)owner->len,
 		.token = token, .deadline_ns = now + ttl_ns, .pid = (uint32_t)l->pid,
-		.start_ticks = l->start_ticks, .pidfs_ino = l->pidfs_ino,
+		.start_ticks = l->start_ticks, .pidfs_ino = l->pidfs_ino, .flags = flags,
+		.row = mrow, .gen = mgen,
 	};
 	slot_write(&l->slots[free_idx], &c);
 	rev = bump_revision(l);
@@ -1125,6 +1185,8 @@ static int read_entry(const struct orbit_lock_slot *s, const struct meta *m, uin
 
 	memcpy(&e->holder_pid, (uint8_t *)&v + offsetof(struct orbit_lock_slot, holder_pid) -
 	       8 * SLOT_W_OWNER, 4);
+	memcpy(&e->flags, (uint8_t *)&v + offsetof(struct orbit_lock_slot, flags) - 8 * SLOT_W_OWNER,
+	       2);
 	e->token = word_load(s, SLOT_W_TOKEN);
 	e->deadline_ns = atomic_load_explicit(&s->deadline_ns, memory_order_relaxed); /* by seq */
 	e->holder_start_ticks = word_load(s, SLOT_W_TICKS);
@@ -1327,6 +1389,7 @@ int orbit__lock_shm_stats(orbit_lock_t *l, struct orbit_lock_stats *o)
 	o->lookups = v[ST_LOOKUPS];
 	o->corrupt_slots = v[ST_CORRUPT];
 	o->repairs = v[ST_REPAIRS];
+	o->dead_freed = v[ST_DEAD_FREED];
 	return 0;
 }
 
@@ -1697,6 +1760,14 @@ int orbit__lock_table_check(orbit_lock_t *l, char *why, size_t why_len)
 			FAIL("slot %u: hash does not match its key (torn bytes)", i);
 		if (s->token >= next)
 			FAIL("slot %u: token %" PRIu64 " >= next_token %" PRIu64, i, s->token, next);
+		if (s->flags & ~ORBIT_LOCK_SLOT_F_KNOWN)
+			FAIL("slot %u: unknown lease flags 0x%x", i, s->flags);
+		if (!(s->flags & ORBIT_LOCK_SLOT_F_FREE_ON_DEATH) &&
+		    (s->holder_row || s->holder_gen))
+			FAIL("slot %u: member tenure %u/%u without FREE_ON_DEATH", i, s->holder_row,
+			     s->holder_gen);
+		if ((s->flags & ORBIT_LOCK_SLOT_F_FREE_ON_DEATH) && !s->holder_gen)
+			FAIL("slot %u: FREE_ON_DEATH with member generation 0 (no tenure)", i);
 		for (uint32_t p = home_of(l, s->hash); p != i; p = (p + 1) & l->mask)
 			if (slot_state(&l->slots[p]) == ORBIT_LOCK_SLOT_EMPTY)
 				FAIL("slot %u: unreachable (EMPTY at %u on its path)", i, p);
@@ -1736,12 +1807,116 @@ uint64_t orbit__lock_repairs(const orbit_lock_t *l)
 	return atomic_load_explicit(&l->hdr->repairs, memory_order_relaxed);
 }
 
+void orbit__lock_set_member(orbit_lock_t *l, int row, uint32_t generation)
+{
+	uint64_t m = row >= 0 && generation ? (uint64_t)generation << 32 | ((uint32_t)row + 1u) : 0;
+
+	if (orbit__lock_is_shm(l)) /* relaxed: see struct orbit_lock */
+		atomic_store_explicit(&l->member, m, memory_order_relaxed);
+}
+
+void orbit__lock_clear_member(orbit_lock_t *l, int row, uint32_t generation)
+{
+	uint64_t m = row >= 0 && generation ? (uint64_t)generation << 32 | ((uint32_t)row + 1u) : 0;
+
+	/* relaxed: see struct orbit_lock; fails when another tenure is named */
+	if (l && m)
+		atomic_compare_exchange_strong_explicit(&l->member, &m, 0, memory_order_relaxed,
+							memory_order_relaxed);
+}
+
+/* A FREE_ON_DEATH entry seen without the serializer, to be freed if still the same. */
+struct dead_cand {
+	uint32_t idx;
+	uint64_t token;
+};
+
+#define DEAD_BATCH 32u
+
+/*
+ * One consistent copy of slot @i: is it a FREE_ON_DEATH entry whose
+ * holder the kernel proves gone? Without the serializer (the proofs make
+ * syscalls); a slot being rewritten is skipped (the next sweep sees it).
+ */
+static bool dead_holder(orbit_lock_t *l, orbit_members_t *m, uint32_t i, struct dead_cand *c)
+{
+	const struct orbit_lock_slot *s = &l->slots[i];
+	struct orbit_lock_entry e;
+	struct meta mt;
+	uint32_t seq, row, gen;
+	uint64_t w;
+
+	if (read_meta(s, &mt, &seq) || mt.state != ORBIT_LOCK_SLOT_OCCUPIED ||
+	    !meta_valid(mt.state, mt.ns_len, mt.label_len, mt.owner_len))
+		return false;
+	w = word_load(s, SLOT_W_MEMBER); /* checked by read_entry()'s seq re-check */
+	if (read_entry(s, &mt, seq, i, &e) || !(e.flags & ORBIT_LOCK_SLOT_F_FREE_ON_DEATH))
+		return false;
+	memcpy(&row, (uint8_t *)&w + offsetof(struct orbit_lock_slot, holder_row) - 8 * SLOT_W_MEMBER,
+	       4);
+	memcpy(&gen, (uint8_t *)&w + offsetof(struct orbit_lock_slot, holder_gen) - 8 * SLOT_W_MEMBER,
+	       4);
+	/*
+	 * Both proofs, each stable once true: the member tenure is over (its
+	 * row's OFD lock is free or the row has a newer generation: a tenure
+	 * never comes back) and the process is gone (a pidfs inode or a start
+	 * time never names a running process again). The tenure alone would
+	 * free a live holder whose agent stopped (left its row); the process
+	 * alone would trust a pid of another pid namespace. Errors (-EINVAL: a
+	 * row out of range; -EMFILE, ...) answer "not proved": the TTL decides.
+	 */
+	if (orbit__members_is_alive_gen(m, row, gen) != 0 || orbit_lock_holder_alive(&e) != 0)
+		return false;
+	c->idx = i;
+	c->token = e.token;
+	return true;
+}
+
+int orbit__lock_free_dead(orbit_lock_t *l, orbit_members_t *m)
+{
+	struct dead_cand c[DEAD_BATCH];
+	uint32_t i = 0, n;
+	int rc, freed = 0;
+
+	if (!orbit__lock_is_shm(l))
+		return -EINVAL;
+	rc = check_mutator(l);
+	if (rc)
+		return rc;
+	if (!m)
+		return -EINVAL;
+	while (i < l->nslots) {
+		for (n = 0; i < l->nslots && n < DEAD_BATCH; i++)
+			n += dead_holder(l, m, i, &c[n]);
+		if (!n)
+			continue;
+		rc = enter(l);
+		if (rc)
+			return freed ? freed : rc;
+		for (uint32_t k = 0; k < n; k++) {
+			const struct orbit_lock_slot *s = &l->slots[c[k].idx];
+
+			/* the same tenure still: a token names one acquisition */
+			if (slot_state(s) != ORBIT_LOCK_SLOT_OCCUPIED || !slot_valid(s) ||
+			    s->token != c[k].token || !(s->flags & ORBIT_LOCK_SLOT_F_FREE_ON_DEATH))
+				continue;
+			reclaim_as(l, c[k].idx, ST_DEAD_FREED);
+			freed++;
+		}
+		/* entries may move: one the scan passes waits for the next sweep */
+		maybe_compact(l);
+		leave(l);
+	}
+	return freed;
+}
+
 /* The SHM table as an orbit-lock backend (base/lock_backend.h). */
 const struct orbit__lock_ops orbit__lock_shm_ops = {
 	.name = "shm",
 	.guard_fork = false, /* its own rule: mutations -ECHILD, lookups work */
 	.close = orbit__lock_shm_close,
 	.try_acquire = orbit__lock_shm_try_acquire,
+	.try_acquire_flags = orbit__lock_shm_try_acquire_flags,
 	.renew = orbit__lock_shm_renew,
 	.release = orbit__lock_shm_release,
 	.force_release = orbit__lock_shm_force_release,

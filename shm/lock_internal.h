@@ -31,6 +31,9 @@ void orbit__lock_shm_close(orbit_lock_t *lock);
 int orbit__lock_shm_try_acquire(orbit_lock_t *lock, const orbit_lock_key_t *key,
 				const orbit_lock_owner_t *owner, uint64_t ttl_ns,
 				struct orbit_lock_lease *lease, struct orbit_lock_entry *holder);
+int orbit__lock_shm_try_acquire_flags(orbit_lock_t *lock, const orbit_lock_key_t *key,
+				      const orbit_lock_owner_t *owner, uint64_t ttl_ns, uint32_t flags,
+				      struct orbit_lock_lease *lease, struct orbit_lock_entry *holder);
 int orbit__lock_shm_renew(orbit_lock_t *lock, const orbit_lock_key_t *key,
 			  const orbit_lock_owner_t *owner, uint64_t token, uint64_t ttl_ns,
 			  struct orbit_lock_lease *lease);
@@ -161,5 +164,45 @@ uint64_t orbit__lock_repairs(const orbit_lock_t *lock);
 
 /* The hash of a key as the table stores it (tests place keys by it). */
 uint64_t orbit__lock_hash(const orbit_lock_key_t *key);
+
+struct orbit_members;
+
+/*
+ * orbit__lock_set_member - the member tenure (row, generation of the
+ * member directory) that ORBIT_LOCK_FREE_ON_DEATH acquisitions through
+ * @lock record; @row < 0 (or generation 0): none, such acquisitions are
+ * -EINVAL. The agent sets it at start (after its join) and clears it at
+ * stop (before it leaves its row: orbit__lock_clear_member()); a handle
+ * serves one agent (a second one is -EBUSY). NULL @lock is a no-op.
+ * Context: any thread; one relaxed store (an acquisition racing it
+ * records the old or the new tenure, both this process's).
+ */
+void orbit__lock_set_member(orbit_lock_t *lock, int row, uint32_t generation);
+
+/*
+ * orbit__lock_clear_member - forget the tenure (@row, @generation) if it
+ * is still the one @lock names (another agent's, set later on the same
+ * handle, stays). Context: any thread; one relaxed CAS.
+ */
+void orbit__lock_clear_member(orbit_lock_t *lock, int row, uint32_t generation);
+
+/*
+ * orbit__lock_free_dead - free every ORBIT_LOCK_FREE_ON_DEATH entry whose
+ * holder the kernel proves gone: its member tenure over in @members
+ * (orbit__members_is_alive_gen() == 0: the row's OFD lock free, or a newer
+ * generation) AND its process gone (orbit_lock_holder_alive() == 0). Each
+ * is freed like an expired entry (a RECLAIM frame, then the commit;
+ * stats.dead_freed); tokens are untouched. The proofs run without the
+ * serializer, on consistent slot copies; the serializer is then taken once
+ * per batch of 32 candidates and an entry is freed only if its slot still
+ * holds the same token. Entries of live holders (stopped ones too), plain
+ * TTL entries, slots being rewritten and any proof that errs are left.
+ * Context: the agent thread (any thread of the opener); syscalls (fcntl,
+ * pidfd_open, fstat, poll per flagged entry), the serializer as a mutation.
+ * Returns the number freed (>= 0); -EINVAL (NULL); -EROFS, -ECHILD;
+ * -EAGAIN and the serializer errors of try_acquire (when none was freed
+ * yet; else the count so far).
+ */
+int orbit__lock_free_dead(orbit_lock_t *lock, struct orbit_members *members);
 
 #endif /* ORBIT_SHM_LOCK_INTERNAL_H */

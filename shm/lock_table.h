@@ -28,6 +28,12 @@
  *   token, pid, ...   (relaxed atomic     (relaxed atomic   seq re-check and retried
  *                     64-bit words)       64-bit words)
  *   slot.deadline_ns  M (renew in place)  lookup            atomic u64: old or new
+ *   slot.flags,       M under seq odd,    lookup copy,      part of the slot image (words
+ *   holder_row/gen    with the rest       the agent's       2 and 7): torn copies are
+ *                     (slot_write)        dead-holder sweep  caught by the seq re-check;
+ *                                         (orbit__lock_free_dead) unknown flag bits or a
+ *                                                           member word without the flag
+ *                                                           fail orbit__lock_table_check
  * Every length and index read from here is validated before use (lengths
  * against ORBIT_LOCK_BYTES_MAX, the slot count against the mapping).
  */
@@ -41,7 +47,7 @@
 
 #include <orbit/lock.h>
 
-#define ORBIT_LOCK_TABLE_VERSION 2u /* 2: slot.holder_pidfs_ino */
+#define ORBIT_LOCK_TABLE_VERSION 3u /* 2: slot.holder_pidfs_ino; 3: flags, holder_row/gen */
 #define ORBIT_LOCK_TABLE_MAGIC 0x4c4254544b434f4cull /* "LOCKTTBL" little-endian */
 
 enum orbit_lock_slot_state {
@@ -77,6 +83,16 @@ struct orbit_lock_table_hdr {
 
 #define ORBIT_LOCK_SLOT_META_BYTES 64u
 
+/*
+ * slot.flags: the lease flags of the acquisition (orbit/lock.h). FREE_ON_DEATH
+ * (= ORBIT_LOCK_FREE_ON_DEATH) says holder_row/holder_gen name the holder's
+ * member tenure (shm/members.h) and that an agent frees the entry as soon as
+ * the member directory proves that tenure over and the holder process gone.
+ * Without it holder_row and holder_gen are 0.
+ */
+#define ORBIT_LOCK_SLOT_F_FREE_ON_DEATH 0x1u
+#define ORBIT_LOCK_SLOT_F_KNOWN 0x1u
+
 /* One slot: 1,024 bytes, cache-line aligned. */
 struct orbit_lock_slot {
 	_Atomic uint32_t seq;         /* odd while being written */
@@ -85,13 +101,14 @@ struct orbit_lock_slot {
 	uint16_t ns_len;
 	uint16_t label_len;
 	uint16_t owner_len;
-	uint16_t pad16;
+	uint16_t flags;               /* ORBIT_LOCK_SLOT_F_* of the acquisition */
 	uint32_t holder_pid;
 	uint64_t token;
 	_Atomic uint64_t deadline_ns; /* CLOCK_MONOTONIC absolute */
 	uint64_t holder_start_ticks;  /* /proc/<pid>/stat field 22 */
 	uint64_t holder_pidfs_ino;    /* the holder's pidfs inode (0: no pidfs) */
-	uint8_t pad[8];
+	uint32_t holder_row;          /* FREE_ON_DEATH: the holder's member row (else 0) */
+	uint32_t holder_gen;          /* FREE_ON_DEATH: that row's generation (else 0) */
 	uint8_t bytes[ORBIT_LOCK_BYTES_MAX]; /* ns | label | owner */
 };
 
@@ -101,6 +118,7 @@ _Static_assert(sizeof(pthread_mutex_t) <= 128, "mutex fits");
 _Static_assert(sizeof(struct orbit_lock_table_hdr) == 512, "table header size");
 _Static_assert(offsetof(struct orbit_lock_slot, bytes) == ORBIT_LOCK_SLOT_META_BYTES, "slot meta");
 _Static_assert(offsetof(struct orbit_lock_slot, holder_pidfs_ino) == 48, "pidfs word");
+_Static_assert(offsetof(struct orbit_lock_slot, holder_row) == 56, "member word");
 _Static_assert(sizeof(struct orbit_lock_slot) == 1024, "slot size");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
 	       "SHM atomics must be lock-free (address-free)");

@@ -1657,36 +1657,67 @@ static bool lane_ready(orbit_spotq_host_t *h, uint32_t lane, bool *stalled)
 	return true;
 }
 
-int orbit__spotq_host_wait(orbit_spotq_host_t *h, int64_t timeout_ns, uint32_t wake_class)
+uint32_t orbit__spotq_host_seq(const orbit_spotq_host_t *h)
+{
+	/* DB-A1 inside: acquire, what a ring published before this value is visible */
+	return h ? orbit__doorbell_seq(&h->q->shm->rec_db) : 0;
+}
+
+int orbit__spotq_host_wait_seq(orbit_spotq_host_t *h, uint32_t seen, uint32_t lanes,
+			       int64_t timeout_ns, uint32_t wake_class)
 {
 	struct orbit_doorbell *db;
 	bool stalled = false;
-	uint32_t seen, bit = wake_class ? wake_class : ORBIT_DOORBELL_SHARED;
+	uint32_t bit = wake_class ? wake_class : ORBIT_DOORBELL_SHARED;
 	int r = host_check(h, 0);
 
 	if (r < 0)
 		return r;
+	if (lanes & ~((1u << ORBIT_SPOTQ_LANES) - 1u))
+		return -EINVAL;
 	db = &h->q->shm->rec_db;
-	seen = orbit__doorbell_seq(db);
-	/* SQ-D1: announce, fence, re-check both lanes; pairs with SQ-F1 in submit() */
+	/*
+	 * SQ-D1: announce, fence, re-check the lanes; pairs with SQ-F1 in
+	 * submit(). A producer that committed before our announce is seen by
+	 * the re-check; one that commits after it reads our bit and rings,
+	 * which moves seq past @seen (read by the caller before it last looked
+	 * at the lanes and at its own wake sources): the futex wait returns at
+	 * once. A ring between the caller's @seen and now also ends it.
+	 */
 	atomic_fetch_or_explicit(&db->sleeping, bit, memory_order_seq_cst);
 	atomic_thread_fence(memory_order_seq_cst);
 	for (uint32_t l = 0; l < ORBIT_SPOTQ_LANES; l++) {
-		if (lane_ready(h, l, &stalled)) {
-			/* A row's own class is ours alone: take the bit back (no spare wake
-			 * while awake). The shared class may have other sleepers: keep it. */
-			if (bit != ORBIT_DOORBELL_SHARED)
-				atomic_fetch_and_explicit(&db->sleeping, ~bit,
-							  memory_order_relaxed);
-			return 0;
+		if ((lanes & (1u << l)) && lane_ready(h, l, &stalled)) {
+			r = 1;
+			goto awake;
 		}
 	}
 	if (stalled && (timeout_ns < 0 || timeout_ns > STALL_POLL_NS))
 		timeout_ns = STALL_POLL_NS; /* poll the in-progress record's producer */
 	r = orbit__doorbell_wait_class(db, seen, timeout_ns, bit);
 	if (r == -ETIMEDOUT && stalled)
-		return 0; /* time to look at the stalled record again */
+		r = 0; /* time to look at the stalled record again */
+awake:
+	/*
+	 * Awake: a row's own class is ours alone, take the bit back so that
+	 * producers make no syscall while we work (the caller announces again
+	 * before it sleeps). The shared class may have other sleepers: keep it.
+	 * Relaxed: only our own next announce (seq_cst) must order after it.
+	 */
+	if (bit != ORBIT_DOORBELL_SHARED)
+		atomic_fetch_and_explicit(&db->sleeping, ~bit, memory_order_relaxed);
 	return r;
+}
+
+int orbit__spotq_host_wait(orbit_spotq_host_t *h, int64_t timeout_ns, uint32_t wake_class)
+{
+	int r = host_check(h, 0);
+
+	if (r < 0)
+		return r;
+	r = orbit__spotq_host_wait_seq(h, orbit__spotq_host_seq(h), (1u << ORBIT_SPOTQ_LANES) - 1u,
+				       timeout_ns, wake_class);
+	return r > 0 ? 0 : r;
 }
 
 /* ---- counters and checker ---- */

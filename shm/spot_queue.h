@@ -466,7 +466,9 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane);
 
 /*
  * orbit__spotq_host_wait - sleep on the records doorbell until a record
- * may be ready, or @timeout_ns (< 0: none). Dekker protocol (SQ-D1/SQ-F1):
+ * may be ready, or @timeout_ns (< 0: none): orbit__spotq_host_wait_seq()
+ * with a sequence read on entry and both lanes (so only the lanes, not
+ * the caller's other wake sources, are covered). Dekker protocol (SQ-D1/SQ-F1):
  * the host announces itself, re-checks both lanes, then sleeps; producers
  * ring only when it announced. While a record is being written the sleep
  * is cut to the time left of its unblock bound (polling at most every
@@ -476,6 +478,41 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane);
  * -ORBIT_EFENCED, -ECHILD.
  */
 int orbit__spotq_host_wait(orbit_spotq_host_t *h, int64_t timeout_ns, uint32_t wake_class);
+
+/*
+ * orbit__spotq_host_seq - the records doorbell's sequence now. A host
+ * thread reads it BEFORE it looks at what can wake it (take() of the
+ * lanes, its own completion queue, its stop flag) and passes it to
+ * orbit__spotq_host_wait_seq(): any ring or kick after this read ends
+ * that wait at once. Context: any thread; one acquire load (DB-A1). NULL:
+ * 0.
+ */
+uint32_t orbit__spotq_host_seq(const orbit_spotq_host_t *h);
+
+/*
+ * orbit__spotq_host_wait_seq - sleep on the records doorbell unless
+ * something happened since the caller's @seen (orbit__spotq_host_seq(),
+ * read before the caller last looked): announce in the doorbell's
+ * sleeping word (class @wake_class), fence, re-check the lanes in @lanes
+ * (bit l = lane l: the lanes the caller will take from next; a lane whose
+ * head record the caller holds refused is left out), then FUTEX_WAIT on
+ * seq == @seen (SQ-D1, pairs with SQ-F1 of submit(); the kernel compares
+ * seq again under its bucket lock). No wake is lost: a producer that
+ * committed before the announce is seen by the re-check, one after it
+ * rings (seq moves), and a kick (a worker, stop, the death watcher) after
+ * @seen moved seq too. While a record in @lanes is being written the sleep
+ * is cut to its stall poll (10 ms). Awake again, a row's own class bit is
+ * taken back (producers then ring no syscall while the host works).
+ * @wake_class: orbit__doorbell_bit(host row), or 0 for the shared class.
+ * Context: the host's thread; blocks (FUTEX_WAIT_BITSET) unless a lane is
+ * ready or seq moved. Returns 1 (a lane in @lanes has a record or an
+ * aborted or corrupt slot at the cursor: not slept), 0 (woken: seq moved
+ * past @seen, or the stall poll ended), -ETIMEDOUT, -EINTR,
+ * -ORBIT_EFENCED, -EINVAL (NULL, or a bit above the lanes in @lanes),
+ * -ECHILD.
+ */
+int orbit__spotq_host_wait_seq(orbit_spotq_host_t *h, uint32_t seen, uint32_t lanes,
+			       int64_t timeout_ns, uint32_t wake_class);
 
 /* Ring the records doorbell (the agent's death watcher: a producer died). */
 void orbit__spotq_kick(orbit_spotq_t *q);

@@ -28,8 +28,12 @@
  *   process that can map the segment can present any owner bytes, and
  *   orbit_lock_force_release() removes any holder.
  * - A holder killed while holding keeps its key until the TTL passes
- *   (the table cannot tell a dead holder from a paused one); the next
- *   owner gets a larger token. orbit_lock_holder_alive() tells orbitctl
+ *   (the table cannot tell a dead holder from a paused one), unless it
+ *   took the key with ORBIT_LOCK_FREE_ON_DEATH (orbit_lock_try_acquire_with):
+ *   then a running agent of another fleet member frees it as soon as the
+ *   member directory proves the holder dead (milliseconds, see
+ *   doc/orbit-lock.md "Leases freed on the holder's death"). Either way
+ *   the next owner gets a larger token. orbit_lock_holder_alive() tells orbitctl
  *   whether the recorded pid still runs the same process: by its pidfs
  *   inode, which a reused pid never has (Linux 6.9+). On an older kernel
  *   it falls back to the /proc start time, which a pid reused within
@@ -291,6 +295,7 @@ struct orbit_lock_entry {
 	uint32_t holder_pid;
 	uint32_t slot_idx;
 	uint16_t ns_len, label_len, owner_len;
+	uint16_t flags;              /* the acquisition's ORBIT_LOCK_FREE_ON_DEATH, 0 else */
 	bool expired;                /* deadline passed (only snapshots report these) */
 	uint8_t bytes[ORBIT_LOCK_BYTES_MAX]; /* ns, then label, then owner */
 };
@@ -310,6 +315,7 @@ struct orbit_lock_stats {
 	uint64_t lookups;
 	uint64_t corrupt_slots;                 /* slots that failed validation */
 	uint64_t repairs;                       /* crashed-holder repairs this handle ran */
+	uint64_t dead_freed;                    /* FREE_ON_DEATH entries of dead holders freed */
 };
 
 /**
@@ -438,6 +444,62 @@ ORBIT_API int orbit_lock_unlink(const struct orbit_lock_options *opts);
 ORBIT_API int orbit_lock_try_acquire(orbit_lock_t *lock, const orbit_lock_key_t *key,
 				     const orbit_lock_owner_t *owner, uint64_t ttl_ns,
 				     struct orbit_lock_lease *lease, struct orbit_lock_entry *holder);
+
+/*
+ * Lease flags of orbit_lock_try_acquire_with() (struct
+ * orbit_lock_acquire_options.flags), recorded in the entry (entry.flags).
+ *
+ * ORBIT_LOCK_FREE_ON_DEATH: release when the holder is proved dead. The
+ * handle must be the lock of a running agent (orbit_agent_options.lock):
+ * the entry records that agent's member tenure (row and generation of the
+ * member directory). As soon as the kernel proves the holder gone - its
+ * member row's OFD lock is free (or the row has a newer generation) AND
+ * its process is gone (its pidfs inode, or on kernels before 6.9 its
+ * /proc start time, no longer names a running process) - the agent of
+ * any other member with a writable lock handle frees the entry: at once
+ * when its death watcher sees the holder's pidfd fire, else at its next
+ * stats period (250 ms by default). The frame published is
+ * ORBIT_TRANSITION_RECLAIM, as for an expired entry: the lease ended
+ * without its holder. A holder that is alive - stopped (SIGSTOP), or
+ * whose agent stopped - is never freed this way: its TTL still runs as
+ * for any entry. Tokens are unchanged: the next owner gets a larger one.
+ */
+#define ORBIT_LOCK_FREE_ON_DEATH 0x1u
+
+/* Options of orbit_lock_try_acquire_with(); size-carrying (orbit/common.h); 0: default. */
+struct orbit_lock_acquire_options {
+	size_t size;    /* sizeof(struct orbit_lock_acquire_options) */
+	uint32_t flags; /* ORBIT_LOCK_FREE_ON_DEATH or 0 (0: a plain TTL lease) */
+};
+
+/**
+ * orbit_lock_acquire_options_init - fill @o with the defaults: size set,
+ * flags 0 (a plain TTL lease, as orbit_lock_try_acquire()). NULL is a no-op.
+ * Context: any thread; no syscall. Returns nothing.
+ */
+ORBIT_API void orbit_lock_acquire_options_init(struct orbit_lock_acquire_options *o);
+
+/**
+ * orbit_lock_try_acquire_with - orbit_lock_try_acquire() with options.
+ * @opts: NULL, or options (size set, see orbit_lock_acquire_options_init());
+ *        NULL or flags 0 is exactly orbit_lock_try_acquire().
+ *
+ * Context: as orbit_lock_try_acquire(); with ORBIT_LOCK_FREE_ON_DEATH no
+ * further syscall (the member tenure was recorded at the agent's start).
+ * Returns: the codes of orbit_lock_try_acquire(), and -EINVAL also for
+ * @opts with size 0 or a flag this build does not know, and for
+ * ORBIT_LOCK_FREE_ON_DEATH on a handle no running agent of this process
+ * was started with (orbit_agent_options.lock; after orbit_agent_stop()
+ * too); -E2BIG for @opts larger than this build's with a non-zero
+ * unknown tail; -EOPNOTSUPP for a lease flag on a backend without lease
+ * flags (etcd: its leases end with the etcd lease's TTL only). On any
+ * error nothing changed.
+ */
+ORBIT_API int orbit_lock_try_acquire_with(orbit_lock_t *lock, const orbit_lock_key_t *key,
+					  const orbit_lock_owner_t *owner, uint64_t ttl_ns,
+					  const struct orbit_lock_acquire_options *opts,
+					  struct orbit_lock_lease *lease,
+					  struct orbit_lock_entry *holder);
 
 /**
  * orbit_lock_renew - move the deadline of a live entry to now + @ttl_ns,

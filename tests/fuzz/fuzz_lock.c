@@ -16,7 +16,13 @@
  *   - the mutators (they read the slots too): try_acquire -> 0, -EBUSY or
  *     -ENOSPC; after a 0 a lookup of that key answers 0 with our owner and
  *     token, or -EAGAIN (a scribbled odd seq on its path); renew, release
- *     and force_release -> their documented codes.
+ *     and force_release -> their documented codes;
+ *   - the agent's dead-holder sweep (orbit__lock_free_dead, with a member
+ *     directory of the fuzz fleet): a count >= 0 or -EAGAIN; scribbled
+ *     flags and member words (rows out of range, garbage pids) are only
+ *     ever proofs that fail or an entry freed, never a crash.
+ * One seed entry carries ORBIT_LOCK_FREE_ON_DEATH (a member tenure set on
+ * the handle by orbit__lock_set_member(), as an agent does).
  * The scribbled robust mutex of the FUTEX serializer is out of scope here
  * (a known limit, README "Caveats"); see doc/threat-model.md.
  */
@@ -24,6 +30,7 @@
 
 #include "fuzz.h"
 #include "shm/lock_internal.h"
+#include "shm/members.h"
 
 #define SLOTS 8u
 #define BODY_BYTES (sizeof(struct orbit_lock_table_hdr) + SLOTS * sizeof(struct orbit_lock_slot))
@@ -34,6 +41,7 @@ const size_t orbit_fuzz_max_len = BODY_BYTES;
 static char fleet[64];
 static struct orbit_lock_layout layout;
 static orbit_lock_t *rw, *ro;
+static orbit_members_t *members; /* the fuzz fleet's directory, for the sweep */
 static uint8_t *body; /* rw's mapping, past the segment header */
 
 static const struct { const char *ns, *label, *owner; } keys[] = {
@@ -63,6 +71,8 @@ static void cleanup(void)
 	orbit_lock_close(ro);
 	orbit_lock_close(rw);
 	orbit_lock_unlink(&o);
+	orbit__members_close(members);
+	orbit__members_unlink(fleet);
 }
 
 static void setup(void)
@@ -77,14 +87,21 @@ static void setup(void)
 	FUZZ_SETUP(orbit_lock_open(&o, &rw));
 	o = opts(true);
 	FUZZ_SETUP(orbit_lock_open(&o, &ro));
+	orbit__members_unlink(fleet);
+	FUZZ_SETUP(orbit__members_open(&members, fleet, 0, NULL));
 	atexit(cleanup);
+	orbit__lock_set_member(rw, 3, 7); /* no such member: a dead tenure */
 	body = (uint8_t *)orbit__lock_seg(rw)->base + ORBIT_SEG_HEADER_BYTES;
 	/* Seeds: the bytes real mutators leave (entries, a tombstone, an expired one). */
 	for (unsigned i = 0; i < NKEYS; i++) {
 		orbit_lock_key_t k = key_of(i);
 		orbit_lock_owner_t ow = { keys[i].owner, strlen(keys[i].owner) };
 
-		FUZZ_SETUP(orbit_lock_try_acquire(rw, &k, &ow, i == 2 ? 1 : 3600000000000ull, NULL, NULL));
+		struct orbit_lock_acquire_options ao = { .size = sizeof(ao),
+							 .flags = i == 1 ? ORBIT_LOCK_FREE_ON_DEATH : 0 };
+
+		FUZZ_SETUP(orbit_lock_try_acquire_with(rw, &k, &ow, i == 2 ? 1 : 3600000000000ull, &ao,
+						       NULL, NULL));
 	}
 	orbit_lock_key_t k = key_of(4);
 	orbit_lock_owner_t ow = { keys[4].owner, strlen(keys[4].owner) };
@@ -201,6 +218,8 @@ static void mutators(const uint8_t *data, size_t size)
 	FUZZ_CHECK(fuzz_rc_in(rc, 3, 0, -ENOENT, -EPERM), "release %d", rc);
 	rc = orbit_lock_force_release(rw, &other);
 	FUZZ_CHECK(rc == 0 || rc == -ENOENT, "force_release %d", rc);
+	rc = orbit__lock_free_dead(rw, members);
+	FUZZ_CHECK(rc >= 0 || rc == -EAGAIN, "free_dead %d", rc);
 	/* what the mutators left is again a table a reader must survive */
 	lookups();
 }

@@ -27,6 +27,7 @@
 #include <urcu/urcu-memb.h>
 #include "agent/fleet_internal.h"
 #include "shm/crashpoint.h"
+#include "shm/lock_internal.h"
 #include "shm/members.h"
 #include "shm/ring.h"
 
@@ -1663,6 +1664,219 @@ static void test_agent_refuses_lock_of_another_fleet(void **state)
 	orbit_lock_unlink(&lo);
 }
 
+/* ---- issue 11: ORBIT_LOCK_FREE_ON_DEATH ---- */
+
+static uint64_t fod_ttl_ns;  /* the flagged lease's TTL (set before the fork) */
+static bool fod_stop_agent;  /* the holder stops its agent after acquiring */
+
+/*
+ * Takes "fod" with ORBIT_LOCK_FREE_ON_DEATH (fod_ttl_ns) and "plain"
+ * without (30 s), reports both tokens, optionally stops its agent (the
+ * process stays alive: its member row is LEFT), reports 's', and waits to
+ * be killed or stopped.
+ */
+static int fod_holder_child(int go, int report)
+{
+	orbit_lock_key_t kf = orbit_lock_key(test_ns, "fod", 3);
+	orbit_lock_key_t kp = orbit_lock_key(test_ns, "plain", 5);
+	orbit_lock_owner_t owner = { "fod-holder", 10 };
+	struct orbit_lock_acquire_options ao;
+	struct orbit_lock_lease lf, lp;
+	orbit_lock_t *lock;
+	orbit_agent_t *a;
+	uint64_t tok[2];
+
+	if (wait_byte(go) < 0)
+		return 1;
+	lock = open_lock();
+	a = lock ? start_agent("fod-holder", lock) : NULL;
+	if (!a)
+		return 2;
+	orbit_lock_acquire_options_init(&ao);
+	ao.flags = ORBIT_LOCK_FREE_ON_DEATH;
+	if (orbit_lock_try_acquire_with(lock, &kf, &owner, fod_ttl_ns, &ao, &lf, NULL) ||
+	    orbit_lock_try_acquire(lock, &kp, &owner, 30 * 1000000000ull, &lp, NULL))
+		return 3;
+	tok[0] = lf.token;
+	tok[1] = lp.token;
+	if (write(report, tok, sizeof(tok)) != sizeof(tok))
+		return 4;
+	if (fod_stop_agent)
+		orbit_agent_stop(a);
+	send_byte(report, 's');
+	wait_byte(go); /* until killed, or the pipe closes */
+	if (!fod_stop_agent)
+		orbit_agent_stop(a);
+	orbit_lock_close(lock);
+	return 0;
+}
+
+/* The parent's agent on @lock, with a tick and stats period of @ms each. */
+static orbit_agent_t *start_agent_period(orbit_lock_t *lock, uint32_t ms)
+{
+	struct orbit_agent_options o = { .size = sizeof(o), .fleet = fleet, .name = "watcher",
+					 .lock = lock, .tick_ms = ms, .stats_ms = ms };
+	orbit_agent_t *a = NULL;
+
+	return orbit_agent_start(&o, &a) == 0 ? a : NULL;
+}
+
+/* Start the holder (forked before our agent starts) and read its two tokens. */
+static struct child fod_start(uint64_t tok[2])
+{
+	struct child c = spawn(fod_holder_child);
+
+	assert_true(c.pid > 0);
+	send_byte(c.go, 'g');
+	assert_int_equal(read(c.report, tok, 2 * sizeof(uint64_t)), 2 * sizeof(uint64_t));
+	assert_int_equal(wait_byte(c.report), 's');
+	return c;
+}
+
+/*
+ * Issue 11: a SIGKILLed holder's ORBIT_LOCK_FREE_ON_DEATH lease (TTL 30 s)
+ * is free within 200 ms - freed by the death watcher of another member's
+ * agent, whose tick and stats period (5 s) cannot do it - with a RECLAIM
+ * frame carrying its token, while the holder's plain lease (TTL 30 s) is
+ * still held; the next owner's token is larger than both; the table
+ * checker passes.
+ */
+static void test_lock_free_on_death_killed_holder_freed_at_once_plain_kept(void **state)
+{
+	orbit_lock_key_t kf = orbit_lock_key(test_ns, "fod", 3);
+	orbit_lock_key_t kp = orbit_lock_key(test_ns, "plain", 5);
+	orbit_lock_owner_t me = { "next", 4 };
+	struct orbit_transition_event *ev = malloc(sizeof(*ev));
+	orbit_transition_reader_t *r;
+	struct orbit_lock_lease next;
+	struct orbit_lock_stats st;
+	struct orbit_lock_entry e;
+	orbit_lock_t *lock;
+	orbit_agent_t *a;
+	uint64_t tok[2], t0, took;
+	struct child c;
+	char why[160];
+	int rc;
+
+	(void)state;
+	assert_non_null(ev);
+	fod_ttl_ns = 30 * 1000000000ull;
+	fod_stop_agent = false;
+	lock = open_lock();
+	assert_non_null(lock);
+	c = fod_start(tok);
+	a = start_agent_period(lock, 5000);
+	assert_non_null(a);
+	assert_int_equal(orbit_agent_reader_open(a, &r), 0);
+	/* our agent watches the holder's pidfd (then at once its epoll registration) */
+	for (uint64_t end = orbit_test_now_ns() + 5000000000ull; !holds_pidfd_of(c.pid);) {
+		assert_true(orbit_test_now_ns() < end);
+		usleep(1000);
+	}
+	usleep(2000);
+	assert_int_equal(orbit_lock_lookup(lock, &kf, &e), 0);
+	assert_int_equal(e.flags, ORBIT_LOCK_FREE_ON_DEATH);
+	assert_int_equal(e.token, tok[0]);
+	assert_int_equal(orbit_lock_lookup(lock, &kp, &e), 0);
+	assert_int_equal(e.flags, 0);
+
+	t0 = orbit_test_now_ns();
+	kill(c.pid, SIGKILL);
+	for (;;) {
+		rc = orbit_lock_lookup(lock, &kf, &e);
+		took = orbit_test_now_ns() - t0;
+		if (rc == -ENOENT || took > 2000000000ull)
+			break;
+		usleep(200);
+	}
+	fprintf(stderr, "# FREE_ON_DEATH lease (TTL 30 s) freed %.2f ms after SIGKILL\n",
+		(double)took / 1e6);
+	assert_int_equal(rc, -ENOENT);
+	assert_true(took < 200000000ull);
+	/* the unflagged lease of the same dead holder: untouched, TTL as before */
+	assert_int_equal(orbit_lock_lookup(lock, &kp, &e), 0);
+	assert_int_equal(e.token, tok[1]);
+	assert_false(e.expired);
+	assert_int_equal(orbit_lock_stats(lock, &st), 0);
+	assert_int_equal(st.dead_freed, 1);
+	/* the ring says RECLAIM (the lease ended without its holder), with its token */
+	assert_int_equal(count_frames(r, ev, ORBIT_TRANSITION_RECLAIM, tok[0]), 1);
+	/* tokens still only increase */
+	assert_int_equal(orbit_lock_try_acquire(lock, &kf, &me, 1000000000ull, &next, NULL), 0);
+	assert_true(next.token > tok[0] && next.token > tok[1]);
+	assert_int_equal(orbit__lock_table_check(lock, why, sizeof(why)), 0);
+	reap(&c, 2000);
+	orbit_transition_reader_close(r);
+	orbit_agent_stop(a);
+	orbit_lock_close(lock);
+	free(ev);
+}
+
+/*
+ * Issue 11: a holder that is alive keeps its ORBIT_LOCK_FREE_ON_DEATH lease
+ * until the TTL: SIGSTOPped (its member row and process both alive), and
+ * with its agent stopped (its row LEFT, the process alive). The parent's
+ * agent sweeps every 5 ms meanwhile. Past the TTL the lease expires as any.
+ */
+static void fod_alive_keeps_lease(bool stop_agent)
+{
+	orbit_lock_key_t kf = orbit_lock_key(test_ns, "fod", 3);
+	const uint64_t ttl = 1500000000ull;
+	struct orbit_lock_entry e;
+	orbit_lock_t *lock;
+	orbit_agent_t *a;
+	uint64_t tok[2], t0, gone_ns;
+	bool held = true;
+	struct child c;
+
+	fod_ttl_ns = ttl;
+	fod_stop_agent = stop_agent;
+	lock = open_lock();
+	assert_non_null(lock);
+	c = spawn(fod_holder_child);
+	assert_true(c.pid > 0);
+	a = start_agent_period(lock, 5);
+	assert_non_null(a);
+	send_byte(c.go, 'g');
+	assert_int_equal(read(c.report, tok, sizeof(tok)), sizeof(tok));
+	t0 = orbit_test_now_ns(); /* after its acquire */
+	assert_int_equal(wait_byte(c.report), 's');
+	if (!stop_agent)
+		kill(c.pid, SIGSTOP);
+	/* held through many sweeps, up to 300 ms before its deadline */
+	while (held && orbit_test_now_ns() - t0 < ttl - 300000000ull) {
+		held = orbit_lock_lookup(lock, &kf, &e) == 0 && e.token == tok[0];
+		usleep(20000);
+	}
+	gone_ns = orbit_test_now_ns() - t0;
+	/* then the TTL frees it */
+	while (held && orbit_lock_lookup(lock, &kf, &e) == 0 &&
+	       orbit_test_now_ns() - t0 < ttl + 1000000000ull)
+		usleep(5000);
+	gone_ns = held ? orbit_test_now_ns() - t0 : gone_ns;
+	kill(c.pid, SIGKILL); /* before any assert: never leave a stopped child */
+	reap(&c, 2000);
+	fprintf(stderr, "# alive holder (%s): lease held until %.0f ms, TTL %.0f ms\n",
+		stop_agent ? "agent stopped" : "SIGSTOPped", (double)gone_ns / 1e6, (double)ttl / 1e6);
+	assert_true(held);
+	assert_true(gone_ns >= ttl - 300000000ull && gone_ns < ttl + 1000000000ull);
+	assert_int_equal(orbit_lock_lookup(lock, &kf, &e), -ENOENT);
+	orbit_agent_stop(a);
+	orbit_lock_close(lock);
+}
+
+static void test_lock_free_on_death_sigstopped_holder_keeps_lease_until_ttl(void **state)
+{
+	(void)state;
+	fod_alive_keeps_lease(false);
+}
+
+static void test_lock_free_on_death_holder_without_agent_keeps_lease_until_ttl(void **state)
+{
+	(void)state;
+	fod_alive_keeps_lease(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1702,6 +1916,13 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_view_lookup_from_thread_registered_with_liburcu,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_lock_free_on_death_killed_holder_freed_at_once_plain_kept, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_lock_free_on_death_sigstopped_holder_keeps_lease_until_ttl, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_lock_free_on_death_holder_without_agent_keeps_lease_until_ttl, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_agent_refuses_lock_of_another_fleet, setup,
 						teardown),
 	};

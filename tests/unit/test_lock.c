@@ -1616,6 +1616,90 @@ static void test_etcd_backend_absent_is_eopnotsupp(void **state)
 }
 #endif /* ORBIT_HAVE_ETCD */
 
+/*
+ * Issue 11: orbit_lock_try_acquire_with() and its options. NULL or flags 0
+ * is a plain lease (entry.flags 0); ORBIT_LOCK_FREE_ON_DEATH needs a
+ * member tenure on the handle (an agent's; -EINVAL without one, and again
+ * once it is cleared), records it in the slot and in entry.flags, keeps it
+ * across renew, and passes the table checker; unknown flags and size 0
+ * are -EINVAL, a larger struct with a non-zero tail -E2BIG; nothing
+ * changes on an error. The checker refuses unknown flag bits and a member
+ * word without the flag.
+ */
+static void test_acquire_with_flags_options_and_checker(void **state)
+{
+	struct {
+		struct orbit_lock_acquire_options o;
+		uint64_t unknown;
+	} big;
+	struct orbit_lock_acquire_options ao;
+	orbit_lock_key_t k = K("flagged"), p = K("plain");
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_lease ls;
+	struct orbit_lock_entry e;
+	struct orbit_lock_slot *s;
+	char why[160];
+
+	assert_int_equal(orbit_lock_try_acquire_with(L, &p, &a, 10 * SEC, NULL, &ls, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &p, &e), 0);
+	assert_int_equal(e.flags, 0);
+	assert_int_equal(orbit_lock_release(L, &p, &a, ls.token), 0);
+	orbit_lock_acquire_options_init(&ao);
+	assert_int_equal(ao.size, sizeof(ao));
+	assert_int_equal(ao.flags, 0);
+	assert_int_equal(orbit_lock_try_acquire_with(L, &p, &a, 10 * SEC, &ao, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &p, &e), 0);
+	assert_int_equal(e.flags, 0);
+
+	ao.flags = ORBIT_LOCK_FREE_ON_DEATH; /* no agent named a tenure */
+	assert_int_equal(orbit_lock_try_acquire_with(L, &k, &a, 10 * SEC, &ao, NULL, NULL), -EINVAL);
+	ao.flags = 0x2;
+	assert_int_equal(orbit_lock_try_acquire_with(L, &k, &a, 10 * SEC, &ao, NULL, NULL), -EINVAL);
+	ao.flags = 0;
+	ao.size = 0;
+	assert_int_equal(orbit_lock_try_acquire_with(L, &k, &a, 10 * SEC, &ao, NULL, NULL), -EINVAL);
+	memset(&big, 0, sizeof(big));
+	orbit_lock_acquire_options_init(&big.o);
+	big.o.size = sizeof(big);
+	big.unknown = 1;
+	assert_int_equal(orbit_lock_try_acquire_with(L, &k, &a, 10 * SEC, &big.o, NULL, NULL), -E2BIG);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), -ENOENT); /* nothing changed */
+
+	orbit__lock_set_member(L, 5, 9);
+	big.unknown = 0;
+	big.o.flags = ORBIT_LOCK_FREE_ON_DEATH;
+	assert_int_equal(orbit_lock_try_acquire_with(L, &k, &a, 10 * SEC, &big.o, &ls, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
+	assert_int_equal(e.flags, ORBIT_LOCK_FREE_ON_DEATH);
+	s = slot_at(L, e.slot_idx);
+	assert_int_equal(s->holder_row, 5);
+	assert_int_equal(s->holder_gen, 9);
+	check_table(L);
+	assert_int_equal(orbit_lock_renew(L, &k, &a, ls.token, 20 * SEC, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
+	assert_int_equal(e.flags, ORBIT_LOCK_FREE_ON_DEATH);
+	assert_int_equal(e.token, ls.token);
+
+	/* the checker: unknown bits, a tenure without the flag, the flag without a tenure */
+	s->flags |= 0x8;
+	assert_int_equal(orbit__lock_table_check(L, why, sizeof(why)), -ORBIT_ECORRUPT);
+	s->flags = 0;
+	assert_int_equal(orbit__lock_table_check(L, why, sizeof(why)), -ORBIT_ECORRUPT);
+	s->flags = ORBIT_LOCK_SLOT_F_FREE_ON_DEATH;
+	s->holder_gen = 0;
+	assert_int_equal(orbit__lock_table_check(L, why, sizeof(why)), -ORBIT_ECORRUPT);
+	s->holder_gen = 9;
+	check_table(L);
+
+	orbit__lock_set_member(L, -1, 0); /* the agent stopped */
+	orbit_lock_key_t k2 = K("flagged-2");
+	orbit_lock_acquire_options_init(&ao);
+	assert_int_equal(orbit_lock_try_acquire_with(L, &k2, &a, 10 * SEC, &ao, NULL, NULL), 0);
+	ao.flags = ORBIT_LOCK_FREE_ON_DEATH;
+	assert_int_equal(orbit_lock_release(L, &k2, &a, 0), 0);
+	assert_int_equal(orbit_lock_try_acquire_with(L, &k2, &a, 10 * SEC, &ao, NULL, NULL), -EINVAL);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 /* The tests that need no SHM internals: they run on every backend. */
 #define LOCK_TESTS_NEUTRAL                                           \
@@ -1676,7 +1760,8 @@ static void test_etcd_backend_absent_is_eopnotsupp(void **state)
 	T(test_holder_alive_not_fooled_by_pid_reuse),                \
 	T(test_lookup_miss_on_full_table_is_enoent),                 \
 	T(test_set_sink_null_sticks_when_serializer_fails),          \
-	T(test_crashpoint_env_variable_arms_nothing)
+	T(test_crashpoint_env_variable_arms_nothing),                \
+	T(test_acquire_with_flags_options_and_checker)
 
 int main(void)
 {

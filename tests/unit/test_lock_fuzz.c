@@ -4,8 +4,10 @@
  * bytes never crashes an opener or a lookup (DESIGN.md "The fleet and its
  * segments": SHM contents are untrusted input). Random bytes go over the
  * whole segment, over the body only, over the slots only (raw and
- * "plausible" slots with valid-looking states and lengths); every call
- * must return one of its documented codes. Meant to run under ASan too.
+ * "plausible" slots with valid-looking states and lengths, lease flags
+ * and member words); every call must return one of its documented codes,
+ * the agent's dead-holder sweep (orbit__lock_free_dead) too. Meant to run
+ * under ASan too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +19,7 @@
 
 #include "orbit_test.h"
 #include "shm/lock_internal.h"
+#include "shm/members.h"
 
 static char fleet[64];
 static char path[128];
@@ -62,6 +65,10 @@ static void scribble(off_t from, off_t to, bool plausible)
 			s->label_len = (uint16_t)(rand_r(&seed) % 6);
 			s->owner_len = (uint16_t)(rand_r(&seed) % (rand_r(&seed) % 8 ? 8 : 2000));
 			s->hash = (uint32_t)rand_r(&seed) % 4; /* collide with the probed keys */
+			/* lease flags and member words: mostly FREE_ON_DEATH, rows in range or not */
+			s->flags = (uint16_t)(rand_r(&seed) % 4);
+			s->holder_row = (uint32_t)rand_r(&seed) % 80;
+			s->holder_gen = (uint32_t)rand_r(&seed) % 3;
 		}
 		assert_int_equal(pwrite(fd, buf, n, off), (ssize_t)n);
 	}
@@ -167,6 +174,14 @@ static void test_fuzz_random_slots_lookup_documented_codes(void **state)
 		rc = orbit_lock_try_acquire(l, &k, &ow, 1000000000, NULL, NULL);
 		assert_true(rc == 0 || rc == -EBUSY || rc == -ENOSPC);
 		lookups(l);
+		/* the sweep reads flags and member words: proofs fail or entries go */
+		orbit_members_t *m;
+		assert_int_equal(orbit__members_open(&m, fleet, 0, NULL), 0);
+		rc = orbit__lock_free_dead(l, m);
+		assert_true(rc >= 0 || rc == -EAGAIN);
+		lookups(l);
+		orbit__members_close(m);
+		orbit__members_unlink(fleet);
 		orbit_lock_close(l);
 		unlink_fleet();
 	}

@@ -686,16 +686,25 @@ static void test_orbitctl_json_on_every_command(void **state)
 		 "assert any(x[\"name\"]==\"%s\" for x in d[\"members\"])",
 		 fleet, (long)getpid(), WIDE_MEMBER);
 	assert_int_equal(ctl_python("members --json", py), 0);
+	/* a FREE_ON_DEATH lease (the fixture's lock is its agent's) beside the plain ones */
+	struct orbit_lock_acquire_options fo = {.size = sizeof(fo), .flags = ORBIT_LOCK_FREE_ON_DEATH};
+	orbit_lock_key_t fk = orbit_lock_key(ctl_ns, "fod", 3);
+	orbit_lock_owner_t fw = {"owner-f", 7};
+	assert_int_equal(orbit_lock_try_acquire_with(lock, &fk, &fw, 600000000000ull, &fo, NULL, NULL),
+			 0);
 	snprintf(py, sizeof(py),
 		 "import json,sys; d=json.load(sys.stdin); L=d[\"locks\"]; "
 		 "w=[x for x in L if x[\"label\"]==\"resource-00000000001\"][0]; "
 		 "assert w[\"namespace\"]==\"%s\" and w[\"owner\"]==\"%s\"; "
 		 "assert w[\"holder_alive\"] is True and w[\"ttl_left_ns\"]>0 and w[\"token\"]>0; "
+		 "assert w[\"free_on_death\"] is False; "
+		 "assert [x for x in L if x[\"owner\"]==\"owner-f\"][0][\"free_on_death\"] is True; "
 		 "b=[x for x in L if x[\"owner\"]==\"owner-b\"][0]; "
 		 "assert b[\"label\"].startswith(\"bin\\u0001\\u00ff-and\"); "
 		 "assert d[\"state_revision\"]>0",
 		 WIDE_NS, WIDE_OWNER);
 	assert_int_equal(ctl_python("locks --json", py), 0);
+	assert_int_equal(orbit_lock_release(lock, &fk, &fw, 0), 0);
 	snprintf(py, sizeof(py),
 		 "import json,sys; L=[json.loads(l) for l in sys.stdin]; assert len(L)>=3; "
 		 "assert all(\"type\" in x and \"state_revision\" in x for x in L); "

@@ -354,7 +354,11 @@ struct submit {
 	uint64_t actor_id;
 	const char *timer_name;
 	uint64_t payload_bytes;
-	bool ran; /* the lane ran submit_fn (which then owns w) */
+	/* The record submit_fn makes from the lane's stash. */
+	orbit_serial_work_fn fn;
+	void *arg;
+	orbit_work_completion_t *done;
+	unsigned yield_flags;
 };
 
 static int actor_claim_end(orbit_serial_turn_t *turn, void *arg)
@@ -555,7 +559,10 @@ static int submit_fn(void *arg)
 	int ret = 0;
 
 	ORBIT__ASSERT_ON_LANE(s->co.lane);
-	c->ran = true;
+	/* From the lane's stash: no atomic operation on the pool. */
+	ret = orbit__work_new_on_lane(&s->co, c->fn, c->arg, c->done, c->yield_flags, &c->w);
+	if (ret)
+		return ret;
 	if (s->closed)
 		return orbit__work_refuse(c->w, c->kind, -EPIPE);
 	switch (c->kind) {
@@ -603,9 +610,6 @@ static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
 			      : ORBIT_SERIAL_SUSPEND_HOLD;
 	int ret;
 
-	ret = orbit__work_new(&s->co, fn, arg, done, yf, &c->w);
-	if (ret)
-		return ret;
 	if (s->mode == ORBIT_SPOT_PER_ACTOR &&
 	    (c->kind == ORBIT_WORK_SPOT || c->kind == ORBIT_WORK_LIFECYCLE)) {
 		/* No lane turn: see the file comment (-EPIPE from the closed
@@ -615,12 +619,18 @@ static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
 					.how = c->kind == ORBIT_WORK_SPOT ? ORBIT__ENQ_FIXED
 									  : ORBIT__ENQ_LIFECYCLE };
 
+		ret = orbit__work_new(&s->co, fn, arg, done, yf, &c->w);
+		if (ret)
+			return ret;
 		return orbit__work_submit(c->w, c->kind, &e);
 	}
-	ret = orbit_state_lane_run(s->co.lane, submit_fn, c);
-	if (!c->ran) /* the lane refused before running it (destroyed: misuse) */
-		return orbit__work_refuse(c->w, c->kind, ret);
-	return ret;
+	c->fn = fn;
+	c->arg = arg;
+	c->done = done;
+	c->yield_flags = yf;
+	/* A refusal of the turn itself (-EDEADLK from our own lane turn) made
+	 * no record: nothing to give back. */
+	return orbit_state_lane_run(s->co.lane, submit_fn, c);
 }
 
 int orbit_spot_execute_spot(orbit_spot_serial_executor_t *spot, orbit_serial_work_fn fn, void *arg,

@@ -58,9 +58,10 @@ struct orbit__coord;
 struct orbit__work;
 
 /* Work records pooled per coordinator: chunks of this many, at most
- * this many chunks (4,096 records); past it records come from malloc. */
+ * this many chunks (16,384 records: 16 Actor queues full at the default
+ * 1,024 items); past it records come from malloc. */
 #define ORBIT__WORK_CHUNK 64u
-#define ORBIT__WORK_CHUNKS 64u
+#define ORBIT__WORK_CHUNKS 256u
 /* SpotWide: records of one Actor run in one hold of the Spot gate, at most. */
 #define ORBIT__WORK_CHAIN_MAX 64u
 

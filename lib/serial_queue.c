@@ -698,6 +698,8 @@ static bool linger(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 			orbit__cpu_relax();
 		if (atomic_load_explicit(&q->arrivals, memory_order_relaxed) != seen)
 			break;
+		if (orbit__worker_others_ready())
+			break; /* other queues' drains wait for this thread */
 	}
 	*cut = slice_over(clk);
 	orbit__mutex_lock(&q->lock);
@@ -730,6 +732,8 @@ static bool gather(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 			orbit__cpu_relax();
 		if (atomic_load_explicit(&q->arrivals, memory_order_relaxed) - seen >= need)
 			break;
+		if (orbit__worker_others_ready())
+			break; /* claim what there is and let the others run */
 	}
 	*cut = slice_over(clk);
 	orbit__mutex_lock(&q->lock);

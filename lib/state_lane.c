@@ -539,6 +539,8 @@ static void poll_arrivals(struct orbit_state_lane *lane, uint32_t need, unsigned
 			orbit__cpu_relax();
 		if (atomic_load_explicit(&lane->arrivals, memory_order_relaxed) - seen >= need)
 			break;
+		if (orbit__worker_others_ready())
+			break; /* other tasks wait for this worker thread */
 	}
 	lane_lock(lane);
 }

@@ -582,15 +582,25 @@ static int enqueue(struct orbit__work *w, const struct orbit__enq *e)
 	}
 }
 
+void orbit__work_count(struct orbit__work *w, unsigned kind)
+{
+	/* Counted before the enqueue: the work may finish before it returns.
+	 * seq_cst like SX-D2 (a waiter must not miss it). The only counter of
+	 * an accepted submission: accepted[kind] is derived from it. */
+	atomic_fetch_add_explicit(&w->co->submitted[kind], 1, memory_order_seq_cst);
+}
+
 int orbit__work_submit(struct orbit__work *w, unsigned kind, const struct orbit__enq *e)
+{
+	orbit__work_count(w, kind);
+	return orbit__work_enqueue_counted(w, kind, e);
+}
+
+int orbit__work_enqueue_counted(struct orbit__work *w, unsigned kind, const struct orbit__enq *e)
 {
 	struct orbit__coord *co = w->co;
 	int ret;
 
-	/* Counted before the enqueue: the work may finish before it returns.
-	 * seq_cst like SX-D2 (a waiter must not miss it). The only counter of
-	 * an accepted submission: accepted[kind] is derived from it. */
-	atomic_fetch_add_explicit(&co->submitted[kind], 1, memory_order_seq_cst);
 	ret = enqueue(w, e);
 	if (ret == 0)
 		return 0;

@@ -207,6 +207,15 @@ struct orbit__enq {
  * completion back its earlier state and frees @w. Returns the queue's code.
  */
 int orbit__work_submit(struct orbit__work *w, unsigned kind, const struct orbit__enq *e);
+/*
+ * orbit__work_submit() in two steps: count @w outstanding (so a close
+ * and destroy that follow see it, -EBUSY), then enqueue it as
+ * orbit__work_submit() does. A coordinator counts in the lane turn that
+ * found the queue and enqueues after it (07 §4: lane.Run finds the queue,
+ * the enqueue follows), which keeps the queue's lock out of its turns.
+ */
+void orbit__work_count(struct orbit__work *w, unsigned kind);
+int orbit__work_enqueue_counted(struct orbit__work *w, unsigned kind, const struct orbit__enq *e);
 /* Refuse @w before it was ever counted (closed, bad name): free it. */
 int orbit__work_refuse(struct orbit__work *w, unsigned kind, int err);
 

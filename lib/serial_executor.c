@@ -555,7 +555,7 @@ static void coord_uncount(struct orbit__coord *co)
 	/* SX-D2: seq_cst increment of released, then a seq_cst load of waiters;
 	 * pairs with SX-D1 in orbit__coord_await(): either we see the waiter
 	 * and check the count under its mutex, or its loads see our release. */
-	/* SX-R3 (the same increment, also a release): pairs with SX-A3 in
+	/* SX-R3: release (the same seq_cst increment), pairs with SX-A3 in
 	 * orbit__coord_stats(): the record's unaccepted or turn_rejected
 	 * count, made before, is seen with it. */
 	atomic_fetch_add_explicit(&co->released, 1, memory_order_seq_cst);

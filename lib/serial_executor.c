@@ -211,17 +211,29 @@ void orbit__coord_stats(const struct orbit__coord *cco, struct orbit_serial_exec
 {
 	struct orbit__coord *co = (struct orbit__coord *)cco;
 
+	uint64_t released, not_done;
+
 	memset(out, 0, sizeof(*out));
+	/* SX-A3: acquire, pairs with SX-R3 in coord_uncount(): every refusal
+	 * and rejected turn counted before a release we see is seen below,
+	 * so `completed` never counts one of them. */
+	released = atomic_load_explicit(&co->released, memory_order_acquire);
 	/* Relaxed: each counter is independent (see the header). */
 #define LD(f) atomic_load_explicit(&co->st.f, memory_order_relaxed)
+	out->turn_rejected = LD(turn_rejected);
+	not_done = out->turn_rejected;
 	for (unsigned k = 0; k < ORBIT_WORK_KINDS; k++) {
-		out->accepted[k] = LD(accepted[k]);
+		uint64_t un = LD(unaccepted[k]);
+
+		/* Relaxed: a counter; its refusals, read after it, only lag. */
+		out->accepted[k] =
+		    atomic_load_explicit(&co->submitted[k], memory_order_relaxed) - un;
+		not_done += un;
 		out->rejected_full[k] = LD(rejected_full[k]);
 		out->rejected_too_big[k] = LD(rejected_too_big[k]);
 		out->rejected_closed[k] = LD(rejected_closed[k]);
 	}
-	out->completed = LD(completed);
-	out->turn_rejected = LD(turn_rejected);
+	out->completed = released - not_done;
 	out->turn_waited = LD(turn_waited);
 	out->yielded = LD(yielded);
 	out->protocol_errors = LD(protocol_errors);
@@ -404,6 +416,27 @@ static struct work_alloc *pool_pop(struct orbit__coord *co)
 	return a;
 }
 
+/*
+ * Take every free record in one piece: returns the index + 1 of the first
+ * (0: none), linked through `next`. Bumping the tag makes a racing pop
+ * that read the old top fail its CAS, as a pop does.
+ */
+static uint32_t pool_take_all(struct orbit__coord *co)
+{
+	/* Relaxed: the CAS below is what orders (SX-A2). */
+	uint64_t top = atomic_load_explicit(&co->pool_top, memory_order_relaxed);
+
+	do {
+		if (!(uint32_t)top)
+			return 0;
+		/* SX-A2 (again): acquire, pairs with SX-R2 of every push in
+		 * the chain (they are RMWs of one release sequence) */
+	} while (!atomic_compare_exchange_weak_explicit(&co->pool_top, &top,
+							((top >> 32) + 1) << 32,
+							memory_order_acquire, memory_order_relaxed));
+	return (uint32_t)top;
+}
+
 /* The pool is empty: add a chunk (keeping one record) or fall back to malloc. */
 static struct work_alloc *pool_grow(struct orbit__coord *co)
 {
@@ -448,10 +481,10 @@ static void pool_fini(struct orbit__coord *co)
 		free(atomic_load_explicit(&co->pool_chunk[i], memory_order_relaxed));
 }
 
-int orbit__work_new(struct orbit__coord *co, orbit_serial_work_fn fn, void *arg,
-		    orbit_work_completion_t *done, unsigned yield_flags, struct orbit__work **out)
+static int work_init(struct orbit__coord *co, struct work_alloc *a, orbit_serial_work_fn fn,
+		     void *arg, orbit_work_completion_t *done, unsigned yield_flags,
+		     struct orbit__work **out)
 {
-	struct work_alloc *a = pool_pop(co);
 	int ret;
 
 	if (!a)
@@ -474,6 +507,29 @@ int orbit__work_new(struct orbit__coord *co, orbit_serial_work_fn fn, void *arg,
 	a->w.yield_flags = yield_flags;
 	*out = &a->w;
 	return 0;
+}
+
+int orbit__work_new(struct orbit__coord *co, orbit_serial_work_fn fn, void *arg,
+		    orbit_work_completion_t *done, unsigned yield_flags, struct orbit__work **out)
+{
+	return work_init(co, pool_pop(co), fn, arg, done, yield_flags, out);
+}
+
+int orbit__work_new_on_lane(struct orbit__coord *co, orbit_serial_work_fn fn, void *arg,
+			    orbit_work_completion_t *done, unsigned yield_flags,
+			    struct orbit__work **out)
+{
+	struct work_alloc *a = NULL;
+
+	ORBIT__ASSERT_ON_LANE(co->lane); /* the stash is lane-owned */
+	if (!co->stash_top)
+		co->stash_top = pool_take_all(co);
+	if (co->stash_top) {
+		a = pool_at(co, co->stash_top - 1);
+		/* Relaxed: taken with the chain (pool_take_all's SX-A2). */
+		co->stash_top = atomic_load_explicit(&a->next, memory_order_relaxed);
+	}
+	return work_init(co, a, fn, arg, done, yield_flags, out);
 }
 
 /* Free a record that was never accepted; its completion goes back as it was. */
@@ -499,6 +555,9 @@ static void coord_uncount(struct orbit__coord *co)
 	/* SX-D2: seq_cst increment of released, then a seq_cst load of waiters;
 	 * pairs with SX-D1 in orbit__coord_await(): either we see the waiter
 	 * and check the count under its mutex, or its loads see our release. */
+	/* SX-R3: release (the same seq_cst increment), pairs with SX-A3 in
+	 * orbit__coord_stats(): the record's unaccepted or turn_rejected
+	 * count, made before, is seen with it. */
 	atomic_fetch_add_explicit(&co->released, 1, memory_order_seq_cst);
 	if (co->on_release)
 		co->on_release(co, orbit__coord_outstanding(co));
@@ -523,19 +582,29 @@ static int enqueue(struct orbit__work *w, const struct orbit__enq *e)
 	}
 }
 
+void orbit__work_count(struct orbit__work *w, unsigned kind)
+{
+	/* Counted before the enqueue: the work may finish before it returns.
+	 * seq_cst like SX-D2 (a waiter must not miss it). The only counter of
+	 * an accepted submission: accepted[kind] is derived from it. */
+	atomic_fetch_add_explicit(&w->co->submitted[kind], 1, memory_order_seq_cst);
+}
+
 int orbit__work_submit(struct orbit__work *w, unsigned kind, const struct orbit__enq *e)
+{
+	orbit__work_count(w, kind);
+	return orbit__work_enqueue_counted(w, kind, e);
+}
+
+int orbit__work_enqueue_counted(struct orbit__work *w, unsigned kind, const struct orbit__enq *e)
 {
 	struct orbit__coord *co = w->co;
 	int ret;
 
-	/* Counted before the enqueue: the work may finish before it returns.
-	 * seq_cst like SX-D2 (a waiter must not miss it). */
-	atomic_fetch_add_explicit(&co->submitted, 1, memory_order_seq_cst);
 	ret = enqueue(w, e);
-	if (ret == 0) {
-		STAT_INC(co, accepted[kind]);
+	if (ret == 0)
 		return 0;
-	}
+	STAT_INC(co, unaccepted[kind]); /* before the uncount: SX-R3 */
 	orbit__coord_count_refusal(co, kind, ret);
 	work_discard(w);
 	coord_uncount(co);
@@ -625,7 +694,7 @@ static struct orbit__work *work_finish(struct orbit__work *w, orbit_serial_turn_
 	struct orbit__work *next = NULL;
 	bool here;
 
-	STAT_INC(w->co, completed);
+	/* Counted as completed by its release (see orbit__coord_stats). */
 	orbit__work_signal(w, 0);
 	if (!claim) {
 		orbit__work_release(w);

@@ -38,21 +38,30 @@ struct orbit__actor_info {
 	struct orbit_actor_state_snapshot last; /* version 0, len 0 until a turn took one */
 };
 
-/* Submitters' counters first, the drains' on a line of their own. */
+/*
+ * Counters off the hot path. A submission's only counter is its kind's
+ * `submitted` word and a release's only one is `released` (struct
+ * orbit__coord): accepted[k] is submitted[k] - unaccepted[k] (work counted
+ * and then refused by its queue), completed is released - the sum of
+ * unaccepted - turn_rejected (every record is released once: finished,
+ * refused after it was counted, or its SpotWide turn rejected). Both
+ * subtrahends are written before the release or refusal returns (SX-R3).
+ */
 struct orbit__coord_stats {
-	_Atomic uint64_t accepted[ORBIT_WORK_KINDS], rejected_full[ORBIT_WORK_KINDS],
+	_Atomic uint64_t unaccepted[ORBIT_WORK_KINDS], rejected_full[ORBIT_WORK_KINDS],
 		rejected_too_big[ORBIT_WORK_KINDS], rejected_closed[ORBIT_WORK_KINDS];
-	_Alignas(64) _Atomic uint64_t completed;
-	_Atomic uint64_t turn_rejected, turn_waited, yielded, protocol_errors;
+	_Alignas(64) _Atomic uint64_t turn_rejected;
+	_Atomic uint64_t turn_waited, yielded, protocol_errors;
 };
 
 struct orbit__coord;
 struct orbit__work;
 
 /* Work records pooled per coordinator: chunks of this many, at most
- * this many chunks (4,096 records); past it records come from malloc. */
+ * this many chunks (16,384 records: 16 Actor queues full at the default
+ * 1,024 items); past it records come from malloc. */
 #define ORBIT__WORK_CHUNK 64u
-#define ORBIT__WORK_CHUNKS 64u
+#define ORBIT__WORK_CHUNKS 256u
 /* SpotWide: records of one Actor run in one hold of the Spot gate, at most. */
 #define ORBIT__WORK_CHAIN_MAX 64u
 
@@ -67,18 +76,20 @@ struct orbit__coord {
 	uint64_t id; /* unique in the process: completions name their coordinator by it */
 	orbit_state_lane_t *lane; /* owns the coordinator's C2 state (06 §4) */
 	/*
-	 * Work accepted and not yet released is submitted - released
-	 * (orbit__coord_outstanding()). `submitted` is incremented by the
-	 * submitter before the enqueue, `released` when the work's last piece
-	 * ended: two words on their own cache lines, so that a submitter and
-	 * a drain do not pull one line back and forth for every record. Both
-	 * only grow and a record is released after it was submitted, so
-	 * released <= submitted in the seq_cst order. `released` pairs with
-	 * `waiters` in a Dekker handshake (seq_cst, see coord_uncount() and
+	 * Work accepted and not yet released is the sum of submitted[] -
+	 * released (orbit__coord_outstanding()). submitted[kind] is
+	 * incremented by the submitter before the enqueue (the submission's
+	 * only counter: accepted[] is derived from it, see orbit__coord_stats),
+	 * `released` when the work's last piece ended: on their own cache
+	 * lines (the eight kinds fill one), so that a submitter and a drain
+	 * do not pull one line back and forth for every record. All only
+	 * grow and a record is released after it was submitted, so released
+	 * <= the sum in the seq_cst order. `released` pairs with `waiters` in
+	 * a Dekker handshake (seq_cst, see coord_uncount() and
 	 * orbit__coord_await()); waiters sits on the releasers' line, which
 	 * they read at every release.
 	 */
-	_Alignas(64) _Atomic uint64_t submitted;
+	_Alignas(64) _Atomic uint64_t submitted[ORBIT_WORK_KINDS];
 	_Alignas(64) _Atomic uint64_t released;
 	_Atomic unsigned waiters; /* threads in orbit__coord_await(); see SX-D1/SX-D2 */
 	pthread_mutex_t mu; /* protects nothing but the cv handshake */
@@ -105,6 +116,15 @@ struct orbit__coord {
 	_Alignas(64) _Atomic uint64_t pool_top;
 	_Atomic uint32_t pool_chunks; /* chunk slots claimed */
 	_Atomic(void *) pool_chunk[ORBIT__WORK_CHUNKS];
+	/*
+	 * Free records taken from pool_top in one piece by a submitter in a
+	 * turn of `lane` (orbit__work_new_on_lane()): index + 1 of the first,
+	 * linked like the stack, 0 when empty. Owned by the lane (06 §4 C2),
+	 * so a submission that already holds the lane takes a record with no
+	 * atomic operation and leaves pool_top to the releasing drains,
+	 * instead of pulling its line from them at every record.
+	 */
+	_Alignas(64) uint32_t stash_top;
 };
 
 /* One submitted piece of work, from acceptance to its last continuation. */
@@ -131,16 +151,19 @@ struct orbit__work {
 
 /*
  * Work of @co accepted and not yet released: released is read first, then
- * submitted (seq_cst, SX-D1), so 0 means there was a moment at which nothing
- * was outstanding; a submission racing the reads only makes it larger.
+ * each submitted word (seq_cst, SX-D1); every word only grows, so the sum is
+ * at least what was submitted when released was read, and 0 means there
+ * was a moment at which nothing was outstanding; a submission racing the
+ * reads only makes it larger.
  */
-static inline uint64_t orbit__coord_outstanding(const struct orbit__coord *co)
+static inline uint64_t orbit__coord_outstanding(const struct orbit__coord *cco)
 {
-	uint64_t r = atomic_load_explicit(&((struct orbit__coord *)co)->released,
-					  memory_order_seq_cst);
+	struct orbit__coord *co = (struct orbit__coord *)cco;
+	uint64_t n = 0, r = atomic_load_explicit(&co->released, memory_order_seq_cst);
 
-	return atomic_load_explicit(&((struct orbit__coord *)co)->submitted, memory_order_seq_cst) -
-	       r;
+	for (unsigned k = 0; k < ORBIT_WORK_KINDS; k++)
+		n += atomic_load_explicit(&co->submitted[k], memory_order_seq_cst);
+	return n - r;
 }
 
 int orbit__coord_init(struct orbit__coord *co, const char *lane_name);
@@ -165,6 +188,11 @@ void orbit__coord_stats(const struct orbit__coord *co, struct orbit_serial_execu
  */
 int orbit__work_new(struct orbit__coord *co, orbit_serial_work_fn fn, void *arg,
 		    orbit_work_completion_t *done, unsigned yield_flags, struct orbit__work **out);
+/* The same, from @co's lane-owned stash (refilled from the pool in one
+ * piece when empty). Context: on a turn of co->lane. */
+int orbit__work_new_on_lane(struct orbit__coord *co, orbit_serial_work_fn fn, void *arg,
+			    orbit_work_completion_t *done, unsigned yield_flags,
+			    struct orbit__work **out);
 /* Where and how a coordinator enqueues a work record. */
 struct orbit__enq {
 	orbit_serial_queue_t *q;
@@ -179,6 +207,15 @@ struct orbit__enq {
  * completion back its earlier state and frees @w. Returns the queue's code.
  */
 int orbit__work_submit(struct orbit__work *w, unsigned kind, const struct orbit__enq *e);
+/*
+ * orbit__work_submit() in two steps: count @w outstanding (so a close
+ * and destroy that follow see it, -EBUSY), then enqueue it as
+ * orbit__work_submit() does. A coordinator counts in the lane turn that
+ * found the queue and enqueues after it (07 §4: lane.Run finds the queue,
+ * the enqueue follows), which keeps the queue's lock out of its turns.
+ */
+void orbit__work_count(struct orbit__work *w, unsigned kind);
+int orbit__work_enqueue_counted(struct orbit__work *w, unsigned kind, const struct orbit__enq *e);
 /* Refuse @w before it was ever counted (closed, bad name): free it. */
 int orbit__work_refuse(struct orbit__work *w, unsigned kind, int err);
 

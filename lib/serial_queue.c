@@ -86,6 +86,11 @@ struct orbit_serial_turn {
 	/* Entries of q->claimed up to and including this item (a batch's
 	 * items leave `claimed` after the batch); 0 outside a batch. */
 	uint32_t claimed_upto;
+	/* orbit__serial_turn_may_continue() found this item alone in the
+	 * queue when q->arrivals read alone_arrivals (valid while alone_known;
+	 * reset with the item). */
+	bool alone_known;
+	uint64_t alone_arrivals;
 };
 
 struct qstats {
@@ -630,6 +635,7 @@ static void run_batch(orbit_serial_queue_t *q, unsigned n, struct batch_tally *t
 
 		turn.item = it;
 		turn.claimed_upto = t->ran + 1;
+		turn.alone_known = false;
 		r = it->fn(&turn, it->arg);
 		t->ran++;
 		if (turn.suspended) {
@@ -698,6 +704,8 @@ static bool linger(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 			orbit__cpu_relax();
 		if (atomic_load_explicit(&q->arrivals, memory_order_relaxed) != seen)
 			break;
+		if (orbit__worker_others_ready())
+			break; /* other queues' drains wait for this thread */
 	}
 	*cut = slice_over(clk);
 	orbit__mutex_lock(&q->lock);
@@ -711,8 +719,8 @@ static bool linger(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
  * cache lines over between the submitters and the drain, so claiming one
  * or two items at a time under a steady stream makes every submission
  * miss on them. Waits at most GATHER_READS sparse reads of the arrivals
- * counter (about 3 us): the first item of an idle queue, which starts a
- * new drain, never waits. Entered and left under q->lock; returns true
+ * counter (about 3 us), and only while items keep arriving: the first
+ * item of an idle queue, which starts a new drain, never waits. Entered and left under q->lock; returns true
  * when the owner time budget ran out meanwhile.
  */
 static bool gather(orbit_serial_queue_t *q, const struct slice_clock *clk, bool *cut)
@@ -725,11 +733,22 @@ static bool gather(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 	/* Relaxed: a hint; what to claim is decided under the lock again. */
 	seen = atomic_load_explicit(&q->arrivals, memory_order_relaxed);
 	orbit__mutex_unlock(&q->lock);
-	for (unsigned i = 0; i < GATHER_READS; i++) {
+	for (unsigned i = 0, last = 0; i < GATHER_READS; i++) {
+		uint64_t got;
+
 		for (unsigned k = 0; k < LINGER_PAUSES; k++)
 			orbit__cpu_relax();
-		if (atomic_load_explicit(&q->arrivals, memory_order_relaxed) - seen >= need)
+		got = atomic_load_explicit(&q->arrivals, memory_order_relaxed) - seen;
+		if (got >= need)
 			break;
+		/* Nothing arrived for a whole read interval: no stream is filling
+		 * the queue (a SpotWide Spot queue gets a turn per Actor, placed
+		 * by this very drain), so waiting on would only idle. */
+		if (got == last)
+			break;
+		last = (unsigned)got;
+		if (orbit__worker_others_ready())
+			break; /* claim what there is and let the others run */
 	}
 	*cut = slice_over(clk);
 	orbit__mutex_lock(&q->lock);
@@ -880,16 +899,30 @@ int orbit_serial_queue_resume(orbit_serial_resume_t *h)
 	return ret;
 }
 
-bool orbit__serial_turn_may_continue(const orbit_serial_turn_t *turn)
+bool orbit__serial_turn_may_continue(orbit_serial_turn_t *turn)
 {
 	orbit_serial_queue_t *q = turn->q;
 	bool alone;
 
 	if (turn->suspended || slice_over(turn->clk))
 		return false;
+	/* Only this turn's drain takes work out of the queue, and every way
+	 * work gets in (a submission, a resume) bumps q->arrivals under the
+	 * lock: while it reads what it read when the queue was last seen
+	 * alone, the queue still is, and the lock need not be taken again.
+	 * Relaxed: no data is read on the strength of it; a submission whose
+	 * bump this load misses is one that races this check, which may be
+	 * ordered either side of it (the same thread's own submissions, as
+	 * from the handler that just ran, are always seen). */
+	if (turn->alone_known &&
+	    atomic_load_explicit(&q->arrivals, memory_order_relaxed) == turn->alone_arrivals)
+		return true;
 	orbit__mutex_lock(&q->lock);
 	alone = !q->app.len && q->claimed.len == turn->claimed_upto && !q->barrier.len &&
 		!q->res_head && !q->lc.len && !q->held_cont;
+	/* Relaxed: under q->lock, which orders it with every bump. */
+	turn->alone_arrivals = atomic_load_explicit(&q->arrivals, memory_order_relaxed);
+	turn->alone_known = alone;
 	orbit__mutex_unlock(&q->lock);
 	return alone;
 }

@@ -67,9 +67,10 @@ void orbit__serial_queue_seal(orbit_serial_queue_t *q);
  * asks before each further record.
  *
  * Context: the work running on @turn, on its thread; reads the clock and
- * takes the queue lock.
+ * takes the queue lock, except when nothing arrived since the last call
+ * of the same item found it alone (then one load of the arrivals count).
  */
-bool orbit__serial_turn_may_continue(const orbit_serial_turn_t *turn);
+bool orbit__serial_turn_may_continue(orbit_serial_turn_t *turn);
 
 /*
  * orbit__serial_queue_pass_held - hand the HOLD claim @h on to the next

@@ -141,19 +141,26 @@ struct submit {
 	struct orbit__work *w;
 	unsigned kind;
 	struct orbit__enq e;
-	bool ran;
+	/* The record submit_fn makes from the lane's stash. */
+	orbit_serial_work_fn fn;
+	void *arg;
+	orbit_work_completion_t *done;
 };
 
 static int submit_fn(void *arg)
 {
 	struct submit *c = arg;
 	orbit_session_serial_executor_t *s = c->s;
-	orbit_serial_work_fn fn = c->w->fn;
-	void *fn_arg = c->w->arg;
+	orbit_serial_work_fn fn = c->fn;
+	void *fn_arg = c->arg;
 	int ret;
 
 	ORBIT__ASSERT_ON_LANE(s->co.lane);
-	c->ran = true;
+	/* From the lane's stash: no atomic operation on the pool. */
+	ret = orbit__work_new_on_lane(&s->co, fn, fn_arg, c->done, ORBIT_SERIAL_SUSPEND_HOLD,
+				      &c->w);
+	if (ret)
+		return ret;
 	if (s->closed)
 		return orbit__work_refuse(c->w, c->kind, -EPIPE);
 	if (c->kind != ORBIT_WORK_FINAL)
@@ -173,7 +180,6 @@ static int session_submit(orbit_session_serial_executor_t *s, unsigned kind,
 			  void *arg, uint64_t payload_bytes, orbit_work_completion_t *done)
 {
 	struct submit c = { .s = s, .kind = kind };
-	int ret;
 
 	if (!s || !fn)
 		return -EINVAL;
@@ -191,13 +197,11 @@ static int session_submit(orbit_session_serial_executor_t *s, unsigned kind,
 		c.e.how = ORBIT__ENQ_LIFECYCLE;
 		break;
 	}
-	ret = orbit__work_new(&s->co, fn, arg, done, ORBIT_SERIAL_SUSPEND_HOLD, &c.w);
-	if (ret)
-		return ret;
-	ret = orbit_state_lane_run(s->co.lane, submit_fn, &c);
-	if (!c.ran) /* the lane refused before running it (destroyed: misuse) */
-		return orbit__work_refuse(c.w, kind, ret);
-	return ret;
+	c.fn = fn;
+	c.arg = arg;
+	c.done = done;
+	/* A refusal of the turn itself made no record: nothing to give back. */
+	return orbit_state_lane_run(s->co.lane, submit_fn, &c);
 }
 
 int orbit_session_execute_application(orbit_session_serial_executor_t *session,

@@ -151,6 +151,9 @@ struct orbit_spot_serial_executor {
 	/* SpotWide Actor records whose Spot turn waits for room, oldest
 	 * first, linked through orbit__work.wait_next. */
 	struct orbit__work *wait_head, *wait_tail;
+	/* wait_head != NULL, mirrored for pass_claim()'s lane-free look
+	 * (C3): written in the lane turns that change wait_head. */
+	_Atomic bool waiting;
 	/* Mirrors of the map sizes for stats: written on the lane, read
 	 * anywhere; relaxed, each a lone counter. */
 	_Atomic uint64_t n_actors, n_timers;
@@ -354,7 +357,16 @@ struct submit {
 	uint64_t actor_id;
 	const char *timer_name;
 	uint64_t payload_bytes;
-	bool ran; /* the lane ran submit_fn (which then owns w) */
+	/* The record submit_fn makes from the lane's stash. */
+	orbit_serial_work_fn fn;
+	void *arg;
+	orbit_work_completion_t *done;
+	unsigned yield_flags;
+	/* Set by submit_fn when the record is counted and its enqueue (to
+	 * a subordinate queue, which lives until destroy) is left to the
+	 * caller, after the lane turn. */
+	bool enqueue_after;
+	struct orbit__enq e;
 };
 
 static int actor_claim_end(orbit_serial_turn_t *turn, void *arg)
@@ -405,6 +417,8 @@ static int place_turn_fn(void *arg)
 	else
 		s->wait_head = w;
 	s->wait_tail = w;
+	/* Relaxed: see pass_claim(). */
+	atomic_store_explicit(&s->waiting, true, memory_order_relaxed);
 	ORBIT__COORD_INC(&s->co, turn_waited);
 	return 0;
 }
@@ -430,8 +444,11 @@ static int place_waiting_fn(void *arg)
 		if (ret == -EAGAIN)
 			break;
 		s->wait_head = next;
-		if (!next)
+		if (!next) {
 			s->wait_tail = NULL;
+			/* Relaxed: see pass_claim(). */
+			atomic_store_explicit(&s->waiting, false, memory_order_relaxed);
+		}
 		if (ret)
 			turn_failed(w, ret);
 	}
@@ -488,61 +505,86 @@ static int actor_turn_item(orbit_serial_turn_t *turn, void *arg)
 	return ORBIT_SERIAL_SUSPENDED;
 }
 
-/* One claim pass, decided in one lane turn (pass_fn). */
+/* The placing of a passed record's turn, decided in one lane turn (pass_fn). */
 struct pass {
-	struct orbit__work *w, *next;
+	struct orbit__work *w; /* the record that now holds the claim */
 	bool run_here;
-	int passed;
+	bool here; /* out: run @w on the finishing Spot turn */
 };
 
 /*
- * On the lane: hand @p->w's Actor claim to the Actor's next record, if it
- * is the next work of the Actor queue (the payload stays reserved there,
- * §5), and either return it to run on the finishing Spot turn (@run_here
- * and no turn waits for room: FIFO among owners) or place its turn as
- * actor_turn_item() would have (place_turn_fn(): the back of the Spot
- * queue, or the waiting FIFO).
+ * On the lane: @p->w (an Actor's next record, which the claim just passed
+ * to; its payload stays reserved in the Actor queue, §5) either runs on
+ * the finishing Spot turn (@run_here and no turn waits for room: FIFO
+ * among owners) or has its turn placed as actor_turn_item() would have
+ * (place_turn_fn(): the back of the Spot queue, or the waiting FIFO).
  */
 static int pass_fn(void *arg)
 {
 	struct pass *p = arg;
 	orbit_spot_serial_executor_t *s = (orbit_spot_serial_executor_t *)p->w->co;
-	struct orbit__work *w;
-	void *next;
 	int ret;
 
 	/* Every build (07 §8): entered from a Spot-queue turn, like the
 	 * room hook. */
 	ORBIT__CHECK_ON_LANE(s->co.lane);
-	if (orbit__serial_queue_pass_held(p->w->claim, actor_turn_item, actor_claim_end, &next) !=
-	    1)
-		return 0;
-	p->passed = 1;
-	w = next;
-	w->claim = p->w->claim;
 	if (p->run_here && !s->wait_head) {
-		p->next = w;
+		p->here = true;
 		return 0;
 	}
-	ret = place_turn_fn(w);
+	ret = place_turn_fn(p->w);
 	if (ret)
-		turn_failed(w, ret);
+		turn_failed(p->w, ret);
 	return 0;
 }
 
-/* The coordinator's pass_claim (SpotWide, lib/serial_executor.h). */
+/*
+ * The coordinator's pass_claim (SpotWide, lib/serial_executor.h): hand
+ * @w's Actor claim to the Actor's next record if it is the next work of
+ * the Actor queue. The hand-over itself needs only the Actor queue's
+ * lock; the lane is entered only to place the next record's turn when
+ * it cannot run here.
+ */
 static int pass_claim(struct orbit__work *w, bool run_here, struct orbit__work **next)
 {
 	orbit_spot_serial_executor_t *s = (orbit_spot_serial_executor_t *)w->co;
-	struct pass p = { .w = w, .run_here = run_here };
+	struct pass p = { .run_here = run_here };
+	bool lane_free;
+	void *n;
+	int ret;
 
-	/* Refused (this thread holds the lane already: an executor ran the
-	 * Spot drain inside one of our lane turns): nothing passed, the
-	 * claim is resumed the ordinary way. */
-	if (orbit_state_lane_run(s->co.lane, pass_fn, &p))
+	/* This thread holds the lane already (an executor ran the Spot drain
+	 * inside one of our lane turns): nothing is passed, the claim is
+	 * resumed the ordinary way. */
+	if (orbit_state_lane_is_on_lane(s->co.lane))
 		return 0;
-	*next = p.next;
-	return p.passed;
+	/*
+	 * The common case of a busy Actor needs no lane turn at all: nothing
+	 * else waits for the Spot gate (run_here: the Spot queue holds
+	 * nothing but this turn) and no turn waits for room, so the next
+	 * record runs here and nothing of the lane's state is read or
+	 * written. Relaxed `waiting`: a turn that starts waiting meanwhile
+	 * found the Spot queue full, which run_here just saw it was not, or
+	 * found one waiting already, so at most this one record runs ahead
+	 * of it, as if this check had come first; the next record's check
+	 * sees it. The submitters' lane turns and this drain then no longer
+	 * meet on the lane for every record.
+	 */
+	lane_free = run_here && !atomic_load_explicit(&s->waiting, memory_order_relaxed);
+	if (orbit__serial_queue_pass_held(w->claim, actor_turn_item, actor_claim_end, &n) != 1)
+		return 0;
+	p.w = n;
+	p.w->claim = w->claim;
+	if (lane_free) {
+		*next = p.w;
+		return 1;
+	}
+	/* The lane is open until destroy, which waits for this record. */
+	ret = orbit_state_lane_run(s->co.lane, pass_fn, &p);
+	if (ret)
+		turn_failed(p.w, ret);
+	*next = p.here ? p.w : NULL;
+	return 1;
 }
 
 static int submit_fn(void *arg)
@@ -555,7 +597,10 @@ static int submit_fn(void *arg)
 	int ret = 0;
 
 	ORBIT__ASSERT_ON_LANE(s->co.lane);
-	c->ran = true;
+	/* From the lane's stash: no atomic operation on the pool. */
+	ret = orbit__work_new_on_lane(&s->co, c->fn, c->arg, c->done, c->yield_flags, &c->w);
+	if (ret)
+		return ret;
 	if (s->closed)
 		return orbit__work_refuse(c->w, c->kind, -EPIPE);
 	switch (c->kind) {
@@ -590,6 +635,18 @@ static int submit_fn(void *arg)
 	}
 	if (ret)
 		return orbit__work_refuse(c->w, c->kind, ret);
+	if (e.q != s->spot_q) {
+		/* An Actor or timer queue: found (or made) here, enqueued after
+		 * this turn (07 §4's ExecuteActor: lane.Run finds the queue, the
+		 * enqueue follows). Counted now, so a destroy after our close
+		 * check sees it outstanding and leaves the queue alone; a close
+		 * meanwhile is seen by the queue itself (-EPIPE). The Spot queue's
+		 * enqueues stay in the lane turn (the waiting FIFO, file comment). */
+		orbit__work_count(c->w, c->kind);
+		c->e = e;
+		c->enqueue_after = true;
+		return 0;
+	}
 	return orbit__work_submit(c->w, c->kind, &e);
 }
 
@@ -603,9 +660,6 @@ static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
 			      : ORBIT_SERIAL_SUSPEND_HOLD;
 	int ret;
 
-	ret = orbit__work_new(&s->co, fn, arg, done, yf, &c->w);
-	if (ret)
-		return ret;
 	if (s->mode == ORBIT_SPOT_PER_ACTOR &&
 	    (c->kind == ORBIT_WORK_SPOT || c->kind == ORBIT_WORK_LIFECYCLE)) {
 		/* No lane turn: see the file comment (-EPIPE from the closed
@@ -615,11 +669,20 @@ static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
 					.how = c->kind == ORBIT_WORK_SPOT ? ORBIT__ENQ_FIXED
 									  : ORBIT__ENQ_LIFECYCLE };
 
+		ret = orbit__work_new(&s->co, fn, arg, done, yf, &c->w);
+		if (ret)
+			return ret;
 		return orbit__work_submit(c->w, c->kind, &e);
 	}
+	c->fn = fn;
+	c->arg = arg;
+	c->done = done;
+	c->yield_flags = yf;
+	/* A refusal of the turn itself (-EDEADLK from our own lane turn) made
+	 * no record: nothing to give back. */
 	ret = orbit_state_lane_run(s->co.lane, submit_fn, c);
-	if (!c->ran) /* the lane refused before running it (destroyed: misuse) */
-		return orbit__work_refuse(c->w, c->kind, ret);
+	if (c->enqueue_after)
+		return orbit__work_enqueue_counted(c->w, c->kind, &c->e);
 	return ret;
 }
 

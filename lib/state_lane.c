@@ -534,11 +534,20 @@ static void poll_arrivals(struct orbit_state_lane *lane, uint32_t need, unsigned
 	uint32_t seen = atomic_load_explicit(&lane->arrivals, memory_order_relaxed);
 
 	lane_unlock(lane);
-	for (unsigned i = 0; i < reads; i++) {
+	for (unsigned i = 0, last = 0; i < reads; i++) {
+		uint32_t got;
+
 		for (unsigned k = 0; k < LANE_POLL_PAUSES; k++)
 			orbit__cpu_relax();
-		if (atomic_load_explicit(&lane->arrivals, memory_order_relaxed) - seen >= need)
+		got = atomic_load_explicit(&lane->arrivals, memory_order_relaxed) - seen;
+		if (got >= need)
 			break;
+		/* Gathering (need > 1) goes on only while posts keep coming. */
+		if (need > 1 && got == last)
+			break;
+		last = got;
+		if (orbit__worker_others_ready())
+			break; /* other tasks wait for this worker thread */
 	}
 	lane_lock(lane);
 }

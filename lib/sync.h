@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 #include <linux/futex.h>
@@ -64,6 +65,18 @@ static inline int orbit__mutex_init_adaptive(pthread_mutex_t *m)
 #define ORBIT__DRAIN_POLL_PAUSES 16
 #define ORBIT__DRAIN_GATHER_MIN 64u
 #define ORBIT__DRAIN_GATHER_READS 8
+
+/*
+ * orbit__worker_others_ready - is the calling thread a worker of a pool
+ * (lib/worker_pool.c) that has other tasks ready to run: a lingering or
+ * gathering drain on such a worker stops polling at once and gives the
+ * thread to them (with 8 queues on 2 workers, a drain waiting for its own
+ * next item kept the others' drains, and their items, waiting behind it).
+ *
+ * Context: any thread; relaxed loads only, no lock, no syscall.
+ * Returns: true only on a pool worker whose pool has a task queued.
+ */
+bool orbit__worker_others_ready(void);
 
 /*
  * orbit__cond_init_monotonic - a condvar whose timed waits take absolute

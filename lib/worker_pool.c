@@ -148,6 +148,14 @@ static bool any_ready(orbit_worker_pool_t *p, memory_order order)
 	return false;
 }
 
+bool orbit__worker_others_ready(void)
+{
+	struct worker *w = tls_worker;
+
+	/* Relaxed: a hint for a polling drain (lib/sync.h). */
+	return w && any_ready(w->pool, memory_order_relaxed);
+}
+
 static void worker_sleep(struct worker *w)
 {
 	orbit_worker_pool_t *p = w->pool;

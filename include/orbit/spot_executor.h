@@ -128,8 +128,11 @@ struct orbit_actor_state_snapshot {
 /*
  * Counters of one coordinator. Per kind: submissions accepted, refused at
  * the call with -EAGAIN (that queue full), -E2BIG (never fits) and
- * -EPIPE (closed). Each counter is exact; the set is read with relaxed
- * loads, so counters are mutually approximate while work runs.
+ * -EPIPE (closed). Each counter is exact once the calls it counts have
+ * returned (accepted and completed are derived from one count per
+ * submission and one per release: a submission that its queue refuses
+ * counts as accepted for the moment it is in flight); the set is read
+ * with relaxed loads, so counters are mutually approximate while work runs.
  */
 struct orbit_serial_executor_stats {
 	uint64_t accepted[ORBIT_WORK_KINDS];

@@ -14,6 +14,15 @@
  * lookup, next to etcd's own write and read round trips measured with the
  * client the backend uses, and contended throughput with 4 processes on
  * etcd and on SHM. Then the targets.
+ *
+ * Scale series (issue 12), each printed as a series with a target line:
+ * acquire+release and lookup at 25/50/90/100% occupancy of 1,024- and
+ * 4,096-slot tables (goal: flat to 90%: the 90% figure <= 1.5x the 25%
+ * one, the worse table size counts); contended acquisitions per second
+ * with 2, 4, 8, 16 and 32 processes on 1 key and on 64 keys, beside a
+ * process-shared robust mutex per key hammered the same way (goal: orbit
+ * keeps at 32 processes at least the share of its 2-process throughput
+ * that the mutex keeps).
  */
 #include "config.h"
 
@@ -361,6 +370,20 @@ static void unlink_etcd(const char *f)
 	orbit_lock_unlink(&o);
 }
 
+/* Let the forked @pids go for @ms, stop and reap them: the ns they ran. */
+static uint64_t release_and_reap(_Atomic int *go, _Atomic int *stop, const pid_t *pids, int n,
+				 int ms)
+{
+	atomic_store(go, 1);
+	uint64_t t0 = now_ns();
+	usleep((useconds_t)ms * 1000);
+	atomic_store(stop, 1);
+	uint64_t t1 = now_ns();
+	for (int p = 0; p < n; p++)
+		waitpid(pids[p], NULL, 0);
+	return t1 - t0;
+}
+
 /*
  * @nproc processes hammer one key for @ms: acquisitions and attempts per
  * second. @etcd: on the bench cluster, else on SHM with @ser.
@@ -370,7 +393,7 @@ static void bench_contended(enum orbit_lock_serializer ser, bool etcd, int nproc
 {
 	struct cnt { _Atomic uint64_t acq, ops; _Atomic int go, stop; } *c;
 	char f[64];
-	pid_t pids[8];
+	pid_t pids[8] = { 0 };
 
 	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	memset(c, 0, sizeof(*c));
@@ -401,15 +424,9 @@ static void bench_contended(enum orbit_lock_serializer ser, bool etcd, int nproc
 			_exit(0);
 		}
 	}
-	atomic_store(&c->go, 1);
-	uint64_t t0 = now_ns();
-	usleep((useconds_t)ms * 1000);
-	atomic_store(&c->stop, 1);
-	uint64_t t1 = now_ns();
-	for (int p = 0; p < nproc; p++)
-		waitpid(pids[p], NULL, 0);
-	*acq_s = (double)atomic_load(&c->acq) * 1e9 / (double)(t1 - t0);
-	*ops_s = (double)atomic_load(&c->ops) * 1e9 / (double)(t1 - t0);
+	uint64_t dt = release_and_reap(&c->go, &c->stop, pids, nproc, ms);
+	*acq_s = (double)atomic_load(&c->acq) * 1e9 / (double)dt;
+	*ops_s = (double)atomic_load(&c->ops) * 1e9 / (double)dt;
 	orbit_lock_close(l0);
 	if (etcd)
 		unlink_etcd(f);
@@ -529,6 +546,206 @@ static double bench_etcd_floor(bool write, long n)
 }
 #endif
 
+#define KEEP_MIN(var, expr)                                                                        \
+	do {                                                                                       \
+		double x_ = (expr);                                                                \
+		if (x_ < (var))                                                                    \
+			(var) = x_;                                                                \
+	} while (0)
+
+#define SCALE_PCTS 4
+#define SCALE_MAX_SLOTS 4096
+
+/*
+ * One point of the occupancy series: a table of @slots slots, @pct% of
+ * them held by other keys (the probe key takes the last slot at 100%),
+ * then the best ns/op of acquire+release of the probe key (*@acq) and of
+ * a lookup of a random held key (*@look).
+ */
+static void bench_occupancy(uint32_t slots, int pct, long n, double *acq, double *look)
+{
+	static char labs[SCALE_MAX_SLOTS][16];
+	static orbit_lock_key_t keys[SCALE_MAX_SLOTS];
+	uint32_t fill = slots * (uint32_t)pct / 100u, order[1024];
+	orbit_lock_owner_t ow = { "owner-1", 7 };
+	orbit_lock_key_t probe = orbit_lock_key(bench_ns, "probe", 5);
+	struct orbit_lock_lease ls;
+	struct orbit_lock_entry e;
+	unsigned seed = 7;
+	char f[64];
+
+	if (fill == slots)
+		fill--; /* the probe's slot */
+	snprintf(f, sizeof(f), "%ss%u_%d", fleet, slots, pct);
+	orbit_lock_t *l = open_lock(ORBIT_LOCK_SERIALIZER_FUTEX, f, slots);
+	for (uint32_t i = 0; i < fill; i++) {
+		snprintf(labs[i], sizeof(labs[i]), "key-%u", i);
+		keys[i] = orbit_lock_key(bench_ns, labs[i], strlen(labs[i]));
+		if (orbit_lock_try_acquire(l, &keys[i], &ow, 300000000000ull, NULL, NULL))
+			die("fill", -EIO);
+	}
+	for (int i = 0; i < 1024; i++)
+		order[i] = (uint32_t)rand_r(&seed) % fill;
+	MEASURE(*acq, n / 40, 1, (void)0, {
+		if (orbit_lock_try_acquire(l, &probe, &ow, 30000000000ull, &ls, NULL) ||
+		    orbit_lock_release(l, &probe, &ow, ls.token))
+			die("probe acquire/release", -EIO);
+	});
+	MEASURE(*look, n, 1, (void)0, {
+		if (orbit_lock_lookup(l, &keys[order[i_ & 1023]], &e))
+			die("lookup", -EIO);
+	});
+	orbit_lock_close(l);
+	unlink_lock(f, slots);
+}
+
+/*
+ * @procs processes hammer @nkeys keys for @ms, each process going round
+ * the keys from its own start: orbit try_acquire+release (@mutex false,
+ * futex serializer) or a process-shared robust mutex per key lock+unlock
+ * (@mutex true). Returns acquisitions per second.
+ */
+static double bench_contended_scale(bool mutex, int procs, int nkeys, int ms)
+{
+	struct shared {
+		_Atomic uint64_t acq;
+		_Atomic int go, stop;
+		pthread_mutex_t m[64];
+	} * c;
+	pid_t pids[32] = { 0 };
+	char f[64];
+	orbit_lock_t *l0 = NULL;
+
+	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		die("mmap", -errno);
+	memset(c, 0, sizeof(*c));
+	for (int k = 0; k < nkeys; k++) {
+		pthread_mutexattr_t a;
+
+		pthread_mutexattr_init(&a);
+		pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+		pthread_mutex_init(&c->m[k], &a);
+		pthread_mutexattr_destroy(&a);
+	}
+	snprintf(f, sizeof(f), "%sk%d_%d", fleet, procs, nkeys);
+	if (!mutex)
+		l0 = open_lock(ORBIT_LOCK_SERIALIZER_FUTEX, f, 256);
+	for (int p = 0; p < procs; p++) {
+		pids[p] = fork();
+		if (pids[p] < 0)
+			die("fork", -errno);
+		if (pids[p] == 0) {
+			orbit_lock_t *l = mutex ? NULL
+						: open_lock(ORBIT_LOCK_SERIALIZER_FUTEX, f, 256);
+			orbit_lock_key_t keys[64];
+			char labs[64][8], own[8];
+			struct orbit_lock_lease ls;
+			uint64_t a = 0;
+
+			for (int k = 0; k < nkeys; k++) {
+				snprintf(labs[k], sizeof(labs[k]), "hot%d", k);
+				keys[k] = orbit_lock_key(bench_ns, labs[k], strlen(labs[k]));
+			}
+			snprintf(own, sizeof(own), "p%d", p);
+			orbit_lock_owner_t ow = { own, strlen(own) };
+			while (!atomic_load(&c->go))
+				;
+			for (int i = p; !atomic_load_explicit(&c->stop, memory_order_relaxed);
+			     i++) {
+				int k = i % nkeys;
+
+				if (mutex) {
+					pthread_mutex_lock(&c->m[k]);
+					pthread_mutex_unlock(&c->m[k]);
+					a++;
+				} else if (orbit_lock_try_acquire(l, &keys[k], &ow, 30000000000ull,
+								  &ls, NULL) == 0) {
+					orbit_lock_release(l, &keys[k], &ow, ls.token);
+					a++;
+				}
+			}
+			atomic_fetch_add(&c->acq, a);
+			_exit(0);
+		}
+	}
+	uint64_t dt = release_and_reap(&c->go, &c->stop, pids, procs, ms);
+	double v = (double)atomic_load(&c->acq) * 1e9 / (double)dt;
+	if (l0) {
+		orbit_lock_close(l0);
+		unlink_lock(f, 256);
+	}
+	munmap(c, sizeof(*c));
+	return v;
+}
+
+/* The scale series of the file comment, printed and judged. */
+static void scale_series(long n)
+{
+	static const uint32_t sizes[2] = { 1024, 4096 };
+	static const int pcts[SCALE_PCTS] = { 25, 50, 90, 100 };
+	static const int procs[5] = { 2, 4, 8, 16, 32 };
+	static const int nkeys[2] = { 1, 64 };
+	double acq[2][SCALE_PCTS], look[2][SCALE_PCTS], worst_acq = 0, worst_look = 0;
+
+	for (int z = 0; z < 2; z++)
+		for (int p = 0; p < SCALE_PCTS; p++)
+			acq[z][p] = look[z][p] = 1e30;
+	for (int round = 0; round < 3; round++)
+		for (int z = 0; z < 2; z++)
+			for (int p = 0; p < SCALE_PCTS; p++) {
+				double a, lk;
+
+				bench_occupancy(sizes[z], pcts[p], n, &a, &lk);
+				KEEP_MIN(acq[z][p], a);
+				KEEP_MIN(look[z][p], lk);
+			}
+	printf("\nscale: ns/op by table occupancy (best of 3)   25%%      50%%      90%%     100%%"
+	       "   90%%/25%%\n");
+	for (int z = 0; z < 2; z++) {
+		for (int o = 0; o < 2; o++) {
+			double *v = o ? look[z] : acq[z];
+			double r = v[2] / v[0];
+
+			printf("%-6s %4u slots%-22s", o ? "lookup" : "acq+rl", sizes[z], "");
+			for (int p = 0; p < SCALE_PCTS; p++)
+				printf(" %8.1f", v[p]);
+			printf("   %.2fx\n", r);
+			if (o && r > worst_look)
+				worst_look = r;
+			if (!o && r > worst_acq)
+				worst_acq = r;
+		}
+	}
+	bench_target("acquire_release_90pct_vs_25pct", worst_acq, "<=", 1.5, "x");
+	bench_target("lookup_90pct_vs_25pct", worst_look, "<=", 1.5, "x");
+
+	printf("\nscale: contended acquisitions/s (M), N processes    2        4        8       16"
+	       "       32   32/2\n");
+	for (int k = 0; k < 2; k++) {
+		double keep[2];
+
+		for (int m = 0; m < 2; m++) {
+			double v[5];
+
+			for (int p = 0; p < 5; p++)
+				v[p] = bench_contended_scale(m == 1, procs[p], nkeys[k], 200);
+			keep[m] = v[0] > 0 ? v[4] / v[0] : 0;
+			printf("%-12s %2d key%s%-22s", m ? "robust mutex" : "orbit (futex)",
+			       nkeys[k], nkeys[k] > 1 ? "s" : " ", "");
+			for (int p = 0; p < 5; p++)
+				printf(" %8.3f", v[p] / 1e6);
+			printf("   %.2fx\n", keep[m]);
+		}
+		char name[64];
+
+		snprintf(name, sizeof(name), "contended_%dkey%s_32_procs_kept_vs_mutex", nkeys[k],
+			 nkeys[k] > 1 ? "s" : "");
+		bench_target(name, keep[1] > 0 ? keep[0] / keep[1] : 0, ">=", 1.0, "x");
+	}
+}
+
 static void row(const char *name, double ns, double flock_pair, double robust, double redis)
 {
 	printf("%-44s %10.1f %9.2fx %9.2fx ", name, ns, ns / flock_pair, ns / robust);
@@ -556,7 +773,6 @@ int main(int argc, char **argv)
 	static const int pcts[] = { 25, 50, 90, 100 };
 	for (int p = 0; p < 4; p++)
 		occ[p] = 1e30;
-#define KEEP_MIN(var, expr) do { double x_ = (expr); if (x_ < (var)) (var) = x_; } while (0)
 	for (int round = 0; round < 7; round++) {
 		KEEP_MIN(flock_pair, bench_flock_pair(n / 8));
 		KEEP_MIN(futex_ar, bench_acq_rel(ORBIT_LOCK_SERIALIZER_FUTEX, n / 2));
@@ -689,5 +905,6 @@ int main(int argc, char **argv)
 		bench_target("etcd_contended_4proc_vs_uncontended", e_acq_s * e_ar / 1e9, ">=", 0.5,
 			     "x");
 	}
+	scale_series(n);
 	return 0;
 }

@@ -9,6 +9,10 @@
  * raw futex, eventfd and pipe ping-pong between two processes, each round
  * timed one way from the sender's CLOCK_MONOTONIC stamp to the receiver's
  * return. Each cost figure is the median of 5 runs. Under ~30 s.
+ * Scale series (issue 12): publish cost with 1, 4 and 16 reader handles
+ * subscribed to the ring (idle, none asleep), each point the best of 3
+ * interleaved medians; target: 16 readers <= 1.2x 1 reader (publishing
+ * is independent of readers).
  */
 #include "config.h"
 
@@ -293,6 +297,46 @@ static int latency(enum method m, const char *fleet, const struct orbit_ring_lay
 	return (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) ? 0 : -1;
 }
 
+#define SCALE_READERS_MAX 16
+
+/* The scale series of the file comment, printed and judged. */
+static int readers_series(orbit_ring_t *ring)
+{
+	static const int counts[3] = { 1, 4, 16 };
+	orbit_ring_reader_t *r[SCALE_READERS_MAX] = { NULL };
+	double best[3] = { 1e30, 1e30, 1e30 };
+	int open = 0, rc = 0;
+
+	for (int round = 0; round < 3 && !rc; round++)
+		for (int k = 0; k < 3 && !rc; k++) {
+			double v;
+
+			while (open < counts[k] && !rc)
+				if (orbit__ring_reader_open(&r[open], ring) < 0)
+					rc = 1;
+				else
+					open++;
+			if (rc)
+				break;
+			v = publish_cost(ring);
+			best[k] = v < best[k] ? v : best[k];
+			if (k == 2)
+				while (open > 0)
+					orbit__ring_reader_close(r[--open]);
+		}
+	while (open > 0)
+		orbit__ring_reader_close(r[--open]);
+	if (rc) {
+		fprintf(stderr, "bench_ring: cannot open a reader\n");
+		return 1;
+	}
+	printf("\nscale: publish_ns with N subscribed readers (idle)      1        4       16   16/1\n");
+	printf("%-52s %8.1f %8.1f %8.1f   %.2fx\n", "publish_ns", best[0], best[1], best[2],
+	       best[2] / best[0]);
+	bench_target("ring_publish_16_readers_vs_1", best[2] / best[0], "<=", 1.2, "x");
+	return 0;
+}
+
 int main(void)
 {
 	struct orbit_ring_layout l;
@@ -342,6 +386,8 @@ int main(void)
 	line("wake_p50_ns", lat[0][0], "pipe_pingpong_p50_ns", lat[3][0], "info");
 	line("wake_p99_ns", lat[0][1], "eventfd_pingpong_p99_ns", lat[2][1], "info");
 	line("wake_p99_ns", lat[0][1], "pipe_pingpong_p99_ns", lat[3][1], "info");
+	if (readers_series(ring))
+		rc = 1;
 	orbit__ring_close(ring);
 	orbit__ring_unlink(fleet, &l);
 	return rc;

@@ -14,6 +14,11 @@
  * carries its submission time and the handler records how long it waited
  * to start: p50/p99 submit-to-start latency per path (all rounds pooled).
  *
+ * Scale series (issue 12): PerActor and SpotWide execute_actor with 1, 8,
+ * 64 and 1,024 Actors in one Spot (round-robin), median of SCALE_ROUNDS;
+ * target: the 1,024-Actor throughput >= 0.67x the 1-Actor one (flat:
+ * within 1.5x in cost per item).
+ *
  * Environment (for instruction counting, e.g. under callgrind):
  * BENCH_ITEMS (items per run, default ITEMS), BENCH_ROUNDS (default
  * ROUNDS), BENCH_PATH (run only the path whose name starts with it; no
@@ -39,8 +44,13 @@
 #define ACTORS 8
 #define LAT_EVERY 64
 
+#define SCALE_ROUNDS 3
+#define SCALE_N 4
+
 static uint64_t items = ITEMS;
 static int rounds = ROUNDS;
+/* Actors the round-robin paths spread over (ACTORS, or the scale series'). */
+static uint64_t n_actors = ACTORS;
 
 enum path {
 	P_QUEUE,          /* baseline: a bare serial queue */
@@ -135,7 +145,7 @@ static int submit(enum path p, struct subject *s, uint64_t i, void *a)
 		return orbit_spot_execute_actor(s->spot, 1, work, a, 0, NULL);
 	case P_PER_ACTOR_8:
 	case P_SPOT_WIDE_8:
-		return orbit_spot_execute_actor(s->spot, 1 + i % ACTORS, work, a, 0, NULL);
+		return orbit_spot_execute_actor(s->spot, 1 + i % n_actors, work, a, 0, NULL);
 	case P_ACTOR:
 		return orbit_actor_execute_actor(s->actor, work, a, 0, NULL);
 	default:
@@ -265,6 +275,57 @@ static uint64_t pct(uint64_t *ns, uint64_t n, unsigned p)
 	return n ? ns[(n - 1) * p / 100] : 0;
 }
 
+static orbit_worker_pool_t *pool_for_scale;
+
+/*
+ * The scale series: PerActor and SpotWide execute_actor over 1, 8, 64 and
+ * 1,024 Actors, interleaved, ITEMS items a run, median of SCALE_ROUNDS.
+ */
+static void scale_series(orbit_worker_pool_t *pool)
+{
+	static const uint64_t counts[SCALE_N] = { 1, 8, 64, 1024 };
+	static const enum path paths[2] = { P_PER_ACTOR_8, P_SPOT_WIDE_8 };
+	static const char *const pname[2] = { "per_actor", "spot_wide" };
+	double v[2][SCALE_N][SCALE_ROUNDS];
+	static struct lat none;
+	struct lat_item *li = calloc(items / LAT_EVERY + 1, sizeof(*li));
+	uint64_t full = 0;
+
+	none.cap = 0; /* latency samples are not kept here */
+	if (!li)
+		return;
+	for (int r = 0; r < SCALE_ROUNDS; r++)
+		for (int k = 0; k < SCALE_N; k++)
+			for (int m = 0; m < 2; m++) {
+				n_actors = counts[k];
+				v[m][k][r] = run(paths[m], orbit_worker_pool_executor(pool), &full,
+						 &none, li);
+			}
+	n_actors = ACTORS;
+	free(li);
+	printf("\nscale: execute_actor with N Actors in one Spot (round-robin), M items/s, "
+	       "median of %d\n%-10s",
+	       SCALE_ROUNDS, "mode");
+	for (int k = 0; k < SCALE_N; k++)
+		printf(" %9llu", (unsigned long long)counts[k]);
+	printf("   1024/1\n");
+	for (int m = 0; m < 2; m++) {
+		double med[SCALE_N];
+		char name[64];
+
+		for (int k = 0; k < SCALE_N; k++) {
+			qsort(v[m][k], SCALE_ROUNDS, sizeof(double), cmp_double);
+			med[k] = v[m][k][SCALE_ROUNDS / 2];
+		}
+		printf("%-10s", pname[m]);
+		for (int k = 0; k < SCALE_N; k++)
+			printf(" %9.2f", med[k] / 1e6);
+		printf("   %.2fx\n", med[0] > 0 ? med[SCALE_N - 1] / med[0] : 0);
+		snprintf(name, sizeof(name), "%s_1024_actors_vs_1", pname[m]);
+		bench_target(name, med[0] > 0 ? med[SCALE_N - 1] / med[0] : 0, ">=", 0.67, "x");
+	}
+}
+
 int main(void)
 {
 	static double v[P_N][ROUNDS_MAX];
@@ -303,9 +364,11 @@ int main(void)
 			if (v[p][r] < 0)
 				rc = 1;
 		}
-	orbit_worker_pool_destroy(pool);
-	if (only)
+	if (only) {
+		orbit_worker_pool_destroy(pool);
 		return rc;
+	}
+	pool_for_scale = pool;
 	printf("%-22s %9s  %-22s %9s  %-26s %s\n", "path", "M/s", "baseline", "M/s",
 	       "ratio [range] (-EAGAIN)", "start p50/p99 us");
 	static const char *const target_names[P_N] = {
@@ -343,6 +406,8 @@ int main(void)
 	for (int p = 1; p < P_N; p++)
 		bench_target(target_names[p], ratio_of[p], ">=",
 			     p == P_SPOT_WIDE_1 || p == P_SPOT_WIDE_8 ? 0.25 : 0.5, "x");
+	scale_series(pool_for_scale);
+	orbit_worker_pool_destroy(pool);
 	free(li);
 	for (int p = 0; p < P_N; p++)
 		free(lat[p].ns);

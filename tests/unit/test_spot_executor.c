@@ -1173,6 +1173,100 @@ static void test_s10_spot_wide_chain_cut_at_time_budget(void **state)
 	spot_finish(s);
 }
 
+/* A record that, while it runs, makes other work want the Spot gate. */
+struct chain_rec {
+	struct olog *log;
+	int id;
+	orbit_spot_serial_executor_t *s;
+	struct manual_ex *x;
+	struct rec *spot_work; /* non-NULL: submit it with execute_spot */
+	bool run_pending;      /* run the next pending executor task */
+};
+
+static int chain_rec_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct chain_rec *r = arg;
+
+	olog_add(r->log, r->id);
+	if (r->spot_work)
+		assert_int_equal(orbit_spot_execute_spot(r->s, rec_fn, r->spot_work, NULL), 0);
+	if (r->run_pending)
+		assert_true(manual_run_one(r->x)); /* another Actor queue's drain */
+	return ORBIT_SERIAL_DONE;
+}
+
+/* Run everything, then check the handlers ran as @expect says. */
+static void chain_finish(orbit_spot_serial_executor_t *s, struct manual_ex *x, struct olog *log,
+			 const int *expect, int n)
+{
+	manual_run_all(x);
+	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, WAIT_MS), 0);
+	assert_int_equal(log->n, n);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(log->v[i], expect[i]);
+	spot_finish(s);
+}
+
+/*
+ * §10 order under SpotWide with the chain (issue 12): an Actor's Spot turn
+ * runs its next record only while nothing else waits for the Spot gate,
+ * and that is checked again after every record. Actor 1's first record
+ * finds the Spot queue otherwise empty (its second runs on the same
+ * turn); the second submits Spot work while it runs, so the third must
+ * wait behind that Spot work: 11, 12, Spot, 13. A chain that trusted an
+ * earlier "alone" once work had arrived since (the arrivals check of
+ * orbit__serial_turn_may_continue) runs 13 before the Spot work.
+ */
+static void test_s10_spot_wide_chain_stops_for_work_that_arrives(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_serial_executor_t *s = make_spot(ORBIT_SPOT_SPOT_WIDE, manual_executor(&x), NULL,
+						    NULL);
+	static struct olog log;
+	struct rec sp = { &log, 2 };
+	struct chain_rec r[3] = {
+		{ &log, 11, s, &x, NULL, false },
+		{ &log, 12, s, &x, &sp, false },
+		{ &log, 13, s, &x, NULL, false },
+	};
+
+	olog_init(&log);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(orbit_spot_execute_actor(s, 1, chain_rec_fn, &r[i], 0, NULL), 0);
+	chain_finish(s, &x, &log, (const int[]){ 11, 12, 2, 13 }, 4);
+}
+
+/*
+ * The same for a turn that waits for room: with a 1-item Spot queue,
+ * Actor 1's first record holds the only place while Actor 2's turn is
+ * placed (it waits, FIFO). When the record ends, the Spot queue holds
+ * nothing else, but a turn waits for room, so Actor 1's next record must
+ * not run on this turn: 11, 21, 12. A chain that looked only at the Spot
+ * queue (not at the waiting FIFO's mirror) runs 11, 12, 21.
+ */
+static void test_s10_spot_wide_chain_stops_for_a_waiting_turn(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_serial_executor_t *s = make_small_spot(manual_executor(&x), 1, 8);
+	static struct olog log;
+	struct chain_rec r[3] = {
+		{ &log, 11, s, &x, NULL, true },
+		{ &log, 12, s, &x, NULL, false },
+		{ &log, 21, s, &x, NULL, false },
+	};
+
+	olog_init(&log);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, chain_rec_fn, &r[0], 0, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, chain_rec_fn, &r[1], 0, NULL), 0);
+	assert_true(manual_run_one(&x)); /* Actor 1's turn takes the Spot queue's place */
+	assert_int_equal(orbit_spot_execute_actor(s, 2, chain_rec_fn, &r[2], 0, NULL), 0);
+	/* Pending: the Spot drain, then Actor 2's drain, which record 11 runs. */
+	assert_int_equal(manual_pending(&x), 2);
+	assert_true(manual_run_one(&x));
+	assert_int_equal(spot_stats(s).turn_waited, 2); /* Actor 2's, then Actor 1's next */
+	chain_finish(s, &x, &log, (const int[]){ 11, 21, 12 }, 3);
+}
+
 /* ---- §10 a yielded Actor ----------------------------------------------------- */
 
 struct yielder {
@@ -2103,18 +2197,28 @@ static int snap_probe_fn(orbit_serial_turn_t *turn, void *arg)
  * lane turn: -EDEADLK), the handler is told so by
  * orbit_work_actor_snapshot() instead of getting a snapshot without the
  * registration (the old code ignored the run() result: rc 0, version 0).
+ * A SpotWide record's Spot turn is placed in a lane turn of the Spot, so
+ * such an executor runs the handler inside it. A PerActor record's Actor
+ * queue is enqueued after the submission's lane turn (07 §4: lane.Run
+ * finds the queue, the enqueue follows), so there the same executor runs
+ * the handler outside the lane and its snapshot is taken (the code that
+ * enqueued inside the turn reported -EDEADLK there).
  */
 static void test_s7_refused_snapshot_turn_is_reported(void **state)
 {
 	struct manual_ex x;
-	orbit_spot_serial_executor_t *s = make_spot(ORBIT_SPOT_PER_ACTOR, manual_executor(&x),
-						    NULL, NULL);
+	orbit_spot_serial_executor_t *s = make_spot(ORBIT_SPOT_SPOT_WIDE, manual_executor(&x), NULL,
+						    NULL);
 	struct snap_probe p = { 0 };
 
 	assert_int_equal(orbit_spot_actor_set_info(s, 1, "abc", 3), 0);
-	manual_set_inline(&x, 1);
 	assert_int_equal(orbit_spot_execute_actor(s, 1, snap_probe_fn, &p, 0, NULL), 0);
+	manual_set_inline(&x, 1);
+	/* The Actor queue's drain places the Spot turn in a lane turn, and
+	 * the executor runs the Spot queue's drain right there. */
+	assert_true(manual_run_one(&x));
 	manual_set_inline(&x, 0);
+	manual_run_all(&x);
 	assert_int_equal(atomic_load(&p.ran), 1);
 	assert_int_equal(p.rc, -EDEADLK);
 	/* A well-behaved executor: the snapshot as registered. */
@@ -2126,16 +2230,34 @@ static void test_s7_refused_snapshot_turn_is_reported(void **state)
 	assert_int_equal(p.snap.info_len, 3);
 	assert_memory_equal(p.snap.info, "abc", 3);
 	spot_finish(s);
+
+	/* PerActor: the executor runs the handler after the lane turn. */
+	s = make_spot(ORBIT_SPOT_PER_ACTOR, manual_executor(&x), NULL, NULL);
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(orbit_spot_actor_set_info(s, 1, "abc", 3), 0);
+	manual_set_inline(&x, 1);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, snap_probe_fn, &p, 0, NULL), 0);
+	manual_set_inline(&x, 0);
+	assert_int_equal(atomic_load(&p.ran), 1);
+	assert_int_equal(p.rc, 0);
+	assert_int_equal(p.snap.version, 1);
+	assert_memory_equal(p.snap.info, "abc", 3);
+	spot_finish(s);
 }
 
 /*
  * 06 §5 / §6 Kind 1, the SpotWide room hook: it enters the Spot's lane
- * from the Spot queue's drain. When that drain runs inside one of the
- * Spot's own lane turns (an executor that runs tasks on the submitter's
- * stack, here inside execute_actor's turn), the turn is refused with
- * -EDEADLK; the thread then owns the lane's state, so the waiting Actor
- * turn is placed with the body that does not enter the lane. The old code
- * ignored the result and the waiting turn never ran (quiescence timed out).
+ * from the Spot queue's drain. With an executor that runs tasks on the
+ * submitter's stack, the Spot queue's pending drain runs inside
+ * execute_actor(2): when that call enqueued in its lane turn, the hook's
+ * turn was refused with -EDEADLK there (the old code ignored the result
+ * and the waiting turn never ran; then the turn that was not lost still
+ * cost Actor 2's record: turn_rejected 1). The Actor queue is now
+ * enqueued after the lane turn (07 §4), so the hook and Actor 2's turn
+ * both get the lane: the Spot item, Actor 1's waiting turn, then Actor
+ * 2's, and nothing rejected. (If a drain does run inside the Spot's own
+ * turn, spot_room() places the turns with the body that does not enter
+ * the lane.)
  */
 static void test_s4_room_hook_inside_own_lane_turn_places_waiting_turn(void **state)
 {
@@ -2150,17 +2272,17 @@ static void test_s4_room_hook_inside_own_lane_turn_places_waiting_turn(void **st
 	assert_true(manual_run_one(&x)); /* Actor 1's record: its turn waits for room */
 	assert_int_equal(spot_stats(s).turn_waited, 1);
 	manual_set_inline(&x, 1);
-	/* Inside this call's lane turn the executor runs the Spot queue's
-	 * drain: the Spot item finishes and the room hook fires. */
+	/* This call's enqueue makes the executor run the Spot queue's drain:
+	 * the Spot item finishes and the room hook fires. */
 	assert_int_equal(orbit_spot_execute_actor(s, 2, rec_fn, &b, 0, NULL), 0);
 	manual_set_inline(&x, 0);
 	manual_run_all(&x);
 	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, 2000), 0);
-	assert_int_equal(log.n, 2); /* the Spot item, then Actor 1's handler */
+	assert_int_equal(log.n, 3); /* the Spot item, Actor 1's handler, Actor 2's */
 	assert_int_equal(log.v[0], 2);
 	assert_int_equal(log.v[1], 1);
-	/* Actor 2's turn met the same refused lane: reported, not lost. */
-	assert_int_equal(spot_stats(s).turn_rejected, 1);
+	assert_int_equal(log.v[2], 3);
+	assert_int_equal(spot_stats(s).turn_rejected, 0);
 	spot_finish(s);
 }
 
@@ -2308,6 +2430,8 @@ int main(void)
 		cmocka_unit_test(test_s10_lifecycle_overtakes_up_to_burst_limit),
 		cmocka_unit_test(test_s10_owner_turn_cut_at_time_budget),
 		cmocka_unit_test(test_s10_spot_wide_chain_cut_at_time_budget),
+		cmocka_unit_test(test_s10_spot_wide_chain_stops_for_work_that_arrives),
+		cmocka_unit_test(test_s10_spot_wide_chain_stops_for_a_waiting_turn),
 		cmocka_unit_test(test_s10_yielded_actor_blocks_only_itself),
 		cmocka_unit_test(test_s10_registration_change_seen_at_next_turn),
 		cmocka_unit_test(test_s10_sync_wait_inside_own_turn_fails_at_once),

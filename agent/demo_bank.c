@@ -14,8 +14,14 @@
  * SQLite in WAL mode), which refuses a token older than the newest it saw
  * and applies a transfer id once. A chaos loop SIGKILLs workers (inside
  * handlers when it can) and clients, and SIGSTOPs a worker past its
- * hosting lease now and then. A live status line runs; the report checks
- * the invariants and the exit status is 1 when one fails.
+ * hosting lease now and then. Observer processes follow the transition
+ * ring and keep their own view of the account locks (agent/demo_observer.c):
+ * they check, independently of the workers, that no two holders of one
+ * account overlap and that an account's tokens only increase, and at the
+ * end that their view agrees with the lock table; the chaos loop kills
+ * them too, and a restarted observer resyncs from the table. A live status
+ * line runs; the report checks the invariants and the exit status is 1
+ * when one fails.
  *
  * The supervisor (this process) runs no agent and no orbit thread, so its
  * fork()s are plain; every child starts its own agent.
@@ -25,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -41,9 +48,11 @@
 
 #include "agent/demo_bank.h"
 #include "agent/demo_ledger.h"
+#include "agent/demo_observer.h"
 
 #define MAX_PROCS 32
 #define MAX_SHARDS 64
+#define MAX_OBSERVERS 8
 #define LAT_BUCKETS 40
 #define INITIAL_BALANCE 1000
 #define LOCK_TTL_NS 1000000000ull   /* account locks */
@@ -52,15 +61,23 @@
 ORBIT_LOCK_DEFINE_NAMESPACE(acct_ns, "bank.account");
 
 static struct bank_cfg {
-	int seconds, workers, clients, shards, accounts;
+	int seconds, workers, clients, shards, accounts, observers;
 	double chaos; /* chaos events per second */
 	char fleet[48];
 	char plot[256];
 	char dir[160], db[200];
 	int keep;
-	int inject_bug; /* --inject-bug: credit one unit too many (the report must fail) */
+	int inject_bug; /* --inject-bug[=KIND]: a deliberate bug the report must catch */
 	int work_us;    /* a handler's own work between taking its locks and writing */
-} cfg = { 30, 4, 2, 8, 1000, 1.0, "", "", "", "", 0, 0, 200 };
+} cfg = { 30, 4, 2, 8, 1000, 1, 1.0, "", "", "", "", 0, 0, 200 };
+
+/* The deliberate bugs of --inject-bug (the report must fail with each). */
+enum {
+	BUG_NONE = 0,
+	BUG_CREDIT = 1, /* credit one unit too many per transfer: the total is wrong */
+	BUG_STEAL = 2,  /* a handler that waited breaks the account lock (force release):
+			   two holders at once, which the markers and the observers see */
+};
 
 /* A transfer on the wire (the record's payload). */
 struct transfer_msg {
@@ -74,6 +91,21 @@ struct proc_slot {
 	_Atomic int pid;
 	_Atomic int in_handler; /* worker: a transfer between its locks */
 	_Atomic int stopped;    /* SIGSTOPped by the chaos loop */
+};
+
+/*
+ * An observer's figures, summed over its incarnations: each incarnation
+ * adds its view's counts (demo_view_counts) to what the slot held when it
+ * started (base), so a kill loses at most the last batch.
+ */
+struct observer_slot {
+	_Atomic int pid;
+	_Atomic uint64_t starts;
+	_Atomic uint64_t acquired, released, expired, forced;
+	_Atomic uint64_t overlaps, early_expiries, regressions, resyncs, lags, frames;
+	/* Written once by the incarnation that stops at the end: */
+	_Atomic int final_done;
+	_Atomic uint64_t final_agree, final_differ;
 };
 
 struct shard_slot {
@@ -96,8 +128,10 @@ struct bank_shared {
 	_Atomic uint64_t accepted, rejected, applied, duplicates, stale, insufficient;
 	_Atomic uint64_t violations, redelivered, adoptions, lost, handler_errors, lock_retries;
 	_Atomic uint64_t lat[LAT_BUCKETS]; /* submit -> handler start, log2 ns */
+	_Atomic int stop_observers;
 	struct proc_slot w[MAX_PROCS], c[MAX_PROCS];
 	struct shard_slot s[MAX_SHARDS];
+	struct observer_slot o[MAX_OBSERVERS];
 	struct marker m[]; /* one per account */
 };
 
@@ -143,11 +177,17 @@ static void lock_account(struct worker *w, uint32_t account, orbit_lock_owner_t 
 {
 	char label[16];
 	orbit_lock_key_t key;
-	int rc;
+	int rc, waits = 0;
 
 	snprintf(label, sizeof(label), "%u", account);
 	key = orbit_lock_key(acct_ns, label, strlen(label));
 	while ((rc = orbit_lock_try_acquire(w->lock, &key, me, LOCK_TTL_NS, lease, NULL)) != 0) {
+		if (rc == -EBUSY && cfg.inject_bug == BUG_STEAL && ++waits >= 5) {
+			/* The bug: "waited a millisecond, the holder must be stuck". */
+			orbit_lock_force_release(w->lock, &key);
+			waits = 0;
+			continue;
+		}
 		if (rc != -EBUSY && rc != -EAGAIN) {
 			/* -ENOSPC: the table is full of leases of killed holders until they expire */
 			atomic_fetch_add(&sh->lock_retries, 1);
@@ -239,7 +279,7 @@ static int on_transfer(orbit_serial_turn_t *turn, const struct orbit_spot_record
 		t.from = msg.from;
 		t.to = msg.to;
 		t.amount = msg.amount;
-		t.credit_extra = cfg.inject_bug;
+		t.credit_extra = cfg.inject_bug == BUG_CREDIT;
 		t.from_token = msg.from == lo ? l1.token : l2.token;
 		t.to_token = msg.to == lo ? l1.token : l2.token;
 		pthread_mutex_lock(&w->ledger_mu);
@@ -413,6 +453,201 @@ static int client_main(int idx)
 	return 0;
 }
 
+/* ---- observers: follow the ring, keep a view of the account locks, check it ---- */
+
+struct observer {
+	int idx;
+	orbit_lock_t *table; /* the fleet's table, read-only (orbit_fleet_lock) */
+	demo_view_t *view;
+	bool need_resync;    /* the last scan failed: checks stay off until one works */
+	struct demo_view_counts base; /* the slot's figures when this incarnation started */
+};
+
+static int resync_entry(const struct orbit_lock_entry *e, void *ctx)
+{
+	demo_view_resync_entry(ctx, e);
+	return 0;
+}
+
+/*
+ * Rebuild the view's holders from the table. The scan is lock-free; a
+ * mutator stopped in the middle of a slot makes it answer -EAGAIN, so it
+ * is tried a few times; when it keeps failing the view stays unchecked
+ * and the observer tries again at its next wake.
+ */
+static int observer_resync(demo_view_t *v, void *ctx)
+{
+	struct observer *o = ctx;
+
+	for (int tries = 0; tries < 20; tries++) {
+		demo_view_resync_begin(v, orbit_lock_state_revision(o->table));
+		if (orbit_lock_foreach(o->table, resync_entry, v) >= 0) {
+			demo_view_resync_end(v, orbit_lock_state_revision(o->table));
+			o->need_resync = false;
+			return 0;
+		}
+		usleep(5000);
+	}
+	o->need_resync = true;
+	return 0; /* not fatal: the rest of the batch is applied unchecked */
+}
+
+static void observer_publish(const struct observer *o)
+{
+	struct observer_slot *s = &sh->o[o->idx];
+	struct demo_view_counts c;
+
+	demo_view_counts(o->view, &c);
+	atomic_store(&s->acquired, o->base.acquired + c.acquired);
+	atomic_store(&s->released, o->base.released + c.released);
+	atomic_store(&s->expired, o->base.expired + c.expired);
+	atomic_store(&s->forced, o->base.forced + c.forced);
+	atomic_store(&s->overlaps, o->base.overlaps + c.overlaps);
+	atomic_store(&s->early_expiries, o->base.early_expiries + c.early_expiries);
+	atomic_store(&s->regressions, o->base.regressions + c.regressions);
+	atomic_store(&s->resyncs, o->base.resyncs + c.resyncs);
+	atomic_store(&s->frames, o->base.frames + c.frames);
+}
+
+/* Read the ring until it has nothing more, then apply the batch in revision order. */
+static void observer_drain(struct observer *o, orbit_transition_reader_t *rd)
+{
+	static struct orbit_transition_event ev; /* 4 KiB: not on the stack */
+	int rc;
+
+	while ((rc = orbit_transition_reader_next(rd, &ev)) != -EAGAIN) {
+		if (rc == -ORBIT_ELAGGED) { /* frames lost: what we have, then the table */
+			atomic_fetch_add(&sh->o[o->idx].lags, 1);
+			demo_view_flush(o->view, observer_resync, o);
+			observer_resync(o->view, o);
+		} else if (rc == 0 && demo_view_add(o->view, &ev) == 1) {
+			demo_view_flush(o->view, observer_resync, o); /* a full batch: order unsure */
+			observer_resync(o->view, o);
+		} else if (rc < 0 && rc != -ORBIT_ECORRUPT) {
+			break; /* -EINVAL: cannot happen with a valid reader */
+		}
+	}
+	demo_view_flush(o->view, observer_resync, o);
+	if (o->need_resync)
+		observer_resync(o->view, o);
+	observer_publish(o);
+}
+
+struct compare_ctx {
+	demo_view_t *view;
+	uint8_t *in_table;
+	uint64_t agree, differ;
+};
+
+static int compare_entry(const struct orbit_lock_entry *e, void *arg)
+{
+	struct compare_ctx *c = arg;
+	uint64_t token;
+	uint32_t a;
+
+	if (demo_view_account(c->view, e->bytes, e->ns_len, e->bytes + e->ns_len, e->label_len,
+			      &a))
+		return 0;
+	c->in_table[a] = 1;
+	if (demo_view_holder(c->view, a, &token, NULL) == 1 && token == e->token)
+		c->agree++;
+	else
+		c->differ++;
+	return 0;
+}
+
+/*
+ * At the end (every worker stopped, so the ring is quiet): does the view
+ * hold exactly the entries the table holds, with the same tokens?
+ * Returns 0, or -EAGAIN when the table could not be scanned.
+ */
+static int observer_compare(struct observer *o)
+{
+	struct compare_ctx c = { .view = o->view };
+	int rc = -EAGAIN;
+
+	c.in_table = calloc((size_t)cfg.accounts, 1);
+	if (!c.in_table)
+		return -ENOMEM;
+	for (int tries = 0; tries < 50 && rc < 0; tries++) {
+		memset(c.in_table, 0, (size_t)cfg.accounts);
+		c.agree = c.differ = 0;
+		rc = orbit_lock_foreach(o->table, compare_entry, &c);
+		if (rc < 0)
+			usleep(10000);
+	}
+	for (uint32_t a = 0; rc >= 0 && a < (uint32_t)cfg.accounts; a++)
+		if (!c.in_table[a] && demo_view_holder(o->view, a, NULL, NULL) == 1)
+			c.differ++; /* the view holds what the table does not */
+	free(c.in_table);
+	if (rc < 0)
+		return rc;
+	atomic_store(&sh->o[o->idx].final_agree, c.agree);
+	atomic_store(&sh->o[o->idx].final_differ, c.differ);
+	return 0;
+}
+
+static int observer_main(int idx)
+{
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = cfg.fleet };
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = cfg.fleet };
+	struct observer_slot *s = &sh->o[idx];
+	struct observer o = { .idx = idx };
+	orbit_transition_reader_t *rd;
+	orbit_fleet_t *fleet = NULL;
+	orbit_agent_t *agent;
+	char name[32];
+	int fd, rc;
+
+	/* The agent turns the ring's futex doorbell into an eventfd (agent.h, "Subscribing"). */
+	snprintf(name, sizeof(name), "bank-observer-%d", idx);
+	ao.name = name;
+	if (orbit_agent_start(&ao, &agent) || orbit_agent_subscribe(agent, &fd) ||
+	    orbit_agent_reader_open(agent, &rd))
+		return 2;
+	/* The table, read-only, for the resyncs: the first worker created it. */
+	for (int tries = 0; tries < 200; tries++) {
+		if (orbit_fleet_open(&fo, &fleet) == 0 && (o.table = orbit_fleet_lock(fleet)))
+			break;
+		orbit_fleet_close(fleet);
+		fleet = NULL;
+		usleep(10000);
+	}
+	if (!o.table || demo_view_create(acct_ns.bytes, (uint32_t)cfg.accounts, &o.view))
+		return 2;
+	o.base.acquired = atomic_load(&s->acquired);
+	o.base.released = atomic_load(&s->released);
+	o.base.expired = atomic_load(&s->expired);
+	o.base.forced = atomic_load(&s->forced);
+	o.base.overlaps = atomic_load(&s->overlaps);
+	o.base.early_expiries = atomic_load(&s->early_expiries);
+	o.base.regressions = atomic_load(&s->regressions);
+	o.base.resyncs = atomic_load(&s->resyncs);
+	o.base.frames = atomic_load(&s->frames);
+	atomic_fetch_add(&s->starts, 1);
+	/* The reader starts after the current heads: what came before is in the table. */
+	observer_resync(o.view, &o);
+	while (!atomic_load(&sh->stop_observers)) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint64_t n;
+
+		if (poll(&p, 1, 100) > 0 && read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+			break;
+		observer_drain(&o, rd); /* drain the eventfd first, then the cursor */
+	}
+	/* Every worker has stopped: the last frames, then the view against the table. */
+	observer_drain(&o, rd);
+	rc = observer_compare(&o);
+	if (rc == 0)
+		atomic_store(&s->final_done, 1);
+	demo_view_destroy(o.view);
+	orbit_fleet_close(fleet);
+	orbit_transition_reader_close(rd);
+	orbit_agent_unsubscribe(agent, fd);
+	orbit_agent_stop(agent);
+	return rc == 0 ? 0 : 3;
+}
+
 /* ---- the supervisor ---- */
 
 static pid_t spawn(bool worker, int idx)
@@ -430,6 +665,87 @@ static pid_t spawn(bool worker, int idx)
 		atomic_store(&p->stopped, 0);
 	}
 	return pid;
+}
+
+static pid_t spawn_observer(int idx)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		_exit(observer_main(idx));
+	if (pid > 0)
+		atomic_store(&sh->o[idx].pid, pid);
+	return pid;
+}
+
+/* Observers that died (chaos kills them) are started again: they resync from the table. */
+static void restart_observers(uint64_t *restarts)
+{
+	for (int i = 0; i < cfg.observers; i++) {
+		int st, pid = atomic_load(&sh->o[i].pid);
+
+		if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid) {
+			atomic_store(&sh->o[i].pid, 0);
+			if (spawn_observer(i) > 0)
+				(*restarts)++;
+		}
+	}
+}
+
+/* What the observers saw (sums; acquisitions: the most any one saw). */
+struct observed {
+	uint64_t acquired, released, expired, forced, bad, resyncs, lags, starts;
+};
+
+static void observed_sum(struct observed *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (int i = 0; i < cfg.observers; i++) {
+		struct observer_slot *o = &sh->o[i];
+		uint64_t a = atomic_load(&o->acquired);
+
+		if (a > t->acquired)
+			t->acquired = a;
+		t->released += atomic_load(&o->released);
+		t->expired += atomic_load(&o->expired);
+		t->forced += atomic_load(&o->forced);
+		t->bad += atomic_load(&o->overlaps) + atomic_load(&o->early_expiries) +
+			  atomic_load(&o->regressions);
+		t->resyncs += atomic_load(&o->resyncs);
+		t->lags += atomic_load(&o->lags);
+		t->starts += atomic_load(&o->starts);
+	}
+}
+
+/* @n in at most @width characters: digits, or thousands (k), millions (M), ... */
+static const char *compact(char *buf, size_t len, uint64_t n, int width)
+{
+	static const char unit[] = "kMGTP";
+
+	snprintf(buf, len, "%llu", (unsigned long long)n);
+	for (int u = 0; (int)strlen(buf) > width && u < 5; u++) {
+		n /= 1000;
+		snprintf(buf, len, "%llu%c", (unsigned long long)n, unit[u]);
+	}
+	return buf;
+}
+
+/* A duration in at most 5 characters: 530us, 5.3ms, 530ms, 8.6s, 120s. */
+static const char *duration5(char *buf, size_t len, uint64_t ns)
+{
+	if (ns < 1000000ull)
+		snprintf(buf, len, "%lluus", (unsigned long long)(ns / 1000));
+	else if (ns < 10000000ull)
+		snprintf(buf, len, "%.1fms", (double)ns / 1e6);
+	else if (ns < 1000000000ull)
+		snprintf(buf, len, "%llums", (unsigned long long)(ns / 1000000));
+	else if (ns < 10000000000ull)
+		snprintf(buf, len, "%.1fs", (double)ns / 1e9);
+	else
+		snprintf(buf, len, "%llus", (unsigned long long)(ns / 1000000000ull));
+	return buf;
 }
 
 static uint64_t p99_of(const uint64_t *h)
@@ -452,16 +768,22 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: orbit-demo [--scenario bank|locks] [--seconds N] [--workers W]\n"
-		"                  [--clients C] [--shards S] [--accounts A] [--chaos R]\n"
-		"                  [--fleet NAME] [--plot FILE.svg|.png] [--keep] [--work-us U]\n"
+		"                  [--clients C] [--observers O] [--shards S] [--accounts A]\n"
+		"                  [--chaos R] [--fleet NAME] [--plot FILE.svg|.png] [--keep]\n"
+		"                  [--work-us U] [--inject-bug[=credit|steal]]\n"
 		"  bank (default): W workers host S Spots of A accounts; C clients submit\n"
 		"  transfers through the cross-process Spot queues; each transfer locks both\n"
-		"  accounts and writes a fencing-checked SQLite ledger; a chaos loop kills\n"
-		"  and pauses processes R times a second. Default: 30 s, 4 workers,\n"
-		"  2 clients, 8 shards, 1000 accounts, 1/s, fleet \"demo\"; each transfer\n"
-		"  works U us (default 200) holding its locks.\n"
-		"  Exit status 1 when an invariant fails, 2 on a setup error; --inject-bug\n"
-		"  credits one unit too many per transfer, to show that the report fails.\n"
+		"  accounts and writes a fencing-checked SQLite ledger; O observers follow\n"
+		"  the transition ring and check the account locks on their own; a chaos\n"
+		"  loop kills and pauses processes R times a second. Default: 30 s,\n"
+		"  4 workers, 2 clients, 1 observer, 8 shards, 1000 accounts, 1/s, fleet\n"
+		"  \"demo\"; each transfer works U us (default 200) holding its locks.\n"
+		"  Status line: seconds, transfers/s, p99 submit-to-handler latency, kills,\n"
+		"  adoptions, redelivered, stale writes refused, account lock acquisitions\n"
+		"  the observers saw, violations seen by the workers/by the observers.\n"
+		"  Exit status 1 when an invariant fails, 2 on a setup error. --inject-bug\n"
+		"  (=credit) credits one unit too many per transfer; =steal breaks account\n"
+		"  locks a handler waited for: the report must fail with either.\n"
 		"  --scenario locks: the lock-table demo (orbit-demo --scenario locks --help).\n");
 }
 
@@ -473,12 +795,13 @@ static int parse(int argc, char **argv)
 		{ "accounts", required_argument, NULL, 'a' }, { "chaos", required_argument, NULL, 'x' },
 		{ "fleet", required_argument, NULL, 'f' },   { "plot", required_argument, NULL, 'p' },
 		{ "keep", no_argument, NULL, 'k' },           { "help", no_argument, NULL, 'h' },
-		{ "inject-bug", no_argument, NULL, 'B' },    { "work-us", required_argument, NULL, 'W' },
+		{ "inject-bug", optional_argument, NULL, 'B' }, { "work-us", required_argument, NULL, 'W' },
+		{ "observers", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
 
-	while ((o = getopt_long(argc, argv, "s:w:c:S:a:x:f:p:khBW:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "s:w:c:S:a:x:f:p:khB::W:o:", opts, NULL)) != -1) {
 		switch (o) {
 		case 's': cfg.seconds = atoi(optarg); break;
 		case 'w': cfg.workers = atoi(optarg); break;
@@ -497,7 +820,15 @@ static int parse(int argc, char **argv)
 			strcpy(cfg.plot, optarg);
 			break;
 		case 'k': cfg.keep = 1; break;
-		case 'B': cfg.inject_bug = 1; break;
+		case 'B':
+			if (!optarg || !strcmp(optarg, "credit"))
+				cfg.inject_bug = BUG_CREDIT;
+			else if (!strcmp(optarg, "steal"))
+				cfg.inject_bug = BUG_STEAL;
+			else
+				return -1;
+			break;
+		case 'o': cfg.observers = atoi(optarg); break;
 		case 'W': cfg.work_us = atoi(optarg); break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
@@ -506,6 +837,7 @@ static int parse(int argc, char **argv)
 	if (cfg.seconds < 1 || cfg.workers < 1 || cfg.workers > MAX_PROCS || cfg.clients < 1 ||
 	    cfg.clients > MAX_PROCS || cfg.shards < 1 || cfg.shards > MAX_SHARDS ||
 	    cfg.accounts < 2 || cfg.accounts > 1000000 || cfg.chaos < 0 || cfg.work_us < 0 ||
+	    cfg.observers < 0 || cfg.observers > MAX_OBSERVERS ||
 	    cfg.work_us > 1000000)
 		return -1;
 	return 0;
@@ -586,6 +918,8 @@ static void plot(const char *data)
 int demo_bank_main(int argc, char **argv)
 {
 	uint64_t t0, t_end, next_status, kills = 0, pauses = 0, last_applied = 0, logged = 0, missing;
+	uint64_t obs_restarts = 0;
+	struct observed ob;
 	uint64_t prev_lat[LAT_BUCKETS] = { 0 }, last_adopt = 0, last_kills = 0;
 	int tty = isatty(STDOUT_FILENO), stopped = -1, fails = 0;
 	uint64_t resume_at = 0;
@@ -628,13 +962,15 @@ int demo_bank_main(int argc, char **argv)
 	if (sh == MAP_FAILED)
 		return 2;
 	atomic_store(&sh->workers_alive, cfg.workers);
-	printf("orbit-demo: bank of %d accounts in %d shards, %d workers, %d clients, %d s, "
-	       "chaos %.1f/s\norbit-demo: fleet %s; watch it: orbitctl --fleet %s top\n",
-	       cfg.accounts, cfg.shards, cfg.workers, cfg.clients, cfg.seconds, cfg.chaos, cfg.fleet,
-	       cfg.fleet);
+	printf("orbit-demo: bank of %d accounts in %d shards, %d workers, %d clients, "
+	       "%d observers, %d s, chaos %.1f/s\norbit-demo: fleet %s; watch it: orbitctl --fleet %s top\n",
+	       cfg.accounts, cfg.shards, cfg.workers, cfg.clients, cfg.observers, cfg.seconds,
+	       cfg.chaos, cfg.fleet, cfg.fleet);
 	for (int i = 0; i < cfg.workers; i++)
 		spawn(true, i);
 	usleep(300000); /* the workers take their shards: the queues exist */
+	for (int i = 0; i < cfg.observers; i++)
+		spawn_observer(i);
 	for (int i = 0; i < cfg.clients; i++)
 		spawn(false, i);
 	if (cfg.plot[0]) {
@@ -644,6 +980,10 @@ int demo_bank_main(int argc, char **argv)
 	t0 = now_ns();
 	t_end = t0 + (uint64_t)cfg.seconds * 1000000000ull;
 	next_status = t0 + 1000000000ull;
+	/* The status line's columns: p99 is submit-to-handler; obs acq: account lock
+	 * acquisitions the observers saw; viol w/o: seen by the workers / the observers. */
+	printf("%5s %6s %6s %5s %5s %6s %5s %7s %8s\n", "time", "op/s", "p99", "kills", "adopt",
+	       "redel", "stale", "obs acq", "viol w/o");
 	while (now_ns() < t_end) {
 		uint64_t now;
 
@@ -664,6 +1004,7 @@ int demo_bank_main(int argc, char **argv)
 			if (atomic_load(&p->pid) == 0 && spawn(wk, idx) > 0 && wk)
 				atomic_fetch_add(&sh->workers_alive, 1);
 		}
+		restart_observers(&obs_restarts);
 		if (stopped >= 0 && now >= resume_at) {
 			kill(atomic_load(&sh->w[stopped].pid), SIGCONT);
 			atomic_store(&sh->w[stopped].stopped, 0);
@@ -691,7 +1032,7 @@ int demo_bank_main(int argc, char **argv)
 						    800000000ull;
 					pauses++;
 				}
-			} else if (r < 75) {
+			} else if (r < (cfg.observers ? 65 : 75)) {
 				/* Kill a worker, one inside a handler when there is one. */
 				victim = rand_r(&seed) % cfg.workers;
 				for (int k = 0; k < cfg.workers; k++)
@@ -701,6 +1042,12 @@ int demo_bank_main(int argc, char **argv)
 					}
 				if (victim != stopped && atomic_load(&sh->w[victim].pid) > 0 &&
 				    kill(atomic_load(&sh->w[victim].pid), SIGKILL) == 0)
+					kills++;
+			} else if (r >= 85 && cfg.observers) {
+				/* Kill an observer: its restart resyncs from the table. */
+				victim = rand_r(&seed) % cfg.observers;
+				if (atomic_load(&sh->o[victim].pid) > 0 &&
+				    kill(atomic_load(&sh->o[victim].pid), SIGKILL) == 0)
 					kills++;
 			} else {
 				victim = rand_r(&seed) % cfg.clients;
@@ -719,14 +1066,22 @@ int demo_bank_main(int argc, char **argv)
 				d[b] = lat[b] - prev_lat[b];
 				prev_lat[b] = lat[b];
 			}
-			/* at most 80 columns */
-			printf("%s%3.0fs %6llu op/s p99 %7.2fms kill %3llu adopt %3llu redel %5llu "
-			       "stale %3llu viol %llu%s",
-			       tty ? "\r" : "", secs, (unsigned long long)(applied - last_applied),
-			       p99_of(d) / 1e6, (unsigned long long)kills, (unsigned long long)adopt,
-			       (unsigned long long)atomic_load(&sh->redelivered),
-			       (unsigned long long)atomic_load(&sh->stale),
-			       (unsigned long long)atomic_load(&sh->violations), tty ? "" : "\n");
+			char f[9][24], viol[24];
+
+			observed_sum(&ob);
+			snprintf(viol, sizeof(viol), "%s/%s",
+				 compact(f[7], sizeof(f[7]), atomic_load(&sh->violations), 3),
+				 cfg.observers ? compact(f[8], sizeof(f[8]), ob.bad, 3) : "-");
+			/* columns under the header above; 62 of 80 (check-demo.sh holds it to 80) */
+			printf("%s%4.0fs %6s %6s %5s %5s %6s %5s %7s %8s%s", tty ? "\r" : "", secs,
+			       compact(f[0], sizeof(f[0]), applied - last_applied, 6),
+			       duration5(f[1], sizeof(f[1]), p99_of(d)),
+			       compact(f[2], sizeof(f[2]), kills, 5),
+			       compact(f[3], sizeof(f[3]), adopt, 5),
+			       compact(f[4], sizeof(f[4]), atomic_load(&sh->redelivered), 6),
+			       compact(f[5], sizeof(f[5]), atomic_load(&sh->stale), 5),
+			       cfg.observers ? compact(f[6], sizeof(f[6]), ob.acquired, 7) : "-", viol,
+			       tty ? "" : "\n");
 			fflush(stdout);
 			if (series)
 				fprintf(series, "%.1f %llu %.3f %llu %llu\n", secs,
@@ -764,6 +1119,7 @@ int demo_bank_main(int argc, char **argv)
 					spawn(true, i);
 				}
 			}
+			restart_observers(&obs_restarts);
 			usleep(200000);
 			drained = true;
 			for (int s = 0; s < cfg.shards; s++) {
@@ -782,6 +1138,20 @@ int demo_bank_main(int argc, char **argv)
 	for (int i = 0; i < cfg.workers; i++)
 		if (atomic_load(&sh->w[i].pid) > 0)
 			waitpid(atomic_load(&sh->w[i].pid), NULL, 0);
+	/* The ring is quiet now: each observer reads its last frames and compares its view. */
+	restart_observers(&obs_restarts);
+	atomic_store(&sh->stop_observers, 1);
+	for (int i = 0; i < cfg.observers; i++) {
+		int pid = atomic_load(&sh->o[i].pid);
+
+		for (int ms = 0; pid > 0 && ms < 10000 && waitpid(pid, NULL, WNOHANG) == 0; ms += 10)
+			usleep(10000);
+		if (pid > 0 && kill(pid, 0) == 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+	}
+	observed_sum(&ob);
 	/* The report. */
 	if (demo_ledger_open(cfg.db, &ledger) || demo_ledger_audit(ledger, &a)) {
 		printf("orbit-demo: FAIL: the ledger cannot be audited\n");
@@ -803,6 +1173,21 @@ int demo_bank_main(int argc, char **argv)
 	       (unsigned long long)atomic_load(&sh->lost));
 	printf("  account locks retried after an error (a full table): %llu\n",
 	       (unsigned long long)atomic_load(&sh->lock_retries));
+	for (int i = 0; i < cfg.observers; i++) {
+		struct observer_slot *o = &sh->o[i];
+
+		printf("  observer %d (started %llu times): acquisitions %llu, releases %llu,\n"
+		       "      expiries %llu, force releases %llu, resyncs %llu (lags %llu), "
+		       "frames %llu\n",
+		       i, (unsigned long long)atomic_load(&o->starts),
+		       (unsigned long long)atomic_load(&o->acquired),
+		       (unsigned long long)atomic_load(&o->released),
+		       (unsigned long long)atomic_load(&o->expired),
+		       (unsigned long long)atomic_load(&o->forced),
+		       (unsigned long long)atomic_load(&o->resyncs),
+		       (unsigned long long)atomic_load(&o->lags),
+		       (unsigned long long)atomic_load(&o->frames));
+	}
 #define CHECK(ok, ...)                                   \
 	do {                                             \
 		bool ok_ = (ok);                         \
@@ -822,6 +1207,22 @@ int demo_bank_main(int argc, char **argv)
 	      (unsigned long long)a.stale_accepted, (unsigned long long)a.writes);
 	CHECK(atomic_load(&sh->handler_errors) == 0, "handler errors: %llu",
 	      (unsigned long long)atomic_load(&sh->handler_errors));
+	for (int i = 0; i < cfg.observers; i++) {
+		struct observer_slot *o = &sh->o[i];
+		uint64_t ov = atomic_load(&o->overlaps), ee = atomic_load(&o->early_expiries);
+		uint64_t rg = atomic_load(&o->regressions);
+
+		CHECK(ov + ee + rg == 0,
+		      "observer %d: overlapping holders %llu, early expiries %llu, "
+		      "token regressions %llu",
+		      i, (unsigned long long)ov, (unsigned long long)ee, (unsigned long long)rg);
+		CHECK(atomic_load(&o->final_done) && atomic_load(&o->final_differ) == 0,
+		      "observer %d's view agrees with the lock table at the end: %s%llu held, "
+		      "%llu differ",
+		      i, atomic_load(&o->final_done) ? "" : "NO VERDICT, ",
+		      (unsigned long long)atomic_load(&o->final_agree),
+		      (unsigned long long)atomic_load(&o->final_differ));
+	}
 	if (series) {
 		fclose(series);
 		plot(data);

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # The fleet demo end to end, short runs. Bank scenario: workers host Spots,
 # clients submit transfers through the cross-process Spot queues under
-# chaos, and the report's invariants all hold; with --inject-bug the same
-# report fails (so it can fail). Locks scenario: 0 violations under chaos,
+# chaos, and the report's invariants all hold, the observers' verdict
+# included; with --inject-bug the same report fails (so it can fail), and
+# with --inject-bug=steal the observer sees two holders of one account. Locks scenario: 0 violations under chaos,
 # and --no-lock shows the checker catches violations.
 demo="${top_builddir:-.}/agent/orbit-demo"
 fleet="tdemo$$"
@@ -13,9 +14,16 @@ out=$("$demo" --seconds 8 --workers 3 --clients 2 --shards 4 --accounts 200 --ch
 	--fleet "$fleet" 2>&1)
 rc=$?
 echo "$out" | tail -14
+# The observer followed the ring (acquisitions seen), its verdict is in the
+# report, and every status line fits 80 columns.
 if [ $rc -eq 0 ] && echo "$out" | grep -q 'all invariants hold' &&
    echo "$out" | grep -Eq 'transfers accepted [1-9]' &&
    echo "$out" | grep -Eq 'kills [1-9]' &&
+   echo "$out" | grep -Eq 'observer 0 \(started [1-9][0-9]* times\): acquisitions [1-9]' &&
+   echo "$out" | grep -q 'ok   observer 0: overlapping holders 0, early expiries 0, token regressions 0' &&
+   echo "$out" | grep -q "ok   observer 0's view agrees with the lock table" &&
+   echo "$out" | grep -E '^ *[0-9]+s ' | tail -1 | awk '$8 != "0" && $9 == "0/0" { ok = 1 } END { exit !ok }' &&
+   ! echo "$out" | grep -E '^ *([0-9]+s|time) ' | awk 'length > 80 { bad = 1 } END { exit !bad }' &&
    ! ls /dev/shm | grep -q "orbit\.$fleet\."; then
 	echo "[       OK ] $t"
 else
@@ -27,6 +35,19 @@ out=$("$demo" --seconds 2 --workers 2 --clients 1 --shards 2 --accounts 50 --cha
 	--fleet "$fleet" --inject-bug 2>&1)
 rc=$?
 if [ $rc -eq 1 ] && echo "$out" | grep -q 'FAIL total balance'; then
+	echo "[       OK ] $t"
+else
+	echo "$out" | tail -8; echo "[  FAILED  ] $t (exit $rc)"; fail=1
+fi
+t=test_demo_bank_observer_catches_overlapping_holders
+echo "[ RUN      ] $t"
+# --inject-bug=steal: a handler that waited breaks the account lock. The
+# observer sees the second holder begin while the first one's lease runs.
+out=$("$demo" --seconds 2 --workers 2 --clients 1 --shards 2 --accounts 50 --chaos 0 \
+	--fleet "$fleet" --inject-bug=steal 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && echo "$out" | grep -Eq 'FAIL observer 0: overlapping holders [1-9]' &&
+   echo "$out" | grep -Eq 'force releases [1-9]'; then
 	echo "[       OK ] $t"
 else
 	echo "$out" | tail -8; echo "[  FAILED  ] $t (exit $rc)"; fail=1

@@ -32,7 +32,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -163,11 +162,19 @@ static unsigned lat_bucket(uint64_t ns)
 
 /* ---- workers: host shards, run transfers ---- */
 
+/*
+ * A worker's parts, each watched by its agent so that its counters are in
+ * the worker's stats row (orbitctl --fleet demo stats): the worker pool
+ * the handlers run on (pool_*), one Spot coordinator per hosted shard
+ * (exec_*), the state lane that owns the SQLite connection (lane_*: one
+ * connection, one turn at a time) and the receipts queue (queue_*).
+ */
 struct worker {
 	int idx;
 	orbit_lock_t *lock;
-	demo_ledger_t *ledger;
-	pthread_mutex_t ledger_mu; /* one SQLite connection, used by one thread at a time */
+	demo_ledger_t *ledger;           /* owned by ledger_lane: touched only in its turns */
+	orbit_state_lane_t *ledger_lane;
+	orbit_serial_queue_t *receipts;  /* a transfer's outcome, counted off its handler's turn */
 	_Atomic uint64_t owner_seq;
 };
 
@@ -235,6 +242,42 @@ static void leave(uint32_t account, uint64_t token)
 	atomic_compare_exchange_strong(&sh->m[account].token, &t, 0);
 }
 
+/* One ledger write, in a turn of the worker's ledger lane. */
+struct ledger_job {
+	struct worker *w;
+	const struct demo_transfer *t;
+	int rc; /* the ledger's answer (its codes could be taken for the lane's) */
+};
+
+static int ledger_turn(void *arg)
+{
+	struct ledger_job *j = arg;
+
+	do
+		j->rc = demo_ledger_transfer(j->w->ledger, j->t, 2000);
+	while (j->rc == -EBUSY);
+	return 0;
+}
+
+/* A transfer's outcome into the run's figures (the status line and the report). */
+static void count_outcome(int rc)
+{
+	switch (rc) {
+	case DEMO_LEDGER_APPLIED: atomic_fetch_add(&sh->applied, 1); break;
+	case DEMO_LEDGER_DUPLICATE: atomic_fetch_add(&sh->duplicates, 1); break;
+	case DEMO_LEDGER_INSUFFICIENT: atomic_fetch_add(&sh->insufficient, 1); break;
+	default: atomic_fetch_add(&sh->handler_errors, 1); break;
+	}
+}
+
+/* A receipt: runs on the receipts queue after the transfer's record completed. */
+static int receipt(orbit_serial_turn_t *turn, void *arg)
+{
+	(void)turn;
+	count_outcome((int)(intptr_t)arg);
+	return ORBIT_SERIAL_DONE;
+}
+
 static int on_transfer(orbit_serial_turn_t *turn, const struct orbit_spot_record *rec, void *ctx)
 {
 	struct worker *w = ctx;
@@ -282,11 +325,11 @@ static int on_transfer(orbit_serial_turn_t *turn, const struct orbit_spot_record
 		t.credit_extra = cfg.inject_bug == BUG_CREDIT;
 		t.from_token = msg.from == lo ? l1.token : l2.token;
 		t.to_token = msg.to == lo ? l1.token : l2.token;
-		pthread_mutex_lock(&w->ledger_mu);
-		do {
-			rc = demo_ledger_transfer(w->ledger, &t, 2000);
-		} while (rc == -EBUSY);
-		pthread_mutex_unlock(&w->ledger_mu);
+		struct ledger_job job = { .w = w, .t = &t };
+
+		rc = orbit_state_lane_run(w->ledger_lane, ledger_turn, &job);
+		if (rc == 0)
+			rc = job.rc;
 		leave(hi, l2.token);
 		leave(lo, l1.token);
 		atomic_store(&sh->w[w->idx].in_handler, 0);
@@ -303,26 +346,90 @@ static int on_transfer(orbit_serial_turn_t *turn, const struct orbit_spot_record
 		 */
 		atomic_fetch_add(&sh->stale, 1);
 	}
-	switch (rc) {
-	case DEMO_LEDGER_APPLIED: atomic_fetch_add(&sh->applied, 1); break;
-	case DEMO_LEDGER_DUPLICATE: atomic_fetch_add(&sh->duplicates, 1); break;
-	case DEMO_LEDGER_INSUFFICIENT: atomic_fetch_add(&sh->insufficient, 1); break;
-	default: atomic_fetch_add(&sh->handler_errors, 1); break;
-	}
+	/* The bookkeeping goes to the receipts queue; a full queue (-EAGAIN) counts it here. */
+	if (orbit_serial_queue_enqueue(w->receipts, receipt, (void *)(intptr_t)rc) != 0)
+		count_outcome(rc);
 	return ORBIT_SERIAL_DONE;
+}
+
+/* A hosted shard: its host and the coordinator its records run on. */
+struct shard_host {
+	orbit_spot_host_t *host;
+	orbit_spot_serial_executor_t *coord; /* made before the host, freed after it */
+	bool watched;                        /* coord is watched by the agent */
+};
+
+/*
+ * Stop hosting @sh (or give up a coordinator whose host never started):
+ * the host first (its handlers finish), then the coordinator, unwatched
+ * before it is freed (agent.h: the agent reads it until unwatch returns).
+ */
+static void shard_stop(orbit_agent_t *agent, struct shard_host *h)
+{
+	if (h->host)
+		orbit_spot_host_stop(h->host);
+	h->host = NULL;
+	if (!h->coord)
+		return;
+	if (h->watched)
+		orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_SPOT, h->coord);
+	h->watched = false;
+	orbit_spot_serial_executor_close(h->coord);
+	orbit_spot_serial_executor_await_quiescence(h->coord, -1);
+	orbit_spot_serial_executor_destroy(h->coord);
+	h->coord = NULL;
+}
+
+/* Try to host shard @s on a coordinator of our own. Returns 0 or the host's error. */
+static int shard_start(orbit_agent_t *agent, orbit_worker_pool_t *pool, struct worker *w, int s,
+		       struct shard_host *h)
+{
+	struct orbit_spot_host_options ho;
+	char name[32];
+	int rc;
+
+	spot_name(name, sizeof(name), s);
+	if (!h->coord) { /* kept across refused attempts; a stopped one is not reused */
+		struct orbit_spot_serial_executor_options co;
+
+		orbit_spot_serial_executor_options_init(&co);
+		co.mode = ORBIT_SPOT_PER_ACTOR; /* every account its own Actor queue */
+		co.executor = orbit_worker_pool_executor(pool);
+		co.name = name;
+		rc = orbit_spot_serial_executor_create(&co, &h->coord);
+		if (rc)
+			return rc;
+	}
+	orbit_spot_host_options_init(&ho);
+	ho.spot = name;
+	ho.on_actor = on_transfer;
+	ho.ctx = w;
+	ho.coordinator = h->coord;
+	ho.lease_ttl_ns = HOST_TTL_NS;
+	rc = orbit_spot_host_start(agent, &ho, &h->host);
+	if (rc) {
+		h->host = NULL;
+		return rc; /* -EBUSY: hosted by another worker, or its TTL runs */
+	}
+	/* -ENOSPC past ORBIT_AGENT_WATCH_MAX objects: hosted, not published */
+	h->watched = orbit_agent_watch(agent, ORBIT_AGENT_WATCH_SPOT, h->coord) == 0;
+	return 0;
 }
 
 static int worker_main(int idx)
 {
 	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = cfg.fleet };
 	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = cfg.fleet };
-	orbit_spot_host_t *hosted[MAX_SHARDS] = { NULL };
+	struct orbit_state_lane_options lno;
+	struct orbit_serial_queue_options qo;
+	struct shard_host hosted[MAX_SHARDS];
 	orbit_worker_pool_t *pool;
 	orbit_agent_t *agent;
 	struct worker w = { .idx = idx };
-	char name[32];
+	char name[32], lane_name[40], queue_name[40];
 	int rc;
 
+	memset(hosted, 0, sizeof(hosted));
 	snprintf(name, sizeof(name), "bank-worker-%d", idx);
 	ao.name = name;
 	if (orbit_lock_open(&lo, &w.lock) || demo_ledger_open(cfg.db, &w.ledger))
@@ -331,50 +438,49 @@ static int worker_main(int idx)
 	rc = orbit_agent_start(&ao, &agent);
 	if (rc || orbit_worker_pool_create(NULL, &pool))
 		return 2;
-	orbit_agent_watch(agent, ORBIT_AGENT_WATCH_POOL, pool);
-	pthread_mutex_init(&w.ledger_mu, NULL);
+	orbit_state_lane_options_init(&lno);
+	snprintf(lane_name, sizeof(lane_name), "bank.w%d.ledger", idx);
+	lno.name = lane_name; /* no executor: run() only, on the handler's thread */
+	orbit_serial_queue_options_init(&qo);
+	snprintf(queue_name, sizeof(queue_name), "bank.w%d.receipts", idx);
+	qo.name = queue_name;
+	qo.executor = orbit_worker_pool_executor(pool);
+	if (orbit_state_lane_create(&lno, &w.ledger_lane) ||
+	    orbit_serial_queue_create(&qo, &w.receipts))
+		return 2;
+	/* Published at every stats tick: orbitctl --fleet demo stats shows them move. */
+	if (orbit_agent_watch(agent, ORBIT_AGENT_WATCH_POOL, pool) ||
+	    orbit_agent_watch(agent, ORBIT_AGENT_WATCH_LANE, w.ledger_lane) ||
+	    orbit_agent_watch(agent, ORBIT_AGENT_WATCH_QUEUE, w.receipts))
+		return 2;
 	while (!atomic_load(&sh->stop_workers)) {
 		int alive = atomic_load(&sh->workers_alive), mine = 0, quota;
 
 		for (int s = 0; s < cfg.shards; s++)
-			if (hosted[s] && orbit_spot_host_state(hosted[s]) == ORBIT_SPOT_LOST) {
+			if (hosted[s].host && orbit_spot_host_state(hosted[s].host) == ORBIT_SPOT_LOST) {
 				atomic_fetch_add(&sh->lost, 1);
-				orbit_spot_host_stop(hosted[s]);
-				hosted[s] = NULL;
+				shard_stop(agent, &hosted[s]);
 			}
 		for (int s = 0; s < cfg.shards; s++)
-			mine += hosted[s] != NULL;
+			mine += hosted[s].host != NULL;
 		quota = (cfg.shards + (alive > 0 ? alive : 1) - 1) / (alive > 0 ? alive : 1);
 		for (int k = 0; k < cfg.shards && mine < quota; k++) {
 			/* Worker idx starts at its share of the shards: the first choices spread. */
 			int s = (idx * cfg.shards / cfg.workers + k) % cfg.shards;
-			struct orbit_spot_host_options ho;
 			struct orbit_spot_inbound_stats qs;
 
-			if (hosted[s])
+			if (hosted[s].host || shard_start(agent, pool, &w, s, &hosted[s]) != 0)
 				continue;
-			orbit_spot_host_options_init(&ho);
-			spot_name(name, sizeof(name), s);
-			ho.spot = name;
-			ho.on_actor = on_transfer;
-			ho.ctx = &w;
-			ho.mode = ORBIT_SPOT_PER_ACTOR;
-			ho.executor = orbit_worker_pool_executor(pool);
-			ho.lease_ttl_ns = HOST_TTL_NS;
-			if (orbit_spot_host_start(agent, &ho, &hosted[s]) != 0) {
-				hosted[s] = NULL;
-				continue; /* -EBUSY: hosted by another worker, or its TTL runs */
-			}
 			mine++;
-			if (orbit_spot_host_inbound_stats(hosted[s], &qs) == 0 && qs.takeovers > 1)
+			if (orbit_spot_host_inbound_stats(hosted[s].host, &qs) == 0 && qs.takeovers > 1)
 				atomic_fetch_add(&sh->adoptions, 1);
 		}
 		for (int s = 0; s < cfg.shards; s++) {
 			struct orbit_spot_inbound_stats qs;
 			struct orbit_spot_host_stats hs;
 
-			if (!hosted[s] || orbit_spot_host_inbound_stats(hosted[s], &qs) ||
-			    orbit_spot_host_stats(hosted[s], &hs))
+			if (!hosted[s].host || orbit_spot_host_inbound_stats(hosted[s].host, &qs) ||
+			    orbit_spot_host_stats(hosted[s].host, &hs))
 				continue;
 			atomic_store(&sh->s[s].host_pid, (int)getpid());
 			atomic_store(&sh->s[s].depth, qs.depth[0] + qs.depth[1]);
@@ -382,11 +488,18 @@ static int worker_main(int idx)
 		}
 		usleep(50000);
 	}
-	for (int s = 0; s < cfg.shards; s++)
-		if (hosted[s]) {
-			orbit_spot_host_stop(hosted[s]);
+	for (int s = 0; s < cfg.shards; s++) {
+		if (hosted[s].host)
 			atomic_store(&sh->s[s].host_pid, 0);
-		}
+		shard_stop(agent, &hosted[s]);
+	}
+	/* Every handler has finished: the last receipts, then the queue and the lane go. */
+	orbit_serial_queue_await_quiescence(w.receipts, -1);
+	orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_QUEUE, w.receipts);
+	orbit_serial_queue_destroy(w.receipts);
+	orbit_state_lane_close_sync(w.ledger_lane);
+	orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_LANE, w.ledger_lane);
+	orbit_state_lane_destroy(w.ledger_lane);
 	orbit_agent_unwatch(agent, ORBIT_AGENT_WATCH_POOL, pool);
 	orbit_worker_pool_destroy(pool);
 	orbit_agent_stop(agent);

@@ -52,6 +52,44 @@ if [ $rc -eq 1 ] && echo "$out" | grep -Eq 'FAIL observer 0: overlapping holders
 else
 	echo "$out" | tail -8; echo "[  FAILED  ] $t (exit $rc)"; fail=1
 fi
+t=test_demo_bank_publishes_every_component_counter
+echo "[ RUN      ] $t"
+# While the demo runs, the workers' agents publish their pool, Spot
+# coordinators, ledger lane and receipts queue (orbit_agent_watch):
+# orbitctl stats --json summed over the live members has every kind
+# moving. After the run --keep leaves the segments: the rows are still there.
+ctl="${top_builddir:-.}/agent/orbitctl"
+if ! command -v jq >/dev/null 2>&1; then
+	echo "[  SKIPPED ] $t (no jq)"
+else
+	log=$(mktemp)
+	"$demo" --seconds 6 --workers 2 --clients 1 --shards 2 --accounts 100 --chaos 0 \
+		--fleet "$fleet" --keep > "$log" 2>&1 &
+	pid=$!
+	sleep 4
+	sums='[.members[] | select(.alive) | .counters] |
+		[(map(.queue_accepted) | add), (map(.queue_completed) | add),
+		 (map(.pool_tasks_run) | add), (map(.lane_turns) | add),
+		 (map(.exec_accepted) | add), (map(.exec_completed) | add),
+		 (map(.watched_objects) | add)] | map(tostring) | join(" ")'
+	during=$("$ctl" --fleet "$fleet" stats --json | jq -r "$sums")
+	wait $pid
+	rc=$?
+	after=$("$ctl" --fleet "$fleet" stats --json |
+		jq -r '[.members[].counters.exec_completed] | add')
+	dir=$(sed -n "s/.*rm -r \(.*\)$/\1/p" "$log")
+	"$ctl" --fleet "$fleet" unlink > /dev/null
+	[ -n "$dir" ] && rm -rf "$dir"
+	echo "queue accepted/completed, pool run, lane turns, exec accepted/completed," \
+		"watched: $during; exec completed after: $after"
+	if [ $rc -eq 0 ] && echo "$during" | grep -Eq '^([1-9][0-9]* ){6}[1-9][0-9]*$' &&
+	   echo "$after" | grep -Eq '^[1-9]' && grep -q 'all invariants hold' "$log"; then
+		echo "[       OK ] $t"
+	else
+		tail -8 "$log"; echo "[  FAILED  ] $t (exit $rc)"; fail=1
+	fi
+	rm -f "$log"
+fi
 t=test_demo_chaos_run_has_no_violations
 echo "[ RUN      ] $t"
 out=$("$demo" --scenario locks --seconds 3 --fleet "$fleet" 2>&1)

@@ -101,10 +101,13 @@ struct observer_slot {
 	_Atomic int pid;
 	_Atomic uint64_t starts;
 	_Atomic uint64_t acquired, released, expired, forced;
-	_Atomic uint64_t overlaps, early_expiries, regressions, resyncs, lags, frames;
+	_Atomic uint64_t overlaps, early_expiries, regressions, resyncs, lags, frames, unjudged;
 	/* Written once by the incarnation that stops at the end: */
 	_Atomic int final_done;
 	_Atomic uint64_t final_agree, final_differ;
+	/* The first violation an incarnation found, once (first_set claims it). */
+	_Atomic int first_set;
+	char first[240];
 };
 
 struct shard_slot {
@@ -605,6 +608,30 @@ static int observer_resync(demo_view_t *v, void *ctx)
 	return 0; /* not fatal: the rest of the batch is applied unchecked */
 }
 
+/* The first violation, in words, into the observer's slot (once per run). */
+static void observer_note_first(const struct observer *o)
+{
+	static const char *const kind[] = { "", "overlap", "early expiry", "token regression" };
+	static const char *const type[] = { "?",	    "ACQUIRE", "RENEW", "RELEASE",
+					    "FORCE_RELEASE", "RECLAIM", "REPAIR" };
+	struct observer_slot *s = &sh->o[o->idx];
+	struct demo_view_violation f;
+	int zero = 0;
+
+	demo_view_first_violation(o->view, &f);
+	if (f.kind == DEMO_VIEW_OK || !atomic_compare_exchange_strong(&s->first_set, &zero, 1))
+		return;
+	snprintf(s->first, sizeof(s->first),
+		 "%s on account %u: %s token %llu rev %llu by pid %u (lane %u) at %.3f s; "
+		 "held%s: token %llu until %.3f s (rev %llu, pid %u, lane %u), newest token %llu",
+		 kind[f.kind], f.account, type[f.type < 7 ? f.type : 0],
+		 (unsigned long long)f.token, (unsigned long long)f.revision, f.writer_pid, f.lane,
+		 (double)f.publish_ns / 1e9, f.held_forced ? " (force-released)" : "",
+		 (unsigned long long)f.held_token, (double)f.held_deadline_ns / 1e9,
+		 (unsigned long long)f.held_revision, f.held_writer_pid, f.held_lane,
+		 (unsigned long long)f.max_token);
+}
+
 static void observer_publish(const struct observer *o)
 {
 	struct observer_slot *s = &sh->o[o->idx];
@@ -620,6 +647,8 @@ static void observer_publish(const struct observer *o)
 	atomic_store(&s->regressions, o->base.regressions + c.regressions);
 	atomic_store(&s->resyncs, o->base.resyncs + c.resyncs);
 	atomic_store(&s->frames, o->base.frames + c.frames);
+	atomic_store(&s->unjudged, o->base.unjudged + c.unjudged);
+	observer_note_first(o);
 }
 
 /* Read the ring until it has nothing more, then apply the batch in revision order. */
@@ -629,12 +658,12 @@ static void observer_drain(struct observer *o, orbit_transition_reader_t *rd)
 	int rc;
 
 	while ((rc = orbit_transition_reader_next(rd, &ev)) != -EAGAIN) {
-		if (rc == -ORBIT_ELAGGED) { /* frames lost: what we have, then the table */
+		if (rc == -ORBIT_ELAGGED) { /* frames lost: what we have, unjudged, then the table */
 			atomic_fetch_add(&sh->o[o->idx].lags, 1);
-			demo_view_flush(o->view, observer_resync, o);
+			demo_view_flush_unchecked(o->view);
 			observer_resync(o->view, o);
 		} else if (rc == 0 && demo_view_add(o->view, &ev) == 1) {
-			demo_view_flush(o->view, observer_resync, o); /* a full batch: order unsure */
+			demo_view_flush_unchecked(o->view); /* a full batch: its order is unsure */
 			observer_resync(o->view, o);
 		} else if (rc < 0 && rc != -ORBIT_ECORRUPT) {
 			break; /* -EINVAL: cannot happen with a valid reader */
@@ -737,6 +766,7 @@ static int observer_main(int idx)
 	o.base.regressions = atomic_load(&s->regressions);
 	o.base.resyncs = atomic_load(&s->resyncs);
 	o.base.frames = atomic_load(&s->frames);
+	o.base.unjudged = atomic_load(&s->unjudged);
 	atomic_fetch_add(&s->starts, 1);
 	/* The reader starts after the current heads: what came before is in the table. */
 	observer_resync(o.view, &o);
@@ -1291,7 +1321,8 @@ int demo_bank_main(int argc, char **argv)
 
 		printf("  observer %d (started %llu times): acquisitions %llu, releases %llu,\n"
 		       "      expiries %llu, force releases %llu, resyncs %llu (lags %llu), "
-		       "frames %llu\n",
+		       "frames %llu,\n      acquisitions over a holder known only from a scan "
+		       "left unjudged %llu\n",
 		       i, (unsigned long long)atomic_load(&o->starts),
 		       (unsigned long long)atomic_load(&o->acquired),
 		       (unsigned long long)atomic_load(&o->released),
@@ -1299,7 +1330,8 @@ int demo_bank_main(int argc, char **argv)
 		       (unsigned long long)atomic_load(&o->forced),
 		       (unsigned long long)atomic_load(&o->resyncs),
 		       (unsigned long long)atomic_load(&o->lags),
-		       (unsigned long long)atomic_load(&o->frames));
+		       (unsigned long long)atomic_load(&o->frames),
+		       (unsigned long long)atomic_load(&o->unjudged));
 	}
 #define CHECK(ok, ...)                                   \
 	do {                                             \
@@ -1329,6 +1361,8 @@ int demo_bank_main(int argc, char **argv)
 		      "observer %d: overlapping holders %llu, early expiries %llu, "
 		      "token regressions %llu",
 		      i, (unsigned long long)ov, (unsigned long long)ee, (unsigned long long)rg);
+		if (atomic_load(&o->first_set))
+			printf("         the first: %s\n", o->first);
 		CHECK(atomic_load(&o->final_done) && atomic_load(&o->final_differ) == 0,
 		      "observer %d's view agrees with the lock table at the end: %s%llu held, "
 		      "%llu differ",

@@ -20,6 +20,11 @@ struct key_state {
 	uint64_t deadline_ns;
 	/* A holder force-released before its deadline: its tenure runs on. */
 	uint64_t ghost_token, ghost_deadline_ns;
+	/* The key's last frame applied (for the report of a violation). */
+	uint64_t last_revision;
+	uint32_t last_writer_pid, last_lane;
+	/* The holder came from a scan and no frame of the key followed yet. */
+	bool from_scan;
 };
 
 /* A frame in the batch, reduced to what the checks need. */
@@ -28,6 +33,7 @@ struct pending {
 	uint32_t seq;	  /* arrival order: ties of revision keep it */
 	uint32_t account; /* UINT32_MAX for a REPAIR */
 	uint32_t type;	  /* enum orbit_transition_type */
+	uint32_t writer_pid, lane;
 };
 
 struct demo_view {
@@ -40,7 +46,10 @@ struct demo_view {
 	uint64_t skip_through;	    /* frames at or below: in the last scan */
 	uint64_t unchecked_through; /* frames at or below: applied unchecked */
 	bool scanning;
+	uint64_t max_seen; /* highest revision read (any frame) */
+	bool next_seen;	   /* the frame of revision skip_through + 1 was read */
 	struct demo_view_counts c;
+	struct demo_view_violation first;
 };
 
 int demo_view_create(const char *ns, uint32_t accounts, demo_view_t **out)
@@ -101,8 +110,14 @@ int demo_view_add(demo_view_t *v, const struct orbit_transition_event *ev)
 			     .publish_ns = ev->publish_ns,
 			     .seq = v->n,
 			     .account = UINT32_MAX,
-			     .type = ev->type };
+			     .type = ev->type,
+			     .writer_pid = ev->writer_pid,
+			     .lane = ev->lane };
 
+	if (ev->state_revision > v->max_seen)
+		v->max_seen = ev->state_revision;
+	if (ev->state_revision == v->skip_through + 1)
+		v->next_seen = true;
 	if (ev->type != ORBIT_TRANSITION_REPAIR &&
 	    ((ev->flags & ORBIT_TRANSITION_F_TRUNCATED) ||
 	     demo_view_account(v, ev->bytes, ev->ns_len, ev->bytes + ev->ns_len, ev->label_len,
@@ -134,6 +149,32 @@ static void end_tenure(struct key_state *k, const struct pending *p, bool forced
 	k->deadline_ns = 0;
 }
 
+/* Count a violation of @kind and keep the first one's circumstances. */
+static void violation(demo_view_t *v, const struct pending *p, const struct key_state *k, int kind,
+		      uint64_t *counter)
+{
+	(*counter)++;
+	if (v->first.kind != DEMO_VIEW_OK)
+		return;
+	v->first = (struct demo_view_violation){
+		.kind = kind,
+		.account = p->account,
+		.type = p->type,
+		.writer_pid = p->writer_pid,
+		.lane = p->lane,
+		.token = p->token,
+		.revision = p->revision,
+		.publish_ns = p->publish_ns,
+		.max_token = k->max_token,
+		.held_writer_pid = k->last_writer_pid,
+		.held_lane = k->last_lane,
+		.held_revision = k->last_revision,
+	};
+	v->first.held_forced = !k->token && k->ghost_token;
+	v->first.held_token = k->token ? k->token : k->ghost_token;
+	v->first.held_deadline_ns = k->token ? k->deadline_ns : k->ghost_deadline_ns;
+}
+
 static void apply(demo_view_t *v, const struct pending *p)
 {
 	struct key_state *k = &v->k[p->account];
@@ -149,14 +190,19 @@ static void apply(demo_view_t *v, const struct pending *p)
 	switch (p->type) {
 	case ORBIT_TRANSITION_ACQUIRE:
 		v->c.acquired++;
-		if (check) {
+		if (check && k->from_scan && !v->next_seen && k->token && k->token != p->token &&
+		    k->deadline_ns > p->publish_ns) {
+			/* the scan's holder may have been released by the one change
+			 * in flight during the scan, whose frame was never read */
+			v->c.unjudged++;
+		} else if (check) {
 			if (k->token && k->token != p->token && k->deadline_ns > p->publish_ns)
-				v->c.overlaps++;
+				violation(v, p, k, DEMO_VIEW_OVERLAP, &v->c.overlaps);
 			else if (k->ghost_token && k->ghost_token != p->token &&
 				 k->ghost_deadline_ns > p->publish_ns)
-				v->c.overlaps++;
+				violation(v, p, k, DEMO_VIEW_OVERLAP, &v->c.overlaps);
 			if (p->token <= k->max_token)
-				v->c.regressions++;
+				violation(v, p, k, DEMO_VIEW_REGRESSION, &v->c.regressions);
 		}
 		k->token = p->token;
 		k->deadline_ns = p->deadline_ns;
@@ -165,7 +211,7 @@ static void apply(demo_view_t *v, const struct pending *p)
 	case ORBIT_TRANSITION_RENEW:
 		v->c.renewed++;
 		if (check && p->token < k->max_token)
-			v->c.regressions++;
+			violation(v, p, k, DEMO_VIEW_REGRESSION, &v->c.regressions);
 		if (k->token != p->token)
 			v->c.mismatches++;
 		k->token = p->token;
@@ -181,10 +227,10 @@ static void apply(demo_view_t *v, const struct pending *p)
 		else
 			v->c.expired++;
 		if (check && p->token < k->max_token)
-			v->c.regressions++;
+			violation(v, p, k, DEMO_VIEW_REGRESSION, &v->c.regressions);
 		if (check && p->type == ORBIT_TRANSITION_RECLAIM && k->token == p->token &&
 		    k->deadline_ns > p->publish_ns)
-			v->c.early_expiries++;
+			violation(v, p, k, DEMO_VIEW_EARLY_EXPIRY, &v->c.early_expiries);
 		if (k->token != p->token)
 			v->c.mismatches++;
 		/* a stale frame of an older tenure does not end the newer one */
@@ -196,6 +242,10 @@ static void apply(demo_view_t *v, const struct pending *p)
 	}
 	if (p->token > k->max_token)
 		k->max_token = p->token;
+	k->last_revision = p->revision;
+	k->from_scan = false;
+	k->last_writer_pid = p->writer_pid;
+	k->last_lane = p->lane;
 }
 
 int demo_view_flush(demo_view_t *v, demo_view_resync_fn resync, void *ctx)
@@ -225,12 +275,23 @@ int demo_view_flush(demo_view_t *v, demo_view_resync_fn resync, void *ctx)
 	return applied;
 }
 
+int demo_view_flush_unchecked(demo_view_t *v)
+{
+	v->unchecked_through = UINT64_MAX; /* until the caller's resync ends */
+	return demo_view_flush(v, NULL, NULL);
+}
+
 void demo_view_resync_begin(demo_view_t *v, uint64_t revision_before)
 {
 	for (uint32_t a = 0; a < v->accounts; a++) {
-		v->k[a].token = 0;
-		v->k[a].deadline_ns = 0;
-		v->k[a].ghost_token = 0;
+		struct key_state *k = &v->k[a];
+
+		if (k->last_revision > revision_before)
+			continue; /* a frame newer than the scan's start: it knows better */
+		k->token = 0;
+		k->deadline_ns = 0;
+		k->ghost_token = 0;
+		k->from_scan = false;
 	}
 	v->skip_through = revision_before;
 	v->unchecked_through = UINT64_MAX; /* until the scan ends */
@@ -244,8 +305,11 @@ void demo_view_resync_entry(demo_view_t *v, const struct orbit_lock_entry *e)
 	if (!v->scanning ||
 	    demo_view_account(v, e->bytes, e->ns_len, e->bytes + e->ns_len, e->label_len, &a))
 		return;
+	if (v->k[a].last_revision > v->skip_through)
+		return; /* the scan may predate the commit of a frame already applied */
 	v->k[a].token = e->token;
 	v->k[a].deadline_ns = e->deadline_ns;
+	v->k[a].from_scan = true;
 	if (e->token > v->k[a].max_token)
 		v->k[a].max_token = e->token;
 }
@@ -254,6 +318,9 @@ void demo_view_resync_end(demo_view_t *v, uint64_t revision_after)
 {
 	v->unchecked_through = revision_after;
 	v->scanning = false;
+	/* Nothing past skip_through + 1 can have been published yet at the
+	 * scan's start, so a higher revision read means that one was read. */
+	v->next_seen = v->max_seen > v->skip_through;
 	v->c.resyncs++;
 }
 
@@ -268,6 +335,11 @@ int demo_view_holder(const demo_view_t *v, uint32_t account, uint64_t *token, ui
 	if (deadline_ns)
 		*deadline_ns = v->k[account].deadline_ns;
 	return 1;
+}
+
+void demo_view_first_violation(const demo_view_t *v, struct demo_view_violation *out)
+{
+	*out = v->first;
 }
 
 void demo_view_counts(const demo_view_t *v, struct demo_view_counts *out)

@@ -41,6 +41,17 @@
  * unchecked; later ones are checked. Token high-water marks are kept
  * across a resync (raised by the scan).
  *
+ * A frame is published before its change commits, so one change (the
+ * serializer admits one) may be in flight while the table is scanned: its
+ * frame (revision before + 1) is read but the scan shows the key as it
+ * was. Two rules keep that from looking like a violation. A key whose
+ * last applied frame is newer than the scan's start keeps what the frame
+ * said. And when the reader started after that frame (a restarted
+ * observer) or lost it in a lag, nobody can tell whether it released a
+ * scanned holder: until the frame of revision before + 1 has been read,
+ * an ACQUIRE over a holder known only from the scan is counted as
+ * unjudged, not as an overlap.
+ *
  * Context: a view belongs to one thread (the observer's); no call blocks,
  * takes a lock or makes a syscall; demo_view_create() allocates.
  */
@@ -70,6 +81,26 @@ struct demo_view_counts {
 	uint64_t resyncs;	 /* holders rebuilt from the table */
 	uint64_t skipped;	 /* frames already in a resync's scan */
 	uint64_t unchecked;	 /* frames applied unchecked right after a resync */
+	uint64_t unjudged;	 /* overlaps with a scanned holder left unjudged (above) */
+};
+
+/* The first violation the view found, for the report (kind 0: none yet). */
+struct demo_view_violation {
+	enum {
+		DEMO_VIEW_OK = 0,
+		DEMO_VIEW_OVERLAP,
+		DEMO_VIEW_EARLY_EXPIRY,
+		DEMO_VIEW_REGRESSION
+	} kind;
+	uint32_t account;
+	/* the frame that showed it */
+	uint32_t type, writer_pid, lane;
+	uint64_t token, revision, publish_ns;
+	/* what the view held for the account then (its last frame) */
+	uint64_t held_token, held_deadline_ns, max_token;
+	uint32_t held_writer_pid, held_lane;
+	uint64_t held_revision;
+	int held_forced; /* the holder was force-released: its tenure ran on */
 };
 
 /*
@@ -98,6 +129,15 @@ typedef int (*demo_view_resync_fn)(demo_view_t *v, void *ctx);
  */
 int demo_view_flush(demo_view_t *v, demo_view_resync_fn resync, void *ctx);
 
+/*
+ * demo_view_flush_unchecked - apply the batch in state_revision order
+ * without judging it: after a lag, or with a full batch, the batch may
+ * lack frames of lower revisions that the reader had not reached. The
+ * caller resyncs next; checks stay off until then.
+ * Returns the number of frames applied.
+ */
+int demo_view_flush_unchecked(demo_view_t *v);
+
 /* Resync: see the header comment. @e: an entry of orbit_lock_foreach(). */
 void demo_view_resync_begin(demo_view_t *v, uint64_t revision_before);
 void demo_view_resync_entry(demo_view_t *v, const struct orbit_lock_entry *e);
@@ -113,6 +153,9 @@ int demo_view_holder(const demo_view_t *v, uint32_t account, uint64_t *token,
 /* The account of a lock key of the view's namespace: 0 (*@account set) or -ENOENT. */
 int demo_view_account(const demo_view_t *v, const uint8_t *ns, uint32_t ns_len,
 		      const uint8_t *label, uint32_t label_len, uint32_t *account);
+
+/* The first violation found (kind DEMO_VIEW_OK: none). */
+void demo_view_first_violation(const demo_view_t *v, struct demo_view_violation *out);
 
 /* The counts so far. */
 void demo_view_counts(const demo_view_t *v, struct demo_view_counts *out);

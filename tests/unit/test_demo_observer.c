@@ -262,6 +262,62 @@ static void test_resync_skips_scanned_frames_and_checks_later_ones(void **state)
 	demo_view_destroy(v);
 }
 
+/*
+ * A release in flight during the scan: its frame (revision 11) was read
+ * and applied, the scan still shows the holder. The frame wins, so the
+ * next acquire (revision 12) is no overlap.
+ */
+static void test_scan_older_than_an_applied_frame_keeps_the_frame(void **state)
+{
+	demo_view_t *v = view();
+	struct orbit_lock_entry e = entry(1, 10, 1000 * MS);
+
+	(void)state;
+	demo_view_add(v, frame(ORBIT_TRANSITION_ACQUIRE, 1, 10, 1000 * MS, 100 * MS, 10));
+	demo_view_add(v, frame(ORBIT_TRANSITION_RELEASE, 1, 10, 0, 110 * MS, 11));
+	demo_view_flush(v, NULL, NULL);
+	demo_view_resync_begin(v, 10); /* revision 11 not yet bumped */
+	demo_view_resync_entry(v, &e);
+	demo_view_resync_end(v, 11);
+	assert_int_equal(demo_view_holder(v, 1, NULL, NULL), 0);
+	demo_view_add(v, frame(ORBIT_TRANSITION_ACQUIRE, 1, 11, 1200 * MS, 120 * MS, 12));
+	demo_view_flush(v, NULL, NULL);
+	assert_int_equal(counts(v).overlaps, 0);
+	demo_view_destroy(v);
+}
+
+/*
+ * A restarted observer: its reader starts after the frame of a release in
+ * flight (revision 11), its scan still shows the holder. Until revision
+ * 11 is read an acquire over the scanned holder is not judged; once it
+ * has been, a real overlap over a scanned holder is counted.
+ */
+static void test_scanned_holder_unjudged_until_the_next_revision_is_read(void **state)
+{
+	demo_view_t *v = view();
+	struct orbit_lock_entry e1 = entry(1, 10, 1000 * MS), e2 = entry(2, 20, 1000 * MS);
+
+	(void)state;
+	demo_view_resync_begin(v, 10);
+	demo_view_resync_entry(v, &e1);
+	demo_view_resync_entry(v, &e2);
+	demo_view_resync_end(v, 10);
+	demo_view_add(v, frame(ORBIT_TRANSITION_ACQUIRE, 1, 30, 1200 * MS, 120 * MS, 12));
+	demo_view_flush(v, NULL, NULL);
+	assert_int_equal(counts(v).overlaps, 0);
+	assert_int_equal(counts(v).unjudged, 1);
+	/* the next scan's revision + 1 is read: scanned holders are judged */
+	demo_view_resync_begin(v, 12);
+	demo_view_resync_entry(v, &e2);
+	demo_view_resync_end(v, 12);
+	demo_view_add(v, frame(ORBIT_TRANSITION_ACQUIRE, -1, 31, 1200 * MS, 130 * MS, 13));
+	demo_view_add(v, frame(ORBIT_TRANSITION_ACQUIRE, 2, 32, 1200 * MS, 140 * MS, 14));
+	demo_view_flush(v, NULL, NULL);
+	assert_int_equal(counts(v).overlaps, 1);
+	assert_int_equal(counts(v).unjudged, 1);
+	demo_view_destroy(v);
+}
+
 /* A REPAIR with no resync given: everything after it stays unchecked. */
 static void test_repair_without_resync_checks_nothing_after(void **state)
 {
@@ -274,6 +330,55 @@ static void test_repair_without_resync_checks_nothing_after(void **state)
 	demo_view_flush(v, NULL, NULL);
 	assert_int_equal(counts(v).overlaps, 0);
 	assert_int_equal(counts(v).unchecked, 1);
+	demo_view_destroy(v);
+}
+
+/*
+ * After a lag the batch may lack a lower revision the reader had not
+ * reached (the release before the next acquire): applied unchecked, it
+ * raises no alarm, and the resync that follows turns the checks back on.
+ */
+static void test_batch_cut_by_a_lag_is_applied_unchecked(void **state)
+{
+	demo_view_t *v = view();
+
+	(void)state;
+	demo_view_add(v, frame(ORBIT_TRANSITION_ACQUIRE, 1, 10, 1000 * MS, 100 * MS, 1));
+	demo_view_flush(v, NULL, NULL);
+	demo_view_add(v, frame(ORBIT_TRANSITION_ACQUIRE, 1, 11, 1200 * MS, 200 * MS, 3));
+	assert_int_equal(demo_view_flush_unchecked(v), 1);
+	assert_int_equal(counts(v).overlaps, 0);
+	demo_view_resync_begin(v, 3);
+	demo_view_resync_end(v, 3);
+	demo_view_add(v, frame(ORBIT_TRANSITION_ACQUIRE, 2, 20, 1200 * MS, 200 * MS, 4));
+	demo_view_add(v, frame(ORBIT_TRANSITION_ACQUIRE, 2, 21, 1200 * MS, 300 * MS, 5));
+	demo_view_flush(v, NULL, NULL);
+	assert_int_equal(counts(v).overlaps, 1);
+	demo_view_destroy(v);
+}
+
+/* The first violation is kept with what the view held then (the report prints it). */
+static void test_first_violation_names_both_frames(void **state)
+{
+	demo_view_t *v = view();
+	struct demo_view_violation f;
+
+	(void)state;
+	demo_view_first_violation(v, &f);
+	assert_int_equal(f.kind, DEMO_VIEW_OK);
+	demo_view_add(v, frame(ORBIT_TRANSITION_ACQUIRE, 9, 10, 1000 * MS, 100 * MS, 1));
+	demo_view_add(v, frame(ORBIT_TRANSITION_ACQUIRE, 9, 11, 1100 * MS, 500 * MS, 2));
+	demo_view_add(v, frame(ORBIT_TRANSITION_ACQUIRE, 9, 5, 1100 * MS, 500 * MS, 3));
+	demo_view_flush(v, NULL, NULL);
+	demo_view_first_violation(v, &f);
+	assert_int_equal(f.kind, DEMO_VIEW_OVERLAP);
+	assert_int_equal(f.account, 9);
+	assert_int_equal(f.token, 11);
+	assert_int_equal(f.revision, 2);
+	assert_int_equal(f.held_token, 10);
+	assert_int_equal(f.held_deadline_ns, 1000 * MS);
+	assert_int_equal(f.held_revision, 1);
+	assert_int_equal(counts(v).regressions, 1); /* counted, not the first */
 	demo_view_destroy(v);
 }
 
@@ -308,7 +413,11 @@ int main(void)
 		cmocka_unit_test(test_early_reclaim_is_caught),
 		cmocka_unit_test(test_frames_out_of_lane_order_are_applied_in_revision_order),
 		cmocka_unit_test(test_resync_skips_scanned_frames_and_checks_later_ones),
+		cmocka_unit_test(test_scan_older_than_an_applied_frame_keeps_the_frame),
+		cmocka_unit_test(test_scanned_holder_unjudged_until_the_next_revision_is_read),
 		cmocka_unit_test(test_repair_without_resync_checks_nothing_after),
+		cmocka_unit_test(test_batch_cut_by_a_lag_is_applied_unchecked),
+		cmocka_unit_test(test_first_violation_names_both_frames),
 		cmocka_unit_test(test_account_keys_only),
 	};
 

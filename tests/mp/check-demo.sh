@@ -1,17 +1,28 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The fleet demo end to end, short runs. Bank scenario: workers host Spots,
-# clients submit transfers through the cross-process Spot queues under
-# chaos, and the report's invariants all hold, the observers' verdict
-# included; with --inject-bug the same report fails (so it can fail), and
-# with --inject-bug=steal the observer sees two holders of one account. Locks scenario: 0 violations under chaos,
-# and --no-lock shows the checker catches violations.
+# The fleet demo end to end: short runs in make check, and a 120 s chaos
+# run in make check-long. Bank scenario: workers host Spots, clients
+# submit transfers through the cross-process Spot queues under chaos, and
+# the report's invariants all hold, the observers' verdict included; with
+# --inject-bug the same report fails (so it can fail), and with
+# --inject-bug=steal the observer sees two holders of one account; while
+# it runs orbitctl stats shows every component's counters moving. Locks
+# scenario: 0 violations under chaos, and --no-lock shows the checker
+# catches violations.
 demo="${top_builddir:-.}/agent/orbit-demo"
 fleet="tdemo$$"
 t=test_demo_bank_chaos_run_keeps_every_invariant
 echo "[ RUN      ] $t"
-out=$("$demo" --seconds 8 --workers 3 --clients 2 --shards 4 --accounts 200 --chaos 1.5 \
-	--fleet "$fleet" 2>&1)
+# make check: 8 s, small; make check-long (ORBIT_TEST_TIER=long): 120 s of
+# the default fleet (4 workers, 2 clients, 8 shards, 1,000 accounts) with
+# two observers and a higher chaos rate.
+if [ "${ORBIT_TEST_TIER:-check}" = long ]; then
+	args="--seconds 120 --chaos 4 --observers 2"
+else
+	args="--seconds 8 --workers 3 --clients 2 --shards 4 --accounts 200 --chaos 1.5"
+fi
+# shellcheck disable=SC2086 # $args is a list of options
+out=$("$demo" $args --fleet "$fleet" 2>&1)
 rc=$?
 echo "$out" | tail -14
 # The observer followed the ring (acquisitions seen), its verdict is in the

@@ -95,7 +95,12 @@ struct proc_slot {
 /*
  * An observer's figures, summed over its incarnations: each incarnation
  * adds its view's counts (demo_view_counts) to what the slot held when it
- * started (base), so a kill loses at most the last batch.
+ * started (base), so a kill loses at most the last batch. Written by the
+ * observer process alone (one incarnation at a time: the supervisor
+ * starts the next after reaping the last), read by the supervisor for the
+ * status line and the report. A kill between two stores leaves some
+ * figures one batch behind the others. first[] is claimed with first_set
+ * before it is written: a kill in between leaves it empty or cut short.
  */
 struct observer_slot {
 	_Atomic int pid;
@@ -107,7 +112,7 @@ struct observer_slot {
 	_Atomic uint64_t final_agree, final_differ;
 	/* The first violation an incarnation found, once (first_set claims it). */
 	_Atomic int first_set;
-	char first[240];
+	char first[400];
 };
 
 struct shard_slot {
@@ -623,13 +628,16 @@ static void observer_note_first(const struct observer *o)
 		return;
 	snprintf(s->first, sizeof(s->first),
 		 "%s on account %u: %s token %llu rev %llu by pid %u (lane %u) at %.3f s; "
-		 "held%s: token %llu until %.3f s (rev %llu, pid %u, lane %u), newest token %llu",
+		 "held%s%s: token %llu until %.3f s (%s rev %llu, pid %u, lane %u), newest token "
+		 "%llu; last scan from rev %llu%s",
 		 kind[f.kind], f.account, type[f.type < 7 ? f.type : 0],
 		 (unsigned long long)f.token, (unsigned long long)f.revision, f.writer_pid, f.lane,
 		 (double)f.publish_ns / 1e9, f.held_forced ? " (force-released)" : "",
+		 f.held_from_scan ? " (from the scan)" : "",
 		 (unsigned long long)f.held_token, (double)f.held_deadline_ns / 1e9,
-		 (unsigned long long)f.held_revision, f.held_writer_pid, f.held_lane,
-		 (unsigned long long)f.max_token);
+		 type[f.held_type < 7 ? f.held_type : 0], (unsigned long long)f.held_revision, f.held_writer_pid, f.held_lane,
+		 (unsigned long long)f.max_token, (unsigned long long)f.scan_revision,
+		 f.next_seen ? "" : " (its next frame unread)");
 }
 
 static void observer_publish(const struct observer *o)

@@ -22,7 +22,7 @@ struct key_state {
 	uint64_t ghost_token, ghost_deadline_ns;
 	/* The key's last frame applied (for the report of a violation). */
 	uint64_t last_revision;
-	uint32_t last_writer_pid, last_lane;
+	uint32_t last_writer_pid, last_lane, last_type;
 	/* The holder came from a scan and no frame of the key followed yet. */
 	bool from_scan;
 };
@@ -47,7 +47,9 @@ struct demo_view {
 	uint64_t unchecked_through; /* frames at or below: applied unchecked */
 	bool scanning;
 	uint64_t max_seen; /* highest revision read (any frame) */
-	bool next_seen;	   /* the frame of revision skip_through + 1 was read */
+	bool next_seen;
+	uint64_t scan_floor;
+	    /* a resync for a REPAIR covers at least its revision */ /* the frame of revision skip_through + 1 was read */
 	struct demo_view_counts c;
 	struct demo_view_violation first;
 };
@@ -168,6 +170,10 @@ static void violation(demo_view_t *v, const struct pending *p, const struct key_
 		.max_token = k->max_token,
 		.held_writer_pid = k->last_writer_pid,
 		.held_lane = k->last_lane,
+		.held_type = k->last_type,
+		.held_from_scan = k->from_scan,
+		.scan_revision = v->skip_through,
+		.next_seen = v->next_seen,
 		.held_revision = k->last_revision,
 	};
 	v->first.held_forced = !k->token && k->ghost_token;
@@ -246,6 +252,7 @@ static void apply(demo_view_t *v, const struct pending *p)
 	k->from_scan = false;
 	k->last_writer_pid = p->writer_pid;
 	k->last_lane = p->lane;
+	k->last_type = p->type;
 }
 
 int demo_view_flush(demo_view_t *v, demo_view_resync_fn resync, void *ctx)
@@ -258,7 +265,16 @@ int demo_view_flush(demo_view_t *v, demo_view_resync_fn resync, void *ctx)
 
 		if (p->type == ORBIT_TRANSITION_REPAIR) {
 			if (resync) {
+				/*
+				 * The repair burned the dead mutator's revision and
+				 * publishes with it before its bump: a scan that read
+				 * the revision before the bump still covers every frame
+				 * up to the REPAIR's (the repair had fixed the slots),
+				 * and the false edge shares the REPAIR's revision.
+				 */
+				v->scan_floor = p->revision;
 				rc = resync(v, ctx);
+				v->scan_floor = 0;
 				if (rc < 0) {
 					v->n = 0;
 					return rc;
@@ -283,6 +299,8 @@ int demo_view_flush_unchecked(demo_view_t *v)
 
 void demo_view_resync_begin(demo_view_t *v, uint64_t revision_before)
 {
+	if (revision_before < v->scan_floor)
+		revision_before = v->scan_floor;
 	for (uint32_t a = 0; a < v->accounts; a++) {
 		struct key_state *k = &v->k[a];
 
@@ -316,6 +334,8 @@ void demo_view_resync_entry(demo_view_t *v, const struct orbit_lock_entry *e)
 
 void demo_view_resync_end(demo_view_t *v, uint64_t revision_after)
 {
+	if (revision_after < v->skip_through)
+		revision_after = v->skip_through;
 	v->unchecked_through = revision_after;
 	v->scanning = false;
 	/* Nothing past skip_through + 1 can have been published yet at the

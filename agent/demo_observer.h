@@ -52,6 +52,11 @@
  * an ACQUIRE over a holder known only from the scan is counted as
  * unjudged, not as an overlap.
  *
+ * A REPAIR carries the revision the dead mutator may have published its
+ * false edge with (the repair burns it), and is published before the
+ * repair's own bump: a scan that follows it covers every frame up to the
+ * REPAIR's revision, whatever revision it read, so those are skipped.
+ *
  * Context: a view belongs to one thread (the observer's); no call blocks,
  * takes a lock or makes a syscall; demo_view_create() allocates.
  */
@@ -98,7 +103,10 @@ struct demo_view_violation {
 	uint64_t token, revision, publish_ns;
 	/* what the view held for the account then (its last frame) */
 	uint64_t held_token, held_deadline_ns, max_token;
-	uint32_t held_writer_pid, held_lane;
+	uint32_t held_writer_pid, held_lane, held_type;
+	int held_from_scan;	/* the holder came from a scan, no frame of the key since */
+	uint64_t scan_revision; /* the last scan's revision before */
+	int next_seen;		/* its revision + 1 had been read */
 	uint64_t held_revision;
 	int held_forced; /* the holder was force-released: its tenure ran on */
 };

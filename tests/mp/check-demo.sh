@@ -38,6 +38,7 @@ if [ $rc -eq 0 ] && echo "$out" | grep -q 'all invariants hold' &&
    ! ls /dev/shm | grep -q "orbit\.$fleet\."; then
 	echo "[       OK ] $t"
 else
+	echo "$out" | sed -n '/orbit-demo report/,$p' # the whole report: which check failed
 	echo "[  FAILED  ] $t (exit $rc)"; fail=1
 fi
 t=test_demo_bank_report_fails_on_a_broken_ledger

@@ -318,6 +318,44 @@ static void test_scanned_holder_unjudged_until_the_next_revision_is_read(void **
 	demo_view_destroy(v);
 }
 
+static int resync_at_10(demo_view_t *v, void *ctx)
+{
+	(void)ctx;
+	demo_view_resync_begin(v, 10); /* read before the repair's bump to 11 */
+	demo_view_resync_end(v, 10);
+	return 0;
+}
+
+/*
+ * A mutator dies after its ACQUIRE frame (revision 11, never committed);
+ * the repair publishes REPAIR with the same revision 11, then bumps. The
+ * observer's scan read 10: the false edge, read after the REPAIR, is
+ * still skipped, so the next real holder is no overlap.
+ */
+static void test_false_edge_sharing_the_repair_revision_is_skipped(void **state)
+{
+	demo_view_t *v = view();
+
+	(void)state;
+	demo_view_add(v, frame(ORBIT_TRANSITION_REPAIR, 0, 0, 0, 100 * MS, 11));
+	demo_view_add(v, frame(ORBIT_TRANSITION_ACQUIRE, 4, 10, 1000 * MS, 99 * MS, 11));
+	demo_view_flush(v, resync_at_10, NULL);
+	assert_int_equal(demo_view_holder(v, 4, NULL, NULL), 0);
+	assert_int_equal(counts(v).skipped, 1);
+	demo_view_add(v, frame(ORBIT_TRANSITION_ACQUIRE, 4, 11, 1100 * MS, 110 * MS, 12));
+	demo_view_flush(v, resync_at_10, NULL);
+	assert_int_equal(counts(v).overlaps + counts(v).unjudged, 0);
+	/* the false edge read before the REPAIR in the batch: the resync drops it too */
+	demo_view_add(v, frame(ORBIT_TRANSITION_ACQUIRE, 5, 20, 1000 * MS, 200 * MS, 13));
+	demo_view_add(v, frame(ORBIT_TRANSITION_REPAIR, 0, 0, 0, 201 * MS, 13));
+	demo_view_flush(v, resync_at_10, NULL);
+	assert_int_equal(demo_view_holder(v, 5, NULL, NULL), 0);
+	demo_view_add(v, frame(ORBIT_TRANSITION_ACQUIRE, 5, 21, 1100 * MS, 210 * MS, 14));
+	demo_view_flush(v, resync_at_10, NULL);
+	assert_int_equal(counts(v).overlaps + counts(v).unjudged, 0);
+	demo_view_destroy(v);
+}
+
 /* A REPAIR with no resync given: everything after it stays unchecked. */
 static void test_repair_without_resync_checks_nothing_after(void **state)
 {
@@ -415,6 +453,7 @@ int main(void)
 		cmocka_unit_test(test_resync_skips_scanned_frames_and_checks_later_ones),
 		cmocka_unit_test(test_scan_older_than_an_applied_frame_keeps_the_frame),
 		cmocka_unit_test(test_scanned_holder_unjudged_until_the_next_revision_is_read),
+		cmocka_unit_test(test_false_edge_sharing_the_repair_revision_is_skipped),
 		cmocka_unit_test(test_repair_without_resync_checks_nothing_after),
 		cmocka_unit_test(test_batch_cut_by_a_lag_is_applied_unchecked),
 		cmocka_unit_test(test_first_violation_names_both_frames),

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -1066,6 +1067,35 @@ static void plot(const char *data)
 		printf("orbit-demo: gnuplot failed; data in %s\n", data);
 }
 
+/*
+ * The orbitctl beside this program: in the build tree orbit-demo runs as
+ * agent/.libs/orbit-demo (libtool) and orbitctl is agent/orbitctl;
+ * installed, both are in one bin directory. "orbitctl" when not found.
+ */
+static void orbitctl_path(char *out, size_t len)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	snprintf(out, len, "orbitctl");
+	if (n <= 0)
+		return;
+	exe[n] = 0;
+	if (!(slash = strrchr(exe, '/')))
+		return;
+	*slash = 0;
+	if ((slash = strrchr(exe, '/')) && !strcmp(slash, "/.libs"))
+		*slash = 0;
+	if (strlen(exe) + sizeof("/orbitctl") <= len) {
+		char path[PATH_MAX + 16];
+
+		snprintf(path, sizeof(path), "%s/orbitctl", exe);
+		if (access(path, X_OK) == 0 && strlen(path) < len)
+			memcpy(out, path, strlen(path) + 1);
+	}
+}
+
 int demo_bank_main(int argc, char **argv)
 {
 	uint64_t t0, t_end, next_status, kills = 0, pauses = 0, last_applied = 0, logged = 0, missing;
@@ -1077,7 +1107,7 @@ int demo_bank_main(int argc, char **argv)
 	unsigned seed = (unsigned)getpid();
 	struct demo_ledger_audit a;
 	demo_ledger_t *ledger;
-	char data[256];
+	char data[256], ctl[PATH_MAX];
 	FILE *series = NULL;
 	size_t shared_bytes;
 	int rc;
@@ -1113,10 +1143,15 @@ int demo_bank_main(int argc, char **argv)
 	if (sh == MAP_FAILED)
 		return 2;
 	atomic_store(&sh->workers_alive, cfg.workers);
+	orbitctl_path(ctl, sizeof(ctl));
 	printf("orbit-demo: bank of %d accounts in %d shards, %d workers, %d clients, "
-	       "%d observers, %d s, chaos %.1f/s\norbit-demo: fleet %s; watch it: orbitctl --fleet %s top\n",
+	       "%d observers, %d s, chaos %.1f/s\n"
+	       "orbit-demo: fleet %s; watch it from another terminal:\n",
 	       cfg.accounts, cfg.shards, cfg.workers, cfg.clients, cfg.observers, cfg.seconds,
-	       cfg.chaos, cfg.fleet, cfg.fleet);
+	       cfg.chaos, cfg.fleet);
+	for (int i = 0; i < 5; i++)
+		printf("  %s --fleet %s %s\n", ctl, cfg.fleet,
+		       (const char *[]){ "spots", "locks", "members", "stats", "top" }[i]);
 	for (int i = 0; i < cfg.workers; i++)
 		spawn(true, i);
 	usleep(300000); /* the workers take their shards: the queues exist */

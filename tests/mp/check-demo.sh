@@ -26,8 +26,12 @@ out=$("$demo" $args --fleet "$fleet" 2>&1)
 rc=$?
 echo "$out" | tail -14
 # The observer followed the ring (acquisitions seen), its verdict is in the
-# report, and every status line fits 80 columns.
+# report, every status line fits 80 columns, and the commands to watch it
+# name the real orbitctl.
+ctlpath=$(echo "$out" | sed -n "s|^  \(/[^ ]*/orbitctl\) --fleet $fleet stats\$|\1|p")
 if [ $rc -eq 0 ] && echo "$out" | grep -q 'all invariants hold' &&
+   [ -n "$ctlpath" ] && [ -x "$ctlpath" ] &&
+   echo "$out" | grep -q "^  $ctlpath --fleet $fleet spots\$" &&
    echo "$out" | grep -Eq 'transfers accepted [1-9]' &&
    echo "$out" | grep -Eq 'kills [1-9]' &&
    echo "$out" | grep -Eq 'observer 0 \(started [1-9][0-9]* times\): acquisitions [1-9]' &&

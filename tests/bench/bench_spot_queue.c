@@ -120,6 +120,8 @@ struct ctl {
 	_Atomic uint64_t fsent; /* raw futex baseline: the sender's stamp */
 	/* the consumer's (one writer: its loop, or the serial e2e handlers) */
 	uint64_t received, bad, t_end;
+	uint64_t cpu_first, cpu_cons; /* consumer CPU: at its first record, first to last */
+	_Atomic uint64_t cpu_prod;    /* producers' CPU from the start signal to their last send */
 	uint32_t next[MAXP];
 	uint32_t nlat;
 	char why[200];
@@ -167,6 +169,22 @@ static void whyf(struct run *r, const char *what, int err)
 			 err < 0 ? orbit_strerror(err) : strerror(errno));
 }
 
+/* CPU time of the whole calling process (every thread: agent, host, workers, I/O) */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The consumer has the last record: the end of the run and its CPU since the first. */
+static void finish(struct run *r)
+{
+	r->ctl->t_end = orbit_test_now_ns();
+	r->ctl->cpu_cons = cpu_ns() - r->ctl->cpu_first;
+}
+
 /* ---- the consumer's per-record step, the same for every method ---- */
 
 static void got(struct run *r, const void *rec, uint32_t len)
@@ -174,6 +192,8 @@ static void got(struct run *r, const void *rec, uint32_t len)
 	struct ctl *c = r->ctl;
 	struct rec_hdr h;
 
+	if (!c->received)
+		c->cpu_first = cpu_ns();
 	memcpy(&h, rec, sizeof(h));
 	if (len != r->size || h.producer >= r->P || h.idx != c->next[h.producer])
 		c->bad++;
@@ -235,7 +255,7 @@ static int e2e_handler(orbit_serial_turn_t *turn, const struct orbit_spot_record
 	(void)turn;
 	got(r, rec->payload, rec->len);
 	if (r->ctl->received == total_of(r)) {
-		r->ctl->t_end = orbit_test_now_ns();
+		finish(r);
 		atomic_store(&r->ctl->done, 1);
 		futex_wake(&r->ctl->done);
 	}
@@ -255,6 +275,7 @@ static int consume_transport(struct run *r)
 	struct orbit_spotq_rec recs[BATCH];
 	orbit_spotq_t *q = NULL;
 	void *buf = malloc(LANE_BYTES);
+	unsigned idle = 0;
 	int e;
 
 	orbit__spotq_options_init(&o);
@@ -285,8 +306,20 @@ static int consume_transport(struct run *r)
 			whyf(r, "host_wait", e);
 			return 4;
 		}
+		idle = n ? 0 : idle + 1;
+		if (idle == 50) { /* 5 s without a record: say where the lane stands */
+			struct orbit_spotq_counters c;
+
+			if (orbit__spotq_counters(q, &c) == 0)
+				snprintf(r->ctl->why, sizeof(r->ctl->why),
+					 "transport: nothing for 5 s at %" PRIu64
+					 " records: accepted %" PRIu64 " completed %" PRIu64
+					 " corrupt %" PRIu64 " depth %u bytes %u",
+					 r->ctl->received, c.accepted[0], c.completed[0],
+					 c.corrupt[0], c.depth[0], c.bytes[0]);
+		}
 	}
-	r->ctl->t_end = orbit_test_now_ns();
+	finish(r);
 	orbit__spotq_host_close(r->qh);
 	orbit__spotq_close(q);
 	free(buf);
@@ -367,7 +400,7 @@ static int consume_ring(struct run *r)
 		if (!any)
 			__builtin_ia32_pause();
 	}
-	r->ctl->t_end = orbit_test_now_ns();
+	finish(r);
 	free(buf);
 	return 0;
 }
@@ -395,7 +428,7 @@ static int consume_zmq(struct run *r, unsigned char *buf)
 		}
 		got(r, buf, (uint32_t)n);
 	}
-	r->ctl->t_end = orbit_test_now_ns();
+	finish(r);
 	zmq_close(s);
 	zmq_ctx_term(ctx);
 	return 0;
@@ -467,7 +500,7 @@ static int consume(struct run *r)
 			goto err;
 		}
 	}
-	r->ctl->t_end = orbit_test_now_ns();
+	finish(r);
 	free(buf);
 	return 0;
 err:
@@ -508,6 +541,7 @@ static int produce(struct run *r, unsigned p)
 	uint64_t tail = 0, hc = 0;
 	struct proc pr = { 0 };
 	void *zctx = NULL, *zs = NULL;
+	uint64_t cpu0;
 	int e = 0;
 
 	if (!rec)
@@ -531,6 +565,7 @@ static int produce(struct run *r, unsigned p)
 	ready(r);
 	while (!atomic_load(&r->ctl->go))
 		futex_wait(&r->ctl->go, 0, 100);
+	cpu0 = cpu_ns();
 	for (uint32_t i = 0; i < r->per && e == 0; i++) {
 		struct rec_hdr h = { 0, p, i };
 		char a;
@@ -579,6 +614,7 @@ static int produce(struct run *r, unsigned p)
 		if (e == 0 && r->paced && read(r->ack[0], &a, 1) != 1)
 			e = -1;
 	}
+	atomic_fetch_add(&r->ctl->cpu_prod, cpu_ns() - cpu0);
 	if (e)
 		whyf(r, "send", e);
 	if (cl) {
@@ -717,13 +753,13 @@ static bool wait_ready(struct run *r, uint32_t n, const pid_t *pids, int npids)
 }
 
 /* Run @r once: M records/s, p50 and p99 (ns). Returns 0, or -1 with a reason printed. */
-static int run_one(struct run *r, double *mrps, double *p50, double *p99)
+static int run_one(struct run *r, double *mrps, double *p50, double *p99, double *cpu)
 {
 	pid_t pids[1 + MAXP];
 	int np = 0, rc = 0, e;
 	uint64_t t0 = 0;
 
-	*mrps = *p50 = *p99 = 0;
+	*mrps = *p50 = *p99 = *cpu = 0;
 	memset(ctl, 0, offsetof(struct ctl, lat));
 	r->ctl = ctl;
 	run_no++;
@@ -777,6 +813,7 @@ static int run_one(struct run *r, double *mrps, double *p50, double *p99)
 			ctl->why[0] ? ctl->why : "a child failed");
 	} else {
 		*mrps = ctl->t_end > t0 ? (double)total_of(r) * 1e3 / (double)(ctl->t_end - t0) : 0;
+		*cpu = (double)(ctl->cpu_cons + ctl->cpu_prod) / (double)total_of(r);
 		if (ctl->nlat) {
 			qsort(ctl->lat, ctl->nlat, sizeof(ctl->lat[0]), cmp_u64);
 			*p50 = (double)ctl->lat[ctl->nlat / 2];
@@ -836,6 +873,15 @@ static bool unselected(enum method m)
 	return only && !listed(only, mname[m]);
 }
 
+/* "[lo-hi]" in a static buffer (one use per printf) */
+static const char *rng(double lo, double hi)
+{
+	static char b[40];
+
+	snprintf(b, sizeof(b), "[%.3f-%.3f]", lo, hi);
+	return b;
+}
+
 static bool skipped(enum method m)
 {
 #ifdef ORBIT_HAVE_ZMQ
@@ -875,7 +921,7 @@ static const char *skip_why(enum method m)
 	return "built without libzmq (configure found no libzmq; apt-get install libzmq3-dev)";
 }
 
-enum { F_MRPS, F_P50, F_P99, F_N };
+enum { F_MRPS, F_P50, F_P99, F_CPU, F_N };
 /* [method][size][producers][figure][rep] */
 static double tp[M_N][2][2][F_N][REPS_FULL];
 /* [method][p50/p99][rep] */
@@ -897,6 +943,10 @@ static bool target_ratio(const char *name, enum method a, enum method b, int si,
 		enum method x = skipped(a) ? a : b;
 
 		printf("no target %s: %s SKIPPED: %s\n", name, mname[x], skip_why(x));
+		return true;
+	}
+	if (!config_selected(si, pa) || !config_selected(si, pb)) {
+		printf("no target %s: not in ORBIT_BENCH_CONFIGS\n", name);
 		return true;
 	}
 	if (!tp_ok[a][si][pa] || !tp_ok[b][si][pb]) {
@@ -967,7 +1017,8 @@ int main(int argc, char **argv)
 						tp_ok[m][si][pi] = true;
 					if (run_one(&r, &f[F_MRPS * REPS_FULL + rep],
 						    &f[F_P50 * REPS_FULL + rep],
-						    &f[F_P99 * REPS_FULL + rep]) < 0) {
+						    &f[F_P99 * REPS_FULL + rep],
+						    &f[F_CPU * REPS_FULL + rep]) < 0) {
 						tp_ok[m][si][pi] = false;
 						rc = 1;
 					}
@@ -978,13 +1029,13 @@ int main(int argc, char **argv)
 			struct run r = {
 				.m = m, .size = 64, .P = 1, .per = (uint32_t)rounds, .paced = true
 			};
-			double mrps;
+			double mrps, cpu;
 
 			if (skipped(m) || (configs && !listed(configs, "wake")))
 				continue;
 			if (rep == 0)
 				wk_ok[m] = true;
-			if (run_one(&r, &mrps, &wk[m][0][rep], &wk[m][1][rep]) < 0) {
+			if (run_one(&r, &mrps, &wk[m][0][rep], &wk[m][1][rep], &cpu) < 0) {
 				wk_ok[m] = false;
 				rc = 1;
 			}
@@ -996,8 +1047,8 @@ int main(int argc, char **argv)
 				continue;
 			printf("\n-- throughput, %u B records, %u producer%s (mqueue depth %ld)\n",
 			       sizes[si], nprod[pi], nprod[pi] > 1 ? "s" : "", mq_depth_used[si]);
-			printf("  %-10s %8s %-15s %10s %10s  (loaded latency, ns)\n", "method",
-			       "M rec/s", "[range]", "p50", "p99");
+			printf("  %-10s %8s %-15s %9s %10s %10s  (loaded latency, ns)\n", "method",
+			       "M rec/s", "[range]", "cpu ns/rec", "p50", "p99");
 			for (unsigned k = 0; k < nt; k++) {
 				enum method m = tmeth[k];
 				double lo, hi;
@@ -1011,9 +1062,10 @@ int main(int argc, char **argv)
 					continue;
 				}
 				range(tp[m][si][pi][F_MRPS], &lo, &hi);
-				printf("  %-10s %8.3f [%.3f-%.3f] %10.0f %10.0f\n", mname[m],
-				       median(tp[m][si][pi][F_MRPS]), lo, hi,
-				       median(tp[m][si][pi][F_P50]), median(tp[m][si][pi][F_P99]));
+				printf("  %-10s %8.3f %-15s %9.0f %10.0f %10.0f\n", mname[m],
+				       median(tp[m][si][pi][F_MRPS]), rng(lo, hi),
+				       median(tp[m][si][pi][F_CPU]), median(tp[m][si][pi][F_P50]),
+				       median(tp[m][si][pi][F_P99]));
 			}
 			if (tp_ok[M_TRANSPORT][si][pi] && tp_ok[M_E2E][si][pi]) {
 				for (unsigned k = 0; k < nt; k++) {

@@ -46,6 +46,7 @@
 #include "orbit_test.h"
 #include <orbit/orbit.h>
 #include "bench_target.h"
+#include "bench_place.h"
 
 #define ROUNDS 4000
 #ifndef REPS
@@ -57,8 +58,6 @@ enum placement { P_SPLIT, P_FREE, P_N };
 
 static const char *const names[M_N] = { "agent", "futex", "eventfd", "pipe" };
 static pid_t agent_receiver_pid; /* to find B's stats row afterwards */
-static cpu_set_t cpus_all;       /* the affinity this program started with */
-static int cpu_a = -1, cpu_b = -1; /* split placement: A's CPU, B's CPU */
 
 /* Shared between the two processes of one method (MAP_SHARED | MAP_ANONYMOUS). */
 struct box {
@@ -221,18 +220,6 @@ static int send_one(enum method m, struct peer *p, struct sender *s, int i)
 	}
 }
 
-/* Pin the calling process to @cpu, or give it every CPU back (-1). */
-static void place(int cpu)
-{
-	cpu_set_t one;
-
-	CPU_ZERO(&one);
-	if (cpu >= 0)
-		CPU_SET(cpu, &one);
-	/* Best effort: a refused pin leaves the figure a free one, noted by main */
-	(void)sched_setaffinity(0, sizeof(cpu_set_t), cpu >= 0 ? &one : &cpus_all);
-}
-
 /* One method, ROUNDS ping-pongs: p50 and p99 in ns. */
 static int run(enum method m, enum placement pl, const char *fleet, double *p50, double *p99)
 {
@@ -369,22 +356,6 @@ static void line(const char *name, double v[REPS], const char *bname, double b[R
 	}
 	printf("%-18s %7.0f  %-21s %7.0f  %5.2f [%.2f-%.2f]  (%s)\n", name, mv, bname, mb,
 	       mb > 0 ? mv / mb : 0.0, lo, hi, target);
-}
-
-/* The two CPUs of the split placement: the first two this program may use. */
-static void pick_cpus(void)
-{
-	if (sched_getaffinity(0, sizeof(cpus_all), &cpus_all) < 0)
-		return;
-	for (int c = 0; c < CPU_SETSIZE && cpu_b < 0; c++)
-		if (CPU_ISSET(c, &cpus_all)) {
-			if (cpu_a < 0)
-				cpu_a = c;
-			else
-				cpu_b = c;
-		}
-	if (cpu_b < 0)
-		cpu_a = -1;
 }
 
 int main(void)

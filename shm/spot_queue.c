@@ -27,9 +27,6 @@
  *            store for a record; pairs with SQ-A8 in advance(): no slot or
  *            byte of an aborted record is reused while its producer may write
  *   SQ-A7 H: acquire of the head, pairs with SQ-R5 (an older host's or a helper's)
- *   SQ-R7/SQ-A9 H: release store / acquire load of the host handle's
- *            tail_seen (process-local, complete() runs on any thread): the
- *            SQ-A4 view of the thread that read that tail comes with it
  *   SQ-O1/SQ-O2 P: producer row owner CAS (acquire) / close (release): a
  *            previous tenure's row words before a new producer uses them
  *   SQ-G1 H: acquire of host_gen at every host call, pairs with SQ-T2
@@ -181,12 +178,6 @@ struct orbit_spotq_producer {
 	struct orbit_spotq_row *row;
 	uint32_t row_idx, gen;
 	uint64_t seq;
-	/* per lane: the head word this producer last read (SQ-A1), valid when
-	 * head_ok: the room check uses it and reads the head again only when
-	 * it does not show room (the host writes the head at every advance:
-	 * one cache miss per submit saved). A stale head only under-counts room. */
-	uint64_t head_seen[2];
-	bool head_ok[2];
 	pid_t pid;
 };
 
@@ -198,11 +189,6 @@ struct orbit_spotq_host {
 	uint32_t stall_pos[2];	 /* in-progress record first seen at stall_since */
 	uint64_t stall_since[2]; /* 0: none */
 	char last_corrupt[128];
-	/* per lane: the tail word an advance() of this host last read (SQ-A4),
-	 * UINT64_MAX before the first; complete() may run on several threads,
-	 * hence atomic (SQ-A9/SQ-R7). The producers write the tail at every
-	 * submit: advance reads it again only when the head has reached it. */
-	_Atomic uint64_t tail_seen[2];
 	pid_t pid;
 	/* aborts by this host, by cause: written by take(), read by any
 	 * thread (relaxed: counts, they order nothing) */
@@ -882,21 +868,6 @@ static bool stuck(struct retry *r, uint64_t h, uint64_t t)
 	return r->n > 1000;
 }
 
-/*
- * The cached head @used no longer decides: read the head again (SQ-A1).
- * Returns true when it moved (decide again on the fresh one), false when
- * @used was the head already (the verdict stands).
- */
-static bool head_refresh(orbit_spotq_producer_t *p, int lane, uint64_t used)
-{
-	/* SQ-A1: acquire, pairs with SQ-R5: the host is done with what it freed */
-	uint64_t h = atomic_load_explicit(&p->q->lane[lane].w->head, memory_order_acquire);
-
-	p->head_seen[lane] = h;
-	p->head_ok[lane] = true;
-	return h != used;
-}
-
 int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_submit *sub,
 			uint64_t *seq_out)
 {
@@ -929,35 +900,17 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 		return -E2BIG;
 
 	for (;;) {
-		/*
-		 * The head this producer read last, while it shows room: slots and
-		 * bytes below it were freed and that read's SQ-A1 acquire saw the
-		 * host done with them; the head never moves back, so an old value
-		 * only under-counts room. Every "no room" or out-of-window verdict
-		 * is made again on a fresh head before it counts.
-		 */
-		if (p->head_ok[lane]) {
-			h = p->head_seen[lane];
-		} else {
-			/* SQ-A1: acquire, pairs with SQ-R5: the host is done with what it freed */
-			h = atomic_load_explicit(&g->w->head, memory_order_acquire);
-			p->head_seen[lane] = h;
-			p->head_ok[lane] = true;
-		}
+		/* SQ-A1: acquire, pairs with SQ-R5: the host is done with what it freed */
+		h = atomic_load_explicit(&g->w->head, memory_order_acquire);
 		/* SQ-A2: acquire, pairs with SQ-R2: the tail's slot is at least claimed */
 		t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
 		T = pw_idx(t);
 		B = pw_bytes(t);
-		if (T >= g->wi || B >= g->wb || pw_idx(h) >= g->wi || pw_bytes(h) >= g->wb) {
-			if (head_refresh(p, lane, h))
-				continue;
+		if (T >= g->wi || B >= g->wb || pw_idx(h) >= g->wi || pw_bytes(h) >= g->wb)
 			return -ORBIT_ECORRUPT;
-		}
 		uint64_t used_i = mod_sub(T, pw_idx(h), g->wi);
 		uint64_t used_b = mod_sub(B, pw_bytes(h), g->wb);
 		if (used_i > g->items || used_b > g->bytes) {
-			if (head_refresh(p, lane, h))
-				continue; /* our head is older than the tail's lap window */
 			/* a head read long before the tail (preempted), or bad bytes */
 			if (stuck(&st, h, t))
 				return -ORBIT_ECORRUPT;
@@ -977,15 +930,11 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 			continue;
 		}
 		if (used_i >= g->items) {
-			if (head_refresh(p, lane, h))
-				continue;
 			atomic_fetch_add_explicit(&p->row->rejected_count[lane], 1,
 						  memory_order_relaxed);
 			return -EAGAIN;
 		}
 		if (used_b + len > g->bytes) {
-			if (head_refresh(p, lane, h))
-				continue;
 			atomic_fetch_add_explicit(&p->row->rejected_bytes[lane], 1,
 						  memory_order_relaxed);
 			return -EAGAIN;
@@ -1167,8 +1116,6 @@ int orbit__spotq_host_takeover(orbit_spotq_host_t **out, orbit_spotq_t *q, orbit
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
-	for (int l = 0; l < ORBIT_SPOTQ_LANES; l++)
-		atomic_init(&h->tail_seen[l], UINT64_MAX); /* none read yet */
 	/* SQ-T1: seq_cst max-CAS of the epoch, pairs with SQ-T2: takers are ordered by epoch here */
 	e = atomic_load_explicit(&sh->epoch, memory_order_seq_cst);
 	do {
@@ -1632,42 +1579,20 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 	if (r < 0)
 		return r;
 	g = &h->q->lane[lane];
-	/*
-	 * The tail this host read last (SQ-A9: acquire, pairs with SQ-R7 of the
-	 * thread that stored it after its own SQ-A4). A tail that old has passed
-	 * fewer slots, never others: every slot below it has its resv, and the
-	 * tail word at H + 1 holds the end of H's bytes whenever it was read.
-	 * It is read again (once per call) when the head has reached it or it
-	 * is out of the head's window; only a fresh tail decides "corrupt".
-	 */
-	uint64_t t = atomic_load_explicit(&h->tail_seen[lane], memory_order_acquire);
-	bool fresh = false;
-
 	for (uint32_t i = 0; i <= g->items; i++) {
 		/* SQ-A7: acquire, pairs with SQ-R5 of a helper that moved it */
 		uint64_t hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
+		/* SQ-A4: acquire, pairs with SQ-R2: resv of the slots the tail passed */
+		uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
 		uint32_t H = pw_idx(hw), HB = pw_bytes(hw);
 		struct orbit_spotq_slot *s;
 		uint64_t a, resv;
 		bool bad = false;
 
-		if (H >= g->wi || HB >= g->wb)
+		if (H >= g->wi || HB >= g->wb || mod_sub(pw_idx(t), H, g->wi) > g->items)
 			return -ORBIT_ECORRUPT;
-		if (pw_idx(t) >= g->wi || mod_sub(pw_idx(t), H, g->wi) > g->items ||
-		    H == pw_idx(t)) {
-			if (!fresh) {
-				/* SQ-A4: acquire, pairs with SQ-R2: resv of the slots the tail passed */
-				t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
-				/* SQ-R7: release, pairs with SQ-A9: what SQ-A4 saw comes with the value */
-				atomic_store_explicit(&h->tail_seen[lane], t, memory_order_release);
-				fresh = true;
-				i--; /* not a slot: look at this head again */
-				continue;
-			}
-			if (pw_idx(t) >= g->wi || mod_sub(pw_idx(t), H, g->wi) > g->items)
-				return -ORBIT_ECORRUPT;
-			break; /* H == tail */
-		}
+		if (H == pw_idx(t))
+			break;
 		s = slot_at(g, H);
 		/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes */
 		a = atomic_load_explicit(&s->ack, memory_order_acquire);

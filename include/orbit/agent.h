@@ -216,7 +216,7 @@ ORBIT_API int orbit_agent_record_latency(orbit_agent_t *agent, enum orbit_agent_
 ORBIT_API int orbit_agent_member_row(const orbit_agent_t *agent);
 
 /**
- * orbit_agent_reset_transport - the spec's reset_transport: clear the lock
+ * orbit_agent_reset_transport - reset the transport: clear the lock
  * table (tokens stay increasing) and every ring lane, only when no other
  * live member is attached and no other live process holds an unexpired
  * lease (lock users without an agent count through their leases; this

@@ -354,7 +354,7 @@ ORBIT_API void orbit_transition_reader_counters(const orbit_transition_reader_t 
 ORBIT_API void orbit_transition_reader_rewind(orbit_transition_reader_t *r);
 
 /**
- * orbit_fleet_replay_retained - the spec's replay_retained: call @fn for
+ * orbit_fleet_replay_retained - replay the retained frames: call @fn for
  * every frame the ring still retains, lane by lane (within a lane in
  * publication order; across lanes order by state_revision). Frames
  * overwritten while the walk runs are skipped. @fn returns 0 to go on,

@@ -133,7 +133,7 @@ typedef struct orbit_lock orbit_lock_t;
 enum orbit_lock_serializer {
 	ORBIT_LOCK_SERIALIZER_AUTO = 0,  /* create: the default (FUTEX); open: whichever the fleet uses */
 	ORBIT_LOCK_SERIALIZER_FUTEX = 1, /* process-shared robust mutex in the table (EOWNERDEAD repair) */
-	ORBIT_LOCK_SERIALIZER_FLOCK = 2, /* process-local mutex + flock on the segment (the spec's) */
+	ORBIT_LOCK_SERIALIZER_FLOCK = 2, /* process-local mutex + flock(2) on the segment */
 };
 
 /*
@@ -258,7 +258,8 @@ typedef struct orbit_lock_owner {
 } orbit_lock_owner_t;
 
 /*
- * A static, typed namespace (the spec's LockType::NAMESPACE):
+ * A static, typed namespace: a compile-time constant that names one kind of
+ * lock:
  *   ORBIT_LOCK_DEFINE_NAMESPACE(pool_locks, "runtime.tasks.pool");
  *   orbit_lock_key_t k = orbit_lock_key(pool_locks, "worker-3", 8);
  * The literal is checked to be a string literal at compile time.

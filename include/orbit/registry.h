@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * orbit/registry.h: the C1 mechanism of spec 06 §4 in C, a pure lookup
+ * orbit/registry.h: the C1 mechanism (orbit/state_lane.h) in C, a pure lookup
  * registry: one concurrent map from a byte-string key to a byte-string
  * value whose operations end at get/add/remove and whose entries take part
  * in no invariant with anything else. It is liburcu's lock-free resizable

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * orbit/serial_queue.h: the serial execution queue of spec 07 §5-6
- * (ZLinkSerialExecutionQueue) and its policy (ZLinkExecutionLanePolicy).
+ * orbit/serial_queue.h: the serial execution queue and its policy (the
+ * execution lane policy: capacities, fixed cost, burst limit, time budget).
  * A queue runs the work submitted to it one item at a time, in order, on
  * threads of an executor (normally the worker pool): no thread per queue.
  * It rejects work past its count and byte ceilings, lets lifecycle work
@@ -18,7 +18,7 @@
  *      waits, one application item runs;
  *   5. application items (enqueue, enqueue_with_payload_bytes), FIFO.
  *
- * Reservations (§5): an application item reserves payload bytes plus
+ * Reservations: an application item reserves payload bytes plus
  * fixed_work_byte_cost (enqueue: the fixed cost only) and one item of the
  * application count; a barrier-next item is application work and reserves
  * the same as enqueue; a lifecycle item reserves the fixed cost and one
@@ -55,7 +55,7 @@ typedef struct orbit_serial_turn orbit_serial_turn_t;
 typedef struct orbit_serial_resume orbit_serial_resume_t;
 
 /*
- * ZLinkExecutionLanePolicy (07 §6.1). A value the owner injects; the
+ * The execution lane policy of a queue. A value the owner injects; the
  * queue keeps a copy. Fill with orbit_execution_lane_policy_init_default().
  * Size-carrying (see orbit/common.h); 0 in any field: its default.
  */
@@ -84,7 +84,7 @@ typedef struct orbit_execution_lane_policy {
 #define ORBIT_POLICY_DEFAULT_BUDGET_MS 10u
 
 /**
- * orbit_execution_lane_policy_init_default - the §6.1 defaults.
+ * orbit_execution_lane_policy_init_default - the default policy.
  * @p: filled with size and the defaults above.
  *
  * Context: any thread; no syscall.
@@ -123,14 +123,14 @@ typedef int (*orbit_serial_work_fn)(orbit_serial_turn_t *turn, void *arg);
 enum orbit_serial_suspend_flags {
 	/*
 	 * Default (0): hand the turn back; the queue runs its other work
-	 * while this item waits (07 §6.7).
+	 * while this item waits.
 	 */
 	ORBIT_SERIAL_SUSPEND_RELEASE = 0,
 	/*
 	 * Keep the queue's claim: nothing else of this queue runs until the
 	 * continuation has run (it runs first when resumed). This is the
 	 * SpotWide Actor-queue item waiting for its turn on the Spot queue
-	 * (07 §4: the Actor keeps its claim while it hands back the gate).
+	 * (the Actor keeps its claim while it hands back the Spot's gate).
 	 */
 	ORBIT_SERIAL_SUSPEND_HOLD = 1,
 };
@@ -141,7 +141,7 @@ enum orbit_serial_suspend_flags {
  */
 struct orbit_serial_queue_options {
 	size_t size; /* sizeof(struct orbit_serial_queue_options) */
-	/* Policy, copied; NULL: the §6.1 defaults. */
+	/* Policy, copied; NULL: the default policy. */
 	const orbit_execution_lane_policy_t *policy;
 	/* Where the drain loop runs (required): a pool's executor, or a test's. */
 	orbit_executor_t executor;
@@ -152,7 +152,7 @@ struct orbit_serial_queue_options {
 	const char *name;
 };
 
-/* Counters of one queue (§6.6 and backpressure). */
+/* Counters of one queue (drain slices, turns and backpressure). */
 struct orbit_serial_queue_stats {
 	uint64_t accepted;          /* submissions accepted, all lanes */
 	uint64_t rejected_count;    /* -EAGAIN: lane item capacity full */
@@ -201,8 +201,8 @@ ORBIT_API int orbit_serial_queue_create(const struct orbit_serial_queue_options 
  * @arg: passed to @fn.
  *
  * The capacity decision, sequence number and insertion are one step under
- * the queue mutex (§6.3). The submitter that makes the queue runnable
- * schedules the drain on the executor after releasing the mutex (§6.5);
+ * the queue mutex. The submitter that makes the queue runnable
+ * schedules the drain on the executor after releasing the mutex;
  * the item never runs on the caller's stack.
  *
  * Context: any thread, concurrently; never blocks beyond the queue mutex;
@@ -265,9 +265,9 @@ ORBIT_API bool orbit_serial_queue_is_current(const orbit_serial_queue_t *q);
  * @q: the queue.
  * @timeout_ms: -1 waits forever; 0 polls.
  *
- * Context: any thread except a turn of @q (refused at once, never a hang,
- * 07 §8/§10). Blocks on a condition variable; an item accepted while it
- * waits is waited for too.
+ * Context: any thread except a turn of @q (refused at once: waiting on
+ * the queue from its own turn would never end). Blocks on a condition variable;
+ * an item accepted while it waits is waited for too.
  * Returns: 0 quiescent; -EDEADLK called from a turn of @q; -ETIMEDOUT;
  * -EINVAL NULL @q.
  */
@@ -320,14 +320,14 @@ ORBIT_API int orbit_serial_queue_destroy(orbit_serial_queue_t *q);
  *
  * Context: inside the work function that received @turn.
  * Returns: the queue; NULL for NULL, and for a turn of a queue that a
- * Spot, Actor or session coordinator owns (its work never names its
- * queue: 07 §3).
+ * Spot, Actor or session coordinator owns (work submitted through a
+ * coordinator never names its queue).
  */
 ORBIT_API orbit_serial_queue_t *orbit_serial_turn_queue(const orbit_serial_turn_t *turn);
 
 /**
  * orbit_serial_turn_suspend - hand this turn back until an external
- * completion arrives (07 §6.7). C has no await: the work names its
+ * completion arrives. C has no await: the work names its
  * continuation here and returns ORBIT_SERIAL_SUSPENDED; whoever completes
  * the external operation calls orbit_serial_queue_resume(*@out), which
  * queues @cont for a new turn of the same queue. The item keeps its

@@ -1,20 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * orbit/spot_executor.h: the three serial-executor coordinators of spec 07
- * §2-4, built on the serial queue (orbit/serial_queue.h). One header for
- * the three layers, because they share the work surface (yield, state
- * snapshot, completion) and the stats:
+ * orbit/spot_executor.h: the three serial-executor coordinators (Spot,
+ * Actor, session), built on the serial queue (orbit/serial_queue.h). One
+ * header for the three layers, because they share the work surface (yield,
+ * state snapshot, completion) and the stats:
  *
- *   orbit_spot_serial_executor_t     ZLinkSpotSerialExecutor: one per Spot; owns
+ *   orbit_spot_serial_executor_t     one per Spot; owns
  *                             the Spot queue, one Actor queue per Actor
  *                             and (PerActor) one timer queue per timer
  *                             name; the two maps live on a state lane.
- *   orbit_actor_serial_executor_t    ZLinkActorSerialExecutor: one queue, no map.
- *   orbit_session_serial_executor_t  ZLinkSessionSerialExecutor: one queue, no map.
+ *   orbit_actor_serial_executor_t    one per Actor: one queue, no map.
+ *   orbit_session_serial_executor_t  one per session: one queue, no map.
  *
  * The application picks the execution mode when it creates a Spot and
- * never names a queue: no entry point takes or returns one (§3). Where
- * each entry point's work runs (§4; doc/executors.md has the diagrams):
+ * never names a queue: no entry point takes or returns one. Where
+ * each entry point's work runs (doc/executors.md has the diagrams):
  *
  *   entry point                    PerActor                 SpotWide
  *   orbit_spot_execute_spot        Spot queue               Spot queue
@@ -32,12 +32,12 @@
  *
  * Under SpotWide an Actor record reserves its payload bytes on its Actor
  * queue; when it reaches the head there, it places one execution turn on
- * the Spot queue, which reserves only fixed_work_byte_cost (§5), and
- * keeps its Actor queue's claim until the handler has finished. If the
- * Spot queue is full by count then, the turn waits (FIFO among Actors)
- * until a Spot-queue item finishes; accepted work is never dropped, and
- * the waiting Actor's later records fill its own queue, whose
- * execute_actor then returns -EAGAIN at the call.
+ * the Spot queue, which reserves only fixed_work_byte_cost (the payload
+ * stays reserved on the Actor queue), and keeps its Actor queue's claim until
+ * the handler has finished. If the Spot queue is full by count then, the turn
+ * waits (FIFO among Actors) until a Spot-queue item finishes; accepted work is
+ * never dropped, and the waiting Actor's later records fill its own queue,
+ * whose execute_actor then returns -EAGAIN at the call.
  *
  * Work functions are orbit_serial_work_fn: they get the turn they run on
  * and return ORBIT_SERIAL_DONE, or ORBIT_SERIAL_SUSPENDED after
@@ -64,7 +64,7 @@
  *   orbit_work_*               inside the work function that got the turn
  *   completion_wait, await_quiescence
  *                              any thread but a turn of the same
- *                              coordinator (-EDEADLK at once, 07 §10)
+ *                              coordinator (-EDEADLK at once, never a hang)
  *   close                      any thread, also its own work; no waiting
  *   stats                      any thread; relaxed loads
  *   destroy                    after close + await_quiescence; not from
@@ -88,7 +88,7 @@ typedef struct orbit_session_serial_executor orbit_session_serial_executor_t;
 /* Lets a thread wait for one submitted piece of work; reusable. */
 typedef struct orbit_work_completion orbit_work_completion_t;
 
-/* User Spot execution mode, fixed at creation (07 §4). 0 is invalid. */
+/* User Spot execution mode, fixed at creation. 0 is invalid. */
 enum orbit_spot_execution_mode {
 	ORBIT_SPOT_PER_ACTOR = 1, /* every Actor and timer name its own queue */
 	ORBIT_SPOT_SPOT_WIDE = 2, /* one gate: everything runs one at a time */
@@ -109,11 +109,11 @@ enum orbit_work_kind {
 
 /* Longest timer name, in bytes without the NUL. */
 #define ORBIT_TIMER_NAME_MAX 63
-/* Most bytes of registration information an Actor carries (§7). */
+/* Most bytes of registration information an Actor carries. */
 #define ORBIT_ACTOR_INFO_MAX 64
 
 /*
- * ActorStateSnapshot (07 §7): an Actor's registration information as it
+ * The Actor state snapshot: an Actor's registration information as it
  * was when the handling of the current record started, read in one state
  * lane turn and carried unchanged through the whole handling (across
  * yields too). A change made meanwhile is seen by the next record.
@@ -164,9 +164,9 @@ struct orbit_serial_executor_stats {
  */
 struct orbit_spot_serial_executor_options {
 	size_t size; /* sizeof(struct orbit_spot_serial_executor_options) */
-	/* Must be set: 0 is refused (there is no default mode, 07 §2). */
+	/* Must be set: 0 is refused (there is no default mode). */
 	enum orbit_spot_execution_mode mode;
-	/* Policy of the Spot queue, copied; NULL: the §6.1 defaults. */
+	/* Policy of the Spot queue, copied; NULL: the default policy. */
 	const orbit_execution_lane_policy_t *spot_policy;
 	/* Policy of each Actor queue (its mailbox share); NULL: defaults. */
 	const orbit_execution_lane_policy_t *actor_policy;
@@ -224,8 +224,9 @@ ORBIT_API int orbit_spot_execute_spot(orbit_spot_serial_executor_t *spot, orbit_
 				      void *arg, orbit_work_completion_t *done);
 
 /**
- * orbit_spot_execute_actor - that Actor's handler work, along the §4 path
- * of the Spot's mode. Creates the Actor's queue on first use.
+ * orbit_spot_execute_actor - that Actor's handler work, along the path
+ * of the Spot's mode (the table in the header comment). Creates the Actor's
+ * queue on first use.
  * @spot: the coordinator.
  * @actor_id: the Actor.
  * @fn, @arg: the handler work.
@@ -289,7 +290,7 @@ ORBIT_API int orbit_spot_execute_lifecycle(orbit_spot_serial_executor_t *spot,
 /**
  * orbit_spot_actor_set_info - set an Actor's registration information
  * (creates the Actor's queue if it has none yet). Handlers see it through
- * orbit_work_actor_snapshot() from the next record on (§7).
+ * orbit_work_actor_snapshot() from the next record on.
  * @spot: the coordinator. @actor_id: the Actor.
  * @info: @len bytes, copied (NULL only with @len 0).
  *
@@ -327,7 +328,7 @@ ORBIT_API int orbit_spot_serial_executor_close(orbit_spot_serial_executor_t *spo
  * @spot: the coordinator. @timeout_ms: -1 forever; 0 polls.
  *
  * Context: any thread except work of this Spot (refused at once, never a
- * hang: 07 §10). Blocks on a condition variable.
+ * hang). Blocks on a condition variable.
  * Returns: 0; -EDEADLK (called from this Spot's work); -ETIMEDOUT;
  * -EINVAL (NULL).
  */
@@ -345,7 +346,8 @@ ORBIT_API int orbit_spot_serial_executor_stats(const orbit_spot_serial_executor_
 
 /**
  * orbit_spot_serial_executor_destroy - close, then free the Spot with every
- * queue it owns. The maps are emptied in one state lane turn (06 §4 C2).
+ * queue it owns. The maps are emptied in one turn of the state lane
+ * that owns them.
  * @spot: the coordinator (NULL: nothing).
  *
  * Context: any thread except the Spot's own work. Waits only for queues
@@ -362,7 +364,7 @@ ORBIT_API int orbit_spot_serial_executor_destroy(orbit_spot_serial_executor_t *s
 struct orbit_actor_serial_executor_options {
 	size_t size; /* sizeof(struct orbit_actor_serial_executor_options) */
 	uint64_t actor_id; /* reported in snapshots */
-	/* Policy of its queue, copied; NULL: the §6.1 defaults. */
+	/* Policy of its queue, copied; NULL: the default policy. */
 	const orbit_execution_lane_policy_t *policy;
 	orbit_executor_t executor; /* required */
 	int home;                  /* ORBIT_HOME_NODE(n); 0 (default): none */
@@ -416,7 +418,7 @@ ORBIT_API int orbit_actor_execute_lifecycle(orbit_actor_serial_executor_t *actor
 
 /**
  * orbit_actor_set_info - set the Actor's registration information; seen
- * by handlers from the next record on (§7).
+ * by handlers from the next record on.
  *
  * Context: any thread, also a handler; one state lane turn.
  * Returns: 0; -EINVAL; -E2BIG (@len > ORBIT_ACTOR_INFO_MAX); -EPIPE.
@@ -437,8 +439,8 @@ ORBIT_API int orbit_actor_serial_executor_close(orbit_actor_serial_executor_t *a
  * orbit_actor_serial_executor_await_quiescence - as
  * orbit_spot_serial_executor_await_quiescence(), for this Actor.
  *
- * Context: any thread except this Actor's own work (refused at once, 07
- * §10). Blocks on a condition variable.
+ * Context: any thread except this Actor's own work (refused at once,
+ * never a hang). Blocks on a condition variable.
  * Returns: 0; -EDEADLK (from its own work); -ETIMEDOUT; -EINVAL.
  */
 ORBIT_API int orbit_actor_serial_executor_await_quiescence(orbit_actor_serial_executor_t *actor,
@@ -465,7 +467,7 @@ ORBIT_API int orbit_actor_serial_executor_destroy(orbit_actor_serial_executor_t 
 /* Size-carrying (see orbit/common.h); 0: the default in every field. */
 struct orbit_session_serial_executor_options {
 	size_t size; /* sizeof(struct orbit_session_serial_executor_options) */
-	/* Policy of its queue, copied; NULL: the §6.1 defaults. */
+	/* Policy of its queue, copied; NULL: the default policy. */
 	const orbit_execution_lane_policy_t *policy;
 	orbit_executor_t executor; /* required */
 	int home;                  /* ORBIT_HOME_NODE(n); 0 (default): none */
@@ -563,7 +565,7 @@ ORBIT_API int orbit_session_serial_executor_close(orbit_session_serial_executor_
  * orbit_spot_serial_executor_await_quiescence(), for this session.
  *
  * Context: any thread except this session's own work (refused at once,
- * 07 §10). Blocks on a condition variable.
+ * never a hang). Blocks on a condition variable.
  * Returns: 0; -EDEADLK (from its own work); -ETIMEDOUT; -EINVAL.
  */
 ORBIT_API int
@@ -589,8 +591,8 @@ ORBIT_API int orbit_session_serial_executor_destroy(orbit_session_serial_executo
 /* ---- inside work -------------------------------------------------------- */
 
 /**
- * orbit_work_yield - hand the turn back around an external call (07
- * §6.7). The work names its continuation, returns ORBIT_SERIAL_SUSPENDED,
+ * orbit_work_yield - hand the turn back around an external call.
+ * The work names its continuation, returns ORBIT_SERIAL_SUSPENDED,
  * and whoever completes the external call passes *@out to
  * orbit_serial_queue_resume(); @cont then runs on a new turn, through the
  * queue. What is handed back is in the header comment (SpotWide Actor
@@ -607,8 +609,8 @@ ORBIT_API int orbit_work_yield(orbit_serial_turn_t *turn, orbit_serial_work_fn c
 			       orbit_serial_resume_t **out);
 
 /**
- * orbit_work_actor_snapshot - the ActorStateSnapshot of the record being
- * handled (07 §7), taken in one state lane turn when its handling
+ * orbit_work_actor_snapshot - the Actor state snapshot of the record
+ * being handled, taken in one state lane turn when its handling
  * started; the same value on every call during that handling.
  * @turn: the running turn. @out: a copy of the snapshot.
  *
@@ -642,8 +644,8 @@ ORBIT_API int orbit_work_completion_create(orbit_work_completion_t **out);
  *
  * Context: any thread except work of the coordinator that accepted the
  * work (any of its queues): refused at once with -EDEADLK, whether or not
- * the work already finished (07 §10 Reentrancy). Blocks on a condition
- * variable; everything the work wrote is visible on return.
+ * the work already finished (waiting from inside could never end). Blocks on a
+ * condition variable; everything the work wrote is visible on return.
  * Returns: the work's result: 0 (it ran and finished), or, for SpotWide
  * Actor work whose turn could not be placed for want of memory or
  * because the executor refused, -ENOMEM / the executor's error (a full

@@ -95,7 +95,7 @@ enum orbit_spot_lane {
 	ORBIT_SPOT_LANE_LIFECYCLE = 1, /* lifecycle records */
 };
 
-/* The coordinator entry point a record goes to (07 §3). */
+/* The coordinator entry point a record goes to. */
 enum orbit_spot_entry_kind {
 	ORBIT_SPOT_ENTRY_SPOT = 1,	/* orbit_spot_execute_spot */
 	ORBIT_SPOT_ENTRY_ACTOR = 2,	/* orbit_spot_execute_actor(actor_id) */
@@ -137,8 +137,8 @@ struct orbit_spot_record {
 
 /*
  * A handler: runs on a turn of the Spot coordinator (the queue its kind
- * and the mode decide, 07 §4). Returns ORBIT_SERIAL_DONE, or
- * ORBIT_SERIAL_SUSPENDED after orbit_spot_yield() on @turn. The record is
+ * and the mode decide, as in orbit/spot_executor.h). Returns ORBIT_SERIAL_DONE,
+ * or ORBIT_SERIAL_SUSPENDED after orbit_spot_yield() on @turn. The record is
  * completed in the queue (its reservation returned, never delivered again)
  * only after the handler finished: after it returned DONE, or after the
  * last continuation of a yield did.
@@ -183,8 +183,8 @@ struct orbit_spot_host_options {
 	orbit_spot_serial_executor_t *coordinator;
 	/* When the call creates the coordinator: its mode (0: PerActor), the
 	 * executor its queues drain on (required then: normally a worker
-	 * pool's), and the Spot and Actor queue policies (NULL: the §6.1
-	 * defaults). */
+	 * pool's), and the Spot and Actor queue policies (NULL: the default
+	 * policy). */
 	enum orbit_spot_execution_mode mode;
 	orbit_executor_t executor;
 	const orbit_execution_lane_policy_t *spot_policy;

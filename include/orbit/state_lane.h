@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * orbit/state_lane.h: the state lane of spec 06, the execution unit a
+ * orbit/state_lane.h: the state lane, the execution unit a
  * component uses to own its mutable state. One turn runs at a time, work
  * runs in FIFO arrival order with no front insertion, entering a lane from
  * its own turn is refused at the call site with -EDEADLK and a diagnostic
  * naming the lane and the caller's file:line (never a hang, in every build
  * mode), and the collections a lane owns stay plain C structures.
  *
- * How to classify a component's state (06 §4), and what to use in C:
+ * How to classify a component's state, and what to use in C:
  *
  *   C1  pure lookup registry: one map whose operations are get/add/remove
  *       and whose entries take part in no invariant with any other field.
@@ -21,9 +21,10 @@
  *   A component that mixes the three is C2 as a whole: put every field
  *   that shares an invariant on the lane; do not leave part of it on a
  *   registry or a mutex. Do not replace a lane with a semaphore or a
- *   concurrent map (06 §4).
+ *   concurrent map: each guards one step, and an invariant across two
+ *   steps still breaks between them.
  *
- * The six members of 06 §5/§7:
+ * The six members of a state lane:
  *
  *   current            orbit_state_lane_current()
  *   is_on_lane         orbit_state_lane_is_on_lane(lane)
@@ -87,11 +88,10 @@ typedef int (*orbit_state_lane_fn)(void *arg);
 /*
  * Completion of run_async() (result: the work's return value) or of
  * close() (result 0). Runs after the lane's ownership marker is released
- * and after the turn that ran the work has been handed on (06 §5
- * completion signals), so it may enter the same lane again (run,
- * try_post). Where: on the executor thread of the drain task that ran the
- * work. Never on the thread of a run() caller that ran the work while
- * combining (it may hold a gate the completion needs: 06 §5): such
+ * and after the turn that ran the work has been handed on, so it may enter the
+ * same lane again (run, try_post). Where: on the executor thread of the drain
+ * task that ran the work. Never on the thread of a run() caller that ran the
+ * work while combining (it may hold a gate the completion needs): such
  * completions are posted, in order, to the executor as one completion
  * task (no allocation); if the executor refuses that task they wait on
  * the lane and run with the next drain task or in close_sync(). On a lane
@@ -209,10 +209,11 @@ ORBIT_API int orbit_state_lane_run_async_at(orbit_state_lane_t *lane, orbit_stat
 /**
  * orbit_state_lane_try_post - enqueue fn(arg) without waiting; its result
  * is dropped. Not for work whose effect a caller must observe on return
- * (06 §5 "Completion Before Return": use run for that).
+ * (completion before return: use run for that).
  *
  * Context: as orbit_state_lane_run_async().
- * Returns: 0; -EDEADLK; -EPIPE (closed: the failure 06 §8 asks for);
+ * Returns: 0; -EDEADLK; -EPIPE (closed: work posted to a closed lane is
+ * refused, never dropped silently);
  * -EINVAL; -ENOMEM; the executor's submit error.
  */
 #define orbit_state_lane_try_post(lane, fn, arg) \
@@ -265,7 +266,7 @@ ORBIT_API int orbit_state_lane_close(orbit_state_lane_t *lane, orbit_state_lane_
 ORBIT_API int orbit_state_lane_close_sync_at(orbit_state_lane_t *lane, const char *file, int line);
 
 /**
- * orbit_state_lane_detach - Kind 2 of 06 §6: start a long-running
+ * orbit_state_lane_detach - start a long-running
  * operation (timeout, retry loop, background loop) so that it does not
  * inherit the lane marker. The start itself is posted to @executor, so
  * even a synchronous prefix that enters the lane runs outside the turn
@@ -291,7 +292,8 @@ ORBIT_API int orbit_state_lane_set_diagnostics_async(orbit_state_lane_t *lane, i
 /**
  * orbit_state_lane_set_diagnostics - the synchronous bridge over
  * orbit_state_lane_set_diagnostics_async(): waits for its completion.
- * Only for configuration time, tools and tests (06 §5 dual surfaces).
+ * Only for configuration time, tools and tests (the asynchronous call is
+ * the one for running code).
  *
  * Context: a thread on no lane turn and not an executor thread that the
  * lane's drain needs. Blocks.

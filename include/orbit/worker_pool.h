@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * orbit/worker_pool.h: the shared, NUMA-aware execution resource of spec 07
- * §6.5 and 02 §10. A fixed set of worker threads, proportional to the
- * cores, grouped per NUMA node and pinned to their node's CPUs. Work comes
- * in as orbit_executor_t submissions carrying a home node; each node keeps
- * one FIFO of ready tasks that its own workers drain first, and a worker
- * whose node has nothing ready takes the oldest task of another node
+ * orbit/worker_pool.h: the shared, NUMA-aware execution resource that
+ * serial queues and state lanes drain on. A fixed set of worker threads,
+ * proportional to the cores, grouped per NUMA node and pinned to their node's
+ * CPUs. Work comes in as orbit_executor_t submissions carrying a home node;
+ * each node keeps one FIFO of ready tasks that its own workers drain first, and
+ * a worker whose node has nothing ready takes the oldest task of another node
  * before it sleeps. Idle workers sleep on a futex; a submission wakes one
  * sleeper only when one sleeps. There is no thread per owner: serial
  * queues (orbit/serial_queue.h) and state lanes post their drain loops here.

@@ -954,21 +954,51 @@ static int parse(int argc, char **argv)
 	int o;
 
 	while ((o = getopt_long(argc, argv, "s:w:c:S:a:x:f:p:khB::W:o:", opts, NULL)) != -1) {
+		char *end;
+
 		switch (o) {
-		case 's': cfg.seconds = atoi(optarg); break;
-		case 'w': cfg.workers = atoi(optarg); break;
-		case 'c': cfg.clients = atoi(optarg); break;
-		case 'S': cfg.shards = atoi(optarg); break;
-		case 'a': cfg.accounts = atoi(optarg); break;
-		case 'x': cfg.chaos = atof(optarg); break;
-		case 'f':
-			if (strlen(optarg) >= sizeof(cfg.fleet))
+		case 's':
+			if (demo_opt_int("seconds", optarg, 1, 86400, &cfg.seconds))
 				return -1;
+			break;
+		case 'w':
+			if (demo_opt_int("workers", optarg, 1, MAX_PROCS, &cfg.workers))
+				return -1;
+			break;
+		case 'c':
+			if (demo_opt_int("clients", optarg, 1, MAX_PROCS, &cfg.clients))
+				return -1;
+			break;
+		case 'S':
+			if (demo_opt_int("shards", optarg, 1, MAX_SHARDS, &cfg.shards))
+				return -1;
+			break;
+		case 'a':
+			if (demo_opt_int("accounts", optarg, 2, 1000000, &cfg.accounts))
+				return -1;
+			break;
+		case 'x':
+			cfg.chaos = strtod(optarg, &end);
+			if (end == optarg || *end || !(cfg.chaos >= 0 && cfg.chaos <= 1000)) {
+				fprintf(stderr, "orbit-demo: --chaos %s: allowed 0..1000 (events a second)\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case 'f':
+			if (strlen(optarg) >= sizeof(cfg.fleet)) {
+				fprintf(stderr, "orbit-demo: --fleet %s: at most %zu bytes\n", optarg,
+					sizeof(cfg.fleet) - 1);
+				return -1;
+			}
 			strcpy(cfg.fleet, optarg);
 			break;
 		case 'p':
-			if (strlen(optarg) >= sizeof(cfg.plot))
+			if (strlen(optarg) >= sizeof(cfg.plot)) {
+				fprintf(stderr, "orbit-demo: --plot: at most %zu bytes\n",
+					sizeof(cfg.plot) - 1);
 				return -1;
+			}
 			strcpy(cfg.plot, optarg);
 			break;
 		case 'k': cfg.keep = 1; break;
@@ -977,21 +1007,38 @@ static int parse(int argc, char **argv)
 				cfg.inject_bug = BUG_CREDIT;
 			else if (!strcmp(optarg, "steal"))
 				cfg.inject_bug = BUG_STEAL;
-			else
+			else {
+				fprintf(stderr, "orbit-demo: --inject-bug=%s: credit or steal\n", optarg);
+				return -1;
+			}
+			break;
+		case 'o':
+			if (demo_opt_int("observers", optarg, 0, MAX_OBSERVERS, &cfg.observers))
 				return -1;
 			break;
-		case 'o': cfg.observers = atoi(optarg); break;
-		case 'W': cfg.work_us = atoi(optarg); break;
+		case 'W':
+			if (demo_opt_int("work-us", optarg, 0, 1000000, &cfg.work_us))
+				return -1;
+			break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
 		}
 	}
-	if (cfg.seconds < 1 || cfg.workers < 1 || cfg.workers > MAX_PROCS || cfg.clients < 1 ||
-	    cfg.clients > MAX_PROCS || cfg.shards < 1 || cfg.shards > MAX_SHARDS ||
-	    cfg.accounts < 2 || cfg.accounts > 1000000 || cfg.chaos < 0 || cfg.work_us < 0 ||
-	    cfg.observers < 0 || cfg.observers > MAX_OBSERVERS ||
-	    cfg.work_us > 1000000)
+	return 0;
+}
+
+int demo_opt_int(const char *opt, const char *arg, long lo, long hi, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (end == arg || *end || errno || v < lo || v > hi) {
+		fprintf(stderr, "orbit-demo: --%s %s: allowed %ld..%ld\n", opt, arg, lo, hi);
 		return -1;
+	}
+	*out = (int)v;
 	return 0;
 }
 

@@ -6,4 +6,12 @@
 /* Run the bank scenario with orbit-demo's arguments (--scenario removed). Returns the exit status. */
 int demo_bank_main(int argc, char **argv);
 
+/*
+ * Parse --@opt's argument @arg as an integer in @lo..@hi into *@out. On a
+ * bad one it says so on stderr, naming the option, the value and the
+ * allowed range ("orbit-demo: --workers 100: allowed 1..32"), and
+ * returns -1 (*@out unchanged); else 0. Shared by both scenarios.
+ */
+int demo_opt_int(const char *opt, const char *arg, long lo, long hi, int *out);
+
 #endif /* ORBIT_AGENT_DEMO_BANK_H */

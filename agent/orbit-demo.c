@@ -269,30 +269,44 @@ static int parse(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "s:w:k:t:S:f:nh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			if (strlen(optarg) >= sizeof(cfg.fleet))
+			if (strlen(optarg) >= sizeof(cfg.fleet)) {
+				fprintf(stderr, "orbit-demo: --fleet %s: at most %zu bytes\n", optarg,
+					sizeof(cfg.fleet) - 1);
 				return -1;
+			}
 			strcpy(cfg.fleet, optarg);
 			break;
-		case 's': cfg.seconds = atoi(optarg); break;
-		case 'w': cfg.workers = atoi(optarg); break;
-		case 'k': cfg.keys = atoi(optarg); break;
-		case 't': cfg.ttl_ms = atoi(optarg); break;
+		case 's':
+			if (demo_opt_int("seconds", optarg, 1, 86400, &cfg.seconds))
+				return -1;
+			break;
+		case 'w':
+			if (demo_opt_int("workers", optarg, 2, MAX_WORKERS, &cfg.workers))
+				return -1;
+			break;
+		case 'k':
+			if (demo_opt_int("keys", optarg, 1, MAX_KEYS, &cfg.keys))
+				return -1;
+			break;
+		case 't':
+			if (demo_opt_int("ttl-ms", optarg, 20, 3600000, &cfg.ttl_ms))
+				return -1;
+			break;
 		case 'S':
 			if (strcmp(optarg, "futex") == 0)
 				cfg.ser = ORBIT_LOCK_SERIALIZER_FUTEX;
 			else if (strcmp(optarg, "flock") == 0)
 				cfg.ser = ORBIT_LOCK_SERIALIZER_FLOCK;
-			else
+			else {
+				fprintf(stderr, "orbit-demo: --serializer %s: futex or flock\n", optarg);
 				return -1;
+			}
 			break;
 		case 'n': cfg.no_lock = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
 		}
 	}
-	if (cfg.seconds < 1 || cfg.workers < 2 || cfg.workers > MAX_WORKERS || cfg.keys < 1 ||
-	    cfg.keys > MAX_KEYS || cfg.ttl_ms < 20)
-		return -1;
 	return 0;
 }
 

@@ -8,7 +8,7 @@
 # --inject-bug=steal the observer sees two holders of one account; while
 # it runs orbitctl stats shows every component's counters moving. Locks
 # scenario: 0 violations under chaos, and --no-lock shows the checker
-# catches violations.
+# catches violations. An option out of range names its limit.
 demo="${top_builddir:-.}/agent/orbit-demo"
 fleet="tdemo$$"
 t=test_demo_bank_chaos_run_keeps_every_invariant
@@ -127,5 +127,16 @@ if [ $rc -eq 1 ] && echo "$out" | grep -Eq 'mutual-exclusion violations +[1-9]';
 	echo "[       OK ] $t"
 else
 	echo "$out" | tail -5; echo "[  FAILED  ] $t (exit $rc)"; fail=1
+fi
+t=test_demo_out_of_range_option_names_the_limit
+echo "[ RUN      ] $t"
+bank=$("$demo" --workers 100 2>&1); brc=$?
+locks=$("$demo" --scenario locks --workers 100 2>&1); lrc=$?
+if [ $brc -eq 2 ] && echo "$bank" | grep -q -- '--workers 100: allowed 1\.\.32' &&
+   [ $lrc -eq 2 ] && echo "$locks" | grep -q -- '--workers 100: allowed 2\.\.64'; then
+	echo "[       OK ] $t"
+else
+	echo "$bank" | head -2; echo "$locks" | head -2
+	echo "[  FAILED  ] $t (exit $brc, $lrc)"; fail=1
 fi
 exit ${fail:-0}

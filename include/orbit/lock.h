@@ -272,6 +272,11 @@ struct orbit_lock_namespace {
 #define ORBIT_LOCK_DEFINE_NAMESPACE(name, lit) \
 	static const struct orbit_lock_namespace name = { "" lit, sizeof(lit) - 1 }
 
+/**
+ * orbit_lock_key - the key of @label (@label_len bytes) in namespace @ns.
+ * The key points at @ns's bytes and at @label: both must outlive its use.
+ * Context: any thread; pure. Returns: the key.
+ */
 static inline orbit_lock_key_t orbit_lock_key(struct orbit_lock_namespace ns, const void *label,
 					      size_t label_len)
 {
@@ -301,6 +306,11 @@ struct orbit_lock_entry {
 	uint8_t bytes[ORBIT_LOCK_BYTES_MAX]; /* ns, then label, then owner */
 };
 
+/**
+ * orbit_lock_entry_owner - where the owner bytes of @e start
+ * (@e->owner_len bytes, after the namespace and the label).
+ * Context: any thread; pure. Returns: a pointer into @e->bytes.
+ */
 static inline const void *orbit_lock_entry_owner(const struct orbit_lock_entry *e)
 {
 	return e->bytes + e->ns_len + e->label_len;

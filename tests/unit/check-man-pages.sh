@@ -7,7 +7,7 @@
 #     section of one doc/man3 page and shown in its SYNOPSIS, and every
 #     NAME entry is still a public function;
 #   - every error code a function's header comment documents appears in
-#     that page (RETURN VALUE / ERRORS);
+#     that function's RETURN VALUE entry;
 #   - every section 3 page has NAME, LIBRARY, SYNOPSIS, DESCRIPTION,
 #     RETURN VALUE, ERRORS and SEE ALSO;
 #   - orbit(7) lists every section 3 page and orbit-demo(1) in SEE ALSO,
@@ -45,8 +45,25 @@ for h in "$src"/include/orbit/*.h; do
 			}
 			return out
 		}
-		/^[ \t]*\/\*/ { incomment = 1; comment = ""; }
-		incomment { comment = comment " " $0; if ($0 ~ /\*\//) { incomment = 0; cur = codes(comment) }; next }
+		/^[ \t]*\/\*/ { incomment = 1; comment = ""; first = $0; if (first ~ /^\/\*\*?[ \t]*$/) first = "" }
+		incomment && first == "" && $0 ~ /orbit_/ && $0 !~ /^[ \t]*\/\*/ { first = $0 }
+		incomment {
+			comment = comment " " $0
+			if ($0 ~ /\*\//) {
+				incomment = 0
+				# Only what the comment says a call returns counts.
+				ret = comment
+				if (match(ret, /Returns?:?[ \t]/)) ret = substr(ret, RSTART)
+				else ret = ""
+				cur = codes(ret)
+				# "a, b - ...": the comment of functions declared elsewhere too
+				if (match(first, /orbit_[a-z0-9_]+(, orbit_[a-z0-9_]+)+ - /)) {
+					k = split(substr(first, RSTART, RLENGTH - 3), nm, /, /)
+					for (i = 1; i <= k; i++) named[nm[i]] = cur
+				}
+			}
+			next
+		}
 		/^(struct|enum|typedef) / { cur = "" }
 		/^ORBIT_API|^static inline|^#define orbit_[a-z0-9_]+\(/ {
 			line = $0
@@ -54,7 +71,7 @@ for h in "$src"/include/orbit/*.h; do
 			if (match(line, /orbit_[a-z0-9_]+[ \t]*\(/)) {
 				name = substr(line, RSTART, RLENGTH)
 				sub(/[ \t]*\($/, "", name)
-				print h, name cur
+				print h, name ((name in named) ? named[name] : cur)
 			} else {
 				# the name is on a continuation line
 				pending = 1
@@ -63,7 +80,7 @@ for h in "$src"/include/orbit/*.h; do
 		}
 		pending && match($0, /orbit_[a-z0-9_]+[ \t]*\(/) {
 			name = substr($0, RSTART, RLENGTH); sub(/[ \t]*\($/, "", name)
-			print h, name cur; pending = 0
+			print h, name ((name in named) ? named[name] : cur); pending = 0
 		}' "$h"
 done > "$tmp/functions"
 
@@ -93,10 +110,22 @@ while read -r h name codes; do
 	awk '/^\.SH SYNOPSIS/ { s = 1; next } /^\.SH / { s = 0 } s' "$m" |
 		grep -qF "\\fB$name\\fP(" ||
 		echo "$page: SYNOPSIS does not show $name()" >> "$tmp/msg"
-	sed 's/\\-/-/g' "$m" > "$tmp/plain"
+	[ -n "$codes" ] || continue
+	# The function's own RETURN VALUE entry: from the .TP tag naming it to
+	# the next .TP or section.
+	n="\\fB$name\\fP(" awk '
+		/^\.SH / { rv = ($0 == ".SH RETURN VALUE"); on = 0; next }
+		!rv { next }
+		/^\.TP/ { tag = 1; on = 0; next }
+		tag { tag = 0; on = index($0, ENVIRON["n"]) > 0; next }
+		on' "$m" | sed 's/\\-/-/g' > "$tmp/entry"
+	if [ ! -s "$tmp/entry" ]; then
+		echo "$page: RETURN VALUE has no entry for $name()" >> "$tmp/msg"
+		continue
+	fi
 	for c in $codes; do
-		grep -qE -- "-$c\\b|^\\.B $c\$" "$tmp/plain" ||
-			echo "$page: $name returns -$c ($h) but the page does not say so" >> "$tmp/msg"
+		grep -qE -- "-$c\\b" "$tmp/entry" ||
+			echo "$page: $name returns -$c ($h) but its RETURN VALUE entry does not say so" >> "$tmp/msg"
 	done
 done < "$tmp/functions"
 [ -s "$tmp/msg" ] && st=1 || st=0

@@ -443,6 +443,12 @@ int orbit__members_join(orbit_members_t *m, const char *name)
 		unlock_mu(m);
 		return (int)i;
 	}
+	if (r == -ENOSPC)
+		orbit__seg_refuse(r, &m->seg, "all %u member rows are held by live processes", m->rows);
+	else if (r == -EPERM)
+		orbit__seg_refuse(r, &m->seg,
+				  "no member row is free, and a row no member holds is pinned by a "
+				  "read lock (a process that can only read the directory holds it)");
 	fork_guard_del(slot, fd);
 err_close:
 	close(fd);

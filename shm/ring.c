@@ -315,7 +315,10 @@ int orbit__ring_lane_claim(orbit_ring_t *ring, orbit_members_t *m)
 			return (int)i;
 		}
 	}
-	return -ENOSPC;
+	return orbit__seg_refuse(-ENOSPC, &ring->seg,
+				 "all %u writer lanes are held by live members (one per process "
+				 "whose agent has a lock handle)",
+				 ring->layout.lanes);
 }
 
 int orbit__ring_lane_release(orbit_ring_t *ring, orbit_members_t *m, uint32_t lane)

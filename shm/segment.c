@@ -54,16 +54,33 @@ ORBIT_API const char *orbit_segment_last_error(void)
 }
 
 /* Record "<segment path>: <reason>" for orbit_segment_last_error(); returns @code. */
-__attribute__((format(printf, 3, 4))) static int refuse(int code, const char *name, const char *fmt,
-							...)
+static int vrefuse(int code, const char *name, const char *fmt, va_list ap)
 {
-	va_list ap;
 	int n = snprintf(last_error, sizeof(last_error), "%s%s: ", SHM_DIR, name);
 
 	if (n < 0 || (size_t)n >= sizeof(last_error))
 		return code;
-	va_start(ap, fmt);
 	vsnprintf(last_error + n, sizeof(last_error) - (size_t)n, fmt, ap);
+	return code;
+}
+
+__attribute__((format(printf, 3, 4))) static int refuse(int code, const char *name, const char *fmt,
+							...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	code = vrefuse(code, name, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int orbit__seg_refuse(int code, const orbit_seg_t *seg, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	code = vrefuse(code, seg->name, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -138,6 +155,18 @@ static int validate_header(const char *name, const struct orbit_seg_header *h, u
 		return refuse(-ORBIT_ETRUNCATED, name,
 			      "%" PRIu64 " bytes, its header says %" PRIu64 " (truncated)",
 			      file_bytes, h->total_bytes);
+	/* A whole, self-consistent segment of another size whose fingerprint
+	 * differs too: made by a peer with another layout (a lock table of
+	 * another slot count), which is what EFINGERPRINT says; ESIZE stays
+	 * for sizes that contradict the header or a fingerprint that agrees. */
+	if (h->header_bytes == ORBIT_SEG_HEADER_BYTES && h->total_bytes == file_bytes &&
+	    spec->total_bytes && h->total_bytes != spec->total_bytes &&
+	    h->fingerprint != spec->fingerprint)
+		return refuse(-ORBIT_EFINGERPRINT, name,
+			      "made with another layout: %" PRIu64 " bytes, layout fingerprint %#" PRIx64
+			      "; this layout is %" PRIu64 " bytes, fingerprint %#" PRIx64
+			      " (all peers must pass the same layout)",
+			      h->total_bytes, h->fingerprint, spec->total_bytes, spec->fingerprint);
 	if (h->header_bytes != ORBIT_SEG_HEADER_BYTES || h->total_bytes != file_bytes ||
 	    (spec->total_bytes && h->total_bytes != spec->total_bytes))
 		return refuse(-ORBIT_ESIZE, name,

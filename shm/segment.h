@@ -141,6 +141,17 @@ typedef struct orbit_seg {
 int orbit__seg_name(char *buf, size_t len, const char *fleet, const char *name);
 
 /*
+ * orbit__seg_refuse - record why an operation on the mapped segment @seg
+ * was refused, as "/dev/shm/orbit.<fleet>.<name>: <reason>", for
+ * orbit_segment_last_error() on this thread (a full ring or member
+ * directory names its segment and its limit this way).
+ * Context: any thread; thread-local; no allocation, no syscall.
+ * Returns: @code.
+ */
+__attribute__((format(printf, 3, 4))) int orbit__seg_refuse(int code, const orbit_seg_t *seg,
+							     const char *fmt, ...);
+
+/*
  * orbit__seg_open - create and/or open, map and validate a segment.
  * @seg:   filled on success; untouched on failure.
  * Context: any thread; syscalls (shm_open, fstat, flock, fallocate, mmap);
@@ -164,7 +175,9 @@ int orbit__seg_name(char *buf, size_t len, const char *fleet, const char *name);
  * or shorter than a header, or empty with no creator at work and this
  * opener may not create), -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND,
  * -ORBIT_ESIZE (header sizes disagree with the file or the spec),
- * -ORBIT_EFINGERPRINT (checked in that order), -ORBIT_EINITTIMEOUT (still
+ * -ORBIT_EFINGERPRINT (checked in that order; a whole segment whose size
+ * and fingerprint both differ from the spec's was made with another
+ * layout, a lock table of another slot count: -ORBIT_EFINGERPRINT too), -ORBIT_EINITTIMEOUT (still
  * initialising past the bound while the creator holds the flock, or found
  * initialising with its creator dead by an opener that may not repair),
  * -ORBIT_ECORRUPT (orbit's magic but an init state neither READY nor

@@ -124,7 +124,9 @@ enum orbit_agent_hist {
  * already serves another running agent: a handle has one ring lane);
  * -EOPNOTSUPP (the lock handle is on the etcd backend: the agent wires
  * SHM tables only); -ENOMEM; -ENOSPC (every
- * member row, or with a lock every ring lane, is held by a live process);
+ * member row, or with a lock every ring lane, is held by a live process:
+ * orbit_segment_last_error() names the member directory or the ring and
+ * its row or lane count);
  * -EPERM (no member row is free and some row no member holds is pinned by
  * a read lock: a process that can only read the directory, such as a
  * reader of a 0640 fleet, holds F_RDLCK on it; doc/threat-model.md);

@@ -553,6 +553,36 @@ static void test_err_enospc_full_table_never_evicts(void **state)
 }
 
 /*
+ * Error code -ORBIT_EFINGERPRINT: a peer whose layout has another slot
+ * count is refused with the code lock.h documents (not -ORBIT_ESIZE,
+ * which the table's size alone would suggest), read-write and read-only,
+ * and the message names the table and both layouts' sizes.
+ */
+static void test_err_efingerprint_other_slot_count(void **state)
+{
+	struct orbit_lock_layout y8 = ORBIT_LOCK_LAYOUT_DEFAULT_INIT, y16 = y8;
+	struct orbit_lock_options o;
+	orbit_lock_t *a, *b;
+	char f[64];
+
+	(void)state;
+	y8.slots = 8;
+	y16.slots = 16;
+	orbit_test_fleet(f, sizeof(f), "fp");
+	o = opts_for(f, &y8);
+	assert_int_equal(orbit_lock_open(&o, &a), 0);
+	o.layout = &y16;
+	assert_int_equal(orbit_lock_open(&o, &b), -ORBIT_EFINGERPRINT);
+	assert_non_null(strstr(orbit_segment_last_error(), ".lock-228: made with another layout"));
+	o.readonly = true;
+	assert_int_equal(orbit_lock_open(&o, &b), -ORBIT_EFINGERPRINT);
+	orbit_lock_close(a);
+	o.layout = &y8;
+	o.readonly = false;
+	orbit_lock_unlink(&o);
+}
+
+/*
  * Error code -EINVAL: zero TTL, NULL or empty key/owner, bad options (a
  * negative serializer_wait_ms too) or layout.
  */
@@ -1742,6 +1772,7 @@ static void test_acquire_with_flags_options_and_checker(void **state)
 	T(test_lookup_works_while_serializer_held),                  \
 	T(test_fork_child_does_not_keep_parent_serializer),          \
 	T(test_err_enospc_full_table_never_evicts),                  \
+	T(test_err_efingerprint_other_slot_count),                   \
 	T(test_err_einval_bad_arguments),                            \
 	T(test_err_einval_null_arguments),                           \
 	T(test_options_older_accepted_newer_tail_e2big),             \

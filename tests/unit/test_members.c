@@ -149,6 +149,8 @@ static void test_directory_full_enospc_and_readonly_erofs(void **state)
 	}
 	assert_int_equal(orbit__members_open(&extra, f->fleet, 8, NULL), 0);
 	assert_int_equal(orbit__members_join(extra, "x"), -ENOSPC);
+	/* The refusal names the directory and its row count */
+	assert_non_null(strstr(orbit_segment_last_error(), ".members: all 8 member rows are held"));
 	assert_int_equal(orbit__members_count_live_others(h[0]), 7);
 	assert_int_equal(orbit__members_open(&ro, f->fleet, 8, &ro_opts), 0);
 	assert_int_equal(orbit__members_join(ro, "ro"), -EROFS);
@@ -162,8 +164,8 @@ static void test_directory_full_enospc_and_readonly_erofs(void **state)
 			orbit__members_close(h[i]);
 	orbit__members_close(extra);
 	orbit__members_close(ro);
-	/* a peer with another row count is refused */
-	assert_int_equal(orbit__members_open(&extra, f->fleet, 16, NULL), -ORBIT_ESIZE);
+	/* a peer with another row count is refused: another layout */
+	assert_int_equal(orbit__members_open(&extra, f->fleet, 16, NULL), -ORBIT_EFINGERPRINT);
 }
 
 /* Issue 5: liveness after SIGKILL is proven dead at once (pidfd + OFD lock), and the row is reclaimed. */

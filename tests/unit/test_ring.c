@@ -363,6 +363,9 @@ static void test_lane_claim_release_enospc(void **state)
 	assert_true(la >= 0 && lb >= 0 && la != lb);
 	assert_int_equal(orbit__ring_lane_claim(f->ring, a), la);
 	assert_int_equal(orbit__ring_lane_claim(f->ring, c), -ENOSPC);
+	/* The refusal names the ring and its lane count, not "table full" */
+	assert_non_null(strstr(orbit_segment_last_error(), ".ring-"));
+	assert_non_null(strstr(orbit_segment_last_error(), ": all 2 writer lanes are held"));
 	assert_int_equal(orbit__ring_lane_release(f->ring, c, (uint32_t)la), -EPERM);
 	assert_int_equal(orbit__ring_lanes_reclaim_dead(f->ring, c), 0); /* a and b live */
 	/* b leaves: its tenure ends, its lane is reclaimable by whoever proves it */

@@ -111,7 +111,10 @@ static int fail(const char *what, const char *fleet, int err)
 
 	fprintf(stderr, "%s: %s (fleet %s): %s%s%s\n", prog, what, fleet, orbit_strerror(err),
 		*seg ? "\n  " : "", seg);
-	if (err == -ORBIT_EMODE || err == -ORBIT_EOWNER)
+	if (err == -ORBIT_EOWNER && geteuid() == 0)
+		fprintf(stderr, "%s: another user's fleet: as root, name its owner to inspect it "
+			"read-only: --owner USER (the uid above)\n", prog);
+	else if (err == -ORBIT_EMODE || err == -ORBIT_EOWNER)
 		fprintf(stderr, "%s: a fleet shared with a group needs its --mode and --group "
 			"(and --owner with 0640)\n", prog);
 	return exit_for(err);

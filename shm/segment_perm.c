@@ -225,6 +225,18 @@ static bool group_proves_membership(gid_t g)
 	return !((d.st_mode & S_ISGID) && d.st_gid == g);
 }
 
+/*
+ * Root inspecting a service user's fleet: a read-only opener running as
+ * root that names the fleet's owner (owner_uid) accepts that uid's
+ * segments whatever the mode's group. It maps them PROT_READ and never
+ * creates or writes, and reads their bytes as untrusted like every
+ * segment; it trusts only the uid it was told to.
+ */
+static bool root_inspects(const struct stat *st, const struct orbit_seg_opts *o)
+{
+	return o->readonly && o->owner_uid && st->st_uid == (uid_t)o->owner_uid && geteuid() == 0;
+}
+
 int orbit__seg_perm_check(int fd, const struct stat *st, const struct orbit_seg_opts *o,
 			  const char **why)
 {
@@ -245,8 +257,9 @@ int orbit__seg_perm_check(int fd, const struct stat *st, const struct orbit_seg_
 	       : st->st_gid != g	   ? "not ours, and of another group than the configured"
 	       : !group_proves_membership(g) ? "not ours, and /dev/shm is setgid to the group"
 					     : "not ours, and its owner is not (now) in the group";
-	if (st->st_uid != geteuid() && (!group_mode(o) || st->st_gid != g ||
-					!group_proves_membership(g) || !owner_allowed(st->st_uid, o)))
+	if (st->st_uid != geteuid() && !root_inspects(st, o) &&
+	    (!group_mode(o) || st->st_gid != g || !group_proves_membership(g) ||
+	     !owner_allowed(st->st_uid, o)))
 		return -ORBIT_EOWNER;
 	*why = "wider than the configured mode, or group bits of another group";
 	if (have & ~want)

@@ -31,7 +31,10 @@
  *   a uid that is a member of the configured gid now (its passwd entry's
  *   primary group, or named in the group's entry: getpwuid_r, getgrgid_r,
  *   looked up at every open, not cached), of a file whose group is the
- *   configured gid (else -ORBIT_EOWNER). A file's group alone proves
+ *   configured gid (else -ORBIT_EOWNER), or - root inspecting a service
+ *   user's fleet - owner_uid itself when the opener is read-only and runs
+ *   as root (it maps PROT_READ, never creates, and trusts only the uid it
+ *   named). A file's group alone proves
  *   nothing lasting: an ex-member keeps its files of the group, and root
  *   can give any file any group; when /dev/shm itself is setgid to the
  *   group a foreign owner is refused all the same. Then no bit may be

@@ -38,7 +38,10 @@ struct orbit_fleet_options {
 				 with a group") */
 	unsigned gid;         /* group of a group mode (0: the effective gid) */
 	unsigned owner_uid;   /* the only owner uid accepted (0: none; required with
-				 0640: lock.h "Sharing a fleet with a group") */
+				 0640: lock.h "Sharing a fleet with a group"); a
+				 read-only open by root accepts this uid's
+				 segments whatever their group (root inspecting
+				 a service user's fleet) */
 };
 
 /**

@@ -1229,6 +1229,67 @@ static void test_group_0640_lets_the_group_read_only(void **state)
 	assert_int_equal(reap(&owner, 30000), 0);
 }
 
+/* ---- root inspecting a service user's fleet ---- */
+
+/* The service user: a private (0600) fleet with a member, a lock and stats. */
+static int owner_serves_private(struct child *c)
+{
+	orbit_lock_t *l = NULL;
+	orbit_agent_t *a = NULL;
+
+	CHK_EQ(lock_open_as(&l, fleet, 0600, 0, false), 0);
+	CHK_EQ(agent_start_as(&a, fleet, l, 0600, 0), 0);
+	CHK_EQ(acquire(l, "svc-key", "svc", 30000000000ull), 0);
+	usleep(50000); /* a stats publish */
+	step_done(c);
+	CHK_EQ(step_wait(c->go[0]), 0);
+	orbit_agent_stop(a);
+	orbit_lock_close(l);
+	return 0;
+}
+
+/*
+ * An operator running as root inspects a fleet a service user owns
+ * (mode 0600): refused with -ORBIT_EOWNER and a hint naming --owner;
+ * read-only with the owner named, everything reads; never read-write
+ * (admin), and never the segments of another uid than the one named.
+ */
+static void test_root_inspects_a_service_users_fleet(void **state)
+{
+	struct orbit_fleet_options o = { .size = sizeof(o), .fleet = fleet };
+	struct orbit_fleet_member m;
+	struct orbit_lock_entry e;
+	orbit_lock_key_t k = orbit_lock_key(grp_ns, "svc-key", 7);
+	struct child owner;
+	orbit_fleet_t *f = NULL;
+	char args[64];
+
+	(void)state;
+	NEED_ROOT();
+	assert_int_equal(spawn(&owner, OWNER, owner_serves_private), 0);
+	assert_int_equal(step_wait(owner.ready[0]), 0);
+	assert_int_equal(orbit_fleet_open(&o, &f), -ORBIT_EOWNER);
+	assert_int_equal(orbitctl(fleet, "members"), 4);
+	assert_non_null(strstr(ctl_out, "--owner USER"));
+	o.owner_uid = u_member; /* not the owner: still refused */
+	assert_int_equal(orbit_fleet_open(&o, &f), -ORBIT_EOWNER);
+	o.owner_uid = u_owner;
+	o.admin = true; /* read-write: never */
+	assert_int_equal(orbit_fleet_open(&o, &f), -ORBIT_EOWNER);
+	o.admin = false;
+	assert_int_equal(orbit_fleet_open(&o, &f), 0);
+	assert_int_equal(orbit_fleet_member(f, 0, &m), 0);
+	assert_true(m.alive);
+	assert_int_equal(orbit_lock_lookup(orbit_fleet_lock(f), &k, &e), 0);
+	assert_true(orbit_fleet_stats_rows(f) > 0);
+	orbit_fleet_close(f);
+	snprintf(args, sizeof(args), "--owner %u locks", (unsigned)u_owner);
+	assert_int_equal(orbitctl(fleet, args), 0);
+	assert_non_null(strstr(ctl_out, "svc-key"));
+	go(&owner);
+	assert_int_equal(reap(&owner, 30000), 0);
+}
+
 /* ---- 9: removing a group fleet's names ---- */
 
 static int owner_makes_table(struct child *c)
@@ -1704,6 +1765,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_group_setgid_shm_dir_proves_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_group_0640_lets_the_group_read_only, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_root_inspects_a_service_users_fleet, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_group_unlink_is_all_or_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_0640_reader_cannot_take_the_fleet, setup,

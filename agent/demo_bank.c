@@ -986,12 +986,8 @@ static int parse(int argc, char **argv)
 			}
 			break;
 		case 'f':
-			if (strlen(optarg) >= sizeof(cfg.fleet)) {
-				fprintf(stderr, "orbit-demo: --fleet %s: at most %zu bytes\n", optarg,
-					sizeof(cfg.fleet) - 1);
+			if (demo_opt_fleet(optarg, cfg.fleet, sizeof(cfg.fleet)))
 				return -1;
-			}
-			strcpy(cfg.fleet, optarg);
 			break;
 		case 'p':
 			if (strlen(optarg) >= sizeof(cfg.plot)) {
@@ -1024,6 +1020,19 @@ static int parse(int argc, char **argv)
 		default: return -1;
 		}
 	}
+	return 0;
+}
+
+int demo_opt_fleet(const char *arg, char *out, size_t len)
+{
+	size_t n = strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-");
+
+	if (n == 0 || arg[n] || n > ORBIT_FLEET_NAME_MAX || n >= len) {
+		fprintf(stderr, "orbit-demo: --fleet %s: a fleet name is 1 to %u of A-Z a-z 0-9 _ -\n",
+			arg, ORBIT_FLEET_NAME_MAX);
+		return -1;
+	}
+	memcpy(out, arg, n + 1);
 	return 0;
 }
 

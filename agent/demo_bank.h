@@ -3,6 +3,8 @@
 #ifndef ORBIT_AGENT_DEMO_BANK_H
 #define ORBIT_AGENT_DEMO_BANK_H
 
+#include <stddef.h>
+
 /* Run the bank scenario with orbit-demo's arguments (--scenario removed). Returns the exit status. */
 int demo_bank_main(int argc, char **argv);
 
@@ -13,5 +15,12 @@ int demo_bank_main(int argc, char **argv);
  * returns -1 (*@out unchanged); else 0. Shared by both scenarios.
  */
 int demo_opt_int(const char *opt, const char *arg, long lo, long hi, int *out);
+
+/*
+ * Check --fleet's argument and copy it into @out (@len bytes): a fleet
+ * name is 1 to 40 of A-Z a-z 0-9 _ -. A bad one is said on stderr with
+ * the rule; returns -1 then, else 0.
+ */
+int demo_opt_fleet(const char *arg, char *out, size_t len);
 
 #endif /* ORBIT_AGENT_DEMO_BANK_H */

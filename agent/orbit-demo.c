@@ -73,7 +73,7 @@ static struct config {
 	int seconds, workers, keys, ttl_ms;
 	int no_lock; /* --no-lock: skip the lock (shows that the checker catches violations) */
 	enum orbit_lock_serializer ser;
-	char fleet[40];
+	char fleet[ORBIT_FLEET_NAME_MAX + 1];
 	char dir[128];
 } cfg = { 20, 6, 3, 200, 0, ORBIT_LOCK_SERIALIZER_AUTO, "", "" };
 
@@ -269,12 +269,8 @@ static int parse(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "s:w:k:t:S:f:nh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			if (strlen(optarg) >= sizeof(cfg.fleet)) {
-				fprintf(stderr, "orbit-demo: --fleet %s: at most %zu bytes\n", optarg,
-					sizeof(cfg.fleet) - 1);
+			if (demo_opt_fleet(optarg, cfg.fleet, sizeof(cfg.fleet)))
 				return -1;
-			}
-			strcpy(cfg.fleet, optarg);
 			break;
 		case 's':
 			if (demo_opt_int("seconds", optarg, 1, 86400, &cfg.seconds))

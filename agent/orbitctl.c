@@ -1851,10 +1851,13 @@ int main(int argc, char **argv)
 	rc = orbit_fleet_open(&fo, &f);
 	if (rc == -EINVAL) {
 		if (fo.mode)
-			fprintf(stderr, "%s: bad fleet name '%s' or mode %04o (0600, 0640, 0660)\n",
+			fprintf(stderr,
+				"%s: bad fleet name '%s' (1 to 40 of A-Z a-z 0-9 _ -) or mode %04o "
+				"(0600, 0640, 0660)\n",
 				prog, fleet, fo.mode);
 		else
-			fprintf(stderr, "%s: bad fleet name '%s'\n", prog, fleet);
+			fprintf(stderr, "%s: bad fleet name '%s' (1 to 40 of A-Z a-z 0-9 _ -)\n",
+				prog, fleet);
 		return EXIT_USAGE;
 	}
 	if (rc == -ENOENT) {

@@ -125,8 +125,14 @@ int orbit__seg_name(char *buf, size_t len, const char *fleet, const char *name)
 {
 	int n;
 
-	if (!buf || !name_ok(fleet, ORBIT_FLEET_NAME_MAX, false) ||
-	    !name_ok(name, ORBIT_SEG_NAME_MAX, true))
+	if (fleet && !name_ok(fleet, ORBIT_FLEET_NAME_MAX, false)) {
+		/* No segment to name yet: the message names the fleet and the rule */
+		snprintf(last_error, sizeof(last_error),
+			 "fleet name \"%.64s\": a fleet name is 1 to %u of A-Z a-z 0-9 _ -", fleet,
+			 ORBIT_FLEET_NAME_MAX);
+		return -EINVAL;
+	}
+	if (!buf || !fleet || !name_ok(name, ORBIT_SEG_NAME_MAX, true))
 		return -EINVAL;
 	n = snprintf(buf, len, "/orbit.%s.%s", fleet, name);
 	if (n < 0 || (size_t)n >= len || (size_t)n >= ORBIT_SEG_NAME_MAX)

@@ -105,6 +105,8 @@ ORBIT_API const char *orbit_err_name(int err);
  * was about, naming the segment: "/dev/shm/orbit.<fleet>.<name>: <reason>" (its
  * path, and the size, mode, owner or file type found). Every failing open
  * or creation of a segment sets it, except for a missing segment (-ENOENT);
+ * a bad fleet name (-EINVAL) sets "fleet name "<name>": a fleet name is 1
+ * to 40 of A-Z a-z 0-9 _ -";
  * a success does not clear it, so read it right after the failing call.
  *
  * Context: any thread; thread-local; no allocation, no syscall.

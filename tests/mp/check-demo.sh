@@ -128,15 +128,17 @@ if [ $rc -eq 1 ] && echo "$out" | grep -Eq 'mutual-exclusion violations +[1-9]';
 else
 	echo "$out" | tail -5; echo "[  FAILED  ] $t (exit $rc)"; fail=1
 fi
-t=test_demo_out_of_range_option_names_the_limit
+t=test_demo_bad_option_names_the_limit
 echo "[ RUN      ] $t"
 bank=$("$demo" --workers 100 2>&1); brc=$?
 locks=$("$demo" --scenario locks --workers 100 2>&1); lrc=$?
+fl=$("$demo" --scenario locks --fleet 'bad/name' 2>&1); frc=$?
 if [ $brc -eq 2 ] && echo "$bank" | grep -q -- '--workers 100: allowed 1\.\.32' &&
-   [ $lrc -eq 2 ] && echo "$locks" | grep -q -- '--workers 100: allowed 2\.\.64'; then
+   [ $lrc -eq 2 ] && echo "$locks" | grep -q -- '--workers 100: allowed 2\.\.64' &&
+   [ $frc -eq 2 ] && echo "$fl" | grep -q -- '--fleet bad/name: a fleet name is 1 to 40 of'; then
 	echo "[       OK ] $t"
 else
-	echo "$bank" | head -2; echo "$locks" | head -2
-	echo "[  FAILED  ] $t (exit $brc, $lrc)"; fail=1
+	echo "$bank" | head -2; echo "$locks" | head -2; echo "$fl" | head -2
+	echo "[  FAILED  ] $t (exit $brc, $lrc, $frc)"; fail=1
 fi
 exit ${fail:-0}

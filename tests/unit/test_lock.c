@@ -617,6 +617,9 @@ static void test_err_einval_bad_arguments(void **state)
 	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
 	o = opts_for("bad/fleet", NULL);
 	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
+	/* The refusal names the fleet and the rule a name must follow */
+	assert_string_equal(orbit_segment_last_error(),
+			    "fleet name \"bad/fleet\": a fleet name is 1 to 40 of A-Z a-z 0-9 _ -");
 	o = opts_for(fleet, NULL);
 	o.serializer_wait_ms = -1; /* 0 is the default; no negative bound */
 	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);

@@ -491,6 +491,7 @@ static void test_orbitctl_exit_codes(void **state)
 	assert_int_equal(CTL("frobnicate"), 1);
 	assert_int_equal(CTL("stats --yaml"), 1);
 	assert_int_equal(run("'bad name!'", "members", true), 1);
+	assert_non_null(strstr(out, "(1 to 40 of A-Z a-z 0-9 _ -)")); /* the rule, not only "bad" */
 	assert_int_equal(run("nosuchfleet_x9", "members", true), 2);
 	assert_non_null(strstr(out, "no such fleet"));
 	assert_int_equal(CTL("force-release nocolon"), 1);

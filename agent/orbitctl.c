@@ -49,8 +49,11 @@ static void usage(FILE *f)
 		"  watch [--replay] [--count N] [--timeout-ms MS]\n"
 		"                             follow transitions live (--replay: the\n"
 		"                             frames the ring retains first)\n"
-		"  stats [--prometheus]       per-member counters and histograms, with\n"
-		"                             each member's Spot hosts and clients\n"
+		"  stats [--prometheus] [--member NAME] [--component C] [--all]\n"
+		"                             fleet totals, then per-member counters and\n"
+		"                             histograms (counters at 0 only with --all),\n"
+		"                             with each member's Spot hosts and clients;\n"
+		"                             C: lock ring agent queue pool lane exec spot\n"
 		"  top [--interval-ms MS] [--iterations N]\n"
 		"                             live screen: members, locks, rates,\n"
 		"                             latencies (q or Ctrl-C quits)\n"
@@ -790,15 +793,120 @@ static void spot_table(const struct spot_slot *sp)
 		hist_line(orbit_stats_spot_hist_name(), &sp->s.latency, 4);
 }
 
-static void print_table(const char *fleet, const struct member_stats *ms, int n)
+/* What stats shows: --member NAME, --component C, --all (zero counters too). */
+struct stats_filter {
+	const char *member;
+	const char *component;
+	bool all;
+};
+
+/*
+ * The component a counter or histogram belongs to, from its name: the
+ * lock API, the transition ring, the agent itself, and the watched queues,
+ * pools, lanes and coordinators (exec); the Spot slots are "spot".
+ */
+static const char *component_of(const char *name)
+{
+	static const struct {
+		const char *prefix, *component;
+	} map[] = {
+		{ "lock_", "lock" },	   { "acquire_", "lock" },	{ "frames_", "ring" },
+		{ "delivery_", "ring" },   { "queue_", "queue" },	{ "pool_", "pool" },
+		{ "lane_", "lane" },	   { "exec_", "exec" },		{ "spot_", "spot" },
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strncmp(name, map[i].prefix, strlen(map[i].prefix)))
+			return map[i].component;
+	return "agent"; /* wakeups, subscriber signals, views, reclaims, watches */
+}
+
+static bool component_shown(const struct stats_filter *sf, const char *name)
+{
+	return !sf->component || !strcmp(sf->component, component_of(name));
+}
+
+/*
+ * A shallow copy of the rows of --member (NULL on no memory); the rows'
+ * Spot arrays stay owned by @ms.
+ */
+static struct member_stats *shown_rows(const struct member_stats *ms, int n,
+				       const struct stats_filter *sf, int *k)
+{
+	struct member_stats *out = calloc(n ? (size_t)n : 1, sizeof(*out));
+
+	*k = 0;
+	for (int i = 0; out && i < n; i++)
+		if (!sf->member || (ms[i].have_member && strlen(sf->member) < sizeof(ms[i].m.name) &&
+				    !strncmp(ms[i].m.name, sf->member, sizeof(ms[i].m.name))))
+			out[(*k)++] = ms[i];
+	return out;
+}
+
+/* @into += @x: counters and histograms (saturating: a corrupt row cannot wrap). */
+static void stats_add(struct orbit_fleet_stats *into, const struct orbit_fleet_stats *x)
+{
+	for (unsigned c = 0; c < ORBIT_STATS_MAX_COUNTERS; c++)
+		into->counters[c] = into->counters[c] + x->counters[c] < into->counters[c]
+					    ? UINT64_MAX
+					    : into->counters[c] + x->counters[c];
+	for (unsigned h = 0; h < ORBIT_STATS_MAX_HISTS; h++) {
+		struct orbit_stats_histogram *a = &into->hists[h];
+		const struct orbit_stats_histogram *b = &x->hists[h];
+
+		a->count = a->count + b->count < a->count ? UINT64_MAX : a->count + b->count;
+		a->sum_ns = a->sum_ns + b->sum_ns < a->sum_ns ? UINT64_MAX : a->sum_ns + b->sum_ns;
+		for (unsigned i = 0; i < ORBIT_STATS_NBUCKETS; i++)
+			a->buckets[i] = a->buckets[i] + b->buckets[i] < a->buckets[i]
+						? UINT64_MAX
+						: a->buckets[i] + b->buckets[i];
+	}
+}
+
+/* One block of the table: the counters shown two a line, then the histograms. */
+static void print_block(const struct orbit_fleet_stats *s, const struct stats_filter *sf)
+{
+	unsigned nc = orbit_stats_counter_count(), col = 0, hidden = 0;
+
+	for (unsigned c = 0; c < nc; c++) {
+		const char *name = orbit_stats_counter_name(c);
+
+		if (!component_shown(sf, name))
+			continue;
+		if (!s->counters[c] && !sf->all) {
+			hidden++;
+			continue;
+		}
+		/* 2+22+1+14 twice: 78 columns, counts up to 14 digits */
+		printf("  %-22s %14llu%s", name, (unsigned long long)s->counters[c],
+		       col++ % 2 ? "\n" : "");
+	}
+	if (col % 2)
+		printf("\n");
+	if (hidden)
+		printf("  (%u counter(s) at 0 not shown; --all shows them)\n", hidden);
+	for (unsigned h = 0; h < orbit_stats_hist_count(); h++)
+		if (component_shown(sf, orbit_stats_hist_name(h)) && (s->hists[h].count || sf->all))
+			hist_line(orbit_stats_hist_name(h), &s->hists[h], 2);
+}
+
+static void print_table(const char *fleet, const struct member_stats *ms, int n,
+			const struct stats_filter *sf)
 {
 	uint64_t real = now_ns(CLOCK_REALTIME);
+	struct orbit_fleet_stats *total = calloc(1, sizeof(*total));
 
 	printf("fleet %s: %d stats row(s)\n", fleet, n);
+	if (total && n > 1) {
+		for (int i = 0; i < n; i++)
+			stats_add(total, &ms[i].s);
+		printf("\nfleet total of %d row(s)\n", n);
+		print_block(total, sf);
+	}
+	free(total);
 	for (int i = 0; i < n; i++) {
 		const struct member_stats *x = &ms[i];
 		char name[SHOWN_MAX(ORBIT_FLEET_MEMBER_NAME_MAX)], age[16];
-		unsigned nc = orbit_stats_counter_count();
 
 		shown_mid(name, 24, 10, (const uint8_t *)(x->have_member ? x->m.name : "?"),
 			  x->have_member ? strnlen(x->m.name, sizeof(x->m.name)) : 1);
@@ -808,18 +916,8 @@ static void print_table(const char *fleet, const struct member_stats *ms, int n)
 			strcpy(age, "-");
 		printf("\nrow %-3u pid %-7u %-24s %-5s published %s ago\n", x->s.row,
 		       x->s.pid % 10000000u, name, x->have_member && x->m.alive ? "alive" : "gone", age);
-		for (unsigned c = 0; c < nc; c += 2) {
-			/* 2+22+1+14 twice: 78 columns, counts up to 14 digits */
-			printf("  %-22s %14llu", orbit_stats_counter_name(c),
-			       (unsigned long long)x->s.counters[c]);
-			if (c + 1 < nc)
-				printf("  %-22s %14llu", orbit_stats_counter_name(c + 1),
-				       (unsigned long long)x->s.counters[c + 1]);
-			printf("\n");
-		}
-		for (unsigned h = 0; h < orbit_stats_hist_count(); h++)
-			hist_line(orbit_stats_hist_name(h), &x->s.hists[h], 2);
-		for (int k = 0; k < x->nspots; k++)
+		print_block(&x->s, sf);
+		for (int k = 0; k < x->nspots && component_shown(sf, "spot_"); k++)
 			spot_table(&x->spots[k]);
 	}
 }
@@ -860,7 +958,8 @@ static void spot_json(const char *sep, const struct spot_slot *sp)
 	printf("}}");
 }
 
-static void print_json(const char *fleet, const struct member_stats *ms, int n)
+static void print_json(const char *fleet, const struct member_stats *ms, int n,
+		       const struct stats_filter *sf)
 {
 	printf("{\"fleet\":");
 	json_str(fleet, strlen(fleet));
@@ -877,14 +976,16 @@ static void print_json(const char *fleet, const struct member_stats *ms, int n)
 		       x->have_member && x->m.alive ? "true" : "false",
 		       (unsigned long long)x->s.start_time_ticks,
 		       (unsigned long long)x->s.published_real_ns);
-		for (unsigned c = 0; c < orbit_stats_counter_count(); c++)
-			printf("%s\"%s\":%llu", c ? "," : "", orbit_stats_counter_name(c),
-			       (unsigned long long)x->s.counters[c]);
+		for (unsigned c = 0, k = 0; c < orbit_stats_counter_count(); c++)
+			if (component_shown(sf, orbit_stats_counter_name(c)))
+				printf("%s\"%s\":%llu", k++ ? "," : "", orbit_stats_counter_name(c),
+				       (unsigned long long)x->s.counters[c]);
 		printf("},\"histograms\":{");
-		for (unsigned h = 0; h < orbit_stats_hist_count(); h++)
-			hist_json(h ? "," : "", orbit_stats_hist_name(h), &x->s.hists[h]);
+		for (unsigned h = 0, k = 0; h < orbit_stats_hist_count(); h++)
+			if (component_shown(sf, orbit_stats_hist_name(h)))
+				hist_json(k++ ? "," : "", orbit_stats_hist_name(h), &x->s.hists[h]);
 		printf("},\"spots\":[");
-		for (int k = 0; k < x->nspots; k++)
+		for (int k = 0; k < x->nspots && component_shown(sf, "spot_"); k++)
 			spot_json(k ? "," : "", &x->spots[k]);
 		printf("]}");
 	}
@@ -896,43 +997,90 @@ static void prom_hist(const char *name, const struct orbit_stats_histogram *hh,
 		      const void *who);
 static void member_labels_cb(const char *fleet, const void *who, const char *extra);
 
-static void prom_labels(const char *fleet, const struct member_stats *x, const char *extra)
+/*
+ * Prometheus series are named by member and component, not by pid: the
+ * rows of one member name (a member restarted under its name, or several
+ * processes sharing one) are summed into one series, so a restart does
+ * not open a new series. A row without a readable member is "row<N>".
+ */
+struct prom_member {
+	char name[ORBIT_FLEET_MEMBER_NAME_MAX + 8];
+	const char *component; /* of the family being printed */
+	struct orbit_fleet_stats sum;
+};
+
+static int prom_group(const struct member_stats *ms, int n, struct prom_member *g)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++) {
+		char name[sizeof(g->name)];
+		int j;
+
+		if (ms[i].have_member)
+			snprintf(name, sizeof(name), "%.*s", (int)sizeof(ms[i].m.name), ms[i].m.name);
+		else
+			snprintf(name, sizeof(name), "row%u", ms[i].s.row);
+		for (j = 0; j < k && strcmp(g[j].name, name); j++)
+			;
+		if (j == k) {
+			memset(&g[k], 0, sizeof(g[k]));
+			strcpy(g[k++].name, name);
+		}
+		stats_add(&g[j].sum, &ms[i].s);
+	}
+	return k;
+}
+
+static void prom_labels(const char *fleet, const struct prom_member *g, const char *extra)
 {
 	printf("{fleet=");
 	json_str(fleet, strlen(fleet)); /* same escapes: \\ \" and no raw newline */
-	printf(",row=\"%u\",pid=\"%u\",member=", x->s.row, x->s.pid);
-	if (x->have_member)
-		json_str(x->m.name, sizeof(x->m.name));
-	else
-		printf("\"\"");
-	printf("%s}", extra ? extra : "");
+	printf(",member=");
+	json_str(g->name, strlen(g->name));
+	printf(",component=\"%s\"%s}", g->component, extra ? extra : "");
 }
 
-static void print_prom(const char *fleet, const struct member_stats *ms, int n)
+static int print_prom(const char *fleet, const struct member_stats *ms, int n,
+		      const struct stats_filter *sf)
 {
+	struct prom_member *g = calloc(n ? (size_t)n : 1, sizeof(*g));
+	int ng;
+
+	if (!g)
+		return -ENOMEM;
+	ng = prom_group(ms, n, g);
 	for (unsigned c = 0; c < orbit_stats_counter_count(); c++) {
+		const char *cname = orbit_stats_counter_name(c);
 		bool gauge = orbit_stats_counter_is_gauge(c);
 		const char *suffix = gauge ? "" : "_total";
 
-		printf("# HELP orbit_%s%s %s\n", orbit_stats_counter_name(c), suffix,
-		       orbit_stats_counter_help(c));
-		printf("# TYPE orbit_%s%s %s\n", orbit_stats_counter_name(c), suffix,
-		       gauge ? "gauge" : "counter");
-		for (int i = 0; i < n; i++) {
-			printf("orbit_%s%s", orbit_stats_counter_name(c), suffix);
-			prom_labels(fleet, &ms[i], NULL);
-			printf(" %llu\n", (unsigned long long)ms[i].s.counters[c]);
+		if (!component_shown(sf, cname))
+			continue;
+		printf("# HELP orbit_%s%s %s\n", cname, suffix, orbit_stats_counter_help(c));
+		printf("# TYPE orbit_%s%s %s\n", cname, suffix, gauge ? "gauge" : "counter");
+		for (int i = 0; i < ng; i++) {
+			g[i].component = component_of(cname);
+			printf("orbit_%s%s", cname, suffix);
+			prom_labels(fleet, &g[i], NULL);
+			printf(" %llu\n", (unsigned long long)g[i].sum.counters[c]);
 		}
 	}
 	for (unsigned h = 0; h < orbit_stats_hist_count(); h++) {
 		char fam[96];
 
+		if (!component_shown(sf, orbit_stats_hist_name(h)))
+			continue;
 		snprintf(fam, sizeof(fam), "orbit_%s_seconds", orbit_stats_hist_name(h));
 		printf("# HELP %s %s\n", fam, orbit_stats_hist_help(h));
 		printf("# TYPE %s histogram\n", fam);
-		for (int i = 0; i < n; i++)
-			prom_hist(fam, &ms[i].s.hists[h], member_labels_cb, fleet, &ms[i]);
+		for (int i = 0; i < ng; i++) {
+			g[i].component = component_of(orbit_stats_hist_name(h));
+			prom_hist(fam, &g[i].sum.hists[h], member_labels_cb, fleet, &g[i]);
+		}
 	}
+	free(g);
+	return 0;
 }
 
 /* A live Spot slot for Prometheus, and whether its labels repeat an earlier one's. */
@@ -1014,7 +1162,7 @@ static void prom_hist(const char *name, const struct orbit_stats_histogram *hh,
 
 static void member_labels_cb(const char *fleet, const void *who, const char *extra)
 {
-	prom_labels(fleet, who, extra);
+	prom_labels(fleet, who, extra); /* who: a struct prom_member */
 }
 
 static void spot_labels_cb(const char *fleet, const void *who, const char *extra)
@@ -1061,21 +1209,26 @@ static int print_prom_spots(const char *fleet, const struct member_stats *ms, in
 	return 0;
 }
 
-static int cmd_stats(orbit_fleet_t *f, enum stats_fmt fmt)
+static int cmd_stats(orbit_fleet_t *f, enum stats_fmt fmt, const struct stats_filter *sf)
 {
-	struct member_stats *ms = NULL;
-	int n = collect(f, &ms), rc = 0;
+	struct member_stats *ms = NULL, *shown;
+	int n = collect(f, &ms), rc = 0, k;
 
 	if (n < 0)
 		return fail("reading stats", orbit_fleet_name(f), n);
-	if (fmt == FMT_JSON) {
-		print_json(orbit_fleet_name(f), ms, n);
+	shown = shown_rows(ms, n, sf, &k);
+	if (!shown) {
+		rc = -ENOMEM;
+	} else if (fmt == FMT_JSON) {
+		print_json(orbit_fleet_name(f), shown, k, sf);
 	} else if (fmt == FMT_PROM) {
-		print_prom(orbit_fleet_name(f), ms, n);
-		rc = print_prom_spots(orbit_fleet_name(f), ms, n);
+		rc = print_prom(orbit_fleet_name(f), shown, k, sf);
+		if (!rc && component_shown(sf, "spot_"))
+			rc = print_prom_spots(orbit_fleet_name(f), shown, k);
 	} else {
-		print_table(orbit_fleet_name(f), ms, n);
+		print_table(orbit_fleet_name(f), shown, k, sf);
 	}
+	free(shown);
 	free_stats(ms, n);
 	return rc < 0 ? fail("reading stats", orbit_fleet_name(f), rc) : EXIT_OK;
 }
@@ -1633,6 +1786,9 @@ enum opt_bit {
 	OPT_JSON = 1 << 5,
 	OPT_INTERVAL = 1 << 6,
 	OPT_ITERATIONS = 1 << 7,
+	OPT_MEMBER = 1 << 8,
+	OPT_COMPONENT = 1 << 9,
+	OPT_ALL = 1 << 10,
 };
 
 static const struct command {
@@ -1644,7 +1800,7 @@ static const struct command {
 	{ "members", OPT_JSON, false, false },
 	{ "locks", OPT_WIDE | OPT_JSON, false, false },
 	{ "watch", OPT_REPLAY | OPT_COUNT | OPT_TIMEOUT | OPT_JSON, false, false },
-	{ "stats", OPT_PROM | OPT_JSON, false, false },
+	{ "stats", OPT_PROM | OPT_JSON | OPT_MEMBER | OPT_COMPONENT | OPT_ALL, false, false },
 	{ "top", OPT_INTERVAL | OPT_ITERATIONS, false, false },
 	{ "fleets", OPT_JSON, false, false },
 	{ "spots", OPT_JSON, false, false },
@@ -1662,6 +1818,8 @@ static const struct option_spec {
 	{ "--count", OPT_COUNT },	      { "--timeout-ms", OPT_TIMEOUT },
 	{ "--prometheus", OPT_PROM },     { "--json", OPT_JSON },
 	{ "--interval-ms", OPT_INTERVAL }, { "--iterations", OPT_ITERATIONS },
+	{ "--member", OPT_MEMBER },	      { "--component", OPT_COMPONENT },
+	{ "--all", OPT_ALL },
 };
 
 /*
@@ -1710,6 +1868,7 @@ static int usage_error(const char *what, const char *arg)
 int main(int argc, char **argv)
 {
 	struct orbit_fleet_options fo = { .size = sizeof(fo) };
+	struct stats_filter sf = { NULL, NULL, false };
 	const char *fleet = getenv("ORBIT_FLEET"), *cmd_name = NULL, *key = NULL;
 	const struct command *cmd = NULL;
 	long count = 0, timeout_ms = 0, interval_ms = 0, iterations = 0;
@@ -1787,7 +1946,16 @@ int main(int argc, char **argv)
 		if (given & o->bit)
 			return usage_error("option given twice:", o->name);
 		given |= o->bit;
-		if (o->bit & (OPT_COUNT | OPT_TIMEOUT | OPT_INTERVAL | OPT_ITERATIONS)) {
+		if (o->bit & (OPT_MEMBER | OPT_COMPONENT)) {
+			const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+
+			if (!v)
+				return usage_error("a name must follow", o->name);
+			if (o->bit == OPT_MEMBER)
+				sf.member = v;
+			else
+				sf.component = v;
+		} else if (o->bit & (OPT_COUNT | OPT_TIMEOUT | OPT_INTERVAL | OPT_ITERATIONS)) {
 			const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
 
 			if (!v)
@@ -1832,6 +2000,19 @@ int main(int argc, char **argv)
 		}
 	if ((given & OPT_JSON) && (given & OPT_PROM))
 		return usage_error("choose one of --json and --prometheus for", "stats");
+	if (sf.component) {
+		static const char *const known[] = { "lock", "ring", "agent", "queue",
+						     "pool", "lane", "exec",  "spot" };
+		bool ok = false;
+
+		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
+			ok |= !strcmp(sf.component, known[k]);
+		if (!ok)
+			return usage_error(
+			    "a component is one of lock ring agent queue pool lane exec spot, not",
+			    sf.component);
+	}
+	sf.all = given & OPT_ALL;
 	if (cmd->key && !key)
 		return usage_error("a key NAMESPACE:LABEL must follow", cmd->name);
 	if (!cmd->key && key)
@@ -1874,7 +2055,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd->name, "watch"))
 		rc = cmd_watch(f, count, timeout_ms, given & OPT_REPLAY, given & OPT_JSON);
 	else if (!strcmp(cmd->name, "stats"))
-		rc = cmd_stats(f, given & OPT_JSON ? FMT_JSON : given & OPT_PROM ? FMT_PROM : FMT_TABLE);
+		rc = cmd_stats(f, given & OPT_JSON ? FMT_JSON : given & OPT_PROM ? FMT_PROM : FMT_TABLE,
+			       &sf);
 	else if (!strcmp(cmd->name, "spots"))
 		rc = cmd_spots(f, given & OPT_JSON);
 	else if (!strcmp(cmd->name, "top"))

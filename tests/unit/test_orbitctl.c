@@ -234,6 +234,11 @@ static void test_orbitctl_stats_table(void **state)
 	(void)state;
 	assert_int_equal(CTL("stats"), 0);
 	assert_80_columns(out);
+	/* counters at 0 are left out unless asked for, and the table says so */
+	assert_null(strstr(out, "exec_turn_rejected"));
+	assert_non_null(strstr(out, "at 0 not shown; --all shows them"));
+	assert_int_equal(CTL("stats --all"), 0);
+	assert_80_columns(out);
 	/* every counter of the table, the coordinators' exec_* included */
 	for (unsigned c = 0; c < orbit_stats_counter_count(); c++) {
 		if (!strstr(out, orbit_stats_counter_name(c)))
@@ -395,6 +400,50 @@ static void test_orbitctl_stats_prometheus_format(void **state)
 	assert_non_null(strstr(out, "le=\"+Inf\"}"));
 	assert_non_null(strstr(out, "orbit_acquire_latency_seconds_count{"));
 	assert_non_null(strstr(out, "member=\"ctl-fixture\""));
+}
+
+/*
+ * stats: fleet totals over the rows shown, --member and --component
+ * filters, and Prometheus series named by member and component (no pid
+ * label: a restarted member keeps its series).
+ */
+static void test_orbitctl_stats_totals_filters_and_series(void **state)
+{
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "ctl-second",
+					  .tick_ms = 5, .stats_ms = 10 };
+	orbit_agent_t *second;
+	const char *tot;
+
+	(void)state;
+	assert_int_equal(orbit_agent_start(&ao, &second), 0);
+	usleep(100000); /* a stats publish */
+	assert_int_equal(CTL("stats"), 0);
+	assert_80_columns(out);
+	tot = strstr(out, "fleet total of 2 row(s)");
+	assert_non_null(tot);
+	assert_true(tot < strstr(out, "ctl-fixture") && tot < strstr(out, "ctl-second"));
+	assert_int_equal(CTL("stats --member ctl-second"), 0);
+	assert_non_null(strstr(out, "ctl-second"));
+	assert_null(strstr(out, "ctl-fixture"));
+	assert_non_null(strstr(out, "1 stats row(s)"));
+	assert_int_equal(CTL("stats --component lock --all"), 0);
+	assert_non_null(strstr(out, "lock_acquired"));
+	assert_non_null(strstr(out, "acquire_latency"));
+	assert_null(strstr(out, "frames_written"));
+	assert_null(strstr(out, "exec_accepted"));
+	assert_int_equal(CTL("stats --component nosuch"), 1);
+	assert_non_null(strstr(out, "lock ring agent queue pool lane exec spot"));
+	assert_int_equal(CTL_STDOUT("stats --prometheus"), 0);
+	check_prometheus(out);
+	assert_null(strstr(out, "pid=\""));
+	assert_null(strstr(out, "row=\""));
+	assert_non_null(strstr(out, "orbit_lock_acquired_total{fleet=\""));
+	assert_non_null(strstr(out, ",member=\"ctl-second\",component=\"lock\"} "));
+	assert_non_null(strstr(out, ",member=\"ctl-fixture\",component=\"exec\"} "));
+	assert_int_equal(CTL_STDOUT("stats --prometheus --component ring"), 0);
+	assert_null(strstr(out, "orbit_lock_acquired_total"));
+	assert_non_null(strstr(out, "orbit_frames_written_total"));
+	orbit_agent_stop(second);
 }
 
 /* Issue 5 "orbitctl": watch follows transitions live. */
@@ -1003,6 +1052,7 @@ int main(int argc, char **argv)
 		    cmocka_unit_test(test_fleet_stats_rows_counts_the_stats_segment),
 		    cmocka_unit_test(test_orbitctl_stats_json_parses),
 		    cmocka_unit_test(test_orbitctl_stats_prometheus_format),
+		    cmocka_unit_test(test_orbitctl_stats_totals_filters_and_series),
 		    cmocka_unit_test(test_orbitctl_watch_follows_transitions),
 		    cmocka_unit_test(test_fleet_replay_retained_and_watch_replay),
 		    cmocka_unit_test(test_orbitctl_exit_codes),

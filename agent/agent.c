@@ -18,6 +18,8 @@
  * to the stop eventfd stopped the parent's watcher). The child starts an
  * agent of its own; liburcu's fork hooks (lib/rcu.c) make that safe.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>

@@ -12,6 +12,8 @@
  * lock handle, when the agent has one; orbit__lock_free_dead() proves
  * each holder gone again, by its own tenure and process).
  */
+#include "config.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>

@@ -7,6 +7,8 @@
  * watcher woke it (agent_death.c), and publishes the stats row at each
  * stats period (agent_stats.c).
  */
+#include "config.h"
+
 #include <errno.h>
 
 #include <orbit/error.h>

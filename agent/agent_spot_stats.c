@@ -16,6 +16,8 @@
  * Holding it while a fill reads its object is what lets unregister promise
  * that the agent no longer touches the host or client once it returns.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -7,6 +7,8 @@
  * orbit_agent_stop() after the join); orbit_agent_record_latency() feeds
  * the acquire histogram from any thread.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <string.h>
 

@@ -5,6 +5,8 @@
  * under subs_mu (a leaf), and the skip of our own wake class while nobody
  * subscribes (see skip_own in agent_internal.h).
  */
+#include "config.h"
+
 #include <errno.h>
 #include <unistd.h>
 #include <sys/eventfd.h>

@@ -6,6 +6,8 @@
  * production agents never have one, and their loop reads only that NULL
  * pointer. The view hooks apply a frame or resync as the agent thread does.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>

@@ -20,6 +20,8 @@
  *             reading is what lets unwatch promise that the agent no
  *             longer touches the object.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>

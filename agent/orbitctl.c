@@ -9,6 +9,8 @@
  * three. Every listing has --json; tables fit 80 columns; exit codes are
  * documented in doc/orbitctl.1.
  */
+#include "config.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <grp.h>

@@ -8,6 +8,8 @@
  * serializer, and the serializer-free lookup. The serializers themselves
  * live in shm/lock_serializer.c.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>

@@ -55,7 +55,7 @@
 #include <sys/stat.h>
 #include <sys/mman.h>
 
-#include "include/orbit/error.h"
+#include <orbit/error.h>
 #include "shm/crashpoint.h"
 #include "shm/fork_guard.h"
 #include "shm/segment_perm.h"

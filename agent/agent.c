@@ -37,7 +37,7 @@
 #include "shm/fork_guard.h"
 #include "shm/lock_internal.h"
 
-#define die_on orbit__agent_die_on
+#define die_on orbit__die_on
 
 /* ---- the fork trap ---- */
 

@@ -143,13 +143,6 @@ struct orbit_agent {
 	_Atomic uint64_t acq_buckets[ORBIT_STATS_BUCKETS];
 };
 
-/* A failing pthread call: a broken invariant of this process. */
-static inline void orbit__agent_die_on(int rc, const char *what)
-{
-	if (rc != 0)
-		orbit__die(rc, what); /* prints where and why, then aborts */
-}
-
 /* ---- agent_view.c: the agent thread is the only updater ---- */
 
 /* Make the (empty) view. Returns 0 or -ENOMEM. */

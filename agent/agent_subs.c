@@ -15,7 +15,7 @@
 
 #include "agent/agent_internal.h"
 
-#define die_on orbit__agent_die_on
+#define die_on orbit__die_on
 
 /* Under subs_mu: skip our own wake class exactly while nobody subscribes. */
 void orbit__agent_subs_update_skip(struct orbit_agent *a)

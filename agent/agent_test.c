@@ -15,7 +15,7 @@
 #include "agent/agent_internal.h"
 #include "lib/rcu.h"
 
-#define die_on orbit__agent_die_on
+#define die_on orbit__die_on
 
 struct orbit__agent_park {
 	pthread_mutex_t mu;       /* protects pause (writes), parked (leaf) */

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * agent/agent.c: the per-process agent (orbit/agent.h): start and stop,
- * the fork trap, the lock sink and the small calls. It owns the process's
- * member directory row, its ring writer lane, its stats row and TWO
- * threads: the agent thread (agent_loop.c), which drains the ring into the
+ * the fork trap, attaching the lock-to-ring wiring (shm/lock_ring.h) and
+ * the small calls. It owns the process's member directory row, its ring
+ * writer lane, its stats row and TWO threads: the agent thread (agent_loop.c), which drains the ring into the
  * RCU view of lock states (agent_view.c), signals the subscribers
  * (agent_subs.c), reclaims the dead members the death watcher thread
  * (agent_death.c) or its tick finds, and publishes the stats row
@@ -18,6 +18,8 @@
  * to the stop eventfd stopped the parent's watcher). The child starts an
  * agent of its own; liburcu's fork hooks (lib/rcu.c) make that safe.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,7 +37,7 @@
 #include "shm/fork_guard.h"
 #include "shm/lock_internal.h"
 
-#define die_on orbit__agent_die_on
+#define die_on orbit__die_on
 
 /* ---- the fork trap ---- */
 
@@ -52,22 +54,6 @@ int orbit__agent_check(const orbit_agent_t *a)
 	return agent_check(a);
 }
 
-/* Counts frames this process writes, then hands the frame to the ring. */
-static void agent_sink(void *ctx, const struct orbit_transition *t)
-{
-	struct orbit_agent *a = ctx;
-	/* Relaxed: a hint (see struct orbit_agent) */
-	uint32_t skip = atomic_load_explicit(&a->skip_own, memory_order_relaxed);
-
-	/* Relaxed: a statistics count. */
-	atomic_fetch_add_explicit(&a->frames_written, 1, memory_order_relaxed);
-	/* Relaxed: a count; past the bound our agent is woken like everyone */
-	if (skip && atomic_fetch_add_explicit(&a->own_unseen, 1, memory_order_relaxed) >=
-			    a->own_unseen_max)
-		skip = 0;
-	orbit__ring_sink_skip(&a->sink, t, skip);
-}
-
 /* ---- API ---- */
 
 static void agent_free(struct orbit_agent *a)
@@ -76,8 +62,7 @@ static void agent_free(struct orbit_agent *a)
 	orbit__agent_death_close(a);
 	free(a->ev);
 	orbit__ring_reader_close(a->reader);
-	if (a->lane_claimed)
-		orbit__ring_lane_release(a->ring, a->members, a->sink.lane);
+	orbit__lock_ring_release(&a->wire);
 	orbit__ring_close(a->ring);
 	if (a->have_stats_row || a->stats.body)
 		orbit__stats_close(&a->stats);
@@ -207,12 +192,12 @@ int orbit_agent_start(const struct orbit_agent_options *user, orbit_agent_t **ou
 	}
 	/* Lanes are for writers: only a process that hands us its lock writes frames. */
 	if (a->lock) {
-		rc = orbit__ring_lane_claim(a->ring, a->members);
+		/* At most a quarter lane of our frames waits for our next wake
+		 * while they skip it (struct orbit_agent), so it never laps us. */
+		rc = orbit__lock_ring_claim(&a->wire, a->ring, a->members,
+					    rl.frames_per_lane / 4);
 		if (rc < 0)
 			goto err;
-		a->sink.ring = a->ring;
-		a->sink.lane = (uint32_t)rc;
-		a->lane_claimed = true;
 	}
 	rc = orbit__ring_reader_open(&a->reader, a->ring);
 	if (rc < 0) {
@@ -221,7 +206,6 @@ int orbit_agent_start(const struct orbit_agent_options *user, orbit_agent_t **ou
 	}
 	a->wake_class = orbit__doorbell_bit((uint32_t)a->row);
 	orbit__ring_reader_set_wake_class(a->reader, a->wake_class);
-	a->own_unseen_max = rl.frames_per_lane / 4 ? rl.frames_per_lane / 4 : 1;
 	orbit__agent_subs_update_skip(a); /* no subscriber yet; the thread is not started */
 	rc = orbit__agent_view_open(a);
 	if (rc < 0)
@@ -239,11 +223,11 @@ int orbit_agent_start(const struct orbit_agent_options *user, orbit_agent_t **ou
 	die_on(pthread_sigmask(SIG_SETMASK, &old, NULL), "sigmask");
 	if (rc < 0)
 		goto err; /* no thread started */
-	if (a->lane_claimed) {
+	if (a->wire.lane_claimed) {
 		/* Safe while other threads use the lock; never waits for another
 		 * process. -EBUSY: the handle serves another agent; -ECHILD: a
 		 * forked child holding its parent's handle. */
-		rc = orbit__lock_set_sink(a->lock, agent_sink, a);
+		rc = orbit__lock_ring_attach(&a->wire, a->lock);
 		if (rc < 0) {
 			orbit_agent_stop(a);
 			return rc;
@@ -275,11 +259,10 @@ void orbit_agent_stop(orbit_agent_t *a)
 	orbit__agent_death_stop(a);
 	/* Removes our sink only (another agent's on the same handle stays);
 	 * returns once no thread is inside it, so freeing a is safe. */
-	if (a->lock) {
-		orbit__lock_set_sink(a->lock, NULL, a);
-		/* Before we leave the row: no new FREE_ON_DEATH lease names it */
+	orbit__lock_ring_detach(&a->wire);
+	/* Before we leave the row: no new FREE_ON_DEATH lease names it */
+	if (a->lock)
 		orbit__lock_clear_member(a->lock, a->row, a->member_gen);
-	}
 	if (a->thread_started) {
 		/* AG-R1: release, pairs with AG-A1 in orbit__agent_main() (agent_loop.c). */
 		atomic_store_explicit(&a->stop, 1, memory_order_release);

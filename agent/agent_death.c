@@ -12,6 +12,8 @@
  * lock handle, when the agent has one; orbit__lock_free_dead() proves
  * each holder gone again, by its own tenure and process).
  */
+#include "config.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -23,7 +25,7 @@
 #include "agent/agent_internal.h"
 #include "shm/lock_internal.h"
 
-#define die_on orbit__agent_die_on
+#define die_on orbit__die_on
 #define AGENT_DEATH_STOP UINT64_MAX /* epoll data of the watcher's stop eventfd (rows are below) */
 
 struct agent_watch_row {

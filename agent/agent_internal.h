@@ -2,7 +2,7 @@
 /*
  * agent/agent_internal.h: the agent's state and the entry points its
  * mechanisms give each other (internal; one file per mechanism):
- *   agent.c        start, stop, the fork trap, the lock sink, small calls
+ *   agent.c        start, stop, the fork trap, the lock-to-ring wiring (shm/), small calls
  *   agent_loop.c   the agent thread: drain, signal, reclaim, tick
  *   agent_view.c   the RCU view of lock states and orbit_agent_view_lookup()
  *   agent_death.c  the death watcher thread, pidfds, dead-member reclaim
@@ -27,8 +27,8 @@
  * The epoll set needs none either: the agent thread alone adds, re-arms
  * and deletes pidfds (the kernel makes epoll_ctl() safe against the
  * watcher's concurrent epoll_wait()); the watcher only waits on it.
- * Counters fed from other threads (frames_written by the lock sink,
- * the acquire histogram) are relaxed atomics: they are counts, read once
+ * Counters fed from other threads (frames written by the lock sink, in
+ * shm/lock_ring.c, the acquire histogram) are relaxed atomics: they are counts, read once
  * per publish, and order nothing.
  */
 #ifndef ORBIT_AGENT_INTERNAL_H
@@ -46,6 +46,7 @@
 #include "agent/agent_watch.h" /* orbit__agent_check() */
 #include "agent/fleet_internal.h"
 #include "base/die.h"
+#include "shm/lock_ring.h"
 #include "shm/members.h"
 #include "shm/ring.h"
 #include "shm/stats.h"
@@ -72,21 +73,18 @@ struct orbit_agent {
 	orbit_stats_t stats;
 	bool have_stats_row;
 	orbit_ring_t *ring;
-	struct orbit_ring_sink sink;
-	bool lane_claimed;
 	orbit_ring_reader_t *reader;   /* the agent thread's cursor */
 	uint32_t wake_class;           /* our doorbell class (orbit__doorbell_bit(row)) */
 	/*
-	 * Our own frames skip our class's wake while we have no subscriber
-	 * (skip_own = wake_class, else 0; written under subs_mu): we would only
-	 * update the view, and on the CPU the other processes' agents need. At
-	 * most own_unseen_max of them wait for our next wake (other frames, a
-	 * join, the tick), so our lane never laps us. Both relaxed: a hint and
-	 * a count, read by the publishing thread in agent_sink() (agent.c).
+	 * The lock's transitions into our ring lane (shm/lock_ring.h; only with
+	 * a lock). We keep only its skip mask: our own frames skip our class's
+	 * wake while we have no subscriber (wake_class, else 0; set under
+	 * subs_mu by orbit__agent_subs_update_skip()): we would only update the
+	 * view, and on the CPU the other processes' agents need. At most a
+	 * quarter lane of them wait for our next wake (other frames, a join,
+	 * the tick), so our lane never laps us.
 	 */
-	_Atomic uint32_t skip_own;
-	_Atomic uint32_t own_unseen;
-	uint32_t own_unseen_max;
+	struct orbit_lock_ring wire;
 	struct orbit_ring_event *ev;   /* agent thread's frame buffer */
 
 	/* The view (agent_view.c); agent thread only unless said otherwise. */
@@ -136,19 +134,11 @@ struct orbit_agent {
 	int nsubs;
 
 	/* Counters. Agent thread only unless _Atomic. */
-	_Atomic uint64_t frames_written;
 	uint64_t wakeups, signals, reclaimed, view_entries;
 	struct orbit_stats_hist_local delivery;
 	_Atomic uint64_t acq_count, acq_sum;
 	_Atomic uint64_t acq_buckets[ORBIT_STATS_BUCKETS];
 };
-
-/* A failing pthread call: a broken invariant of this process. */
-static inline void orbit__agent_die_on(int rc, const char *what)
-{
-	if (rc != 0)
-		orbit__die(rc, what); /* prints where and why, then aborts */
-}
 
 /* ---- agent_view.c: the agent thread is the only updater ---- */
 

@@ -7,6 +7,8 @@
  * watcher woke it (agent_death.c), and publishes the stats row at each
  * stats period (agent_stats.c).
  */
+#include "config.h"
+
 #include <errno.h>
 
 #include <orbit/error.h>
@@ -23,13 +25,11 @@
  */
 static int drain(struct orbit_agent *a)
 {
-	/* Relaxed: a hint (see struct orbit_agent) */
-	uint32_t skip_own = atomic_load_explicit(&a->skip_own, memory_order_relaxed);
+	uint32_t skip_own = orbit__lock_ring_skip(&a->wire);
 	int any = 0, lagged = 0, i;
 	uint32_t lane;
 
-	/* Relaxed: a count; frames the sink counts after this are read below or next time */
-	atomic_store_explicit(&a->own_unseen, 0, memory_order_relaxed);
+	orbit__lock_ring_drained(&a->wire);
 	orbit__rcu_read_lock();
 	for (i = 0; i < AGENT_DRAIN_BATCH; i++) {
 		int rc = orbit__ring_reader_next(a->reader, a->ev, &lane);
@@ -44,7 +44,7 @@ static int drain(struct orbit_agent *a)
 		if (rc < 0)
 			continue; /* corrupt frame: skipped and counted by the reader */
 		/* Our own frames, skipped while nobody subscribes, would time the skip */
-		if (a->ev->publish_ns && !(skip_own && a->lane_claimed && lane == a->sink.lane)) {
+		if (a->ev->publish_ns && !(skip_own && orbit__lock_ring_is_own_lane(&a->wire, lane))) {
 			uint64_t now = orbit__now_mono_ns();
 
 			orbit__stats_hist_add(&a->delivery, now > a->ev->publish_ns ?

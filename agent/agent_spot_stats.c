@@ -16,6 +16,8 @@
  * Holding it while a fill reads its object is what lets unregister promise
  * that the agent no longer touches the host or client once it returns.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -43,12 +45,12 @@ struct orbit__agent_spots {
 
 static void spots_lock(struct orbit__agent_spots *s)
 {
-	orbit__agent_die_on(pthread_mutex_lock(&s->mu), "spots mutex");
+	orbit__die_on(pthread_mutex_lock(&s->mu), "spots mutex");
 }
 
 static void spots_unlock(struct orbit__agent_spots *s)
 {
-	orbit__agent_die_on(pthread_mutex_unlock(&s->mu), "spots mutex");
+	orbit__die_on(pthread_mutex_unlock(&s->mu), "spots mutex");
 }
 
 struct orbit__agent_spots *orbit__agent_spots_new(orbit_stats_t *st, uint32_t row, uint64_t pid,

@@ -7,6 +7,8 @@
  * orbit_agent_stop() after the join); orbit_agent_record_latency() feeds
  * the acquire histogram from any thread.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <string.h>
 
@@ -38,7 +40,7 @@ void orbit__agent_stats_publish(struct orbit_agent *a)
 	}
 	orbit__ring_reader_counters(a->reader, &rc);
 	/* Relaxed: a count read once per publish; orders nothing. */
-	c[ORBIT_STAT_FRAMES_WRITTEN] = atomic_load_explicit(&a->frames_written, memory_order_relaxed);
+	c[ORBIT_STAT_FRAMES_WRITTEN] = orbit__lock_ring_frames_written(&a->wire);
 	c[ORBIT_STAT_FRAMES_READ] = rc.read;
 	c[ORBIT_STAT_FRAMES_LAGGED] = rc.lagged;
 	c[ORBIT_STAT_CORRUPT_BYTES] += rc.corrupt;

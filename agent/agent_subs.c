@@ -3,8 +3,10 @@
  * agent/agent_subs.c: the agent's subscribers (orbit/agent.h): eventfds
  * the agent thread writes after each drain that brought a frame or a lag,
  * under subs_mu (a leaf), and the skip of our own wake class while nobody
- * subscribes (see skip_own in agent_internal.h).
+ * subscribes (see wire in agent_internal.h: the skip mask of shm/lock_ring.h).
  */
+#include "config.h"
+
 #include <errno.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
@@ -13,15 +15,14 @@
 
 #include "agent/agent_internal.h"
 
-#define die_on orbit__agent_die_on
+#define die_on orbit__die_on
 
 /* Under subs_mu: skip our own wake class exactly while nobody subscribes. */
 void orbit__agent_subs_update_skip(struct orbit_agent *a)
 {
 	uint32_t skip = a->nsubs == 0 && a->wake_class != ORBIT_DOORBELL_SHARED ? a->wake_class : 0;
 
-	/* Relaxed: a hint; a publish ordered after subscribe() (happens-before) reads it */
-	atomic_store_explicit(&a->skip_own, skip, memory_order_relaxed);
+	orbit__lock_ring_set_skip(&a->wire, skip);
 }
 
 void orbit__agent_subs_signal(struct orbit_agent *a)

@@ -6,6 +6,8 @@
  * production agents never have one, and their loop reads only that NULL
  * pointer. The view hooks apply a frame or resync as the agent thread does.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
@@ -13,7 +15,7 @@
 #include "agent/agent_internal.h"
 #include "lib/rcu.h"
 
-#define die_on orbit__agent_die_on
+#define die_on orbit__die_on
 
 struct orbit__agent_park {
 	pthread_mutex_t mu;       /* protects pause (writes), parked (leaf) */

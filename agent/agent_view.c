@@ -8,6 +8,8 @@
  * replaced nodes after a grace period (no call_rcu thread). Any thread
  * reads it with orbit_agent_view_lookup(), lock-free.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>

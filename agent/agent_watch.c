@@ -20,6 +20,8 @@
  *             reading is what lets unwatch promise that the agent no
  *             longer touches the object.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@
 #include <orbit/worker_pool.h>
 
 #include "agent/agent_watch.h"
+#include "base/die.h"
 #include "shm/stats.h"
 
 struct watched {
@@ -50,14 +53,13 @@ struct orbit_agent_watch_set {
 
 static void set_lock(struct orbit_agent_watch_set *s)
 {
-	if (pthread_mutex_lock(&s->mu))
-		abort(); /* broken invariant: a default mutex cannot fail here */
+	/* broken invariant: a default mutex cannot fail here */
+	orbit__die_on(pthread_mutex_lock(&s->mu), "pthread_mutex_lock");
 }
 
 static void set_unlock(struct orbit_agent_watch_set *s)
 {
-	if (pthread_mutex_unlock(&s->mu))
-		abort();
+	orbit__die_on(pthread_mutex_unlock(&s->mu), "pthread_mutex_unlock");
 }
 
 struct orbit_agent_watch_set *orbit__agent_watch_new(void)

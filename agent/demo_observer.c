@@ -6,6 +6,8 @@
  * on it. Plain memory owned by one thread; no orbit call is made here
  * (the observer process reads the ring and the table and feeds them in).
  */
+#include "config.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>

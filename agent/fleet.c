@@ -6,6 +6,8 @@
  * rows into public structs, wraps ring cursors as public readers, and
  * implements reset_transport (members checked first, then table and ring).
  */
+#include "config.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,6 +13,8 @@
  * and a final report; exits 1 if mutual exclusion was ever violated.
  * Uses only the public API (links liborbit like any user).
  */
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>

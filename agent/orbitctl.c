@@ -9,6 +9,8 @@
  * three. Every listing has --json; tables fit 80 columns; exit codes are
  * documented in doc/orbitctl.1.
  */
+#include "config.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <grp.h>
@@ -138,29 +140,30 @@ static int parse_mode(const char *s, unsigned *out)
 }
 
 /* --owner: a user name, or a numeric uid. */
-static int parse_owner(const char *s, unsigned *out)
+static int uid_of_name(const char *s, unsigned *out)
 {
-	struct passwd *p;
-	char *end;
-	unsigned long v;
+	struct passwd *p = getpwnam(s);
 
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (!errno && *s && !*end && v <= UINT32_MAX) {
-		*out = (unsigned)v;
-		return 0;
-	}
-	p = getpwnam(s);
 	if (!p)
 		return -1;
 	*out = (unsigned)p->pw_uid;
 	return 0;
 }
 
-/* --group: a group name, or a numeric gid. */
-static int parse_group(const char *s, unsigned *out)
+static int gid_of_name(const char *s, unsigned *out)
 {
-	struct group *g;
+	struct group *g = getgrnam(s);
+
+	if (!g)
+		return -1;
+	*out = (unsigned)g->gr_gid;
+	return 0;
+}
+
+/* A number (decimal, up to UINT32_MAX), or else a name @by_name knows. 0 or -1. */
+static int parse_number_or_name(const char *s, int (*by_name)(const char *, unsigned *),
+				unsigned *out)
+{
 	char *end;
 	unsigned long v;
 
@@ -170,11 +173,18 @@ static int parse_group(const char *s, unsigned *out)
 		*out = (unsigned)v;
 		return 0;
 	}
-	g = getgrnam(s);
-	if (!g)
-		return -1;
-	*out = (unsigned)g->gr_gid;
-	return 0;
+	return by_name(s, out);
+}
+
+static int parse_owner(const char *s, unsigned *out)
+{
+	return parse_number_or_name(s, uid_of_name, out);
+}
+
+/* --group: a group name, or a numeric gid. */
+static int parse_group(const char *s, unsigned *out)
+{
+	return parse_number_or_name(s, gid_of_name, out);
 }
 
 static uint64_t now_ns(clockid_t c)

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "base/die.h"
 #include "lib/rcu.h"
 
 /*
@@ -23,8 +24,8 @@ static pthread_rwlock_t fork_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZ
 
 static void fork_lock_do(int rc)
 {
-	if (rc)
-		abort(); /* a failing rwlock call: a broken invariant of this process */
+	/* a failing rwlock call: a broken invariant of this process */
+	orbit__die_on(rc, "pthread_rwlock");
 }
 
 void orbit__rcu_call(struct rcu_head *head, void (*fn)(struct rcu_head *))
@@ -81,12 +82,12 @@ static pthread_once_t rcu_once = PTHREAD_ONCE_INIT;
 
 static void rcu_install(void)
 {
-	if (pthread_atfork(rcu_before_fork, rcu_after_fork_parent, rcu_after_fork_child))
-		abort(); /* ENOMEM at the first table: a broken invariant of this process */
+	/* ENOMEM at the first table: a broken invariant of this process */
+	orbit__die_on(pthread_atfork(rcu_before_fork, rcu_after_fork_parent, rcu_after_fork_child),
+		      "pthread_atfork");
 }
 
 void orbit__rcu_init(void)
 {
-	if (pthread_once(&rcu_once, rcu_install))
-		abort();
+	orbit__die_on(pthread_once(&rcu_once, rcu_install), "pthread_once");
 }

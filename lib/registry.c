@@ -7,6 +7,8 @@
  * after a grace period. liburcu's own barriers order the table; this file
  * adds no atomics of its own.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -35,6 +35,7 @@
 #include <orbit/serial_queue.h>
 #include <orbit/worker_pool.h>
 
+#include "base/die.h"
 #include "base/options.h"
 #include "base/time.h"
 #include "lib/growring.h"
@@ -295,8 +296,7 @@ static void release_reservation(orbit_serial_queue_t *q, const struct item *it)
 	q->outstanding--;
 	publish_reservations(q, it->lane);
 	if (q->outstanding == 0 && q->waiters)
-		if (pthread_cond_broadcast(&q->cond))
-			abort();
+		orbit__die_on(pthread_cond_broadcast(&q->cond), "pthread_cond_broadcast");
 }
 
 static bool runnable(const orbit_serial_queue_t *q)
@@ -400,8 +400,8 @@ static void schedule_failed(orbit_serial_queue_t *q)
 {
 	q->active = false;
 	STAT_ADD(q, rejected_executor, 1);
-	if (q->waiters && pthread_cond_broadcast(&q->cond))
-		abort();
+	if (q->waiters)
+		orbit__die_on(pthread_cond_broadcast(&q->cond), "pthread_cond_broadcast");
 }
 
 static int submit(orbit_serial_queue_t *q, orbit_serial_work_fn fn, void *arg, enum lane lane,
@@ -674,8 +674,8 @@ static void end_batch(orbit_serial_queue_t *q, const struct batch_tally *t,
 		if (t->errors)
 			STAT_ADD(q, protocol_errors, t->errors);
 		publish_reservations(q, LANE_APP);
-		if (q->outstanding == 0 && q->waiters && pthread_cond_broadcast(&q->cond))
-			abort();
+		if (q->outstanding == 0 && q->waiters)
+			orbit__die_on(pthread_cond_broadcast(&q->cond), "pthread_cond_broadcast");
 	}
 	if (h)
 		end_turn(q, &c->a[last], h, t->last_result);
@@ -823,8 +823,8 @@ static void drain(void *arg)
 		STAT_ADD(q, slices_cut, 1);
 	} else {
 		q->active = false;
-		if (q->waiters && pthread_cond_broadcast(&q->cond))
-			abort();
+		if (q->waiters)
+			orbit__die_on(pthread_cond_broadcast(&q->cond), "pthread_cond_broadcast");
 	}
 	orbit__mutex_unlock(&q->lock);
 	if (!resched)
@@ -1016,8 +1016,8 @@ int orbit_serial_queue_await_quiescence(orbit_serial_queue_t *q, int timeout_ms)
 			ret = -ETIMEDOUT;
 			break;
 		}
-		if (r && r != ETIMEDOUT)
-			abort();
+		if (r != ETIMEDOUT)
+			orbit__die_on(r, "pthread_cond_wait");
 	}
 	q->waiters--;
 	orbit__mutex_unlock(&q->lock);
@@ -1085,8 +1085,7 @@ int orbit_serial_queue_destroy(orbit_serial_queue_t *q)
 	/* Only a drain doing its last bookkeeping can still be active. */
 	q->waiters++;
 	while (q->active)
-		if (pthread_cond_wait(&q->cond, &q->lock))
-			abort();
+		orbit__die_on(pthread_cond_wait(&q->cond, &q->lock), "pthread_cond_wait");
 	q->waiters--;
 	orbit__mutex_unlock(&q->lock);
 	pthread_cond_destroy(&q->cond);

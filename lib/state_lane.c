@@ -38,6 +38,8 @@
  * completion task submit after unlocking). No lane lock is held while work, completions or log
  * hooks run, so lanes nest freely.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -49,7 +51,7 @@
 #include <orbit/state_lane.h>
 
 #include "base/options.h"
-#include "sync.h"
+#include "lib/sync.h"
 
 enum {
 	ST_RUNNING = 1u,

@@ -6,6 +6,8 @@
  * variable is read, so no stray setting can stop or kill a production
  * process that links liborbit.
  */
+#include "config.h"
+
 #include <signal.h>
 #include <string.h>
 

@@ -8,6 +8,8 @@
  * serializer, and the serializer-free lookup. The serializers themselves
  * live in shm/lock_serializer.c.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>
@@ -24,6 +26,7 @@
 #include <orbit/lock.h>
 
 #include "base/cpu.h"
+#include "base/die.h"
 #include "base/hash.h"
 #include "base/lock_backend.h"
 #include "base/options.h"
@@ -127,8 +130,8 @@ static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
 static void pid_init(void)
 {
 	(void)orbit__self_pid(); /* the guard's child handler first: ours sees the child's pid */
-	if (pthread_atfork(fork_prepare, fork_parent, fork_child))
-		abort(); /* ENOMEM at first open: a broken invariant of this process */
+	/* ENOMEM at first open: a broken invariant of this process */
+	orbit__die_on(pthread_atfork(fork_prepare, fork_parent, fork_child), "pthread_atfork");
 }
 
 /*
@@ -1564,8 +1567,7 @@ int orbit__lock_shm_open(const struct orbit_lock_options *user, orbit_lock_t **o
 
 	if (!out)
 		return -EINVAL;
-	if (pthread_once(&pid_once, pid_init))
-		abort(); /* pthread_once cannot fail on Linux */
+	orbit__die_on(pthread_once(&pid_once, pid_init), "pthread_once"); /* cannot fail on Linux */
 	rc = resolve(user, o, y, &fleet, name, sizeof(name));
 	if (rc)
 		return rc;
@@ -1616,8 +1618,7 @@ int orbit__lock_shm_open(const struct orbit_lock_options *user, orbit_lock_t **o
 	l->ser_wait_ns = 1000000ull * (o && o->serializer_wait_ms ? (uint64_t)o->serializer_wait_ms
 				       : ORBIT_LOCK_SERIALIZER_WAIT_MS_DEFAULT);
 	orbit__lock_ser_init(&l->ser, ser, &l->seg, h);
-	if (pthread_mutex_lock(&handles_lock))
-		abort();
+	orbit__die_on(pthread_mutex_lock(&handles_lock), "pthread_mutex_lock");
 	l->next = handles;
 	handles = l;
 	pthread_mutex_unlock(&handles_lock);
@@ -1635,8 +1636,7 @@ void orbit__lock_shm_close(orbit_lock_t *l)
 {
 	if (!l)
 		return;
-	if (pthread_mutex_lock(&handles_lock))
-		abort();
+	orbit__die_on(pthread_mutex_lock(&handles_lock), "pthread_mutex_lock");
 	for (struct orbit_lock **pp = &handles; *pp; pp = &(*pp)->next) {
 		if (*pp == l) {
 			*pp = l->next;

@@ -25,7 +25,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "include/orbit/error.h"
+#include <orbit/error.h>
 #include "base/die.h"
 #include "shm/fork_guard.h"
 #include "shm/members.h"

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "include/orbit/error.h"
+#include <orbit/error.h>
 #include "shm/crashpoint.h"
 #include "shm/ring.h"
 

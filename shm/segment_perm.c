@@ -60,10 +60,23 @@ int orbit__seg_perm_may_create(const struct orbit_seg_opts *o)
 	return o->owner_uid && geteuid() != (uid_t)o->owner_uid ? -EPERM : 0;
 }
 
-/* getpwuid_r/getgrgid_r with a buffer grown on ERANGE; 0 found, -ENOENT, -errno. */
-static int nss_pw(uid_t uid, struct passwd *pw, char **buf)
+/* One NSS lookup by id into @ent, as getpwuid_r/getgrgid_r: 0 or an errno; *@found NULL: none. */
+typedef int (*nss_by_id_fn)(unsigned id, void *ent, char *buf, size_t len, void **found);
+
+static int pw_by_id(unsigned id, void *ent, char *buf, size_t len, void **found)
 {
-	struct passwd *res = NULL;
+	return getpwuid_r((uid_t)id, ent, buf, len, (struct passwd **)found);
+}
+
+static int gr_by_id(unsigned id, void *ent, char *buf, size_t len, void **found)
+{
+	return getgrgid_r((gid_t)id, ent, buf, len, (struct group **)found);
+}
+
+/* @by_id with a buffer grown on ERANGE; 0 found, -ENOENT, -errno. */
+static int nss_get(nss_by_id_fn by_id, unsigned id, void *ent, char **buf)
+{
+	void *res = NULL;
 	size_t len = 4096;
 
 	for (;;) {
@@ -73,7 +86,7 @@ static int nss_pw(uid_t uid, struct passwd *pw, char **buf)
 		if (!b)
 			return -ENOMEM;
 		*buf = b;
-		rc = getpwuid_r(uid, pw, b, len, &res);
+		rc = by_id(id, ent, b, len, &res);
 		if (rc == ERANGE && len < PERM_NSS_BUF_MAX) {
 			len *= 2;
 			continue;
@@ -82,25 +95,14 @@ static int nss_pw(uid_t uid, struct passwd *pw, char **buf)
 	}
 }
 
+static int nss_pw(uid_t uid, struct passwd *pw, char **buf)
+{
+	return nss_get(pw_by_id, (unsigned)uid, pw, buf);
+}
+
 static int nss_gr(gid_t gid, struct group *gr, char **buf)
 {
-	struct group *res = NULL;
-	size_t len = 4096;
-
-	for (;;) {
-		char *b = realloc(*buf, len);
-		int rc;
-
-		if (!b)
-			return -ENOMEM;
-		*buf = b;
-		rc = getgrgid_r(gid, gr, b, len, &res);
-		if (rc == ERANGE && len < PERM_NSS_BUF_MAX) {
-			len *= 2;
-			continue;
-		}
-		return rc ? -rc : res ? 0 : -ENOENT;
-	}
+	return nss_get(gr_by_id, (unsigned)gid, gr, buf);
 }
 
 bool orbit__seg_perm_uid_in_group(uid_t uid, gid_t gid)

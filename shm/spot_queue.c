@@ -55,7 +55,8 @@
 #include <sys/stat.h>
 #include <sys/mman.h>
 
-#include "include/orbit/error.h"
+#include <orbit/error.h>
+#include "base/options.h"
 #include "shm/crashpoint.h"
 #include "shm/fork_guard.h"
 #include "shm/segment_perm.h"
@@ -249,23 +250,14 @@ void orbit__spotq_options_init(struct orbit_spotq_options *o)
 	o->size = sizeof(*o);
 }
 
-/* copy_struct_from_user(): zero-extend a smaller struct, refuse a non-zero unknown tail. */
+/* base/options.c's rule (copy_struct_from_user()); NULL: every default. */
 static int options_read(struct orbit_spotq_options *dst, const struct orbit_spotq_options *user)
 {
-	orbit__spotq_options_init(dst);
-	if (!user)
+	if (!user) {
+		orbit__spotq_options_init(dst);
 		return 0;
-	if (user->size < sizeof(uint32_t))
-		return -EINVAL;
-	if (user->size > sizeof(*dst)) {
-		const uint8_t *tail = (const uint8_t *)user + sizeof(*dst);
-		for (size_t i = 0; i < user->size - sizeof(*dst); i++)
-			if (tail[i])
-				return -E2BIG;
 	}
-	memcpy(dst, user, user->size < sizeof(*dst) ? user->size : sizeof(*dst));
-	dst->size = sizeof(*dst);
-	return 0;
+	return ORBIT__OPTS_COPY(dst, user);
 }
 
 struct layout {

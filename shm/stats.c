@@ -5,6 +5,8 @@
  * the per-row seqlock (single writer publishes, lock-free readers copy and
  * re-check). See shm/stats.h for the layout and who writes what.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -12,7 +14,7 @@
 #include "base/hash.h"
 #include "shm/spot_queue.h"
 #include "shm/stats.h"
-#include "orbit/error.h"
+#include <orbit/error.h>
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "u64 atomics must be lock-free (address-free) in SHM");
 

@@ -27,7 +27,7 @@
 #include <sys/wait.h>
 
 #include "orbit_test.h"
-#include "include/orbit/error.h"
+#include <orbit/error.h>
 #include "shm/ring.h"
 #include "bench_target.h"
 

@@ -11,6 +11,8 @@
  * worker pool. The hand-off baseline recycles its requests and its thread
  * takes the whole queue per lock acquisition, as the lane does.
  */
+#include "config.h"
+
 #include "orbit_test.h"
 
 #include <pthread.h>

@@ -17,6 +17,8 @@
  *     replay_retained hands out at most lanes x frames;
  *   - a fresh orbit_fleet_open read-only: 0 or -ORBIT_ECORRUPT.
  */
+#include "config.h"
+
 #include <orbit/orbit.h>
 
 #include "agent/fleet_internal.h"

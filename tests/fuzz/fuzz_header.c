@@ -14,6 +14,8 @@
  * exactly the size its layout needs and answers a read. The segment is
  * restored (bytes, size, mode) after every input.
  */
+#include "config.h"
+
 #include <sys/mman.h>
 #include <sys/stat.h>
 

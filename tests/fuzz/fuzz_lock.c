@@ -26,6 +26,8 @@
  * The scribbled robust mutex of the FUTEX serializer is out of scope here
  * (a known limit, README "Caveats"); see doc/threat-model.md.
  */
+#include "config.h"
+
 #include <orbit/orbit.h>
 
 #include "fuzz.h"

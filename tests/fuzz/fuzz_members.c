@@ -16,6 +16,8 @@
  *   - reclaim (the writer that reads dead rows): 0 or 1 for every other
  *     row, 0 for our own, and a reclaimed row reads FREE afterwards.
  */
+#include "config.h"
+
 #include "fuzz.h"
 #include "shm/members.h"
 

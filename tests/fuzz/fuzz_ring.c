@@ -17,6 +17,8 @@
  *     reader opened just before it gets, byte for byte; the doorbell wait
  *     (timeout 0) answers 0 or -ETIMEDOUT.
  */
+#include "config.h"
+
 #include "fuzz.h"
 #include "shm/members.h"
 #include "shm/ring.h"

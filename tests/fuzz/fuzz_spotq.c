@@ -18,6 +18,8 @@
  *     returns (no spin on bytes that lie).
  * A hang fails through replay.c's alarm.
  */
+#include "config.h"
+
 #include "fuzz.h"
 #include "shm/members.h"
 #include "shm/spot_queue.h"

@@ -15,6 +15,8 @@
  *     readable again at once with exactly the published values, and its
  *     Spot slots free, then one of them readable with what it published.
  */
+#include "config.h"
+
 #include "fuzz.h"
 #include "shm/stats.h"
 

@@ -12,6 +12,8 @@
  * was. Each input runs under an alarm (a hang fails too).
  * Usage: fuzz_<x> [CORPUS_DIR] (default $top_srcdir/tests/fuzz/corpus/<x>).
  */
+#include "config.h"
+
 #include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>

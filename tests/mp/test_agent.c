@@ -16,6 +16,8 @@
  * agent refuses every call, registration has one owner, and a lock of
  * another fleet is refused.
  */
+#include "config.h"
+
 #include "orbit_test.h"
 #include <dirent.h>
 #include <errno.h>

@@ -22,7 +22,8 @@
  * (bind mounts over /etc/passwd and /etc/group; the host's are not
  * touched). Without root every test skips and says why.
  */
-#define _GNU_SOURCE /* setresuid, setresgid */
+#include "config.h" /* _GNU_SOURCE: setresuid, setresgid */
+
 #include "orbit_test.h"
 #include <dirent.h>
 #include <errno.h>

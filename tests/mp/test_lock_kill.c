@@ -16,7 +16,8 @@
  * not hold the parent's mutations beyond the serializer bound, nor its
  * lookups at all (test_stopped_holder_bounded_wait_*).
  */
-#define _GNU_SOURCE 1 /* sched_getcpu, CPU_SET */
+#include "config.h" /* _GNU_SOURCE: sched_getcpu, CPU_SET */
+
 #include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>

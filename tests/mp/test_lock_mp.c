@@ -10,6 +10,8 @@
  * key overlap and that tokens increase in acquisition order. Runs once
  * per serializer.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <stdatomic.h>
 #include <sys/mman.h>

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "orbit_test.h"
-#include "include/orbit/error.h"
+#include <orbit/error.h>
 #include "shm/crashpoint.h"
 #include "shm/ring.h"
 

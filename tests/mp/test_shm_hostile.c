@@ -18,7 +18,8 @@
  * - a lock table created by a peer whose pthread_mutex_t differs (size,
  *   alignment, place, libc) is refused at open with -ORBIT_EFINGERPRINT.
  */
-#define _GNU_SOURCE 1 /* unshare(2) for orbit_test_shm.h */
+#include "config.h" /* _GNU_SOURCE: unshare(2) for orbit_test_shm.h */
+
 #include "orbit_test.h"
 
 #include <errno.h>

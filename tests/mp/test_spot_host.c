@@ -22,6 +22,8 @@
  * Each child process starts its own lock handle and agent; the parent
  * starts no thread before it forks.
  */
+#include "config.h"
+
 #include "orbit_test.h"
 #include <errno.h>
 #include <inttypes.h>

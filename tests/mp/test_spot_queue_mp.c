@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 
 #include "orbit_test.h"
-#include "include/orbit/error.h"
+#include <orbit/error.h>
 #include "shm/crashpoint.h"
 #include "shm/members.h"
 #include "shm/spot_queue.h"

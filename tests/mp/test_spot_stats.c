@@ -22,6 +22,8 @@
  * Shared state between the processes is anonymous MAP_SHARED memory made
  * before any fork.
  */
+#include "config.h"
+
 #include "orbit_test.h"
 #include "orbit_test_ctl.h"
 #include <errno.h>

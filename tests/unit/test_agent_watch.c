@@ -10,6 +10,8 @@
  * lane's own counters. The Spot, Actor and session coordinators' counters
  * (exec_*) equal their own stats deltas since watch time.
  */
+#include "config.h"
+
 #include "orbit_test.h"
 #include "orbit_test_manual_executor.h"
 #include <errno.h>

@@ -5,6 +5,8 @@
  * larger one is accepted only when its unknown tail is zero (-E2BIG
  * otherwise), a size below the size field alone is -EINVAL.
  */
+#include "config.h"
+
 #include "orbit_test.h"
 #include <errno.h>
 

@@ -8,6 +8,7 @@
  * the audit really finds an accepted stale write when one is forced in.
  */
 #include "config.h"
+
 #include "orbit_test.h"
 
 #include <errno.h>

@@ -10,6 +10,8 @@
  * increase. Frames of two lanes arriving out of revision order, frames of
  * other namespaces and the frames around a resync raise no false alarm.
  */
+#include "config.h"
+
 #include "orbit_test.h"
 
 #include <errno.h>

@@ -2,6 +2,7 @@
 /* tests/unit/test_error.c: the one error table: orbit_strerror and orbit_err_name cover every code,
  * never NULL. */
 #include "config.h"
+
 #include "orbit_test.h"
 #include <errno.h>
 #include <orbit/orbit.h>

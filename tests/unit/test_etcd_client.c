@@ -10,6 +10,7 @@
  * Skipped, with the reason, when etcd is not installed.
  */
 #include "config.h"
+
 #include "orbit_test.h"
 
 #include <errno.h>

@@ -9,6 +9,8 @@
  * the agent's dead-holder sweep (orbit__lock_free_dead) too. Meant to run
  * under ASan too.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>

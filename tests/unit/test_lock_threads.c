@@ -8,7 +8,8 @@
  * checker proves no overlap and tokens increasing in acquisition order.
  * Runs under TSan in CI (TSAN_TESTS).
  */
-#define _GNU_SOURCE 1
+#include "config.h" /* _GNU_SOURCE */
+
 #include <errno.h>
 #include <sched.h>
 #include <pthread.h>

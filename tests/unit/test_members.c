@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 
 #include "orbit_test.h"
-#include "include/orbit/error.h"
+#include <orbit/error.h>
 #include "shm/members.h"
 
 struct fx {

@@ -7,6 +7,8 @@
  * exit codes, and random bytes in member rows, stats rows and ring frames
  * never crashing it.
  */
+#include "config.h"
+
 #include "orbit_test.h"
 #include "orbit_test_ctl.h"
 #include <errno.h>

@@ -6,6 +6,8 @@
  * reader touching freed memory); threads the application registered with
  * liburcu itself; registries in forked children of a busy process.
  */
+#include "config.h"
+
 #include "orbit_test.h"
 
 #include <errno.h>

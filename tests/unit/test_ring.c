@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 
 #include "orbit_test.h"
-#include "include/orbit/error.h"
+#include <orbit/error.h>
 #include "shm/ring.h"
 
 struct fx {

@@ -4,7 +4,8 @@
  * segments"): creation, every documented open error, the creator killed
  * while initialising, permissions, symlinks, random bytes, bounds checks.
  */
-#define _GNU_SOURCE 1 /* unshare(2) for orbit_test_shm.h */
+#include "config.h" /* _GNU_SOURCE: unshare(2) for orbit_test_shm.h */
+
 #include "orbit_test.h"
 
 #include <errno.h>

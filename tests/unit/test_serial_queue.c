@@ -7,11 +7,11 @@
  * tests drive the drain through a manual executor run by the test thread;
  * concurrency tests use the worker pool.
  */
+#include "config.h"
+
 #include "orbit_test.h"
 #include "orbit_test_manual_executor.h"
 #include "orbit_test_order_log.h"
-
-#include "config.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -9,10 +9,10 @@
  * enqueues runs on the same drain. A manual executor drives the drains on
  * the test thread, so the hook runs there too and may record plainly.
  */
+#include "config.h"
+
 #include "orbit_test.h"
 #include "orbit_test_manual_executor.h"
-
-#include "config.h"
 
 #include <errno.h>
 

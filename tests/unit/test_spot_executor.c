@@ -12,11 +12,11 @@
  * with timeouts, never on sleeps alone. Handlers never call cmocka
  * asserts (they run on workers): they record, the test thread asserts.
  */
+#include "config.h"
+
 #include "orbit_test.h"
 #include "orbit_test_manual_executor.h"
 #include "orbit_test_order_log.h"
-
-#include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>

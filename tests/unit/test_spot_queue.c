@@ -22,8 +22,8 @@
 #include <sys/stat.h>
 
 #include "orbit_test.h"
-#include "include/orbit/error.h"
-#include "include/orbit/lock.h"
+#include <orbit/error.h>
+#include <orbit/lock.h>
 #include "shm/members.h"
 #include "shm/ring.h"
 #include "shm/spot_queue.h"

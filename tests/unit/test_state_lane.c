@@ -9,7 +9,8 @@
  * Posted work runs on the small test executor (tests/common); every test
  * that could hang runs under a deadline and fails instead.
  */
-#define _GNU_SOURCE /* pthread_timedjoin_np */
+#include "config.h" /* _GNU_SOURCE: pthread_timedjoin_np */
+
 #include "orbit_test.h"
 #include "orbit_test_executor.h"
 #include "orbit_test_manual_executor.h"

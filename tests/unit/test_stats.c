@@ -4,6 +4,8 @@
  * segment"): single writer per row against lock-free readers in other
  * processes, validation at open, random bytes in rows, histogram buckets.
  */
+#include "config.h"
+
 #include "orbit_test.h"
 #include <errno.h>
 #include <stdio.h>

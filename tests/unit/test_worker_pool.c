@@ -5,9 +5,9 @@
  * function of synthetic 2- and 4-node topologies, home-node preference,
  * FIFO among ready tasks, futex sleep when idle, clean shutdown.
  */
-#include "orbit_test.h"
-
 #include "config.h"
+
+#include "orbit_test.h"
 
 #include <errno.h>
 #include <pthread.h>

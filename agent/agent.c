@@ -174,8 +174,8 @@ int orbit_agent_start(const struct orbit_agent_options *user, orbit_agent_t **ou
 	if (rc < 0)
 		goto err;
 	orbit__proc_start_time(getpid(), &ticks);
-	a->have_stats_row = orbit__stats_claim(&a->stats, (uint32_t)a->row,
-					       (uint64_t)getpid(), ticks) == 0;
+	a->have_stats_row = orbit__stats_claim(&a->stats, (uint32_t)a->row, (uint64_t)getpid(),
+					       ticks) == 0;
 	a->spots = orbit__agent_spots_new(a->have_stats_row ? &a->stats : NULL, (uint32_t)a->row,
 					  (uint64_t)getpid(), ticks);
 	if (!a->spots) {
@@ -194,8 +194,7 @@ int orbit_agent_start(const struct orbit_agent_options *user, orbit_agent_t **ou
 	if (a->lock) {
 		/* At most a quarter lane of our frames waits for our next wake
 		 * while they skip it (struct orbit_agent), so it never laps us. */
-		rc = orbit__lock_ring_claim(&a->wire, a->ring, a->members,
-					    rl.frames_per_lane / 4);
+		rc = orbit__lock_ring_claim(&a->wire, a->ring, a->members, rl.frames_per_lane / 4);
 		if (rc < 0)
 			goto err;
 	}

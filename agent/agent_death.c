@@ -29,7 +29,7 @@
 #define AGENT_DEATH_STOP UINT64_MAX /* epoll data of the watcher's stop eventfd (rows are below) */
 
 struct agent_watch_row {
-	int pidfd;                /* -1: not watched */
+	int pidfd; /* -1: not watched */
 	uint32_t generation;
 };
 

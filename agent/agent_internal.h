@@ -54,27 +54,27 @@
 #define AGENT_MAX_SUBS 64
 
 struct cds_lfht;
-struct view_node;        /* agent_view.c */
-struct agent_watch_row;  /* agent_death.c */
-struct orbit__agent_park; /* agent_test.c */
+struct view_node;	   /* agent_view.c */
+struct agent_watch_row;	   /* agent_death.c */
+struct orbit__agent_park;  /* agent_test.c */
 struct orbit__agent_spots; /* agent_spot_stats.c */
 
 struct orbit_agent {
 	char fleet[ORBIT_FLEET_NAME_MAX + 1];
-	pid_t pid;                /* the starter (shm/fork_guard.h): another = a forked child */
-	orbit_lock_t *lock;       /* caller's, optional */
-	orbit_lock_t *ro_lock;    /* ours, read-only, for resync when lock is NULL */
+	pid_t pid;	       /* the starter (shm/fork_guard.h): another = a forked child */
+	orbit_lock_t *lock;    /* caller's, optional */
+	orbit_lock_t *ro_lock; /* ours, read-only, for resync when lock is NULL */
 	struct orbit_lock_layout layout; /* the fleet's: names the table and the ring */
-	unsigned mode, gid, owner_uid; /* the fleet's permissions (orbit_agent_options) */
+	unsigned mode, gid, owner_uid;	 /* the fleet's permissions (orbit_agent_options) */
 	uint64_t tick_ns, stats_ns;
 	orbit_members_t *members;
 	int row;
-	uint32_t member_gen;      /* our row's generation, named on lock (FREE_ON_DEATH) */
+	uint32_t member_gen; /* our row's generation, named on lock (FREE_ON_DEATH) */
 	orbit_stats_t stats;
 	bool have_stats_row;
 	orbit_ring_t *ring;
-	orbit_ring_reader_t *reader;   /* the agent thread's cursor */
-	uint32_t wake_class;           /* our doorbell class (orbit__doorbell_bit(row)) */
+	orbit_ring_reader_t *reader; /* the agent thread's cursor */
+	uint32_t wake_class;	     /* our doorbell class (orbit__doorbell_bit(row)) */
 	/*
 	 * The lock's transitions into our ring lane (shm/lock_ring.h; only with
 	 * a lock). We keep only its skip mask: our own frames skip our class's
@@ -85,22 +85,22 @@ struct orbit_agent {
 	 * the tick), so our lane never laps us.
 	 */
 	struct orbit_lock_ring wire;
-	struct orbit_ring_event *ev;   /* agent thread's frame buffer */
+	struct orbit_ring_event *ev; /* agent thread's frame buffer */
 
 	/* The view (agent_view.c); agent thread only unless said otherwise. */
 	struct cds_lfht *view;
-	struct view_node *retired;     /* free after a grace period */
-	uint32_t nretired;             /* length of retired */
+	struct view_node *retired; /* free after a grace period */
+	uint32_t nretired;	   /* length of retired */
 	uint64_t resync_epoch;
-	int grace;                     /* address of the TSan grace-period edge only */
+	int grace; /* address of the TSan grace-period edge only */
 	uint64_t tombstones;
 	uint64_t max_revision;
-	uint64_t floor_revision;       /* frames at or below: already in the last resync */
-	uint64_t repairs_seen;         /* the table's repair count at the last resync */
-	bool resync_due;               /* the last resync's table copy failed: retry */
+	uint64_t floor_revision; /* frames at or below: already in the last resync */
+	uint64_t repairs_seen;	 /* the table's repair count at the last resync */
+	bool resync_due;	 /* the last resync's table copy failed: retry */
 
 	struct orbit_agent_watch_set *watched; /* queues, pools, lanes (agent_watch.c; own mutex) */
-	struct orbit__agent_spots *spots;      /* Spot hosts, clients (agent_spot_stats.c; own mutex) */
+	struct orbit__agent_spots *spots; /* Spot hosts, clients (agent_spot_stats.c; own mutex) */
 
 	pthread_t thread;
 	bool thread_started;
@@ -120,7 +120,7 @@ struct orbit_agent {
 	int epfd, death_stop;
 	pthread_t death_thread;
 	bool death_started;
-	_Atomic uint64_t *fired;       /* one bit per member row, (nrows + 63) / 64 words */
+	_Atomic uint64_t *fired; /* one bit per member row, (nrows + 63) / 64 words */
 	_Atomic bool death_pending;
 
 	/*
@@ -129,7 +129,7 @@ struct orbit_agent {
 	 */
 	struct orbit__agent_park *_Atomic park;
 
-	pthread_mutex_t subs_mu;       /* protects subs[], nsubs (leaf) */
+	pthread_mutex_t subs_mu; /* protects subs[], nsubs (leaf) */
 	int subs[AGENT_MAX_SUBS];
 	int nsubs;
 

@@ -17,7 +17,7 @@
 #include "lib/rcu.h"
 
 #define AGENT_DRAIN_BATCH ORBIT__AGENT_DRAIN_BATCH /* fleet_internal.h */
-#define AGENT_RETIRED_MAX 256  /* retired nodes that force a grace period before the tick */
+#define AGENT_RETIRED_MAX 256 /* retired nodes that force a grace period before the tick */
 
 /*
  * Drain the ring; returns 1 when something was read or lost, 2 when the
@@ -44,11 +44,12 @@ static int drain(struct orbit_agent *a)
 		if (rc < 0)
 			continue; /* corrupt frame: skipped and counted by the reader */
 		/* Our own frames, skipped while nobody subscribes, would time the skip */
-		if (a->ev->publish_ns && !(skip_own && orbit__lock_ring_is_own_lane(&a->wire, lane))) {
+		if (a->ev->publish_ns &&
+		    !(skip_own && orbit__lock_ring_is_own_lane(&a->wire, lane))) {
 			uint64_t now = orbit__now_mono_ns();
 
-			orbit__stats_hist_add(&a->delivery, now > a->ev->publish_ns ?
-						  now - a->ev->publish_ns : 0);
+			orbit__stats_hist_add(
+			    &a->delivery, now > a->ev->publish_ns ? now - a->ev->publish_ns : 0);
 		}
 		if (a->ev->flags & ORBIT_RING_F_TRUNCATED)
 			lagged = 1; /* key bytes cut: only the table knows */
@@ -99,7 +100,8 @@ void *orbit__agent_main(void *p)
 		if (drained)
 			orbit__agent_subs_signal(a);
 		else if (woke)
-			orbit__agent_members_rescan(a); /* a wake without frames: a join, leave or stop */
+			orbit__agent_members_rescan(
+			    a); /* a wake without frames: a join, leave or stop */
 		now = orbit__now_mono_ns();
 		/* After the signal: the grace period is not on the wake path. */
 		if (now >= next_tick || a->nretired >= AGENT_RETIRED_MAX)

@@ -52,11 +52,13 @@ void orbit__agent_stats_publish(struct orbit_agent *a)
 	/* the Spot hosts' and clients' own slots (agent_spot_stats.c) */
 	orbit__agent_spots_publish(a->spots, &c[ORBIT_STAT_SPOT_SLOTS_FULL]);
 	/* Relaxed: counts added by any thread; a publish may miss the newest. */
-	s.hists[ORBIT_HIST_ACQUIRE_NS].count = atomic_load_explicit(&a->acq_count, memory_order_relaxed);
-	s.hists[ORBIT_HIST_ACQUIRE_NS].sum_ns = atomic_load_explicit(&a->acq_sum, memory_order_relaxed);
+	s.hists[ORBIT_HIST_ACQUIRE_NS].count = atomic_load_explicit(&a->acq_count,
+								    memory_order_relaxed);
+	s.hists[ORBIT_HIST_ACQUIRE_NS].sum_ns = atomic_load_explicit(&a->acq_sum,
+								     memory_order_relaxed);
 	for (unsigned b = 0; b < ORBIT_STATS_BUCKETS; b++)
-		s.hists[ORBIT_HIST_ACQUIRE_NS].buckets[b] =
-			atomic_load_explicit(&a->acq_buckets[b], memory_order_relaxed);
+		s.hists[ORBIT_HIST_ACQUIRE_NS].buckets[b] = atomic_load_explicit(
+		    &a->acq_buckets[b], memory_order_relaxed);
 	s.hists[ORBIT_HIST_DELIVERY_NS] = a->delivery;
 	orbit__stats_publish(&a->stats, (uint32_t)a->row, &s);
 }
@@ -72,6 +74,7 @@ int orbit_agent_record_latency(orbit_agent_t *a, enum orbit_agent_hist hist, uin
 	/* Relaxed: statistics counts from any thread, read at publish. */
 	atomic_fetch_add_explicit(&a->acq_count, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&a->acq_sum, ns, memory_order_relaxed);
-	atomic_fetch_add_explicit(&a->acq_buckets[orbit__stats_bucket(ns)], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&a->acq_buckets[orbit__stats_bucket(ns)], 1,
+				  memory_order_relaxed);
 	return 0;
 }

@@ -18,9 +18,9 @@
 #define die_on orbit__die_on
 
 struct orbit__agent_park {
-	pthread_mutex_t mu;       /* protects pause (writes), parked (leaf) */
+	pthread_mutex_t mu; /* protects pause (writes), parked (leaf) */
 	pthread_cond_t cv;
-	_Atomic bool pause;       /* relaxed read in the loop is a hint, re-read under mu */
+	_Atomic bool pause; /* relaxed read in the loop is a hint, re-read under mu */
 	bool parked;
 };
 

@@ -46,10 +46,10 @@ struct view_node {
 	uint64_t token;
 	uint64_t deadline_ns;
 	uint64_t revision;
-	uint64_t epoch;           /* resync pass that last confirmed it */
+	uint64_t epoch; /* resync pass that last confirmed it */
 	uint32_t writer_pid;
 	uint32_t ns_len, label_len, owner_len;
-	bool held;                /* false: a tombstone keeping the revision */
+	bool held;		     /* false: a tombstone keeping the revision */
 	struct view_node *next_free; /* retired list, agent thread only */
 	uint8_t bytes[];
 };
@@ -147,7 +147,8 @@ void orbit__agent_view_prune(struct orbit_agent *a)
 
 	if (a->tombstones <= AGENT_TOMBSTONES_MAX)
 		return;
-	cds_lfht_for_each_entry(a->view, &it, n, node) {
+	cds_lfht_for_each_entry(a->view, &it, n, node)
+	{
 		if (!n->held && n->revision + AGENT_TOMBSTONES_MAX < a->max_revision &&
 		    cds_lfht_del(a->view, &n->node) == 0) {
 			a->tombstones--;
@@ -220,8 +221,12 @@ static int resync_entry(const struct orbit_lock_entry *e, void *p)
 /* Agent thread: rebuild the view from the authoritative table (after a lag). */
 void orbit__agent_view_resync(struct orbit_agent *a)
 {
-	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = a->fleet, .readonly = true,
-					 .layout = &a->layout, .mode = a->mode, .gid = a->gid,
+	struct orbit_lock_options lo = { .size = sizeof(lo),
+					 .fleet = a->fleet,
+					 .readonly = true,
+					 .layout = &a->layout,
+					 .mode = a->mode,
+					 .gid = a->gid,
 					 .owner_uid = a->owner_uid };
 	orbit_lock_t *lock = a->lock;
 	struct resync_ctx c = { a, 0 };
@@ -245,12 +250,14 @@ void orbit__agent_view_resync(struct orbit_agent *a)
 		a->resync_due = false;
 		a->floor_revision = c.revision;
 		/* Held entries the table no longer has become tombstones. */
-		cds_lfht_for_each_entry(a->view, &it, n, node) {
+		cds_lfht_for_each_entry(a->view, &it, n, node)
+		{
 			struct view_node *t;
 
 			if (!n->held || n->epoch == a->resync_epoch || n->revision > c.revision)
 				continue;
-			t = node_new(n->bytes, n->ns_len, n->bytes + n->ns_len, n->label_len, NULL, 0);
+			t = node_new(n->bytes, n->ns_len, n->bytes + n->ns_len, n->label_len, NULL,
+				     0);
 			if (!t)
 				continue;
 			t->revision = c.revision;
@@ -295,7 +302,8 @@ void orbit__agent_view_close(struct orbit_agent *a)
 		return;
 	/* No reader or updater is left: the thread is joined (see stop()). */
 	orbit__rcu_read_lock();
-	cds_lfht_for_each_entry(a->view, &it, n, node) {
+	cds_lfht_for_each_entry(a->view, &it, n, node)
+	{
 		if (cds_lfht_del(a->view, &n->node) == 0) {
 			n->next_free = a->retired;
 			a->retired = n;
@@ -305,7 +313,6 @@ void orbit__agent_view_close(struct orbit_agent *a)
 	orbit__agent_view_reclaim(a);
 	cds_lfht_destroy(a->view, NULL);
 }
-
 
 int orbit_agent_view_lookup(orbit_agent_t *a, const orbit_lock_key_t *key,
 			    struct orbit_lock_entry *out)

@@ -45,10 +45,10 @@ struct watched {
 };
 
 struct orbit_agent_watch_set {
-	pthread_mutex_t mu;                      /* protects the rest (see the top) */
-	unsigned n;                              /* objects in obj[0..n) */
+	pthread_mutex_t mu; /* protects the rest (see the top) */
+	unsigned n;	    /* objects in obj[0..n) */
 	struct watched obj[ORBIT_AGENT_WATCH_MAX];
-	uint64_t retired[ORBIT_STAT__COUNT];     /* counts of unwatched objects */
+	uint64_t retired[ORBIT_STAT__COUNT]; /* counts of unwatched objects */
 };
 
 static void set_lock(struct orbit_agent_watch_set *s)

@@ -55,8 +55,8 @@
 #define MAX_OBSERVERS 8
 #define LAT_BUCKETS 40
 #define INITIAL_BALANCE 1000
-#define LOCK_TTL_NS 1000000000ull   /* account locks */
-#define HOST_TTL_NS 1000000000ull   /* hosting leases: adoption within about this */
+#define LOCK_TTL_NS 1000000000ull /* account locks */
+#define HOST_TTL_NS 1000000000ull /* hosting leases: adoption within about this */
 
 ORBIT_LOCK_DEFINE_NAMESPACE(acct_ns, "bank.account");
 
@@ -68,14 +68,14 @@ static struct bank_cfg {
 	char dir[160], db[200];
 	int keep;
 	int inject_bug; /* --inject-bug[=KIND]: a deliberate bug the report must catch */
-	int work_us;    /* a handler's own work between taking its locks and writing */
+	int work_us;	/* a handler's own work between taking its locks and writing */
 } cfg = { 30, 4, 2, 8, 1000, 1, 1.0, "", "", "", "", 0, 0, 200 };
 
 /* The deliberate bugs of --inject-bug (the report must fail with each). */
 enum {
 	BUG_NONE = 0,
 	BUG_CREDIT = 1, /* credit one unit too many per transfer: the total is wrong */
-	BUG_STEAL = 2,  /* a handler that waited breaks the account lock (force release):
+	BUG_STEAL = 2,	/* a handler that waited breaks the account lock (force release):
 			   two holders at once, which the markers and the observers see */
 };
 
@@ -90,7 +90,7 @@ struct transfer_msg {
 struct proc_slot {
 	_Atomic int pid;
 	_Atomic int in_handler; /* worker: a transfer between its locks */
-	_Atomic int stopped;    /* SIGSTOPped by the chaos loop */
+	_Atomic int stopped;	/* SIGSTOPped by the chaos loop */
 };
 
 /*
@@ -181,9 +181,9 @@ static unsigned lat_bucket(uint64_t ns)
 struct worker {
 	int idx;
 	orbit_lock_t *lock;
-	demo_ledger_t *ledger;           /* owned by ledger_lane: touched only in its turns */
+	demo_ledger_t *ledger; /* owned by ledger_lane: touched only in its turns */
 	orbit_state_lane_t *ledger_lane;
-	orbit_serial_queue_t *receipts;  /* a transfer's outcome, counted off its handler's turn */
+	orbit_serial_queue_t *receipts; /* a transfer's outcome, counted off its handler's turn */
 	_Atomic uint64_t owner_seq;
 };
 
@@ -272,10 +272,18 @@ static int ledger_turn(void *arg)
 static void count_outcome(int rc)
 {
 	switch (rc) {
-	case DEMO_LEDGER_APPLIED: atomic_fetch_add(&sh->applied, 1); break;
-	case DEMO_LEDGER_DUPLICATE: atomic_fetch_add(&sh->duplicates, 1); break;
-	case DEMO_LEDGER_INSUFFICIENT: atomic_fetch_add(&sh->insufficient, 1); break;
-	default: atomic_fetch_add(&sh->handler_errors, 1); break;
+	case DEMO_LEDGER_APPLIED:
+		atomic_fetch_add(&sh->applied, 1);
+		break;
+	case DEMO_LEDGER_DUPLICATE:
+		atomic_fetch_add(&sh->duplicates, 1);
+		break;
+	case DEMO_LEDGER_INSUFFICIENT:
+		atomic_fetch_add(&sh->insufficient, 1);
+		break;
+	default:
+		atomic_fetch_add(&sh->handler_errors, 1);
+		break;
 	}
 }
 
@@ -326,7 +334,8 @@ static int on_transfer(orbit_serial_turn_t *turn, const struct orbit_spot_record
 		enter(lo, &l1);
 		enter(hi, &l2);
 		if (cfg.work_us > 0)
-			usleep((useconds_t)cfg.work_us); /* the business logic: a pause here is a late write */
+			usleep((useconds_t)cfg
+				   .work_us); /* the business logic: a pause here is a late write */
 		t.id = msg.id;
 		t.from = msg.from;
 		t.to = msg.to;
@@ -365,7 +374,7 @@ static int on_transfer(orbit_serial_turn_t *turn, const struct orbit_spot_record
 struct shard_host {
 	orbit_spot_host_t *host;
 	orbit_spot_serial_executor_t *coord; /* made before the host, freed after it */
-	bool watched;                        /* coord is watched by the agent */
+	bool watched;			     /* coord is watched by the agent */
 };
 
 /*
@@ -466,7 +475,8 @@ static int worker_main(int idx)
 		int alive = atomic_load(&sh->workers_alive), mine = 0, quota;
 
 		for (int s = 0; s < cfg.shards; s++)
-			if (hosted[s].host && orbit_spot_host_state(hosted[s].host) == ORBIT_SPOT_LOST) {
+			if (hosted[s].host &&
+			    orbit_spot_host_state(hosted[s].host) == ORBIT_SPOT_LOST) {
 				atomic_fetch_add(&sh->lost, 1);
 				shard_stop(agent, &hosted[s]);
 			}
@@ -481,7 +491,8 @@ static int worker_main(int idx)
 			if (hosted[s].host || shard_start(agent, pool, &w, s, &hosted[s]) != 0)
 				continue;
 			mine++;
-			if (orbit_spot_host_inbound_stats(hosted[s].host, &qs) == 0 && qs.takeovers > 1)
+			if (orbit_spot_host_inbound_stats(hosted[s].host, &qs) == 0 &&
+			    qs.takeovers > 1)
 				atomic_fetch_add(&sh->adoptions, 1);
 		}
 		for (int s = 0; s < cfg.shards; s++) {
@@ -554,8 +565,8 @@ static int client_main(int idx)
 		while (m.to == m.from);
 		m.amount = 1 + rand_r(&seed) % 10;
 		m.submit_ns = now_ns();
-		rc = orbit_spot_submit_actor(c[m.from % (uint32_t)cfg.shards], m.from, &m, sizeof(m),
-					     NULL);
+		rc = orbit_spot_submit_actor(c[m.from % (uint32_t)cfg.shards], m.from, &m,
+					     sizeof(m), NULL);
 		if (rc == 0) {
 			atomic_fetch_add(&sh->accepted, 1);
 			if (write(fd, &m.id, sizeof(m.id)) != (ssize_t)sizeof(m.id))
@@ -581,7 +592,7 @@ struct observer {
 	int idx;
 	orbit_lock_t *table; /* the fleet's table, read-only (orbit_fleet_lock) */
 	demo_view_t *view;
-	bool need_resync;    /* the last scan failed: checks stay off until one works */
+	bool need_resync;	      /* the last scan failed: checks stay off until one works */
 	struct demo_view_counts base; /* the slot's figures when this incarnation started */
 };
 
@@ -618,8 +629,9 @@ static int observer_resync(demo_view_t *v, void *ctx)
 static void observer_note_first(const struct observer *o)
 {
 	static const char *const kind[] = { "", "overlap", "early expiry", "token regression" };
-	static const char *const type[] = { "?",	    "ACQUIRE", "RENEW", "RELEASE",
-					    "FORCE_RELEASE", "RECLAIM", "REPAIR" };
+	static const char *const type[] = { "?",       "ACQUIRE",	"RENEW",
+					    "RELEASE", "FORCE_RELEASE", "RECLAIM",
+					    "REPAIR" };
 	struct observer_slot *s = &sh->o[o->idx];
 	struct demo_view_violation f;
 	int zero = 0;
@@ -634,9 +646,9 @@ static void observer_note_first(const struct observer *o)
 		 kind[f.kind], f.account, type[f.type < 7 ? f.type : 0],
 		 (unsigned long long)f.token, (unsigned long long)f.revision, f.writer_pid, f.lane,
 		 (double)f.publish_ns / 1e9, f.held_forced ? " (force-released)" : "",
-		 f.held_from_scan ? " (from the scan)" : "",
-		 (unsigned long long)f.held_token, (double)f.held_deadline_ns / 1e9,
-		 type[f.held_type < 7 ? f.held_type : 0], (unsigned long long)f.held_revision, f.held_writer_pid, f.held_lane,
+		 f.held_from_scan ? " (from the scan)" : "", (unsigned long long)f.held_token,
+		 (double)f.held_deadline_ns / 1e9, type[f.held_type < 7 ? f.held_type : 0],
+		 (unsigned long long)f.held_revision, f.held_writer_pid, f.held_lane,
 		 (unsigned long long)f.max_token, (unsigned long long)f.scan_revision,
 		 f.next_seen ? "" : " (its next frame unread)");
 }
@@ -667,7 +679,8 @@ static void observer_drain(struct observer *o, orbit_transition_reader_t *rd)
 	int rc;
 
 	while ((rc = orbit_transition_reader_next(rd, &ev)) != -EAGAIN) {
-		if (rc == -ORBIT_ELAGGED) { /* frames lost: what we have, unjudged, then the table */
+		if (rc ==
+		    -ORBIT_ELAGGED) { /* frames lost: what we have, unjudged, then the table */
 			atomic_fetch_add(&sh->o[o->idx].lags, 1);
 			demo_view_flush_unchecked(o->view);
 			observer_resync(o->view, o);
@@ -696,8 +709,7 @@ static int compare_entry(const struct orbit_lock_entry *e, void *arg)
 	uint64_t token;
 	uint32_t a;
 
-	if (demo_view_account(c->view, e->bytes, e->ns_len, e->bytes + e->ns_len, e->label_len,
-			      &a))
+	if (demo_view_account(c->view, e->bytes, e->ns_len, e->bytes + e->ns_len, e->label_len, &a))
 		return 0;
 	c->in_table[a] = 1;
 	if (demo_view_holder(c->view, a, &token, NULL) == 1 && token == e->token)
@@ -942,12 +954,18 @@ static void usage(FILE *f)
 static int parse(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "seconds", required_argument, NULL, 's' }, { "workers", required_argument, NULL, 'w' },
-		{ "clients", required_argument, NULL, 'c' }, { "shards", required_argument, NULL, 'S' },
-		{ "accounts", required_argument, NULL, 'a' }, { "chaos", required_argument, NULL, 'x' },
-		{ "fleet", required_argument, NULL, 'f' },   { "plot", required_argument, NULL, 'p' },
-		{ "keep", no_argument, NULL, 'k' },           { "help", no_argument, NULL, 'h' },
-		{ "inject-bug", optional_argument, NULL, 'B' }, { "work-us", required_argument, NULL, 'W' },
+		{ "seconds", required_argument, NULL, 's' },
+		{ "workers", required_argument, NULL, 'w' },
+		{ "clients", required_argument, NULL, 'c' },
+		{ "shards", required_argument, NULL, 'S' },
+		{ "accounts", required_argument, NULL, 'a' },
+		{ "chaos", required_argument, NULL, 'x' },
+		{ "fleet", required_argument, NULL, 'f' },
+		{ "plot", required_argument, NULL, 'p' },
+		{ "keep", no_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "inject-bug", optional_argument, NULL, 'B' },
+		{ "work-us", required_argument, NULL, 'W' },
 		{ "observers", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -980,8 +998,10 @@ static int parse(int argc, char **argv)
 		case 'x':
 			cfg.chaos = strtod(optarg, &end);
 			if (end == optarg || *end || !(cfg.chaos >= 0 && cfg.chaos <= 1000)) {
-				fprintf(stderr, "orbit-demo: --chaos %s: allowed 0..1000 (events a second)\n",
-					optarg);
+				fprintf(
+				    stderr,
+				    "orbit-demo: --chaos %s: allowed 0..1000 (events a second)\n",
+				    optarg);
 				return -1;
 			}
 			break;
@@ -997,14 +1017,17 @@ static int parse(int argc, char **argv)
 			}
 			strcpy(cfg.plot, optarg);
 			break;
-		case 'k': cfg.keep = 1; break;
+		case 'k':
+			cfg.keep = 1;
+			break;
 		case 'B':
 			if (!optarg || !strcmp(optarg, "credit"))
 				cfg.inject_bug = BUG_CREDIT;
 			else if (!strcmp(optarg, "steal"))
 				cfg.inject_bug = BUG_STEAL;
 			else {
-				fprintf(stderr, "orbit-demo: --inject-bug=%s: credit or steal\n", optarg);
+				fprintf(stderr, "orbit-demo: --inject-bug=%s: credit or steal\n",
+					optarg);
 				return -1;
 			}
 			break;
@@ -1016,8 +1039,11 @@ static int parse(int argc, char **argv)
 			if (demo_opt_int("work-us", optarg, 0, 1000000, &cfg.work_us))
 				return -1;
 			break;
-		case 'h': usage(stdout); exit(0);
-		default: return -1;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			return -1;
 		}
 	}
 	return 0;
@@ -1028,8 +1054,9 @@ int demo_opt_fleet(const char *arg, char *out, size_t len)
 	size_t n = strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-");
 
 	if (n == 0 || arg[n] || n > ORBIT_FLEET_NAME_MAX || n >= len) {
-		fprintf(stderr, "orbit-demo: --fleet %s: a fleet name is 1 to %u of A-Z a-z 0-9 _ -\n",
-			arg, ORBIT_FLEET_NAME_MAX);
+		fprintf(stderr,
+			"orbit-demo: --fleet %s: a fleet name is 1 to %u of A-Z a-z 0-9 _ -\n", arg,
+			ORBIT_FLEET_NAME_MAX);
 		return -1;
 	}
 	memcpy(out, arg, n + 1);
@@ -1083,7 +1110,8 @@ static uint64_t missing_accepted(demo_ledger_t *l, uint64_t *logged)
 		uint64_t id;
 		int fd;
 
-		snprintf(path, sizeof(path), "%s/accepted-%llu.ids", cfg.dir, (unsigned long long)uid);
+		snprintf(path, sizeof(path), "%s/accepted-%llu.ids", cfg.dir,
+			 (unsigned long long)uid);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
@@ -1104,7 +1132,8 @@ static void plot(const char *data)
 	const char *png = strstr(cfg.plot, ".png");
 
 	if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
-		printf("orbit-demo: gnuplot not installed (apt-get install gnuplot-nox): no plot\n");
+		printf(
+		    "orbit-demo: gnuplot not installed (apt-get install gnuplot-nox): no plot\n");
 		return;
 	}
 	snprintf(cmd, sizeof(cmd),
@@ -1154,7 +1183,8 @@ static void orbitctl_path(char *out, size_t len)
 
 int demo_bank_main(int argc, char **argv)
 {
-	uint64_t t0, t_end, next_status, kills = 0, pauses = 0, last_applied = 0, logged = 0, missing;
+	uint64_t t0, t_end, next_status, kills = 0, pauses = 0, last_applied = 0, logged = 0,
+					 missing;
 	uint64_t obs_restarts = 0;
 	struct observed ob;
 	uint64_t prev_lat[LAT_BUCKETS] = { 0 }, last_adopt = 0, last_kills = 0;
@@ -1190,8 +1220,8 @@ int demo_bank_main(int argc, char **argv)
 		perror("orbit-demo: mkdir");
 		return 2;
 	}
-	if (demo_ledger_open(cfg.db, &ledger) || demo_ledger_init(ledger, (uint32_t)cfg.accounts,
-								 INITIAL_BALANCE))
+	if (demo_ledger_open(cfg.db, &ledger) ||
+	    demo_ledger_init(ledger, (uint32_t)cfg.accounts, INITIAL_BALANCE))
 		return 2;
 	demo_ledger_close(ledger); /* no SQLite connection crosses a fork */
 	shared_bytes = sizeof(*sh) + (size_t)cfg.accounts * sizeof(struct marker);
@@ -1261,7 +1291,8 @@ int demo_bank_main(int argc, char **argv)
 				 * inside a handler when one is: its late write must be refused. */
 				victim = rand_r(&seed) % cfg.workers;
 				for (int k = 0; k < cfg.workers; k++)
-					if (atomic_load(&sh->w[(victim + k) % cfg.workers].in_handler)) {
+					if (atomic_load(
+						&sh->w[(victim + k) % cfg.workers].in_handler)) {
 						victim = (victim + k) % cfg.workers;
 						break;
 					}
@@ -1269,8 +1300,9 @@ int demo_bank_main(int argc, char **argv)
 				    kill(atomic_load(&sh->w[victim].pid), SIGSTOP) == 0) {
 					atomic_store(&sh->w[victim].stopped, 1);
 					stopped = victim;
-					resume_at = now + (HOST_TTL_NS > LOCK_TTL_NS ? HOST_TTL_NS
-										     : LOCK_TTL_NS) +
+					resume_at = now +
+						    (HOST_TTL_NS > LOCK_TTL_NS ? HOST_TTL_NS
+									       : LOCK_TTL_NS) +
 						    800000000ull;
 					pauses++;
 				}
@@ -1278,7 +1310,8 @@ int demo_bank_main(int argc, char **argv)
 				/* Kill a worker, one inside a handler when there is one. */
 				victim = rand_r(&seed) % cfg.workers;
 				for (int k = 0; k < cfg.workers; k++)
-					if (atomic_load(&sh->w[(victim + k) % cfg.workers].in_handler)) {
+					if (atomic_load(
+						&sh->w[(victim + k) % cfg.workers].in_handler)) {
 						victim = (victim + k) % cfg.workers;
 						break;
 					}
@@ -1299,7 +1332,8 @@ int demo_bank_main(int argc, char **argv)
 			}
 		}
 		if (now >= next_status) {
-			uint64_t applied = atomic_load(&sh->applied), lat[LAT_BUCKETS], d[LAT_BUCKETS];
+			uint64_t applied = atomic_load(&sh->applied), lat[LAT_BUCKETS],
+				 d[LAT_BUCKETS];
 			uint64_t adopt = atomic_load(&sh->adoptions);
 			double secs = (double)(now - t0) / 1e9;
 
@@ -1322,13 +1356,13 @@ int demo_bank_main(int argc, char **argv)
 			       compact(f[3], sizeof(f[3]), adopt, 5),
 			       compact(f[4], sizeof(f[4]), atomic_load(&sh->redelivered), 6),
 			       compact(f[5], sizeof(f[5]), atomic_load(&sh->stale), 5),
-			       cfg.observers ? compact(f[6], sizeof(f[6]), ob.acquired, 7) : "-", viol,
-			       tty ? "" : "\n");
+			       cfg.observers ? compact(f[6], sizeof(f[6]), ob.acquired, 7) : "-",
+			       viol, tty ? "" : "\n");
 			fflush(stdout);
 			if (series)
 				fprintf(series, "%.1f %llu %.3f %llu %llu\n", secs,
-					(unsigned long long)(applied - last_applied), p99_of(d) / 1e6,
-					(unsigned long long)(kills - last_kills),
+					(unsigned long long)(applied - last_applied),
+					p99_of(d) / 1e6, (unsigned long long)(kills - last_kills),
 					(unsigned long long)(adopt - last_adopt));
 			last_applied = applied;
 			last_kills = kills;
@@ -1367,12 +1401,14 @@ int demo_bank_main(int argc, char **argv)
 			for (int s = 0; s < cfg.shards; s++) {
 				int pid = atomic_load(&sh->s[s].host_pid);
 
-				if (pid <= 0 || kill(pid, 0) != 0 || atomic_load(&sh->s[s].depth) != 0)
+				if (pid <= 0 || kill(pid, 0) != 0 ||
+				    atomic_load(&sh->s[s].depth) != 0)
 					drained = false;
 			}
 		}
 		if (!drained) {
-			printf("orbit-demo: FAIL: the queues did not drain, or a Spot has no host\n");
+			printf(
+			    "orbit-demo: FAIL: the queues did not drain, or a Spot has no host\n");
 			fails++;
 		}
 	}
@@ -1386,7 +1422,8 @@ int demo_bank_main(int argc, char **argv)
 	for (int i = 0; i < cfg.observers; i++) {
 		int pid = atomic_load(&sh->o[i].pid);
 
-		for (int ms = 0; pid > 0 && ms < 10000 && waitpid(pid, NULL, WNOHANG) == 0; ms += 10)
+		for (int ms = 0; pid > 0 && ms < 10000 && waitpid(pid, NULL, WNOHANG) == 0;
+		     ms += 10)
 			usleep(10000);
 		if (pid > 0 && kill(pid, 0) == 0) {
 			kill(pid, SIGKILL);
@@ -1432,16 +1469,17 @@ int demo_bank_main(int argc, char **argv)
 		       (unsigned long long)atomic_load(&o->frames),
 		       (unsigned long long)atomic_load(&o->unjudged));
 	}
-#define CHECK(ok, ...)                                   \
-	do {                                             \
-		bool ok_ = (ok);                         \
-		printf("  %s ", ok_ ? "ok  " : "FAIL");  \
-		printf(__VA_ARGS__);                     \
-		printf("\n");                            \
-		fails += !ok_;                           \
+#define CHECK(ok, ...)                                                                             \
+	do {                                                                                       \
+		bool ok_ = (ok);                                                                   \
+		printf("  %s ", ok_ ? "ok  " : "FAIL");                                            \
+		printf(__VA_ARGS__);                                                               \
+		printf("\n");                                                                      \
+		fails += !ok_;                                                                     \
 	} while (0)
-	CHECK(a.total == (int64_t)cfg.accounts * INITIAL_BALANCE, "total balance %lld (expected %lld)",
-	      (long long)a.total, (long long)cfg.accounts * INITIAL_BALANCE);
+	CHECK(a.total == (int64_t)cfg.accounts * INITIAL_BALANCE,
+	      "total balance %lld (expected %lld)", (long long)a.total,
+	      (long long)cfg.accounts * INITIAL_BALANCE);
 	CHECK(missing == 0, "every accepted transfer applied once: %llu of %llu logged missing",
 	      (unsigned long long)missing, (unsigned long long)logged);
 	CHECK(a.min_balance >= 0, "no account below zero (lowest %lld)", (long long)a.min_balance);

@@ -84,14 +84,14 @@ static void done(demo_ledger_t *l, enum stmt s)
 int demo_ledger_open(const char *path, demo_ledger_t **out)
 {
 	static const char schema[] =
-		"PRAGMA journal_mode = WAL;"
-		"PRAGMA synchronous = NORMAL;" /* WAL: durable at checkpoints; atomic always */
-		"CREATE TABLE IF NOT EXISTS accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT "
-		"NULL, token INTEGER NOT NULL DEFAULT 0);"
-		"CREATE TABLE IF NOT EXISTS transfers (id INTEGER PRIMARY KEY, src INTEGER, dst "
-		"INTEGER, amount INTEGER);"
-		"CREATE TABLE IF NOT EXISTS writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, account "
-		"INTEGER NOT NULL, token INTEGER NOT NULL);";
+	    "PRAGMA journal_mode = WAL;"
+	    "PRAGMA synchronous = NORMAL;" /* WAL: durable at checkpoints; atomic always */
+	    "CREATE TABLE IF NOT EXISTS accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT "
+	    "NULL, token INTEGER NOT NULL DEFAULT 0);"
+	    "CREATE TABLE IF NOT EXISTS transfers (id INTEGER PRIMARY KEY, src INTEGER, dst "
+	    "INTEGER, amount INTEGER);"
+	    "CREATE TABLE IF NOT EXISTS writes (seq INTEGER PRIMARY KEY AUTOINCREMENT, account "
+	    "INTEGER NOT NULL, token INTEGER NOT NULL);";
 	demo_ledger_t *l = calloc(1, sizeof(*l));
 
 	if (!l)
@@ -181,7 +181,7 @@ int demo_ledger_transfer(demo_ledger_t *l, const struct demo_transfer *t, int bu
 		sqlite3_bind_int64(l->st[S_WHY], 2, (sqlite3_int64)t->from_token);
 		rc = step(l, S_WHY, &row);
 		result = row && sqlite3_column_int(l->st[S_WHY], 0) ? DEMO_LEDGER_STALE
-								     : DEMO_LEDGER_INSUFFICIENT;
+								    : DEMO_LEDGER_INSUFFICIENT;
 		done(l, S_WHY);
 		if (!rc && result == DEMO_LEDGER_INSUFFICIENT) {
 			/* Too little money now, or applied before (a redelivery)? */
@@ -281,7 +281,8 @@ int demo_ledger_audit(demo_ledger_t *l, struct demo_ledger_audit *out)
 		"SELECT COUNT(*) FROM accounts",
 		"SELECT COUNT(*) FROM transfers",
 		"SELECT COUNT(*) FROM writes",
-		"SELECT COUNT(*) FROM (SELECT token, MAX(token) OVER (PARTITION BY account ORDER BY "
+		"SELECT COUNT(*) FROM (SELECT token, MAX(token) OVER (PARTITION BY account ORDER "
+		"BY "
 		"seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS newest FROM writes) "
 		"WHERE token < newest",
 	};

@@ -33,25 +33,25 @@ typedef struct demo_ledger demo_ledger_t;
 enum demo_ledger_result {
 	DEMO_LEDGER_APPLIED = 0,
 	DEMO_LEDGER_DUPLICATE = 1,    /* this transfer id was applied before: nothing done */
-	DEMO_LEDGER_STALE = 2,        /* a token older than the account's newest: refused */
+	DEMO_LEDGER_STALE = 2,	      /* a token older than the account's newest: refused */
 	DEMO_LEDGER_INSUFFICIENT = 3, /* the source would go below zero: refused */
 };
 
 struct demo_transfer {
 	uint64_t id; /* unique per transfer (the client's), the dedupe key */
 	uint32_t from, to;
-	int64_t amount; /* > 0 */
+	int64_t amount;		       /* > 0 */
 	uint64_t from_token, to_token; /* the fencing tokens of both account locks */
 	int credit_extra; /* a deliberate bug for the demo's --inject-bug: credit one more */
 };
 
 struct demo_ledger_audit {
-	int64_t total;            /* sum of all balances */
+	int64_t total; /* sum of all balances */
 	int64_t min_balance;
 	uint64_t accounts;
-	uint64_t transfers;       /* applied, each once (the id is the key) */
-	uint64_t writes;          /* accepted balance writes (two per transfer) */
-	uint64_t stale_accepted;  /* accepted writes older than an earlier accepted write of
+	uint64_t transfers;	 /* applied, each once (the id is the key) */
+	uint64_t writes;	 /* accepted balance writes (two per transfer) */
+	uint64_t stale_accepted; /* accepted writes older than an earlier accepted write of
 				     the same account: must be 0 */
 };
 

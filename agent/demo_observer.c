@@ -51,7 +51,7 @@ struct demo_view {
 	uint64_t max_seen; /* highest revision read (any frame) */
 	bool next_seen;
 	uint64_t scan_floor;
-	    /* a resync for a REPAIR covers at least its revision */ /* the frame of revision skip_through + 1 was read */
+	/* a resync for a REPAIR covers at least its revision */ /* the frame of revision skip_through + 1 was read */
 	struct demo_view_counts c;
 	struct demo_view_violation first;
 };

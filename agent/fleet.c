@@ -43,8 +43,8 @@ struct orbit_fleet {
 	orbit_members_t *members; /* NULL: no directory */
 	orbit_stats_t stats;
 	bool have_stats;
-	orbit_ring_t *ring;       /* NULL: no ring */
-	orbit_lock_t *lock;       /* NULL: no lock table */
+	orbit_ring_t *ring; /* NULL: no ring */
+	orbit_lock_t *lock; /* NULL: no lock table */
 };
 
 struct orbit_transition_reader {
@@ -485,7 +485,8 @@ static int replay_one(void *p, const struct orbit_ring_event *rev)
 }
 
 int orbit_fleet_replay_retained(orbit_fleet_t *f,
-				int (*fn)(const struct orbit_transition_event *ev, void *ctx), void *ctx)
+				int (*fn)(const struct orbit_transition_event *ev, void *ctx),
+				void *ctx)
 {
 	struct replay_arg *ra;
 	int rc;
@@ -801,7 +802,8 @@ int orbit_fleet_unlink_with(const struct orbit_fleet_options *user)
 		return rc;
 	}
 	/* All or nothing: in a group fleet, other members' names are theirs */
-	const char *names[] = { lock_name, ring_name, ORBIT_STATS_SEG_NAME, ORBIT_MEMBERS_SEG_NAME };
+	const char *names[] = { lock_name, ring_name, ORBIT_STATS_SEG_NAME,
+				ORBIT_MEMBERS_SEG_NAME };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		rc = orbit__seg_perm_removable(fleet, names[i]);
 		if (rc < 0)

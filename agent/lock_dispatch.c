@@ -92,7 +92,8 @@ static int resolve(const struct orbit_lock_options *user, struct resolved *r)
 	if (rc)
 		return rc;
 	url = o.fleet && !strncmp(o.fleet, URL_SCHEME, strlen(URL_SCHEME));
-	if (o.backend > ORBIT_LOCK_BACKEND_ETCD || o.call_timeout_ms < 0 || o.serializer_wait_ms < 0)
+	if (o.backend > ORBIT_LOCK_BACKEND_ETCD || o.call_timeout_ms < 0 ||
+	    o.serializer_wait_ms < 0)
 		return -EINVAL; /* a negative bound is wrong on any backend */
 	r->backend = o.backend;
 	if (r->backend == ORBIT_LOCK_BACKEND_AUTO)
@@ -108,9 +109,9 @@ static int resolve(const struct orbit_lock_options *user, struct resolved *r)
 	} else {
 		snprintf(r->endpoints, sizeof(r->endpoints), "%s", o.endpoints);
 		rc = snprintf(r->fleet, sizeof(r->fleet), "%s", o.fleet ? o.fleet : "default") >=
-				     (int)sizeof(r->fleet)
-			     ? -EINVAL
-			     : 0;
+			     (int)sizeof(r->fleet)
+			 ? -EINVAL
+			 : 0;
 	}
 	if (!rc)
 		rc = orbit__seg_name(seg, sizeof(seg), r->fleet, "lock"); /* SHM's name rule */
@@ -205,7 +206,8 @@ ORBIT_API void orbit_lock_close(orbit_lock_t *l)
 
 ORBIT_API int orbit_lock_try_acquire(orbit_lock_t *l, const orbit_lock_key_t *key,
 				     const orbit_lock_owner_t *owner, uint64_t ttl_ns,
-				     struct orbit_lock_lease *lease, struct orbit_lock_entry *holder)
+				     struct orbit_lock_lease *lease,
+				     struct orbit_lock_entry *holder)
 {
 	int rc = guard(l);
 
@@ -280,7 +282,7 @@ ORBIT_API int orbit_lock_foreach(orbit_lock_t *l,
 {
 	int rc = guard(l);
 
-	return rc ? rc : OPS(l)->foreach(l, fn, ctx);
+	return rc ? rc : OPS(l)->foreach (l, fn, ctx);
 }
 
 ORBIT_API int orbit_lock_stats(orbit_lock_t *l, struct orbit_lock_stats *out)

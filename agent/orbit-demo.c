@@ -43,15 +43,15 @@ ORBIT_LOCK_DEFINE_NAMESPACE(demo_ns, "orbit.demo.resource");
 /* The protected resource: one file per key, this header at offset 0. */
 struct res_hdr {
 	uint64_t magic;
-	uint64_t highest_token;   /* fencing: writes below it are rejected */
-	uint64_t marker_token;    /* the holder that announced itself (0: none) */
+	uint64_t highest_token;	  /* fencing: writes below it are rejected */
+	uint64_t marker_token;	  /* the holder that announced itself (0: none) */
 	uint64_t marker_deadline; /* its lease deadline (CLOCK_MONOTONIC) */
 	uint32_t marker_worker;
 	uint32_t pad;
-	uint64_t writes;          /* accepted writes */
-	uint64_t stale_rejected;  /* writes rejected for an old token */
-	uint64_t violations;      /* a second live holder announced itself */
-	uint64_t value;           /* the "data": bumped by every accepted write */
+	uint64_t writes;	 /* accepted writes */
+	uint64_t stale_rejected; /* writes rejected for an old token */
+	uint64_t violations;	 /* a second live holder announced itself */
+	uint64_t value;		 /* the "data": bumped by every accepted write */
 };
 
 enum res_op { RES_ENTER, RES_WRITE, RES_LEAVE };
@@ -59,11 +59,11 @@ enum res_result { RES_OK, RES_STALE, RES_ERROR };
 
 struct worker_stat {
 	_Atomic int pid;
-	_Atomic int in_cs;        /* 1 between acquire and release */
+	_Atomic int in_cs; /* 1 between acquire and release */
 	_Atomic uint32_t incarnation;
-	_Atomic uint64_t ops;     /* completed critical sections */
+	_Atomic uint64_t ops; /* completed critical sections */
 	_Atomic uint64_t busy;
-	_Atomic uint64_t stale;   /* writes of this worker the resource rejected */
+	_Atomic uint64_t stale; /* writes of this worker the resource rejected */
 };
 
 struct shared {
@@ -116,7 +116,8 @@ static enum res_result res_write(int fd, enum res_op op, uint64_t token, uint64_
 		h.highest_token = token;
 		if (op == RES_ENTER) {
 			/* another holder announced a lease that has not expired: two live holders */
-			if (h.marker_token && h.marker_token != token && h.marker_deadline > now_ns())
+			if (h.marker_token && h.marker_token != token &&
+			    h.marker_deadline > now_ns())
 				h.violations++;
 			h.marker_token = token;
 			h.marker_deadline = deadline;
@@ -143,7 +144,9 @@ static void rand_sleep_us(unsigned *seed, unsigned lo, unsigned hi)
 
 static int worker_main(int id)
 {
-	struct orbit_lock_options o = { .size = sizeof(o), .fleet = cfg.fleet, .serializer = cfg.ser };
+	struct orbit_lock_options o = { .size = sizeof(o),
+					.fleet = cfg.fleet,
+					.serializer = cfg.ser };
 	struct worker_stat *ws = &sh->w[id];
 	uint64_t ttl = (uint64_t)cfg.ttl_ms * 1000000ull;
 	int fds[MAX_KEYS];
@@ -163,7 +166,9 @@ static int worker_main(int id)
 	 * counters in the stats segment (orbitctl watch / stats). Lanes and rows
 	 * of killed workers are reclaimed by the other agents within a tick. */
 	snprintf(name, sizeof(name), "worker-%d", id);
-	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = cfg.fleet, .name = name, .lock = l };
+	struct orbit_agent_options ao = {
+		.size = sizeof(ao), .fleet = cfg.fleet, .name = name, .lock = l
+	};
 	for (int tries = 0; (rc = orbit_agent_start(&ao, &ag)) == -ENOSPC && tries < 200; tries++)
 		usleep(10000);
 	if (rc) {
@@ -193,7 +198,8 @@ static int worker_main(int id)
 			rc = orbit_lock_try_acquire(l, &key, &ow, ttl, &ls, NULL);
 			orbit_agent_record_latency(ag, ORBIT_AGENT_HIST_ACQUIRE, now_ns() - t0);
 		}
-		if (rc == -EBUSY || rc == -EAGAIN) { /* -EAGAIN: a mutator paused in the serializer */
+		if (rc == -EBUSY ||
+		    rc == -EAGAIN) { /* -EAGAIN: a mutator paused in the serializer */
 			atomic_fetch_add_explicit(&ws->busy, 1, memory_order_relaxed);
 			rand_sleep_us(&seed, 200, 1500); /* the policy above the lock: back off */
 			continue;
@@ -241,16 +247,15 @@ static pid_t spawn(int id)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: orbit-demo [--seconds N] [--workers W] [--keys K] [--ttl-ms T]\n"
-		"                  [--fleet NAME] [--serializer futex|flock] [--no-lock]\n"
-		"  Forks W workers contending for K keyed orbit-locks (TTL T ms); each\n"
-		"  runs the orbit agent and writes to a fencing-checked resource file; a\n"
-		"  chaos loop SIGKILLs and restarts workers and pauses some past their\n"
-		"  TTL. Default: 20 s, 6 workers, 3 keys, 200 ms, fleet \"demo\".\n"
-		"  Watch it from another terminal: orbitctl --fleet demo watch|locks|stats\n"
-		"  Exit status 1 on a mutual-exclusion violation, 2 on a setup error.\n"
-		"  --no-lock skips the lock, to show that the checker does catch violations.\n");
+	fprintf(f, "usage: orbit-demo [--seconds N] [--workers W] [--keys K] [--ttl-ms T]\n"
+		   "                  [--fleet NAME] [--serializer futex|flock] [--no-lock]\n"
+		   "  Forks W workers contending for K keyed orbit-locks (TTL T ms); each\n"
+		   "  runs the orbit agent and writes to a fencing-checked resource file; a\n"
+		   "  chaos loop SIGKILLs and restarts workers and pauses some past their\n"
+		   "  TTL. Default: 20 s, 6 workers, 3 keys, 200 ms, fleet \"demo\".\n"
+		   "  Watch it from another terminal: orbitctl --fleet demo watch|locks|stats\n"
+		   "  Exit status 1 on a mutual-exclusion violation, 2 on a setup error.\n"
+		   "  --no-lock skips the lock, to show that the checker does catch violations.\n");
 }
 
 static int parse(int argc, char **argv)
@@ -296,13 +301,19 @@ static int parse(int argc, char **argv)
 			else if (strcmp(optarg, "flock") == 0)
 				cfg.ser = ORBIT_LOCK_SERIALIZER_FLOCK;
 			else {
-				fprintf(stderr, "orbit-demo: --serializer %s: futex or flock\n", optarg);
+				fprintf(stderr, "orbit-demo: --serializer %s: futex or flock\n",
+					optarg);
 				return -1;
 			}
 			break;
-		case 'n': cfg.no_lock = 1; break;
-		case 'h': usage(stdout); exit(0);
-		default: return -1;
+		case 'n':
+			cfg.no_lock = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			return -1;
 		}
 	}
 	return 0;
@@ -396,7 +407,8 @@ static int locks_main(int argc, char **argv)
 	 * live members is somebody else's demo. */
 	rc = orbit_fleet_unlink(cfg.fleet);
 	if (rc == -EBUSY) {
-		fprintf(stderr, "orbit-demo: fleet \"%s\" has live members; pass --fleet NAME\n", cfg.fleet);
+		fprintf(stderr, "orbit-demo: fleet \"%s\" has live members; pass --fleet NAME\n",
+			cfg.fleet);
 		return 2;
 	}
 	if (rc < 0 && rc != -ENOENT) {
@@ -478,8 +490,8 @@ static int locks_main(int argc, char **argv)
 			int st;
 			pid_t p = atomic_load(&sh->w[i].pid);
 			if (p > 0 && waitpid(p, &st, WNOHANG) == p) {
-				fprintf(stderr, "\norbit-demo: worker %d exited (%d); restarting\n", i,
-					WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+				fprintf(stderr, "\norbit-demo: worker %d exited (%d); restarting\n",
+					i, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 				atomic_fetch_add(&sh->w[i].incarnation, 1);
 				spawn(i);
 				restarts++;
@@ -512,9 +524,11 @@ static int locks_main(int argc, char **argv)
 		}
 		if (now >= next_status) {
 			read_totals(&tot);
-			printf("%s[%4.1fs] ops %-6lu kills %-4lu paused %-3lu transitions %-6lu stale %-3lu violations %lu%s",
-			       tty ? "\r" : "", (double)(now - t0) / 1e9, (unsigned long)total_ops(),
-			       (unsigned long)kills, (unsigned long)pauses, (unsigned long)seen,
+			printf("%s[%4.1fs] ops %-6lu kills %-4lu paused %-3lu transitions %-6lu "
+			       "stale %-3lu violations %lu%s",
+			       tty ? "\r" : "", (double)(now - t0) / 1e9,
+			       (unsigned long)total_ops(), (unsigned long)kills,
+			       (unsigned long)pauses, (unsigned long)seen,
 			       (unsigned long)tot.stale_rejected, (unsigned long)tot.violations,
 			       tty ? "   " : "\n");
 			fflush(stdout);
@@ -548,8 +562,8 @@ static int locks_main(int argc, char **argv)
 	printf("  workers paused past their TTL %lu\n", (unsigned long)pauses);
 	printf("  stale writes rejected         %lu (fencing token older than the newest)\n",
 	       (unsigned long)tot.stale_rejected);
-	printf("  keys still held at the end    %d (by dead holders until their TTL: %d)\n", held[0],
-	       held[1]);
+	printf("  keys still held at the end    %d (by dead holders until their TTL: %d)\n",
+	       held[0], held[1]);
 	printf("  transitions seen on the ring  %lu (lag events %lu: the table stays the truth)\n",
 	       (unsigned long)seen, (unsigned long)lags);
 	printf("  mutual-exclusion violations   %lu%s\n", (unsigned long)tot.violations,
@@ -559,7 +573,8 @@ static int locks_main(int argc, char **argv)
 	orbit_lock_close(l);
 	rc = orbit_fleet_unlink(cfg.fleet);
 	if (rc < 0)
-		fprintf(stderr, "orbit-demo: removing fleet %s: %s\n", cfg.fleet, orbit_strerror(rc));
+		fprintf(stderr, "orbit-demo: removing fleet %s: %s\n", cfg.fleet,
+			orbit_strerror(rc));
 	remove_resources();
 	return tot.violations ? 1 : 0;
 }

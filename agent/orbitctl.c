@@ -31,11 +31,11 @@
 enum exit_code {
 	EXIT_OK = 0,
 	EXIT_USAGE = 1,
-	EXIT_NOFLEET = 2,  /* no such fleet or segment */
-	EXIT_CORRUPT = 3,  /* corrupt or mismatched segment */
-	EXIT_REFUSED = 4,  /* refused / busy / permission */
-	EXIT_NOTHELD = 5,  /* force-release: the key is not held */
-	EXIT_ERROR = 6,    /* any other failure */
+	EXIT_NOFLEET = 2, /* no such fleet or segment */
+	EXIT_CORRUPT = 3, /* corrupt or mismatched segment */
+	EXIT_REFUSED = 4, /* refused / busy / permission */
+	EXIT_NOTHELD = 5, /* force-release: the key is not held */
+	EXIT_ERROR = 6,	  /* any other failure */
 };
 
 static const char *prog = "orbitctl";
@@ -117,11 +117,15 @@ static int fail(const char *what, const char *fleet, int err)
 	fprintf(stderr, "%s: %s (fleet %s): %s%s%s\n", prog, what, fleet, orbit_strerror(err),
 		*seg ? "\n  " : "", seg);
 	if (err == -ORBIT_EOWNER && geteuid() == 0)
-		fprintf(stderr, "%s: another user's fleet: as root, name its owner to inspect it "
-			"read-only: --owner USER (the uid above)\n", prog);
+		fprintf(stderr,
+			"%s: another user's fleet: as root, name its owner to inspect it "
+			"read-only: --owner USER (the uid above)\n",
+			prog);
 	else if (err == -ORBIT_EMODE || err == -ORBIT_EOWNER)
-		fprintf(stderr, "%s: a fleet shared with a group needs its --mode and --group "
-			"(and --owner with 0640)\n", prog);
+		fprintf(stderr,
+			"%s: a fleet shared with a group needs its --mode and --group "
+			"(and --owner with 0640)\n",
+			prog);
 	return exit_for(err);
 }
 
@@ -293,7 +297,8 @@ static void duration(char *out, size_t len, uint64_t ns)
 	else if (ns < 1000ull * 3600 * 1000000000ull)
 		snprintf(out, len, "%.1fh", ns / 3.6e12);
 	else /* at most 10 characters: 2^64 ns is 213503 days */
-		snprintf(out, len, "%llud", (unsigned long long)(ns / (24ull * 3600 * 1000000000ull)));
+		snprintf(out, len, "%llud",
+			 (unsigned long long)(ns / (24ull * 3600 * 1000000000ull)));
 }
 
 static const char *state_name(enum orbit_member_state s)
@@ -384,7 +389,8 @@ static int cmd_members(orbit_fleet_t *f, bool json)
 	int shown_rows = 0, bad = 0;
 
 	if (rows == 0) {
-		fprintf(stderr, "%s: fleet %s has no member directory\n", prog, orbit_fleet_name(f));
+		fprintf(stderr, "%s: fleet %s has no member directory\n", prog,
+			orbit_fleet_name(f));
 		return EXIT_NOFLEET;
 	}
 	if (json)
@@ -399,7 +405,8 @@ static int cmd_members(orbit_fleet_t *f, bool json)
 		if (rc == -ENOENT)
 			continue;
 		if (rc < 0) {
-			printf("%-3u %s\n", r, rc == -EAGAIN ? "(being rewritten)" : "(corrupt row)");
+			printf("%-3u %s\n", r,
+			       rc == -EAGAIN ? "(being rewritten)" : "(corrupt row)");
 			bad++;
 			continue;
 		}
@@ -414,7 +421,8 @@ static int cmd_members(orbit_fleet_t *f, bool json)
 		       state_name(m.state), m.alive ? "yes" : "no", m.generation % 1000000u, hb);
 		shown_rows++;
 	}
-	printf("%d member row(s) in use of %u%s\n", shown_rows, rows, bad ? "; some unreadable" : "");
+	printf("%d member row(s) in use of %u%s\n", shown_rows, rows,
+	       bad ? "; some unreadable" : "");
 	return EXIT_OK;
 }
 
@@ -442,7 +450,9 @@ static void lock_json(const struct orbit_lock_entry *e, struct locks_ctx *c)
 	       "\"holder_alive\":%s,\"free_on_death\":%s}",
 	       (unsigned long long)e->token, expired ? "true" : "false",
 	       expired ? 0ull : (unsigned long long)(e->deadline_ns - c->mono), e->holder_pid,
-	       alive > 0 ? "true" : alive == 0 ? "false" : "null",
+	       alive > 0    ? "true"
+	       : alive == 0 ? "false"
+			    : "null",
 	       e->flags & ORBIT_LOCK_FREE_ON_DEATH ? "true" : "false");
 	c->n++;
 }
@@ -454,7 +464,8 @@ static void lock_json(const struct orbit_lock_entry *e, struct locks_ctx *c)
 
 static int print_lock(const struct orbit_lock_entry *e, void *p)
 {
-	static char key[SHOWN_MAX(ORBIT_LOCK_BYTES_MAX + 1)], owner[SHOWN_MAX(ORBIT_LOCK_BYTES_MAX)];
+	static char key[SHOWN_MAX(ORBIT_LOCK_BYTES_MAX + 1)],
+	    owner[SHOWN_MAX(ORBIT_LOCK_BYTES_MAX)];
 	struct locks_ctx *c = p;
 	char ttl[16], tok[24];
 	int alive;
@@ -474,13 +485,19 @@ static int print_lock(const struct orbit_lock_entry *e, void *p)
 	if (c->wide || e->token < 1000000000ull)
 		snprintf(tok, sizeof(tok), "%llu", (unsigned long long)e->token);
 	else
-		snprintf(tok, sizeof(tok), "~%09llu", (unsigned long long)(e->token % 1000000000ull));
+		snprintf(tok, sizeof(tok), "~%09llu",
+			 (unsigned long long)(e->token % 1000000000ull));
 	if (c->wide)
 		printf("%s %s %s %s %u %s\n", key, owner, tok, ttl, e->holder_pid,
-		       alive > 0 ? "yes" : alive == 0 ? "no" : "?");
+		       alive > 0    ? "yes"
+		       : alive == 0 ? "no"
+				    : "?");
 	else
 		printf("%-*s %-*s %*s %-7s %7u %s\n", LK_KEY, key, LK_OWNER, owner, LK_TOKEN, tok,
-		       ttl, e->holder_pid % 10000000u, alive > 0 ? "yes" : alive == 0 ? "no" : "?");
+		       ttl, e->holder_pid % 10000000u,
+		       alive > 0    ? "yes"
+		       : alive == 0 ? "no"
+				    : "?");
 	c->n++;
 	return 0;
 }
@@ -625,7 +642,8 @@ static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms, bool replay,
 {
 	struct orbit_transition_event *ev = malloc(WATCH_BATCH * sizeof(*ev));
 	orbit_transition_reader_t *r = NULL;
-	uint64_t end = timeout_ms > 0 ? now_ns(CLOCK_MONOTONIC) + (uint64_t)timeout_ms * 1000000ull : 0;
+	uint64_t end = timeout_ms > 0 ? now_ns(CLOCK_MONOTONIC) + (uint64_t)timeout_ms * 1000000ull
+				      : 0;
 	struct sigaction sa;
 	long seen = 0;
 	int rc;
@@ -648,8 +666,8 @@ static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms, bool replay,
 	if (!json) {
 		printf("watching fleet %s%s (Ctrl-C stops)\n", orbit_fleet_name(f),
 		       replay ? ", retained frames first" : "");
-		printf("%-12s %-13s %-7s %-4s %-7s %-18s %s\n", "TIME", "TYPE", "REV", "LANE", "PID",
-		       "KEY", "OWNER");
+		printf("%-12s %-13s %-7s %-4s %-7s %-18s %s\n", "TIME", "TYPE", "REV", "LANE",
+		       "PID", "KEY", "OWNER");
 	}
 	while (!interrupted && (count <= 0 || seen < count)) {
 		int n = 0;
@@ -663,14 +681,16 @@ static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms, bool replay,
 				if (json)
 					printf("{\"lagged\":true,\"lane\":%u}\n", ev[n].lane);
 				else
-					printf("LAGGED lane %u: frames lost; the lock table is the authority\n",
+					printf("LAGGED lane %u: frames lost; the lock table is the "
+					       "authority\n",
 					       ev[n].lane);
 				seen++;
 				continue;
 			}
 			if (rc < 0) {
 				if (json)
-					printf("{\"corrupt\":true,\"error\":\"%s\"}\n", orbit_err_name(rc));
+					printf("{\"corrupt\":true,\"error\":\"%s\"}\n",
+					       orbit_err_name(rc));
 				else
 					printf("CORRUPT frame skipped (%s)\n", orbit_strerror(rc));
 				seen++;
@@ -820,9 +840,9 @@ static const char *component_of(const char *name)
 	static const struct {
 		const char *prefix, *component;
 	} map[] = {
-		{ "lock_", "lock" },	   { "acquire_", "lock" },	{ "frames_", "ring" },
-		{ "delivery_", "ring" },   { "queue_", "queue" },	{ "pool_", "pool" },
-		{ "lane_", "lane" },	   { "exec_", "exec" },		{ "spot_", "spot" },
+		{ "lock_", "lock" },	 { "acquire_", "lock" }, { "frames_", "ring" },
+		{ "delivery_", "ring" }, { "queue_", "queue" },	 { "pool_", "pool" },
+		{ "lane_", "lane" },	 { "exec_", "exec" },	 { "spot_", "spot" },
 	};
 
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
@@ -847,8 +867,9 @@ static struct member_stats *shown_rows(const struct member_stats *ms, int n,
 
 	*k = 0;
 	for (int i = 0; out && i < n; i++)
-		if (!sf->member || (ms[i].have_member && strlen(sf->member) < sizeof(ms[i].m.name) &&
-				    !strncmp(ms[i].m.name, sf->member, sizeof(ms[i].m.name))))
+		if (!sf->member ||
+		    (ms[i].have_member && strlen(sf->member) < sizeof(ms[i].m.name) &&
+		     !strncmp(ms[i].m.name, sf->member, sizeof(ms[i].m.name))))
 			out[(*k)++] = ms[i];
 	return out;
 }
@@ -858,8 +879,8 @@ static void stats_add(struct orbit_fleet_stats *into, const struct orbit_fleet_s
 {
 	for (unsigned c = 0; c < ORBIT_STATS_MAX_COUNTERS; c++)
 		into->counters[c] = into->counters[c] + x->counters[c] < into->counters[c]
-					    ? UINT64_MAX
-					    : into->counters[c] + x->counters[c];
+					? UINT64_MAX
+					: into->counters[c] + x->counters[c];
 	for (unsigned h = 0; h < ORBIT_STATS_MAX_HISTS; h++) {
 		struct orbit_stats_histogram *a = &into->hists[h];
 		const struct orbit_stats_histogram *b = &x->hists[h];
@@ -868,8 +889,8 @@ static void stats_add(struct orbit_fleet_stats *into, const struct orbit_fleet_s
 		a->sum_ns = a->sum_ns + b->sum_ns < a->sum_ns ? UINT64_MAX : a->sum_ns + b->sum_ns;
 		for (unsigned i = 0; i < ORBIT_STATS_NBUCKETS; i++)
 			a->buckets[i] = a->buckets[i] + b->buckets[i] < a->buckets[i]
-						? UINT64_MAX
-						: a->buckets[i] + b->buckets[i];
+					    ? UINT64_MAX
+					    : a->buckets[i] + b->buckets[i];
 	}
 }
 
@@ -925,7 +946,8 @@ static void print_table(const char *fleet, const struct member_stats *ms, int n,
 		else
 			strcpy(age, "-");
 		printf("\nrow %-3u pid %-7u %-24s %-5s published %s ago\n", x->s.row,
-		       x->s.pid % 10000000u, name, x->have_member && x->m.alive ? "alive" : "gone", age);
+		       x->s.pid % 10000000u, name, x->have_member && x->m.alive ? "alive" : "gone",
+		       age);
 		print_block(&x->s, sf);
 		for (int k = 0; k < x->nspots && component_shown(sf, "spot_"); k++)
 			spot_table(&x->spots[k]);
@@ -982,7 +1004,8 @@ static void print_json(const char *fleet, const struct member_stats *ms, int n,
 			json_str(x->m.name, sizeof(x->m.name));
 		else
 			printf("null");
-		printf(",\"alive\":%s,\"start_time_ticks\":%llu,\"published_real_ns\":%llu,\"counters\":{",
+		printf(",\"alive\":%s,\"start_time_ticks\":%llu,\"published_real_ns\":%llu,"
+		       "\"counters\":{",
 		       x->have_member && x->m.alive ? "true" : "false",
 		       (unsigned long long)x->s.start_time_ticks,
 		       (unsigned long long)x->s.published_real_ns);
@@ -1028,7 +1051,8 @@ static int prom_group(const struct member_stats *ms, int n, struct prom_member *
 		int j;
 
 		if (ms[i].have_member)
-			snprintf(name, sizeof(name), "%.*s", (int)sizeof(ms[i].m.name), ms[i].m.name);
+			snprintf(name, sizeof(name), "%.*s", (int)sizeof(ms[i].m.name),
+				 ms[i].m.name);
 		else
 			snprintf(name, sizeof(name), "row%u", ms[i].s.row);
 		for (j = 0; j < k && strcmp(g[j].name, name); j++)
@@ -1279,8 +1303,10 @@ static int cmd_reset(orbit_fleet_t *f)
 	int rc = orbit_fleet_reset_transport(f);
 
 	if (rc == -EBUSY) {
-		fprintf(stderr, "%s: reset refused: a live member or lease holder (see '%s members',"
-			" '%s locks')\n", prog, prog, prog);
+		fprintf(stderr,
+			"%s: reset refused: a live member or lease holder (see '%s members',"
+			" '%s locks')\n",
+			prog, prog, prog);
 		return EXIT_REFUSED;
 	}
 	if (rc < 0)
@@ -1322,20 +1348,26 @@ static int print_spot(const struct orbit_fleet_spot *sp, void *p)
 			printf("null");
 		printf(",\"host_pid\":%u,\"host_alive\":%s,\"epoch\":%llu,\"takeovers\":%llu,"
 		       "\"shm_bytes\":%llu,\"lanes\":{",
-		       sp->host_pid, sp->host_alive > 0 ? "true" : sp->host_alive == 0 ? "false" : "null",
+		       sp->host_pid,
+		       sp->host_alive > 0    ? "true"
+		       : sp->host_alive == 0 ? "false"
+					     : "null",
 		       (unsigned long long)sp->epoch, (unsigned long long)sp->takeovers,
 		       (unsigned long long)sp->shm_bytes);
 		for (int i = 0; i < 2; i++) {
 			const struct orbit_fleet_spot_lane *x = &sp->lanes[i];
 
-			printf("%s\"%s\":{\"depth\":%u,\"bytes\":%u,\"item_cap\":%u,\"byte_cap\":%u,"
-			       "\"accepted\":%llu,\"rejected_count\":%llu,\"rejected_bytes\":%llu,"
-			       "\"aborted\":%llu,\"redelivered\":%llu,\"corrupt\":%llu,\"completed\":%llu}",
-			       i ? "," : "", i ? "lifecycle" : "application", x->depth, x->bytes,
-			       x->item_cap, x->byte_cap, (unsigned long long)x->accepted,
-			       (unsigned long long)x->rejected_count, (unsigned long long)x->rejected_bytes,
-			       (unsigned long long)x->aborted, (unsigned long long)x->redelivered,
-			       (unsigned long long)x->corrupt, (unsigned long long)x->completed);
+			printf(
+			    "%s\"%s\":{\"depth\":%u,\"bytes\":%u,\"item_cap\":%u,\"byte_cap\":%u,"
+			    "\"accepted\":%llu,\"rejected_count\":%llu,\"rejected_bytes\":%llu,"
+			    "\"aborted\":%llu,\"redelivered\":%llu,\"corrupt\":%llu,\"completed\":%"
+			    "llu}",
+			    i ? "," : "", i ? "lifecycle" : "application", x->depth, x->bytes,
+			    x->item_cap, x->byte_cap, (unsigned long long)x->accepted,
+			    (unsigned long long)x->rejected_count,
+			    (unsigned long long)x->rejected_bytes, (unsigned long long)x->aborted,
+			    (unsigned long long)x->redelivered, (unsigned long long)x->corrupt,
+			    (unsigned long long)x->completed);
 		}
 		printf("},\"host_stats\":");
 		if (sp->have_host_stats) {
@@ -1367,12 +1399,16 @@ static int print_spot(const struct orbit_fleet_spot *sp, void *p)
 	if (sp->epoch < 10000000ull)
 		snprintf(epoch, sizeof(epoch), "%llu", (unsigned long long)sp->epoch);
 	else
-		snprintf(epoch, sizeof(epoch), "~%06llu", (unsigned long long)(sp->epoch % 1000000ull));
+		snprintf(epoch, sizeof(epoch), "~%06llu",
+			 (unsigned long long)(sp->epoch % 1000000ull));
 	bytes_str(bytes, sizeof(bytes), (uint64_t)a->bytes + l->bytes);
 	/* 14+1+7+1+3+1+8+1+6+1+6+1+9+1+6+1+5+1+6 = 79 */
-	printf("%-14s %7u %-3s %8s %6u %6s %9llu %6llu %5llu %6llu\n", name, sp->host_pid % 10000000u,
-	       sp->host_alive > 0 ? "yes" : sp->host_alive == 0 ? "no" : "?", epoch,
-	       a->depth + l->depth, bytes, (unsigned long long)(a->accepted + l->accepted),
+	printf("%-14s %7u %-3s %8s %6u %6s %9llu %6llu %5llu %6llu\n", name,
+	       sp->host_pid % 10000000u,
+	       sp->host_alive > 0    ? "yes"
+	       : sp->host_alive == 0 ? "no"
+				     : "?",
+	       epoch, a->depth + l->depth, bytes, (unsigned long long)(a->accepted + l->accepted),
 	       (unsigned long long)(a->rejected_count + a->rejected_bytes + l->rejected_count +
 				    l->rejected_bytes),
 	       (unsigned long long)(a->aborted + l->aborted),
@@ -1435,11 +1471,13 @@ static int by_fleet_name(const void *a, const void *b)
 }
 
 /* Members alive and rows of @name; -errno when the fleet does not open. */
-static int fleet_alive(const char *name, const struct orbit_fleet_options *perm,
-		       uint32_t *rows_out)
+static int fleet_alive(const char *name, const struct orbit_fleet_options *perm, uint32_t *rows_out)
 {
-	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = name, .mode = perm->mode,
-					  .gid = perm->gid, .owner_uid = perm->owner_uid };
+	struct orbit_fleet_options fo = { .size = sizeof(fo),
+					  .fleet = name,
+					  .mode = perm->mode,
+					  .gid = perm->gid,
+					  .owner_uid = perm->owner_uid };
 	struct orbit_fleet_member m;
 	orbit_fleet_t *f;
 	int rc = orbit_fleet_open(&fo, &f), alive = 0;
@@ -1480,7 +1518,8 @@ static int cmd_fleets(bool json, const struct orbit_fleet_options *perm)
 				break;
 		if (i == n) {
 			if (n == cap) {
-				struct fleet_row *g = realloc(rows, (cap = cap ? 2 * cap : 16) * sizeof(*g));
+				struct fleet_row *g = realloc(rows, (cap = cap ? 2 * cap : 16) *
+									sizeof(*g));
 
 				if (!g) {
 					closedir(dir);
@@ -1495,7 +1534,8 @@ static int cmd_fleets(bool json, const struct orbit_fleet_options *perm)
 		}
 		rows[i].segments++;
 		/* lstat: never follow a link someone left under an orbit name */
-		if (fstatat(dirfd(dir), d->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+		if (fstatat(dirfd(dir), d->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
 			rows[i].bytes += (uint64_t)st.st_size;
 	}
 	closedir(dir);
@@ -1503,8 +1543,8 @@ static int cmd_fleets(bool json, const struct orbit_fleet_options *perm)
 	if (json)
 		printf("{\"fleets\":[");
 	else
-		printf("%-24s %8s %12s %7s %5s %s\n", "FLEET", "SEGMENTS", "BYTES", "MEMBERS", "ALIVE",
-		       "STATUS");
+		printf("%-24s %8s %12s %7s %5s %s\n", "FLEET", "SEGMENTS", "BYTES", "MEMBERS",
+		       "ALIVE", "STATUS");
 	for (size_t i = 0; i < n; i++) {
 		uint32_t nrows;
 		int alive = fleet_alive(rows[i].name, perm, &nrows);
@@ -1524,7 +1564,9 @@ static int cmd_fleets(bool json, const struct orbit_fleet_options *perm)
 		shown_mid(name, 24, 10, (const uint8_t *)rows[i].name, strlen(rows[i].name));
 		printf("%-24s %8u %12llu %7u %5d %s\n", name, rows[i].segments,
 		       (unsigned long long)rows[i].bytes, nrows, alive < 0 ? 0 : alive,
-		       alive < 0 ? orbit_err_name(alive) : alive ? "in use" : "unused");
+		       alive < 0 ? orbit_err_name(alive)
+		       : alive	 ? "in use"
+				 : "unused");
 	}
 	if (json)
 		printf("\n]}\n");
@@ -1542,8 +1584,9 @@ static int cmd_unlink(const struct orbit_fleet_options *fo)
 	int rc = orbit_fleet_unlink_with(fo);
 
 	if (rc == -EBUSY) {
-		fprintf(stderr, "%s: unlink refused: fleet %s has a live member (see '%s members')\n",
-			prog, fleet, prog);
+		fprintf(stderr,
+			"%s: unlink refused: fleet %s has a live member (see '%s members')\n", prog,
+			fleet, prog);
 		return EXIT_REFUSED;
 	}
 	if (rc == -ENOENT) {
@@ -1551,8 +1594,10 @@ static int cmd_unlink(const struct orbit_fleet_options *fo)
 		return EXIT_NOFLEET;
 	}
 	if (rc == -EACCES) {
-		fprintf(stderr, "%s: unlink refused: some of fleet %s's segments belong to another"
-			" user; nothing removed (only their owner or root removes them)\n", prog, fleet);
+		fprintf(stderr,
+			"%s: unlink refused: some of fleet %s's segments belong to another"
+			" user; nothing removed (only their owner or root removes them)\n",
+			prog, fleet);
 		return EXIT_REFUSED;
 	}
 	if (rc < 0)
@@ -1679,9 +1724,9 @@ static void top_frame(orbit_fleet_t *f, const uint64_t *prev, uint64_t *cur, dou
 
 				if (used[c] || orbit_stats_counter_is_gauge(c))
 					continue;
-				rate = have_prev && secs > 0 && cur[c] >= prev[c] ?
-					       (double)(cur[c] - prev[c]) / secs :
-					       0;
+				rate = have_prev && secs > 0 && cur[c] >= prev[c]
+					   ? (double)(cur[c] - prev[c]) / secs
+					   : 0;
 				if (rate > best_rate) {
 					best_rate = rate;
 					best = c;
@@ -1824,11 +1869,16 @@ static const struct option_spec {
 	const char *name;
 	unsigned bit;
 } option_specs[] = {
-	{ "--wide", OPT_WIDE },	      { "--replay", OPT_REPLAY },
-	{ "--count", OPT_COUNT },	      { "--timeout-ms", OPT_TIMEOUT },
-	{ "--prometheus", OPT_PROM },     { "--json", OPT_JSON },
-	{ "--interval-ms", OPT_INTERVAL }, { "--iterations", OPT_ITERATIONS },
-	{ "--member", OPT_MEMBER },	      { "--component", OPT_COMPONENT },
+	{ "--wide", OPT_WIDE },
+	{ "--replay", OPT_REPLAY },
+	{ "--count", OPT_COUNT },
+	{ "--timeout-ms", OPT_TIMEOUT },
+	{ "--prometheus", OPT_PROM },
+	{ "--json", OPT_JSON },
+	{ "--interval-ms", OPT_INTERVAL },
+	{ "--iterations", OPT_ITERATIONS },
+	{ "--member", OPT_MEMBER },
+	{ "--component", OPT_COMPONENT },
 	{ "--all", OPT_ALL },
 };
 
@@ -1845,8 +1895,10 @@ static int cmd_etcd(const char *url, const struct command *cmd, const char *key,
 	int rc;
 
 	if (strcmp(cmd->name, "locks") && strcmp(cmd->name, "force-release")) {
-		fprintf(stderr, "%s: '%s' reads a fleet's segments on this host; an etcd fleet "
-			"(%s) has locks only: use 'locks' or 'force-release'\n", prog, cmd->name, url);
+		fprintf(stderr,
+			"%s: '%s' reads a fleet's segments on this host; an etcd fleet "
+			"(%s) has locks only: use 'locks' or 'force-release'\n",
+			prog, cmd->name, url);
 		return EXIT_USAGE;
 	}
 	orbit_lock_options_init(&o);
@@ -1854,7 +1906,8 @@ static int cmd_etcd(const char *url, const struct command *cmd, const char *key,
 	o.readonly = !cmd->admin;
 	rc = orbit_lock_open(&o, &lock);
 	if (rc == -EINVAL) {
-		fprintf(stderr, "%s: bad etcd fleet URL '%s' (etcd://host:port[,host:port...][/NAME])\n",
+		fprintf(stderr,
+			"%s: bad etcd fleet URL '%s' (etcd://host:port[,host:port...][/NAME])\n",
 			prog, url);
 		return EXIT_USAGE;
 	}
@@ -1931,7 +1984,8 @@ int main(int argc, char **argv)
 				return usage_error("a fleet name must follow", a);
 			continue;
 		}
-		if ((alen == 6 && !strncmp(a, "--mode", 6)) || (alen == 7 && !strncmp(a, "--group", 7)) ||
+		if ((alen == 6 && !strncmp(a, "--mode", 6)) ||
+		    (alen == 7 && !strncmp(a, "--group", 7)) ||
 		    (alen == 7 && !strncmp(a, "--owner", 7))) {
 			const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
 
@@ -2065,7 +2119,10 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd->name, "watch"))
 		rc = cmd_watch(f, count, timeout_ms, given & OPT_REPLAY, given & OPT_JSON);
 	else if (!strcmp(cmd->name, "stats"))
-		rc = cmd_stats(f, given & OPT_JSON ? FMT_JSON : given & OPT_PROM ? FMT_PROM : FMT_TABLE,
+		rc = cmd_stats(f,
+			       given & OPT_JSON	  ? FMT_JSON
+			       : given & OPT_PROM ? FMT_PROM
+						  : FMT_TABLE,
 			       &sf);
 	else if (!strcmp(cmd->name, "spots"))
 		rc = cmd_spots(f, given & OPT_JSON);

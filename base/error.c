@@ -13,13 +13,13 @@
 
 static const char *const orbit_messages[ORBIT_ERRNO_MAX - ORBIT_ERRNO_BASE] = {
 #define ORBIT__MSG(name, msg) [ORBIT_##name - ORBIT_ERRNO_BASE] = msg,
-    ORBIT_ERROR_MAP(ORBIT__MSG)
+	ORBIT_ERROR_MAP(ORBIT__MSG)
 #undef ORBIT__MSG
 };
 
 static const char *const orbit_names[ORBIT_ERRNO_MAX - ORBIT_ERRNO_BASE] = {
 #define ORBIT__NAME(name, msg) [ORBIT_##name - ORBIT_ERRNO_BASE] = "ORBIT_" #name,
-    ORBIT_ERROR_MAP(ORBIT__NAME)
+	ORBIT_ERROR_MAP(ORBIT__NAME)
 #undef ORBIT__NAME
 };
 

@@ -28,7 +28,7 @@
 #include <orbit/lock.h>
 
 struct orbit__lock_ops {
-	const char *name;  /* "shm", "etcd": orbitctl and messages */
+	const char *name; /* "shm", "etcd": orbitctl and messages */
 	/*
 	 * true: the dispatch answers -ECHILD to every call but close in a
 	 * forked child (a backend whose connection is the parent's); false:
@@ -63,7 +63,7 @@ struct orbit__lock_ops {
 /* The first member of every backend's handle. */
 struct orbit__lock_base {
 	const struct orbit__lock_ops *ops; /* the backend's table (set by its open) */
-	pid_t opener;                      /* set by the dispatch: the fork guard of guard_fork */
+	pid_t opener;			   /* set by the dispatch: the fork guard of guard_fork */
 };
 
 /* The base of a handle of any backend. */
@@ -92,7 +92,8 @@ static inline int orbit__lock_check_owner(const orbit_lock_key_t *k, const orbit
 {
 	if (!o || !o->bytes || !o->len)
 		return -EINVAL;
-	if (o->len > ORBIT_LOCK_BYTES_MAX || k->ns_len + k->label_len + o->len > ORBIT_LOCK_BYTES_MAX)
+	if (o->len > ORBIT_LOCK_BYTES_MAX ||
+	    k->ns_len + k->label_len + o->len > ORBIT_LOCK_BYTES_MAX)
 		return -E2BIG;
 	return 0;
 }

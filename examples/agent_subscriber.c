@@ -52,8 +52,9 @@ static int child_main(const char *fleet)
 
 int main(int argc, char **argv)
 {
-	static const char *const type[] = { "?", "acquire", "renew", "release", "force-release",
-					    "reclaim", "repair" };
+	static const char *const type[] = { "?",       "acquire",	"renew",
+					    "release", "force-release", "reclaim",
+					    "repair" };
 	char fleet[40];
 	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "observer" };
 	struct orbit_transition_event ev;
@@ -96,8 +97,9 @@ int main(int argc, char **argv)
 			if (rc < 0)
 				continue; /* a corrupt frame: counted and skipped */
 			printf("%-8s %.*s:%.*s owner %.*s token %llu\n",
-			       ev.type < 7 ? type[ev.type] : "?", (int)ev.ns_len, (const char *)ev.bytes,
-			       (int)ev.label_len, (const char *)ev.bytes + ev.ns_len, (int)ev.owner_len,
+			       ev.type < 7 ? type[ev.type] : "?", (int)ev.ns_len,
+			       (const char *)ev.bytes, (int)ev.label_len,
+			       (const char *)ev.bytes + ev.ns_len, (int)ev.owner_len,
 			       (const char *)ev.bytes + ev.ns_len + ev.label_len,
 			       (unsigned long long)ev.fencing_token);
 			seen++;

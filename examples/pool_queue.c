@@ -78,8 +78,8 @@ int main(void)
 		pthread_create(&t[i], NULL, producer, (void *)i);
 	for (int i = 0; i < PRODUCERS; i++)
 		pthread_join(t[i], NULL);
-	orbit_serial_queue_close(queue);                   /* no more submissions */
-	orbit_serial_queue_await_quiescence(queue, -1);    /* everything accepted has run */
+	orbit_serial_queue_close(queue);		/* no more submissions */
+	orbit_serial_queue_await_quiescence(queue, -1); /* everything accepted has run */
 	printf("%llu items ran, %llu out of order\n", (unsigned long long)state.count,
 	       (unsigned long long)state.out_of_order);
 	orbit_serial_queue_destroy(queue);

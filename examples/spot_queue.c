@@ -61,7 +61,8 @@ static int submit_main(const char *fleet)
 		for (uint64_t a = 0; a < ACCOUNTS; a++) {
 			struct deposit d = { i < DEPOSITS ? (int64_t)a + 1 : 0 };
 
-			while ((rc = orbit_spot_submit_actor(c, a, &d, sizeof(d), NULL)) == -EAGAIN) {
+			while ((rc = orbit_spot_submit_actor(c, a, &d, sizeof(d), NULL)) ==
+			       -EAGAIN) {
 				/* The lane is full: sleep until the host frees room, then submit again. */
 				orbit_spot_client_wait_room(c, ORBIT_SPOT_LANE_APP, sizeof(d),
 							    1000000000);

@@ -39,7 +39,7 @@ void orbit_actor_serial_executor_options_init(struct orbit_actor_serial_executor
 }
 
 int orbit_actor_serial_executor_create(const struct orbit_actor_serial_executor_options *user,
-				orbit_actor_serial_executor_t **out)
+				       orbit_actor_serial_executor_t **out)
 {
 	struct orbit_actor_serial_executor_options opts;
 	struct orbit_serial_queue_options qo;
@@ -96,10 +96,10 @@ static int actor_submit(orbit_actor_serial_executor_t *a, unsigned kind, orbit_s
 }
 
 int orbit_actor_execute_actor(orbit_actor_serial_executor_t *actor, orbit_serial_work_fn fn,
-			      void *arg,
-			      uint64_t payload_bytes, orbit_work_completion_t *done)
+			      void *arg, uint64_t payload_bytes, orbit_work_completion_t *done)
 {
-	struct orbit__enq e = { .fn = orbit__work_run, .how = ORBIT__ENQ_PAYLOAD,
+	struct orbit__enq e = { .fn = orbit__work_run,
+				.how = ORBIT__ENQ_PAYLOAD,
 				.payload_bytes = payload_bytes };
 
 	if (!actor || !fn)
@@ -171,7 +171,7 @@ int orbit_actor_serial_executor_await_quiescence(orbit_actor_serial_executor_t *
 }
 
 int orbit_actor_serial_executor_stats(const orbit_actor_serial_executor_t *actor,
-			       struct orbit_serial_executor_stats *out)
+				      struct orbit_serial_executor_stats *out)
 {
 	if (!actor || !out)
 		return -EINVAL;

@@ -33,7 +33,7 @@ struct orbit_etcd {
 	char endpoints[MAX_ENDPOINTS][ENDPOINT_MAX];
 	unsigned n, cur; /* cur: the endpoint that answered last */
 	unsigned timeout_ms;
-	int64_t max_rev;  /* the highest header revision any answer carried (under mu) */
+	int64_t max_rev; /* the highest header revision any answer carried (under mu) */
 };
 
 /*
@@ -544,8 +544,8 @@ int orbit__etcd_create(orbit_etcd_t *e, const void *key, size_t key_len, const v
 		return -EINVAL;
 	k = json_b64(key, key_len);
 	snprintf(lease_s, sizeof(lease_s), "%" PRId64, lease);
-	put = json_pack("{s:O, s:o, s:s}", "key", k, "value", json_b64(value ? value : "", value_len),
-			"lease", lease_s);
+	put = json_pack("{s:O, s:o, s:s}", "key", k, "value",
+			json_b64(value ? value : "", value_len), "lease", lease_s);
 	/* compare: create_revision(key) == 0, i.e. the key does not exist */
 	body = json_pack("{s:[{s:s, s:s, s:O, s:s}], s:[{s:o}], s:[{s:{s:O}}]}", "compare",
 			 "result", "EQUAL", "target", "CREATE", "key", k, "create_revision", "0",
@@ -711,9 +711,9 @@ int orbit__etcd_txn_owned(orbit_etcd_t *e, const void *key, size_t key_len, int6
 			"value", json_b64(value, value_len));
 	if (cmp && create_rev) {
 		snprintf(num, sizeof(num), "%" PRId64, create_rev);
-		json_array_append_new(cmp, json_pack("{s:s, s:s, s:O, s:s}", "result", "EQUAL",
-						     "target", "CREATE", "key", k,
-						     "create_revision", num));
+		json_array_append_new(cmp,
+				      json_pack("{s:s, s:s, s:O, s:s}", "result", "EQUAL", "target",
+						"CREATE", "key", k, "create_revision", num));
 	}
 	switch (op) {
 	case ORBIT_ETCD_OP_DELETE:

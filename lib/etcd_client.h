@@ -116,8 +116,8 @@ int orbit__etcd_delete_prefix(orbit_etcd_t *e, const void *prefix, size_t prefix
 
 /* What orbit__etcd_txn_owned() does when the compare holds. */
 enum orbit_etcd_op {
-	ORBIT_ETCD_OP_DELETE = 1,      /* delete the key */
-	ORBIT_ETCD_OP_TOUCH,           /* put keeping value and lease: a new mod revision */
+	ORBIT_ETCD_OP_DELETE = 1,	/* delete the key */
+	ORBIT_ETCD_OP_TOUCH,		/* put keeping value and lease: a new mod revision */
 	ORBIT_ETCD_OP_RELEASE_TO_LEASE, /* put the same value attached to @lease instead */
 };
 

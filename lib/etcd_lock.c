@@ -32,14 +32,22 @@
 #define KEY_MAX (PREFIX_MAX + 5 + ORBIT_LOCK_BYTES_MAX)
 
 enum {
-	ST_ACQUIRED, ST_BUSY, ST_RENEWED, ST_RELEASED, ST_FORCE_RELEASED, ST_NOT_FOUND,
-	ST_WRONG_OWNER, ST_LOOKUPS, ST_CORRUPT, ST_N
+	ST_ACQUIRED,
+	ST_BUSY,
+	ST_RENEWED,
+	ST_RELEASED,
+	ST_FORCE_RELEASED,
+	ST_NOT_FOUND,
+	ST_WRONG_OWNER,
+	ST_LOOKUPS,
+	ST_CORRUPT,
+	ST_N
 };
 
 struct etcd_lock {
 	struct orbit__lock_base base; /* first: the dispatch's view */
 	orbit_etcd_t *etcd;
-	char prefix[PREFIX_MAX];      /* "orbit/<fleet>/lock-<kind>/" */
+	char prefix[PREFIX_MAX]; /* "orbit/<fleet>/lock-<kind>/" */
 	size_t prefix_len;
 	unsigned timeout_ms;
 	bool readonly;
@@ -126,7 +134,8 @@ static int check_mutation(struct etcd_lock *l, const orbit_lock_key_t *key,
 
 /* Arguments of try_acquire and renew (an owner is required), and the TTL in seconds. */
 static int check_ttl_call(struct etcd_lock *l, const orbit_lock_key_t *key,
-			  const orbit_lock_owner_t *owner, uint64_t ttl_ns, uint64_t now, int64_t *secs)
+			  const orbit_lock_owner_t *owner, uint64_t ttl_ns, uint64_t now,
+			  int64_t *secs)
 {
 	int rc = owner ? check_mutation(l, key, owner) : -EINVAL;
 
@@ -326,8 +335,8 @@ out:
  * tenure of the same owner - and deletes. The tenure's lease is left to
  * run out (it holds nothing): revoking it would cost a round trip.
  */
-static int e_release(orbit_lock_t *lk, const orbit_lock_key_t *key,
-		     const orbit_lock_owner_t *owner, uint64_t token)
+static int e_release(orbit_lock_t *lk, const orbit_lock_key_t *key, const orbit_lock_owner_t *owner,
+		     uint64_t token)
 {
 	struct etcd_lock *l = E(lk);
 	struct orbit_etcd_kv cur;

@@ -95,7 +95,9 @@ static int discover_one_node(struct orbit__topology_buf *out, const cpu_set_t *a
 	for (int c = 0; c < CPU_SETSIZE && at < n; c++)
 		if (CPU_ISSET(c, allowed))
 			out->cpus[at++] = c;
-	out->nodes[0] = (struct orbit_topology_node){ .node_id = 0, .ncpus = at, .cpus = out->cpus };
+	out->nodes[0] = (struct orbit_topology_node){ .node_id = 0,
+						      .ncpus = at,
+						      .cpus = out->cpus };
 	out->topo.nnodes = 1;
 	out->topo.nodes = out->nodes;
 	return 0;
@@ -127,9 +129,9 @@ static int discover_numa(struct orbit__topology_buf *out, const cpu_set_t *allow
 		for (unsigned c = 0; c < mask->size && c < CPU_SETSIZE && at < ncpu_allowed; c++)
 			if (numa_bitmask_isbitset(mask, c) && CPU_ISSET(c, allowed))
 				out->cpus[at++] = (int)c;
-		out->nodes[nn++] = (struct orbit_topology_node){
-			.node_id = node, .ncpus = at - first, .cpus = out->cpus + first
-		};
+		out->nodes[nn++] = (struct orbit_topology_node){ .node_id = node,
+								 .ncpus = at - first,
+								 .cpus = out->cpus + first };
 	}
 	numa_bitmask_free(mask);
 	if (at == 0) {

@@ -91,8 +91,8 @@ ORBIT_API int orbit_registry_create(size_t initial_buckets, orbit_registry_t **o
 		return -ENOMEM;
 	reg->seed = (uint64_t)(uintptr_t)reg * 0x9e3779b97f4a7c15ull;
 	reg->ht = cds_lfht_new_flavor(initial_buckets, 1, 0,
-				      CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
-				      ORBIT__RCU_FLAVOR, NULL);
+				      CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, ORBIT__RCU_FLAVOR,
+				      NULL);
 	if (!reg->ht) {
 		free(reg);
 		return -ENOMEM;
@@ -110,7 +110,8 @@ ORBIT_API int orbit_registry_destroy(orbit_registry_t *reg)
 	if (!reg)
 		return -EINVAL;
 	orbit__rcu_read_lock();
-	cds_lfht_for_each(reg->ht, &it, node) {
+	cds_lfht_for_each(reg->ht, &it, node)
+	{
 		if (cds_lfht_del(reg->ht, node) == 0) {
 			struct reg_entry *e = caa_container_of(node, struct reg_entry, node);
 
@@ -204,8 +205,8 @@ ORBIT_API int orbit_registry_remove(orbit_registry_t *reg, const void *key, size
 	return rc;
 }
 
-ORBIT_API long orbit_registry_get(orbit_registry_t *reg, const void *key, size_t key_len,
-				  void *buf, size_t len)
+ORBIT_API long orbit_registry_get(orbit_registry_t *reg, const void *key, size_t key_len, void *buf,
+				  size_t len)
 {
 	const struct reg_entry *e;
 	long rc = check_key(reg, key, key_len);

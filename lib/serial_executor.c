@@ -226,8 +226,8 @@ void orbit__coord_stats(const struct orbit__coord *cco, struct orbit_serial_exec
 		uint64_t un = LD(unaccepted[k]);
 
 		/* Relaxed: a counter; its refusals, read after it, only lag. */
-		out->accepted[k] =
-		    atomic_load_explicit(&co->submitted[k], memory_order_relaxed) - un;
+		out->accepted[k] = atomic_load_explicit(&co->submitted[k], memory_order_relaxed) -
+				   un;
 		not_done += un;
 		out->rejected_full[k] = LD(rejected_full[k]);
 		out->rejected_too_big[k] = LD(rejected_too_big[k]);
@@ -431,9 +431,9 @@ static uint32_t pool_take_all(struct orbit__coord *co)
 			return 0;
 		/* SX-A2 (again): acquire, pairs with SX-R2 of every push in
 		 * the chain (they are RMWs of one release sequence) */
-	} while (!atomic_compare_exchange_weak_explicit(&co->pool_top, &top,
-							((top >> 32) + 1) << 32,
-							memory_order_acquire, memory_order_relaxed));
+	} while (
+	    !atomic_compare_exchange_weak_explicit(&co->pool_top, &top, ((top >> 32) + 1) << 32,
+						   memory_order_acquire, memory_order_relaxed));
 	return (uint32_t)top;
 }
 

@@ -49,7 +49,7 @@ struct orbit__actor_info {
  */
 struct orbit__coord_stats {
 	_Atomic uint64_t unaccepted[ORBIT_WORK_KINDS], rejected_full[ORBIT_WORK_KINDS],
-		rejected_too_big[ORBIT_WORK_KINDS], rejected_closed[ORBIT_WORK_KINDS];
+	    rejected_too_big[ORBIT_WORK_KINDS], rejected_closed[ORBIT_WORK_KINDS];
 	_Alignas(64) _Atomic uint64_t turn_rejected;
 	_Atomic uint64_t turn_waited, yielded, protocol_errors;
 };
@@ -91,9 +91,9 @@ struct orbit__coord {
 	 */
 	_Alignas(64) _Atomic uint64_t submitted[ORBIT_WORK_KINDS];
 	_Alignas(64) _Atomic uint64_t released;
-	_Atomic unsigned waiters; /* threads in orbit__coord_await(); see SX-D1/SX-D2 */
-	pthread_mutex_t mu; /* protects nothing but the cv handshake */
-	pthread_cond_t cv;  /* outstanding reached 0 */
+	_Atomic unsigned waiters;	    /* threads in orbit__coord_await(); see SX-D1/SX-D2 */
+	pthread_mutex_t mu;		    /* protects nothing but the cv handshake */
+	pthread_cond_t cv;		    /* outstanding reached 0 */
 	orbit__coord_release_fn on_release; /* NULL: none */
 	/*
 	 * SpotWide Spot coordinator: @w (an Actor record) finished on its
@@ -133,8 +133,8 @@ struct orbit__work {
 	void *arg;
 	struct orbit__coord *co;
 	orbit_work_completion_t *done; /* NULL: nobody waits */
-	unsigned yield_flags;          /* ORBIT_SERIAL_SUSPEND_HOLD or _RELEASE */
-	bool yielded;                  /* orbit_work_yield() in the current turn */
+	unsigned yield_flags;	       /* ORBIT_SERIAL_SUSPEND_HOLD or _RELEASE */
+	bool yielded;		       /* orbit_work_yield() in the current turn */
 	/* SpotWide Actor work: the Actor queue item's held claim, resumed
 	 * (instead of releasing the work) when the handler finishes. */
 	orbit_serial_resume_t *claim;

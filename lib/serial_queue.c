@@ -73,7 +73,7 @@ struct orbit_serial_resume {
 	struct item item; /* fn/arg: the continuation; the reservation */
 	unsigned flags;
 	bool turn_ended; /* under q->lock: the suspending turn has returned */
-	bool resumed;    /* under q->lock: orbit_serial_queue_resume was called */
+	bool resumed;	 /* under q->lock: orbit_serial_queue_resume was called */
 };
 
 struct slice_clock;
@@ -96,9 +96,9 @@ struct orbit_serial_turn {
 
 struct qstats {
 	_Atomic uint64_t accepted, rejected_count, rejected_bytes, rejected_too_big,
-		rejected_closed, rejected_executor, ran, completed, suspended, resumed,
-		lifecycle_ran, barrier_ran, slices, slices_cut, protocol_errors, app_items,
-		app_bytes, lc_items, lc_bytes;
+	    rejected_closed, rejected_executor, ran, completed, suspended, resumed, lifecycle_ran,
+	    barrier_ran, slices, slices_cut, protocol_errors, app_items, app_bytes, lc_items,
+	    lc_bytes;
 };
 
 struct orbit_serial_queue {
@@ -115,7 +115,7 @@ struct orbit_serial_queue {
 	 * (a drain whose re-submission failed may leave items here). */
 	struct ring claimed;
 	orbit_serial_resume_t *res_head, *res_tail; /* resumed continuations */
-	orbit_serial_resume_t *held_cont; /* a HOLD item's continuation, ready */
+	orbit_serial_resume_t *held_cont;	    /* a HOLD item's continuation, ready */
 	bool held;   /* a HOLD item is suspended: nothing else runs */
 	bool active; /* a drain is scheduled or running (§6.5) */
 	bool closed;
@@ -132,7 +132,7 @@ struct orbit_serial_queue {
 	bool sealed;
 	uint64_t next_seq;
 	uint64_t items[2], bytes[2]; /* reservations held, per lane */
-	uint64_t outstanding;        /* items accepted and not yet done */
+	uint64_t outstanding;	     /* items accepted and not yet done */
 	/* Set under lock when work that outranks the application lane
 	 * arrives (lifecycle, barrier-next, a resume); read lock-free by a
 	 * drain running a batch. */
@@ -373,8 +373,9 @@ int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
 		struct timespec res;
 
 		q->coarse_res_ns = clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0
-					   ? orbit__timespec_ns(&res)
-					   : UINT64_MAX / 2; /* unknown: always read the precise clock */
+				       ? orbit__timespec_ns(&res)
+				       : UINT64_MAX /
+					     2; /* unknown: always read the precise clock */
 	}
 	strncpy(q->name, opts.name ? opts.name : "serial-queue", sizeof(q->name) - 1);
 	ret = orbit__mutex_init_adaptive(&q->lock);
@@ -450,7 +451,7 @@ static int submit(orbit_serial_queue_t *q, orbit_serial_work_fn fn, void *arg, e
 		publish_reservations(q, lane);
 		STAT_ADD(q, accepted, 1);
 		orbit__single_writer_add(&q->arrivals, 1); /* relaxed: see the field */
-		if (ring != &q->app) /* relaxed: see the field */
+		if (ring != &q->app)			   /* relaxed: see the field */
 			atomic_store_explicit(&q->prio, true, memory_order_relaxed);
 		/* §6.5: only the submitter that finds nobody driving starts a drain. */
 		if (!q->active && runnable(q)) {
@@ -543,8 +544,8 @@ static bool take_next(orbit_serial_queue_t *q, struct item *out)
 }
 
 /* Book the end of a turn: release, or park the suspended item. Under q->lock. */
-static void end_turn(orbit_serial_queue_t *q, const struct item *it,
-		     orbit_serial_resume_t *h, int result)
+static void end_turn(orbit_serial_queue_t *q, const struct item *it, orbit_serial_resume_t *h,
+		     int result)
 {
 	if (!h) {
 		if (result == ORBIT_SERIAL_SUSPENDED)
@@ -565,9 +566,9 @@ static void end_turn(orbit_serial_queue_t *q, const struct item *it,
 
 /* What a batch of claimed application items left to book (see run_batch). */
 struct batch_tally {
-	unsigned ran;    /* turns run, the suspended one included */
-	unsigned done;   /* of them finished: reservations to return */
-	uint64_t bytes;  /* their reserved bytes */
+	unsigned ran;	 /* turns run, the suspended one included */
+	unsigned done;	 /* of them finished: reservations to return */
+	uint64_t bytes;	 /* their reserved bytes */
 	uint64_t errors; /* SUSPENDED without a suspend call */
 	int last_result; /* the last turn's result, when it suspended */
 };
@@ -587,7 +588,7 @@ static unsigned claim_batch(orbit_serial_queue_t *q)
 		return 0;
 	if (!q->claimed.len) {
 		if (q->app.len < 2)
-			return 0; /* one item: take_next() */
+			return 0;   /* one item: take_next() */
 		spare = q->claimed; /* empty; its array is reused by the ring */
 		q->claimed = q->app;
 		q->app = (struct ring){ .a = spare.a, .cap = spare.cap };

@@ -74,7 +74,7 @@ static void on_release(struct orbit__coord *co, uint64_t left)
 }
 
 int orbit_session_serial_executor_create(const struct orbit_session_serial_executor_options *user,
-				  orbit_session_serial_executor_t **out)
+					 orbit_session_serial_executor_t **out)
 {
 	struct orbit_session_serial_executor_options opts;
 	struct orbit_serial_queue_options qo;
@@ -176,8 +176,8 @@ static int submit_fn(void *arg)
 }
 
 static int session_submit(orbit_session_serial_executor_t *s, unsigned kind,
-			  orbit_serial_work_fn fn,
-			  void *arg, uint64_t payload_bytes, orbit_work_completion_t *done)
+			  orbit_serial_work_fn fn, void *arg, uint64_t payload_bytes,
+			  orbit_work_completion_t *done)
 {
 	struct submit c = { .s = s, .kind = kind };
 
@@ -205,8 +205,7 @@ static int session_submit(orbit_session_serial_executor_t *s, unsigned kind,
 }
 
 int orbit_session_execute_application(orbit_session_serial_executor_t *session,
-				      orbit_serial_work_fn fn,
-				      void *arg, uint64_t payload_bytes,
+				      orbit_serial_work_fn fn, void *arg, uint64_t payload_bytes,
 				      orbit_work_completion_t *done)
 {
 	return session_submit(session, ORBIT_WORK_APPLICATION, fn, arg, payload_bytes, done);
@@ -256,7 +255,7 @@ int orbit_session_serial_executor_await_quiescence(orbit_session_serial_executor
 }
 
 int orbit_session_serial_executor_stats(const orbit_session_serial_executor_t *session,
-				 struct orbit_serial_executor_stats *out)
+					struct orbit_serial_executor_stats *out)
 {
 	if (!session || !out)
 		return -EINVAL;

@@ -291,7 +291,7 @@ static void spot_room(void *ctx);
 static int pass_claim(struct orbit__work *w, bool run_here, struct orbit__work **next);
 
 int orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_options *user,
-			       orbit_spot_serial_executor_t **out)
+				      orbit_spot_serial_executor_t **out)
 {
 	struct orbit_spot_serial_executor_options opts;
 	orbit_spot_serial_executor_t *s;
@@ -317,8 +317,8 @@ int orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_op
 		return -ENOMEM;
 	ret = orbit__lane_policy_copy(&s->actor_pol, opts.actor_policy);
 	if (!ret)
-		ret = orbit__lane_policy_copy(&s->timer_pol,
-					      opts.timer_policy ? opts.timer_policy : &s->actor_pol);
+		ret = orbit__lane_policy_copy(&s->timer_pol, opts.timer_policy ? opts.timer_policy
+									       : &s->actor_pol);
 	if (ret)
 		goto err_free;
 	s->mode = opts.mode;
@@ -471,8 +471,10 @@ static void spot_room(void *ctx)
 	if (ret == -EDEADLK && orbit_state_lane_is_on_lane(s->co.lane))
 		ret = place_waiting_fn(s);
 	if (ret) {
-		fprintf(stderr, "orbit: spot \"%s\": room hook could not enter its lane (%d): "
-			"SpotWide Actor turns would wait for ever\n", s->name, ret);
+		fprintf(stderr,
+			"orbit: spot \"%s\": room hook could not enter its lane (%d): "
+			"SpotWide Actor turns would wait for ever\n",
+			s->name, ret);
 		abort(); /* broken invariant: the lane closes only after quiescence */
 	}
 }
@@ -621,7 +623,7 @@ static int submit_fn(void *arg)
 	case ORBIT_WORK_TIMER:
 		if (s->mode == ORBIT_SPOT_SPOT_WIDE) {
 			ret = s->wait_head ? -EAGAIN : 0; /* as for Spot work, below */
-			break; /* no timer queue: the Spot queue */
+			break;				  /* no timer queue: the Spot queue */
 		}
 		ret = timer_get(s, c->timer_name, &t);
 		if (!ret)
@@ -656,8 +658,8 @@ static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
 	orbit_spot_serial_executor_t *s = c->s;
 	/* Only SpotWide Actor work hands back the gate on yield (§4). */
 	unsigned yf = c->kind == ORBIT_WORK_ACTOR && s->mode == ORBIT_SPOT_SPOT_WIDE
-			      ? ORBIT_SERIAL_SUSPEND_RELEASE
-			      : ORBIT_SERIAL_SUSPEND_HOLD;
+			  ? ORBIT_SERIAL_SUSPEND_RELEASE
+			  : ORBIT_SERIAL_SUSPEND_HOLD;
 	int ret;
 
 	if (s->mode == ORBIT_SPOT_PER_ACTOR &&
@@ -700,7 +702,9 @@ int orbit_spot_execute_actor(orbit_spot_serial_executor_t *spot, uint64_t actor_
 			     orbit_serial_work_fn fn, void *arg, uint64_t payload_bytes,
 			     orbit_work_completion_t *done)
 {
-	struct submit c = { .s = spot, .kind = ORBIT_WORK_ACTOR, .actor_id = actor_id,
+	struct submit c = { .s = spot,
+			    .kind = ORBIT_WORK_ACTOR,
+			    .actor_id = actor_id,
 			    .payload_bytes = payload_bytes };
 
 	if (!spot || !fn)
@@ -727,8 +731,7 @@ int orbit_spot_execute_timer(orbit_spot_serial_executor_t *spot, const char *tim
 }
 
 int orbit_spot_execute_lifecycle(orbit_spot_serial_executor_t *spot, orbit_serial_work_fn fn,
-				 void *arg,
-				 orbit_work_completion_t *done)
+				 void *arg, orbit_work_completion_t *done)
 {
 	struct submit c = { .s = spot, .kind = ORBIT_WORK_LIFECYCLE };
 
@@ -760,8 +763,7 @@ static int set_info_fn(void *arg)
 }
 
 int orbit_spot_actor_set_info(orbit_spot_serial_executor_t *spot, uint64_t actor_id,
-			      const void *info,
-			      size_t len)
+			      const void *info, size_t len)
 {
 	struct set_info c = { .s = spot, .actor_id = actor_id, .info = info, .len = len };
 
@@ -814,7 +816,7 @@ int orbit_spot_serial_executor_await_quiescence(orbit_spot_serial_executor_t *sp
 }
 
 int orbit_spot_serial_executor_stats(const orbit_spot_serial_executor_t *spot,
-			      struct orbit_serial_executor_stats *out)
+				     struct orbit_serial_executor_stats *out)
 {
 	if (!spot || !out)
 		return -EINVAL;

@@ -62,10 +62,10 @@ enum {
 
 /* A waiter's word: what the thread that ran or handed on its node says. */
 enum {
-	W_WAITING = 0,  /* not yet; the waiter spins */
+	W_WAITING = 0,	/* not yet; the waiter spins */
 	W_SLEEPING = 1, /* not yet; the waiter sleeps on the futex */
-	W_DONE = 2,     /* the work ran; node->result holds its return */
-	W_GRANTED = 3,  /* the turn is handed to the waiter: it drains */
+	W_DONE = 2,	/* the work ran; node->result holds its return */
+	W_GRANTED = 3,	/* the turn is handed to the waiter: it drains */
 };
 
 #define LANE_DEFAULT_COMBINE 32u
@@ -90,17 +90,17 @@ enum {
 #define LANE_POLL_PAUSES ORBIT__DRAIN_POLL_PAUSES
 
 struct lane_node {
-	struct lane_node *next;        /* FIFO of the lane, or a batch list */
+	struct lane_node *next;	       /* FIFO of the lane, or a batch list */
 	struct lane_node *next_waiter; /* FIFO of run() callers that wait */
 	orbit_state_lane_fn fn;
 	void *arg;
 	orbit_state_lane_done_fn done; /* run_async: completion after the turn */
 	void *done_arg;
-	const char *file;              /* submitter's call site, for diagnostics */
+	const char *file; /* submitter's call site, for diagnostics */
 	int line;
 	int result;
-	bool sync;                     /* a run() caller's node, on its stack */
-	_Atomic uint32_t word;         /* W_*; only for sync nodes and latches */
+	bool sync;	       /* a run() caller's node, on its stack */
+	_Atomic uint32_t word; /* W_*; only for sync nodes and latches */
 };
 
 struct close_waiter {
@@ -111,8 +111,8 @@ struct close_waiter {
 
 struct orbit_state_lane {
 	_Atomic uint32_t state;
-	_Atomic uint32_t refs;          /* user + promised drain tasks + batches */
-	_Atomic uint64_t reentries;     /* C3 counter of refusals */
+	_Atomic uint32_t refs;	    /* user + promised drain tasks + batches */
+	_Atomic uint64_t reentries; /* C3 counter of refusals */
 	/* lane->mu protects: head, tail, wait_head, wait_tail, free_nodes,
 	 * nfree, closers, cdone_*, cclosers, ctask, and state changes other
 	 * than SL-A1/SL-R1. Nothing else
@@ -120,7 +120,7 @@ struct orbit_state_lane {
 	pthread_mutex_t mu;
 	struct lane_node *head, *tail;
 	struct lane_node *wait_head, *wait_tail;
-	unsigned qlen;                  /* nodes in head..tail */
+	unsigned qlen; /* nodes in head..tail */
 	/* Bumped (relaxed) under lane->mu by every append; polled without
 	 * the lock by a drain task that lingers or gathers (a hint only). */
 	_Atomic uint32_t arrivals;
@@ -134,7 +134,7 @@ struct orbit_state_lane {
 	struct lane_node *cdone_head, *cdone_tail;
 	struct close_waiter *cclosers;
 	bool ctask;
-	int diag_level;                 /* owned by the lane: touched in turns only */
+	int diag_level; /* owned by the lane: touched in turns only */
 	orbit_executor_t ex;
 	int home_node;
 	unsigned combine_limit;
@@ -164,14 +164,14 @@ static _Atomic(orbit_state_lane_log_fn) log_hook;
 /* What a slice leaves to do once the turn is handed on (outside lane->mu). */
 struct batch {
 	struct lane_node *done_head, *done_tail; /* run_async nodes, in order */
-	struct close_waiter *closers;            /* close() callbacks, idle+closed */
-	bool ref;                                /* holds a lane ref while it runs */
+	struct close_waiter *closers;		 /* close() callbacks, idle+closed */
+	bool ref;				 /* holds a lane ref while it runs */
 	/* Set by the caller: a run() caller's slice, whose completions go to
 	 * the lane's deferred lists (and its completion task) instead of
 	 * @done_head/@closers, but for sync-bridge latches. */
 	bool defer;
 	struct lane_node *def_head, *def_tail; /* b->defer: run_async nodes, in order */
-	bool submit_ctask; /* this slice scheduled the completion task */
+	bool submit_ctask;		       /* this slice scheduled the completion task */
 };
 
 static inline void lane_lock(struct orbit_state_lane *lane)
@@ -260,7 +260,8 @@ static int refuse(struct orbit_state_lane *lane, const struct turn_frame *held, 
 	snprintf(tls_diag, sizeof(tls_diag),
 		 "orbit state lane \"%s\": reentrant %s at %s:%d refused (-EDEADLK): "
 		 "this thread already runs the lane's turn (entered at %s:%d)",
-		 lane->name, op, file ? file : "?", line, held->file ? held->file : "?", held->line);
+		 lane->name, op, file ? file : "?", line, held->file ? held->file : "?",
+		 held->line);
 	/* Relaxed is enough: a statistics counter, nothing is published with it. */
 	atomic_fetch_add_explicit(&lane->reentries, 1, memory_order_relaxed);
 	if (lane->diag_level == ORBIT_STATE_LANE_DIAG_LOG)
@@ -803,8 +804,8 @@ ORBIT_API int orbit_state_lane_destroy(orbit_state_lane_t *lane)
 	if (held_frame(lane))
 		return -EBUSY;
 	lane_lock(lane);
-	if (atomic_load_explicit(&lane->state, memory_order_relaxed) != ST_CLOSED || lane->closers ||
-	    ((lane->cdone_head || lane->cclosers) && !lane->ctask)) {
+	if (atomic_load_explicit(&lane->state, memory_order_relaxed) != ST_CLOSED ||
+	    lane->closers || ((lane->cdone_head || lane->cclosers) && !lane->ctask)) {
 		lane_unlock(lane);
 		return -EBUSY;
 	}
@@ -942,9 +943,9 @@ static int run_slow(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void 
 			break;
 		}
 		/* RUNNING: queue behind the holder. QUEUED makes its SL-R1 fail. */
-		if (!(s & ST_QUEUED) &&
-		    !atomic_compare_exchange_strong_explicit(&lane->state, &s, s | ST_QUEUED,
-							     memory_order_relaxed, memory_order_relaxed))
+		if (!(s & ST_QUEUED) && !atomic_compare_exchange_strong_explicit(
+					    &lane->state, &s, s | ST_QUEUED, memory_order_relaxed,
+					    memory_order_relaxed))
 			continue;
 		append_locked(lane, &me);
 		lane_unlock(lane);
@@ -1033,8 +1034,9 @@ static int post(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg
 		rc = -ENOMEM;
 		goto err_unlock;
 	}
-	*n = (struct lane_node){ .fn = fn, .arg = arg, .done = done, .done_arg = done_arg,
-				 .file = file, .line = line };
+	*n = (struct lane_node){
+		.fn = fn, .arg = arg, .done = done, .done_arg = done_arg, .file = file, .line = line
+	};
 	for (;;) {
 		s = atomic_load_explicit(&lane->state, memory_order_relaxed);
 		if (s & ST_CLOSED) {
@@ -1046,10 +1048,9 @@ static int post(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg
 			 * task (which takes lane->mu first) cannot see it half done. */
 			/* SL-A5: acquire, pairs with SL-R1 (released without lane->mu): the
 			 * drain task, ordered after us by lane->mu, sees the last turn's writes */
-			if (!atomic_compare_exchange_strong_explicit(&lane->state, &s,
-								     ST_PENDING | ST_QUEUED,
-								     memory_order_acquire,
-								     memory_order_relaxed))
+			if (!atomic_compare_exchange_strong_explicit(
+				&lane->state, &s, ST_PENDING | ST_QUEUED, memory_order_acquire,
+				memory_order_relaxed))
 				continue;
 			lane_ref(lane);
 			rc = lane->ex.submit(lane->ex.ctx, drain_task, lane, lane->home_node);
@@ -1060,9 +1061,9 @@ static int post(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg
 			}
 			break;
 		}
-		if ((s & ST_QUEUED) ||
-		    atomic_compare_exchange_strong_explicit(&lane->state, &s, s | ST_QUEUED,
-							    memory_order_relaxed, memory_order_relaxed))
+		if ((s & ST_QUEUED) || atomic_compare_exchange_strong_explicit(
+					   &lane->state, &s, s | ST_QUEUED, memory_order_relaxed,
+					   memory_order_relaxed))
 			break;
 	}
 	append_locked(lane, n);
@@ -1165,8 +1166,8 @@ ORBIT_API int orbit_state_lane_close_sync_at(orbit_state_lane_t *lane, const cha
 	return 0;
 }
 
-ORBIT_API int orbit_state_lane_detach(const orbit_executor_t *executor, orbit_task_fn fn,
-				      void *arg, int home_node)
+ORBIT_API int orbit_state_lane_detach(const orbit_executor_t *executor, orbit_task_fn fn, void *arg,
+				      int home_node)
 {
 	if (!executor || !executor->submit || !fn)
 		return -EINVAL;
@@ -1218,8 +1219,8 @@ ORBIT_API int orbit_state_lane_set_diagnostics_async(orbit_state_lane_t *lane, i
 	if (!r)
 		return -ENOMEM;
 	*r = (struct diag_req){ .lane = lane, .level = level, .done = done, .done_arg = done_arg };
-	rc = post(lane, diag_set_on_lane, r, diag_set_done, r, "set_diagnostics_async",
-		  __FILE__, __LINE__);
+	rc = post(lane, diag_set_on_lane, r, diag_set_done, r, "set_diagnostics_async", __FILE__,
+		  __LINE__);
 	if (rc)
 		free(r);
 	return rc;
@@ -1236,12 +1237,13 @@ ORBIT_API int orbit_state_lane_set_diagnostics(orbit_state_lane_t *lane, int lev
 	if (tls_turn) {
 		/* A sync bridge is not for framework contexts (06 §5): waiting
 		 * here could wait on ourselves. */
-		snprintf(tls_diag, sizeof(tls_diag),
-			 "orbit state lane \"%s\": synchronous set_diagnostics called inside the turn "
-			 "of lane \"%s\" (entered at %s:%d) refused (-EDEADLK): use "
-			 "orbit_state_lane_set_diagnostics_async",
-			 lane->name, tls_turn->lane->name, tls_turn->file ? tls_turn->file : "?",
-			 tls_turn->line);
+		snprintf(
+		    tls_diag, sizeof(tls_diag),
+		    "orbit state lane \"%s\": synchronous set_diagnostics called inside the turn "
+		    "of lane \"%s\" (entered at %s:%d) refused (-EDEADLK): use "
+		    "orbit_state_lane_set_diagnostics_async",
+		    lane->name, tls_turn->lane->name, tls_turn->file ? tls_turn->file : "?",
+		    tls_turn->line);
 		return -EDEADLK;
 	}
 	if (level != ORBIT_STATE_LANE_DIAG_RECORD && level != ORBIT_STATE_LANE_DIAG_LOG)

@@ -50,7 +50,7 @@ struct pool_node {
 	size_t cap, head, len;
 	/* Copy of len for lock-free polls; WP-S1/WP-W2 of the sleeping protocol. */
 	_Atomic size_t ready;
-	_Atomic uint32_t futex;    /* sleep word, bumped before each wake */
+	_Atomic uint32_t futex;	   /* sleep word, bumped before each wake */
 	_Atomic unsigned sleepers; /* workers of this node asleep or about to */
 	/* Written under lock, read lock-free by stats: relaxed is enough. */
 	_Atomic uint64_t submitted;
@@ -197,7 +197,8 @@ static void *worker_main(void *arg)
 
 	tls_worker = w;
 	if (p->pin && orbit__numa_pin_self(&p->topo.topo.nodes[w->node_idx]) != 0)
-		atomic_fetch_add_explicit(&p->pin_failures, 1, memory_order_relaxed); /* statistic */
+		atomic_fetch_add_explicit(&p->pin_failures, 1,
+					  memory_order_relaxed); /* statistic */
 	for (;;) {
 		if (run_next(w))
 			continue;
@@ -319,7 +320,8 @@ int orbit_worker_pool_stats(orbit_worker_pool_t *pool, struct orbit_worker_pool_
 	out->nnodes = pool->nnodes;
 	/* All relaxed: independent counters, documented as approximate. */
 	for (unsigned i = 0; i < pool->nnodes; i++)
-		out->submitted += atomic_load_explicit(&pool->nodes[i].submitted, memory_order_relaxed);
+		out->submitted += atomic_load_explicit(&pool->nodes[i].submitted,
+						       memory_order_relaxed);
 	for (unsigned i = 0; i < pool->nthreads; i++) {
 		struct worker *w = &pool->workers[i];
 

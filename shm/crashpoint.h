@@ -32,11 +32,11 @@ void orbit__crashpoint_hit(const char *label);
 void orbit__crashpoint_arm(const char *label, uint64_t nth, enum orbit_crash_action action);
 
 /* Relaxed: the flag is process-local and only gates the slow path. */
-#define ORBIT_CRASHPOINT(label)                                                            \
-	do {                                                                               \
-		if (__builtin_expect(atomic_load_explicit(&orbit__crashpoint_armed,       \
-							  memory_order_relaxed), 0))       \
-			orbit__crashpoint_hit(label);                                      \
+#define ORBIT_CRASHPOINT(label)                                                                    \
+	do {                                                                                       \
+		if (__builtin_expect(                                                              \
+			atomic_load_explicit(&orbit__crashpoint_armed, memory_order_relaxed), 0))  \
+			orbit__crashpoint_hit(label);                                              \
 	} while (0)
 
 #endif /* ORBIT_SHM_CRASHPOINT_H */

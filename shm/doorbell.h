@@ -50,9 +50,9 @@
 #include <stdint.h>
 
 struct orbit_doorbell {
-	_Atomic uint32_t seq;      /* the futex word: bumped by every ring */
+	_Atomic uint32_t seq;	   /* the futex word: bumped by every ring */
 	_Atomic uint32_t sleeping; /* bit c: a waiter of class c may be in FUTEX_WAIT */
-	_Atomic uint64_t wakes;    /* FUTEX_WAKE calls made (statistics) */
+	_Atomic uint64_t wakes;	   /* FUTEX_WAKE calls made (statistics) */
 	uint8_t reserved[48];
 };
 _Static_assert(sizeof(struct orbit_doorbell) == 64, "doorbell is one cache line");

@@ -62,30 +62,42 @@
 #define LOOKUP_STALL_CHECK 16
 
 struct lookup_budget {
-	int left;               /* retries left (LOOKUP_RETRIES at the start) */
-	const orbit_lock_t *l;  /* whose dirty_pid names the writer */
+	int left;	       /* retries left (LOOKUP_RETRIES at the start) */
+	const orbit_lock_t *l; /* whose dirty_pid names the writer */
 };
 
 enum lock_stat {
-	ST_ACQUIRED, ST_BUSY, ST_FULL, ST_RENEWED, ST_RELEASED, ST_FORCE_RELEASED,
-	ST_NOT_FOUND, ST_WRONG_OWNER, ST_RECLAIMED, ST_COMPACTIONS, ST_LOOKUPS,
-	ST_CORRUPT, ST_REPAIRS, ST_DEAD_FREED, ST_N
+	ST_ACQUIRED,
+	ST_BUSY,
+	ST_FULL,
+	ST_RENEWED,
+	ST_RELEASED,
+	ST_FORCE_RELEASED,
+	ST_NOT_FOUND,
+	ST_WRONG_OWNER,
+	ST_RECLAIMED,
+	ST_COMPACTIONS,
+	ST_LOOKUPS,
+	ST_CORRUPT,
+	ST_REPAIRS,
+	ST_DEAD_FREED,
+	ST_N
 };
 
 struct orbit_lock {
 	struct orbit__lock_base base; /* first: the dispatch's view (base/lock_backend.h) */
-	struct orbit_lock *next;  /* in handles (handles_lock) */
+	struct orbit_lock *next;      /* in handles (handles_lock) */
 	orbit_seg_t seg;
 	struct orbit_lock_table_hdr *hdr;
 	struct orbit_lock_slot *slots;
-	uint32_t nslots;          /* validated copy: never re-read from SHM */
+	uint32_t nslots; /* validated copy: never re-read from SHM */
 	uint32_t mask;
 	struct orbit__lock_ser ser; /* lock order: ser.local, then the cross-process lock */
-	uint64_t ser_wait_ns;     /* bound on waiting for the serializer (options) */
-	pid_t pid;                /* the opener: a forked child gets -ECHILD */
+	uint64_t ser_wait_ns;	    /* bound on waiting for the serializer (options) */
+	pid_t pid;		    /* the opener: a forked child gets -ECHILD */
 	bool readonly;
-	uint64_t start_ticks;     /* this process's /proc start time */
-	uint64_t pidfs_ino;       /* this process's pidfs inode (0: no pidfs) */
+	uint64_t start_ticks; /* this process's /proc start time */
+	uint64_t pidfs_ino;   /* this process's pidfs inode (0: no pidfs) */
 	/*
 	 * The member tenure ORBIT_LOCK_FREE_ON_DEATH records: (generation << 32)
 	 * | (row + 1), 0 while no running agent was started with this handle.
@@ -99,9 +111,9 @@ struct orbit_lock {
 	 * serializer made an agent's start and stop hang). */
 	_Atomic(orbit_transition_sink_fn) sink;
 	_Atomic(void *) sink_ctx;
-	_Atomic uint32_t sink_calls; /* this process's mutations inside a sink call */
+	_Atomic uint32_t sink_calls;	 /* this process's mutations inside a sink call */
 	struct orbit_lock_layout layout; /* as opened (validated): the ring follows it */
-	_Atomic uint64_t st[ST_N]; /* counters; relaxed: statistics only */
+	_Atomic uint64_t st[ST_N];	 /* counters; relaxed: statistics only */
 };
 
 /*
@@ -161,7 +173,8 @@ static void fork_child(void)
 			continue;
 		fd = orbit__seg_reopen(&l->seg, true); /* never a FIFO, never another object */
 		if (fd >= 0) {
-			p = mmap(l->seg.base, l->seg.size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
+			p = mmap(l->seg.base, l->seg.size, PROT_READ, MAP_SHARED | MAP_FIXED, fd,
+				 0);
 			close(fd);
 		}
 		if (p == MAP_FAILED)
@@ -178,8 +191,7 @@ static void fork_child(void)
  */
 static void stat_inc(orbit_lock_t *l, enum lock_stat s)
 {
-	atomic_store_explicit(&l->st[s],
-			      atomic_load_explicit(&l->st[s], memory_order_relaxed) + 1,
+	atomic_store_explicit(&l->st[s], atomic_load_explicit(&l->st[s], memory_order_relaxed) + 1,
 			      memory_order_relaxed);
 }
 
@@ -318,18 +330,19 @@ static uint64_t slot_deadline(const struct orbit_lock_slot *s)
  * deadline_ns stay their own atomics. Relaxed is enough: seq orders them
  * (LK-F1/LK-R1 on the writer side, LK-A1/LK-F2 on the reader side).
  */
-#define SLOT_W_META 1u                       /* hash | ns_len | label_len */
-#define SLOT_W_OWNER 2u                      /* owner_len | flags | holder_pid */
+#define SLOT_W_META 1u	/* hash | ns_len | label_len */
+#define SLOT_W_OWNER 2u /* owner_len | flags | holder_pid */
 #define SLOT_W_TOKEN 3u
 #define SLOT_W_TICKS 5u
 #define SLOT_W_PIDFS 6u
-#define SLOT_W_MEMBER 7u                     /* holder_row | holder_gen */
+#define SLOT_W_MEMBER 7u /* holder_row | holder_gen */
 #define SLOT_W_BYTES (ORBIT_LOCK_SLOT_META_BYTES / 8u)
 _Static_assert(offsetof(struct orbit_lock_slot, hash) == 8 * SLOT_W_META, "meta word");
 _Static_assert(offsetof(struct orbit_lock_slot, owner_len) == 8 * SLOT_W_OWNER, "owner word");
 _Static_assert(offsetof(struct orbit_lock_slot, token) == 8 * SLOT_W_TOKEN, "token word");
 _Static_assert(offsetof(struct orbit_lock_slot, deadline_ns) == 8 * 4, "deadline word");
-_Static_assert(offsetof(struct orbit_lock_slot, holder_start_ticks) == 8 * SLOT_W_TICKS, "ticks word");
+_Static_assert(offsetof(struct orbit_lock_slot, holder_start_ticks) == 8 * SLOT_W_TICKS,
+	       "ticks word");
 _Static_assert(offsetof(struct orbit_lock_slot, holder_pidfs_ino) == 8 * SLOT_W_PIDFS, "pidfs");
 _Static_assert(offsetof(struct orbit_lock_slot, holder_row) == 8 * SLOT_W_MEMBER, "member");
 _Static_assert(offsetof(struct orbit_lock_slot, flags) == 8 * SLOT_W_OWNER + 2, "flags word");
@@ -355,8 +368,8 @@ static void word_store(struct orbit_lock_slot *s, uint32_t w, const void *img)
 	atomic_store_explicit(slot_word(s, w), v, memory_order_relaxed);
 }
 
-static void slot_to_entry(const struct orbit_lock_slot *s, uint32_t idx,
-			  struct orbit_lock_entry *e, uint64_t now)
+static void slot_to_entry(const struct orbit_lock_slot *s, uint32_t idx, struct orbit_lock_entry *e,
+			  uint64_t now)
 {
 	size_t n = (size_t)s->ns_len + s->label_len + s->owner_len;
 
@@ -411,8 +424,8 @@ struct slot_content {
 	uint32_t pid;
 	uint64_t start_ticks;
 	uint64_t pidfs_ino;
-	uint16_t flags;        /* ORBIT_LOCK_SLOT_F_* */
-	uint32_t row, gen;     /* the holder's member tenure (FREE_ON_DEATH), else 0 */
+	uint16_t flags;	   /* ORBIT_LOCK_SLOT_F_* */
+	uint32_t row, gen; /* the holder's member tenure (FREE_ON_DEATH), else 0 */
 };
 
 /* Tombstone, bytes, occupied, even seq: a kill anywhere leaves no torn entry. */
@@ -516,14 +529,22 @@ static uint64_t bump_revision(orbit_lock_t *l)
 	return r;
 }
 
-static void publish(orbit_lock_t *l, uint32_t type, uint64_t token, uint64_t deadline,
-		    uint64_t rev, const void *ns, uint32_t ns_len, const void *label,
-		    uint32_t label_len, const void *owner, uint32_t owner_len)
+static void publish(orbit_lock_t *l, uint32_t type, uint64_t token, uint64_t deadline, uint64_t rev,
+		    const void *ns, uint32_t ns_len, const void *label, uint32_t label_len,
+		    const void *owner, uint32_t owner_len)
 {
 	struct orbit_transition t = {
-		.type = type, .writer_pid = (uint32_t)l->pid, .fencing_token = token,
-		.deadline_ns = deadline, .state_revision = rev, .ns = ns, .ns_len = ns_len,
-		.label = label, .label_len = label_len, .owner = owner, .owner_len = owner_len,
+		.type = type,
+		.writer_pid = (uint32_t)l->pid,
+		.fencing_token = token,
+		.deadline_ns = deadline,
+		.state_revision = rev,
+		.ns = ns,
+		.ns_len = ns_len,
+		.label = label,
+		.label_len = label_len,
+		.owner = owner,
+		.owner_len = owner_len,
 	};
 
 	orbit_transition_sink_fn fn;
@@ -630,7 +651,9 @@ static void repair(orbit_lock_t *l)
 
 			if (slot_state(b) != ORBIT_LOCK_SLOT_OCCUPIED || !same_key(a, b))
 				continue;
-			drop = dist(l, home_of(l, a->hash), i) <= dist(l, home_of(l, b->hash), j) ? j : i;
+			drop = dist(l, home_of(l, a->hash), i) <= dist(l, home_of(l, b->hash), j)
+				   ? j
+				   : i;
 			uint32_t seq = slot_begin(&l->slots[drop]);
 			slot_set_state(&l->slots[drop], ORBIT_LOCK_SLOT_TOMBSTONE);
 			slot_end(&l->slots[drop], seq);
@@ -650,8 +673,8 @@ static void repair(orbit_lock_t *l)
 	stat_inc(l, ST_REPAIRS);
 	/* relaxed load: serializer held. Event first, then the commit (LK-R3). */
 	publish(l, ORBIT_TRANSITION_REPAIR, 0, 0,
-		atomic_load_explicit(&l->hdr->state_revision, memory_order_relaxed) + 1,
-		NULL, 0, NULL, 0, NULL, 0);
+		atomic_load_explicit(&l->hdr->state_revision, memory_order_relaxed) + 1, NULL, 0,
+		NULL, 0, NULL, 0);
 	ORBIT_CRASHPOINT("lock.repair_after_publish");
 	bump_revision(l);
 }
@@ -679,7 +702,8 @@ static void check_hdr_words(orbit_lock_t *l)
 	stat_inc(l, ST_CORRUPT);
 	for (uint32_t i = 0; i < l->nslots; i++)
 		tombs += slot_state(&l->slots[i]) == ORBIT_LOCK_SLOT_TOMBSTONE;
-	atomic_store_explicit(&l->hdr->tombstones, tombs, memory_order_relaxed); /* serializer held */
+	atomic_store_explicit(&l->hdr->tombstones, tombs,
+			      memory_order_relaxed); /* serializer held */
 }
 
 /*
@@ -691,7 +715,8 @@ static void check_hdr_words(orbit_lock_t *l)
  */
 static void compact(orbit_lock_t *l)
 {
-	uint64_t m = atomic_load_explicit(&l->hdr->move_seq, memory_order_relaxed); /* serializer held */
+	uint64_t m = atomic_load_explicit(&l->hdr->move_seq,
+					  memory_order_relaxed); /* serializer held */
 
 	atomic_store_explicit(&l->hdr->move_seq, m + 1, memory_order_relaxed);
 	/* LK-F3: release fence, pairs with LK-A5 in lookup(): move_seq odd before any move */
@@ -730,14 +755,21 @@ static void compact(orbit_lock_t *l)
 					break;
 			if (p == i)
 				continue;
-			orbit_lock_key_t k = { s->bytes, s->ns_len, s->bytes + s->ns_len, s->label_len };
+			orbit_lock_key_t k = { s->bytes, s->ns_len, s->bytes + s->ns_len,
+					       s->label_len };
 			struct slot_content c = {
-				.hash = s->hash, .key = &k, .owner = s->bytes + s->ns_len + s->label_len,
-				.owner_len = s->owner_len, .token = s->token,
-				.deadline_ns = slot_deadline(s), .pid = s->holder_pid,
+				.hash = s->hash,
+				.key = &k,
+				.owner = s->bytes + s->ns_len + s->label_len,
+				.owner_len = s->owner_len,
+				.token = s->token,
+				.deadline_ns = slot_deadline(s),
+				.pid = s->holder_pid,
 				.start_ticks = s->holder_start_ticks,
-				.pidfs_ino = s->holder_pidfs_ino, .flags = s->flags,
-				.row = s->holder_row, .gen = s->holder_gen,
+				.pidfs_ino = s->holder_pidfs_ino,
+				.flags = s->flags,
+				.row = s->holder_row,
+				.gen = s->holder_gen,
 			};
 			slot_write(&l->slots[p], &c);
 			ORBIT_CRASHPOINT("lock.compact_after_copy");
@@ -959,10 +991,18 @@ int orbit__lock_shm_try_acquire_flags(orbit_lock_t *l, const orbit_lock_key_t *k
 	if (slot_state(&l->slots[free_idx]) == ORBIT_LOCK_SLOT_TOMBSTONE)
 		tombs_add(l, -1);
 	struct slot_content c = {
-		.hash = h32, .key = key, .owner = owner->bytes, .owner_len = (uint32_t)owner->len,
-		.token = token, .deadline_ns = now + ttl_ns, .pid = (uint32_t)l->pid,
-		.start_ticks = l->start_ticks, .pidfs_ino = l->pidfs_ino, .flags = flags,
-		.row = mrow, .gen = mgen,
+		.hash = h32,
+		.key = key,
+		.owner = owner->bytes,
+		.owner_len = (uint32_t)owner->len,
+		.token = token,
+		.deadline_ns = now + ttl_ns,
+		.pid = (uint32_t)l->pid,
+		.start_ticks = l->start_ticks,
+		.pidfs_ino = l->pidfs_ino,
+		.flags = flags,
+		.row = mrow,
+		.gen = mgen,
 	};
 	slot_write(&l->slots[free_idx], &c);
 	rev = bump_revision(l);
@@ -1161,14 +1201,17 @@ static int read_meta(const struct orbit_lock_slot *s, struct meta *m, uint32_t *
 		return -EAGAIN;
 	m->state = atomic_load_explicit(&s->state, memory_order_relaxed); /* checked by seq */
 	w = word_load(s, SLOT_W_META);
-	memcpy(&m->hash, (uint8_t *)&w + offsetof(struct orbit_lock_slot, hash) - 8 * SLOT_W_META, 4);
-	memcpy(&ns_len, (uint8_t *)&w + offsetof(struct orbit_lock_slot, ns_len) - 8 * SLOT_W_META, 2);
-	memcpy(&label_len, (uint8_t *)&w + offsetof(struct orbit_lock_slot, label_len) -
-		8 * SLOT_W_META, 2);
+	memcpy(&m->hash, (uint8_t *)&w + offsetof(struct orbit_lock_slot, hash) - 8 * SLOT_W_META,
+	       4);
+	memcpy(&ns_len, (uint8_t *)&w + offsetof(struct orbit_lock_slot, ns_len) - 8 * SLOT_W_META,
+	       2);
+	memcpy(&label_len,
+	       (uint8_t *)&w + offsetof(struct orbit_lock_slot, label_len) - 8 * SLOT_W_META, 2);
 	w = word_load(s, SLOT_W_OWNER);
 	m->ns_len = ns_len;
 	m->label_len = label_len;
-	memcpy(&ns_len, (uint8_t *)&w + offsetof(struct orbit_lock_slot, owner_len) - 8 * SLOT_W_OWNER, 2);
+	memcpy(&ns_len,
+	       (uint8_t *)&w + offsetof(struct orbit_lock_slot, owner_len) - 8 * SLOT_W_OWNER, 2);
 	m->owner_len = ns_len;
 	/* LK-F2: acquire fence, pairs with LK-F1 in slot_begin(): copy before re-check */
 	atomic_thread_fence(memory_order_acquire);
@@ -1186,10 +1229,10 @@ static int read_entry(const struct orbit_lock_slot *s, const struct meta *m, uin
 	uint32_t n = m->ns_len + m->label_len + m->owner_len, w;
 	uint64_t v = word_load(s, SLOT_W_OWNER);
 
-	memcpy(&e->holder_pid, (uint8_t *)&v + offsetof(struct orbit_lock_slot, holder_pid) -
-	       8 * SLOT_W_OWNER, 4);
-	memcpy(&e->flags, (uint8_t *)&v + offsetof(struct orbit_lock_slot, flags) - 8 * SLOT_W_OWNER,
-	       2);
+	memcpy(&e->holder_pid,
+	       (uint8_t *)&v + offsetof(struct orbit_lock_slot, holder_pid) - 8 * SLOT_W_OWNER, 4);
+	memcpy(&e->flags,
+	       (uint8_t *)&v + offsetof(struct orbit_lock_slot, flags) - 8 * SLOT_W_OWNER, 2);
 	e->token = word_load(s, SLOT_W_TOKEN);
 	e->deadline_ns = atomic_load_explicit(&s->deadline_ns, memory_order_relaxed); /* by seq */
 	e->holder_start_ticks = word_load(s, SLOT_W_TICKS);
@@ -1247,8 +1290,7 @@ static int lookup_once(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32,
 	return -ENOENT;
 }
 
-int orbit__lock_shm_lookup(orbit_lock_t *l, const orbit_lock_key_t *key,
-			   struct orbit_lock_entry *e)
+int orbit__lock_shm_lookup(orbit_lock_t *l, const orbit_lock_key_t *key, struct orbit_lock_entry *e)
 {
 	struct lookup_budget budget = { LOOKUP_RETRIES, l };
 	uint32_t h32;
@@ -1291,8 +1333,8 @@ int orbit__lock_shm_lookup(orbit_lock_t *l, const orbit_lock_key_t *key,
 	}
 }
 
-int orbit__lock_shm_foreach(orbit_lock_t *l,
-			    int (*fn)(const struct orbit_lock_entry *e, void *ctx), void *ctx)
+int orbit__lock_shm_foreach(orbit_lock_t *l, int (*fn)(const struct orbit_lock_entry *e, void *ctx),
+			    void *ctx)
 {
 	struct orbit_lock_entry e;
 	int count = 0;
@@ -1506,16 +1548,25 @@ uint64_t orbit__lock_fingerprint(const struct orbit_lock_layout *y, enum orbit_l
 	 * SHM: FLOCK tables stay shareable between peers of different libcs. */
 	bool futex = s == ORBIT_LOCK_SERIALIZER_FUTEX;
 	uint64_t w[] = {
-		ORBIT_LOCK_TABLE_VERSION, y->state_kind, y->ring_kind, y->slots,
-		y->ring_frames, y->ring_frame_bytes, sizeof(struct orbit_lock_table_hdr),
-		sizeof(struct orbit_lock_slot), ORBIT_LOCK_BYTES_MAX, (uint64_t)s,
+		ORBIT_LOCK_TABLE_VERSION,
+		y->state_kind,
+		y->ring_kind,
+		y->slots,
+		y->ring_frames,
+		y->ring_frame_bytes,
+		sizeof(struct orbit_lock_table_hdr),
+		sizeof(struct orbit_lock_slot),
+		ORBIT_LOCK_BYTES_MAX,
+		(uint64_t)s,
 		/* the probe hash itself: peers hashing keys differently would miss
 		 * each other's entries, so they must refuse each other instead */
 		key_hash("orbit", 5, "fingerprint", 11),
 		/* the libc's robust mutex: a peer whose pthread_mutex_t has another
 		 * size, alignment, place or libc would scribble over ours */
-		futex ? abi->mutex_bytes : 0, futex ? abi->mutex_align : 0,
-		futex ? abi->mutex_off : 0, futex ? abi->libc_id : 0,
+		futex ? abi->mutex_bytes : 0,
+		futex ? abi->mutex_align : 0,
+		futex ? abi->mutex_off : 0,
+		futex ? abi->libc_id : 0,
 	};
 	return orbit__seg_fingerprint(w, sizeof(w) / sizeof(w[0]));
 }
@@ -1534,13 +1585,19 @@ static int open_as(orbit_lock_t *l, const struct orbit_lock_options *o,
 {
 	struct init_arg a = { y->slots, ser };
 	struct orbit_seg_spec spec = {
-		.kind = y->state_kind, .layout_version = ORBIT_LOCK_TABLE_VERSION,
+		.kind = y->state_kind,
+		.layout_version = ORBIT_LOCK_TABLE_VERSION,
 		.total_bytes = ORBIT_SEG_HEADER_BYTES + orbit__lock_table_body_bytes(y->slots),
-		.fingerprint = layout_fingerprint(y, ser), .init = table_init, .init_arg = &a,
+		.fingerprint = layout_fingerprint(y, ser),
+		.init = table_init,
+		.init_arg = &a,
 	};
 	struct orbit_seg_opts so = {
-		.how = how, .readonly = o && o->readonly, .mode = o ? o->mode : 0,
-		.init_timeout_ms = o ? o->init_timeout_ms : 0, .gid = o ? o->gid : 0,
+		.how = how,
+		.readonly = o && o->readonly,
+		.mode = o ? o->mode : 0,
+		.init_timeout_ms = o ? o->init_timeout_ms : 0,
+		.gid = o ? o->gid : 0,
 		.owner_uid = o ? o->owner_uid : 0,
 	};
 
@@ -1587,7 +1644,8 @@ int orbit__lock_shm_open(const struct orbit_lock_options *user, orbit_lock_t **o
 		rc = open_as(l, o, y, fleet, name, ORBIT_LOCK_SERIALIZER_FUTEX, how);
 		ser = ORBIT_LOCK_SERIALIZER_FUTEX;
 		if (rc == -ORBIT_EFINGERPRINT && !(o && !o->readonly && read_only_group(o))) {
-			rc = open_as(l, o, y, fleet, name, ORBIT_LOCK_SERIALIZER_FLOCK, ORBIT_SEG_OPEN);
+			rc = open_as(l, o, y, fleet, name, ORBIT_LOCK_SERIALIZER_FLOCK,
+				     ORBIT_SEG_OPEN);
 			ser = ORBIT_LOCK_SERIALIZER_FLOCK;
 			if (rc == -ORBIT_EFINGERPRINT || rc == -ENOENT)
 				rc = -ORBIT_EFINGERPRINT; /* neither: another layout */
@@ -1615,8 +1673,9 @@ int orbit__lock_shm_open(const struct orbit_lock_options *user, orbit_lock_t **o
 	l->pid = orbit__self_pid();
 	l->start_ticks = proc_start_ticks(l->pid);
 	l->pidfs_ino = self_pidfs_ino(l->pid);
-	l->ser_wait_ns = 1000000ull * (o && o->serializer_wait_ms ? (uint64_t)o->serializer_wait_ms
-				       : ORBIT_LOCK_SERIALIZER_WAIT_MS_DEFAULT);
+	l->ser_wait_ns = 1000000ull * (o && o->serializer_wait_ms
+					   ? (uint64_t)o->serializer_wait_ms
+					   : ORBIT_LOCK_SERIALIZER_WAIT_MS_DEFAULT);
 	orbit__lock_ser_init(&l->ser, ser, &l->seg, h);
 	orbit__die_on(pthread_mutex_lock(&handles_lock), "pthread_mutex_lock");
 	l->next = handles;
@@ -1675,9 +1734,8 @@ int orbit__lock_set_sink(orbit_lock_t *l, orbit_transition_sink_fn fn, void *ctx
 		return -EINVAL;
 	if (fn) {
 		/* the ctx word is the claim: relaxed, published by LK-K3 below */
-		if (!atomic_compare_exchange_strong_explicit(&l->sink_ctx, &none, ctx,
-							     memory_order_relaxed,
-							     memory_order_relaxed))
+		if (!atomic_compare_exchange_strong_explicit(
+			&l->sink_ctx, &none, ctx, memory_order_relaxed, memory_order_relaxed))
 			return -EBUSY;
 		/* LK-K3: release, pairs with LK-K6 in publish() */
 		atomic_store_explicit(&l->sink, fn, memory_order_release);
@@ -1741,9 +1799,14 @@ int orbit__lock_table_check(orbit_lock_t *l, char *why, size_t why_len)
 	/* relaxed loads throughout: the caller guarantees no mutator runs */
 	uint64_t next = atomic_load_explicit(&l->hdr->next_token, memory_order_relaxed);
 
-#define FAIL(...) do { snprintf(why, why_len, __VA_ARGS__); return -ORBIT_ECORRUPT; } while (0)
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		snprintf(why, why_len, __VA_ARGS__);                                               \
+		return -ORBIT_ECORRUPT;                                                            \
+	} while (0)
 	if (atomic_load_explicit(&l->hdr->dirty_pid, memory_order_relaxed))
-		FAIL("dirty_pid %u", atomic_load_explicit(&l->hdr->dirty_pid, memory_order_relaxed));
+		FAIL("dirty_pid %u",
+		     atomic_load_explicit(&l->hdr->dirty_pid, memory_order_relaxed));
 	if (atomic_load_explicit(&l->hdr->move_seq, memory_order_relaxed) & 1u)
 		FAIL("move_seq odd");
 	for (uint32_t i = 0; i < l->nslots; i++) {
@@ -1756,10 +1819,12 @@ int orbit__lock_table_check(orbit_lock_t *l, char *why, size_t why_len)
 			FAIL("slot %u: invalid state %u or lengths", i, slot_state(s));
 		if (slot_state(s) != ORBIT_LOCK_SLOT_OCCUPIED)
 			continue;
-		if ((uint32_t)key_hash(s->bytes, s->ns_len, s->bytes + s->ns_len, s->label_len) != s->hash)
+		if ((uint32_t)key_hash(s->bytes, s->ns_len, s->bytes + s->ns_len, s->label_len) !=
+		    s->hash)
 			FAIL("slot %u: hash does not match its key (torn bytes)", i);
 		if (s->token >= next)
-			FAIL("slot %u: token %" PRIu64 " >= next_token %" PRIu64, i, s->token, next);
+			FAIL("slot %u: token %" PRIu64 " >= next_token %" PRIu64, i, s->token,
+			     next);
 		if (s->flags & ~ORBIT_LOCK_SLOT_F_KNOWN)
 			FAIL("slot %u: unknown lease flags 0x%x", i, s->flags);
 		if (!(s->flags & ORBIT_LOCK_SLOT_F_FREE_ON_DEATH) &&
@@ -1852,10 +1917,10 @@ static bool dead_holder(orbit_lock_t *l, orbit_members_t *m, uint32_t i, struct 
 	w = word_load(s, SLOT_W_MEMBER); /* checked by read_entry()'s seq re-check */
 	if (read_entry(s, &mt, seq, i, &e) || !(e.flags & ORBIT_LOCK_SLOT_F_FREE_ON_DEATH))
 		return false;
-	memcpy(&row, (uint8_t *)&w + offsetof(struct orbit_lock_slot, holder_row) - 8 * SLOT_W_MEMBER,
-	       4);
-	memcpy(&gen, (uint8_t *)&w + offsetof(struct orbit_lock_slot, holder_gen) - 8 * SLOT_W_MEMBER,
-	       4);
+	memcpy(&row,
+	       (uint8_t *)&w + offsetof(struct orbit_lock_slot, holder_row) - 8 * SLOT_W_MEMBER, 4);
+	memcpy(&gen,
+	       (uint8_t *)&w + offsetof(struct orbit_lock_slot, holder_gen) - 8 * SLOT_W_MEMBER, 4);
 	/*
 	 * Both proofs, each stable once true: the member tenure is over (its
 	 * row's OFD lock is free or the row has a newer generation: a tenure

@@ -32,8 +32,9 @@ int orbit__lock_shm_try_acquire(orbit_lock_t *lock, const orbit_lock_key_t *key,
 				const orbit_lock_owner_t *owner, uint64_t ttl_ns,
 				struct orbit_lock_lease *lease, struct orbit_lock_entry *holder);
 int orbit__lock_shm_try_acquire_flags(orbit_lock_t *lock, const orbit_lock_key_t *key,
-				      const orbit_lock_owner_t *owner, uint64_t ttl_ns, uint32_t flags,
-				      struct orbit_lock_lease *lease, struct orbit_lock_entry *holder);
+				      const orbit_lock_owner_t *owner, uint64_t ttl_ns,
+				      uint32_t flags, struct orbit_lock_lease *lease,
+				      struct orbit_lock_entry *holder);
 int orbit__lock_shm_renew(orbit_lock_t *lock, const orbit_lock_key_t *key,
 			  const orbit_lock_owner_t *owner, uint64_t token, uint64_t ttl_ns,
 			  struct orbit_lock_lease *lease);

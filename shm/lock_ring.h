@@ -28,7 +28,7 @@
 
 struct orbit_lock_ring {
 	struct orbit_ring_sink sink; /* ring and our lane; publish failures counted */
-	orbit_lock_t *lock;          /* the handle whose sink is ours (attach..detach) */
+	orbit_lock_t *lock;	     /* the handle whose sink is ours (attach..detach) */
 	orbit_members_t *members;    /* whose row owns the lane */
 	bool lane_claimed;
 	/*

@@ -72,8 +72,11 @@ static int clocklock(pthread_mutex_t *m, const struct timespec *abs)
 
 	__tsan_mutex_pre_lock(m, __tsan_mutex_try_lock);
 	rc = pthread_mutex_clocklock(m, CLOCK_MONOTONIC, abs);
-	__tsan_mutex_post_lock(m, rc == 0 || rc == EOWNERDEAD ? __tsan_mutex_try_lock
-			       : __tsan_mutex_try_lock | __tsan_mutex_try_lock_failed, 0);
+	__tsan_mutex_post_lock(m,
+			       rc == 0 || rc == EOWNERDEAD
+				   ? __tsan_mutex_try_lock
+				   : __tsan_mutex_try_lock | __tsan_mutex_try_lock_failed,
+			       0);
 	return rc;
 }
 #else

@@ -48,10 +48,10 @@
 
 struct orbit__lock_ser {
 	enum orbit_lock_serializer kind; /* FUTEX or FLOCK */
-	const orbit_seg_t *seg;          /* FLOCK: whose fd is flocked */
-	pthread_mutex_t *shared;         /* FUTEX: the mutex in the table header */
-	pthread_mutex_t local;           /* FLOCK: protects this handle's flock */
-	_Atomic uint32_t *dirty_pid;     /* FLOCK: the table's dirty word */
+	const orbit_seg_t *seg;		 /* FLOCK: whose fd is flocked */
+	pthread_mutex_t *shared;	 /* FUTEX: the mutex in the table header */
+	pthread_mutex_t local;		 /* FLOCK: protects this handle's flock */
+	_Atomic uint32_t *dirty_pid;	 /* FLOCK: the table's dirty word */
 };
 
 /* Creator only (segment init callback): initialise the robust mutex in SHM. */

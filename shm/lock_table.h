@@ -59,26 +59,26 @@ enum orbit_lock_slot_state {
 /* Body offset 0. Cache lines: constants | mutation words | mutex. */
 struct orbit_lock_table_hdr {
 	/* line 0: written once by the creator, read by every opener */
-	uint64_t magic;          /* ORBIT_LOCK_TABLE_MAGIC */
-	uint32_t slot_count;     /* == layout slots */
-	uint32_t slot_bytes;     /* sizeof(struct orbit_lock_slot) */
-	uint32_t serializer;     /* enum orbit_lock_serializer (FUTEX or FLOCK) */
-	uint32_t slots_off;      /* body offset of slot 0 */
+	uint64_t magic;	     /* ORBIT_LOCK_TABLE_MAGIC */
+	uint32_t slot_count; /* == layout slots */
+	uint32_t slot_bytes; /* sizeof(struct orbit_lock_slot) */
+	uint32_t serializer; /* enum orbit_lock_serializer (FUTEX or FLOCK) */
+	uint32_t slots_off;  /* body offset of slot 0 */
 	uint8_t pad0[40];
 	/* line 1: mutation words (serializer held) */
-	_Atomic uint64_t next_token;      /* next fencing token to hand out */
-	_Atomic uint64_t state_revision;  /* +1 per successful change */
-	_Atomic uint64_t move_seq;        /* odd while compaction moves entries */
-	_Atomic uint32_t dirty_pid;       /* pid of the mutator inside, 0 outside */
-	_Atomic uint32_t tombstones;      /* tombstone count (compaction trigger) */
-	_Atomic uint64_t repairs;         /* crashed-mutator repairs (all handles) */
+	_Atomic uint64_t next_token;	 /* next fencing token to hand out */
+	_Atomic uint64_t state_revision; /* +1 per successful change */
+	_Atomic uint64_t move_seq;	 /* odd while compaction moves entries */
+	_Atomic uint32_t dirty_pid;	 /* pid of the mutator inside, 0 outside */
+	_Atomic uint32_t tombstones;	 /* tombstone count (compaction trigger) */
+	_Atomic uint64_t repairs;	 /* crashed-mutator repairs (all handles) */
 	uint8_t pad1[24];
 	/* lines 2-3: the FUTEX serializer (robust, process-shared) */
 	union {
 		pthread_mutex_t mutex;
 		uint8_t mutex_bytes[128];
 	};
-	uint8_t reserved[256];   /* growth; zero */
+	uint8_t reserved[256]; /* growth; zero */
 };
 
 #define ORBIT_LOCK_SLOT_META_BYTES 64u
@@ -95,20 +95,20 @@ struct orbit_lock_table_hdr {
 
 /* One slot: 1,024 bytes, cache-line aligned. */
 struct orbit_lock_slot {
-	_Atomic uint32_t seq;         /* odd while being written */
-	_Atomic uint32_t state;       /* enum orbit_lock_slot_state */
-	uint32_t hash;                /* low 32 bits of the key hash */
+	_Atomic uint32_t seq;	/* odd while being written */
+	_Atomic uint32_t state; /* enum orbit_lock_slot_state */
+	uint32_t hash;		/* low 32 bits of the key hash */
 	uint16_t ns_len;
 	uint16_t label_len;
 	uint16_t owner_len;
-	uint16_t flags;               /* ORBIT_LOCK_SLOT_F_* of the acquisition */
+	uint16_t flags; /* ORBIT_LOCK_SLOT_F_* of the acquisition */
 	uint32_t holder_pid;
 	uint64_t token;
-	_Atomic uint64_t deadline_ns; /* CLOCK_MONOTONIC absolute */
-	uint64_t holder_start_ticks;  /* /proc/<pid>/stat field 22 */
-	uint64_t holder_pidfs_ino;    /* the holder's pidfs inode (0: no pidfs) */
-	uint32_t holder_row;          /* FREE_ON_DEATH: the holder's member row (else 0) */
-	uint32_t holder_gen;          /* FREE_ON_DEATH: that row's generation (else 0) */
+	_Atomic uint64_t deadline_ns;	     /* CLOCK_MONOTONIC absolute */
+	uint64_t holder_start_ticks;	     /* /proc/<pid>/stat field 22 */
+	uint64_t holder_pidfs_ino;	     /* the holder's pidfs inode (0: no pidfs) */
+	uint32_t holder_row;		     /* FREE_ON_DEATH: the holder's member row (else 0) */
+	uint32_t holder_gen;		     /* FREE_ON_DEATH: that row's generation (else 0) */
 	uint8_t bytes[ORBIT_LOCK_BYTES_MAX]; /* ns | label | owner */
 };
 
@@ -126,7 +126,8 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
 /* Body bytes of a table with @slots slots. */
 static inline uint64_t orbit__lock_table_body_bytes(uint32_t slots)
 {
-	return sizeof(struct orbit_lock_table_hdr) + (uint64_t)slots * sizeof(struct orbit_lock_slot);
+	return sizeof(struct orbit_lock_table_hdr) +
+	       (uint64_t)slots * sizeof(struct orbit_lock_slot);
 }
 
 #endif /* ORBIT_SHM_LOCK_TABLE_H */

@@ -41,10 +41,10 @@ struct orbit_members {
 	orbit_seg_t seg;
 	struct orbit_members_shm *hdr;
 	uint32_t rows;
-	pid_t pid;              /* process that opened the handle */
-	pthread_mutex_t mu;     /* protects lock_fd, row, generation, fork_slot */
-	int lock_fd;            /* private description holding our row's OFD lock */
-	int row;                /* -1 when not joined */
+	pid_t pid;	    /* process that opened the handle */
+	pthread_mutex_t mu; /* protects lock_fd, row, generation, fork_slot */
+	int lock_fd;	    /* private description holding our row's OFD lock */
+	int row;	    /* -1 when not joined */
 	uint32_t generation;
 	int fork_slot;
 };
@@ -70,7 +70,8 @@ static void child_after_fork(void)
 static void fork_guard_init(void)
 {
 	for (int i = 0; i < FORK_SLOTS; i++)
-		atomic_store_explicit(&forked_fds[i], -1, memory_order_relaxed); /* before any join */
+		atomic_store_explicit(&forked_fds[i], -1,
+				      memory_order_relaxed); /* before any join */
 	/* broken invariant: cannot guard liveness across fork */
 	orbit__die_on(pthread_atfork(NULL, NULL, child_after_fork), "pthread_atfork");
 }
@@ -81,8 +82,8 @@ static int fork_guard_add(int fd)
 	for (int i = 0; i < FORK_SLOTS; i++) {
 		int expect = -1;
 		/* Relaxed CAS: the slot only has to be claimed once; fork is ordered by the kernel */
-		if (atomic_compare_exchange_strong_explicit(&forked_fds[i], &expect, fd,
-							    memory_order_relaxed, memory_order_relaxed))
+		if (atomic_compare_exchange_strong_explicit(
+			&forked_fds[i], &expect, fd, memory_order_relaxed, memory_order_relaxed))
 			return i;
 	}
 	return -EMFILE;
@@ -110,9 +111,14 @@ static void unlock_mu(orbit_members_t *m)
 static uint64_t layout_fingerprint(uint32_t rows)
 {
 	const uint64_t w[] = {
-		ORBIT_SEG_KIND_MEMBERS, ORBIT_MEMBERS_LAYOUT_VERSION, rows,
-		sizeof(struct orbit_member_row), sizeof(struct orbit_members_shm),
-		offsetof(struct orbit_member_row, name), ORBIT_MEMBER_NAME_MAX, ROWS_OFF,
+		ORBIT_SEG_KIND_MEMBERS,
+		ORBIT_MEMBERS_LAYOUT_VERSION,
+		rows,
+		sizeof(struct orbit_member_row),
+		sizeof(struct orbit_members_shm),
+		offsetof(struct orbit_member_row, name),
+		ORBIT_MEMBER_NAME_MAX,
+		ROWS_OFF,
 	};
 	return orbit__seg_fingerprint(w, sizeof(w) / sizeof(w[0]));
 }
@@ -178,8 +184,8 @@ int orbit__members_open(orbit_members_t **out, const char *fleet, uint32_t rows,
 		goto err_free;
 	m->hdr = orbit__seg_at(&m->seg, ORBIT_SEG_HEADER_BYTES, sizeof(*m->hdr));
 	/* The fingerprint covers the layout; the body words are still untrusted bytes */
-	if (!m->hdr || m->hdr->rows != rows || m->hdr->row_bytes != sizeof(struct orbit_member_row) ||
-	    m->hdr->rows_off != ROWS_OFF) {
+	if (!m->hdr || m->hdr->rows != rows ||
+	    m->hdr->row_bytes != sizeof(struct orbit_member_row) || m->hdr->rows_off != ROWS_OFF) {
 		r = -ORBIT_ECORRUPT;
 		goto err_close;
 	}
@@ -351,7 +357,8 @@ int orbit__pid_ino(pid_t pid, uint64_t *ino)
 /* Rewrite our own row (we hold its lock): seq odd, bytes, seq even. */
 static void row_write_begin(struct orbit_member_row *rw)
 {
-	uint32_t s = atomic_load_explicit(&rw->seq, memory_order_relaxed); /* only the lock holder writes */
+	uint32_t s = atomic_load_explicit(&rw->seq,
+					  memory_order_relaxed); /* only the lock holder writes */
 
 	if (s & 1)
 		s++; /* a dead writer left it odd: restart from even */
@@ -425,16 +432,21 @@ int orbit__members_join(orbit_members_t *m, const char *name)
 		}
 		/* The lock is ours: whatever the row says, its last owner is gone */
 		row_write_begin(rw);
-		atomic_store_explicit(&rw->state, ORBIT_MEMBER_JOINING, memory_order_relaxed); /* in MB-W1..MB-W2 */
-		gen = atomic_load_explicit(&rw->generation, memory_order_relaxed) + 1; /* only the lock holder writes it */
-		atomic_store_explicit(&rw->generation, gen, memory_order_relaxed); /* in MB-W1..MB-W2 */
+		atomic_store_explicit(&rw->state, ORBIT_MEMBER_JOINING,
+				      memory_order_relaxed); /* in MB-W1..MB-W2 */
+		gen = atomic_load_explicit(&rw->generation, memory_order_relaxed) +
+		      1; /* only the lock holder writes it */
+		atomic_store_explicit(&rw->generation, gen,
+				      memory_order_relaxed); /* in MB-W1..MB-W2 */
 		rw->pid = (uint32_t)getpid();
 		rw->start_time_ticks = start;
 		rw->joined_real_ns = orbit__now_real_ns();
-		atomic_store_explicit(&rw->heartbeat_ns, orbit__now_mono_ns(), memory_order_relaxed); /* display */
+		atomic_store_explicit(&rw->heartbeat_ns, orbit__now_mono_ns(),
+				      memory_order_relaxed); /* display */
 		set_name(rw->name, name);
 		memset(rw->reserved, 0, sizeof(rw->reserved));
-		atomic_store_explicit(&rw->state, ORBIT_MEMBER_LIVE, memory_order_relaxed); /* by MB-W2 */
+		atomic_store_explicit(&rw->state, ORBIT_MEMBER_LIVE,
+				      memory_order_relaxed); /* by MB-W2 */
 		row_write_end(rw);
 		m->lock_fd = fd;
 		m->fork_slot = slot;
@@ -444,11 +456,13 @@ int orbit__members_join(orbit_members_t *m, const char *name)
 		return (int)i;
 	}
 	if (r == -ENOSPC)
-		orbit__seg_refuse(r, &m->seg, "all %u member rows are held by live processes", m->rows);
+		orbit__seg_refuse(r, &m->seg, "all %u member rows are held by live processes",
+				  m->rows);
 	else if (r == -EPERM)
-		orbit__seg_refuse(r, &m->seg,
-				  "no member row is free, and a row no member holds is pinned by a "
-				  "read lock (a process that can only read the directory holds it)");
+		orbit__seg_refuse(
+		    r, &m->seg,
+		    "no member row is free, and a row no member holds is pinned by a "
+		    "read lock (a process that can only read the directory holds it)");
 	fork_guard_del(slot, fd);
 err_close:
 	close(fd);
@@ -473,7 +487,8 @@ int orbit__members_leave(orbit_members_t *m)
 	rw = row_at(m, (uint32_t)m->row);
 	if (rw) {
 		row_write_begin(rw);
-		atomic_store_explicit(&rw->state, ORBIT_MEMBER_LEFT, memory_order_relaxed); /* in MB-W1..MB-W2 */
+		atomic_store_explicit(&rw->state, ORBIT_MEMBER_LEFT,
+				      memory_order_relaxed); /* in MB-W1..MB-W2 */
 		row_write_end(rw);
 	}
 	fork_guard_del(m->fork_slot, m->lock_fd);
@@ -594,12 +609,14 @@ int orbit__members_snapshot(orbit_members_t *m, uint32_t row, struct orbit_membe
 		return r;
 	memset(out, 0, sizeof(*out));
 	out->row = row;
-	out->state = atomic_load_explicit(&cp.state, memory_order_relaxed);        /* private copy */
-	out->generation = atomic_load_explicit(&cp.generation, memory_order_relaxed); /* private copy */
+	out->state = atomic_load_explicit(&cp.state, memory_order_relaxed); /* private copy */
+	out->generation = atomic_load_explicit(&cp.generation,
+					       memory_order_relaxed); /* private copy */
 	out->pid = cp.pid;
 	out->start_time_ticks = cp.start_time_ticks;
 	out->joined_real_ns = cp.joined_real_ns;
-	out->heartbeat_ns = atomic_load_explicit(&cp.heartbeat_ns, memory_order_relaxed); /* private copy */
+	out->heartbeat_ns = atomic_load_explicit(&cp.heartbeat_ns,
+						 memory_order_relaxed); /* private copy */
 	out->alive = alive == 1;
 	out->self = self;
 	memcpy(out->name, cp.name, sizeof(out->name));
@@ -708,9 +725,12 @@ int orbit__members_reclaim(orbit_members_t *m, uint32_t row)
 		r = 0; /* already free: nothing to reclaim (relaxed: we hold the row lock) */
 	} else {
 		row_write_begin(rw);
-		gen = atomic_load_explicit(&rw->generation, memory_order_relaxed) + 1; /* lock held */
-		atomic_store_explicit(&rw->generation, gen, memory_order_relaxed); /* in MB-W1..MB-W2 */
-		atomic_store_explicit(&rw->state, ORBIT_MEMBER_FREE, memory_order_relaxed); /* in MB-W1..MB-W2 */
+		gen = atomic_load_explicit(&rw->generation, memory_order_relaxed) +
+		      1; /* lock held */
+		atomic_store_explicit(&rw->generation, gen,
+				      memory_order_relaxed); /* in MB-W1..MB-W2 */
+		atomic_store_explicit(&rw->state, ORBIT_MEMBER_FREE,
+				      memory_order_relaxed); /* in MB-W1..MB-W2 */
 		rw->pid = 0;
 		rw->start_time_ticks = 0;
 		memset(rw->name, 0, sizeof(rw->name));
@@ -743,7 +763,8 @@ int orbit__members_pidfd_open(orbit_members_t *m, uint32_t row, uint32_t *genera
 	r = validate_row(&cp);
 	if (r < 0)
 		return r;
-	if (atomic_load_explicit(&cp.state, memory_order_relaxed) == ORBIT_MEMBER_FREE) /* private copy */
+	if (atomic_load_explicit(&cp.state, memory_order_relaxed) ==
+	    ORBIT_MEMBER_FREE) /* private copy */
 		return -ESRCH;
 	/*
 	 * A pid that is a thread of some process, not a process, is not the
@@ -761,7 +782,8 @@ int orbit__members_pidfd_open(orbit_members_t *m, uint32_t row, uint32_t *genera
 		return r == -EPROTO ? r : -ESRCH;
 	}
 	if (generation)
-		*generation = atomic_load_explicit(&cp.generation, memory_order_relaxed); /* private copy */
+		*generation = atomic_load_explicit(&cp.generation,
+						   memory_order_relaxed); /* private copy */
 	return fd;
 }
 
@@ -777,5 +799,6 @@ void orbit__members_heartbeat(orbit_members_t *m)
 		return;
 	rw = row_at(m, (uint32_t)row);
 	if (rw) /* Relaxed: display only, never decides liveness */
-		atomic_store_explicit(&rw->heartbeat_ns, orbit__now_mono_ns(), memory_order_relaxed);
+		atomic_store_explicit(&rw->heartbeat_ns, orbit__now_mono_ns(),
+				      memory_order_relaxed);
 }

@@ -67,12 +67,12 @@
 /* enum orbit_member_state (FREE, JOINING, LIVE, LEFT) is public: orbit/fleet.h. */
 
 struct orbit_member_row {
-	_Atomic uint32_t seq;         /* odd while the owner rewrites the row */
-	_Atomic uint32_t state;       /* enum orbit_member_state (display) */
-	_Atomic uint32_t generation;  /* bumped at every join and reclaim */
+	_Atomic uint32_t seq;	     /* odd while the owner rewrites the row */
+	_Atomic uint32_t state;	     /* enum orbit_member_state (display) */
+	_Atomic uint32_t generation; /* bumped at every join and reclaim */
 	uint32_t pid;
-	uint64_t start_time_ticks;    /* /proc/<pid>/stat field 22 */
-	uint64_t joined_real_ns;      /* CLOCK_REALTIME at join */
+	uint64_t start_time_ticks;     /* /proc/<pid>/stat field 22 */
+	uint64_t joined_real_ns;       /* CLOCK_REALTIME at join */
 	_Atomic uint64_t heartbeat_ns; /* CLOCK_MONOTONIC, display only */
 	char name[ORBIT_MEMBER_NAME_MAX];
 	uint8_t reserved[56];
@@ -81,9 +81,9 @@ _Static_assert(sizeof(struct orbit_member_row) == 128, "member row size");
 
 /* Members body: this header, then rows at rows_off (a multiple of 128). */
 struct orbit_members_shm {
-	uint32_t rows;             /* row count (layout) */
-	uint32_t row_bytes;        /* sizeof(struct orbit_member_row) */
-	uint64_t rows_off;         /* from the segment start */
+	uint32_t rows;		   /* row count (layout) */
+	uint32_t row_bytes;	   /* sizeof(struct orbit_member_row) */
+	uint64_t rows_off;	   /* from the segment start */
 	_Atomic uint64_t reclaims; /* rows proven dead and reclaimed */
 	uint8_t reserved[104];
 };
@@ -98,8 +98,8 @@ struct orbit_member_info {
 	uint64_t start_time_ticks;
 	uint64_t joined_real_ns;
 	uint64_t heartbeat_ns;
-	bool alive;              /* kernel-proved at snapshot time */
-	bool self;               /* this handle's own row */
+	bool alive; /* kernel-proved at snapshot time */
+	bool self;  /* this handle's own row */
 	char name[ORBIT_MEMBER_NAME_MAX];
 };
 

@@ -44,7 +44,7 @@ struct orbit_ring_reader {
 	orbit_ring_t *ring;
 	uint64_t generation;
 	uint32_t next_lane;
-	uint32_t wake_class;  /* doorbell class this reader sleeps as */
+	uint32_t wake_class; /* doorbell class this reader sleeps as */
 	struct orbit_ring_reader_counters c;
 	uint64_t cursor[]; /* one per lane */
 };
@@ -67,7 +67,8 @@ static int layout_check(const struct orbit_ring_layout *l)
 	if (l->kind == 0 || l->kind > 0xffff || l->lanes == 0 || l->lanes > ORBIT_RING_MAX_LANES ||
 	    !pow2(l->frames_per_lane) || l->frames_per_lane < ORBIT_RING_MIN_FRAMES ||
 	    l->frames_per_lane > ORBIT_RING_MAX_FRAMES || !pow2(l->frame_bytes) ||
-	    l->frame_bytes < ORBIT_RING_MIN_FRAME_BYTES || l->frame_bytes > ORBIT_RING_MAX_FRAME_BYTES)
+	    l->frame_bytes < ORBIT_RING_MIN_FRAME_BYTES ||
+	    l->frame_bytes > ORBIT_RING_MAX_FRAME_BYTES)
 		return -EINVAL;
 	if ((uint64_t)l->lanes * l->frames_per_lane * l->frame_bytes > RING_MAX_TOTAL_BYTES)
 		return -E2BIG;
@@ -104,9 +105,16 @@ static uint64_t total_of(const struct orbit_ring_layout *l)
 static uint64_t fingerprint_of(const struct orbit_ring_layout *l)
 {
 	const uint64_t w[] = {
-		l->kind, ORBIT_RING_LAYOUT_VERSION, l->lanes, l->frames_per_lane, l->frame_bytes,
-		sizeof(struct orbit_ring_shm), sizeof(struct orbit_ring_lane),
-		sizeof(struct orbit_ring_frame), lanes_off_of(), frames_off_of(l),
+		l->kind,
+		ORBIT_RING_LAYOUT_VERSION,
+		l->lanes,
+		l->frames_per_lane,
+		l->frame_bytes,
+		sizeof(struct orbit_ring_shm),
+		sizeof(struct orbit_ring_lane),
+		sizeof(struct orbit_ring_frame),
+		lanes_off_of(),
+		frames_off_of(l),
 	};
 	return orbit__seg_fingerprint(w, sizeof(w) / sizeof(w[0]));
 }
@@ -171,8 +179,9 @@ int orbit__ring_open(orbit_ring_t **out, const char *fleet, const struct orbit_r
 				     (uint64_t)l.lanes * l.frames_per_lane * l.frame_bytes);
 	/* The fingerprint matched; the body words are still untrusted bytes */
 	if (!ring->shm || !ring->lanes || !ring->frames || ring->shm->lanes != l.lanes ||
-	    ring->shm->frames_per_lane != l.frames_per_lane || ring->shm->frame_bytes != l.frame_bytes ||
-	    ring->shm->lanes_off != lanes_off_of() || ring->shm->frames_off != frames_off_of(&l)) {
+	    ring->shm->frames_per_lane != l.frames_per_lane ||
+	    ring->shm->frame_bytes != l.frame_bytes || ring->shm->lanes_off != lanes_off_of() ||
+	    ring->shm->frames_off != frames_off_of(&l)) {
 		r = -ORBIT_ECORRUPT;
 		goto err_close;
 	}
@@ -304,14 +313,15 @@ int orbit__ring_lane_claim(orbit_ring_t *ring, orbit_members_t *m)
 			if (pass == 1 && (o == 0 || owner_alive(m, o) != 0))
 				continue; /* second pass: lanes whose owner is proven dead */
 			/* RG-C1: acq_rel CAS, pairs with RG-C2/RG-C3/RG-O1: the dead owner's last frame stores before our publishes */
-			if (!atomic_compare_exchange_strong_explicit(&ln->owner, &o, mine,
-								     memory_order_acq_rel,
-								     memory_order_relaxed))
+			if (!atomic_compare_exchange_strong_explicit(
+				&ln->owner, &o, mine, memory_order_acq_rel, memory_order_relaxed))
 				continue;
 			/* Relaxed: display only */
-			atomic_store_explicit(&ln->owner_pid, (uint32_t)getpid(), memory_order_relaxed);
+			atomic_store_explicit(&ln->owner_pid, (uint32_t)getpid(),
+					      memory_order_relaxed);
 			if (pass == 1) /* Relaxed: a statistics counter */
-				atomic_fetch_add_explicit(&ring->shm->reclaims, 1, memory_order_relaxed);
+				atomic_fetch_add_explicit(&ring->shm->reclaims, 1,
+							  memory_order_relaxed);
 			return (int)i;
 		}
 	}
@@ -418,7 +428,8 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 	atomic_store_explicit(&f->seq, 2 * pos + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	hdr.type = t->type;
-	hdr.writer_pid = t->writer_pid ? t->writer_pid : (uint32_t)ring->seg.pid; /* no getpid() syscall */
+	hdr.writer_pid = t->writer_pid ? t->writer_pid
+				       : (uint32_t)ring->seg.pid; /* no getpid() syscall */
 	hdr.fencing_token = t->fencing_token;
 	hdr.deadline_ns = t->deadline_ns;
 	hdr.state_revision = t->state_revision;
@@ -430,7 +441,8 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 	hdr.orig_len = orig > UINT32_MAX ? UINT32_MAX : (uint32_t)orig;
 	hdr.reserved0 = 0;
 	/* every header word but the first (seq) */
-	words_store((uint64_t *)f + 1, (const uint64_t *)&hdr + 1, ORBIT_RING_FRAME_HDR_BYTES / 8 - 1);
+	words_store((uint64_t *)f + 1, (const uint64_t *)&hdr + 1,
+		    ORBIT_RING_FRAME_HDR_BYTES / 8 - 1);
 	p = (uint8_t *)stage;
 	if (ns_keep)
 		memcpy(p, t->ns, ns_keep);
@@ -477,7 +489,8 @@ int orbit__ring_reset(orbit_ring_t *ring, orbit_members_t *m)
 		atomic_store_explicit(&ring->lanes[i].head, 0, memory_order_relaxed);
 	}
 	memset(ring->frames, 0,
-	       (size_t)ring->layout.lanes * ring->layout.frames_per_lane * ring->layout.frame_bytes);
+	       (size_t)ring->layout.lanes * ring->layout.frames_per_lane *
+		   ring->layout.frame_bytes);
 	h = orbit__seg_header(&ring->seg);
 	/* RG-G1: release, pairs with RG-G2 in orbit__ring_reader_next(): cleared lanes before the bump */
 	atomic_fetch_add_explicit(&h->generation, 1, memory_order_release);
@@ -662,8 +675,7 @@ static int read_lane(orbit_ring_reader_t *r, uint32_t lane, struct orbit_ring_ev
 	return 0;
 }
 
-int orbit__ring_reader_next(orbit_ring_reader_t *r, struct orbit_ring_event *ev,
-			    uint32_t *lane_out)
+int orbit__ring_reader_next(orbit_ring_reader_t *r, struct orbit_ring_event *ev, uint32_t *lane_out)
 {
 	uint32_t lanes;
 	uint64_t g;

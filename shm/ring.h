@@ -74,10 +74,10 @@
 
 /* The lock layout's ring part; all peers must agree (fingerprinted). */
 struct orbit_ring_layout {
-	uint32_t kind;            /* segment kind (default 229) */
-	uint32_t lanes;           /* writer lanes, 1..ORBIT_RING_MAX_LANES */
+	uint32_t kind;		  /* segment kind (default 229) */
+	uint32_t lanes;		  /* writer lanes, 1..ORBIT_RING_MAX_LANES */
 	uint32_t frames_per_lane; /* power of two, MIN..MAX_FRAMES */
-	uint32_t frame_bytes;     /* power of two, MIN..MAX_FRAME_BYTES */
+	uint32_t frame_bytes;	  /* power of two, MIN..MAX_FRAME_BYTES */
 };
 
 /* Ring-wide words after the segment header. */
@@ -86,8 +86,8 @@ struct orbit_ring_shm {
 	uint32_t frames_per_lane;
 	uint32_t frame_bytes;
 	uint32_t reserved0;
-	uint64_t lanes_off;      /* struct orbit_ring_lane[lanes], from segment start */
-	uint64_t frames_off;     /* frame area, from segment start */
+	uint64_t lanes_off;	    /* struct orbit_ring_lane[lanes], from segment start */
+	uint64_t frames_off;	    /* frame area, from segment start */
 	_Atomic uint64_t truncated; /* frames published truncated (relaxed counter) */
 	_Atomic uint64_t resets;    /* orbit__ring_reset calls */
 	_Atomic uint64_t reclaims;  /* lanes taken from dead owners */
@@ -98,9 +98,9 @@ _Static_assert(sizeof(struct orbit_ring_shm) == 192, "ring shm header size");
 
 /* One per lane, two cache lines: the publisher's word apart from the claim word. */
 struct orbit_ring_lane {
-	_Atomic uint64_t head;   /* frames ever published on this lane (RG-W3) */
+	_Atomic uint64_t head; /* frames ever published on this lane (RG-W3) */
 	uint8_t pad0[56];
-	_Atomic uint64_t owner;  /* 0 free, else (row + 1) << 32 | row generation */
+	_Atomic uint64_t owner;	    /* 0 free, else (row + 1) << 32 | row generation */
 	_Atomic uint32_t owner_pid; /* display */
 	uint32_t reserved0;
 	uint8_t pad1[48];
@@ -109,18 +109,18 @@ _Static_assert(sizeof(struct orbit_ring_lane) == 128, "ring lane size");
 
 /* Frame header; payload (ns, label, owner bytes) follows at byte 64. */
 struct orbit_ring_frame {
-	_Atomic uint64_t seq;    /* 2p+1 writing, 2p+2 complete (p = lane position) */
-	uint32_t type;           /* enum orbit_transition_type */
+	_Atomic uint64_t seq; /* 2p+1 writing, 2p+2 complete (p = lane position) */
+	uint32_t type;	      /* enum orbit_transition_type */
 	uint32_t writer_pid;
 	uint64_t fencing_token;
 	uint64_t deadline_ns;
 	uint64_t state_revision;
-	uint64_t publish_ns;     /* CLOCK_MONOTONIC at publish (delivery latency) */
-	uint16_t ns_len;         /* stored lengths (after truncation) */
+	uint64_t publish_ns; /* CLOCK_MONOTONIC at publish (delivery latency) */
+	uint16_t ns_len;     /* stored lengths (after truncation) */
 	uint16_t label_len;
 	uint16_t owner_len;
-	uint16_t flags;          /* ORBIT_RING_F_* */
-	uint32_t orig_len;       /* ns+label+owner before truncation */
+	uint16_t flags;	   /* ORBIT_RING_F_* */
+	uint32_t orig_len; /* ns+label+owner before truncation */
 	uint32_t reserved0;
 };
 _Static_assert(sizeof(struct orbit_ring_frame) == ORBIT_RING_FRAME_HDR_BYTES, "frame hdr");
@@ -131,7 +131,7 @@ struct orbit_ring_event {
 	uint32_t type;
 	uint32_t writer_pid;
 	uint32_t flags;
-	uint64_t lane_pos;        /* position on the lane (per-lane sequence number) */
+	uint64_t lane_pos; /* position on the lane (per-lane sequence number) */
 	uint64_t fencing_token;
 	uint64_t deadline_ns;
 	uint64_t state_revision;
@@ -233,7 +233,7 @@ struct orbit_ring_counters {
 	uint64_t resets;
 	uint64_t reclaims;
 	uint64_t doorbell_wakes;
-	uint64_t published;  /* sum of lane heads */
+	uint64_t published; /* sum of lane heads */
 };
 void orbit__ring_counters(const orbit_ring_t *ring, struct orbit_ring_counters *c);
 
@@ -294,6 +294,7 @@ struct orbit_ring_reader_counters {
 	uint64_t lagged;
 	uint64_t corrupt;
 };
-void orbit__ring_reader_counters(const orbit_ring_reader_t *r, struct orbit_ring_reader_counters *c);
+void orbit__ring_reader_counters(const orbit_ring_reader_t *r,
+				 struct orbit_ring_reader_counters *c);
 
 #endif /* ORBIT_SHM_RING_H */

@@ -113,8 +113,8 @@ static bool name_ok(const char *s, size_t max, bool allow_dot)
 		return false;
 	for (; s[n]; n++) {
 		char c = s[n];
-		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			  c == '_' || c == '-' || (allow_dot && c == '.');
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '_' || c == '-' || (allow_dot && c == '.');
 		if (!ok || n >= max)
 			return false;
 	}
@@ -169,8 +169,9 @@ static int validate_header(const char *name, const struct orbit_seg_header *h, u
 	    spec->total_bytes && h->total_bytes != spec->total_bytes &&
 	    h->fingerprint != spec->fingerprint)
 		return refuse(-ORBIT_EFINGERPRINT, name,
-			      "made with another layout: %" PRIu64 " bytes, layout fingerprint %#" PRIx64
-			      "; this layout is %" PRIu64 " bytes, fingerprint %#" PRIx64
+			      "made with another layout: %" PRIu64
+			      " bytes, layout fingerprint %#" PRIx64 "; this layout is %" PRIu64
+			      " bytes, fingerprint %#" PRIx64
 			      " (all peers must pass the same layout)",
 			      h->total_bytes, h->fingerprint, spec->total_bytes, spec->fingerprint);
 	if (h->header_bytes != ORBIT_SEG_HEADER_BYTES || h->total_bytes != file_bytes ||
@@ -272,12 +273,13 @@ static int refuse_open(int r, const char *name, const struct stat *st)
 
 		snprintf(path, sizeof(path), "%s%s", SHM_DIR, name);
 		if (lstat(path, &ls) == 0 && ls.st_uid != geteuid())
-			return refuse(r, name,
-				      "open: %s: the name is held by uid %u (group %u, mode %04o, "
-				      "%lld bytes); if that uid is not a member of the fleet it squats "
-				      "the name, and only it or root can remove it (rm %s)",
-				      strerror(-r), (unsigned)ls.st_uid, (unsigned)ls.st_gid,
-				      (unsigned)(ls.st_mode & 07777), (long long)ls.st_size, path);
+			return refuse(
+			    r, name,
+			    "open: %s: the name is held by uid %u (group %u, mode %04o, "
+			    "%lld bytes); if that uid is not a member of the fleet it squats "
+			    "the name, and only it or root can remove it (rm %s)",
+			    strerror(-r), (unsigned)ls.st_uid, (unsigned)ls.st_gid,
+			    (unsigned)(ls.st_mode & 07777), (long long)ls.st_size, path);
 	}
 	return refuse(r, name, "open: %s", strerror(-r));
 }
@@ -293,13 +295,13 @@ static int check_owner_mode(int fd, const char *name, const struct stat *st,
 	int r = orbit__seg_perm_check(fd, st, o, &why);
 
 	if (r == -ORBIT_EOWNER || r == -ORBIT_EMODE)
-		return refuse(r, name,
-			      "uid %u, group %u, mode %04o, %u links: %s (we are uid %u; configured "
-			      "mode %04o, group %u, owner uid %u)",
-			      (unsigned)st->st_uid, (unsigned)st->st_gid,
-			      (unsigned)(st->st_mode & 07777), (unsigned)st->st_nlink, why,
-			      (unsigned)geteuid(), orbit__seg_perm_mode(o),
-			      (unsigned)orbit__seg_perm_gid(o), (unsigned)o->owner_uid);
+		return refuse(
+		    r, name,
+		    "uid %u, group %u, mode %04o, %u links: %s (we are uid %u; configured "
+		    "mode %04o, group %u, owner uid %u)",
+		    (unsigned)st->st_uid, (unsigned)st->st_gid, (unsigned)(st->st_mode & 07777),
+		    (unsigned)st->st_nlink, why, (unsigned)geteuid(), orbit__seg_perm_mode(o),
+		    (unsigned)orbit__seg_perm_gid(o), (unsigned)o->owner_uid);
 	if (r < 0)
 		return refuse(r, name, "reading its ACL: %s", strerror(-r));
 	return r;
@@ -409,9 +411,12 @@ static int initialise(void *base, const struct orbit_seg_spec *spec)
 	int r;
 
 	/* A repair keeps counting generations from where the dead creator left. */
-	gen = h->magic == ORBIT_SEG_MAGIC ? atomic_load_explicit(&h->generation, memory_order_relaxed) + 1 : 0;
+	gen = h->magic == ORBIT_SEG_MAGIC
+		  ? atomic_load_explicit(&h->generation, memory_order_relaxed) + 1
+		  : 0;
 	atomic_store_explicit(&h->init_state, ORBIT_SEG_INITIALISING, memory_order_relaxed);
-	memset((char *)base + ORBIT_SEG_HEADER_BYTES, 0, spec->total_bytes - ORBIT_SEG_HEADER_BYTES);
+	memset((char *)base + ORBIT_SEG_HEADER_BYTES, 0,
+	       spec->total_bytes - ORBIT_SEG_HEADER_BYTES);
 	h->magic = ORBIT_SEG_MAGIC;
 	h->kind = spec->kind;
 	h->layout_version = spec->layout_version;
@@ -436,7 +441,8 @@ static int initialise(void *base, const struct orbit_seg_spec *spec)
 
 static int map_fd(int fd, uint64_t size, bool readonly, void **out)
 {
-	void *p = mmap(NULL, size, readonly ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *p = mmap(NULL, size, readonly ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		       0);
 
 	if (p == MAP_FAILED)
 		return -errno;
@@ -589,7 +595,8 @@ static int repair(int fd, const char *name, const struct orbit_seg_spec *spec, v
 static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spec,
 		      const struct orbit_seg_opts *o, bool may_repair)
 {
-	int timeout_ms = o->init_timeout_ms > 0 ? o->init_timeout_ms : ORBIT_SEG_DEFAULT_INIT_TIMEOUT_MS;
+	int timeout_ms = o->init_timeout_ms > 0 ? o->init_timeout_ms
+						: ORBIT_SEG_DEFAULT_INIT_TIMEOUT_MS;
 	uint64_t deadline = orbit__now_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
 	const char *name = seg->name;
 	void *base = NULL;
@@ -665,7 +672,8 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 				}
 				struct orbit_seg_header *h = base;
 				/* SG-A2: acquire, pairs with SG-R1 in initialise() */
-				uint32_t state = atomic_load_explicit(&h->init_state, memory_order_acquire);
+				uint32_t state = atomic_load_explicit(&h->init_state,
+								      memory_order_acquire);
 				if (!being_initialised(h, state)) {
 					/* READY (validated at the loop's top) or foreign */
 					flock_retry(fd, LOCK_UN);
@@ -683,10 +691,11 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 					continue;
 				}
 				r = st.st_size == 0
-					? refuse(-ORBIT_ETRUNCATED, name,
-						 "0 bytes and no creator at work for %d ms (truncated "
-						 "to 0, or its creator died before sizing it)",
-						 timeout_ms)
+					? refuse(
+					      -ORBIT_ETRUNCATED, name,
+					      "0 bytes and no creator at work for %d ms (truncated "
+					      "to 0, or its creator died before sizing it)",
+					      timeout_ms)
 					: refuse(-ORBIT_EINITTIMEOUT, name,
 						 "still initialising and no creator at work (it "
 						 "died); an opener that may create repairs it");

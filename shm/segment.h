@@ -48,8 +48,8 @@
 
 #define ORBIT_SEG_MAGIC 0x4745534f4254524full /* "ORBTOSEG" little-endian */
 #define ORBIT_SEG_HEADER_BYTES 128u
-#define ORBIT_SEG_NAME_MAX 96u    /* "/orbit.<fleet>.<name>" with NUL */
-#define ORBIT_FLEET_NAME_MAX 40u  /* [A-Za-z0-9_-]{1,40} */
+#define ORBIT_SEG_NAME_MAX 96u	 /* "/orbit.<fleet>.<name>" with NUL */
+#define ORBIT_FLEET_NAME_MAX 40u /* [A-Za-z0-9_-]{1,40} */
 #define ORBIT_SEG_DEFAULT_INIT_TIMEOUT_MS 2000
 
 /* Segment kinds. 228/229 are the orbit-lock defaults (a layout may move them). */
@@ -64,22 +64,22 @@ enum orbit_seg_kind {
 
 enum orbit_seg_init_state {
 	ORBIT_SEG_INITIALISING = 0x494e4954u, /* "INIT" */
-	ORBIT_SEG_READY = 0x52454459u,        /* "REDY" */
+	ORBIT_SEG_READY = 0x52454459u,	      /* "REDY" */
 };
 
 struct orbit_seg_header {
-	uint64_t magic;            /* ORBIT_SEG_MAGIC */
-	uint32_t kind;             /* enum orbit_seg_kind (or a layout's own) */
-	uint32_t layout_version;   /* the kind's layout version */
-	uint32_t header_bytes;     /* ORBIT_SEG_HEADER_BYTES */
-	uint32_t creator_pid;      /* informational */
-	uint64_t total_bytes;      /* file size fixed at creation */
-	uint64_t fingerprint;      /* orbit__seg_fingerprint() of the kind's layout */
-	uint64_t epoch_ns;         /* CLOCK_REALTIME at creation: orders re-creations */
+	uint64_t magic;		     /* ORBIT_SEG_MAGIC */
+	uint32_t kind;		     /* enum orbit_seg_kind (or a layout's own) */
+	uint32_t layout_version;     /* the kind's layout version */
+	uint32_t header_bytes;	     /* ORBIT_SEG_HEADER_BYTES */
+	uint32_t creator_pid;	     /* informational */
+	uint64_t total_bytes;	     /* file size fixed at creation */
+	uint64_t fingerprint;	     /* orbit__seg_fingerprint() of the kind's layout */
+	uint64_t epoch_ns;	     /* CLOCK_REALTIME at creation: orders re-creations */
 	_Atomic uint64_t generation; /* bumped by reset of the body */
 	_Atomic uint32_t init_state; /* enum orbit_seg_init_state */
 	uint32_t reserved0;
-	uint8_t reserved[64];      /* growth; zero */
+	uint8_t reserved[64]; /* growth; zero */
 };
 _Static_assert(sizeof(struct orbit_seg_header) == ORBIT_SEG_HEADER_BYTES, "header size");
 
@@ -87,7 +87,7 @@ _Static_assert(sizeof(struct orbit_seg_header) == ORBIT_SEG_HEADER_BYTES, "heade
 struct orbit_seg_spec {
 	uint32_t kind;
 	uint32_t layout_version;
-	uint64_t total_bytes;    /* including the header */
+	uint64_t total_bytes; /* including the header */
 	uint64_t fingerprint;
 	/*
 	 * Body initialiser, run by the creator (or the repairer of a segment
@@ -101,35 +101,35 @@ struct orbit_seg_spec {
 };
 
 enum orbit_seg_open_mode {
-	ORBIT_SEG_OPEN = 0,       /* open an existing segment */
-	ORBIT_SEG_CREATE,         /* create; -EEXIST if it exists */
+	ORBIT_SEG_OPEN = 0,	  /* open an existing segment */
+	ORBIT_SEG_CREATE,	  /* create; -EEXIST if it exists */
 	ORBIT_SEG_OPEN_OR_CREATE, /* open, or create when missing */
 };
 
 struct orbit_seg_opts {
 	enum orbit_seg_open_mode how;
-	bool readonly;      /* O_RDONLY + PROT_READ (orbitctl); never with create */
-	unsigned mode;      /* permission bits at creation, and the widest accepted
+	bool readonly;	     /* O_RDONLY + PROT_READ (orbitctl); never with create */
+	unsigned mode;	     /* permission bits at creation, and the widest accepted
 	                       at open: 0600 default (0 means 0600), 0640 or 0660
 	                       for a group (shm/segment_perm.h has the rule) */
 	int init_timeout_ms; /* how long an opener waits for READY (0: default) */
-	uint32_t gid;       /* the group of a group mode: given to a new segment,
+	uint32_t gid;	     /* the group of a group mode: given to a new segment,
 	                       the only foreign group trusted at open (0: getegid()) */
-	uint32_t owner_uid; /* the only uid that may create, and the only owner
+	uint32_t owner_uid;  /* the only uid that may create, and the only owner
 	                       accepted at open (0: any current member of gid with
 	                       0660; required with 0640): shm/segment_perm.h */
 };
 
 /* A mapped segment in this process. */
 typedef struct orbit_seg {
-	int fd;             /* O_CLOEXEC; its flock belongs to this process's open file description */
-	void *base;         /* mapping of total_bytes */
-	uint64_t size;      /* total_bytes, validated against fstat */
+	int fd;	       /* O_CLOEXEC; its flock belongs to this process's open file description */
+	void *base;    /* mapping of total_bytes */
+	uint64_t size; /* total_bytes, validated against fstat */
 	bool readonly;
-	bool created;       /* this handle created (or repaired) it */
-	pid_t pid;          /* process that opened it: a forked child must re-open */
-	dev_t dev;          /* the object mapped (fstat of fd): orbit__seg_reopen() */
-	ino_t ino;          /* proves a second open reached the same object */
+	bool created; /* this handle created (or repaired) it */
+	pid_t pid;    /* process that opened it: a forked child must re-open */
+	dev_t dev;    /* the object mapped (fstat of fd): orbit__seg_reopen() */
+	ino_t ino;    /* proves a second open reached the same object */
 	char name[ORBIT_SEG_NAME_MAX];
 } orbit_seg_t;
 
@@ -149,7 +149,7 @@ int orbit__seg_name(char *buf, size_t len, const char *fleet, const char *name);
  * Returns: @code.
  */
 __attribute__((format(printf, 3, 4))) int orbit__seg_refuse(int code, const orbit_seg_t *seg,
-							     const char *fmt, ...);
+							    const char *fmt, ...);
 
 /*
  * orbit__seg_open - create and/or open, map and validate a segment.

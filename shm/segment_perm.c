@@ -177,8 +177,8 @@ static bool being_shared(const char *name, const struct orbit_seg_opts *o)
 
 int orbit__seg_perm_shm_open(const char *name, int oflag, const struct orbit_seg_opts *o)
 {
-	int timeout_ms =
-	    o->init_timeout_ms > 0 ? o->init_timeout_ms : ORBIT_SEG_DEFAULT_INIT_TIMEOUT_MS;
+	int timeout_ms = o->init_timeout_ms > 0 ? o->init_timeout_ms
+						: ORBIT_SEG_DEFAULT_INIT_TIMEOUT_MS;
 	bool last_try = false;
 
 	for (int waited_ms = 0;;) {
@@ -255,8 +255,8 @@ int orbit__seg_perm_check(int fd, const struct stat *st, const struct orbit_seg_
 	*why = "not the configured owner uid";
 	if (o->owner_uid && st->st_uid != (uid_t)o->owner_uid)
 		return -ORBIT_EOWNER;
-	*why = !group_mode(o)		   ? "not ours, and the mode shares with no group"
-	       : st->st_gid != g	   ? "not ours, and of another group than the configured"
+	*why = !group_mode(o)		     ? "not ours, and the mode shares with no group"
+	       : st->st_gid != g	     ? "not ours, and of another group than the configured"
 	       : !group_proves_membership(g) ? "not ours, and /dev/shm is setgid to the group"
 					     : "not ours, and its owner is not (now) in the group";
 	if (st->st_uid != geteuid() && !root_inspects(st, o) &&

@@ -255,7 +255,7 @@ struct orbit_spotq_rec {
  * unknown tail is -E2BIG). Zero means the default everywhere.
  */
 struct orbit_spotq_options {
-	size_t size; /* sizeof(); read by base/options.c's rule (ORBIT__OPTS_COPY) */
+	size_t size;	    /* sizeof(); read by base/options.c's rule (ORBIT__OPTS_COPY) */
 	uint32_t app_items; /* 0: ORBIT_SPOTQ_DEFAULT_APP_ITEMS */
 	uint32_t app_bytes;
 	uint32_t lifecycle_items;

@@ -69,15 +69,15 @@
 
 #define ORBIT_STATS_SEG_NAME "stats"
 #define ORBIT_STATS_LAYOUT_VERSION 2u /* 2: the Spot slots */
-#define ORBIT_STATS_ROWS 64u           /* = member directory rows */
-#define ORBIT_STATS_COUNTERS_MAX 64u   /* room in a row; the table uses fewer */
+#define ORBIT_STATS_ROWS 64u	      /* = member directory rows */
+#define ORBIT_STATS_COUNTERS_MAX 64u  /* room in a row; the table uses fewer */
 #define ORBIT_STATS_HISTS_MAX 4u
-#define ORBIT_STATS_BUCKETS 48u        /* bucket i: (2^(i-1), 2^i] ns; last: the rest */
+#define ORBIT_STATS_BUCKETS 48u /* bucket i: (2^(i-1), 2^i] ns; last: the rest */
 #define ORBIT_STATS_ROW_BYTES 4096u
 #define ORBIT_STATS_READ_RETRIES 64
-#define ORBIT_STATS_SPOTS_PER_ROW 16u     /* Spot hosts + clients of one member */
+#define ORBIT_STATS_SPOTS_PER_ROW 16u	  /* Spot hosts + clients of one member */
 #define ORBIT_STATS_SPOT_COUNTERS_MAX 32u /* room in a slot; the tables use fewer */
-#define ORBIT_STATS_SPOT_NAME_BYTES 48u   /* a Spot name (<= 40) and its NUL, padded */
+#define ORBIT_STATS_SPOT_NAME_BYTES 48u	  /* a Spot name (<= 40) and its NUL, padded */
 #define ORBIT_STATS_SPOT_BYTES 1024u
 
 /* Counter ids: the index into a row's counters and into orbit__stats_counters[]. */
@@ -133,8 +133,8 @@ enum orbit_stats_counter {
 };
 
 enum orbit_stats_hist {
-	ORBIT_HIST_ACQUIRE_NS = 0,  /* try_acquire call to return */
-	ORBIT_HIST_DELIVERY_NS,     /* frame publish to the agent reading it */
+	ORBIT_HIST_ACQUIRE_NS = 0, /* try_acquire call to return */
+	ORBIT_HIST_DELIVERY_NS,	   /* frame publish to the agent reading it */
 	ORBIT_HIST__COUNT
 };
 
@@ -190,9 +190,9 @@ enum orbit_stats_spot_client_counter {
 enum orbit_stats_type { ORBIT_STATS_COUNTER = 0, ORBIT_STATS_GAUGE = 1 };
 
 struct orbit_stats_desc {
-	const char *name;  /* [a-z0-9_]+, a Prometheus metric suffix */
-	const char *help;  /* one line */
-	int type;          /* enum orbit_stats_type (counters table only) */
+	const char *name; /* [a-z0-9_]+, a Prometheus metric suffix */
+	const char *help; /* one line */
+	int type;	  /* enum orbit_stats_type (counters table only) */
 };
 
 extern const struct orbit_stats_desc orbit__stats_counters[ORBIT_STAT__COUNT];
@@ -216,11 +216,11 @@ struct orbit_stats_hist_shm {
 
 /* SHM: one row (see the layout comment at the top). */
 struct orbit_stats_row {
-	_Atomic uint64_t seq;               /* even: stable; odd: being written */
-	_Atomic uint64_t pid;               /* writer's pid (0: never claimed) */
-	_Atomic uint64_t start_ticks;       /* writer's /proc start time */
-	_Atomic uint64_t published_ns;      /* CLOCK_REALTIME of the last publish */
-	_Atomic uint64_t ncounters;         /* ORBIT_STAT__COUNT of the writer */
+	_Atomic uint64_t seq;	       /* even: stable; odd: being written */
+	_Atomic uint64_t pid;	       /* writer's pid (0: never claimed) */
+	_Atomic uint64_t start_ticks;  /* writer's /proc start time */
+	_Atomic uint64_t published_ns; /* CLOCK_REALTIME of the last publish */
+	_Atomic uint64_t ncounters;    /* ORBIT_STAT__COUNT of the writer */
 	_Atomic uint64_t reserved0[3];
 	_Atomic uint64_t counters[ORBIT_STATS_COUNTERS_MAX];
 	struct orbit_stats_hist_shm hists[ORBIT_STATS_HISTS_MAX];
@@ -250,20 +250,21 @@ _Static_assert(offsetof(struct orbit_stats_spot_shm, counters) == 128, "spot slo
 
 /* SHM: the body, right after the segment header. */
 struct orbit_stats_body {
-	uint32_t rows;           /* ORBIT_STATS_ROWS, written at creation */
-	uint32_t row_bytes;      /* ORBIT_STATS_ROW_BYTES */
-	uint32_t ncounters;      /* ORBIT_STAT__COUNT */
-	uint32_t nhists;         /* ORBIT_HIST__COUNT */
-	uint32_t spots_per_row;  /* ORBIT_STATS_SPOTS_PER_ROW */
-	uint32_t spot_bytes;     /* ORBIT_STATS_SPOT_BYTES */
-	uint32_t nspot_host;     /* ORBIT_SPOT_HOST__COUNT */
-	uint32_t nspot_client;   /* ORBIT_SPOT_CLIENT__COUNT */
+	uint32_t rows;		/* ORBIT_STATS_ROWS, written at creation */
+	uint32_t row_bytes;	/* ORBIT_STATS_ROW_BYTES */
+	uint32_t ncounters;	/* ORBIT_STAT__COUNT */
+	uint32_t nhists;	/* ORBIT_HIST__COUNT */
+	uint32_t spots_per_row; /* ORBIT_STATS_SPOTS_PER_ROW */
+	uint32_t spot_bytes;	/* ORBIT_STATS_SPOT_BYTES */
+	uint32_t nspot_host;	/* ORBIT_SPOT_HOST__COUNT */
+	uint32_t nspot_client;	/* ORBIT_SPOT_CLIENT__COUNT */
 	uint8_t reserved[ORBIT_STATS_ROW_BYTES - 32 - ORBIT_SEG_HEADER_BYTES];
 	struct orbit_stats_row row[ORBIT_STATS_ROWS];
 	struct orbit_stats_spot_shm spot[ORBIT_STATS_ROWS][ORBIT_STATS_SPOTS_PER_ROW];
 };
 _Static_assert(sizeof(struct orbit_stats_body) % ORBIT_STATS_ROW_BYTES ==
-	       ORBIT_STATS_ROW_BYTES - ORBIT_SEG_HEADER_BYTES, "rows page-aligned in the file");
+		   ORBIT_STATS_ROW_BYTES - ORBIT_SEG_HEADER_BYTES,
+	       "rows page-aligned in the file");
 
 #define ORBIT_STATS_TOTAL_BYTES ((uint64_t)ORBIT_SEG_HEADER_BYTES + sizeof(struct orbit_stats_body))
 
@@ -291,7 +292,7 @@ struct orbit_stats_spot_snapshot {
 	uint64_t start_ticks;
 	uint64_t published_ns;
 	enum orbit_stats_spot_role role;
-	char name[ORBIT_STATS_SPOT_NAME_BYTES]; /* NUL-terminated, a valid Spot name */
+	char name[ORBIT_STATS_SPOT_NAME_BYTES];		  /* NUL-terminated, a valid Spot name */
 	uint64_t counters[ORBIT_STATS_SPOT_COUNTERS_MAX]; /* the role's table; the rest 0 */
 	struct orbit_stats_hist_local hist;
 };

@@ -16,16 +16,16 @@
 #include <orbit/fleet.h> /* enum orbit_transition_type: the types are public */
 
 struct orbit_transition {
-	uint32_t type;            /* enum orbit_transition_type */
+	uint32_t type; /* enum orbit_transition_type */
 	uint32_t writer_pid;
 	uint64_t fencing_token;
-	uint64_t deadline_ns;     /* CLOCK_MONOTONIC absolute; 0 after release */
+	uint64_t deadline_ns; /* CLOCK_MONOTONIC absolute; 0 after release */
 	uint64_t state_revision;
-	const void *ns;           /* namespace bytes */
+	const void *ns; /* namespace bytes */
 	uint32_t ns_len;
-	const void *label;        /* key label bytes */
+	const void *label; /* key label bytes */
 	uint32_t label_len;
-	const void *owner;        /* owner token bytes */
+	const void *owner; /* owner token bytes */
 	uint32_t owner_len;
 };
 

@@ -63,19 +63,19 @@ typedef struct orbit_agent orbit_agent_t;
 
 /* Options of orbit_agent_start(); size-carrying (see orbit/common.h); 0: default. */
 struct orbit_agent_options {
-	size_t size;             /* sizeof(struct orbit_agent_options) */
-	const char *fleet;       /* NULL: "default" */
-	const char *name;        /* member display name (NULL: "agent") */
-	orbit_lock_t *lock;      /* optional, not owned, must outlive the agent:
+	size_t size;				/* sizeof(struct orbit_agent_options) */
+	const char *fleet;			/* NULL: "default" */
+	const char *name;			/* member display name (NULL: "agent") */
+	orbit_lock_t *lock;			/* optional, not owned, must outlive the agent:
 				    its counters are published, its transitions
 				    are written to the agent's lane (the agent
 				    installs the ring as the lock's sink), and the
 				    view re-reads its table after a lag */
-	unsigned tick_ms;        /* longest futex sleep: housekeeping period and
+	unsigned tick_ms;			/* longest futex sleep: housekeeping period and
 				    the fallback bound on noticing a dead member
 				    (the death watcher notices at once) (0: 10) */
-	unsigned stats_ms;       /* stats publish + member rescan period (0: 250) */
-	unsigned mode;           /* segment permissions (0: 0600; 0640 or 0660 to
+	unsigned stats_ms;			/* stats publish + member rescan period (0: 250) */
+	unsigned mode;				/* segment permissions (0: 0600; 0640 or 0660 to
 				    share with @gid, see lock.h "Sharing a fleet
 				    with a group"): every segment the agent opens
 				    or creates, stats included. A lock passed in
@@ -84,8 +84,8 @@ struct orbit_agent_options {
 	const struct orbit_lock_layout *layout; /* NULL: the lock's layout, else the
 						   default; names the ring the agent
 						   writes and follows (one per layout) */
-	unsigned gid;            /* group of a group mode (0: the effective gid) */
-	unsigned owner_uid;      /* the fleet's one creating and trusted uid (0: none;
+	unsigned gid;				/* group of a group mode (0: the effective gid) */
+	unsigned owner_uid; /* the fleet's one creating and trusted uid (0: none;
 				    required with 0640: lock.h "Sharing a fleet with a group") */
 };
 
@@ -252,11 +252,11 @@ ORBIT_API int orbit_agent_reset_transport(orbit_agent_t *agent);
 /* What orbit_agent_watch() is given; @obj's type follows the kind. */
 enum orbit_agent_watch_kind {
 	ORBIT_AGENT_WATCH_QUEUE = 1, /* const orbit_serial_queue_t * (orbit/serial_queue.h) */
-	ORBIT_AGENT_WATCH_POOL,      /* orbit_worker_pool_t * (orbit/worker_pool.h) */
-	ORBIT_AGENT_WATCH_LANE,      /* const orbit_state_lane_t * (orbit/state_lane.h) */
-	ORBIT_AGENT_WATCH_SPOT,      /* const orbit_spot_serial_executor_t * (orbit/spot_executor.h) */
-	ORBIT_AGENT_WATCH_ACTOR,     /* const orbit_actor_serial_executor_t * */
-	ORBIT_AGENT_WATCH_SESSION,   /* const orbit_session_serial_executor_t * */
+	ORBIT_AGENT_WATCH_POOL,	     /* orbit_worker_pool_t * (orbit/worker_pool.h) */
+	ORBIT_AGENT_WATCH_LANE,	     /* const orbit_state_lane_t * (orbit/state_lane.h) */
+	ORBIT_AGENT_WATCH_SPOT,	 /* const orbit_spot_serial_executor_t * (orbit/spot_executor.h) */
+	ORBIT_AGENT_WATCH_ACTOR, /* const orbit_actor_serial_executor_t * */
+	ORBIT_AGENT_WATCH_SESSION, /* const orbit_session_serial_executor_t * */
 };
 
 /**

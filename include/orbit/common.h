@@ -22,11 +22,11 @@
 #define ORBIT_VERSION_PATCH 0
 #define ORBIT__STR2(x) #x
 #define ORBIT__STR(x) ORBIT__STR2(x)
-#define ORBIT_VERSION_STRING                                                                  \
-	ORBIT__STR(ORBIT_VERSION_MAJOR) "." ORBIT__STR(ORBIT_VERSION_MINOR) "." ORBIT__STR( \
-		ORBIT_VERSION_PATCH)
+#define ORBIT_VERSION_STRING                                                                       \
+	ORBIT__STR(ORBIT_VERSION_MAJOR)                                                            \
+	"." ORBIT__STR(ORBIT_VERSION_MINOR) "." ORBIT__STR(ORBIT_VERSION_PATCH)
 /* One number that orders versions: 0x00MMmmpp. */
-#define ORBIT_VERSION_HEX \
+#define ORBIT_VERSION_HEX                                                                          \
 	((ORBIT_VERSION_MAJOR << 16) | (ORBIT_VERSION_MINOR << 8) | ORBIT_VERSION_PATCH)
 
 /*

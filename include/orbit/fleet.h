@@ -20,7 +20,7 @@ typedef struct orbit_fleet orbit_fleet_t;
 typedef struct orbit_transition_reader orbit_transition_reader_t;
 
 #define ORBIT_FLEET_MEMBER_NAME_MAX 32u /* with NUL */
-#define ORBIT_FLEET_NAME_MAX 40u        /* a fleet name is [A-Za-z0-9_-]{1,40} */
+#define ORBIT_FLEET_NAME_MAX 40u	/* a fleet name is [A-Za-z0-9_-]{1,40} */
 #define ORBIT_STATS_MAX_COUNTERS 64u
 #define ORBIT_STATS_MAX_HISTS 4u
 #define ORBIT_STATS_NBUCKETS 48u
@@ -28,16 +28,16 @@ typedef struct orbit_transition_reader orbit_transition_reader_t;
 
 /* Options of orbit_fleet_open(); size-carrying (see orbit/common.h); 0: default. */
 struct orbit_fleet_options {
-	size_t size;          /* sizeof(struct orbit_fleet_options) */
-	const char *fleet;    /* NULL: "default" */
-	bool admin;           /* map read-write (force release, reset); never creates */
+	size_t size;	   /* sizeof(struct orbit_fleet_options) */
+	const char *fleet; /* NULL: "default" */
+	bool admin;	   /* map read-write (force release, reset); never creates */
 	const struct orbit_lock_layout *layout; /* NULL: the default layout; else the
 						   fleet's: its lock table and its ring */
-	unsigned mode;        /* the widest mode accepted (0: 0600; 0640 or 0660 for
+	unsigned mode;	    /* the widest mode accepted (0: 0600; 0640 or 0660 for
 				 a fleet shared with @gid: lock.h "Sharing a fleet
 				 with a group") */
-	unsigned gid;         /* group of a group mode (0: the effective gid) */
-	unsigned owner_uid;   /* the only owner uid accepted (0: none; required with
+	unsigned gid;	    /* group of a group mode (0: the effective gid) */
+	unsigned owner_uid; /* the only owner uid accepted (0: none; required with
 				 0640: lock.h "Sharing a fleet with a group"); a
 				 read-only open by root accepts this uid's
 				 segments whatever their group (root inspecting
@@ -68,12 +68,12 @@ enum orbit_member_state {
 struct orbit_fleet_member {
 	uint32_t row;
 	enum orbit_member_state state; /* display only */
-	uint32_t generation;        /* the row's tenure */
+	uint32_t generation;	       /* the row's tenure */
 	uint32_t pid;
-	uint64_t start_time_ticks;  /* /proc/<pid>/stat field 22 */
-	uint64_t joined_real_ns;    /* CLOCK_REALTIME */
-	uint64_t heartbeat_ns;      /* CLOCK_MONOTONIC of the last heartbeat (display) */
-	bool alive;                 /* proved by the kernel (the row's OFD lock) */
+	uint64_t start_time_ticks; /* /proc/<pid>/stat field 22 */
+	uint64_t joined_real_ns;   /* CLOCK_REALTIME */
+	uint64_t heartbeat_ns;	   /* CLOCK_MONOTONIC of the last heartbeat (display) */
+	bool alive;		   /* proved by the kernel (the row's OFD lock) */
 	char name[ORBIT_FLEET_MEMBER_NAME_MAX];
 };
 
@@ -88,9 +88,9 @@ struct orbit_fleet_stats {
 	uint32_t row;
 	uint32_t pid;
 	uint64_t start_time_ticks;
-	uint64_t published_real_ns;   /* CLOCK_REALTIME of the last publish */
-	uint32_t ncounters;           /* orbit_stats_counter_count() */
-	uint32_t nhists;              /* orbit_stats_hist_count() */
+	uint64_t published_real_ns; /* CLOCK_REALTIME of the last publish */
+	uint32_t ncounters;	    /* orbit_stats_counter_count() */
+	uint32_t nhists;	    /* orbit_stats_hist_count() */
 	uint64_t counters[ORBIT_STATS_MAX_COUNTERS];
 	struct orbit_stats_histogram hists[ORBIT_STATS_MAX_HISTS];
 };
@@ -123,14 +123,14 @@ enum orbit_transition_flag {
 struct orbit_transition_event {
 	enum orbit_transition_type type; /* a frame that fails validation is
 					    skipped, so always one of the list */
-	uint32_t lane;            /* writer lane */
+	uint32_t lane;			 /* writer lane */
 	uint32_t writer_pid;
-	uint32_t flags;           /* enum orbit_transition_flag bits */
-	uint64_t lane_pos;        /* per-lane sequence number */
+	uint32_t flags;	   /* enum orbit_transition_flag bits */
+	uint64_t lane_pos; /* per-lane sequence number */
 	uint64_t fencing_token;
-	uint64_t deadline_ns;     /* CLOCK_MONOTONIC absolute; 0 after release */
-	uint64_t state_revision;  /* orders events across lanes */
-	uint64_t publish_ns;      /* CLOCK_MONOTONIC at publish */
+	uint64_t deadline_ns;	 /* CLOCK_MONOTONIC absolute; 0 after release */
+	uint64_t state_revision; /* orders events across lanes */
+	uint64_t publish_ns;	 /* CLOCK_MONOTONIC at publish */
 	uint32_t ns_len, label_len, owner_len;
 	uint8_t bytes[ORBIT_TRANSITION_BYTES_MAX];
 };
@@ -241,9 +241,9 @@ ORBIT_API uint64_t orbit_stats_hist_quantile(const struct orbit_stats_histogram 
 
 /* ---- Spot slots: each member's cross-process Spot hosts and clients ---- */
 
-#define ORBIT_FLEET_SPOT_SLOTS 16u         /* Spot slots per member row */
+#define ORBIT_FLEET_SPOT_SLOTS 16u /* Spot slots per member row */
 #define ORBIT_FLEET_SPOT_COUNTERS_MAX 32u
-#define ORBIT_FLEET_SPOT_NAME_MAX 48u      /* with NUL; a Spot name is 1..40 bytes */
+#define ORBIT_FLEET_SPOT_NAME_MAX 48u /* with NUL; a Spot name is 1..40 bytes */
 
 /* What a member does with a Spot (orbit_fleet_spot_stats.role). */
 enum orbit_fleet_spot_role {
@@ -262,12 +262,12 @@ enum orbit_fleet_spot_role {
  */
 struct orbit_fleet_spot_stats {
 	uint32_t row, slot;
-	uint32_t pid;                 /* the member's pid when it published */
-	uint64_t start_time_ticks;    /* and its start time: pair with orbit_fleet_member() */
-	uint64_t published_real_ns;   /* CLOCK_REALTIME of the last publish */
+	uint32_t pid;		    /* the member's pid when it published */
+	uint64_t start_time_ticks;  /* and its start time: pair with orbit_fleet_member() */
+	uint64_t published_real_ns; /* CLOCK_REALTIME of the last publish */
 	enum orbit_fleet_spot_role role;
 	char spot[ORBIT_FLEET_SPOT_NAME_MAX]; /* NUL-terminated, a valid Spot name */
-	uint32_t ncounters;           /* orbit_stats_spot_counter_count(role) */
+	uint32_t ncounters;		      /* orbit_stats_spot_counter_count(role) */
 	uint64_t counters[ORBIT_FLEET_SPOT_COUNTERS_MAX];
 	/* A host's submit-to-run latency: the producer's CLOCK_MONOTONIC stamp
 	 * at submit to the handler's start (see orbit_stats_bucket_le); a
@@ -367,9 +367,8 @@ ORBIT_API void orbit_transition_reader_rewind(orbit_transition_reader_t *r);
  * Returns: the number of frames passed to @fn; -ENOENT (no ring);
  * -ENOMEM; -EINVAL.
  */
-ORBIT_API int orbit_fleet_replay_retained(orbit_fleet_t *f,
-					  int (*fn)(const struct orbit_transition_event *ev, void *ctx),
-					  void *ctx);
+ORBIT_API int orbit_fleet_replay_retained(
+    orbit_fleet_t *f, int (*fn)(const struct orbit_transition_event *ev, void *ctx), void *ctx);
 
 /**
  * orbit_transition_reader_close - free a reader. NULL is a no-op.
@@ -402,30 +401,30 @@ ORBIT_API int orbit_fleet_reset_transport(orbit_fleet_t *f);
 
 /* One lane of a Spot's queue, as its segment says now. */
 struct orbit_fleet_spot_lane {
-	uint64_t accepted;       /* submits that returned 0 */
+	uint64_t accepted;	 /* submits that returned 0 */
 	uint64_t rejected_count; /* -EAGAIN: full by count */
 	uint64_t rejected_bytes; /* -EAGAIN: full by bytes */
-	uint64_t aborted;        /* producers that died or stalled mid-record */
-	uint64_t redelivered;    /* records delivered again to a newer host */
-	uint64_t corrupt;        /* records that failed validation, skipped */
+	uint64_t aborted;	 /* producers that died or stalled mid-record */
+	uint64_t redelivered;	 /* records delivered again to a newer host */
+	uint64_t corrupt;	 /* records that failed validation, skipped */
 	uint64_t completed;
-	uint32_t depth, bytes;   /* reserved now: records, payload bytes */
+	uint32_t depth, bytes; /* reserved now: records, payload bytes */
 	uint32_t item_cap, byte_cap;
 };
 
 /* A cross-process Spot's queue, seen from outside (orbit_fleet_spots()). */
 struct orbit_fleet_spot {
 	char name[48];
-	int error;               /* 0, or why the queue could not be read (then only
+	int error;			       /* 0, or why the queue could not be read (then only
 				    name and the host fields are set) */
 	struct orbit_fleet_spot_lane lanes[2]; /* [0] application, [1] lifecycle */
-	uint64_t epoch;          /* the highest host epoch (fencing token) so far */
-	uint64_t takeovers;      /* hosts that took it over, adoptions included */
-	uint32_t host_pid;       /* the last host's pid (0: never hosted) */
-	int host_alive;          /* 1: the hosting lease is held by a live process; 0:
+	uint64_t epoch;			       /* the highest host epoch (fencing token) so far */
+	uint64_t takeovers;		       /* hosts that took it over, adoptions included */
+	uint32_t host_pid;		       /* the last host's pid (0: never hosted) */
+	int host_alive;			       /* 1: the hosting lease is held by a live process; 0:
 				    not held (or its holder is dead); -1: no lock table */
-	uint64_t lease_token;    /* the hosting lease's token when held */
-	uint64_t shm_bytes;      /* the segment's size */
+	uint64_t lease_token;		       /* the hosting lease's token when held */
+	uint64_t shm_bytes;		       /* the segment's size */
 	/*
 	 * The host's stats slot (orbit_fleet_spot_stats_read()): of the live
 	 * members hosting this Spot, the one with the highest epoch (normally
@@ -435,12 +434,12 @@ struct orbit_fleet_spot {
 	 * bucket upper bounds (orbit_stats_hist_quantile), max exact.
 	 */
 	int have_host_stats;
-	uint32_t host_row;       /* the host's member row */
+	uint32_t host_row; /* the host's member row */
 	char host_member[ORBIT_FLEET_MEMBER_NAME_MAX];
-	uint64_t host_epoch;     /* that host's epoch */
+	uint64_t host_epoch; /* that host's epoch */
 	uint64_t latency_count;
 	uint64_t latency_p50_ns, latency_p99_ns, latency_max_ns;
-	uint64_t in_flight;      /* handed to the coordinator, not finished */
+	uint64_t in_flight; /* handed to the coordinator, not finished */
 };
 
 typedef int (*orbit_fleet_spot_fn)(const struct orbit_fleet_spot *spot, void *ctx);

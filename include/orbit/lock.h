@@ -131,8 +131,10 @@ typedef struct orbit_lock orbit_lock_t;
  * asking for the other one gets -ORBIT_EFINGERPRINT at open.
  */
 enum orbit_lock_serializer {
-	ORBIT_LOCK_SERIALIZER_AUTO = 0,  /* create: the default (FUTEX); open: whichever the fleet uses */
-	ORBIT_LOCK_SERIALIZER_FUTEX = 1, /* process-shared robust mutex in the table (EOWNERDEAD repair) */
+	ORBIT_LOCK_SERIALIZER_AUTO =
+	    0, /* create: the default (FUTEX); open: whichever the fleet uses */
+	ORBIT_LOCK_SERIALIZER_FUTEX =
+	    1, /* process-shared robust mutex in the table (EOWNERDEAD repair) */
 	ORBIT_LOCK_SERIALIZER_FLOCK = 2, /* process-local mutex + flock(2) on the segment */
 };
 
@@ -142,7 +144,8 @@ enum orbit_lock_serializer {
  * "The etcd backend" (and in doc/orbit-lock.md, "Beyond one host").
  */
 enum orbit_lock_backend {
-	ORBIT_LOCK_BACKEND_AUTO = 0, /* ETCD when @endpoints is set or @fleet is an etcd:// URL, else SHM */
+	ORBIT_LOCK_BACKEND_AUTO =
+	    0, /* ETCD when @endpoints is set or @fleet is an etcd:// URL, else SHM */
 	ORBIT_LOCK_BACKEND_SHM = 1,  /* the fleet's shared-memory table on this host */
 	ORBIT_LOCK_BACKEND_ETCD = 2, /* keys of an etcd cluster: the fleet spans hosts */
 };
@@ -155,17 +158,20 @@ enum orbit_lock_backend {
  * (see orbit/common.h); 0: the default in every field.
  */
 struct orbit_lock_layout {
-	size_t size;                /* sizeof(struct orbit_lock_layout) */
-	uint32_t state_kind;        /* segment kind of the table (0: 228) */
-	uint32_t ring_kind;         /* segment kind of the transition ring (0: 229) */
-	uint32_t slots;             /* table slots: a power of two, 8..65536 (0: 256) */
-	uint32_t ring_frames;       /* frames per writer lane (0: 1024) */
-	uint32_t ring_frame_bytes;  /* bytes per frame (0: 1024) */
+	size_t size;		   /* sizeof(struct orbit_lock_layout) */
+	uint32_t state_kind;	   /* segment kind of the table (0: 228) */
+	uint32_t ring_kind;	   /* segment kind of the transition ring (0: 229) */
+	uint32_t slots;		   /* table slots: a power of two, 8..65536 (0: 256) */
+	uint32_t ring_frames;	   /* frames per writer lane (0: 1024) */
+	uint32_t ring_frame_bytes; /* bytes per frame (0: 1024) */
 };
 
-#define ORBIT_LOCK_LAYOUT_DEFAULT_INIT { sizeof(struct orbit_lock_layout), \
-	ORBIT_LOCK_DEFAULT_STATE_KIND, ORBIT_LOCK_DEFAULT_RING_KIND, ORBIT_LOCK_DEFAULT_SLOTS, \
-	ORBIT_LOCK_DEFAULT_RING_FRAMES, ORBIT_LOCK_DEFAULT_FRAME_BYTES }
+#define ORBIT_LOCK_LAYOUT_DEFAULT_INIT                                                             \
+	{                                                                                          \
+		sizeof(struct orbit_lock_layout), ORBIT_LOCK_DEFAULT_STATE_KIND,                   \
+		    ORBIT_LOCK_DEFAULT_RING_KIND, ORBIT_LOCK_DEFAULT_SLOTS,                        \
+		    ORBIT_LOCK_DEFAULT_RING_FRAMES, ORBIT_LOCK_DEFAULT_FRAME_BYTES                 \
+	}
 
 /*
  * Options of orbit_lock_open(); size-carrying (see orbit/common.h); 0:
@@ -175,29 +181,29 @@ struct orbit_lock_layout {
  * endpoints and call_timeout_ms concern etcd.
  */
 struct orbit_lock_options {
-	size_t size;                /* sizeof(struct orbit_lock_options) */
-	const char *fleet;          /* NULL: "default" */
+	size_t size;				/* sizeof(struct orbit_lock_options) */
+	const char *fleet;			/* NULL: "default" */
 	const struct orbit_lock_layout *layout; /* NULL: the default layout */
-	unsigned mode;              /* 0: 0600; 0640 or 0660 to share with the group
+	unsigned mode;				/* 0: 0600; 0640 or 0660 to share with the group
 				       @gid (see "Sharing a fleet with a group") */
-	enum orbit_lock_serializer serializer; /* 0: AUTO */
-	bool readonly;              /* never creates, never mutates, maps PROT_READ */
-	int init_timeout_ms;        /* wait for a creator to finish (0: default 2 s) */
-	unsigned gid;               /* group of a group mode (0: the effective gid):
+	enum orbit_lock_serializer serializer;	/* 0: AUTO */
+	bool readonly;				/* never creates, never mutates, maps PROT_READ */
+	int init_timeout_ms;			/* wait for a creator to finish (0: default 2 s) */
+	unsigned gid;				/* group of a group mode (0: the effective gid):
 				       given to a new segment, and the one foreign
 				       group whose segments an opener accepts */
-	int serializer_wait_ms;     /* a mutation's bound on waiting for the serializer, then
+	int serializer_wait_ms; /* a mutation's bound on waiting for the serializer, then
 				     * -EAGAIN (0: ORBIT_LOCK_SERIALIZER_WAIT_MS_DEFAULT; < 0: -EINVAL) */
-	unsigned owner_uid;         /* the fleet's one creating and trusted uid (0: none;
+	unsigned owner_uid;	/* the fleet's one creating and trusted uid (0: none;
 				       required with 0640: "Sharing a fleet with a group") */
-	unsigned reserved0;         /* the older sizeof's tail padding (56 bytes with
+	unsigned reserved0;	/* the older sizeof's tail padding (56 bytes with
 				       owner_uid last): never read, so garbage there from an
 				       older caller is harmless; leave it 0 */
 	/* Added with the etcd backend, past the older sizeof (base/options.h). */
 	enum orbit_lock_backend backend; /* 0: AUTO */
-	const char *endpoints;      /* ETCD: "http://host:port,..." (at most 16; NULL: from an
+	const char *endpoints;		 /* ETCD: "http://host:port,..." (at most 16; NULL: from an
 				       etcd:// @fleet, which then must not be given too) */
-	int call_timeout_ms;        /* ETCD: the bound of every call, whatever the cluster does
+	int call_timeout_ms;		 /* ETCD: the bound of every call, whatever the cluster does
 				       (0: ORBIT_LOCK_CALL_TIMEOUT_MS_DEFAULT; < 0: -EINVAL) */
 };
 
@@ -269,7 +275,7 @@ struct orbit_lock_namespace {
 	size_t len;
 };
 #define ORBIT_LOCK_NAMESPACE(lit) ((struct orbit_lock_namespace){ "" lit, sizeof(lit) - 1 })
-#define ORBIT_LOCK_DEFINE_NAMESPACE(name, lit) \
+#define ORBIT_LOCK_DEFINE_NAMESPACE(name, lit)                                                     \
 	static const struct orbit_lock_namespace name = { "" lit, sizeof(lit) - 1 }
 
 /**
@@ -286,23 +292,23 @@ static inline orbit_lock_key_t orbit_lock_key(struct orbit_lock_namespace ns, co
 
 /* What a successful acquire or renew hands back. */
 struct orbit_lock_lease {
-	uint64_t token;          /* fencing token: strictly increasing per acquisition */
-	uint64_t deadline_ns;    /* CLOCK_MONOTONIC absolute */
+	uint64_t token;		 /* fencing token: strictly increasing per acquisition */
+	uint64_t deadline_ns;	 /* CLOCK_MONOTONIC absolute */
 	uint64_t state_revision; /* the table's revision after this change */
 };
 
 /* A copy of one table entry (lookup, the holder on -EBUSY, snapshots). */
 struct orbit_lock_entry {
 	uint64_t token;
-	uint64_t deadline_ns;        /* CLOCK_MONOTONIC absolute */
+	uint64_t deadline_ns;	     /* CLOCK_MONOTONIC absolute */
 	uint64_t holder_start_ticks; /* /proc/<pid>/stat field 22 of the holder */
 	uint64_t holder_pidfs_ino;   /* the holder's pidfs inode: names that process
 				      * for the host's uptime (0: kernel without pidfs) */
 	uint32_t holder_pid;
 	uint32_t slot_idx;
 	uint16_t ns_len, label_len, owner_len;
-	uint16_t flags;              /* the acquisition's ORBIT_LOCK_FREE_ON_DEATH, 0 else */
-	bool expired;                /* deadline passed (only snapshots report these) */
+	uint16_t flags; /* the acquisition's ORBIT_LOCK_FREE_ON_DEATH, 0 else */
+	bool expired;	/* deadline passed (only snapshots report these) */
 	uint8_t bytes[ORBIT_LOCK_BYTES_MAX]; /* ns, then label, then owner */
 };
 
@@ -318,15 +324,15 @@ static inline const void *orbit_lock_entry_owner(const struct orbit_lock_entry *
 
 /* Counters of this handle (C11 atomics, readable from any thread). */
 struct orbit_lock_stats {
-	uint64_t acquired, busy, full;          /* try_acquire outcomes */
+	uint64_t acquired, busy, full; /* try_acquire outcomes */
 	uint64_t renewed, released, force_released;
-	uint64_t not_found, wrong_owner;        /* -ENOENT / -EPERM from renew/release */
-	uint64_t reclaimed;                     /* expired entries this handle cleared */
-	uint64_t compactions;                   /* tombstone compactions run */
+	uint64_t not_found, wrong_owner; /* -ENOENT / -EPERM from renew/release */
+	uint64_t reclaimed;		 /* expired entries this handle cleared */
+	uint64_t compactions;		 /* tombstone compactions run */
 	uint64_t lookups;
-	uint64_t corrupt_slots;                 /* slots that failed validation */
-	uint64_t repairs;                       /* crashed-holder repairs this handle ran */
-	uint64_t dead_freed;                    /* FREE_ON_DEATH entries of dead holders freed */
+	uint64_t corrupt_slots; /* slots that failed validation */
+	uint64_t repairs;	/* crashed-holder repairs this handle ran */
+	uint64_t dead_freed;	/* FREE_ON_DEATH entries of dead holders freed */
 };
 
 /**
@@ -454,7 +460,8 @@ ORBIT_API int orbit_lock_unlink(const struct orbit_lock_options *opts);
  */
 ORBIT_API int orbit_lock_try_acquire(orbit_lock_t *lock, const orbit_lock_key_t *key,
 				     const orbit_lock_owner_t *owner, uint64_t ttl_ns,
-				     struct orbit_lock_lease *lease, struct orbit_lock_entry *holder);
+				     struct orbit_lock_lease *lease,
+				     struct orbit_lock_entry *holder);
 
 /*
  * Lease flags of orbit_lock_try_acquire_with() (struct
@@ -479,7 +486,7 @@ ORBIT_API int orbit_lock_try_acquire(orbit_lock_t *lock, const orbit_lock_key_t 
 
 /* Options of orbit_lock_try_acquire_with(); size-carrying (orbit/common.h); 0: default. */
 struct orbit_lock_acquire_options {
-	size_t size;    /* sizeof(struct orbit_lock_acquire_options) */
+	size_t size;	/* sizeof(struct orbit_lock_acquire_options) */
 	uint32_t flags; /* ORBIT_LOCK_FREE_ON_DEATH or 0 (0: a plain TTL lease) */
 };
 

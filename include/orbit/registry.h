@@ -100,8 +100,8 @@ ORBIT_API int orbit_registry_remove(orbit_registry_t *reg, const void *key, size
  * truncated copy); -ENOENT; -EINVAL (NULL reg or key, NULL buf with a len);
  * -E2BIG (key over the limit).
  */
-ORBIT_API long orbit_registry_get(orbit_registry_t *reg, const void *key, size_t key_len,
-				  void *buf, size_t len);
+ORBIT_API long orbit_registry_get(orbit_registry_t *reg, const void *key, size_t key_len, void *buf,
+				  size_t len);
 
 /**
  * orbit_registry_get_with - call @fn with the value of @key inside the

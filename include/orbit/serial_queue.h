@@ -60,7 +60,7 @@ typedef struct orbit_serial_resume orbit_serial_resume_t;
  * Size-carrying (see orbit/common.h); 0 in any field: its default.
  */
 typedef struct orbit_execution_lane_policy {
-	size_t size; /* sizeof(orbit_execution_lane_policy_t) */
+	size_t size;			       /* sizeof(orbit_execution_lane_policy_t) */
 	uint32_t application_message_capacity; /* items; 0: 1,024 */
 	uint64_t application_byte_capacity;    /* bytes; 0: 64 MiB */
 	uint32_t lifecycle_message_capacity;   /* items; 0: 128 */
@@ -68,8 +68,8 @@ typedef struct orbit_execution_lane_policy {
 	/* Bytes every item reserves besides its payload; 0: 256;
 	 * ORBIT_POLICY_NO_FIXED_COST: none. */
 	uint64_t fixed_work_byte_cost;
-	uint32_t lifecycle_burst_limit;  /* items; 0: 8 */
-	uint32_t owner_time_budget_ms;   /* ms; 0: 10 */
+	uint32_t lifecycle_burst_limit; /* items; 0: 8 */
+	uint32_t owner_time_budget_ms;	/* ms; 0: 10 */
 } orbit_execution_lane_policy_t;
 
 /* fixed_work_byte_cost: items reserve their payload bytes only. */
@@ -106,7 +106,7 @@ ORBIT_API int orbit_execution_lane_policy_validate(const orbit_execution_lane_po
 
 /* What a work function returns. */
 enum orbit_serial_result {
-	ORBIT_SERIAL_DONE = 0,      /* finished: its reservation is returned */
+	ORBIT_SERIAL_DONE = 0,	    /* finished: its reservation is returned */
 	ORBIT_SERIAL_SUSPENDED = 1, /* called orbit_serial_turn_suspend() */
 };
 
@@ -154,21 +154,21 @@ struct orbit_serial_queue_options {
 
 /* Counters of one queue (drain slices, turns and backpressure). */
 struct orbit_serial_queue_stats {
-	uint64_t accepted;          /* submissions accepted, all lanes */
-	uint64_t rejected_count;    /* -EAGAIN: lane item capacity full */
-	uint64_t rejected_bytes;    /* -EAGAIN: lane byte capacity full */
-	uint64_t rejected_too_big;  /* -E2BIG: larger than the byte capacity */
-	uint64_t rejected_closed;   /* -EPIPE: after close */
-	uint64_t rejected_executor; /* the executor refused to schedule the drain */
-	uint64_t ran;               /* turns run (items and continuations) */
-	uint64_t completed;         /* items finished (reservation returned) */
-	uint64_t suspended;         /* turns that ended suspended */
-	uint64_t resumed;           /* continuations resubmitted */
-	uint64_t lifecycle_ran;     /* lifecycle turns run */
-	uint64_t barrier_ran;       /* barrier-next turns run */
-	uint64_t slices;            /* drain slices (executor tasks) run */
-	uint64_t slices_cut;        /* slices cut by the owner time budget */
-	uint64_t protocol_errors;   /* work fn result and suspend disagreed */
+	uint64_t accepted;	       /* submissions accepted, all lanes */
+	uint64_t rejected_count;       /* -EAGAIN: lane item capacity full */
+	uint64_t rejected_bytes;       /* -EAGAIN: lane byte capacity full */
+	uint64_t rejected_too_big;     /* -E2BIG: larger than the byte capacity */
+	uint64_t rejected_closed;      /* -EPIPE: after close */
+	uint64_t rejected_executor;    /* the executor refused to schedule the drain */
+	uint64_t ran;		       /* turns run (items and continuations) */
+	uint64_t completed;	       /* items finished (reservation returned) */
+	uint64_t suspended;	       /* turns that ended suspended */
+	uint64_t resumed;	       /* continuations resubmitted */
+	uint64_t lifecycle_ran;	       /* lifecycle turns run */
+	uint64_t barrier_ran;	       /* barrier-next turns run */
+	uint64_t slices;	       /* drain slices (executor tasks) run */
+	uint64_t slices_cut;	       /* slices cut by the owner time budget */
+	uint64_t protocol_errors;      /* work fn result and suspend disagreed */
 	uint64_t app_items, app_bytes; /* application reservations held now */
 	uint64_t lc_items, lc_bytes;   /* lifecycle reservations held now */
 };
@@ -214,7 +214,8 @@ ORBIT_API int orbit_serial_queue_create(const struct orbit_serial_queue_options 
  * -EPIPE (closed); or the executor's error (-EPIPE, -ENOMEM) when the drain
  * could not be scheduled, in which case the item was withdrawn.
  */
-ORBIT_API int orbit_serial_queue_enqueue(orbit_serial_queue_t *q, orbit_serial_work_fn fn, void *arg);
+ORBIT_API int orbit_serial_queue_enqueue(orbit_serial_queue_t *q, orbit_serial_work_fn fn,
+					 void *arg);
 
 /**
  * orbit_serial_queue_enqueue_with_payload_bytes - application work holding
@@ -236,8 +237,8 @@ ORBIT_API int orbit_serial_queue_enqueue_with_payload_bytes(orbit_serial_queue_t
  * Context: as orbit_serial_queue_enqueue().
  * Returns: as orbit_serial_queue_enqueue(), against the lifecycle lane.
  */
-ORBIT_API int orbit_serial_queue_enqueue_lifecycle(orbit_serial_queue_t *q,
-						   orbit_serial_work_fn fn, void *arg);
+ORBIT_API int orbit_serial_queue_enqueue_lifecycle(orbit_serial_queue_t *q, orbit_serial_work_fn fn,
+						   void *arg);
 
 /**
  * orbit_serial_queue_enqueue_barrier_next - run @fn right after the

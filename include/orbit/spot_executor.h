@@ -96,14 +96,14 @@ enum orbit_spot_execution_mode {
 
 /* What was submitted; indexes the per-kind stats. */
 enum orbit_work_kind {
-	ORBIT_WORK_SPOT = 0,       /* orbit_spot_execute_spot */
-	ORBIT_WORK_ACTOR,          /* orbit_spot_execute_actor, orbit_actor_execute_actor */
-	ORBIT_WORK_TIMER,          /* orbit_spot_execute_timer */
-	ORBIT_WORK_LIFECYCLE,      /* orbit_spot/actor_execute_lifecycle */
-	ORBIT_WORK_APPLICATION,    /* orbit_session_execute_application */
-	ORBIT_WORK_CONTROL,        /* orbit_session_execute_control */
+	ORBIT_WORK_SPOT = 0,	   /* orbit_spot_execute_spot */
+	ORBIT_WORK_ACTOR,	   /* orbit_spot_execute_actor, orbit_actor_execute_actor */
+	ORBIT_WORK_TIMER,	   /* orbit_spot_execute_timer */
+	ORBIT_WORK_LIFECYCLE,	   /* orbit_spot/actor_execute_lifecycle */
+	ORBIT_WORK_APPLICATION,	   /* orbit_session_execute_application */
+	ORBIT_WORK_CONTROL,	   /* orbit_session_execute_control */
 	ORBIT_WORK_INFRASTRUCTURE, /* orbit_session_execute_infrastructure */
-	ORBIT_WORK_FINAL,          /* orbit_session_execute_final */
+	ORBIT_WORK_FINAL,	   /* orbit_session_execute_final */
 	ORBIT_WORK_KINDS
 };
 
@@ -120,8 +120,8 @@ enum orbit_work_kind {
  */
 struct orbit_actor_state_snapshot {
 	uint64_t actor_id;
-	uint64_t version;   /* set_info calls so far for this Actor; 0: never set */
-	uint32_t info_len;  /* bytes valid in info */
+	uint64_t version;  /* set_info calls so far for this Actor; 0: never set */
+	uint32_t info_len; /* bytes valid in info */
 	unsigned char info[ORBIT_ACTOR_INFO_MAX];
 };
 
@@ -139,7 +139,7 @@ struct orbit_serial_executor_stats {
 	uint64_t rejected_full[ORBIT_WORK_KINDS];
 	uint64_t rejected_too_big[ORBIT_WORK_KINDS];
 	uint64_t rejected_closed[ORBIT_WORK_KINDS];
-	uint64_t completed;       /* handlers finished */
+	uint64_t completed; /* handlers finished */
 	/* SpotWide: accepted Actor work whose execution turn could not be
 	 * placed on the Spot queue for a reason other than room (no memory,
 	 * the executor refused): it did not run and its completion got that
@@ -149,11 +149,11 @@ struct orbit_serial_executor_stats {
 	 * already waiting) when their record reached the head of its Actor
 	 * queue, and waited, FIFO, until a Spot-queue item finished. */
 	uint64_t turn_waited;
-	uint64_t yielded;         /* orbit_work_yield() calls that succeeded */
+	uint64_t yielded;	  /* orbit_work_yield() calls that succeeded */
 	uint64_t protocol_errors; /* suspends bypassing orbit_work_yield, results disagreeing */
-	uint64_t outstanding;     /* accepted and not finished, now */
-	uint64_t actor_queues;    /* Spot: Actor queues now */
-	uint64_t timer_queues;    /* Spot, PerActor: timer queues now */
+	uint64_t outstanding;	  /* accepted and not finished, now */
+	uint64_t actor_queues;	  /* Spot: Actor queues now */
+	uint64_t timer_queues;	  /* Spot, PerActor: timer queues now */
 };
 
 /* ---- Spot coordinator ------------------------------------------------- */
@@ -284,8 +284,8 @@ ORBIT_API int orbit_spot_execute_timer(orbit_spot_serial_executor_t *spot, const
  * Returns: as orbit_spot_execute_spot(), against the lifecycle lane.
  */
 ORBIT_API int orbit_spot_execute_lifecycle(orbit_spot_serial_executor_t *spot,
-					   orbit_serial_work_fn fn,
-					   void *arg, orbit_work_completion_t *done);
+					   orbit_serial_work_fn fn, void *arg,
+					   orbit_work_completion_t *done);
 
 /**
  * orbit_spot_actor_set_info - set an Actor's registration information
@@ -342,7 +342,7 @@ ORBIT_API int orbit_spot_serial_executor_await_quiescence(orbit_spot_serial_exec
  * Returns: 0; -EINVAL for NULL.
  */
 ORBIT_API int orbit_spot_serial_executor_stats(const orbit_spot_serial_executor_t *spot,
-					struct orbit_serial_executor_stats *out);
+					       struct orbit_serial_executor_stats *out);
 
 /**
  * orbit_spot_serial_executor_destroy - close, then free the Spot with every
@@ -362,13 +362,13 @@ ORBIT_API int orbit_spot_serial_executor_destroy(orbit_spot_serial_executor_t *s
 
 /* Size-carrying (see orbit/common.h); 0: the default in every field. */
 struct orbit_actor_serial_executor_options {
-	size_t size; /* sizeof(struct orbit_actor_serial_executor_options) */
+	size_t size;	   /* sizeof(struct orbit_actor_serial_executor_options) */
 	uint64_t actor_id; /* reported in snapshots */
 	/* Policy of its queue, copied; NULL: the default policy. */
 	const orbit_execution_lane_policy_t *policy;
 	orbit_executor_t executor; /* required */
-	int home;                  /* ORBIT_HOME_NODE(n); 0 (default): none */
-	const char *name;          /* copied; NULL: "actor" */
+	int home;		   /* ORBIT_HOME_NODE(n); 0 (default): none */
+	const char *name;	   /* copied; NULL: "actor" */
 };
 
 /**
@@ -401,8 +401,7 @@ orbit_actor_serial_executor_create(const struct orbit_actor_serial_executor_opti
  * (full); -E2BIG; -EPIPE (closed); -ENOMEM; the executor's error.
  */
 ORBIT_API int orbit_actor_execute_actor(orbit_actor_serial_executor_t *actor,
-					orbit_serial_work_fn fn,
-					void *arg, uint64_t payload_bytes,
+					orbit_serial_work_fn fn, void *arg, uint64_t payload_bytes,
 					orbit_work_completion_t *done);
 
 /**
@@ -413,8 +412,8 @@ ORBIT_API int orbit_actor_execute_actor(orbit_actor_serial_executor_t *actor,
  * Returns: as orbit_actor_execute_actor(), against the lifecycle lane.
  */
 ORBIT_API int orbit_actor_execute_lifecycle(orbit_actor_serial_executor_t *actor,
-					    orbit_serial_work_fn fn,
-					    void *arg, orbit_work_completion_t *done);
+					    orbit_serial_work_fn fn, void *arg,
+					    orbit_work_completion_t *done);
 
 /**
  * orbit_actor_set_info - set the Actor's registration information; seen
@@ -452,7 +451,7 @@ ORBIT_API int orbit_actor_serial_executor_await_quiescence(orbit_actor_serial_ex
  * Context: any thread; relaxed loads. Returns: 0; -EINVAL.
  */
 ORBIT_API int orbit_actor_serial_executor_stats(const orbit_actor_serial_executor_t *actor,
-					 struct orbit_serial_executor_stats *out);
+						struct orbit_serial_executor_stats *out);
 
 /**
  * orbit_actor_serial_executor_destroy - close and free.
@@ -470,8 +469,8 @@ struct orbit_session_serial_executor_options {
 	/* Policy of its queue, copied; NULL: the default policy. */
 	const orbit_execution_lane_policy_t *policy;
 	orbit_executor_t executor; /* required */
-	int home;                  /* ORBIT_HOME_NODE(n); 0 (default): none */
-	const char *name;          /* copied; NULL: "session" */
+	int home;		   /* ORBIT_HOME_NODE(n); 0 (default): none */
+	const char *name;	   /* copied; NULL: "session" */
 };
 
 /**
@@ -578,7 +577,7 @@ orbit_session_serial_executor_await_quiescence(orbit_session_serial_executor_t *
  * Context: any thread; relaxed loads. Returns: 0; -EINVAL.
  */
 ORBIT_API int orbit_session_serial_executor_stats(const orbit_session_serial_executor_t *session,
-					   struct orbit_serial_executor_stats *out);
+						  struct orbit_serial_executor_stats *out);
 
 /**
  * orbit_session_serial_executor_destroy - close and free.

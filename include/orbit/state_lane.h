@@ -110,13 +110,13 @@ enum orbit_state_lane_diag {
 
 /* Options of orbit_state_lane_create(); size-carrying (see orbit/common.h); 0: default. */
 struct orbit_state_lane_options {
-	size_t size;               /* sizeof(struct orbit_state_lane_options) */
-	const char *name;          /* named in diagnostics; copied (63 bytes kept) */
-	orbit_executor_t executor; /* drains posted work; submit NULL: no posting */
-	int home;                  /* ORBIT_HOME_NODE(n): NUMA hint node n passed to
+	size_t size;				/* sizeof(struct orbit_state_lane_options) */
+	const char *name;			/* named in diagnostics; copied (63 bytes kept) */
+	orbit_executor_t executor;		/* drains posted work; submit NULL: no posting */
+	int home;				/* ORBIT_HOME_NODE(n): NUMA hint node n passed to
 				      submit; 0 (default): none (orbit/executor.h) */
-	unsigned combine_limit;    /* items a run() caller runs past its own; 0: 32 */
-	unsigned slice_limit;      /* items a drain task runs per submission; 0: 256 */
+	unsigned combine_limit;			/* items a run() caller runs past its own; 0: 32 */
+	unsigned slice_limit;			/* items a drain task runs per submission; 0: 256 */
 	enum orbit_state_lane_diag diagnostics; /* 0: RECORD */
 };
 
@@ -185,10 +185,10 @@ ORBIT_API bool orbit_state_lane_is_on_lane(const orbit_state_lane_t *lane);
  * -EINVAL (NULL lane or fn). A work function that can itself return these
  * codes should report its result through @arg.
  */
-#define orbit_state_lane_run(lane, fn, arg) \
+#define orbit_state_lane_run(lane, fn, arg)                                                        \
 	orbit_state_lane_run_at((lane), (fn), (arg), __FILE__, __LINE__)
-ORBIT_API int orbit_state_lane_run_at(orbit_state_lane_t *lane, orbit_state_lane_fn fn,
-				      void *arg, const char *file, int line);
+ORBIT_API int orbit_state_lane_run_at(orbit_state_lane_t *lane, orbit_state_lane_fn fn, void *arg,
+				      const char *file, int line);
 
 /**
  * orbit_state_lane_run_async - enqueue fn(arg) and return; when it has run,
@@ -200,7 +200,7 @@ ORBIT_API int orbit_state_lane_run_at(orbit_state_lane_t *lane, orbit_state_lane
  * turn); -EPIPE (closed); -EINVAL (NULL lane/fn/done, or no executor);
  * -ENOMEM; or the executor's submit error. On error neither runs.
  */
-#define orbit_state_lane_run_async(lane, fn, arg, done, done_arg) \
+#define orbit_state_lane_run_async(lane, fn, arg, done, done_arg)                                  \
 	orbit_state_lane_run_async_at((lane), (fn), (arg), (done), (done_arg), __FILE__, __LINE__)
 ORBIT_API int orbit_state_lane_run_async_at(orbit_state_lane_t *lane, orbit_state_lane_fn fn,
 					    void *arg, orbit_state_lane_done_fn done,
@@ -216,7 +216,7 @@ ORBIT_API int orbit_state_lane_run_async_at(orbit_state_lane_t *lane, orbit_stat
  * refused, never dropped silently);
  * -EINVAL; -ENOMEM; the executor's submit error.
  */
-#define orbit_state_lane_try_post(lane, fn, arg) \
+#define orbit_state_lane_try_post(lane, fn, arg)                                                   \
 	orbit_state_lane_try_post_at((lane), (fn), (arg), __FILE__, __LINE__)
 ORBIT_API int orbit_state_lane_try_post_at(orbit_state_lane_t *lane, orbit_state_lane_fn fn,
 					   void *arg, const char *file, int line);
@@ -229,7 +229,7 @@ ORBIT_API int orbit_state_lane_try_post_at(orbit_state_lane_t *lane, orbit_state
  * Returns: 0; -EDEADLK with the diagnostic recorded (and logged when the
  * lane's diagnostics level is LOG); -EINVAL (NULL).
  */
-#define orbit_state_lane_throw_if_reentrant(lane) \
+#define orbit_state_lane_throw_if_reentrant(lane)                                                  \
 	orbit_state_lane_throw_if_reentrant_at((lane), __FILE__, __LINE__)
 ORBIT_API int orbit_state_lane_throw_if_reentrant_at(const orbit_state_lane_t *lane,
 						     const char *file, int line);
@@ -275,8 +275,8 @@ ORBIT_API int orbit_state_lane_close_sync_at(orbit_state_lane_t *lane, const cha
  * Context: any thread, typically inside a turn; no blocking.
  * Returns: 0; -EINVAL (NULL executor submit or fn); the submit error.
  */
-ORBIT_API int orbit_state_lane_detach(const orbit_executor_t *executor, orbit_task_fn fn,
-				      void *arg, int home_node);
+ORBIT_API int orbit_state_lane_detach(const orbit_executor_t *executor, orbit_task_fn fn, void *arg,
+				      int home_node);
 
 /**
  * orbit_state_lane_set_diagnostics_async - change @lane's diagnostics
@@ -340,8 +340,8 @@ ORBIT_API uint64_t orbit_state_lane_reentry_count(const orbit_state_lane_t *lane
 
 /* Counters of one lane; each a separate relaxed read, so mutually approximate. */
 struct orbit_state_lane_stats {
-	uint64_t turns;           /* work items run on the lane (run, posted, close_sync) */
-	uint64_t posts;           /* try_post / run_async calls accepted */
+	uint64_t turns;		  /* work items run on the lane (run, posted, close_sync) */
+	uint64_t posts;		  /* try_post / run_async calls accepted */
 	uint64_t reentry_refused; /* entries refused with -EDEADLK (reentry_count) */
 };
 

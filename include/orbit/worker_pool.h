@@ -37,8 +37,8 @@ typedef struct orbit_worker_pool orbit_worker_pool_t;
 
 /* One NUMA node as the pool sees it: its number and the CPUs it may use. */
 struct orbit_topology_node {
-	int node_id;     /* the node's number (libnuma numbering), >= 0 */
-	unsigned ncpus;  /* number of entries in cpus; 0: a CPU-less node */
+	int node_id;	 /* the node's number (libnuma numbering), >= 0 */
+	unsigned ncpus;	 /* number of entries in cpus; 0: a CPU-less node */
 	const int *cpus; /* CPU numbers of this node */
 };
 
@@ -92,10 +92,10 @@ struct orbit_worker_pool_stats {
 	uint64_t rejected;     /* submits refused (-EPIPE, -ENOMEM) */
 	uint64_t executed;     /* tasks run */
 	uint64_t stolen;       /* tasks run by a worker of another node */
-	uint64_t wakes;        /* futex wakes issued */
+	uint64_t wakes;	       /* futex wakes issued */
 	uint64_t sleeps;       /* times a worker went to sleep */
 	uint64_t pin_failures; /* workers the kernel refused to pin */
-	unsigned idle;         /* workers asleep right now */
+	unsigned idle;	       /* workers asleep right now */
 };
 
 /**

@@ -61,16 +61,16 @@ static pid_t agent_receiver_pid; /* to find B's stats row afterwards */
 
 /* Shared between the two processes of one method (MAP_SHARED | MAP_ANONYMOUS). */
 struct box {
-	_Atomic uint32_t word;   /* raw futex: the round number */
-	_Atomic uint64_t sent;   /* baselines: the sender's stamp */
-	uint64_t lat[ROUNDS];    /* written by the receiver, read after it exits */
+	_Atomic uint32_t word; /* raw futex: the round number */
+	_Atomic uint64_t sent; /* baselines: the sender's stamp */
+	uint64_t lat[ROUNDS];  /* written by the receiver, read after it exits */
 };
 
 struct peer {
 	struct box *box;
-	int efd;                 /* eventfd baseline */
-	int data[2];             /* pipe baseline */
-	int ack[2];              /* receiver -> sender: ready, then one byte per round */
+	int efd;     /* eventfd baseline */
+	int data[2]; /* pipe baseline */
+	int ack[2];  /* receiver -> sender: ready, then one byte per round */
 	const char *fleet;
 };
 
@@ -108,7 +108,9 @@ static int ack(struct peer *p)
 /* B for M_AGENT: an agent, a subscriber eventfd, a private cursor. */
 static int agent_receiver(struct peer *p)
 {
-	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = p->fleet, .name = "bench-sub" };
+	struct orbit_agent_options ao = { .size = sizeof(ao),
+					  .fleet = p->fleet,
+					  .name = "bench-sub" };
 	struct orbit_transition_event *ev = malloc(sizeof(*ev));
 	orbit_transition_reader_t *r = NULL;
 	orbit_agent_t *a = NULL;
@@ -205,7 +207,8 @@ static int send_one(enum method m, struct peer *p, struct sender *s, int i)
 	switch (m) {
 	case M_AGENT:
 		if (i % 2 == 0)
-			return orbit_lock_try_acquire(s->lock, &key, &owner, 60000000000ull, NULL, NULL);
+			return orbit_lock_try_acquire(s->lock, &key, &owner, 60000000000ull, NULL,
+						      NULL);
 		return orbit_lock_release(s->lock, &key, &owner, 0);
 	case M_FUTEX:
 		atomic_store(&p->box->sent, now);
@@ -230,7 +233,8 @@ static int run(enum method m, enum placement pl, const char *fleet, double *p50,
 	pid_t pid;
 	char c;
 
-	p.box = mmap(NULL, sizeof(*p.box), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	p.box = mmap(NULL, sizeof(*p.box), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+		     0);
 	p.efd = eventfd(0, EFD_CLOEXEC);
 	if (p.box == MAP_FAILED || p.efd < 0 || pipe(p.data) || pipe(p.ack))
 		return -1;
@@ -380,8 +384,8 @@ int main(void)
 	for (int rep = 0; rep < REPS; rep++)
 		for (int pl = cpu_b >= 0 ? P_SPLIT : P_FREE; pl < P_N; pl++)
 			for (int m = M_N - 1; m >= 0; m--)
-				if (run((enum method)m, (enum placement)pl, fleet, &lat[pl][m][0][rep],
-					&lat[pl][m][1][rep]) < 0) {
+				if (run((enum method)m, (enum placement)pl, fleet,
+					&lat[pl][m][0][rep], &lat[pl][m][1][rep]) < 0) {
 					fprintf(stderr, "bench_agent: %s/%s run failed\n", names[m],
 						pname[pl]);
 					rc = 1;
@@ -391,31 +395,32 @@ int main(void)
 	orbit_fleet_unlink(fleet);
 	for (int pl = cpu_b >= 0 ? P_SPLIT : P_FREE; pl < P_N; pl++) {
 		const char *t50 = pl == P_SPLIT || cpu_b < 0 ? "<= 1.5" : "info: free";
-		double (*L)[2][REPS] = lat[pl];
+		double(*L)[2][REPS] = lat[pl];
 		double added[REPS];
 
 		printf("\n-- %s placement\n%-18s %7s  %-21s %7s  %s\n", pname[pl], "name", "ns",
 		       "baseline", "ns", "ratio [range]  (target)");
 		line("agent_wake_p50", L[M_AGENT][0], "futex_pingpong_p50", L[M_FUTEX][0], t50);
 		line("agent_wake_p99", L[M_AGENT][1], "futex_pingpong_p99", L[M_FUTEX][1], "info");
-		line("agent_wake_p50", L[M_AGENT][0], "eventfd_pingpong_p50", L[M_EVENTFD][0], "info");
-		line("agent_wake_p99", L[M_AGENT][1], "eventfd_pingpong_p99", L[M_EVENTFD][1], "info");
+		line("agent_wake_p50", L[M_AGENT][0], "eventfd_pingpong_p50", L[M_EVENTFD][0],
+		     "info");
+		line("agent_wake_p99", L[M_AGENT][1], "eventfd_pingpong_p99", L[M_EVENTFD][1],
+		     "info");
 		line("agent_wake_p50", L[M_AGENT][0], "pipe_pingpong_p50", L[M_PIPE][0], "info");
 		line("agent_wake_p99", L[M_AGENT][1], "pipe_pingpong_p99", L[M_PIPE][1], "info");
 		if (pl == P_SPLIT || cpu_b < 0)
 			bench_target("agent_wake_p50_vs_futex_pingpong",
-				     median_of(L[M_FUTEX][0]) > 0 ?
-					     median_of(L[M_AGENT][0]) / median_of(L[M_FUTEX][0]) :
-					     0,
+				     median_of(L[M_FUTEX][0]) > 0
+					 ? median_of(L[M_AGENT][0]) / median_of(L[M_FUTEX][0])
+					 : 0,
 				     "<=", 1.5, "x");
 		for (int i = 0; i < REPS; i++)
 			added[i] = L[M_AGENT][0][i] - L[M_FUTEX][0][i];
-		printf("%-18s %7.0f  (agent p50 - futex p50, ns; range %.0f..%.0f)\n", "agent_added_p50",
-		       median_of(added), min_of(added), max_of(added));
+		printf("%-18s %7.0f  (agent p50 - futex p50, ns; range %.0f..%.0f)\n",
+		       "agent_added_p50", median_of(added), min_of(added), max_of(added));
 	}
 	/* Where the time goes: the agent's own hop (<= log2 bucket bound), last agent run. */
-	printf("\n-- last agent run (%s): publish -> B's agent reads the frame\n",
-	       pname[P_N - 1]);
+	printf("\n-- last agent run (%s): publish -> B's agent reads the frame\n", pname[P_N - 1]);
 	printf("%-18s %7.0f  (log2 bucket bound)\n%-18s %7.0f  (log2 bucket bound)\n",
 	       "agent_hop1_p50_le", hop[0], "agent_hop1_p99_le", hop[1]);
 	return rc;

@@ -63,20 +63,20 @@ static char fleet[24];
 ORBIT_LOCK_DEFINE_NAMESPACE(bench_ns, "bench.lock");
 
 /* Best (lowest) ns/op of @reps runs of @n iterations of @fn. */
-#define MEASURE(res, n, reps, setup, body)                                  \
-	do {                                                                \
-		double best_ = 1e30;                                        \
-		for (int r_ = 0; r_ < (reps); r_++) {                       \
-			setup;                                              \
-			uint64_t t0_ = now_ns();                            \
-			for (long i_ = 0; i_ < (n); i_++) {                 \
-				body;                                       \
-			}                                                   \
-			double v_ = (double)(now_ns() - t0_) / (double)(n); \
-			if (v_ < best_)                                     \
-				best_ = v_;                                 \
-		}                                                           \
-		(res) = best_;                                              \
+#define MEASURE(res, n, reps, setup, body)                                                         \
+	do {                                                                                       \
+		double best_ = 1e30;                                                               \
+		for (int r_ = 0; r_ < (reps); r_++) {                                              \
+			setup;                                                                     \
+			uint64_t t0_ = now_ns();                                                   \
+			for (long i_ = 0; i_ < (n); i_++) {                                        \
+				body;                                                              \
+			}                                                                          \
+			double v_ = (double)(now_ns() - t0_) / (double)(n);                        \
+			if (v_ < best_)                                                            \
+				best_ = v_;                                                        \
+		}                                                                                  \
+		(res) = best_;                                                                     \
 	} while (0)
 
 static int die(const char *what, int rc)
@@ -88,8 +88,9 @@ static int die(const char *what, int rc)
 static orbit_lock_t *open_lock(enum orbit_lock_serializer ser, const char *f, uint32_t slots)
 {
 	struct orbit_lock_layout y = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
-	struct orbit_lock_options o = { .size = sizeof(o), .fleet = f, .layout = &y,
-					.serializer = ser };
+	struct orbit_lock_options o = {
+		.size = sizeof(o), .fleet = f, .layout = &y, .serializer = ser
+	};
 	orbit_lock_t *l;
 	int rc;
 
@@ -147,8 +148,9 @@ static double bench_acq_rel_ring(long n)
 
 	snprintf(f, sizeof(f), "%sa", fleet);
 	orbit_lock_t *l = open_lock(ORBIT_LOCK_SERIALIZER_FUTEX, f, 256);
-	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = f, .name = "bench",
-					  .lock = l };
+	struct orbit_agent_options ao = {
+		.size = sizeof(ao), .fleet = f, .name = "bench", .lock = l
+	};
 	rc = orbit_agent_start(&ao, &a);
 	if (rc)
 		die("agent start", rc);
@@ -350,9 +352,11 @@ static const char *etcd_endpoints; /* NULL: no cluster, etcd figures skipped */
 /* A handle on the etcd backend (fleet @f of the bench cluster). */
 static orbit_lock_t *open_etcd(const char *f)
 {
-	struct orbit_lock_options o = { .size = sizeof(o), .fleet = f,
+	struct orbit_lock_options o = { .size = sizeof(o),
+					.fleet = f,
 					.backend = ORBIT_LOCK_BACKEND_ETCD,
-					.endpoints = etcd_endpoints, .call_timeout_ms = 5000 };
+					.endpoints = etcd_endpoints,
+					.call_timeout_ms = 5000 };
 	orbit_lock_t *l;
 	int rc = orbit_lock_open(&o, &l);
 
@@ -363,7 +367,8 @@ static orbit_lock_t *open_etcd(const char *f)
 
 static void unlink_etcd(const char *f)
 {
-	struct orbit_lock_options o = { .size = sizeof(o), .fleet = f,
+	struct orbit_lock_options o = { .size = sizeof(o),
+					.fleet = f,
 					.backend = ORBIT_LOCK_BACKEND_ETCD,
 					.endpoints = etcd_endpoints };
 
@@ -391,7 +396,10 @@ static uint64_t release_and_reap(_Atomic int *go, _Atomic int *stop, const pid_t
 static void bench_contended(enum orbit_lock_serializer ser, bool etcd, int nproc, int ms,
 			    double *acq_s, double *ops_s)
 {
-	struct cnt { _Atomic uint64_t acq, ops; _Atomic int go, stop; } *c;
+	struct cnt {
+		_Atomic uint64_t acq, ops;
+		_Atomic int go, stop;
+	} * c;
 	char f[64];
 	pid_t pids[8] = { 0 };
 
@@ -413,7 +421,8 @@ static void bench_contended(enum orbit_lock_serializer ser, bool etcd, int nproc
 				;
 			while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
 				o++;
-				if (orbit_lock_try_acquire(l, &k, &ow, 30000000000ull, &ls, NULL) == 0) {
+				if (orbit_lock_try_acquire(l, &k, &ow, 30000000000ull, &ls, NULL) ==
+				    0) {
 					a++;
 					orbit_lock_release(l, &k, &ow, ls.token);
 					o++;
@@ -525,7 +534,8 @@ static double bench_etcd_floor(bool write, long n)
 		die("etcd client", rc);
 	if (write) {
 		MEASURE(v, n, 1, (void)0, {
-			if (orbit__etcd_create(e, key, sizeof(key) - 1, "v", 1, 0, &rev, NULL) != 1 ||
+			if (orbit__etcd_create(e, key, sizeof(key) - 1, "v", 1, 0, &rev, NULL) !=
+				1 ||
 			    orbit__etcd_delete(e, key, sizeof(key) - 1) != 1)
 				die("etcd write", -EIO);
 		});
@@ -794,7 +804,8 @@ int main(int argc, char **argv)
 		redis = -1;
 	/* etcd: milliseconds per call, so few iterations, in their own rounds */
 	double e_ar = 1e30, e_renew = 1e30, e_lookup = 1e30, e_write = 1e30, e_read = 1e30;
-	const char *etcd_why = "ORBIT_BENCH_ETCD_ENDPOINTS unset (run through make bench / scripts/bench)";
+	const char *etcd_why =
+	    "ORBIT_BENCH_ETCD_ENDPOINTS unset (run through make bench / scripts/bench)";
 
 	etcd_endpoints = getenv("ORBIT_BENCH_ETCD_ENDPOINTS");
 	if (etcd_endpoints && !*etcd_endpoints)
@@ -843,20 +854,20 @@ int main(int argc, char **argv)
 		row(name, occ[p], flock_pair, robust, redis);
 	}
 	bench_contended(ORBIT_LOCK_SERIALIZER_FUTEX, false, 2, 500, &acq_s, &ops_s);
-	printf("%-44s %10.0f acquisitions/s, %.0f calls/s\n", "contended, 2 processes (futex)", acq_s,
-	       ops_s);
+	printf("%-44s %10.0f acquisitions/s, %.0f calls/s\n", "contended, 2 processes (futex)",
+	       acq_s, ops_s);
 	bench_contended(ORBIT_LOCK_SERIALIZER_FLOCK, false, 2, 500, &acq_s, &ops_s);
-	printf("%-44s %10.0f acquisitions/s, %.0f calls/s\n", "contended, 2 processes (flock)", acq_s,
-	       ops_s);
+	printf("%-44s %10.0f acquisitions/s, %.0f calls/s\n", "contended, 2 processes (flock)",
+	       acq_s, ops_s);
 	bench_contended(ORBIT_LOCK_SERIALIZER_FUTEX, false, 4, 500, &acq_s, &ops_s);
-	printf("%-44s %10.0f acquisitions/s, %.0f calls/s\n", "contended, 4 processes (futex)", acq_s,
-	       ops_s);
+	printf("%-44s %10.0f acquisitions/s, %.0f calls/s\n", "contended, 4 processes (futex)",
+	       acq_s, ops_s);
 	double e_acq_s = 0, e_ops_s = 0;
 
 	if (etcd_endpoints) {
 		bench_contended(ORBIT_LOCK_SERIALIZER_AUTO, true, 4, 3000, &e_acq_s, &e_ops_s);
-		printf("%-44s %10.0f acquisitions/s, %.0f calls/s\n", "contended, 4 processes (etcd)",
-		       e_acq_s, e_ops_s);
+		printf("%-44s %10.0f acquisitions/s, %.0f calls/s\n",
+		       "contended, 4 processes (etcd)", e_acq_s, e_ops_s);
 	}
 	/*
 	 * Floors: the primitives each operation must use, measured in this run.
@@ -873,9 +884,10 @@ int main(int argc, char **argv)
 	       "lookup %.2fx robust pair\n",
 	       futex_ar / robust, lookup / robust);
 	if (redis > 0)
-		printf("futex acquire+release vs redis round trip: %.0fx faster\n", redis / futex_ar);
-	printf("default serializer: %s\n", futex_ar < flock_ar ? "FUTEX (faster, same kill tests)"
-							   : "FLOCK");
+		printf("futex acquire+release vs redis round trip: %.0fx faster\n",
+		       redis / futex_ar);
+	printf("default serializer: %s\n",
+	       futex_ar < flock_ar ? "FUTEX (faster, same kill tests)" : "FLOCK");
 	bench_target("acquire_release_flock_vs_flock_pair", flock_ar / flock_pair, "<=", 2.5, "x");
 	bench_target("acquire_release_futex_vs_floor", futex_ar / acq_floor, "<=", 1.5, "x");
 	bench_target("lookup_vs_floor", lookup / lookup_floor, "<=", 1.5, "x");
@@ -893,7 +905,8 @@ int main(int argc, char **argv)
 		if (redis > 0)
 			printf("etcd acquire+release vs redis SET NX PX + DEL: %.1fx slower\n",
 			       e_ar / redis);
-		bench_target("etcd_acquire_release_vs_3_writes", e_ar / (3 * e_write), "<=", 1.5, "x");
+		bench_target("etcd_acquire_release_vs_3_writes", e_ar / (3 * e_write), "<=", 1.5,
+			     "x");
 		bench_target("etcd_renew_vs_2_writes", e_renew / (2 * e_write), "<=", 1.5, "x");
 		bench_target("etcd_lookup_vs_2_reads", e_lookup / (2 * e_read), "<=", 1.5, "x");
 		/*

@@ -50,7 +50,8 @@ static uint64_t median(uint64_t *v, int n)
 
 static void line(const char *name, double v, const char *bname, double b, const char *target)
 {
-	printf("%-22s %9.1f  %-22s %9.1f  %6.2f  (%s)\n", name, v, bname, b, b > 0 ? v / b : 0.0, target);
+	printf("%-22s %9.1f  %-22s %9.1f  %6.2f  (%s)\n", name, v, bname, b, b > 0 ? v / b : 0.0,
+	       target);
 }
 
 /* ---- costs ---- */
@@ -58,8 +59,13 @@ static void line(const char *name, double v, const char *bname, double b, const 
 static double publish_cost(orbit_ring_t *ring)
 {
 	struct orbit_transition t = {
-		.type = ORBIT_TRANSITION_ACQUIRE, .ns = "runtime.tasks.pool", .ns_len = 18,
-		.label = "job-000042", .label_len = 10, .owner = "worker-7:tenure-99", .owner_len = 18,
+		.type = ORBIT_TRANSITION_ACQUIRE,
+		.ns = "runtime.tasks.pool",
+		.ns_len = 18,
+		.label = "job-000042",
+		.label_len = 10,
+		.owner = "worker-7:tenure-99",
+		.owner_len = 18,
 	};
 	uint64_t v[REPS];
 
@@ -159,9 +165,9 @@ static double robust_mutex_cost(void)
 enum method { M_RING, M_FUTEX, M_EVENTFD, M_PIPE };
 
 struct shm_box {
-	_Atomic uint32_t word;   /* raw futex */
-	_Atomic uint64_t ts;     /* sender's stamp for the baselines */
-	uint64_t lat[ROUNDS];    /* receiver's measurements */
+	_Atomic uint32_t word; /* raw futex */
+	_Atomic uint64_t ts;   /* sender's stamp for the baselines */
+	uint64_t lat[ROUNDS];  /* receiver's measurements */
 };
 
 static void futex_wait(_Atomic uint32_t *w, uint32_t v)
@@ -183,8 +189,8 @@ static int receiver(enum method m, struct shm_box *box, const char *fleet,
 	uint32_t lane;
 	char c = 'a';
 
-	if (m == M_RING && (orbit__ring_open(&ring, fleet, l, NULL) < 0 ||
-			    orbit__ring_reader_open(&r, ring) < 0))
+	if (m == M_RING &&
+	    (orbit__ring_open(&ring, fleet, l, NULL) < 0 || orbit__ring_reader_open(&r, ring) < 0))
 		return 1;
 	if (write(ack_wr, &c, 1) != 1) /* ready */
 		return 2;
@@ -243,7 +249,11 @@ static int latency(enum method m, const char *fleet, const struct orbit_ring_lay
 				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	int efd = eventfd(0, EFD_CLOEXEC), data[2], ack[2], st;
 	struct orbit_transition t = {
-		.type = ORBIT_TRANSITION_RELEASE, .ns = "bench", .ns_len = 5, .label = "k", .label_len = 1,
+		.type = ORBIT_TRANSITION_RELEASE,
+		.ns = "bench",
+		.ns_len = 5,
+		.label = "k",
+		.label_len = 1,
 	};
 	struct timespec gap = { 0, 50 * 1000 }; /* let the receiver fall asleep again */
 	pid_t pid;
@@ -330,7 +340,8 @@ static int readers_series(orbit_ring_t *ring)
 		fprintf(stderr, "bench_ring: cannot open a reader\n");
 		return 1;
 	}
-	printf("\nscale: publish_ns with N subscribed readers (idle)      1        4       16   16/1\n");
+	printf("\nscale: publish_ns with N subscribed readers (idle)      1        4       16   "
+	       "16/1\n");
 	printf("%-52s %8.1f %8.1f %8.1f   %.2fx\n", "publish_ns", best[0], best[1], best[2],
 	       best[2] / best[0]);
 	bench_target("ring_publish_16_readers_vs_1", best[2] / best[0], "<=", 1.2, "x");
@@ -353,15 +364,17 @@ int main(void)
 		fprintf(stderr, "bench_ring: cannot open the ring\n");
 		return 1;
 	}
-	printf("bench_ring: layout %u lanes x %u frames x %u bytes; median of %d runs of %llu ops\n",
-	       l.lanes, l.frames_per_lane, l.frame_bytes, REPS, OPS);
+	printf(
+	    "bench_ring: layout %u lanes x %u frames x %u bytes; median of %d runs of %llu ops\n",
+	    l.lanes, l.frames_per_lane, l.frame_bytes, REPS, OPS);
 	orbit__ring_counters(ring, &c0);
 	pub = publish_cost(ring);
 	orbit__ring_counters(ring, &c1);
 	efd = eventfd_cost();
 	mtx = robust_mutex_cost();
 	floor_ns = frame_floor_cost();
-	printf("%-22s %9s  %-22s %9s  %6s  %s\n", "name", "value", "baseline", "value", "ratio", "(target)");
+	printf("%-22s %9s  %-22s %9s  %6s  %s\n", "name", "value", "baseline", "value", "ratio",
+	       "(target)");
 	line("publish_ns", pub, "frame_floor_ns", floor_ns, "<= 1.5");
 	line("publish_ns", pub, "robust_mutex_pair_ns", mtx, "info");
 	line("publish_ns", pub, "eventfd_write_ns", efd, "info");

@@ -98,7 +98,7 @@ struct impl {
 	const char *name;
 	void *(*create)(void);
 	int (*submit)(void *q, job_fn fn, void *arg); /* 0 or -EAGAIN */
-	void (*drain_wait)(void *q);                  /* until all ran */
+	void (*drain_wait)(void *q);		      /* until all ran */
 	void (*destroy)(void *q);
 };
 
@@ -279,7 +279,7 @@ struct wq {
 	atomic_bool stop;
 	atomic_ullong submitted, ran;
 	atomic_ullong ran_seen; /* producers' cached copy of ran (read-mostly) */
-	struct wnode *nodes; /* preallocated: no malloc in the measured path */
+	struct wnode *nodes;	/* preallocated: no malloc in the measured path */
 	atomic_ullong next_node;
 	size_t nnodes;
 	pthread_t th;
@@ -316,7 +316,8 @@ static void *wq_main(void *arg)
 
 		atomic_store(&w->sleeping, 1); /* seq_cst: pairs with the producer's load */
 		if (cds_wfcq_empty(&w->head, &w->tail) && !atomic_load(&w->stop))
-			syscall(SYS_futex, (uint32_t *)&w->futex, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+			syscall(SYS_futex, (uint32_t *)&w->futex, FUTEX_WAIT_PRIVATE, v, NULL, NULL,
+				0);
 		atomic_store(&w->sleeping, 0);
 	}
 	return NULL;
@@ -347,12 +348,14 @@ static int wq_submit(void *q, job_fn fn, void *arg)
 	/* The consumer's count is re-read only when the cached one says full:
 	 * one read of its cache line per CAP items, not per item. */
 	if (atomic_load_explicit(&w->submitted, memory_order_relaxed) -
-		    atomic_load_explicit(&w->ran_seen, memory_order_relaxed) >= CAP) {
+		atomic_load_explicit(&w->ran_seen, memory_order_relaxed) >=
+	    CAP) {
 		atomic_store_explicit(&w->ran_seen,
 				      atomic_load_explicit(&w->ran, memory_order_relaxed),
 				      memory_order_relaxed);
 		if (atomic_load_explicit(&w->submitted, memory_order_relaxed) -
-			    atomic_load_explicit(&w->ran_seen, memory_order_relaxed) >= CAP)
+			atomic_load_explicit(&w->ran_seen, memory_order_relaxed) >=
+		    CAP)
 			return -EAGAIN;
 	}
 	n = &w->nodes[atomic_fetch_add_explicit(&w->next_node, 1, memory_order_relaxed) %
@@ -550,10 +553,11 @@ static void fairness(void)
 		if (la)
 			fclose(la);
 	}
-	printf("fairness light owner enqueue->start vs heavy flood (1 worker, budget %u ms): "
-	       "p50 %.2f ms  p99 %.2f ms  max %.2f ms  (heavy slices cut %llu; load average %.2f)\n",
-	       pol.owner_time_budget_ms, p50 / 1e6, p99 / 1e6, max / 1e6,
-	       (unsigned long long)st.slices_cut, load1);
+	printf(
+	    "fairness light owner enqueue->start vs heavy flood (1 worker, budget %u ms): "
+	    "p50 %.2f ms  p99 %.2f ms  max %.2f ms  (heavy slices cut %llu; load average %.2f)\n",
+	    pol.owner_time_budget_ms, p50 / 1e6, p99 / 1e6, max / 1e6,
+	    (unsigned long long)st.slices_cut, load1);
 	bench_target("fairness_light_owner_p99", p99 / 1e6, "<=", target_us / 1e3, "ms");
 	orbit_serial_queue_destroy(f.q);
 	orbit_serial_queue_destroy(light);
@@ -601,9 +605,10 @@ int main(int argc, char **argv)
 			for (int np = 1; np <= 2; np++)
 				for (size_t i = 0; i < NIMPL; i++)
 					tp[i][np - 1][r] = !getenv("BENCH_ONLY") ||
-								   atoi(getenv("BENCH_ONLY")) == (int)i
-								   ? throughput(&impls[i], np, total)
-								   : 1;
+								   atoi(getenv("BENCH_ONLY")) ==
+								       (int)i
+							       ? throughput(&impls[i], np, total)
+							       : 1;
 		for (int np = 1; np <= 2; np++) {
 			double m[NIMPL], lo[NIMPL], hi[NIMPL];
 
@@ -618,14 +623,17 @@ int main(int argc, char **argv)
 					hi[i] = x > hi[i] ? x : hi[i];
 				}
 			}
-			printf("serial_queue enqueue->run %d producer%s  %.2f Mops/s   %s %.2f Mops/s  "
-			       "ratio %.2fx [%.2f-%.2f]   %s %.2f Mops/s  ratio %.2fx [%.2f-%.2f]\n",
-			       np, np > 1 ? "s" : " ", m[0], impls[1].name, m[1], m[0] / m[1], lo[1],
-			       hi[1], impls[2].name, m[2], m[0] / m[2], lo[2], hi[2]);
+			printf(
+			    "serial_queue enqueue->run %d producer%s  %.2f Mops/s   %s %.2f Mops/s "
+			    " "
+			    "ratio %.2fx [%.2f-%.2f]   %s %.2f Mops/s  ratio %.2fx [%.2f-%.2f]\n",
+			    np, np > 1 ? "s" : " ", m[0], impls[1].name, m[1], m[0] / m[1], lo[1],
+			    hi[1], impls[2].name, m[2], m[0] / m[2], lo[2], hi[2]);
 			for (size_t i = 1; i < NIMPL; i++) {
 				char tn[96];
 
-				snprintf(tn, sizeof(tn), "serial_queue_%dp_vs_%s", np, impls[i].name);
+				snprintf(tn, sizeof(tn), "serial_queue_%dp_vs_%s", np,
+					 impls[i].name);
 				for (char *c = tn; *c; c++) /* one word: "mutex+condvar thread" */
 					if (*c == ' ' || *c == '+')
 						*c = '_';

@@ -53,21 +53,20 @@ static int rounds = ROUNDS;
 static uint64_t n_actors = ACTORS;
 
 enum path {
-	P_QUEUE,          /* baseline: a bare serial queue */
-	P_SPOT,           /* execute_spot */
-	P_PER_ACTOR_1,    /* PerActor execute_actor, one Actor */
-	P_PER_ACTOR_8,    /* PerActor execute_actor, 8 Actors round-robin */
-	P_SPOT_WIDE_1,    /* SpotWide execute_actor, one Actor (two queues) */
-	P_SPOT_WIDE_8,    /* SpotWide execute_actor, 8 Actors round-robin */
-	P_ACTOR,          /* Actor coordinator execute_actor */
-	P_SESSION,        /* session execute_application */
+	P_QUEUE,       /* baseline: a bare serial queue */
+	P_SPOT,	       /* execute_spot */
+	P_PER_ACTOR_1, /* PerActor execute_actor, one Actor */
+	P_PER_ACTOR_8, /* PerActor execute_actor, 8 Actors round-robin */
+	P_SPOT_WIDE_1, /* SpotWide execute_actor, one Actor (two queues) */
+	P_SPOT_WIDE_8, /* SpotWide execute_actor, 8 Actors round-robin */
+	P_ACTOR,       /* Actor coordinator execute_actor */
+	P_SESSION,     /* session execute_application */
 	P_N
 };
 
 static const char *const names[P_N] = {
-	"serial_queue enqueue", "spot execute_spot", "per_actor 1 actor",
-	"per_actor 8 actors", "spot_wide 1 actor", "spot_wide 8 actors",
-	"actor execute_actor", "session execute_app",
+	"serial_queue enqueue", "spot execute_spot",  "per_actor 1 actor",   "per_actor 8 actors",
+	"spot_wide 1 actor",	"spot_wide 8 actors", "actor execute_actor", "session execute_app",
 };
 
 /* Relaxed: a count read after quiescence (the queue mutex orders it) */
@@ -182,7 +181,7 @@ static int setup(enum path p, orbit_executor_t ex, struct subject *s)
 	orbit_spot_serial_executor_options_init(&o);
 	o.executor = ex;
 	o.mode = p == P_SPOT_WIDE_1 || p == P_SPOT_WIDE_8 ? ORBIT_SPOT_SPOT_WIDE
-							    : ORBIT_SPOT_PER_ACTOR;
+							  : ORBIT_SPOT_PER_ACTOR;
 	return orbit_spot_serial_executor_create(&o, &s->spot);
 }
 
@@ -372,8 +371,13 @@ int main(void)
 	printf("%-22s %9s  %-22s %9s  %-26s %s\n", "path", "M/s", "baseline", "M/s",
 	       "ratio [range] (-EAGAIN)", "start p50/p99 us");
 	static const char *const target_names[P_N] = {
-		NULL, "spot_execute_spot_vs_queue", "per_actor_1_vs_queue", "per_actor_8_vs_queue",
-		"spot_wide_1_vs_queue", "spot_wide_8_vs_queue", "actor_execute_actor_vs_queue",
+		NULL,
+		"spot_execute_spot_vs_queue",
+		"per_actor_1_vs_queue",
+		"per_actor_8_vs_queue",
+		"spot_wide_1_vs_queue",
+		"spot_wide_8_vs_queue",
+		"actor_execute_actor_vs_queue",
 		"session_execute_application_vs_queue",
 	};
 	double ratio_of[P_N] = { 0 };
@@ -404,8 +408,8 @@ int main(void)
 		       pct(lat[p].ns, n, 99) / 1e3);
 	}
 	for (int p = 1; p < P_N; p++)
-		bench_target(target_names[p], ratio_of[p], ">=",
-			     p == P_SPOT_WIDE_1 || p == P_SPOT_WIDE_8 ? 0.25 : 0.5, "x");
+		bench_target(target_names[p], ratio_of[p],
+			     ">=", p == P_SPOT_WIDE_1 || p == P_SPOT_WIDE_8 ? 0.25 : 0.5, "x");
 	scale_series(pool_for_scale);
 	orbit_worker_pool_destroy(pool);
 	free(li);

@@ -110,7 +110,7 @@ static int mutex_call(struct state *s)
 struct hreq {
 	struct hreq *next;
 	int result;
-	bool wait;     /* round trip: the submitter waits on done */
+	bool wait; /* round trip: the submitter waits on done */
 	bool done;
 	pthread_cond_t cv;
 };
@@ -120,7 +120,7 @@ struct handoff {
 	pthread_cond_t cv;
 	struct hreq *head, *tail;
 	struct hreq *free_reqs; /* recycled posted requests, as the lane recycles its nodes */
-	unsigned nfree;         /* at most HANDOFF_FREE_MAX, the lane's cap too */
+	unsigned nfree;		/* at most HANDOFF_FREE_MAX, the lane's cap too */
 	bool stop, sleeping;
 	struct state *s;
 	pthread_t thread;
@@ -328,8 +328,13 @@ static double measure(enum kind kind, int threads, long n, unsigned think_iters)
 		handoff_start(&h, &s);
 	pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
 	for (int i = 0; i < threads; i++) {
-		j[i] = (struct job){ .kind = kind, .n = n, .s = &s, .lane = lane, .h = &h,
-				     .start = &start, .think = think_iters };
+		j[i] = (struct job){ .kind = kind,
+				     .n = n,
+				     .s = &s,
+				     .lane = lane,
+				     .h = &h,
+				     .start = &start,
+				     .think = think_iters };
 		check(pthread_create(&t[i], NULL, job_main, &j[i]) == 0, "thread");
 	}
 	pthread_barrier_wait(&start);
@@ -370,23 +375,36 @@ static struct range ratio_range(int a, int b, bool tput)
 	return r;
 }
 
-static void row_ns(const char *name, double ns, const char *base, double base_ns,
-		   struct range rr, const char *target)
+static void row_ns(const char *name, double ns, const char *base, double base_ns, struct range rr,
+		   const char *target)
 {
 	printf("%-36s %9.1f ns/op   %-34s %9.1f ns/op   ratio %5.2fx [%.2f-%.2f]%s\n", name, ns,
 	       base, base_ns, ns / base_ns, rr.lo, rr.hi, target);
 }
 
-static void row_tput(const char *name, double ns, const char *base, double base_ns,
-		     struct range rr, const char *target)
+static void row_tput(const char *name, double ns, const char *base, double base_ns, struct range rr,
+		     const char *target)
 {
 	printf("%-36s %9.2f Mops/s  %-34s %9.2f Mops/s  ratio %5.2fx [%.2f-%.2f]%s\n", name,
 	       1e3 / ns, base, 1e3 / base_ns, base_ns / ns, rr.lo, rr.hi, target);
 }
 
 /* Every configuration once per round, rounds interleaved: load spikes hit all alike. */
-enum cfg { C_RUN1, C_MTX1, C_HCALL1, C_RUN2, C_MTX2, C_RUNT2, C_MTXT2, C_HCALL2, C_POST1, C_HPOST1,
-	   C_POST2, C_HPOST2, C_COUNT };
+enum cfg {
+	C_RUN1,
+	C_MTX1,
+	C_HCALL1,
+	C_RUN2,
+	C_MTX2,
+	C_RUNT2,
+	C_MTXT2,
+	C_HCALL2,
+	C_POST1,
+	C_HPOST1,
+	C_POST2,
+	C_HPOST2,
+	C_COUNT
+};
 
 static const struct {
 	enum kind kind;
@@ -408,7 +426,6 @@ static const struct {
 	[C_POST2] = { K_LANE_POST, 2, 250000, 0, "post" },
 	[C_HPOST2] = { K_HANDOFF_POST, 2, 250000, 0, "post" },
 };
-
 
 /*
  * Usage: bench_state_lane [run|post|handoff]: only that group (default
@@ -450,8 +467,7 @@ int main(int argc, char **argv)
 		row_ns("state_lane.run uncontended", m[C_RUN1], "mutex-guarded call", m[C_MTX1],
 		       ratio_range(C_RUN1, C_MTX1, false), "");
 		row_tput("state_lane.run 2 threads", m[C_RUN2], "mutex-guarded call 2 threads",
-			 m[C_MTX2], ratio_range(C_RUN2, C_MTX2, true),
-			 "");
+			 m[C_MTX2], ratio_range(C_RUN2, C_MTX2, true), "");
 		row_tput("state_lane.run 2 threads + think", m[C_RUNT2],
 			 "mutex-guarded call 2 thr + think", m[C_MTXT2],
 			 ratio_range(C_RUNT2, C_MTXT2, true), "");
@@ -463,17 +479,19 @@ int main(int argc, char **argv)
 			 m[C_HCALL2], ratio_range(C_RUN2, C_HCALL2, true), "");
 	}
 	if (on[C_POST1]) {
-		row_tput("state_lane.try_post 1 producer", m[C_POST1], "mutex+condvar hand-off post",
-			 m[C_HPOST1], ratio_range(C_POST1, C_HPOST1, true), "");
+		row_tput("state_lane.try_post 1 producer", m[C_POST1],
+			 "mutex+condvar hand-off post", m[C_HPOST1],
+			 ratio_range(C_POST1, C_HPOST1, true), "");
 		row_tput("state_lane.try_post 2 producers", m[C_POST2],
 			 "mutex+condvar hand-off post 2 prod", m[C_HPOST2],
 			 ratio_range(C_POST2, C_HPOST2, true), "");
 	}
 	if (on[C_RUN1]) {
 		bench_target("state_lane_run_vs_mutex_call", m[C_RUN1] / m[C_MTX1], "<=", 3, "x");
-		bench_target("state_lane_run_2_threads_vs_mutex", m[C_MTX2] / m[C_RUN2], ">=", 1, "x");
-		bench_target("state_lane_run_2_threads_think_vs_mutex", m[C_MTXT2] / m[C_RUNT2], ">=", 1,
+		bench_target("state_lane_run_2_threads_vs_mutex", m[C_MTX2] / m[C_RUN2], ">=", 1,
 			     "x");
+		bench_target("state_lane_run_2_threads_think_vs_mutex", m[C_MTXT2] / m[C_RUNT2],
+			     ">=", 1, "x");
 	}
 	if (on[C_POST1])
 		bench_target("state_lane_try_post_2_producers_vs_handoff", m[C_HPOST2] / m[C_POST2],

@@ -21,7 +21,7 @@ struct orbit_test_etcd {
 	char dir[256];
 	char endpoints[512]; /* "http://127.0.0.1:P,..." */
 	pid_t pids[ORBIT_TEST_ETCD_MEMBERS];
-	int up;              /* 1: started (stop it) */
+	int up; /* 1: started (stop it) */
 };
 
 static inline const char *orbit_test_etcd_script(void)
@@ -72,7 +72,8 @@ static inline int orbit_test_etcd_start(struct orbit_test_etcd *c, const char *t
 		 ORBIT_TEST_ETCD_MEMBERS);
 	st = system(cmd);
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
-		printf("# etcd is not installed (apt-get install etcd-server): etcd tests skipped\n");
+		printf(
+		    "# etcd is not installed (apt-get install etcd-server): etcd tests skipped\n");
 		return 77;
 	}
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)

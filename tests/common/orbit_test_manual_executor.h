@@ -36,8 +36,8 @@ struct manual_ex {
 	} t[MANUAL_EX_SLOTS];
 	int head, tail;
 	int submits;
-	int last_node; /* home_node argument of the last accepted submit */
-	int refuse; /* when non-zero, submit returns it */
+	int last_node;	/* home_node argument of the last accepted submit */
+	int refuse;	/* when non-zero, submit returns it */
 	int run_inline; /* when non-zero, submit runs the pending tasks itself */
 };
 

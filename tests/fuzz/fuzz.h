@@ -34,25 +34,25 @@ extern const char orbit_fuzz_name[];
 extern const size_t orbit_fuzz_max_len;
 
 /* An invariant broke: say which, then abort (libFuzzer and replay.c catch it). */
-#define FUZZ_CHECK(cond, ...)                                                          \
-	do {                                                                           \
-		if (!(cond)) {                                                         \
-			fprintf(stderr, "fuzz: %s:%d: invariant failed: %s: ", __FILE__,  \
-				__LINE__, #cond);                                      \
-			fprintf(stderr, __VA_ARGS__);                                  \
-			fputc('\n', stderr);                                           \
-			abort();                                                       \
-		}                                                                      \
+#define FUZZ_CHECK(cond, ...)                                                                      \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "fuzz: %s:%d: invariant failed: %s: ", __FILE__, __LINE__, \
+				#cond);                                                            \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			abort();                                                                   \
+		}                                                                                  \
 	} while (0)
 
 /* A setup step that must work (not a finding: the harness cannot run). */
-#define FUZZ_SETUP(expr)                                                               \
-	do {                                                                           \
-		int fuzz_rc_ = (expr);                                                 \
-		if (fuzz_rc_ != 0) {                                                   \
-			fprintf(stderr, "fuzz: setup %s returned %d\n", #expr, fuzz_rc_);  \
-			exit(2);                                                       \
-		}                                                                      \
+#define FUZZ_SETUP(expr)                                                                           \
+	do {                                                                                       \
+		int fuzz_rc_ = (expr);                                                             \
+		if (fuzz_rc_ != 0) {                                                               \
+			fprintf(stderr, "fuzz: setup %s returned %d\n", #expr, fuzz_rc_);          \
+			exit(2);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 /* dst[i] = data[(start + i) % size]: the input repeated (or cut) to @len; zeros when empty. */
@@ -139,12 +139,15 @@ static inline struct orbit_lock_layout fuzz_lock_layout(void)
 }
 
 /* Lock options for @fleet with the FLOCK serializer (no lock state in the bytes). */
-static inline struct orbit_lock_options fuzz_lock_opts(const char *fleet,
-							const struct orbit_lock_layout *y, bool readonly)
+static inline struct orbit_lock_options
+fuzz_lock_opts(const char *fleet, const struct orbit_lock_layout *y, bool readonly)
 {
 	struct orbit_lock_options o = {
-		.size = sizeof(o), .fleet = fleet, .layout = y,
-		.serializer = ORBIT_LOCK_SERIALIZER_FLOCK, .readonly = readonly,
+		.size = sizeof(o),
+		.fleet = fleet,
+		.layout = y,
+		.serializer = ORBIT_LOCK_SERIALIZER_FLOCK,
+		.readonly = readonly,
 		.init_timeout_ms = 20,
 	};
 	return o;

@@ -43,7 +43,10 @@ static orbit_ring_t *ring;
 static orbit_lock_t *lock;
 static orbit_fleet_t *view;
 static int own_row;
-static struct { uint8_t *p; size_t len; } bodies[4];
+static struct {
+	uint8_t *p;
+	size_t len;
+} bodies[4];
 static struct orbit_transition_event ev; /* ~4 KiB: not on the stack */
 static struct orbit_fleet_stats fst;
 
@@ -61,8 +64,8 @@ static void cleanup(void)
 	orbit__stats_close(&stats);
 	orbit__members_close(member);
 	/* each name directly (libFuzzer runs once left them behind with orbit_fleet_unlink) */
-	orbit_lock_unlink(&(struct orbit_lock_options){ .size = sizeof(struct orbit_lock_options),
-							.fleet = fleet, .layout = &layout });
+	orbit_lock_unlink(&(struct orbit_lock_options){
+	    .size = sizeof(struct orbit_lock_options), .fleet = fleet, .layout = &layout });
 	orbit__seg_unlink(fleet, "ring-229");
 	orbit__seg_unlink(fleet, ORBIT_STATS_SEG_NAME);
 	orbit__members_unlink(fleet);
@@ -110,9 +113,14 @@ static void setup(void)
 
 		k.label_len = (size_t)snprintf(label, sizeof(label), "k%d", i);
 		FUZZ_SETUP(orbit_lock_try_acquire(lock, &k, &ow, 3600000000000ull, NULL, NULL));
-		struct orbit_transition t = { .type = ORBIT_TRANSITION_ACQUIRE, .ns = "fz", .ns_len = 2,
-					      .label = label, .label_len = (uint32_t)k.label_len,
-					      .owner = "owner", .owner_len = 5, .state_revision = (uint64_t)i };
+		struct orbit_transition t = { .type = ORBIT_TRANSITION_ACQUIRE,
+					      .ns = "fz",
+					      .ns_len = 2,
+					      .label = label,
+					      .label_len = (uint32_t)k.label_len,
+					      .owner = "owner",
+					      .owner_len = 5,
+					      .state_revision = (uint64_t)i };
 		orbit__ring_sink_skip(&sink, &t, 0);
 	}
 	vo = view_opts();
@@ -134,14 +142,16 @@ static void members(void)
 	for (uint32_t row = 0; row < rows; row++) {
 		int rc = orbit_fleet_member(view, row, &fm);
 
-		FUZZ_CHECK(fuzz_rc_in(rc, 4, 0, -ENOENT, -EAGAIN, -ORBIT_ECORRUPT), "member %d", rc);
+		FUZZ_CHECK(fuzz_rc_in(rc, 4, 0, -ENOENT, -EAGAIN, -ORBIT_ECORRUPT), "member %d",
+			   rc);
 		if (rc)
 			continue;
 		FUZZ_CHECK(fm.row == row && fm.state <= ORBIT_MEMBER_LEFT, "row %u state %u",
 			   fm.row, (unsigned)fm.state);
 		FUZZ_CHECK(fuzz_nul_terminated(fm.name, sizeof(fm.name)), "name not terminated");
 		for (size_t i = 0; fm.name[i]; i++)
-			FUZZ_CHECK(fm.name[i] >= 0x20 && fm.name[i] < 0x7f, "name byte %#x", fm.name[i]);
+			FUZZ_CHECK(fm.name[i] >= 0x20 && fm.name[i] < 0x7f, "name byte %#x",
+				   fm.name[i]);
 		FUZZ_CHECK(fm.alive == ((int)row == own_row), "row %u alive=%d", row, fm.alive);
 	}
 	FUZZ_CHECK(orbit_fleet_member(view, rows, &fm) == -EINVAL, "row past the end");
@@ -159,16 +169,18 @@ static void stats_rows(void)
 		/* the row's pid is a number (stats.h): any value, cut to 32 bits */
 		if (rc == 0)
 			FUZZ_CHECK(fst.row == row && fst.ncounters == orbit_stats_counter_count() &&
-				   fst.nhists == orbit_stats_hist_count(), "stats row %u", row);
+				       fst.nhists == orbit_stats_hist_count(),
+				   "stats row %u", row);
 	}
 }
 
 static int on_entry(const struct orbit_lock_entry *e, void *ctx)
 {
 	FUZZ_CHECK(e->label_len && e->owner_len &&
-		   (unsigned)e->ns_len + e->label_len + e->owner_len <= ORBIT_LOCK_BYTES_MAX &&
-		   e->slot_idx < layout.slots, "entry lengths %u+%u+%u slot %u", e->ns_len,
-		   e->label_len, e->owner_len, e->slot_idx);
+		       (unsigned)e->ns_len + e->label_len + e->owner_len <= ORBIT_LOCK_BYTES_MAX &&
+		       e->slot_idx < layout.slots,
+		   "entry lengths %u+%u+%u slot %u", e->ns_len, e->label_len, e->owner_len,
+		   e->slot_idx);
 	++*(int *)ctx;
 	return 0;
 }
@@ -203,7 +215,8 @@ static void transitions(void)
 	orbit_transition_reader_rewind(r);
 	for (calls = 0; calls <= (int)(LANES * (FRAMES + 2) + 2); calls++) {
 		rc = orbit_transition_reader_next(r, &ev);
-		FUZZ_CHECK(fuzz_rc_in(rc, 4, 0, -EAGAIN, -ORBIT_ELAGGED, -ORBIT_ECORRUPT), "next %d", rc);
+		FUZZ_CHECK(fuzz_rc_in(rc, 4, 0, -EAGAIN, -ORBIT_ELAGGED, -ORBIT_ECORRUPT),
+			   "next %d", rc);
 		if (rc == -EAGAIN)
 			break;
 		if (rc == 0) {

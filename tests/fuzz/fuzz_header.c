@@ -88,8 +88,8 @@ static void setup(void)
 		FUZZ_SETUP(segs[k].fd < 0 || fstat(segs[k].fd, &sb) != 0);
 		segs[k].size = (size_t)sb.st_size;
 		segs[k].pristine = malloc(segs[k].size);
-		FUZZ_SETUP(!segs[k].pristine ||
-			   pread(segs[k].fd, segs[k].pristine, segs[k].size, 0) != (ssize_t)segs[k].size);
+		FUZZ_SETUP(!segs[k].pristine || pread(segs[k].fd, segs[k].pristine, segs[k].size,
+						      0) != (ssize_t)segs[k].size);
 		memcpy(seed + 3, segs[k].pristine, ORBIT_SEG_HEADER_BYTES);
 		snprintf(file, sizeof(file), "header-%s", seg_names[k]);
 		fuzz_dump_seed(file, seed, sizeof(seed));
@@ -98,16 +98,17 @@ static void setup(void)
 
 static bool open_code_ok(int rc)
 {
-	return fuzz_rc_in(rc, 10, 0, -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND, -ORBIT_EFINGERPRINT,
-			  -ORBIT_ESIZE, -ORBIT_ECORRUPT, -ORBIT_EINITTIMEOUT, -ORBIT_EMODE,
-			  -ORBIT_ETRUNCATED);
+	return fuzz_rc_in(rc, 10, 0, -ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND,
+			  -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_ECORRUPT, -ORBIT_EINITTIMEOUT,
+			  -ORBIT_EMODE, -ORBIT_ETRUNCATED);
 }
 
 /* Open @k read-only or read-write; on success check the mapping and read once. */
 static void open_kind(int k, bool readonly)
 {
 	struct orbit_seg_opts so = { .how = readonly ? ORBIT_SEG_OPEN : ORBIT_SEG_OPEN_OR_CREATE,
-				     .readonly = readonly, .init_timeout_ms = 20 };
+				     .readonly = readonly,
+				     .init_timeout_ms = 20 };
 	int rc = -EINVAL;
 
 	switch (k) {

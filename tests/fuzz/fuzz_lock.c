@@ -44,20 +44,21 @@ static char fleet[64];
 static struct orbit_lock_layout layout;
 static orbit_lock_t *rw, *ro;
 static orbit_members_t *members; /* the fuzz fleet's directory, for the sweep */
-static uint8_t *body; /* rw's mapping, past the segment header */
+static uint8_t *body;		 /* rw's mapping, past the segment header */
 
-static const struct { const char *ns, *label, *owner; } keys[] = {
-	{ "", "a", "me" },
-	{ "jobs", "nightly-report", "worker-17" },
-	{ "n", "x", "o" },
-	{ "db", "shard-3", "host-a:4242" },
+static const struct {
+	const char *ns, *label, *owner;
+} keys[] = {
+	{ "", "a", "me" }, { "jobs", "nightly-report", "worker-17" },
+	{ "n", "x", "o" }, { "db", "shard-3", "host-a:4242" },
 	{ "", "b", "me" },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
 static orbit_lock_key_t key_of(unsigned i)
 {
-	orbit_lock_key_t k = { keys[i].ns, strlen(keys[i].ns), keys[i].label, strlen(keys[i].label) };
+	orbit_lock_key_t k = { keys[i].ns, strlen(keys[i].ns), keys[i].label,
+			       strlen(keys[i].label) };
 	return k;
 }
 
@@ -100,10 +101,11 @@ static void setup(void)
 		orbit_lock_owner_t ow = { keys[i].owner, strlen(keys[i].owner) };
 
 		struct orbit_lock_acquire_options ao = { .size = sizeof(ao),
-							 .flags = i == 1 ? ORBIT_LOCK_FREE_ON_DEATH : 0 };
+							 .flags = i == 1 ? ORBIT_LOCK_FREE_ON_DEATH
+									 : 0 };
 
-		FUZZ_SETUP(orbit_lock_try_acquire_with(rw, &k, &ow, i == 2 ? 1 : 3600000000000ull, &ao,
-						       NULL, NULL));
+		FUZZ_SETUP(orbit_lock_try_acquire_with(rw, &k, &ow, i == 2 ? 1 : 3600000000000ull,
+						       &ao, NULL, NULL));
 	}
 	orbit_lock_key_t k = key_of(4);
 	orbit_lock_owner_t ow = { keys[4].owner, strlen(keys[4].owner) };
@@ -126,18 +128,20 @@ static void lookups(void)
 	static const char *const miss[] = { "absent", "c", "nightly-report" };
 
 	for (unsigned i = 0; i < NKEYS + 3; i++) {
-		orbit_lock_key_t k = i < NKEYS ? key_of(i) : (orbit_lock_key_t){ "", 0, miss[i - NKEYS],
-										   strlen(miss[i - NKEYS]) };
+		orbit_lock_key_t k = i < NKEYS ? key_of(i)
+					       : (orbit_lock_key_t){ "", 0, miss[i - NKEYS],
+								     strlen(miss[i - NKEYS]) };
 		struct orbit_lock_entry e;
 		int rc = orbit_lock_lookup(ro, &k, &e);
 
-		FUZZ_CHECK(fuzz_rc_in(rc, 4, 0, -ENOENT, -EAGAIN, -ORBIT_ECORRUPT), "lookup %d", rc);
+		FUZZ_CHECK(fuzz_rc_in(rc, 4, 0, -ENOENT, -EAGAIN, -ORBIT_ECORRUPT), "lookup %d",
+			   rc);
 		if (rc)
 			continue;
 		check_entry(&e);
 		FUZZ_CHECK(e.ns_len == k.ns_len && e.label_len == k.label_len &&
-			   !memcmp(e.bytes, k.ns, k.ns_len) &&
-			   !memcmp(e.bytes + k.ns_len, k.label, k.label_len),
+			       !memcmp(e.bytes, k.ns, k.ns_len) &&
+			       !memcmp(e.bytes + k.ns_len, k.label, k.label_len),
 			   "lookup answered another key");
 		FUZZ_CHECK(!e.expired, "lookup returned an expired entry");
 	}
@@ -209,7 +213,7 @@ static void mutators(const uint8_t *data, size_t size)
 		FUZZ_CHECK(rc == 0 || rc == -EAGAIN, "lookup after acquire %d", rc);
 		if (rc == 0)
 			FUZZ_CHECK(e.token == lease.token && e.owner_len == ow.len &&
-				   !memcmp(orbit_lock_entry_owner(&e), ow.bytes, ow.len),
+				       !memcmp(orbit_lock_entry_owner(&e), ow.bytes, ow.len),
 				   "lookup after acquire: not our lease");
 		rc = orbit_lock_renew(rw, &k, &ow, lease.token, 1000000000ull, NULL);
 		FUZZ_CHECK(rc == 0, "renew of our fresh lease %d", rc);

@@ -104,8 +104,9 @@ static void readers(void)
 		if (rc >= 0)
 			close(rc);
 		else
-			FUZZ_CHECK(fuzz_rc_in(rc, 6, -ESRCH, -EINVAL, -ENOSYS, -ORBIT_ECORRUPT, -EAGAIN,
-					      -EPROTO), "pidfd_open %d", rc);
+			FUZZ_CHECK(fuzz_rc_in(rc, 6, -ESRCH, -EINVAL, -ENOSYS, -ORBIT_ECORRUPT,
+					      -EAGAIN, -EPROTO),
+				   "pidfd_open %d", rc);
 	}
 	FUZZ_CHECK(orbit__members_snapshot(ro, ROWS, &in) == -EINVAL, "row past the end");
 	rc = orbit__members_foreach(ro, on_row, &n);

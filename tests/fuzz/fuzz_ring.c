@@ -38,7 +38,7 @@ static orbit_members_t *m;
 static uint8_t *body;
 static size_t body_len;
 static const struct orbit_ring_lane *lanes; /* inside body: heads as the input set them */
-static struct orbit_ring_event ev; /* ~4 KiB: not on the stack */
+static struct orbit_ring_event ev;	    /* ~4 KiB: not on the stack */
 
 static void cleanup(void)
 {
@@ -53,9 +53,17 @@ static void publish(uint32_t lane, uint32_t type, size_t ns, size_t label, size_
 {
 	static const char bytes[400] = "ns-label-owner bytes of a transition that may not fit";
 	struct orbit_transition t = {
-		.type = type, .writer_pid = 42, .fencing_token = 7 + type, .deadline_ns = 1000,
-		.state_revision = 3, .ns = bytes, .ns_len = (uint32_t)ns, .label = bytes + 3,
-		.label_len = (uint32_t)label, .owner = bytes + 9, .owner_len = (uint32_t)owner,
+		.type = type,
+		.writer_pid = 42,
+		.fencing_token = 7 + type,
+		.deadline_ns = 1000,
+		.state_revision = 3,
+		.ns = bytes,
+		.ns_len = (uint32_t)ns,
+		.label = bytes + 3,
+		.label_len = (uint32_t)label,
+		.owner = bytes + 9,
+		.owner_len = (uint32_t)owner,
 	};
 	int rc = orbit__ring_publish(rw, lane, &t);
 
@@ -82,7 +90,8 @@ static void setup(void)
 	FUZZ_SETUP(body_len != orbit_fuzz_max_len);
 	/* lanes on the first 128-byte boundary after the ring words (ring.h) */
 	lanes = (const void *)((uint8_t *)seg->base +
-			       ((ORBIT_SEG_HEADER_BYTES + sizeof(struct orbit_ring_shm) + 127) & ~127ull));
+			       ((ORBIT_SEG_HEADER_BYTES + sizeof(struct orbit_ring_shm) + 127) &
+				~127ull));
 	/* Seeds: frames real publishers leave, a truncated one, a lane that wrapped. */
 	lane = orbit__ring_lane_claim(rw, m);
 	FUZZ_SETUP(lane < 0);
@@ -92,14 +101,16 @@ static void setup(void)
 	publish(3, ORBIT_TRANSITION_REPAIR, 0, 0, 0);
 	fuzz_dump_seed("ring-frames", body, body_len);
 	for (int i = 0; i < 11; i++)
-		publish(1, ORBIT_TRANSITION_RECLAIM + (uint32_t)(i % 2), (size_t)i, 1, (size_t)i * 9);
+		publish(1, ORBIT_TRANSITION_RECLAIM + (uint32_t)(i % 2), (size_t)i, 1,
+			(size_t)i * 9);
 	fuzz_dump_seed("ring-wrapped", body, body_len);
 }
 
 static uint64_t head(uint32_t lane)
 {
 	/* relaxed: this harness is single-threaded */
-	return atomic_load_explicit(&((struct orbit_ring_lane *)lanes)[lane].head, memory_order_relaxed);
+	return atomic_load_explicit(&((struct orbit_ring_lane *)lanes)[lane].head,
+				    memory_order_relaxed);
 }
 
 static void check_event(const struct orbit_ring_event *e)
@@ -134,7 +145,8 @@ static void drain(void)
 	orbit__ring_reader_rewind(r);
 	for (calls = 0; calls <= (int)(LANES * (FRAMES + 2) + 2); calls++) {
 		rc = orbit__ring_reader_next(r, &ev, &lane);
-		FUZZ_CHECK(fuzz_rc_in(rc, 4, 0, -EAGAIN, -ORBIT_ELAGGED, -ORBIT_ECORRUPT), "next %d", rc);
+		FUZZ_CHECK(fuzz_rc_in(rc, 4, 0, -EAGAIN, -ORBIT_ELAGGED, -ORBIT_ECORRUPT),
+			   "next %d", rc);
 		if (rc == -EAGAIN)
 			break;
 		FUZZ_CHECK(lane <= LANES, "lane_out %u", lane);
@@ -181,9 +193,11 @@ static void writer_side(const uint8_t *data, size_t size)
 	publish((uint32_t)lane, ORBIT_TRANSITION_ACQUIRE, size % 7, 1 + size % 5, 3);
 	rc = orbit__ring_reader_next(r, &ev, &lane_out);
 	FUZZ_CHECK(rc == 0 && lane_out == (uint32_t)lane && ev.type == ORBIT_TRANSITION_ACQUIRE &&
-		   ev.fencing_token == 8 && ev.ns_len == size % 7 && ev.label_len == 1 + size % 5 &&
-		   ev.owner_len == 3, "own frame read back as %d (lane %u)", rc, lane_out);
-	FUZZ_CHECK(orbit__ring_reader_wait(r, orbit__ring_reader_arm(r) + 1, 0) == 0, "wait changed seq");
+		       ev.fencing_token == 8 && ev.ns_len == size % 7 &&
+		       ev.label_len == 1 + size % 5 && ev.owner_len == 3,
+		   "own frame read back as %d (lane %u)", rc, lane_out);
+	FUZZ_CHECK(orbit__ring_reader_wait(r, orbit__ring_reader_arm(r) + 1, 0) == 0,
+		   "wait changed seq");
 	rc = orbit__ring_reader_wait(r, orbit__ring_reader_arm(r), 0);
 	FUZZ_CHECK(rc == -ETIMEDOUT || rc == 0, "wait %d", rc);
 	orbit__ring_reader_close(r);

@@ -53,7 +53,8 @@ static void put(uint32_t kind, uint32_t len, uint8_t fill)
 {
 	uint8_t b[512];
 	struct orbit_spotq_submit s = {
-	    .kind = kind, .actor_id = 9, .timer_name = "tick", .payload = b, .len = len};
+		.kind = kind, .actor_id = 9, .timer_name = "tick", .payload = b, .len = len
+	};
 
 	memset(b, fill, sizeof(b));
 	FUZZ_SETUP(orbit__spotq_submit(p, &s, NULL));
@@ -164,7 +165,7 @@ static void host_side(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct orbit_spotq_counters c;
-	uint8_t b[64] = {0};
+	uint8_t b[64] = { 0 };
 	int rc;
 
 	fuzz_once(setup);
@@ -174,7 +175,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	host_side();
 	for (uint32_t kind = ORBIT_SPOTQ_KIND_SPOT; kind <= ORBIT_SPOTQ_KIND_LIFECYCLE; kind++) {
 		struct orbit_spotq_submit s = {
-		    .kind = kind, .timer_name = "t", .payload = b, .len = (uint32_t)(size % 64)};
+			.kind = kind, .timer_name = "t", .payload = b, .len = (uint32_t)(size % 64)
+		};
 		rc = orbit__spotq_submit(p, &s, NULL);
 		FUZZ_CHECK(fuzz_rc_in(rc, 4, 0, -EAGAIN, -ECANCELED, -ORBIT_ECORRUPT), "submit %d",
 			   rc);

@@ -24,7 +24,8 @@ static const struct orbit_seg_opts stats_ro = { .how = ORBIT_SEG_OPEN, .readonly
 
 const char orbit_fuzz_name[] = "stats";
 /* a seed's length: the counts page and two rows (the input repeats over 64) */
-const size_t orbit_fuzz_max_len = offsetof(struct orbit_stats_body, row) + 2 * ORBIT_STATS_ROW_BYTES;
+const size_t orbit_fuzz_max_len = offsetof(struct orbit_stats_body, row) +
+				  2 * ORBIT_STATS_ROW_BYTES;
 
 static char fleet[64];
 static orbit_stats_t rw, ro;
@@ -77,8 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rc = orbit__stats_read(&ro, row, &snap);
 		FUZZ_CHECK(fuzz_rc_in(rc, 3, 0, -ENOENT, -EAGAIN), "read(%u) %d", row, rc);
 		if (rc == 0)
-			FUZZ_CHECK(!(snap.seq & 1) && snap.pid != 0, "row %u: seq %llu pid %llu", row,
-				   (unsigned long long)snap.seq, (unsigned long long)snap.pid);
+			FUZZ_CHECK(!(snap.seq & 1) && snap.pid != 0, "row %u: seq %llu pid %llu",
+				   row, (unsigned long long)snap.seq, (unsigned long long)snap.pid);
 	}
 	FUZZ_CHECK(orbit__stats_read(&ro, ORBIT_STATS_ROWS, &snap) == -EINVAL, "row past the end");
 	for (uint32_t row = 0; row < ORBIT_STATS_ROWS; row++) {
@@ -111,8 +112,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(orbit__stats_publish(&rw, mine, &pub) == 0, "publish");
 	rc = orbit__stats_read(&ro, mine, &snap);
 	FUZZ_CHECK(rc == 0 && snap.pid == 777 && snap.start_ticks == 5 &&
-		   !memcmp(snap.counters, pub.counters, sizeof(pub.counters)) &&
-		   !memcmp(snap.hists, pub.hists, sizeof(pub.hists)),
+		       !memcmp(snap.counters, pub.counters, sizeof(pub.counters)) &&
+		       !memcmp(snap.hists, pub.hists, sizeof(pub.hists)),
 		   "row %u after claim and publish: %d", mine, rc);
 	for (uint32_t k = 0; k < ORBIT_STATS_SPOTS_PER_ROW; k++)
 		FUZZ_CHECK(orbit__stats_spot_read(&ro, mine, k, &spot) == -ENOENT,

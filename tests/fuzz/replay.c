@@ -84,7 +84,7 @@ static unsigned alarm_s(void)
 }
 
 static void run_one(const uint8_t *data, size_t size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void run_one(const uint8_t *data, size_t size, const char *fmt, ...)
 {
@@ -147,9 +147,15 @@ static size_t random_input(uint8_t *buf, size_t cap)
 	unsigned shape = (unsigned)(xorshift() % 3);
 
 	switch (xorshift() % 4) {
-	case 0: len = (size_t)(xorshift() % 65); break;
-	case 1: len = cap; break;
-	default: len = (size_t)(xorshift() % (cap + 1)); break;
+	case 0:
+		len = (size_t)(xorshift() % 65);
+		break;
+	case 1:
+		len = cap;
+		break;
+	default:
+		len = (size_t)(xorshift() % (cap + 1));
+		break;
 	}
 	for (size_t i = 0; i < len; i++) {
 		if (shape == 0)
@@ -166,15 +172,18 @@ static size_t random_input(uint8_t *buf, size_t cap)
 static size_t mutate(uint8_t *buf, size_t len, size_t cap)
 {
 	static const uint64_t interesting[] = {
-		0, 1, 2, 3, 7, 8, 63, 64, 127, 128, 255, 256, 959, 960, 961, 1023, 1024, 4096,
-		0x7fff, 0xffff, 0x7fffffff, 0x80000000u, 0xffffffffu, 0x8000000000000000ull,
+		0,	    1,	    2,		3,	     7,		  8,
+		63,	    64,	    127,	128,	     255,	  256,
+		959,	    960,    961,	1023,	     1024,	  4096,
+		0x7fff,	    0xffff, 0x7fffffff, 0x80000000u, 0xffffffffu, 0x8000000000000000ull,
 		UINT64_MAX,
 	};
 	int rounds = 1 + (int)(xorshift() % 8);
 
 	for (int r = 0; r < rounds && len; r++) {
 		size_t at = (size_t)(xorshift() % len);
-		uint64_t v = interesting[xorshift() % (sizeof(interesting) / sizeof(interesting[0]))];
+		uint64_t v =
+		    interesting[xorshift() % (sizeof(interesting) / sizeof(interesting[0]))];
 		unsigned w = 1u << (xorshift() % 4); /* 1, 2, 4 or 8 bytes */
 
 		switch (xorshift() % 6) {
@@ -235,7 +244,8 @@ int main(int argc, char **argv)
 	if (argc > 1)
 		snprintf(dir, sizeof(dir), "%s", argv[1]);
 	else
-		snprintf(dir, sizeof(dir), "%s/tests/fuzz/corpus/%s", top ? top : ".", orbit_fuzz_name);
+		snprintf(dir, sizeof(dir), "%s/tests/fuzz/corpus/%s", top ? top : ".",
+			 orbit_fuzz_name);
 	snprintf(crash_file, sizeof(crash_file), "fuzz-%s-crash.bin", orbit_fuzz_name);
 	signal(SIGABRT, on_fatal);
 	signal(SIGSEGV, on_fatal);

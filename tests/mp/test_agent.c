@@ -150,7 +150,7 @@ static bool holds_pidfd_of(pid_t pid)
 
 struct child {
 	pid_t pid;
-	int go;     /* parent writes a byte: next step */
+	int go;	    /* parent writes a byte: next step */
 	int report; /* child writes its reports */
 };
 
@@ -208,8 +208,12 @@ static orbit_lock_t *open_lock(void)
 
 static orbit_agent_t *start_agent(const char *name, orbit_lock_t *lock)
 {
-	struct orbit_agent_options o = { .size = sizeof(o), .fleet = fleet, .name = name,
-					 .lock = lock, .tick_ms = 5, .stats_ms = 20 };
+	struct orbit_agent_options o = { .size = sizeof(o),
+					 .fleet = fleet,
+					 .name = name,
+					 .lock = lock,
+					 .tick_ms = 5,
+					 .stats_ms = 20 };
 	orbit_agent_t *a = NULL;
 
 	return orbit_agent_start(&o, &a) == 0 ? a : NULL;
@@ -445,8 +449,11 @@ static void test_agent_dead_member_noticed_promptly(void **state)
  */
 static void assert_noticed_at_once(void (*before)(orbit_agent_t *), const char *what)
 {
-	struct orbit_agent_options wo = { .size = sizeof(wo), .fleet = fleet, .name = "watcher",
-					  .tick_ms = 5000, .stats_ms = 5000 };
+	struct orbit_agent_options wo = { .size = sizeof(wo),
+					  .fleet = fleet,
+					  .name = "watcher",
+					  .tick_ms = 5000,
+					  .stats_ms = 5000 };
 	const uint64_t bound_ns = 200000000ull;
 	uint64_t took;
 
@@ -565,7 +572,8 @@ static void test_agent_subscriber_and_view_follow_another_process(void **state)
 	send_byte(c.go, 'r');
 	assert_int_equal(wait_byte(c.report), 'r');
 	t0 = orbit_test_now_ns();
-	while (orbit_agent_view_lookup(a, &key, &e) == 0 && orbit_test_now_ns() - t0 < 3000000000ull)
+	while (orbit_agent_view_lookup(a, &key, &e) == 0 &&
+	       orbit_test_now_ns() - t0 < 3000000000ull)
 		usleep(1000);
 	assert_int_equal(orbit_agent_view_lookup(a, &key, &e), -ENOENT);
 
@@ -586,7 +594,7 @@ static void test_agent_subscriber_and_view_follow_another_process(void **state)
 	assert_int_equal(fs.pid, (uint32_t)c.pid);
 	assert_int_equal(fs.counters[0], 1); /* lock_acquired */
 	assert_int_equal(fs.counters[3], 1); /* lock_released */
-	assert_true(fs.counters[9] >= 2);   /* frames_written */
+	assert_true(fs.counters[9] >= 2);    /* frames_written */
 	assert_int_equal(fs.hists[0].count, 1);
 	orbit_fleet_close(f);
 
@@ -658,7 +666,8 @@ static void test_reset_refused_while_lock_user_without_agent_holds_lease(void **
 	assert_true(c.pid > 0);
 	assert_non_null(lock);
 	/* Our own live lease never blocks our reset. */
-	assert_int_equal(orbit_lock_try_acquire(lock, &mine, &owner, 60000000000ull, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(lock, &mine, &owner, 60000000000ull, NULL, NULL),
+			 0);
 	send_byte(c.go, 'g');
 	assert_int_equal(wait_byte(c.report), 'a');
 	usleep(30000); /* "short" expires; "long" stays */
@@ -714,7 +723,8 @@ static void *look_loop(void *p)
 
 			if (rc != 0 && rc != -ENOENT)
 				return (void *)1;
-			if (rc == 0 && (e.owner_len != 2 || memcmp(orbit_lock_entry_owner(&e), "me", 2)))
+			if (rc == 0 &&
+			    (e.owner_len != 2 || memcmp(orbit_lock_entry_owner(&e), "me", 2)))
 				return (void *)2;
 		}
 		atomic_fetch_add(&l->lookups, 1);
@@ -740,7 +750,8 @@ static void test_agent_view_resyncs_from_table_after_lag(void **state)
 
 	(void)state;
 	assert_non_null(lock);
-	assert_int_equal(orbit_lock_try_acquire(lock, &a_key, &owner, 60000000000ull, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(lock, &a_key, &owner, 60000000000ull, NULL, NULL),
+			 0);
 	a = start_agent("resync", lock);
 	assert_non_null(a);
 	l.a = a;
@@ -749,12 +760,14 @@ static void test_agent_view_resyncs_from_table_after_lag(void **state)
 	assert_int_equal(view_wait(a, "before", 0), 0);
 	assert_int_equal(orbit_agent_reset_transport(a), 0);
 	assert_int_equal(view_wait(a, "before", -ENOENT), -ENOENT);
-	assert_int_equal(orbit_lock_try_acquire(lock, &b_key, &owner, 60000000000ull, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(lock, &b_key, &owner, 60000000000ull, NULL, NULL),
+			 0);
 	assert_int_equal(view_wait(a, "after", 0), 0);
 	assert_int_equal(orbit_lock_release(lock, &b_key, &owner, 0), 0);
 	assert_int_equal(view_wait(a, "after", -ENOENT), -ENOENT);
 	for (int i = 0; i < 200; i++) { /* churn: replaced nodes are freed under the reader */
-		assert_int_equal(orbit_lock_try_acquire(lock, &b_key, &owner, 60000000000ull, NULL, NULL), 0);
+		assert_int_equal(
+		    orbit_lock_try_acquire(lock, &b_key, &owner, 60000000000ull, NULL, NULL), 0);
 		assert_int_equal(orbit_lock_release(lock, &b_key, &owner, 0), 0);
 	}
 	/* On a loaded machine the reader may not have had a turn yet: give it one. */
@@ -907,8 +920,9 @@ static void test_agent_nondefault_layout_uses_its_own_ring(void **state)
 	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet, .layout = &lay };
 	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet, .layout = &lay };
 	struct orbit_fleet_options fd = { .size = sizeof(fd), .fleet = fleet };
-	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "lay-w",
-					  .tick_ms = 5, .stats_ms = 20 };
+	struct orbit_agent_options ao = {
+		.size = sizeof(ao), .fleet = fleet, .name = "lay-w", .tick_ms = 5, .stats_ms = 20
+	};
 	struct orbit_ring_layout rl = { 241, 16, 64, 512 };
 	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN, .readonly = true };
 	struct orbit_transition_event *ev = malloc(sizeof(*ev));
@@ -954,7 +968,8 @@ static void test_agent_nondefault_layout_uses_its_own_ring(void **state)
 	assert_int_equal(orbit_fleet_open(&fd, &f_def), 0);
 	assert_int_equal(orbit_fleet_reader_open(f_lay, &r_lay), 0);
 	assert_int_equal(orbit_fleet_reader_open(f_def, &r_def), 0);
-	assert_int_equal(orbit_lock_try_acquire(lock, &key, &owner, 60000000000ull, &lease, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(lock, &key, &owner, 60000000000ull, &lease, NULL),
+			 0);
 	/* The fleet handle of the layout sees the table of the layout. */
 	assert_int_equal(orbit_lock_lookup(orbit_fleet_lock(f_lay), &key, &e), 0);
 	assert_int_equal(e.token, lease.token);
@@ -964,7 +979,8 @@ static void test_agent_nondefault_layout_uses_its_own_ring(void **state)
 
 	assert_int_equal(count_frames(r_lay, ev, ORBIT_TRANSITION_ACQUIRE, lease.token), 1);
 	assert_int_equal(ev->type, ORBIT_TRANSITION_RELEASE); /* release last */
-	assert_int_equal(count_frames(r_def, ev, ORBIT_TRANSITION_ACQUIRE, lease.token), 0); /* not in ring-229 */
+	assert_int_equal(count_frames(r_def, ev, ORBIT_TRANSITION_ACQUIRE, lease.token),
+			 0); /* not in ring-229 */
 	assert_int_equal(view_wait(follower, "lay", -ENOENT), -ENOENT);
 
 	orbit_transition_reader_close(r_lay);
@@ -985,7 +1001,9 @@ static void test_agent_nondefault_layout_uses_its_own_ring(void **state)
 /* DESIGN.md fork trap: an agent given a lock handle inherited across fork is refused. */
 static int child_agent_on_parent_lock(void *arg)
 {
-	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "kid", .lock = arg };
+	struct orbit_agent_options ao = {
+		.size = sizeof(ao), .fleet = fleet, .name = "kid", .lock = arg
+	};
 	orbit_agent_t *ag = NULL;
 	int rc = orbit_agent_start(&ao, &ag);
 
@@ -1015,7 +1033,10 @@ static void test_agent_refuses_lock_inherited_across_fork(void **state)
  * and the view kept reporting the dead child forever.
  */
 static const char *const crash_points[] = {
-	"lock.before_occupied", "lock.after_token_bump", "lock.mid_bytes", "lock.after_occupied",
+	"lock.before_occupied",
+	"lock.after_token_bump",
+	"lock.mid_bytes",
+	"lock.after_occupied",
 };
 #define NCRASH (sizeof(crash_points) / sizeof(crash_points[0]))
 
@@ -1056,10 +1077,11 @@ static int view_converges(orbit_agent_t *a, orbit_lock_t *lock, const orbit_lock
 						    orbit_lock_entry_owner(&t), t.owner_len) == 0)))
 			return 0;
 		if (orbit_test_now_ns() - t0 > 3000000000ull) {
-			print_message("view %d owner %.*s token %llu, table %d owner %.*s token %llu\n",
-				      rv, rv ? 0 : (int)v.owner_len, (const char *)orbit_lock_entry_owner(&v),
-				      (unsigned long long)v.token, rt, rt ? 0 : (int)t.owner_len,
-				      (const char *)orbit_lock_entry_owner(&t), (unsigned long long)t.token);
+			print_message(
+			    "view %d owner %.*s token %llu, table %d owner %.*s token %llu\n", rv,
+			    rv ? 0 : (int)v.owner_len, (const char *)orbit_lock_entry_owner(&v),
+			    (unsigned long long)v.token, rt, rt ? 0 : (int)t.owner_len,
+			    (const char *)orbit_lock_entry_owner(&t), (unsigned long long)t.token);
 			return -1;
 		}
 		usleep(1000);
@@ -1181,7 +1203,8 @@ static void test_agent_resync_keeps_frames_newer_than_table_copy(void **state)
 	/* One more commit: the table's revision is now above that of every
 	 * resync so far (the start-up one may have run after our acquire), so
 	 * a frame at this revision is not dropped as already resynced. */
-	assert_int_equal(orbit_lock_try_acquire(lock, &bump, &owner, 60000000000ull, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(lock, &bump, &owner, 60000000000ull, NULL, NULL),
+			 0);
 	rev = orbit_lock_state_revision(lock); /* what the resync's copy will be stamped with */
 	fake_acquire(ev, "newer", "frame-owner", lease.token + 1, rev + 10);
 	orbit__agent_test_view_apply(a, ev);
@@ -1217,8 +1240,11 @@ static void test_agent_resync_keeps_frames_newer_than_table_copy(void **state)
  */
 static void test_agent_drains_past_the_batch_bound_without_waiting_for_tick(void **state)
 {
-	struct orbit_agent_options o = { .size = sizeof(o), .fleet = fleet, .name = "batch",
-					 .tick_ms = 5000, .stats_ms = 5000 };
+	struct orbit_agent_options o = { .size = sizeof(o),
+					 .fleet = fleet,
+					 .name = "batch",
+					 .tick_ms = 5000,
+					 .stats_ms = 5000 };
 	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
 	struct orbit_ring_layout rl;
 	orbit_ring_t *ring = NULL;
@@ -1246,10 +1272,16 @@ static void test_agent_drains_past_the_batch_bound_without_waiting_for_tick(void
 	for (uint32_t i = 0; i < per_lane; i++) {
 		for (uint32_t l = 0; l < lanes; l++) {
 			struct orbit_transition t = {
-				.type = ORBIT_TRANSITION_ACQUIRE, .writer_pid = (uint32_t)getpid(),
-				.fencing_token = ++rev, .deadline_ns = orbit_test_now_ns() + 60000000000ull,
-				.state_revision = rev, .ns = "test.agent", .ns_len = 10,
-				.label = label, .owner = "batch", .owner_len = 5,
+				.type = ORBIT_TRANSITION_ACQUIRE,
+				.writer_pid = (uint32_t)getpid(),
+				.fencing_token = ++rev,
+				.deadline_ns = orbit_test_now_ns() + 60000000000ull,
+				.state_revision = rev,
+				.ns = "test.agent",
+				.ns_len = 10,
+				.label = label,
+				.owner = "batch",
+				.owner_len = 5,
 			};
 
 			t.label_len = (uint32_t)snprintf(label, sizeof(label), "b%u-%u", l, i);
@@ -1350,8 +1382,9 @@ static void *traffic_reader(void *p)
  */
 static int child_own_agent_beside_parents(void *arg)
 {
-	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "kid",
-					  .lock = arg };
+	struct orbit_agent_options ao = {
+		.size = sizeof(ao), .fleet = fleet, .name = "kid", .lock = arg
+	};
 	orbit_lock_owner_t owner = { "kid", 3 };
 	orbit_lock_key_t key = orbit_lock_key(test_ns, "kid", 3);
 	struct orbit_lock_lease lease;
@@ -1378,7 +1411,8 @@ static int child_own_agent_beside_parents(void *arg)
 		usleep(1000);
 	if (rc != 0)
 		return 13;
-	for (end = orbit_test_now_ns() + 5000000000ull; orbit_agent_view_lookup(a, &key, &e) != 0;) {
+	for (end = orbit_test_now_ns() + 5000000000ull;
+	     orbit_agent_view_lookup(a, &key, &e) != 0;) {
 		if (orbit_test_now_ns() > end)
 			return 14;
 		usleep(200);
@@ -1422,7 +1456,8 @@ static void fork_children_with_agent_running(bool with_traffic)
 	t.agent = start_agent("parent", t.lock);
 	assert_non_null(t.agent);
 	assert_int_equal(orbit_registry_create(0, &t.reg), 0);
-	assert_int_equal(orbit_lock_try_acquire(t.lock, &held, &owner, 60000000000ull, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(t.lock, &held, &owner, 60000000000ull, NULL, NULL),
+			 0);
 	if (with_traffic) {
 		assert_int_equal(pthread_create(&wr, NULL, traffic_writer, &t), 0);
 		assert_int_equal(pthread_create(&rd, NULL, traffic_reader, &t), 0);
@@ -1479,11 +1514,11 @@ static int child_calls_inherited_agent(void *arg)
 	const void *o = not_an_object;
 	int fd = -1, step = 20;
 
-#define EXPECT_ECHILD(call)              \
-	do {                             \
-		step++;                  \
-		if ((call) != -ECHILD)   \
-			return step;     \
+#define EXPECT_ECHILD(call)                                                                        \
+	do {                                                                                       \
+		step++;                                                                            \
+		if ((call) != -ECHILD)                                                             \
+			return step;                                                               \
 	} while (0)
 	EXPECT_ECHILD(orbit_agent_subscribe(a, &fd));
 	if (fd != -1)
@@ -1576,8 +1611,10 @@ static void *rcu_user_main(void *p)
 		urcu_memb_read_lock(); /* the application's own read-side section */
 	}
 	u->rc = orbit_registry_get(u->reg, &k, sizeof(k), &v, sizeof(v)) == (long)sizeof(v) &&
-		orbit_agent_view_lookup(u->agent, &key, &e) == -ENOENT &&
-		orbit_registry_get(u->reg, &k, sizeof(k), &v, sizeof(v)) == (long)sizeof(v) ? 0 : 1;
+			orbit_agent_view_lookup(u->agent, &key, &e) == -ENOENT &&
+			orbit_registry_get(u->reg, &k, sizeof(k), &v, sizeof(v)) == (long)sizeof(v)
+		    ? 0
+		    : 1;
 	if (u->app_registers) {
 		urcu_memb_read_unlock();
 		urcu_memb_unregister_thread();
@@ -1656,7 +1693,7 @@ static void test_agent_refuses_lock_of_another_fleet(void **state)
 	assert_null(a);
 	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.members", fleet);
 	assert_int_equal(access(path, F_OK), -1); /* nothing of fleet A was made */
-	ao.fleet = other; /* its own fleet: accepted */
+	ao.fleet = other;			  /* its own fleet: accepted */
 	assert_int_equal(orbit_agent_start(&ao, &a), 0);
 	orbit_agent_stop(a);
 	orbit_lock_close(lock);
@@ -1668,8 +1705,8 @@ static void test_agent_refuses_lock_of_another_fleet(void **state)
 
 /* ---- issue 11: ORBIT_LOCK_FREE_ON_DEATH ---- */
 
-static uint64_t fod_ttl_ns;  /* the flagged lease's TTL (set before the fork) */
-static bool fod_stop_agent;  /* the holder stops its agent after acquiring */
+static uint64_t fod_ttl_ns; /* the flagged lease's TTL (set before the fork) */
+static bool fod_stop_agent; /* the holder stops its agent after acquiring */
 
 /*
  * Takes "fod" with ORBIT_LOCK_FREE_ON_DEATH (fod_ttl_ns) and "plain"
@@ -1716,8 +1753,12 @@ static int fod_holder_child(int go, int report)
 /* The parent's agent on @lock, with a tick and stats period of @ms each. */
 static orbit_agent_t *start_agent_period(orbit_lock_t *lock, uint32_t ms)
 {
-	struct orbit_agent_options o = { .size = sizeof(o), .fleet = fleet, .name = "watcher",
-					 .lock = lock, .tick_ms = ms, .stats_ms = ms };
+	struct orbit_agent_options o = { .size = sizeof(o),
+					 .fleet = fleet,
+					 .name = "watcher",
+					 .lock = lock,
+					 .tick_ms = ms,
+					 .stats_ms = ms };
 	orbit_agent_t *a = NULL;
 
 	return orbit_agent_start(&o, &a) == 0 ? a : NULL;
@@ -1859,7 +1900,8 @@ static void fod_alive_keeps_lease(bool stop_agent)
 	kill(c.pid, SIGKILL); /* before any assert: never leave a stopped child */
 	reap(&c, 2000);
 	fprintf(stderr, "# alive holder (%s): lease held until %.0f ms, TTL %.0f ms\n",
-		stop_agent ? "agent stopped" : "SIGSTOPped", (double)gone_ns / 1e6, (double)ttl / 1e6);
+		stop_agent ? "agent stopped" : "SIGSTOPped", (double)gone_ns / 1e6,
+		(double)ttl / 1e6);
 	assert_true(held);
 	assert_true(gone_ns >= ttl - 300000000ull && gone_ns < ttl + 1000000000ull);
 	assert_int_equal(orbit_lock_lookup(lock, &kf, &e), -ENOENT);
@@ -1882,49 +1924,58 @@ static void test_lock_free_on_death_holder_without_agent_keeps_lease_until_ttl(v
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_agent_start_stop_leaks_nothing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fleet_unlink_refused_while_member_lives, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_start_stop_leaks_nothing, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_unlink_refused_while_member_lives, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_options_older_accepted_newer_tail_e2big, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_agent_refuses_lock_inherited_across_fork, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_agent_dead_member_noticed_promptly, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_agent_dead_member_noticed_at_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_agent_start_stop_200_times_leaks_no_fd_or_thread,
+		cmocka_unit_test_setup_teardown(test_agent_refuses_lock_inherited_across_fork,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_agent_subscriber_and_view_follow_another_process,
-						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_dead_member_noticed_promptly, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_agent_dead_member_noticed_at_once, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_agent_start_stop_200_times_leaks_no_fd_or_thread, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_agent_subscriber_and_view_follow_another_process, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_reset_refused_while_another_member_lives,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_view_resyncs_from_table_after_lag, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
-			test_reset_refused_while_lock_user_without_agent_holds_lease, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_agent_nondefault_layout_uses_its_own_ring, setup,
-						teardown),
+		    test_reset_refused_while_lock_user_without_agent_holds_lease, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_nondefault_layout_uses_its_own_ring,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_view_converges_after_publisher_killed,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_agent_resync_keeps_frames_newer_than_table_copy,
-						setup, teardown),
 		cmocka_unit_test_setup_teardown(
-			test_agent_drains_past_the_batch_bound_without_waiting_for_tick, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_agent_fork_children_start_own_agents_parent_idle,
-						setup, teardown),
+		    test_agent_resync_keeps_frames_newer_than_table_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(
-			test_agent_fork_children_start_own_agents_under_parent_traffic, setup, teardown),
+		    test_agent_drains_past_the_batch_bound_without_waiting_for_tick, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(
-			test_agent_inherited_agent_refused_in_child_parent_watcher_intact, setup,
-			teardown),
-		cmocka_unit_test_setup_teardown(test_agent_view_and_registry_share_one_rcu_registration,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_agent_view_lookup_from_thread_registered_with_liburcu,
-						setup, teardown),
+		    test_agent_fork_children_start_own_agents_parent_idle, setup, teardown),
 		cmocka_unit_test_setup_teardown(
-			test_lock_free_on_death_killed_holder_freed_at_once_plain_kept, setup, teardown),
+		    test_agent_fork_children_start_own_agents_under_parent_traffic, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(
-			test_lock_free_on_death_sigstopped_holder_keeps_lease_until_ttl, setup, teardown),
+		    test_agent_inherited_agent_refused_in_child_parent_watcher_intact, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(
-			test_lock_free_on_death_holder_without_agent_keeps_lease_until_ttl, setup,
-			teardown),
+		    test_agent_view_and_registry_share_one_rcu_registration, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_agent_view_lookup_from_thread_registered_with_liburcu, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_lock_free_on_death_killed_holder_freed_at_once_plain_kept, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_lock_free_on_death_sigstopped_holder_keeps_lease_until_ttl, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_lock_free_on_death_holder_without_agent_keeps_lease_until_ttl, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_agent_refuses_lock_of_another_fleet, setup,
 						teardown),
 	};

@@ -47,22 +47,21 @@ static char fleet[64];
 enum who { OWNER, MEMBER, OUTSIDER };
 
 /* Child-side checks: print and return a line-derived failure code. */
-#define CHK(c)                                                                             \
-	do {                                                                               \
-		if (!(c)) {                                                                \
-			fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #c);    \
-			return 1;                                                          \
-		}                                                                          \
+#define CHK(c)                                                                                     \
+	do {                                                                                       \
+		if (!(c)) {                                                                        \
+			fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #c);             \
+			return 1;                                                                  \
+		}                                                                                  \
 	} while (0)
-#define CHK_EQ(a, b)                                                                       \
-	do {                                                                               \
-		long long a_ = (long long)(a), b_ = (long long)(b);                         \
-		if (a_ != b_) {                                                            \
-			fprintf(stderr, "%s:%d: %s = %lld (%s), want %lld\n", __FILE__,    \
-				__LINE__, #a, a_, a_ < 0 ? orbit_strerror((int)a_) : "",  \
-				b_);                                                       \
-			return 1;                                                          \
-		}                                                                          \
+#define CHK_EQ(a, b)                                                                               \
+	do {                                                                                       \
+		long long a_ = (long long)(a), b_ = (long long)(b);                                \
+		if (a_ != b_) {                                                                    \
+			fprintf(stderr, "%s:%d: %s = %lld (%s), want %lld\n", __FILE__, __LINE__,  \
+				#a, a_, a_ < 0 ? orbit_strerror((int)a_) : "", b_);                \
+			return 1;                                                                  \
+		}                                                                                  \
 	} while (0)
 
 static int as_user(enum who w)
@@ -157,8 +156,12 @@ static unsigned opt_owner;
 
 static int lock_open_as(orbit_lock_t **l, const char *f, unsigned mode, unsigned gid, bool ro)
 {
-	struct orbit_lock_options o = { .size = sizeof(o), .fleet = f, .mode = mode, .gid = gid,
-					 .readonly = ro, .owner_uid = opt_owner };
+	struct orbit_lock_options o = { .size = sizeof(o),
+					.fleet = f,
+					.mode = mode,
+					.gid = gid,
+					.readonly = ro,
+					.owner_uid = opt_owner };
 
 	return orbit_lock_open(&o, l);
 }
@@ -166,8 +169,13 @@ static int lock_open_as(orbit_lock_t **l, const char *f, unsigned mode, unsigned
 static int agent_start_as(orbit_agent_t **a, const char *f, orbit_lock_t *l, unsigned mode,
 			  unsigned gid)
 {
-	struct orbit_agent_options o = { .size = sizeof(o), .fleet = f, .lock = l, .mode = mode,
-					 .gid = gid, .stats_ms = 10, .tick_ms = 5,
+	struct orbit_agent_options o = { .size = sizeof(o),
+					 .fleet = f,
+					 .lock = l,
+					 .mode = mode,
+					 .gid = gid,
+					 .stats_ms = 10,
+					 .tick_ms = 5,
 					 .owner_uid = opt_owner };
 
 	return orbit_agent_start(&o, a);
@@ -175,8 +183,9 @@ static int agent_start_as(orbit_agent_t **a, const char *f, orbit_lock_t *l, uns
 
 static int fleet_open_as(orbit_fleet_t **f, const char *name, unsigned mode, unsigned gid)
 {
-	struct orbit_fleet_options o = { .size = sizeof(o), .fleet = name, .mode = mode,
-					 .gid = gid, .owner_uid = opt_owner };
+	struct orbit_fleet_options o = {
+		.size = sizeof(o), .fleet = name, .mode = mode, .gid = gid, .owner_uid = opt_owner
+	};
 
 	return orbit_fleet_open(&o, f);
 }
@@ -192,8 +201,9 @@ static int acquire(orbit_lock_t *l, const char *label, const char *owner, uint64
 
 static int unlink_with(const char *name)
 {
-	struct orbit_fleet_options o = { .size = sizeof(o), .fleet = name, .mode = 0660,
-					 .gid = g_fleet };
+	struct orbit_fleet_options o = {
+		.size = sizeof(o), .fleet = name, .mode = 0660, .gid = g_fleet
+	};
 
 	return orbit_fleet_unlink_with(&o);
 }
@@ -383,7 +393,6 @@ out:
 	unlink(db_group);
 }
 
-
 static char fleet2[64], fleet3[64];
 
 static int setup(void **state)
@@ -420,21 +429,21 @@ static int can_drop(void)
 
 		if (pid == 0)
 			_exit(as_user(OWNER) == 0 ? 0 : 1);
-		known = pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st) &&
-			db_ok;
+		known = pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+			!WEXITSTATUS(st) && db_ok;
 	}
 	return known;
 }
 
-#define NEED_ROOT()                                                                        \
-	do {                                                                               \
-		if (!can_drop()) {                                                         \
-			printf("skipped: needs root that may setgroups/setresgid/setresuid "  \
-			       "to made-up ids (the second users), and a private mount "     \
-		       "namespace for their passwd/group entries; euid %u\n",       \
-			       (unsigned)geteuid());                                       \
-			skip();                                                            \
-		}                                                                          \
+#define NEED_ROOT()                                                                                \
+	do {                                                                                       \
+		if (!can_drop()) {                                                                 \
+			printf("skipped: needs root that may setgroups/setresgid/setresuid "       \
+			       "to made-up ids (the second users), and a private mount "           \
+			       "namespace for their passwd/group entries; euid %u\n",              \
+			       (unsigned)geteuid());                                               \
+			skip();                                                                    \
+		}                                                                                  \
 	} while (0)
 
 /* ---- 1: every segment has the mode and the group ---- */
@@ -542,8 +551,8 @@ static int stats_published(orbit_fleet_t *f, int row)
 	struct orbit_fleet_stats s;
 
 	for (int i = 0; i < 400; i++) {
-		if (orbit_fleet_stats_read(f, (uint32_t)row, &s) == 0 && s.pid == (uint32_t)getpid() &&
-		    s.counters[0] >= 1)
+		if (orbit_fleet_stats_read(f, (uint32_t)row, &s) == 0 &&
+		    s.pid == (uint32_t)getpid() && s.counters[0] >= 1)
 			return 0;
 		usleep(5000);
 	}
@@ -612,7 +621,7 @@ static int member_works(struct child *c)
 	/* only a segment's owner removes its name (/dev/shm is sticky) */
 	struct orbit_lock_options uo = { .size = sizeof(uo), .fleet = fleet };
 	CHK_EQ(orbit_lock_unlink(&uo), -EACCES); /* glibc turns the EPERM into EACCES */
-	orbit_agent_stop(a); /* publishes the last stats */
+	orbit_agent_stop(a);			 /* publishes the last stats */
 	orbit_lock_close(l);
 	return 0;
 }
@@ -635,9 +644,11 @@ static void test_group_member_uses_owners_fleet(void **state)
 
 static int member_creates(struct child *c)
 {
-	struct orbit_lock_options fo = { .size = sizeof(fo), .fleet = fleet2, .mode = 0660,
-					  .gid = g_fleet,
-					  .serializer = ORBIT_LOCK_SERIALIZER_FLOCK };
+	struct orbit_lock_options fo = { .size = sizeof(fo),
+					 .fleet = fleet2,
+					 .mode = 0660,
+					 .gid = g_fleet,
+					 .serializer = ORBIT_LOCK_SERIALIZER_FLOCK };
 	orbit_lock_t *l = NULL, *fl = NULL;
 	orbit_agent_t *a = NULL;
 
@@ -802,8 +813,11 @@ static void test_group_open_waits_for_the_creators_mode(void **state)
 
 static int open_fast(orbit_lock_t **l)
 {
-	struct orbit_lock_options o = { .size = sizeof(o), .fleet = fleet, .mode = 0660,
-					 .gid = g_fleet, .init_timeout_ms = 100 };
+	struct orbit_lock_options o = { .size = sizeof(o),
+					.fleet = fleet,
+					.mode = 0660,
+					.gid = g_fleet,
+					.init_timeout_ms = 100 };
 
 	return orbit_lock_open(&o, l);
 }
@@ -1131,7 +1145,8 @@ static int setgid_dir_scenario(void)
 	snprintf(opts, sizeof(opts), "mode=3777,gid=%u,size=16m", (unsigned)g_fleet);
 	if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
 		return 91;
-	if (spawn(&out, OUTSIDER, outsider_creates_in_setgid_dir) < 0 || step_wait(out.ready[0]) < 0)
+	if (spawn(&out, OUTSIDER, outsider_creates_in_setgid_dir) < 0 ||
+	    step_wait(out.ready[0]) < 0)
 		return 92;
 	rc = run_as(OWNER, owner_in_setgid_dir);
 	go(&out);
@@ -1647,9 +1662,12 @@ static void test_own_segment_with_a_second_link_is_refused(void **state)
 
 static int writer_refuses_flock_0640(struct child *c)
 {
-	struct orbit_lock_options o = { .size = sizeof(o), .fleet = fleet, .mode = 0640,
-					 .gid = g_fleet, .owner_uid = u_owner,
-					 .serializer = ORBIT_LOCK_SERIALIZER_FLOCK };
+	struct orbit_lock_options o = { .size = sizeof(o),
+					.fleet = fleet,
+					.mode = 0640,
+					.gid = g_fleet,
+					.owner_uid = u_owner,
+					.serializer = ORBIT_LOCK_SERIALIZER_FLOCK };
 	orbit_lock_t *l = NULL;
 
 	(void)c;
@@ -1749,15 +1767,16 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_group_every_segment_has_mode_and_group, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_group_member_uses_owners_fleet, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_member_uses_owners_fleet, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_group_owner_joins_members_segments, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_group_concurrent_start_of_two_uids, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_group_open_waits_for_the_creators_mode, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_group_creator_killed_before_its_mode_is_repaired,
-						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_group_creator_killed_before_its_mode_is_repaired, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_member_killed_in_serializer_is_repaired,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_outsider_is_refused, setup, teardown),
@@ -1769,19 +1788,20 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_root_inspects_a_service_users_fleet, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_group_unlink_is_all_or_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_group_unlink_is_all_or_nothing, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_group_0640_reader_cannot_take_the_fleet, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_group_ex_members_segments_are_refused, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_group_outsider_squat_is_answered_at_once, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(test_group_outsider_squat_is_answered_at_once,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_segment_with_an_acl_is_refused, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_group_inherited_acl_is_removed_at_creation,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_own_segment_with_a_second_link_is_refused, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(test_own_segment_with_a_second_link_is_refused,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_0640_writer_refuses_the_flock_serializer,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_0640_rows_pinned_by_a_reader_are_eperm,

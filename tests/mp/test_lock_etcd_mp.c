@@ -27,8 +27,8 @@
 #include "orbit_test.h"
 #include "orbit_test_etcd.h"
 
-#define NLIVE 4       /* clients running at a time */
-#define NSLOT 64      /* clients over a run (the killed ones' places are new slots) */
+#define NLIVE 4	 /* clients running at a time */
+#define NSLOT 64 /* clients over a run (the killed ones' places are new slots) */
 #define NKEYS 3
 #define MAXREC 4000
 #define TTL_NS 1000000000ull /* 1 s: the test cluster's minimum */
@@ -44,9 +44,9 @@ struct shared {
 	_Atomic uint32_t stop;
 	_Atomic uint32_t nrec[NSLOT];
 	_Atomic uint64_t unavailable, busy, ops;
-	_Atomic uint64_t lost; /* releases that found the key gone or another's */
+	_Atomic uint64_t lost;	      /* releases that found the key gone or another's */
 	_Atomic uint64_t max_call_ns; /* the slowest lock call of any client */
-	uint64_t t_dead[NSLOT]; /* written by the parent after reaping */
+	uint64_t t_dead[NSLOT];	      /* written by the parent after reaping */
 	struct rec recs[NSLOT][MAXREC];
 };
 
@@ -60,7 +60,8 @@ ORBIT_LOCK_DEFINE_NAMESPACE(mp_ns, "tests.mp.etcd");
 
 static struct orbit_lock_options opts(void)
 {
-	struct orbit_lock_options o = { .size = sizeof(o), .fleet = fleet,
+	struct orbit_lock_options o = { .size = sizeof(o),
+					.fleet = fleet,
 					.backend = ORBIT_LOCK_BACKEND_ETCD,
 					.endpoints = cluster.endpoints,
 					.call_timeout_ms = CALL_TIMEOUT_MS };
@@ -137,7 +138,8 @@ static int client(uint32_t slot)
 		if (rc == -ORBIT_EUNAVAILABLE)
 			atomic_fetch_add(&sh->unavailable, 1); /* left to its lease */
 		else if (rc == -EPERM || rc == -ENOENT)
-			atomic_fetch_add(&sh->lost, 1); /* not ours any more: the checker says why */
+			atomic_fetch_add(&sh->lost,
+					 1); /* not ours any more: the checker says why */
 		else if (rc)
 			return 12;
 	}
@@ -192,7 +194,8 @@ static void check_history(uint32_t slots)
 				if (r->key != k)
 					continue;
 				all[n] = *r;
-				if (!atomic_load(&r->t_end)) { /* died holding: until it was reaped */
+				if (!atomic_load(
+					&r->t_end)) { /* died holding: until it was reaped */
 					atomic_store(&all[n].t_end, sh->t_dead[p]);
 					killed_holding++;
 				} else if (atomic_load(&r->t_end) >= r->deadline_ns) {
@@ -205,14 +208,17 @@ static void check_history(uint32_t slots)
 		qsort(all, n, sizeof(all[0]), cmp_start);
 		for (size_t i = 1; i < n; i++) {
 			if (atomic_load(&all[i - 1].t_end) >= all[i].t_start)
-				fail_msg("key %u: tenures overlap: token %lu [%lu,%lu] and token %lu from %lu",
+				fail_msg("key %u: tenures overlap: token %lu [%lu,%lu] and token "
+					 "%lu from %lu",
 					 k, (unsigned long)all[i - 1].token,
 					 (unsigned long)all[i - 1].t_start,
 					 (unsigned long)atomic_load(&all[i - 1].t_end),
-					 (unsigned long)all[i].token, (unsigned long)all[i].t_start);
+					 (unsigned long)all[i].token,
+					 (unsigned long)all[i].t_start);
 			if (all[i - 1].token >= all[i].token)
 				fail_msg("key %u: token %lu acquired before token %lu", k,
-					 (unsigned long)all[i - 1].token, (unsigned long)all[i].token);
+					 (unsigned long)all[i - 1].token,
+					 (unsigned long)all[i].token);
 		}
 		per_key[k] = n;
 		total += n;
@@ -276,7 +282,8 @@ static void run(bool kill_leader)
 			assert_true(leader >= 0);
 			assert_int_equal(kill(cluster.pids[leader], SIGKILL), 0);
 			print_message("leader m%d (pid %ld) SIGKILLed after %lu ops\n", leader,
-				      (long)cluster.pids[leader], (unsigned long)atomic_load(&sh->ops));
+				      (long)cluster.pids[leader],
+				      (unsigned long)atomic_load(&sh->ops));
 			last_kill = orbit_test_now_ns();
 		}
 		if (kill_leader && leader >= 0 && !restarted &&

@@ -47,10 +47,11 @@ static unsigned seed = 12345;
 ORBIT_LOCK_DEFINE_NAMESPACE(kill_ns, "tests.kill");
 
 static const char *points[] = {
-	"lock.holding_serializer", "lock.after_token_bump", "lock.after_tombstone",
-	"lock.mid_bytes", "lock.before_occupied", "lock.after_occupied",
-	"lock.remove_after_tombstone", "lock.renew_in_slot", "lock.compact_after_copy",
-	"lock.before_unlock",
+	"lock.holding_serializer",     "lock.after_token_bump",
+	"lock.after_tombstone",	       "lock.mid_bytes",
+	"lock.before_occupied",	       "lock.after_occupied",
+	"lock.remove_after_tombstone", "lock.renew_in_slot",
+	"lock.compact_after_copy",     "lock.before_unlock",
 };
 #define NPOINTS (sizeof(points) / sizeof(points[0]))
 
@@ -60,8 +61,9 @@ static struct orbit_lock_layout layout = ORBIT_LOCK_LAYOUT_DEFAULT_INIT;
 
 static struct orbit_lock_options opts(void)
 {
-	struct orbit_lock_options o = { .size = sizeof(o), .fleet = fleet, .layout = &layout,
-					.serializer = ser };
+	struct orbit_lock_options o = {
+		.size = sizeof(o), .fleet = fleet, .layout = &layout, .serializer = ser
+	};
 	layout.slots = SLOTS;
 	return o;
 }
@@ -152,7 +154,8 @@ static int check_key_after_kill(const char *label, uint64_t now)
 	if (orbit_lock_holder_alive(&e) != 0)
 		fail_msg("%s: holder reported alive after SIGKILL", label);
 	assert_int_equal(orbit_lock_try_acquire(P, &k, &parent, 1000000, NULL, NULL), -EBUSY);
-	assert_int_equal(orbit_lock_force_release(P, &k), 0); /* the admin path, for the next round */
+	assert_int_equal(orbit_lock_force_release(P, &k),
+			 0); /* the admin path, for the next round */
 	return 1;
 }
 
@@ -227,7 +230,8 @@ static void open_fleet(enum orbit_lock_serializer s)
 	for (int i = 0; i < FILLERS; i++) {
 		snprintf(lab, sizeof(lab), "filler%d", i);
 		orbit_lock_key_t k = key_of(lab);
-		assert_int_equal(orbit_lock_try_acquire(P, &k, &parent, 3600000000000ull, NULL, NULL), 0);
+		assert_int_equal(
+		    orbit_lock_try_acquire(P, &k, &parent, 3600000000000ull, NULL, NULL), 0);
 	}
 }
 
@@ -261,7 +265,8 @@ static void named_points(enum orbit_lock_serializer s)
 	for (size_t p = 0; p < NPOINTS; p++) {
 		for (int i = 0, tries = 0; i < per_point && tries < per_point * 8; tries++) {
 			/* early hits mostly; compaction copies are rarer */
-			uint64_t nth = 1 + (uint64_t)(rand_r(&seed) % (strstr(points[p], "compact") ? 40 : 60));
+			uint64_t nth = 1 + (uint64_t)(rand_r(&seed) %
+						      (strstr(points[p], "compact") ? 40 : 60));
 			int k = one_kill(points[p], nth, 0);
 			i += k;
 			at[p] += k;
@@ -368,8 +373,8 @@ static void test_kill_holder_key_free_after_ttl(void **state)
 #define STOP_AGENT_MAX_NS 3000000000ull /* far below STOP_WATCHDOG_S */
 
 static volatile pid_t stopped_child; /* the watchdog's target while the checks run */
-static pid_t scenario_child;          /* forked and not yet reaped */
-static pid_t hog_child;               /* the CPU hog, while it runs */
+static pid_t scenario_child;	     /* forked and not yet reaped */
+static pid_t hog_child;		     /* the CPU hog, while it runs */
 
 static void resume_child(int sig)
 {
@@ -444,11 +449,11 @@ static int child_stop_inside(const char *point)
 }
 
 /* Run @call's result into *rc and return how long it took, in ns. */
-#define TIMED(rc, call)                                         \
-	({                                                      \
-		uint64_t t0_ = orbit_test_now_ns();             \
-		(rc) = (call);                                  \
-		orbit_test_now_ns() - t0_;                      \
+#define TIMED(rc, call)                                                                            \
+	({                                                                                         \
+		uint64_t t0_ = orbit_test_now_ns();                                                \
+		(rc) = (call);                                                                     \
+		orbit_test_now_ns() - t0_;                                                         \
 	})
 
 static void expect_bounded(const char *what, int rc, uint64_t took, uint64_t bound_ns)
@@ -458,7 +463,8 @@ static void expect_bounded(const char *what, int rc, uint64_t took, uint64_t bou
 	if (rc != -EAGAIN)
 		fail_msg("%s with a stopped serializer holder: %d, not -EAGAIN", what, rc);
 	if (took < bound_ns || took > bound_ns + STOP_SLACK_NS)
-		fail_msg("%s returned after %.1f ms, bound %.0f ms", what, took / 1e6, bound_ns / 1e6);
+		fail_msg("%s returned after %.1f ms, bound %.0f ms", what, took / 1e6,
+			 bound_ns / 1e6);
 }
 
 static void stopped_holder(enum orbit_lock_serializer s, const char *point)
@@ -527,11 +533,13 @@ static void stopped_holder(enum orbit_lock_serializer s, const char *point)
 		/* one that took the serializer would wait >= the bound; no stall
 		 * test in lookup_retry(): 192 yields, 2.4 s under four CPU hogs */
 		if (took >= def_ns)
-			fail_msg("lookup %d took %.1f ms while a mutator was stopped", i, took / 1e6);
+			fail_msg("lookup %d took %.1f ms while a mutator was stopped", i,
+				 took / 1e6);
 		max_lookup = took > max_lookup ? took : max_lookup;
 		/* the child's own slot is mid-write at lock.mid_bytes: bounded retries */
-		assert_int_equal(rc, !mine ? 0 : strcmp(point, "lock.mid_bytes") == 0 ? -EAGAIN
-										  : -ENOENT);
+		assert_int_equal(rc, !mine				    ? 0
+				     : strcmp(point, "lock.mid_bytes") == 0 ? -EAGAIN
+									    : -ENOENT);
 	}
 	hog_stop(hog, &cpus);
 	print_message("  lookup: slowest of 400 %.3f ms (a CPU hog beside)\n", max_lookup / 1e6);
@@ -620,8 +628,10 @@ int main(void)
 		cmocka_unit_test(test_kill_at_random_points_futex),
 		cmocka_unit_test(test_kill_at_random_points_flock),
 		cmocka_unit_test(test_kill_holder_key_free_after_ttl),
-		cmocka_unit_test_teardown(test_stopped_holder_bounded_wait_futex, reap_scenario_child),
-		cmocka_unit_test_teardown(test_stopped_holder_bounded_wait_flock, reap_scenario_child),
+		cmocka_unit_test_teardown(test_stopped_holder_bounded_wait_futex,
+					  reap_scenario_child),
+		cmocka_unit_test_teardown(test_stopped_holder_bounded_wait_flock,
+					  reap_scenario_child),
 	};
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -135,8 +135,7 @@ static int looker(void *arg)
 		if (rc == -ENOENT || rc == -EAGAIN)
 			continue;
 		const char *ow = orbit_lock_entry_owner(&e);
-		bool whole = rc == 0 && e.ns_len == mp_ns.len &&
-			     e.label_len == strlen(labels[k]) &&
+		bool whole = rc == 0 && e.ns_len == mp_ns.len && e.label_len == strlen(labels[k]) &&
 			     memcmp(e.bytes + e.ns_len, labels[k], e.label_len) == 0 &&
 			     e.owner_len == 6 && memcmp(ow, "proc-", 5) == 0 && ow[5] >= '0' &&
 			     ow[5] < '0' + NPROC && e.token > 0;
@@ -167,14 +166,17 @@ static void check_intervals(void)
 		qsort(all, n, sizeof(all[0]), cmp_start);
 		for (size_t i = 1; i < n; i++) {
 			if (all[i - 1].t_end >= all[i].t_start)
-				fail_msg("key %u: intervals overlap: proc %u [%lu,%lu] token %lu and proc %u [%lu,%lu] token %lu",
+				fail_msg("key %u: intervals overlap: proc %u [%lu,%lu] token %lu "
+					 "and proc %u [%lu,%lu] token %lu",
 					 k, all[i - 1].proc, (unsigned long)all[i - 1].t_start,
-					 (unsigned long)all[i - 1].t_end, (unsigned long)all[i - 1].token,
-					 all[i].proc, (unsigned long)all[i].t_start,
-					 (unsigned long)all[i].t_end, (unsigned long)all[i].token);
+					 (unsigned long)all[i - 1].t_end,
+					 (unsigned long)all[i - 1].token, all[i].proc,
+					 (unsigned long)all[i].t_start, (unsigned long)all[i].t_end,
+					 (unsigned long)all[i].token);
 			if (all[i - 1].token >= all[i].token)
 				fail_msg("key %u: token %lu acquired before token %lu", k,
-					 (unsigned long)all[i - 1].token, (unsigned long)all[i].token);
+					 (unsigned long)all[i - 1].token,
+					 (unsigned long)all[i].token);
 		}
 		per_key[k] = n;
 		total += n;

@@ -34,7 +34,7 @@ struct shared {
 	_Atomic uint64_t seen[OBSERVERS];   /* frames read */
 	_Atomic uint64_t lagged[OBSERVERS]; /* lag signals */
 	_Atomic uint64_t gaps[OBSERVERS];   /* transitions missed WITHOUT a lag signal */
-	struct orbit_doorbell ack;          /* ping-pong acknowledgements */
+	struct orbit_doorbell ack;	    /* ping-pong acknowledgements */
 	/* the simulated authoritative table entry (seqlock) */
 	_Atomic uint64_t tseq;
 	uint64_t trevision;
@@ -56,7 +56,8 @@ static int setup(void **state)
 	f->l.lanes = 8;
 	f->l.frames_per_lane = 256;
 	f->l.frame_bytes = 256;
-	f->sh = mmap(NULL, sizeof(*f->sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	f->sh = mmap(NULL, sizeof(*f->sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+		     0);
 	if (f->sh == MAP_FAILED)
 		return -1;
 	*state = f;
@@ -79,7 +80,8 @@ static uint64_t per_writer(void)
 	return orbit_test_long() ? 200000 : 20000;
 }
 
-static void tr_fill(struct orbit_transition *t, uint64_t token, const char *label, const char *owner)
+static void tr_fill(struct orbit_transition *t, uint64_t token, const char *label,
+		    const char *owner)
 {
 	*t = (struct orbit_transition){
 		.type = ORBIT_TRANSITION_ACQUIRE,
@@ -161,7 +163,8 @@ static int observer_main(struct fx *f, int id)
 			if (rc < 0)
 				return 22; /* corrupt: nobody writes garbage here */
 			atomic_fetch_add(&f->sh->seen[id], 1);
-			if (ev->fencing_token != expect[lane] && !(lag[lane] && ev->fencing_token > expect[lane]))
+			if (ev->fencing_token != expect[lane] &&
+			    !(lag[lane] && ev->fencing_token > expect[lane]))
 				atomic_fetch_add(&f->sh->gaps[id], 1);
 			lag[lane] = false;
 			expect[lane] = ev->fencing_token + 1;
@@ -354,7 +357,8 @@ static void test_writer_lane_reclaim_after_sigkill(void **state)
 		orbit_members_t *cm;
 		orbit_ring_t *cr;
 		close(p[0]);
-		if (orbit__members_open(&cm, f->fleet, 0, NULL) < 0 || orbit__members_join(cm, "doomed") < 0 ||
+		if (orbit__members_open(&cm, f->fleet, 0, NULL) < 0 ||
+		    orbit__members_join(cm, "doomed") < 0 ||
 		    orbit__ring_open(&cr, f->fleet, &f->l, NULL) < 0)
 			_exit(1);
 		msg = orbit__ring_lane_claim(cr, cm);
@@ -407,7 +411,8 @@ static int pingpong_waiter(struct fx *f)
 	orbit_ring_t *ring;
 	uint64_t k = 0;
 
-	if (orbit__ring_open(&ring, f->fleet, &f->l, NULL) < 0 || orbit__ring_reader_open(&r, ring) < 0)
+	if (orbit__ring_open(&ring, f->fleet, &f->l, NULL) < 0 ||
+	    orbit__ring_reader_open(&r, ring) < 0)
 		return 40;
 	atomic_fetch_add(&f->sh->ready, 1);
 	while (k < pingpong_n()) {
@@ -475,12 +480,18 @@ static void test_no_lost_wakeup_100000_transitions(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_observers_see_every_transition_or_lag_4_writers, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_publisher_sigkilled_between_frame_and_table_commit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_publisher_sigkilled_before_doorbell, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_publisher_sigkilled_mid_frame, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_writer_lane_reclaim_after_sigkill, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_no_lost_wakeup_100000_transitions, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_observers_see_every_transition_or_lag_4_writers, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_publisher_sigkilled_between_frame_and_table_commit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_publisher_sigkilled_before_doorbell, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_publisher_sigkilled_mid_frame, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_writer_lane_reclaim_after_sigkill, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_no_lost_wakeup_100000_transitions, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -273,7 +273,8 @@ static int on_record(orbit_serial_turn_t *turn, const struct orbit_spot_record *
 	}
 	k = atomic_fetch_add(&S->handled[c->no], 1) + 1;
 	atomic_store(&S->run_ns[c->no], orbit_test_now_ns());
-	for (int ms = 0; c->wait_rival && k == 1 && !atomic_load(&S->busy_seen[2]) && ms < 10000; ms++)
+	for (int ms = 0; c->wait_rival && k == 1 && !atomic_load(&S->busy_seen[2]) && ms < 10000;
+	     ms++)
 		usleep(1000); /* host 2 tries (and is refused) while we live */
 	at = atomic_fetch_add(&S->n, 1);
 	S->log[at] = (struct entry){ .producer = pl.p,

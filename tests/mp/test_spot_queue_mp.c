@@ -857,15 +857,15 @@ static void test_host_killed_or_stopped_mid_head_advance(void **state)
 /* ---- the host's doorbell sleep: no lost wake ---- */
 
 struct wake_verdict {
-	_Atomic uint64_t taken;       /* records the host took and completed */
+	_Atomic uint64_t taken;			 /* records the host took and completed */
 	_Atomic uint64_t woken, ready, timeouts; /* host_wait_seq answers: 0, 1, -ETIMEDOUT */
-	_Atomic uint32_t host_bit;    /* the host's wake class */
+	_Atomic uint32_t host_bit;		 /* the host's wake class */
 	_Atomic uint64_t work, work_done; /* a wake source beside the lane (a worker's kick) */
 	_Atomic int host_ready, done;
 };
 
 #define WAKE_HOST_TIMEOUT_NS 5000000000ll /* a lost wake sleeps this long */
-#define WAKE_STALL_NS 2000000000ull       /* the bound on one record's wait */
+#define WAKE_STALL_NS 2000000000ull	  /* the bound on one record's wait */
 
 /*
  * The host of the wake test: the loop a host thread runs (agent/spot_host.c):
@@ -896,7 +896,8 @@ static int wake_host_main(const char *fleet, const struct orbit_spotq_options *o
 			return 0;
 		uint64_t w = atomic_load(&v->work);
 		if (w != atomic_load(&v->work_done)) {
-			atomic_store(&v->work_done, w); /* what a host does with a finished handler */
+			atomic_store(&v->work_done,
+				     w); /* what a host does with a finished handler */
 			continue;
 		}
 		n = orbit__spotq_take(h, ORBIT_SPOTQ_APP, recs, 16, buf, sizeof(buf));
@@ -912,7 +913,8 @@ static int wake_host_main(const char *fleet, const struct orbit_spotq_options *o
 		/* other work between the empty take and the sleep (a host completes,
 		 * renews): 0-31 us, so that submissions land inside that window too */
 		rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
-		for (uint64_t t = orbit_test_now_ns() + (rnd >> 59) * 1000; orbit_test_now_ns() < t;)
+		for (uint64_t t = orbit_test_now_ns() + (rnd >> 59) * 1000;
+		     orbit_test_now_ns() < t;)
 			;
 		r = orbit__spotq_host_wait_seq(h, seen, 1u << ORBIT_SPOTQ_APP, WAKE_HOST_TIMEOUT_NS,
 					       bit);
@@ -972,8 +974,8 @@ static void test_host_wait_seq_single_submissions_no_lost_wake(void **state)
 		bool kick = i % 10 == 5;
 
 		/* even: only once the host announced (until its bit shows, at most 1 s) */
-		for (t = orbit_test_now_ns(); i % 2 == 0 &&
-		     !(atomic_load(&db->sleeping) & bit) && orbit_test_now_ns() - t < 1000000000ull;)
+		for (t = orbit_test_now_ns(); i % 2 == 0 && !(atomic_load(&db->sleeping) & bit) &&
+					      orbit_test_now_ns() - t < 1000000000ull;)
 			sched_yield();
 		if (kick) {
 			/* a wake source the lane re-check cannot see: only the seq can */
@@ -996,13 +998,13 @@ static void test_host_wait_seq_single_submissions_no_lost_wake(void **state)
 	atomic_store(&v->done, 1);
 	orbit__spotq_kick(f.q);
 	st = orbit_test_wait(host, 30000);
-	print_message("%llu single submissions and kicks in %.2f s: slowest taken after %.2f ms; host "
-		      "woken %llu, ready without sleeping %llu, timed out %llu; %llu FUTEX_WAKEs\n",
-		      (unsigned long long)n, (double)(orbit_test_now_ns() - t0) / 1e9,
-		      (double)max_ns / 1e6, (unsigned long long)atomic_load(&v->woken),
-		      (unsigned long long)atomic_load(&v->ready),
-		      (unsigned long long)atomic_load(&v->timeouts),
-		      (unsigned long long)(orbit__doorbell_wakes(db) - wakes0));
+	print_message(
+	    "%llu single submissions and kicks in %.2f s: slowest taken after %.2f ms; host "
+	    "woken %llu, ready without sleeping %llu, timed out %llu; %llu FUTEX_WAKEs\n",
+	    (unsigned long long)n, (double)(orbit_test_now_ns() - t0) / 1e9, (double)max_ns / 1e6,
+	    (unsigned long long)atomic_load(&v->woken), (unsigned long long)atomic_load(&v->ready),
+	    (unsigned long long)atomic_load(&v->timeouts),
+	    (unsigned long long)(orbit__doorbell_wakes(db) - wakes0));
 	if (stalled_at)
 		fail_msg("record %llu waited past %llu ms: a lost wake",
 			 (unsigned long long)stalled_at, WAKE_STALL_NS / 1000000);

@@ -26,8 +26,9 @@ static uint32_t row;
 
 static int setup(void **state)
 {
-	struct orbit_agent_options ao = { .size = sizeof(ao), .name = "watcher",
-					  .tick_ms = 5, .stats_ms = 2 };
+	struct orbit_agent_options ao = {
+		.size = sizeof(ao), .name = "watcher", .tick_ms = 5, .stats_ms = 2
+	};
 	struct orbit_fleet_options fo = { .size = sizeof(fo) };
 
 	(void)state;
@@ -432,8 +433,9 @@ static void test_watch_errors(void **state)
  */
 static void test_watch_is_per_agent_and_ends_at_stop(void **state)
 {
-	struct orbit_agent_options ao = { .size = sizeof(ao), .name = "watcher-2",
-					  .tick_ms = 5, .stats_ms = 2 };
+	struct orbit_agent_options ao = {
+		.size = sizeof(ao), .name = "watcher-2", .tick_ms = 5, .stats_ms = 2
+	};
 	orbit_state_lane_t *l = make_lane(NULL);
 	struct orbit_fleet_stats fs;
 	orbit_agent_t *b;
@@ -465,8 +467,9 @@ static void test_watch_is_per_agent_and_ends_at_stop(void **state)
  */
 static void test_two_agents_keep_separate_watch_sets(void **state)
 {
-	struct orbit_agent_options ao = { .size = sizeof(ao), .name = "watcher-3",
-					  .tick_ms = 5, .stats_ms = 2 };
+	struct orbit_agent_options ao = {
+		.size = sizeof(ao), .name = "watcher-3", .tick_ms = 5, .stats_ms = 2
+	};
 	orbit_state_lane_t *lanes[ORBIT_AGENT_WATCH_MAX];
 	orbit_state_lane_t *shared = make_lane(NULL);
 	struct orbit_fleet_stats fa, fb, before;
@@ -501,8 +504,8 @@ static void test_two_agents_keep_separate_watch_sets(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(orbit_state_lane_run(shared, l_item, &ln), 0);
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(orbit_state_lane_run(lanes[ORBIT_AGENT_WATCH_MAX - 1], l_item,
-				 &ln), 0);
+		assert_int_equal(
+		    orbit_state_lane_run(lanes[ORBIT_AGENT_WATCH_MAX - 1], l_item, &ln), 0);
 	read_fresh(&fa);
 	read_fresh_row(brow, &fb);
 	assert_int_equal(fa.counters[ctr("watched_objects")], 2);
@@ -540,7 +543,7 @@ static void test_two_agents_keep_separate_watch_sets(void **state)
  * for counters, @now for gauges (the mapping doc/agent.md documents). */
 struct exec_expect {
 	uint64_t accepted, rejected, completed, yielded, turn_waited, turn_rejected,
-		protocol_errors;                        /* counters: deltas */
+	    protocol_errors;				  /* counters: deltas */
 	uint64_t outstanding, actor_queues, timer_queues; /* gauges: now */
 };
 

@@ -63,8 +63,9 @@ static void check_audit(demo_ledger_t *l, uint64_t transfers)
 /* A transfer moves money; the same id again is a duplicate and changes nothing. */
 static void test_ledger_transfer_applies_once(void **state)
 {
-	struct demo_transfer t = { .id = 7, .from = 0, .to = 1, .amount = 30, .from_token = 10,
-				   .to_token = 11 };
+	struct demo_transfer t = {
+		.id = 7, .from = 0, .to = 1, .amount = 30, .from_token = 10, .to_token = 11
+	};
 	demo_ledger_t *l;
 	int64_t b;
 	uint64_t tok;
@@ -87,10 +88,12 @@ static void test_ledger_transfer_applies_once(void **state)
 /* A token older than the account's newest is refused, and the transfer with it. */
 static void test_ledger_refuses_stale_token(void **state)
 {
-	struct demo_transfer newer = { .id = 1, .from = 2, .to = 3, .amount = 5, .from_token = 50,
-				       .to_token = 51 };
-	struct demo_transfer stale = { .id = 2, .from = 3, .to = 2, .amount = 5, .from_token = 52,
-				       .to_token = 49 };
+	struct demo_transfer newer = {
+		.id = 1, .from = 2, .to = 3, .amount = 5, .from_token = 50, .to_token = 51
+	};
+	struct demo_transfer stale = {
+		.id = 2, .from = 3, .to = 2, .amount = 5, .from_token = 52, .to_token = 49
+	};
 	demo_ledger_t *l;
 	int64_t b;
 	uint64_t tok;
@@ -113,8 +116,9 @@ static void test_ledger_refuses_stale_token(void **state)
 /* No balance below zero; the refusal is told apart from a stale token. */
 static void test_ledger_refuses_overdraft(void **state)
 {
-	struct demo_transfer t = { .id = 3, .from = 0, .to = 1, .amount = 101, .from_token = 1,
-				   .to_token = 1 };
+	struct demo_transfer t = {
+		.id = 3, .from = 0, .to = 1, .amount = 101, .from_token = 1, .to_token = 1
+	};
 	demo_ledger_t *l;
 
 	(void)state;
@@ -133,8 +137,9 @@ static void test_ledger_refuses_overdraft(void **state)
 /* A paused holder's late write is refused as stale even after its transfer was applied. */
 static void test_ledger_late_write_is_stale_before_duplicate(void **state)
 {
-	struct demo_transfer t = { .id = 5, .from = 0, .to = 1, .amount = 2, .from_token = 30,
-				   .to_token = 31 };
+	struct demo_transfer t = {
+		.id = 5, .from = 0, .to = 1, .amount = 2, .from_token = 30, .to_token = 31
+	};
 	demo_ledger_t *l;
 
 	(void)state;
@@ -157,8 +162,9 @@ static void die_now(void)
 /* SIGKILL between the two balance writes: nothing applied; the redelivery applies once. */
 static void test_ledger_kill_between_writes_leaves_nothing(void **state)
 {
-	struct demo_transfer t = { .id = 9, .from = 1, .to = 2, .amount = 40, .from_token = 100,
-				   .to_token = 101 };
+	struct demo_transfer t = {
+		.id = 9, .from = 1, .to = 2, .amount = 40, .from_token = 100, .to_token = 101
+	};
 	demo_ledger_t *l;
 	int64_t b;
 	uint64_t tok;
@@ -193,8 +199,9 @@ static void test_ledger_kill_between_writes_leaves_nothing(void **state)
 /* The audit is a real check: a stale write forced past the ledger is found. */
 static void test_ledger_audit_finds_a_forced_stale_write(void **state)
 {
-	struct demo_transfer t = { .id = 4, .from = 0, .to = 1, .amount = 1, .from_token = 70,
-				   .to_token = 71 };
+	struct demo_transfer t = {
+		.id = 4, .from = 0, .to = 1, .amount = 1, .from_token = 70, .to_token = 71
+	};
 	struct demo_ledger_audit a;
 	demo_ledger_t *l;
 	sqlite3 *db;
@@ -203,8 +210,8 @@ static void test_ledger_audit_finds_a_forced_stale_write(void **state)
 	assert_int_equal(demo_ledger_open(path, &l), 0);
 	assert_int_equal(demo_ledger_transfer(l, &t, 1000), DEMO_LEDGER_APPLIED);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "INSERT INTO writes (account, token) VALUES (0, 69)", NULL,
-				      NULL, NULL),
+	assert_int_equal(sqlite3_exec(db, "INSERT INTO writes (account, token) VALUES (0, 69)",
+				      NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(demo_ledger_audit(l, &a), 0);
@@ -218,8 +225,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ledger_transfer_applies_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ledger_refuses_stale_token, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ledger_refuses_overdraft, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ledger_late_write_is_stale_before_duplicate, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(test_ledger_late_write_is_stale_before_duplicate,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ledger_kill_between_writes_leaves_nothing,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ledger_audit_finds_a_forced_stale_write, setup,

@@ -60,10 +60,10 @@ static void test_version_matches_configure(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_every_orbit_code_has_a_message),
-	    cmocka_unit_test(test_errno_codes_and_unknown),
-	    cmocka_unit_test(test_err_name_from_the_table),
-	    cmocka_unit_test(test_version_matches_configure),
+		cmocka_unit_test(test_every_orbit_code_has_a_message),
+		cmocka_unit_test(test_errno_codes_and_unknown),
+		cmocka_unit_test(test_err_name_from_the_table),
+		cmocka_unit_test(test_version_matches_configure),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,10 +52,10 @@ static int group_teardown(void **state)
 	return orbit_test_etcd_stop(&cluster);
 }
 
-#define NEED_CLUSTER()             \
-	do {                       \
-		if (!have_cluster) \
-			skip();    \
+#define NEED_CLUSTER()                                                                             \
+	do {                                                                                       \
+		if (!have_cluster)                                                                 \
+			skip();                                                                    \
 	} while (0)
 
 /* A key under this test's prefix. */
@@ -109,7 +109,8 @@ static void test_etcd_delete_if_compares_tenure_and_value(void **state)
 	assert_int_equal(kv.create_revision, rev);
 	orbit__etcd_kv_free(&kv);
 	assert_int_equal(orbit__etcd_delete_if(etcd, k, l, rev, "me", 2), 1);
-	assert_int_equal(orbit__etcd_delete_if(etcd, k, l, rev, "me", 2), 0); /* a retry frees nothing */
+	assert_int_equal(orbit__etcd_delete_if(etcd, k, l, rev, "me", 2),
+			 0); /* a retry frees nothing */
 	assert_int_equal(orbit__etcd_get(etcd, k, l, 0, &kv), 0);
 }
 
@@ -192,8 +193,10 @@ static void test_etcd_range_prefix_in_key_order(void **state)
 
 	(void)state;
 	NEED_CLUSTER();
-	for (const char *const *n = (const char *const[]){ "r/c", "r/a", "r/b", "rx", NULL }; *n; n++)
-		assert_int_equal(orbit__etcd_create(etcd, k, key(k, sizeof(k), *n), "v", 1, 0, &rev, NULL), 1);
+	for (const char *const *n = (const char *const[]){ "r/c", "r/a", "r/b", "rx", NULL }; *n;
+	     n++)
+		assert_int_equal(
+		    orbit__etcd_create(etcd, k, key(k, sizeof(k), *n), "v", 1, 0, &rev, NULL), 1);
 	assert_int_equal(orbit__etcd_range_prefix(etcd, p, pl, 0, on_kv, &s, &at), 3);
 	assert_true(at >= rev);
 	assert_string_equal(s.names[0] + strlen(prefix), "r/a");
@@ -202,8 +205,8 @@ static void test_etcd_range_prefix_in_key_order(void **state)
 	/* Binary keys and values, NUL and 0xff included, come back byte for byte. */
 	memcpy(k, prefix, strlen(prefix));
 	memcpy(k + strlen(prefix), bin, sizeof(bin));
-	assert_int_equal(orbit__etcd_create(etcd, k, strlen(prefix) + sizeof(bin), bin, sizeof(bin), 0,
-					    &rev, NULL),
+	assert_int_equal(orbit__etcd_create(etcd, k, strlen(prefix) + sizeof(bin), bin, sizeof(bin),
+					    0, &rev, NULL),
 			 1);
 	assert_int_equal(orbit__etcd_get(etcd, k, strlen(prefix) + sizeof(bin), 1, &kv), 1);
 	assert_int_equal(kv.value_len, sizeof(bin));

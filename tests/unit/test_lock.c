@@ -43,8 +43,9 @@ ORBIT_LOCK_DEFINE_NAMESPACE(test_ns, "runtime.tasks.pool");
 
 static struct orbit_lock_options opts_for(const char *f, const struct orbit_lock_layout *y)
 {
-	struct orbit_lock_options o = { .size = sizeof(o), .fleet = f, .layout = y,
-					.serializer = cur_ser };
+	struct orbit_lock_options o = {
+		.size = sizeof(o), .fleet = f, .layout = y, .serializer = cur_ser
+	};
 
 	if (on_etcd) {
 		o.backend = ORBIT_LOCK_BACKEND_ETCD;
@@ -76,7 +77,8 @@ static void check_table(orbit_lock_t *l)
 static struct orbit_lock_slot *slot_at(orbit_lock_t *l, uint32_t i)
 {
 	return (struct orbit_lock_slot *)((char *)orbit__lock_hdr(l) +
-					  sizeof(struct orbit_lock_table_hdr)) + i;
+					  sizeof(struct orbit_lock_table_hdr)) +
+	       i;
 }
 
 static int setup(void **state)
@@ -403,7 +405,8 @@ static int child_ops_after_fork(void *arg)
 
 	if (orbit_lock_try_acquire(L, &k, &c, SEC, NULL, NULL) != -ECHILD)
 		return 1;
-	if (orbit_lock_release(L, &k, &c, 0) != -ECHILD || orbit_lock_force_release(L, &k) != -ECHILD)
+	if (orbit_lock_release(L, &k, &c, 0) != -ECHILD ||
+	    orbit_lock_force_release(L, &k) != -ECHILD)
 		return 2;
 	/* SHM: lookup never needs the serializer; etcd: the connection is the parent's */
 	if (orbit_lock_lookup(L, &k, &e) != (on_etcd ? -ECHILD : 0))
@@ -535,8 +538,9 @@ static void test_err_enospc_full_table_never_evicts(void **state)
 	for (int i = 0; i < 8; i++) {
 		snprintf(lab, sizeof(lab), "k%d", i);
 		orbit_lock_key_t k = K(lab);
-		assert_int_equal(orbit_lock_try_acquire(small, &k, &a, i < 7 ? 10 * SEC : 30000000,
-							NULL, NULL), 0);
+		assert_int_equal(
+		    orbit_lock_try_acquire(small, &k, &a, i < 7 ? 10 * SEC : 30000000, NULL, NULL),
+		    0);
 	}
 	orbit_lock_key_t extra = K("extra");
 	assert_int_equal(orbit_lock_try_acquire(small, &extra, &a, SEC, NULL, NULL), -ENOSPC);
@@ -1064,7 +1068,8 @@ static pid_t spawn_with_pid(pid_t pid)
 {
 	pid_t tid[1] = { pid };
 	struct clone_args_v1 a = { .exit_signal = SIGCHLD,
-				   .set_tid = (uint64_t)(uintptr_t)tid, .set_tid_size = 1 };
+				   .set_tid = (uint64_t)(uintptr_t)tid,
+				   .set_tid_size = 1 };
 	long r = syscall(SYS_clone3, &a, sizeof(a));
 
 	if (r == 0)
@@ -1125,7 +1130,8 @@ static void test_holder_alive_not_fooled_by_pid_reuse(void **state)
 		again = spawn_with_pid(holder);
 		if (again == -EPERM || again == -ENOSYS || again == -E2BIG) {
 			print_message("skipped: clone3 set_tid: %s (needs CAP_SYS_ADMIN in the pid "
-				      "namespace and Linux 5.5+)\n", strerror(-again));
+				      "namespace and Linux 5.5+)\n",
+				      strerror(-again));
 			assert_int_equal(orbit_lock_force_release(L, &k), 0);
 			skip();
 		}
@@ -1141,8 +1147,8 @@ static void test_holder_alive_not_fooled_by_pid_reuse(void **state)
 		kill(again, SIGKILL);
 		waitpid(again, NULL, 0);
 		if (alive != 0)
-			fail_msg("pid %d reused %s the holder's start tick: holder_alive %d", (int)again,
-				 t == e.holder_start_ticks ? "within" : "after", alive);
+			fail_msg("pid %d reused %s the holder's start tick: holder_alive %d",
+				 (int)again, t == e.holder_start_ticks ? "within" : "after", alive);
 		assert_int_equal(orbit_lock_force_release(L, &k), 0);
 	}
 	print_message("%d pid reuses in %d tries, %d within the holder's start tick\n", reused,
@@ -1200,10 +1206,12 @@ static void test_lookup_miss_on_full_table_is_enoent(void **state)
 		for (uint32_t i = 0; i < y.slots; i++) {
 			snprintf(lab, sizeof(lab), "fill-%u", i);
 			orbit_lock_key_t k = K(lab);
-			assert_int_equal(orbit_lock_try_acquire(l, &k, &a, 60 * SEC, NULL, NULL), 0);
+			assert_int_equal(orbit_lock_try_acquire(l, &k, &a, 60 * SEC, NULL, NULL),
+					 0);
 		}
 		orbit_lock_key_t more = K("one-too-many");
-		assert_int_equal(orbit_lock_try_acquire(l, &more, &a, 60 * SEC, NULL, NULL), -ENOSPC);
+		assert_int_equal(orbit_lock_try_acquire(l, &more, &a, 60 * SEC, NULL, NULL),
+				 -ENOSPC);
 		for (int i = 0; i < 1000; i++) {
 			snprintf(lab, sizeof(lab), "miss-%d", i);
 			orbit_lock_key_t k = K(lab);
@@ -1277,8 +1285,7 @@ static int env_child_main(const char *f)
 
 	if (orbit_lock_open(&o, &l))
 		return 2;
-	if (orbit_lock_try_acquire(l, &k, &a, SEC, NULL, NULL) ||
-	    orbit_lock_release(l, &k, &a, 0))
+	if (orbit_lock_try_acquire(l, &k, &a, SEC, NULL, NULL) || orbit_lock_release(l, &k, &a, 0))
 		return 3;
 	orbit_lock_close(l);
 	return 0;
@@ -1433,8 +1440,9 @@ static void test_etcd_backend_selected_at_open(void **state)
 	o.backend = (enum orbit_lock_backend)7;
 	assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
 	o.backend = ORBIT_LOCK_BACKEND_AUTO;
-	for (const char *const *bad = (const char *const[]){ "etcd://", "etcd:///f", "etcd://h",
-				"etcd://h:1,", "etcd://u@h:1/f", "etcd://h:1/bad/fleet", NULL };
+	for (const char *const *bad =
+		 (const char *const[]){ "etcd://", "etcd:///f", "etcd://h", "etcd://h:1,",
+					"etcd://u@h:1/f", "etcd://h:1/bad/fleet", NULL };
 	     *bad; bad++) {
 		o.fleet = *bad;
 		assert_int_equal(orbit_lock_open(&o, &x), -EINVAL);
@@ -1445,7 +1453,8 @@ static void test_etcd_backend_selected_at_open(void **state)
 /* Issue 15 "Mapping": namespace and label stay apart in the etcd key. */
 static void test_etcd_key_keeps_namespace_and_label_apart(void **state)
 {
-	orbit_lock_key_t k1 = { "ab", 2, "c", 1 }, k2 = { "a", 1, "bc", 2 }, k3 = { NULL, 0, "abc", 3 };
+	orbit_lock_key_t k1 = { "ab", 2, "c", 1 }, k2 = { "a", 1, "bc", 2 },
+			 k3 = { NULL, 0, "abc", 3 };
 	orbit_lock_owner_t a = O("alice");
 	struct orbit_lock_entry e;
 
@@ -1530,7 +1539,8 @@ static int orbitctl_etcd(const char *url, const char *args, char *out, size_t ca
 	FILE *p;
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "%s/agent/orbitctl --fleet '%s' %s 2>&1", b ? b : ".", url, args);
+	snprintf(cmd, sizeof(cmd), "%s/agent/orbitctl --fleet '%s' %s 2>&1", b ? b : ".", url,
+		 args);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	n = fread(out, 1, cap - 1, p);
@@ -1564,9 +1574,11 @@ static void test_etcd_orbitctl_locks_and_force_release(void **state)
 	assert_non_null(strstr(out, "\"backend\":\"etcd\""));
 	assert_int_equal(orbitctl_etcd(url, "members", out, sizeof(out)), 1);
 	assert_non_null(strstr(out, "has locks only"));
-	assert_int_equal(orbitctl_etcd(url, "force-release runtime.tasks.pool:ctl", out, sizeof(out)), 0);
+	assert_int_equal(
+	    orbitctl_etcd(url, "force-release runtime.tasks.pool:ctl", out, sizeof(out)), 0);
 	assert_int_equal(orbit_lock_lookup(L, &k, &(struct orbit_lock_entry){ 0 }), -ENOENT);
-	assert_int_equal(orbitctl_etcd(url, "force-release runtime.tasks.pool:ctl", out, sizeof(out)), 5);
+	assert_int_equal(
+	    orbitctl_etcd(url, "force-release runtime.tasks.pool:ctl", out, sizeof(out)), 5);
 	assert_int_equal(orbitctl_etcd(url, "locks", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "0 lock(s)"));
 }
@@ -1594,11 +1606,11 @@ static void test_etcd_no_quorum_is_eunavailable_within_bound(void **state)
 	assert_int_equal(kill(cluster.pids[1], SIGKILL), 0);
 	assert_int_equal(kill(cluster.pids[2], SIGKILL), 0);
 	usleep(100000);
-#define BOUNDED(call)                                                         \
-	do {                                                                  \
-		t0 = orbit_test_now_ns();                                     \
-		assert_int_equal((call), -ORBIT_EUNAVAILABLE);                \
-		assert_true(orbit_test_now_ns() - t0 < 1300000000ull);        \
+#define BOUNDED(call)                                                                              \
+	do {                                                                                       \
+		t0 = orbit_test_now_ns();                                                          \
+		assert_int_equal((call), -ORBIT_EUNAVAILABLE);                                     \
+		assert_true(orbit_test_now_ns() - t0 < 1300000000ull);                             \
 	} while (0)
 	BOUNDED(orbit_lock_try_acquire(x, &k2, &a, SEC, NULL, NULL));
 	BOUNDED(orbit_lock_renew(x, &k, &a, l1.token, SEC, NULL));
@@ -1685,17 +1697,21 @@ static void test_acquire_with_flags_options_and_checker(void **state)
 	assert_int_equal(e.flags, 0);
 
 	ao.flags = ORBIT_LOCK_FREE_ON_DEATH; /* no agent named a tenure */
-	assert_int_equal(orbit_lock_try_acquire_with(L, &k, &a, 10 * SEC, &ao, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire_with(L, &k, &a, 10 * SEC, &ao, NULL, NULL),
+			 -EINVAL);
 	ao.flags = 0x2;
-	assert_int_equal(orbit_lock_try_acquire_with(L, &k, &a, 10 * SEC, &ao, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire_with(L, &k, &a, 10 * SEC, &ao, NULL, NULL),
+			 -EINVAL);
 	ao.flags = 0;
 	ao.size = 0;
-	assert_int_equal(orbit_lock_try_acquire_with(L, &k, &a, 10 * SEC, &ao, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire_with(L, &k, &a, 10 * SEC, &ao, NULL, NULL),
+			 -EINVAL);
 	memset(&big, 0, sizeof(big));
 	orbit_lock_acquire_options_init(&big.o);
 	big.o.size = sizeof(big);
 	big.unknown = 1;
-	assert_int_equal(orbit_lock_try_acquire_with(L, &k, &a, 10 * SEC, &big.o, NULL, NULL), -E2BIG);
+	assert_int_equal(orbit_lock_try_acquire_with(L, &k, &a, 10 * SEC, &big.o, NULL, NULL),
+			 -E2BIG);
 	assert_int_equal(orbit_lock_lookup(L, &k, &e), -ENOENT); /* nothing changed */
 
 	orbit__lock_set_member(L, 5, 9);
@@ -1730,72 +1746,58 @@ static void test_acquire_with_flags_options_and_checker(void **state)
 	assert_int_equal(orbit_lock_try_acquire_with(L, &k2, &a, 10 * SEC, &ao, NULL, NULL), 0);
 	ao.flags = ORBIT_LOCK_FREE_ON_DEATH;
 	assert_int_equal(orbit_lock_release(L, &k2, &a, 0), 0);
-	assert_int_equal(orbit_lock_try_acquire_with(L, &k2, &a, 10 * SEC, &ao, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire_with(L, &k2, &a, 10 * SEC, &ao, NULL, NULL),
+			 -EINVAL);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 /* The tests that need no SHM internals: they run on every backend. */
-#define LOCK_TESTS_NEUTRAL                                           \
-	T(test_inv_one_active_entry_per_key),                        \
-	T(test_inv_owner_is_opaque_compare_token),                   \
-	T(test_inv_only_exact_owner_renews_or_releases),             \
-	T(test_inv_no_release_without_owner_or_exact_lease),         \
-	T(test_ttl_expiry_reclaims_with_larger_token),               \
-	T(test_state_revision_increases_on_every_change),            \
-	T(test_err_echild_fork_child_must_reopen),                   \
-	T(test_err_einval_bad_arguments),                            \
-	T(test_err_einval_null_arguments),                           \
-	T(test_err_e2big_over_960_bytes),                            \
-	T(test_err_enoent_not_held),                                 \
-	T(test_err_eperm_wrong_owner_or_token),                      \
-	T(test_err_erofs_readonly_handle)
+#define LOCK_TESTS_NEUTRAL                                                                         \
+	T(test_inv_one_active_entry_per_key), T(test_inv_owner_is_opaque_compare_token),           \
+	    T(test_inv_only_exact_owner_renews_or_releases),                                       \
+	    T(test_inv_no_release_without_owner_or_exact_lease),                                   \
+	    T(test_ttl_expiry_reclaims_with_larger_token),                                         \
+	    T(test_state_revision_increases_on_every_change),                                      \
+	    T(test_err_echild_fork_child_must_reopen), T(test_err_einval_bad_arguments),           \
+	    T(test_err_einval_null_arguments), T(test_err_e2big_over_960_bytes),                   \
+	    T(test_err_enoent_not_held), T(test_err_eperm_wrong_owner_or_token),                   \
+	    T(test_err_erofs_readonly_handle)
 /* The etcd backend's own (last: the quorum test kills and restarts members). */
-#define LOCK_TESTS_ETCD                                              \
-	T(test_etcd_ttl_ms_become_whole_seconds),                    \
-	T(test_etcd_renew_with_another_ttl_keeps_token),             \
-	T(test_etcd_backend_selected_at_open),                       \
-	T(test_etcd_key_keeps_namespace_and_label_apart),            \
-	T(test_etcd_tokens_increase_across_unlink),                  \
-	T(test_etcd_stats_count_outcomes),                           \
-	T(test_etcd_agent_refuses_etcd_lock),                        \
-	T(test_etcd_orbitctl_locks_and_force_release),               \
-	T(test_etcd_no_quorum_is_eunavailable_within_bound)
-#define LOCK_TESTS                                                   \
-	T(test_inv_one_active_entry_per_key),                        \
-	T(test_inv_owner_is_opaque_compare_token),                   \
-	T(test_inv_only_exact_owner_renews_or_releases),             \
-	T(test_inv_no_release_without_owner_or_exact_lease),         \
-	T(test_inv_event_precedes_commit_under_state_lock),          \
-	T(test_inv_ring_overwrite_cannot_change_state),              \
-	T(test_inv_one_state_object_per_layout),                     \
-	T(test_ttl_expiry_reclaims_with_larger_token),               \
-	T(test_state_revision_increases_on_every_change),            \
-	T(test_tokens_increase_across_reset_and_recreation),         \
-	T(test_err_echild_fork_child_must_reopen),                   \
-	T(test_lookup_works_while_serializer_held),                  \
-	T(test_fork_child_does_not_keep_parent_serializer),          \
-	T(test_err_enospc_full_table_never_evicts),                  \
-	T(test_err_efingerprint_other_slot_count),                   \
-	T(test_err_einval_bad_arguments),                            \
-	T(test_err_einval_null_arguments),                           \
-	T(test_options_older_accepted_newer_tail_e2big),             \
-	T(test_err_e2big_over_960_bytes),                            \
-	T(test_err_enoent_not_held),                                 \
-	T(test_err_eperm_wrong_owner_or_token),                      \
-	T(test_err_erofs_readonly_handle),                           \
-	T(test_err_efingerprint_layout_or_serializer_mismatch),      \
-	T(test_err_ecorrupt_and_eagain_lookup),                      \
-	T(test_err_ecorrupt_open_bad_table_header),                  \
-	T(test_err_enotrecoverable_futex),                           \
-	T(test_serializer_holder_death_is_repaired),                 \
-	T(test_tombstones_compacted_probes_short),                   \
-	T(test_compaction_keeps_wrapped_entry_behind_corrupt_slot),                   \
-	T(test_foreach_namespace_and_holder_alive),                   \
-	T(test_holder_alive_not_fooled_by_pid_reuse),                \
-	T(test_lookup_miss_on_full_table_is_enoent),                 \
-	T(test_set_sink_null_sticks_when_serializer_fails),          \
-	T(test_crashpoint_env_variable_arms_nothing),                \
-	T(test_acquire_with_flags_options_and_checker)
+#define LOCK_TESTS_ETCD                                                                            \
+	T(test_etcd_ttl_ms_become_whole_seconds), T(test_etcd_renew_with_another_ttl_keeps_token), \
+	    T(test_etcd_backend_selected_at_open),                                                 \
+	    T(test_etcd_key_keeps_namespace_and_label_apart),                                      \
+	    T(test_etcd_tokens_increase_across_unlink), T(test_etcd_stats_count_outcomes),         \
+	    T(test_etcd_agent_refuses_etcd_lock), T(test_etcd_orbitctl_locks_and_force_release),   \
+	    T(test_etcd_no_quorum_is_eunavailable_within_bound)
+#define LOCK_TESTS                                                                                 \
+	T(test_inv_one_active_entry_per_key), T(test_inv_owner_is_opaque_compare_token),           \
+	    T(test_inv_only_exact_owner_renews_or_releases),                                       \
+	    T(test_inv_no_release_without_owner_or_exact_lease),                                   \
+	    T(test_inv_event_precedes_commit_under_state_lock),                                    \
+	    T(test_inv_ring_overwrite_cannot_change_state),                                        \
+	    T(test_inv_one_state_object_per_layout),                                               \
+	    T(test_ttl_expiry_reclaims_with_larger_token),                                         \
+	    T(test_state_revision_increases_on_every_change),                                      \
+	    T(test_tokens_increase_across_reset_and_recreation),                                   \
+	    T(test_err_echild_fork_child_must_reopen), T(test_lookup_works_while_serializer_held), \
+	    T(test_fork_child_does_not_keep_parent_serializer),                                    \
+	    T(test_err_enospc_full_table_never_evicts), T(test_err_efingerprint_other_slot_count), \
+	    T(test_err_einval_bad_arguments), T(test_err_einval_null_arguments),                   \
+	    T(test_options_older_accepted_newer_tail_e2big), T(test_err_e2big_over_960_bytes),     \
+	    T(test_err_enoent_not_held), T(test_err_eperm_wrong_owner_or_token),                   \
+	    T(test_err_erofs_readonly_handle),                                                     \
+	    T(test_err_efingerprint_layout_or_serializer_mismatch),                                \
+	    T(test_err_ecorrupt_and_eagain_lookup), T(test_err_ecorrupt_open_bad_table_header),    \
+	    T(test_err_enotrecoverable_futex), T(test_serializer_holder_death_is_repaired),        \
+	    T(test_tombstones_compacted_probes_short),                                             \
+	    T(test_compaction_keeps_wrapped_entry_behind_corrupt_slot),                            \
+	    T(test_foreach_namespace_and_holder_alive),                                            \
+	    T(test_holder_alive_not_fooled_by_pid_reuse),                                          \
+	    T(test_lookup_miss_on_full_table_is_enoent),                                           \
+	    T(test_set_sink_null_sticks_when_serializer_fails),                                    \
+	    T(test_crashpoint_env_variable_arms_nothing),                                          \
+	    T(test_acquire_with_flags_options_and_checker)
 
 int main(void)
 {
@@ -1819,7 +1821,8 @@ int main(void)
 	rc |= cmocka_run_group_tests_name("lock_etcd", etcd_tests, group_etcd, NULL);
 	orbit_test_etcd_stop(&cluster);
 #else
-	const struct CMUnitTest absent[] = { cmocka_unit_test(test_etcd_backend_absent_is_eopnotsupp) };
+	const struct CMUnitTest absent[] = { cmocka_unit_test(
+	    test_etcd_backend_absent_is_eopnotsupp) };
 
 	printf("# built without --with-etcd: the etcd backend's run is skipped\n");
 	rc |= cmocka_run_group_tests_name("lock_no_etcd", absent, NULL, NULL);

@@ -61,7 +61,7 @@ static void scribble(off_t from, off_t to, bool plausible)
 			buf[i] = (uint8_t)rand_r(&seed);
 		if (plausible && n == 1024) {
 			struct orbit_lock_slot *s = (void *)buf;
-			s->seq = (uint32_t)rand_r(&seed) % 8;   /* even or odd */
+			s->seq = (uint32_t)rand_r(&seed) % 8;	/* even or odd */
 			s->state = (uint32_t)rand_r(&seed) % 4; /* 3 is invalid */
 			s->ns_len = (uint16_t)(rand_r(&seed) % 20);
 			s->label_len = (uint16_t)(rand_r(&seed) % 6);
@@ -96,7 +96,8 @@ static void lookups(orbit_lock_t *l)
 		if (rc != 0 && rc != -ENOENT && rc != -EAGAIN && rc != -ORBIT_ECORRUPT)
 			fail_msg("lookup returned undocumented %d", rc);
 		if (rc == 0)
-			assert_true((unsigned)e.ns_len + e.label_len + e.owner_len <= ORBIT_LOCK_BYTES_MAX);
+			assert_true((unsigned)e.ns_len + e.label_len + e.owner_len <=
+				    ORBIT_LOCK_BYTES_MAX);
 	}
 	int n = orbit_lock_foreach(l, NULL, NULL);
 	assert_int_equal(n, -EINVAL);
@@ -169,7 +170,7 @@ static void test_fuzz_random_slots_lookup_documented_codes(void **state)
 		lookups(l);
 		rc = orbit_lock_foreach(l, count, c);
 		assert_true(rc == c[0] || rc == -EAGAIN); /* the count of entries handed out */
-		assert_int_equal(c[1], 0);                /* never an entry with lying lengths */
+		assert_int_equal(c[1], 0);		  /* never an entry with lying lengths */
 		/* a mutation clears what it cannot trust and keeps working */
 		orbit_lock_key_t k = { "", 0, "1", 1 };
 		orbit_lock_owner_t ow = { "me", 2 };
@@ -226,7 +227,8 @@ static void test_fuzz_header_words_repaired_by_next_mutation(void **state)
 			fail_msg("round %d: acquire returned %d", round, rc);
 		rc = orbit_lock_lookup(l, &miss, &e);
 		if (rc != -ENOENT)
-			fail_msg("round %d: a miss after the repairing mutation returned %d", round, rc);
+			fail_msg("round %d: a miss after the repairing mutation returned %d", round,
+				 rc);
 		assert_int_equal(orbit_lock_lookup(l, &k, &e), 0);
 		assert_int_equal(orbit_lock_release(l, &k, &ow, 0), 0);
 		if (orbit__lock_table_check(l, why, sizeof(why)))

@@ -189,8 +189,8 @@ static void *race_reader(void *p)
 		if (rc)
 			return (void *)1;
 		if (e.ns_len != strlen("tests.threads") || e.label_len != 3 ||
-		    memcmp(e.bytes, "tests.threadshot", 16) ||
-		    !race_owner_whole(&e) || e.token == 0)
+		    memcmp(e.bytes, "tests.threadshot", 16) || !race_owner_whole(&e) ||
+		    e.token == 0)
 			return (void *)2;
 		atomic_fetch_add(&r->hits, 1);
 	}
@@ -199,7 +199,8 @@ static void *race_reader(void *p)
 
 static void test_threads_lookup_races_rewrite_tsan_clean(void **state)
 {
-	struct orbit_lock_options o = { .size = sizeof(o), .serializer = ORBIT_LOCK_SERIALIZER_FUTEX };
+	struct orbit_lock_options o = { .size = sizeof(o),
+					.serializer = ORBIT_LOCK_SERIALIZER_FUTEX };
 	struct race r = { 0 };
 	pthread_t w, rd;
 	char fleet[64];
@@ -257,7 +258,8 @@ static void *pinned_writer(void *p)
 
 static void test_threads_lookup_lets_preempted_writer_finish(void **state)
 {
-	struct orbit_lock_options o = { .size = sizeof(o), .serializer = ORBIT_LOCK_SERIALIZER_FUTEX };
+	struct orbit_lock_options o = { .size = sizeof(o),
+					.serializer = ORBIT_LOCK_SERIALIZER_FUTEX };
 	struct pinned pn = { 0 };
 	orbit_lock_key_t key;
 	struct orbit_lock_entry e;

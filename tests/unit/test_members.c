@@ -52,7 +52,7 @@ static struct orbit_member_row *raw_row(orbit_members_t *m, uint32_t row)
 {
 	return orbit__seg_at(orbit__members_seg(m),
 			     ORBIT_SEG_HEADER_BYTES + sizeof(struct orbit_members_shm) +
-				     (uint64_t)row * sizeof(struct orbit_member_row),
+				 (uint64_t)row * sizeof(struct orbit_member_row),
 			     sizeof(struct orbit_member_row));
 }
 
@@ -154,7 +154,8 @@ static void test_directory_full_enospc_and_readonly_erofs(void **state)
 	assert_int_equal(orbit__members_count_live_others(h[0]), 7);
 	assert_int_equal(orbit__members_open(&ro, f->fleet, 8, &ro_opts), 0);
 	assert_int_equal(orbit__members_join(ro, "ro"), -EROFS);
-	assert_int_equal(orbit__members_is_alive(ro, 3), 1); /* a readonly opener can test liveness */
+	assert_int_equal(orbit__members_is_alive(ro, 3),
+			 1); /* a readonly opener can test liveness */
 	assert_int_equal(orbit__members_reclaim(ro, 3), -EROFS);
 	orbit__members_close(h[3]); /* leaves */
 	assert_int_equal(orbit__members_is_alive(ro, 3), 0);
@@ -269,7 +270,7 @@ static void test_pid_reuse_not_fooled(void **state)
 	rw->pid = (uint32_t)live;
 	rw->start_time_ticks = st - 1;
 	strcpy(rw->name, "ghost");
-	assert_int_equal(orbit__members_is_alive(f->m, 5), 0);      /* no lock: dead */
+	assert_int_equal(orbit__members_is_alive(f->m, 5), 0); /* no lock: dead */
 	assert_int_equal(orbit__members_is_alive_gen(f->m, 5, 7), 0);
 	assert_int_equal(orbit__members_pidfd_open(f->m, 5, NULL), -ESRCH); /* start time differs */
 	assert_int_equal(orbit__members_snapshot(f->m, 5, &info), 0);
@@ -311,7 +312,8 @@ static void test_random_bytes_in_member_rows_never_crash(void **state)
 			for (size_t i = 0; i < sizeof(struct orbit_member_row); i++)
 				b[i] = (uint8_t)rand();
 			if (round & 1) /* half the rounds: even seq so the bytes get validated */
-				atomic_store(&((struct orbit_member_row *)b)->seq, (uint32_t)rand() & ~1u);
+				atomic_store(&((struct orbit_member_row *)b)->seq,
+					     (uint32_t)rand() & ~1u);
 		}
 		for (uint32_t r = 0; r < 8; r++) {
 			int rc = orbit__members_snapshot(f->m, r, &info);
@@ -324,7 +326,8 @@ static void test_random_bytes_in_member_rows_never_crash(void **state)
 				close(rc);
 		}
 		assert_true(orbit__members_foreach(f->m, count_cb, &n) >= 0);
-		assert_int_equal(orbit__members_count_live_others(f->m), 1); /* only "keeper" holds a lock */
+		assert_int_equal(orbit__members_count_live_others(f->m),
+				 1); /* only "keeper" holds a lock */
 		if (round == 1)
 			assert_true(corrupt > 0); /* the validation actually rejects garbage */
 	}
@@ -356,12 +359,16 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_join_leave, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_directory_full_enospc_and_readonly_erofs, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_liveness_after_sigkill_proven_dead_at_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_forked_child_does_not_keep_dead_parent_alive, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_directory_full_enospc_and_readonly_erofs,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_liveness_after_sigkill_proven_dead_at_once,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forked_child_does_not_keep_dead_parent_alive,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_forked_handle_refused_ebadfd, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pid_reuse_not_fooled, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_random_bytes_in_member_rows_never_crash, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random_bytes_in_member_rows_never_crash, setup,
+						teardown),
 		cmocka_unit_test(test_proc_start_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -54,7 +54,7 @@ static int run(const char *fleet_arg, const char *args, bool with_stderr)
 
 static int acquire(const char *label, size_t label_len, const char *owner, uint64_t *token)
 {
-	orbit_lock_owner_t o = {owner, strlen(owner)};
+	orbit_lock_owner_t o = { owner, strlen(owner) };
 	orbit_lock_key_t k = orbit_lock_key(ctl_ns, label, label_len);
 	struct orbit_lock_lease lease;
 	uint64_t t0 = orbit_test_now_ns();
@@ -69,8 +69,8 @@ static int acquire(const char *label, size_t label_len, const char *owner, uint6
 /* Hold NS:label (20 bytes) as WIDE_OWNER; returns the token (0 on failure). */
 static uint64_t acquire_wide(const char *label)
 {
-	orbit_lock_owner_t o = {WIDE_OWNER, sizeof(WIDE_OWNER) - 1};
-	orbit_lock_key_t k = {WIDE_NS, sizeof(WIDE_NS) - 1, label, strlen(label)};
+	orbit_lock_owner_t o = { WIDE_OWNER, sizeof(WIDE_OWNER) - 1 };
+	orbit_lock_key_t k = { WIDE_NS, sizeof(WIDE_NS) - 1, label, strlen(label) };
 	struct orbit_lock_lease lease;
 
 	if (strlen(label) != 20 ||
@@ -106,7 +106,7 @@ static int wide_holder_pid(const char *label)
 /* Join a second member row named WIDE_MEMBER, shown with a 7-digit pid and an old heartbeat. */
 static int join_wide_member(void)
 {
-	struct orbit_seg_opts so = {.how = ORBIT_SEG_OPEN};
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
 	struct orbit_members_shm *mh;
 	struct orbit_member_row *row;
 	struct timespec ts;
@@ -134,9 +134,10 @@ static int join_wide_member(void)
 
 static int group_setup(void **state)
 {
-	struct orbit_lock_options lo = {.size = sizeof(lo)};
+	struct orbit_lock_options lo = { .size = sizeof(lo) };
 	struct orbit_agent_options ao = {
-	    .size = sizeof(ao), .name = "ctl-fixture", .tick_ms = 5, .stats_ms = 10};
+		.size = sizeof(ao), .name = "ctl-fixture", .tick_ms = 5, .stats_ms = 10
+	};
 	static const char weird[] = "bin\x01\xff-and-a-rather-long-label-that-will-not-fit";
 
 	(void)state;
@@ -160,7 +161,7 @@ static int group_setup(void **state)
 
 static int group_teardown(void **state)
 {
-	struct orbit_lock_options lo = {.size = sizeof(lo), .fleet = fleet};
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
 
 	(void)state;
 	orbit_agent_stop(agent);
@@ -261,8 +262,8 @@ static void test_orbitctl_stats_table(void **state)
  */
 static void test_fleet_stats_rows_counts_the_stats_segment(void **state)
 {
-	struct orbit_fleet_options fo = {.size = sizeof(fo), .fleet = fleet};
-	struct orbit_lock_options lo = {.size = sizeof(lo)};
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
+	struct orbit_lock_options lo = { .size = sizeof(lo) };
 	struct orbit_fleet_stats *fs = malloc(sizeof(*fs));
 	orbit_fleet_t *f = NULL;
 	orbit_lock_t *bare = NULL;
@@ -411,8 +412,11 @@ static void test_orbitctl_stats_prometheus_format(void **state)
  */
 static void test_orbitctl_stats_totals_filters_and_series(void **state)
 {
-	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "ctl-second",
-					  .tick_ms = 5, .stats_ms = 10 };
+	struct orbit_agent_options ao = { .size = sizeof(ao),
+					  .fleet = fleet,
+					  .name = "ctl-second",
+					  .tick_ms = 5,
+					  .stats_ms = 10 };
 	orbit_agent_t *second;
 	const char *tot;
 
@@ -452,7 +456,7 @@ static void test_orbitctl_stats_totals_filters_and_series(void **state)
 static void test_orbitctl_watch_follows_transitions(void **state)
 {
 	char cmd[2048], line[512], all[8192] = "";
-	orbit_lock_owner_t o = {"owner-w", 7};
+	orbit_lock_owner_t o = { "owner-w", 7 };
 	orbit_lock_key_t k = orbit_lock_key(ctl_ns, "watched", 7);
 	FILE *p;
 	int st;
@@ -467,8 +471,8 @@ static void test_orbitctl_watch_follows_transitions(void **state)
 	assert_int_equal(orbit_lock_try_acquire(lock, &k, &o, 1000000000ull, NULL, NULL), 0);
 	assert_int_equal(orbit_lock_release(lock, &k, &o, 0), 0);
 	{
-		orbit_lock_owner_t wo = {WIDE_OWNER, sizeof(WIDE_OWNER) - 1};
-		orbit_lock_key_t wk = {WIDE_NS, sizeof(WIDE_NS) - 1, "resource-00000000003", 20};
+		orbit_lock_owner_t wo = { WIDE_OWNER, sizeof(WIDE_OWNER) - 1 };
+		orbit_lock_key_t wk = { WIDE_NS, sizeof(WIDE_NS) - 1, "resource-00000000003", 20 };
 
 		assert_true(acquire_wide("resource-00000000003") != 0);
 		assert_int_equal(orbit_lock_release(lock, &wk, &wo, 0), 0);
@@ -507,8 +511,8 @@ static int on_replayed(const struct orbit_transition_event *ev, void *p)
  */
 static void test_fleet_replay_retained_and_watch_replay(void **state)
 {
-	struct orbit_fleet_options fo = {.size = sizeof(fo), .fleet = fleet};
-	struct replay_seen all = {0}, one = {.stop_after = 1};
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
+	struct replay_seen all = { 0 }, one = { .stop_after = 1 };
 	orbit_fleet_t *f = NULL;
 
 	(void)state;
@@ -561,7 +565,7 @@ static void test_orbitctl_exit_codes(void **state)
 /* Issue 5 "Tests": random bytes in member rows, stats rows and frames never crash orbitctl. */
 static void test_orbitctl_random_bytes_never_crash(void **state)
 {
-	struct orbit_seg_opts so = {.how = ORBIT_SEG_OPEN};
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
 	orbit_members_t *m = NULL;
 	orbit_ring_t *ring = NULL;
 	orbit_stats_t st;
@@ -670,8 +674,8 @@ static void test_orbitctl_version_help_and_options_anywhere(void **state)
 	assert_string_equal(out, want);
 	assert_int_equal(run(NULL, "help", false), 0);
 	for (const char *const *c =
-		 (const char *const[]){"members", "locks", "watch", "stats", "top", "fleets",
-				       "force-release", "reset", "unlink", "help", NULL};
+		 (const char *const[]){ "members", "locks", "watch", "stats", "top", "fleets",
+					"force-release", "reset", "unlink", "help", NULL };
 	     *c; c++)
 		assert_non_null(strstr(out, *c));
 	assert_80_columns(out);
@@ -739,22 +743,24 @@ static void test_orbitctl_json_on_every_command(void **state)
 		 fleet, (long)getpid(), WIDE_MEMBER);
 	assert_int_equal(ctl_python("members --json", py), 0);
 	/* a FREE_ON_DEATH lease (the fixture's lock is its agent's) beside the plain ones */
-	struct orbit_lock_acquire_options fo = {.size = sizeof(fo), .flags = ORBIT_LOCK_FREE_ON_DEATH};
+	struct orbit_lock_acquire_options fo = { .size = sizeof(fo),
+						 .flags = ORBIT_LOCK_FREE_ON_DEATH };
 	orbit_lock_key_t fk = orbit_lock_key(ctl_ns, "fod", 3);
-	orbit_lock_owner_t fw = {"owner-f", 7};
-	assert_int_equal(orbit_lock_try_acquire_with(lock, &fk, &fw, 600000000000ull, &fo, NULL, NULL),
-			 0);
-	snprintf(py, sizeof(py),
-		 "import json,sys; d=json.load(sys.stdin); L=d[\"locks\"]; "
-		 "w=[x for x in L if x[\"label\"]==\"resource-00000000001\"][0]; "
-		 "assert w[\"namespace\"]==\"%s\" and w[\"owner\"]==\"%s\"; "
-		 "assert w[\"holder_alive\"] is True and w[\"ttl_left_ns\"]>0 and w[\"token\"]>0; "
-		 "assert w[\"free_on_death\"] is False; "
-		 "assert [x for x in L if x[\"owner\"]==\"owner-f\"][0][\"free_on_death\"] is True; "
-		 "b=[x for x in L if x[\"owner\"]==\"owner-b\"][0]; "
-		 "assert b[\"label\"].startswith(\"bin\\u0001\\u00ff-and\"); "
-		 "assert d[\"state_revision\"]>0",
-		 WIDE_NS, WIDE_OWNER);
+	orbit_lock_owner_t fw = { "owner-f", 7 };
+	assert_int_equal(
+	    orbit_lock_try_acquire_with(lock, &fk, &fw, 600000000000ull, &fo, NULL, NULL), 0);
+	snprintf(
+	    py, sizeof(py),
+	    "import json,sys; d=json.load(sys.stdin); L=d[\"locks\"]; "
+	    "w=[x for x in L if x[\"label\"]==\"resource-00000000001\"][0]; "
+	    "assert w[\"namespace\"]==\"%s\" and w[\"owner\"]==\"%s\"; "
+	    "assert w[\"holder_alive\"] is True and w[\"ttl_left_ns\"]>0 and w[\"token\"]>0; "
+	    "assert w[\"free_on_death\"] is False; "
+	    "assert [x for x in L if x[\"owner\"]==\"owner-f\"][0][\"free_on_death\"] is True; "
+	    "b=[x for x in L if x[\"owner\"]==\"owner-b\"][0]; "
+	    "assert b[\"label\"].startswith(\"bin\\u0001\\u00ff-and\"); "
+	    "assert d[\"state_revision\"]>0",
+	    WIDE_NS, WIDE_OWNER);
 	assert_int_equal(ctl_python("locks --json", py), 0);
 	assert_int_equal(orbit_lock_release(lock, &fk, &fw, 0), 0);
 	snprintf(py, sizeof(py),
@@ -828,8 +834,9 @@ static void test_orbitctl_watch_header_order_and_frame_time(void **state)
 static void test_orbitctl_spots_lists_queues(void **state)
 {
 	struct orbit_spotq_options o;
-	struct orbit_spotq_submit sub = { .kind = ORBIT_SPOTQ_KIND_ACTOR, .actor_id = 7,
-					  .payload = "abcd", .len = 4 };
+	struct orbit_spotq_submit sub = {
+		.kind = ORBIT_SPOTQ_KIND_ACTOR, .actor_id = 7, .payload = "abcd", .len = 4
+	};
 	orbit_lock_owner_t me = { "host-x", 6 };
 	orbit_lock_key_t lease = { ORBIT_FLEET_SPOT_LEASE_NAMESPACE,
 				   sizeof(ORBIT_FLEET_SPOT_LEASE_NAMESPACE) - 1, "t.spot1", 7 };
@@ -850,7 +857,8 @@ static void test_orbitctl_spots_lists_queues(void **state)
 	assert_int_equal(CTL_STDOUT("spots"), 0);
 	assert_80_columns(out);
 	/* Not hosted yet: no pid, nobody holds the lease; 3 records of 4 bytes wait. */
-	snprintf(line, sizeof(line), "\nt.spot1              0 no         0      3     12         3 ");
+	snprintf(line, sizeof(line),
+		 "\nt.spot1              0 no         0      3     12         3 ");
 	if (!strstr(out, line))
 		print_error("spots:\n%s\n", out);
 	assert_non_null(strstr(out, line));
@@ -887,7 +895,7 @@ static int shm_names_of(const char *f)
 /* Issue 14 "orbitctl": fleets lists this host's fleets; unlink removes one, never a live one. */
 static void test_orbitctl_fleets_and_unlink(void **state)
 {
-	struct orbit_lock_options lo = {.size = sizeof(lo)};
+	struct orbit_lock_options lo = { .size = sizeof(lo) };
 	char other[64], args[256], needle[128];
 	orbit_lock_t *l2;
 
@@ -978,7 +986,7 @@ static bool top_exited_0(const char *status_file, int ms)
 static void test_orbitctl_top_in_tmux(void **state)
 {
 	char sock[64], rest[1536], status[128];
-	const char *keys[] = {"q", "C-c"};
+	const char *keys[] = { "q", "C-c" };
 
 	(void)state;
 	if (system("command -v tmux >/dev/null 2>&1") != 0) {
@@ -1023,9 +1031,9 @@ static void test_orbitctl_top_in_tmux(void **state)
 /* The --writer mode of this program: a second writer process for the watch test. */
 static int writer_main(const char *f, const char *label)
 {
-	struct orbit_lock_options lo = {.size = sizeof(lo), .fleet = f};
-	struct orbit_agent_options ao = {.size = sizeof(ao), .fleet = f, .name = "ctl-writer"};
-	orbit_lock_owner_t o = {"owner-c", 7};
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = f };
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = f, .name = "ctl-writer" };
+	orbit_lock_owner_t o = { "owner-c", 7 };
 	orbit_lock_key_t k = orbit_lock_key(ctl_ns, label, strlen(label));
 	orbit_agent_t *a;
 	orbit_lock_t *l;
@@ -1048,24 +1056,24 @@ int main(int argc, char **argv)
 		return writer_main(argv[2], argv[3]);
 	{
 		const struct CMUnitTest tests[] = {
-		    cmocka_unit_test(test_orbitctl_members_table),
-		    cmocka_unit_test(test_orbitctl_locks_table),
-		    cmocka_unit_test(test_orbitctl_stats_table),
-		    cmocka_unit_test(test_fleet_stats_rows_counts_the_stats_segment),
-		    cmocka_unit_test(test_orbitctl_stats_json_parses),
-		    cmocka_unit_test(test_orbitctl_stats_prometheus_format),
-		    cmocka_unit_test(test_orbitctl_stats_totals_filters_and_series),
-		    cmocka_unit_test(test_orbitctl_watch_follows_transitions),
-		    cmocka_unit_test(test_fleet_replay_retained_and_watch_replay),
-		    cmocka_unit_test(test_orbitctl_exit_codes),
-		    cmocka_unit_test(test_orbitctl_version_help_and_options_anywhere),
-		    cmocka_unit_test(test_orbitctl_unknown_option_is_named),
-		    cmocka_unit_test(test_orbitctl_json_on_every_command),
-		    cmocka_unit_test(test_orbitctl_watch_header_order_and_frame_time),
-		    cmocka_unit_test(test_orbitctl_spots_lists_queues),
-		    cmocka_unit_test(test_orbitctl_fleets_and_unlink),
-		    cmocka_unit_test(test_orbitctl_top_in_tmux),
-		    cmocka_unit_test(test_orbitctl_random_bytes_never_crash),
+			cmocka_unit_test(test_orbitctl_members_table),
+			cmocka_unit_test(test_orbitctl_locks_table),
+			cmocka_unit_test(test_orbitctl_stats_table),
+			cmocka_unit_test(test_fleet_stats_rows_counts_the_stats_segment),
+			cmocka_unit_test(test_orbitctl_stats_json_parses),
+			cmocka_unit_test(test_orbitctl_stats_prometheus_format),
+			cmocka_unit_test(test_orbitctl_stats_totals_filters_and_series),
+			cmocka_unit_test(test_orbitctl_watch_follows_transitions),
+			cmocka_unit_test(test_fleet_replay_retained_and_watch_replay),
+			cmocka_unit_test(test_orbitctl_exit_codes),
+			cmocka_unit_test(test_orbitctl_version_help_and_options_anywhere),
+			cmocka_unit_test(test_orbitctl_unknown_option_is_named),
+			cmocka_unit_test(test_orbitctl_json_on_every_command),
+			cmocka_unit_test(test_orbitctl_watch_header_order_and_frame_time),
+			cmocka_unit_test(test_orbitctl_spots_lists_queues),
+			cmocka_unit_test(test_orbitctl_fleets_and_unlink),
+			cmocka_unit_test(test_orbitctl_top_in_tmux),
+			cmocka_unit_test(test_orbitctl_random_bytes_never_crash),
 		};
 		return cmocka_run_group_tests(tests, group_setup, group_teardown);
 	}

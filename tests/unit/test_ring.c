@@ -188,9 +188,14 @@ static void test_frame_too_big_truncated_and_counted(void **state)
 	char big[300];
 	uint32_t lane;
 	struct orbit_transition t = {
-		.type = ORBIT_TRANSITION_RELEASE, .state_revision = 9,
-		.ns = "ns", .ns_len = 2, .label = big, .label_len = 150,
-		.owner = big, .owner_len = 100,
+		.type = ORBIT_TRANSITION_RELEASE,
+		.state_revision = 9,
+		.ns = "ns",
+		.ns_len = 2,
+		.label = big,
+		.label_len = 150,
+		.owner = big,
+		.owner_len = 100,
 	};
 
 	memset(big, 'x', sizeof(big));
@@ -229,8 +234,13 @@ static void test_default_frame_holds_960_bytes(void **state)
 	static char big[961];
 	uint32_t lane;
 	struct orbit_transition t = {
-		.type = ORBIT_TRANSITION_ACQUIRE, .ns = big, .ns_len = 60,
-		.label = big, .label_len = 400, .owner = big, .owner_len = 500,
+		.type = ORBIT_TRANSITION_ACQUIRE,
+		.ns = big,
+		.ns_len = 60,
+		.label = big,
+		.label_len = 400,
+		.owner = big,
+		.owner_len = 500,
 	};
 
 	memset(big, 'k', sizeof(big));
@@ -270,7 +280,8 @@ static void test_random_bytes_in_frames_never_crash(void **state)
 	orbit_seg_t *seg = orbit__ring_seg(f->ring);
 	uint64_t frames_bytes = 2ull * 8 * 256;
 	uint8_t *area = orbit__seg_at(seg, seg->size - frames_bytes, frames_bytes);
-	struct orbit_ring_lane *lanes = orbit__seg_at(seg, seg->size - frames_bytes - 2 * 128, 2 * 128);
+	struct orbit_ring_lane *lanes = orbit__seg_at(seg, seg->size - frames_bytes - 2 * 128,
+						      2 * 128);
 	uint64_t seen_corrupt = 0, seen_lag = 0;
 
 	assert_non_null(area);
@@ -293,20 +304,22 @@ static void test_random_bytes_in_frames_never_crash(void **state)
 					uint64_t h = atomic_load(&lanes[l].head);
 					uint64_t pos = h - 8 + p;
 					struct orbit_ring_frame *fr =
-						(void *)(area + ((uint64_t)l * 8 + (pos & 7)) * 256);
+					    (void *)(area + ((uint64_t)l * 8 + (pos & 7)) * 256);
 					atomic_store(&fr->seq, 2 * pos + 2);
 				}
 		}
 		if (round % 3 == 2)
 			for (uint32_t l = 0; l < 2; l++)
-				atomic_store(&lanes[l].head, ((uint64_t)rand() << 31) ^ (uint64_t)rand());
+				atomic_store(&lanes[l].head,
+					     ((uint64_t)rand() << 31) ^ (uint64_t)rand());
 		for (int i = 0; i < 100; i++) {
 			uint32_t lane = 7;
 			int rc = orbit__ring_reader_next(f->r, &f->ev, &lane);
 			assert_true(rc == 0 || rc == -EAGAIN || rc == -ORBIT_ELAGGED ||
 				    rc == -ORBIT_ECORRUPT);
 			if (rc == 0) {
-				assert_true(f->ev.ns_len + f->ev.label_len + f->ev.owner_len <= 192);
+				assert_true(f->ev.ns_len + f->ev.label_len + f->ev.owner_len <=
+					    192);
 				assert_true(f->ev.type >= 1 && f->ev.type <= 5);
 			}
 			if (rc == -EAGAIN)
@@ -315,7 +328,8 @@ static void test_random_bytes_in_frames_never_crash(void **state)
 		orbit__ring_reader_counters(f->r, &c);
 		seen_corrupt += c.corrupt;
 		seen_lag += c.lagged;
-		assert_int_equal(orbit__ring_replay_retained(f->ring, check_valid_cb, NULL) >= 0, 1);
+		assert_int_equal(orbit__ring_replay_retained(f->ring, check_valid_cb, NULL) >= 0,
+				 1);
 		orbit__ring_reader_close(f->r);
 		f->r = NULL;
 		assert_int_equal(orbit__ring_reset(f->ring, NULL), 0);
@@ -420,7 +434,8 @@ static bool all_in_futex(struct classed *const *c, int n)
 	uint64_t end = orbit_test_now_ns() + 5000000000ull;
 
 	for (int i = 0; i < n; i++)
-		while (!atomic_load(&c[i]->ready) || !orbit_test_in_futex(atomic_load(&c[i]->tid))) {
+		while (!atomic_load(&c[i]->ready) ||
+		       !orbit_test_in_futex(atomic_load(&c[i]->tid))) {
 			if (orbit_test_now_ns() > end)
 				return false;
 			usleep(1000);
@@ -527,7 +542,7 @@ static void test_wake_class_wakes_only_that_class(void **state)
 	assert_int_equal(classed_done(&own), 1);
 	assert_int_equal(own.rc, 0);
 	usleep(50000);
-	assert_int_equal(atomic_load(&other.done), 0);  /* another row's class: asleep */
+	assert_int_equal(atomic_load(&other.done), 0);	/* another row's class: asleep */
 	assert_int_equal(atomic_load(&shared.done), 0); /* the shared class too */
 	assert_int_equal(orbit__doorbell_wake_class(db, ORBIT_DOORBELL_SHARED), 1);
 	assert_int_equal(classed_done(&shared), 1);
@@ -622,22 +637,32 @@ static void test_reader_thread_and_publisher_thread(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_new_reader_starts_after_heads, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_new_reader_starts_after_heads, setup_small,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_wrap_and_lag, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_replay_retained, setup_small, teardown),
-		cmocka_unit_test_setup_teardown(test_frame_too_big_truncated_and_counted, setup_small, teardown),
-		cmocka_unit_test_setup_teardown(test_default_frame_holds_960_bytes, setup_default, teardown),
-		cmocka_unit_test_setup_teardown(test_publish_rejects_bad_arguments, setup_small, teardown),
-		cmocka_unit_test_setup_teardown(test_random_bytes_in_frames_never_crash, setup_small, teardown),
-		cmocka_unit_test_setup_teardown(test_reset_clears_lanes_and_readers_resync, setup_small, teardown),
-		cmocka_unit_test_setup_teardown(test_lane_claim_release_enospc, setup_small, teardown),
-		cmocka_unit_test_setup_teardown(test_publish_no_wake_when_nobody_sleeps, setup_small, teardown),
-		cmocka_unit_test_setup_teardown(test_skipped_wake_class_sleeps_until_next_publish, setup_small,
+		cmocka_unit_test_setup_teardown(test_frame_too_big_truncated_and_counted,
+						setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_default_frame_holds_960_bytes, setup_default,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_publish_rejects_bad_arguments, setup_small,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_random_bytes_in_frames_never_crash,
+						setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_reset_clears_lanes_and_readers_resync,
+						setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_lane_claim_release_enospc, setup_small,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_publish_no_wake_when_nobody_sleeps,
+						setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_skipped_wake_class_sleeps_until_next_publish,
+						setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_wake_class_wakes_only_that_class, setup_small,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_layout_mismatch_refused, setup_small, teardown),
-		cmocka_unit_test_setup_teardown(test_reader_thread_and_publisher_thread, setup_default, teardown),
+		cmocka_unit_test_setup_teardown(test_layout_mismatch_refused, setup_small,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_reader_thread_and_publisher_thread,
+						setup_default, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -475,8 +475,9 @@ static void test_bad_names_are_einval(void **state)
 	assert_int_equal(orbit__seg_name(buf, sizeof(buf), "a/b", "x"), -EINVAL);
 	assert_int_equal(orbit__seg_name(buf, sizeof(buf), "a.b", "x"), -EINVAL);
 	assert_int_equal(orbit__seg_name(buf, sizeof(buf), "x", "../y"), -EINVAL);
-	assert_int_equal(orbit__seg_name(buf, sizeof(buf),
-					 "0123456789012345678901234567890123456789X", "x"), -EINVAL);
+	assert_int_equal(
+	    orbit__seg_name(buf, sizeof(buf), "0123456789012345678901234567890123456789X", "x"),
+	    -EINVAL);
 	assert_int_equal(orbit__seg_open(&s, "bad/fleet", "s", &sp, NULL), -EINVAL);
 	struct orbit_seg_opts o = { .how = ORBIT_SEG_CREATE, .readonly = true };
 	assert_int_equal(orbit__seg_open(&s, fleet, "s", &sp, &o), -EINVAL);
@@ -545,9 +546,10 @@ static void test_random_header_bytes_never_crash(void **state)
 		if (r == 0) {
 			orbit__seg_close(&b);
 		} else {
-			assert_true(r == -ORBIT_EMAGIC || r == -ORBIT_EVERSION || r == -ORBIT_EKIND ||
-				    r == -ORBIT_ESIZE || r == -ORBIT_EFINGERPRINT ||
-				    r == -ORBIT_ECORRUPT || r == -ORBIT_EINITTIMEOUT);
+			assert_true(r == -ORBIT_EMAGIC || r == -ORBIT_EVERSION ||
+				    r == -ORBIT_EKIND || r == -ORBIT_ESIZE ||
+				    r == -ORBIT_EFINGERPRINT || r == -ORBIT_ECORRUPT ||
+				    r == -ORBIT_EINITTIMEOUT);
 		}
 		/* restore a valid header for the next round half of the time */
 		if (i % 2) {

@@ -20,7 +20,8 @@
 
 #include <orbit/orbit.h>
 
-static orbit_serial_queue_t *make_queue(orbit_executor_t ex, const orbit_execution_lane_policy_t *pol)
+static orbit_serial_queue_t *make_queue(orbit_executor_t ex,
+					const orbit_execution_lane_policy_t *pol)
 {
 	struct orbit_serial_queue_options o;
 	orbit_serial_queue_t *q = NULL;
@@ -103,11 +104,11 @@ static void test_s6_1_policy_defaults_and_invalid_values(void **state)
 	assert_int_equal(orbit_execution_lane_policy_validate(&p), 0);
 	assert_int_equal(orbit_execution_lane_policy_validate(NULL), -EINVAL);
 
-#define EXPECT_INVALID(field, value)                                              \
-	do {                                                                      \
-		bad = p;                                                          \
-		bad.field = value;                                                \
-		assert_int_equal(orbit_execution_lane_policy_validate(&bad), -EINVAL); \
+#define EXPECT_INVALID(field, value)                                                               \
+	do {                                                                                       \
+		bad = p;                                                                           \
+		bad.field = value;                                                                 \
+		assert_int_equal(orbit_execution_lane_policy_validate(&bad), -EINVAL);             \
 	} while (0)
 	EXPECT_INVALID(size, 0);
 	EXPECT_INVALID(fixed_work_byte_cost, (4ull << 20) + 1); /* no item could fit */
@@ -327,7 +328,8 @@ static void test_s10_capacity_by_bytes(void **state)
 	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(q, rec_fn, &a, 300), 0);
 	assert_int_equal(qstats(q).app_bytes, 800);
 	/* 800 + 400 > 1000: full by bytes long before the 1,024-item ceiling. */
-	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(q, rec_fn, &a, 300), -EAGAIN);
+	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(q, rec_fn, &a, 300),
+			 -EAGAIN);
 	assert_int_equal(qstats(q).rejected_bytes, 1);
 	/* A payload-less item reserves the fixed cost only: 900 fits. */
 	assert_int_equal(orbit_serial_queue_enqueue(q, rec_fn, &a), 0);
@@ -408,7 +410,7 @@ static void test_s6_5_first_submitter_schedules_one_drain_off_its_stack(void **s
 	for (int i = 0; i < 10; i++)
 		assert_int_equal(orbit_serial_queue_enqueue(q, stack_fn, &s), 0);
 	assert_int_equal(atomic_load(&s.ran), 0); /* nothing ran on our stack */
-	assert_int_equal(x.submits, 1);           /* one drain for ten items */
+	assert_int_equal(x.submits, 1);		  /* one drain for ten items */
 	assert_true(manual_run_one(&x));
 	assert_int_equal(atomic_load(&s.ran), 10);
 	assert_int_equal(manual_pending(&x), 0);
@@ -553,9 +555,8 @@ static void test_s10_lifecycle_overtakes_until_burst_limit(void **state)
 	struct olog log;
 	struct rec_arg a[23];
 	orbit_serial_queue_t *q = make_queue(manual_executor(&x), NULL);
-	const int expect[] = { 100, 101, 102, 103, 104, 105, 106, 107, 0,
-			       108, 109, 110, 111, 112, 113, 114, 115, 1,
-			       116, 117, 118, 119, 2 };
+	const int expect[] = { 100, 101, 102, 103, 104, 105, 106, 107, 0,   108, 109, 110,
+			       111, 112, 113, 114, 115, 1,   116, 117, 118, 119, 2 };
 
 	olog_init(&log);
 	for (int i = 0; i < 3; i++) {
@@ -658,7 +659,7 @@ static void test_s10_fairness_turn_cut_at_time_budget(void **state)
 		assert_int_equal(orbit_serial_queue_enqueue(q, slice_fn, &s), 0);
 	assert_true(manual_run_one(&x));
 	first = atomic_load(&s.ran);
-	assert_true(first >= 1 && first <= 5); /* cut at the first boundary past 5 ms */
+	assert_true(first >= 1 && first <= 5);	 /* cut at the first boundary past 5 ms */
 	assert_int_equal(manual_pending(&x), 1); /* it went back to ready */
 	assert_int_equal(qstats(q).slices_cut, 1);
 	manual_run_all(&x);
@@ -711,8 +712,9 @@ static void test_s6_4_light_owner_starts_within_budget_during_flood(void **state
 	assert_int_equal(orbit_serial_queue_enqueue(light, light_fn, &l), 0);
 	assert_int_equal(orbit_serial_queue_await_quiescence(light, 10000), 0);
 	lat_ms = (atomic_load(&l.started_ns) - l.submitted_ns) / 1000000;
-	print_message("light owner waited %llu ms and %d heavy items behind a 100-item flood (budget 5 ms)\n",
-		      (unsigned long long)lat_ms, atomic_load(&l.heavy_ran_at_start));
+	print_message(
+	    "light owner waited %llu ms and %d heavy items behind a 100-item flood (budget 5 ms)\n",
+	    (unsigned long long)lat_ms, atomic_load(&l.heavy_ran_at_start));
 	/* submitted ~3 ms into the flood: the current slice (<= 5-6 items of
 	 * 1 ms) and at most one more before the cut hands the worker over */
 	assert_true(atomic_load(&l.heavy_ran_at_start) <= 16);
@@ -880,7 +882,7 @@ struct spot {
 	orbit_serial_queue_t *actor_q[2];
 	atomic_int inflight, max_inflight;
 	struct olog log;
-	atomic_int yield_next; /* the next A handler yields (external call) */
+	atomic_int yield_next;			   /* the next A handler yields (external call) */
 	_Atomic(orbit_serial_resume_t *) external; /* the pending external call */
 	atomic_int bad_spot_bytes;
 };
@@ -946,8 +948,9 @@ static int actor_item(orbit_serial_turn_t *turn, void *arg)
 	struct record *r = arg;
 
 	/* Suspend first: the Spot turn may complete us before we return. */
-	assert_int_equal(orbit_serial_turn_suspend(turn, actor_done, r, ORBIT_SERIAL_SUSPEND_HOLD,
-						   &r->actor_h), 0);
+	assert_int_equal(
+	    orbit_serial_turn_suspend(turn, actor_done, r, ORBIT_SERIAL_SUSPEND_HOLD, &r->actor_h),
+	    0);
 	/* §5 check: the submission to the upper queue passes no payload bytes. */
 	if (orbit_serial_queue_enqueue(r->s->spot_q, actor_handler, r) != 0)
 		assert_int_equal(orbit_serial_queue_resume(r->actor_h), 0);
@@ -1014,13 +1017,13 @@ static void test_s4_spotwide_actor_work_crosses_two_queues(void **state)
 		for (int a = 0; a < 2; a++) {
 			rec[a][k] = (struct record){ .s = &s, .actor = a, .seq = k };
 			assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(
-						 s.actor_q[a], actor_item, &rec[a][k], 8 * 1024),
+					     s.actor_q[a], actor_item, &rec[a][k], 8 * 1024),
 					 0);
 		}
 	/* The Actor's 64 KiB share is what fills: 8 KiB payload + 256 each. */
 	for (int k = 0; k < 16; k++)
 		rejected += orbit_serial_queue_enqueue_with_payload_bytes(
-				    s.actor_q[0], actor_done, NULL, 8 * 1024) == -EAGAIN;
+				s.actor_q[0], actor_done, NULL, 8 * 1024) == -EAGAIN;
 	assert_true(rejected >= 8);
 	assert_int_equal(qstats(s.spot_q).rejected_bytes, 0);
 	spot_teardown(&s);
@@ -1066,15 +1069,15 @@ static void test_s10_yielded_actor_holds_claim_others_proceed(void **state)
 	b1 = (struct record){ .s = &s, .actor = 1, .seq = 1 };
 	x1 = (struct record){ .s = &s, .actor = 9, .seq = 1 };
 	atomic_store(&s.yield_next, 1);
-	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(s.actor_q[0], actor_item,
-								       &a1, 100), 0);
+	assert_int_equal(
+	    orbit_serial_queue_enqueue_with_payload_bytes(s.actor_q[0], actor_item, &a1, 100), 0);
 	wait_for_log(&s, 1); /* A1's handler ran and yielded */
 	while (!atomic_load(&s.external))
 		usleep(100);
-	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(s.actor_q[0], actor_item,
-								       &a2, 100), 0);
-	assert_int_equal(orbit_serial_queue_enqueue_with_payload_bytes(s.actor_q[1], actor_item,
-								       &b1, 100), 0);
+	assert_int_equal(
+	    orbit_serial_queue_enqueue_with_payload_bytes(s.actor_q[0], actor_item, &a2, 100), 0);
+	assert_int_equal(
+	    orbit_serial_queue_enqueue_with_payload_bytes(s.actor_q[1], actor_item, &b1, 100), 0);
 	assert_int_equal(orbit_serial_queue_enqueue(s.spot_q, spot_item, &x1), 0);
 	wait_for_log(&s, 101); /* B proceeds */
 	wait_for_log(&s, 901); /* the Spot's own work proceeds */

@@ -23,11 +23,11 @@
 /* What ran and what the hook saw; only the test thread touches it. */
 struct trace {
 	orbit_serial_queue_t *q;
-	int log[32], n;      /* ids of items run; -1 marks a hook call */
-	int calls;           /* hook calls */
-	int enq_ret;         /* what the hook's own enqueue returned */
-	uint64_t app_items;  /* the application reservations at the call */
-	bool enqueue;        /* the hook enqueues item 99 */
+	int log[32], n;		  /* ids of items run; -1 marks a hook call */
+	int calls;		  /* hook calls */
+	int enq_ret;		  /* what the hook's own enqueue returned */
+	uint64_t app_items;	  /* the application reservations at the call */
+	bool enqueue;		  /* the hook enqueues item 99 */
 	orbit_serial_resume_t *h; /* the suspended item's handle */
 };
 

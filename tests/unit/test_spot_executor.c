@@ -26,7 +26,7 @@
 
 #include <orbit/orbit.h>
 
-#include "lib/ownership.h"        /* the 07 §8 checks, per build mode */
+#include "lib/ownership.h"	 /* the 07 §8 checks, per build mode */
 #include "lib/serial_executor.h" /* struct orbit__coord: the destroy-in-turn test */
 
 #define WAIT_MS 10000 /* generous bound for anything that must happen */
@@ -47,8 +47,8 @@ static orbit_worker_pool_t *make_pool(unsigned nthreads)
 }
 
 static orbit_spot_serial_executor_t *make_spot(int mode, orbit_executor_t ex,
-					const orbit_execution_lane_policy_t *spot_pol,
-					const orbit_execution_lane_policy_t *actor_pol)
+					       const orbit_execution_lane_policy_t *spot_pol,
+					       const orbit_execution_lane_policy_t *actor_pol)
 {
 	struct orbit_spot_serial_executor_options o;
 	orbit_spot_serial_executor_t *s = NULL;
@@ -132,7 +132,9 @@ static int noop_fn(orbit_serial_turn_t *turn, void *arg)
 
 static int turn_queue_fn(orbit_serial_turn_t *turn, void *arg)
 {
-	struct { atomic_int ran, named; } *c = arg;
+	struct {
+		atomic_int ran, named;
+	} *c = arg;
 
 	atomic_fetch_add(&c->ran, 1);
 	if (orbit_serial_turn_queue(turn) != NULL)
@@ -149,7 +151,9 @@ static int turn_queue_fn(orbit_serial_turn_t *turn, void *arg)
  */
 static void test_s3_work_cannot_reach_its_queue(void **state)
 {
-	struct { atomic_int ran, named; } c = { 0, 0 };
+	struct {
+		atomic_int ran, named;
+	} c = { 0, 0 };
 	struct manual_ex x;
 	orbit_executor_t ex = manual_executor(&x);
 	struct orbit_actor_serial_executor_options ao;
@@ -496,8 +500,8 @@ static int rendezvous_fn(orbit_serial_turn_t *turn, void *arg)
 static void test_s10_per_actor_two_actors_overlap(void **state)
 {
 	orbit_worker_pool_t *pool = make_pool(2);
-	orbit_spot_serial_executor_t *s =
-		make_spot(ORBIT_SPOT_PER_ACTOR, orbit_worker_pool_executor(pool), NULL, NULL);
+	orbit_spot_serial_executor_t *s = make_spot(ORBIT_SPOT_PER_ACTOR,
+						    orbit_worker_pool_executor(pool), NULL, NULL);
 	struct rendezvous r = { .window_ms = WAIT_MS };
 	struct rv_arg a = { &r, 0 }, b = { &r, 1 };
 
@@ -518,8 +522,8 @@ static void test_s10_per_actor_two_actors_overlap(void **state)
 static void test_s10_spot_wide_second_actor_waits_for_first(void **state)
 {
 	orbit_worker_pool_t *pool = make_pool(2);
-	orbit_spot_serial_executor_t *s =
-		make_spot(ORBIT_SPOT_SPOT_WIDE, orbit_worker_pool_executor(pool), NULL, NULL);
+	orbit_spot_serial_executor_t *s = make_spot(ORBIT_SPOT_SPOT_WIDE,
+						    orbit_worker_pool_executor(pool), NULL, NULL);
 	struct rendezvous r = { .window_ms = 100 };
 	struct rv_arg a = { &r, 0 }, b = { &r, 1 };
 	int first;
@@ -666,8 +670,8 @@ static int tick_fn(orbit_serial_turn_t *turn, void *arg)
 static void test_s10_per_actor_timers_overlap_same_name_in_order(void **state)
 {
 	orbit_worker_pool_t *pool = make_pool(2);
-	orbit_spot_serial_executor_t *s =
-		make_spot(ORBIT_SPOT_PER_ACTOR, orbit_worker_pool_executor(pool), NULL, NULL);
+	orbit_spot_serial_executor_t *s = make_spot(ORBIT_SPOT_PER_ACTOR,
+						    orbit_worker_pool_executor(pool), NULL, NULL);
 	struct rendezvous r = { .window_ms = WAIT_MS };
 	struct rv_arg a = { &r, 0 }, b = { &r, 1 };
 	static struct tick tk;
@@ -814,8 +818,8 @@ static void test_s10_spot_queue_capacity_by_item_count(void **state)
 		s = make_spot(ORBIT_SPOT_SPOT_WIDE, manual_executor(&x), &sp, NULL);
 		for (int a = 0; a < 6; a++) {
 			c[a] = completion();
-			assert_int_equal(orbit_spot_execute_actor(s, a, noop_fn, &ran, payload[p],
-								  c[a]), 0);
+			assert_int_equal(
+			    orbit_spot_execute_actor(s, a, noop_fn, &ran, payload[p], c[a]), 0);
 		}
 		/* The six Actor queues' drains, in order; the Spot's comes after. */
 		for (int a = 0; a < 6; a++)
@@ -839,7 +843,7 @@ static void test_s10_spot_queue_capacity_by_item_count(void **state)
 
 /* A SpotWide Spot whose Spot queue holds @spot_items items (by count). */
 static orbit_spot_serial_executor_t *make_small_spot(orbit_executor_t ex, uint32_t spot_items,
-					      uint32_t actor_items)
+						     uint32_t actor_items)
 {
 	orbit_execution_lane_policy_t sp, ap;
 
@@ -877,7 +881,8 @@ static void test_s4_spot_wide_full_spot_queue_turn_waits_fifo(void **state)
 		c[i] = completion();
 		r[4 + i] = (struct rec){ &log, actor_rec[i] };
 		assert_int_equal(orbit_spot_execute_actor(s, actor_rec[i] / 10 * 10, rec_fn,
-							  &r[4 + i], 100, c[i]), 0);
+							  &r[4 + i], 100, c[i]),
+				 0);
 	}
 	for (int i = 0; i < 4; i++) {
 		r[i] = (struct rec){ &log, i + 1 };
@@ -1009,9 +1014,8 @@ static void test_s4_spot_wide_close_keeps_waiting_turns(void **state)
  */
 static void test_s10_lifecycle_overtakes_up_to_burst_limit(void **state)
 {
-	const int expect[] = { 100, 101, 102, 103, 104, 105, 106, 107, 0,
-			       108, 109, 110, 111, 112, 113, 114, 115, 1,
-			       116, 117, 118, 119, 2 };
+	const int expect[] = { 100, 101, 102, 103, 104, 105, 106, 107, 0,   108, 109, 110,
+			       111, 112, 113, 114, 115, 1,   116, 117, 118, 119, 2 };
 
 	for (int m = 0; m < 3; m++) {
 		struct manual_ex x;
@@ -1037,11 +1041,10 @@ static void test_s10_lifecycle_overtakes_up_to_burst_limit(void **state)
 		}
 		for (int i = 0; i < 20; i++) {
 			r[3 + i] = (struct rec){ &log, 100 + i };
-			assert_int_equal(s ? orbit_spot_execute_lifecycle(s, rec_fn, &r[3 + i],
-					 NULL)
-					   : orbit_actor_execute_lifecycle(a, rec_fn, &r[3 + i],
-									   NULL),
-					 0);
+			assert_int_equal(
+			    s ? orbit_spot_execute_lifecycle(s, rec_fn, &r[3 + i], NULL)
+			      : orbit_actor_execute_lifecycle(a, rec_fn, &r[3 + i], NULL),
+			    0);
 		}
 		manual_run_all(&x);
 		assert_int_equal(log.n, 23);
@@ -1114,11 +1117,11 @@ static void test_s10_owner_turn_cut_at_time_budget(void **state)
 		assert_int_equal(orbit_spot_execute_actor(s, 1, heavy_fn, &h, 0, NULL), 0);
 	assert_int_equal(orbit_spot_execute_actor(s, 2, light_fn, &h, 0, NULL), 0);
 	assert_int_equal(manual_pending(&x), 2); /* heavy's drain, then light's */
-	assert_true(manual_run_one(&x));         /* heavy's first slice */
+	assert_true(manual_run_one(&x));	 /* heavy's first slice */
 	first_slice = atomic_load(&h.ran);
 	assert_false(atomic_load(&h.light_ran));
 	assert_int_equal(manual_pending(&x), 2); /* light's drain, heavy's rest */
-	assert_true(manual_run_one(&x));         /* the light Actor, next */
+	assert_true(manual_run_one(&x));	 /* the light Actor, next */
 	assert_true(atomic_load(&h.light_ran));
 	manual_run_all(&x);
 	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s, WAIT_MS), 0);
@@ -1313,8 +1316,8 @@ static void test_s10_yielded_actor_blocks_only_itself(void **state)
 {
 	for (int m = 1; m >= 0; m--) {
 		orbit_worker_pool_t *pool = make_pool(2);
-		orbit_spot_serial_executor_t *s =
-			make_spot(modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
+		orbit_spot_serial_executor_t *s = make_spot(
+		    modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
 		static struct yielder y;
 		struct yrec a1 = { &y, 10 };
 		struct rec a2 = { &y.log, 20 }, b1 = { &y.log, 30 }, s1 = { &y.log, 40 },
@@ -1460,8 +1463,8 @@ static int consistent_fn(orbit_serial_turn_t *turn, void *arg)
 	for (uint32_t i = 0; i < a.info_len; i++)
 		if (a.info[i] != a.info[0])
 			atomic_fetch_add(&c->bad, 1);
-	if (a.version && (a.info_len != ORBIT_ACTOR_INFO_MAX ||
-			  a.info[0] != (unsigned char)(a.version & 0xff)))
+	if (a.version &&
+	    (a.info_len != ORBIT_ACTOR_INFO_MAX || a.info[0] != (unsigned char)(a.version & 0xff)))
 		atomic_fetch_add(&c->bad, 1);
 	c->last_version = a.version;
 	atomic_fetch_add(&c->ran, 1);
@@ -1512,9 +1515,8 @@ static void test_s10_registration_change_seen_at_next_turn(void **state)
 		assert_int_equal(pthread_create(&t, NULL, flip, &f), 0);
 		assert_true(wait_flag(&f.sets, WAIT_MS)); /* the writer is running */
 		for (int i = 0; i < 200; i++)
-			assert_int_equal(orbit_spot_execute_actor(g.spot, 6, consistent_fn, &c, 0,
-					 NULL),
-					 0);
+			assert_int_equal(
+			    orbit_spot_execute_actor(g.spot, 6, consistent_fn, &c, 0, NULL), 0);
 		assert_int_equal(orbit_spot_serial_executor_await_quiescence(g.spot, WAIT_MS), 0);
 		atomic_store(&f.stop, 1);
 		pthread_join(t, NULL);
@@ -1588,12 +1590,12 @@ static void test_s10_sync_wait_inside_own_turn_fails_at_once(void **state)
 			r.other = make_spot(modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
 			r.own = completion();
 			r.foreign = completion();
-			ret = k == 0	? orbit_spot_execute_spot(r.spot, reent_fn, &r, NULL)
+			ret = k == 0   ? orbit_spot_execute_spot(r.spot, reent_fn, &r, NULL)
 			      : k == 1 ? orbit_spot_execute_actor(r.spot, 1, reent_fn, &r, 0, NULL)
 				       : orbit_spot_execute_timer(r.spot, "t", reent_fn, &r, NULL);
 			assert_int_equal(ret, 0);
-			assert_int_equal(orbit_spot_serial_executor_await_quiescence(r.spot,
-					 WAIT_MS), 0);
+			assert_int_equal(
+			    orbit_spot_serial_executor_await_quiescence(r.spot, WAIT_MS), 0);
 			assert_int_equal(r.submit_ret, 0);
 			assert_int_equal(r.wait_ret, -EDEADLK);
 			assert_int_equal(r.quiesce_ret, -EDEADLK);
@@ -1663,9 +1665,8 @@ static void test_s10_sync_wait_inside_own_turn_fails_at_once_actor_session(void 
 	orbit_session_serial_executor_options_init(&so);
 	so.executor = orbit_worker_pool_executor(pool);
 	assert_int_equal(orbit_session_serial_executor_create(&so, &r.session), 0);
-	assert_int_equal(orbit_session_execute_application(r.session, reent_session_fn, &r, 0,
-			 NULL),
-			 0);
+	assert_int_equal(
+	    orbit_session_execute_application(r.session, reent_session_fn, &r, 0, NULL), 0);
 	assert_int_equal(orbit_session_serial_executor_await_quiescence(r.session, WAIT_MS), 0);
 	assert_int_equal(r.wait_ret, -EDEADLK);
 	assert_int_equal(r.quiesce_ret, -EDEADLK);
@@ -1889,8 +1890,8 @@ static void test_s2_close_completes_every_subordinate_queue(void **state)
 {
 	for (int m = 0; m < 2; m++) {
 		orbit_worker_pool_t *pool = make_pool(2);
-		orbit_spot_serial_executor_t *s =
-			make_spot(modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
+		orbit_spot_serial_executor_t *s = make_spot(
+		    modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
 		struct orbit_serial_executor_stats st;
 		static struct yielder y;
 		struct yrec yr = { &y, 10 };
@@ -1900,12 +1901,12 @@ static void test_s2_close_completes_every_subordinate_queue(void **state)
 
 		for (int k = 0; k < 20; k++) {
 			for (int a = 0; a < 8; a++, total++)
-				assert_int_equal(orbit_spot_execute_actor(s, a, slow_count_fn, &ran,
-						 32,
-									  NULL), 0);
+				assert_int_equal(
+				    orbit_spot_execute_actor(s, a, slow_count_fn, &ran, 32, NULL),
+				    0);
 			snprintf(name, sizeof(name), "timer%d", k % 3);
-			assert_int_equal(orbit_spot_execute_timer(s, name, slow_count_fn, &ran,
-					 NULL), 0);
+			assert_int_equal(
+			    orbit_spot_execute_timer(s, name, slow_count_fn, &ran, NULL), 0);
 			assert_int_equal(orbit_spot_execute_spot(s, slow_count_fn, &ran, NULL), 0);
 			total += 2;
 		}
@@ -1953,7 +1954,7 @@ static void test_s2_close_completes_every_subordinate_queue(void **state)
 
 struct stress {
 	orbit_spot_serial_executor_t *spot;
-	int per_actor; /* records per actor per thread */
+	int per_actor;		/* records per actor per thread */
 	int last[ST_ACTORS][2]; /* per Actor and thread: last seq seen (Actor's turns only) */
 	atomic_int ran, bad, retries;
 };
@@ -2053,9 +2054,9 @@ static void stress_run(int mode, bool gate)
 	if (gate)
 		assert_int_equal(orbit_spot_execute_spot(s.spot, gate_fn, &open, NULL), 0);
 	for (int i = 0; i < 2; i++) {
-		t[i] = (struct submitter){ &s, i,
-					   calloc((size_t)s.per_actor * ST_ACTORS,
-						  sizeof(struct srec)) };
+		t[i] = (struct submitter){
+			&s, i, calloc((size_t)s.per_actor * ST_ACTORS, sizeof(struct srec))
+		};
 		assert_non_null(t[i].recs);
 		assert_int_equal(pthread_create(&th[i], NULL, submit_main, &t[i]), 0);
 	}
@@ -2144,8 +2145,8 @@ static void test_s4_spot_wide_waiting_turn_owed_the_next_room(void **state)
 	int rounds = orbit_test_long() ? 400 : 60;
 
 	for (int i = 0; i < rounds; i++) {
-		orbit_spot_serial_executor_t *s =
-			make_small_spot(orbit_worker_pool_executor(pool), 1, 4);
+		orbit_spot_serial_executor_t *s = make_small_spot(orbit_worker_pool_executor(pool),
+								  1, 4);
 		static struct olog log;
 		static struct flood f;
 		struct rec a = { &log, 1 };
@@ -2301,8 +2302,8 @@ static int destroy_in_turn(void *arg)
 static void test_s8_destroy_from_own_lane_turn_refused(void **state)
 {
 	struct manual_ex x;
-	orbit_spot_serial_executor_t *s = make_spot(ORBIT_SPOT_PER_ACTOR, manual_executor(&x),
-						    NULL, NULL);
+	orbit_spot_serial_executor_t *s = make_spot(ORBIT_SPOT_PER_ACTOR, manual_executor(&x), NULL,
+						    NULL);
 	atomic_int n = 0;
 
 	assert_int_equal(orbit_state_lane_run(((struct orbit__coord *)s)->lane, destroy_in_turn, s),

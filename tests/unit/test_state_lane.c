@@ -110,7 +110,7 @@ static void plug_task(void *arg)
 
 struct counter {
 	orbit_state_lane_t *lane;
-	long value;      /* plain: the lane provides exclusivity */
+	long value;	  /* plain: the lane provides exclusivity */
 	long last_seq[4]; /* per submitter, for FIFO checks */
 	long order_errors;
 };
@@ -213,10 +213,11 @@ static void *order_main(void *p)
 		o->items[i] = (struct seq_item){ o->c, o->id, i + 1 };
 		/* Posts and waiting runs interleaved: one FIFO for both. */
 		if (i % 7 == 3)
-			assert_int_equal(orbit_state_lane_run(o->c->lane, check_seq, &o->items[i]), 0);
-		else
-			assert_int_equal(orbit_state_lane_try_post(o->c->lane, check_seq, &o->items[i]),
+			assert_int_equal(orbit_state_lane_run(o->c->lane, check_seq, &o->items[i]),
 					 0);
+		else
+			assert_int_equal(
+			    orbit_state_lane_try_post(o->c->lane, check_seq, &o->items[i]), 0);
 	}
 	return NULL;
 }
@@ -291,8 +292,8 @@ static void test_s8_closed_lane_fails_run_at_once_and_post(void **state)
 	assert_int_equal(orbit_state_lane_run(c.lane, counter_incr, &c), -EPIPE);
 	assert_true(orbit_test_now_ns() - t0 < 100000000ull); /* at once, not after a wait */
 	assert_int_equal(orbit_state_lane_try_post(c.lane, counter_incr, &c), -EPIPE);
-	assert_int_equal(orbit_state_lane_run_async(c.lane, close_done_sees, &c, count_done, &dones),
-			 -EPIPE);
+	assert_int_equal(
+	    orbit_state_lane_run_async(c.lane, close_done_sees, &c, count_done, &dones), -EPIPE);
 	assert_int_equal(c.value, 100);
 	assert_int_equal(atomic_load(&dones), 0);
 	/* A second close only adds its callback, which runs at once on an idle lane. */
@@ -355,13 +356,13 @@ static void test_s8_reentry_fails_at_call_site(void **state)
 struct retrier {
 	orbit_state_lane_t *lane;
 	orbit_executor_t ex;
-	bool retrying;       /* lane-owned */
-	int attempts;        /* lane-owned */
-	int turn_over;       /* lane-owned: set last in the starting turn */
-	bool sleep_first;    /* the loop's first action is a genuine delay */
-	int loop_rc;         /* what the loop's own lane entry returned */
+	bool retrying;	  /* lane-owned */
+	int attempts;	  /* lane-owned */
+	int turn_over;	  /* lane-owned: set last in the starting turn */
+	bool sleep_first; /* the loop's first action is a genuine delay */
+	int loop_rc;	  /* what the loop's own lane entry returned */
 	int loop_saw_turn_over;
-	int inline_rc;       /* the hazard: the same loop called inline */
+	int inline_rc; /* the hazard: the same loop called inline */
 	atomic_long finished;
 };
 
@@ -406,14 +407,15 @@ static void test_s8_long_running_op_reenters_after_turn_ends(void **state)
 	struct test_executor *ex = test_executor_create(1);
 
 	for (int variant = 0; variant < 2; variant++) {
-		struct retrier r = { .lane = lane_new("retry", ex), .ex = test_executor_iface(ex),
+		struct retrier r = { .lane = lane_new("retry", ex),
+				     .ex = test_executor_iface(ex),
 				     .sleep_first = variant == 1 };
 
 		assert_int_equal(orbit_state_lane_run(r.lane, start_retry_in_turn, &r), 0);
 		assert_int_equal(r.inline_rc, -EDEADLK);
 		assert_true(wait_for(&r.finished, 1));
-		assert_int_equal(r.loop_rc, 0);               /* no false reentrancy */
-		assert_int_equal(r.loop_saw_turn_over, 1);    /* it ran after the turn ended */
+		assert_int_equal(r.loop_rc, 0);		   /* no false reentrancy */
+		assert_int_equal(r.loop_saw_turn_over, 1); /* it ran after the turn ended */
 		assert_int_equal(r.attempts, 1);
 		assert_false(r.retrying);
 		lane_end(r.lane);
@@ -431,9 +433,9 @@ enum { SUB_NONE, SUB_ACTIVE };
 
 struct subscriptions {
 	orbit_state_lane_t *lane;
-	int state;      /* lane-owned */
+	int state;	/* lane-owned */
 	int generation; /* lane-owned */
-	int slot;       /* lane-owned: SLOT_PLACEHOLDER until turn B */
+	int slot;	/* lane-owned: SLOT_PLACEHOLDER until turn B */
 };
 
 struct sub_view {
@@ -468,7 +470,7 @@ static int sub_turn_a(void *arg)
 	struct sub_call *c = arg;
 
 	if (c->s->state != SUB_NONE)
-		return -EBUSY; /* validation */
+		return -EBUSY;	  /* validation */
 	c->s->state = SUB_ACTIVE; /* every transition the old code finished before the callback */
 	c->s->generation++;
 	c->s->slot = SLOT_PLACEHOLDER; /* placeholder ownership claim */
@@ -549,9 +551,8 @@ static void completion_body(void *arg)
 {
 	struct completion_probe *p = arg;
 
-	assert_int_equal(orbit_state_lane_run_async(p->c->lane, counter_incr, p->c,
-						    completion_reenters, p),
-			 0);
+	assert_int_equal(
+	    orbit_state_lane_run_async(p->c->lane, counter_incr, p->c, completion_reenters, p), 0);
 	assert_true(wait_for(&p->done, 1));
 }
 
@@ -772,9 +773,9 @@ static void test_s8_wait_under_gate_returns(void **state)
 	assert_int_equal(test_executor_submit(ex, plug_task, &plug, -1), 0);
 	assert_true(wait_for(&plug.entered, 1));
 	for (int i = 0; i < 10; i++)
-		assert_int_equal(orbit_state_lane_run_async(c.lane, counter_incr, &c,
-							    completion_takes_gate, &g),
-				 0);
+		assert_int_equal(
+		    orbit_state_lane_run_async(c.lane, counter_incr, &c, completion_takes_gate, &g),
+		    0);
 	within_deadline(gate_body, &g, DEADLINE_MS);
 	/* It ran behind the ten accepted items (FIFO), without the executor. */
 	assert_int_equal(g.run_rc, 11);
@@ -799,8 +800,8 @@ struct gated_holder {
 	pthread_t self;
 	atomic_long done_calls;
 	atomic_long done_on_holder; /* completions made on the gate holder's thread */
-	atomic_long self_deadlocks;  /* ... that found the gate held by their own thread */
-	long done_at_holder_return;  /* completions made before run() returned */
+	atomic_long self_deadlocks; /* ... that found the gate held by their own thread */
+	long done_at_holder_return; /* completions made before run() returned */
 	long order[8];
 	atomic_long norder;
 };
@@ -874,9 +875,9 @@ static void gated_round(struct gated_holder *g, orbit_state_lane_t *lane, struct
 	assert_int_equal(pthread_create(&t, NULL, gated_holder_main, g), 0);
 	assert_true(wait_for(&g->h.entered, 1));
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(orbit_state_lane_run_async(lane, gated_work, &items[i], gated_done,
-							    &items[i]),
-				 0);
+		assert_int_equal(
+		    orbit_state_lane_run_async(lane, gated_work, &items[i], gated_done, &items[i]),
+		    0);
 	assert_int_equal(manual_pending(x), 0); /* queued behind G, nothing submitted */
 	manual_set_refuse(x, refuse);
 	atomic_store(&g->h.go, 1);
@@ -944,9 +945,8 @@ static void test_s5_refused_completion_task_never_runs_on_run_caller(void **stat
 	assert_int_equal(manual_pending(&x), 0); /* refused: nothing queued */
 	assert_int_equal(atomic_load(&g.done_calls), 0);
 	assert_int_equal(orbit_state_lane_destroy(lane), -EBUSY); /* open; completions owed */
-	assert_int_equal(orbit_state_lane_run_async(lane, gated_work, &items[3], gated_done,
-						    &items[3]),
-			 0);
+	assert_int_equal(
+	    orbit_state_lane_run_async(lane, gated_work, &items[3], gated_done, &items[3]), 0);
 	manual_run_all(&x);
 	assert_int_equal(atomic_load(&g.done_calls), 4);
 	for (int i = 0; i < 4; i++)
@@ -1101,8 +1101,9 @@ static void *bt_writer(void *p)
 			rc = orbit_state_lane_try_post(w->t->lane,
 						       op == 0 ? bt_unbind_turn : bt_bind_turn, a);
 		} else {
-			rc = op == 0 ? bt_unbind(w->t, actor) :
-			     op == 1 ? bt_rebind(w->t, actor, session) : bt_bind(w->t, actor, session);
+			rc = op == 0   ? bt_unbind(w->t, actor)
+			     : op == 1 ? bt_rebind(w->t, actor, session)
+				       : bt_bind(w->t, actor, session);
 		}
 		if (rc)
 			w->errors++;
@@ -1155,8 +1156,9 @@ static void binding_table_run(bool posted, long writes)
 		atomic_store(&posted_next, 0);
 	}
 	for (int i = 0; i < 4; i++) {
-		w[i] = (struct bt_worker){ .t = &t, .seed = 17u * (i + 1), .n = writes,
-					   .posted = posted, .stop = &stop };
+		w[i] = (struct bt_worker){
+			.t = &t, .seed = 17u * (i + 1), .n = writes, .posted = posted, .stop = &stop
+		};
 		assert_int_equal(pthread_create(&th[i], NULL, i < 2 ? bt_writer : bt_reader, &w[i]),
 				 0);
 	}
@@ -1374,7 +1376,7 @@ static void test_dual_surface_diagnostics_level(void **state)
 	assert_int_equal(atomic_load(&log_calls), 0);
 	/* Canonical async setter: completion gets the previous level. */
 	assert_int_equal(orbit_state_lane_set_diagnostics_async(r.lane, ORBIT_STATE_LANE_DIAG_LOG,
-								 diag_done, &d),
+								diag_done, &d),
 			 0);
 	assert_true(wait_for(&d.done, 1));
 	assert_int_equal(d.prev, ORBIT_STATE_LANE_DIAG_RECORD);

@@ -16,7 +16,7 @@
 static const struct orbit_seg_opts stats_ro = { .how = ORBIT_SEG_OPEN, .readonly = true };
 static const struct orbit_seg_opts stats_rw = { .how = ORBIT_SEG_OPEN };
 static const struct orbit_seg_opts stats_ro_create = { .how = ORBIT_SEG_OPEN_OR_CREATE,
-							   .readonly = true };
+						       .readonly = true };
 
 static char fleet[64];
 
@@ -287,10 +287,12 @@ static void test_stats_histogram_buckets(void **state)
 	/* Names are metric suffixes, unique, in the fingerprint. */
 	for (unsigned i = 0; i < ORBIT_STAT__COUNT; i++) {
 		assert_non_null(orbit__stats_counters[i].name);
-		assert_int_equal(strspn(orbit__stats_counters[i].name, "abcdefghijklmnopqrstuvwxyz0123456789_"),
-				 strlen(orbit__stats_counters[i].name));
+		assert_int_equal(
+		    strspn(orbit__stats_counters[i].name, "abcdefghijklmnopqrstuvwxyz0123456789_"),
+		    strlen(orbit__stats_counters[i].name));
 		for (unsigned j = 0; j < i; j++)
-			assert_string_not_equal(orbit__stats_counters[i].name, orbit__stats_counters[j].name);
+			assert_string_not_equal(orbit__stats_counters[i].name,
+						orbit__stats_counters[j].name);
 	}
 	assert_int_not_equal(orbit__stats_fingerprint(), 0);
 }

@@ -495,6 +495,37 @@ static void test_producer_sigstopped_mid_record_aborted_late_commit_refused(void
 }
 
 /*
+ * A 4-item lane whose pos 0 a producer child claimed and is stopped in
+ * (spotq.after_claim); the host @h aborted it after the 50 ms bound.
+ * Returns that child's pid; *@row is the test process's own row.
+ */
+static pid_t stopped_claim_aborted(struct fx *f, orbit_spotq_host_t **hp, uint32_t *row)
+{
+	struct orbit_spotq_options o = base_opts();
+	bool stopped = false;
+	uint32_t gen;
+
+	o.unblock_ms = 50;
+	o.app_items = 4;
+	o.app_bytes = 8192;
+	fx_init(f, o, true);
+	*row = (uint32_t)orbit__members_self(f->m, &gen);
+	assert_int_equal(orbit__spotq_host_takeover(hp, f->q, f->m, 1), 0);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(crashing_producer(f->fleet, &f->o, "spotq.after_claim", 1, ORBIT_CRASH_STOP,
+					1, 100, -1));
+	assert_int_equal(wait_stopped_or_dead(pid, &stopped), pid);
+	assert_true(stopped); /* pos 0 CLAIMED by the stopped producer */
+	for (int i = 0; i < 100 && counters(f->q).aborted[0] == 0; i++) {
+		assert_true(orbit__spotq_take(*hp, 0, f->recs, 8, f->buf, sizeof(f->buf)) >= 0);
+		usleep(10000);
+	}
+	assert_int_equal(counters(f->q).aborted[0], 1);
+	return pid;
+}
+
+/*
  * Issue 11 "Never a torn record visible" and "loses nothing that was
  * accepted" (review F1): a producer stopped right after its claim
  * (spotq.after_claim) is aborted after the bound; its slot is reused only
@@ -504,30 +535,12 @@ static void test_producer_sigstopped_mid_record_aborted_late_commit_refused(void
 static void test_stopped_producer_late_stores_never_hit_a_later_record(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	struct orbit_spotq_options o = base_opts();
 	orbit_spotq_host_t *h;
-	bool stopped = false;
 	int bad = 0;
-	uint32_t gen;
 
 	(void)state;
-	o.unblock_ms = 50;
-	o.app_items = 4;
-	o.app_bytes = 8192;
-	fx_init(f, o, true);
-	uint32_t row = (uint32_t)orbit__members_self(f->m, &gen);
-	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
-	pid_t pid = fork();
-	if (pid == 0)
-		_exit(crashing_producer(f->fleet, &f->o, "spotq.after_claim", 1, ORBIT_CRASH_STOP,
-					1, 100, -1));
-	assert_int_equal(wait_stopped_or_dead(pid, &stopped), pid);
-	assert_true(stopped); /* pos 0 CLAIMED by the stopped producer */
-	for (int i = 0; i < 100 && counters(f->q).aborted[0] == 0; i++) {
-		assert_true(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)) >= 0);
-		usleep(10000);
-	}
-	assert_int_equal(counters(f->q).aborted[0], 1);
+	uint32_t row;
+	pid_t pid = stopped_claim_aborted(f, &h, &row);
 	for (uint64_t i = 1; i <= 3; i++) {
 		assert_int_equal(submit_seq(f->p, row, i, 100, NULL), 0);
 		assert_int_equal(drain(f, h, 0, &bad), 1);
@@ -547,6 +560,88 @@ static void test_stopped_producer_late_stores_never_hit_a_later_record(void **st
 	orbit__spotq_host_close(h);
 	fx_fini(f);
 	free(f);
+}
+
+/*
+ * Issue 11 "a producer stopped mid-record blocks only until the unblock
+ * bound" (liveness): the host aborts a stopped producer's record and makes
+ * its last advance() while the producer has not retired, so the record
+ * holds the head and the lane is full. The producer then resumes and
+ * retires; nothing rings for that. A host that only takes and waits (as
+ * every host loop does once nothing is in flight) must still free the
+ * slot within a few stall polls, or the Spot stops for good.
+ */
+static void held_head_case(bool resume_while_waiting)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	orbit_spotq_host_t *h;
+	int bad = 0, st;
+
+	uint32_t row;
+	pid_t pid = stopped_claim_aborted(f, &h, &row);
+	/* fill the lane behind it; each complete() advances, and stops at pos 0 */
+	for (uint64_t i = 1; i <= 3; i++) {
+		assert_int_equal(submit_seq(f->p, row, i, 100, NULL), 0);
+		assert_int_equal(drain(f, h, 0, &bad), 1);
+	}
+	assert_int_equal(submit_seq(f->p, row, 4, 100, NULL), -EAGAIN); /* full */
+	/* the producer resumes and retires after the host's last advance() */
+	uint64_t t0 = orbit_test_now_ns(), waited_ns;
+	pid_t resumer = -1;
+	if (resume_while_waiting) {
+		resumer = fork(); /* resumes its sibling while the host sleeps */
+		if (resumer == 0) {
+			usleep(200000);
+			_exit(kill(pid, SIGCONT) ? 1 : 0);
+		}
+		assert_true(resumer > 0);
+	} else {
+		kill(pid, SIGCONT);
+		st = orbit_test_wait(pid, 10000);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0); /* its submit said -ECANCELED */
+		t0 = orbit_test_now_ns();
+	}
+	/* the host loop: wait, take; no advance() or complete() from here on */
+	int r = -EAGAIN;
+	while (orbit_test_now_ns() - t0 < 1500000000ull) {
+		/* longer than the bound: only a wait that polls the held head passes */
+		int w = orbit__spotq_host_wait(h, 3000000000ll, 0);
+		assert_true(w == 0 || w == -ETIMEDOUT);
+		assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 0);
+		r = submit_seq(f->p, row, 4, 100, NULL);
+		if (r != -EAGAIN)
+			break;
+	}
+	waited_ns = orbit_test_now_ns() - t0;
+	if (r != 0 || waited_ns > 1500000000ull)
+		fail_msg(
+		    "%s: head still held %.0f ms after the producer was resumed: submit %d (%s)",
+		    resume_while_waiting ? "resumed while the host waits"
+					 : "retired before the host waits",
+		    waited_ns / 1e6, r, orbit_strerror(r));
+	if (resume_while_waiting) {
+		st = orbit_test_wait(resumer, 10000);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+		st = orbit_test_wait(pid, 10000);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	assert_int_equal(drain(f, h, 0, &bad), 1); /* delivered, whole */
+	assert_int_equal(bad, 0);
+	assert_int_equal(counters(f->q).corrupt[0], 0);
+	check_ok(f->q);
+	orbit__spotq_host_close(h);
+	fx_fini(f);
+	free(f);
+}
+
+static void test_aborted_record_retired_after_last_advance_frees_head(void **state)
+{
+	(void)state;
+	held_head_case(false); /* retired before the wait: lane_ready() sees it */
+	held_head_case(true);  /* retires during the wait: the stall poll sees it */
 }
 
 /*
@@ -857,15 +952,15 @@ static void test_host_killed_or_stopped_mid_head_advance(void **state)
 /* ---- the host's doorbell sleep: no lost wake ---- */
 
 struct wake_verdict {
-	_Atomic uint64_t taken;       /* records the host took and completed */
+	_Atomic uint64_t taken;			 /* records the host took and completed */
 	_Atomic uint64_t woken, ready, timeouts; /* host_wait_seq answers: 0, 1, -ETIMEDOUT */
-	_Atomic uint32_t host_bit;    /* the host's wake class */
+	_Atomic uint32_t host_bit;		 /* the host's wake class */
 	_Atomic uint64_t work, work_done; /* a wake source beside the lane (a worker's kick) */
 	_Atomic int host_ready, done;
 };
 
 #define WAKE_HOST_TIMEOUT_NS 5000000000ll /* a lost wake sleeps this long */
-#define WAKE_STALL_NS 2000000000ull       /* the bound on one record's wait */
+#define WAKE_STALL_NS 2000000000ull	  /* the bound on one record's wait */
 
 /*
  * The host of the wake test: the loop a host thread runs (agent/spot_host.c):
@@ -896,7 +991,8 @@ static int wake_host_main(const char *fleet, const struct orbit_spotq_options *o
 			return 0;
 		uint64_t w = atomic_load(&v->work);
 		if (w != atomic_load(&v->work_done)) {
-			atomic_store(&v->work_done, w); /* what a host does with a finished handler */
+			atomic_store(&v->work_done,
+				     w); /* what a host does with a finished handler */
 			continue;
 		}
 		n = orbit__spotq_take(h, ORBIT_SPOTQ_APP, recs, 16, buf, sizeof(buf));
@@ -912,7 +1008,8 @@ static int wake_host_main(const char *fleet, const struct orbit_spotq_options *o
 		/* other work between the empty take and the sleep (a host completes,
 		 * renews): 0-31 us, so that submissions land inside that window too */
 		rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
-		for (uint64_t t = orbit_test_now_ns() + (rnd >> 59) * 1000; orbit_test_now_ns() < t;)
+		for (uint64_t t = orbit_test_now_ns() + (rnd >> 59) * 1000;
+		     orbit_test_now_ns() < t;)
 			;
 		r = orbit__spotq_host_wait_seq(h, seen, 1u << ORBIT_SPOTQ_APP, WAKE_HOST_TIMEOUT_NS,
 					       bit);
@@ -972,8 +1069,8 @@ static void test_host_wait_seq_single_submissions_no_lost_wake(void **state)
 		bool kick = i % 10 == 5;
 
 		/* even: only once the host announced (until its bit shows, at most 1 s) */
-		for (t = orbit_test_now_ns(); i % 2 == 0 &&
-		     !(atomic_load(&db->sleeping) & bit) && orbit_test_now_ns() - t < 1000000000ull;)
+		for (t = orbit_test_now_ns(); i % 2 == 0 && !(atomic_load(&db->sleeping) & bit) &&
+					      orbit_test_now_ns() - t < 1000000000ull;)
 			sched_yield();
 		if (kick) {
 			/* a wake source the lane re-check cannot see: only the seq can */
@@ -996,13 +1093,13 @@ static void test_host_wait_seq_single_submissions_no_lost_wake(void **state)
 	atomic_store(&v->done, 1);
 	orbit__spotq_kick(f.q);
 	st = orbit_test_wait(host, 30000);
-	print_message("%llu single submissions and kicks in %.2f s: slowest taken after %.2f ms; host "
-		      "woken %llu, ready without sleeping %llu, timed out %llu; %llu FUTEX_WAKEs\n",
-		      (unsigned long long)n, (double)(orbit_test_now_ns() - t0) / 1e9,
-		      (double)max_ns / 1e6, (unsigned long long)atomic_load(&v->woken),
-		      (unsigned long long)atomic_load(&v->ready),
-		      (unsigned long long)atomic_load(&v->timeouts),
-		      (unsigned long long)(orbit__doorbell_wakes(db) - wakes0));
+	print_message(
+	    "%llu single submissions and kicks in %.2f s: slowest taken after %.2f ms; host "
+	    "woken %llu, ready without sleeping %llu, timed out %llu; %llu FUTEX_WAKEs\n",
+	    (unsigned long long)n, (double)(orbit_test_now_ns() - t0) / 1e9, (double)max_ns / 1e6,
+	    (unsigned long long)atomic_load(&v->woken), (unsigned long long)atomic_load(&v->ready),
+	    (unsigned long long)atomic_load(&v->timeouts),
+	    (unsigned long long)(orbit__doorbell_wakes(db) - wakes0));
 	if (stalled_at)
 		fail_msg("record %llu waited past %llu ms: a lost wake",
 			 (unsigned long long)stalled_at, WAKE_STALL_NS / 1000000);
@@ -1026,6 +1123,7 @@ int main(void)
 		cmocka_unit_test(test_producer_sigstopped_mid_record_aborted_late_commit_refused),
 		cmocka_unit_test(test_stopped_producer_late_stores_never_hit_a_later_record),
 		cmocka_unit_test(test_late_tail_helper_writes_nothing),
+		cmocka_unit_test(test_aborted_record_retired_after_last_advance_frees_head),
 		cmocka_unit_test(test_host_sigkilled_new_epoch_redelivers_uncompleted),
 		cmocka_unit_test(test_host_sigstopped_across_takeover_fenced_off),
 		cmocka_unit_test(test_host_killed_or_stopped_mid_head_advance),

@@ -641,7 +641,7 @@ orbit_seg_t *orbit__spotq_seg(orbit_spotq_t *q)
 void orbit__spotq_kick(orbit_spotq_t *q)
 {
 	if (q && !q->seg.readonly && orbit__fork_check(q->pid) == 0)
-		orbit__doorbell_ring(&q->shm->rec_db);
+		orbit__doorbell_ring_owned(&q->shm->rec_db);
 }
 
 /* ---- checksum ---- */
@@ -980,7 +980,7 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	atomic_thread_fence(memory_order_seq_cst);
 	/* relaxed after the fence: the Dekker read of the pair */
 	if (atomic_load_explicit(&q->shm->rec_db.sleeping, memory_order_relaxed))
-		orbit__doorbell_ring(&q->shm->rec_db);
+		orbit__doorbell_ring_owned(&q->shm->rec_db); /* the host takes its bit back */
 	return 0;
 }
 

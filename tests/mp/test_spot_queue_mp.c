@@ -1115,6 +1115,128 @@ static void test_host_wait_seq_single_submissions_no_lost_wake(void **state)
 	munmap(v, sizeof(*v));
 }
 
+/*
+ * Issue 11 "wake-ups", the stale ring (found by the wake test failing at
+ * load ~15): a producer rings for record A and is preempted after its seq
+ * bump (doorbell.after_bump), before it reads the sleeping word. The host,
+ * woken meanwhile, takes A, reads the new seq, announces its class again
+ * and is preempted just before FUTEX_WAIT (doorbell.before_futex). The
+ * stale ringer resumes, sees the host's new bit, clears it and wakes
+ * nobody; the host then sleeps with its bit clear, so the producer's next
+ * record B rings nothing. B must still be taken within 1 s (the host's
+ * wait is 5 s: a lost wake shows as B waiting for that timeout).
+ */
+static int stale_host_main(const char *fleet, const struct orbit_spotq_options *o,
+			   struct wake_verdict *v)
+{
+	static struct orbit_spotq_rec recs[4];
+	static uint8_t buf[4096];
+	struct child c = { 0 };
+	orbit_spotq_host_t *h;
+	uint32_t gen, bit;
+	int r = child_host(&c, fleet, o, 1, &h);
+
+	if (r)
+		return r;
+	bit = orbit__doorbell_bit((uint32_t)orbit__members_self(c.m, &gen));
+	atomic_store(&v->host_bit, bit);
+	/* its 1st futex sleep runs, the 2nd (after taking A) stops before FUTEX_WAIT */
+	orbit__crashpoint_arm("doorbell.before_futex", 2, ORBIT_CRASH_STOP);
+	atomic_store(&v->host_ready, 1);
+	while (atomic_load(&v->taken) < 2) {
+		uint32_t seen = orbit__spotq_host_seq(h);
+		int n = orbit__spotq_take(h, ORBIT_SPOTQ_APP, recs, 4, buf, sizeof(buf));
+		if (n < 0)
+			return 14;
+		for (int i = 0; i < n; i++) {
+			if (orbit__spotq_complete(h, ORBIT_SPOTQ_APP, recs[i].pos))
+				return 16;
+			atomic_fetch_add(&v->taken, 1);
+		}
+		if (n > 0)
+			continue;
+		r = orbit__spotq_host_wait_seq(h, seen, 1u << ORBIT_SPOTQ_APP, WAKE_HOST_TIMEOUT_NS,
+					       bit);
+		if (r == -ETIMEDOUT)
+			atomic_fetch_add(&v->timeouts, 1);
+		else if (r < 0 && r != -EINTR)
+			return 15;
+	}
+	return 0;
+}
+
+static pid_t wait_stopped(pid_t pid)
+{
+	bool stopped = false;
+
+	assert_int_equal(wait_stopped_or_dead(pid, &stopped), pid);
+	assert_true(stopped);
+	return pid;
+}
+
+static void test_stale_ring_clearing_a_newer_announce_loses_no_wake(void **state)
+{
+	struct fx f = { 0 };
+	struct wake_verdict *v = mmap(NULL, sizeof(*v), PROT_READ | PROT_WRITE,
+				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct orbit_doorbell *db;
+	uint32_t row, gen, bit;
+	pid_t host, ringer;
+	int st;
+
+	(void)state;
+	assert_true(v != MAP_FAILED);
+	memset(v, 0, sizeof(*v));
+	fx_init(&f, base_opts(), true);
+	row = (uint32_t)orbit__members_self(f.m, &gen);
+	db = &((struct orbit_spotq_shm *)orbit__seg_body(orbit__spotq_seg(f.q)))->rec_db;
+	host = fork();
+	if (host == 0)
+		_exit(stale_host_main(f.fleet, &f.o, v));
+	while (!atomic_load(&v->host_ready))
+		usleep(1000);
+	bit = atomic_load(&v->host_bit);
+	for (int i = 0; i < 5000 && !(atomic_load(&db->sleeping) & bit); i++)
+		usleep(1000);
+	assert_true(atomic_load(&db->sleeping) & bit); /* asleep in its 1st wait */
+	ringer = fork();
+	if (ringer == 0) {
+		/* record A: commit, see the host's bit, bump seq, stop before DB-D2a */
+		struct child c = { 0 };
+		uint32_t g, rrow;
+		if (child_open(&c, f.fleet, &f.o, true))
+			_exit(10);
+		rrow = (uint32_t)orbit__members_self(c.m, &g);
+		orbit__crashpoint_arm("doorbell.after_bump", 1, ORBIT_CRASH_STOP);
+		_exit(submit_seq(c.p, rrow, 1, 8, NULL) ? 11 : 0);
+	}
+	wait_stopped(ringer);
+	orbit__spotq_kick(f.q); /* wakes the host (the ringer's wake never came) */
+	wait_stopped(host);	/* took A, announced, stopped before FUTEX_WAIT */
+	assert_int_equal(atomic_load(&v->taken), 1);
+	kill(ringer, SIGCONT); /* the stale ring: DB-D2a/DB-D2 on the new announce */
+	st = orbit_test_wait(ringer, 10000);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(submit_seq(f.p, row, 1, 8, NULL), 0); /* record B */
+	uint64_t t0 = orbit_test_now_ns();
+	kill(host, SIGCONT); /* into FUTEX_WAIT with seq == its seen */
+	while (atomic_load(&v->taken) < 2 && orbit_test_now_ns() - t0 < 1000000000ull)
+		usleep(1000);
+	uint64_t waited = orbit_test_now_ns() - t0;
+	if (atomic_load(&v->taken) < 2)
+		fail_msg("record B not taken %.0f ms after the host resumed: a lost wake "
+			 "(host bit %s in the sleeping word)",
+			 waited / 1e6, (atomic_load(&db->sleeping) & bit) ? "set" : "clear");
+	st = orbit_test_wait(host, 10000);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(atomic_load(&v->timeouts), 0);
+	check_ok(f.q);
+	fx_fini(&f);
+	munmap(v, sizeof(*v));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1128,6 +1250,7 @@ int main(void)
 		cmocka_unit_test(test_host_sigstopped_across_takeover_fenced_off),
 		cmocka_unit_test(test_host_killed_or_stopped_mid_head_advance),
 		cmocka_unit_test(test_host_wait_seq_single_submissions_no_lost_wake),
+		cmocka_unit_test(test_stale_ring_clearing_a_newer_announce_loses_no_wake),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1047,6 +1047,7 @@ static void test_host_wait_seq_single_submissions_no_lost_wake(void **state)
 	struct orbit_doorbell *db;
 	uint32_t row, gen, bit;
 	uint64_t stalled_at = 0;
+	uint32_t stall_bit = 0;
 	pid_t host;
 	int st;
 
@@ -1083,6 +1084,8 @@ static void test_host_wait_seq_single_submissions_no_lost_wake(void **state)
 		while (kick ? atomic_load(&v->work_done) != i : atomic_load(&v->taken) < r) {
 			if (orbit_test_now_ns() - t > WAKE_STALL_NS) {
 				stalled_at = i;
+				/* bit clear while the host sleeps: no one will ring it */
+				stall_bit = atomic_load(&db->sleeping) & bit;
 				break;
 			}
 			sched_yield();
@@ -1101,8 +1104,12 @@ static void test_host_wait_seq_single_submissions_no_lost_wake(void **state)
 	    (unsigned long long)atomic_load(&v->timeouts),
 	    (unsigned long long)(orbit__doorbell_wakes(db) - wakes0));
 	if (stalled_at)
-		fail_msg("record %llu waited past %llu ms: a lost wake",
-			 (unsigned long long)stalled_at, WAKE_STALL_NS / 1000000);
+		fail_msg("record %llu waited past %llu ms: a lost wake (host's bit %s in the "
+			 "sleeping word: %s)",
+			 (unsigned long long)stalled_at, WAKE_STALL_NS / 1000000,
+			 stall_bit ? "set" : "clear",
+			 stall_bit ? "a ring would wake it: starved, or woken and not run"
+				   : "no producer rings it");
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 	assert_int_equal(atomic_load(&v->taken), n - (n + 5) / 10);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/time.h"
+#include "shm/crashpoint.h"
 #include "shm/doorbell.h"
 
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "u32 atomics must be lock-free (address-free)");
@@ -38,14 +39,19 @@ uint32_t orbit__doorbell_seq(const struct orbit_doorbell *db)
 	return atomic_load_explicit(&((struct orbit_doorbell *)db)->seq, memory_order_acquire);
 }
 
-/* Bump seq, then wake the sleeping classes in @mask (ring_skip and wake_class). */
-static int ring_mask(struct orbit_doorbell *db, uint32_t mask)
+/*
+ * Bump seq, then wake the sleeping classes in @mask (ring_skip and
+ * wake_class), clearing the bits of those in @clear (the others' waiters
+ * take their own bits back: ring_owned).
+ */
+static int ring_mask(struct orbit_doorbell *db, uint32_t mask, uint32_t clear)
 {
-	uint32_t wake;
+	uint32_t wake, take;
 
 	/* DB-D1: seq_cst bump, pairs with DB-A1 and DB-D4; with DB-D2a/DB-D2 the
 	 * publisher half of the Dekker pair (DB-D3/DB-D4) */
 	atomic_fetch_add_explicit(&db->seq, 1, memory_order_seq_cst);
+	ORBIT_CRASHPOINT("doorbell.after_bump"); /* a ringer preempted before DB-D2a */
 	/*
 	 * DB-D2a: seq_cst load after DB-D1, the no-sleeper fast path: it keeps this
 	 * word read-only (no cache-line ping-pong with waiters). A class bit
@@ -55,7 +61,10 @@ static int ring_mask(struct orbit_doorbell *db, uint32_t mask)
 	if (wake == 0)
 		return 0;
 	/* DB-D2: seq_cst fetch_and; clears only the classes we wake (a burst coalesces) */
-	wake &= atomic_fetch_and_explicit(&db->sleeping, ~wake, memory_order_seq_cst);
+	take = wake & clear;
+	if (take)
+		wake = (wake & ~take) | (take & atomic_fetch_and_explicit(&db->sleeping, ~take,
+									  memory_order_seq_cst));
 	if (wake == 0)
 		return 0; /* another publisher cleared them after its DB-D1: it wakes them */
 	/* Relaxed: a statistics counter, orders nothing */
@@ -67,17 +76,22 @@ static int ring_mask(struct orbit_doorbell *db, uint32_t mask)
 
 int orbit__doorbell_ring_skip(struct orbit_doorbell *db, uint32_t skip)
 {
-	return ring_mask(db, ~skip);
+	return ring_mask(db, ~skip, ~0u);
 }
 
 int orbit__doorbell_wake_class(struct orbit_doorbell *db, uint32_t bit)
 {
-	return ring_mask(db, bit ? bit : ORBIT_DOORBELL_SHARED);
+	return ring_mask(db, bit ? bit : ORBIT_DOORBELL_SHARED, ~0u);
 }
 
 int orbit__doorbell_ring(struct orbit_doorbell *db)
 {
 	return orbit__doorbell_ring_skip(db, 0);
+}
+
+int orbit__doorbell_ring_owned(struct orbit_doorbell *db)
+{
+	return ring_mask(db, ~0u, ORBIT_DOORBELL_SHARED);
 }
 
 int orbit__doorbell_wait_class(struct orbit_doorbell *db, uint32_t seen, int64_t timeout_ns,
@@ -105,6 +119,7 @@ int orbit__doorbell_wait_class(struct orbit_doorbell *db, uint32_t seen, int64_t
 		 * re-check). BITSET: an absolute CLOCK_MONOTONIC deadline, and only a
 		 * wake naming our class (or a spare one) ends the sleep.
 		 */
+		ORBIT_CRASHPOINT("doorbell.before_futex"); /* a waiter preempted here */
 		long rc = syscall(SYS_futex, &db->seq, FUTEX_WAIT_BITSET, seen, tsp, NULL, bit);
 		if (rc < 0 && errno == EINTR)
 			return -EINTR;

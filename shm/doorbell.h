@@ -42,6 +42,19 @@
  * makes the wait return EAGAIN instead of sleeping. A skipped class keeps
  * its bit set: the next publish that does not skip it wakes it, so a skip
  * delays that class (its own frames), it never loses another's wake.
+ *
+ * The hole in that argument (ring_owned closes it): "DB-D2 reads b set"
+ * may read the bit of a NEWER announce, by a waiter whose seen already
+ * includes this publisher's DB-D1 (the publisher was preempted between
+ * DB-D1 and DB-D2a while the waiter woke, worked and announced again).
+ * The publisher clears b and its FUTEX_WAKE may come before that waiter's
+ * FUTEX_WAIT; the waiter then sleeps with b clear, and a later publisher
+ * that reads b clear rings nobody: a lost wake until its timeout. A class
+ * whose waiter takes its own bit back on waking can be rung with
+ * orbit__doorbell_ring_owned(), which never clears it; the shared class
+ * and ring_skip()/ring() callers keep the hole (their waiters' timeouts
+ * bound it). Test: test_stale_ring_clearing_a_newer_announce_loses_no_wake
+ * (crash points doorbell.after_bump and doorbell.before_futex).
  */
 #ifndef ORBIT_SHM_DOORBELL_H
 #define ORBIT_SHM_DOORBELL_H
@@ -108,6 +121,21 @@ int orbit__doorbell_wake_class(struct orbit_doorbell *db, uint32_t bit);
 
 /* orbit__doorbell_ring - ring_skip(db, 0): wake every sleeping class. */
 int orbit__doorbell_ring(struct orbit_doorbell *db);
+
+/*
+ * orbit__doorbell_ring_owned - as orbit__doorbell_ring(), but clear only
+ * ORBIT_DOORBELL_SHARED: a row class's bit stays until its own waiter
+ * takes it back on waking (orbit__spotq_host_wait_seq() does). For
+ * doorbells whose row-class waiters do that: a ringer preempted between
+ * its seq bump (DB-D1) and DB-D2 would otherwise clear the bit of a newer
+ * announce by a waiter that already saw that bump, and the waiter would
+ * sleep with its bit clear, rung by no later event (a lost wake; the
+ * shared class keeps that hole, bounded by its waiters' timeouts).
+ * Context: any thread/process; lock-free; FUTEX_WAKE_BITSET while any
+ * class's bit is set (a row class: until its waiter is awake again).
+ * Returns 1 when it made a FUTEX_WAKE_BITSET, 0 when no syscall was needed.
+ */
+int orbit__doorbell_ring_owned(struct orbit_doorbell *db);
 
 /*
  * orbit__doorbell_wait_class - sleep as class @bit (one bit, see

@@ -641,7 +641,7 @@ orbit_seg_t *orbit__spotq_seg(orbit_spotq_t *q)
 void orbit__spotq_kick(orbit_spotq_t *q)
 {
 	if (q && !q->seg.readonly && orbit__fork_check(q->pid) == 0)
-		orbit__doorbell_ring(&q->shm->rec_db);
+		orbit__doorbell_ring_owned(&q->shm->rec_db);
 }
 
 /* ---- checksum ---- */
@@ -980,7 +980,7 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	atomic_thread_fence(memory_order_seq_cst);
 	/* relaxed after the fence: the Dekker read of the pair */
 	if (atomic_load_explicit(&q->shm->rec_db.sleeping, memory_order_relaxed))
-		orbit__doorbell_ring(&q->shm->rec_db);
+		orbit__doorbell_ring_owned(&q->shm->rec_db); /* the host takes its bit back */
 	return 0;
 }
 
@@ -1329,6 +1329,8 @@ static const char *copy_out(const orbit_spotq_host_t *h, const struct lane_geo *
 	return NULL;
 }
 
+static bool head_aborted(orbit_spotq_host_t *h, uint32_t lane, bool *gone);
+
 int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_rec *recs,
 		      unsigned max, void *buf, size_t buf_len)
 {
@@ -1471,6 +1473,11 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 		h->cursor[lane] = cur;
 	}
 	h->cursor[lane] = cur;
+	if (!resolved) {
+		bool gone = false;
+		/* an aborted record holds the head: its producer may have retired since */
+		resolved = head_aborted(h, lane, &gone) && gone;
+	}
 	if (resolved) {
 		r = orbit__spotq_advance(h, lane);
 		if (r == -ORBIT_EFENCED && n == 0)
@@ -1534,6 +1541,39 @@ static bool claimer_gone(orbit_spotq_host_t *h, uint32_t lane, uint64_t v, uint3
 	if (pw_idx(cl) != pos || (cl & CLAIM_RETIRED))
 		return true;
 	return claimer_dead(h, v);
+}
+
+/*
+ * Is the head of @lane an aborted record this host marked DONE (so only
+ * its producer's RETIRED, or its death, lets advance() free it)? *@gone:
+ * that has happened, advance() may now pass it. take() and the host waits
+ * poll this while it holds the head: a producer that retires after the
+ * host's last advance() rings nothing, so no one else would call advance()
+ * and a full lane would stay full for good.
+ */
+static bool head_aborted(orbit_spotq_host_t *h, uint32_t lane, bool *gone)
+{
+	struct lane_geo *g = &h->q->lane[lane];
+	/* SQ-A7: acquire, pairs with SQ-R5 */
+	uint64_t hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
+	/* SQ-A4: acquire, pairs with SQ-R2 */
+	uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
+	uint32_t H = pw_idx(hw);
+	struct orbit_spotq_slot *s;
+	uint64_t a, v;
+
+	if (H >= g->wi || H == pw_idx(t))
+		return false;
+	s = slot_at(g, H);
+	/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes */
+	a = atomic_load_explicit(&s->ack, memory_order_acquire);
+	/* SQ-A5: acquire, pairs with SQ-R4: the aborted record's claim */
+	v = atomic_load_explicit(&s->commit, memory_order_acquire);
+	if (aw_gen(a) != (h->gen & AW_GEN_MASK) || aw_pos(a) != H || aw_state(a) != AW_DONE ||
+	    cw_pos(v) != H || cw_state(v) != CW_ABORTED)
+		return false;
+	*gone = claimer_gone(h, lane, v, H);
+	return true;
 }
 
 /*
@@ -1639,7 +1679,10 @@ static bool lane_ready(orbit_spotq_host_t *h, uint32_t lane, bool *stalled)
 	/* seq_cst: the Dekker re-check of SQ-D1 */
 	uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_seq_cst);
 	uint64_t v = atomic_load_explicit(&slot_at(g, cur)->commit, memory_order_seq_cst);
+	bool gone;
 
+	if (head_aborted(h, lane, &gone))
+		*stalled = true; /* poll take() for its RETIRED: no ring announces it */
 	if (cur == pw_idx(t))
 		return cw_state(v) != CW_FREE && cw_pos(v) == cur; /* claimed at the tail */
 	if (cw_pos(v) == cur && cw_state(v) == CW_CLAIMED) {

@@ -429,7 +429,9 @@ void orbit__spotq_host_close(orbit_spotq_host_t *h);
  * In-progress records of dead producers, or of alive ones past the unblock
  * bound, are aborted on the way; corrupt ones are counted, skipped and
  * reported (orbit__spotq_host_last_corrupt()). The batch stops at a record
- * still being written.
+ * still being written. While an aborted record whose producer had not
+ * retired holds the head, each call checks it again and advances the head
+ * once the producer retired or died (nothing rings for that).
  * Context: one thread at a time per host handle (complete() may run on others);
  * lock-free; one fcntl per in-progress record
  * whose producer must be proven dead. Ordering: acquire of each commit
@@ -472,7 +474,9 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane);
  * the host announces itself, re-checks both lanes, then sleeps; producers
  * ring only when it announced. While a record is being written the sleep
  * is cut to the time left of its unblock bound (polling at most every
- * 10 ms for its producer's death).
+ * 10 ms for its producer's death), and so is it while an aborted record
+ * holds the head until its producer retires (the caller's take() then
+ * frees it).
  * @wake_class: orbit__doorbell_bit(host row), or 0 for the shared class.
  * Returns 0 (something to take, or woken), -ETIMEDOUT, -EINTR,
  * -ORBIT_EFENCED, -ECHILD.
@@ -500,8 +504,9 @@ uint32_t orbit__spotq_host_seq(const orbit_spotq_host_t *h);
  * seq again under its bucket lock). No wake is lost: a producer that
  * committed before the announce is seen by the re-check, one after it
  * rings (seq moves), and a kick (a worker, stop, the death watcher) after
- * @seen moved seq too. While a record in @lanes is being written the sleep
- * is cut to its stall poll (10 ms). Awake again, a row's own class bit is
+ * @seen moved seq too. While a record in @lanes is being written, or an
+ * aborted record whose producer has not retired holds a lane's head, the
+ * sleep is cut to its stall poll (10 ms). Awake again, a row's own class bit is
  * taken back (producers then ring no syscall while the host works).
  * @wake_class: orbit__doorbell_bit(host row), or 0 for the shared class.
  * Context: the host's thread; blocks (FUTEX_WAIT_BITSET) unless a lane is

@@ -495,6 +495,37 @@ static void test_producer_sigstopped_mid_record_aborted_late_commit_refused(void
 }
 
 /*
+ * A 4-item lane whose pos 0 a producer child claimed and is stopped in
+ * (spotq.after_claim); the host @h aborted it after the 50 ms bound.
+ * Returns that child's pid; *@row is the test process's own row.
+ */
+static pid_t stopped_claim_aborted(struct fx *f, orbit_spotq_host_t **hp, uint32_t *row)
+{
+	struct orbit_spotq_options o = base_opts();
+	bool stopped = false;
+	uint32_t gen;
+
+	o.unblock_ms = 50;
+	o.app_items = 4;
+	o.app_bytes = 8192;
+	fx_init(f, o, true);
+	*row = (uint32_t)orbit__members_self(f->m, &gen);
+	assert_int_equal(orbit__spotq_host_takeover(hp, f->q, f->m, 1), 0);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(crashing_producer(f->fleet, &f->o, "spotq.after_claim", 1, ORBIT_CRASH_STOP,
+					1, 100, -1));
+	assert_int_equal(wait_stopped_or_dead(pid, &stopped), pid);
+	assert_true(stopped); /* pos 0 CLAIMED by the stopped producer */
+	for (int i = 0; i < 100 && counters(f->q).aborted[0] == 0; i++) {
+		assert_true(orbit__spotq_take(*hp, 0, f->recs, 8, f->buf, sizeof(f->buf)) >= 0);
+		usleep(10000);
+	}
+	assert_int_equal(counters(f->q).aborted[0], 1);
+	return pid;
+}
+
+/*
  * Issue 11 "Never a torn record visible" and "loses nothing that was
  * accepted" (review F1): a producer stopped right after its claim
  * (spotq.after_claim) is aborted after the bound; its slot is reused only
@@ -504,30 +535,12 @@ static void test_producer_sigstopped_mid_record_aborted_late_commit_refused(void
 static void test_stopped_producer_late_stores_never_hit_a_later_record(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	struct orbit_spotq_options o = base_opts();
 	orbit_spotq_host_t *h;
-	bool stopped = false;
 	int bad = 0;
-	uint32_t gen;
 
 	(void)state;
-	o.unblock_ms = 50;
-	o.app_items = 4;
-	o.app_bytes = 8192;
-	fx_init(f, o, true);
-	uint32_t row = (uint32_t)orbit__members_self(f->m, &gen);
-	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
-	pid_t pid = fork();
-	if (pid == 0)
-		_exit(crashing_producer(f->fleet, &f->o, "spotq.after_claim", 1, ORBIT_CRASH_STOP,
-					1, 100, -1));
-	assert_int_equal(wait_stopped_or_dead(pid, &stopped), pid);
-	assert_true(stopped); /* pos 0 CLAIMED by the stopped producer */
-	for (int i = 0; i < 100 && counters(f->q).aborted[0] == 0; i++) {
-		assert_true(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)) >= 0);
-		usleep(10000);
-	}
-	assert_int_equal(counters(f->q).aborted[0], 1);
+	uint32_t row;
+	pid_t pid = stopped_claim_aborted(f, &h, &row);
 	for (uint64_t i = 1; i <= 3; i++) {
 		assert_int_equal(submit_seq(f->p, row, i, 100, NULL), 0);
 		assert_int_equal(drain(f, h, 0, &bad), 1);
@@ -547,6 +560,88 @@ static void test_stopped_producer_late_stores_never_hit_a_later_record(void **st
 	orbit__spotq_host_close(h);
 	fx_fini(f);
 	free(f);
+}
+
+/*
+ * Issue 11 "a producer stopped mid-record blocks only until the unblock
+ * bound" (liveness): the host aborts a stopped producer's record and makes
+ * its last advance() while the producer has not retired, so the record
+ * holds the head and the lane is full. The producer then resumes and
+ * retires; nothing rings for that. A host that only takes and waits (as
+ * every host loop does once nothing is in flight) must still free the
+ * slot within a few stall polls, or the Spot stops for good.
+ */
+static void held_head_case(bool resume_while_waiting)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	orbit_spotq_host_t *h;
+	int bad = 0, st;
+
+	uint32_t row;
+	pid_t pid = stopped_claim_aborted(f, &h, &row);
+	/* fill the lane behind it; each complete() advances, and stops at pos 0 */
+	for (uint64_t i = 1; i <= 3; i++) {
+		assert_int_equal(submit_seq(f->p, row, i, 100, NULL), 0);
+		assert_int_equal(drain(f, h, 0, &bad), 1);
+	}
+	assert_int_equal(submit_seq(f->p, row, 4, 100, NULL), -EAGAIN); /* full */
+	/* the producer resumes and retires after the host's last advance() */
+	uint64_t t0 = orbit_test_now_ns(), waited_ns;
+	pid_t resumer = -1;
+	if (resume_while_waiting) {
+		resumer = fork(); /* resumes its sibling while the host sleeps */
+		if (resumer == 0) {
+			usleep(200000);
+			_exit(kill(pid, SIGCONT) ? 1 : 0);
+		}
+		assert_true(resumer > 0);
+	} else {
+		kill(pid, SIGCONT);
+		st = orbit_test_wait(pid, 10000);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0); /* its submit said -ECANCELED */
+		t0 = orbit_test_now_ns();
+	}
+	/* the host loop: wait, take; no advance() or complete() from here on */
+	int r = -EAGAIN;
+	while (orbit_test_now_ns() - t0 < 1500000000ull) {
+		/* longer than the bound: only a wait that polls the held head passes */
+		int w = orbit__spotq_host_wait(h, 3000000000ll, 0);
+		assert_true(w == 0 || w == -ETIMEDOUT);
+		assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 0);
+		r = submit_seq(f->p, row, 4, 100, NULL);
+		if (r != -EAGAIN)
+			break;
+	}
+	waited_ns = orbit_test_now_ns() - t0;
+	if (r != 0 || waited_ns > 1500000000ull)
+		fail_msg(
+		    "%s: head still held %.0f ms after the producer was resumed: submit %d (%s)",
+		    resume_while_waiting ? "resumed while the host waits"
+					 : "retired before the host waits",
+		    waited_ns / 1e6, r, orbit_strerror(r));
+	if (resume_while_waiting) {
+		st = orbit_test_wait(resumer, 10000);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+		st = orbit_test_wait(pid, 10000);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	assert_int_equal(drain(f, h, 0, &bad), 1); /* delivered, whole */
+	assert_int_equal(bad, 0);
+	assert_int_equal(counters(f->q).corrupt[0], 0);
+	check_ok(f->q);
+	orbit__spotq_host_close(h);
+	fx_fini(f);
+	free(f);
+}
+
+static void test_aborted_record_retired_after_last_advance_frees_head(void **state)
+{
+	(void)state;
+	held_head_case(false); /* retired before the wait: lane_ready() sees it */
+	held_head_case(true);  /* retires during the wait: the stall poll sees it */
 }
 
 /*
@@ -952,6 +1047,7 @@ static void test_host_wait_seq_single_submissions_no_lost_wake(void **state)
 	struct orbit_doorbell *db;
 	uint32_t row, gen, bit;
 	uint64_t stalled_at = 0;
+	uint32_t stall_bit = 0;
 	pid_t host;
 	int st;
 
@@ -988,6 +1084,8 @@ static void test_host_wait_seq_single_submissions_no_lost_wake(void **state)
 		while (kick ? atomic_load(&v->work_done) != i : atomic_load(&v->taken) < r) {
 			if (orbit_test_now_ns() - t > WAKE_STALL_NS) {
 				stalled_at = i;
+				/* bit clear while the host sleeps: no one will ring it */
+				stall_bit = atomic_load(&db->sleeping) & bit;
 				break;
 			}
 			sched_yield();
@@ -1006,8 +1104,12 @@ static void test_host_wait_seq_single_submissions_no_lost_wake(void **state)
 	    (unsigned long long)atomic_load(&v->timeouts),
 	    (unsigned long long)(orbit__doorbell_wakes(db) - wakes0));
 	if (stalled_at)
-		fail_msg("record %llu waited past %llu ms: a lost wake",
-			 (unsigned long long)stalled_at, WAKE_STALL_NS / 1000000);
+		fail_msg("record %llu waited past %llu ms: a lost wake (host's bit %s in the "
+			 "sleeping word: %s)",
+			 (unsigned long long)stalled_at, WAKE_STALL_NS / 1000000,
+			 stall_bit ? "set" : "clear",
+			 stall_bit ? "a ring would wake it: starved, or woken and not run"
+				   : "no producer rings it");
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 	assert_int_equal(atomic_load(&v->taken), n - (n + 5) / 10);
@@ -1015,6 +1117,128 @@ static void test_host_wait_seq_single_submissions_no_lost_wake(void **state)
 	assert_true(max_ns < WAKE_STALL_NS);
 	/* the host did sleep between events: a wake per event, roughly */
 	assert_true(atomic_load(&v->woken) >= n / 4);
+	check_ok(f.q);
+	fx_fini(&f);
+	munmap(v, sizeof(*v));
+}
+
+/*
+ * Issue 11 "wake-ups", the stale ring (found by the wake test failing at
+ * load ~15): a producer rings for record A and is preempted after its seq
+ * bump (doorbell.after_bump), before it reads the sleeping word. The host,
+ * woken meanwhile, takes A, reads the new seq, announces its class again
+ * and is preempted just before FUTEX_WAIT (doorbell.before_futex). The
+ * stale ringer resumes, sees the host's new bit, clears it and wakes
+ * nobody; the host then sleeps with its bit clear, so the producer's next
+ * record B rings nothing. B must still be taken within 1 s (the host's
+ * wait is 5 s: a lost wake shows as B waiting for that timeout).
+ */
+static int stale_host_main(const char *fleet, const struct orbit_spotq_options *o,
+			   struct wake_verdict *v)
+{
+	static struct orbit_spotq_rec recs[4];
+	static uint8_t buf[4096];
+	struct child c = { 0 };
+	orbit_spotq_host_t *h;
+	uint32_t gen, bit;
+	int r = child_host(&c, fleet, o, 1, &h);
+
+	if (r)
+		return r;
+	bit = orbit__doorbell_bit((uint32_t)orbit__members_self(c.m, &gen));
+	atomic_store(&v->host_bit, bit);
+	/* its 1st futex sleep runs, the 2nd (after taking A) stops before FUTEX_WAIT */
+	orbit__crashpoint_arm("doorbell.before_futex", 2, ORBIT_CRASH_STOP);
+	atomic_store(&v->host_ready, 1);
+	while (atomic_load(&v->taken) < 2) {
+		uint32_t seen = orbit__spotq_host_seq(h);
+		int n = orbit__spotq_take(h, ORBIT_SPOTQ_APP, recs, 4, buf, sizeof(buf));
+		if (n < 0)
+			return 14;
+		for (int i = 0; i < n; i++) {
+			if (orbit__spotq_complete(h, ORBIT_SPOTQ_APP, recs[i].pos))
+				return 16;
+			atomic_fetch_add(&v->taken, 1);
+		}
+		if (n > 0)
+			continue;
+		r = orbit__spotq_host_wait_seq(h, seen, 1u << ORBIT_SPOTQ_APP, WAKE_HOST_TIMEOUT_NS,
+					       bit);
+		if (r == -ETIMEDOUT)
+			atomic_fetch_add(&v->timeouts, 1);
+		else if (r < 0 && r != -EINTR)
+			return 15;
+	}
+	return 0;
+}
+
+static pid_t wait_stopped(pid_t pid)
+{
+	bool stopped = false;
+
+	assert_int_equal(wait_stopped_or_dead(pid, &stopped), pid);
+	assert_true(stopped);
+	return pid;
+}
+
+static void test_stale_ring_clearing_a_newer_announce_loses_no_wake(void **state)
+{
+	struct fx f = { 0 };
+	struct wake_verdict *v = mmap(NULL, sizeof(*v), PROT_READ | PROT_WRITE,
+				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct orbit_doorbell *db;
+	uint32_t row, gen, bit;
+	pid_t host, ringer;
+	int st;
+
+	(void)state;
+	assert_true(v != MAP_FAILED);
+	memset(v, 0, sizeof(*v));
+	fx_init(&f, base_opts(), true);
+	row = (uint32_t)orbit__members_self(f.m, &gen);
+	db = &((struct orbit_spotq_shm *)orbit__seg_body(orbit__spotq_seg(f.q)))->rec_db;
+	host = fork();
+	if (host == 0)
+		_exit(stale_host_main(f.fleet, &f.o, v));
+	while (!atomic_load(&v->host_ready))
+		usleep(1000);
+	bit = atomic_load(&v->host_bit);
+	for (int i = 0; i < 5000 && !(atomic_load(&db->sleeping) & bit); i++)
+		usleep(1000);
+	assert_true(atomic_load(&db->sleeping) & bit); /* asleep in its 1st wait */
+	ringer = fork();
+	if (ringer == 0) {
+		/* record A: commit, see the host's bit, bump seq, stop before DB-D2a */
+		struct child c = { 0 };
+		uint32_t g, rrow;
+		if (child_open(&c, f.fleet, &f.o, true))
+			_exit(10);
+		rrow = (uint32_t)orbit__members_self(c.m, &g);
+		orbit__crashpoint_arm("doorbell.after_bump", 1, ORBIT_CRASH_STOP);
+		_exit(submit_seq(c.p, rrow, 1, 8, NULL) ? 11 : 0);
+	}
+	wait_stopped(ringer);
+	orbit__spotq_kick(f.q); /* wakes the host (the ringer's wake never came) */
+	wait_stopped(host);	/* took A, announced, stopped before FUTEX_WAIT */
+	assert_int_equal(atomic_load(&v->taken), 1);
+	kill(ringer, SIGCONT); /* the stale ring: DB-D2a/DB-D2 on the new announce */
+	st = orbit_test_wait(ringer, 10000);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(submit_seq(f.p, row, 1, 8, NULL), 0); /* record B */
+	uint64_t t0 = orbit_test_now_ns();
+	kill(host, SIGCONT); /* into FUTEX_WAIT with seq == its seen */
+	while (atomic_load(&v->taken) < 2 && orbit_test_now_ns() - t0 < 1000000000ull)
+		usleep(1000);
+	uint64_t waited = orbit_test_now_ns() - t0;
+	if (atomic_load(&v->taken) < 2)
+		fail_msg("record B not taken %.0f ms after the host resumed: a lost wake "
+			 "(host bit %s in the sleeping word)",
+			 waited / 1e6, (atomic_load(&db->sleeping) & bit) ? "set" : "clear");
+	st = orbit_test_wait(host, 10000);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(atomic_load(&v->timeouts), 0);
 	check_ok(f.q);
 	fx_fini(&f);
 	munmap(v, sizeof(*v));
@@ -1028,10 +1252,12 @@ int main(void)
 		cmocka_unit_test(test_producer_sigstopped_mid_record_aborted_late_commit_refused),
 		cmocka_unit_test(test_stopped_producer_late_stores_never_hit_a_later_record),
 		cmocka_unit_test(test_late_tail_helper_writes_nothing),
+		cmocka_unit_test(test_aborted_record_retired_after_last_advance_frees_head),
 		cmocka_unit_test(test_host_sigkilled_new_epoch_redelivers_uncompleted),
 		cmocka_unit_test(test_host_sigstopped_across_takeover_fenced_off),
 		cmocka_unit_test(test_host_killed_or_stopped_mid_head_advance),
 		cmocka_unit_test(test_host_wait_seq_single_submissions_no_lost_wake),
+		cmocka_unit_test(test_stale_ring_clearing_a_newer_announce_loses_no_wake),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -46,15 +46,27 @@ static void *thread_main(void *arg)
 	orbit_lock_owner_t ow = { own, strlen(own) };
 	while (!atomic_load(&go))
 		;
-	for (int i = 0; i < OPS; i++) {
+	/*
+	 * OPS tenures per thread. A holder preempted between its acquire and
+	 * its release (4 threads on 2 CPUs) makes the others' attempts -EBUSY
+	 * for a whole time slice: they yield and try again instead of using
+	 * up their count, so the run always checks NTHREADS * OPS tenures
+	 * (an attempt bound keeps a lost wake-up from hanging the test).
+	 */
+	for (long tries = 0; nrec[me] < OPS; tries++) {
 		uint32_t k = (uint32_t)rand_r(&seed) % NKEYS;
 		char lab[4] = { 'k', (char)('0' + k), 0, 0 };
 		orbit_lock_key_t key = orbit_lock_key(th_ns, lab, 2);
 		struct orbit_lock_lease ls;
-		int rc = orbit_lock_try_acquire(L, &key, &ow, 30000000000ull, &ls, NULL);
+		int rc;
 
-		if (rc == -EBUSY)
+		if (tries > 1000L * OPS)
+			return (void *)4; /* the key never came free */
+		rc = orbit_lock_try_acquire(L, &key, &ow, 30000000000ull, &ls, NULL);
+		if (rc == -EBUSY) {
+			sched_yield();
 			continue;
+		}
 		if (rc)
 			return (void *)1;
 		struct rec *r = &recs[me][nrec[me]++];
@@ -112,7 +124,7 @@ static void run(enum orbit_lock_serializer ser)
 		}
 		total += n;
 	}
-	assert_true(total >= OPS);
+	assert_int_equal(total, (size_t)NTHREADS * OPS);
 }
 
 /* DESIGN.md orbit-lock: the process-local mutex orders this process's threads (FLOCK). */

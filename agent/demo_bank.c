@@ -969,32 +969,27 @@ static int parse(int argc, char **argv)
 		{ "observers", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
+	static const struct demo_int_opt ints[] = {
+		{ 's', "seconds", 1, 86400, &cfg.seconds },
+		{ 'w', "workers", 1, MAX_PROCS, &cfg.workers },
+		{ 'c', "clients", 1, MAX_PROCS, &cfg.clients },
+		{ 'S', "shards", 1, MAX_SHARDS, &cfg.shards },
+		{ 'a', "accounts", 2, 1000000, &cfg.accounts },
+		{ 'o', "observers", 0, MAX_OBSERVERS, &cfg.observers },
+		{ 'W', "work-us", 0, 1000000, &cfg.work_us },
+	};
 	int o;
 
 	while ((o = getopt_long(argc, argv, "s:w:c:S:a:x:f:p:khB::W:o:", opts, NULL)) != -1) {
 		char *end;
+		int r = demo_opt_ints(ints, sizeof(ints) / sizeof(ints[0]), o, optarg);
 
+		if (r <= 0) {
+			if (r < 0)
+				return -1;
+			continue;
+		}
 		switch (o) {
-		case 's':
-			if (demo_opt_int("seconds", optarg, 1, 86400, &cfg.seconds))
-				return -1;
-			break;
-		case 'w':
-			if (demo_opt_int("workers", optarg, 1, MAX_PROCS, &cfg.workers))
-				return -1;
-			break;
-		case 'c':
-			if (demo_opt_int("clients", optarg, 1, MAX_PROCS, &cfg.clients))
-				return -1;
-			break;
-		case 'S':
-			if (demo_opt_int("shards", optarg, 1, MAX_SHARDS, &cfg.shards))
-				return -1;
-			break;
-		case 'a':
-			if (demo_opt_int("accounts", optarg, 2, 1000000, &cfg.accounts))
-				return -1;
-			break;
 		case 'x':
 			cfg.chaos = strtod(optarg, &end);
 			if (end == optarg || *end || !(cfg.chaos >= 0 && cfg.chaos <= 1000)) {
@@ -1031,14 +1026,6 @@ static int parse(int argc, char **argv)
 				return -1;
 			}
 			break;
-		case 'o':
-			if (demo_opt_int("observers", optarg, 0, MAX_OBSERVERS, &cfg.observers))
-				return -1;
-			break;
-		case 'W':
-			if (demo_opt_int("work-us", optarg, 0, 1000000, &cfg.work_us))
-				return -1;
-			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -1061,6 +1048,14 @@ int demo_opt_fleet(const char *arg, char *out, size_t len)
 	}
 	memcpy(out, arg, n + 1);
 	return 0;
+}
+
+int demo_opt_ints(const struct demo_int_opt *tab, size_t n, int letter, const char *arg)
+{
+	for (size_t i = 0; i < n; i++)
+		if (tab[i].letter == letter)
+			return demo_opt_int(tab[i].name, arg, tab[i].lo, tab[i].hi, tab[i].out);
+	return 1;
 }
 
 int demo_opt_int(const char *opt, const char *arg, long lo, long hi, int *out)

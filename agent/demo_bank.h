@@ -16,6 +16,21 @@ int demo_bank_main(int argc, char **argv);
  */
 int demo_opt_int(const char *opt, const char *arg, long lo, long hi, int *out);
 
+/* One integer option of a scenario: its getopt letter, name, range and destination. */
+struct demo_int_opt {
+	int letter;
+	const char *name;
+	long lo, hi;
+	int *out;
+};
+
+/*
+ * If getopt's @letter is one of the @n integer options in @tab, parse @arg
+ * into it with demo_opt_int() and return its answer (0 or -1); return 1
+ * when @letter is not in the table (the caller's switch handles it).
+ */
+int demo_opt_ints(const struct demo_int_opt *tab, size_t n, int letter, const char *arg);
+
 /*
  * Check --fleet's argument and copy it into @out (@len bytes): a fleet
  * name is 1 to 40 of A-Z a-z 0-9 _ -. A bad one is said on stderr with

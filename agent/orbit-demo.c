@@ -271,28 +271,25 @@ static int parse(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	static const struct demo_int_opt ints[] = {
+		{ 's', "seconds", 1, 86400, &cfg.seconds },
+		{ 'w', "workers", 2, MAX_WORKERS, &cfg.workers },
+		{ 'k', "keys", 1, MAX_KEYS, &cfg.keys },
+		{ 't', "ttl-ms", 20, 3600000, &cfg.ttl_ms },
+	};
 	int c;
 
 	while ((c = getopt_long(argc, argv, "s:w:k:t:S:f:nh", opts, NULL)) != -1) {
+		int r = demo_opt_ints(ints, sizeof(ints) / sizeof(ints[0]), c, optarg);
+
+		if (r <= 0) {
+			if (r < 0)
+				return -1;
+			continue;
+		}
 		switch (c) {
 		case 'f':
 			if (demo_opt_fleet(optarg, cfg.fleet, sizeof(cfg.fleet)))
-				return -1;
-			break;
-		case 's':
-			if (demo_opt_int("seconds", optarg, 1, 86400, &cfg.seconds))
-				return -1;
-			break;
-		case 'w':
-			if (demo_opt_int("workers", optarg, 2, MAX_WORKERS, &cfg.workers))
-				return -1;
-			break;
-		case 'k':
-			if (demo_opt_int("keys", optarg, 1, MAX_KEYS, &cfg.keys))
-				return -1;
-			break;
-		case 't':
-			if (demo_opt_int("ttl-ms", optarg, 20, 3600000, &cfg.ttl_ms))
 				return -1;
 			break;
 		case 'S':

@@ -62,9 +62,24 @@ static int ring_mask(struct orbit_doorbell *db, uint32_t mask, uint32_t clear)
 		return 0;
 	/* DB-D2: seq_cst fetch_and; clears only the classes we wake (a burst coalesces) */
 	take = wake & clear;
-	if (take)
-		wake = (wake & ~take) | (take & atomic_fetch_and_explicit(&db->sleeping, ~take,
-									  memory_order_seq_cst));
+	if (take) {
+		uint32_t took = take & atomic_fetch_and_explicit(&db->sleeping, ~take,
+								 memory_order_seq_cst);
+
+		wake = (wake & ~take) | took;
+		/*
+		 * DB-D5: seq_cst bump after a DB-D2 that cleared a bit, pairs with
+		 * DB-D4 and the kernel's compare in FUTEX_WAIT. The bit cleared
+		 * may be a NEWER announce by a waiter whose seen already includes
+		 * our DB-D1 (we were preempted between DB-D1 and DB-D2a). Its
+		 * seen was read before its announce (DB-D3), which came before
+		 * our DB-D2, so this bump is not in seen: its DB-D4 or the kernel's
+		 * compare sees it (EAGAIN: it announces again), or it is queued
+		 * before our FUTEX_WAKE.
+		 */
+		if (took)
+			atomic_fetch_add_explicit(&db->seq, 1, memory_order_seq_cst);
+	}
 	if (wake == 0)
 		return 0; /* another publisher cleared them after its DB-D1: it wakes them */
 	/* Relaxed: a statistics counter, orders nothing */
@@ -108,7 +123,7 @@ int orbit__doorbell_wait_class(struct orbit_doorbell *db, uint32_t seen, int64_t
 	for (;;) {
 		/* DB-D3: seq_cst announce of our class; pairs with DB-D2a/DB-D2 in ring_skip() */
 		atomic_fetch_or_explicit(&db->sleeping, bit, memory_order_seq_cst);
-		/* DB-D4: seq_cst re-check after DB-D3, pairs with DB-D1: it sees the bump
+		/* DB-D4: seq_cst re-check after DB-D3, pairs with DB-D1 and DB-D5: it sees the bump
 		 * of any ring whose DB-D2a/DB-D2 missed DB-D3 */
 		if (atomic_load_explicit(&db->seq, memory_order_seq_cst) != seen)
 			return 0;

@@ -22,7 +22,7 @@
  * Layout (struct orbit_doorbell, one cache line):
  *   field     writer                      reader          torn read / crash
  *   seq       publishers: fetch_add       waiters         atomic u32, never torn;
- *             (seq_cst, DB-D1)               (seq_cst, DB-D4)   wraps (harmless: waiters
+ *             (seq_cst, DB-D1; DB-D5)        (seq_cst, DB-D4)   wraps (harmless: waiters
  *                                                         compare for inequality)
  *   sleeping  waiters: fetch_or bit (DB-D3)  publishers:     a waiter killed asleep
  *             publishers: fetch_and      load (DB-D2a),      leaves its bit: costs
@@ -43,18 +43,27 @@
  * its bit set: the next publish that does not skip it wakes it, so a skip
  * delays that class (its own frames), it never loses another's wake.
  *
- * The hole in that argument (ring_owned closes it): "DB-D2 reads b set"
- * may read the bit of a NEWER announce, by a waiter whose seen already
- * includes this publisher's DB-D1 (the publisher was preempted between
- * DB-D1 and DB-D2a while the waiter woke, worked and announced again).
- * The publisher clears b and its FUTEX_WAKE may come before that waiter's
- * FUTEX_WAIT; the waiter then sleeps with b clear, and a later publisher
- * that reads b clear rings nobody: a lost wake until its timeout. A class
- * whose waiter takes its own bit back on waking can be rung with
- * orbit__doorbell_ring_owned(), which never clears it; the shared class
- * and ring_skip()/ring() callers keep the hole (their waiters' timeouts
- * bound it). Test: test_stale_ring_clearing_a_newer_announce_loses_no_wake
- * (crash points doorbell.after_bump and doorbell.before_futex).
+ * The stale clear (DB-D5 closes it): "DB-D2 reads b set" may read the
+ * bit of a NEWER announce, by a waiter whose seen already includes this
+ * publisher's DB-D1 (the publisher was preempted between DB-D1 and DB-D2a
+ * while the waiter woke, worked and announced again). The publisher
+ * clears b and its FUTEX_WAKE may come before that waiter's FUTEX_WAIT;
+ * without more, the waiter would sleep with b clear and a later publisher
+ * reading b clear would ring nobody (a lost wake until the waiter's
+ * timeout). So a publisher whose DB-D2 cleared a bit bumps seq again
+ * (DB-D5) before its FUTEX_WAKE. The waiter read its seen before its
+ * announce (DB-D3), and DB-D3 came before that DB-D2 (which cleared it),
+ * so DB-D5 is not in seen: the waiter's DB-D4 or the kernel's compare sees
+ * seq != seen (it announces again), or it is queued before the FUTEX_WAKE
+ * that follows DB-D5. The same holds for the shared class (a wake of the
+ * class wakes all of its waiters). The extra bump costs one atomic only on
+ * the path that makes the syscall, and it can end a waiter's sleep without
+ * a new event (callers re-check and wait again, as for any wakeup).
+ * orbit__doorbell_ring_owned() leaves row classes' bits to their waiters.
+ * Tests: test_stale_ring_clearing_a_newer_announce_loses_no_wake (Spot
+ * queue) and test_stale_ring_loses_no_wake_{row,shared}_class (the
+ * doorbell alone), crash points doorbell.after_bump and
+ * doorbell.before_futex.
  */
 #ifndef ORBIT_SHM_DOORBELL_H
 #define ORBIT_SHM_DOORBELL_H
@@ -126,11 +135,9 @@ int orbit__doorbell_ring(struct orbit_doorbell *db);
  * orbit__doorbell_ring_owned - as orbit__doorbell_ring(), but clear only
  * ORBIT_DOORBELL_SHARED: a row class's bit stays until its own waiter
  * takes it back on waking (orbit__spotq_host_wait_seq() does). For
- * doorbells whose row-class waiters do that: a ringer preempted between
- * its seq bump (DB-D1) and DB-D2 would otherwise clear the bit of a newer
- * announce by a waiter that already saw that bump, and the waiter would
- * sleep with its bit clear, rung by no later event (a lost wake; the
- * shared class keeps that hole, bounded by its waiters' timeouts).
+ * doorbells whose row-class waiters do that, so that a publisher never
+ * clears a row's announce (and so never needs DB-D5 for it; the shared
+ * class is cleared and bumped as by ring()).
  * Context: any thread/process; lock-free; FUTEX_WAKE_BITSET while any
  * class's bit is set (a row class: until its waiter is awake again).
  * Returns 1 when it made a FUTEX_WAKE_BITSET, 0 when no syscall was needed.

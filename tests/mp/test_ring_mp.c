@@ -14,9 +14,11 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -477,6 +479,147 @@ static void test_no_lost_wakeup_100000_transitions(void **state)
 	orbit__ring_close(ring);
 }
 
+/*
+ * The stale clear (shm/doorbell.h, doc/ring.md "The stale clear"): a
+ * publisher R rings for event A and is stopped right after its seq bump
+ * (doorbell.after_bump). The waiter W, woken by another ring, handles A,
+ * reads the new seq, announces its class and is stopped just before
+ * FUTEX_WAIT (doorbell.before_futex, its 2nd sleep). R resumes, finds W's
+ * new announce, clears it and wakes nobody. W then sleeps; event B, posted
+ * only once W is back in futex(), must wake it at once (its own timeout is
+ * 5 s). Without DB-D5 W sleeps with its bit clear and B rings nobody.
+ */
+struct stale {
+	struct orbit_doorbell db;
+	_Atomic uint64_t posted, got, timeouts;
+};
+
+static int stale_waiter(struct stale *s, uint32_t bit)
+{
+	orbit__crashpoint_arm("doorbell.before_futex", 2, ORBIT_CRASH_STOP);
+	while (atomic_load(&s->got) < 2) {
+		/* DB-A1 first, then the events: a post after this load moves seq */
+		uint32_t seen = orbit__doorbell_seq(&s->db);
+		int r;
+
+		if (atomic_load(&s->posted) > atomic_load(&s->got)) {
+			atomic_fetch_add(&s->got, 1);
+			continue;
+		}
+		r = bit == ORBIT_DOORBELL_SHARED
+			? orbit__doorbell_wait(&s->db, seen, 5000ll * 1000 * 1000)
+			: orbit__doorbell_wait_class(&s->db, seen, 5000ll * 1000 * 1000, bit);
+		if (r == -ETIMEDOUT)
+			atomic_fetch_add(&s->timeouts, 1);
+		else if (r < 0 && r != -EINTR)
+			return 3;
+	}
+	return 0;
+}
+
+/* Whether process @pid is blocked in futex() now (/proc/<pid>/syscall). */
+static bool proc_in_futex(pid_t pid)
+{
+	char path[64];
+	long nr = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (fscanf(f, "%ld", &nr) != 1)
+		nr = -1;
+	fclose(f);
+	return nr == SYS_futex;
+}
+
+/* Until @pid sleeps in futex() with @bit announced; false after @ms. */
+static bool wait_asleep_announced(pid_t pid, struct stale *s, uint32_t bit, int ms)
+{
+	uint64_t end = orbit_test_now_ns() + (uint64_t)ms * 1000000ull;
+
+	while (!(proc_in_futex(pid) && (atomic_load(&s->db.sleeping) & bit)))
+		if (orbit_test_now_ns() > end)
+			return false;
+		else
+			usleep(200);
+	return true;
+}
+
+static void wait_stopped_child(pid_t pid)
+{
+	int st;
+
+	assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(st));
+}
+
+static void stale_ring_case(uint32_t bit)
+{
+	struct stale *s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			       -1, 0);
+	pid_t w, r;
+	int st;
+
+	assert_true(s != MAP_FAILED);
+	memset(s, 0, sizeof(*s));
+	orbit__doorbell_init(&s->db);
+	w = fork();
+	if (w == 0) {
+		orbit_test_child_default_signals();
+		_exit(stale_waiter(s, bit));
+	}
+	assert_true(wait_asleep_announced(w, s, bit, 5000)); /* its 1st sleep */
+	r = fork();
+	if (r == 0) {
+		/* event A: bump seq, stop before DB-D2a */
+		orbit__crashpoint_arm("doorbell.after_bump", 1, ORBIT_CRASH_STOP);
+		atomic_fetch_add(&s->posted, 1);
+		orbit__doorbell_ring(&s->db);
+		_exit(0);
+	}
+	wait_stopped_child(r);
+	orbit__doorbell_ring(&s->db); /* wakes W for A (R's own wake never came) */
+	wait_stopped_child(w);	      /* handled A, announced, stopped before FUTEX_WAIT */
+	assert_int_equal(atomic_load(&s->got), 1);
+	assert_true(atomic_load(&s->db.sleeping) & bit);
+	kill(r, SIGCONT); /* the stale ring: DB-D2a/DB-D2 on W's new announce */
+	st = orbit_test_wait(r, 10000);
+	assert_true(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	kill(w, SIGCONT);
+	/* W back in futex() with its class announced (never, when it sleeps with it clear) */
+	bool announced = wait_asleep_announced(w, s, bit, 2000);
+	uint64_t t0 = orbit_test_now_ns();
+	atomic_fetch_add(&s->posted, 1); /* event B */
+	orbit__doorbell_ring(&s->db);
+	while (atomic_load(&s->got) < 2 && orbit_test_now_ns() - t0 < 1000000000ull)
+		usleep(1000);
+	if (atomic_load(&s->got) < 2)
+		fail_msg("event B not seen %.0f ms after its ring: a lost wake (the waiter %s)",
+			 (orbit_test_now_ns() - t0) / 1e6,
+			 announced ? "had announced itself" : "slept with its class bit clear");
+	st = orbit_test_wait(w, 10000);
+	assert_true(st >= 0 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(atomic_load(&s->timeouts), 0);
+	munmap(s, sizeof(*s));
+}
+
+/* A member row's class (an agent's ring doorbell, rung by orbit__doorbell_ring()). */
+static void test_stale_ring_loses_no_wake_row_class(void **state)
+{
+	(void)state;
+	stale_ring_case(orbit__doorbell_bit(3));
+}
+
+/* The shared class (plain readers, Spot producers waiting for room). */
+static void test_stale_ring_loses_no_wake_shared_class(void **state)
+{
+	(void)state;
+	stale_ring_case(ORBIT_DOORBELL_SHARED);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -492,6 +635,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_no_lost_wakeup_100000_transitions, setup,
 						teardown),
+		cmocka_unit_test(test_stale_ring_loses_no_wake_row_class),
+		cmocka_unit_test(test_stale_ring_loses_no_wake_shared_class),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

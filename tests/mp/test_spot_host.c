@@ -550,12 +550,21 @@ static void adopt_after_kill(uint64_t kill_at, const char *crash_label, uint64_t
 	st = orbit_test_wait(a, 60000);
 	assert_true(st >= 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 	died = atomic_load(&S->run_ns[1]); /* its last handler's start: at or before its death */
-	k1 = atomic_load(&S->n);
-	assert_true(k1 > 0 && k1 < per);
-	/* the record host 1 was in (mid-handler) or had finished and not completed */
-	for (uint64_t k = 0; k < k1; k++)
-		if (S->log[k].host == 1)
+	/*
+	 * k1: the end of host 1's entries. Not S->n read now: host 2 adopts
+	 * within a millisecond or two of the death and may have logged its
+	 * first records (the redelivered one among them) before this wait
+	 * noticed the exit. Host 2 starts only after host 1 died, so host 1's
+	 * entries all come first; the record it was in (mid-handler) or had
+	 * finished and not completed is its last.
+	 */
+	k1 = 0;
+	for (uint64_t k = 0, n = atomic_load(&S->n); k < n; k++)
+		if (S->log[k].host == 1) {
 			killed_i = S->log[k].i;
+			k1 = k + 1;
+		}
+	assert_true(k1 > 0 && k1 < per);
 	expect_exit0(b, 60000);
 	/* host 2 was refused (-EBUSY) while host 1 lived, and took over at once after */
 	assert_int_equal(atomic_load(&S->busy_seen[2]), 1);

@@ -25,6 +25,7 @@
 #include "config.h"
 
 #include "orbit_test.h"
+#include "orbit_test_proc.h"
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -120,14 +121,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
-
 	(void)state;
-	orbit__spotq_unlink(fleet, SPOT);
-	orbit__members_unlink(fleet);
-	orbit__ring_unlink(fleet, NULL);
-	orbit__seg_unlink(fleet, "stats");
-	orbit_lock_unlink(&lo);
+	orbit_test_spot_fleet_unlink(fleet, SPOT);
 	return 0;
 }
 
@@ -136,33 +131,6 @@ static void bad_at(int line)
 {
 	fprintf(stderr, "pid %ld: unexpected at line %d\n", (long)getpid(), line);
 	atomic_fetch_add(&S->errors, 1);
-}
-
-/* A child's lock handle and agent. */
-struct proc {
-	orbit_lock_t *lock;
-	orbit_agent_t *agent;
-};
-
-static int proc_start(struct proc *pr, const char *name)
-{
-	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
-	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = name };
-
-	if (orbit_lock_open(&lo, &pr->lock))
-		return -1;
-	ao.lock = pr->lock;
-	if (orbit_agent_start(&ao, &pr->agent)) {
-		orbit_lock_close(pr->lock);
-		return -1;
-	}
-	return 0;
-}
-
-static void proc_stop(struct proc *pr)
-{
-	orbit_agent_stop(pr->agent);
-	orbit_lock_close(pr->lock);
 }
 
 /* ---- producers ---- */
@@ -178,10 +146,10 @@ static int producer_main(void *arg)
 	struct prod_cfg *c = arg;
 	struct orbit_spot_client_options co;
 	orbit_spot_client_t *cl;
-	struct proc pr;
+	struct orbit_test_proc pr;
 	int r;
 
-	if (proc_start(&pr, "producer"))
+	if (orbit_test_proc_start(&pr, fleet, "producer", 0))
 		return 10;
 	orbit_spot_client_options_init(&co);
 	co.caps = c->caps;
@@ -213,29 +181,8 @@ static int producer_main(void *arg)
 		}
 	}
 	orbit_spot_client_close(cl);
-	proc_stop(&pr);
+	orbit_test_proc_stop(&pr);
 	return 0;
-}
-
-static pid_t spawn(int (*fn)(void *), void *arg)
-{
-	pid_t pid = fork();
-
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(fn(arg) & 0xff);
-	return pid;
-}
-
-static void expect_exit0(pid_t pid, int timeout_ms)
-{
-	int st = orbit_test_wait(pid, timeout_ms);
-
-	assert_true(st >= 0);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		fprintf(stderr, "child %ld: status %#x\n", (long)pid, st);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
 /* ---- hosts ---- */
@@ -313,10 +260,10 @@ static int host_main(void *arg)
 	orbit_execution_lane_policy_t ap;
 	orbit_worker_pool_t *pool;
 	orbit_spot_host_t *h;
-	struct proc pr;
+	struct orbit_test_proc pr;
 	int r;
 
-	if (proc_start(&pr, "host"))
+	if (orbit_test_proc_start(&pr, fleet, "host", 0))
 		return 20;
 	orbit_worker_pool_options_init(&po);
 	po.nthreads = 2;
@@ -378,7 +325,7 @@ static int host_main(void *arg)
 	atomic_store(&S->final_state[c->no], orbit_spot_host_state(h));
 	r = orbit_spot_host_stop(h);
 	orbit_worker_pool_destroy(pool);
-	proc_stop(&pr);
+	orbit_test_proc_stop(&pr);
 	return r ? 23 : 0;
 }
 
@@ -491,14 +438,14 @@ static void test_4_producers_x_100000_records_no_loss_no_duplicate_order_kept(vo
 	(void)state;
 	shared_make(per, MAXP, per * MAXP + 16);
 	t0 = orbit_test_now_ns();
-	host = spawn(host_main, &hc);
+	host = orbit_test_spawn(host_main, &hc);
 	for (uint32_t p = 0; p < MAXP; p++) {
 		pc[p] = (struct prod_cfg){ .p = p, .n = per };
-		prod[p] = spawn(producer_main, &pc[p]);
+		prod[p] = orbit_test_spawn(producer_main, &pc[p]);
 	}
 	for (uint32_t p = 0; p < MAXP; p++)
-		expect_exit0(prod[p], 600000);
-	expect_exit0(host, 120000);
+		orbit_test_expect_exit0(prod[p], 600000);
+	orbit_test_expect_exit0(host, 120000);
 	fprintf(stderr, "# %" PRIu64 " records through the Spot in %.2f s\n", S->total,
 		(double)(orbit_test_now_ns() - t0) / 1e9);
 	if (S->st[1].latency_count)
@@ -540,13 +487,14 @@ static void adopt_after_kill(uint64_t kill_at, const char *crash_label, uint64_t
 	int st;
 
 	shared_make(per, 1, 2 * per + 16);
-	p = spawn(producer_main, &pc);
-	expect_exit0(p, 60000);
-	a = spawn(host_main, &h1);
+	p = orbit_test_spawn(producer_main, &pc);
+	orbit_test_expect_exit0(p, 60000);
+	a = orbit_test_spawn(host_main, &h1);
 	for (int ms = 0; !atomic_load(&S->host_up[1]) && ms < 30000; ms++)
 		usleep(1000);
 	assert_int_equal(atomic_load(&S->host_up[1]), 1);
-	b = spawn(host_main, &h2); /* refused (-EBUSY) while host 1 lives, retrying every 5 ms */
+	b = orbit_test_spawn(host_main,
+			     &h2); /* refused (-EBUSY) while host 1 lives, retrying every 5 ms */
 	st = orbit_test_wait(a, 60000);
 	assert_true(st >= 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 	died = atomic_load(&S->run_ns[1]); /* its last handler's start: at or before its death */
@@ -565,7 +513,7 @@ static void adopt_after_kill(uint64_t kill_at, const char *crash_label, uint64_t
 			k1 = k + 1;
 		}
 	assert_true(k1 > 0 && k1 < per);
-	expect_exit0(b, 60000);
+	orbit_test_expect_exit0(b, 60000);
 	/* host 2 was refused (-EBUSY) while host 1 lived, and took over at once after */
 	assert_int_equal(atomic_load(&S->busy_seen[2]), 1);
 	adopted_ns = atomic_load(&S->start_ns[2]) - died;
@@ -615,11 +563,11 @@ static int busy_probe_main(void *arg)
 {
 	struct orbit_spot_host_options ho;
 	orbit_spot_host_t *h;
-	struct proc pr;
+	struct orbit_test_proc pr;
 	int r;
 
 	(void)arg;
-	if (proc_start(&pr, "probe"))
+	if (orbit_test_proc_start(&pr, fleet, "probe", 0))
 		return 70;
 	orbit_spot_host_options_init(&ho);
 	ho.spot = SPOT;
@@ -640,7 +588,7 @@ static int busy_probe_main(void *arg)
 			orbit_spot_host_stop(h);
 		orbit_worker_pool_destroy(pool);
 	}
-	proc_stop(&pr);
+	orbit_test_proc_stop(&pr);
 	return r == -EBUSY ? 0 : 72;
 }
 
@@ -661,9 +609,9 @@ static void test_host_sigstopped_past_lease_is_fenced(void **state)
 
 	(void)state;
 	shared_make(per, 1, 2 * per + 16);
-	p = spawn(producer_main, &pc);
-	expect_exit0(p, 60000);
-	a = spawn(host_main, &h1);
+	p = orbit_test_spawn(producer_main, &pc);
+	orbit_test_expect_exit0(p, 60000);
+	a = orbit_test_spawn(host_main, &h1);
 	/* host 1 holds its 100th record's handler at the gate */
 	for (int ms = 0; ms < 30000 && atomic_load(&S->handled[1]) < 100; ms++)
 		usleep(1000);
@@ -672,13 +620,13 @@ static void test_host_sigstopped_past_lease_is_fenced(void **state)
 	assert_int_equal(orbit_test_fork_run(busy_probe_main, NULL, 30000), 0);
 	kill(a, SIGSTOP);
 	usleep(3 * ttl / 1000); /* well past its lease */
-	b = spawn(host_main, &h2);
-	expect_exit0(b, 60000);
+	b = orbit_test_spawn(host_main, &h2);
+	orbit_test_expect_exit0(b, 60000);
 	assert_int_equal(atomic_load(&S->distinct), per);
 	/* host 1 resumes: its held handler finishes, its complete is refused */
 	atomic_store(&S->gate, 1);
 	kill(a, SIGCONT);
-	expect_exit0(a, 60000);
+	orbit_test_expect_exit0(a, 60000);
 	assert_int_equal(atomic_load(&S->final_state[1]), ORBIT_SPOT_LOST);
 	assert_int_equal(atomic_load(&S->lost_calls[1]), 1);
 	{
@@ -701,11 +649,11 @@ static int backpressure_main(void *arg)
 	orbit_spot_client_t *cl, *cl2;
 	struct orbit_spot_inbound_stats qs;
 	unsigned char big[1100] = { 0 };
-	struct proc pr;
+	struct orbit_test_proc pr;
 	uint64_t seq;
 
 	(void)arg;
-	if (proc_start(&pr, "bp"))
+	if (orbit_test_proc_start(&pr, fleet, "bp", 0))
 		return 30;
 	orbit_spot_client_options_init(&co);
 	co.caps.app_items = 8;
@@ -740,7 +688,7 @@ static int backpressure_main(void *arg)
 	    qs.rejected_count[1] != 1 || qs.depth[0] != 8)
 		return 40;
 	orbit_spot_client_close(cl);
-	proc_stop(&pr);
+	orbit_test_proc_stop(&pr);
 	return 0;
 }
 
@@ -750,11 +698,11 @@ static int bytes_main(void *arg)
 	orbit_spot_client_t *cl;
 	struct orbit_spot_inbound_stats qs;
 	unsigned char big[600] = { 0 };
-	struct proc pr;
+	struct orbit_test_proc pr;
 	uint64_t seq;
 
 	(void)arg;
-	if (proc_start(&pr, "bytes"))
+	if (orbit_test_proc_start(&pr, fleet, "bytes", 0))
 		return 50;
 	orbit_spot_client_options_init(&co);
 	co.caps.app_items = 64;
@@ -773,19 +721,19 @@ static int bytes_main(void *arg)
 	    qs.rejected_count[0] != 0 || qs.bytes[0] != 1024)
 		return 55;
 	orbit_spot_client_close(cl);
-	proc_stop(&pr);
+	orbit_test_proc_stop(&pr);
 	return 0;
 }
 
 static int fork_child_main(void *arg)
 {
-	struct proc pr;
+	struct orbit_test_proc pr;
 	orbit_spot_client_t *cl;
 	uint64_t seq;
 	int r;
 
 	(void)arg;
-	if (proc_start(&pr, "forker"))
+	if (orbit_test_proc_start(&pr, fleet, "forker", 0))
 		return 60;
 	if (orbit_spot_client_open(pr.agent, SPOT, NULL, &cl))
 		return 61;
@@ -800,7 +748,7 @@ static int fork_child_main(void *arg)
 	}
 	int st = orbit_test_wait(pid, 10000);
 	orbit_spot_client_close(cl);
-	proc_stop(&pr);
+	orbit_test_proc_stop(&pr);
 	return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 62;
 }
 
@@ -831,10 +779,10 @@ static void test_coordinator_backpressure_never_loses_a_record(void **state)
 
 	(void)state;
 	shared_make(per, 1, per + 16);
-	p = spawn(producer_main, &pc);
-	expect_exit0(p, 60000);
-	a = spawn(host_main, &h1);
-	expect_exit0(a, 60000);
+	p = orbit_test_spawn(producer_main, &pc);
+	orbit_test_expect_exit0(p, 60000);
+	a = orbit_test_spawn(host_main, &h1);
+	orbit_test_expect_exit0(a, 60000);
 	verify(1, false);
 	assert_int_equal(atomic_load(&S->n), per);
 	assert_true(S->st[1].retried > 0);
@@ -853,10 +801,10 @@ static void test_submit_with_no_host_then_host_arrives(void **state)
 
 	(void)state;
 	shared_make(per, 1, per + 16);
-	p = spawn(producer_main, &pc);
-	expect_exit0(p, 60000); /* all 500 accepted, no host anywhere */
-	a = spawn(host_main, &h1);
-	expect_exit0(a, 30000);
+	p = orbit_test_spawn(producer_main, &pc);
+	orbit_test_expect_exit0(p, 60000); /* all 500 accepted, no host anywhere */
+	a = orbit_test_spawn(host_main, &h1);
+	orbit_test_expect_exit0(a, 30000);
 	verify(1, false);
 	assert_int_equal(atomic_load(&S->n), per);
 	queue_check(per, NULL);
@@ -898,11 +846,11 @@ static int yield_main(void *arg)
 	orbit_spot_client_t *cl;
 	orbit_spot_host_t *h;
 	orbit_serial_resume_t *r = NULL;
-	struct proc pr;
+	struct orbit_test_proc pr;
 	uint64_t seq;
 
 	(void)arg;
-	if (proc_start(&pr, "yield"))
+	if (orbit_test_proc_start(&pr, fleet, "yield", 0))
 		return 80;
 	orbit_worker_pool_options_init(&po);
 	po.nthreads = 2;
@@ -946,7 +894,7 @@ static int yield_main(void *arg)
 	if (orbit_spot_host_stop(h))
 		return 90;
 	orbit_worker_pool_destroy(pool);
-	proc_stop(&pr);
+	orbit_test_proc_stop(&pr);
 	return 0;
 }
 

@@ -25,6 +25,7 @@
 #include "config.h"
 
 #include "orbit_test.h"
+#include "orbit_test_proc.h"
 #include "orbit_test_ctl.h"
 #include <errno.h>
 #include <inttypes.h>
@@ -72,14 +73,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
-
 	(void)state;
-	orbit__spotq_unlink(fleet, SPOT);
-	orbit__members_unlink(fleet);
-	orbit__ring_unlink(fleet, NULL);
-	orbit__seg_unlink(fleet, ORBIT_STATS_SEG_NAME);
-	orbit_lock_unlink(&lo);
+	orbit_test_spot_fleet_unlink(fleet, SPOT);
 	munmap(S, sizeof(*S));
 	return 0;
 }
@@ -89,34 +84,6 @@ static void bad_at(int line)
 {
 	fprintf(stderr, "pid %ld: unexpected at line %d\n", (long)getpid(), line);
 	atomic_fetch_add(&S->errors, 1);
-}
-
-struct proc {
-	orbit_lock_t *lock;
-	orbit_agent_t *agent;
-};
-
-static int proc_start(struct proc *pr, const char *name)
-{
-	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
-	struct orbit_agent_options ao = {
-		.size = sizeof(ao), .fleet = fleet, .name = name, .stats_ms = STATS_MS
-	};
-
-	if (orbit_lock_open(&lo, &pr->lock))
-		return -1;
-	ao.lock = pr->lock;
-	if (orbit_agent_start(&ao, &pr->agent)) {
-		orbit_lock_close(pr->lock);
-		return -1;
-	}
-	return 0;
-}
-
-static void proc_stop(struct proc *pr)
-{
-	orbit_agent_stop(pr->agent);
-	orbit_lock_close(pr->lock);
 }
 
 static bool wait_for(_Atomic int *w, int v)
@@ -129,26 +96,9 @@ static bool wait_for(_Atomic int *w, int v)
 	return false;
 }
 
-static pid_t spawn(int (*fn)(void *), void *arg)
-{
-	pid_t pid = fork();
-
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		orbit_test_child_default_signals();
-		_exit(fn(arg) & 0xff);
-	}
-	return pid;
-}
-
 static void expect_exit0(pid_t pid)
 {
-	int st = orbit_test_wait(pid, WAIT_MS);
-
-	assert_true(st >= 0);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		print_error("child %ld: status 0x%x\n", (long)pid, st);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	orbit_test_expect_exit0(pid, WAIT_MS);
 }
 
 /* ---- the host process ---- */
@@ -188,11 +138,11 @@ static int host_main(void *arg)
 	orbit_worker_pool_t *pool;
 	orbit_spot_host_t *h;
 	struct host_cfg c;
-	struct proc pr;
+	struct orbit_test_proc pr;
 	int r;
 
 	host_cfg_of(arg, &c);
-	if (proc_start(&pr, c.name))
+	if (orbit_test_proc_start(&pr, fleet, c.name, STATS_MS))
 		return 20;
 	orbit_worker_pool_options_init(&po);
 	po.nthreads = 1;
@@ -221,18 +171,18 @@ static int host_main(void *arg)
 	atomic_store(c.gate, 1); /* nothing may stay blocked at stop */
 	r = orbit_spot_host_stop(h);
 	orbit_worker_pool_destroy(pool);
-	proc_stop(&pr);
+	orbit_test_proc_stop(&pr);
 	return r ? 25 : 0;
 }
 
 /* ---- producers ---- */
 
-static orbit_spot_client_t *client_open(struct proc *pr, const char *name)
+static orbit_spot_client_t *client_open(struct orbit_test_proc *pr, const char *name)
 {
 	struct orbit_spot_client_options co;
 	orbit_spot_client_t *cl = NULL;
 
-	if (proc_start(pr, name))
+	if (orbit_test_proc_start(pr, fleet, name, STATS_MS))
 		return NULL;
 	orbit_spot_client_options_init(&co);
 	co.caps = S->caps;
@@ -268,7 +218,7 @@ static void submits(orbit_spot_client_t *cl, int n, uint32_t len, int want)
 static int counters_producer(void *arg)
 {
 	orbit_spot_client_t *cl;
-	struct proc pr;
+	struct orbit_test_proc pr;
 
 	(void)arg;
 	cl = client_open(&pr, "producer-a");
@@ -293,7 +243,7 @@ static int counters_producer(void *arg)
 	atomic_store(&S->phase, 5);
 	if (!wait_for(&S->phase, 6))
 		return 13;
-	proc_stop(&pr);
+	orbit_test_proc_stop(&pr);
 	return 0;
 }
 
@@ -416,8 +366,8 @@ static void test_counters_equal_what_the_test_did(void **state)
 	S->caps.app_items = 8;
 	S->caps.app_bytes = 256;
 	S->gate = 1;
-	host = spawn(host_main, NULL); /* starts its agent, waits for host_go */
-	prod = spawn(counters_producer, NULL);
+	host = orbit_test_spawn(host_main, NULL); /* starts its agent, waits for host_go */
+	prod = orbit_test_spawn(counters_producer, NULL);
 	assert_true(wait_for(&S->phase, 1));
 
 	/* step 1, no host yet: the client's own counters */
@@ -541,7 +491,7 @@ static void test_counters_equal_what_the_test_did(void **state)
 static int latency_producer(void *arg)
 {
 	orbit_spot_client_t *cl;
-	struct proc pr;
+	struct orbit_test_proc pr;
 
 	(void)arg;
 	cl = client_open(&pr, "producer-l");
@@ -560,7 +510,7 @@ static int latency_producer(void *arg)
 		}
 	}
 	orbit_spot_client_close(cl);
-	proc_stop(&pr);
+	orbit_test_proc_stop(&pr);
 	return 0;
 }
 
@@ -583,8 +533,8 @@ static void test_submit_to_run_percentiles_land_in_their_buckets(void **state)
 	(void)state;
 	assert_int_equal(b600, 30); /* (2^29, 2^30] ns: 536.9 ms to 1.07 s */
 	S->gate = 1;
-	host = spawn(host_main, NULL);
-	prod = spawn(latency_producer, NULL);
+	host = orbit_test_spawn(host_main, NULL);
+	prod = orbit_test_spawn(latency_producer, NULL);
 	assert_true(wait_for(&S->phase, 1));
 	usleep(600000);
 	atomic_store(&S->host_go, 1);
@@ -650,7 +600,7 @@ static int dying_producer(void *arg)
 {
 	const char *name = arg;
 	orbit_spot_client_t *cl;
-	struct proc pr;
+	struct orbit_test_proc pr;
 
 	cl = client_open(&pr, name);
 	if (!cl)
@@ -664,7 +614,7 @@ static int dying_producer(void *arg)
 static int healthy_producer(void *arg)
 {
 	orbit_spot_client_t *cl;
-	struct proc pr;
+	struct orbit_test_proc pr;
 
 	(void)arg;
 	cl = client_open(&pr, "producer-c");
@@ -672,7 +622,7 @@ static int healthy_producer(void *arg)
 		return 10;
 	submits(cl, 3, 8, 0);
 	orbit_spot_client_close(cl);
-	proc_stop(&pr);
+	orbit_test_proc_stop(&pr);
 	return 0;
 }
 
@@ -694,20 +644,20 @@ static void test_aborted_by_dead_producer_and_by_unblock_bound(void **state)
 	S->caps.unblock_ms = 100;
 	S->gate = 1;
 	S->host_go = 1;
-	host = spawn(host_main, NULL);
+	host = orbit_test_spawn(host_main, NULL);
 	for (unsigned i = 0; i < ORBIT_SPOT_HOST__COUNT; i++)
 		hw[i] = SKIP;
 	hw[ORBIT_SPOT_HOST_COMPLETED] = 0;
 	expect_counters("host-a", ORBIT_FLEET_SPOT_HOST, hw, SKIP, &got);
 
-	dead = spawn(dying_producer, "producer-dead");
+	dead = orbit_test_spawn(dying_producer, "producer-dead");
 	st = orbit_test_wait(dead, WAIT_MS);
 	assert_true(st >= 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 	hw[ORBIT_SPOT_HOST_ABORTED_DEAD] = 1;
 	hw[ORBIT_SPOT_HOST_ABORTED_UNBLOCK] = 0;
 	expect_counters("host-a", ORBIT_FLEET_SPOT_HOST, hw, SKIP, &got);
 
-	stopped = spawn(dying_producer, "producer-stopped");
+	stopped = orbit_test_spawn(dying_producer, "producer-stopped");
 	hw[ORBIT_SPOT_HOST_ABORTED_UNBLOCK] = 1;
 	expect_counters("host-a", ORBIT_FLEET_SPOT_HOST, hw, SKIP, &got);
 	kill(stopped, SIGKILL);
@@ -730,7 +680,7 @@ static void test_aborted_by_dead_producer_and_by_unblock_bound(void **state)
 	expect_prom("orbit_spot_host_aborted_dead_total", "host-a", 1);
 	expect_prom("orbit_spot_host_aborted_unblock_total", "host-a", 1);
 
-	expect_exit0(spawn(healthy_producer, NULL));
+	expect_exit0(orbit_test_spawn(healthy_producer, NULL));
 	hw[ORBIT_SPOT_HOST_COMPLETED] = 3;
 	hw[ORBIT_SPOT_HOST_ACCEPTED] = 3;
 	expect_counters("host-a", ORBIT_FLEET_SPOT_HOST, hw, SKIP, &got);
@@ -745,7 +695,7 @@ static void test_aborted_by_dead_producer_and_by_unblock_bound(void **state)
 static int three_producer(void *arg)
 {
 	orbit_spot_client_t *cl;
-	struct proc pr;
+	struct orbit_test_proc pr;
 
 	(void)arg;
 	cl = client_open(&pr, "producer-r");
@@ -753,7 +703,7 @@ static int three_producer(void *arg)
 		return 10;
 	submits(cl, 3, 8, 0);
 	orbit_spot_client_close(cl);
-	proc_stop(&pr);
+	orbit_test_proc_stop(&pr);
 	return 0;
 }
 
@@ -772,8 +722,8 @@ static void test_redelivered_and_fenced_after_adoption(void **state)
 	(void)state;
 	S->ttl_ns = 200000000ull;
 	S->host_go = 1;
-	a = spawn(host_main, NULL);
-	expect_exit0(spawn(three_producer, NULL));
+	a = orbit_test_spawn(host_main, NULL);
+	expect_exit0(orbit_test_spawn(three_producer, NULL));
 	for (unsigned i = 0; i < ORBIT_SPOT_HOST__COUNT; i++)
 		hw[i] = SKIP;
 	hw[ORBIT_SPOT_HOST_DELIVERED] = 3;
@@ -783,7 +733,7 @@ static void test_redelivered_and_fenced_after_adoption(void **state)
 
 	S->gate_b = 1;
 	S->host_go_b = 1;
-	b = spawn(host_main, (void *)1);
+	b = orbit_test_spawn(host_main, (void *)1);
 	hw[ORBIT_SPOT_HOST_IN_FLIGHT] = 0;
 	hw[ORBIT_SPOT_HOST_REDELIVERED] = 3;
 	hw[ORBIT_SPOT_HOST_COMPLETED] = 3;

@@ -51,7 +51,8 @@ static void *thread_main(void *arg)
 	 * its release (4 threads on 2 CPUs) makes the others' attempts -EBUSY
 	 * for a whole time slice: they yield and try again instead of using
 	 * up their count, so the run always checks NTHREADS * OPS tenures
-	 * (an attempt bound keeps a lost wake-up from hanging the test).
+	 * (an attempt bound keeps a key that never comes free from hanging
+	 * the test).
 	 */
 	for (long tries = 0; nrec[me] < OPS; tries++) {
 		uint32_t k = (uint32_t)rand_r(&seed) % NKEYS;
@@ -63,7 +64,8 @@ static void *thread_main(void *arg)
 		if (tries > 1000L * OPS)
 			return (void *)4; /* the key never came free */
 		rc = orbit_lock_try_acquire(L, &key, &ow, 30000000000ull, &ls, NULL);
-		if (rc == -EBUSY) {
+		/* -EAGAIN: the serializer's holder was preempted past its bound (TSan, load) */
+		if (rc == -EBUSY || rc == -EAGAIN) {
 			sched_yield();
 			continue;
 		}
@@ -77,7 +79,9 @@ static void *thread_main(void *arg)
 		r->token = ls.token;
 		atomic_fetch_sub(&inside[k], 1);
 		r->t_end = orbit_test_now_ns();
-		if (orbit_lock_release(L, &key, &ow, ls.token))
+		while ((rc = orbit_lock_release(L, &key, &ow, ls.token)) == -EAGAIN)
+			sched_yield(); /* changes nothing: retrying is safe (orbit/lock.h) */
+		if (rc)
 			return (void *)2;
 	}
 	return NULL;
@@ -104,11 +108,15 @@ static void run(enum orbit_lock_serializer ser)
 	for (uintptr_t t = 0; t < NTHREADS; t++)
 		assert_int_equal(pthread_create(&th[t], NULL, thread_main, (void *)t), 0);
 	atomic_store(&go, 1);
+	uintptr_t bad = 0;
 	for (int t = 0; t < NTHREADS; t++) {
 		void *ret;
 		pthread_join(th[t], &ret);
-		assert_null(ret);
+		if (ret && !bad)
+			bad = (uintptr_t)ret;
 	}
+	/* 1: try_acquire failed, 2: release failed, 3: overlap, 4: the key never came free */
+	assert_int_equal(bad, 0);
 	orbit_lock_close(L);
 	orbit_lock_unlink(&o);
 	for (uint32_t k = 0; k < NKEYS; k++) {

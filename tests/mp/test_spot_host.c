@@ -463,7 +463,7 @@ static void test_4_producers_x_100000_records_no_loss_no_duplicate_order_kept(vo
 /*
  * Records in the queue before any host (a producer that has exited), host
  * 1 dies with @crash while host 2 retries host_start (-EBUSY); host 2
- * adopts within 200 ms although the lease TTL is 5 s: the hosting lease
+ * adopts well before the lease TTL of 5 s (milliseconds): the hosting lease
  * is ORBIT_LOCK_FREE_ON_DEATH, freed by host 2's agent once the member
  * directory proves host 1 dead.
  */
@@ -519,7 +519,12 @@ static void adopt_after_kill(uint64_t kill_at, const char *crash_label, uint64_t
 	adopted_ns = atomic_load(&S->start_ns[2]) - died;
 	fprintf(stderr, "# host SIGKILLed: Spot adopted %.2f ms later (lease TTL %.0f s)\n",
 		(double)adopted_ns / 1e6, (double)ttl / 1e9);
-	assert_true(adopted_ns < 200000000ull);
+	/*
+	 * Well before the TTL: the death proof, not the lease's expiry, let
+	 * host 2 in (1-4 ms in a plain build; 440 ms seen under TSan at load
+	 * 20, so the bound is half the TTL, which expiry can never meet).
+	 */
+	assert_true(adopted_ns < ttl / 2);
 	verify(1, true);
 	/* every record host 1 did not complete came again, flagged; the last one it was in is
 	 * among them */

@@ -281,7 +281,13 @@ static int host_main(void *arg)
 	ho.mode = c->mode;
 	ho.executor = orbit_worker_pool_executor(pool);
 	ho.actor_policy = &ap;
-	ho.lease_ttl_ns = c->ttl_ns;
+	/*
+	 * Tests that do not set a TTL are not about losing the lease: 30 s,
+	 * so that a host thread starved past the 1 s default's renewals
+	 * (TSan, load 20 and CPU hogs: it lost the lease and the Spot stopped)
+	 * keeps hosting. The adoption and fencing tests set their own.
+	 */
+	ho.lease_ttl_ns = c->ttl_ns ? c->ttl_ns : 30000000000ull;
 	ho.caps = c->caps;
 	for (;;) {
 		r = orbit_spot_host_start(pr.agent, &ho, &h);
@@ -309,8 +315,11 @@ static int host_main(void *arg)
 		}
 		if (orbit_test_now_ns() - t0 > 20000000000ull) {
 			fprintf(stderr,
-				"host %d: no progress for 20 s (%" PRIu64 " of %" PRIu64 ")\n",
-				c->no, d, S->total);
+				"host %d: no progress for 20 s (%" PRIu64 " of %" PRIu64
+				"), state %d, lost %d times (last: %s)\n",
+				c->no, d, S->total, (int)orbit_spot_host_state(h),
+				atomic_load(&S->lost_calls[c->no]),
+				orbit_strerror(atomic_load(&S->lost_reason[c->no])));
 			return 24;
 		}
 		usleep(1000);
@@ -867,6 +876,7 @@ static int yield_main(void *arg)
 	ho.on_spot = y_handler;
 	ho.mode = ORBIT_SPOT_SPOT_WIDE;
 	ho.executor = orbit_worker_pool_executor(pool);
+	ho.lease_ttl_ns = 30000000000ull; /* not about the lease (see host_main) */
 	if (orbit_spot_host_start(pr.agent, &ho, &h))
 		return 82;
 	/* orbit_spot_yield outside a handler is refused */

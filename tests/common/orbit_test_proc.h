@@ -26,7 +26,10 @@ struct orbit_test_proc {
 	orbit_agent_t *agent;
 };
 
-/* Open @fleet's lock table and start an agent named @name on it (@stats_ms: 0 = default). */
+/*
+ * Open @fleet's lock table and start an agent named @name on it (@stats_ms:
+ * 0 = default). A failure is said on stderr with the call and its code.
+ */
 static inline int orbit_test_proc_start(struct orbit_test_proc *pr, const char *fleet,
 					const char *name, uint32_t stats_ms)
 {
@@ -35,10 +38,18 @@ static inline int orbit_test_proc_start(struct orbit_test_proc *pr, const char *
 		.size = sizeof(ao), .fleet = fleet, .name = name, .stats_ms = stats_ms
 	};
 
-	if (orbit_lock_open(&lo, &pr->lock))
+	int r = orbit_lock_open(&lo, &pr->lock);
+
+	if (r) {
+		fprintf(stderr, "pid %ld (%s): orbit_lock_open: %s\n", (long)getpid(), name,
+			orbit_strerror(r));
 		return -1;
+	}
 	ao.lock = pr->lock;
-	if (orbit_agent_start(&ao, &pr->agent)) {
+	r = orbit_agent_start(&ao, &pr->agent);
+	if (r) {
+		fprintf(stderr, "pid %ld (%s): orbit_agent_start: %s\n", (long)getpid(), name,
+			orbit_strerror(r));
 		orbit_lock_close(pr->lock);
 		return -1;
 	}

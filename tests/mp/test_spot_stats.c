@@ -53,7 +53,7 @@ struct shared {
 	_Atomic int host_go; /* the host process starts hosting */
 	_Atomic int host_end;
 	_Atomic int gate_b, host_go_b, host_end_b; /* the same for host-b */
-	uint64_t ttl_ns;			   /* hosting lease TTL (0: 30 s) */
+	uint64_t ttl_ns;			   /* hosting lease TTL (0: default) */
 	_Atomic uint64_t handled;
 	_Atomic int errors;
 	struct orbit_spot_queue_caps caps;
@@ -155,8 +155,13 @@ static int host_main(void *arg)
 	ho.ctx = &c;
 	ho.executor = orbit_worker_pool_executor(pool);
 	ho.caps = S->caps;
-	/* 30 s unless a test is about it: a starved host (TSan, load) keeps hosting */
-	ho.lease_ttl_ns = S->ttl_ns ? S->ttl_ns : 30000000000ull;
+	/*
+	 * The default TTL (1 s) unless a test sets one: nothing rings a host
+	 * when a producer stops after its claim, and the unblock bound runs
+	 * from when the host first finds the record (doc/spot-queues.md), here
+	 * at its next renewal look (every TTL / 4).
+	 */
+	ho.lease_ttl_ns = S->ttl_ns;
 	if (!wait_for(c.go, 1))
 		return 22;
 	/* -EBUSY until an older host's lease ran out (adoption is TTL-bound) */

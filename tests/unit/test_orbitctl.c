@@ -963,6 +963,14 @@ static bool tmux_shows(const char *sock, const char *want, int ms)
 	return false;
 }
 
+/* Wait (up to @ms) until the session "top" is gone: its shell writes the status file before it
+ * exits, so a new session of the same name started at once can find the old one still there. */
+static void tmux_session_gone(const char *sock, int ms)
+{
+	for (int t = 0; t < ms && tmux(sock, "has-session -t top 2>/dev/null") == 0; t += 20)
+		usleep(20000);
+}
+
 /* Wait for the status file the pane's shell writes when top returns: true on "exit=0". */
 static bool top_exited_0(const char *status_file, int ms)
 {
@@ -982,11 +990,42 @@ static bool top_exited_0(const char *status_file, int ms)
 	return false;
 }
 
-/* Issue 14 "orbitctl top": a live screen in a real terminal, 80 columns, q and Ctrl-C quit. */
+/* @n records of @len payload bytes into @kind's lane of the Spot queue of @p. */
+static void submit_n(orbit_spotq_producer_t *p, enum orbit_spotq_kind kind, int n, size_t len)
+{
+	static const char payload[64];
+	struct orbit_spotq_submit sub = {
+		.kind = kind, .actor_id = 7, .payload = payload, .len = len
+	};
+
+	for (int i = 0; i < n; i++)
+		assert_int_equal(orbit__spotq_submit(p, &sub, NULL), 0);
+}
+
+/*
+ * Issue 14 "orbitctl top": a live screen in a real terminal, 80 columns, q and Ctrl-C quit;
+ * Spot queue depths: records and bytes waiting per lane of each Spot, deepest first, as many as
+ * the screen has rows for and a count of the rest.
+ */
 static void test_orbitctl_top_in_tmux(void **state)
 {
 	char sock[64], rest[1536], status[128];
-	const char *keys[] = { "q", "C-c" };
+	const char *keys[] = { "q", "C-c", "q" };
+	/* t.top-c: 5 records (60 bytes) in the application lane, 2 (16 bytes) in the lifecycle
+	 * lane; t.top-a: 1 application record (3 bytes); t.top-b: empty. Nobody hosts them (pid
+	 * 0, not up). Deepest first is c, a, b: not the order of their names. */
+	const char *row_a =
+	    "\nt.top-c                    0 no           5         60          2         16\n";
+	const char *row_b =
+	    "\nt.top-a                    0 no           1          3          0          0\n";
+	const char *row_c =
+	    "\nt.top-b                    0 no           0          0          0          0\n";
+	const char *more = "\n... 2 more Spot queue(s): orbitctl spots lists them all\n";
+	struct orbit_spotq_options o;
+	orbit_spotq_producer_t *pa, *pb;
+	orbit_spotq_t *qa, *qb, *qc;
+	int header_line = 0, height[] = { 30, 30, 0 };
+	const char *hdr;
 
 	(void)state;
 	if (system("command -v tmux >/dev/null 2>&1") != 0) {
@@ -994,28 +1033,65 @@ static void test_orbitctl_top_in_tmux(void **state)
 			      "a terminal\n");
 		skip();
 	}
-	/* One frame on a pipe: 80 columns once the screen controls are taken out. */
+	orbit__spotq_options_init(&o);
+	o.how = ORBIT_SEG_OPEN_OR_CREATE;
+	assert_int_equal(orbit__spotq_open(&qb, fleet, "t.top-a", &o), 0);
+	assert_int_equal(orbit__spotq_open(&qc, fleet, "t.top-b", &o), 0);
+	assert_int_equal(orbit__spotq_open(&qa, fleet, "t.top-c", &o), 0);
+	assert_int_equal(orbit__spotq_producer_open(&pa, qa, extra), 0);
+	assert_int_equal(orbit__spotq_producer_open(&pb, qb, extra), 0);
+	submit_n(pa, ORBIT_SPOTQ_KIND_ACTOR, 5, 12);
+	submit_n(pa, ORBIT_SPOTQ_KIND_LIFECYCLE, 2, 8);
+	submit_n(pb, ORBIT_SPOTQ_KIND_SPOT, 1, 3);
+	/* One frame on a pipe: 80 columns once the screen controls are taken out; every Spot. */
 	assert_int_equal(CTL_STDOUT("top --iterations 1 | sed 's/\\x1b\\[[0-9;?]*[A-Za-z]//g'"), 0);
 	assert_80_columns(out);
 	assert_non_null(strstr(out, "orbit top"));
 	assert_non_null(strstr(out, "ctl-fixture"));
 	assert_non_null(strstr(out, "acquire_latency"));
+	if (!strstr(out, row_a) || !strstr(out, row_b) || !strstr(out, row_c))
+		print_error("top frame:\n%s\n", out);
+	hdr = strstr(out, "\nSPOT                    HOST UP   APP DEPTH  APP BYTES LIFE DEPTH "
+			  "LIFE BYTES\n");
+	assert_non_null(hdr);
+	assert_non_null(strstr(out, row_a));
+	/* the deeper queue first */
+	assert_true(strstr(out, row_a) < strstr(out, row_b));
+	assert_true(strstr(out, row_b) < strstr(out, row_c));
+	assert_null(strstr(out, "more Spot queue"));
+	for (const char *c = out; c <= hdr; c++)
+		header_line += *c == '\n'; /* the Spot header's row on the screen, from 0 */
+	/* A pane with rows for the header, one Spot, the count of the rest, and the last row
+	 * (left free: the cursor's line would scroll the screen's first line away). */
+	height[2] = header_line + 4;
 	snprintf(sock, sizeof(sock), "orbit-ctl-%ld", (long)getpid());
 	snprintf(status, sizeof(status), "/tmp/orbit-ctl-%ld.status", (long)getpid());
-	for (size_t k = 0; k < 2; k++) {
+	for (size_t k = 0; k < 3; k++) {
 		/* The shell ignores SIGINT (so Ctrl-C reaches top alone) and writes top's status.
 		 */
 		unlink(status);
 		snprintf(rest, sizeof(rest),
-			 "new-session -d -s top -x 80 -y 30 "
+			 "new-session -d -s top -x 80 -y %d "
 			 "'trap \"\" INT; %s --fleet %s top --interval-ms 100; echo exit=$? > %s'",
-			 orbit_test_orbitctl(), fleet, status);
+			 height[k], orbit_test_orbitctl(), fleet, status);
 		assert_int_equal(tmux(sock, rest), 0);
 		if (!tmux_shows(sock, "LATENCY", 5000))
 			print_error("top screen:\n%s\n", out);
 		assert_true(tmux_shows(sock, "ctl-fixture", 100));
 		assert_non_null(strstr(out, "orbit top  fleet"));
 		assert_non_null(strstr(out, "members "));
+		/* the Spot rows fit the pane, under the screen's first line */
+		if (!tmux_shows(sock, k < 2 ? row_c : more, 1000))
+			print_error("top screen (%d rows):\n%s\n", height[k], out);
+		assert_non_null(strstr(out, row_a));
+		assert_int_equal(strncmp(out, "orbit top  fleet", 16), 0);
+		if (k < 2) {
+			assert_non_null(strstr(out, row_b));
+			assert_null(strstr(out, "more Spot queue"));
+		} else {
+			assert_non_null(strstr(out, more));
+			assert_null(strstr(out, row_b));
+		}
 		snprintf(rest, sizeof(rest), "send-keys -t top %s", keys[k]);
 		assert_int_equal(tmux(sock, rest), 0);
 		if (!top_exited_0(status, 3000)) {
@@ -1024,8 +1100,17 @@ static void test_orbitctl_top_in_tmux(void **state)
 			fail_msg("top did not quit with status 0 on %s: '%s'", keys[k], out);
 		}
 		unlink(status);
+		tmux_session_gone(sock, 3000);
 	}
 	tmux(sock, "kill-server 2>/dev/null");
+	orbit__spotq_producer_close(pa);
+	orbit__spotq_producer_close(pb);
+	orbit__spotq_close(qa);
+	orbit__spotq_close(qb);
+	orbit__spotq_close(qc);
+	orbit__spotq_unlink(fleet, "t.top-c");
+	orbit__spotq_unlink(fleet, "t.top-a");
+	orbit__spotq_unlink(fleet, "t.top-b");
 }
 
 /* The --writer mode of this program: a second writer process for the watch test. */

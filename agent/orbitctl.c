@@ -1037,10 +1037,21 @@ static void member_labels_cb(const char *fleet, const void *who, const char *ext
  * processes sharing one) are summed into one series, so a restart does
  * not open a new series. A row without a readable member is "row<N>".
  */
+/*
+ * One series of the member families: a live member's stats row. A dead
+ * member's row (or one whose member row is gone or reused) keeps the
+ * counters its writer last published, frozen: it is left out, as its Spot
+ * slots are, rather than added to a live row of the same name (whose
+ * counters then dropped by the dead row's when the row was reused: a false
+ * counter reset, and gauges counted twice). A member restarted under its
+ * name keeps its labels, and its counters restart from 0: a counter reset
+ * rate() knows. A second live row of the same name gets row="N".
+ */
 struct prom_member {
-	char name[ORBIT_FLEET_MEMBER_NAME_MAX + 8];
+	char name[ORBIT_FLEET_MEMBER_NAME_MAX + 1];
 	const char *component; /* of the family being printed */
-	struct orbit_fleet_stats sum;
+	const struct orbit_fleet_stats *s;
+	bool dup; /* same name as an earlier live row: add row="N" */
 };
 
 static int prom_group(const struct member_stats *ms, int n, struct prom_member *g)
@@ -1048,21 +1059,15 @@ static int prom_group(const struct member_stats *ms, int n, struct prom_member *
 	int k = 0;
 
 	for (int i = 0; i < n; i++) {
-		char name[sizeof(g->name)];
-		int j;
-
-		if (ms[i].have_member)
-			snprintf(name, sizeof(name), "%.*s", (int)sizeof(ms[i].m.name),
-				 ms[i].m.name);
-		else
-			snprintf(name, sizeof(name), "row%u", ms[i].s.row);
-		for (j = 0; j < k && strcmp(g[j].name, name); j++)
-			;
-		if (j == k) {
-			memset(&g[k], 0, sizeof(g[k]));
-			strcpy(g[k++].name, name);
-		}
-		stats_add(&g[j].sum, &ms[i].s);
+		if (!ms[i].have_member || !ms[i].m.alive)
+			continue;
+		memset(&g[k], 0, sizeof(g[k]));
+		snprintf(g[k].name, sizeof(g[k].name), "%.*s", (int)sizeof(ms[i].m.name),
+			 ms[i].m.name);
+		g[k].s = &ms[i].s;
+		for (int j = 0; j < k && !g[k].dup; j++)
+			g[k].dup = !strcmp(g[j].name, g[k].name);
+		k++;
 	}
 	return k;
 }
@@ -1073,7 +1078,10 @@ static void prom_labels(const char *fleet, const struct prom_member *g, const ch
 	json_str(fleet, strlen(fleet)); /* same escapes: \\ \" and no raw newline */
 	printf(",member=");
 	json_str(g->name, strlen(g->name));
-	printf(",component=\"%s\"%s}", g->component, extra ? extra : "");
+	printf(",component=\"%s\"", g->component);
+	if (g->dup)
+		printf(",row=\"%u\"", g->s->row);
+	printf("%s}", extra ? extra : "");
 }
 
 static int print_prom(const char *fleet, const struct member_stats *ms, int n,
@@ -1098,7 +1106,7 @@ static int print_prom(const char *fleet, const struct member_stats *ms, int n,
 			g[i].component = component_of(cname);
 			printf("orbit_%s%s", cname, suffix);
 			prom_labels(fleet, &g[i], NULL);
-			printf(" %llu\n", (unsigned long long)g[i].sum.counters[c]);
+			printf(" %llu\n", (unsigned long long)g[i].s->counters[c]);
 		}
 	}
 	for (unsigned h = 0; h < orbit_stats_hist_count(); h++) {
@@ -1111,7 +1119,7 @@ static int print_prom(const char *fleet, const struct member_stats *ms, int n,
 		printf("# TYPE %s histogram\n", fam);
 		for (int i = 0; i < ng; i++) {
 			g[i].component = component_of(orbit_stats_hist_name(h));
-			prom_hist(fam, &g[i].sum.hists[h], member_labels_cb, fleet, &g[i]);
+			prom_hist(fam, &g[i].s->hists[h], member_labels_cb, fleet, &g[i]);
 		}
 	}
 	free(g);

@@ -11,9 +11,11 @@
 
 #include "orbit_test.h"
 #include "orbit_test_ctl.h"
+#include "orbit_test_proc.h"
 #include <errno.h>
 #include <regex.h>
 #include <orbit/orbit.h>
+#include "agent/fleet_internal.h"
 #include "shm/lock_internal.h"
 #include "shm/members.h"
 #include "shm/ring.h"
@@ -450,6 +452,103 @@ static void test_orbitctl_stats_totals_filters_and_series(void **state)
 	assert_null(strstr(out, "orbit_lock_acquired_total"));
 	assert_non_null(strstr(out, "orbit_frames_written_total"));
 	orbit_agent_stop(second);
+}
+
+/* Member row @row of @f: 1 held by @pid alive, 0 by @pid dead, -1 not @pid's (free or reused). */
+static int member_row_state(orbit_fleet_t *f, uint32_t row, pid_t pid)
+{
+	struct orbit_fleet_member m;
+
+	if (orbit_fleet_member(f, row, &m) != 0 || m.pid != (uint32_t)pid)
+		return -1;
+	return m.alive ? 1 : 0;
+}
+
+/* The member row (= stats row) that @pid holds alive in @f, or -1. */
+static int live_row_of(orbit_fleet_t *f, pid_t pid)
+{
+	for (uint32_t r = 0; r < orbit_fleet_rows(f); r++)
+		if (member_row_state(f, r, pid) == 1)
+			return (int)r;
+	return -1;
+}
+
+/*
+ * Prometheus series are live members' rows: a second live process under our member name gets
+ * its own series (row="N"), not a sum with ours; once it is dead, its frozen counters are in no
+ * series at all (neither added to ours nor as a series of their own).
+ */
+static void test_orbitctl_prometheus_series_are_live_rows(void **state)
+{
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
+	char want[256], want_twin[256], c;
+	struct orbit_fleet_stats st;
+	int down[2], up[2], row;
+	orbit_fleet_t *f;
+	uint64_t mine;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	assert_int_equal(orbit_fleet_stats_read(f, (uint32_t)orbit_agent_member_row(agent), &st),
+			 0);
+	mine = st.counters[0]; /* lock_acquired: we take no lock in this test */
+	assert_int_equal(pipe(down), 0);
+	assert_int_equal(pipe(up), 0);
+	pid = fork(); /* then exec: a fresh process with its own agent */
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(down[0], STDIN_FILENO);
+		dup2(up[1], STDOUT_FILENO);
+		execl("/proc/self/exe", "test_orbitctl", "--twin", fleet, (char *)NULL);
+		_exit(127);
+	}
+	close(down[0]);
+	close(up[1]);
+	assert_int_equal(read(up[0], &c, 1), 1); /* it acquired 3 keys and published */
+	assert_int_equal(c, 'r');
+	row = live_row_of(f, pid);
+	assert_true(row >= 0);
+	snprintf(want, sizeof(want),
+		 "\norbit_lock_acquired_total{fleet=\"%s\",member=\"ctl-fixture\","
+		 "component=\"lock\"} %llu\n",
+		 fleet, (unsigned long long)mine);
+	snprintf(want_twin, sizeof(want_twin),
+		 "\norbit_lock_acquired_total{fleet=\"%s\",member=\"ctl-fixture\","
+		 "component=\"lock\",row=\"%d\"} 3\n",
+		 fleet, row);
+	assert_int_equal(CTL_STDOUT("stats --prometheus"), 0);
+	check_prometheus(out);
+	if (!strstr(out, want) || !strstr(out, want_twin))
+		print_error("want \"%s\" and \"%s\" in:\n%.3000s\n", want + 1, want_twin + 1,
+			    strstr(out, "# HELP orbit_lock_acquired_total"));
+	assert_non_null(strstr(out, want));
+	assert_non_null(strstr(out, want_twin));
+	assert_non_null(strstr(out, ",row=\"")); /* histograms too */
+	/*
+	 * Dead: its row's frozen counters are in no series, while its member row is still there
+	 * (dead: our agent, which would reclaim it, is parked) and once reclaimed.
+	 */
+	orbit__agent_test_pause(agent);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_true(WIFSIGNALED(orbit_test_wait(pid, 5000)));
+	for (int pass = 0; pass < 2; pass++) {
+		assert_int_equal(member_row_state(f, (uint32_t)row, pid), pass ? -1 : 0);
+		assert_int_equal(CTL_STDOUT("stats --prometheus"), 0);
+		check_prometheus(out);
+		if (!strstr(out, want) || strstr(out, "row=\"") || strstr(out, "member=\"row"))
+			print_error("pass %d: want \"%s\", no row label in:\n%.3000s\n", pass,
+				    want + 1, strstr(out, "# HELP orbit_lock_acquired_total"));
+		assert_non_null(strstr(out, want));
+		assert_null(strstr(out, "row=\""));
+		assert_null(strstr(out, "member=\"row"));
+		orbit__agent_test_resume(agent);
+		for (int ms = 0; ms < 5000 && member_row_state(f, (uint32_t)row, pid) >= 0; ms++)
+			usleep(1000);
+	}
+	orbit_fleet_close(f);
+	close(down[1]);
+	close(up[0]);
 }
 
 /* Issue 5 "orbitctl": watch follows transitions live. */
@@ -1113,6 +1212,35 @@ static void test_orbitctl_top_in_tmux(void **state)
 	orbit__spotq_unlink(fleet, "t.top-b");
 }
 
+/*
+ * The --twin mode: a second process under the fixture's member name: it acquires 3 keys, waits
+ * for a stats publish, says 'r' on stdout and waits to be killed (reads stdin).
+ */
+static int twin_main(const char *f)
+{
+	orbit_lock_owner_t o = { "twin", 4 };
+	struct orbit_test_proc pr;
+	char c;
+
+	if (orbit_test_proc_start(&pr, f, "ctl-fixture", 10))
+		return 1;
+	for (int i = 0; i < 3; i++) {
+		char label[16];
+		orbit_lock_key_t k = orbit_lock_key(
+		    ctl_ns, label, (size_t)snprintf(label, sizeof(label), "twin-%d", i));
+
+		if (orbit_lock_try_acquire(pr.lock, &k, &o, 600ull * 1000000000ull, NULL, NULL))
+			return 3;
+	}
+	usleep(200000); /* published at 10 ms periods */
+	if (write(STDOUT_FILENO, "r", 1) != 1)
+		return 4;
+	while (read(STDIN_FILENO, &c, 1) > 0)
+		;
+	orbit_test_proc_stop(&pr);
+	return 0;
+}
+
 /* The --writer mode of this program: a second writer process for the watch test. */
 static int writer_main(const char *f, const char *label)
 {
@@ -1139,6 +1267,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "--writer"))
 		return writer_main(argv[2], argv[3]);
+	if (argc == 3 && !strcmp(argv[1], "--twin"))
+		return twin_main(argv[2]);
 	{
 		const struct CMUnitTest tests[] = {
 			cmocka_unit_test(test_orbitctl_members_table),
@@ -1148,6 +1278,7 @@ int main(int argc, char **argv)
 			cmocka_unit_test(test_orbitctl_stats_json_parses),
 			cmocka_unit_test(test_orbitctl_stats_prometheus_format),
 			cmocka_unit_test(test_orbitctl_stats_totals_filters_and_series),
+			cmocka_unit_test(test_orbitctl_prometheus_series_are_live_rows),
 			cmocka_unit_test(test_orbitctl_watch_follows_transitions),
 			cmocka_unit_test(test_fleet_replay_retained_and_watch_replay),
 			cmocka_unit_test(test_orbitctl_exit_codes),

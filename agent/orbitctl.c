@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include <orbit/orbit.h>
@@ -1036,10 +1037,21 @@ static void member_labels_cb(const char *fleet, const void *who, const char *ext
  * processes sharing one) are summed into one series, so a restart does
  * not open a new series. A row without a readable member is "row<N>".
  */
+/*
+ * One series of the member families: a live member's stats row. A dead
+ * member's row (or one whose member row is gone or reused) keeps the
+ * counters its writer last published, frozen: it is left out, as its Spot
+ * slots are, rather than added to a live row of the same name (whose
+ * counters then dropped by the dead row's when the row was reused: a false
+ * counter reset, and gauges counted twice). A member restarted under its
+ * name keeps its labels, and its counters restart from 0: a counter reset
+ * rate() knows. A second live row of the same name gets row="N".
+ */
 struct prom_member {
-	char name[ORBIT_FLEET_MEMBER_NAME_MAX + 8];
+	char name[ORBIT_FLEET_MEMBER_NAME_MAX + 1];
 	const char *component; /* of the family being printed */
-	struct orbit_fleet_stats sum;
+	const struct orbit_fleet_stats *s;
+	bool dup; /* same name as an earlier live row: add row="N" */
 };
 
 static int prom_group(const struct member_stats *ms, int n, struct prom_member *g)
@@ -1047,21 +1059,15 @@ static int prom_group(const struct member_stats *ms, int n, struct prom_member *
 	int k = 0;
 
 	for (int i = 0; i < n; i++) {
-		char name[sizeof(g->name)];
-		int j;
-
-		if (ms[i].have_member)
-			snprintf(name, sizeof(name), "%.*s", (int)sizeof(ms[i].m.name),
-				 ms[i].m.name);
-		else
-			snprintf(name, sizeof(name), "row%u", ms[i].s.row);
-		for (j = 0; j < k && strcmp(g[j].name, name); j++)
-			;
-		if (j == k) {
-			memset(&g[k], 0, sizeof(g[k]));
-			strcpy(g[k++].name, name);
-		}
-		stats_add(&g[j].sum, &ms[i].s);
+		if (!ms[i].have_member || !ms[i].m.alive)
+			continue;
+		memset(&g[k], 0, sizeof(g[k]));
+		snprintf(g[k].name, sizeof(g[k].name), "%.*s", (int)sizeof(ms[i].m.name),
+			 ms[i].m.name);
+		g[k].s = &ms[i].s;
+		for (int j = 0; j < k && !g[k].dup; j++)
+			g[k].dup = !strcmp(g[j].name, g[k].name);
+		k++;
 	}
 	return k;
 }
@@ -1072,7 +1078,10 @@ static void prom_labels(const char *fleet, const struct prom_member *g, const ch
 	json_str(fleet, strlen(fleet)); /* same escapes: \\ \" and no raw newline */
 	printf(",member=");
 	json_str(g->name, strlen(g->name));
-	printf(",component=\"%s\"%s}", g->component, extra ? extra : "");
+	printf(",component=\"%s\"", g->component);
+	if (g->dup)
+		printf(",row=\"%u\"", g->s->row);
+	printf("%s}", extra ? extra : "");
 }
 
 static int print_prom(const char *fleet, const struct member_stats *ms, int n,
@@ -1097,7 +1106,7 @@ static int print_prom(const char *fleet, const struct member_stats *ms, int n,
 			g[i].component = component_of(cname);
 			printf("orbit_%s%s", cname, suffix);
 			prom_labels(fleet, &g[i], NULL);
-			printf(" %llu\n", (unsigned long long)g[i].sum.counters[c]);
+			printf(" %llu\n", (unsigned long long)g[i].s->counters[c]);
 		}
 	}
 	for (unsigned h = 0; h < orbit_stats_hist_count(); h++) {
@@ -1110,7 +1119,7 @@ static int print_prom(const char *fleet, const struct member_stats *ms, int n,
 		printf("# TYPE %s histogram\n", fam);
 		for (int i = 0; i < ng; i++) {
 			g[i].component = component_of(orbit_stats_hist_name(h));
-			prom_hist(fam, &g[i].sum.hists[h], member_labels_cb, fleet, &g[i]);
+			prom_hist(fam, &g[i].s->hists[h], member_labels_cb, fleet, &g[i]);
 		}
 	}
 	free(g);
@@ -1649,6 +1658,110 @@ static void top_sum(const struct member_stats *ms, int n, uint64_t *sum)
 			sum[c] += ms[i].s.counters[c];
 }
 
+/* The fleet's Spot queues as orbit_fleet_spots() reads them, for one frame. */
+struct top_spots {
+	struct orbit_fleet_spot *v;
+	size_t n, cap;
+};
+
+static int top_add_spot(const struct orbit_fleet_spot *sp, void *p)
+{
+	struct top_spots *t = p;
+
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 16;
+		struct orbit_fleet_spot *v = realloc(t->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		t->v = v;
+		t->cap = cap;
+	}
+	t->v[t->n++] = *sp;
+	return 0;
+}
+
+static uint64_t spot_depth(const struct orbit_fleet_spot *sp)
+{
+	return (uint64_t)sp->lanes[0].depth + sp->lanes[1].depth;
+}
+
+/* Deepest queue first (what top is for), then by name; unreadable ones last. */
+static int by_depth(const void *a, const void *b)
+{
+	const struct orbit_fleet_spot *x = a, *y = b;
+
+	if (!x->error != !y->error)
+		return x->error ? 1 : -1;
+	if (spot_depth(x) != spot_depth(y))
+		return spot_depth(x) < spot_depth(y) ? 1 : -1;
+	return strncmp(x->name, y->name, sizeof(x->name));
+}
+
+/* The terminal's height, or 0 when stdout is not a terminal (a pipe shows every line). */
+static int top_screen_rows(void)
+{
+	struct winsize ws;
+
+	if (!isatty(STDOUT_FILENO) || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) < 0)
+		return 0;
+	return ws.ws_row;
+}
+
+/*
+ * The Spot queues, deepest first: records and payload bytes reserved now in
+ * each lane (application, lifecycle), as orbitctl spots counts them, with
+ * the last host's pid and whether a live process holds the hosting lease.
+ * As many as the screen has rows for below @line; when they do not all
+ * fit, the last of those rows counts the rest. A pipe gets every queue.
+ */
+static void top_spots_section(orbit_fleet_t *f, int line)
+{
+	struct top_spots t = { NULL, 0, 0 };
+	int rc = orbit_fleet_spots(f, top_add_spot, &t), rows = top_screen_rows();
+	size_t room = t.n;
+
+	/* 20+1+7+1+3+4*(1+10) = 76 columns */
+	printf("\n%-20s %7s %-3s %10s %10s %10s %10s\n", "SPOT", "HOST", "UP", "APP DEPTH",
+	       "APP BYTES", "LIFE DEPTH", "LIFE BYTES");
+	line += 2;
+	if (rc < 0)
+		printf("Spot queues unreadable: %s\n", orbit_strerror(rc));
+	else if (t.n == 0)
+		printf("no Spot queues\n");
+	if (rows > 0) {
+		/* keep the last row free: the cursor's line would scroll the screen */
+		int fit = rows - 1 - line;
+
+		fit = fit < 1 ? 1 : fit;
+		if (room > (size_t)fit)
+			room = (size_t)fit - 1; /* and one row says how many more */
+	}
+	if (t.n)
+		qsort(t.v, t.n, sizeof(*t.v), by_depth);
+	for (size_t i = 0; i < room; i++) {
+		const struct orbit_fleet_spot *sp = &t.v[i];
+		char name[SHOWN_MAX(sizeof(sp->name))], ab[16], lb[16];
+
+		shown_mid(name, 20, 8, (const uint8_t *)sp->name,
+			  strnlen(sp->name, sizeof(sp->name)));
+		if (sp->error) {
+			printf("%-20s %.59s\n", name, orbit_strerror(sp->error));
+			continue;
+		}
+		bytes_str(ab, sizeof(ab), sp->lanes[0].bytes);
+		bytes_str(lb, sizeof(lb), sp->lanes[1].bytes);
+		printf("%-20s %7u %-3s %10u %10s %10u %10s\n", name, sp->host_pid % 10000000u,
+		       sp->host_alive > 0    ? "yes"
+		       : sp->host_alive == 0 ? "no"
+					     : "?",
+		       sp->lanes[0].depth, ab, sp->lanes[1].depth, lb);
+	}
+	if (room < t.n)
+		printf("... %zu more Spot queue(s): orbitctl spots lists them all\n", t.n - room);
+	free(t.v);
+}
+
 static struct termios top_saved;
 static bool top_raw;
 
@@ -1762,7 +1875,7 @@ static void top_frame(orbit_fleet_t *f, const uint64_t *prev, uint64_t *cur, dou
 		       (unsigned long long)sum.count, p50, p99);
 		line++;
 	}
-	(void)line;
+	top_spots_section(f, line);
 	fflush(stdout);
 	free_stats(ms, n < 0 ? 0 : n);
 }

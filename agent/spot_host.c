@@ -57,6 +57,7 @@
 #include <orbit/spot_queue.h>
 
 #include "agent/spot.h"
+#include "base/die.h"
 #include "shm/crashpoint.h"
 #include "shm/doorbell.h"
 #include "shm/fork_guard.h"
@@ -794,7 +795,7 @@ int orbit_spot_host_stop(orbit_spot_host_t *sh)
 	 * unconditional kick (a seq bump the thread sees) */
 	atomic_store_explicit(&sh->stop, 1, memory_order_seq_cst);
 	orbit__spotq_kick(sh->q);
-	pthread_join(sh->thread, NULL);
+	orbit__die_on(pthread_join(sh->thread, NULL), "pthread_join");
 	/* SH-A1: acquire, pairs with SH-R1 in finish(): no worker touches sh any more */
 	while (atomic_load_explicit(&sh->finishing, memory_order_acquire))
 		sched_yield();

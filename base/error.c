@@ -2,7 +2,10 @@
 /*
  * base/error.c: orbit_strerror() and orbit_err_name(), generated from the
  * one table of codes in include/orbit/error.h. Knows nothing of SHM or
- * threads: the codes are plain numbers.
+ * threads: the codes are plain numbers. errno values keep the kernel's
+ * message: glibc's strerrordesc_np() and strerrorname_np() (2.32) return
+ * static, untranslated strings and are MT-Safe, where strerror() may
+ * format into a shared buffer and follows the locale.
  */
 #include "config.h"
 
@@ -23,19 +26,6 @@ static const char *const orbit_names[ORBIT_ERRNO_MAX - ORBIT_ERRNO_BASE] = {
 #undef ORBIT__NAME
 };
 
-static const char *errno_message(int e)
-{
-	switch (e) {
-#define ORBIT__CASE(name, msg)                                                                     \
-	case name:                                                                                 \
-		return msg;
-		ORBIT_SYS_ERRNO_MAP(ORBIT__CASE)
-#undef ORBIT__CASE
-	default:
-		return NULL;
-	}
-}
-
 ORBIT_API const char *orbit_strerror(int err)
 {
 	int e = err < 0 ? -err : err;
@@ -45,11 +35,11 @@ ORBIT_API const char *orbit_strerror(int err)
 		return "success";
 	if (e >= ORBIT_ERRNO_BASE && e < ORBIT_ERRNO_MAX)
 		return orbit_messages[e - ORBIT_ERRNO_BASE];
-	m = errno_message(e);
-	if (m)
-		return m;
-	if (e < ORBIT_ERRNO_BASE)
-		return strerror(e); /* glibc returns static strings for every errno */
+	if (e < ORBIT_ERRNO_BASE) {
+		m = strerrordesc_np(e); /* "Device or resource busy"; NULL when unnamed */
+		if (m)
+			return m;
+	}
 	return "unknown orbit error";
 }
 

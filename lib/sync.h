@@ -96,16 +96,14 @@ static inline int orbit__cond_init_monotonic(pthread_cond_t *cv)
 	return rc ? -ENOMEM : 0;
 }
 
-/* Our mutexes are never invalid: a failure is a broken invariant. */
-static inline void orbit__mutex_lock(pthread_mutex_t *m)
-{
-	orbit__die_on(pthread_mutex_lock(m), "pthread_mutex_lock");
-}
-
-static inline void orbit__mutex_unlock(pthread_mutex_t *m)
-{
-	orbit__die_on(pthread_mutex_unlock(m), "pthread_mutex_unlock");
-}
+/*
+ * Our mutexes are never invalid: a failure is a broken invariant, and the
+ * abort names the caller's file, line and function (macros, as
+ * orbit__die_on() is: an inline function would name this header).
+ * Statements, not expressions; @m is evaluated once.
+ */
+#define orbit__mutex_lock(m) orbit__die_on(pthread_mutex_lock(m), "pthread_mutex_lock")
+#define orbit__mutex_unlock(m) orbit__die_on(pthread_mutex_unlock(m), "pthread_mutex_unlock")
 
 /*
  * Add @n to a counter with one writer at a time (its writers are ordered

@@ -7,29 +7,21 @@
  * the code's name ("EBUSY", "ORBIT_EMAGIC").
  *
  * The two lists below are the one table of codes (libuv's UV_ERRNO_MAP is
- * the model): ORBIT_ERROR_MAP generates enum orbit_error, and with
- * ORBIT_SYS_ERRNO_MAP it generates orbit_strerror() and orbit_err_name().
- * A code is added by adding one line; the order of ORBIT_ERROR_MAP is the
- * ABI (append only).
+ * the model): ORBIT_ERROR_MAP generates enum orbit_error and the messages
+ * and names orbit_strerror() and orbit_err_name() give for ORBIT_E* codes;
+ * ORBIT_SYS_ERRNO_MAP is the list of errno codes orbit returns (orbit_error(3)
+ * explains each; a check keeps the page and both lists in step). A code is
+ * added by adding one line; the order of ORBIT_ERROR_MAP is the ABI
+ * (append only).
  *
- * errno codes keep the kernel's meaning; across orbit they say:
- *   -EBUSY    a lock is held by another owner / members still attached
- *   -ENOSPC   the lock table is full (never evicts a live key), or no room
- *             for a segment
- *   -EAGAIN   backpressure: a queue or lane is full
- *   -EDEADLK  reentrancy refused (a state lane or queue entered from its own turn)
- *   -EPIPE    the lane, queue or pool is closed
- *   -EINVAL   a bad argument (zero TTL, NULL, bad policy value)
- *   -E2BIG    an argument too large (key+owner over the limit, item over
- *             capacity, an options struct with an unknown non-zero tail)
- *   -EPERM    wrong owner or token
- *   -ENOENT   no such entry or segment
- *   -EEXIST   the segment already exists
- *   -ENOMEM   allocation failed
- *   -ECHILD   a handle used in a forked child (the child must open its own)
- *   -EROFS    a mutation through a read-only handle
- *   -ECANCELED a Spot queue record the host aborted (its producer stalled
- *             past the unblock bound or was proven dead)
+ * errno codes keep the kernel's meaning, and orbit_strerror() gives the
+ * kernel's message for them ("Device or resource busy" for -EBUSY, as
+ * strerror(3) says it in the C locale); orbit adds its own wording only to
+ * its ORBIT_E* codes. ORBIT_SYS_ERRNO_MAP lists the errno codes orbit
+ * returns with what each says across orbit, for documentation and for
+ * programs that want to show it (orbit_strerror() does not return it).
+ * Where a refusal is about a segment, orbit_segment_last_error() names the
+ * segment and what was found.
  */
 #ifndef ORBIT_ERROR_H
 #define ORBIT_ERROR_H
@@ -55,20 +47,28 @@ ORBIT_BEGIN_DECLS
 	XX(ETRUNCATED, "segment is shorter than its header says (truncated)")                      \
 	XX(EFENCED, "a newer host epoch took over: this host's writes are refused")
 
-/* XX(name, message): errno codes with the meaning orbit gives them. */
+/*
+ * XX(name, meaning): the errno codes orbit returns and what each says
+ * across orbit. The meaning is orbit's context, not a message:
+ * orbit_strerror(-name) is the kernel's message for the code.
+ */
 #define ORBIT_SYS_ERRNO_MAP(XX)                                                                    \
-	XX(EBUSY, "held by another owner or still in use")                                         \
-	XX(ENOSPC, "table full or no space left for the segment")                                  \
-	XX(EAGAIN, "backpressure: queue or lane full")                                             \
-	XX(EDEADLK, "reentrancy refused: already on this lane's turn")                             \
-	XX(EPIPE, "closed")                                                                        \
-	XX(EINVAL, "invalid argument")                                                             \
-	XX(E2BIG, "argument too large")                                                            \
-	XX(EPERM, "not the owner")                                                                 \
-	XX(ENOENT, "no such entry")                                                                \
-	XX(ECHILD, "handle inherited through fork: the child must open its own")                   \
-	XX(EROFS, "read-only handle")                                                              \
-	XX(ECANCELED, "record aborted by the host (its producer stalled or was proven dead)")
+	XX(EBUSY, "a lock is held by another owner, or members are still attached")                \
+	XX(ENOSPC, "the lock table is full (never evicts a live key), or no room for a segment")   \
+	XX(EAGAIN, "backpressure: a queue or lane is full; or a bounded wait ran out")             \
+	XX(EDEADLK, "reentrancy refused: a state lane or queue entered from its own turn")         \
+	XX(EPIPE, "the lane, queue or pool is closed")                                             \
+	XX(EINVAL, "a bad argument (zero TTL, NULL, bad policy value)")                            \
+	XX(E2BIG, "an argument too large (key+owner over the limit, item over capacity, "          \
+		  "an options struct with an unknown non-zero tail)")                              \
+	XX(EPERM, "wrong owner or token")                                                          \
+	XX(ENOENT, "no such entry or segment")                                                     \
+	XX(EEXIST, "the segment already exists")                                                   \
+	XX(ENOMEM, "allocation failed")                                                            \
+	XX(ECHILD, "a handle used in a forked child (the child must open its own)")                \
+	XX(EROFS, "a mutation through a read-only handle")                                         \
+	XX(ECANCELED, "a Spot queue record the host aborted (its producer stalled past the "       \
+		      "unblock bound or was proven dead)")
 
 /* Codes errno cannot name. Returned negated, like errno codes. */
 enum orbit_error {
@@ -84,9 +84,13 @@ enum orbit_error {
  * orbit_strerror - message for an orbit return code.
  * @err: a code as returned (negative) or its absolute value.
  *
- * Context: any thread; no allocation, no syscall.
- * Returns: a static string; never NULL (errno codes orbit does not list get
- * the C library's message, unknown codes a generic one).
+ * Context: any thread (thread-safe: every message is a static string, never
+ * a shared buffer); no allocation, no syscall.
+ * Returns: a static string; never NULL: "success" for 0; for an errno code
+ * the kernel's message in the C locale (strerrordesc_np(3): "Device or
+ * resource busy" for -EBUSY), whether or not ORBIT_SYS_ERRNO_MAP lists it;
+ * orbit's own message for an ORBIT_E* code; "unknown orbit error" for a
+ * code with neither.
  */
 ORBIT_API const char *orbit_strerror(int err);
 

@@ -593,16 +593,27 @@ ORBIT_API int orbit_session_serial_executor_destroy(orbit_session_serial_executo
  * orbit_work_yield - hand the turn back around an external call.
  * The work names its continuation, returns ORBIT_SERIAL_SUSPENDED,
  * and whoever completes the external call passes *@out to
- * orbit_serial_queue_resume(); @cont then runs on a new turn, through the
- * queue. What is handed back is in the header comment (SpotWide Actor
- * work: the Spot gate, keeping the Actor's claim; other work: only the
- * thread). The state snapshot and the completion carry over to @cont.
+ * orbit_serial_queue_resume() (any thread, even before the work function
+ * has returned); @cont then runs on a new turn, queued through the queue
+ * like any item, never on the resumer's stack. A yielded handler frees
+ * its worker thread; what else it hands back is as "Yield semantics"
+ * above says: SpotWide Actor work hands back the Spot gate and keeps its
+ * Actor queue's claim (that Actor's next record waits); all other work
+ * keeps its own queue (nothing else of it runs meanwhile). The state
+ * snapshot and the completion carry over to @cont: the work finishes (its
+ * reservation returned, its completion signalled) only when the last
+ * continuation returns ORBIT_SERIAL_DONE. A work function that yielded is
+ * suspended even if it returns ORBIT_SERIAL_DONE (counted in
+ * stats.protocol_errors).
  * @turn: the running turn. @cont, @arg: the continuation (a work function;
- * it may yield again). @out: the resume handle (use once).
+ * it runs on a new turn and may yield again). @out: the resume handle
+ * (use once).
  *
- * Context: only inside coordinator work that received @turn, once per turn.
+ * Context: only inside coordinator work that received @turn, once per
+ * turn; allocates the resume handle.
  * Returns: 0; -EINVAL (NULL, or @turn is not the calling thread's current
- * coordinator turn); -EALREADY (already yielded in this turn); -ENOMEM.
+ * coordinator turn); -EALREADY (already yielded in this turn, or the turn
+ * was suspended directly); -ENOMEM (nothing yielded: the work goes on).
  */
 ORBIT_API int orbit_work_yield(orbit_serial_turn_t *turn, orbit_serial_work_fn cont, void *arg,
 			       orbit_serial_resume_t **out);

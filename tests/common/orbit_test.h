@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
+#include <poll.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <cmocka.h>
@@ -102,6 +103,47 @@ static inline int orbit_test_fork_run(int (*fn)(void *), void *arg, int timeout_
 	if (st < 0 || !WIFEXITED(st))
 		return -1;
 	return WEXITSTATUS(st);
+}
+
+/*
+ * Run fn(arg) in a forked child whose stderr goes into @buf (NUL-terminated, @len bytes at most);
+ * the child is meant to abort (orbit__die). Returns 0 when it died of SIGABRT, -1 otherwise
+ * (it returned, exited, hung past 10 s, then killed, or died of another signal).
+ */
+static inline int orbit_test_abort_output(void (*fn)(void *), void *arg, char *buf, size_t len)
+{
+	int fds[2], st;
+	size_t got = 0;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		orbit_test_child_default_signals();
+		dup2(fds[1], STDERR_FILENO);
+		fn(arg);
+		_exit(0);
+	}
+	close(fds[1]);
+	for (uint64_t end = orbit_test_now_ns() + 10000000000ull;
+	     got + 1 < len && orbit_test_now_ns() < end;) {
+		struct pollfd p = { .fd = fds[0], .events = POLLIN };
+
+		if (poll(&p, 1, 100) == 0)
+			continue;
+		n = read(fds[0], buf + got, len - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fds[0]);
+	buf[got] = '\0';
+	st = orbit_test_wait(pid, 1000);
+	return st >= 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT ? 0 : -1;
 }
 
 /* The calling thread's kernel id (for orbit_test_in_futex()). */

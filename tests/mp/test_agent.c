@@ -1316,6 +1316,95 @@ static void test_agent_drains_past_the_batch_bound_without_waiting_for_tick(void
 	orbit_agent_stop(a);
 }
 
+/* Whether @label's key shows up in @a's view within @ms (polling every ms). */
+static bool in_view_within(orbit_agent_t *a, const char *label, int ms)
+{
+	orbit_lock_key_t k = orbit_lock_key(test_ns, label, strlen(label));
+	struct orbit_lock_entry e;
+
+	for (uint64_t t0 = orbit_test_now_ns();
+	     orbit_test_now_ns() - t0 < (uint64_t)ms * 1000000ull; usleep(1000))
+		if (orbit_agent_view_lookup(a, &k, &e) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The skip mask (doc/agent.md "Wake classes"): while an agent has no subscriber, its own lock's
+ * transitions do not wake it (it would only update its own view); they reach the view at its
+ * next wake (here: another process's frame; the tick is 60 s), or at once past a quarter lane
+ * of them. With a subscriber every own frame wakes it, and the mask comes back with the last
+ * unsubscribe.
+ */
+static void test_agent_own_frames_do_not_wake_it_without_a_subscriber(void **state)
+{
+	struct child c = spawn(locker_child); /* before any thread of ours: it waits for 'g' */
+	struct orbit_agent_options o = { .size = sizeof(o),
+					 .fleet = fleet,
+					 .name = "self",
+					 .tick_ms = 60000,
+					 .stats_ms = 60000 };
+	orbit_lock_owner_t me = { "self", 4 };
+	orbit_lock_key_t k1 = orbit_lock_key(test_ns, "own-1", 5),
+			 k2 = orbit_lock_key(test_ns, "own-2", 5),
+			 k3 = orbit_lock_key(test_ns, "own-3", 5);
+	struct orbit_ring_layout rl;
+	struct orbit_lock_lease lease;
+	orbit_lock_t *lock = open_lock();
+	orbit_agent_t *a = NULL;
+	uint64_t token, cnt;
+	struct pollfd pfd;
+	int fd;
+
+	(void)state;
+	assert_true(c.pid > 0);
+	assert_non_null(lock);
+	o.lock = lock;
+	assert_int_equal(orbit_agent_start(&o, &a), 0);
+	usleep(200000); /* its first loop (resync, tick, stats) is done: it sleeps for 60 s */
+
+	/* No subscriber: our acquire does not wake our agent. */
+	assert_int_equal(orbit_lock_try_acquire(lock, &k1, &me, 60000000000ull, NULL, NULL), 0);
+	assert_false(in_view_within(a, "own-1", 300));
+	/* Another process's frame wakes it: the drain brings ours too. */
+	send_byte(c.go, 'g');
+	assert_int_equal(read(c.report, &token, sizeof(token)), (ssize_t)sizeof(token));
+	assert_true(in_view_within(a, "k1", 5000));
+	assert_true(in_view_within(a, "own-1", 100));
+
+	/* A subscriber: every own frame wakes the agent, which signals it. */
+	assert_int_equal(orbit_agent_subscribe(a, &fd), 0);
+	while (read(fd, &cnt, sizeof(cnt)) == (ssize_t)sizeof(cnt))
+		;
+	assert_int_equal(orbit_lock_try_acquire(lock, &k2, &me, 60000000000ull, NULL, NULL), 0);
+	assert_true(in_view_within(a, "own-2", 5000));
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+
+	/* The last unsubscribe puts the mask back. */
+	assert_int_equal(orbit_agent_unsubscribe(a, fd), 0);
+	usleep(100000); /* the agent is back asleep after the drain that signalled */
+	assert_int_equal(orbit_lock_try_acquire(lock, &k3, &me, 60000000000ull, &lease, NULL), 0);
+	assert_false(in_view_within(a, "own-3", 300));
+	/* Past a quarter lane of skipping frames since its last drain, ours wake it again
+	 * (its lane never laps it): renew own-3 until then. */
+	orbit__fleet_ring_layout(&rl, NULL);
+	for (uint32_t i = 1; i < rl.frames_per_lane / 4; i++)
+		assert_int_equal(
+		    orbit_lock_renew(lock, &k3, &me, lease.token, 60000000000ull, NULL), 0);
+	assert_false(in_view_within(a, "own-3", 200)); /* a quarter lane: still asleep */
+	assert_int_equal(orbit_lock_renew(lock, &k3, &me, lease.token, 60000000000ull, NULL), 0);
+	assert_true(in_view_within(a, "own-3", 5000));
+
+	send_byte(c.go, 'r');
+	assert_int_equal(wait_byte(c.report), 'r');
+	send_byte(c.go, 'q');
+	assert_int_equal(reap(&c, 5000), 0);
+	orbit_agent_stop(a);
+	orbit_lock_close(lock);
+}
+
 /* ---- fork with a running agent, RCU thread state (issue 9 items 1, 2, 5, 7) ---- */
 
 /*
@@ -1955,6 +2044,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_agent_drains_past_the_batch_bound_without_waiting_for_tick, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_agent_own_frames_do_not_wake_it_without_a_subscriber, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_agent_fork_children_start_own_agents_parent_idle, setup, teardown),
 		cmocka_unit_test_setup_teardown(

@@ -18,7 +18,10 @@
  *     completes change nothing and it reports the loss;
  *   - backpressure by count and by bytes, and the coordinator's own
  *     -EAGAIN, through the public API, never losing a record;
- *   - records submitted with no host wait for the host that comes.
+ *   - records submitted with no host wait for the host that comes;
+ *   - a failing pthread_join() in orbit_spot_host_stop() aborts (house
+ *     style: a failing pthread call on a valid object is a broken
+ *     invariant), naming the call.
  * Each child process starts its own lock handle and agent; the parent
  * starts no thread before it forks.
  */
@@ -26,7 +29,9 @@
 
 #include "orbit_test.h"
 #include "orbit_test_proc.h"
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -920,6 +925,65 @@ static void test_record_completed_only_after_yielded_handler_finished(void **sta
 	assert_int_equal(orbit_test_fork_run(yield_main, NULL, 60000), 0);
 }
 
+/*
+ * pthread_join() of this program: the C library's, except that once join_fails is set it
+ * reports ESRCH after joining (the thread really ends; only the result is false). The library's
+ * calls come here: this program's own definition is found first.
+ */
+static _Atomic int join_fails;
+
+int pthread_join(pthread_t t, void **ret)
+{
+	static int (*real)(pthread_t, void **);
+	int r;
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "pthread_join");
+	if (!real)
+		return ENOSYS;
+	r = real(t, ret);
+	return r == 0 && atomic_load(&join_fails) ? ESRCH : r;
+}
+
+/* In a child: host a Spot, then stop it with pthread_join() failing. */
+static void stop_with_failing_join(void *arg)
+{
+	struct orbit_worker_pool_options po;
+	struct orbit_spot_host_options ho;
+	orbit_worker_pool_t *pool;
+	orbit_spot_host_t *h;
+	struct orbit_test_proc pr;
+
+	(void)arg;
+	orbit_worker_pool_options_init(&po);
+	po.nthreads = 1;
+	po.no_pin = true;
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_spot = y_handler;
+	if (orbit_test_proc_start(&pr, fleet, "join", 0) || orbit_worker_pool_create(&po, &pool))
+		return;
+	ho.executor = orbit_worker_pool_executor(pool);
+	if (orbit_spot_host_start(pr.agent, &ho, &h))
+		return;
+	atomic_store(&join_fails, 1);
+	orbit_spot_host_stop(h); /* must not return */
+	fprintf(stderr, "orbit_spot_host_stop() returned\n");
+}
+
+/* orbit_spot_host_stop() does not ignore pthread_join()'s result: it aborts, naming the call. */
+static void test_host_stop_dies_when_pthread_join_fails(void **state)
+{
+	char buf[1024];
+
+	(void)state;
+	if (orbit_test_abort_output(stop_with_failing_join, NULL, buf, sizeof(buf)) != 0)
+		fail_msg("the child did not abort; its stderr: \"%s\"", buf);
+	if (!strstr(buf, "spot_host.c:") || !strstr(buf, "(orbit_spot_host_stop): pthread_join") ||
+	    !strstr(buf, strerror(ESRCH)))
+		fail_msg("the abort does not name the failing join: \"%s\"", buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -941,6 +1005,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_record_completed_only_after_yielded_handler_finished, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_host_stop_dies_when_pthread_join_fails, setup,
+						teardown),
 	};
 
 	if (getenv("ORBIT_TEST_FILTER"))

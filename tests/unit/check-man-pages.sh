@@ -20,16 +20,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 
-result() { # name, status (0 ok), message file
-	echo "[ RUN      ] $1"
-	if [ "$2" -eq 0 ]; then
-		echo "[       OK ] $1"
-	else
-		[ -s "$3" ] && cat "$3"
-		echo "[  FAILED  ] $1"
-		fail=1
-	fi
-}
+. "$src/tests/common/check-result.sh" # result NAME STATUS MSGFILE
 
 # Public functions with the codes their comment documents:
 # "<header> <name> <code> <code> ..." per line. A comment documents the

@@ -11,9 +11,11 @@
 
 #include "orbit_test.h"
 #include "orbit_test_ctl.h"
+#include "orbit_test_proc.h"
 #include <errno.h>
 #include <regex.h>
 #include <orbit/orbit.h>
+#include "agent/fleet_internal.h"
 #include "shm/lock_internal.h"
 #include "shm/members.h"
 #include "shm/ring.h"
@@ -450,6 +452,103 @@ static void test_orbitctl_stats_totals_filters_and_series(void **state)
 	assert_null(strstr(out, "orbit_lock_acquired_total"));
 	assert_non_null(strstr(out, "orbit_frames_written_total"));
 	orbit_agent_stop(second);
+}
+
+/* Member row @row of @f: 1 held by @pid alive, 0 by @pid dead, -1 not @pid's (free or reused). */
+static int member_row_state(orbit_fleet_t *f, uint32_t row, pid_t pid)
+{
+	struct orbit_fleet_member m;
+
+	if (orbit_fleet_member(f, row, &m) != 0 || m.pid != (uint32_t)pid)
+		return -1;
+	return m.alive ? 1 : 0;
+}
+
+/* The member row (= stats row) that @pid holds alive in @f, or -1. */
+static int live_row_of(orbit_fleet_t *f, pid_t pid)
+{
+	for (uint32_t r = 0; r < orbit_fleet_rows(f); r++)
+		if (member_row_state(f, r, pid) == 1)
+			return (int)r;
+	return -1;
+}
+
+/*
+ * Prometheus series are live members' rows: a second live process under our member name gets
+ * its own series (row="N"), not a sum with ours; once it is dead, its frozen counters are in no
+ * series at all (neither added to ours nor as a series of their own).
+ */
+static void test_orbitctl_prometheus_series_are_live_rows(void **state)
+{
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
+	char want[256], want_twin[256], c;
+	struct orbit_fleet_stats st;
+	int down[2], up[2], row;
+	orbit_fleet_t *f;
+	uint64_t mine;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	assert_int_equal(orbit_fleet_stats_read(f, (uint32_t)orbit_agent_member_row(agent), &st),
+			 0);
+	mine = st.counters[0]; /* lock_acquired: we take no lock in this test */
+	assert_int_equal(pipe(down), 0);
+	assert_int_equal(pipe(up), 0);
+	pid = fork(); /* then exec: a fresh process with its own agent */
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(down[0], STDIN_FILENO);
+		dup2(up[1], STDOUT_FILENO);
+		execl("/proc/self/exe", "test_orbitctl", "--twin", fleet, (char *)NULL);
+		_exit(127);
+	}
+	close(down[0]);
+	close(up[1]);
+	assert_int_equal(read(up[0], &c, 1), 1); /* it acquired 3 keys and published */
+	assert_int_equal(c, 'r');
+	row = live_row_of(f, pid);
+	assert_true(row >= 0);
+	snprintf(want, sizeof(want),
+		 "\norbit_lock_acquired_total{fleet=\"%s\",member=\"ctl-fixture\","
+		 "component=\"lock\"} %llu\n",
+		 fleet, (unsigned long long)mine);
+	snprintf(want_twin, sizeof(want_twin),
+		 "\norbit_lock_acquired_total{fleet=\"%s\",member=\"ctl-fixture\","
+		 "component=\"lock\",row=\"%d\"} 3\n",
+		 fleet, row);
+	assert_int_equal(CTL_STDOUT("stats --prometheus"), 0);
+	check_prometheus(out);
+	if (!strstr(out, want) || !strstr(out, want_twin))
+		print_error("want \"%s\" and \"%s\" in:\n%.3000s\n", want + 1, want_twin + 1,
+			    strstr(out, "# HELP orbit_lock_acquired_total"));
+	assert_non_null(strstr(out, want));
+	assert_non_null(strstr(out, want_twin));
+	assert_non_null(strstr(out, ",row=\"")); /* histograms too */
+	/*
+	 * Dead: its row's frozen counters are in no series, while its member row is still there
+	 * (dead: our agent, which would reclaim it, is parked) and once reclaimed.
+	 */
+	orbit__agent_test_pause(agent);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_true(WIFSIGNALED(orbit_test_wait(pid, 5000)));
+	for (int pass = 0; pass < 2; pass++) {
+		assert_int_equal(member_row_state(f, (uint32_t)row, pid), pass ? -1 : 0);
+		assert_int_equal(CTL_STDOUT("stats --prometheus"), 0);
+		check_prometheus(out);
+		if (!strstr(out, want) || strstr(out, "row=\"") || strstr(out, "member=\"row"))
+			print_error("pass %d: want \"%s\", no row label in:\n%.3000s\n", pass,
+				    want + 1, strstr(out, "# HELP orbit_lock_acquired_total"));
+		assert_non_null(strstr(out, want));
+		assert_null(strstr(out, "row=\""));
+		assert_null(strstr(out, "member=\"row"));
+		orbit__agent_test_resume(agent);
+		for (int ms = 0; ms < 5000 && member_row_state(f, (uint32_t)row, pid) >= 0; ms++)
+			usleep(1000);
+	}
+	orbit_fleet_close(f);
+	close(down[1]);
+	close(up[0]);
 }
 
 /* Issue 5 "orbitctl": watch follows transitions live. */
@@ -963,6 +1062,14 @@ static bool tmux_shows(const char *sock, const char *want, int ms)
 	return false;
 }
 
+/* Wait (up to @ms) until the session "top" is gone: its shell writes the status file before it
+ * exits, so a new session of the same name started at once can find the old one still there. */
+static void tmux_session_gone(const char *sock, int ms)
+{
+	for (int t = 0; t < ms && tmux(sock, "has-session -t top 2>/dev/null") == 0; t += 20)
+		usleep(20000);
+}
+
 /* Wait for the status file the pane's shell writes when top returns: true on "exit=0". */
 static bool top_exited_0(const char *status_file, int ms)
 {
@@ -982,11 +1089,42 @@ static bool top_exited_0(const char *status_file, int ms)
 	return false;
 }
 
-/* Issue 14 "orbitctl top": a live screen in a real terminal, 80 columns, q and Ctrl-C quit. */
+/* @n records of @len payload bytes into @kind's lane of the Spot queue of @p. */
+static void submit_n(orbit_spotq_producer_t *p, enum orbit_spotq_kind kind, int n, size_t len)
+{
+	static const char payload[64];
+	struct orbit_spotq_submit sub = {
+		.kind = kind, .actor_id = 7, .payload = payload, .len = len
+	};
+
+	for (int i = 0; i < n; i++)
+		assert_int_equal(orbit__spotq_submit(p, &sub, NULL), 0);
+}
+
+/*
+ * Issue 14 "orbitctl top": a live screen in a real terminal, 80 columns, q and Ctrl-C quit;
+ * Spot queue depths: records and bytes waiting per lane of each Spot, deepest first, as many as
+ * the screen has rows for and a count of the rest.
+ */
 static void test_orbitctl_top_in_tmux(void **state)
 {
 	char sock[64], rest[1536], status[128];
-	const char *keys[] = { "q", "C-c" };
+	const char *keys[] = { "q", "C-c", "q" };
+	/* t.top-c: 5 records (60 bytes) in the application lane, 2 (16 bytes) in the lifecycle
+	 * lane; t.top-a: 1 application record (3 bytes); t.top-b: empty. Nobody hosts them (pid
+	 * 0, not up). Deepest first is c, a, b: not the order of their names. */
+	const char *row_a =
+	    "\nt.top-c                    0 no           5         60          2         16\n";
+	const char *row_b =
+	    "\nt.top-a                    0 no           1          3          0          0\n";
+	const char *row_c =
+	    "\nt.top-b                    0 no           0          0          0          0\n";
+	const char *more = "\n... 2 more Spot queue(s): orbitctl spots lists them all\n";
+	struct orbit_spotq_options o;
+	orbit_spotq_producer_t *pa, *pb;
+	orbit_spotq_t *qa, *qb, *qc;
+	int header_line = 0, height[] = { 30, 30, 0 };
+	const char *hdr;
 
 	(void)state;
 	if (system("command -v tmux >/dev/null 2>&1") != 0) {
@@ -994,28 +1132,65 @@ static void test_orbitctl_top_in_tmux(void **state)
 			      "a terminal\n");
 		skip();
 	}
-	/* One frame on a pipe: 80 columns once the screen controls are taken out. */
+	orbit__spotq_options_init(&o);
+	o.how = ORBIT_SEG_OPEN_OR_CREATE;
+	assert_int_equal(orbit__spotq_open(&qb, fleet, "t.top-a", &o), 0);
+	assert_int_equal(orbit__spotq_open(&qc, fleet, "t.top-b", &o), 0);
+	assert_int_equal(orbit__spotq_open(&qa, fleet, "t.top-c", &o), 0);
+	assert_int_equal(orbit__spotq_producer_open(&pa, qa, extra), 0);
+	assert_int_equal(orbit__spotq_producer_open(&pb, qb, extra), 0);
+	submit_n(pa, ORBIT_SPOTQ_KIND_ACTOR, 5, 12);
+	submit_n(pa, ORBIT_SPOTQ_KIND_LIFECYCLE, 2, 8);
+	submit_n(pb, ORBIT_SPOTQ_KIND_SPOT, 1, 3);
+	/* One frame on a pipe: 80 columns once the screen controls are taken out; every Spot. */
 	assert_int_equal(CTL_STDOUT("top --iterations 1 | sed 's/\\x1b\\[[0-9;?]*[A-Za-z]//g'"), 0);
 	assert_80_columns(out);
 	assert_non_null(strstr(out, "orbit top"));
 	assert_non_null(strstr(out, "ctl-fixture"));
 	assert_non_null(strstr(out, "acquire_latency"));
+	if (!strstr(out, row_a) || !strstr(out, row_b) || !strstr(out, row_c))
+		print_error("top frame:\n%s\n", out);
+	hdr = strstr(out, "\nSPOT                    HOST UP   APP DEPTH  APP BYTES LIFE DEPTH "
+			  "LIFE BYTES\n");
+	assert_non_null(hdr);
+	assert_non_null(strstr(out, row_a));
+	/* the deeper queue first */
+	assert_true(strstr(out, row_a) < strstr(out, row_b));
+	assert_true(strstr(out, row_b) < strstr(out, row_c));
+	assert_null(strstr(out, "more Spot queue"));
+	for (const char *c = out; c <= hdr; c++)
+		header_line += *c == '\n'; /* the Spot header's row on the screen, from 0 */
+	/* A pane with rows for the header, one Spot, the count of the rest, and the last row
+	 * (left free: the cursor's line would scroll the screen's first line away). */
+	height[2] = header_line + 4;
 	snprintf(sock, sizeof(sock), "orbit-ctl-%ld", (long)getpid());
 	snprintf(status, sizeof(status), "/tmp/orbit-ctl-%ld.status", (long)getpid());
-	for (size_t k = 0; k < 2; k++) {
+	for (size_t k = 0; k < 3; k++) {
 		/* The shell ignores SIGINT (so Ctrl-C reaches top alone) and writes top's status.
 		 */
 		unlink(status);
 		snprintf(rest, sizeof(rest),
-			 "new-session -d -s top -x 80 -y 30 "
+			 "new-session -d -s top -x 80 -y %d "
 			 "'trap \"\" INT; %s --fleet %s top --interval-ms 100; echo exit=$? > %s'",
-			 orbit_test_orbitctl(), fleet, status);
+			 height[k], orbit_test_orbitctl(), fleet, status);
 		assert_int_equal(tmux(sock, rest), 0);
 		if (!tmux_shows(sock, "LATENCY", 5000))
 			print_error("top screen:\n%s\n", out);
 		assert_true(tmux_shows(sock, "ctl-fixture", 100));
 		assert_non_null(strstr(out, "orbit top  fleet"));
 		assert_non_null(strstr(out, "members "));
+		/* the Spot rows fit the pane, under the screen's first line */
+		if (!tmux_shows(sock, k < 2 ? row_c : more, 1000))
+			print_error("top screen (%d rows):\n%s\n", height[k], out);
+		assert_non_null(strstr(out, row_a));
+		assert_int_equal(strncmp(out, "orbit top  fleet", 16), 0);
+		if (k < 2) {
+			assert_non_null(strstr(out, row_b));
+			assert_null(strstr(out, "more Spot queue"));
+		} else {
+			assert_non_null(strstr(out, more));
+			assert_null(strstr(out, row_b));
+		}
 		snprintf(rest, sizeof(rest), "send-keys -t top %s", keys[k]);
 		assert_int_equal(tmux(sock, rest), 0);
 		if (!top_exited_0(status, 3000)) {
@@ -1024,8 +1199,46 @@ static void test_orbitctl_top_in_tmux(void **state)
 			fail_msg("top did not quit with status 0 on %s: '%s'", keys[k], out);
 		}
 		unlink(status);
+		tmux_session_gone(sock, 3000);
 	}
 	tmux(sock, "kill-server 2>/dev/null");
+	orbit__spotq_producer_close(pa);
+	orbit__spotq_producer_close(pb);
+	orbit__spotq_close(qa);
+	orbit__spotq_close(qb);
+	orbit__spotq_close(qc);
+	orbit__spotq_unlink(fleet, "t.top-c");
+	orbit__spotq_unlink(fleet, "t.top-a");
+	orbit__spotq_unlink(fleet, "t.top-b");
+}
+
+/*
+ * The --twin mode: a second process under the fixture's member name: it acquires 3 keys, waits
+ * for a stats publish, says 'r' on stdout and waits to be killed (reads stdin).
+ */
+static int twin_main(const char *f)
+{
+	orbit_lock_owner_t o = { "twin", 4 };
+	struct orbit_test_proc pr;
+	char c;
+
+	if (orbit_test_proc_start(&pr, f, "ctl-fixture", 10))
+		return 1;
+	for (int i = 0; i < 3; i++) {
+		char label[16];
+		orbit_lock_key_t k = orbit_lock_key(
+		    ctl_ns, label, (size_t)snprintf(label, sizeof(label), "twin-%d", i));
+
+		if (orbit_lock_try_acquire(pr.lock, &k, &o, 600ull * 1000000000ull, NULL, NULL))
+			return 3;
+	}
+	usleep(200000); /* published at 10 ms periods */
+	if (write(STDOUT_FILENO, "r", 1) != 1)
+		return 4;
+	while (read(STDIN_FILENO, &c, 1) > 0)
+		;
+	orbit_test_proc_stop(&pr);
+	return 0;
 }
 
 /* The --writer mode of this program: a second writer process for the watch test. */
@@ -1054,6 +1267,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "--writer"))
 		return writer_main(argv[2], argv[3]);
+	if (argc == 3 && !strcmp(argv[1], "--twin"))
+		return twin_main(argv[2]);
 	{
 		const struct CMUnitTest tests[] = {
 			cmocka_unit_test(test_orbitctl_members_table),
@@ -1063,6 +1278,7 @@ int main(int argc, char **argv)
 			cmocka_unit_test(test_orbitctl_stats_json_parses),
 			cmocka_unit_test(test_orbitctl_stats_prometheus_format),
 			cmocka_unit_test(test_orbitctl_stats_totals_filters_and_series),
+			cmocka_unit_test(test_orbitctl_prometheus_series_are_live_rows),
 			cmocka_unit_test(test_orbitctl_watch_follows_transitions),
 			cmocka_unit_test(test_fleet_replay_retained_and_watch_replay),
 			cmocka_unit_test(test_orbitctl_exit_codes),

@@ -1356,6 +1356,100 @@ static void test_s10_yielded_actor_blocks_only_itself(void **state)
 	}
 }
 
+/* ---- the yield contract (orbit_work(3)) ------------------------------------- */
+
+struct ytwice {
+	orbit_serial_resume_t *h;
+	int first, again, in_tail; /* orbit_work_yield() results */
+	int steps;		   /* continuations that ran */
+};
+
+static int twice_end(orbit_serial_turn_t *turn, void *arg)
+{
+	struct ytwice *y = arg;
+
+	(void)turn;
+	y->steps++;
+	return ORBIT_SERIAL_DONE;
+}
+
+/* A continuation runs on a new turn: it may yield again. */
+static int twice_tail(orbit_serial_turn_t *turn, void *arg)
+{
+	struct ytwice *y = arg;
+
+	y->steps++;
+	y->in_tail = orbit_work_yield(turn, twice_end, y, &y->h);
+	return y->in_tail ? ORBIT_SERIAL_DONE : ORBIT_SERIAL_SUSPENDED;
+}
+
+/* Yields, yields again in the same turn, and then returns DONE (disagreeing with its yield). */
+static int twice_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct ytwice *y = arg;
+	orbit_serial_resume_t *h2 = NULL;
+
+	y->first = orbit_work_yield(turn, twice_tail, y, &y->h);
+	y->again = orbit_work_yield(turn, twice_tail, y, &h2);
+	return ORBIT_SERIAL_DONE;
+}
+
+/*
+ * orbit_work(3), orbit_work_yield(): once per turn (a second yield in the same turn is
+ * -EALREADY, a continuation's turn may yield again); a work function that yielded is suspended
+ * even when it returns DONE (counted in stats.protocol_errors); the work finishes, and its
+ * completion is signalled, only when the last continuation returns DONE. Spot and Actor work,
+ * both modes.
+ */
+static void test_work_yield_once_per_turn_and_finished_at_the_end(void **state)
+{
+	for (int m = 0; m < 2; m++)
+		for (int actor = 0; actor < 2; actor++) {
+			struct manual_ex x;
+			orbit_spot_serial_executor_t *s = make_spot(modes[m], manual_executor(&x),
+								    NULL, NULL);
+			orbit_work_completion_t *c = completion();
+			struct orbit_serial_executor_stats st;
+			struct ytwice y = { .first = 1, .again = 1, .in_tail = 1 };
+
+			if (actor)
+				assert_int_equal(
+				    orbit_spot_execute_actor(s, 3, twice_fn, &y, 10, c), 0);
+			else
+				assert_int_equal(orbit_spot_execute_spot(s, twice_fn, &y, c), 0);
+			manual_run_all(&x);
+			assert_int_equal(y.first, 0);
+			assert_int_equal(y.again, -EALREADY);
+			assert_non_null(y.h);
+			/* DONE after a yield: still suspended, the disagreement counted */
+			assert_int_equal(orbit_work_completion_wait(c, 0), -ETIMEDOUT);
+			st = spot_stats(s);
+			assert_int_equal(st.yielded, 1);
+			assert_int_equal(st.protocol_errors, 1);
+			assert_int_equal(st.completed, 0);
+			assert_int_equal(st.outstanding, 1);
+			/* The first continuation yields again on its own turn. */
+			assert_int_equal(orbit_serial_queue_resume(y.h), 0);
+			manual_run_all(&x);
+			assert_int_equal(y.steps, 1);
+			assert_int_equal(y.in_tail, 0);
+			assert_int_equal(orbit_work_completion_wait(c, 0), -ETIMEDOUT);
+			assert_int_equal(spot_stats(s).yielded, 2);
+			assert_int_equal(spot_stats(s).completed, 0);
+			/* The last continuation returns DONE: now the work has finished. */
+			assert_int_equal(orbit_serial_queue_resume(y.h), 0);
+			manual_run_all(&x);
+			assert_int_equal(y.steps, 2);
+			assert_int_equal(orbit_work_completion_wait(c, 0), 0);
+			st = spot_stats(s);
+			assert_int_equal(st.completed, 1);
+			assert_int_equal(st.outstanding, 0);
+			assert_int_equal(st.protocol_errors, 1);
+			spot_finish_manual(s, &x);
+			assert_int_equal(orbit_work_completion_destroy(c), 0);
+		}
+}
+
 /* ---- §10 point-in-time agreement of state reads ------------------------------- */
 
 struct reg {
@@ -2434,6 +2528,7 @@ int main(void)
 		cmocka_unit_test(test_s10_spot_wide_chain_stops_for_work_that_arrives),
 		cmocka_unit_test(test_s10_spot_wide_chain_stops_for_a_waiting_turn),
 		cmocka_unit_test(test_s10_yielded_actor_blocks_only_itself),
+		cmocka_unit_test(test_work_yield_once_per_turn_and_finished_at_the_end),
 		cmocka_unit_test(test_s10_registration_change_seen_at_next_turn),
 		cmocka_unit_test(test_s10_sync_wait_inside_own_turn_fails_at_once),
 		cmocka_unit_test(test_s10_sync_wait_inside_own_turn_fails_at_once_actor_session),

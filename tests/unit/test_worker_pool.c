@@ -17,6 +17,7 @@
 #include <orbit/orbit.h>
 
 #include "lib/numa_topology.h"
+#include "lib/sync.h"
 
 static const int cpus_a[] = { 0, 1, 2, 3 };
 static const int cpus_b[] = { 4, 5, 6, 7 };
@@ -383,6 +384,55 @@ static void test_pool_destroy_finishes_accepted_and_refuses_new(void **state)
  * -E2BIG with a set one; a negative spin_polls other than
  * ORBIT_WORKER_POOL_NO_SPIN is -EINVAL.
  */
+/* The children of the test below: a pthread call that fails on an error-checking mutex. */
+static void relock(void *m)
+{
+	orbit__mutex_lock((pthread_mutex_t *)m);
+	orbit__mutex_lock((pthread_mutex_t *)m); /* held by this thread: EDEADLK */
+}
+enum { RELOCK_LINE = __LINE__ - 2 };
+
+static void unlock_unheld(void *m)
+{
+	orbit__mutex_unlock((pthread_mutex_t *)m); /* not held by this thread: EPERM */
+}
+enum { UNLOCK_LINE = __LINE__ - 2 };
+
+/*
+ * lib/sync.h: a failing lock or unlock aborts naming the caller's file, line and function (as
+ * orbit__die does), not sync.h's, and the call and its error.
+ */
+static void test_sync_mutex_abort_names_the_caller(void **state)
+{
+	pthread_mutexattr_t ma;
+	pthread_mutex_t m;
+	char buf[512], want[96];
+
+	(void)state;
+	assert_int_equal(pthread_mutexattr_init(&ma), 0);
+	assert_int_equal(pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK), 0);
+	assert_int_equal(pthread_mutex_init(&m, &ma), 0);
+	orbit__mutex_lock(&m); /* works: returns */
+	orbit__mutex_unlock(&m);
+	assert_int_equal(orbit_test_abort_output(relock, &m, buf, sizeof(buf)), 0);
+	snprintf(want, sizeof(want),
+		 "test_worker_pool.c:%d (relock): pthread_mutex_lock: ", RELOCK_LINE);
+	if (!strstr(buf, want))
+		fail_msg("no \"%s\" in \"%s\"", want, buf);
+	assert_non_null(strstr(buf, strerror(EDEADLK)));
+	orbit__mutex_lock(&m); /* held here: the child is not its owner */
+	assert_int_equal(orbit_test_abort_output(unlock_unheld, &m, buf, sizeof(buf)), 0);
+	snprintf(want, sizeof(want),
+		 "test_worker_pool.c:%d (unlock_unheld): pthread_mutex_unlock: ", UNLOCK_LINE);
+	if (!strstr(buf, want))
+		fail_msg("no \"%s\" in \"%s\"", want, buf);
+	assert_non_null(strstr(buf, strerror(EPERM)));
+	assert_null(strstr(buf, "sync.h"));
+	orbit__mutex_unlock(&m);
+	pthread_mutex_destroy(&m);
+	pthread_mutexattr_destroy(&ma);
+}
+
 static void test_options_older_accepted_newer_tail_e2big(void **state)
 {
 	struct {
@@ -415,6 +465,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_options_older_accepted_newer_tail_e2big),
+		cmocka_unit_test(test_sync_mutex_abort_names_the_caller),
 		cmocka_unit_test(test_placement_two_nodes_proportional),
 		cmocka_unit_test(test_placement_four_nodes_by_cpu_share),
 		cmocka_unit_test(test_placement_fewer_threads_than_nodes),

@@ -258,7 +258,7 @@ static double bench_slot_copy(long n)
 	src.ns_len = 10;
 	src.label_len = 3;
 	src.owner_len = 7;
-	memcpy(src.bytes, "bench.lockkeyowner-1", used);
+	memcpy((uint8_t *)src.key_words, "bench.lockkeyowner-1", used); /* setup, no reader yet */
 	MEASURE(v, n, 1, (void)0, {
 		uint32_t s0 = atomic_load_explicit(&src.seq, memory_order_acquire);
 

@@ -57,6 +57,8 @@
  * killed mid-slot answers -EAGAIN (the next mutation repairs the slot).
  */
 #define LOOKUP_RETRIES 256
+/* Slots try_acquire's serializer-free -EBUSY probe reads at most (busy_fast()). */
+#define BUSY_FAST_PROBES 8u
 #define LOOKUP_SPIN_RETRIES 64
 #define LOOKUP_SPIN_MAX 32
 #define LOOKUP_STALL_CHECK 16
@@ -934,6 +936,9 @@ static int acquire_flags(orbit_lock_t *l, uint32_t oflags, uint16_t *flags, uint
 	return 0;
 }
 
+static int busy_fast(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32, uint64_t ttl_ns,
+		     struct orbit_lock_entry *holder);
+
 int orbit__lock_shm_try_acquire(orbit_lock_t *l, const orbit_lock_key_t *key,
 				const orbit_lock_owner_t *owner, uint64_t ttl_ns,
 				struct orbit_lock_lease *lease, struct orbit_lock_entry *holder)
@@ -957,6 +962,9 @@ int orbit__lock_shm_try_acquire_flags(orbit_lock_t *l, const orbit_lock_key_t *k
 	if (rc)
 		return rc;
 	h32 = (uint32_t)orbit__lock_hash(key);
+	rc = busy_fast(l, key, h32, ttl_ns, holder);
+	if (rc != -EAGAIN)
+		return rc; /* -EBUSY without the serializer (or -EINVAL) */
 	rc = enter(l);
 	if (rc)
 		return rc;
@@ -969,7 +977,7 @@ int orbit__lock_shm_try_acquire_flags(orbit_lock_t *l, const orbit_lock_key_t *k
 	if (found != UINT32_MAX) {
 		if (holder)
 			slot_to_entry(&l->slots[found], found, holder, now);
-		stat_inc(l, ST_BUSY);
+		stat_inc_rmw(l, ST_BUSY); /* busy_fast() counts without the serializer */
 		rc = -EBUSY;
 		goto out;
 	}
@@ -1274,6 +1282,71 @@ static int lookup_once(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32,
 			return 0;
 	}
 	return -ENOENT;
+}
+
+/*
+ * try_acquire's -EBUSY without the serializer: every failed attempt on a
+ * hot key used to take it, so N contenders queued on the serializer
+ * behind each other's failures (a hot key's acquisitions fell 20x from 2
+ * to 32 processes). The probe reads slots as lookup does (read_meta() and
+ * read_entry(): one consistent copy per slot, LK-A1/LK-F2) along the
+ * key's first BUSY_FAST_PROBES slots. A copy of an OCCUPIED slot holding
+ * @k says the key was held by that entry when the copy was taken (a
+ * compaction's copy in flight, or a duplicate a killed compaction left,
+ * names the same tenure); the clock is read after the copy, so a deadline
+ * past it was in the future at that moment (up to the nanoseconds a CPU
+ * may run a vDSO clock read ahead of earlier loads, as for the clock read
+ * after taking the serializer), and a live holder is exactly
+ * what the serializer's probe answers -EBUSY for (probe_locked() reclaims
+ * only entries whose deadline <= now; a FREE_ON_DEATH holder proved dead
+ * is freed by an agent's sweep, never by try_acquire, so it is -EBUSY on
+ * both paths until then). The same owner gets -EBUSY too, on both paths.
+ * No token is taken, so fencing is untouched.
+ * Returns -EBUSY (@holder filled as the serializer path fills it),
+ * -EINVAL (a deadline that would overflow, as that path answers), or
+ * -EAGAIN: not proved (no such entry within the probes, an expired one, a
+ * slot being written or failing validation, a compaction running): the
+ * caller takes the serializer, which decides, reclaims and repairs.
+ */
+static int busy_fast(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32, uint64_t ttl_ns,
+		     struct orbit_lock_entry *holder)
+{
+	uint32_t i = home_of(l, h32),
+		 n = l->nslots < BUSY_FAST_PROBES ? l->nslots : BUSY_FAST_PROBES;
+	struct orbit_lock_entry e;
+	uint64_t now;
+
+	for (; n; n--, i = (i + 1) & l->mask) {
+		const struct orbit_lock_slot *s = &l->slots[i];
+		struct meta m;
+		uint32_t seq;
+
+		if (read_meta(s, &m, &seq) ||
+		    !meta_valid(m.state, m.ns_len, m.label_len, m.owner_len) ||
+		    m.state == ORBIT_LOCK_SLOT_EMPTY)
+			return -EAGAIN;
+		if (m.state == ORBIT_LOCK_SLOT_TOMBSTONE || m.hash != h32 ||
+		    m.ns_len != k->ns_len || m.label_len != k->label_len)
+			continue;
+		if (read_entry(s, &m, seq, i, &e))
+			return -EAGAIN;
+		if (memcmp(e.bytes, k->ns, k->ns_len) != 0 ||
+		    memcmp(e.bytes + k->ns_len, k->label, k->label_len) != 0)
+			continue;
+		now = orbit__now_mono_ns(); /* after the copy (see above) */
+		if (e.deadline_ns <= now)
+			return -EAGAIN; /* expired: the serializer path reclaims it */
+		if (ttl_ns > UINT64_MAX - now)
+			return -EINVAL;
+		e.expired = false;
+		if (holder)
+			memcpy(holder, &e,
+			       offsetof(struct orbit_lock_entry, bytes) + m.ns_len + m.label_len +
+				   m.owner_len);
+		stat_inc_rmw(l, ST_BUSY);
+		return -EBUSY;
+	}
+	return -EAGAIN;
 }
 
 int orbit__lock_shm_lookup(orbit_lock_t *l, const orbit_lock_key_t *key, struct orbit_lock_entry *e)

@@ -204,6 +204,25 @@ static void stat_inc_rmw(orbit_lock_t *l, enum lock_stat s)
 }
 
 /*
+ * The last 1-7 bytes as memcpy() into a zeroed word would place them. A
+ * memcpy of a variable length into a stack word, loaded at once, misses
+ * store forwarding (perf: a third of a short key's hash cost); shifting
+ * the bytes into a register gives the same value on a little-endian host.
+ */
+static uint64_t tail_word(const uint8_t *b, size_t n)
+{
+	uint64_t w = 0;
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	for (size_t i = 0; i < n; i++)
+		w |= (uint64_t)b[i] << (8 * i);
+#else
+	memcpy(&w, b, n);
+#endif
+	return w;
+}
+
+/*
  * The key hash: 8 bytes at a time (a byte-wise FNV costs ~30 ns for a
  * short key, as much as the whole rest of a lookup), multiply-xorshift
  * per word, murmur3's finaliser at the end. ns_len goes in first so that
@@ -221,8 +240,7 @@ static uint64_t mix_bytes(uint64_t h, const void *p, size_t n)
 		h ^= h >> 29;
 	}
 	if (n) {
-		w = 0;
-		memcpy(&w, b, n);
+		w = tail_word(b, n);
 		h = (h ^ w ^ ((uint64_t)n << 56)) * 0x9e3779b97f4a7c15ull;
 		h ^= h >> 29;
 	}

@@ -507,16 +507,24 @@ static uint32_t slot_state(const struct orbit_lock_slot *s)
 static void slot_remove(orbit_lock_t *l, uint32_t idx)
 {
 	struct orbit_lock_slot *s = &l->slots[idx];
-	uint32_t seq = slot_begin(s);
-
-	slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
-	ORBIT_CRASHPOINT("lock.remove_after_tombstone");
-	slot_end(s, seq);
-	tombs_add(l, 1);
 	/*
 	 * A tombstone followed by EMPTY ends no probe chain that the EMPTY does
-	 * not already end, so it may become EMPTY even with lookups running.
+	 * not already end, so it may become EMPTY even with lookups running;
+	 * so an entry followed by EMPTY becomes EMPTY in one seq window (what
+	 * TOMBSTONE then EMPTY left, one window and four header words fewer).
+	 * A kill inside leaves seq odd and state not OCCUPIED: repair() makes
+	 * it a TOMBSTONE, as when killed inside the TOMBSTONE window.
 	 */
+	bool last = slot_state(&l->slots[(idx + 1) & l->mask]) == ORBIT_LOCK_SLOT_EMPTY;
+	uint32_t seq = slot_begin(s);
+
+	slot_set_state(s, last ? ORBIT_LOCK_SLOT_EMPTY : ORBIT_LOCK_SLOT_TOMBSTONE);
+	ORBIT_CRASHPOINT("lock.remove_after_tombstone");
+	slot_end(s, seq);
+	if (last)
+		idx = (idx - 1) & l->mask; /* the tombstones before it, if any */
+	else
+		tombs_add(l, 1);
 	while (slot_state(&l->slots[(idx + 1) & l->mask]) == ORBIT_LOCK_SLOT_EMPTY &&
 	       slot_state(&l->slots[idx]) == ORBIT_LOCK_SLOT_TOMBSTONE) {
 		s = &l->slots[idx];

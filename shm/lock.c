@@ -356,6 +356,34 @@ static bool slot_valid(const struct orbit_lock_slot *s)
 			  SLOT_LD(s, label_len), SLOT_LD(s, owner_len));
 }
 
+/*
+ * memcmp(a, b, n) == 0 inline: keys and owners are a few to a few dozen
+ * bytes, and the libc call cost more than the compare (perf: 7% of a
+ * lookup in memcmp and its PLT stub).
+ */
+static bool bytes_eq(const void *a, const void *b, size_t n)
+{
+	const uint8_t *x = a, *y = b;
+	uint64_t u, v;
+
+	for (; n >= 8; n -= 8, x += 8, y += 8) {
+		memcpy(&u, x, 8);
+		memcpy(&v, y, 8);
+		if (u != v)
+			return false;
+	}
+	for (; n; n--)
+		if (*x++ != *y++)
+			return false;
+	return true;
+}
+
+/* @b (ns | label | ...) holds @k's namespace and label. */
+static bool key_bytes_eq(const uint8_t *b, const orbit_lock_key_t *k)
+{
+	return bytes_eq(b, k->ns, k->ns_len) && bytes_eq(b + k->ns_len, k->label, k->label_len);
+}
+
 /* Serializer held, @s valid: its key bytes compared with @k's. */
 static bool slot_has_key(const struct orbit_lock_slot *s, uint32_t h32, const orbit_lock_key_t *k)
 {
@@ -365,8 +393,7 @@ static bool slot_has_key(const struct orbit_lock_slot *s, uint32_t h32, const or
 	    SLOT_LD(s, label_len) != k->label_len)
 		return false;
 	key_load(s, b, k->ns_len + k->label_len);
-	return memcmp(b, k->ns, k->ns_len) == 0 &&
-	       memcmp(b + k->ns_len, k->label, k->label_len) == 0;
+	return key_bytes_eq(b, k);
 }
 
 /* Serializer held, @s valid: its owner bytes compared with @o's. */
@@ -378,7 +405,7 @@ static bool slot_has_owner(const struct orbit_lock_slot *s, const orbit_lock_own
 	if (SLOT_LD(s, owner_len) != o->len)
 		return false;
 	key_load(s, b, keyb + o->len);
-	return memcmp(b + keyb, o->bytes, o->len) == 0;
+	return bytes_eq(b + keyb, o->bytes, o->len);
 }
 
 static uint64_t slot_deadline(const struct orbit_lock_slot *s)
@@ -1303,8 +1330,7 @@ static int lookup_once(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32,
 			i = (i - 1) & l->mask;
 			continue;
 		}
-		if (memcmp(e->bytes, k->ns, k->ns_len) == 0 &&
-		    memcmp(e->bytes + k->ns_len, k->label, k->label_len) == 0)
+		if (key_bytes_eq(e->bytes, k))
 			return 0;
 	}
 	return -ENOENT;
@@ -1356,8 +1382,7 @@ static int busy_fast(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32, u
 			continue;
 		if (read_entry(s, &m, seq, i, &e))
 			return -EAGAIN;
-		if (memcmp(e.bytes, k->ns, k->ns_len) != 0 ||
-		    memcmp(e.bytes + k->ns_len, k->label, k->label_len) != 0)
+		if (!key_bytes_eq(e.bytes, k))
 			continue;
 		now = orbit__now_mono_ns(); /* after the copy (see above) */
 		if (e.deadline_ns <= now)

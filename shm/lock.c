@@ -57,6 +57,8 @@
  * killed mid-slot answers -EAGAIN (the next mutation repairs the slot).
  */
 #define LOOKUP_RETRIES 256
+/* Slots try_acquire's serializer-free -EBUSY probe reads at most (busy_fast()). */
+#define BUSY_FAST_PROBES 8u
 #define LOOKUP_SPIN_RETRIES 64
 #define LOOKUP_SPIN_MAX 32
 #define LOOKUP_STALL_CHECK 16
@@ -202,6 +204,25 @@ static void stat_inc_rmw(orbit_lock_t *l, enum lock_stat s)
 }
 
 /*
+ * The last 1-7 bytes as memcpy() into a zeroed word would place them. A
+ * memcpy of a variable length into a stack word, loaded at once, misses
+ * store forwarding (perf: a third of a short key's hash cost); shifting
+ * the bytes into a register gives the same value on a little-endian host.
+ */
+static uint64_t tail_word(const uint8_t *b, size_t n)
+{
+	uint64_t w = 0;
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	for (size_t i = 0; i < n; i++)
+		w |= (uint64_t)b[i] << (8 * i);
+#else
+	memcpy(&w, b, n);
+#endif
+	return w;
+}
+
+/*
  * The key hash: 8 bytes at a time (a byte-wise FNV costs ~30 ns for a
  * short key, as much as the whole rest of a lookup), multiply-xorshift
  * per word, murmur3's finaliser at the end. ns_len goes in first so that
@@ -219,8 +240,7 @@ static uint64_t mix_bytes(uint64_t h, const void *p, size_t n)
 		h ^= h >> 29;
 	}
 	if (n) {
-		w = 0;
-		memcpy(&w, b, n);
+		w = tail_word(b, n);
 		h = (h ^ w ^ ((uint64_t)n << 56)) * 0x9e3779b97f4a7c15ull;
 		h ^= h >> 29;
 	}
@@ -294,97 +314,123 @@ static bool meta_valid(uint32_t state, uint32_t ns_len, uint32_t label_len, uint
 	return label_len && owner_len && ns_len + label_len + owner_len <= ORBIT_LOCK_BYTES_MAX;
 }
 
+/*
+ * Slot fields are atomics of their declared types (shm/lock_table.h) and
+ * every access to them is relaxed, for one of two reasons: a mutator
+ * holds the serializer (no other writer; the serializer's hand-over
+ * orders it after the previous holder's stores), or a reader copies
+ * inside a seq window (a copy racing a rewrite is a stale value the seq
+ * re-check discards, never a data race; seq orders the copy: LK-F1/LK-R1
+ * on the writer side, LK-A1/LK-F2 on the reader side, as shm/ring.c does
+ * for frames). seq and state have their own labelled accesses.
+ */
+#define SLOT_LD(s, field) atomic_load_explicit(&(s)->field, memory_order_relaxed)
+#define SLOT_ST(s, field, v) atomic_store_explicit(&(s)->field, (v), memory_order_relaxed)
+
+/* The first @n key bytes of @s into @dst (room for @n rounded up to 8 bytes). */
+static void key_load(const struct orbit_lock_slot *s, void *dst, size_t n)
+{
+	uint8_t *d = dst;
+	uint64_t v;
+	size_t w;
+
+	for (w = 0; w < n / 8; w++) {
+		v = SLOT_LD(s, key_words[w]);
+		memcpy(d + 8 * w, &v, 8);
+	}
+	if (n % 8) {
+		v = SLOT_LD(s, key_words[w]);
+		memcpy(d + 8 * w, &v, n % 8);
+	}
+}
+
+/* The stored key and owner lengths (never more than the slot holds once meta_valid). */
+static uint32_t slot_used(const struct orbit_lock_slot *s)
+{
+	return (uint32_t)SLOT_LD(s, ns_len) + SLOT_LD(s, label_len) + SLOT_LD(s, owner_len);
+}
+
 static bool slot_valid(const struct orbit_lock_slot *s)
 {
-	/* relaxed: under the serializer (or in the checker) nobody writes */
-	return meta_valid(atomic_load_explicit(&s->state, memory_order_relaxed), s->ns_len,
-			  s->label_len, s->owner_len);
+	return meta_valid(atomic_load_explicit(&s->state, memory_order_relaxed), SLOT_LD(s, ns_len),
+			  SLOT_LD(s, label_len), SLOT_LD(s, owner_len));
 }
 
+/*
+ * memcmp(a, b, n) == 0 inline: keys and owners are a few to a few dozen
+ * bytes, and the libc call cost more than the compare (perf: 7% of a
+ * lookup in memcmp and its PLT stub).
+ */
+static bool bytes_eq(const void *a, const void *b, size_t n)
+{
+	const uint8_t *x = a, *y = b;
+	uint64_t u, v;
+
+	for (; n >= 8; n -= 8, x += 8, y += 8) {
+		memcpy(&u, x, 8);
+		memcpy(&v, y, 8);
+		if (u != v)
+			return false;
+	}
+	for (; n; n--)
+		if (*x++ != *y++)
+			return false;
+	return true;
+}
+
+/* @b (ns | label | ...) holds @k's namespace and label. */
+static bool key_bytes_eq(const uint8_t *b, const orbit_lock_key_t *k)
+{
+	return bytes_eq(b, k->ns, k->ns_len) && bytes_eq(b + k->ns_len, k->label, k->label_len);
+}
+
+/* Serializer held, @s valid: its key bytes compared with @k's. */
 static bool slot_has_key(const struct orbit_lock_slot *s, uint32_t h32, const orbit_lock_key_t *k)
 {
-	return s->hash == h32 && s->ns_len == k->ns_len && s->label_len == k->label_len &&
-	       memcmp(s->bytes, k->ns, k->ns_len) == 0 &&
-	       memcmp(s->bytes + k->ns_len, k->label, k->label_len) == 0;
+	uint8_t b[ORBIT_LOCK_BYTES_MAX];
+
+	if (SLOT_LD(s, hash) != h32 || SLOT_LD(s, ns_len) != k->ns_len ||
+	    SLOT_LD(s, label_len) != k->label_len)
+		return false;
+	key_load(s, b, k->ns_len + k->label_len);
+	return key_bytes_eq(b, k);
 }
 
+/* Serializer held, @s valid: its owner bytes compared with @o's. */
 static bool slot_has_owner(const struct orbit_lock_slot *s, const orbit_lock_owner_t *o)
 {
-	return s->owner_len == o->len &&
-	       memcmp(s->bytes + s->ns_len + s->label_len, o->bytes, o->len) == 0;
+	uint8_t b[ORBIT_LOCK_BYTES_MAX];
+	uint32_t keyb = (uint32_t)SLOT_LD(s, ns_len) + SLOT_LD(s, label_len);
+
+	if (SLOT_LD(s, owner_len) != o->len)
+		return false;
+	key_load(s, b, keyb + o->len);
+	return bytes_eq(b + keyb, o->bytes, o->len);
 }
 
 static uint64_t slot_deadline(const struct orbit_lock_slot *s)
 {
-	/* relaxed: under the serializer, or inside a seq-checked copy */
-	return atomic_load_explicit(&s->deadline_ns, memory_order_relaxed);
+	return SLOT_LD(s, deadline_ns);
 }
 
-/*
- * The seqlock copy in the C11 model (as shm/ring.c does for frames): every
- * slot field a lookup copies outside the serializer - the words from hash
- * to holder_pidfs_ino and the key/owner bytes - is written by
- * slot_write() and read by read_meta()/read_entry() as relaxed atomic
- * 64-bit words, so a copy racing a rewrite is a stale value (discarded by
- * the seq re-check), never a data race. seq and state (word 0) and
- * deadline_ns stay their own atomics. Relaxed is enough: seq orders them
- * (LK-F1/LK-R1 on the writer side, LK-A1/LK-F2 on the reader side).
- */
-#define SLOT_W_META 1u	/* hash | ns_len | label_len */
-#define SLOT_W_OWNER 2u /* owner_len | flags | holder_pid */
-#define SLOT_W_TOKEN 3u
-#define SLOT_W_TICKS 5u
-#define SLOT_W_PIDFS 6u
-#define SLOT_W_MEMBER 7u /* holder_row | holder_gen */
-#define SLOT_W_BYTES (ORBIT_LOCK_SLOT_META_BYTES / 8u)
-_Static_assert(offsetof(struct orbit_lock_slot, hash) == 8 * SLOT_W_META, "meta word");
-_Static_assert(offsetof(struct orbit_lock_slot, owner_len) == 8 * SLOT_W_OWNER, "owner word");
-_Static_assert(offsetof(struct orbit_lock_slot, token) == 8 * SLOT_W_TOKEN, "token word");
-_Static_assert(offsetof(struct orbit_lock_slot, deadline_ns) == 8 * 4, "deadline word");
-_Static_assert(offsetof(struct orbit_lock_slot, holder_start_ticks) == 8 * SLOT_W_TICKS,
-	       "ticks word");
-_Static_assert(offsetof(struct orbit_lock_slot, holder_pidfs_ino) == 8 * SLOT_W_PIDFS, "pidfs");
-_Static_assert(offsetof(struct orbit_lock_slot, holder_row) == 8 * SLOT_W_MEMBER, "member");
-_Static_assert(offsetof(struct orbit_lock_slot, flags) == 8 * SLOT_W_OWNER + 2, "flags word");
-_Static_assert(ORBIT_LOCK_BYTES_MAX % 8 == 0, "whole words of bytes");
-
-static _Atomic uint64_t *slot_word(const struct orbit_lock_slot *s, uint32_t w)
-{
-	return (_Atomic uint64_t *)((uintptr_t)s + 8u * w);
-}
-
-static uint64_t word_load(const struct orbit_lock_slot *s, uint32_t w)
-{
-	/* relaxed: inside a seq window (see above) */
-	return atomic_load_explicit(slot_word(s, w), memory_order_relaxed);
-}
-
-static void word_store(struct orbit_lock_slot *s, uint32_t w, const void *img)
-{
-	uint64_t v;
-
-	memcpy(&v, (const uint8_t *)img + 8u * w, 8);
-	/* relaxed: inside a seq window (LK-F1 before, LK-R1 after) */
-	atomic_store_explicit(slot_word(s, w), v, memory_order_relaxed);
-}
-
+/* Serializer held (or the checker), @s valid: the entry it holds. */
 static void slot_to_entry(const struct orbit_lock_slot *s, uint32_t idx, struct orbit_lock_entry *e,
 			  uint64_t now)
 {
-	size_t n = (size_t)s->ns_len + s->label_len + s->owner_len;
+	uint32_t n = slot_used(s);
 
-	e->token = s->token;
+	e->token = SLOT_LD(s, token);
 	e->deadline_ns = slot_deadline(s);
-	e->holder_start_ticks = s->holder_start_ticks;
-	e->holder_pidfs_ino = s->holder_pidfs_ino;
-	e->holder_pid = s->holder_pid;
+	e->holder_start_ticks = SLOT_LD(s, holder_start_ticks);
+	e->holder_pidfs_ino = SLOT_LD(s, holder_pidfs_ino);
+	e->holder_pid = SLOT_LD(s, holder_pid);
 	e->slot_idx = idx;
-	e->ns_len = s->ns_len;
-	e->label_len = s->label_len;
-	e->owner_len = s->owner_len;
-	e->flags = s->flags;
+	e->ns_len = SLOT_LD(s, ns_len);
+	e->label_len = SLOT_LD(s, label_len);
+	e->owner_len = SLOT_LD(s, owner_len);
+	e->flags = SLOT_LD(s, flags);
 	e->expired = e->deadline_ns <= now;
-	memcpy(e->bytes, s->bytes, n <= ORBIT_LOCK_BYTES_MAX ? n : 0);
+	key_load(s, e->bytes, n <= ORBIT_LOCK_BYTES_MAX ? n : 0);
 }
 
 /* ---- the slot write protocol (serializer held) -------------------------- */
@@ -434,44 +480,34 @@ static void slot_write(struct orbit_lock_slot *s, const struct slot_content *c)
 	const orbit_lock_key_t *k = c->key;
 	size_t total = k->ns_len + k->label_len + c->owner_len;
 	uint32_t seq, nwords = (uint32_t)(total + 7) / 8;
-	union {
-		struct orbit_lock_slot slot; /* the image: the layout the words come from */
-		uint64_t align;
-	} img;
+	uint64_t img[ORBIT_LOCK_BYTES_MAX / 8];
 
-	/* assemble first: c->owner may point into this very slot (compaction) */
-	memset(&img.slot.hash, 0, ORBIT_LOCK_SLOT_META_BYTES - 8);
-	img.slot.hash = c->hash;
-	img.slot.ns_len = (uint16_t)k->ns_len;
-	img.slot.label_len = (uint16_t)k->label_len;
-	img.slot.owner_len = (uint16_t)c->owner_len;
-	img.slot.holder_pid = c->pid;
-	img.slot.token = c->token;
-	img.slot.holder_start_ticks = c->start_ticks;
-	img.slot.holder_pidfs_ino = c->pidfs_ino;
-	img.slot.flags = c->flags;
-	img.slot.holder_row = c->row;
-	img.slot.holder_gen = c->gen;
-	memcpy(img.slot.bytes, k->ns, k->ns_len);
-	memcpy(img.slot.bytes + k->ns_len, k->label, k->label_len);
-	memcpy(img.slot.bytes + k->ns_len + k->label_len, c->owner, c->owner_len);
-	memset(img.slot.bytes + total, 0, (size_t)nwords * 8 - total); /* the last word's tail */
+	/* assemble first: c->owner may point into this very slot's copy */
+	memcpy(img, k->ns, k->ns_len);
+	memcpy((uint8_t *)img + k->ns_len, k->label, k->label_len);
+	memcpy((uint8_t *)img + k->ns_len + k->label_len, c->owner, c->owner_len);
+	memset((uint8_t *)img + total, 0, (size_t)nwords * 8 - total); /* the last word's tail */
 
 	seq = slot_begin(s);
 	slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
 	ORBIT_CRASHPOINT("lock.after_tombstone");
-	word_store(s, SLOT_W_META, &img);
-	word_store(s, SLOT_W_OWNER, &img);
-	word_store(s, SLOT_W_TOKEN, &img);
-	word_store(s, SLOT_W_TICKS, &img);
-	word_store(s, SLOT_W_PIDFS, &img);
-	word_store(s, SLOT_W_MEMBER, &img);
-	/* relaxed: published by LK-R1 (seq) and LK-R2 (state) */
-	atomic_store_explicit(&s->deadline_ns, c->deadline_ns, memory_order_relaxed);
+	/* relaxed stores: published by LK-R1 (seq) and LK-R2 (state) */
+	SLOT_ST(s, hash, c->hash);
+	SLOT_ST(s, ns_len, (uint16_t)k->ns_len);
+	SLOT_ST(s, label_len, (uint16_t)k->label_len);
+	SLOT_ST(s, owner_len, (uint16_t)c->owner_len);
+	SLOT_ST(s, flags, c->flags);
+	SLOT_ST(s, holder_pid, c->pid);
+	SLOT_ST(s, token, c->token);
+	SLOT_ST(s, deadline_ns, c->deadline_ns);
+	SLOT_ST(s, holder_start_ticks, c->start_ticks);
+	SLOT_ST(s, holder_pidfs_ino, c->pidfs_ino);
+	SLOT_ST(s, holder_row, c->row);
+	SLOT_ST(s, holder_gen, c->gen);
 	for (uint32_t w = 0; w < nwords; w++) {
 		if (w == nwords / 2)
 			ORBIT_CRASHPOINT("lock.mid_bytes");
-		word_store(s, SLOT_W_BYTES + w, &img);
+		SLOT_ST(s, key_words[w], img[w]);
 	}
 	ORBIT_CRASHPOINT("lock.before_occupied");
 	slot_set_state(s, ORBIT_LOCK_SLOT_OCCUPIED);
@@ -498,16 +534,24 @@ static uint32_t slot_state(const struct orbit_lock_slot *s)
 static void slot_remove(orbit_lock_t *l, uint32_t idx)
 {
 	struct orbit_lock_slot *s = &l->slots[idx];
-	uint32_t seq = slot_begin(s);
-
-	slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
-	ORBIT_CRASHPOINT("lock.remove_after_tombstone");
-	slot_end(s, seq);
-	tombs_add(l, 1);
 	/*
 	 * A tombstone followed by EMPTY ends no probe chain that the EMPTY does
-	 * not already end, so it may become EMPTY even with lookups running.
+	 * not already end, so it may become EMPTY even with lookups running;
+	 * so an entry followed by EMPTY becomes EMPTY in one seq window (what
+	 * TOMBSTONE then EMPTY left, one window and four header words fewer).
+	 * A kill inside leaves seq odd and state not OCCUPIED: repair() makes
+	 * it a TOMBSTONE, as when killed inside the TOMBSTONE window.
 	 */
+	bool last = slot_state(&l->slots[(idx + 1) & l->mask]) == ORBIT_LOCK_SLOT_EMPTY;
+	uint32_t seq = slot_begin(s);
+
+	slot_set_state(s, last ? ORBIT_LOCK_SLOT_EMPTY : ORBIT_LOCK_SLOT_TOMBSTONE);
+	ORBIT_CRASHPOINT("lock.remove_after_tombstone");
+	slot_end(s, seq);
+	if (last)
+		idx = (idx - 1) & l->mask; /* the tombstones before it, if any */
+	else
+		tombs_add(l, 1);
 	while (slot_state(&l->slots[(idx + 1) & l->mask]) == ORBIT_LOCK_SLOT_EMPTY &&
 	       slot_state(&l->slots[idx]) == ORBIT_LOCK_SLOT_TOMBSTONE) {
 		s = &l->slots[idx];
@@ -571,12 +615,12 @@ static void publish(orbit_lock_t *l, uint32_t type, uint64_t token, uint64_t dea
  */
 static void reclaim_as(orbit_lock_t *l, uint32_t idx, enum lock_stat st)
 {
-	struct orbit_lock_slot *s = &l->slots[idx];
 	uint64_t rev = atomic_load_explicit(&l->hdr->state_revision, memory_order_relaxed) + 1;
+	struct orbit_lock_entry e;
 
-	publish(l, ORBIT_TRANSITION_RECLAIM, s->token, 0, rev, s->bytes, s->ns_len,
-		s->bytes + s->ns_len, s->label_len, s->bytes + s->ns_len + s->label_len,
-		s->owner_len);
+	slot_to_entry(&l->slots[idx], idx, &e, 0);
+	publish(l, ORBIT_TRANSITION_RECLAIM, e.token, 0, rev, e.bytes, e.ns_len, e.bytes + e.ns_len,
+		e.label_len, e.bytes + e.ns_len + e.label_len, e.owner_len);
 	slot_remove(l, idx);
 	bump_revision(l);
 	stat_inc(l, st);
@@ -599,10 +643,18 @@ static uint32_t dist(const orbit_lock_t *l, uint32_t from, uint32_t to)
 	return (to - from) & l->mask;
 }
 
+/* Serializer held (or the checker), both valid: one key in both? */
 static bool same_key(const struct orbit_lock_slot *a, const struct orbit_lock_slot *b)
 {
-	return a->hash == b->hash && a->ns_len == b->ns_len && a->label_len == b->label_len &&
-	       memcmp(a->bytes, b->bytes, (size_t)a->ns_len + a->label_len) == 0;
+	uint8_t ab[ORBIT_LOCK_BYTES_MAX], bb[ORBIT_LOCK_BYTES_MAX];
+	size_t n = (size_t)SLOT_LD(a, ns_len) + SLOT_LD(a, label_len);
+
+	if (SLOT_LD(a, hash) != SLOT_LD(b, hash) || SLOT_LD(a, ns_len) != SLOT_LD(b, ns_len) ||
+	    SLOT_LD(a, label_len) != SLOT_LD(b, label_len))
+		return false;
+	key_load(a, ab, n);
+	key_load(b, bb, n);
+	return memcmp(ab, bb, n) == 0;
 }
 
 /*
@@ -651,7 +703,8 @@ static void repair(orbit_lock_t *l)
 
 			if (slot_state(b) != ORBIT_LOCK_SLOT_OCCUPIED || !same_key(a, b))
 				continue;
-			drop = dist(l, home_of(l, a->hash), i) <= dist(l, home_of(l, b->hash), j)
+			drop = dist(l, home_of(l, SLOT_LD(a, hash)), i) <=
+				       dist(l, home_of(l, SLOT_LD(b, hash)), j)
 				   ? j
 				   : i;
 			uint32_t seq = slot_begin(&l->slots[drop]);
@@ -750,26 +803,28 @@ static void compact(orbit_lock_t *l)
 				moved = true;
 				continue;
 			}
-			for (p = home_of(l, s->hash); p != i; p = (p + 1) & l->mask)
+			for (p = home_of(l, SLOT_LD(s, hash)); p != i; p = (p + 1) & l->mask)
 				if (slot_state(&l->slots[p]) != ORBIT_LOCK_SLOT_OCCUPIED)
 					break;
 			if (p == i)
 				continue;
-			orbit_lock_key_t k = { s->bytes, s->ns_len, s->bytes + s->ns_len,
-					       s->label_len };
+			struct orbit_lock_entry e;
+
+			slot_to_entry(s, i, &e, 0);
+			orbit_lock_key_t k = { e.bytes, e.ns_len, e.bytes + e.ns_len, e.label_len };
 			struct slot_content c = {
-				.hash = s->hash,
+				.hash = SLOT_LD(s, hash),
 				.key = &k,
-				.owner = s->bytes + s->ns_len + s->label_len,
-				.owner_len = s->owner_len,
-				.token = s->token,
-				.deadline_ns = slot_deadline(s),
-				.pid = s->holder_pid,
-				.start_ticks = s->holder_start_ticks,
-				.pidfs_ino = s->holder_pidfs_ino,
-				.flags = s->flags,
-				.row = s->holder_row,
-				.gen = s->holder_gen,
+				.owner = e.bytes + e.ns_len + e.label_len,
+				.owner_len = e.owner_len,
+				.token = e.token,
+				.deadline_ns = e.deadline_ns,
+				.pid = e.holder_pid,
+				.start_ticks = e.holder_start_ticks,
+				.pidfs_ino = e.holder_pidfs_ino,
+				.flags = e.flags,
+				.row = SLOT_LD(s, holder_row),
+				.gen = SLOT_LD(s, holder_gen),
 			};
 			slot_write(&l->slots[p], &c);
 			ORBIT_CRASHPOINT("lock.compact_after_copy");
@@ -934,6 +989,9 @@ static int acquire_flags(orbit_lock_t *l, uint32_t oflags, uint16_t *flags, uint
 	return 0;
 }
 
+static int busy_fast(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32, uint64_t ttl_ns,
+		     struct orbit_lock_entry *holder);
+
 int orbit__lock_shm_try_acquire(orbit_lock_t *l, const orbit_lock_key_t *key,
 				const orbit_lock_owner_t *owner, uint64_t ttl_ns,
 				struct orbit_lock_lease *lease, struct orbit_lock_entry *holder)
@@ -957,6 +1015,9 @@ int orbit__lock_shm_try_acquire_flags(orbit_lock_t *l, const orbit_lock_key_t *k
 	if (rc)
 		return rc;
 	h32 = (uint32_t)orbit__lock_hash(key);
+	rc = busy_fast(l, key, h32, ttl_ns, holder);
+	if (rc != -EAGAIN)
+		return rc; /* -EBUSY without the serializer (or -EINVAL) */
 	rc = enter(l);
 	if (rc)
 		return rc;
@@ -969,7 +1030,7 @@ int orbit__lock_shm_try_acquire_flags(orbit_lock_t *l, const orbit_lock_key_t *k
 	if (found != UINT32_MAX) {
 		if (holder)
 			slot_to_entry(&l->slots[found], found, holder, now);
-		stat_inc(l, ST_BUSY);
+		stat_inc_rmw(l, ST_BUSY); /* busy_fast() counts without the serializer */
 		rc = -EBUSY;
 		goto out;
 	}
@@ -1049,7 +1110,7 @@ static int enter_owned(orbit_lock_t *l, const orbit_lock_key_t *key,
 	rc = find_live(l, key, idx, now);
 	if (!rc && owner) {
 		s = &l->slots[*idx];
-		if (!slot_has_owner(s, owner) || (token && s->token != token)) {
+		if (!slot_has_owner(s, owner) || (token && SLOT_LD(s, token) != token)) {
 			stat_inc(l, ST_WRONG_OWNER);
 			rc = -EPERM;
 		}
@@ -1080,17 +1141,17 @@ int orbit__lock_shm_renew(orbit_lock_t *l, const orbit_lock_key_t *key,
 		goto out;
 	}
 	rev = atomic_load_explicit(&l->hdr->state_revision, memory_order_relaxed) + 1;
-	publish(l, ORBIT_TRANSITION_RENEW, s->token, now + ttl_ns, rev, key->ns,
+	publish(l, ORBIT_TRANSITION_RENEW, SLOT_LD(s, token), now + ttl_ns, rev, key->ns,
 		(uint32_t)key->ns_len, key->label, (uint32_t)key->label_len, owner->bytes,
 		(uint32_t)owner->len);
 	seq = slot_begin(s);
 	/* relaxed: published by LK-R1; an 8-byte atomic is never torn */
-	atomic_store_explicit(&s->deadline_ns, now + ttl_ns, memory_order_relaxed);
+	SLOT_ST(s, deadline_ns, now + ttl_ns);
 	ORBIT_CRASHPOINT("lock.renew_in_slot");
 	slot_end(s, seq);
 	rev = bump_revision(l);
 	if (lease) {
-		lease->token = s->token;
+		lease->token = SLOT_LD(s, token);
 		lease->deadline_ns = now + ttl_ns;
 		lease->state_revision = rev;
 	}
@@ -1103,8 +1164,9 @@ out:
 static int remove_common(orbit_lock_t *l, const orbit_lock_key_t *key,
 			 const orbit_lock_owner_t *owner, uint64_t token)
 {
-	struct orbit_lock_slot *s;
-	uint32_t idx;
+	struct orbit_lock_entry e;
+	const void *obytes;
+	uint32_t idx, olen;
 	uint64_t now, rev;
 	int rc;
 
@@ -1114,11 +1176,19 @@ static int remove_common(orbit_lock_t *l, const orbit_lock_key_t *key,
 	rc = enter_owned(l, key, owner, token, &idx, &now);
 	if (rc)
 		return rc;
-	s = &l->slots[idx];
+	if (owner) { /* enter_owned() compared the stored owner with it */
+		obytes = owner->bytes;
+		olen = (uint32_t)owner->len;
+		token = SLOT_LD(&l->slots[idx], token);
+	} else {
+		slot_to_entry(&l->slots[idx], idx, &e, now);
+		obytes = e.bytes + e.ns_len + e.label_len;
+		olen = e.owner_len;
+		token = e.token;
+	}
 	rev = atomic_load_explicit(&l->hdr->state_revision, memory_order_relaxed) + 1;
-	publish(l, owner ? ORBIT_TRANSITION_RELEASE : ORBIT_TRANSITION_FORCE_RELEASE, s->token, 0,
-		rev, key->ns, (uint32_t)key->ns_len, key->label, (uint32_t)key->label_len,
-		s->bytes + s->ns_len + s->label_len, s->owner_len);
+	publish(l, owner ? ORBIT_TRANSITION_RELEASE : ORBIT_TRANSITION_FORCE_RELEASE, token, 0, rev,
+		key->ns, (uint32_t)key->ns_len, key->label, (uint32_t)key->label_len, obytes, olen);
 	slot_remove(l, idx);
 	bump_revision(l);
 	stat_inc(l, owner ? ST_RELEASED : ST_FORCE_RELEASED);
@@ -1194,25 +1264,14 @@ static int read_meta(const struct orbit_lock_slot *s, struct meta *m, uint32_t *
 {
 	/* LK-A1: acquire, pairs with LK-R1 in slot_end(): the bytes of that version */
 	uint32_t s1 = atomic_load_explicit(&s->seq, memory_order_acquire);
-	uint64_t w;
-	uint16_t ns_len, label_len;
 
 	if (s1 & 1u)
 		return -EAGAIN;
 	m->state = atomic_load_explicit(&s->state, memory_order_relaxed); /* checked by seq */
-	w = word_load(s, SLOT_W_META);
-	memcpy(&m->hash, (uint8_t *)&w + offsetof(struct orbit_lock_slot, hash) - 8 * SLOT_W_META,
-	       4);
-	memcpy(&ns_len, (uint8_t *)&w + offsetof(struct orbit_lock_slot, ns_len) - 8 * SLOT_W_META,
-	       2);
-	memcpy(&label_len,
-	       (uint8_t *)&w + offsetof(struct orbit_lock_slot, label_len) - 8 * SLOT_W_META, 2);
-	w = word_load(s, SLOT_W_OWNER);
-	m->ns_len = ns_len;
-	m->label_len = label_len;
-	memcpy(&ns_len,
-	       (uint8_t *)&w + offsetof(struct orbit_lock_slot, owner_len) - 8 * SLOT_W_OWNER, 2);
-	m->owner_len = ns_len;
+	m->hash = SLOT_LD(s, hash);
+	m->ns_len = SLOT_LD(s, ns_len);
+	m->label_len = SLOT_LD(s, label_len);
+	m->owner_len = SLOT_LD(s, owner_len);
 	/* LK-F2: acquire fence, pairs with LK-F1 in slot_begin(): copy before re-check */
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&s->seq, memory_order_relaxed) != s1)
@@ -1226,29 +1285,17 @@ static int read_entry(const struct orbit_lock_slot *s, const struct meta *m, uin
 		      uint32_t idx, struct orbit_lock_entry *e)
 {
 	/* lengths validated by meta_valid(): the copy stays inside both buffers */
-	uint32_t n = m->ns_len + m->label_len + m->owner_len, w;
-	uint64_t v = word_load(s, SLOT_W_OWNER);
-
-	memcpy(&e->holder_pid,
-	       (uint8_t *)&v + offsetof(struct orbit_lock_slot, holder_pid) - 8 * SLOT_W_OWNER, 4);
-	memcpy(&e->flags,
-	       (uint8_t *)&v + offsetof(struct orbit_lock_slot, flags) - 8 * SLOT_W_OWNER, 2);
-	e->token = word_load(s, SLOT_W_TOKEN);
-	e->deadline_ns = atomic_load_explicit(&s->deadline_ns, memory_order_relaxed); /* by seq */
-	e->holder_start_ticks = word_load(s, SLOT_W_TICKS);
-	e->holder_pidfs_ino = word_load(s, SLOT_W_PIDFS);
+	e->holder_pid = SLOT_LD(s, holder_pid);
+	e->flags = SLOT_LD(s, flags);
+	e->token = SLOT_LD(s, token);
+	e->deadline_ns = SLOT_LD(s, deadline_ns);
+	e->holder_start_ticks = SLOT_LD(s, holder_start_ticks);
+	e->holder_pidfs_ino = SLOT_LD(s, holder_pidfs_ino);
 	e->slot_idx = idx;
 	e->ns_len = (uint16_t)m->ns_len;
 	e->label_len = (uint16_t)m->label_len;
 	e->owner_len = (uint16_t)m->owner_len;
-	for (w = 0; w < n / 8; w++) {
-		v = word_load(s, SLOT_W_BYTES + w);
-		memcpy(e->bytes + 8 * w, &v, 8);
-	}
-	if (n % 8) {
-		v = word_load(s, SLOT_W_BYTES + w);
-		memcpy(e->bytes + 8 * w, &v, n % 8);
-	}
+	key_load(s, e->bytes, m->ns_len + m->label_len + m->owner_len);
 	/* LK-F2: acquire fence, pairs with LK-F1 in slot_begin() */
 	atomic_thread_fence(memory_order_acquire);
 	return atomic_load_explicit(&s->seq, memory_order_relaxed) == seq ? 0 : -EAGAIN;
@@ -1283,11 +1330,74 @@ static int lookup_once(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32,
 			i = (i - 1) & l->mask;
 			continue;
 		}
-		if (memcmp(e->bytes, k->ns, k->ns_len) == 0 &&
-		    memcmp(e->bytes + k->ns_len, k->label, k->label_len) == 0)
+		if (key_bytes_eq(e->bytes, k))
 			return 0;
 	}
 	return -ENOENT;
+}
+
+/*
+ * try_acquire's -EBUSY without the serializer: every failed attempt on a
+ * hot key used to take it, so N contenders queued on the serializer
+ * behind each other's failures (a hot key's acquisitions fell 20x from 2
+ * to 32 processes). The probe reads slots as lookup does (read_meta() and
+ * read_entry(): one consistent copy per slot, LK-A1/LK-F2) along the
+ * key's first BUSY_FAST_PROBES slots. A copy of an OCCUPIED slot holding
+ * @k says the key was held by that entry when the copy was taken (a
+ * compaction's copy in flight, or a duplicate a killed compaction left,
+ * names the same tenure); the clock is read after the copy, so a deadline
+ * past it was in the future at that moment (up to the nanoseconds a CPU
+ * may run a vDSO clock read ahead of earlier loads, as for the clock read
+ * after taking the serializer), and a live holder is exactly
+ * what the serializer's probe answers -EBUSY for (probe_locked() reclaims
+ * only entries whose deadline <= now; a FREE_ON_DEATH holder proved dead
+ * is freed by an agent's sweep, never by try_acquire, so it is -EBUSY on
+ * both paths until then). The same owner gets -EBUSY too, on both paths.
+ * No token is taken, so fencing is untouched.
+ * Returns -EBUSY (@holder filled as the serializer path fills it),
+ * -EINVAL (a deadline that would overflow, as that path answers), or
+ * -EAGAIN: not proved (no such entry within the probes, an expired one, a
+ * slot being written or failing validation, a compaction running): the
+ * caller takes the serializer, which decides, reclaims and repairs.
+ */
+static int busy_fast(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32, uint64_t ttl_ns,
+		     struct orbit_lock_entry *holder)
+{
+	uint32_t i = home_of(l, h32),
+		 n = l->nslots < BUSY_FAST_PROBES ? l->nslots : BUSY_FAST_PROBES;
+	struct orbit_lock_entry e;
+	uint64_t now;
+
+	for (; n; n--, i = (i + 1) & l->mask) {
+		const struct orbit_lock_slot *s = &l->slots[i];
+		struct meta m;
+		uint32_t seq;
+
+		if (read_meta(s, &m, &seq) ||
+		    !meta_valid(m.state, m.ns_len, m.label_len, m.owner_len) ||
+		    m.state == ORBIT_LOCK_SLOT_EMPTY)
+			return -EAGAIN;
+		if (m.state == ORBIT_LOCK_SLOT_TOMBSTONE || m.hash != h32 ||
+		    m.ns_len != k->ns_len || m.label_len != k->label_len)
+			continue;
+		if (read_entry(s, &m, seq, i, &e))
+			return -EAGAIN;
+		if (!key_bytes_eq(e.bytes, k))
+			continue;
+		now = orbit__now_mono_ns(); /* after the copy (see above) */
+		if (e.deadline_ns <= now)
+			return -EAGAIN; /* expired: the serializer path reclaims it */
+		if (ttl_ns > UINT64_MAX - now)
+			return -EINVAL;
+		e.expired = false;
+		if (holder)
+			memcpy(holder, &e,
+			       offsetof(struct orbit_lock_entry, bytes) + m.ns_len + m.label_len +
+				   m.owner_len);
+		stat_inc_rmw(l, ST_BUSY);
+		return -EBUSY;
+	}
+	return -EAGAIN;
 }
 
 int orbit__lock_shm_lookup(orbit_lock_t *l, const orbit_lock_key_t *key, struct orbit_lock_entry *e)
@@ -1819,21 +1929,22 @@ int orbit__lock_table_check(orbit_lock_t *l, char *why, size_t why_len)
 			FAIL("slot %u: invalid state %u or lengths", i, slot_state(s));
 		if (slot_state(s) != ORBIT_LOCK_SLOT_OCCUPIED)
 			continue;
-		if ((uint32_t)key_hash(s->bytes, s->ns_len, s->bytes + s->ns_len, s->label_len) !=
-		    s->hash)
+		struct orbit_lock_entry e;
+		uint32_t hash = SLOT_LD(s, hash), row = SLOT_LD(s, holder_row),
+			 gen = SLOT_LD(s, holder_gen);
+
+		slot_to_entry(s, i, &e, 0);
+		if ((uint32_t)key_hash(e.bytes, e.ns_len, e.bytes + e.ns_len, e.label_len) != hash)
 			FAIL("slot %u: hash does not match its key (torn bytes)", i);
-		if (s->token >= next)
-			FAIL("slot %u: token %" PRIu64 " >= next_token %" PRIu64, i, s->token,
-			     next);
-		if (s->flags & ~ORBIT_LOCK_SLOT_F_KNOWN)
-			FAIL("slot %u: unknown lease flags 0x%x", i, s->flags);
-		if (!(s->flags & ORBIT_LOCK_SLOT_F_FREE_ON_DEATH) &&
-		    (s->holder_row || s->holder_gen))
-			FAIL("slot %u: member tenure %u/%u without FREE_ON_DEATH", i, s->holder_row,
-			     s->holder_gen);
-		if ((s->flags & ORBIT_LOCK_SLOT_F_FREE_ON_DEATH) && !s->holder_gen)
+		if (e.token >= next)
+			FAIL("slot %u: token %" PRIu64 " >= next_token %" PRIu64, i, e.token, next);
+		if (e.flags & ~ORBIT_LOCK_SLOT_F_KNOWN)
+			FAIL("slot %u: unknown lease flags 0x%x", i, e.flags);
+		if (!(e.flags & ORBIT_LOCK_SLOT_F_FREE_ON_DEATH) && (row || gen))
+			FAIL("slot %u: member tenure %u/%u without FREE_ON_DEATH", i, row, gen);
+		if ((e.flags & ORBIT_LOCK_SLOT_F_FREE_ON_DEATH) && !gen)
 			FAIL("slot %u: FREE_ON_DEATH with member generation 0 (no tenure)", i);
-		for (uint32_t p = home_of(l, s->hash); p != i; p = (p + 1) & l->mask)
+		for (uint32_t p = home_of(l, hash); p != i; p = (p + 1) & l->mask)
 			if (slot_state(&l->slots[p]) == ORBIT_LOCK_SLOT_EMPTY)
 				FAIL("slot %u: unreachable (EMPTY at %u on its path)", i, p);
 		for (uint32_t j = i + 1; j < l->nslots; j++)
@@ -1909,18 +2020,14 @@ static bool dead_holder(orbit_lock_t *l, orbit_members_t *m, uint32_t i, struct 
 	struct orbit_lock_entry e;
 	struct meta mt;
 	uint32_t seq, row, gen;
-	uint64_t w;
 
 	if (read_meta(s, &mt, &seq) || mt.state != ORBIT_LOCK_SLOT_OCCUPIED ||
 	    !meta_valid(mt.state, mt.ns_len, mt.label_len, mt.owner_len))
 		return false;
-	w = word_load(s, SLOT_W_MEMBER); /* checked by read_entry()'s seq re-check */
+	row = SLOT_LD(s, holder_row); /* checked by read_entry()'s seq re-check */
+	gen = SLOT_LD(s, holder_gen);
 	if (read_entry(s, &mt, seq, i, &e) || !(e.flags & ORBIT_LOCK_SLOT_F_FREE_ON_DEATH))
 		return false;
-	memcpy(&row,
-	       (uint8_t *)&w + offsetof(struct orbit_lock_slot, holder_row) - 8 * SLOT_W_MEMBER, 4);
-	memcpy(&gen,
-	       (uint8_t *)&w + offsetof(struct orbit_lock_slot, holder_gen) - 8 * SLOT_W_MEMBER, 4);
 	/*
 	 * Both proofs, each stable once true: the member tenure is over (its
 	 * row's OFD lock is free or the row has a newer generation: a tenure
@@ -1963,7 +2070,8 @@ int orbit__lock_free_dead(orbit_lock_t *l, orbit_members_t *m)
 
 			/* the same tenure still: a token names one acquisition */
 			if (slot_state(s) != ORBIT_LOCK_SLOT_OCCUPIED || !slot_valid(s) ||
-			    s->token != c[k].token || !(s->flags & ORBIT_LOCK_SLOT_F_FREE_ON_DEATH))
+			    SLOT_LD(s, token) != c[k].token ||
+			    !(SLOT_LD(s, flags) & ORBIT_LOCK_SLOT_F_FREE_ON_DEATH))
 				continue;
 			reclaim_as(l, c[k].idx, ST_DEAD_FREED);
 			freed++;

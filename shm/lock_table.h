@@ -24,12 +24,12 @@
  *                                                           (state OCCUPIED: complete)
  *   slot.state        M: TOMBSTONE before bytes, OCCUPIED   never torn (atomic u32)
  *                     after (LK-R2)
- *   slot bytes, lens, M under seq odd     lookup copy       a torn copy is detected by the
- *   token, pid, ...   (relaxed atomic     (relaxed atomic   seq re-check and retried
- *                     64-bit words)       64-bit words)
+ *   slot key_words,   M under seq odd     lookup copy       a torn copy is detected by the
+ *   lens, token, pid  (relaxed atomic     (relaxed atomic   seq re-check and retried
+ *   ...               stores)             loads)
  *   slot.deadline_ns  M (renew in place)  lookup            atomic u64: old or new
- *   slot.flags,       M under seq odd,    lookup copy,      part of the slot image (words
- *   holder_row/gen    with the rest       the agent's       2 and 7): torn copies are
+ *   slot.flags,       M under seq odd,    lookup copy,      part of the slot image:
+ *   holder_row/gen    with the rest       the agent's       torn copies are
  *                     (slot_write)        dead-holder sweep  caught by the seq re-check;
  *                                         (orbit__lock_free_dead) unknown flag bits or a
  *                                                           member word without the flag
@@ -93,34 +93,61 @@ struct orbit_lock_table_hdr {
 #define ORBIT_LOCK_SLOT_F_FREE_ON_DEATH 0x1u
 #define ORBIT_LOCK_SLOT_F_KNOWN 0x1u
 
-/* One slot: 1,024 bytes, cache-line aligned. */
+/*
+ * One slot: 1,024 bytes, cache-line aligned. Every field is an atomic of
+ * its declared fixed-width type (the bytes as 8-byte words): a lookup
+ * copies a slot while a mutator may rewrite it, and the seq protocol
+ * discards such a copy, so the race itself must be defined. All of these
+ * are lock-free plain loads and stores of the sizes the layout always had
+ * (asserted below): the bytes in SHM did not change (layout version 3).
+ */
 struct orbit_lock_slot {
 	_Atomic uint32_t seq;	/* odd while being written */
 	_Atomic uint32_t state; /* enum orbit_lock_slot_state */
-	uint32_t hash;		/* low 32 bits of the key hash */
-	uint16_t ns_len;
-	uint16_t label_len;
-	uint16_t owner_len;
-	uint16_t flags; /* ORBIT_LOCK_SLOT_F_* of the acquisition */
-	uint32_t holder_pid;
-	uint64_t token;
+	_Atomic uint32_t hash;	/* low 32 bits of the key hash */
+	_Atomic uint16_t ns_len;
+	_Atomic uint16_t label_len;
+	_Atomic uint16_t owner_len;
+	_Atomic uint16_t flags; /* ORBIT_LOCK_SLOT_F_* of the acquisition */
+	_Atomic uint32_t holder_pid;
+	_Atomic uint64_t token;
 	_Atomic uint64_t deadline_ns;	     /* CLOCK_MONOTONIC absolute */
-	uint64_t holder_start_ticks;	     /* /proc/<pid>/stat field 22 */
-	uint64_t holder_pidfs_ino;	     /* the holder's pidfs inode (0: no pidfs) */
-	uint32_t holder_row;		     /* FREE_ON_DEATH: the holder's member row (else 0) */
-	uint32_t holder_gen;		     /* FREE_ON_DEATH: that row's generation (else 0) */
-	uint8_t bytes[ORBIT_LOCK_BYTES_MAX]; /* ns | label | owner */
+	_Atomic uint64_t holder_start_ticks; /* /proc/<pid>/stat field 22 */
+	_Atomic uint64_t holder_pidfs_ino;   /* the holder's pidfs inode (0: no pidfs) */
+	_Atomic uint32_t holder_row;	     /* FREE_ON_DEATH: the holder's member row (else 0) */
+	_Atomic uint32_t holder_gen;	     /* FREE_ON_DEATH: that row's generation (else 0) */
+	/* ns | label | owner, byte i in word i / 8 at bit 8 * (i % 8) (little-endian
+	 * memory order: the byte string as a plain copy would lay it out) */
+	_Atomic uint64_t key_words[ORBIT_LOCK_BYTES_MAX / 8];
 };
 
 _Static_assert(offsetof(struct orbit_lock_table_hdr, next_token) == 64, "line 1");
 _Static_assert(offsetof(struct orbit_lock_table_hdr, mutex) == 128, "line 2");
 _Static_assert(sizeof(pthread_mutex_t) <= 128, "mutex fits");
 _Static_assert(sizeof(struct orbit_lock_table_hdr) == 512, "table header size");
-_Static_assert(offsetof(struct orbit_lock_slot, bytes) == ORBIT_LOCK_SLOT_META_BYTES, "slot meta");
+/* The slot layout of version 3, field by field (the atomics did not move a byte). */
+_Static_assert(offsetof(struct orbit_lock_slot, state) == 4, "state");
+_Static_assert(offsetof(struct orbit_lock_slot, hash) == 8, "hash");
+_Static_assert(offsetof(struct orbit_lock_slot, ns_len) == 12, "ns_len");
+_Static_assert(offsetof(struct orbit_lock_slot, label_len) == 14, "label_len");
+_Static_assert(offsetof(struct orbit_lock_slot, owner_len) == 16, "owner_len");
+_Static_assert(offsetof(struct orbit_lock_slot, flags) == 18, "flags");
+_Static_assert(offsetof(struct orbit_lock_slot, holder_pid) == 20, "holder_pid");
+_Static_assert(offsetof(struct orbit_lock_slot, token) == 24, "token");
+_Static_assert(offsetof(struct orbit_lock_slot, deadline_ns) == 32, "deadline");
+_Static_assert(offsetof(struct orbit_lock_slot, holder_start_ticks) == 40, "ticks");
 _Static_assert(offsetof(struct orbit_lock_slot, holder_pidfs_ino) == 48, "pidfs word");
 _Static_assert(offsetof(struct orbit_lock_slot, holder_row) == 56, "member word");
+_Static_assert(offsetof(struct orbit_lock_slot, holder_gen) == 60, "member generation");
+_Static_assert(offsetof(struct orbit_lock_slot, key_words) == ORBIT_LOCK_SLOT_META_BYTES,
+	       "slot meta");
 _Static_assert(sizeof(struct orbit_lock_slot) == 1024, "slot size");
-_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
+_Static_assert(sizeof(_Atomic uint16_t) == 2 && sizeof(_Atomic uint32_t) == 4 &&
+		   sizeof(_Atomic uint64_t) == 8,
+	       "atomics are plain words of their size");
+_Static_assert(ORBIT_LOCK_BYTES_MAX % 8 == 0, "whole words of bytes");
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 &&
+		   ATOMIC_SHORT_LOCK_FREE == 2,
 	       "SHM atomics must be lock-free (address-free)");
 
 /* Body bytes of a table with @slots slots. */

@@ -431,7 +431,10 @@ ORBIT_API int orbit_lock_unlink(const struct orbit_lock_options *opts);
  *
  * An expired entry of the key is reclaimed and the key taken with a new,
  * larger token. A key held (live) by any owner, the same one included, is
- * -EBUSY: extend a lease with orbit_lock_renew().
+ * -EBUSY: extend a lease with orbit_lock_renew(). SHM: a live entry seen
+ * in a consistent copy of the key's slot (as lookup reads it) answers
+ * -EBUSY without taking the serializer (no wait, no syscall: the clock
+ * read is vDSO); only the other outcomes take it.
  *
  * Context: any thread of the process that opened the handle; takes the
  * serializer (futex: no syscall uncontended; flock: two syscalls); never

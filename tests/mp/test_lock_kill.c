@@ -519,6 +519,23 @@ static void stopped_holder(enum orbit_lock_serializer s, const char *point)
 	expect_bounded("force_release", rc, took, def_ns);
 	took = TIMED(rc, orbit_lock_try_acquire(P2, &other, &parent, CHILD_TTL_NS, NULL, NULL));
 	expect_bounded("try_acquire (300 ms option)", rc, took, custom_ns);
+	/*
+	 * A key held live by someone: -EBUSY with the holder, at once, from
+	 * a consistent copy of its slot (busy_fast() in shm/lock.c), as a
+	 * lookup answers; before, every contender queued on the serializer.
+	 */
+	{
+		orbit_lock_owner_t rival = { "rival", 5 };
+
+		took = TIMED(rc, orbit_lock_try_acquire(P2, &held, &rival, CHILD_TTL_NS, NULL, &e));
+		print_message("  %-28s %4d after %6.3f ms\n", "try_acquire (held key)", rc,
+			      took / 1e6);
+		assert_int_equal(rc, -EBUSY);
+		assert_int_equal(e.token, l1.token);
+		if (took >= custom_ns)
+			fail_msg("try_acquire of a held key waited %.1f ms for the serializer",
+				 took / 1e6);
+	}
 
 	/*
 	 * Lookups never wait for the serializer (nor for the stopped writer's

@@ -91,9 +91,17 @@ static int setup(void **state)
 	return 0;
 }
 
+static pid_t stopped_kid; /* a child stopped in the serializer, killed by teardown on failure */
+
 static int teardown(void **state)
 {
 	struct orbit_lock_options o = opts_for(fleet, NULL);
+
+	if (stopped_kid > 0) {
+		kill(stopped_kid, SIGKILL);
+		waitpid(stopped_kid, NULL, 0);
+		stopped_kid = 0;
+	}
 
 	check_table(L);
 	orbit_lock_close(L);
@@ -468,6 +476,79 @@ static void test_lookup_works_while_serializer_held(void **state)
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
 	assert_int_equal(orbit_lock_release(L, &k, &a, 0), 0);
+}
+
+/*
+ * try_acquire answers -EBUSY for a live holder without the serializer
+ * (shm/lock.c busy_fast()): here a child is stopped inside it, so every
+ * answer that needs the serializer is -EAGAIN after the handle's bound.
+ * A live entry, another owner or the same: -EBUSY with the holder, as
+ * the serializer path fills it. An expired entry, a free key or a slot
+ * being written: never -EBUSY from the copy (-EAGAIN: only the
+ * serializer may reclaim or decide). Old code: -EAGAIN for the live key.
+ * Mutations: busy_fast() without its deadline check answers -EBUSY for
+ * the expired lease; without its overflow check -EBUSY for the huge TTL.
+ */
+static void test_try_acquire_busy_without_serializer(void **state)
+{
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	orbit_lock_key_t live = K("held"), exp = K("short"), free_k = K("free");
+	orbit_lock_owner_t a = O("alice"), b = O("bob");
+	struct orbit_lock_lease la, ls, lb;
+	struct orbit_lock_entry e, h;
+	struct orbit_lock_stats st0, st1;
+	struct orbit_lock_slot *slot;
+	orbit_lock_t *L2;
+	uint32_t seq;
+	int st;
+	pid_t pid;
+
+	o.serializer_wait_ms = 20;
+	assert_int_equal(orbit_lock_open(&o, &L2), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &live, &a, 10 * SEC, &la, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &exp, &a, 30000000ull, &ls, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &live, &e), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(child_stop_in_serializer(NULL));
+	stopped_kid = pid;
+	assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(st));
+	usleep(40000); /* "short" is past its deadline */
+	orbit_lock_stats(L2, &st0);
+
+	memset(&h, 0xa5, sizeof(h));
+	assert_int_equal(orbit_lock_try_acquire(L2, &live, &b, SEC, NULL, &h), -EBUSY);
+	assert_int_equal(h.token, la.token);
+	assert_int_equal(h.deadline_ns, la.deadline_ns);
+	assert_int_equal(h.holder_pid, e.holder_pid);
+	assert_int_equal(h.slot_idx, e.slot_idx);
+	assert_false(h.expired);
+	assert_int_equal(h.owner_len, a.len);
+	assert_memory_equal(orbit_lock_entry_owner(&h), a.bytes, a.len);
+	assert_int_equal(orbit_lock_try_acquire(L2, &live, &a, SEC, NULL, NULL), -EBUSY);
+	assert_int_equal(orbit_lock_try_acquire(L2, &live, &b, UINT64_MAX, NULL, NULL), -EINVAL);
+	assert_int_equal(orbit_lock_try_acquire(L2, &exp, &b, SEC, NULL, NULL), -EAGAIN);
+	assert_int_equal(orbit_lock_try_acquire(L2, &free_k, &b, SEC, NULL, NULL), -EAGAIN);
+	slot = slot_at(L, e.slot_idx); /* the holder's slot in mid-write: not proved */
+	seq = atomic_load(&slot->seq);
+	atomic_store(&slot->seq, seq | 1u);
+	assert_int_equal(orbit_lock_try_acquire(L2, &live, &b, SEC, NULL, NULL), -EAGAIN);
+	atomic_store(&slot->seq, seq);
+	orbit_lock_stats(L2, &st1);
+	assert_int_equal(st1.busy - st0.busy, 2);
+	assert_int_equal(st1.acquired, st0.acquired);
+
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	stopped_kid = 0;
+	/* the expired lease goes to the next owner, with a larger token */
+	assert_int_equal(orbit_lock_try_acquire(L2, &exp, &b, SEC, &lb, NULL), 0);
+	assert_true(lb.token > la.token && lb.token > ls.token);
+	assert_int_equal(orbit_lock_release(L2, &exp, &b, lb.token), 0);
+	assert_int_equal(orbit_lock_release(L, &live, &a, la.token), 0);
+	orbit_lock_close(L2);
 }
 
 static int forker_dies_holding(void *arg)
@@ -1781,6 +1862,7 @@ static void test_acquire_with_flags_options_and_checker(void **state)
 	    T(test_state_revision_increases_on_every_change),                                      \
 	    T(test_tokens_increase_across_reset_and_recreation),                                   \
 	    T(test_err_echild_fork_child_must_reopen), T(test_lookup_works_while_serializer_held), \
+	    T(test_try_acquire_busy_without_serializer),                                           \
 	    T(test_fork_child_does_not_keep_parent_serializer),                                    \
 	    T(test_err_enospc_full_table_never_evicts), T(test_err_efingerprint_other_slot_count), \
 	    T(test_err_einval_bad_arguments), T(test_err_einval_null_arguments),                   \

@@ -92,12 +92,12 @@ static int wide_holder_pid(const char *label)
 
 		if (atomic_load(&s->state) == ORBIT_LOCK_SLOT_OCCUPIED &&
 		    s->ns_len == sizeof(WIDE_NS) - 1 && s->label_len == strlen(label) &&
-		    !memcmp(s->bytes + s->ns_len, label, s->label_len)) {
+		    !memcmp((const uint8_t *)s->key_words + s->ns_len, label, s->label_len)) {
 			/* Not a hashed field: the table stays valid. Written the way a
 			 * mutator writes a slot (seq odd around the change, atomics), as
 			 * the agent thread reads the table meanwhile. */
 			atomic_fetch_add(&s->seq, 1);
-			__atomic_store_n(&s->holder_pid, WIDE_PID, __ATOMIC_RELAXED);
+			atomic_store_explicit(&s->holder_pid, WIDE_PID, memory_order_relaxed);
 			atomic_fetch_add(&s->seq, 1);
 			return 0;
 		}

@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,16 +247,8 @@ static struct orbit_ring_frame *frame_at(const orbit_ring_t *ring, uint32_t lane
  * read while it may be rewritten, and word atomics make that race defined
  * (and visible as such to TSan); the seq words order them (RG-W1/RG-W2, RG-R1/RG-R2).
  * Frames are 64-byte aligned (offsets and frame_bytes are multiples of 64).
+ * The publisher stores its words in orbit__ring_publish_skip() (sink_word()).
  */
-static void words_store(void *dst, const void *src, size_t nwords)
-{
-	_Atomic uint64_t *d = dst;
-	const uint64_t *s = src;
-
-	for (size_t i = 0; i < nwords; i++) /* Relaxed: ordered by RG-W1 before and RG-W2 after */
-		atomic_store_explicit(&d[i], s[i], memory_order_relaxed);
-}
-
 static void words_load(void *dst, const void *src, size_t nwords)
 {
 	const _Atomic uint64_t *s = src;
@@ -388,6 +381,101 @@ uint64_t orbit__ring_lane_owner(const orbit_ring_t *ring, uint32_t lane)
 
 /* ---- publisher ---- */
 
+/*
+ * The publisher builds every frame word in registers and stores it once.
+ * A header built in a stack struct (and a payload packed into a stack
+ * buffer with memcpy) copied out word by word made each 64-bit load span
+ * several narrower stores still in the store buffer: such a load is not
+ * forwarded and waits for them to reach the cache, once per word (perf
+ * annotate put most of publish's own samples on those two copy loops).
+ * The same code runs on either byte order: RING_LATER(x, n) moves the
+ * bytes of word @x n places towards higher addresses, RING_EARLIER(x, n)
+ * towards lower ones, RING_AT(b, k) is byte @b at address k of a word.
+ */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define RING_LATER(x, n) ((x) << (8 * (n)))
+#define RING_EARLIER(x, n) ((x) >> (8 * (n)))
+#define RING_AT(b, k) ((uint64_t)(b) << (8 * (k)))
+#define RING_PACK32(a, b) ((uint64_t)(a) | (uint64_t)(b) << 32)
+#define RING_PACK16(a, b, c, d)                                                                    \
+	((uint64_t)(a) | (uint64_t)(b) << 16 | (uint64_t)(c) << 32 | (uint64_t)(d) << 48)
+#else
+#define RING_LATER(x, n) ((x) >> (8 * (n)))
+#define RING_EARLIER(x, n) ((x) << (8 * (n)))
+#define RING_AT(b, k) ((uint64_t)(b) << (56 - 8 * (k)))
+#define RING_PACK32(a, b) ((uint64_t)(a) << 32 | (uint64_t)(b))
+#define RING_PACK16(a, b, c, d)                                                                    \
+	((uint64_t)(a) << 48 | (uint64_t)(b) << 32 | (uint64_t)(c) << 16 | (uint64_t)(d))
+#endif
+
+/* The header words publish builds: struct orbit_ring_frame's layout, 8 words. */
+_Static_assert(offsetof(struct orbit_ring_frame, type) == 8 &&
+		   offsetof(struct orbit_ring_frame, writer_pid) == 12 &&
+		   offsetof(struct orbit_ring_frame, fencing_token) == 16 &&
+		   offsetof(struct orbit_ring_frame, deadline_ns) == 24 &&
+		   offsetof(struct orbit_ring_frame, state_revision) == 32 &&
+		   offsetof(struct orbit_ring_frame, publish_ns) == 40 &&
+		   offsetof(struct orbit_ring_frame, ns_len) == 48 &&
+		   offsetof(struct orbit_ring_frame, label_len) == 50 &&
+		   offsetof(struct orbit_ring_frame, owner_len) == 52 &&
+		   offsetof(struct orbit_ring_frame, flags) == 54 &&
+		   offsetof(struct orbit_ring_frame, orig_len) == 56 &&
+		   offsetof(struct orbit_ring_frame, reserved0) == 60,
+	       "ring frame header words");
+
+/* Payload words being assembled: the first @nb (0..7) bytes of @acc wait for the rest of *dst. */
+struct word_sink {
+	_Atomic uint64_t *dst;
+	uint64_t acc;
+	uint32_t nb;
+};
+
+/* Append word @w, whose first @len (1..8) bytes count and whose others are zero. */
+static inline void sink_word(struct word_sink *s, uint64_t w, uint32_t len)
+{
+	s->acc |= RING_LATER(w, s->nb);
+	s->nb += len;
+	if (s->nb < 8)
+		return;
+	/* Relaxed: ordered by RG-W1 before and RG-W2 after */
+	atomic_store_explicit(s->dst++, s->acc, memory_order_relaxed);
+	s->nb -= 8;
+	/* the bytes of @w that did not fit (none when nb is 0: a shift by 64 is undefined) */
+	s->acc = s->nb ? RING_EARLIER(w, len - s->nb) : 0;
+}
+
+/* Append @len bytes at @src, read as 8-byte loads that never reach past @src + @len. */
+static inline __attribute__((always_inline)) void sink_bytes(struct word_sink *s,
+							     const uint8_t *src, uint32_t len)
+{
+	uint64_t w;
+
+	if (len < 8) {
+		if (len == 0)
+			return;
+		w = 0;
+		for (uint32_t i = 0; i < len; i++)
+			w |= RING_AT(src[i], i);
+		sink_word(s, w, len);
+		return;
+	}
+	for (; len >= 8; src += 8, len -= 8) {
+		memcpy(&w, src, 8);
+		sink_word(s, w, 8);
+	}
+	if (len) { /* the last 8 bytes, of which the first 8 - len are in already */
+		memcpy(&w, src + len - 8, 8);
+		sink_word(s, RING_EARLIER(w, 8 - len), len);
+	}
+}
+
+/* Store the last partial word: the bytes after the payload are zero, never stale stack. */
+static inline void sink_flush(struct word_sink *s)
+{
+	if (s->nb) /* Relaxed: ordered by RG-W1 before and RG-W2 after */
+		atomic_store_explicit(s->dst, s->acc, memory_order_relaxed);
+}
+
 int orbit__ring_publish(orbit_ring_t *ring, uint32_t lane, const struct orbit_transition *t)
 {
 	return orbit__ring_publish_skip(ring, lane, t, 0);
@@ -396,12 +484,11 @@ int orbit__ring_publish(orbit_ring_t *ring, uint32_t lane, const struct orbit_tr
 int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orbit_transition *t,
 			     uint32_t skip)
 {
-	uint64_t stage[ORBIT_RING_PAYLOAD_MAX / 8]; /* the payload, packed, before it goes to SHM */
-	uint32_t cap, ns_keep, label_keep, owner_keep, plen;
-	struct orbit_ring_frame *f, hdr;
+	uint32_t cap, ns_keep, label_keep, owner_keep, pid;
 	struct orbit_ring_lane *ln;
+	struct word_sink sink;
+	_Atomic uint64_t *w;
 	uint64_t pos, orig;
-	uint8_t *p;
 	int truncated;
 
 	if (!ring || !t || lane >= ring->layout.lanes || t->type < ORBIT_TRANSITION_ACQUIRE ||
@@ -413,7 +500,7 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 	ln = &ring->lanes[lane];
 	/* Acquire, pairs with RG-W3 of a previous (possibly dead) publisher of this lane */
 	pos = atomic_load_explicit(&ln->head, memory_order_acquire);
-	f = frame_at(ring, lane, pos);
+	w = (_Atomic uint64_t *)frame_at(ring, lane, pos);
 
 	cap = ring->layout.frame_bytes - ORBIT_RING_FRAME_HDR_BYTES;
 	orig = (uint64_t)t->ns_len + t->label_len + t->owner_len;
@@ -423,39 +510,33 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 	owner_keep = t->owner_len < cap - ns_keep - label_keep ? t->owner_len
 							       : cap - ns_keep - label_keep;
 	truncated = orig > cap;
+	pid = t->writer_pid ? t->writer_pid : (uint32_t)ring->seg.pid; /* no getpid() syscall */
 
 	/* RG-W1: odd seq, then a release fence: pairs with RG-R2 (a reader re-checking sees odd/newer) */
-	atomic_store_explicit(&f->seq, 2 * pos + 1, memory_order_relaxed);
+	atomic_store_explicit(&w[0], 2 * pos + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
-	hdr.type = t->type;
-	hdr.writer_pid = t->writer_pid ? t->writer_pid
-				       : (uint32_t)ring->seg.pid; /* no getpid() syscall */
-	hdr.fencing_token = t->fencing_token;
-	hdr.deadline_ns = t->deadline_ns;
-	hdr.state_revision = t->state_revision;
-	hdr.publish_ns = orbit__now_mono_ns();
-	hdr.ns_len = (uint16_t)ns_keep;
-	hdr.label_len = (uint16_t)label_keep;
-	hdr.owner_len = (uint16_t)owner_keep;
-	hdr.flags = truncated ? ORBIT_RING_F_TRUNCATED : 0;
-	hdr.orig_len = orig > UINT32_MAX ? UINT32_MAX : (uint32_t)orig;
-	hdr.reserved0 = 0;
-	/* every header word but the first (seq) */
-	words_store((uint64_t *)f + 1, (const uint64_t *)&hdr + 1,
-		    ORBIT_RING_FRAME_HDR_BYTES / 8 - 1);
-	p = (uint8_t *)stage;
-	if (ns_keep)
-		memcpy(p, t->ns, ns_keep);
-	if (label_keep)
-		memcpy(p + ns_keep, t->label, label_keep);
-	if (owner_keep)
-		memcpy(p + ns_keep + label_keep, t->owner, owner_keep);
-	plen = ns_keep + label_keep + owner_keep;
-	words_store((uint8_t *)f + ORBIT_RING_FRAME_HDR_BYTES, stage, (plen + 7) / 8);
+	/* Relaxed, every header word but seq: ordered by RG-W1 before and RG-W2 after */
+	atomic_store_explicit(&w[1], RING_PACK32(t->type, pid), memory_order_relaxed);
+	atomic_store_explicit(&w[2], t->fencing_token, memory_order_relaxed);
+	atomic_store_explicit(&w[3], t->deadline_ns, memory_order_relaxed);
+	atomic_store_explicit(&w[4], t->state_revision, memory_order_relaxed);
+	atomic_store_explicit(&w[5], orbit__now_mono_ns(), memory_order_relaxed);
+	atomic_store_explicit(
+	    &w[6],
+	    RING_PACK16(ns_keep, label_keep, owner_keep, truncated ? ORBIT_RING_F_TRUNCATED : 0),
+	    memory_order_relaxed);
+	atomic_store_explicit(&w[7],
+			      RING_PACK32(orig > UINT32_MAX ? UINT32_MAX : (uint32_t)orig, 0),
+			      memory_order_relaxed);
+	sink = (struct word_sink){ .dst = w + ORBIT_RING_FRAME_HDR_BYTES / 8 };
+	sink_bytes(&sink, t->ns, ns_keep);
+	sink_bytes(&sink, t->label, label_keep);
+	sink_bytes(&sink, t->owner, owner_keep);
+	sink_flush(&sink);
 	/* A publisher killed here leaves seq odd and the head unmoved (kill tests) */
 	ORBIT_CRASHPOINT("ring.publish.mid_frame");
 	/* RG-W2: release, pairs with RG-R1 in read_lane(): frame bytes before the even seq */
-	atomic_store_explicit(&f->seq, 2 * pos + 2, memory_order_release);
+	atomic_store_explicit(&w[0], 2 * pos + 2, memory_order_release);
 	/* RG-W3: release, pairs with RG-R0 in read_lane(): the complete frame before the head */
 	atomic_store_explicit(&ln->head, pos + 1, memory_order_release);
 	ORBIT_CRASHPOINT("ring.publish.after_head");

@@ -227,6 +227,78 @@ static void test_frame_too_big_truncated_and_counted(void **state)
 	assert_int_equal(rc.truncated, 2);
 }
 
+/*
+ * Issue 12 (publish builds frame words in registers): every split of the
+ * payload into ns, label and owner lengths 0..17 (each segment at every
+ * byte offset of a word, short and long segments, ends on and off word
+ * boundaries) comes back byte for byte with its header fields, and the
+ * bytes after the payload in its last word are zero in SHM, not bytes of
+ * an earlier publish. Each source is its own malloc of exactly its
+ * length, so the ASan run catches a load past a segment's end.
+ */
+static void test_payload_every_split_round_trips_zero_padded(void **state)
+{
+	struct fx *f = *state;
+	orbit_seg_t *seg = orbit__ring_seg(f->ring);
+	uint64_t frames_bytes = 2ull * 8 * 256;
+	uint8_t *area = orbit__seg_at(seg, seg->size - frames_bytes, frames_bytes);
+	uint8_t want[3 * 17];
+	uint64_t pos = 0;
+	uint32_t lane;
+
+	assert_non_null(area);
+	assert_int_equal(orbit__ring_reader_open(&f->r, f->ring), 0);
+	for (uint32_t a = 0; a <= 17; a++)
+		for (uint32_t b = 0; b <= 17; b++)
+			for (uint32_t c = 0; c <= 17; c++, pos++) {
+				uint8_t *ns = malloc(a ? a : 1), *label = malloc(b ? b : 1);
+				uint8_t *owner = malloc(c ? c : 1);
+				struct orbit_transition t = {
+					.type = ORBIT_TRANSITION_RENEW,
+					.writer_pid = 4242,
+					.fencing_token = pos * 3,
+					.deadline_ns = pos + 7,
+					.state_revision = pos,
+					.ns = a ? ns : NULL,
+					.ns_len = a,
+					.label = b ? label : NULL,
+					.label_len = b,
+					.owner = c ? owner : NULL,
+					.owner_len = c,
+				};
+				uint32_t plen = a + b + c;
+				const uint8_t *fr = area + (pos & 7) * 256;
+
+				for (uint32_t i = 0; i < a; i++)
+					ns[i] = want[i] = (uint8_t)(0x10 + i + pos);
+				for (uint32_t i = 0; i < b; i++)
+					label[i] = want[a + i] = (uint8_t)(0x80 + i + pos);
+				for (uint32_t i = 0; i < c; i++)
+					owner[i] = want[a + b + i] = (uint8_t)(0xc0 + i + pos);
+				assert_int_equal(orbit__ring_publish(f->ring, 0, &t), 0);
+				assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), 0);
+				assert_int_equal(lane, 0);
+				assert_int_equal(f->ev.type, ORBIT_TRANSITION_RENEW);
+				assert_int_equal(f->ev.writer_pid, 4242);
+				assert_int_equal(f->ev.fencing_token, pos * 3);
+				assert_int_equal(f->ev.deadline_ns, pos + 7);
+				assert_int_equal(f->ev.state_revision, pos);
+				assert_true(f->ev.publish_ns > 0);
+				assert_int_equal(f->ev.flags, 0);
+				assert_int_equal(f->ev.ns_len, a);
+				assert_int_equal(f->ev.label_len, b);
+				assert_int_equal(f->ev.owner_len, c);
+				assert_int_equal(f->ev.orig_len, plen);
+				if (plen)
+					assert_memory_equal(f->ev.bytes, want, plen);
+				for (uint32_t i = plen; i < (plen + 7) / 8 * 8; i++)
+					assert_int_equal(fr[ORBIT_RING_FRAME_HDR_BYTES + i], 0);
+				free(ns);
+				free(label);
+				free(owner);
+			}
+}
+
 /* Issue 5: the default frame holds the lock's whole 960-byte key+owner limit untruncated. */
 static void test_default_frame_holds_960_bytes(void **state)
 {
@@ -642,6 +714,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wrap_and_lag, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_replay_retained, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_frame_too_big_truncated_and_counted,
+						setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_payload_every_split_round_trips_zero_padded,
 						setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_default_frame_holds_960_bytes, setup_default,
 						teardown),

@@ -300,6 +300,82 @@ static void test_watch_survives_killed_member(void **state)
 	unlink_fleet(fleet);
 }
 
+/*
+ * Issue 15, a leader change: the watch's member loses its leader (the two
+ * others SIGSTOPped). etcd cancels the stream (the watch asks it to:
+ * hasleader), the other members do not answer, and after the call bound
+ * the reader says so once (-ORBIT_EUNAVAILABLE) and keeps trying. Once
+ * the members run again and elect a leader, what was written then arrives
+ * from the revision after the last one read, none lost or twice.
+ */
+static void test_watch_member_without_leader_resumes(void **state)
+{
+	enum { AFTER = 5 };
+	struct orbit_lock_lease l0, l[AFTER];
+	struct orbit_transition_event ev[AFTER + 1];
+	orbit_lock_owner_t a = O("alice");
+	orbit_lock_key_t k0 = K("before");
+	orbit_transition_reader_t *r;
+	char fleet[64], eps_r[600], eps_w[600], label[16];
+	int leader, follower, other, unavailable = 0, rc, lead = -1;
+	uint64_t end;
+	orbit_lock_t *R, *W;
+
+	(void)state;
+	if (!have_cluster)
+		skip();
+	leader = orbit_test_etcd_leader(&cluster);
+	assert_true(leader >= 0);
+	follower = (leader + 1) % ORBIT_TEST_ETCD_MEMBERS;
+	other = (leader + 2) % ORBIT_TEST_ETCD_MEMBERS;
+	endpoints_from(follower, eps_r, sizeof(eps_r));
+	orbit_test_fleet(fleet, sizeof(fleet), "el");
+	R = open_on(fleet, eps_r);
+	assert_int_equal(orbit_lock_reader_open(R, &r), 0);
+	assert_int_equal(orbit_lock_try_acquire(R, &k0, &a, 30 * SEC, &l0, NULL), 0);
+	assert_int_equal(read_n(r, ev, 1, 5000), 1); /* the stream is confirmed */
+	assert_int_equal(kill(cluster.pids[leader], SIGSTOP), 0);
+	assert_int_equal(kill(cluster.pids[other], SIGSTOP), 0);
+	end = orbit_test_now_ns() + 15 * SEC;
+	while (!unavailable && orbit_test_now_ns() < end) {
+		rc = orbit_transition_reader_next(r, &ev[0]);
+		if (rc == -ORBIT_EUNAVAILABLE)
+			unavailable = 1;
+		else if (rc != -EAGAIN)
+			fail_msg("without a leader: %s", orbit_err_name(rc));
+		usleep(5000);
+	}
+	kill(cluster.pids[leader], SIGCONT);
+	kill(cluster.pids[other], SIGCONT);
+	assert_true(unavailable);
+	end = orbit_test_now_ns() + 15 * SEC;
+	while (lead < 0 && orbit_test_now_ns() < end) {
+		lead = orbit_test_etcd_leader(&cluster);
+		usleep(50000);
+	}
+	assert_true(lead >= 0);
+	endpoints_from(lead, eps_w, sizeof(eps_w));
+	W = open_on(fleet, eps_w);
+	for (int i = 0; i < AFTER; i++) {
+		orbit_lock_key_t k;
+
+		snprintf(label, sizeof(label), "a%d", i);
+		k = K(label);
+		assert_int_equal(orbit_lock_try_acquire(W, &k, &a, 30 * SEC, &l[i], NULL), 0);
+	}
+	assert_int_equal(read_n(r, ev, AFTER, 15000), AFTER);
+	for (int i = 0; i < AFTER; i++) {
+		snprintf(label, sizeof(label), "a%d", i);
+		assert_event(&ev[i], ORBIT_TRANSITION_ACQUIRE, label, "alice", l[i].token);
+		assert_int_equal(ev[i].state_revision, l[i].state_revision);
+	}
+	assert_quiet(r, 300);
+	orbit_transition_reader_close(r);
+	orbit_lock_close(R);
+	orbit_lock_close(W);
+	unlink_fleet(fleet);
+}
+
 /* Compact the cluster's history up to its current revision (curl on the gateway). */
 static void compact_now(void)
 {
@@ -429,6 +505,7 @@ int main(void)
 		cmocka_unit_test(test_watch_order_tokens_revisions),
 		cmocka_unit_test(test_watch_marker_is_not_a_lock),
 		cmocka_unit_test(test_watch_survives_killed_member),
+		cmocka_unit_test(test_watch_member_without_leader_resumes),
 		cmocka_unit_test(test_watch_compacted_start_is_lag),
 		cmocka_unit_test(test_orbitctl_watch_json_on_etcd),
 	};

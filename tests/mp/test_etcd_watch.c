@@ -382,6 +382,57 @@ static void test_watch_member_without_leader_resumes(void **state)
 	unlink_fleet(fleet);
 }
 
+/*
+ * The reader's connection is its opener's: in a forked child next()
+ * answers -ECHILD and touches nothing (the parent's reader goes on), and
+ * close is safe there. An SHM handle has no such reader (its feed is the
+ * ring): -EOPNOTSUPP.
+ */
+static void test_reader_fork_and_shm(void **state)
+{
+	orbit_lock_key_t k = K("f");
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_options so = { .size = sizeof(so) };
+	struct orbit_transition_event ev;
+	struct orbit_lock_lease l;
+	orbit_transition_reader_t *r, *x = (void *)1;
+	char fleet[64], shm_fleet[64];
+	orbit_lock_t *L, *S;
+	pid_t pid;
+	int st;
+
+	(void)state;
+	so.fleet = orbit_test_fleet(shm_fleet, sizeof(shm_fleet), "es");
+	assert_int_equal(orbit_lock_open(&so, &S), 0);
+	assert_int_equal(orbit_lock_reader_open(S, &x), -EOPNOTSUPP);
+	assert_ptr_equal(x, (void *)1);
+	orbit_lock_close(S);
+	orbit_lock_unlink(&so);
+	if (!have_cluster)
+		skip();
+	orbit_test_fleet(fleet, sizeof(fleet), "ef");
+	L = open_on(fleet, cluster.endpoints);
+	assert_int_equal(orbit_lock_reader_open(L, &r), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 30 * SEC, &l, NULL), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int rc = orbit_transition_reader_next(r, &ev);
+		int rc2 = orbit_lock_reader_open(L, &x);
+
+		orbit_transition_reader_close(r);
+		_exit(rc == -ECHILD && rc2 == -ECHILD ? 0 : 1);
+	}
+	st = orbit_test_wait(pid, 10000);
+	assert_true(st >= 0 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(read_n(r, &ev, 1, 5000), 1);
+	assert_event(&ev, ORBIT_TRANSITION_ACQUIRE, "f", "alice", l.token);
+	orbit_transition_reader_close(r);
+	orbit_lock_close(L);
+	unlink_fleet(fleet);
+}
+
 /* Compact the cluster's history up to its current revision (curl on the gateway). */
 static void compact_now(void)
 {
@@ -512,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_watch_marker_is_not_a_lock),
 		cmocka_unit_test(test_watch_survives_killed_member),
 		cmocka_unit_test(test_watch_member_without_leader_resumes),
+		cmocka_unit_test(test_reader_fork_and_shm),
 		cmocka_unit_test(test_watch_compacted_start_is_lag),
 		cmocka_unit_test(test_orbitctl_watch_json_on_etcd),
 	};

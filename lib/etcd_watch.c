@@ -43,6 +43,14 @@ struct orbit_etcd_watch {
 	bool ended;	 /* the transfer finished (its lines may still wait in @in) */
 	bool end_failed; /* ... and the member is to be left for the next */
 	uint64_t started_ms, last_byte_ms;
+	unsigned idle_ms; /* ORBIT__ETCD_WATCH_IDLE_MS; tests shorten it */
+	/*
+	 * The liveness probe of a quiet stream: a unary read on the stream's
+	 * member (NULL: none under way); its answer is in @probe_buf.
+	 */
+	CURL *probe;
+	char probe_buf[512];
+	size_t probe_len;
 	uint64_t down_since_ms; /* 0: a confirmed stream; else since when there is none */
 	uint64_t retry_at_ms;	/* no attempt before */
 	bool down_reported;	/* -ORBIT_EUNAVAILABLE said for this outage */
@@ -96,11 +104,63 @@ static size_t on_data(char *p, size_t size, size_t n, void *ctx)
 	return add;
 }
 
+static void probe_end(orbit_etcd_watch_t *w)
+{
+	if (w->probe) {
+		curl_multi_remove_handle(w->multi, w->probe);
+		curl_easy_cleanup(w->probe);
+		w->probe = NULL;
+	}
+}
+
+static size_t on_probe(char *p, size_t size, size_t n, void *ctx)
+{
+	orbit_etcd_watch_t *w = ctx;
+	size_t add = size * n, room = sizeof(w->probe_buf) - 1 - w->probe_len;
+
+	memcpy(w->probe_buf + w->probe_len, p, add < room ? add : room);
+	w->probe_len += add < room ? add : room;
+	return add; /* only the start matters: does it carry a header? */
+}
+
+/*
+ * A stream quiet for idle_ms (ORBIT__ETCD_WATCH_IDLE_MS): ask its member
+ * for the cluster's revision (a serializable read: the member's own
+ * answer, within the client's timeout). An answer keeps the stream (a
+ * quiet fleet); none drops it for the next member. A reconnect instead
+ * would resume from an old revision, which a compaction meanwhile would
+ * turn into a lag that lost nothing.
+ */
+static void probe_start(orbit_etcd_watch_t *w)
+{
+	char url[256];
+
+	w->probe = curl_easy_init();
+	if (!w->probe)
+		return; /* no memory: the next idle period tries again */
+	w->probe_len = 0;
+	snprintf(url, sizeof(url), "%s/v3/kv/range", orbit__etcd_endpoint(w->e, w->ep));
+	curl_easy_setopt(w->probe, CURLOPT_URL, url);
+	curl_easy_setopt(w->probe, CURLOPT_POSTFIELDS,
+			 "{\"key\":\"AA==\",\"count_only\":true,\"serializable\":true}");
+	curl_easy_setopt(w->probe, CURLOPT_HTTPHEADER, w->hdr);
+	curl_easy_setopt(w->probe, CURLOPT_WRITEFUNCTION, on_probe);
+	curl_easy_setopt(w->probe, CURLOPT_WRITEDATA, w);
+	curl_easy_setopt(w->probe, CURLOPT_TIMEOUT_MS, (long)orbit__etcd_timeout_ms(w->e));
+	curl_easy_setopt(w->probe, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(w->probe, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (curl_multi_add_handle(w->multi, w->probe) != CURLM_OK) {
+		curl_easy_cleanup(w->probe);
+		w->probe = NULL;
+	}
+}
+
 /* Drop the stream and what it buffered; @failed: leave the member, pause before the next try. */
 static void drop(orbit_etcd_watch_t *w, bool failed)
 {
 	uint64_t now = now_ms();
 
+	probe_end(w);
 	if (w->easy) {
 		curl_multi_remove_handle(w->multi, w->easy);
 		curl_easy_cleanup(w->easy);
@@ -171,6 +231,7 @@ int orbit__etcd_watch_open(orbit_etcd_t *e, const void *prefix, size_t prefix_le
 		return -ENOMEM;
 	w->e = e;
 	w->next_rev = start_rev;
+	w->idle_ms = ORBIT__ETCD_WATCH_IDLE_MS;
 	w->down_since_ms = now_ms();
 	w->key_b64 = orbit__etcd_b64(prefix, prefix_len);
 	w->end_b64 = orbit__etcd_b64(end, n);
@@ -193,6 +254,7 @@ void orbit__etcd_watch_close(orbit_etcd_watch_t *w)
 {
 	if (!w)
 		return;
+	probe_end(w);
 	if (w->easy) {
 		curl_multi_remove_handle(w->multi, w->easy);
 		curl_easy_cleanup(w->easy);
@@ -217,6 +279,12 @@ void orbit__etcd_watch_restart(orbit_etcd_watch_t *w, int64_t start_rev, bool qu
 	w->next_rev = start_rev;
 	w->quiet = quiet_compaction;
 	w->retry_at_ms = 0;
+}
+
+void orbit__etcd_watch_set_idle_ms(orbit_etcd_watch_t *w, unsigned ms)
+{
+	if (w && ms)
+		w->idle_ms = ms;
 }
 
 int64_t orbit__etcd_watch_next_rev(const orbit_etcd_watch_t *w)
@@ -284,6 +352,14 @@ static int take_line(orbit_etcd_watch_t *w, const char *p, size_t n)
 		return rc;
 	}
 	evs = json_object_get(res, "events");
+	if (!json_array_size(evs) && w->created && !json_is_true(json_object_get(res, "created"))) {
+		int64_t rev = 0;
+
+		/* A progress notification: every event up to its header revision was sent */
+		orbit__etcd_json_i64(json_object_get(res, "header"), "revision", &rev);
+		if (rev >= w->next_rev)
+			w->next_rev = rev + 1;
+	}
 	if (json_is_array(evs) && json_array_size(evs) > 0) {
 		int64_t last = 0;
 
@@ -331,7 +407,7 @@ static int take_event(orbit_etcd_watch_t *w, struct orbit_etcd_event *ev)
 	return 0;
 }
 
-/* Drive the transfer once; notes its end. */
+/* Drive the transfers once; notes the stream's end and the probe's answer. */
 static void pump(orbit_etcd_watch_t *w)
 {
 	CURLMsg *m;
@@ -343,6 +419,21 @@ static void pump(orbit_etcd_watch_t *w)
 			/* any end of a watch stream is the member's doing: leave it */
 			w->ended = true;
 			w->end_failed = true;
+		} else if (m->msg == CURLMSG_DONE && m->easy_handle == w->probe) {
+			long status = 0;
+			bool alive = m->data.result == CURLE_OK;
+
+			curl_easy_getinfo(w->probe, CURLINFO_RESPONSE_CODE, &status);
+			w->probe_buf[w->probe_len] = '\0';
+			alive = alive && status == 200 && strstr(w->probe_buf, "\"header\"");
+			probe_end(w);
+			if (alive) {
+				w->last_byte_ms = now_ms(); /* a quiet fleet: keep the stream */
+				w->c.probes_ok++;
+			} else {
+				w->ended = true; /* the member does not answer: leave it */
+				w->end_failed = true;
+			}
 		}
 	}
 }
@@ -391,11 +482,8 @@ int orbit__etcd_watch_next(orbit_etcd_watch_t *w, struct orbit_etcd_event *ev)
 			     true); /* connected, or not, but never confirmed: a stopped member */
 			continue;
 		}
-		if (w->easy && w->created && now - w->last_byte_ms > ORBIT__ETCD_WATCH_IDLE_MS) {
-			w->c.idle_drops++;
-			drop(w, false);
-			continue;
-		}
+		if (w->easy && w->created && !w->probe && now - w->last_byte_ms > w->idle_ms)
+			probe_start(w); /* answered or not within the timeout: pump() says */
 		if (!w->easy) {
 			int rc;
 

@@ -15,12 +15,14 @@
  *
  * Reconnects. The stream ends when the member it talks to dies, loses its
  * leader (the request asks etcd to cancel it then: "hasleader"), cancels
- * it, or sends nothing for ORBIT__ETCD_WATCH_IDLE_MS (a stopped member
- * keeps a connection open). The watch then starts again from the revision
- * after the last event it delivered (start_revision = last + 1), on the
- * next endpoint when the member failed; a member that does not confirm
- * the watch within the client's timeout is left for the next. So a
- * reconnect neither loses nor repeats an event.
+ * it, or stays silent for ORBIT__ETCD_WATCH_IDLE_MS and then does not
+ * answer a read within the client's timeout (a stopped member keeps a
+ * connection open; a member that answers keeps its quiet stream). The
+ * watch then starts again from the revision after the last event it
+ * delivered (start_revision = last + 1; a progress notification moves
+ * that on), on the next endpoint when the member failed; a member that
+ * does not confirm the watch within the client's timeout is left for the
+ * next. So a reconnect neither loses nor repeats an event.
  *
  * Compaction: a start revision etcd no longer keeps is answered with the
  * compact revision; the watch reports that once (-ORBIT_ELAGGED: the
@@ -38,7 +40,7 @@
 
 #include "lib/etcd_client.h"
 
-/* A connected stream silent this long is dropped and started again (same endpoint). */
+/* A stream silent this long gets a liveness probe of its member (a read within the timeout). */
 #define ORBIT__ETCD_WATCH_IDLE_MS 10000u
 /* The pause after a failed attempt before the next one (every endpoint may be down). */
 #define ORBIT__ETCD_WATCH_RETRY_MS 100u
@@ -61,11 +63,11 @@ void orbit__etcd_event_free(struct orbit_etcd_event *ev);
 
 /* What a watch did so far (the caller's thread only). */
 struct orbit_etcd_watch_counters {
-	uint64_t events;     /* events handed out */
-	uint64_t connects;   /* streams started (the first included) */
-	uint64_t compacted;  /* compaction answers reported as a lag */
-	uint64_t failures;   /* attempts or streams that ended in an error */
-	uint64_t idle_drops; /* streams dropped for silence */
+	uint64_t events;    /* events handed out */
+	uint64_t connects;  /* streams started (the first included) */
+	uint64_t compacted; /* compaction answers reported as a lag */
+	uint64_t failures;  /* attempts or streams that ended in an error */
+	uint64_t probes_ok; /* quiet streams kept: their member answered the probe */
 };
 
 /*
@@ -98,6 +100,8 @@ int orbit__etcd_watch_next(orbit_etcd_watch_t *w, struct orbit_etcd_event *ev);
  */
 void orbit__etcd_watch_restart(orbit_etcd_watch_t *w, int64_t start_rev, bool quiet_compaction);
 
+/* Tests: the silence before a liveness probe (0: unchanged). */
+void orbit__etcd_watch_set_idle_ms(orbit_etcd_watch_t *w, unsigned ms);
 /* The revision the next (re)connect starts from: the last event handed out + 1. */
 int64_t orbit__etcd_watch_next_rev(const orbit_etcd_watch_t *w);
 /* The endpoint index the stream uses (or tries next). */

@@ -18,6 +18,7 @@
 
 #include <orbit/orbit.h>
 
+#include "lib/etcd_watch.h"
 #include "orbit_test.h"
 #include "orbit_test_etcd.h"
 
@@ -434,6 +435,146 @@ static void test_reader_fork_and_shm(void **state)
 }
 
 /* Compact the cluster's history up to its current revision (curl on the gateway). */
+static void compact_now(void);
+
+/* The watch below the reader (lib/etcd_watch.h): @n events within @ms into @ev. */
+static int watch_n(orbit_etcd_watch_t *w, struct orbit_etcd_event *ev, int n, int ms)
+{
+	uint64_t end = orbit_test_now_ns() + (uint64_t)ms * 1000000ull;
+	int got = 0;
+
+	while (got < n && orbit_test_now_ns() < end) {
+		int rc = orbit__etcd_watch_next(w, &ev[got]);
+
+		if (rc == 1)
+			got++;
+		else if (rc == 0 || rc == -ORBIT_EUNAVAILABLE)
+			usleep(5000);
+		else
+			fail_msg("watch: %s after %d events", orbit_err_name(rc), got);
+	}
+	return got;
+}
+
+/*
+ * A quiet stream is probed, not restarted: its member answers a read, so
+ * the stream stays (one connect), and a compaction of other keys' history
+ * meanwhile costs no lag; a later event arrives on it. A restart on
+ * silence would resume from the revision after the last event, which the
+ * compaction removed: a lag that lost nothing.
+ */
+static void test_watch_quiet_stream_is_probed_not_restarted(void **state)
+{
+	struct orbit_etcd_watch_counters c;
+	struct orbit_etcd_event ev[2];
+	orbit_etcd_watch_t *w;
+	orbit_etcd_t *e;
+	char fleet[64], other[64], prefix[96];
+	orbit_lock_t *L, *M;
+	orbit_lock_key_t k = K("q");
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_lease l;
+	int64_t rev = 0;
+
+	(void)state;
+	if (!have_cluster)
+		skip();
+	orbit_test_fleet(fleet, sizeof(fleet), "eq");
+	orbit_test_fleet(other, sizeof(other), "eq");
+	snprintf(prefix, sizeof(prefix), "orbit/%s/", fleet);
+	assert_int_equal(orbit__etcd_open(cluster.endpoints, 1000, &e), 0);
+	assert_int_equal(orbit__etcd_revision(e, &rev), 0);
+	assert_int_equal(orbit__etcd_watch_open(e, prefix, strlen(prefix), rev + 1, &w), 0);
+	orbit__etcd_watch_set_idle_ms(w, 200);
+	L = open_on(fleet, cluster.endpoints);
+	M = open_on(other, cluster.endpoints);
+	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 30 * SEC, &l, NULL), 0);
+	assert_int_equal(watch_n(w, ev, 1, 5000), 1);
+	orbit__etcd_event_free(&ev[0]);
+	/* quiet for our prefix; another fleet's writes move the revision on */
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(orbit_lock_try_acquire(M, &k, &a, 30 * SEC, &l, NULL), 0);
+		assert_int_equal(orbit_lock_release(M, &k, &a, l.token), 0);
+	}
+	compact_now();
+	assert_int_equal(watch_n(w, ev, 1, 1500), 0); /* > several idle periods */
+	assert_int_equal(orbit_lock_force_release(L, &k), 0);
+	/* the marker put, then the delete: on the same stream, no lag */
+	assert_int_equal(watch_n(w, ev, 2, 5000), 2);
+	assert_int_equal(ev[1].type, ORBIT_ETCD_DELETE);
+	orbit__etcd_event_free(&ev[0]);
+	orbit__etcd_event_free(&ev[1]);
+	orbit__etcd_watch_counters(w, &c);
+	assert_int_equal(c.connects, 1);
+	assert_int_equal(c.compacted, 0);
+	assert_true(c.probes_ok >= 2);
+	orbit__etcd_watch_close(w);
+	orbit__etcd_close(e);
+	orbit_lock_close(L);
+	orbit_lock_close(M);
+	unlink_fleet(fleet);
+	unlink_fleet(other);
+}
+
+/*
+ * A stopped member (SIGSTOP: its kernel keeps the connection, it answers
+ * nothing) is found by the probe of its quiet stream: no answer within the
+ * client's timeout, the watch moves to the next member and resumes where
+ * it was, so the events made meanwhile all arrive.
+ */
+static void test_watch_stopped_member_is_left(void **state)
+{
+	enum { N = 4 };
+	struct orbit_etcd_event ev[N + 1];
+	struct orbit_lock_lease l[N + 1];
+	orbit_lock_owner_t a = O("alice");
+	orbit_etcd_watch_t *w;
+	orbit_etcd_t *e;
+	char fleet[64], prefix[96], eps_r[600], eps_w[600], label[16];
+	int leader, follower, got;
+	int64_t rev = 0;
+	orbit_lock_t *W;
+
+	(void)state;
+	if (!have_cluster)
+		skip();
+	leader = orbit_test_etcd_leader(&cluster);
+	assert_true(leader >= 0);
+	follower = (leader + 1) % ORBIT_TEST_ETCD_MEMBERS;
+	endpoints_from(follower, eps_r, sizeof(eps_r));
+	endpoints_from(leader, eps_w, sizeof(eps_w));
+	orbit_test_fleet(fleet, sizeof(fleet), "ep");
+	snprintf(prefix, sizeof(prefix), "orbit/%s/", fleet);
+	assert_int_equal(orbit__etcd_open(eps_r, 1000, &e), 0);
+	assert_int_equal(orbit__etcd_revision(e, &rev), 0);
+	assert_int_equal(orbit__etcd_watch_open(e, prefix, strlen(prefix), rev + 1, &w), 0);
+	orbit__etcd_watch_set_idle_ms(w, 300);
+	W = open_on(fleet, eps_w);
+	for (int i = 0; i <= N; i++) {
+		orbit_lock_key_t k;
+
+		if (i == 1) {
+			assert_int_equal(watch_n(w, ev, 1, 5000), 1); /* the stream is up */
+			assert_int_equal(kill(cluster.pids[follower], SIGSTOP), 0);
+		}
+		snprintf(label, sizeof(label), "s%d", i);
+		k = K(label);
+		assert_int_equal(orbit_lock_try_acquire(W, &k, &a, 30 * SEC, &l[i], NULL), 0);
+	}
+	got = watch_n(w, ev + 1, N, 10000);
+	kill(cluster.pids[follower], SIGCONT);
+	assert_int_equal(got, N);
+	for (int i = 0; i <= N; i++) {
+		assert_int_equal(ev[i].kv.create_revision, (int64_t)l[i].token);
+		orbit__etcd_event_free(&ev[i]);
+	}
+	assert_int_equal(orbit__etcd_watch_endpoint(w), 1); /* moved on from the stopped one */
+	orbit__etcd_watch_close(w);
+	orbit__etcd_close(e);
+	orbit_lock_close(W);
+	unlink_fleet(fleet);
+}
+
 static void compact_now(void)
 {
 	char cmd[1024], u[200];
@@ -564,6 +705,8 @@ int main(void)
 		cmocka_unit_test(test_watch_survives_killed_member),
 		cmocka_unit_test(test_watch_member_without_leader_resumes),
 		cmocka_unit_test(test_reader_fork_and_shm),
+		cmocka_unit_test(test_watch_quiet_stream_is_probed_not_restarted),
+		cmocka_unit_test(test_watch_stopped_member_is_left),
 		cmocka_unit_test(test_watch_compacted_start_is_lag),
 		cmocka_unit_test(test_orbitctl_watch_json_on_etcd),
 	};

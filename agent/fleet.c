@@ -18,11 +18,16 @@
 #include <orbit/fleet.h>
 
 #include "agent/fleet_internal.h"
+#include "base/lock_backend.h"
 #include "base/options.h"
+#include "shm/fork_guard.h"
 #include "shm/lock_internal.h"
 #include "shm/segment_perm.h"
 #include "shm/spot_queue.h"
 #include "shm/stats.h"
+#ifdef ORBIT_HAVE_ETCD
+#include "lib/etcd_feed.h"
+#endif
 
 _Static_assert(ORBIT_STATS_MAX_COUNTERS == ORBIT_STATS_COUNTERS_MAX, "counter room agrees");
 _Static_assert(ORBIT_STATS_MAX_HISTS == ORBIT_STATS_HISTS_MAX, "histogram room agrees");
@@ -47,9 +52,12 @@ struct orbit_fleet {
 	orbit_lock_t *lock; /* NULL: no lock table */
 };
 
+/* A reader follows the fleet's ring (r) or, on an etcd lock, a watch (feed). */
 struct orbit_transition_reader {
-	orbit_ring_reader_t *r;
-	struct orbit_ring_event ev; /* ~4 KiB copy buffer: no allocation per next() */
+	orbit_ring_reader_t *r;	       /* NULL for a feed */
+	struct orbit__etcd_feed *feed; /* NULL for a ring */
+	pid_t opener;		       /* a feed's connection is this process's */
+	struct orbit_ring_event ev;    /* ~4 KiB copy buffer: no allocation per next() */
 };
 
 void orbit__fleet_ring_layout(struct orbit_ring_layout *out, const struct orbit_lock_layout *ll)
@@ -410,6 +418,34 @@ int orbit_fleet_reader_open(orbit_fleet_t *f, orbit_transition_reader_t **out)
 	return orbit__fleet_reader_wrap(f->ring, out);
 }
 
+int orbit_lock_reader_open(orbit_lock_t *lock, orbit_transition_reader_t **out)
+{
+	if (!lock || !out)
+		return -EINVAL;
+	if (orbit__lock_is_shm(lock))
+		return -EOPNOTSUPP; /* the SHM feed is the fleet's ring: fleet or agent reader */
+#ifdef ORBIT_HAVE_ETCD
+	orbit_transition_reader_t *tr;
+	int rc = orbit__fork_check(orbit__lock_base_of(lock)->opener);
+
+	if (rc)
+		return rc; /* the handle's connection is the parent's */
+	tr = calloc(1, sizeof(*tr));
+	if (!tr)
+		return -ENOMEM;
+	rc = orbit__etcd_feed_open(lock, &tr->feed);
+	if (rc) {
+		free(tr);
+		return rc;
+	}
+	tr->opener = orbit__self_pid();
+	*out = tr;
+	return 0;
+#else
+	return -EOPNOTSUPP; /* no other backend is built */
+#endif
+}
+
 /* Copy a validated ring event into the public form. */
 static void event_copy(struct orbit_transition_event *dst, const struct orbit_ring_event *src)
 {
@@ -440,6 +476,12 @@ int orbit_transition_reader_next(orbit_transition_reader_t *tr, struct orbit_tra
 
 	if (!tr || !ev)
 		return -EINVAL;
+#ifdef ORBIT_HAVE_ETCD
+	if (tr->feed) {
+		rc = orbit__fork_check(tr->opener);
+		return rc ? rc : orbit__etcd_feed_next(tr->feed, ev);
+	}
+#endif
 	/* The reader's own buffer keeps ~4 KiB off small thread stacks. */
 	rc = orbit__ring_reader_next(tr->r, &tr->ev, &lane);
 	if (rc == 0)
@@ -454,6 +496,12 @@ void orbit_transition_reader_counters(const orbit_transition_reader_t *tr, uint6
 {
 	struct orbit_ring_reader_counters c = { 0 };
 
+#ifdef ORBIT_HAVE_ETCD
+	if (tr && tr->feed) {
+		orbit__etcd_feed_counters(tr->feed, read, lagged, corrupt);
+		return;
+	}
+#endif
 	if (tr)
 		orbit__ring_reader_counters(tr->r, &c);
 	if (read)
@@ -466,6 +514,13 @@ void orbit_transition_reader_counters(const orbit_transition_reader_t *tr, uint6
 
 void orbit_transition_reader_rewind(orbit_transition_reader_t *tr)
 {
+#ifdef ORBIT_HAVE_ETCD
+	if (tr && tr->feed) {
+		if (!orbit__fork_check(tr->opener))
+			orbit__etcd_feed_rewind(tr->feed);
+		return;
+	}
+#endif
 	if (tr)
 		orbit__ring_reader_rewind(tr->r);
 }
@@ -509,6 +564,10 @@ void orbit_transition_reader_close(orbit_transition_reader_t *tr)
 {
 	if (!tr)
 		return;
+#ifdef ORBIT_HAVE_ETCD
+	/* In a forked child too: the parent's socket closes in this process only */
+	orbit__etcd_feed_close(tr->feed);
+#endif
 	orbit__ring_reader_close(tr->r);
 	free(tr);
 }

@@ -71,7 +71,8 @@ static void usage(FILE *f)
 		"                             while a member is alive (admin)\n"
 		"  help                       this text\n"
 		"options: --fleet NAME (or ORBIT_FLEET; default \"default\"; a fleet on etcd:\n"
-		"etcd://host:port[,host:port...][/NAME], for locks and force-release), --json\n"
+		"etcd://host:port[,host:port...][/NAME], for locks, watch (an etcd watch;\n"
+		"--replay: the history etcd keeps) and force-release), --json\n"
 		"(JSON for members, locks, stats, spots, fleets; JSON lines for watch),\n"
 		"--version, --mode MODE --group GROUP (a fleet shared with a group: 0640\n"
 		"or 0660 and the group's name or gid; default 0600 and the effective gid),\n"
@@ -639,22 +640,23 @@ static int by_revision(const void *a, const void *b)
 /* Frames read in one pass over the lanes, printed in revision order. */
 #define WATCH_BATCH 256
 
-static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms, bool replay, bool json)
+/*
+ * Follow @r (the fleet's ring, or an etcd fleet's watch; owned: closed
+ * here) and print what it reads; @name: the fleet as shown.
+ */
+static int watch_reader(orbit_transition_reader_t *r, const char *name, long count, long timeout_ms,
+			bool replay, bool json)
 {
 	struct orbit_transition_event *ev = malloc(WATCH_BATCH * sizeof(*ev));
-	orbit_transition_reader_t *r = NULL;
 	uint64_t end = timeout_ms > 0 ? now_ns(CLOCK_MONOTONIC) + (uint64_t)timeout_ms * 1000000ull
 				      : 0;
 	struct sigaction sa;
 	long seen = 0;
 	int rc;
 
-	if (!ev)
-		return fail("watch", orbit_fleet_name(f), -ENOMEM);
-	rc = orbit_fleet_reader_open(f, &r);
-	if (rc < 0) {
-		free(ev);
-		return fail("opening the transition ring", orbit_fleet_name(f), rc);
+	if (!ev) {
+		orbit_transition_reader_close(r);
+		return fail("watch", name, -ENOMEM);
 	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -665,7 +667,7 @@ static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms, bool replay,
 	if (replay)
 		orbit_transition_reader_rewind(r);
 	if (!json) {
-		printf("watching fleet %s%s (Ctrl-C stops)\n", orbit_fleet_name(f),
+		printf("watching fleet %s%s (Ctrl-C stops)\n", name,
 		       replay ? ", retained frames first" : "");
 		printf("%-12s %-13s %-7s %-4s %-7s %-18s %s\n", "TIME", "TYPE", "REV", "LANE",
 		       "PID", "KEY", "OWNER");
@@ -687,6 +689,15 @@ static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms, bool replay,
 					       ev[n].lane);
 				seen++;
 				continue;
+			}
+			if (rc == -ORBIT_EUNAVAILABLE) {
+				/* etcd: no member for a while; the watch resumes where it was */
+				if (json)
+					printf("{\"unavailable\":true}\n");
+				else
+					printf("UNAVAILABLE: no etcd member answers; still trying, "
+					       "nothing will be missed\n");
+				break;
 			}
 			if (rc < 0) {
 				if (json)
@@ -713,6 +724,16 @@ static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms, bool replay,
 	orbit_transition_reader_close(r);
 	free(ev);
 	return EXIT_OK;
+}
+
+static int cmd_watch(orbit_fleet_t *f, long count, long timeout_ms, bool replay, bool json)
+{
+	orbit_transition_reader_t *r = NULL;
+	int rc = orbit_fleet_reader_open(f, &r);
+
+	if (rc < 0)
+		return fail("opening the transition ring", orbit_fleet_name(f), rc);
+	return watch_reader(r, orbit_fleet_name(f), count, timeout_ms, replay, json);
 }
 
 /* ---- stats ---- */
@@ -2001,16 +2022,19 @@ static const struct option_spec {
  * locks reads (serializable range: works without quorum too); force-release
  * writes.
  */
-static int cmd_etcd(const char *url, const struct command *cmd, const char *key, unsigned given)
+static int cmd_etcd(const char *url, const struct command *cmd, const char *key, unsigned given,
+		    long count, long timeout_ms)
 {
 	struct orbit_lock_options o;
+	orbit_transition_reader_t *r;
 	orbit_lock_t *lock;
 	int rc;
 
-	if (strcmp(cmd->name, "locks") && strcmp(cmd->name, "force-release")) {
+	if (strcmp(cmd->name, "locks") && strcmp(cmd->name, "force-release") &&
+	    strcmp(cmd->name, "watch")) {
 		fprintf(stderr,
 			"%s: '%s' reads a fleet's segments on this host; an etcd fleet "
-			"(%s) has locks only: use 'locks' or 'force-release'\n",
+			"(%s) has locks only: use 'locks', 'watch' or 'force-release'\n",
 			prog, cmd->name, url);
 		return EXIT_USAGE;
 	}
@@ -2026,10 +2050,16 @@ static int cmd_etcd(const char *url, const struct command *cmd, const char *key,
 	}
 	if (rc < 0)
 		return fail("opening", url, rc);
-	if (!strcmp(cmd->name, "locks"))
+	if (!strcmp(cmd->name, "locks")) {
 		rc = cmd_locks(lock, url, given & OPT_WIDE, given & OPT_JSON);
-	else
+	} else if (!strcmp(cmd->name, "watch")) {
+		rc = orbit_lock_reader_open(lock, &r); /* an etcd watch on the fleet's keys */
+		rc = rc < 0 ? fail("watching", url, rc)
+			    : watch_reader(r, url, count, timeout_ms, given & OPT_REPLAY,
+					   given & OPT_JSON);
+	} else {
 		rc = cmd_force_release(lock, url, key);
+	}
 	orbit_lock_close(lock);
 	return rc;
 }
@@ -2201,7 +2231,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd->name, "fleets"))
 		return cmd_fleets(given & OPT_JSON, &fo);
 	if (!strncmp(fleet, "etcd://", 7))
-		return cmd_etcd(fleet, cmd, key, given);
+		return cmd_etcd(fleet, cmd, key, given, count, timeout_ms);
 	fo.fleet = fleet;
 	if (!strcmp(cmd->name, "unlink"))
 		return cmd_unlink(&fo);

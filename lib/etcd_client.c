@@ -134,7 +134,7 @@ static int b64_decode(const char *s, uint8_t **out, size_t *len)
 /* ---- JSON helpers ---- */
 
 /* An int64 the gateway sends as a string (or, for some fields, a number); 0 if absent. */
-static int json_i64(json_t *o, const char *field, int64_t *v)
+int orbit__etcd_json_i64(json_t *o, const char *field, int64_t *v)
 {
 	json_t *x = json_object_get(o, field);
 
@@ -173,7 +173,7 @@ void orbit__etcd_kv_free(struct orbit_etcd_kv *kv)
 	kv->key = kv->value = NULL;
 }
 
-static int kv_parse(json_t *j, struct orbit_etcd_kv *kv)
+int orbit__etcd_kv_parse(json_t *j, struct orbit_etcd_kv *kv)
 {
 	json_t *k = json_object_get(j, "key"), *v = json_object_get(j, "value");
 	int rc;
@@ -181,9 +181,10 @@ static int kv_parse(json_t *j, struct orbit_etcd_kv *kv)
 	memset(kv, 0, sizeof(*kv));
 	if (!json_is_string(k))
 		return -EPROTO;
-	if (json_i64(j, "create_revision", &kv->create_revision) ||
-	    json_i64(j, "mod_revision", &kv->mod_revision) ||
-	    json_i64(j, "version", &kv->version) || json_i64(j, "lease", &kv->lease))
+	if (orbit__etcd_json_i64(j, "create_revision", &kv->create_revision) ||
+	    orbit__etcd_json_i64(j, "mod_revision", &kv->mod_revision) ||
+	    orbit__etcd_json_i64(j, "version", &kv->version) ||
+	    orbit__etcd_json_i64(j, "lease", &kv->lease))
 		return -EPROTO;
 	rc = b64_decode(json_string_value(k), &kv->key, &kv->key_len);
 	if (rc)
@@ -231,7 +232,7 @@ static int grpc_error(json_t *j)
 {
 	int64_t code = 0;
 
-	json_i64(j, "code", &code);
+	orbit__etcd_json_i64(j, "code", &code);
 	switch (code) {
 	case 5:
 		return -ENOENT;
@@ -253,7 +254,7 @@ static void note_revision(orbit_etcd_t *e, json_t *j)
 	json_t *h = json_object_get(j, "header");
 	int64_t rev = 0;
 
-	if (h && !json_i64(h, "revision", &rev) && rev > e->max_rev)
+	if (h && !orbit__etcd_json_i64(h, "revision", &rev) && rev > e->max_rev)
 		e->max_rev = rev;
 }
 
@@ -417,7 +418,7 @@ static int header_revision(json_t *j, int64_t *rev)
 {
 	json_t *h = json_object_get(j, "header");
 
-	return h ? json_i64(h, "revision", rev) : -EPROTO;
+	return h ? orbit__etcd_json_i64(h, "revision", rev) : -EPROTO;
 }
 
 int orbit__etcd_revision(orbit_etcd_t *e, int64_t *rev)
@@ -447,9 +448,9 @@ int orbit__etcd_lease_grant(orbit_etcd_t *e, int64_t ttl_s, int64_t *id, int64_t
 	rc = call(e, "/v3/lease/grant", json_pack("{s:s}", "TTL", ttl), &j);
 	if (rc)
 		return rc;
-	rc = json_i64(j, "ID", id);
+	rc = orbit__etcd_json_i64(j, "ID", id);
 	if (!rc && granted_s)
-		rc = json_i64(j, "TTL", granted_s);
+		rc = orbit__etcd_json_i64(j, "TTL", granted_s);
 	if (!rc && *id == 0)
 		rc = -EPROTO;
 	json_decref(j);
@@ -477,7 +478,7 @@ int orbit__etcd_lease_keepalive(orbit_etcd_t *e, int64_t id, int64_t *ttl_s)
 	if (rc)
 		return rc;
 	res = json_object_get(j, "result");
-	rc = res ? json_i64(res, "TTL", &ttl) : -EPROTO;
+	rc = res ? orbit__etcd_json_i64(res, "TTL", &ttl) : -EPROTO;
 	json_decref(j);
 	if (rc)
 		return rc;
@@ -499,7 +500,7 @@ int orbit__etcd_lease_ttl(orbit_etcd_t *e, int64_t id, int64_t *left_s)
 	rc = call(e, "/v3/lease/timetolive", id_body(id), &j);
 	if (rc)
 		return rc;
-	rc = json_i64(j, "TTL", &ttl);
+	rc = orbit__etcd_json_i64(j, "TTL", &ttl);
 	json_decref(j);
 	if (rc)
 		return rc;
@@ -522,11 +523,23 @@ int orbit__etcd_lease_revoke(orbit_etcd_t *e, int64_t id)
 	return rc;
 }
 
-/* The first response of a transaction answer, and whether it succeeded. */
-static int txn_result(json_t *j, int *succeeded, json_t **first)
+/*
+ * Send transaction @body (consumed; NULL: it could not be built, -ENOMEM);
+ * the answer in *@j (the caller frees it), whether it succeeded, and its
+ * first response (NULL: none).
+ */
+static int txn(orbit_etcd_t *e, json_t *body, json_t **j, int *succeeded, json_t **first)
 {
-	json_t *s = json_object_get(j, "succeeded"), *r = json_object_get(j, "responses");
+	json_t *s, *r;
+	int rc;
 
+	if (!body)
+		return -ENOMEM;
+	rc = call(e, "/v3/kv/txn", body, j);
+	if (rc)
+		return rc;
+	s = json_object_get(*j, "succeeded");
+	r = json_object_get(*j, "responses");
 	*succeeded = json_is_true(s);
 	*first = json_is_array(r) && json_array_size(r) > 0 ? json_array_get(r, 0) : NULL;
 	return 0;
@@ -551,12 +564,9 @@ int orbit__etcd_create(orbit_etcd_t *e, const void *key, size_t key_len, const v
 			 "result", "EQUAL", "target", "CREATE", "key", k, "create_revision", "0",
 			 "success", "request_put", put, "failure", "request_range", "key", k);
 	json_decref(k);
-	if (!body)
-		return -ENOMEM;
-	rc = call(e, "/v3/kv/txn", body, &j);
+	rc = txn(e, body, &j, &ok, &first);
 	if (rc)
 		return rc;
-	txn_result(j, &ok, &first);
 	if (ok) {
 		/* The put created the key at the transaction's revision. */
 		rc = header_revision(j, create_rev);
@@ -569,7 +579,7 @@ int orbit__etcd_create(orbit_etcd_t *e, const void *key, size_t key_len, const v
 		json_decref(j);
 		return -EPROTO;
 	}
-	rc = cur ? kv_parse(json_array_get(kvs, 0), cur) : 0;
+	rc = cur ? orbit__etcd_kv_parse(json_array_get(kvs, 0), cur) : 0;
 	json_decref(j);
 	return rc ? rc : 0;
 }
@@ -591,7 +601,7 @@ int orbit__etcd_get(orbit_etcd_t *e, const void *key, size_t key_len, int serial
 		json_decref(j);
 		return 0;
 	}
-	rc = kv_parse(json_array_get(kvs, 0), out);
+	rc = orbit__etcd_kv_parse(json_array_get(kvs, 0), out);
 	json_decref(j);
 	return rc ? rc : 1;
 }
@@ -613,12 +623,9 @@ int orbit__etcd_delete_if(orbit_etcd_t *e, const void *key, size_t key_len, int6
 			 "value", json_b64(value ? value : "", value_len), "success",
 			 "request_delete_range", "key", k);
 	json_decref(k);
-	if (!body)
-		return -ENOMEM;
-	rc = call(e, "/v3/kv/txn", body, &j);
+	rc = txn(e, body, &j, &ok, &first);
 	if (rc)
 		return rc;
-	txn_result(j, &ok, &first);
 	json_decref(j);
 	return ok ? 1 : 0;
 }
@@ -634,13 +641,13 @@ int orbit__etcd_delete(orbit_etcd_t *e, const void *key, size_t key_len)
 	rc = call(e, "/v3/kv/deleterange", json_pack("{s:o}", "key", json_b64(key, key_len)), &j);
 	if (rc)
 		return rc;
-	rc = json_i64(j, "deleted", &deleted);
+	rc = orbit__etcd_json_i64(j, "deleted", &deleted);
 	json_decref(j);
 	return rc ? rc : (int)deleted;
 }
 
 /* range_end of a prefix: its last byte below 0xff incremented (etcd's rule); 0: none. */
-static size_t range_end(const void *prefix, size_t prefix_len, uint8_t *end)
+size_t orbit__etcd_range_end(const void *prefix, size_t prefix_len, uint8_t *end)
 {
 	size_t n = prefix_len;
 
@@ -663,7 +670,7 @@ int orbit__etcd_range_prefix(orbit_etcd_t *e, const void *prefix, size_t prefix_
 
 	if (!e || !prefix || !prefix_len || prefix_len > sizeof(end) || !fn)
 		return -EINVAL;
-	n = range_end(prefix, prefix_len, end);
+	n = orbit__etcd_range_end(prefix, prefix_len, end);
 	if (n == 0)
 		return -EINVAL; /* an all-0xff prefix: not one orbit makes */
 	body = json_pack("{s:o, s:o, s:b}", "key", json_b64(prefix, prefix_len), "range_end",
@@ -680,7 +687,7 @@ int orbit__etcd_range_prefix(orbit_etcd_t *e, const void *prefix, size_t prefix_
 		struct orbit_etcd_kv kv;
 		int stop;
 
-		rc = kv_parse(json_array_get(kvs, i), &kv);
+		rc = orbit__etcd_kv_parse(json_array_get(kvs, i), &kv);
 		if (rc) {
 			json_decref(j);
 			return rc;
@@ -695,11 +702,20 @@ int orbit__etcd_range_prefix(orbit_etcd_t *e, const void *prefix, size_t prefix_
 	return count;
 }
 
+/* The request_put of @p (NULL: none; NULL answer also when out of memory). */
+static json_t *put_op(const struct orbit_etcd_put *p)
+{
+	return p ? json_pack("{s:{s:o, s:o}}", "request_put", "key", json_b64(p->key, p->key_len),
+			     "value", json_b64(p->value, p->value_len))
+		 : NULL;
+}
+
 int orbit__etcd_txn_owned(orbit_etcd_t *e, const void *key, size_t key_len, int64_t create_rev,
 			  const void *value, size_t value_len, enum orbit_etcd_op op, int64_t lease,
-			  struct orbit_etcd_kv *cur, int64_t *rev)
+			  const struct orbit_etcd_put *also, struct orbit_etcd_kv *cur,
+			  int64_t *rev)
 {
-	json_t *k, *cmp, *then, *body, *j, *first, *kvs;
+	json_t *k, *cmp, *then, *body, *j, *first, *kvs, *extra = put_op(also);
 	char num[24];
 	int ok, rc;
 
@@ -731,30 +747,82 @@ int orbit__etcd_txn_owned(orbit_etcd_t *e, const void *key, size_t key_len, int6
 	default:
 		then = NULL;
 	}
-	/* success: the key as it was, then @op; failure: the key as it is */
-	body = cmp && then ? json_pack("{s:o, s:[{s:{s:O}}, o], s:[{s:{s:O}}]}", "compare", cmp,
-				       "success", "request_range", "key", k, then, "failure",
-				       "request_range", "key", k)
-			   : NULL;
-	if (!body) {
-		json_decref(cmp);
-		json_decref(then);
-	}
+	/* success: the key as it was, then @also, then @op; failure: the key as it is */
+	body = cmp && then && (extra || !also)
+		   ? json_pack("{s:O, s:[{s:{s:O}}], s:[{s:{s:O}}]}", "compare", cmp, "success",
+			       "request_range", "key", k, "failure", "request_range", "key", k)
+		   : NULL;
+	if (body && extra) /* append_new consumes its value, also when it fails */
+		json_array_append_new(json_object_get(body, "success"), json_incref(extra));
+	if (body)
+		json_array_append_new(json_object_get(body, "success"), json_incref(then));
+	json_decref(cmp);
+	json_decref(then);
+	json_decref(extra);
 	json_decref(k);
-	if (!body)
-		return -ENOMEM;
-	rc = call(e, "/v3/kv/txn", body, &j);
+	rc = txn(e, body, &j, &ok, &first);
 	if (rc)
 		return rc;
-	txn_result(j, &ok, &first);
 	rc = rev ? header_revision(j, rev) : 0;
 	kvs = first ? json_object_get(json_object_get(first, "response_range"), "kvs") : NULL;
 	if (!rc && json_is_array(kvs) && json_array_size(kvs) == 1)
-		rc = kv_parse(json_array_get(kvs, 0), cur);
+		rc = orbit__etcd_kv_parse(json_array_get(kvs, 0), cur);
 	else if (!rc && ok)
 		rc = -EPROTO; /* compared equal, so the key existed: one txn cannot lose it */
 	json_decref(j);
 	return rc ? rc : ok;
+}
+
+int orbit__etcd_delete_with(orbit_etcd_t *e, const void *key, size_t key_len,
+			    const struct orbit_etcd_put *also)
+{
+	json_t *k, *body, *j, *first, *extra;
+	int64_t deleted = 0;
+	int ok, rc;
+
+	if (!e || !key || !key_len || !also)
+		return -EINVAL;
+	k = json_b64(key, key_len);
+	extra = put_op(also);
+	/* compare: create_revision(key) > 0, i.e. the key exists */
+	body = k && extra
+		   ? json_pack("{s:[{s:s, s:s, s:O, s:s}], s:[O, {s:{s:O}}]}", "compare", "result",
+			       "GREATER", "target", "CREATE", "key", k, "create_revision", "0",
+			       "success", extra, "request_delete_range", "key", k)
+		   : NULL;
+	json_decref(extra);
+	json_decref(k);
+	rc = txn(e, body, &j, &ok, &first);
+	if (rc)
+		return rc;
+	if (ok) {
+		json_t *r = json_array_get(json_object_get(j, "responses"), 1);
+
+		rc = orbit__etcd_json_i64(json_object_get(r, "response_delete_range"), "deleted",
+					  &deleted);
+	}
+	json_decref(j);
+	return rc ? rc : (int)deleted;
+}
+
+unsigned orbit__etcd_endpoint_count(const orbit_etcd_t *e)
+{
+	return e->n;
+}
+
+const char *orbit__etcd_endpoint(const orbit_etcd_t *e, unsigned i)
+{
+	return i < e->n ? e->endpoints[i] : NULL;
+}
+
+unsigned orbit__etcd_timeout_ms(const orbit_etcd_t *e)
+{
+	return e->timeout_ms;
+}
+
+char *orbit__etcd_b64(const void *p, size_t n)
+{
+	return b64_encode(p, n);
 }
 
 int orbit__etcd_delete_prefix(orbit_etcd_t *e, const void *prefix, size_t prefix_len)
@@ -767,7 +835,7 @@ int orbit__etcd_delete_prefix(orbit_etcd_t *e, const void *prefix, size_t prefix
 
 	if (!e || !prefix || !prefix_len || prefix_len > sizeof(end))
 		return -EINVAL;
-	n = range_end(prefix, prefix_len, end);
+	n = orbit__etcd_range_end(prefix, prefix_len, end);
 	if (!n)
 		return -EINVAL;
 	body = json_pack("{s:o, s:o}", "key", json_b64(prefix, prefix_len), "range_end",
@@ -775,7 +843,7 @@ int orbit__etcd_delete_prefix(orbit_etcd_t *e, const void *prefix, size_t prefix
 	rc = call(e, "/v3/kv/deleterange", body, &j);
 	if (rc)
 		return rc;
-	rc = json_i64(j, "deleted", &deleted);
+	rc = orbit__etcd_json_i64(j, "deleted", &deleted);
 	json_decref(j);
 	return rc ? rc : (int)deleted;
 }

@@ -122,9 +122,22 @@ enum orbit_etcd_op {
 };
 
 /*
+ * A put a transaction makes before its own operation, when it succeeds
+ * (the lock backend's delete marker: doc/orbit-lock.md, "The transition
+ * feed on etcd"). Its key must not be the transaction's key.
+ */
+struct orbit_etcd_put {
+	const void *key;
+	size_t key_len;
+	const void *value;
+	size_t value_len;
+};
+
+/*
  * orbit__etcd_txn_owned - one transaction on @key: if its value is
  * @value and (when @create_rev is non-zero) its create revision is
- * @create_rev, do @op. Either way *@cur receives the key as it was before
+ * @create_rev, do @also (NULL: nothing), then @op, both at one revision
+ * (a watch sees @also's event first). Either way *@cur receives the key as it was before
  * @op (create_revision 0 in *@cur: no such key); free it with
  * orbit__etcd_kv_free(). *@rev (NULL: not wanted): the revision of the
  * answer (the one @op made when it made one).
@@ -133,7 +146,16 @@ enum orbit_etcd_op {
  */
 int orbit__etcd_txn_owned(orbit_etcd_t *e, const void *key, size_t key_len, int64_t create_rev,
 			  const void *value, size_t value_len, enum orbit_etcd_op op, int64_t lease,
-			  struct orbit_etcd_kv *cur, int64_t *rev);
+			  const struct orbit_etcd_put *also, struct orbit_etcd_kv *cur,
+			  int64_t *rev);
+
+/*
+ * orbit__etcd_delete_with - one transaction: if @key exists, put @also
+ * and delete @key (one revision; a watch sees the put first). Returns the
+ * number deleted (0 or 1) or a negative code.
+ */
+int orbit__etcd_delete_with(orbit_etcd_t *e, const void *key, size_t key_len,
+			    const struct orbit_etcd_put *also);
 
 /*
  * orbit__etcd_op_deadline - bound every later call of this thread, on any
@@ -148,5 +170,25 @@ uint64_t orbit__etcd_now_ms(void);
 
 /* The highest cluster revision any answer to @e carried (0: none yet). */
 int64_t orbit__etcd_revision_seen(orbit_etcd_t *e);
+
+/*
+ * What lib/etcd_watch.c shares with the calls above: the client's
+ * endpoints (index < orbit__etcd_endpoint_count()) and bound, the
+ * gateway's byte encoding, a prefix's range end, and one key-value of an
+ * answer ("kv" or "prev_kv" objects) parsed like a range's.
+ * Context: any thread; no syscall; the endpoints never change after open.
+ */
+unsigned orbit__etcd_endpoint_count(const orbit_etcd_t *e);
+const char *orbit__etcd_endpoint(const orbit_etcd_t *e, unsigned i);
+unsigned orbit__etcd_timeout_ms(const orbit_etcd_t *e);
+/* base64 of @n bytes, malloc'd (NULL: no memory). */
+char *orbit__etcd_b64(const void *p, size_t n);
+/* etcd's range end of @prefix into @end (room for @prefix_len); 0: none (all 0xff). */
+size_t orbit__etcd_range_end(const void *prefix, size_t prefix_len, uint8_t *end);
+struct json_t;
+/* Returns 0, -EPROTO (not a key-value of the gateway's form), -ENOMEM. */
+int orbit__etcd_kv_parse(struct json_t *j, struct orbit_etcd_kv *kv);
+/* An int64 field of @o (a JSON string or number; 0 when absent). Returns 0 or -EPROTO. */
+int orbit__etcd_json_i64(struct json_t *o, const char *field, int64_t *v);
 
 #endif /* ORBIT_LIB_ETCD_CLIENT_H */

@@ -49,6 +49,8 @@ struct etcd_lock {
 	orbit_etcd_t *etcd;
 	char prefix[PREFIX_MAX]; /* "orbit/<fleet>/lock-<kind>/" */
 	size_t prefix_len;
+	char mark[PREFIX_MAX + sizeof(ORBIT__ETCD_MARK)]; /* prefix + ORBIT__ETCD_MARK */
+	size_t mark_len;
 	unsigned timeout_ms;
 	bool readonly;
 	/* the cluster's minimum TTL as grants revealed it (0: none seen); relaxed: a hint */
@@ -154,6 +156,25 @@ static int check_ttl_call(struct etcd_lock *l, const orbit_lock_key_t *key,
  * Returns 0, -ENOENT (the lease is gone: the entry expired, @e filled
  * with expired set), -ORBIT_ECORRUPT, or a client error.
  */
+int orbit__lock_etcd_key_parse(const char *prefix, size_t prefix_len, const uint8_t *key,
+			       size_t key_len, size_t *ns_len, size_t *rest)
+{
+	const uint8_t *p = key + prefix_len;
+
+	*ns_len = 0;
+	if (key_len < prefix_len + 5 || memcmp(key, prefix, prefix_len) || p[4] != '/')
+		return -ORBIT_ECORRUPT;
+	for (int i = 0; i < 4; i++) {
+		const char *hex = "0123456789abcdef", *d = p[i] ? strchr(hex, p[i]) : NULL;
+
+		if (!d)
+			return -ORBIT_ECORRUPT;
+		*ns_len = *ns_len * 16 + (size_t)(d - hex);
+	}
+	*rest = key_len - prefix_len - 5;
+	return *ns_len < *rest && *rest <= ORBIT_LOCK_BYTES_MAX ? 0 : -ORBIT_ECORRUPT;
+}
+
 static int kv_to_entry(struct etcd_lock *l, const struct orbit_etcd_kv *kv,
 		       struct orbit_lock_entry *e)
 {
@@ -162,18 +183,9 @@ static int kv_to_entry(struct etcd_lock *l, const struct orbit_etcd_kv *kv,
 	int64_t left = 0;
 	int rc = 0;
 
-	if (kv->key_len < l->prefix_len + 5 || memcmp(kv->key, l->prefix, l->prefix_len) ||
-	    p[4] != '/')
-		goto corrupt;
-	for (int i = 0; i < 4; i++) {
-		const char *hex = "0123456789abcdef", *d = p[i] ? strchr(hex, p[i]) : NULL;
-
-		if (!d)
-			goto corrupt;
-		ns_len = ns_len * 16 + (size_t)(d - hex);
-	}
-	rest = kv->key_len - l->prefix_len - 5;
-	if (ns_len >= rest || !kv->value_len || rest + kv->value_len > ORBIT_LOCK_BYTES_MAX ||
+	if (orbit__lock_etcd_key_parse(l->prefix, l->prefix_len, kv->key, kv->key_len, &ns_len,
+				       &rest) ||
+	    !kv->value_len || rest + kv->value_len > ORBIT_LOCK_BYTES_MAX ||
 	    kv->create_revision <= 0)
 		goto corrupt;
 	e->token = (uint64_t)kv->create_revision;
@@ -281,7 +293,7 @@ static int e_renew(orbit_lock_t *lk, const orbit_lock_key_t *key, const orbit_lo
 	kl = orbit__lock_etcd_key(k, sizeof(k), l->prefix, key);
 	op_begin(l);
 	rc = orbit__etcd_txn_owned(l->etcd, k, kl, (int64_t)token, owner->bytes, owner->len,
-				   ORBIT_ETCD_OP_TOUCH, 0, &cur, &rev);
+				   ORBIT_ETCD_OP_TOUCH, 0, NULL, &cur, &rev);
 	if (rc == 0)
 		rc = not_owned(l, &cur);
 	if (rc != 1)
@@ -301,8 +313,8 @@ static int e_renew(orbit_lock_t *lk, const orbit_lock_key_t *key, const orbit_lo
 			goto out_kv;
 		learn_min(l, secs, granted);
 		rc = orbit__etcd_txn_owned(l->etcd, k, kl, cur.create_revision, owner->bytes,
-					   owner->len, ORBIT_ETCD_OP_RELEASE_TO_LEASE, nid, &again,
-					   &rev);
+					   owner->len, ORBIT_ETCD_OP_RELEASE_TO_LEASE, nid, NULL,
+					   &again, &rev);
 		if (rc == 0) {
 			orbit__etcd_lease_revoke(l->etcd, nid);
 			rc = not_owned(l, &again);
@@ -330,15 +342,29 @@ out:
 }
 
 /*
+ * The delete marker: a release and a force_release put the fleet's
+ * marker key (prefix + ORBIT__ETCD_MARK) in the transaction that deletes,
+ * before the delete, so the transition feed (lib/etcd_feed.c) sees, at
+ * the delete's revision, who deleted: a delete without it is a lease that
+ * ran out. l->mark holds the key; its value names the operation.
+ */
+static void mark_put(struct etcd_lock *l, struct orbit_etcd_put *p, const char *what)
+{
+	*p = (struct orbit_etcd_put){ l->mark, l->mark_len, what, strlen(what) };
+}
+
+/*
  * release: one transaction compares the owner and (when given) the token
  * - the key's create revision, so a retried release never frees a newer
- * tenure of the same owner - and deletes. The tenure's lease is left to
- * run out (it holds nothing): revoking it would cost a round trip.
+ * tenure of the same owner - and puts the delete marker and deletes. The
+ * tenure's lease is left to run out (it holds nothing): revoking it would
+ * cost a round trip.
  */
 static int e_release(orbit_lock_t *lk, const orbit_lock_key_t *key, const orbit_lock_owner_t *owner,
 		     uint64_t token)
 {
 	struct etcd_lock *l = E(lk);
+	struct orbit_etcd_put mark;
 	struct orbit_etcd_kv cur;
 	char k[KEY_MAX];
 	size_t kl;
@@ -350,8 +376,9 @@ static int e_release(orbit_lock_t *lk, const orbit_lock_key_t *key, const orbit_
 		return -EPERM; /* no revision is that large: no tenure carries it */
 	kl = orbit__lock_etcd_key(k, sizeof(k), l->prefix, key);
 	op_begin(l);
+	mark_put(l, &mark, ORBIT__ETCD_MARK_RELEASE);
 	rc = orbit__etcd_txn_owned(l->etcd, k, kl, (int64_t)token, owner->bytes, owner->len,
-				   ORBIT_ETCD_OP_DELETE, 0, &cur, NULL);
+				   ORBIT_ETCD_OP_DELETE, 0, &mark, &cur, NULL);
 	if (rc == 0) {
 		rc = not_owned(l, &cur);
 	} else if (rc == 1) {
@@ -366,6 +393,7 @@ static int e_release(orbit_lock_t *lk, const orbit_lock_key_t *key, const orbit_
 static int e_force_release(orbit_lock_t *lk, const orbit_lock_key_t *key)
 {
 	struct etcd_lock *l = E(lk);
+	struct orbit_etcd_put mark;
 	char k[KEY_MAX];
 	size_t kl;
 	int rc = check_mutation(l, key, NULL);
@@ -373,8 +401,9 @@ static int e_force_release(orbit_lock_t *lk, const orbit_lock_key_t *key)
 	if (rc)
 		return rc;
 	kl = orbit__lock_etcd_key(k, sizeof(k), l->prefix, key);
+	mark_put(l, &mark, ORBIT__ETCD_MARK_FORCE);
 	op_begin(l);
-	rc = orbit__etcd_delete(l->etcd, k, kl);
+	rc = orbit__etcd_delete_with(l->etcd, k, kl, &mark);
 	op_end();
 	if (rc == 0) {
 		stat_inc(l, ST_NOT_FOUND);
@@ -430,7 +459,11 @@ static int foreach_kv(const struct orbit_etcd_kv *kv, void *p)
 {
 	struct foreach_ctx *c = p;
 	struct orbit_lock_entry e;
-	int rc = kv_to_entry(c->l, kv, &e);
+	int rc;
+
+	if (kv->key_len == c->l->mark_len && !memcmp(kv->key, c->l->mark, c->l->mark_len))
+		return 0; /* the delete marker (mark_put()): no lock */
+	rc = kv_to_entry(c->l, kv, &e);
 
 	if (rc == -ORBIT_ECORRUPT)
 		return 0; /* not ours: counted (corrupt_slots), skipped as SHM skips such slots */
@@ -538,6 +571,8 @@ int orbit__lock_etcd_open(const struct orbit__etcd_lock_cfg *cfg, orbit_lock_t *
 	if (rc < 0)
 		goto err_free;
 	l->prefix_len = (size_t)rc;
+	l->mark_len = (size_t)snprintf(l->mark, sizeof(l->mark), "%s%s", l->prefix,
+				       ORBIT__ETCD_MARK);
 	rc = orbit__etcd_open(cfg->endpoints, cfg->timeout_ms, &l->etcd);
 	if (rc)
 		goto err_free;
@@ -555,6 +590,17 @@ err_close:
 err_free:
 	free(l);
 	return rc;
+}
+
+int orbit__lock_etcd_parts(orbit_lock_t *lock, orbit_etcd_t **etcd, const char **prefix,
+			   const char **mark)
+{
+	if (!lock || orbit__lock_base_of(lock)->ops != &orbit__lock_etcd_ops)
+		return -EINVAL;
+	*etcd = E(lock)->etcd;
+	*prefix = E(lock)->prefix;
+	*mark = E(lock)->mark;
+	return 0;
 }
 
 int orbit__lock_etcd_unlink(const struct orbit__etcd_lock_cfg *cfg)

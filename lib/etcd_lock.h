@@ -28,6 +28,18 @@ struct orbit__etcd_lock_cfg {
 extern const struct orbit__lock_ops orbit__lock_etcd_ops;
 
 /*
+ * The delete marker: the key prefix + ORBIT__ETCD_MARK ('!' sorts before
+ * every lock key's hex digits) is put, with the operation's name as its
+ * value, by the transaction of every release and force_release, before
+ * its delete. The transition feed (lib/etcd_feed.c) tells a release from
+ * a force release and from a lease that ran out by it: doc/orbit-lock.md,
+ * "The transition feed on etcd". foreach skips it; unlink deletes it.
+ */
+#define ORBIT__ETCD_MARK "!deleted-by"
+#define ORBIT__ETCD_MARK_RELEASE "release"
+#define ORBIT__ETCD_MARK_FORCE "force-release"
+
+/*
  * orbit__lock_etcd_open - a handle on the fleet's keys; reads the
  * cluster's revision once, so an unreachable cluster is known at open.
  * Context: any thread; blocks up to cfg->timeout_ms (network).
@@ -51,5 +63,24 @@ int orbit__lock_etcd_unlink(const struct orbit__etcd_lock_cfg *cfg);
  * too small. Tests build keys by it.
  */
 size_t orbit__lock_etcd_key(char *out, size_t cap, const char *prefix, const orbit_lock_key_t *key);
+
+/*
+ * orbit__lock_etcd_key_parse - the inverse of orbit__lock_etcd_key(): is
+ * @key one this backend writes under @prefix? *@ns_len: the namespace's
+ * length, *@rest: namespace + label bytes (they follow prefix + 5).
+ * Returns 0 or -ORBIT_ECORRUPT (another writer's key, or the marker).
+ */
+int orbit__lock_etcd_key_parse(const char *prefix, size_t prefix_len, const uint8_t *key,
+			       size_t key_len, size_t *ns_len, size_t *rest);
+
+/*
+ * orbit__lock_etcd_parts - what the transition feed (lib/etcd_feed.c)
+ * needs of an etcd handle: its client (thread-safe; not owned), its key
+ * prefix and its delete marker key (both NUL-terminated, living as long
+ * as the handle). Returns 0, or -EINVAL when @lock is not an etcd handle.
+ */
+struct orbit_etcd;
+int orbit__lock_etcd_parts(orbit_lock_t *lock, struct orbit_etcd **etcd, const char **prefix,
+			   const char **mark);
 
 #endif /* ORBIT_LIB_ETCD_LOCK_H */

@@ -123,7 +123,8 @@ enum orbit_agent_hist {
  * process; refused before anything is created); -EBUSY (@opts->lock
  * already serves another running agent: a handle has one ring lane);
  * -EOPNOTSUPP (the lock handle is on the etcd backend: the agent wires
- * SHM tables only); -ENOMEM; -ENOSPC (every
+ * SHM tables and rings only; read an etcd lock's transitions with
+ * orbit_lock_reader_open()); -ENOMEM; -ENOSPC (every
  * member row, or with a lock every ring lane, is held by a live process:
  * orbit_segment_last_error() names the member directory or the ring and
  * its row or lane count);

@@ -326,13 +326,40 @@ ORBIT_API orbit_lock_t *orbit_fleet_lock(orbit_fleet_t *f);
 ORBIT_API int orbit_fleet_reader_open(orbit_fleet_t *f, orbit_transition_reader_t **out);
 
 /**
+ * orbit_lock_reader_open - a reader of @lock's transition feed, for a
+ * lock on etcd: a watch on the fleet's keys after the current revision,
+ * read with orbit_transition_reader_next() like the ring (the same types,
+ * token and state_revision; what differs: doc/orbit-lock.md, "The
+ * transition feed on etcd"). On the SHM backend the feed is the fleet's
+ * ring: open its reader with orbit_fleet_reader_open() or
+ * orbit_agent_reader_open().
+ * The reader uses @lock's endpoints and call_timeout_ms but its own
+ * connection (one streaming request); close it before @lock.
+ * Context: any thread; blocks up to the handle's call_timeout_ms (one
+ * read of the cluster's revision); allocates.
+ * Returns: 0; -EINVAL (NULL); -EOPNOTSUPP (an SHM handle, or a build
+ * without --with-etcd); -ECHILD (the handle was opened by the parent of
+ * this forked process); -ENOMEM; -ORBIT_EUNAVAILABLE (no member answered
+ * within call_timeout_ms); -EPROTO.
+ */
+ORBIT_API int orbit_lock_reader_open(orbit_lock_t *lock, orbit_transition_reader_t **out);
+
+/**
  * orbit_transition_reader_next - copy the next transition of any lane.
  * Context: the reader's thread (one thread at a time per reader);
- * lock-free, no syscall, no allocation.
+ * lock-free, no syscall, no allocation. An etcd reader
+ * (orbit_lock_reader_open()) never blocks either, but reads its socket,
+ * reconnects when due and allocates.
  * Returns: 0 (@ev filled); -EAGAIN (nothing new); -ORBIT_ELAGGED (the
  * writers overtook this cursor on lane @ev->lane, or the ring was reset:
- * frames were lost; re-read the lock table, the cursor moved on);
- * -ORBIT_ECORRUPT (a frame failed validation and was skipped); -EINVAL.
+ * frames were lost; re-read the lock table, the cursor moved on; etcd:
+ * the revisions the watch was to resume from were compacted, it goes on
+ * from the oldest one kept); -ORBIT_ECORRUPT (a frame failed validation
+ * and was skipped; etcd: a key under the fleet's prefix that orbit did
+ * not write); -EINVAL. An etcd reader also: -ORBIT_EUNAVAILABLE (once per
+ * outage: no member confirmed the watch for longer than call_timeout_ms;
+ * it keeps trying, and resumes after the last transition it returned:
+ * none is lost or repeated), -ECHILD (in a forked child), -ENOMEM.
  */
 ORBIT_API int orbit_transition_reader_next(orbit_transition_reader_t *r,
 					   struct orbit_transition_event *ev);
@@ -352,7 +379,12 @@ ORBIT_API void orbit_transition_reader_counters(const orbit_transition_reader_t 
  * to orbit_transition_reader_next() return what is retained, then new
  * frames, with nothing missed or repeated in between (orbitctl watch
  * --replay). A frame overwritten before it is read is reported as a lag.
- * Context: the reader's thread; no syscall. NULL is a no-op.
+ * etcd: back to the oldest revision the cluster keeps (since its last
+ * compaction; no lag is reported for the compacted part), the fleet's
+ * whole history from there.
+ * Context: the reader's thread; no syscall (etcd: drops the stream; the
+ * next call reconnects). NULL, or an etcd reader in a forked child, is a
+ * no-op.
  */
 ORBIT_API void orbit_transition_reader_rewind(orbit_transition_reader_t *r);
 

@@ -94,8 +94,13 @@
  *   orbit_lock_holder_alive() answers -EINVAL for them.
  * - In a forked child every call but close answers -ECHILD (the
  *   connection is the parent's), lookups included.
- * - No transition feed yet: an etcd handle cannot be given to an agent
- *   (orbit_agent_start() answers -EOPNOTSUPP) and has no ring.
+ * - No ring: the transition feed is an etcd watch on the prefix, read
+ *   with orbit_lock_reader_open() (orbit/fleet.h) and the same
+ *   orbit_transition_reader_* calls; release and force_release put a
+ *   marker key in their transaction so the feed tells them from an
+ *   expiry (doc/orbit-lock.md "The transition feed on etcd"). An etcd
+ *   handle cannot be given to an agent (orbit_agent_start() answers
+ *   -EOPNOTSUPP).
  * - The owner stays a compare token: anyone who can write the cluster's
  *   keys can present any owner (etcd's own authentication is outside
  *   orbit).
@@ -554,7 +559,8 @@ ORBIT_API int orbit_lock_renew(orbit_lock_t *lock, const orbit_lock_key_t *key,
  * NULL: normal release never acts without one), -E2BIG, -ECHILD, -EROFS,
  * -ENOTRECOVERABLE, serializer errors as for try_acquire.
  * ETCD: one transaction comparing the value (owner) and, with @token, the
- * create revision, then deleting; the tenure's lease is left to run out.
+ * create revision, then putting the fleet's delete marker (for the
+ * transition feed) and deleting; the tenure's lease is left to run out.
  * Also -ORBIT_EUNAVAILABLE (it may have been applied), -EPROTO.
  */
 ORBIT_API int orbit_lock_release(orbit_lock_t *lock, const orbit_lock_key_t *key,
@@ -566,8 +572,9 @@ ORBIT_API int orbit_lock_release(orbit_lock_t *lock, const orbit_lock_key_t *key
  * Context: as orbit_lock_try_acquire.
  * Returns: 0; -ENOENT (not held or expired); -EAGAIN (the serializer
  * stayed taken); -EINVAL, -E2BIG, -ECHILD, -EROFS, -ENOTRECOVERABLE,
- * serializer errors as for try_acquire. ETCD: an unconditional delete;
- * also -ORBIT_EUNAVAILABLE, -EPROTO.
+ * serializer errors as for try_acquire. ETCD: one transaction that, if
+ * the key exists, puts the fleet's delete marker and deletes it; also
+ * -ORBIT_EUNAVAILABLE, -EPROTO.
  */
 ORBIT_API int orbit_lock_force_release(orbit_lock_t *lock, const orbit_lock_key_t *key);
 

@@ -133,4 +133,42 @@ static inline int orbit_test_etcd_restart(struct orbit_test_etcd *c, int i)
 	return orbit_test_etcd_read_pids(c);
 }
 
+/* "etcd://h:p,h:p,.../FLEET" of @c's members (an orbitctl --fleet). */
+static inline void orbit_test_etcd_url(const struct orbit_test_etcd *c, const char *fleet,
+				       char *url, size_t cap)
+{
+	char hosts[sizeof(c->endpoints)];
+
+	snprintf(hosts, sizeof(hosts), "%s", c->endpoints);
+	url[0] = '\0';
+	for (char *h = strtok(hosts, ","); h; h = strtok(NULL, ","))
+		snprintf(url + strlen(url), cap - strlen(url), "%s%s", url[0] ? "," : "etcd://",
+			 h + strlen("http://"));
+	snprintf(url + strlen(url), cap - strlen(url), "/%s", fleet);
+}
+
+/*
+ * Run "orbitctl --fleet URL ARGS" (2>&1, the built one under
+ * $top_builddir); its output into @out, NUL-terminated. Returns its exit
+ * status, or -1 when it could not be run or did not exit.
+ */
+static inline int orbit_test_etcd_orbitctl(const char *url, const char *args, char *out, size_t cap)
+{
+	const char *b = getenv("top_builddir");
+	char cmd[1500];
+	size_t n;
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s/agent/orbitctl --fleet '%s' %s 2>&1", b ? b : ".", url,
+		 args);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	n = fread(out, 1, cap - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 #endif /* ORBIT_TEST_ETCD_H */

@@ -1406,14 +1406,7 @@ static void test_crashpoint_env_variable_arms_nothing(void **state)
 /* The fleet's URL, etcd://127.0.0.1:P,.../<fleet>, from the cluster's endpoints. */
 static void etcd_url(char *url, size_t cap)
 {
-	char hosts[600];
-
-	snprintf(hosts, sizeof(hosts), "%s", cluster.endpoints);
-	url[0] = '\0';
-	for (char *h = strtok(hosts, ","); h; h = strtok(NULL, ","))
-		snprintf(url + strlen(url), cap - strlen(url), "%s%s", url[0] ? "," : "etcd://",
-			 h + strlen("http://"));
-	snprintf(url + strlen(url), cap - strlen(url), "/%s", fleet);
+	orbit_test_etcd_url(&cluster, fleet, url, cap);
 }
 
 /*
@@ -1614,21 +1607,10 @@ static void test_etcd_tokens_increase_across_unlink(void **state)
 /* Run "orbitctl --fleet URL ARGS" (2>&1); its output into @out, its exit status back. */
 static int orbitctl_etcd(const char *url, const char *args, char *out, size_t cap)
 {
-	const char *b = getenv("top_builddir");
-	char cmd[1200];
-	size_t n;
-	FILE *p;
-	int st;
+	int st = orbit_test_etcd_orbitctl(url, args, out, cap);
 
-	snprintf(cmd, sizeof(cmd), "%s/agent/orbitctl --fleet '%s' %s 2>&1", b ? b : ".", url,
-		 args);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	n = fread(out, 1, cap - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
-	assert_true(WIFEXITED(st));
-	return WEXITSTATUS(st);
+	assert_true(st >= 0);
+	return st;
 }
 
 /*

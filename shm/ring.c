@@ -38,7 +38,8 @@ struct orbit_ring {
 	struct orbit_ring_layout layout; /* validated; every index uses these */
 	struct orbit_ring_shm *shm;
 	struct orbit_ring_lane *lanes;
-	uint8_t *frames;
+	/* the frame area, declared as what it is: lanes x frames_per_lane x frame_bytes / 8 words */
+	_Atomic uint64_t *frames;
 };
 
 struct orbit_ring_reader {
@@ -113,7 +114,7 @@ static uint64_t fingerprint_of(const struct orbit_ring_layout *l)
 		l->frame_bytes,
 		sizeof(struct orbit_ring_shm),
 		sizeof(struct orbit_ring_lane),
-		sizeof(struct orbit_ring_frame),
+		sizeof(struct orbit_ring_frame_hdr),
 		lanes_off_of(),
 		frames_off_of(l),
 	};
@@ -233,13 +234,16 @@ orbit_seg_t *orbit__ring_seg(orbit_ring_t *ring)
 	return &ring->seg;
 }
 
-/* Frame of @lane at position @pos: inside the validated frame area by construction. */
-static struct orbit_ring_frame *frame_at(const orbit_ring_t *ring, uint32_t lane, uint64_t pos)
+/*
+ * The words of @lane's frame at position @pos (8 header words, then the
+ * payload's): inside the validated frame area by construction.
+ */
+static _Atomic uint64_t *frame_at(const orbit_ring_t *ring, uint32_t lane, uint64_t pos)
 {
 	uint64_t slot = pos & (ring->layout.frames_per_lane - 1);
 	uint64_t idx = (uint64_t)lane * ring->layout.frames_per_lane + slot;
 
-	return (struct orbit_ring_frame *)(ring->frames + idx * ring->layout.frame_bytes);
+	return ring->frames + idx * (ring->layout.frame_bytes / 8);
 }
 
 /*
@@ -249,13 +253,10 @@ static struct orbit_ring_frame *frame_at(const orbit_ring_t *ring, uint32_t lane
  * Frames are 64-byte aligned (offsets and frame_bytes are multiples of 64).
  * The publisher stores its words in orbit__ring_publish_skip() (sink_word()).
  */
-static void words_load(void *dst, const void *src, size_t nwords)
+static void words_load(uint64_t *dst, const _Atomic uint64_t *src, size_t nwords)
 {
-	const _Atomic uint64_t *s = src;
-	uint64_t *d = dst;
-
 	for (size_t i = 0; i < nwords; i++) /* Relaxed: ordered by RG-R1 before and RG-R2 after */
-		d[i] = atomic_load_explicit(&s[i], memory_order_relaxed);
+		dst[i] = atomic_load_explicit(&src[i], memory_order_relaxed);
 }
 
 /* ---- lanes ---- */
@@ -408,19 +409,19 @@ uint64_t orbit__ring_lane_owner(const orbit_ring_t *ring, uint32_t lane)
 	((uint64_t)(a) << 48 | (uint64_t)(b) << 32 | (uint64_t)(c) << 16 | (uint64_t)(d))
 #endif
 
-/* The header words publish builds: struct orbit_ring_frame's layout, 8 words. */
-_Static_assert(offsetof(struct orbit_ring_frame, type) == 8 &&
-		   offsetof(struct orbit_ring_frame, writer_pid) == 12 &&
-		   offsetof(struct orbit_ring_frame, fencing_token) == 16 &&
-		   offsetof(struct orbit_ring_frame, deadline_ns) == 24 &&
-		   offsetof(struct orbit_ring_frame, state_revision) == 32 &&
-		   offsetof(struct orbit_ring_frame, publish_ns) == 40 &&
-		   offsetof(struct orbit_ring_frame, ns_len) == 48 &&
-		   offsetof(struct orbit_ring_frame, label_len) == 50 &&
-		   offsetof(struct orbit_ring_frame, owner_len) == 52 &&
-		   offsetof(struct orbit_ring_frame, flags) == 54 &&
-		   offsetof(struct orbit_ring_frame, orig_len) == 56 &&
-		   offsetof(struct orbit_ring_frame, reserved0) == 60,
+/* The header words publish builds: struct orbit_ring_frame_hdr's layout, 8 words. */
+_Static_assert(offsetof(struct orbit_ring_frame_hdr, type) == 8 &&
+		   offsetof(struct orbit_ring_frame_hdr, writer_pid) == 12 &&
+		   offsetof(struct orbit_ring_frame_hdr, fencing_token) == 16 &&
+		   offsetof(struct orbit_ring_frame_hdr, deadline_ns) == 24 &&
+		   offsetof(struct orbit_ring_frame_hdr, state_revision) == 32 &&
+		   offsetof(struct orbit_ring_frame_hdr, publish_ns) == 40 &&
+		   offsetof(struct orbit_ring_frame_hdr, ns_len) == 48 &&
+		   offsetof(struct orbit_ring_frame_hdr, label_len) == 50 &&
+		   offsetof(struct orbit_ring_frame_hdr, owner_len) == 52 &&
+		   offsetof(struct orbit_ring_frame_hdr, flags) == 54 &&
+		   offsetof(struct orbit_ring_frame_hdr, orig_len) == 56 &&
+		   offsetof(struct orbit_ring_frame_hdr, reserved0) == 60,
 	       "ring frame header words");
 
 /* Payload words being assembled: the first @nb (0..7) bytes of @acc wait for the rest of *dst. */
@@ -500,7 +501,7 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 	ln = &ring->lanes[lane];
 	/* Acquire, pairs with RG-W3 of a previous (possibly dead) publisher of this lane */
 	pos = atomic_load_explicit(&ln->head, memory_order_acquire);
-	w = (_Atomic uint64_t *)frame_at(ring, lane, pos);
+	w = frame_at(ring, lane, pos);
 
 	cap = ring->layout.frame_bytes - ORBIT_RING_FRAME_HDR_BYTES;
 	orig = (uint64_t)t->ns_len + t->label_len + t->owner_len;
@@ -569,9 +570,11 @@ int orbit__ring_reset(orbit_ring_t *ring, orbit_members_t *m)
 		/* Relaxed: ordered before RG-G1 by its release */
 		atomic_store_explicit(&ring->lanes[i].head, 0, memory_order_relaxed);
 	}
-	memset(ring->frames, 0,
-	       (size_t)ring->layout.lanes * ring->layout.frames_per_lane *
-		   ring->layout.frame_bytes);
+	/* Relaxed, word by word (readers may be copying): ordered before RG-G1 by its release */
+	for (uint64_t i = 0, n = (uint64_t)ring->layout.lanes * ring->layout.frames_per_lane *
+				 (ring->layout.frame_bytes / 8);
+	     i < n; i++)
+		atomic_store_explicit(&ring->frames[i], 0, memory_order_relaxed);
 	h = orbit__seg_header(&ring->seg);
 	/* RG-G1: release, pairs with RG-G2 in orbit__ring_reader_next(): cleared lanes before the bump */
 	atomic_fetch_add_explicit(&h->generation, 1, memory_order_release);
@@ -672,7 +675,7 @@ static int corrupt(orbit_ring_reader_t *r, uint32_t lane)
 }
 
 /* Validate a private copy of a frame header. */
-static bool frame_ok(const orbit_ring_t *ring, const struct orbit_ring_frame *f)
+static bool frame_ok(const orbit_ring_t *ring, const struct orbit_ring_frame_hdr *f)
 {
 	uint32_t cap = ring->layout.frame_bytes - ORBIT_RING_FRAME_HDR_BYTES;
 	uint32_t sum = (uint32_t)f->ns_len + f->label_len + f->owner_len;
@@ -692,7 +695,9 @@ static int read_lane(orbit_ring_reader_t *r, uint32_t lane, struct orbit_ring_ev
 {
 	const orbit_ring_t *ring = r->ring;
 	uint64_t c = r->cursor[lane], h, s1, s2, want;
-	struct orbit_ring_frame *f, hdr;
+	const _Atomic uint64_t *f;
+	struct orbit_ring_frame_hdr hdr;
+	uint64_t hw[ORBIT_RING_FRAME_HDR_BYTES / 8];
 	uint64_t stage[ORBIT_RING_PAYLOAD_MAX / 8];
 	uint32_t cap = ring->layout.frame_bytes - ORBIT_RING_FRAME_HDR_BYTES;
 	uint32_t plen;
@@ -712,24 +717,24 @@ static int read_lane(orbit_ring_reader_t *r, uint32_t lane, struct orbit_ring_ev
 	f = frame_at(ring, lane, c);
 	want = 2 * c + 2;
 	/* RG-R1: acquire, pairs with RG-W2: the frame's bytes before its even seq */
-	s1 = atomic_load_explicit(&f->seq, memory_order_acquire);
+	s1 = atomic_load_explicit(&f[0], memory_order_acquire);
 	if (s1 != want) {
 		h = head_of(ring, lane);
 		if (s1 > want && h - c >= ring->layout.frames_per_lane)
 			return lagged(r, lane, h);
 		return corrupt(r, lane); /* below the head yet not complete: bad bytes */
 	}
-	memset(&hdr, 0, sizeof(hdr)); /* words_load fills it; the compiler cannot see that */
-	words_load(&hdr, f, ORBIT_RING_FRAME_HDR_BYTES / 8);
+	words_load(hw, f, ORBIT_RING_FRAME_HDR_BYTES / 8);
+	memcpy(&hdr, hw, sizeof(hdr)); /* the plain copy's fields are the words' bytes */
 	/* Only lengths from the copy are used; clamp before touching payload bytes */
 	plen = (uint32_t)hdr.ns_len + hdr.label_len + hdr.owner_len;
 	if (plen > cap)
 		plen = cap;
-	words_load(stage, (const uint8_t *)f + ORBIT_RING_FRAME_HDR_BYTES, (plen + 7) / 8);
+	words_load(stage, f + ORBIT_RING_FRAME_HDR_BYTES / 8, (plen + 7) / 8);
 	memcpy(ev->bytes, stage, plen);
 	/* RG-R2: acquire fence, pairs with RG-W1: the copies above happen before the re-check */
 	atomic_thread_fence(memory_order_acquire);
-	s2 = atomic_load_explicit(&f->seq, memory_order_relaxed);
+	s2 = atomic_load_explicit(&f[0], memory_order_relaxed);
 	if (s2 != s1) {
 		h = head_of(ring, lane);
 		if ((int64_t)(h - c) >= (int64_t)ring->layout.frames_per_lane)

@@ -107,10 +107,16 @@ struct orbit_ring_lane {
 };
 _Static_assert(sizeof(struct orbit_ring_lane) == 128, "ring lane size");
 
-/* Frame header; payload (ns, label, owner bytes) follows at byte 64. */
-struct orbit_ring_frame {
-	_Atomic uint64_t seq; /* 2p+1 writing, 2p+2 complete (p = lane position) */
-	uint32_t type;	      /* enum orbit_transition_type */
+/*
+ * A frame in SHM is frame_bytes / 8 atomic words (_Atomic uint64_t, the
+ * type the segment's frame area is declared as: every access is an atomic
+ * load or store of one word); this is the layout of its first 8 words,
+ * the header, as a reader copies it out (a process-local, plain copy);
+ * the payload (ns, label, owner bytes) follows at byte 64.
+ */
+struct orbit_ring_frame_hdr {
+	uint64_t seq;  /* word 0: 2p+1 writing, 2p+2 complete (p = lane position) */
+	uint32_t type; /* enum orbit_transition_type */
 	uint32_t writer_pid;
 	uint64_t fencing_token;
 	uint64_t deadline_ns;
@@ -123,7 +129,7 @@ struct orbit_ring_frame {
 	uint32_t orig_len; /* ns+label+owner before truncation */
 	uint32_t reserved0;
 };
-_Static_assert(sizeof(struct orbit_ring_frame) == ORBIT_RING_FRAME_HDR_BYTES, "frame hdr");
+_Static_assert(sizeof(struct orbit_ring_frame_hdr) == ORBIT_RING_FRAME_HDR_BYTES, "frame hdr");
 
 /* A frame copied out of SHM and validated (process-local). */
 struct orbit_ring_event {

@@ -88,10 +88,10 @@ static double publish_cost(orbit_ring_t *ring)
  */
 static double frame_floor_cost(void)
 {
-	struct orbit_ring_frame *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-					  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	_Atomic uint64_t *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+				   -1, 0);
 	static const char key_owner[] = "runtime.tasks.pooljob-000042worker-7:tenure-99";
-	struct orbit_ring_frame h;
+	struct orbit_ring_frame_hdr h;
 	uint64_t v[REPS];
 
 	if (f == MAP_FAILED)
@@ -106,7 +106,7 @@ static double frame_floor_cost(void)
 			/* every header word but seq, then the bytes, then seq (release) */
 			memcpy((char *)f + 8, (const char *)&h + 8, sizeof(h) - 8);
 			memcpy((char *)f + sizeof(h), key_owner, sizeof(key_owner) - 1);
-			atomic_store_explicit(&f->seq, 2 * i + 2, memory_order_release);
+			atomic_store_explicit(&f[0], 2 * i + 2, memory_order_release);
 		}
 		v[r] = orbit_test_now_ns() - t0;
 	}

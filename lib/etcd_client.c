@@ -42,6 +42,14 @@ struct orbit_etcd {
  */
 static _Thread_local uint64_t op_deadline_ms;
 
+/*
+ * Whether the calling thread's last call was answered by another attempt
+ * after one whose request may have reached a member (a timeout or a
+ * broken connection after connecting): that request may have been
+ * applied without its answer coming back (orbit__etcd_last_retried()).
+ */
+static _Thread_local bool last_retried;
+
 struct buf {
 	char *p;
 	size_t len, cap;
@@ -290,6 +298,7 @@ static int call(orbit_etcd_t *e, const char *path, json_t *body, json_t **out)
 	struct curl_slist *hdr = NULL;
 	struct buf b = { NULL, 0, 0 };
 	int rc = -ORBIT_EUNAVAILABLE;
+	bool maybe_sent = false;
 
 	json_decref(body);
 	*out = NULL;
@@ -330,8 +339,12 @@ static int call(orbit_etcd_t *e, const char *path, json_t *body, json_t **out)
 		curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
 		curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 		cc = curl_easy_perform(e->curl);
-		if (cc != CURLE_OK)
+		if (cc != CURLE_OK) {
+			/* nothing was sent when no connection was made; anything else may have been */
+			if (cc != CURLE_COULDNT_CONNECT && cc != CURLE_COULDNT_RESOLVE_HOST)
+				maybe_sent = true;
 			continue; /* unreachable or too slow: the next endpoint */
+		}
 		curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
 		j = b.p ? json_loads(b.p, 0, &jerr) : NULL;
 		if (!j || !json_is_object(j)) {
@@ -353,6 +366,7 @@ static int call(orbit_etcd_t *e, const char *path, json_t *body, json_t **out)
 		break;
 	}
 	pthread_mutex_unlock(&e->mu);
+	last_retried = rc == 0 && maybe_sent;
 	curl_slist_free_all(hdr);
 	free(b.p);
 	free(text);
@@ -803,6 +817,11 @@ int orbit__etcd_delete_with(orbit_etcd_t *e, const void *key, size_t key_len,
 	}
 	json_decref(j);
 	return rc ? rc : (int)deleted;
+}
+
+bool orbit__etcd_last_retried(void)
+{
+	return last_retried;
 }
 
 unsigned orbit__etcd_endpoint_count(const orbit_etcd_t *e)

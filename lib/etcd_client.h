@@ -26,6 +26,7 @@
 #ifndef ORBIT_LIB_ETCD_CLIENT_H
 #define ORBIT_LIB_ETCD_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -170,6 +171,16 @@ uint64_t orbit__etcd_now_ms(void);
 
 /* The highest cluster revision any answer to @e carried (0: none yet). */
 int64_t orbit__etcd_revision_seen(orbit_etcd_t *e);
+
+/*
+ * orbit__etcd_last_retried - whether the calling thread's last call got
+ * its answer from a later attempt after an attempt whose request may
+ * have reached a member and been applied (its answer lost to a timeout
+ * or a broken connection). A compare that then fails may have failed on
+ * that first attempt's own effect.
+ * Context: the thread that made the call; per thread; no syscall.
+ */
+bool orbit__etcd_last_retried(void);
 
 /*
  * What lib/etcd_watch.c shares with the calls above: the client's

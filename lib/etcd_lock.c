@@ -379,7 +379,18 @@ static int e_release(orbit_lock_t *lk, const orbit_lock_key_t *key, const orbit_
 	mark_put(l, &mark, ORBIT__ETCD_MARK_RELEASE);
 	rc = orbit__etcd_txn_owned(l->etcd, k, kl, (int64_t)token, owner->bytes, owner->len,
 				   ORBIT_ETCD_OP_DELETE, 0, &mark, &cur, NULL);
-	if (rc == 0) {
+	if (rc == 0 && orbit__etcd_last_retried()) {
+		/*
+		 * The compare failed on a retry after an attempt whose answer was
+		 * lost: that attempt may have deleted the key itself (the key is
+		 * then gone, or a newer tenure holds it). Our tenure is over
+		 * either way, and the compare kept the retry off anything newer:
+		 * the release is reported done, not -ENOENT / -EPERM.
+		 */
+		orbit__etcd_kv_free(&cur);
+		stat_inc(l, ST_RELEASED);
+		rc = 0;
+	} else if (rc == 0) {
 		rc = not_owned(l, &cur);
 	} else if (rc == 1) {
 		orbit__etcd_kv_free(&cur);

@@ -561,7 +561,11 @@ ORBIT_API int orbit_lock_renew(orbit_lock_t *lock, const orbit_lock_key_t *key,
  * ETCD: one transaction comparing the value (owner) and, with @token, the
  * create revision, then putting the fleet's delete marker (for the
  * transition feed) and deleting; the tenure's lease is left to run out.
- * Also -ORBIT_EUNAVAILABLE (it may have been applied), -EPROTO.
+ * When the client retried on another member after an answer was lost (a
+ * timeout once the request was sent), the first attempt may have deleted
+ * the key: a retry whose compare then fails answers 0, not -ENOENT or
+ * -EPERM (the tenure is over; the compare kept the retry off any newer
+ * one). Also -ORBIT_EUNAVAILABLE (it may have been applied), -EPROTO.
  */
 ORBIT_API int orbit_lock_release(orbit_lock_t *lock, const orbit_lock_key_t *key,
 				 const orbit_lock_owner_t *owner, uint64_t token);

@@ -37,7 +37,8 @@
 struct rec {
 	uint32_t key;
 	uint64_t token, deadline_ns, t_start;
-	_Atomic uint64_t t_end; /* 0: the client died holding it */
+	_Atomic uint32_t overran; /* the client finished acting at or past its deadline */
+	_Atomic uint64_t t_end;	  /* 0: the client died holding it */
 };
 
 struct shared {
@@ -46,6 +47,7 @@ struct shared {
 	_Atomic uint64_t unavailable, busy, ops;
 	_Atomic uint64_t lost;	      /* releases that found the key gone or another's */
 	_Atomic uint64_t lost_early;  /* ... and returned before the lease's deadline */
+	_Atomic uint64_t overran;     /* tenures a preempted client used past their deadline */
 	_Atomic uint64_t max_call_ns; /* the slowest lock call of any client */
 	uint64_t t_dead[NSLOT];	      /* written by the parent after reaping */
 	struct rec recs[NSLOT][MAXREC];
@@ -131,13 +133,27 @@ static int client(uint32_t slot)
 		atomic_store(&r->t_end, 0);
 		atomic_store(&sh->nrec[slot], n + 1);
 		usleep((useconds_t)(rand_r(&seed) % 5000)); /* act on the resource */
-		atomic_store(&r->t_end, orbit_test_now_ns());
+		uint64_t te = orbit_test_now_ns();
+		/*
+		 * Preempted past the lease while acting (a client's own timing, as
+		 * for any lease holder): the lease told it when to stop, so the
+		 * checker holds the backend to the deadline, not to this end, and
+		 * its release may rightly find the tenure gone.
+		 */
+		bool over = te >= lease.deadline_ns;
+		if (over) {
+			atomic_store(&r->overran, 1);
+			atomic_fetch_add(&sh->overran, 1);
+		}
+		atomic_store(&r->t_end, te);
 		atomic_fetch_add(&sh->ops, 1);
 		t0 = orbit_test_now_ns();
 		rc = orbit_lock_release(l, &key, &ow, lease.token);
 		note_call(t0);
 		if (rc == -ORBIT_EUNAVAILABLE)
 			atomic_fetch_add(&sh->unavailable, 1); /* left to its lease */
+		else if ((rc == -EPERM || rc == -ENOENT) && over)
+			; /* used past its deadline: the TTL may have ended it (counted as overran) */
 		else if (rc == -EPERM || rc == -ENOENT) {
 			/* not ours any more: the checker says why. After the lease's
 			 * deadline that is its TTL (a release held up by an
@@ -182,7 +198,7 @@ static int cmp_u64(const void *a, const void *b)
 	return *x < *y ? -1 : *x > *y;
 }
 
-/* Per key by start: no overlap, tokens up; all tokens distinct; live ones end by their deadline. */
+/* Per key by start: no overlap (a tenure used past its deadline counts to the deadline), tokens up, all distinct. */
 static void check_history(uint32_t slots)
 {
 	static struct rec all[NSLOT * MAXREC];
@@ -203,9 +219,9 @@ static void check_history(uint32_t slots)
 					&r->t_end)) { /* died holding: until it was reaped */
 					atomic_store(&all[n].t_end, sh->t_dead[p]);
 					killed_holding++;
-				} else if (atomic_load(&r->t_end) >= r->deadline_ns) {
-					fail_msg("key %u: token %lu acted past its deadline", k,
-						 (unsigned long)r->token);
+				} else if (atomic_load(&r->overran)) {
+					/* its tenure ended at its deadline: the next one may start then */
+					atomic_store(&all[n].t_end, r->deadline_ns - 1);
 				}
 				tokens[total + n] = r->token;
 				n++;
@@ -314,9 +330,11 @@ static void run(bool kill_leader)
 	 * out (-ENOENT, counted apart), but never one returning before the
 	 * lease's deadline (a lower bound of the lease's end).
 	 */
-	print_message("releases that found their tenure gone: %lu (%lu before its deadline)\n",
+	print_message("releases that found their tenure gone: %lu (%lu before its deadline); "
+		      "tenures used past their deadline by a preempted client: %lu\n",
 		      (unsigned long)atomic_load(&sh->lost),
-		      (unsigned long)atomic_load(&sh->lost_early));
+		      (unsigned long)atomic_load(&sh->lost_early),
+		      (unsigned long)atomic_load(&sh->overran));
 	assert_int_equal(atomic_load(&sh->lost_early), 0);
 	if (!kill_leader)
 		assert_int_equal(atomic_load(&sh->lost), 0);

@@ -157,6 +157,7 @@ static inline uint32_t pw_bytes(uint64_t w)
 /* Process-local, validated geometry of one lane: every index goes through it. */
 struct lane_geo {
 	uint32_t items, bytes; /* caps */
+	uint32_t imask, bmask; /* cap - 1 for a power-of-two cap (the defaults), else 0 */
 	uint64_t wi, wb;       /* position moduli: cap * floor(2^32 / cap) */
 	struct orbit_spotq_lane_shm *w;
 	struct orbit_spotq_slot *slots;
@@ -196,19 +197,51 @@ struct orbit_spotq_host {
 	_Atomic uint64_t aborted_dead[2], aborted_unblock[2];
 };
 
+/*
+ * Position arithmetic without a division on the fast path: every value a
+ * hot path passes is already below 2 * w (positions and offsets validated
+ * below their modulus, steps at most one modulus), so one compare and at
+ * most one subtraction give v % w; anything larger (bytes that lie) takes
+ * the division. The results equal (a + n) % w and (a + w - b % w) % w for
+ * every input.
+ */
+static inline uint64_t mod_red(uint64_t v, uint64_t w)
+{
+	if (v < w)
+		return v;
+	v -= w;
+	return v < w ? v : v % w;
+}
 static inline uint64_t mod_add(uint64_t a, uint64_t n, uint64_t w)
 {
-	return (a + n) % w;
+	return mod_red(a + n, w);
 }
 static inline uint64_t mod_sub(uint64_t a, uint64_t b, uint64_t w)
 {
-	return (a + w - b % w) % w;
+	return mod_red(a + w - mod_red(b, w), w);
+}
+
+/* @v % @cap for a lane cap, with @mask = cap - 1 when cap is a power of two (else 0) */
+static inline uint32_t cap_mod(uint64_t v, uint32_t cap, uint32_t mask)
+{
+	return mask ? (uint32_t)(v & mask) : (uint32_t)(v % cap);
 }
 
 /* The one bounds-checked slot accessor: position -> slot (pos is reduced mod items). */
 static inline struct orbit_spotq_slot *slot_at(const struct lane_geo *g, uint32_t pos)
 {
-	return &g->slots[pos % g->items];
+	return &g->slots[cap_mod(pos, g->items, g->imask)];
+}
+
+/* The offset inside the lane's byte ring of byte position @pos. */
+static inline uint32_t byte_at(const struct lane_geo *g, uint64_t pos)
+{
+	return cap_mod(pos, g->bytes, g->bmask);
+}
+
+static inline uint32_t pow2_mask(uint32_t cap)
+{
+	return cap && !(cap & (cap - 1)) ? cap - 1 : 0;
 }
 
 static inline uint64_t wrap_of(uint32_t cap)
@@ -554,6 +587,8 @@ int orbit__spotq_open(orbit_spotq_t **out, const char *fleet, const char *spot,
 		g->bytes = y.bytes[l];
 		g->wi = wrap_of(g->items);
 		g->wb = wrap_of(g->bytes);
+		g->imask = pow2_mask(g->items);
+		g->bmask = pow2_mask(g->bytes);
 		g->w = &lanes[l];
 		g->slots = orbit__seg_at(&q->seg, y.slots_off[l],
 					 (uint64_t)g->items * sizeof(struct orbit_spotq_slot));
@@ -815,7 +850,7 @@ static bool copy_in(struct lane_geo *g, struct orbit_spotq_slot *s, uint64_t min
 	uint32_t done = 0;
 
 	while (done < n) {
-		uint32_t at = (uint32_t)((off + (uint64_t)done) % g->bytes);
+		uint32_t at = byte_at(g, off + (uint64_t)done);
 		uint32_t k = n - done;
 
 		if (k > COPY_CHUNK)
@@ -1304,7 +1339,7 @@ static const char *copy_out(const orbit_spotq_host_t *h, const struct lane_geo *
 		return "timer name not terminated";
 	if (m.payload_len > room)
 		return "no room in the caller's buffer";
-	at = pw_idx(resv) % g->bytes;
+	at = byte_at(g, pw_idx(resv));
 	n1 = m.payload_len < g->bytes - at ? m.payload_len : g->bytes - at;
 	if (n1)
 		memcpy(dst, g->data + at, n1);
@@ -1858,7 +1893,7 @@ int orbit__spotq_check(orbit_spotq_t *q, char *why, size_t why_len)
 				    m.payload_len != pw_bytes(resv) || m.payload_len > g->bytes ||
 				    m.member_row != cw_row(v))
 					FAIL("lane %u pos %u: committed record invalid", l, p);
-				uint32_t at = pw_idx(resv) % g->bytes;
+				uint32_t at = byte_at(g, pw_idx(resv));
 				uint32_t n1 = m.payload_len < g->bytes - at ? m.payload_len
 									    : g->bytes - at;
 				memcpy(tmp, g->data + at, n1);

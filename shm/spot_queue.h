@@ -204,6 +204,9 @@ struct orbit_spotq_row {
 	_Atomic uint64_t owner;	   /* member generation << 32 | 1 while a handle is open */
 	_Atomic uint64_t claim[2]; /* per lane: pos | len << 32 of the last claim (helpers) */
 	_Atomic uint64_t seq;	   /* last producer sequence issued in this tenure */
+	/* counters: the row's producer alone writes them (relaxed load + store,
+	 * no RMW); a second writer (a tenure that left the directory with its
+	 * producer still open) could lose a count, never anything else */
 	_Atomic uint64_t accepted[2];
 	_Atomic uint64_t rejected_count[2]; /* -EAGAIN: lane full by count */
 	_Atomic uint64_t rejected_bytes[2]; /* -EAGAIN: lane full by bytes */

@@ -35,10 +35,16 @@
  *            ones): each names its expected generation (the fence)
  *   SQ-T1 takeover: epoch CAS (seq_cst), pairs with SQ-T2; SQ-T2 host_gen CAS
  *            (seq_cst), the order argument is at host_takeover()
- *   SQ-F1 P: seq_cst fence after the commit, then the records doorbell's
- *            sleeping word; pairs with SQ-D1 (H announces, fence, re-checks)
- *   SQ-F2 H: seq_cst fence after a head advance, then the room doorbell's
- *            sleeping word; pairs with SQ-D2 (P announces, fence, re-checks)
+ *   SQ-F1 P: the commit CAS is seq_cst, then a seq_cst load of the records
+ *            doorbell's sleeping word; pairs with SQ-D1 (H announces, fence,
+ *            re-checks with seq_cst loads). Both pairs of seq_cst accesses sit
+ *            in the one total order, so no fence is needed on this side: a
+ *            load that misses the announce precedes it, hence so does the
+ *            commit, which the re-check then sees (on x86 a locked CAS and
+ *            a plain load, no extra barrier per record)
+ *   SQ-F2 H: the head CAS is seq_cst, then a seq_cst load of the room
+ *            doorbell's sleeping word; pairs with SQ-D2 (P announces, fence,
+ *            re-checks with seq_cst loads), the same argument
  * Counters are relaxed: statistics, they order nothing.
  */
 #include "config.h"
@@ -1013,19 +1019,20 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 		return retire(p, (uint32_t)lane, T, len, -ECANCELED);
 	s->checksum = record_sum(T, s, sub->payload, len);
 	ORBIT_CRASHPOINT("spotq.before_commit");
-	/* SQ-R3: release, pairs with SQ-A5 in take(): every byte before COMMITTED */
+	/*
+	 * SQ-R3: release (seq_cst for SQ-F1), pairs with SQ-A5 in take(): every
+	 * byte before COMMITTED
+	 */
 	if (!atomic_compare_exchange_strong_explicit(&s->commit, &mine,
 						     cw_with_state(mine, CW_COMMITTED),
-						     memory_order_release, memory_order_relaxed))
+						     memory_order_seq_cst, memory_order_relaxed))
 		return retire(p, (uint32_t)lane, T, len, -ECANCELED); /* SQ-R4 won */
 	retire(p, (uint32_t)lane, T, len, 0);
 	row_count(&p->row->accepted[lane]);
 	if (seq_out)
 		*seq_out = seq;
-	/* SQ-F1: seq_cst fence, pairs with SQ-D1: our commit before reading "sleeping" */
-	atomic_thread_fence(memory_order_seq_cst);
-	/* relaxed after the fence: the Dekker read of the pair */
-	if (atomic_load_explicit(&q->shm->rec_db.sleeping, memory_order_relaxed))
+	/* SQ-F1: seq_cst load after the seq_cst commit, pairs with SQ-D1 (the Dekker read) */
+	if (atomic_load_explicit(&q->shm->rec_db.sleeping, memory_order_seq_cst))
 		orbit__doorbell_ring_owned(&q->shm->rec_db); /* the host takes its bit back */
 	return 0;
 }
@@ -1702,16 +1709,18 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 		if (bad)
 			atomic_fetch_add_explicit(&g->w->corrupt, 1, memory_order_relaxed);
 		uint64_t nh = pw_make((uint32_t)mod_add(H, 1, g->wi), nb);
-		/* SQ-R5: release, pairs with SQ-A1: the slot's last reads before its reuse */
+		/*
+		 * SQ-R5: release (seq_cst for SQ-F2), pairs with SQ-A1: the slot's
+		 * last reads before its reuse
+		 */
 		if (atomic_compare_exchange_strong_explicit(
-			&g->w->head, &hw, nh, memory_order_release, memory_order_relaxed))
+			&g->w->head, &hw, nh, memory_order_seq_cst, memory_order_relaxed))
 			freed++;
 	}
 	if (freed) {
 		struct orbit_doorbell *db = &h->q->shm->room_db;
-		/* SQ-F2: seq_cst fence, pairs with SQ-D2: the head before "sleeping" */
-		atomic_thread_fence(memory_order_seq_cst);
-		if (atomic_load_explicit(&db->sleeping, memory_order_relaxed))
+		/* SQ-F2: seq_cst load after the seq_cst head CAS, pairs with SQ-D2 */
+		if (atomic_load_explicit(&db->sleeping, memory_order_seq_cst))
 			orbit__doorbell_ring(db);
 	}
 	return freed;

@@ -98,6 +98,13 @@ _Static_assert(offsetof(struct orbit_spotq_slot, target) == 64, "target on line 
 
 #define COPY_CHUNK 1024u	 /* a stalled producer re-checks its claim between chunks */
 #define STALL_POLL_NS 10000000ll /* host_wait's poll while a record is being written */
+/*
+ * A producer's remembered head decides room for this long at most: only
+ * after a whole lap of positions (a modulus: more than 2^32 - 65,536
+ * records, or 2^32 - 64 MiB bytes) can a head that old show room again,
+ * and no lane moves that much in 1 ms.
+ */
+#define HEAD_KEEP_NS 1000000ull
 
 static inline uint64_t cw_make(uint32_t pos, uint32_t st, uint32_t row, uint32_t gen)
 {
@@ -186,6 +193,16 @@ struct orbit_spotq_producer {
 	struct orbit_spotq_row *row;
 	uint32_t row_idx, gen;
 	uint64_t seq;
+	/*
+	 * Per lane: the head word this producer last read (SQ-A1) and a time at
+	 * or before that read. The room check decides on it while it shows
+	 * room and is younger than HEAD_KEEP_NS, and reads the head again only
+	 * when it does not (the host writes the head at every advance: a
+	 * cross-CPU miss per submit saved). The head never moves back, so an
+	 * older head only under-counts room.
+	 */
+	uint64_t head_seen[2];
+	uint64_t head_ns[2]; /* 0: none read */
 	pid_t pid;
 };
 
@@ -900,6 +917,39 @@ static inline void row_count(_Atomic uint64_t *c)
 			      memory_order_relaxed);
 }
 
+/*
+ * The head this producer decides room on: the one it read last while that
+ * is younger than HEAD_KEEP_NS (@now: this submit's clock read), else a
+ * fresh one. Returns the head word.
+ */
+static inline uint64_t head_get(orbit_spotq_producer_t *p, struct lane_geo *g, int lane,
+				uint64_t now)
+{
+	if (p->head_ns[lane] && now - p->head_ns[lane] < HEAD_KEEP_NS)
+		return p->head_seen[lane];
+	/* SQ-A1: acquire, pairs with SQ-R5: the host is done with what it freed */
+	p->head_seen[lane] = atomic_load_explicit(&g->w->head, memory_order_acquire);
+	p->head_ns[lane] = now;
+	return p->head_seen[lane];
+}
+
+/*
+ * The remembered head @used does not show room (or lies out of the
+ * tail's window): read the head again (SQ-A1). Returns true when it moved
+ * (decide again on the fresh one), false when @used was the head already
+ * (the verdict stands: every "full" and "corrupt" is decided on a fresh head).
+ */
+static bool head_refresh(orbit_spotq_producer_t *p, struct lane_geo *g, int lane, uint64_t used,
+			 uint64_t now)
+{
+	/* SQ-A1: acquire, pairs with SQ-R5: the host is done with what it freed */
+	uint64_t h = atomic_load_explicit(&g->w->head, memory_order_acquire);
+
+	p->head_seen[lane] = h;
+	p->head_ns[lane] = now;
+	return h != used;
+}
+
 /* A retry that sees the same head and tail 1,000 times in a row: the bytes lie. */
 struct retry {
 	uint64_t h, t;
@@ -923,6 +973,7 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	uint64_t h, t, v, mine, seq;
 	struct retry st = { UINT64_MAX, UINT64_MAX, 0 };
 	uint32_t T, B, len, tn = 0;
+	uint64_t now;
 	int lane;
 
 	if (!p || !sub)
@@ -944,19 +995,32 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	len = sub->len;
 	if (len > g->bytes)
 		return -E2BIG;
+	now = orbit__now_mono_ns(); /* the record's submit_ns, and the remembered head's age */
 
 	for (;;) {
-		/* SQ-A1: acquire, pairs with SQ-R5: the host is done with what it freed */
-		h = atomic_load_explicit(&g->w->head, memory_order_acquire);
+		/*
+		 * The head this producer read last, while it is young (head_get):
+		 * slots and bytes below it were freed, and that read's SQ-A1
+		 * acquire saw the host done with them; the head never moves back,
+		 * so an older value only under-counts room (less than a lap old:
+		 * HEAD_KEEP_NS). Every "no room" or out-of-window verdict is made
+		 * again on a fresh head before it counts (head_refresh).
+		 */
+		h = head_get(p, g, lane, now);
 		/* SQ-A2: acquire, pairs with SQ-R2: the tail's slot is at least claimed */
 		t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
 		T = pw_idx(t);
 		B = pw_bytes(t);
-		if (T >= g->wi || B >= g->wb || pw_idx(h) >= g->wi || pw_bytes(h) >= g->wb)
+		if (T >= g->wi || B >= g->wb || pw_idx(h) >= g->wi || pw_bytes(h) >= g->wb) {
+			if (head_refresh(p, g, lane, h, now))
+				continue;
 			return -ORBIT_ECORRUPT;
+		}
 		uint64_t used_i = mod_sub(T, pw_idx(h), g->wi);
 		uint64_t used_b = mod_sub(B, pw_bytes(h), g->wb);
 		if (used_i > g->items || used_b > g->bytes) {
+			if (head_refresh(p, g, lane, h, now))
+				continue; /* our head is older than the tail's lap window */
 			/* a head read long before the tail (preempted), or bad bytes */
 			if (stuck(&st, h, t))
 				return -ORBIT_ECORRUPT;
@@ -976,10 +1040,14 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 			continue;
 		}
 		if (used_i >= g->items) {
+			if (head_refresh(p, g, lane, h, now))
+				continue;
 			row_count(&p->row->rejected_count[lane]);
 			return -EAGAIN;
 		}
 		if (used_b + len > g->bytes) {
+			if (head_refresh(p, g, lane, h, now))
+				continue;
 			row_count(&p->row->rejected_bytes[lane]);
 			return -EAGAIN;
 		}
@@ -1005,7 +1073,7 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	help_tail(q, g, (uint32_t)lane, t, mine);
 
 	s->producer_seq = seq;
-	s->submit_ns = orbit__now_mono_ns();
+	s->submit_ns = now;
 	s->kind = sub->kind;
 	s->payload_len = len;
 	s->member_row = p->row_idx;

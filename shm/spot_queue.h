@@ -25,9 +25,12 @@
  * exact tail: the tail cannot move past pos before the slot is claimed (a
  * tail advance needs the slot CLAIMED, see help_tail in spot_queue.c), so
  * two producers never both pass a full lane, and the lane position is the
- * sequence number. Whoever sees slot[tail] claimed advances the tail
- * (helping, DPDK/MS-queue style), so a producer killed right after its
- * claim never stalls the tail.
+ * sequence number. A head read before the tail is only more conservative:
+ * a producer decides room on the head it read last while that shows room
+ * and is younger than 1 ms (less than a lap of positions old), and makes
+ * every "full" or "corrupt" verdict on a fresh head. Whoever sees
+ * slot[tail] claimed advances the tail (helping, DPDK/MS-queue style), so
+ * a producer killed right after its claim never stalls the tail.
  *
  * Words (all _Atomic uint64_t, lock-free asserted):
  *   tail, head     idx (32 bits, mod Wi) | bytes (32 bits, mod Wb) << 32

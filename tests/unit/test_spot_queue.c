@@ -576,6 +576,83 @@ static struct orbit_spotq_lane_shm *raw_lanes(struct fx *f)
 }
 
 /*
+ * A producer decides room on the head it read last (one cross-CPU miss per
+ * submit saved), but "full" only on a fresh one: after the host freed a
+ * full lane, the producer whose remembered head still shows it full must be
+ * admitted at once, by count and by bytes, and a lane really full must
+ * still refuse it.
+ */
+static void test_remembered_head_full_verdict_read_again(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+
+	fx_open(f, opts(4, 128, 2, 128));
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	for (int round = 0; round < 3; round++) {
+		/* by count: 4 records of 10 bytes; by bytes: 2 of 60 (+ 8 left) */
+		uint32_t n = round == 1 ? 2 : 4, len = round == 1 ? 60 : 10;
+
+		for (uint32_t i = 0; i < n; i++)
+			assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, len, 1, NULL), 0);
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, len, 1, NULL), -EAGAIN);
+		assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)),
+				 (int)n);
+		for (uint32_t i = 0; i < n; i++)
+			assert_int_equal(orbit__spotq_complete(h, 0, f->recs[i].pos), 0);
+		/* the remembered head shows the lane full; the real one is empty */
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, len, 2, NULL), 0);
+		assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
+		assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+		check_ok(f->q);
+	}
+	struct orbit_spotq_counters c = counters(f->q);
+	assert_int_equal(c.rejected_count[0], 2);
+	assert_int_equal(c.rejected_bytes[0], 1);
+	orbit__spotq_host_close(h);
+}
+
+/*
+ * A producer's remembered head must not decide room after a whole lap of
+ * positions (2^32 with items 4) went by: that head then lies inside the
+ * window again and shows room in a full lane; the claim CAS takes the slot
+ * of an unread record (its previous-lap word) and overwrites it. The lap is
+ * simulated by moving head and tail on (slots freed), 2 ms after the
+ * producer last read the head (HEAD_KEEP_NS is 1 ms).
+ */
+static void test_remembered_head_never_decides_after_a_lap(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_spotq_slot *sl;
+	struct orbit_spotq_lane_shm *ln;
+	uint64_t wi = 1ull << 32, wb = 1ull << 32; /* items 4, bytes 128 */
+
+	fx_open(f, opts(4, 128, 2, 128));
+	assert_int_equal(orbit__spotq_producer_open(&f->p2, f->q, f->m2), 0);
+	sl = raw_slots(f, 0);
+	ln = raw_lanes(f);
+	/* f->p reads the head (0) for its record at 0 */
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 10, 1, NULL), 0);
+	/* a lap later: everything so far freed, head = tail = wi - 1 */
+	for (int i = 0; i < 4; i++) {
+		atomic_store(&sl[i].commit, 0);
+		atomic_store(&sl[i].ack, 0);
+		atomic_store(&sl[i].resv, 0);
+	}
+	atomic_store(&ln[0].tail, (wi - 1) | (wb - 20) << 32);
+	atomic_store(&ln[0].head, (wi - 1) | (wb - 20) << 32);
+	usleep(2000);
+	/* the other producer fills the lane: wi - 1, 0, 1, 2 */
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(submit(f->p2, ORBIT_SPOTQ_KIND_SPOT, 10, 2, NULL), 0);
+	assert_int_equal(submit(f->p2, ORBIT_SPOTQ_KIND_SPOT, 10, 2, NULL), -EAGAIN);
+	/* full for f->p too: its head of a lap ago (0) would show one free slot */
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 10, 3, NULL), -EAGAIN);
+	check_ok(f->q);
+	assert_int_equal(counters(f->q).depth[0], 4);
+}
+
+/*
  * Issue 11 "a corrupt record is counted, skipped and reported" (review F2):
  * one wrong reservation length costs that record only, not every later one
  * of the lane, and every byte comes back.
@@ -931,6 +1008,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_record_fields_and_producer_identity, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_positions_wrap_at_modulus, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remembered_head_full_verdict_read_again, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_remembered_head_never_decides_after_a_lap,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_doorbell_rung_only_when_host_sleeps, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_list_spots_and_open_adopting_caps, setup,

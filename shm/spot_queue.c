@@ -27,6 +27,9 @@
  *            store for a record; pairs with SQ-A8 in advance(): no slot or
  *            byte of an aborted record is reused while its producer may write
  *   SQ-A7 H: acquire of the head, pairs with SQ-R5 (an older host's or a helper's)
+ *   SQ-R8/SQ-A9 H: release store / acquire load of the host handle's
+ *            tail_seen (process-local; complete() runs on any host thread):
+ *            the SQ-A4 view of the thread that read that tail comes with it
  *   SQ-O1/SQ-O2 P: producer row owner CAS (acquire) / close (release): a
  *            previous tenure's row words before a new producer uses them
  *   SQ-G1 H: acquire of host_gen at every host call, pairs with SQ-T2
@@ -215,6 +218,14 @@ struct orbit_spotq_host {
 	uint64_t stall_since[2]; /* 0: none */
 	char last_corrupt[128];
 	pid_t pid;
+	/*
+	 * Per lane: a tail word this host read (SQ-A4), the first at takeover.
+	 * advance() frees up to it and reads the tail again only when the head
+	 * has reached it or it lies outside the head's window (producers write
+	 * the tail at every submit: a cross-CPU miss per record saved).
+	 * complete() may run on several threads, hence atomic (SQ-R8/SQ-A9).
+	 */
+	_Atomic uint64_t tail_seen[2];
 	/* aborts by this host, by cause: written by take(), read by any
 	 * thread (relaxed: counts, they order nothing) */
 	_Atomic uint64_t aborted_dead[2], aborted_unblock[2];
@@ -1281,6 +1292,14 @@ int orbit__spotq_host_takeover(orbit_spotq_host_t **out, orbit_spotq_t *q, orbit
 	}
 	for (int l = 0; l < 2; l++) {
 		struct lane_geo *gl = &q->lane[l];
+		/*
+		 * SQ-A4: acquire, pairs with SQ-R2: the first tail advance() decides
+		 * on is one read, never a made-up "none yet" word (with a
+		 * power-of-two cap every 32-bit index is a valid position)
+		 */
+		uint64_t t0 = atomic_load_explicit(&gl->w->tail, memory_order_acquire);
+		/* relaxed: the handle is published to other threads only after this */
+		atomic_store_explicit(&h->tail_seen[l], t0, memory_order_relaxed);
 		r = orbit__spotq_advance(h, (uint32_t)l); /* finish a FREED the old host left */
 		if (r < 0 && r != -ORBIT_ECORRUPT) {
 			free(h);
@@ -1732,20 +1751,42 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 	if (r < 0)
 		return r;
 	g = &h->q->lane[lane];
+	/*
+	 * The tail this host read last (SQ-A9: acquire, pairs with SQ-R8 of the
+	 * thread that stored it after its own SQ-A4). A tail that old has
+	 * passed fewer slots, never others: every slot below it has its resv,
+	 * and the tail word at H + 1 held the end of H's bytes whenever it was
+	 * read. It is read again (once per call) when the head has reached it or
+	 * it lies outside the head's window; only a fresh tail decides "corrupt".
+	 */
+	uint64_t t = atomic_load_explicit(&h->tail_seen[lane], memory_order_acquire);
+	bool fresh = false;
+
 	for (uint32_t i = 0; i <= g->items; i++) {
 		/* SQ-A7: acquire, pairs with SQ-R5 of a helper that moved it */
 		uint64_t hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
-		/* SQ-A4: acquire, pairs with SQ-R2: resv of the slots the tail passed */
-		uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
 		uint32_t H = pw_idx(hw), HB = pw_bytes(hw);
 		struct orbit_spotq_slot *s;
 		uint64_t a, resv;
 		bool bad = false;
 
-		if (H >= g->wi || HB >= g->wb || mod_sub(pw_idx(t), H, g->wi) > g->items)
+		if (H >= g->wi || HB >= g->wb)
 			return -ORBIT_ECORRUPT;
-		if (H == pw_idx(t))
-			break;
+		if (pw_idx(t) >= g->wi || mod_sub(pw_idx(t), H, g->wi) > g->items ||
+		    H == pw_idx(t)) {
+			if (!fresh) {
+				/* SQ-A4: acquire, pairs with SQ-R2: resv of the slots the tail passed */
+				t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
+				/* SQ-R8: release, pairs with SQ-A9: what SQ-A4 saw comes with it */
+				atomic_store_explicit(&h->tail_seen[lane], t, memory_order_release);
+				fresh = true;
+				i--; /* no slot looked at: this head again (i wraps, the ++ undoes it) */
+				continue;
+			}
+			if (pw_idx(t) >= g->wi || mod_sub(pw_idx(t), H, g->wi) > g->items)
+				return -ORBIT_ECORRUPT;
+			break; /* H == tail */
+		}
 		s = slot_at(g, H);
 		/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes */
 		a = atomic_load_explicit(&s->ack, memory_order_acquire);

@@ -117,6 +117,15 @@ static struct orbit_spotq_counters counters(orbit_spotq_t *q)
 	return c;
 }
 
+/* Submit one SPOT record of @len bytes, take it alone and complete it; check the queue. */
+static void pass_one(struct fx *f, orbit_spotq_host_t *h, uint32_t len, uint8_t fill)
+{
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, len, fill, NULL), 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	check_ok(f->q);
+}
+
 /* Issue 11 "Backpressure by count and by bytes on both lanes" (count). */
 static void test_backpressure_by_count_both_lanes(void **state)
 {
@@ -576,6 +585,34 @@ static struct orbit_spotq_lane_shm *raw_lanes(struct fx *f)
 }
 
 /*
+ * A power-of-two item cap (the defaults) makes the position modulus 2^32: a
+ * host's first advance() near the wrap must decide on a tail it read, not on
+ * a "none read yet" word that lies inside the head's window there (it freed
+ * a record with the head's bytes left behind: 20 bytes lost, counted corrupt).
+ */
+static void test_new_host_near_the_wrap_frees_on_a_real_tail(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+	uint64_t wi = 1ull << 32, wb = 1ull << 32; /* items 4, bytes 128 */
+
+	fx_open(f, opts(4, 128, 2, 128));
+	struct orbit_spotq_lane_shm *ln = raw_lanes(f);
+	uint64_t start = (wi - 3) | (wb - 10) << 32;
+	atomic_store(&ln[0].tail, start);
+	atomic_store(&ln[0].head, start);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	for (int i = 0; i < 6; i++) {
+		pass_one(f, h, 20, (uint8_t)i);
+		struct orbit_spotq_counters c = counters(f->q);
+		assert_int_equal(c.depth[0], 0);
+		assert_int_equal(c.bytes[0], 0);
+		assert_int_equal(c.corrupt[0], 0);
+	}
+	orbit__spotq_host_close(h);
+}
+
+/*
  * A producer decides room on the head it read last (one cross-CPU miss per
  * submit saved), but "full" only on a fresh one: after the host freed a
  * full lane, the producer whose remembered head still shows it full must be
@@ -601,10 +638,7 @@ static void test_remembered_head_full_verdict_read_again(void **state)
 		for (uint32_t i = 0; i < n; i++)
 			assert_int_equal(orbit__spotq_complete(h, 0, f->recs[i].pos), 0);
 		/* the remembered head shows the lane full; the real one is empty */
-		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, len, 2, NULL), 0);
-		assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
-		assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
-		check_ok(f->q);
+		pass_one(f, h, len, 2);
 	}
 	struct orbit_spotq_counters c = counters(f->q);
 	assert_int_equal(c.rejected_count[0], 2);
@@ -1008,6 +1042,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_record_fields_and_producer_identity, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_positions_wrap_at_modulus, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_new_host_near_the_wrap_frees_on_a_real_tail,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remembered_head_full_verdict_read_again, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_remembered_head_never_decides_after_a_lap,

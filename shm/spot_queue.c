@@ -710,7 +710,7 @@ orbit_seg_t *orbit__spotq_seg(orbit_spotq_t *q)
 void orbit__spotq_kick(orbit_spotq_t *q)
 {
 	if (q && !q->seg.readonly && orbit__fork_check(q->pid) == 0)
-		orbit__doorbell_ring_owned(&q->shm->rec_db);
+		orbit__doorbell_ring(&q->shm->rec_db);
 }
 
 /* ---- checksum ---- */
@@ -1112,7 +1112,13 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 		*seq_out = seq;
 	/* SQ-F1: seq_cst load after the seq_cst commit, pairs with SQ-D1 (the Dekker read) */
 	if (atomic_load_explicit(&q->shm->rec_db.sleeping, memory_order_seq_cst))
-		orbit__doorbell_ring_owned(&q->shm->rec_db); /* the host takes its bit back */
+		/*
+		 * The ring clears the bits it wakes (DB-D2), so the next submits
+		 * make no syscall while the woken host is not running yet; a bit
+		 * of a newer announce cleared by a stale ring is covered by the
+		 * doorbell's second bump (DB-D5).
+		 */
+		orbit__doorbell_ring(&q->shm->rec_db);
 	return 0;
 }
 

@@ -568,6 +568,37 @@ static void test_doorbell_rung_only_when_host_sleeps(void **state)
 	orbit__spotq_host_close(h);
 }
 
+/*
+ * A ring clears the bit of the host it wakes: the producers that commit
+ * after it, while the woken host has not run yet, read the bit clear and
+ * make no system call. The host's announce is made by hand here (its row
+ * bit in the sleeping word, nobody in FUTEX_WAIT), standing for a host
+ * that was woken and is not running yet: ten submits make one FUTEX_WAKE.
+ */
+static void test_ring_clears_the_host_bit_one_wake_per_sleep(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+	orbit_seg_t *seg;
+	uint32_t bit = orbit__doorbell_bit(3);
+
+	fx_open(f, opts(64, 4096, 2, 128));
+	seg = orbit__spotq_seg(f->q);
+	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	for (int sleep = 1; sleep <= 2; sleep++) {
+		atomic_fetch_or(&sh->rec_db.sleeping, bit); /* the host announced, then slept */
+		for (int i = 0; i < 10; i++)
+			assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), 0);
+		assert_int_equal(orbit__doorbell_wakes(&sh->rec_db), (uint64_t)sleep);
+		assert_int_equal(atomic_load(&sh->rec_db.sleeping) & bit, 0);
+		assert_int_equal(orbit__spotq_take(h, 0, f->recs, 64, f->buf, sizeof(f->buf)), 10);
+		for (int i = 0; i < 10; i++)
+			assert_int_equal(orbit__spotq_complete(h, 0, f->recs[i].pos), 0);
+	}
+	orbit__spotq_host_close(h);
+}
+
 static struct orbit_spotq_slot *raw_slots(struct fx *f, int lane)
 {
 	orbit_seg_t *seg = orbit__spotq_seg(f->q);
@@ -1050,6 +1081,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_doorbell_rung_only_when_host_sleeps, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_ring_clears_the_host_bit_one_wake_per_sleep,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_spots_and_open_adopting_caps, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_one_bad_reservation_costs_one_record, setup,

@@ -93,7 +93,10 @@
  *                   (-ECANCELED). Never COMMITTED before every byte is.
  *          meta     producer, between claim and commit (plain stores, made
  *                   visible by the commit's release); covered by a checksum
- *                   the host verifies on its own copy.
+ *                   the host verifies on its own copy. The target (line 2)
+ *                   is written, summed and read only for Actor (its 8-byte
+ *                   id) and timer records (the 64-byte name field): a Spot
+ *                   or lifecycle record leaves the line as it was.
  *          resv     whoever advances the tail past the slot (identical
  *                   values from every helper: offset from the tail word,
  *                   length from the claimer's row).
@@ -125,7 +128,8 @@
 #include "shm/members.h"
 #include "shm/segment.h"
 
-#define ORBIT_SPOTQ_LAYOUT_VERSION 1u
+/* 2: the checksum covers only a record's own target bytes (four chains) */
+#define ORBIT_SPOTQ_LAYOUT_VERSION 2u
 #define ORBIT_SPOTQ_NAME_MAX 40u	/* Spot name: [A-Za-z0-9_.-]{1,40} */
 #define ORBIT_SPOTQ_SEG_PREFIX "spotq." /* segment "/orbit.<fleet>.spotq.<spot>" */
 #define ORBIT_SPOTQ_TIMER_NAME_MAX 63u	/* = ORBIT_TIMER_NAME_MAX of the executors */

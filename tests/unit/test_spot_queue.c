@@ -117,6 +117,22 @@ static struct orbit_spotq_counters counters(orbit_spotq_t *q)
 	return c;
 }
 
+static struct orbit_spotq_slot *raw_slots(struct fx *f, int lane)
+{
+	orbit_seg_t *seg = orbit__spotq_seg(f->q);
+	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+
+	return (void *)((char *)seg->base + sh->slots_off[lane]);
+}
+
+static struct orbit_spotq_lane_shm *raw_lanes(struct fx *f)
+{
+	orbit_seg_t *seg = orbit__spotq_seg(f->q);
+	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+
+	return (void *)((char *)seg->base + sh->lanes_off);
+}
+
 /* Submit one SPOT record of @len bytes, take it alone and complete it; check the queue. */
 static void pass_one(struct fx *f, orbit_spotq_host_t *h, uint32_t len, uint8_t fill)
 {
@@ -434,6 +450,63 @@ static void test_corrupt_record_counted_skipped_reported(void **state)
 	orbit__spotq_host_close(h);
 }
 
+/* Flip byte @b at @at: the checker must call the queue corrupt (@corrupt) or not. */
+static void flip_checks(orbit_spotq_t *q, uint8_t *at, bool corrupt)
+{
+	char why[256];
+
+	*at ^= 0x20;
+	assert_int_equal(orbit__spotq_check(q, why, sizeof(why)), corrupt ? -ORBIT_ECORRUPT : 0);
+	if (corrupt)
+		assert_non_null(strstr(why, "torn"));
+	*at ^= 0x20;
+	check_ok(q);
+}
+
+/*
+ * The checksum (four chains over 32-byte blocks, then words, then the
+ * last bytes) covers every payload byte of every shape of length, the
+ * meta fields, an Actor's id and a timer's name; a Spot record's second
+ * slot line (its unused target, stale bytes of an older record) is not
+ * the record's, and is neither written nor summed.
+ */
+static void test_checksum_covers_each_byte_of_the_record(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_spotq_slot *sl;
+	uint8_t *data;
+
+	fx_open(f, opts(8, 1024, 2, 128));
+	sl = raw_slots(f, 0);
+	{
+		orbit_seg_t *seg = orbit__spotq_seg(f->q);
+		struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+		data = (uint8_t *)seg->base + sh->data_off[0];
+	}
+	/* a timer record's name in slot 0, then a Spot record over that line */
+	memset(&sl[0].target, 0x5a, sizeof(sl[0].target));
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 45, 1, NULL), 0);	/* data 0..44 */
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 100, 2, NULL), 0); /* 45..144 */
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_ACTOR, 0, 3, NULL), 0);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_TIMER, 3, 4, NULL), 0); /* 145..147 */
+	check_ok(f->q);
+	assert_int_equal(sl[0].target.timer_name[9], 0x5a); /* not written by the Spot record */
+	for (int b = 0; b < 148; b++)
+		flip_checks(f->q, data + b, true);
+	for (size_t b = 0; b < sizeof(uint64_t); b++)
+		flip_checks(f->q, (uint8_t *)&sl[2].target.actor_id + b, true);
+	for (size_t b = 0; b < sizeof(sl[3].target.timer_name); b++)
+		flip_checks(f->q, (uint8_t *)sl[3].target.timer_name + b, true);
+	for (size_t b = 0; b < sizeof(uint64_t); b++) {
+		flip_checks(f->q, (uint8_t *)&sl[1].producer_seq + b, true);
+		flip_checks(f->q, (uint8_t *)&sl[1].submit_ns + b, true);
+	}
+	for (size_t b = 0; b < sizeof(sl[0].target); b++) {
+		flip_checks(f->q, (uint8_t *)&sl[0].target + b, false);
+		flip_checks(f->q, (uint8_t *)&sl[1].target + b, false);
+	}
+}
+
 /* Records carry kind, actor id or timer name, producer row + generation, sequence, time. */
 static void test_record_fields_and_producer_identity(void **state)
 {
@@ -597,22 +670,6 @@ static void test_ring_clears_the_host_bit_one_wake_per_sleep(void **state)
 			assert_int_equal(orbit__spotq_complete(h, 0, f->recs[i].pos), 0);
 	}
 	orbit__spotq_host_close(h);
-}
-
-static struct orbit_spotq_slot *raw_slots(struct fx *f, int lane)
-{
-	orbit_seg_t *seg = orbit__spotq_seg(f->q);
-	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
-
-	return (void *)((char *)seg->base + sh->slots_off[lane]);
-}
-
-static struct orbit_spotq_lane_shm *raw_lanes(struct fx *f)
-{
-	orbit_seg_t *seg = orbit__spotq_seg(f->q);
-	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
-
-	return (void *)((char *)seg->base + sh->lanes_off);
 }
 
 /*
@@ -1071,6 +1128,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_corrupt_record_counted_skipped_reported, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_record_fields_and_producer_identity, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_checksum_covers_each_byte_of_the_record, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_positions_wrap_at_modulus, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_host_near_the_wrap_frees_on_a_real_tail,

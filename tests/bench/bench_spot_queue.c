@@ -31,8 +31,9 @@
  *              lease, the host thread and the coordinator
  *   e2e        orbit end to end through the public host API: a process with
  *              an agent, a lock handle and a 1-thread worker pool runs
- *              orbit_spot_host_start (PerActor, execute_spot), and the
- *              figure is submit until the handler runs on the Spot executor
+ *              orbit_spot_host_start (PerActor, execute_spot, lease TTL 10 s),
+ *              and the figure is submit until the handler runs on the Spot
+ *              executor
  * Figures, per record size (64 B, 4 KiB) and producer count (1, 4):
  * throughput (records of all producers / time from the start signal to the
  * consumer seeing the last one) and the loaded latency p50/p99 (every 16th
@@ -375,6 +376,14 @@ static int consume_e2e(struct run *r)
 	ho.on_spot = e2e_handler;
 	ho.ctx = r;
 	ho.executor = orbit_worker_pool_executor(pool);
+	/*
+	 * A lease that outlives this machine's scheduling gaps: at load 15-25 a
+	 * thread pinned here went up to 0.96 s without running (30 s of 1 ms
+	 * sleeps), past the 1 s default TTL less its 250 ms renewal, and a host
+	 * whose lease runs out stops taking: with no second host to adopt the
+	 * Spot, the run stalled (4 of 24 runs). Renewals every 2.5 s instead.
+	 */
+	ho.lease_ttl_ns = 10000000000ull;
 	if ((e = orbit_spot_host_start(pr.agent, &ho, &h)) < 0) {
 		whyf(r, "host_start", e);
 		return 3;

@@ -132,6 +132,7 @@ struct ctl {
 	_Atomic uint32_t sent[MAXP];   /* records handed to the method */
 	_Atomic uint32_t pstate[MAXP]; /* enum pstate */
 	_Atomic int prc[MAXP];	       /* the last submit's or wait's return code */
+	_Atomic uint32_t resubmitted;  /* orbit: records aborted mid-write, sent again */
 	char why[400];
 	uint64_t lat[LAT_MAX];
 };
@@ -665,8 +666,20 @@ static int produce(struct run *r, unsigned p)
 			break;
 		case M_TRANSPORT:
 		case M_E2E:
-			/* the public client: one attempt, the room doorbell when full */
-			while ((e = orbit_spot_submit_spot(cl, rec, r->size, NULL)) == -EAGAIN) {
+			/*
+			 * The public client: one attempt, the room doorbell when full.
+			 * -ECANCELED: this producer stayed past the unblock bound
+			 * (100 ms) between its claim and its commit, a scheduling gap
+			 * on a loaded machine, and the host aborted the record: it is
+			 * never delivered, so the application sends it again (the
+			 * order check still holds) and the run counts it.
+			 */
+			while ((e = orbit_spot_submit_spot(cl, rec, r->size, NULL)) == -EAGAIN ||
+			       e == -ECANCELED) {
+				if (e == -ECANCELED) {
+					atomic_fetch_add(&r->ctl->resubmitted, 1);
+					continue;
+				}
 				atomic_store_explicit(&r->ctl->pstate[p], PS_ROOM,
 						      memory_order_relaxed);
 				e = orbit_spot_client_wait_room(cl, ORBIT_SPOT_LANE_APP, r->size,
@@ -899,6 +912,10 @@ static int run_one(struct run *r, double *mrps, double *p50, double *p99, double
 	}
 	if (rc == 0 && (ctl->received != total_of(r) || ctl->bad))
 		rc = -1;
+	if (atomic_load(&ctl->resubmitted))
+		printf("  (%s %u B x %u: %u record(s) aborted by the host's unblock bound, sent "
+		       "again)\n",
+		       mname[r->m], r->size, r->P, atomic_load(&ctl->resubmitted));
 	if (rc < 0 && !r->paced) {
 		for (unsigned p = 0; p < r->P; p++) {
 			char m[120];

@@ -1967,9 +1967,19 @@ int orbit__spotq_host_wait_seq(orbit_spotq_host_t *h, uint32_t seen, uint32_t la
 	}
 	if (stalled && (timeout_ns < 0 || timeout_ns > STALL_POLL_NS))
 		timeout_ns = STALL_POLL_NS; /* poll the in-progress record's producer */
+	/*
+	 * A producer that claims after the re-check above and then stops (or is
+	 * stopped) before its commit rings nobody: the host looks at the lanes
+	 * again within one unblock bound, so that record waits at most about
+	 * two bounds, not for the caller's timeout (a lease renewal, seconds).
+	 */
+	if (lanes && (timeout_ns < 0 || timeout_ns > (int64_t)h->q->unblock_ms * 1000000)) {
+		timeout_ns = (int64_t)h->q->unblock_ms * 1000000;
+		stalled = true;
+	}
 	r = orbit__doorbell_wait_class(db, seen, timeout_ns, bit);
 	if (r == -ETIMEDOUT && stalled)
-		r = 0; /* time to look at the stalled record again */
+		r = 0; /* time to look at the stalled record (or the lanes) again */
 awake:
 	/*
 	 * Awake: a row's own class is ours alone, take the bit back so that

@@ -516,13 +516,17 @@ uint32_t orbit__spotq_host_seq(const orbit_spotq_host_t *h);
  * rings (seq moves), and a kick (a worker, stop, the death watcher) after
  * @seen moved seq too. While a record in @lanes is being written, or an
  * aborted record whose producer has not retired holds a lane's head, the
- * sleep is cut to its stall poll (10 ms). Awake again, a row's own class bit is
- * taken back (producers then ring no syscall while the host works).
+ * sleep is cut to its stall poll (10 ms). With @lanes, no sleep lasts
+ * longer than the queue's unblock bound (a producer that claimed after the
+ * re-check and stopped before its commit rings nobody: the host finds its
+ * claim on waking). Awake again, a row's own class bit is taken back
+ * (producers then ring no syscall while the host works).
  * @wake_class: orbit__doorbell_bit(host row), or 0 for the shared class.
  * Context: the host's thread; blocks (FUTEX_WAIT_BITSET) unless a lane is
  * ready or seq moved. Returns 1 (a lane in @lanes has a record or an
  * aborted or corrupt slot at the cursor: not slept), 0 (woken: seq moved
- * past @seen, or the stall poll ended), -ETIMEDOUT, -EINTR,
+ * past @seen, or the stall poll or the unblock-bound look ended),
+ * -ETIMEDOUT (@timeout_ns, when shorter than those), -EINTR,
  * -ORBIT_EFENCED, -EINVAL (NULL, or a bit above the lanes in @lanes),
  * -ECHILD.
  */

@@ -592,6 +592,56 @@ static void test_positions_wrap_at_modulus(void **state)
 	orbit__spotq_host_close(h);
 }
 
+struct claim_waiter {
+	orbit_spotq_host_t *h;
+	_Atomic int rc, started;
+	_Atomic uint64_t ns;
+};
+
+static void *host_waits_long(void *arg)
+{
+	struct claim_waiter *w = arg;
+	uint64_t t0 = orbit_test_now_ns();
+
+	atomic_store(&w->started, 1);
+	atomic_store(&w->rc, orbit__spotq_host_wait(w->h, 5000000000ll, 0));
+	atomic_store(&w->ns, orbit_test_now_ns() - t0);
+	return NULL;
+}
+
+/*
+ * Issue 11 "a producer that is alive but stopped mid-record blocks only
+ * until the unblock bound": a producer that claims after the sleeping
+ * host's re-check and stops before its commit rings nobody. The host's
+ * sleep ends within one unblock bound (50 ms here) anyway, not at its own
+ * timeout (5 s), so it finds the claim and starts the bound. The claim is
+ * written by hand at the tail (a producer stopped at spotq.after_claim).
+ */
+static void test_sleeping_host_finds_a_claim_that_rang_nobody(void **state)
+{
+	struct fx *f = *state;
+	struct claim_waiter w = { .rc = 1 };
+	orbit_spotq_host_t *h;
+	pthread_t th;
+	uint32_t g = 0;
+	int row = orbit__members_self(f->m, &g);
+
+	fx_open(f, opts(8, 1024, 2, 128));
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	w.h = h;
+	assert_int_equal(pthread_create(&th, NULL, host_waits_long, &w), 0);
+	while (!atomic_load(&w.started))
+		usleep(100);
+	usleep(20000); /* asleep (or about to be), nothing in the lanes */
+	/* CLAIMED(pos 0, row, gen): the commit word's layout (shm/spot_queue.h) */
+	atomic_store(&raw_slots(f, 0)[0].commit,
+		     (uint64_t)1 << 32 | (uint64_t)row << 35 | (uint64_t)(g & 0x7ffff) << 45);
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&w.rc), 0);
+	assert_true(atomic_load(&w.ns) < 2000000000ull);
+	orbit__spotq_host_close(h);
+}
+
 struct waiter {
 	orbit_spotq_host_t *h;
 	_Atomic int rc;
@@ -1141,6 +1191,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_doorbell_rung_only_when_host_sleeps, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_ring_clears_the_host_bit_one_wake_per_sleep,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sleeping_host_finds_a_claim_that_rang_nobody,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_spots_and_open_adopting_caps, setup,
 						teardown),

@@ -27,9 +27,16 @@
  * Synchronization:
  *   SH-D1 host: idle = 1 (seq_cst), then the doorbell's seq (acquire),
  *         then `done` and `stop`; pairs with SH-F1
- *   SH-F1 worker: enqueue, seq_cst fence, load idle; pairs with SH-D1: a
- *         worker that reads idle 0 has its record seen by the host's check,
- *         one that reads 1 kicks (a seq bump the host's wait sees)
+ *   SH-F1 worker: enqueue, seq_cst fence, load idle, and if it reads 1 an
+ *         exchange of idle with 0 (seq_cst); pairs with SH-D1. A worker that
+ *         reads idle 0 has its record seen by the host's check, the one
+ *         whose exchange takes the 1 kicks (a seq bump the host's wait sees,
+ *         or, if the host's seen already holds it, the host's check sees
+ *         that worker's record: the bump follows it and seen is an acquire).
+ *         A worker whose exchange finds 0 comes after that kick or after the
+ *         host woke: the host drains again before its next idle period, or
+ *         its next check sees the record. One kick per idle period, not one
+ *         per finished record
  *   SH-S1 stop: stop = 1 (seq_cst), then an unconditional kick; pairs with
  *         SH-A2: the host's stop loads, one after its seq read (SH-D1)
  *   SH-L1 state: release store of LOST (after lost_reason), pairs with SH-L2:
@@ -224,9 +231,11 @@ static void finish(struct delivery *d)
 	atomic_fetch_add_explicit(&sh->finishing, 1, memory_order_relaxed);
 	TSAN_RELEASE(d);
 	cds_wfcq_enqueue(&sh->done_head, &sh->done_tail, &d->node);
-	/* SH-F1: seq_cst fence, pairs with SH-D1: the enqueue before the idle load */
+	/* SH-F1: seq_cst fence, pairs with SH-D1: the enqueue before the idle exchange */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&sh->idle, memory_order_relaxed))
+	/* only the first finish of an idle period kicks: the rest find idle 0 */
+	if (atomic_load_explicit(&sh->idle, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&sh->idle, 0, memory_order_seq_cst))
 		orbit__spotq_kick(sh->q);
 	/* SH-R1: release, pairs with SH-A1 in orbit_spot_host_stop(): our last touch of sh */
 	atomic_fetch_sub_explicit(&sh->finishing, 1, memory_order_release);

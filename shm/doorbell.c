@@ -41,12 +41,11 @@ uint32_t orbit__doorbell_seq(const struct orbit_doorbell *db)
 
 /*
  * Bump seq, then wake the sleeping classes in @mask (ring_skip and
- * wake_class), clearing the bits of those in @clear (the others' waiters
- * take their own bits back: ring_owned).
+ * wake_class), clearing their bits.
  */
-static int ring_mask(struct orbit_doorbell *db, uint32_t mask, uint32_t clear)
+static int ring_mask(struct orbit_doorbell *db, uint32_t mask)
 {
-	uint32_t wake, take;
+	uint32_t wake;
 
 	/* DB-D1: seq_cst bump, pairs with DB-A1 and DB-D4; with DB-D2a/DB-D2 the
 	 * publisher half of the Dekker pair (DB-D3/DB-D4) */
@@ -61,27 +60,19 @@ static int ring_mask(struct orbit_doorbell *db, uint32_t mask, uint32_t clear)
 	if (wake == 0)
 		return 0;
 	/* DB-D2: seq_cst fetch_and; clears only the classes we wake (a burst coalesces) */
-	take = wake & clear;
-	if (take) {
-		uint32_t took = take & atomic_fetch_and_explicit(&db->sleeping, ~take,
-								 memory_order_seq_cst);
-
-		wake = (wake & ~take) | took;
-		/*
-		 * DB-D5: seq_cst bump after a DB-D2 that cleared a bit, pairs with
-		 * DB-D4 and the kernel's compare in FUTEX_WAIT. The bit cleared
-		 * may be a NEWER announce by a waiter whose seen already includes
-		 * our DB-D1 (we were preempted between DB-D1 and DB-D2a). Its
-		 * seen was read before its announce (DB-D3), which came before
-		 * our DB-D2, so this bump is not in seen: its DB-D4 or the kernel's
-		 * compare sees it (EAGAIN: it announces again), or it is queued
-		 * before our FUTEX_WAKE.
-		 */
-		if (took)
-			atomic_fetch_add_explicit(&db->seq, 1, memory_order_seq_cst);
-	}
+	wake &= atomic_fetch_and_explicit(&db->sleeping, ~wake, memory_order_seq_cst);
 	if (wake == 0)
 		return 0; /* another publisher cleared them after its DB-D1: it wakes them */
+	/*
+	 * DB-D5: seq_cst bump after a DB-D2 that cleared a bit, pairs with DB-D4
+	 * and the kernel's compare in FUTEX_WAIT. The bit cleared may be a NEWER
+	 * announce by a waiter whose seen already includes our DB-D1 (we were
+	 * preempted between DB-D1 and DB-D2a). Its seen was read before its
+	 * announce (DB-D3), which came before our DB-D2, so this bump is not in
+	 * seen: its DB-D4 or the kernel's compare sees it (EAGAIN: it announces
+	 * again), or it is queued before our FUTEX_WAKE.
+	 */
+	atomic_fetch_add_explicit(&db->seq, 1, memory_order_seq_cst);
 	/* Relaxed: a statistics counter, orders nothing */
 	atomic_fetch_add_explicit(&db->wakes, 1, memory_order_relaxed);
 	/* Shared futex (no FUTEX_PRIVATE_FLAG): waiters live in other processes */
@@ -91,22 +82,17 @@ static int ring_mask(struct orbit_doorbell *db, uint32_t mask, uint32_t clear)
 
 int orbit__doorbell_ring_skip(struct orbit_doorbell *db, uint32_t skip)
 {
-	return ring_mask(db, ~skip, ~0u);
+	return ring_mask(db, ~skip);
 }
 
 int orbit__doorbell_wake_class(struct orbit_doorbell *db, uint32_t bit)
 {
-	return ring_mask(db, bit ? bit : ORBIT_DOORBELL_SHARED, ~0u);
+	return ring_mask(db, bit ? bit : ORBIT_DOORBELL_SHARED);
 }
 
 int orbit__doorbell_ring(struct orbit_doorbell *db)
 {
 	return orbit__doorbell_ring_skip(db, 0);
-}
-
-int orbit__doorbell_ring_owned(struct orbit_doorbell *db)
-{
-	return ring_mask(db, ~0u, ORBIT_DOORBELL_SHARED);
 }
 
 int orbit__doorbell_wait_class(struct orbit_doorbell *db, uint32_t seen, int64_t timeout_ns,

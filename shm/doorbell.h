@@ -59,7 +59,6 @@
  * class wakes all of its waiters). The extra bump costs one atomic only on
  * the path that makes the syscall, and it can end a waiter's sleep without
  * a new event (callers re-check and wait again, as for any wakeup).
- * orbit__doorbell_ring_owned() leaves row classes' bits to their waiters.
  * Tests: test_stale_ring_clearing_a_newer_announce_loses_no_wake (Spot
  * queue) and test_stale_ring_loses_no_wake_{row,shared}_class (the
  * doorbell alone), crash points doorbell.after_bump and
@@ -130,19 +129,6 @@ int orbit__doorbell_wake_class(struct orbit_doorbell *db, uint32_t bit);
 
 /* orbit__doorbell_ring - ring_skip(db, 0): wake every sleeping class. */
 int orbit__doorbell_ring(struct orbit_doorbell *db);
-
-/*
- * orbit__doorbell_ring_owned - as orbit__doorbell_ring(), but clear only
- * ORBIT_DOORBELL_SHARED: a row class's bit stays until its own waiter
- * takes it back on waking (orbit__spotq_host_wait_seq() does). For
- * doorbells whose row-class waiters do that, so that a publisher never
- * clears a row's announce (and so never needs DB-D5 for it; the shared
- * class is cleared and bumped as by ring()).
- * Context: any thread/process; lock-free; FUTEX_WAKE_BITSET while any
- * class's bit is set (a row class: until its waiter is awake again).
- * Returns 1 when it made a FUTEX_WAKE_BITSET, 0 when no syscall was needed.
- */
-int orbit__doorbell_ring_owned(struct orbit_doorbell *db);
 
 /*
  * orbit__doorbell_wait_class - sleep as class @bit (one bit, see

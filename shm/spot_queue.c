@@ -27,6 +27,9 @@
  *            store for a record; pairs with SQ-A8 in advance(): no slot or
  *            byte of an aborted record is reused while its producer may write
  *   SQ-A7 H: acquire of the head, pairs with SQ-R5 (an older host's or a helper's)
+ *   SQ-R8/SQ-A9 H: release store / acquire load of the host handle's
+ *            tail_seen (process-local; complete() runs on any host thread):
+ *            the SQ-A4 view of the thread that read that tail comes with it
  *   SQ-O1/SQ-O2 P: producer row owner CAS (acquire) / close (release): a
  *            previous tenure's row words before a new producer uses them
  *   SQ-G1 H: acquire of host_gen at every host call, pairs with SQ-T2
@@ -35,10 +38,16 @@
  *            ones): each names its expected generation (the fence)
  *   SQ-T1 takeover: epoch CAS (seq_cst), pairs with SQ-T2; SQ-T2 host_gen CAS
  *            (seq_cst), the order argument is at host_takeover()
- *   SQ-F1 P: seq_cst fence after the commit, then the records doorbell's
- *            sleeping word; pairs with SQ-D1 (H announces, fence, re-checks)
- *   SQ-F2 H: seq_cst fence after a head advance, then the room doorbell's
- *            sleeping word; pairs with SQ-D2 (P announces, fence, re-checks)
+ *   SQ-F1 P: the commit CAS is seq_cst, then a seq_cst load of the records
+ *            doorbell's sleeping word; pairs with SQ-D1 (H announces, fence,
+ *            re-checks with seq_cst loads). Both pairs of seq_cst accesses sit
+ *            in the one total order, so no fence is needed on this side: a
+ *            load that misses the announce precedes it, hence so does the
+ *            commit, which the re-check then sees (on x86 a locked CAS and
+ *            a plain load, no extra barrier per record)
+ *   SQ-F2 H: the head CAS is seq_cst, then a seq_cst load of the room
+ *            doorbell's sleeping word; pairs with SQ-D2 (P announces, fence,
+ *            re-checks with seq_cst loads), the same argument
  * Counters are relaxed: statistics, they order nothing.
  */
 #include "config.h"
@@ -92,6 +101,13 @@ _Static_assert(offsetof(struct orbit_spotq_slot, target) == 64, "target on line 
 
 #define COPY_CHUNK 1024u	 /* a stalled producer re-checks its claim between chunks */
 #define STALL_POLL_NS 10000000ll /* host_wait's poll while a record is being written */
+/*
+ * A producer's remembered head decides room for this long at most: only
+ * after a whole lap of positions (a modulus: more than 2^32 - 65,536
+ * records, or 2^32 - 64 MiB bytes) can a head that old show room again,
+ * and no lane moves that much in 1 ms.
+ */
+#define HEAD_KEEP_NS 1000000ull
 
 static inline uint64_t cw_make(uint32_t pos, uint32_t st, uint32_t row, uint32_t gen)
 {
@@ -157,6 +173,7 @@ static inline uint32_t pw_bytes(uint64_t w)
 /* Process-local, validated geometry of one lane: every index goes through it. */
 struct lane_geo {
 	uint32_t items, bytes; /* caps */
+	uint32_t imask, bmask; /* cap - 1 for a power-of-two cap (the defaults), else 0 */
 	uint64_t wi, wb;       /* position moduli: cap * floor(2^32 / cap) */
 	struct orbit_spotq_lane_shm *w;
 	struct orbit_spotq_slot *slots;
@@ -179,6 +196,16 @@ struct orbit_spotq_producer {
 	struct orbit_spotq_row *row;
 	uint32_t row_idx, gen;
 	uint64_t seq;
+	/*
+	 * Per lane: the head word this producer last read (SQ-A1) and a time at
+	 * or before that read. The room check decides on it while it shows
+	 * room and is younger than HEAD_KEEP_NS, and reads the head again only
+	 * when it does not (the host writes the head at every advance: a
+	 * cross-CPU miss per submit saved). The head never moves back, so an
+	 * older head only under-counts room.
+	 */
+	uint64_t head_seen[2];
+	uint64_t head_ns[2]; /* 0: none read */
 	pid_t pid;
 };
 
@@ -191,24 +218,64 @@ struct orbit_spotq_host {
 	uint64_t stall_since[2]; /* 0: none */
 	char last_corrupt[128];
 	pid_t pid;
+	/*
+	 * Per lane: a tail word this host read (SQ-A4), the first at takeover.
+	 * advance() frees up to it and reads the tail again only when the head
+	 * has reached it or it lies outside the head's window (producers write
+	 * the tail at every submit: a cross-CPU miss per record saved).
+	 * complete() may run on several threads, hence atomic (SQ-R8/SQ-A9).
+	 */
+	_Atomic uint64_t tail_seen[2];
 	/* aborts by this host, by cause: written by take(), read by any
 	 * thread (relaxed: counts, they order nothing) */
 	_Atomic uint64_t aborted_dead[2], aborted_unblock[2];
 };
 
+/*
+ * Position arithmetic without a division on the fast path: every value a
+ * hot path passes is already below 2 * w (positions and offsets validated
+ * below their modulus, steps at most one modulus), so one compare and at
+ * most one subtraction give v % w; anything larger (bytes that lie) takes
+ * the division. The results equal (a + n) % w and (a + w - b % w) % w for
+ * every input.
+ */
+static inline uint64_t mod_red(uint64_t v, uint64_t w)
+{
+	if (v < w)
+		return v;
+	v -= w;
+	return v < w ? v : v % w;
+}
 static inline uint64_t mod_add(uint64_t a, uint64_t n, uint64_t w)
 {
-	return (a + n) % w;
+	return mod_red(a + n, w);
 }
 static inline uint64_t mod_sub(uint64_t a, uint64_t b, uint64_t w)
 {
-	return (a + w - b % w) % w;
+	return mod_red(a + w - mod_red(b, w), w);
+}
+
+/* @v % @cap for a lane cap, with @mask = cap - 1 when cap is a power of two (else 0) */
+static inline uint32_t cap_mod(uint64_t v, uint32_t cap, uint32_t mask)
+{
+	return mask ? (uint32_t)(v & mask) : (uint32_t)(v % cap);
 }
 
 /* The one bounds-checked slot accessor: position -> slot (pos is reduced mod items). */
 static inline struct orbit_spotq_slot *slot_at(const struct lane_geo *g, uint32_t pos)
 {
-	return &g->slots[pos % g->items];
+	return &g->slots[cap_mod(pos, g->items, g->imask)];
+}
+
+/* The offset inside the lane's byte ring of byte position @pos. */
+static inline uint32_t byte_at(const struct lane_geo *g, uint64_t pos)
+{
+	return cap_mod(pos, g->bytes, g->bmask);
+}
+
+static inline uint32_t pow2_mask(uint32_t cap)
+{
+	return cap && !(cap & (cap - 1)) ? cap - 1 : 0;
 }
 
 static inline uint64_t wrap_of(uint32_t cap)
@@ -554,6 +621,8 @@ int orbit__spotq_open(orbit_spotq_t **out, const char *fleet, const char *spot,
 		g->bytes = y.bytes[l];
 		g->wi = wrap_of(g->items);
 		g->wb = wrap_of(g->bytes);
+		g->imask = pow2_mask(g->items);
+		g->bmask = pow2_mask(g->bytes);
 		g->w = &lanes[l];
 		g->slots = orbit__seg_at(&q->seg, y.slots_off[l],
 					 (uint64_t)g->items * sizeof(struct orbit_spotq_slot));
@@ -641,7 +710,7 @@ orbit_seg_t *orbit__spotq_seg(orbit_spotq_t *q)
 void orbit__spotq_kick(orbit_spotq_t *q)
 {
 	if (q && !q->seg.readonly && orbit__fork_check(q->pid) == 0)
-		orbit__doorbell_ring_owned(&q->shm->rec_db);
+		orbit__doorbell_ring(&q->shm->rec_db);
 }
 
 /* ---- checksum ---- */
@@ -653,33 +722,92 @@ static inline uint64_t mix(uint64_t h, uint64_t w)
 	return h ^ (h >> 29);
 }
 
-static uint64_t hash_bytes(uint64_t h, const uint8_t *p, size_t n)
+/*
+ * The bytes of a slot's target that belong to a record of @kind: an
+ * Actor's id, a timer's name field, nothing for Spot and lifecycle records
+ * (their producers do not write the slot's second cache line at all).
+ */
+static inline size_t target_len(uint32_t kind)
 {
-	uint64_t w;
-
-	for (; n >= 8; n -= 8, p += 8) {
-		memcpy(&w, p, 8);
-		h = mix(h, w);
+	switch (kind) {
+	case ORBIT_SPOTQ_KIND_ACTOR:
+		return sizeof(uint64_t);
+	case ORBIT_SPOTQ_KIND_TIMER:
+		return ORBIT_SPOTQ_TIMER_NAME_MAX + 1;
+	default:
+		return 0;
 	}
-	w = 0;
-	if (n)
-		memcpy(&w, p, n);
-	return mix(h, w ^ ((uint64_t)n << 56));
 }
 
-/* Checksum of a record: its position, meta fields (from @m) and contiguous payload. */
+/*
+ * A record's checksum state: four independent multiply chains, so the sum
+ * runs at the multiplier's throughput instead of its latency (one chain
+ * cost one multiply latency per 8 bytes, twice per record).
+ */
+struct sum4 {
+	uint64_t v[4];
+};
+
+/*
+ * Keep @x in a general register: gcc -O2 otherwise vectorizes the four
+ * chains into SSE2, where a 64-bit multiply is three pmuludq and shifts,
+ * slower than four imul (xxHash guards its rounds the same way,
+ * XXH_COMPILER_GUARD).
+ */
+#define SUM_GUARD(x) __asm__("" : "+r"(x))
+
+/* Fold @n bytes into @s: 32-byte blocks across the four chains, the rest word by word. */
+static void sum4_bytes(struct sum4 *s, const uint8_t *p, size_t n)
+{
+	uint64_t w[4], a = s->v[0], b = s->v[1], c = s->v[2], d = s->v[3];
+	unsigned k = 0;
+
+	for (; n >= 32; n -= 32, p += 32) {
+		memcpy(w, p, 32);
+		a = mix(a, w[0]);
+		b = mix(b, w[1]);
+		c = mix(c, w[2]);
+		d = mix(d, w[3]);
+		SUM_GUARD(a);
+		SUM_GUARD(b);
+		SUM_GUARD(c);
+		SUM_GUARD(d);
+	}
+	s->v[0] = a;
+	s->v[1] = b;
+	s->v[2] = c;
+	s->v[3] = d;
+	for (; n >= 8; n -= 8, p += 8, k++) {
+		memcpy(w, p, 8);
+		s->v[k] = mix(s->v[k], w[0]);
+	}
+	w[0] = 0;
+	if (n)
+		memcpy(w, p, n);
+	s->v[3] = mix(s->v[3], w[0] ^ ((uint64_t)n << 56));
+}
+
+/*
+ * Checksum of a record: its position, meta fields (from @m), the target
+ * bytes of its kind and its contiguous payload (@n bytes at @p).
+ */
 static uint64_t record_sum(uint32_t pos, const struct orbit_spotq_slot *m, const uint8_t *p,
 			   uint32_t n)
 {
-	uint64_t h = 0x243f6a8885a308d3ull;
+	struct sum4 s = { {
+	    mix(0x243f6a8885a308d3ull, pos),
+	    mix(0x13198a2e03707344ull, m->producer_seq),
+	    mix(0xa4093822299f31d0ull, m->submit_ns),
+	    mix(0x082efa98ec4e6c89ull, (uint64_t)m->kind << 32 | m->payload_len),
+	} };
+	uint64_t h;
 
-	h = mix(h, pos);
-	h = mix(h, m->producer_seq);
-	h = mix(h, m->submit_ns);
-	h = mix(h, (uint64_t)m->kind << 32 | m->payload_len);
-	h = mix(h, (uint64_t)m->member_row << 32 | m->member_gen);
-	h = hash_bytes(h, (const uint8_t *)&m->target, sizeof(m->target));
-	return hash_bytes(h, p, n);
+	s.v[0] = mix(s.v[0], (uint64_t)m->member_row << 32 | m->member_gen);
+	sum4_bytes(&s, (const uint8_t *)&m->target, target_len(m->kind));
+	sum4_bytes(&s, p, n);
+	h = mix(s.v[0], s.v[1]);
+	h = mix(h, s.v[2]);
+	return mix(h, s.v[3]);
 }
 
 /* ---- tail helping ---- */
@@ -815,7 +943,7 @@ static bool copy_in(struct lane_geo *g, struct orbit_spotq_slot *s, uint64_t min
 	uint32_t done = 0;
 
 	while (done < n) {
-		uint32_t at = (uint32_t)((off + (uint64_t)done) % g->bytes);
+		uint32_t at = byte_at(g, off + (uint64_t)done);
 		uint32_t k = n - done;
 
 		if (k > COPY_CHUNK)
@@ -846,6 +974,52 @@ static int retire(orbit_spotq_producer_t *p, uint32_t lane, uint32_t T, uint32_t
 	return rc;
 }
 
+/*
+ * +1 on a counter of the producer's row. The row's producer is its only
+ * writer (one open producer per tenure, used by one thread at a time; a
+ * new tenure takes the row over by the owner CAS, SQ-O1, after the old one
+ * closed or died), so a relaxed load and store do it without a locked
+ * read-modify-write on every submit. Readers (counters()) load relaxed.
+ */
+static inline void row_count(_Atomic uint64_t *c)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
+/*
+ * The head this producer decides room on: the one it read last while that
+ * is younger than HEAD_KEEP_NS (@now: this submit's clock read), else a
+ * fresh one. Returns the head word.
+ */
+static inline uint64_t head_get(orbit_spotq_producer_t *p, struct lane_geo *g, int lane,
+				uint64_t now)
+{
+	if (p->head_ns[lane] && now - p->head_ns[lane] < HEAD_KEEP_NS)
+		return p->head_seen[lane];
+	/* SQ-A1: acquire, pairs with SQ-R5: the host is done with what it freed */
+	p->head_seen[lane] = atomic_load_explicit(&g->w->head, memory_order_acquire);
+	p->head_ns[lane] = now;
+	return p->head_seen[lane];
+}
+
+/*
+ * The remembered head @used does not show room (or lies out of the
+ * tail's window): read the head again (SQ-A1). Returns true when it moved
+ * (decide again on the fresh one), false when @used was the head already
+ * (the verdict stands: every "full" and "corrupt" is decided on a fresh head).
+ */
+static bool head_refresh(orbit_spotq_producer_t *p, struct lane_geo *g, int lane, uint64_t used,
+			 uint64_t now)
+{
+	/* SQ-A1: acquire, pairs with SQ-R5: the host is done with what it freed */
+	uint64_t h = atomic_load_explicit(&g->w->head, memory_order_acquire);
+
+	p->head_seen[lane] = h;
+	p->head_ns[lane] = now;
+	return h != used;
+}
+
 /* A retry that sees the same head and tail 1,000 times in a row: the bytes lie. */
 struct retry {
 	uint64_t h, t;
@@ -869,6 +1043,7 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	uint64_t h, t, v, mine, seq;
 	struct retry st = { UINT64_MAX, UINT64_MAX, 0 };
 	uint32_t T, B, len, tn = 0;
+	uint64_t now;
 	int lane;
 
 	if (!p || !sub)
@@ -890,19 +1065,32 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	len = sub->len;
 	if (len > g->bytes)
 		return -E2BIG;
+	now = orbit__now_mono_ns(); /* the record's submit_ns, and the remembered head's age */
 
 	for (;;) {
-		/* SQ-A1: acquire, pairs with SQ-R5: the host is done with what it freed */
-		h = atomic_load_explicit(&g->w->head, memory_order_acquire);
+		/*
+		 * The head this producer read last, while it is young (head_get):
+		 * slots and bytes below it were freed, and that read's SQ-A1
+		 * acquire saw the host done with them; the head never moves back,
+		 * so an older value only under-counts room (less than a lap old:
+		 * HEAD_KEEP_NS). Every "no room" or out-of-window verdict is made
+		 * again on a fresh head before it counts (head_refresh).
+		 */
+		h = head_get(p, g, lane, now);
 		/* SQ-A2: acquire, pairs with SQ-R2: the tail's slot is at least claimed */
 		t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
 		T = pw_idx(t);
 		B = pw_bytes(t);
-		if (T >= g->wi || B >= g->wb || pw_idx(h) >= g->wi || pw_bytes(h) >= g->wb)
+		if (T >= g->wi || B >= g->wb || pw_idx(h) >= g->wi || pw_bytes(h) >= g->wb) {
+			if (head_refresh(p, g, lane, h, now))
+				continue;
 			return -ORBIT_ECORRUPT;
+		}
 		uint64_t used_i = mod_sub(T, pw_idx(h), g->wi);
 		uint64_t used_b = mod_sub(B, pw_bytes(h), g->wb);
 		if (used_i > g->items || used_b > g->bytes) {
+			if (head_refresh(p, g, lane, h, now))
+				continue; /* our head is older than the tail's lap window */
 			/* a head read long before the tail (preempted), or bad bytes */
 			if (stuck(&st, h, t))
 				return -ORBIT_ECORRUPT;
@@ -922,13 +1110,15 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 			continue;
 		}
 		if (used_i >= g->items) {
-			atomic_fetch_add_explicit(&p->row->rejected_count[lane], 1,
-						  memory_order_relaxed);
+			if (head_refresh(p, g, lane, h, now))
+				continue;
+			row_count(&p->row->rejected_count[lane]);
 			return -EAGAIN;
 		}
 		if (used_b + len > g->bytes) {
-			atomic_fetch_add_explicit(&p->row->rejected_bytes[lane], 1,
-						  memory_order_relaxed);
+			if (head_refresh(p, g, lane, h, now))
+				continue;
+			row_count(&p->row->rejected_bytes[lane]);
 			return -EAGAIN;
 		}
 		/*
@@ -953,34 +1143,43 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	help_tail(q, g, (uint32_t)lane, t, mine);
 
 	s->producer_seq = seq;
-	s->submit_ns = orbit__now_mono_ns();
+	s->submit_ns = now;
 	s->kind = sub->kind;
 	s->payload_len = len;
 	s->member_row = p->row_idx;
 	s->member_gen = p->gen;
-	memset(&s->target, 0, sizeof(s->target));
-	if (sub->kind == ORBIT_SPOTQ_KIND_ACTOR)
+	/* the slot's second line only for the kinds that have a target (target_len()) */
+	if (sub->kind == ORBIT_SPOTQ_KIND_ACTOR) {
 		s->target.actor_id = sub->actor_id;
-	else if (sub->kind == ORBIT_SPOTQ_KIND_TIMER)
+	} else if (sub->kind == ORBIT_SPOTQ_KIND_TIMER) {
+		memset(&s->target, 0, sizeof(s->target));
 		memcpy(s->target.timer_name, sub->timer_name, tn);
+	}
 	if (!copy_in(g, s, mine, B, sub->payload, len))
 		return retire(p, (uint32_t)lane, T, len, -ECANCELED);
 	s->checksum = record_sum(T, s, sub->payload, len);
 	ORBIT_CRASHPOINT("spotq.before_commit");
-	/* SQ-R3: release, pairs with SQ-A5 in take(): every byte before COMMITTED */
+	/*
+	 * SQ-R3: release (seq_cst for SQ-F1), pairs with SQ-A5 in take(): every
+	 * byte before COMMITTED
+	 */
 	if (!atomic_compare_exchange_strong_explicit(&s->commit, &mine,
 						     cw_with_state(mine, CW_COMMITTED),
-						     memory_order_release, memory_order_relaxed))
+						     memory_order_seq_cst, memory_order_relaxed))
 		return retire(p, (uint32_t)lane, T, len, -ECANCELED); /* SQ-R4 won */
 	retire(p, (uint32_t)lane, T, len, 0);
-	atomic_fetch_add_explicit(&p->row->accepted[lane], 1, memory_order_relaxed);
+	row_count(&p->row->accepted[lane]);
 	if (seq_out)
 		*seq_out = seq;
-	/* SQ-F1: seq_cst fence, pairs with SQ-D1: our commit before reading "sleeping" */
-	atomic_thread_fence(memory_order_seq_cst);
-	/* relaxed after the fence: the Dekker read of the pair */
-	if (atomic_load_explicit(&q->shm->rec_db.sleeping, memory_order_relaxed))
-		orbit__doorbell_ring_owned(&q->shm->rec_db); /* the host takes its bit back */
+	/* SQ-F1: seq_cst load after the seq_cst commit, pairs with SQ-D1 (the Dekker read) */
+	if (atomic_load_explicit(&q->shm->rec_db.sleeping, memory_order_seq_cst))
+		/*
+		 * The ring clears the bits it wakes (DB-D2), so the next submits
+		 * make no syscall while the woken host is not running yet; a bit
+		 * of a newer announce cleared by a stale ring is covered by the
+		 * doorbell's second bump (DB-D5).
+		 */
+		orbit__doorbell_ring(&q->shm->rec_db);
 	return 0;
 }
 
@@ -1160,6 +1359,14 @@ int orbit__spotq_host_takeover(orbit_spotq_host_t **out, orbit_spotq_t *q, orbit
 	}
 	for (int l = 0; l < 2; l++) {
 		struct lane_geo *gl = &q->lane[l];
+		/*
+		 * SQ-A4: acquire, pairs with SQ-R2: the first tail advance() decides
+		 * on is one read, never a made-up "none yet" word (with a
+		 * power-of-two cap every 32-bit index is a valid position)
+		 */
+		uint64_t t0 = atomic_load_explicit(&gl->w->tail, memory_order_acquire);
+		/* relaxed: the handle is published to other threads only after this */
+		atomic_store_explicit(&h->tail_seen[l], t0, memory_order_relaxed);
 		r = orbit__spotq_advance(h, (uint32_t)l); /* finish a FREED the old host left */
 		if (r < 0 && r != -ORBIT_ECORRUPT) {
 			free(h);
@@ -1265,13 +1472,20 @@ static void corrupt(orbit_spotq_host_t *h, struct lane_geo *g, uint32_t lane, ui
 		 h->q->spot, lane, pos, why);
 }
 
-/* Copy the plain (producer-written) fields of a slot; the atomic words stay zero. */
+/*
+ * Copy the plain (producer-written) fields of a slot: the meta fields of
+ * its first line, then the target bytes of the kind just copied (a Spot or
+ * lifecycle record's second line is not read); the atomic words and the
+ * rest of the target stay zero.
+ */
 static void meta_copy(struct orbit_spotq_slot *m, const struct orbit_spotq_slot *s)
 {
 	const size_t from = offsetof(struct orbit_spotq_slot, checksum);
+	const size_t to = offsetof(struct orbit_spotq_slot, target);
 
-	memset(m, 0, from);
-	memcpy((char *)m + from, (const char *)s + from, sizeof(*m) - from);
+	memset(m, 0, sizeof(*m));
+	memcpy((char *)m + from, (const char *)s + from, to - from);
+	memcpy(&m->target, &s->target, target_len(m->kind));
 }
 
 /*
@@ -1304,7 +1518,7 @@ static const char *copy_out(const orbit_spotq_host_t *h, const struct lane_geo *
 		return "timer name not terminated";
 	if (m.payload_len > room)
 		return "no room in the caller's buffer";
-	at = pw_idx(resv) % g->bytes;
+	at = byte_at(g, pw_idx(resv));
 	n1 = m.payload_len < g->bytes - at ? m.payload_len : g->bytes - at;
 	if (n1)
 		memcpy(dst, g->data + at, n1);
@@ -1611,20 +1825,42 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 	if (r < 0)
 		return r;
 	g = &h->q->lane[lane];
+	/*
+	 * The tail this host read last (SQ-A9: acquire, pairs with SQ-R8 of the
+	 * thread that stored it after its own SQ-A4). A tail that old has
+	 * passed fewer slots, never others: every slot below it has its resv,
+	 * and the tail word at H + 1 held the end of H's bytes whenever it was
+	 * read. It is read again (once per call) when the head has reached it or
+	 * it lies outside the head's window; only a fresh tail decides "corrupt".
+	 */
+	uint64_t t = atomic_load_explicit(&h->tail_seen[lane], memory_order_acquire);
+	bool fresh = false;
+
 	for (uint32_t i = 0; i <= g->items; i++) {
 		/* SQ-A7: acquire, pairs with SQ-R5 of a helper that moved it */
 		uint64_t hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
-		/* SQ-A4: acquire, pairs with SQ-R2: resv of the slots the tail passed */
-		uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
 		uint32_t H = pw_idx(hw), HB = pw_bytes(hw);
 		struct orbit_spotq_slot *s;
 		uint64_t a, resv;
 		bool bad = false;
 
-		if (H >= g->wi || HB >= g->wb || mod_sub(pw_idx(t), H, g->wi) > g->items)
+		if (H >= g->wi || HB >= g->wb)
 			return -ORBIT_ECORRUPT;
-		if (H == pw_idx(t))
-			break;
+		if (pw_idx(t) >= g->wi || mod_sub(pw_idx(t), H, g->wi) > g->items ||
+		    H == pw_idx(t)) {
+			if (!fresh) {
+				/* SQ-A4: acquire, pairs with SQ-R2: resv of the slots the tail passed */
+				t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
+				/* SQ-R8: release, pairs with SQ-A9: what SQ-A4 saw comes with it */
+				atomic_store_explicit(&h->tail_seen[lane], t, memory_order_release);
+				fresh = true;
+				i--; /* no slot looked at: this head again (i wraps, the ++ undoes it) */
+				continue;
+			}
+			if (pw_idx(t) >= g->wi || mod_sub(pw_idx(t), H, g->wi) > g->items)
+				return -ORBIT_ECORRUPT;
+			break; /* H == tail */
+		}
 		s = slot_at(g, H);
 		/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes */
 		a = atomic_load_explicit(&s->ack, memory_order_acquire);
@@ -1656,16 +1892,18 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 		if (bad)
 			atomic_fetch_add_explicit(&g->w->corrupt, 1, memory_order_relaxed);
 		uint64_t nh = pw_make((uint32_t)mod_add(H, 1, g->wi), nb);
-		/* SQ-R5: release, pairs with SQ-A1: the slot's last reads before its reuse */
+		/*
+		 * SQ-R5: release (seq_cst for SQ-F2), pairs with SQ-A1: the slot's
+		 * last reads before its reuse
+		 */
 		if (atomic_compare_exchange_strong_explicit(
-			&g->w->head, &hw, nh, memory_order_release, memory_order_relaxed))
+			&g->w->head, &hw, nh, memory_order_seq_cst, memory_order_relaxed))
 			freed++;
 	}
 	if (freed) {
 		struct orbit_doorbell *db = &h->q->shm->room_db;
-		/* SQ-F2: seq_cst fence, pairs with SQ-D2: the head before "sleeping" */
-		atomic_thread_fence(memory_order_seq_cst);
-		if (atomic_load_explicit(&db->sleeping, memory_order_relaxed))
+		/* SQ-F2: seq_cst load after the seq_cst head CAS, pairs with SQ-D2 */
+		if (atomic_load_explicit(&db->sleeping, memory_order_seq_cst))
 			orbit__doorbell_ring(db);
 	}
 	return freed;
@@ -1729,9 +1967,19 @@ int orbit__spotq_host_wait_seq(orbit_spotq_host_t *h, uint32_t seen, uint32_t la
 	}
 	if (stalled && (timeout_ns < 0 || timeout_ns > STALL_POLL_NS))
 		timeout_ns = STALL_POLL_NS; /* poll the in-progress record's producer */
+	/*
+	 * A producer that claims after the re-check above and then stops (or is
+	 * stopped) before its commit rings nobody: the host looks at the lanes
+	 * again within one unblock bound, so that record waits at most about
+	 * two bounds, not for the caller's timeout (a lease renewal, seconds).
+	 */
+	if (lanes && (timeout_ns < 0 || timeout_ns > (int64_t)h->q->unblock_ms * 1000000)) {
+		timeout_ns = (int64_t)h->q->unblock_ms * 1000000;
+		stalled = true;
+	}
 	r = orbit__doorbell_wait_class(db, seen, timeout_ns, bit);
 	if (r == -ETIMEDOUT && stalled)
-		r = 0; /* time to look at the stalled record again */
+		r = 0; /* time to look at the stalled record (or the lanes) again */
 awake:
 	/*
 	 * Awake: a row's own class is ours alone, take the bit back so that
@@ -1858,7 +2106,7 @@ int orbit__spotq_check(orbit_spotq_t *q, char *why, size_t why_len)
 				    m.payload_len != pw_bytes(resv) || m.payload_len > g->bytes ||
 				    m.member_row != cw_row(v))
 					FAIL("lane %u pos %u: committed record invalid", l, p);
-				uint32_t at = pw_idx(resv) % g->bytes;
+				uint32_t at = byte_at(g, pw_idx(resv));
 				uint32_t n1 = m.payload_len < g->bytes - at ? m.payload_len
 									    : g->bytes - at;
 				memcpy(tmp, g->data + at, n1);

@@ -25,9 +25,12 @@
  * exact tail: the tail cannot move past pos before the slot is claimed (a
  * tail advance needs the slot CLAIMED, see help_tail in spot_queue.c), so
  * two producers never both pass a full lane, and the lane position is the
- * sequence number. Whoever sees slot[tail] claimed advances the tail
- * (helping, DPDK/MS-queue style), so a producer killed right after its
- * claim never stalls the tail.
+ * sequence number. A head read before the tail is only more conservative:
+ * a producer decides room on the head it read last while that shows room
+ * and is younger than 1 ms (less than a lap of positions old), and makes
+ * every "full" or "corrupt" verdict on a fresh head. Whoever sees
+ * slot[tail] claimed advances the tail (helping, DPDK/MS-queue style), so
+ * a producer killed right after its claim never stalls the tail.
  *
  * Words (all _Atomic uint64_t, lock-free asserted):
  *   tail, head     idx (32 bits, mod Wi) | bytes (32 bits, mod Wb) << 32
@@ -90,7 +93,10 @@
  *                   (-ECANCELED). Never COMMITTED before every byte is.
  *          meta     producer, between claim and commit (plain stores, made
  *                   visible by the commit's release); covered by a checksum
- *                   the host verifies on its own copy.
+ *                   the host verifies on its own copy. The target (line 2)
+ *                   is written, summed and read only for Actor (its 8-byte
+ *                   id) and timer records (the 64-byte name field): a Spot
+ *                   or lifecycle record leaves the line as it was.
  *          resv     whoever advances the tail past the slot (identical
  *                   values from every helper: offset from the tail word,
  *                   length from the claimer's row).
@@ -122,7 +128,8 @@
 #include "shm/members.h"
 #include "shm/segment.h"
 
-#define ORBIT_SPOTQ_LAYOUT_VERSION 1u
+/* 2: the checksum covers only a record's own target bytes (four chains) */
+#define ORBIT_SPOTQ_LAYOUT_VERSION 2u
 #define ORBIT_SPOTQ_NAME_MAX 40u	/* Spot name: [A-Za-z0-9_.-]{1,40} */
 #define ORBIT_SPOTQ_SEG_PREFIX "spotq." /* segment "/orbit.<fleet>.spotq.<spot>" */
 #define ORBIT_SPOTQ_TIMER_NAME_MAX 63u	/* = ORBIT_TIMER_NAME_MAX of the executors */
@@ -204,6 +211,9 @@ struct orbit_spotq_row {
 	_Atomic uint64_t owner;	   /* member generation << 32 | 1 while a handle is open */
 	_Atomic uint64_t claim[2]; /* per lane: pos | len << 32 of the last claim (helpers) */
 	_Atomic uint64_t seq;	   /* last producer sequence issued in this tenure */
+	/* counters: the row's producer alone writes them (relaxed load + store,
+	 * no RMW); a second writer (a tenure that left the directory with its
+	 * producer still open) could lose a count, never anything else */
 	_Atomic uint64_t accepted[2];
 	_Atomic uint64_t rejected_count[2]; /* -EAGAIN: lane full by count */
 	_Atomic uint64_t rejected_bytes[2]; /* -EAGAIN: lane full by bytes */
@@ -506,13 +516,17 @@ uint32_t orbit__spotq_host_seq(const orbit_spotq_host_t *h);
  * rings (seq moves), and a kick (a worker, stop, the death watcher) after
  * @seen moved seq too. While a record in @lanes is being written, or an
  * aborted record whose producer has not retired holds a lane's head, the
- * sleep is cut to its stall poll (10 ms). Awake again, a row's own class bit is
- * taken back (producers then ring no syscall while the host works).
+ * sleep is cut to its stall poll (10 ms). With @lanes, no sleep lasts
+ * longer than the queue's unblock bound (a producer that claimed after the
+ * re-check and stopped before its commit rings nobody: the host finds its
+ * claim on waking). Awake again, a row's own class bit is taken back
+ * (producers then ring no syscall while the host works).
  * @wake_class: orbit__doorbell_bit(host row), or 0 for the shared class.
  * Context: the host's thread; blocks (FUTEX_WAIT_BITSET) unless a lane is
  * ready or seq moved. Returns 1 (a lane in @lanes has a record or an
  * aborted or corrupt slot at the cursor: not slept), 0 (woken: seq moved
- * past @seen, or the stall poll ended), -ETIMEDOUT, -EINTR,
+ * past @seen, or the stall poll or the unblock-bound look ended),
+ * -ETIMEDOUT (@timeout_ns, when shorter than those), -EINTR,
  * -ORBIT_EFENCED, -EINVAL (NULL, or a bit above the lanes in @lanes),
  * -ECHILD.
  */

@@ -31,8 +31,9 @@
  *              lease, the host thread and the coordinator
  *   e2e        orbit end to end through the public host API: a process with
  *              an agent, a lock handle and a 1-thread worker pool runs
- *              orbit_spot_host_start (PerActor, execute_spot), and the
- *              figure is submit until the handler runs on the Spot executor
+ *              orbit_spot_host_start (PerActor, execute_spot, lease TTL 10 s),
+ *              and the figure is submit until the handler runs on the Spot
+ *              executor
  * Figures, per record size (64 B, 4 KiB) and producer count (1, 4):
  * throughput (records of all producers / time from the start signal to the
  * consumer seeing the last one) and the loaded latency p50/p99 (every 16th
@@ -127,9 +128,18 @@ struct ctl {
 	_Atomic uint64_t cpu_prod;    /* producers' CPU from the start signal to their last send */
 	uint32_t next[MAXP];
 	uint32_t nlat;
-	char why[200];
+	/* each producer's (relaxed: read by the parent after a failed run) */
+	_Atomic uint32_t sent[MAXP];   /* records handed to the method */
+	_Atomic uint32_t pstate[MAXP]; /* enum pstate */
+	_Atomic int prc[MAXP];	       /* the last submit's or wait's return code */
+	_Atomic uint32_t resubmitted;  /* orbit: records aborted mid-write, sent again */
+	char why[400];
 	uint64_t lat[LAT_MAX];
 };
+
+/* Where a producer is, for the message of a run that stopped moving. */
+enum pstate { PS_START, PS_SEND, PS_ROOM, PS_DONE };
+static const char *const psname[] = { "starting", "sending", "waiting for room", "done" };
 
 struct run {
 	enum method m;
@@ -163,6 +173,14 @@ static void futex_wait(_Atomic uint32_t *w, uint32_t v, long ms)
 static void futex_wake(_Atomic uint32_t *w)
 {
 	syscall(SYS_futex, w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Append "; @msg" to the run's message (the first failure stays first). */
+static void whyadd(struct ctl *c, const char *msg)
+{
+	size_t n = strnlen(c->why, sizeof(c->why));
+
+	snprintf(c->why + n, sizeof(c->why) - n, "%s%s", n ? "; " : "", msg);
 }
 
 static void whyf(struct run *r, const char *what, int err)
@@ -314,14 +332,17 @@ static int consume_transport(struct run *r)
 		idle = n ? 0 : idle + 1;
 		if (idle == 50) { /* 5 s without a record: say where the lane stands */
 			struct orbit_spotq_counters c;
+			char m[200];
 
-			if (orbit__spotq_counters(q, &c) == 0)
-				snprintf(r->ctl->why, sizeof(r->ctl->why),
+			if (orbit__spotq_counters(q, &c) == 0) {
+				snprintf(m, sizeof(m),
 					 "transport: nothing for 5 s at %" PRIu64
 					 " records: accepted %" PRIu64 " completed %" PRIu64
 					 " corrupt %" PRIu64 " depth %u bytes %u",
 					 r->ctl->received, c.accepted[0], c.completed[0],
 					 c.corrupt[0], c.depth[0], c.bytes[0]);
+				whyadd(r->ctl, m);
+			}
 		}
 	}
 	finish(r);
@@ -356,14 +377,40 @@ static int consume_e2e(struct run *r)
 	ho.on_spot = e2e_handler;
 	ho.ctx = r;
 	ho.executor = orbit_worker_pool_executor(pool);
+	/*
+	 * A lease that outlives this machine's scheduling gaps: at load 15-25 a
+	 * thread pinned here went up to 0.96 s without running (30 s of 1 ms
+	 * sleeps), past the 1 s default TTL less its 250 ms renewal, and a host
+	 * whose lease runs out stops taking: with no second host to adopt the
+	 * Spot, the run stalled (4 of 24 runs). Renewals every 2.5 s instead.
+	 */
+	ho.lease_ttl_ns = 10000000000ull;
 	if ((e = orbit_spot_host_start(pr.agent, &ho, &h)) < 0) {
 		whyf(r, "host_start", e);
 		return 3;
 	}
 	ready(r);
-	for (int s = 0; !atomic_load(&r->ctl->done); s++) {
-		if (s > 600) {
-			whyf(r, "no last record within 60 s", -ETIMEDOUT);
+	/* gives up before the parent's child timeout, so that it can say why */
+	for (uint64_t t0 = orbit_test_now_ns(); !atomic_load(&r->ctl->done);) {
+		if (orbit_test_now_ns() - t0 > (uint64_t)child_timeout_ms * 750000ull) {
+			struct orbit_spot_host_stats hs;
+			struct orbit_spot_inbound_stats qs;
+			char m[240];
+
+			whyf(r, "no last record within 3/4 of the run's timeout", -ETIMEDOUT);
+			if (orbit_spot_host_stats(h, &hs) == 0 &&
+			    orbit_spot_host_inbound_stats(h, &qs) == 0) {
+				snprintf(m, sizeof(m),
+					 "host state %d (lost: %s): delivered %" PRIu64
+					 " completed %" PRIu64 " in flight %" PRIu64
+					 " retried %" PRIu64 "; lane accepted %" PRIu64
+					 " completed %" PRIu64 " depth %u bytes %u",
+					 orbit_spot_host_state(h),
+					 hs.lost_reason ? orbit_strerror(hs.lost_reason) : "no",
+					 hs.delivered, hs.completed, hs.in_flight, hs.retried,
+					 qs.accepted[0], qs.completed[0], qs.depth[0], qs.bytes[0]);
+				whyadd(r->ctl, m);
+			}
 			return 4;
 		}
 		futex_wait(&r->ctl->done, 0, 100);
@@ -588,6 +635,7 @@ static int produce(struct run *r, unsigned p)
 	ready(r);
 	while (!atomic_load(&r->ctl->go))
 		futex_wait(&r->ctl->go, 0, 100);
+	atomic_store_explicit(&r->ctl->pstate[p], PS_SEND, memory_order_relaxed);
 	cpu0 = cpu_ns();
 	for (uint32_t i = 0; i < r->per && e == 0; i++) {
 		struct rec_hdr h = { 0, p, i };
@@ -618,10 +666,27 @@ static int produce(struct run *r, unsigned p)
 			break;
 		case M_TRANSPORT:
 		case M_E2E:
-			/* the public client: one attempt, the room doorbell when full */
-			while ((e = orbit_spot_submit_spot(cl, rec, r->size, NULL)) == -EAGAIN) {
+			/*
+			 * The public client: one attempt, the room doorbell when full.
+			 * -ECANCELED: this producer stayed past the unblock bound
+			 * (100 ms) between its claim and its commit, a scheduling gap
+			 * on a loaded machine, and the host aborted the record: it is
+			 * never delivered, so the application sends it again (the
+			 * order check still holds) and the run counts it.
+			 */
+			while ((e = orbit_spot_submit_spot(cl, rec, r->size, NULL)) == -EAGAIN ||
+			       e == -ECANCELED) {
+				if (e == -ECANCELED) {
+					atomic_fetch_add(&r->ctl->resubmitted, 1);
+					continue;
+				}
+				atomic_store_explicit(&r->ctl->pstate[p], PS_ROOM,
+						      memory_order_relaxed);
 				e = orbit_spot_client_wait_room(cl, ORBIT_SPOT_LANE_APP, r->size,
 								100000000);
+				atomic_store_explicit(&r->ctl->prc[p], e, memory_order_relaxed);
+				atomic_store_explicit(&r->ctl->pstate[p], PS_SEND,
+						      memory_order_relaxed);
 				if (e < 0 && e != -ETIMEDOUT && e != -EINTR)
 					break;
 			}
@@ -636,7 +701,12 @@ static int produce(struct run *r, unsigned p)
 		}
 		if (e == 0 && r->paced && read(r->ack[0], &a, 1) != 1)
 			e = -1;
+		/* relaxed: a progress note for a failed run's message */
+		atomic_store_explicit(&r->ctl->prc[p], e, memory_order_relaxed);
+		if (e == 0)
+			atomic_store_explicit(&r->ctl->sent[p], i + 1, memory_order_relaxed);
 	}
+	atomic_store_explicit(&r->ctl->pstate[p], PS_DONE, memory_order_relaxed);
 	atomic_fetch_add(&r->ctl->cpu_prod, cpu_ns() - cpu0);
 	if (e)
 		whyf(r, "send", e);
@@ -828,18 +898,36 @@ static int run_one(struct run *r, double *mrps, double *p50, double *p99, double
 			kill(pids[i], SIGKILL);
 		st = orbit_test_wait(pids[i], child_timeout_ms);
 		if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-			if (!ctl->why[0])
-				snprintf(ctl->why, sizeof(ctl->why), "%s %d: %s %d",
-					 i ? "producer" : "consumer", i ? i - 1 : 0,
-					 st < 0 ? "killed at the timeout, status" : "exit status",
-					 st < 0		 ? -1
-					 : WIFEXITED(st) ? WEXITSTATUS(st)
-							 : 128 + WTERMSIG(st));
+			char m[80];
+
+			snprintf(m, sizeof(m), "%s %d: %s %d", i ? "producer" : "consumer",
+				 i ? i - 1 : 0,
+				 st < 0 ? "killed at the timeout, status" : "exit status",
+				 st < 0		 ? -1
+				 : WIFEXITED(st) ? WEXITSTATUS(st)
+						 : 128 + WTERMSIG(st));
+			whyadd(ctl, m);
 			rc = -1;
 		}
 	}
 	if (rc == 0 && (ctl->received != total_of(r) || ctl->bad))
 		rc = -1;
+	if (atomic_load(&ctl->resubmitted))
+		printf("  (%s %u B x %u: %u record(s) aborted by the host's unblock bound, sent "
+		       "again)\n",
+		       mname[r->m], r->size, r->P, atomic_load(&ctl->resubmitted));
+	if (rc < 0 && !r->paced) {
+		for (unsigned p = 0; p < r->P; p++) {
+			char m[120];
+			unsigned ps = atomic_load_explicit(&ctl->pstate[p], memory_order_relaxed);
+
+			snprintf(m, sizeof(m), "producer %u: %u of %u sent, %s, last rc %d", p,
+				 atomic_load_explicit(&ctl->sent[p], memory_order_relaxed), r->per,
+				 ps <= PS_DONE ? psname[ps] : "?",
+				 atomic_load_explicit(&ctl->prc[p], memory_order_relaxed));
+			whyadd(ctl, m);
+		}
+	}
 	if (rc < 0) {
 		fprintf(stderr,
 			"bench_spot_queue: %s %u B x %u producers run failed: received %" PRIu64

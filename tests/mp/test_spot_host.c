@@ -918,6 +918,100 @@ static int yield_main(void *arg)
 	return 0;
 }
 
+/* ---- a handler that finishes while the host thread sleeps ---- */
+
+#define K_BURST 8
+static _Atomic uint64_t k_done_ns; /* when the last handler returned */
+
+static int k_handler(orbit_serial_turn_t *turn, const struct orbit_spot_record *rec, void *ctx)
+{
+	(void)turn;
+	(void)rec;
+	(void)ctx;
+	usleep(20000); /* the host thread has gone to sleep by now */
+	atomic_store(&k_done_ns, orbit_test_now_ns());
+	return ORBIT_SERIAL_DONE;
+}
+
+/* Submit @n records at once; 0 once all are completed within 1 s of the last handler's end. */
+static int k_round(orbit_spot_client_t *cl, unsigned n, uint64_t *completed)
+{
+	struct orbit_spot_inbound_stats qs;
+	uint64_t seq, want = *completed + n;
+
+	for (unsigned i = 0; i < n; i++)
+		if (orbit_spot_submit_spot(cl, "k", 1, &seq))
+			return 1;
+	for (int ms = 0; ms < 10000; ms++) {
+		if (orbit_spot_client_inbound_stats(cl, &qs))
+			return 2;
+		if (qs.completed[0] == want)
+			break;
+		usleep(1000);
+	}
+	if (qs.completed[0] != want)
+		return 3;
+	*completed = want;
+	/* the last handler's end to "completed": a kick, not the lease's renewal (5 s) */
+	if (orbit_test_now_ns() - atomic_load(&k_done_ns) > 1000000000ull) {
+		fprintf(stderr, "completed %.0f ms after the handler finished\n",
+			(double)(orbit_test_now_ns() - atomic_load(&k_done_ns)) / 1e6);
+		return 4;
+	}
+	return 0;
+}
+
+static int kick_main(void *arg)
+{
+	struct orbit_worker_pool_options po;
+	struct orbit_spot_host_options ho;
+	orbit_worker_pool_t *pool;
+	orbit_spot_client_t *cl;
+	orbit_spot_host_t *h;
+	uint64_t completed = 0;
+	struct orbit_test_proc pr;
+	int r = 0;
+
+	(void)arg;
+	if (orbit_test_proc_start(&pr, fleet, "kick", 0))
+		return 90;
+	orbit_worker_pool_options_init(&po);
+	po.nthreads = 1;
+	po.no_pin = true;
+	if (orbit_worker_pool_create(&po, &pool))
+		return 91;
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_spot = k_handler;
+	ho.lease_ttl_ns = 20000000000ull; /* renewed every 5 s: the only other wake-up */
+	ho.executor = orbit_worker_pool_executor(pool);
+	if (orbit_spot_host_start(pr.agent, &ho, &h))
+		return 92;
+	if (orbit_spot_client_open(pr.agent, SPOT, NULL, &cl))
+		return 93;
+	for (int round = 0; round < 6 && !r; round++)
+		r = k_round(cl, round % 2 ? K_BURST : 1, &completed);
+	orbit_spot_client_close(cl);
+	if (orbit_spot_host_stop(h))
+		return 94;
+	orbit_worker_pool_destroy(pool);
+	orbit_test_proc_stop(&pr);
+	return r ? 95 + r : 0;
+}
+
+/*
+ * Issue 11 "sleeps on a futex doorbell": a handler that finishes while the
+ * host thread sleeps wakes it (one kick per idle period, however many
+ * handlers finish in it), so the record is completed at once, not at the
+ * host's next renewal. Rounds of 1 and of 8 records, nothing submitted
+ * until a round is completed.
+ */
+static void test_handler_finished_while_host_sleeps_is_completed_at_once(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit_test_fork_run(kick_main, NULL, 120000), 0);
+}
+
 /* Issue 11 / 07 §5: a record completes only after its handler finished, across a yield. */
 static void test_record_completed_only_after_yielded_handler_finished(void **state)
 {
@@ -1007,6 +1101,8 @@ int main(void)
 		    test_record_completed_only_after_yielded_handler_finished, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_host_stop_dies_when_pthread_join_fails, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_handler_finished_while_host_sleeps_is_completed_at_once, setup, teardown),
 	};
 
 	if (getenv("ORBIT_TEST_FILTER"))

@@ -117,6 +117,31 @@ static struct orbit_spotq_counters counters(orbit_spotq_t *q)
 	return c;
 }
 
+static struct orbit_spotq_slot *raw_slots(struct fx *f, int lane)
+{
+	orbit_seg_t *seg = orbit__spotq_seg(f->q);
+	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+
+	return (void *)((char *)seg->base + sh->slots_off[lane]);
+}
+
+static struct orbit_spotq_lane_shm *raw_lanes(struct fx *f)
+{
+	orbit_seg_t *seg = orbit__spotq_seg(f->q);
+	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+
+	return (void *)((char *)seg->base + sh->lanes_off);
+}
+
+/* Submit one SPOT record of @len bytes, take it alone and complete it; check the queue. */
+static void pass_one(struct fx *f, orbit_spotq_host_t *h, uint32_t len, uint8_t fill)
+{
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, len, fill, NULL), 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	check_ok(f->q);
+}
+
 /* Issue 11 "Backpressure by count and by bytes on both lanes" (count). */
 static void test_backpressure_by_count_both_lanes(void **state)
 {
@@ -425,6 +450,63 @@ static void test_corrupt_record_counted_skipped_reported(void **state)
 	orbit__spotq_host_close(h);
 }
 
+/* Flip byte @b at @at: the checker must call the queue corrupt (@corrupt) or not. */
+static void flip_checks(orbit_spotq_t *q, uint8_t *at, bool corrupt)
+{
+	char why[256];
+
+	*at ^= 0x20;
+	assert_int_equal(orbit__spotq_check(q, why, sizeof(why)), corrupt ? -ORBIT_ECORRUPT : 0);
+	if (corrupt)
+		assert_non_null(strstr(why, "torn"));
+	*at ^= 0x20;
+	check_ok(q);
+}
+
+/*
+ * The checksum (four chains over 32-byte blocks, then words, then the
+ * last bytes) covers every payload byte of every shape of length, the
+ * meta fields, an Actor's id and a timer's name; a Spot record's second
+ * slot line (its unused target, stale bytes of an older record) is not
+ * the record's, and is neither written nor summed.
+ */
+static void test_checksum_covers_each_byte_of_the_record(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_spotq_slot *sl;
+	uint8_t *data;
+
+	fx_open(f, opts(8, 1024, 2, 128));
+	sl = raw_slots(f, 0);
+	{
+		orbit_seg_t *seg = orbit__spotq_seg(f->q);
+		struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+		data = (uint8_t *)seg->base + sh->data_off[0];
+	}
+	/* a timer record's name in slot 0, then a Spot record over that line */
+	memset(&sl[0].target, 0x5a, sizeof(sl[0].target));
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 45, 1, NULL), 0);	/* data 0..44 */
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 100, 2, NULL), 0); /* 45..144 */
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_ACTOR, 0, 3, NULL), 0);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_TIMER, 3, 4, NULL), 0); /* 145..147 */
+	check_ok(f->q);
+	assert_int_equal(sl[0].target.timer_name[9], 0x5a); /* not written by the Spot record */
+	for (int b = 0; b < 148; b++)
+		flip_checks(f->q, data + b, true);
+	for (size_t b = 0; b < sizeof(uint64_t); b++)
+		flip_checks(f->q, (uint8_t *)&sl[2].target.actor_id + b, true);
+	for (size_t b = 0; b < sizeof(sl[3].target.timer_name); b++)
+		flip_checks(f->q, (uint8_t *)sl[3].target.timer_name + b, true);
+	for (size_t b = 0; b < sizeof(uint64_t); b++) {
+		flip_checks(f->q, (uint8_t *)&sl[1].producer_seq + b, true);
+		flip_checks(f->q, (uint8_t *)&sl[1].submit_ns + b, true);
+	}
+	for (size_t b = 0; b < sizeof(sl[0].target); b++) {
+		flip_checks(f->q, (uint8_t *)&sl[0].target + b, false);
+		flip_checks(f->q, (uint8_t *)&sl[1].target + b, false);
+	}
+}
+
 /* Records carry kind, actor id or timer name, producer row + generation, sequence, time. */
 static void test_record_fields_and_producer_identity(void **state)
 {
@@ -510,6 +592,56 @@ static void test_positions_wrap_at_modulus(void **state)
 	orbit__spotq_host_close(h);
 }
 
+struct claim_waiter {
+	orbit_spotq_host_t *h;
+	_Atomic int rc, started;
+	_Atomic uint64_t ns;
+};
+
+static void *host_waits_long(void *arg)
+{
+	struct claim_waiter *w = arg;
+	uint64_t t0 = orbit_test_now_ns();
+
+	atomic_store(&w->started, 1);
+	atomic_store(&w->rc, orbit__spotq_host_wait(w->h, 5000000000ll, 0));
+	atomic_store(&w->ns, orbit_test_now_ns() - t0);
+	return NULL;
+}
+
+/*
+ * Issue 11 "a producer that is alive but stopped mid-record blocks only
+ * until the unblock bound": a producer that claims after the sleeping
+ * host's re-check and stops before its commit rings nobody. The host's
+ * sleep ends within one unblock bound (50 ms here) anyway, not at its own
+ * timeout (5 s), so it finds the claim and starts the bound. The claim is
+ * written by hand at the tail (a producer stopped at spotq.after_claim).
+ */
+static void test_sleeping_host_finds_a_claim_that_rang_nobody(void **state)
+{
+	struct fx *f = *state;
+	struct claim_waiter w = { .rc = 1 };
+	orbit_spotq_host_t *h;
+	pthread_t th;
+	uint32_t g = 0;
+	int row = orbit__members_self(f->m, &g);
+
+	fx_open(f, opts(8, 1024, 2, 128));
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	w.h = h;
+	assert_int_equal(pthread_create(&th, NULL, host_waits_long, &w), 0);
+	while (!atomic_load(&w.started))
+		usleep(100);
+	usleep(20000); /* asleep (or about to be), nothing in the lanes */
+	/* CLAIMED(pos 0, row, gen): the commit word's layout (shm/spot_queue.h) */
+	atomic_store(&raw_slots(f, 0)[0].commit,
+		     (uint64_t)1 << 32 | (uint64_t)row << 35 | (uint64_t)(g & 0x7ffff) << 45);
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&w.rc), 0);
+	assert_true(atomic_load(&w.ns) < 2000000000ull);
+	orbit__spotq_host_close(h);
+}
+
 struct waiter {
 	orbit_spotq_host_t *h;
 	_Atomic int rc;
@@ -559,20 +691,137 @@ static void test_doorbell_rung_only_when_host_sleeps(void **state)
 	orbit__spotq_host_close(h);
 }
 
-static struct orbit_spotq_slot *raw_slots(struct fx *f, int lane)
+/*
+ * A ring clears the bit of the host it wakes: the producers that commit
+ * after it, while the woken host has not run yet, read the bit clear and
+ * make no system call. The host's announce is made by hand here (its row
+ * bit in the sleeping word, nobody in FUTEX_WAIT), standing for a host
+ * that was woken and is not running yet: ten submits make one FUTEX_WAKE.
+ */
+static void test_ring_clears_the_host_bit_one_wake_per_sleep(void **state)
 {
-	orbit_seg_t *seg = orbit__spotq_seg(f->q);
-	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+	orbit_seg_t *seg;
+	uint32_t bit = orbit__doorbell_bit(3);
 
-	return (void *)((char *)seg->base + sh->slots_off[lane]);
+	fx_open(f, opts(64, 4096, 2, 128));
+	seg = orbit__spotq_seg(f->q);
+	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	for (int sleep = 1; sleep <= 2; sleep++) {
+		atomic_fetch_or(&sh->rec_db.sleeping, bit); /* the host announced, then slept */
+		for (int i = 0; i < 10; i++)
+			assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), 0);
+		assert_int_equal(orbit__doorbell_wakes(&sh->rec_db), (uint64_t)sleep);
+		assert_int_equal(atomic_load(&sh->rec_db.sleeping) & bit, 0);
+		assert_int_equal(orbit__spotq_take(h, 0, f->recs, 64, f->buf, sizeof(f->buf)), 10);
+		for (int i = 0; i < 10; i++)
+			assert_int_equal(orbit__spotq_complete(h, 0, f->recs[i].pos), 0);
+	}
+	orbit__spotq_host_close(h);
 }
 
-static struct orbit_spotq_lane_shm *raw_lanes(struct fx *f)
+/*
+ * A power-of-two item cap (the defaults) makes the position modulus 2^32: a
+ * host's first advance() near the wrap must decide on a tail it read, not on
+ * a "none read yet" word that lies inside the head's window there (it freed
+ * a record with the head's bytes left behind: 20 bytes lost, counted corrupt).
+ */
+static void test_new_host_near_the_wrap_frees_on_a_real_tail(void **state)
 {
-	orbit_seg_t *seg = orbit__spotq_seg(f->q);
-	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+	uint64_t wi = 1ull << 32, wb = 1ull << 32; /* items 4, bytes 128 */
 
-	return (void *)((char *)seg->base + sh->lanes_off);
+	fx_open(f, opts(4, 128, 2, 128));
+	struct orbit_spotq_lane_shm *ln = raw_lanes(f);
+	uint64_t start = (wi - 3) | (wb - 10) << 32;
+	atomic_store(&ln[0].tail, start);
+	atomic_store(&ln[0].head, start);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	for (int i = 0; i < 6; i++) {
+		pass_one(f, h, 20, (uint8_t)i);
+		struct orbit_spotq_counters c = counters(f->q);
+		assert_int_equal(c.depth[0], 0);
+		assert_int_equal(c.bytes[0], 0);
+		assert_int_equal(c.corrupt[0], 0);
+	}
+	orbit__spotq_host_close(h);
+}
+
+/*
+ * A producer decides room on the head it read last (one cross-CPU miss per
+ * submit saved), but "full" only on a fresh one: after the host freed a
+ * full lane, the producer whose remembered head still shows it full must be
+ * admitted at once, by count and by bytes, and a lane really full must
+ * still refuse it.
+ */
+static void test_remembered_head_full_verdict_read_again(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+
+	fx_open(f, opts(4, 128, 2, 128));
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	for (int round = 0; round < 3; round++) {
+		/* by count: 4 records of 10 bytes; by bytes: 2 of 60 (+ 8 left) */
+		uint32_t n = round == 1 ? 2 : 4, len = round == 1 ? 60 : 10;
+
+		for (uint32_t i = 0; i < n; i++)
+			assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, len, 1, NULL), 0);
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, len, 1, NULL), -EAGAIN);
+		assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)),
+				 (int)n);
+		for (uint32_t i = 0; i < n; i++)
+			assert_int_equal(orbit__spotq_complete(h, 0, f->recs[i].pos), 0);
+		/* the remembered head shows the lane full; the real one is empty */
+		pass_one(f, h, len, 2);
+	}
+	struct orbit_spotq_counters c = counters(f->q);
+	assert_int_equal(c.rejected_count[0], 2);
+	assert_int_equal(c.rejected_bytes[0], 1);
+	orbit__spotq_host_close(h);
+}
+
+/*
+ * A producer's remembered head must not decide room after a whole lap of
+ * positions (2^32 with items 4) went by: that head then lies inside the
+ * window again and shows room in a full lane; the claim CAS takes the slot
+ * of an unread record (its previous-lap word) and overwrites it. The lap is
+ * simulated by moving head and tail on (slots freed), 2 ms after the
+ * producer last read the head (HEAD_KEEP_NS is 1 ms).
+ */
+static void test_remembered_head_never_decides_after_a_lap(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_spotq_slot *sl;
+	struct orbit_spotq_lane_shm *ln;
+	uint64_t wi = 1ull << 32, wb = 1ull << 32; /* items 4, bytes 128 */
+
+	fx_open(f, opts(4, 128, 2, 128));
+	assert_int_equal(orbit__spotq_producer_open(&f->p2, f->q, f->m2), 0);
+	sl = raw_slots(f, 0);
+	ln = raw_lanes(f);
+	/* f->p reads the head (0) for its record at 0 */
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 10, 1, NULL), 0);
+	/* a lap later: everything so far freed, head = tail = wi - 1 */
+	for (int i = 0; i < 4; i++) {
+		atomic_store(&sl[i].commit, 0);
+		atomic_store(&sl[i].ack, 0);
+		atomic_store(&sl[i].resv, 0);
+	}
+	atomic_store(&ln[0].tail, (wi - 1) | (wb - 20) << 32);
+	atomic_store(&ln[0].head, (wi - 1) | (wb - 20) << 32);
+	usleep(2000);
+	/* the other producer fills the lane: wi - 1, 0, 1, 2 */
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(submit(f->p2, ORBIT_SPOTQ_KIND_SPOT, 10, 2, NULL), 0);
+	assert_int_equal(submit(f->p2, ORBIT_SPOTQ_KIND_SPOT, 10, 2, NULL), -EAGAIN);
+	/* full for f->p too: its head of a lap ago (0) would show one free slot */
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 10, 3, NULL), -EAGAIN);
+	check_ok(f->q);
+	assert_int_equal(counters(f->q).depth[0], 4);
 }
 
 /*
@@ -930,9 +1179,21 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_record_fields_and_producer_identity, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_checksum_covers_each_byte_of_the_record, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_positions_wrap_at_modulus, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_new_host_near_the_wrap_frees_on_a_real_tail,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remembered_head_full_verdict_read_again, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_remembered_head_never_decides_after_a_lap,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_doorbell_rung_only_when_host_sleeps, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_ring_clears_the_host_bit_one_wake_per_sleep,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sleeping_host_finds_a_claim_that_rang_nobody,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_spots_and_open_adopting_caps, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_one_bad_reservation_costs_one_record, setup,

@@ -335,8 +335,16 @@ static int make_resources(void)
 	return 0;
 }
 
-static void read_totals(struct res_hdr *sum)
+/*
+ * The resources' totals. During the run (wait false) a file whose lock is
+ * held counts with what it held at its last read: the holder may be the
+ * worker the chaos loop SIGSTOPped inside res_write, which only this
+ * process resumes, so waiting for its lock would wait for ever. At the
+ * end (wait true) every worker is dead and the locks are free.
+ */
+static void read_totals(struct res_hdr *sum, bool wait)
 {
+	static struct res_hdr last[MAX_KEYS];
 	char path[160];
 
 	memset(sum, 0, sizeof(*sum));
@@ -346,14 +354,15 @@ static void read_totals(struct res_hdr *sum)
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		flock(fd, LOCK_SH);
-		if (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h)) {
-			sum->writes += h.writes;
-			sum->stale_rejected += h.stale_rejected;
-			sum->violations += h.violations;
+		if (flock(fd, wait ? LOCK_SH : LOCK_SH | LOCK_NB) == 0) {
+			if (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h))
+				last[k] = h;
+			flock(fd, LOCK_UN);
 		}
-		flock(fd, LOCK_UN);
 		close(fd);
+		sum->writes += last[k].writes;
+		sum->stale_rejected += last[k].stale_rejected;
+		sum->violations += last[k].violations;
 	}
 }
 
@@ -520,7 +529,7 @@ static int locks_main(int argc, char **argv)
 			restarts++;
 		}
 		if (now >= next_status) {
-			read_totals(&tot);
+			read_totals(&tot, false);
 			printf("%s[%4.1fs] ops %-6lu kills %-4lu paused %-3lu transitions %-6lu "
 			       "stale %-3lu violations %lu%s",
 			       tty ? "\r" : "", (double)(now - t0) / 1e9,
@@ -545,7 +554,7 @@ static int locks_main(int argc, char **argv)
 			waitpid(p, NULL, 0);
 		}
 	}
-	read_totals(&tot);
+	read_totals(&tot, true);
 	int held[2] = { 0, 0 };
 	orbit_lock_foreach(l, count_held, held);
 	struct orbit_lock_stats st;

@@ -53,7 +53,7 @@ struct shared {
 	_Atomic int host_go; /* the host process starts hosting */
 	_Atomic int host_end;
 	_Atomic int gate_b, host_go_b, host_end_b; /* the same for host-b */
-	uint64_t ttl_ns;			   /* hosting lease TTL (0: default) */
+	uint64_t ttl_ns; /* host-a's lease TTL (0: default); host-b's: 30 s */
 	_Atomic uint64_t handled;
 	_Atomic int errors;
 	struct orbit_spot_queue_caps caps;
@@ -159,9 +159,10 @@ static int host_main(void *arg)
 	 * The default TTL (1 s) unless a test sets one: nothing rings a host
 	 * when a producer stops after its claim, and the unblock bound runs
 	 * from when the host first finds the record (doc/spot-queues.md), here
-	 * at its next renewal look (every TTL / 4).
+	 * at its next renewal look (every TTL / 4). Host-b's lease is never
+	 * waited for: 30 s.
 	 */
-	ho.lease_ttl_ns = S->ttl_ns;
+	ho.lease_ttl_ns = arg ? 30000000000ull : S->ttl_ns;
 	if (!wait_for(c.go, 1))
 		return 22;
 	/* -EBUSY until an older host's lease ran out (adoption is TTL-bound) */
@@ -715,9 +716,12 @@ static int three_producer(void *arg)
 
 /*
  * Redelivered and fenced: host-a takes 3 records and holds them at its
- * gate, is SIGSTOPped past its 200 ms lease; host-b adopts and gets the 3
+ * gate, is SIGSTOPped past its 2 s lease; host-b adopts and gets the 3
  * again (redelivered 3, completed 3); host-a resumed finishes its
  * handlers and every complete is refused (fenced 3, lost 1, completed 0).
+ * Host-a's lease had 200 ms (a renewal every 50 ms): under ASan at load
+ * ~20 it ran out before the records came (lost 1, delivered 0), 1 run in
+ * 11. Host-b's lease is never waited for: 30 s.
  */
 static void test_redelivered_and_fenced_after_adoption(void **state)
 {
@@ -726,7 +730,7 @@ static void test_redelivered_and_fenced_after_adoption(void **state)
 	pid_t a, b;
 
 	(void)state;
-	S->ttl_ns = 200000000ull;
+	S->ttl_ns = 2000000000ull;
 	S->host_go = 1;
 	a = orbit_test_spawn(host_main, NULL);
 	expect_exit0(orbit_test_spawn(three_producer, NULL));

@@ -127,10 +127,14 @@ static int join_wide_member(void)
 		return -1;
 	row->pid = WIDE_PID;		     /* display only: liveness is the row's kernel lock */
 	clock_gettime(CLOCK_MONOTONIC, &ts); /* the heartbeat's clock */
-	/* Up to an hour old ("3599.0s ago"), less on a machine up for less. */
+	/*
+	 * 50 minutes old ("3000.0s ago", as wide as any heartbeat in seconds),
+	 * less on a machine up for less. It was 3599 s: a loaded TSan run that
+	 * reached the members test a second after this showed "1.0h ago".
+	 */
 	mono = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	atomic_store(&row->heartbeat_ns,
-		     mono - (mono > 3600000000000ull ? 3599000000000ull : mono / 2));
+		     mono - (mono > 3000000000000ull ? 3000000000000ull : mono / 2));
 	return 0;
 }
 
@@ -201,12 +205,16 @@ static void test_orbitctl_members_table(void **state)
 static void test_orbitctl_locks_table(void **state)
 {
 	char tok[32];
-	uint64_t token = 0;
+	uint64_t token = 0, t0;
+	const char *row, *eol;
+	double ttl = -1, waited_s;
 
 	(void)state;
+	t0 = orbit_test_now_ns();
 	assert_int_equal(acquire("gamma", 5, "owner-g", &token), 0);
 	assert_true(token >= 1000000000000000000ull); /* 19 digits */
 	assert_int_equal(CTL("locks"), 0);
+	waited_s = (double)(orbit_test_now_ns() - t0) / 1e9;
 	assert_80_columns(out);
 	assert_non_null(strstr(out, "KEY"));
 	assert_non_null(strstr(out, "test.ctl:alpha"));
@@ -222,7 +230,24 @@ static void test_orbitctl_locks_table(void **state)
 	assert_non_null(strstr(out, tok));
 	assert_non_null(strstr(out, "yes"));
 	assert_non_null(strstr(out, "5 lock(s)"));
-	assert_true(strstr(out, "600.0s") || strstr(out, "599.")); /* TTL left */
+	/*
+	 * gamma's TTL left: its 600 s less the time orbitctl took to show it
+	 * (this said "600.0s" or "599.": a loaded TSan run takes longer).
+	 */
+	row = strstr(out, "test.ctl:gamma ");
+	assert_non_null(row);
+	eol = strchr(row, '\n');
+	assert_non_null(eol);
+	for (const char *p = row + 1; p < eol; p++) {
+		double v;
+		char unit;
+
+		if (p[-1] == ' ' && *p >= '0' && *p <= '9' && sscanf(p, "%lf%c", &v, &unit) == 2 &&
+		    unit == 's')
+			ttl = v;
+	}
+	print_message("gamma's TTL left: %.1f s, %.2f s after its acquire\n", ttl, waited_s);
+	assert_true(ttl <= 600.0 && ttl >= 600.0 - waited_s - 0.1);
 	/* --wide: every field whole (escaped), the whole token. */
 	assert_int_equal(CTL("locks --wide"), 0);
 	snprintf(tok, sizeof(tok), " %llu ", (unsigned long long)token);

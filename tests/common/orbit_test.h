@@ -152,21 +152,36 @@ static inline pid_t orbit_test_gettid(void)
 	return (pid_t)syscall(SYS_gettid);
 }
 
-/* Whether thread @tid of this process is blocked in futex() now (/proc/self/task/<tid>/syscall). */
-static inline int orbit_test_in_futex(pid_t tid)
+/* Whether the task whose /proc syscall file is @path is blocked in futex() now. */
+static inline int orbit_test_syscall_is_futex(const char *path)
 {
-	char path[64];
 	long nr = -1;
-	FILE *f;
+	FILE *f = fopen(path, "r");
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
-	f = fopen(path, "r");
 	if (!f)
 		return 0;
 	if (fscanf(f, "%ld", &nr) != 1)
 		nr = -1;
 	fclose(f);
 	return nr == SYS_futex;
+}
+
+/* Whether thread @tid of this process is blocked in futex() now (/proc/self/task/<tid>/syscall). */
+static inline int orbit_test_in_futex(pid_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	return orbit_test_syscall_is_futex(path);
+}
+
+/* Whether (the main thread of) process @pid is blocked in futex() now (/proc/<pid>/syscall). */
+static inline int orbit_test_pid_in_futex(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	return orbit_test_syscall_is_futex(path);
 }
 
 /* Until thread @tid sleeps in futex(); 0 after @timeout_ms. */

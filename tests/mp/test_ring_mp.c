@@ -14,11 +14,9 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -517,29 +515,12 @@ static int stale_waiter(struct stale *s, uint32_t bit)
 	return 0;
 }
 
-/* Whether process @pid is blocked in futex() now (/proc/<pid>/syscall). */
-static bool proc_in_futex(pid_t pid)
-{
-	char path[64];
-	long nr = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	if (fscanf(f, "%ld", &nr) != 1)
-		nr = -1;
-	fclose(f);
-	return nr == SYS_futex;
-}
-
 /* Until @pid sleeps in futex() with @bit announced; false after @ms. */
 static bool wait_asleep_announced(pid_t pid, struct stale *s, uint32_t bit, int ms)
 {
 	uint64_t end = orbit_test_now_ns() + (uint64_t)ms * 1000000ull;
 
-	while (!(proc_in_futex(pid) && (atomic_load(&s->db.sleeping) & bit)))
+	while (!(orbit_test_pid_in_futex(pid) && (atomic_load(&s->db.sleeping) & bit)))
 		if (orbit_test_now_ns() > end)
 			return false;
 		else

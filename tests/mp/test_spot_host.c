@@ -329,10 +329,19 @@ static int host_main(void *arg)
 		}
 		usleep(1000);
 	}
-	/* what the handlers finished is completed before the stats are read */
+	/*
+	 * What the handlers finished is completed before the stats are read:
+	 * every record handed over has its complete answered (accepted,
+	 * fenced or refused). Not in_flight == 0 alone: the host thread takes
+	 * a finished record off in_flight just before its complete, and a
+	 * read in between (TSan in CI) saw completed one short.
+	 */
 	for (int ms = 0; ms < 5000; ms++) {
-		orbit_spot_host_stats(h, &S->st[c->no]);
-		if (S->st[c->no].in_flight == 0)
+		struct orbit_spot_host_stats *st = &S->st[c->no];
+
+		orbit_spot_host_stats(h, st);
+		if (st->in_flight == 0 &&
+		    st->completed + st->fenced + st->complete_errors >= st->delivered)
 			break;
 		usleep(1000);
 	}

@@ -16,8 +16,9 @@
  *            take() and SQ-R4: meta, checksum and payload before COMMITTED
  *   SQ-R4 H: slot commit CAS CLAIMED -> ABORTED (acq_rel) pairs with P's SQ-R3
  *            and SQ-A5 (of the two CASes one wins, the loser sees the other's word)
- *   SQ-R5 H: head CAS (release)                        pairs with SQ-A1 (P) and
- *            SQ-A7 (H): the slot's last reads (take copied it) before reuse
+ *   SQ-R5 H: head CAS (release), one per run of FREED slots; pairs with
+ *            SQ-A1 (P) and SQ-A7 (H): the slots' last reads (take copied
+ *            them) before their reuse
  *   SQ-R7 P: release store of the row claim before the slot CAS, pairs with
  *            SQ-A6: the previous record's tail CAS before the new claim
  *   SQ-A6 X: acquire of the claimer's row claim, pairs with SQ-R7 in submit():
@@ -33,9 +34,11 @@
  *   SQ-O1/SQ-O2 P: producer row owner CAS (acquire) / close (release): a
  *            previous tenure's row words before a new producer uses them
  *   SQ-G1 H: acquire of host_gen at every host call, pairs with SQ-T2
- *   SQ-C1 H: ack CASes (acq_rel) and loads (acquire): take, complete, FREED,
- *            takeover retag; pairs with SQ-C1 (of this host, of older
- *            ones): each names its expected generation (the fence)
+ *   SQ-C1 H: ack CASes (acq_rel) and loads (acquire): take, complete
+ *            (TAKEN -> FREED), DONE -> FREED in advance, takeover retag;
+ *            pairs with SQ-C1 (of this host, of older ones): each names its
+ *            expected generation (the fence). The ack words sit in their own
+ *            array (layout 3): no producer reads or writes their lines
  *   SQ-T1 takeover: epoch CAS (seq_cst), pairs with SQ-T2; SQ-T2 host_gen CAS
  *            (seq_cst), the order argument is at host_takeover()
  *   SQ-F1 P: the commit CAS is seq_cst, then a seq_cst load of the records
@@ -177,6 +180,7 @@ struct lane_geo {
 	uint64_t wi, wb;       /* position moduli: cap * floor(2^32 / cap) */
 	struct orbit_spotq_lane_shm *w;
 	struct orbit_spotq_slot *slots;
+	_Atomic uint64_t *acks; /* host-written ack words, one per slot (8 per cache line) */
 	uint8_t *data;
 };
 
@@ -267,6 +271,12 @@ static inline struct orbit_spotq_slot *slot_at(const struct lane_geo *g, uint32_
 	return &g->slots[cap_mod(pos, g->items, g->imask)];
 }
 
+/* The one bounds-checked ack accessor: position -> the slot's ack word. */
+static inline _Atomic uint64_t *ack_at(const struct lane_geo *g, uint32_t pos)
+{
+	return &g->acks[cap_mod(pos, g->items, g->imask)];
+}
+
 /* The offset inside the lane's byte ring of byte position @pos. */
 static inline uint32_t byte_at(const struct lane_geo *g, uint64_t pos)
 {
@@ -329,7 +339,7 @@ static int options_read(struct orbit_spotq_options *dst, const struct orbit_spot
 
 struct layout {
 	uint32_t items[2], bytes[2], rows, unblock_ms;
-	uint64_t lanes_off, rows_off, slots_off[2], data_off[2], total;
+	uint64_t lanes_off, rows_off, slots_off[2], acks_off[2], data_off[2], total;
 };
 
 static inline uint64_t round64(uint64_t v)
@@ -355,7 +365,9 @@ static int layout_of(const struct orbit_spotq_options *o, struct layout *y)
 	y->rows_off = y->lanes_off + 2 * sizeof(struct orbit_spotq_lane_shm);
 	y->slots_off[0] = y->rows_off + (uint64_t)y->rows * sizeof(struct orbit_spotq_row);
 	y->slots_off[1] = y->slots_off[0] + (uint64_t)y->items[0] * sizeof(struct orbit_spotq_slot);
-	y->data_off[0] = y->slots_off[1] + (uint64_t)y->items[1] * sizeof(struct orbit_spotq_slot);
+	y->acks_off[0] = y->slots_off[1] + (uint64_t)y->items[1] * sizeof(struct orbit_spotq_slot);
+	y->acks_off[1] = y->acks_off[0] + round64((uint64_t)y->items[0] * sizeof(uint64_t));
+	y->data_off[0] = y->acks_off[1] + round64((uint64_t)y->items[1] * sizeof(uint64_t));
 	y->data_off[1] = y->data_off[0] + round64(y->bytes[0]);
 	y->total = y->data_off[1] + round64(y->bytes[1]);
 	return 0;
@@ -379,6 +391,8 @@ static uint64_t fingerprint_of(const struct layout *y)
 		y->rows_off,
 		y->slots_off[0],
 		y->slots_off[1],
+		y->acks_off[0],
+		y->acks_off[1],
 		y->data_off[0],
 		y->data_off[1],
 		y->total,
@@ -414,6 +428,7 @@ static int spotq_init(void *body, uint64_t body_bytes, void *arg)
 		s->items[l] = y->items[l];
 		s->bytes[l] = y->bytes[l];
 		s->slots_off[l] = y->slots_off[l];
+		s->acks_off[l] = y->acks_off[l];
 		s->data_off[l] = y->data_off[l];
 	}
 	s->producer_rows = y->rows;
@@ -523,6 +538,28 @@ static int explain_mismatch(const char *fleet, const char *name, const char *spo
 	return rc;
 }
 
+/*
+ * After orbit__seg_open refused the layout version: name both versions
+ * (a peer built with layout 2, which kept the ack words in the slots,
+ * gets the same -ORBIT_EVERSION and message from its side).
+ */
+static void explain_version(const char *fleet, const char *name, const char *spot,
+			    const struct orbit_spotq_options *o, const struct orbit_seg_opts *so)
+{
+	struct orbit_seg_header hd;
+	struct orbit_spotq_shm s;
+	int64_t size = -1;
+
+	if (probe(fleet, name, so, &hd, &s, &size) < 0)
+		say(o, "spot '%s': segment %s has another layout version than %u", spot, name,
+		    ORBIT_SPOTQ_LAYOUT_VERSION);
+	else
+		say(o,
+		    "spot '%s': segment %s has queue layout version %u, this process uses %u "
+		    "(every member of the fleet must run a build of the same layout)",
+		    spot, name, hd.layout_version, ORBIT_SPOTQ_LAYOUT_VERSION);
+}
+
 /* adopt_caps: take the caps stored in an existing segment (then validated by the fingerprint). */
 static int adopt(const char *fleet, const char *name, const struct orbit_seg_opts *so,
 		 struct orbit_spotq_options *o)
@@ -602,6 +639,8 @@ int orbit__spotq_open(orbit_spotq_t **out, const char *fleet, const char *spot,
 	r = orbit__seg_open(&q->seg, fleet, name, &spec, &so);
 	if (r == -ORBIT_EFINGERPRINT || r == -ORBIT_ESIZE || r == -ORBIT_ETRUNCATED)
 		r = explain_mismatch(fleet, name, spot, &y, &o, &so, r);
+	else if (r == -ORBIT_EVERSION)
+		explain_version(fleet, name, spot, &o, &so);
 	if (r < 0)
 		goto err_free;
 	q->shm = orbit__seg_at(&q->seg, ORBIT_SEG_HEADER_BYTES, sizeof(*q->shm));
@@ -626,10 +665,12 @@ int orbit__spotq_open(orbit_spotq_t **out, const char *fleet, const char *spot,
 		g->w = &lanes[l];
 		g->slots = orbit__seg_at(&q->seg, y.slots_off[l],
 					 (uint64_t)g->items * sizeof(struct orbit_spotq_slot));
+		g->acks = orbit__seg_at(&q->seg, y.acks_off[l],
+					(uint64_t)g->items * sizeof(uint64_t));
 		g->data = orbit__seg_at(&q->seg, y.data_off[l], g->bytes);
-		if (!g->slots || !g->data || q->shm->items[l] != y.items[l] ||
+		if (!g->slots || !g->acks || !g->data || q->shm->items[l] != y.items[l] ||
 		    q->shm->bytes[l] != y.bytes[l] || q->shm->slots_off[l] != y.slots_off[l] ||
-		    q->shm->data_off[l] != y.data_off[l])
+		    q->shm->acks_off[l] != y.acks_off[l] || q->shm->data_off[l] != y.data_off[l])
 			r = -ORBIT_ECORRUPT;
 	}
 	if (r == 0 && (q->shm->producer_rows != y.rows || q->shm->lanes_off != y.lanes_off ||
@@ -1267,18 +1308,18 @@ static int retag(orbit_spotq_host_t *h, struct lane_geo *g)
 	uint32_t mine = (uint32_t)(h->gen & AW_GEN_MASK);
 
 	for (uint32_t i = 0; i < g->items; i++) {
-		struct orbit_spotq_slot *s = &g->slots[i];
+		_Atomic uint64_t *aw = &g->acks[i];
 		/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes of older hosts */
-		uint64_t a = atomic_load_explicit(&s->ack, memory_order_acquire);
+		uint64_t a = atomic_load_explicit(aw, memory_order_acquire);
 
 		while (aw_gen(a) != mine) {
 			if (host_fenced(h))
 				return -ORBIT_EFENCED; /* a newer host took over meanwhile */
 			bool bad = gen_newer(aw_gen(a), mine) || aw_state(a) > AW_REDELIVER;
 			/* SQ-C1: acq_rel CAS; a paused old host's CAS on this word now fails */
-			if (atomic_compare_exchange_weak_explicit(
-				&s->ack, &a, ack_retagged(a, h->gen), memory_order_acq_rel,
-				memory_order_acquire)) {
+			if (atomic_compare_exchange_weak_explicit(aw, &a, ack_retagged(a, h->gen),
+								  memory_order_acq_rel,
+								  memory_order_acquire)) {
 				if (bad)
 					atomic_fetch_add_explicit(&g->w->corrupt, 1,
 								  memory_order_relaxed);
@@ -1411,36 +1452,35 @@ const char *orbit__spotq_host_last_corrupt(const orbit_spotq_host_t *h)
  * missed by no retag or corrupt bytes: retag it (counted) and reload *@a.
  * Returns 0 (retry with *@a) or -ORBIT_EFENCED.
  */
-static int ack_foreign(orbit_spotq_host_t *h, struct lane_geo *g, struct orbit_spotq_slot *s,
-		       uint64_t *a)
+static int ack_foreign(orbit_spotq_host_t *h, struct lane_geo *g, _Atomic uint64_t *aw, uint64_t *a)
 {
 	if (host_fenced(h))
 		return -ORBIT_EFENCED;
 	/* SQ-C1: acq_rel CAS of the repair; on failure *a is the fresh value */
-	if (atomic_compare_exchange_strong_explicit(&s->ack, a, ack_retagged(*a, h->gen),
+	if (atomic_compare_exchange_strong_explicit(aw, a, ack_retagged(*a, h->gen),
 						    memory_order_acq_rel, memory_order_acquire)) {
 		atomic_fetch_add_explicit(&g->w->corrupt, 1, memory_order_relaxed);
-		*a = atomic_load_explicit(&s->ack, memory_order_acquire);
+		*a = atomic_load_explicit(aw, memory_order_acquire);
 	}
 	return 0;
 }
 
 /* CAS the ack of @pos from @a to (@st, @pos) under our generation (the fence). */
-static int ack_set(orbit_spotq_host_t *h, struct lane_geo *g, struct orbit_spotq_slot *s,
-		   uint64_t *a, uint32_t pos, uint32_t st, bool redeliv)
+static int ack_set(orbit_spotq_host_t *h, struct lane_geo *g, _Atomic uint64_t *aw, uint64_t *a,
+		   uint32_t pos, uint32_t st, bool redeliv)
 {
 	uint32_t mine = (uint32_t)(h->gen & AW_GEN_MASK);
 
 	for (;;) {
 		if (aw_gen(*a) != mine) {
-			int r = ack_foreign(h, g, s, a);
+			int r = ack_foreign(h, g, aw, a);
 			if (r < 0)
 				return r;
 			continue;
 		}
 		/* SQ-C1: acq_rel; the expected value names our generation (the fence) */
 		if (atomic_compare_exchange_strong_explicit(
-			&s->ack, a, aw_make(pos, st, redeliv, h->gen), memory_order_acq_rel,
+			aw, a, aw_make(pos, st, redeliv, h->gen), memory_order_acq_rel,
 			memory_order_acquire))
 			return 0;
 	}
@@ -1599,17 +1639,18 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 
 	while (n < max && cur != pw_idx(t)) {
 		struct orbit_spotq_slot *s = slot_at(g, cur);
+		_Atomic uint64_t *aw = ack_at(g, cur);
 		/* SQ-A5: acquire, pairs with SQ-R3 (and SQ-R1, SQ-R4) */
 		uint64_t v = atomic_load_explicit(&s->commit, memory_order_acquire);
 		/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes (ours, a takeover's) */
-		uint64_t a = atomic_load_explicit(&s->ack, memory_order_acquire);
+		uint64_t a = atomic_load_explicit(aw, memory_order_acquire);
 		/* relaxed: ordered by SQ-A4 (stored before the tail passed the slot) */
 		uint64_t resv = atomic_load_explicit(&s->resv, memory_order_relaxed);
 		uint32_t rlen = pw_bytes(resv);
 		const char *why;
 
 		if (aw_gen(a) != (h->gen & AW_GEN_MASK)) {
-			r = ack_foreign(h, g, s, &a);
+			r = ack_foreign(h, g, aw, &a);
 			if (r < 0)
 				return n ? (int)n : r;
 			continue;
@@ -1665,7 +1706,7 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 		}
 		{
 			bool redeliv = aw_pos(a) == cur && aw_state(a) == AW_REDELIVER;
-			r = ack_set(h, g, s, &a, cur, AW_TAKEN, redeliv);
+			r = ack_set(h, g, aw, &a, cur, AW_TAKEN, redeliv);
 			if (r < 0)
 				return n ? (int)n : r;
 			recs[n].redelivered = redeliv;
@@ -1678,7 +1719,7 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 		goto next;
 	resolve:
 		/* aborted or corrupt: DONE, its reservation comes back with the head */
-		r = ack_set(h, g, s, &a, cur, AW_DONE, false);
+		r = ack_set(h, g, aw, &a, cur, AW_DONE, false);
 		if (r < 0)
 			return n ? (int)n : r;
 		resolved = true;
@@ -1700,24 +1741,28 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 	return (int)n;
 }
 
-int orbit__spotq_complete(orbit_spotq_host_t *h, uint32_t lane, uint32_t pos)
+/*
+ * The handler of the record at @pos finished: TAKEN -> FREED under our
+ * generation (the fence), in one CAS. A completed record needs no DONE
+ * step of its own: nothing is left to decide before its reservation may
+ * come back (DONE stays for aborted and corrupt records, whose producer
+ * may still have to retire), and the head advance passes a FREED word
+ * without writing it again. Returns 0, -ORBIT_EFENCED, -EINVAL.
+ */
+static int complete_one(orbit_spotq_host_t *h, struct lane_geo *g, uint32_t pos)
 {
-	struct lane_geo *g;
-	struct orbit_spotq_slot *s;
+	_Atomic uint64_t *aw;
 	uint64_t a;
-	int r = host_check(h, lane);
+	int r;
 
-	if (r < 0)
-		return r;
-	g = &h->q->lane[lane];
 	if (pos >= g->wi)
 		return -EINVAL;
-	s = slot_at(g, pos);
+	aw = ack_at(g, pos);
 	/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes */
-	a = atomic_load_explicit(&s->ack, memory_order_acquire);
+	a = atomic_load_explicit(aw, memory_order_acquire);
 	for (;;) {
 		if (aw_gen(a) != (h->gen & AW_GEN_MASK)) {
-			r = ack_foreign(h, g, s, &a);
+			r = ack_foreign(h, g, aw, &a);
 			if (r < 0)
 				return r;
 			continue;
@@ -1726,15 +1771,46 @@ int orbit__spotq_complete(orbit_spotq_host_t *h, uint32_t lane, uint32_t pos)
 			return -EINVAL; /* not a record this host took and has not completed */
 		/* SQ-C1: acq_rel CAS under our generation (the fence) */
 		if (atomic_compare_exchange_strong_explicit(
-			&s->ack, &a, aw_make(pos, AW_DONE, aw_redeliv(a), h->gen),
-			memory_order_acq_rel, memory_order_acquire))
+			aw, &a, aw_make(pos, AW_FREED, aw_redeliv(a), h->gen), memory_order_acq_rel,
+			memory_order_acquire))
+			return 0;
+	}
+}
+
+int orbit__spotq_complete_n(orbit_spotq_host_t *h, uint32_t lane, const uint32_t *pos, unsigned n,
+			    unsigned *done)
+{
+	struct lane_geo *g;
+	unsigned k = 0;
+	int r = host_check(h, lane);
+
+	if (done)
+		*done = 0;
+	if (r < 0)
+		return r;
+	if (n && !pos)
+		return -EINVAL;
+	g = &h->q->lane[lane];
+	for (; k < n; k++) {
+		r = complete_one(h, g, pos[k]);
+		if (r < 0)
 			break;
 	}
+	if (done)
+		*done = k;
+	if (k == 0)
+		return r;
 	ORBIT_CRASHPOINT("spotq.after_complete");
-	atomic_fetch_add_explicit(&g->w->completed, 1, memory_order_relaxed);
+	/* relaxed: a statistic; one add per batch */
+	atomic_fetch_add_explicit(&g->w->completed, k, memory_order_relaxed);
 	/* done; a fenced or corrupt head advance does not undo it */
 	orbit__spotq_advance(h, lane);
-	return 0;
+	return r;
+}
+
+int orbit__spotq_complete(orbit_spotq_host_t *h, uint32_t lane, uint32_t pos)
+{
+	return orbit__spotq_complete_n(h, lane, &pos, 1, NULL);
 }
 
 /*
@@ -1780,7 +1856,7 @@ static bool head_aborted(orbit_spotq_host_t *h, uint32_t lane, bool *gone)
 		return false;
 	s = slot_at(g, H);
 	/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes */
-	a = atomic_load_explicit(&s->ack, memory_order_acquire);
+	a = atomic_load_explicit(ack_at(g, H), memory_order_acquire);
 	/* SQ-A5: acquire, pairs with SQ-R4: the aborted record's claim */
 	v = atomic_load_explicit(&s->commit, memory_order_acquire);
 	if (aw_gen(a) != (h->gen & AW_GEN_MASK) || aw_pos(a) != H || aw_state(a) != AW_DONE ||
@@ -1820,6 +1896,8 @@ static uint32_t head_bytes_after(const struct lane_geo *g, uint32_t H, uint32_t 
 int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 {
 	struct lane_geo *g;
+	uint64_t t, hw;
+	bool fresh = false;
 	int freed = 0, r = host_check(h, lane);
 
 	if (r < 0)
@@ -1830,75 +1908,95 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 	 * thread that stored it after its own SQ-A4). A tail that old has
 	 * passed fewer slots, never others: every slot below it has its resv,
 	 * and the tail word at H + 1 held the end of H's bytes whenever it was
-	 * read. It is read again (once per call) when the head has reached it or
+	 * read. It is read again (once per call) when the walk has reached it or
 	 * it lies outside the head's window; only a fresh tail decides "corrupt".
 	 */
-	uint64_t t = atomic_load_explicit(&h->tail_seen[lane], memory_order_acquire);
-	bool fresh = false;
-
-	for (uint32_t i = 0; i <= g->items; i++) {
-		/* SQ-A7: acquire, pairs with SQ-R5 of a helper that moved it */
-		uint64_t hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
-		uint32_t H = pw_idx(hw), HB = pw_bytes(hw);
-		struct orbit_spotq_slot *s;
-		uint64_t a, resv;
-		bool bad = false;
+	t = atomic_load_explicit(&h->tail_seen[lane], memory_order_acquire);
+	/* SQ-A7: acquire, pairs with SQ-R5 of a helper (or another thread) that moved it */
+	hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
+	/*
+	 * Each round walks the run of freeable records from the head (FREED:
+	 * completed; DONE: aborted or corrupt, made FREED here by the fenced
+	 * step) and moves the head past the whole run with ONE CAS. The value
+	 * of that CAS is fixed by the FREED words alone (each written by a
+	 * fenced CAS of this host or an older one), so a paused host's late
+	 * head CAS can only write what the current host writes anyway, in one
+	 * step instead of k. A failed CAS (another thread of this host, or a
+	 * helper, moved the head) walks again from the head it found. The
+	 * rounds are bounded: each failure means the head moved forward.
+	 */
+	for (uint32_t round = 0; round <= 2 * g->items + 2; round++) {
+		uint32_t H = pw_idx(hw), HB = pw_bytes(hw), P = H, PB = HB, k = 0;
 
 		if (H >= g->wi || HB >= g->wb)
 			return -ORBIT_ECORRUPT;
-		if (pw_idx(t) >= g->wi || mod_sub(pw_idx(t), H, g->wi) > g->items ||
-		    H == pw_idx(t)) {
-			if (!fresh) {
-				/* SQ-A4: acquire, pairs with SQ-R2: resv of the slots the tail passed */
-				t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
-				/* SQ-R8: release, pairs with SQ-A9: what SQ-A4 saw comes with it */
-				atomic_store_explicit(&h->tail_seen[lane], t, memory_order_release);
-				fresh = true;
-				i--; /* no slot looked at: this head again (i wraps, the ++ undoes it) */
+		while (k < g->items) {
+			_Atomic uint64_t *aw;
+			uint64_t a, resv;
+			bool bad = false;
+
+			if (pw_idx(t) >= g->wi || mod_sub(pw_idx(t), H, g->wi) > g->items ||
+			    P == pw_idx(t)) {
+				if (!fresh) {
+					/* SQ-A4: acquire, pairs with SQ-R2: resv of the slots the tail passed */
+					t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
+					/* SQ-R8: release, pairs with SQ-A9: what SQ-A4 saw comes with it */
+					atomic_store_explicit(&h->tail_seen[lane], t,
+							      memory_order_release);
+					fresh = true;
+					continue; /* no slot looked at: this position again */
+				}
+				if (pw_idx(t) >= g->wi || mod_sub(pw_idx(t), H, g->wi) > g->items)
+					return freed ? freed : -ORBIT_ECORRUPT;
+				break; /* the walk reached the tail */
+			}
+			aw = ack_at(g, P);
+			/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes */
+			a = atomic_load_explicit(aw, memory_order_acquire);
+			if (aw_gen(a) != (h->gen & AW_GEN_MASK)) {
+				r = ack_foreign(h, g, aw, &a);
+				if (r < 0)
+					return r;
 				continue;
 			}
-			if (pw_idx(t) >= g->wi || mod_sub(pw_idx(t), H, g->wi) > g->items)
-				return -ORBIT_ECORRUPT;
-			break; /* H == tail */
+			if (aw_pos(a) != P)
+				break;
+			if (aw_state(a) == AW_DONE) {
+				struct orbit_spotq_slot *s = slot_at(g, P);
+				/* SQ-A5: acquire, pairs with SQ-R4: an aborted record's claim */
+				uint64_t v = atomic_load_explicit(&s->commit, memory_order_acquire);
+				if (cw_pos(v) == P && cw_state(v) == CW_ABORTED &&
+				    !claimer_gone(h, lane, v, P))
+					break; /* its producer may still write: keep it reserved */
+				/* the fenced step: DONE -> FREED under our generation */
+				r = ack_set(h, g, aw, &a, P, AW_FREED, false);
+				if (r < 0)
+					return r;
+			} else if (aw_state(a) != AW_FREED) {
+				break;
+			}
+			/* relaxed: ordered by SQ-A4 */
+			resv = atomic_load_explicit(&slot_at(g, P)->resv, memory_order_relaxed);
+			PB = head_bytes_after(g, P, PB, t, resv, &bad);
+			if (bad)
+				atomic_fetch_add_explicit(&g->w->corrupt, 1, memory_order_relaxed);
+			P = (uint32_t)mod_add(P, 1, g->wi);
+			k++;
 		}
-		s = slot_at(g, H);
-		/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes */
-		a = atomic_load_explicit(&s->ack, memory_order_acquire);
-		if (aw_gen(a) != (h->gen & AW_GEN_MASK)) {
-			r = ack_foreign(h, g, s, &a);
-			if (r < 0)
-				return r;
-			continue;
-		}
-		if (aw_pos(a) != H)
+		if (k == 0)
 			break;
-		if (aw_state(a) == AW_DONE) {
-			/* SQ-A5: acquire, pairs with SQ-R4: an aborted record's claim */
-			uint64_t v = atomic_load_explicit(&s->commit, memory_order_acquire);
-			if (cw_pos(v) == H && cw_state(v) == CW_ABORTED &&
-			    !claimer_gone(h, lane, v, H))
-				break; /* its producer may still write: keep it reserved */
-			/* the fenced step: DONE -> FREED under our generation */
-			r = ack_set(h, g, s, &a, H, AW_FREED, false);
-			if (r < 0)
-				return r;
-			ORBIT_CRASHPOINT("spotq.after_freed");
-		} else if (aw_state(a) != AW_FREED) {
-			break;
-		}
-		/* relaxed: ordered by SQ-A4 */
-		resv = atomic_load_explicit(&s->resv, memory_order_relaxed);
-		uint32_t nb = head_bytes_after(g, H, HB, t, resv, &bad);
-		if (bad)
-			atomic_fetch_add_explicit(&g->w->corrupt, 1, memory_order_relaxed);
-		uint64_t nh = pw_make((uint32_t)mod_add(H, 1, g->wi), nb);
+		/* the run is FREED, the head not moved yet: a host killed here leaves it to the next */
+		ORBIT_CRASHPOINT("spotq.after_freed");
 		/*
-		 * SQ-R5: release (seq_cst for SQ-F2), pairs with SQ-A1: the slot's
-		 * last reads before its reuse
+		 * SQ-R5: release (seq_cst for SQ-F2), pairs with SQ-A1: the slots'
+		 * last reads before their reuse. On failure hw is the head now.
 		 */
-		if (atomic_compare_exchange_strong_explicit(
-			&g->w->head, &hw, nh, memory_order_seq_cst, memory_order_relaxed))
-			freed++;
+		if (!atomic_compare_exchange_strong_explicit(&g->w->head, &hw, pw_make(P, PB),
+							     memory_order_seq_cst,
+							     memory_order_acquire))
+			continue;
+		freed += (int)k;
+		hw = pw_make(P, PB);
 	}
 	if (freed) {
 		struct orbit_doorbell *db = &h->q->shm->room_db;
@@ -2086,7 +2184,7 @@ int orbit__spotq_check(orbit_spotq_t *q, char *why, size_t why_len)
 		for (uint32_t p = H; p != T; p = (uint32_t)mod_add(p, 1, g->wi)) {
 			struct orbit_spotq_slot *s = slot_at(g, p);
 			uint64_t v = atomic_load_explicit(&s->commit, memory_order_acquire);
-			uint64_t a = atomic_load_explicit(&s->ack, memory_order_acquire);
+			uint64_t a = atomic_load_explicit(ack_at(g, p), memory_order_acquire);
 			uint64_t resv = atomic_load_explicit(&s->resv, memory_order_relaxed);
 
 			if (cw_pos(v) != p || cw_state(v) == CW_FREE)

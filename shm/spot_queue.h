@@ -36,17 +36,22 @@
  *   tail, head     idx (32 bits, mod Wi) | bytes (32 bits, mod Wb) << 32
  *   commit (slot)  pos 32 | state 3 << 32 | producer row 10 << 35 |
  *                  member generation low 19 bits << 45
- *   ack (slot)     pos 32 | astate 3 << 32 | redelivered 1 << 35 |
- *                  host generation low 28 bits << 36
+ *   ack (per slot, in the lane's ack array since layout 3)
+ *                  pos 32 | astate 3 << 32 | redelivered 1 << 35 |
+ *                  host generation low 28 bits << 36; astate NONE, TAKEN,
+ *                  DONE (an aborted or corrupt record resolved by take),
+ *                  FREED (completed: complete() goes TAKEN -> FREED in one
+ *                  CAS; or DONE passed by the head advance), REDELIVER
  *   resv (slot)    payload offset (mod Wb) | reserved length << 32
  *
  * Host fencing: a takeover for epoch E (> the stored epoch, 64-bit
  * fencing token of the hosting lease) bumps the queue's host generation
  * g (a 64-bit counter, +1 per takeover) and rewrites the low 28 bits of g
  * into every ack word of the queue. Every take and complete is a CAS on an
- * ack word whose expected value carries the caller's generation; a head
- * advance first CASes the head slot's ack DONE -> FREED (fenced), then the
- * head word (a step whose value the fenced FREED already fixed, so a late
+ * ack word whose expected value carries the caller's generation (complete
+ * writes FREED); a head advance CASes each DONE in its run to FREED
+ * (fenced), then moves the head over the whole run of FREED words with one
+ * CAS (a step whose value the fenced FREED words already fixed, so a late
  * duplicate from a paused host writes what the current host writes anyway).
  * A host paused across one takeover therefore fails every CAS. Who is
  * fenced is decided by the 64-bit host_gen only (each call compares it
@@ -100,7 +105,14 @@
  *          resv     whoever advances the tail past the slot (identical
  *                   values from every helper: offset from the tail word,
  *                   length from the claimer's row).
- *          ack      host only (fenced CAS, see above).
+ *          The host writes nothing here but the abort CAS: it only reads
+ *          the slot lines (layout 2 kept the ack word in line 1).
+ *   acks_off[l] _Atomic uint64_t[items[l]] (rounded up to 64 bytes): the
+ *          ack word of each slot, host only (fenced CAS, see above), 8 to
+ *          a cache line that no producer touches. A host killed mid-call
+ *          leaves each word as its last CAS made it: TAKEN (redelivered by
+ *          the next host), FREED (the next host's head advance passes it)
+ *          or DONE (the next host frees it as this one would have).
  *   data_off[l] payload bytes of lane l, byte_cap[l] (rounded up to 64),
  *          a byte ring: a record's payload may wrap. Producer writes
  *          between claim and commit; host copies after commit.
@@ -128,8 +140,13 @@
 #include "shm/members.h"
 #include "shm/segment.h"
 
-/* 2: the checksum covers only a record's own target bytes (four chains) */
-#define ORBIT_SPOTQ_LAYOUT_VERSION 2u
+/*
+ * 3: the host's ack words in an array of their own (acks_off), off the
+ * producer-written slot lines; 2: the checksum covers only a record's own
+ * target bytes (four chains). A peer of another version is refused with
+ * -ORBIT_EVERSION (orbit__seg_open(); @why names both versions).
+ */
+#define ORBIT_SPOTQ_LAYOUT_VERSION 3u
 #define ORBIT_SPOTQ_NAME_MAX 40u	/* Spot name: [A-Za-z0-9_.-]{1,40} */
 #define ORBIT_SPOTQ_SEG_PREFIX "spotq." /* segment "/orbit.<fleet>.spotq.<spot>" */
 #define ORBIT_SPOTQ_TIMER_NAME_MAX 63u	/* = ORBIT_TIMER_NAME_MAX of the executors */
@@ -178,7 +195,8 @@ struct orbit_spotq_shm {
 	uint64_t rows_off;
 	uint64_t slots_off[2];
 	uint64_t data_off[2];
-	uint8_t reserved0[64];
+	uint64_t acks_off[2]; /* layout 3: the host's ack words, apart from the slots */
+	uint8_t reserved0[48];
 	/* host line (offset 192) */
 	_Atomic uint64_t host_gen;  /* +1 per takeover (SQ-T2) */
 	_Atomic uint64_t epoch;	    /* highest epoch that took over (SQ-T1) */
@@ -223,10 +241,17 @@ struct orbit_spotq_row {
 };
 _Static_assert(sizeof(struct orbit_spotq_row) == 128, "spotq row size");
 
-/* Two cache lines: words and meta, then the target (actor id or timer name). */
+/*
+ * Two cache lines: words and meta, then the target (actor id or timer
+ * name). Written by producers (and the host's abort CAS on commit): the
+ * host only reads them, so a slot's lines move to the host CPU in shared
+ * state and come back to the next lap's producer without a write-back
+ * (layout 2 kept the host's ack word here: every take and complete pulled
+ * the line over exclusively, and the next claim pulled it back).
+ */
 struct orbit_spotq_slot {
 	_Atomic uint64_t commit; /* producer claim/commit, host abort */
-	_Atomic uint64_t ack;	 /* host only */
+	uint64_t unused0;	 /* layout 2's ack word; zero (the acks are at acks_off) */
 	_Atomic uint64_t resv;	 /* tail advancers (identical values) */
 	uint64_t checksum;	 /* producer: over pos, meta, target and payload */
 	uint64_t producer_seq;
@@ -464,6 +489,23 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
  * is not a record this host took and has not completed); -ECHILD.
  */
 int orbit__spotq_complete(orbit_spotq_host_t *h, uint32_t lane, uint32_t pos);
+
+/*
+ * orbit__spotq_complete_n - orbit__spotq_complete() for @n records of
+ * @lane at once (a batch the host took): each record's ack goes TAKEN ->
+ * FREED by its own fenced CAS, in the order given, then ONE head advance
+ * returns the reservations of the contiguous prefix (one head CAS for the
+ * whole run, one add to the completed counter).
+ * Context: as complete(). *@done (may be NULL): how many of @pos are done
+ * by this call (the first *@done; those after a failure are untouched).
+ * Returns 0 once all @n are done; else the code of pos[*done]:
+ * -ORBIT_EFENCED (a newer host: this and the later ones changed nothing),
+ * -EINVAL (not a record this host took and has not completed; the later
+ * ones are untouched: call again from pos + *done + 1), -ECHILD. NULL @pos
+ * with @n > 0: -EINVAL.
+ */
+int orbit__spotq_complete_n(orbit_spotq_host_t *h, uint32_t lane, const uint32_t *pos, unsigned n,
+			    unsigned *done);
 
 /*
  * orbit__spotq_advance - return the reservations of the contiguous prefix

@@ -4,7 +4,7 @@
  * and writers (segment kind 232; lanes of 8 items x 512 bytes and 4 items x
  * 128 bytes, 8 producer rows). The input is repeated over the whole body of
  * a live queue (config words, host line, doorbells, lane words, producer
- * rows, slots, payload bytes); then, with the bytes standing still:
+ * rows, slots, ack words, payload bytes); then, with the bytes standing still:
  *   - the checker answers 0 or -ORBIT_ECORRUPT, the counters 0 with depth
  *     and bytes within their moduli;
  *   - a takeover with a higher epoch than any before answers 0 or
@@ -27,7 +27,7 @@
 #define SPOT "fuzz.spot"
 
 const char orbit_fuzz_name[] = "spotq";
-const size_t orbit_fuzz_max_len = 3968; /* the body: footprint - header (checked in setup) */
+const size_t orbit_fuzz_max_len = 4096; /* the body: footprint - header (checked in setup) */
 
 static char fleet[64];
 static struct orbit_spotq_options o;

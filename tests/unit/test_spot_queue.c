@@ -125,6 +125,15 @@ static struct orbit_spotq_slot *raw_slots(struct fx *f, int lane)
 	return (void *)((char *)seg->base + sh->slots_off[lane]);
 }
 
+/* The lane's ack words (layout 3: an array of their own, one per slot). */
+static _Atomic uint64_t *raw_acks(struct fx *f, int lane)
+{
+	orbit_seg_t *seg = orbit__spotq_seg(f->q);
+	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+
+	return (void *)((char *)seg->base + sh->acks_off[lane]);
+}
+
 static struct orbit_spotq_lane_shm *raw_lanes(struct fx *f)
 {
 	orbit_seg_t *seg = orbit__spotq_seg(f->q);
@@ -364,6 +373,19 @@ static void test_truncated_foreign_corrupt_segments_refused(void **state)
 	hd->layout_version = 99;
 	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &o), -ORBIT_EVERSION);
 	hd->layout_version = ORBIT_SPOTQ_LAYOUT_VERSION;
+	{
+		/* a layout-2 segment (ack words in the slots): refused, both versions named */
+		struct orbit_spotq_options ov = o;
+		char why[256] = "";
+
+		ov.why = why;
+		ov.why_len = sizeof(why);
+		hd->layout_version = 2;
+		assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &ov), -ORBIT_EVERSION);
+		assert_non_null(strstr(why, "layout version 2, this process uses 3"));
+		assert_non_null(strstr(why, SPOT));
+		hd->layout_version = ORBIT_SPOTQ_LAYOUT_VERSION;
+	}
 	/* foreign bytes */
 	hd->magic ^= 1;
 	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &o), -ORBIT_EMAGIC);
@@ -808,7 +830,7 @@ static void test_remembered_head_never_decides_after_a_lap(void **state)
 	/* a lap later: everything so far freed, head = tail = wi - 1 */
 	for (int i = 0; i < 4; i++) {
 		atomic_store(&sl[i].commit, 0);
-		atomic_store(&sl[i].ack, 0);
+		atomic_store(&raw_acks(f, 0)[i], 0);
 		atomic_store(&sl[i].resv, 0);
 	}
 	atomic_store(&ln[0].tail, (wi - 1) | (wb - 20) << 32);
@@ -876,14 +898,14 @@ static void test_bad_ack_generation_never_blocks_takeover(void **state)
 
 	fx_open(f, opts(8, 1024, 2, 128));
 	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), 0);
-	atomic_store(&raw_slots(f, 0)[5].ack, (uint64_t)(1u << 20) << 36); /* gen 2^20, NONE */
+	atomic_store(&raw_acks(f, 0)[5], (uint64_t)(1u << 20) << 36); /* gen 2^20, NONE */
 	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
 	assert_int_equal(counters(f->q).corrupt[0], 1);
 	/* on the live host's lane too: a foreign word is repaired, not taken for a fence */
-	atomic_store(&raw_slots(f, 0)[0].ack, (uint64_t)(1u << 21) << 36);
+	atomic_store(&raw_acks(f, 0)[0], (uint64_t)(1u << 21) << 36);
 	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
-	uint64_t a = atomic_load(&raw_slots(f, 0)[0].ack);
-	atomic_store(&raw_slots(f, 0)[0].ack, (a & ~(0xfffffffull << 36)) | (7ull << 36));
+	uint64_t a = atomic_load(&raw_acks(f, 0)[0]);
+	atomic_store(&raw_acks(f, 0)[0], (a & ~(0xfffffffull << 36)) | (7ull << 36));
 	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), -EINVAL); /* was TAKEN: now
 										    REDELIVER */
 	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 0);
@@ -907,8 +929,7 @@ static void test_unknown_ack_state_counted_and_freed(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, (uint8_t)i, NULL), 0);
 	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
-	atomic_store(&raw_slots(f, 0)[0].ack,
-		     0ull | (5ull << 32) | (orbit__spotq_host_gen(h) << 36));
+	atomic_store(&raw_acks(f, 0)[0], 0ull | (5ull << 32) | (orbit__spotq_host_gen(h) << 36));
 	int n = orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf));
 	assert_int_equal(n, 2);
 	for (int i = 0; i < n; i++)
@@ -932,8 +953,7 @@ static void test_head_past_cursor_resyncs(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, (uint8_t)i, NULL), 0);
 	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
-	atomic_store(&raw_slots(f, 0)[0].ack,
-		     0ull | (3ull << 32) | (orbit__spotq_host_gen(h) << 36));
+	atomic_store(&raw_acks(f, 0)[0], 0ull | (3ull << 32) | (orbit__spotq_host_gen(h) << 36));
 	atomic_store(&raw_lanes(f)[0].head, 1ull | (8ull << 32));
 	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 2);
 	assert_int_equal(((uint8_t *)f->recs[0].payload)[0], 1);
@@ -1121,6 +1141,96 @@ static void test_list_spots_and_open_adopting_caps(void **state)
  * a container beside the fleet's other segments (measured here: the lock
  * table, the transition ring, the member directory, the stats segment).
  */
+/*
+ * Layout 3: the host writes no byte of a slot's lines when it takes and
+ * completes Spot records (its ack words live at acks_off), so the lines
+ * go back to the next lap's producer without a write-back from the host.
+ */
+static void test_host_writes_no_slot_line(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_spotq_slot before[8];
+	orbit_spotq_host_t *h;
+	int n;
+
+	fx_open(f, opts(8, 1024, 2, 128));
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 16, (uint8_t)i, NULL), 0);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	memcpy(before, raw_slots(f, 0), sizeof(before));
+	n = orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf));
+	assert_int_equal(n, 6);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(orbit__spotq_complete(h, 0, f->recs[i].pos), 0);
+	assert_int_equal(counters(f->q).depth[0], 0);
+	assert_memory_equal(before, raw_slots(f, 0), sizeof(before));
+	/* the ack words moved instead: FREED (3) for every completed record */
+	for (int i = 0; i < 6; i++)
+		assert_int_equal((atomic_load(&raw_acks(f, 0)[i]) >> 32) & 7u, 3);
+	check_ok(f->q);
+	orbit__spotq_host_close(h);
+}
+
+/*
+ * orbit__spotq_complete_n: a batch completed at once, out of order; one
+ * record of the batch not taken stops it with -EINVAL at its index, the
+ * ones before it are done and their prefix is freed; a fenced host
+ * changes nothing.
+ */
+static void test_complete_n_batch_codes_and_prefix(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h, *h2;
+	uint32_t pos[8];
+	unsigned done = 99;
+	int n;
+
+	fx_open(f, opts(8, 1024, 2, 128));
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 10, (uint8_t)i, NULL), 0);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	n = orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf));
+	assert_int_equal(n, 6);
+	/* 2, 0, then 0 again (done already): -EINVAL at index 2; 1 is untouched */
+	pos[0] = f->recs[2].pos;
+	pos[1] = f->recs[0].pos;
+	pos[2] = f->recs[0].pos;
+	pos[3] = f->recs[1].pos;
+	assert_int_equal(orbit__spotq_complete_n(h, 0, pos, 4, &done), -EINVAL);
+	assert_int_equal(done, 2);
+	assert_int_equal(counters(f->q).completed[0], 2);
+	assert_int_equal(counters(f->q).depth[0], 5); /* 0 freed; 1 holds 2 back */
+	assert_int_equal(counters(f->q).bytes[0], 50);
+	/* the rest in one call: the head passes all six */
+	pos[0] = f->recs[5].pos;
+	pos[1] = f->recs[1].pos;
+	pos[2] = f->recs[4].pos;
+	pos[3] = f->recs[3].pos;
+	assert_int_equal(orbit__spotq_complete_n(h, 0, pos, 4, &done), 0);
+	assert_int_equal(done, 4);
+	assert_int_equal(counters(f->q).completed[0], 6);
+	assert_int_equal(counters(f->q).depth[0], 0);
+	assert_int_equal(counters(f->q).bytes[0], 0);
+	assert_int_equal(orbit__spotq_complete_n(h, 0, NULL, 1, &done), -EINVAL);
+	assert_int_equal(orbit__spotq_complete_n(h, 0, NULL, 0, &done), 0);
+	assert_int_equal(done, 0);
+	/* fenced: a newer host took over; the old one's batch changes nothing */
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 10, 9, NULL), 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
+	pos[0] = f->recs[0].pos;
+	assert_int_equal(orbit__spotq_host_takeover(&h2, f->q, f->m, 2), 0);
+	assert_int_equal(orbit__spotq_complete_n(h, 0, pos, 1, &done), -ORBIT_EFENCED);
+	assert_int_equal(done, 0);
+	assert_int_equal(counters(f->q).depth[0], 1);
+	assert_int_equal(orbit__spotq_take(h2, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
+	assert_true(f->recs[0].redelivered);
+	assert_int_equal(orbit__spotq_complete_n(h2, 0, &f->recs[0].pos, 1, NULL), 0);
+	assert_int_equal(counters(f->q).depth[0], 0);
+	check_ok(f->q);
+	orbit__spotq_host_close(h);
+	orbit__spotq_host_close(h2);
+}
+
 static void test_footprint_64_default_spots_fit_64_mib(void **state)
 {
 	static const char *const names[] = { "lock-228", "ring-229", "members", "stats" };
@@ -1209,6 +1319,9 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_bad_slot_at_tail_reset_by_host_and_empty_payload, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_host_writes_no_slot_line, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_complete_n_batch_codes_and_prefix, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_footprint_64_default_spots_fit_64_mib, setup,
 						teardown),
 	};

@@ -912,6 +912,30 @@ static void help_tail(orbit_spotq_t *q, struct lane_geo *g, uint32_t lane, uint6
 						memory_order_relaxed);
 }
 
+/*
+ * The claimer's own tail advance past its slot @s at tail @t, @len bytes:
+ * help_tail() without the helper's care. The claimer is never late for
+ * its own slot: the tail may pass it (a helper writes the same resv), but
+ * the slot is not reused before this record is committed or retired, so
+ * a plain store of resv cannot land on a later lap, and a helper's resv
+ * CAS on the same values fails or writes what this store writes.
+ */
+static void own_tail(struct lane_geo *g, struct orbit_spotq_slot *s, uint64_t t, uint32_t len)
+{
+	uint32_t T = pw_idx(t), B = pw_bytes(t);
+	uint64_t nt;
+
+	/* SQ-A2: acquire, pairs with SQ-R2: a helper that moved it wrote our resv */
+	if (atomic_load_explicit(&g->w->tail, memory_order_acquire) != t)
+		return; /* helped already */
+	/* relaxed: published by the tail CAS's release below (SQ-R2) */
+	atomic_store_explicit(&s->resv, pw_make(B, len), memory_order_relaxed);
+	nt = pw_make((uint32_t)mod_add(T, 1, g->wi), (uint32_t)mod_add(B, len, g->wb));
+	/* SQ-R2: release, pairs with SQ-A2/SQ-A4: resv before the tail passes the slot */
+	atomic_compare_exchange_strong_explicit(&g->w->tail, &t, nt, memory_order_release,
+						memory_order_relaxed);
+}
+
 /* ---- producers ---- */
 
 int orbit__spotq_producer_open(orbit_spotq_producer_t **out, orbit_spotq_t *q, orbit_members_t *m)
@@ -1194,7 +1218,7 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	seq = ++p->seq;
 	atomic_store_explicit(&p->row->seq, seq, memory_order_relaxed);
 	ORBIT_CRASHPOINT("spotq.after_claim");
-	help_tail(q, g, (uint32_t)lane, t, mine);
+	own_tail(g, s, t, len);
 
 	s->producer_seq = seq;
 	s->submit_ns = now;

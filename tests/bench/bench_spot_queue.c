@@ -960,6 +960,12 @@ static int run_one(struct run *r, double *mrps, double *p50, double *p99, double
 	} else {
 		*mrps = ctl->t_end > t0 ? (double)total_of(r) * 1e3 / (double)(ctl->t_end - t0) : 0;
 		*cpu = (double)(ctl->cpu_cons + ctl->cpu_prod) / (double)total_of(r);
+		if (getenv("ORBIT_BENCH_SPLIT_CPU")) /* doc/spot-queues.md#benchmark's split */
+			printf("  (%s %u B x %u: CPU per record: producers %.0f ns, consumer %.0f "
+			       "ns)\n",
+			       mname[r->m], r->size, r->P,
+			       (double)ctl->cpu_prod / (double)total_of(r),
+			       (double)ctl->cpu_cons / (double)total_of(r));
 		if (ctl->nlat) {
 			qsort(ctl->lat, ctl->nlat, sizeof(ctl->lat[0]), cmp_u64);
 			*p50 = (double)ctl->lat[ctl->nlat / 2];

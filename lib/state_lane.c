@@ -23,8 +23,8 @@
  *   state 0 -> RUNNING (fast)       run() on an idle lane    CAS SL-A1, no lock
  *   state RUNNING -> 0 (fast)       the holder, queue empty  CAS SL-R1, no lock
  *   every other state change        enqueuers, holder, close lane->mu
- *   head/tail, qlen, waiters, free  enqueuers, holder        lane->mu
- *   list, closers, deferred
+ *   head/tail, qlen, waiters, slab, enqueuers, holder        lane->mu
+ *   slab_used, closers, deferred
  *   completions (cdone, cclosers),
  *   ctask
  *   arrivals                        enqueuers (under mu)     relaxed hint
@@ -32,6 +32,8 @@
  *   diag_level                      lane turns only (C2)     the turn
  *   reentries                       refusing threads         relaxed (C3)
  *   refs                            drain tasks, batches     acq_rel
+ *   slab->live                      post() (retire), node    acq_rel (SL-R5)
+ *                                   releases (drain, batch)
  *
  * Lock order: lane->mu, then the executor's internal locks (post() calls
  * submit under lane->mu on the idle->PENDING transition; hand-offs and the
@@ -70,7 +72,8 @@ enum {
 
 #define LANE_DEFAULT_COMBINE 32u
 #define LANE_DEFAULT_SLICE 256u
-#define LANE_FREE_MAX 256u
+/* Posted nodes come LANE_SLAB_NODES at a time from one allocation (struct lane_slab). */
+#define LANE_SLAB_NODES 64u
 #define LANE_SPINS 128
 /* run() on a busy lane: reads of the turn word before queueing, and the
  * pauses (log2) before the first read and at most between two reads (the
@@ -99,8 +102,26 @@ struct lane_node {
 	const char *file; /* submitter's call site, for diagnostics */
 	int line;
 	int result;
-	bool sync;	       /* a run() caller's node, on its stack */
-	_Atomic uint32_t word; /* W_*; only for sync nodes and latches */
+	bool sync;		/* a run() caller's node, on its stack */
+	_Atomic uint32_t word;	/* W_*; only for sync nodes and latches */
+	struct lane_slab *slab; /* posted nodes: the block it came from; NULL on a stack */
+};
+
+/*
+ * Posted nodes are carved, in order, out of blocks of LANE_SLAB_NODES: one
+ * malloc() per block instead of one per post, and a node is given back by
+ * one atomic subtraction (node_release()), with or without lane->mu, so
+ * neither a poster nor the drain allocates or frees per item while others
+ * wait for the lock. @live counts the nodes not yet released, counting
+ * every node not yet carved too while the block is the lane's current one
+ * (post() subtracts those when it retires the block); whoever takes it to
+ * 0 frees the block. Nodes run and are released in FIFO order, so blocks
+ * die in order; a node whose completion is late keeps its block (a few
+ * kilobytes) until it is released.
+ */
+struct lane_slab {
+	_Atomic uint32_t live;
+	struct lane_node nodes[LANE_SLAB_NODES];
 };
 
 struct close_waiter {
@@ -113,8 +134,8 @@ struct orbit_state_lane {
 	_Atomic uint32_t state;
 	_Atomic uint32_t refs;	    /* user + promised drain tasks + batches */
 	_Atomic uint64_t reentries; /* C3 counter of refusals */
-	/* lane->mu protects: head, tail, wait_head, wait_tail, free_nodes,
-	 * nfree, closers, cdone_*, cclosers, ctask, and state changes other
+	/* lane->mu protects: head, tail, wait_head, wait_tail, slab,
+	 * slab_used, closers, cdone_*, cclosers, ctask, and state changes other
 	 * than SL-A1/SL-R1. Nothing else
 	 * (no lane, no executor call other than submit) is taken under it. */
 	pthread_mutex_t mu;
@@ -124,8 +145,8 @@ struct orbit_state_lane {
 	/* Bumped (relaxed) under lane->mu by every append; polled without
 	 * the lock by a drain task that lingers or gathers (a hint only). */
 	_Atomic uint32_t arrivals;
-	struct lane_node *free_nodes;
-	unsigned nfree;
+	struct lane_slab *slab; /* the block post() carves nodes from, or NULL */
+	unsigned slab_used;	/* nodes of @slab handed out */
 	struct close_waiter *closers;
 	/* Completions a run() caller made while combining and may not call
 	 * itself (06 §5): they wait here, in order, for the completion task
@@ -300,14 +321,12 @@ static inline int run_item(struct orbit_state_lane *lane, orbit_state_lane_fn fn
 
 /* ---- lifetime ---- */
 
+static void slab_retire(struct lane_slab *slab, unsigned used);
+
 static void lane_free(struct orbit_state_lane *lane)
 {
-	struct lane_node *n;
-
-	while ((n = lane->free_nodes)) {
-		lane->free_nodes = n->next;
-		free(n);
-	}
+	if (lane->slab)
+		slab_retire(lane->slab, lane->slab_used); /* every node is released by now */
 	pthread_mutex_destroy(&lane->mu);
 	free(lane);
 }
@@ -368,27 +387,70 @@ static struct lane_node *pop_locked(struct orbit_state_lane *lane)
 	return n;
 }
 
-static struct lane_node *node_get_locked(struct orbit_state_lane *lane)
+/* Give @k nodes of @slab back (or its never carved ones); the last frees it. */
+static void slab_put(struct lane_slab *slab, uint32_t k)
 {
-	struct lane_node *n = lane->free_nodes;
-
-	if (n) {
-		lane->free_nodes = n->next;
-		lane->nfree--;
-		return n;
-	}
-	return malloc(sizeof(*n));
+	/* SL-R5: acq_rel, pairs with SL-R5 of the other releases of this block: every
+	 * use of its nodes (on any thread) happens before the free by the last one */
+	if (k && atomic_fetch_sub_explicit(&slab->live, k, memory_order_acq_rel) == k)
+		free(slab);
 }
 
-static void node_put_locked(struct orbit_state_lane *lane, struct lane_node *n)
+/* The block stops being the current one: its nodes never carved are not coming. */
+static void slab_retire(struct lane_slab *slab, unsigned used)
 {
-	if (lane->nfree >= LANE_FREE_MAX) {
-		free(n);
-		return;
+	slab_put(slab, LANE_SLAB_NODES - used);
+}
+
+/* A posted node is done with (it ran, and its completion too). Any thread, no lock. */
+static inline void node_release(struct lane_node *n)
+{
+	slab_put(n->slab, 1);
+}
+
+/*
+ * Release the nodes of @list (linked by ->next), one subtraction per run of
+ * nodes from the same block (they are carved and run in order).
+ */
+static void nodes_release(struct lane_node *list)
+{
+	struct lane_slab *slab = NULL;
+	uint32_t k = 0;
+
+	for (struct lane_node *n = list, *next; n; n = next) {
+		next = n->next; /* read first: the node may be freed below */
+		if (n->slab != slab) {
+			if (slab)
+				slab_put(slab, k);
+			slab = n->slab;
+			k = 0;
+		}
+		k++;
 	}
-	n->next = lane->free_nodes;
-	lane->free_nodes = n;
-	lane->nfree++;
+	if (slab)
+		slab_put(slab, k);
+}
+
+/* A node for post(), carved from the current block (a new one every LANE_SLAB_NODES). */
+static struct lane_node *node_get_locked(struct orbit_state_lane *lane)
+{
+	struct lane_node *n;
+
+	if (!lane->slab || lane->slab_used == LANE_SLAB_NODES) {
+		struct lane_slab *slab = malloc(sizeof(*slab));
+
+		if (!slab)
+			return NULL;
+		/* Relaxed: the block is not shared until a node of it is queued under lane->mu. */
+		atomic_init(&slab->live, LANE_SLAB_NODES);
+		if (lane->slab)
+			slab_retire(lane->slab, lane->slab_used);
+		lane->slab = slab;
+		lane->slab_used = 0;
+	}
+	n = &lane->slab->nodes[lane->slab_used++];
+	n->slab = lane->slab;
+	return n;
 }
 
 static void drain_task(void *arg);
@@ -655,11 +717,8 @@ static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, u
 			}
 		}
 
+		nodes_release(recycle); /* without lane->mu: posters keep posting */
 		lane_lock(lane);
-		for (n = recycle; n; n = next) {
-			next = n->next;
-			node_put_locked(lane, n);
-		}
 	}
 	settle_locked(lane, b);
 	lane_unlock(lane);
@@ -674,7 +733,7 @@ static void batch_call(struct batch *b)
 		struct lane_node *next = n->next;
 
 		n->done(n->done_arg, n->result);
-		free(n);
+		node_release(n);
 		n = next;
 	}
 	while (c) {
@@ -1020,6 +1079,7 @@ static int post(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg
 		int line)
 {
 	struct lane_node *n;
+	struct lane_slab *slab;
 	uint32_t s;
 	int rc;
 
@@ -1034,9 +1094,14 @@ static int post(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg
 		rc = -ENOMEM;
 		goto err_unlock;
 	}
-	*n = (struct lane_node){
-		.fn = fn, .arg = arg, .done = done, .done_arg = done_arg, .file = file, .line = line
-	};
+	slab = n->slab; /* the block it was carved from: kept through the reset */
+	*n = (struct lane_node){ .fn = fn,
+				 .arg = arg,
+				 .done = done,
+				 .done_arg = done_arg,
+				 .file = file,
+				 .line = line,
+				 .slab = slab };
 	for (;;) {
 		s = atomic_load_explicit(&lane->state, memory_order_relaxed);
 		if (s & ST_CLOSED) {
@@ -1072,7 +1137,7 @@ static int post(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg
 	return 0;
 
 err_put:
-	node_put_locked(lane, n);
+	node_release(n);
 err_unlock:
 	lane_unlock(lane);
 	return rc;

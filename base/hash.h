@@ -3,7 +3,9 @@
  * base/hash.h: internal, header-only. The two hash building blocks orbit
  * uses, written once: FNV-1a 64 (layout fingerprints of SHM segments and
  * of the stats names, the registry's and the Spot coordinator's keys) and
- * MurmurHash3's 64-bit finalizer (the lock table's probe hash). Values that
+ * MurmurHash3's 64-bit finalizer (the lock table's probe hash up to its
+ * layout version 3; version 4 hashes with a multiply-fold in shm/lock.c,
+ * the only user, and this finalizer has no caller left). Values that
  * end up in SHM (fingerprints, slot positions) are part of a layout:
  * changing one of these changes that layout's version. Pure functions: no
  * SHM, no thread, no system call.

@@ -27,7 +27,6 @@
 
 #include "base/cpu.h"
 #include "base/die.h"
-#include "base/hash.h"
 #include "base/lock_backend.h"
 #include "base/options.h"
 #include "shm/crashpoint.h"
@@ -57,7 +56,8 @@
  * killed mid-slot answers -EAGAIN (the next mutation repairs the slot).
  */
 #define LOOKUP_RETRIES 256
-/* Slots try_acquire's serializer-free -EBUSY probe reads at most (busy_fast()). */
+/* Slots try_acquire's serializer-free -EBUSY probe reads at most (busy_fast()):
+ * the slots on the key's path whose control byte carries its hash bits. */
 #define BUSY_FAST_PROBES 8u
 #define LOOKUP_SPIN_RETRIES 64
 #define LOOKUP_SPIN_MAX 32
@@ -92,8 +92,10 @@ struct orbit_lock {
 	orbit_seg_t seg;
 	struct orbit_lock_table_hdr *hdr;
 	struct orbit_lock_slot *slots;
-	uint32_t nslots; /* validated copy: never re-read from SHM */
+	_Atomic uint64_t *ctrl; /* the control words (shm/lock_table.h), nslots / 8 */
+	uint32_t nslots;	/* validated copy: never re-read from SHM */
 	uint32_t mask;
+	uint32_t nwords;	    /* nslots / 8: control words (a power of two) */
 	struct orbit__lock_ser ser; /* lock order: ser.local, then the cross-process lock */
 	uint64_t ser_wait_ns;	    /* bound on waiting for the serializer (options) */
 	pid_t pid;		    /* the opener: a forked child gets -ECHILD */
@@ -204,55 +206,87 @@ static void stat_inc_rmw(orbit_lock_t *l, enum lock_stat s)
 }
 
 /*
- * The last 1-7 bytes as memcpy() into a zeroed word would place them. A
- * memcpy of a variable length into a stack word, loaded at once, misses
- * store forwarding (perf: a third of a short key's hash cost); shifting
- * the bytes into a register gives the same value on a little-endian host.
+ * The key hash (layout version 4): wyhash's multiply-fold. A byte string
+ * of up to 16 bytes is two overlapping loads (never a byte past its end)
+ * and one 64x64->128 multiply; longer ones fold 16 bytes per multiply.
+ * Namespace and label are hashed independently (two multiply chains the
+ * CPU runs side by side) with their lengths, so "ab"+"c" and "a"+"bc"
+ * differ, then folded once more. The byte-loop tail and per-word chain of
+ * version 3 cost ~10 ns of a ~25 ns lookup body (perf). Part of the
+ * layout: the fingerprint hashes a fixed key with it, so a peer hashing
+ * differently is refused.
  */
-static uint64_t tail_word(const uint8_t *b, size_t n)
-{
-	uint64_t w = 0;
+#define HK0 0xa0761d6478bd642full
+#define HK1 0xe7037ed1a0b428dbull
+#define HK2 0x8ebc6af09c88c6e3ull
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	for (size_t i = 0; i < n; i++)
-		w |= (uint64_t)b[i] << (8 * i);
+static inline uint64_t mum(uint64_t a, uint64_t b)
+{
+#ifdef __SIZEOF_INT128__
+	__uint128_t r = (__uint128_t)a * b;
+
+	return (uint64_t)r ^ (uint64_t)(r >> 64);
 #else
-	memcpy(&w, b, n);
+	uint64_t ha = a >> 32, hb = b >> 32, la = (uint32_t)a, lb = (uint32_t)b;
+	uint64_t rh = ha * hb, rm0 = ha * lb, rm1 = hb * la, rl = la * lb, t = rl + (rm0 << 32);
+	uint64_t c = t < rl, lo = t + (rm1 << 32);
+
+	c += lo < t;
+	return lo ^ (rh + (rm0 >> 32) + (rm1 >> 32) + c);
 #endif
-	return w;
 }
 
-/*
- * The key hash: 8 bytes at a time (a byte-wise FNV costs ~30 ns for a
- * short key, as much as the whole rest of a lookup), multiply-xorshift
- * per word, murmur3's finaliser at the end. ns_len goes in first so that
- * "ab"+"c" and "a"+"bc" differ. Part of the layout: changing it changes
- * ORBIT_LOCK_TABLE_VERSION.
- */
-static uint64_t mix_bytes(uint64_t h, const void *p, size_t n)
+static inline uint64_t load64(const uint8_t *b)
+{
+	uint64_t v;
+
+	memcpy(&v, b, 8);
+	return v;
+}
+
+static inline uint64_t load32(const uint8_t *b)
+{
+	uint32_t v;
+
+	memcpy(&v, b, 4);
+	return v;
+}
+
+static inline uint64_t str_hash(const void *p, size_t n, uint64_t seed)
 {
 	const uint8_t *b = p;
-	uint64_t w;
+	uint64_t a, c;
 
-	for (; n >= 8; n -= 8, b += 8) {
-		memcpy(&w, b, 8);
-		h = (h ^ w) * 0x9e3779b97f4a7c15ull;
-		h ^= h >> 29;
+	seed ^= HK0 ^ n;
+	if (n <= 16) {
+		if (n >= 8) {
+			a = load64(b);
+			c = load64(b + n - 8);
+		} else if (n >= 4) {
+			a = load32(b);
+			c = load32(b + n - 4);
+		} else if (n) {
+			a = (uint64_t)b[0] << 16 | (uint64_t)b[n >> 1] << 8 | b[n - 1];
+			c = 0;
+		} else {
+			a = c = 0;
+		}
+	} else {
+		size_t i = n;
+
+		for (; i > 16; i -= 16, b += 16)
+			seed = mum(load64(b) ^ HK1, load64(b + 8) ^ seed);
+		a = load64(b + i - 16); /* the last 16 bytes (overlapping: n > 16) */
+		c = load64(b + i - 8);
 	}
-	if (n) {
-		w = tail_word(b, n);
-		h = (h ^ w ^ ((uint64_t)n << 56)) * 0x9e3779b97f4a7c15ull;
-		h ^= h >> 29;
-	}
-	return h;
+	return mum(a ^ HK1, c ^ seed);
 }
 
 static uint64_t key_hash(const void *ns, size_t ns_len, const void *label, size_t label_len)
 {
-	uint64_t h = mix_bytes(0x243f6a8885a308d3ull ^ ns_len, ns, ns_len);
+	uint64_t x = str_hash(ns, ns_len, HK2), y = str_hash(label, label_len, HK1);
 
-	h = mix_bytes(h ^ label_len, label, label_len);
-	return orbit__fmix64(h);
+	return mum(x ^ HK2, y ^ ((uint64_t)ns_len << 32 | label_len));
 }
 
 uint64_t orbit__lock_hash(const orbit_lock_key_t *key)
@@ -327,20 +361,19 @@ static bool meta_valid(uint32_t state, uint32_t ns_len, uint32_t label_len, uint
 #define SLOT_LD(s, field) atomic_load_explicit(&(s)->field, memory_order_relaxed)
 #define SLOT_ST(s, field, v) atomic_store_explicit(&(s)->field, (v), memory_order_relaxed)
 
-/* The first @n key bytes of @s into @dst (room for @n rounded up to 8 bytes). */
+/*
+ * The first @n key bytes of @s into @dst, in whole words: @dst has room
+ * for @n rounded up to 8 (every caller's buffer is ORBIT_LOCK_BYTES_MAX,
+ * a multiple of 8, and @n <= it), so no variable-length tail copy.
+ */
 static void key_load(const struct orbit_lock_slot *s, void *dst, size_t n)
 {
 	uint8_t *d = dst;
-	uint64_t v;
-	size_t w;
 
-	for (w = 0; w < n / 8; w++) {
-		v = SLOT_LD(s, key_words[w]);
+	for (size_t w = 0; w < (n + 7) / 8; w++) {
+		uint64_t v = SLOT_LD(s, key_words[w]);
+
 		memcpy(d + 8 * w, &v, 8);
-	}
-	if (n % 8) {
-		v = SLOT_LD(s, key_words[w]);
-		memcpy(d + 8 * w, &v, n % 8);
 	}
 }
 
@@ -364,14 +397,12 @@ static bool slot_valid(const struct orbit_lock_slot *s)
 static bool bytes_eq(const void *a, const void *b, size_t n)
 {
 	const uint8_t *x = a, *y = b;
-	uint64_t u, v;
 
-	for (; n >= 8; n -= 8, x += 8, y += 8) {
-		memcpy(&u, x, 8);
-		memcpy(&v, y, 8);
-		if (u != v)
+	for (; n >= 8; n -= 8, x += 8, y += 8)
+		if (load64(x) != load64(y))
 			return false;
-	}
+	if (n >= 4)
+		return load32(x) == load32(y) && load32(x + n - 4) == load32(y + n - 4);
 	for (; n; n--)
 		if (*x++ != *y++)
 			return false;
@@ -384,28 +415,88 @@ static bool key_bytes_eq(const uint8_t *b, const orbit_lock_key_t *k)
 	return bytes_eq(b, k->ns, k->ns_len) && bytes_eq(b + k->ns_len, k->label, k->label_len);
 }
 
-/* Serializer held, @s valid: its key bytes compared with @k's. */
-static bool slot_has_key(const struct orbit_lock_slot *s, uint32_t h32, const orbit_lock_key_t *k)
+/* @n (<= 16 or any) bytes from @s to @d: short ones inline, without a libc call. */
+static inline void copy_bytes(uint8_t *d, const uint8_t *s, size_t n)
 {
-	uint8_t b[ORBIT_LOCK_BYTES_MAX];
+	if (n > 16) {
+		memcpy(d, s, n);
+	} else if (n >= 8) {
+		uint64_t a = load64(s), b = load64(s + n - 8);
 
-	if (SLOT_LD(s, hash) != h32 || SLOT_LD(s, ns_len) != k->ns_len ||
-	    SLOT_LD(s, label_len) != k->label_len)
-		return false;
-	key_load(s, b, k->ns_len + k->label_len);
-	return key_bytes_eq(b, k);
+		memcpy(d, &a, 8);
+		memcpy(d + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a = (uint32_t)load32(s), b = (uint32_t)load32(s + n - 4);
+
+		memcpy(d, &a, 4);
+		memcpy(d + n - 4, &b, 4);
+	} else if (n) {
+		d[0] = s[0];
+		d[n >> 1] = s[n >> 1];
+		d[n - 1] = s[n - 1];
+	}
 }
 
-/* Serializer held, @s valid: its owner bytes compared with @o's. */
-static bool slot_has_owner(const struct orbit_lock_slot *s, const orbit_lock_owner_t *o)
-{
-	uint8_t b[ORBIT_LOCK_BYTES_MAX];
-	uint32_t keyb = (uint32_t)SLOT_LD(s, ns_len) + SLOT_LD(s, label_len);
+/*
+ * A mutation's key (and owner) as the slot stores them: ns | label |
+ * owner in 8-byte words, the last word's tail zero. Built once per
+ * operation: the probe compares it word by word with the slots, and
+ * slot_write() stores it as it is.
+ */
+struct keyimg {
+	uint32_t keyb;	/* ns_len + label_len */
+	uint32_t total; /* keyb + owner bytes (0 without an owner) */
+	uint64_t w[ORBIT_LOCK_BYTES_MAX / 8];
+};
 
-	if (SLOT_LD(s, owner_len) != o->len)
-		return false;
-	key_load(s, b, keyb + o->len);
-	return bytes_eq(b + keyb, o->bytes, o->len);
+/* @k's bytes, then @olen owner bytes (lengths checked by the caller: <= the max). */
+static void keyimg_build(struct keyimg *ki, const orbit_lock_key_t *k, const void *owner,
+			 size_t olen)
+{
+	uint8_t *b = (uint8_t *)ki->w;
+
+	ki->keyb = (uint32_t)(k->ns_len + k->label_len);
+	ki->total = ki->keyb + (uint32_t)olen;
+	for (uint32_t i = 0; i < (ki->total + 7) / 8; i++)
+		ki->w[i] = 0;
+	copy_bytes(b, k->ns, k->ns_len);
+	copy_bytes(b + k->ns_len, k->label, k->label_len);
+	copy_bytes(b + ki->keyb, owner, olen);
+}
+
+/* The first @r (1..7) bytes of a word in memory order. */
+static inline uint64_t head_mask(uint32_t r)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return ~0ull << (64 - 8 * r);
+#else
+	return ~0ull >> (64 - 8 * r);
+#endif
+}
+
+/* Serializer held: the first @n stored bytes of @s equal the image's. */
+static bool slot_words_eq(const struct orbit_lock_slot *s, const uint64_t *img, uint32_t n)
+{
+	uint32_t w;
+
+	for (w = 0; w < n / 8; w++)
+		if (SLOT_LD(s, key_words[w]) != img[w])
+			return false;
+	return n % 8 == 0 || !((SLOT_LD(s, key_words[w]) ^ img[w]) & head_mask(n % 8));
+}
+
+/* Serializer held, @s valid: its key bytes compared with the image's. */
+static bool slot_has_key(const struct orbit_lock_slot *s, uint32_t h32, const orbit_lock_key_t *k,
+			 const struct keyimg *ki)
+{
+	return SLOT_LD(s, hash) == h32 && SLOT_LD(s, ns_len) == k->ns_len &&
+	       SLOT_LD(s, label_len) == k->label_len && slot_words_eq(s, ki->w, ki->keyb);
+}
+
+/* Serializer held, @s valid and holding the image's key: its owner bytes compared too. */
+static bool slot_has_owner(const struct orbit_lock_slot *s, const struct keyimg *ki)
+{
+	return SLOT_LD(s, owner_len) == ki->total - ki->keyb && slot_words_eq(s, ki->w, ki->total);
 }
 
 static uint64_t slot_deadline(const struct orbit_lock_slot *s)
@@ -460,11 +551,85 @@ static void slot_set_state(struct orbit_lock_slot *s, uint32_t state)
 	atomic_store_explicit(&s->state, state, memory_order_release);
 }
 
+/* ---- control bytes (shm/lock_table.h) ---------------------------------- */
+
+#define CW_LSB 0x0101010101010101ull
+#define CW_MSB 0x8080808080808080ull
+#define CW_LO7 0x7f7f7f7f7f7f7f7full
+
+/* The MSB of every byte of @x that is zero (exact: no borrow between bytes). */
+static inline uint64_t zero_bytes(uint64_t x)
+{
+	return ~(((x & CW_LO7) + CW_LO7) | x | CW_LO7);
+}
+
+/* The MSB of every byte of @w no writer stores (0x02-0x7f: corrupt). */
+static inline uint64_t invalid_bytes(uint64_t w)
+{
+	return ~w & ((w & CW_LO7) + 0x7e7e7e7e7e7e7e7eull) & CW_MSB;
+}
+
+/* Control word @wi for a reader without the serializer. */
+static inline uint64_t ctrl_load(const orbit_lock_t *l, uint32_t wi)
+{
+	/* LK-A7: acquire, pairs with LK-R6 in ctrl_set(): a slot that left
+	 * OCCUPIED before its byte said so is read in that newer state */
+	return atomic_load_explicit(&l->ctrl[wi], memory_order_acquire);
+}
+
+/* Serializer held: slot @i's control byte. */
+static inline uint32_t ctrl_get(const orbit_lock_t *l, uint32_t i)
+{
+	/* relaxed: only serializer holders write the control words */
+	return (uint32_t)(atomic_load_explicit(&l->ctrl[i >> 3], memory_order_relaxed) >>
+			  (8 * (i & 7))) &
+	       0xffu;
+}
+
+/* Serializer held: set slot @i's control byte to @c. */
+static void ctrl_set(orbit_lock_t *l, uint32_t i, uint32_t c)
+{
+	_Atomic uint64_t *p = &l->ctrl[i >> 3];
+	unsigned sh = 8 * (i & 7);
+	/* relaxed load: only serializer holders write the control words */
+	uint64_t w = atomic_load_explicit(p, memory_order_relaxed);
+
+	w = (w & ~(0xffull << sh)) | (uint64_t)(c & 0xffu) << sh;
+	/* LK-R6: release, pairs with LK-A7 in ctrl_load(): the slot's earlier
+	 * changes (it left OCCUPIED) before its new byte */
+	atomic_store_explicit(p, w, memory_order_release);
+}
+
+/* The control byte a slot in @state with @hash has. */
+static inline uint32_t ctrl_of(uint32_t state, uint32_t hash)
+{
+	return state == ORBIT_LOCK_SLOT_OCCUPIED    ? ORBIT_LOCK_CTRL_TAG(hash)
+	       : state == ORBIT_LOCK_SLOT_TOMBSTONE ? ORBIT_LOCK_CTRL_TOMBSTONE
+						    : ORBIT_LOCK_CTRL_EMPTY;
+}
+
+/*
+ * Which bytes of control word number @k of a probe from @home (word
+ * (home / 8 + k) mod nwords, k = 0..nwords) are on the path not yet
+ * visited: from home's byte in the first word; the same word's bytes
+ * before home last.
+ */
+static inline uint64_t path_bytes(const orbit_lock_t *l, uint32_t home, uint32_t k)
+{
+	uint64_t from = ~0ull << (8 * (home & 7));
+
+	return k == 0 ? from : k == l->nwords ? ~from : ~0ull;
+}
+
+static inline uint32_t path_word(const orbit_lock_t *l, uint32_t home, uint32_t k)
+{
+	return ((home >> 3) + k) & (l->nwords - 1);
+}
+
 struct slot_content {
 	uint32_t hash;
-	const orbit_lock_key_t *key;
-	const void *owner;
-	uint32_t owner_len;
+	const struct keyimg *img; /* ns | label | owner */
+	uint32_t ns_len, label_len;
 	uint64_t token;
 	uint64_t deadline_ns;
 	uint32_t pid;
@@ -474,28 +639,25 @@ struct slot_content {
 	uint32_t row, gen; /* the holder's member tenure (FREE_ON_DEATH), else 0 */
 };
 
-/* Tombstone, bytes, occupied, even seq: a kill anywhere leaves no torn entry. */
-static void slot_write(struct orbit_lock_slot *s, const struct slot_content *c)
+/*
+ * Control byte OCCUPIED first (a reader then reads the slot, and waits
+ * for its odd seq), then tombstone, bytes, occupied, even seq: a kill
+ * anywhere leaves no torn entry. @idx is never an OCCUPIED slot.
+ */
+static void slot_write(orbit_lock_t *l, uint32_t idx, const struct slot_content *c)
 {
-	const orbit_lock_key_t *k = c->key;
-	size_t total = k->ns_len + k->label_len + c->owner_len;
-	uint32_t seq, nwords = (uint32_t)(total + 7) / 8;
-	uint64_t img[ORBIT_LOCK_BYTES_MAX / 8];
+	struct orbit_lock_slot *s = &l->slots[idx];
+	uint32_t seq, nwords = (c->img->total + 7) / 8;
 
-	/* assemble first: c->owner may point into this very slot's copy */
-	memcpy(img, k->ns, k->ns_len);
-	memcpy((uint8_t *)img + k->ns_len, k->label, k->label_len);
-	memcpy((uint8_t *)img + k->ns_len + k->label_len, c->owner, c->owner_len);
-	memset((uint8_t *)img + total, 0, (size_t)nwords * 8 - total); /* the last word's tail */
-
+	ctrl_set(l, idx, ORBIT_LOCK_CTRL_TAG(c->hash));
 	seq = slot_begin(s);
 	slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
 	ORBIT_CRASHPOINT("lock.after_tombstone");
 	/* relaxed stores: published by LK-R1 (seq) and LK-R2 (state) */
 	SLOT_ST(s, hash, c->hash);
-	SLOT_ST(s, ns_len, (uint16_t)k->ns_len);
-	SLOT_ST(s, label_len, (uint16_t)k->label_len);
-	SLOT_ST(s, owner_len, (uint16_t)c->owner_len);
+	SLOT_ST(s, ns_len, (uint16_t)c->ns_len);
+	SLOT_ST(s, label_len, (uint16_t)c->label_len);
+	SLOT_ST(s, owner_len, (uint16_t)(c->img->total - c->img->keyb));
 	SLOT_ST(s, flags, c->flags);
 	SLOT_ST(s, holder_pid, c->pid);
 	SLOT_ST(s, token, c->token);
@@ -507,12 +669,26 @@ static void slot_write(struct orbit_lock_slot *s, const struct slot_content *c)
 	for (uint32_t w = 0; w < nwords; w++) {
 		if (w == nwords / 2)
 			ORBIT_CRASHPOINT("lock.mid_bytes");
-		SLOT_ST(s, key_words[w], img[w]);
+		SLOT_ST(s, key_words[w], c->img->w[w]);
 	}
 	ORBIT_CRASHPOINT("lock.before_occupied");
 	slot_set_state(s, ORBIT_LOCK_SLOT_OCCUPIED);
 	ORBIT_CRASHPOINT("lock.after_occupied");
 	slot_end(s, seq);
+}
+
+/*
+ * Serializer held: slot @idx becomes @state (TOMBSTONE or EMPTY) in one
+ * seq window, then its control byte says so (never before: LK-R6).
+ */
+static void slot_mark(orbit_lock_t *l, uint32_t idx, uint32_t state)
+{
+	struct orbit_lock_slot *s = &l->slots[idx];
+	uint32_t seq = slot_begin(s);
+
+	slot_set_state(s, state);
+	slot_end(s, seq);
+	ctrl_set(l, idx, ctrl_of(state, 0));
 }
 
 static void tombs_add(orbit_lock_t *l, int d)
@@ -530,7 +706,12 @@ static uint32_t slot_state(const struct orbit_lock_slot *s)
 	return atomic_load_explicit(&s->state, memory_order_relaxed);
 }
 
-/* Remove an entry: seq odd, TOMBSTONE, even; then trailing tombstones -> EMPTY. */
+/*
+ * Remove an entry: seq odd, TOMBSTONE, even; then trailing tombstones -> EMPTY.
+ * The neighbours' states come from their control bytes: ctrl EMPTY implies
+ * the slot is EMPTY, ctrl TOMBSTONE that it is not OCCUPIED (shm/lock_table.h),
+ * so no 1,024-byte slot is read for them.
+ */
 static void slot_remove(orbit_lock_t *l, uint32_t idx)
 {
 	struct orbit_lock_slot *s = &l->slots[idx];
@@ -542,22 +723,21 @@ static void slot_remove(orbit_lock_t *l, uint32_t idx)
 	 * A kill inside leaves seq odd and state not OCCUPIED: repair() makes
 	 * it a TOMBSTONE, as when killed inside the TOMBSTONE window.
 	 */
-	bool last = slot_state(&l->slots[(idx + 1) & l->mask]) == ORBIT_LOCK_SLOT_EMPTY;
+	bool last = ctrl_get(l, (idx + 1) & l->mask) == ORBIT_LOCK_CTRL_EMPTY;
 	uint32_t seq = slot_begin(s);
 
 	slot_set_state(s, last ? ORBIT_LOCK_SLOT_EMPTY : ORBIT_LOCK_SLOT_TOMBSTONE);
 	ORBIT_CRASHPOINT("lock.remove_after_tombstone");
 	slot_end(s, seq);
+	ctrl_set(l, idx, last ? ORBIT_LOCK_CTRL_EMPTY : ORBIT_LOCK_CTRL_TOMBSTONE);
 	if (last)
 		idx = (idx - 1) & l->mask; /* the tombstones before it, if any */
 	else
 		tombs_add(l, 1);
-	while (slot_state(&l->slots[(idx + 1) & l->mask]) == ORBIT_LOCK_SLOT_EMPTY &&
+	while (ctrl_get(l, (idx + 1) & l->mask) == ORBIT_LOCK_CTRL_EMPTY &&
+	       ctrl_get(l, idx) == ORBIT_LOCK_CTRL_TOMBSTONE &&
 	       slot_state(&l->slots[idx]) == ORBIT_LOCK_SLOT_TOMBSTONE) {
-		s = &l->slots[idx];
-		seq = slot_begin(s);
-		slot_set_state(s, ORBIT_LOCK_SLOT_EMPTY);
-		slot_end(s, seq);
+		slot_mark(l, idx, ORBIT_LOCK_SLOT_EMPTY);
 		tombs_add(l, -1);
 		idx = (idx - 1) & l->mask;
 	}
@@ -631,6 +811,97 @@ static void reclaim(orbit_lock_t *l, uint32_t idx)
 	reclaim_as(l, idx, ST_RECLAIMED);
 }
 
+/*
+ * Serializer held: every control byte and the tombstone count from the
+ * slots' states, clearing (as corrupt) a slot no mutator could have left:
+ * an unknown state, or OCCUPIED with lengths that do not fit. After a
+ * repair, and when a mutator finds the control bytes disagree with the
+ * slots (only corrupt bytes can: shm/lock_table.h).
+ */
+static void ctrl_rebuild(orbit_lock_t *l)
+{
+	uint32_t tombs = 0;
+
+	for (uint32_t wi = 0; wi < l->nwords; wi++) {
+		uint64_t w = 0;
+
+		for (uint32_t b = 0; b < 8; b++) {
+			uint32_t i = wi * 8 + b;
+			struct orbit_lock_slot *s = &l->slots[i];
+			uint32_t st = slot_state(s);
+
+			if (!slot_valid(s)) {
+				stat_inc(l, ST_CORRUPT);
+				uint32_t seq = slot_begin(s);
+
+				slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
+				slot_end(s, seq);
+				st = ORBIT_LOCK_SLOT_TOMBSTONE;
+			}
+			tombs += st == ORBIT_LOCK_SLOT_TOMBSTONE;
+			w |= (uint64_t)ctrl_of(st, SLOT_LD(s, hash)) << (8 * b);
+		}
+		/* LK-R6: release, pairs with LK-A7 in ctrl_load() */
+		atomic_store_explicit(&l->ctrl[wi], w, memory_order_release);
+	}
+	/* relaxed: serializer held */
+	atomic_store_explicit(&l->hdr->tombstones, tombs, memory_order_relaxed);
+}
+
+/*
+ * Serializer held: expiry_ns becomes the earliest deadline of the table's
+ * entries (UINT64_MAX: none), after reclaiming every entry expired at
+ * @now when @reclaim_expired. Returns the number reclaimed. Reads a slot
+ * only where its control byte is not EMPTY or TOMBSTONE.
+ */
+static uint32_t rehint(orbit_lock_t *l, uint64_t now, bool reclaim_expired)
+{
+	uint64_t min = UINT64_MAX;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < l->nslots; i++) {
+		struct orbit_lock_slot *s = &l->slots[i];
+		uint32_t c = ctrl_get(l, i);
+		uint64_t d;
+
+		if (c == ORBIT_LOCK_CTRL_EMPTY || c == ORBIT_LOCK_CTRL_TOMBSTONE ||
+		    slot_state(s) != ORBIT_LOCK_SLOT_OCCUPIED || !slot_valid(s))
+			continue;
+		d = slot_deadline(s);
+		if (reclaim_expired && d <= now) {
+			reclaim(l, i);
+			n++;
+		} else if (d < min) {
+			min = d;
+		}
+	}
+	/* relaxed: serializer held (a lower bound: shm/lock_table.h) */
+	atomic_store_explicit(&l->hdr->expiry_ns, min, memory_order_relaxed);
+	return n;
+}
+
+/* Serializer held: an entry with deadline @d is about to be written. */
+static void hint_lower(orbit_lock_t *l, uint64_t d)
+{
+	/* relaxed: serializer held; lowered before the slot write, so a kill
+	 * leaves it at most every deadline */
+	if (d < atomic_load_explicit(&l->hdr->expiry_ns, memory_order_relaxed))
+		atomic_store_explicit(&l->hdr->expiry_ns, d, memory_order_relaxed);
+}
+
+/*
+ * Serializer held, the clock read @now: once the earliest deadline has
+ * passed, one sweep reclaims every expired entry of the table (what the
+ * probe path did for the entries it read, before the control bytes let
+ * probes skip them) and sets the next trigger.
+ */
+static void maybe_sweep(orbit_lock_t *l, uint64_t now)
+{
+	/* relaxed: serializer held */
+	if (now >= atomic_load_explicit(&l->hdr->expiry_ns, memory_order_relaxed))
+		rehint(l, now, true);
+}
+
 /* ---- repair and compaction (serializer held) ---------------------------- */
 
 static uint32_t home_of(const orbit_lock_t *l, uint32_t hash)
@@ -673,8 +944,6 @@ static bool same_key(const struct orbit_lock_slot *a, const struct orbit_lock_sl
  */
 static void repair(orbit_lock_t *l)
 {
-	uint32_t tombs = 0;
-
 	for (uint32_t i = 0; i < l->nslots; i++) {
 		struct orbit_lock_slot *s = &l->slots[i];
 		/* LK-A6: relaxed, pairs with LK-R2: serializer held; the dead writer's
@@ -707,17 +976,13 @@ static void repair(orbit_lock_t *l)
 				       dist(l, home_of(l, SLOT_LD(b, hash)), j)
 				   ? j
 				   : i;
-			uint32_t seq = slot_begin(&l->slots[drop]);
-			slot_set_state(&l->slots[drop], ORBIT_LOCK_SLOT_TOMBSTONE);
-			slot_end(&l->slots[drop], seq);
+			slot_mark(l, drop, ORBIT_LOCK_SLOT_TOMBSTONE);
 			if (drop == i)
 				break;
 		}
 	}
-	for (uint32_t i = 0; i < l->nslots; i++)
-		tombs += slot_state(&l->slots[i]) == ORBIT_LOCK_SLOT_TOMBSTONE;
-	/* relaxed: serializer held */
-	atomic_store_explicit(&l->hdr->tombstones, tombs, memory_order_relaxed);
+	ctrl_rebuild(l); /* the dead mutator may have left bytes ahead of or behind its slots */
+	rehint(l, 0, false);
 	uint64_t m = atomic_load_explicit(&l->hdr->move_seq, memory_order_relaxed);
 	if (m & 1u)
 		/* LK-R4: release, pairs with LK-A4 in lookup(): slots before the even move_seq */
@@ -792,9 +1057,7 @@ static void compact(orbit_lock_t *l)
 				 * regress-compact-invalid-lengths).
 				 */
 				stat_inc(l, ST_CORRUPT);
-				uint32_t seq = slot_begin(s);
-				slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
-				slot_end(s, seq);
+				slot_mark(l, i, ORBIT_LOCK_SLOT_TOMBSTONE);
 				/*
 				 * A new hole: an entry checked earlier in this pass may
 				 * probe through it (wrapped past the table's end). Pass
@@ -810,13 +1073,16 @@ static void compact(orbit_lock_t *l)
 				continue;
 			struct orbit_lock_entry e;
 
+			struct keyimg img;
+
 			slot_to_entry(s, i, &e, 0);
 			orbit_lock_key_t k = { e.bytes, e.ns_len, e.bytes + e.ns_len, e.label_len };
+			keyimg_build(&img, &k, e.bytes + e.ns_len + e.label_len, e.owner_len);
 			struct slot_content c = {
 				.hash = SLOT_LD(s, hash),
-				.key = &k,
-				.owner = e.bytes + e.ns_len + e.label_len,
-				.owner_len = e.owner_len,
+				.img = &img,
+				.ns_len = e.ns_len,
+				.label_len = e.label_len,
 				.token = e.token,
 				.deadline_ns = e.deadline_ns,
 				.pid = e.holder_pid,
@@ -826,11 +1092,9 @@ static void compact(orbit_lock_t *l)
 				.row = SLOT_LD(s, holder_row),
 				.gen = SLOT_LD(s, holder_gen),
 			};
-			slot_write(&l->slots[p], &c);
+			slot_write(l, p, &c);
 			ORBIT_CRASHPOINT("lock.compact_after_copy");
-			uint32_t seq = slot_begin(s);
-			slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
-			slot_end(s, seq);
+			slot_mark(l, i, ORBIT_LOCK_SLOT_TOMBSTONE);
 			moved = true;
 		}
 		if (!moved)
@@ -841,9 +1105,7 @@ static void compact(orbit_lock_t *l)
 
 		if (slot_state(s) != ORBIT_LOCK_SLOT_TOMBSTONE)
 			continue;
-		uint32_t seq = slot_begin(s);
-		slot_set_state(s, ORBIT_LOCK_SLOT_EMPTY);
-		slot_end(s, seq);
+		slot_mark(l, i, ORBIT_LOCK_SLOT_EMPTY);
 	}
 	atomic_store_explicit(&l->hdr->tombstones, 0, memory_order_relaxed); /* serializer held */
 	/* LK-R4: release, pairs with LK-A4 in lookup(): all moves before the even move_seq */
@@ -898,13 +1160,15 @@ static void leave(orbit_lock_t *l)
 }
 
 /*
- * Probe for @k (serializer held). Reclaims expired entries met on the way
- * (other keys too) and clears corrupt slots (counted). Returns the key's
- * live slot index in *found (or UINT32_MAX) and the first reusable slot in
+ * The slow probe (serializer held): slot by slot by the slots' own states,
+ * as before the control bytes; only after ctrl_rebuild(), when the bytes
+ * disagreed with the slots. Reclaims expired entries met on the way (other
+ * keys too) and clears corrupt slots (counted). Returns the key's live
+ * slot index in *found (or UINT32_MAX) and the first reusable slot in
  * *free_idx (or UINT32_MAX).
  */
-static void probe_locked(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32, uint64_t now,
-			 uint32_t *found, uint32_t *free_idx)
+static void probe_slots(orbit_lock_t *l, const orbit_lock_key_t *k, const struct keyimg *ki,
+			uint32_t h32, uint64_t now, uint32_t *found, uint32_t *free_idx)
 {
 	uint32_t i = home_of(l, h32);
 
@@ -921,9 +1185,7 @@ static void probe_locked(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h3
 		} else if (st != ORBIT_LOCK_SLOT_OCCUPIED && st != ORBIT_LOCK_SLOT_TOMBSTONE &&
 			   st != ORBIT_LOCK_SLOT_EMPTY) {
 			stat_inc(l, ST_CORRUPT);
-			uint32_t seq = slot_begin(s);
-			slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
-			slot_end(s, seq);
+			slot_mark(l, i, ORBIT_LOCK_SLOT_TOMBSTONE);
 			tombs_add(l, 1);
 			st = ORBIT_LOCK_SLOT_TOMBSTONE;
 		}
@@ -941,28 +1203,113 @@ static void probe_locked(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h3
 				*free_idx = i;
 			continue;
 		}
-		if (slot_has_key(s, h32, k)) {
+		if (slot_has_key(s, h32, k, ki)) {
 			*found = i;
 			return;
 		}
 	}
 }
 
+enum { PROBE_DONE, PROBE_AGAIN, PROBE_DISAGREE };
+
+/*
+ * One pass of the fast probe over the control bytes from @k's home, 8
+ * slots a word: only slots whose byte carries the key's 7 hash bits are
+ * read; the first TOMBSTONE and the EMPTY that ends the path are checked
+ * against their slots (the slot a new entry goes to is read anyway).
+ * PROBE_AGAIN: it reclaimed the key's expired entry (the path changed),
+ * PROBE_DISAGREE: a byte contradicts its slot (corrupt bytes: rebuild).
+ */
+static int probe_pass(orbit_lock_t *l, const orbit_lock_key_t *k, const struct keyimg *ki,
+		      uint32_t h32, uint64_t now, uint32_t *found, uint32_t *free_idx)
+{
+	uint32_t home = home_of(l, h32);
+	uint64_t tagw = ORBIT_LOCK_CTRL_TAG(h32) * CW_LSB;
+
+	*found = UINT32_MAX;
+	*free_idx = UINT32_MAX;
+	for (uint32_t kw = 0; kw <= l->nwords; kw++) {
+		uint32_t wi = path_word(l, home, kw);
+		/* relaxed: serializer held, only holders write the control words */
+		uint64_t w = atomic_load_explicit(&l->ctrl[wi], memory_order_relaxed);
+		uint64_t empty = zero_bytes(w), tomb = zero_bytes(w ^ CW_LSB);
+		uint64_t m = (empty | tomb | zero_bytes(w ^ tagw) | invalid_bytes(w)) &
+			     path_bytes(l, home, kw);
+
+		for (; m; m &= m - 1) {
+			uint32_t b = (uint32_t)__builtin_ctzll(m) >> 3, i = wi * 8 + b;
+			uint64_t bit = 0x80ull << (8 * b);
+			struct orbit_lock_slot *s = &l->slots[i];
+
+			if (tomb & bit) {
+				if (*free_idx == UINT32_MAX)
+					*free_idx = i;
+				continue;
+			}
+			if (empty & bit) {
+				if (slot_state(s) != ORBIT_LOCK_SLOT_EMPTY ||
+				    (*free_idx != UINT32_MAX &&
+				     slot_state(&l->slots[*free_idx]) != ORBIT_LOCK_SLOT_TOMBSTONE))
+					return PROBE_DISAGREE;
+				if (*free_idx == UINT32_MAX)
+					*free_idx = i;
+				return PROBE_DONE;
+			}
+			/* the key's hash bits (or a byte no writer stores) */
+			if (!(w & bit) || slot_state(s) != ORBIT_LOCK_SLOT_OCCUPIED ||
+			    !slot_valid(s))
+				return PROBE_DISAGREE;
+			if (!slot_has_key(s, h32, k, ki))
+				continue;
+			if (slot_deadline(s) <= now) {
+				reclaim(l, i);
+				return PROBE_AGAIN;
+			}
+			*found = i;
+			return PROBE_DONE;
+		}
+	}
+	/* a full table without the key */
+	if (*free_idx != UINT32_MAX &&
+	    slot_state(&l->slots[*free_idx]) != ORBIT_LOCK_SLOT_TOMBSTONE)
+		return PROBE_DISAGREE;
+	return PROBE_DONE;
+}
+
+/*
+ * Probe for @k (serializer held): the fast probe over the control bytes;
+ * when they disagree with the slots (corrupt), they are rebuilt (counted
+ * as corrupt) and the slow probe decides. Returns the key's live slot
+ * index in *found (or UINT32_MAX) and the first reusable slot in
+ * *free_idx (or UINT32_MAX); its expired entry is reclaimed on the way.
+ */
+static void probe_locked(orbit_lock_t *l, const orbit_lock_key_t *k, const struct keyimg *ki,
+			 uint32_t h32, uint64_t now, uint32_t *found, uint32_t *free_idx)
+{
+	int rc;
+
+	/* each AGAIN reclaimed an entry: at most nslots of them */
+	while ((rc = probe_pass(l, k, ki, h32, now, found, free_idx)) == PROBE_AGAIN)
+		;
+	if (rc == PROBE_DONE)
+		return;
+	stat_inc(l, ST_CORRUPT);
+	/* relaxed: serializer held. LK-F3-like: lookups retry while bytes change */
+	uint64_t m = atomic_load_explicit(&l->hdr->move_seq, memory_order_relaxed);
+
+	atomic_store_explicit(&l->hdr->move_seq, m + 1, memory_order_relaxed);
+	/* LK-F3: release fence, pairs with LK-A5 in lookup(): move_seq odd before the rebuild */
+	atomic_thread_fence(memory_order_release);
+	ctrl_rebuild(l);
+	/* LK-R4: release, pairs with LK-A4 in lookup(): the rebuilt bytes before the even move_seq */
+	atomic_store_explicit(&l->hdr->move_seq, m + 2, memory_order_release);
+	probe_slots(l, k, ki, h32, now, found, free_idx);
+}
+
 /* The whole table: reclaim every expired entry (before saying "full"). */
 static uint32_t sweep_expired(orbit_lock_t *l, uint64_t now)
 {
-	uint32_t n = 0;
-
-	for (uint32_t i = 0; i < l->nslots; i++) {
-		struct orbit_lock_slot *s = &l->slots[i];
-
-		if (slot_state(s) == ORBIT_LOCK_SLOT_OCCUPIED && slot_valid(s) &&
-		    slot_deadline(s) <= now) {
-			reclaim(l, i);
-			n++;
-		}
-	}
-	return n;
+	return rehint(l, now, true);
 }
 
 /* ---- public operations -------------------------------------------------- */
@@ -1006,6 +1353,7 @@ int orbit__lock_shm_try_acquire_flags(orbit_lock_t *l, const orbit_lock_key_t *k
 {
 	uint32_t found, free_idx, h32, mrow, mgen;
 	uint64_t now, token, rev;
+	struct keyimg ki;
 	uint16_t flags;
 	int rc;
 
@@ -1018,15 +1366,17 @@ int orbit__lock_shm_try_acquire_flags(orbit_lock_t *l, const orbit_lock_key_t *k
 	rc = busy_fast(l, key, h32, ttl_ns, holder);
 	if (rc != -EAGAIN)
 		return rc; /* -EBUSY without the serializer (or -EINVAL) */
+	keyimg_build(&ki, key, owner->bytes, owner->len);
 	rc = enter(l);
 	if (rc)
 		return rc;
-	now = orbit__now_mono_ns();
+	now = orbit__now_mono_ns(); /* the operation's one clock read */
 	if (ttl_ns > UINT64_MAX - now) {
 		rc = -EINVAL;
 		goto out;
 	}
-	probe_locked(l, key, h32, now, &found, &free_idx);
+	maybe_sweep(l, now);
+	probe_locked(l, key, &ki, h32, now, &found, &free_idx);
 	if (found != UINT32_MAX) {
 		if (holder)
 			slot_to_entry(&l->slots[found], found, holder, now);
@@ -1035,7 +1385,7 @@ int orbit__lock_shm_try_acquire_flags(orbit_lock_t *l, const orbit_lock_key_t *k
 		goto out;
 	}
 	if (free_idx == UINT32_MAX && sweep_expired(l, now))
-		probe_locked(l, key, h32, now, &found, &free_idx);
+		probe_locked(l, key, &ki, h32, now, &found, &free_idx);
 	if (free_idx == UINT32_MAX) {
 		stat_inc(l, ST_FULL);
 		rc = -ENOSPC;
@@ -1049,13 +1399,13 @@ int orbit__lock_shm_try_acquire_flags(orbit_lock_t *l, const orbit_lock_key_t *k
 	publish(l, ORBIT_TRANSITION_ACQUIRE, token, now + ttl_ns, rev, key->ns,
 		(uint32_t)key->ns_len, key->label, (uint32_t)key->label_len, owner->bytes,
 		(uint32_t)owner->len);
-	if (slot_state(&l->slots[free_idx]) == ORBIT_LOCK_SLOT_TOMBSTONE)
+	if (ctrl_get(l, free_idx) == ORBIT_LOCK_CTRL_TOMBSTONE)
 		tombs_add(l, -1);
 	struct slot_content c = {
 		.hash = h32,
-		.key = key,
-		.owner = owner->bytes,
-		.owner_len = (uint32_t)owner->len,
+		.img = &ki,
+		.ns_len = (uint32_t)key->ns_len,
+		.label_len = (uint32_t)key->label_len,
 		.token = token,
 		.deadline_ns = now + ttl_ns,
 		.pid = (uint32_t)l->pid,
@@ -1065,7 +1415,8 @@ int orbit__lock_shm_try_acquire_flags(orbit_lock_t *l, const orbit_lock_key_t *k
 		.row = mrow,
 		.gen = mgen,
 	};
-	slot_write(&l->slots[free_idx], &c);
+	hint_lower(l, now + ttl_ns);
+	slot_write(l, free_idx, &c);
 	rev = bump_revision(l);
 	if (lease) {
 		lease->token = token;
@@ -1080,12 +1431,14 @@ out:
 }
 
 /* Find @key's live entry for renew/release/force_release (serializer held). */
-static int find_live(orbit_lock_t *l, const orbit_lock_key_t *key, uint32_t *idx, uint64_t *now)
+static int find_live(orbit_lock_t *l, const orbit_lock_key_t *key, const struct keyimg *ki,
+		     uint32_t *idx, uint64_t *now)
 {
 	uint32_t free_idx, h32 = (uint32_t)orbit__lock_hash(key);
 
-	*now = orbit__now_mono_ns();
-	probe_locked(l, key, h32, *now, idx, &free_idx);
+	*now = orbit__now_mono_ns(); /* the operation's one clock read */
+	maybe_sweep(l, *now);
+	probe_locked(l, key, ki, h32, *now, idx, &free_idx);
 	if (*idx == UINT32_MAX) {
 		stat_inc(l, ST_NOT_FOUND);
 		return -ENOENT;
@@ -1094,23 +1447,22 @@ static int find_live(orbit_lock_t *l, const orbit_lock_key_t *key, uint32_t *idx
 }
 
 /*
- * Take the serializer and find @key's live entry, held by @owner with
- * @token when given (owner NULL: anyone's). On failure the serializer is
- * released again.
+ * Take the serializer and find @key's live entry, held by the owner of
+ * @ki (when it has owner bytes) with @token when given (no owner:
+ * anyone's). On failure the serializer is released again.
  */
-static int enter_owned(orbit_lock_t *l, const orbit_lock_key_t *key,
-		       const orbit_lock_owner_t *owner, uint64_t token, uint32_t *idx,
-		       uint64_t *now)
+static int enter_owned(orbit_lock_t *l, const orbit_lock_key_t *key, const struct keyimg *ki,
+		       uint64_t token, uint32_t *idx, uint64_t *now)
 {
 	const struct orbit_lock_slot *s;
 	int rc = enter(l);
 
 	if (rc)
 		return rc;
-	rc = find_live(l, key, idx, now);
-	if (!rc && owner) {
+	rc = find_live(l, key, ki, idx, now);
+	if (!rc && ki->total > ki->keyb) {
 		s = &l->slots[*idx];
-		if (!slot_has_owner(s, owner) || (token && SLOT_LD(s, token) != token)) {
+		if (!slot_has_owner(s, ki) || (token && SLOT_LD(s, token) != token)) {
 			stat_inc(l, ST_WRONG_OWNER);
 			rc = -EPERM;
 		}
@@ -1125,6 +1477,7 @@ int orbit__lock_shm_renew(orbit_lock_t *l, const orbit_lock_key_t *key,
 			  struct orbit_lock_lease *lease)
 {
 	struct orbit_lock_slot *s;
+	struct keyimg ki;
 	uint32_t idx, seq;
 	uint64_t now, rev;
 	int rc;
@@ -1132,7 +1485,8 @@ int orbit__lock_shm_renew(orbit_lock_t *l, const orbit_lock_key_t *key,
 	rc = owner ? check_mutation(l, key, owner, ttl_ns) : -EINVAL;
 	if (rc)
 		return rc;
-	rc = enter_owned(l, key, owner, token, &idx, &now);
+	keyimg_build(&ki, key, owner->bytes, owner->len);
+	rc = enter_owned(l, key, &ki, token, &idx, &now);
 	if (rc)
 		return rc;
 	s = &l->slots[idx];
@@ -1144,6 +1498,7 @@ int orbit__lock_shm_renew(orbit_lock_t *l, const orbit_lock_key_t *key,
 	publish(l, ORBIT_TRANSITION_RENEW, SLOT_LD(s, token), now + ttl_ns, rev, key->ns,
 		(uint32_t)key->ns_len, key->label, (uint32_t)key->label_len, owner->bytes,
 		(uint32_t)owner->len);
+	hint_lower(l, now + ttl_ns); /* a shorter TTL may bring the deadline forward */
 	seq = slot_begin(s);
 	/* relaxed: published by LK-R1; an 8-byte atomic is never torn */
 	SLOT_ST(s, deadline_ns, now + ttl_ns);
@@ -1165,6 +1520,7 @@ static int remove_common(orbit_lock_t *l, const orbit_lock_key_t *key,
 			 const orbit_lock_owner_t *owner, uint64_t token)
 {
 	struct orbit_lock_entry e;
+	struct keyimg ki;
 	const void *obytes;
 	uint32_t idx, olen;
 	uint64_t now, rev;
@@ -1173,7 +1529,8 @@ static int remove_common(orbit_lock_t *l, const orbit_lock_key_t *key,
 	rc = check_mutation(l, key, owner, 1);
 	if (rc)
 		return rc;
-	rc = enter_owned(l, key, owner, token, &idx, &now);
+	keyimg_build(&ki, key, owner ? owner->bytes : NULL, owner ? owner->len : 0);
+	rc = enter_owned(l, key, &ki, token, &idx, &now);
 	if (rc)
 		return rc;
 	if (owner) { /* enter_owned() compared the stored owner with it */
@@ -1301,19 +1658,24 @@ static int read_entry(const struct orbit_lock_slot *s, const struct meta *m, uin
 	return atomic_load_explicit(&s->seq, memory_order_relaxed) == seq ? 0 : -EAGAIN;
 }
 
-static int lookup_once(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32,
+/*
+ * Slot @i of a lookup's path, read as a consistent copy: 0 (@k's entry,
+ * copied into @e), 1 (another key or a tombstone: go on), -ENOENT (EMPTY:
+ * the path ends), -EAGAIN (the retry budget ran out), -ORBIT_ECORRUPT.
+ */
+static int lookup_slot(orbit_lock_t *l, uint32_t i, const orbit_lock_key_t *k, uint32_t h32,
 		       struct orbit_lock_entry *e, struct lookup_budget *budget)
 {
-	uint32_t i = home_of(l, h32);
+	const struct orbit_lock_slot *s = &l->slots[i];
+	struct meta m;
+	uint32_t seq;
 
-	for (uint32_t n = 0; n < l->nslots; n++, i = (i + 1) & l->mask) {
-		const struct orbit_lock_slot *s = &l->slots[i];
-		struct meta m;
-		uint32_t seq;
-
-		while (read_meta(s, &m, &seq))
+	for (;;) {
+		if (read_meta(s, &m, &seq)) {
 			if (!lookup_retry(budget))
 				return -EAGAIN;
+			continue;
+		}
 		if (!meta_valid(m.state, m.ns_len, m.label_len, m.owner_len)) {
 			stat_inc_rmw(l, ST_CORRUPT);
 			return -ORBIT_ECORRUPT;
@@ -1322,16 +1684,43 @@ static int lookup_once(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32,
 			return -ENOENT;
 		if (m.state == ORBIT_LOCK_SLOT_TOMBSTONE || m.hash != h32 ||
 		    m.ns_len != k->ns_len || m.label_len != k->label_len)
-			continue;
+			return 1;
 		if (read_entry(s, &m, seq, i, e)) {
 			if (!lookup_retry(budget))
 				return -EAGAIN;
-			n--; /* this slot again (unsigned: the loop's n++ undoes it) */
-			i = (i - 1) & l->mask;
 			continue;
 		}
-		if (key_bytes_eq(e->bytes, k))
-			return 0;
+		return key_bytes_eq(e->bytes, k) ? 0 : 1;
+	}
+}
+
+/*
+ * The path of @k over the control bytes (LK-A7), 8 slots a word: a slot
+ * is read only when its byte carries the key's hash bits, is EMPTY (the
+ * slot confirms that the path ends: a byte read just before an insert
+ * into that slot may be older than the slot) or holds a value no writer
+ * stores (the slot decides). TOMBSTONE bytes and other keys' bytes are
+ * skipped: a slot holding @k always has @k's byte (shm/lock_table.h).
+ */
+static int lookup_once(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32,
+		       struct orbit_lock_entry *e, struct lookup_budget *budget)
+{
+	uint32_t home = home_of(l, h32);
+	uint64_t tagw = ORBIT_LOCK_CTRL_TAG(h32) * CW_LSB;
+
+	for (uint32_t kw = 0; kw <= l->nwords; kw++) {
+		uint32_t wi = path_word(l, home, kw);
+		uint64_t w = ctrl_load(l, wi);
+		uint64_t m = (zero_bytes(w) | zero_bytes(w ^ tagw) | invalid_bytes(w)) &
+			     path_bytes(l, home, kw);
+
+		for (; m; m &= m - 1) {
+			int rc = lookup_slot(l, wi * 8 + ((uint32_t)__builtin_ctzll(m) >> 3), k,
+					     h32, e, budget);
+
+			if (rc != 1)
+				return rc;
+		}
 	}
 	return -ENOENT;
 }
@@ -1340,9 +1729,10 @@ static int lookup_once(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32,
  * try_acquire's -EBUSY without the serializer: every failed attempt on a
  * hot key used to take it, so N contenders queued on the serializer
  * behind each other's failures (a hot key's acquisitions fell 20x from 2
- * to 32 processes). The probe reads slots as lookup does (read_meta() and
- * read_entry(): one consistent copy per slot, LK-A1/LK-F2) along the
- * key's first BUSY_FAST_PROBES slots. A copy of an OCCUPIED slot holding
+ * to 32 processes). The probe walks the key's path over the control
+ * bytes as lookup does and reads at most BUSY_FAST_PROBES of the slots
+ * they name (read_meta() and read_entry(): one consistent copy per slot,
+ * LK-A1/LK-F2); an EMPTY byte ends it. A copy of an OCCUPIED slot holding
  * @k says the key was held by that entry when the copy was taken (a
  * compaction's copy in flight, or a duplicate a killed compaction left,
  * names the same tenure); the clock is read after the copy, so a deadline
@@ -1363,39 +1753,49 @@ static int lookup_once(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32,
 static int busy_fast(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32, uint64_t ttl_ns,
 		     struct orbit_lock_entry *holder)
 {
-	uint32_t i = home_of(l, h32),
-		 n = l->nslots < BUSY_FAST_PROBES ? l->nslots : BUSY_FAST_PROBES;
+	uint32_t home = home_of(l, h32), reads = 0;
+	uint64_t tagw = ORBIT_LOCK_CTRL_TAG(h32) * CW_LSB;
 	struct orbit_lock_entry e;
 	uint64_t now;
 
-	for (; n; n--, i = (i + 1) & l->mask) {
-		const struct orbit_lock_slot *s = &l->slots[i];
-		struct meta m;
-		uint32_t seq;
+	for (uint32_t kw = 0; kw <= l->nwords; kw++) {
+		uint32_t wi = path_word(l, home, kw);
+		uint64_t w = ctrl_load(l, wi), empty = zero_bytes(w);
+		uint64_t m = (empty | zero_bytes(w ^ tagw) | invalid_bytes(w)) &
+			     path_bytes(l, home, kw);
 
-		if (read_meta(s, &m, &seq) ||
-		    !meta_valid(m.state, m.ns_len, m.label_len, m.owner_len) ||
-		    m.state == ORBIT_LOCK_SLOT_EMPTY)
-			return -EAGAIN;
-		if (m.state == ORBIT_LOCK_SLOT_TOMBSTONE || m.hash != h32 ||
-		    m.ns_len != k->ns_len || m.label_len != k->label_len)
-			continue;
-		if (read_entry(s, &m, seq, i, &e))
-			return -EAGAIN;
-		if (!key_bytes_eq(e.bytes, k))
-			continue;
-		now = orbit__now_mono_ns(); /* after the copy (see above) */
-		if (e.deadline_ns <= now)
-			return -EAGAIN; /* expired: the serializer path reclaims it */
-		if (ttl_ns > UINT64_MAX - now)
-			return -EINVAL;
-		e.expired = false;
-		if (holder)
-			memcpy(holder, &e,
-			       offsetof(struct orbit_lock_entry, bytes) + m.ns_len + m.label_len +
-				   m.owner_len);
-		stat_inc_rmw(l, ST_BUSY);
-		return -EBUSY;
+		for (; m; m &= m - 1) {
+			uint32_t b = (uint32_t)__builtin_ctzll(m) >> 3, i = wi * 8 + b;
+			const struct orbit_lock_slot *s = &l->slots[i];
+			struct meta mt;
+			uint32_t seq;
+
+			if ((empty & (0x80ull << (8 * b))) || ++reads > BUSY_FAST_PROBES)
+				return -EAGAIN; /* the path ends (or too long): not proved */
+			if (read_meta(s, &mt, &seq) ||
+			    !meta_valid(mt.state, mt.ns_len, mt.label_len, mt.owner_len) ||
+			    mt.state == ORBIT_LOCK_SLOT_EMPTY)
+				return -EAGAIN;
+			if (mt.state == ORBIT_LOCK_SLOT_TOMBSTONE || mt.hash != h32 ||
+			    mt.ns_len != k->ns_len || mt.label_len != k->label_len)
+				continue;
+			if (read_entry(s, &mt, seq, i, &e))
+				return -EAGAIN;
+			if (!key_bytes_eq(e.bytes, k))
+				continue;
+			now = orbit__now_mono_ns(); /* after the copy (see above) */
+			if (e.deadline_ns <= now)
+				return -EAGAIN; /* expired: the serializer path reclaims it */
+			if (ttl_ns > UINT64_MAX - now)
+				return -EINVAL;
+			e.expired = false;
+			if (holder)
+				memcpy(holder, &e,
+				       offsetof(struct orbit_lock_entry, bytes) + mt.ns_len +
+					   mt.label_len + mt.owner_len);
+			stat_inc_rmw(l, ST_BUSY);
+			return -EBUSY;
+		}
 	}
 	return -EAGAIN;
 }
@@ -1574,6 +1974,11 @@ static int table_init(void *body, uint64_t body_bytes, void *arg)
 	h->slot_bytes = sizeof(struct orbit_lock_slot);
 	h->serializer = a->ser;
 	h->slots_off = sizeof(*h);
+	h->ctrl_off = (uint32_t)orbit__lock_table_ctrl_off(a->slots);
+	/* every control byte EMPTY, as every slot (the body starts zeroed) */
+	memset((char *)body + h->ctrl_off, 0, orbit__lock_table_ctrl_bytes(a->slots));
+	/* relaxed: published by the segment's READY release; no entry yet */
+	atomic_store_explicit(&h->expiry_ns, UINT64_MAX, memory_order_relaxed);
 	/*
 	 * Tokens start at the creation time in realtime ns: a re-created
 	 * table starts above anything an older one issued (one token per ns
@@ -1768,14 +2173,16 @@ int orbit__lock_shm_open(const struct orbit_lock_options *user, orbit_lock_t **o
 	h = orbit__seg_at(&l->seg, ORBIT_SEG_HEADER_BYTES, orbit__lock_table_body_bytes(y->slots));
 	if (!h || h->magic != ORBIT_LOCK_TABLE_MAGIC || h->slot_count != y->slots ||
 	    h->slot_bytes != sizeof(struct orbit_lock_slot) || h->serializer != (uint32_t)ser ||
-	    h->slots_off != sizeof(*h)) {
+	    h->slots_off != sizeof(*h) || h->ctrl_off != orbit__lock_table_ctrl_off(y->slots)) {
 		rc = -ORBIT_ECORRUPT;
 		goto err_close;
 	}
 	l->base.ops = &orbit__lock_shm_ops;
 	l->hdr = h;
 	l->slots = (struct orbit_lock_slot *)((char *)h + sizeof(*h));
+	l->ctrl = (_Atomic uint64_t *)((char *)h + h->ctrl_off); /* inside h's checked span */
 	l->nslots = y->slots;
+	l->nwords = y->slots / 8;
 	l->layout = *y;
 	l->layout.size = sizeof(l->layout);
 	l->mask = y->slots - 1;
@@ -1885,14 +2292,10 @@ int orbit__lock_reset_table(orbit_lock_t *l, int (*also)(void *ctx), void *ctx)
 	rc = enter(l);
 	if (rc)
 		return rc;
-	for (uint32_t i = 0; i < l->nslots; i++) {
-		struct orbit_lock_slot *s = &l->slots[i];
-		uint32_t seq = slot_begin(s);
-
-		slot_set_state(s, ORBIT_LOCK_SLOT_EMPTY);
-		slot_end(s, seq);
-	}
+	for (uint32_t i = 0; i < l->nslots; i++)
+		slot_mark(l, i, ORBIT_LOCK_SLOT_EMPTY);
 	atomic_store_explicit(&l->hdr->tombstones, 0, memory_order_relaxed); /* serializer held */
+	atomic_store_explicit(&l->hdr->expiry_ns, UINT64_MAX, memory_order_relaxed); /* ditto */
 	/* next_token is kept: tokens stay increasing across reset */
 	bump_revision(l);
 	/* LK-R5: release, no partner yet: no reader acquires this table's generation
@@ -1927,8 +2330,16 @@ int orbit__lock_table_check(orbit_lock_t *l, char *why, size_t why_len)
 			FAIL("slot %u: odd seq %u (torn)", i, seq);
 		if (!slot_valid(s))
 			FAIL("slot %u: invalid state %u or lengths", i, slot_state(s));
+		if (ctrl_get(l, i) != ctrl_of(slot_state(s), SLOT_LD(s, hash)))
+			FAIL("slot %u: control byte %#x, its state %u says %#x", i, ctrl_get(l, i),
+			     slot_state(s), ctrl_of(slot_state(s), SLOT_LD(s, hash)));
 		if (slot_state(s) != ORBIT_LOCK_SLOT_OCCUPIED)
 			continue;
+		if (slot_deadline(s) <
+		    atomic_load_explicit(&l->hdr->expiry_ns, memory_order_relaxed))
+			FAIL("slot %u: deadline %" PRIu64 " below expiry_ns %" PRIu64, i,
+			     slot_deadline(s),
+			     atomic_load_explicit(&l->hdr->expiry_ns, memory_order_relaxed));
 		struct orbit_lock_entry e;
 		uint32_t hash = SLOT_LD(s, hash), row = SLOT_LD(s, holder_row),
 			 gen = SLOT_LD(s, holder_gen);

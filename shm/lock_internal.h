@@ -90,7 +90,9 @@ int orbit__lock_reset_table(orbit_lock_t *lock, int (*also)(void *ctx), void *ct
  * orbit__lock_table_check - the table checker of the kill tests: every
  * slot's seq even, states and lengths valid, stored hash = hash of the
  * stored key, every entry reachable from its home slot, no key twice,
- * every token below next_token, dirty_pid 0, move_seq even. Reads without
+ * every token below next_token, dirty_pid 0, move_seq even, every
+ * control byte the one its slot's state and hash give, expiry_ns at most
+ * every entry's deadline. Reads without
  * the serializer: call it when no mutator runs. Returns 0 or
  * -ORBIT_ECORRUPT with a reason in @why.
  */

@@ -2,9 +2,12 @@
 /*
  * shm/lock_table.h: the SHM layout of the orbit-lock state table (segment
  * kind 228 by default, layout version ORBIT_LOCK_TABLE_VERSION). The body
- * after the segment header is one struct orbit_lock_table_hdr followed by
+ * after the segment header is one struct orbit_lock_table_hdr, then
  * `slots` struct orbit_lock_slot, open-addressed by a hash of ns+label with
- * linear probing. Internal to shm/lock.c, the kill tests and orbitctl.
+ * linear probing, then the control bytes (one per slot, at ctrl_off): a
+ * dense copy of each slot's state and 7 bits of its hash that probes scan
+ * 8 slots per word instead of reading 1,024-byte slots (layout version 4).
+ * Internal to shm/lock.c, the kill tests and orbitctl.
  *
  * Synchronization table (M = a mutator holding the table's serializer):
  *   field             writer              reader            torn read / killed writer
@@ -18,6 +21,16 @@
  *   move_seq          M compacting: odd   lookup (LK-A4/LK-A5)    odd left by a killed M: lookups
  *                     while moving                          return -EAGAIN until repaired
  *   tombstones        M                   M                 recomputed by repair
+ *   expiry_ns         M: lowered before   M                 a lower bound of every OCCUPIED
+ *                     a slot gets an                        deadline (a kill leaves it low:
+ *                     earlier deadline;                     one needless sweep); a scribbled
+ *                     set by a sweep                        high value only delays the sweep
+ *   ctrl[i]           M: OCCUPIED|h7      lookup, busy_fast  conservative at every instant:
+ *   (u64 words of     before slot i's     (LK-A7): a filter; ctrl EMPTY => slot EMPTY, and
+ *   8 bytes)          write begins;       M: its probe,      slot OCCUPIED => ctrl OCCUPIED
+ *                     TOMBSTONE/EMPTY     checking the slot  | its h7; a kill leaves it so
+ *                     after slot i left   it lands on        (stale only towards "read the
+ *                     OCCUPIED (LK-R6)                       slot"); repair rebuilds it
  *   slot.seq          M: odd (LK-F1) before  lookup: LK-A1 + LK-F2   odd left by a killed M: the
  *                     any byte, even (LK-R1)  re-check          repair rolls the slot back
  *                     after the last                        (state TOMBSTONE) or forward
@@ -47,7 +60,9 @@
 
 #include <orbit/lock.h>
 
-#define ORBIT_LOCK_TABLE_VERSION 3u /* 2: slot.holder_pidfs_ino; 3: flags, holder_row/gen */
+/* 2: slot.holder_pidfs_ino; 3: flags, holder_row/gen; 4: control bytes, expiry_ns,
+ * ctrl_off, another key hash */
+#define ORBIT_LOCK_TABLE_VERSION 4u
 #define ORBIT_LOCK_TABLE_MAGIC 0x4c4254544b434f4cull /* "LOCKTTBL" little-endian */
 
 enum orbit_lock_slot_state {
@@ -64,7 +79,8 @@ struct orbit_lock_table_hdr {
 	uint32_t slot_bytes; /* sizeof(struct orbit_lock_slot) */
 	uint32_t serializer; /* enum orbit_lock_serializer (FUTEX or FLOCK) */
 	uint32_t slots_off;  /* body offset of slot 0 */
-	uint8_t pad0[40];
+	uint32_t ctrl_off;   /* body offset of the control bytes (after the last slot) */
+	uint8_t pad0[36];
 	/* line 1: mutation words (serializer held) */
 	_Atomic uint64_t next_token;	 /* next fencing token to hand out */
 	_Atomic uint64_t state_revision; /* +1 per successful change */
@@ -72,7 +88,8 @@ struct orbit_lock_table_hdr {
 	_Atomic uint32_t dirty_pid;	 /* pid of the mutator inside, 0 outside */
 	_Atomic uint32_t tombstones;	 /* tombstone count (compaction trigger) */
 	_Atomic uint64_t repairs;	 /* crashed-mutator repairs (all handles) */
-	uint8_t pad1[24];
+	_Atomic uint64_t expiry_ns;	 /* no OCCUPIED deadline is below it (sweep trigger) */
+	uint8_t pad1[16];
 	/* lines 2-3: the FUTEX serializer (robust, process-shared) */
 	union {
 		pthread_mutex_t mutex;
@@ -82,6 +99,19 @@ struct orbit_lock_table_hdr {
 };
 
 #define ORBIT_LOCK_SLOT_META_BYTES 64u
+
+/*
+ * Control bytes: byte i is slot i's, in word i / 8 of the array at bits
+ * 8 * (i % 8) (the word's value, so the numbering holds on either byte
+ * order). EMPTY 0x00 (a zeroed table is all EMPTY), TOMBSTONE 0x01,
+ * OCCUPIED 0x80 | the top 7 bits of the slot's 32-bit hash (the home slot
+ * uses the low bits). 0x02-0x7f are never written: a reader treats such a
+ * byte as "read the slot", a mutator rebuilds the array from the slots.
+ */
+#define ORBIT_LOCK_CTRL_EMPTY 0x00u
+#define ORBIT_LOCK_CTRL_TOMBSTONE 0x01u
+#define ORBIT_LOCK_CTRL_OCCUPIED 0x80u
+#define ORBIT_LOCK_CTRL_TAG(hash32) (ORBIT_LOCK_CTRL_OCCUPIED | ((uint32_t)(hash32) >> 25))
 
 /*
  * slot.flags: the lease flags of the acquisition (orbit/lock.h). FREE_ON_DEATH
@@ -123,6 +153,8 @@ struct orbit_lock_slot {
 
 _Static_assert(offsetof(struct orbit_lock_table_hdr, next_token) == 64, "line 1");
 _Static_assert(offsetof(struct orbit_lock_table_hdr, mutex) == 128, "line 2");
+_Static_assert(offsetof(struct orbit_lock_table_hdr, ctrl_off) == 24, "ctrl_off");
+_Static_assert(offsetof(struct orbit_lock_table_hdr, expiry_ns) == 104, "expiry_ns");
 _Static_assert(sizeof(pthread_mutex_t) <= 128, "mutex fits");
 _Static_assert(sizeof(struct orbit_lock_table_hdr) == 512, "table header size");
 /* The slot layout of version 3, field by field (the atomics did not move a byte). */
@@ -150,11 +182,23 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 &&
 		   ATOMIC_SHORT_LOCK_FREE == 2,
 	       "SHM atomics must be lock-free (address-free)");
 
-/* Body bytes of a table with @slots slots. */
-static inline uint64_t orbit__lock_table_body_bytes(uint32_t slots)
+/* Body offset of the control bytes of a table with @slots slots. */
+static inline uint64_t orbit__lock_table_ctrl_off(uint32_t slots)
 {
 	return sizeof(struct orbit_lock_table_hdr) +
 	       (uint64_t)slots * sizeof(struct orbit_lock_slot);
+}
+
+/* Bytes of the control array: one per slot, whole cache lines. */
+static inline uint64_t orbit__lock_table_ctrl_bytes(uint32_t slots)
+{
+	return ((uint64_t)slots + 63u) & ~(uint64_t)63u;
+}
+
+/* Body bytes of a table with @slots slots. */
+static inline uint64_t orbit__lock_table_body_bytes(uint32_t slots)
+{
+	return orbit__lock_table_ctrl_off(slots) + orbit__lock_table_ctrl_bytes(slots);
 }
 
 #endif /* ORBIT_SHM_LOCK_TABLE_H */

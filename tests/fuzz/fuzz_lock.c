@@ -35,7 +35,9 @@
 #include "shm/members.h"
 
 #define SLOTS 8u
-#define BODY_BYTES (sizeof(struct orbit_lock_table_hdr) + SLOTS * sizeof(struct orbit_lock_slot))
+/* header, slots, control bytes (one per slot, a cache line): orbit__lock_table_body_bytes(SLOTS) */
+#define BODY_BYTES                                                                                 \
+	(sizeof(struct orbit_lock_table_hdr) + SLOTS * sizeof(struct orbit_lock_slot) + 64u)
 
 const char orbit_fuzz_name[] = "lock";
 const size_t orbit_fuzz_max_len = BODY_BYTES;
@@ -84,7 +86,7 @@ static void setup(void)
 
 	fuzz_fleet(fleet, sizeof(fleet), "lk");
 	layout = fuzz_lock_layout();
-	FUZZ_SETUP(layout.slots != SLOTS);
+	FUZZ_SETUP(layout.slots != SLOTS || BODY_BYTES != orbit__lock_table_body_bytes(SLOTS));
 	o = opts(false);
 	orbit_lock_unlink(&o);
 	FUZZ_SETUP(orbit_lock_open(&o, &rw));

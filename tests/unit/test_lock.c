@@ -1077,6 +1077,140 @@ static void test_compaction_keeps_wrapped_entry_behind_corrupt_slot(void **state
 		assert_int_equal(orbit_lock_release(L, &ky[i], &a, 0), 0);
 }
 
+static int count_entry(const struct orbit_lock_entry *e, void *ctx);
+
+/* Slot @i's control byte (shm/lock_table.h): read, or set to @c when @c >= 0. */
+static uint32_t ctrl_byte(orbit_lock_t *l, uint32_t i, int c)
+{
+	struct orbit_lock_table_hdr *h = orbit__lock_hdr(l);
+	_Atomic uint64_t *w = (_Atomic uint64_t *)((char *)h + h->ctrl_off) + i / 8;
+	unsigned sh = 8 * (i % 8);
+	uint64_t v = atomic_load(w);
+
+	if (c >= 0)
+		atomic_store(w, (v & ~(0xffull << sh)) | (uint64_t)c << sh);
+	return (uint32_t)(v >> sh) & 0xffu;
+}
+
+/*
+ * Layout version 4 (control bytes): probes read the dense control bytes
+ * and only the slots they name, so a byte must never hide a live entry
+ * and a corrupt one must not make a mutator evict one. Each entry has the
+ * byte OCCUPIED | its hash's top 7 bits; a byte no writer stores (0x05)
+ * still lets lookup find the entry (it reads that slot); a mutation that
+ * meets it rebuilds the bytes from the slots (counted corrupt). A byte
+ * scribbled EMPTY over a live entry's slot: the next acquire of a key
+ * homed there finds the slot not EMPTY, rebuilds, and places its key in
+ * another slot: both held, the table checker clean. Mutations: without
+ * the slot check of the EMPTY byte that ends a path, the acquire
+ * overwrote the live entry (its lookup -ENOENT); a mutator that skips
+ * invalid bytes leaves 0x05 (the checker fails).
+ */
+static void test_ctrl_bytes_filter_rebuilt_never_evict(void **state)
+{
+	static char la[32], lb[32], lc[32];
+	orbit_lock_owner_t a = O("alice"), b = O("bob");
+	struct orbit_lock_stats st0, st1;
+	struct orbit_lock_entry e;
+	char why[160];
+	int from = 0;
+	orbit_lock_key_t ka = key_with_home(la, sizeof(la), "ca", 40, &from);
+	orbit_lock_key_t kb = key_with_home(lb, sizeof(lb), "cb", 40, &from);
+	orbit_lock_key_t kc = key_with_home(lc, sizeof(lc), "cc", 90, &from);
+
+	assert_int_equal(orbit_lock_try_acquire(L, &ka, &a, 100 * SEC, NULL, NULL), 0);
+	assert_int_equal(ctrl_byte(L, 40, -1), 0x80u | ((uint32_t)orbit__lock_hash(&ka) >> 25));
+	assert_int_equal(ctrl_byte(L, 41, -1), 0u);
+	check_table(L);
+	/* a byte no writer stores: lookup still reads the slot */
+	ctrl_byte(L, 40, 0x05);
+	assert_int_equal(orbit__lock_table_check(L, why, sizeof(why)), -ORBIT_ECORRUPT);
+	assert_non_null(strstr(why, "control byte"));
+	assert_int_equal(orbit_lock_lookup(L, &ka, &e), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &ka, &b, SEC, NULL, NULL), -EBUSY);
+	assert_int_equal(orbit_lock_stats(L, &st0), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &kb, &a, 100 * SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_stats(L, &st1), 0);
+	assert_true(st1.corrupt_slots > st0.corrupt_slots);
+	check_table(L); /* rebuilt */
+	assert_int_equal(orbit_lock_release(L, &kb, &a, 0), 0);
+	/* EMPTY over a live entry: never evicted */
+	ctrl_byte(L, 40, 0x00);
+	assert_int_equal(orbit_lock_try_acquire(L, &kb, &b, 100 * SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &ka, &e), 0);
+	assert_int_equal(e.slot_idx, 40);
+	assert_memory_equal(orbit_lock_entry_owner(&e), "alice", 5);
+	assert_int_equal(orbit_lock_lookup(L, &kb, &e), 0);
+	assert_int_not_equal(e.slot_idx, 40);
+	check_table(L);
+	/* a key elsewhere is untouched by all this */
+	assert_int_equal(orbit_lock_try_acquire(L, &kc, &a, SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_release(L, &kc, &a, 0), 0);
+	assert_int_equal(orbit_lock_release(L, &kb, &b, 0), 0);
+	assert_int_equal(orbit_lock_release(L, &ka, &a, 0), 0);
+	check_table(L);
+}
+
+/*
+ * Expired entries off every later probe path are reclaimed anyway: the
+ * table's expiry_ns (the earliest deadline) triggers one sweep once it
+ * passed. X (home 10) expires; Y (home 200, nowhere near X) is acquired
+ * and released: X is reclaimed by that mutation (stats.reclaimed, a
+ * RECLAIM like a probe's), expiry_ns moves past X's deadline. Old code:
+ * only entries on the probe path were reclaimed (reclaimed stayed 0, X's
+ * slot held until its key or a full table came by).
+ */
+static void test_expired_entry_off_path_reclaimed_by_sweep(void **state)
+{
+	static char lx[32], ly[32], lz[32];
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_stats st0, st1;
+	struct orbit_lock_lease lz_lease, ly_lease;
+	int from = 0, n = 0;
+	orbit_lock_key_t kx = key_with_home(lx, sizeof(lx), "ex", 10, &from);
+	orbit_lock_key_t ky = key_with_home(ly, sizeof(ly), "ey", 200, &from);
+	orbit_lock_key_t kz = key_with_home(lz, sizeof(lz), "ez", 120, &from);
+
+	assert_int_equal(orbit_lock_try_acquire(L, &kx, &a, 20000000ull, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &kz, &a, 100 * SEC, &lz_lease, NULL), 0);
+	assert_true(atomic_load(&orbit__lock_hdr(L)->expiry_ns) < lz_lease.deadline_ns);
+	usleep(40000);
+	assert_int_equal(orbit_lock_stats(L, &st0), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &ky, &a, SEC, &ly_lease, NULL), 0);
+	/* the sweep set it to Z's deadline, Y's acquisition lowered it to Y's */
+	assert_int_equal(atomic_load(&orbit__lock_hdr(L)->expiry_ns), ly_lease.deadline_ns);
+	assert_int_equal(orbit_lock_release(L, &ky, &a, 0), 0);
+	assert_int_equal(orbit_lock_stats(L, &st1), 0);
+	assert_int_equal(st1.reclaimed - st0.reclaimed, 1);
+	assert_int_equal(ctrl_byte(L, 10, -1), 0u); /* X's slot is free again */
+	orbit_lock_foreach(L, count_entry, &n);
+	assert_int_equal(n, 1); /* Z */
+	check_table(L);
+	assert_int_equal(orbit_lock_release(L, &kz, &a, 0), 0);
+}
+
+/*
+ * Layout version 4: a table a version-3 peer made (another slot layout:
+ * no control bytes, another key hash) is refused with -ORBIT_EVERSION
+ * and a message naming both versions, never read with this layout.
+ * Mutation: ORBIT_LOCK_TABLE_VERSION left at 3 - the open succeeded.
+ */
+static void test_err_eversion_table_of_layout_version_3(void **state)
+{
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	struct orbit_seg_header *sh = orbit__seg_header(orbit__lock_seg(L));
+	uint32_t v = sh->layout_version;
+	orbit_lock_t *x;
+
+	assert_int_equal(v, ORBIT_LOCK_TABLE_VERSION);
+	sh->layout_version = 3;
+	assert_int_equal(orbit_lock_open(&o, &x), -ORBIT_EVERSION);
+	assert_non_null(strstr(orbit_segment_last_error(), "layout version 3, expected 4"));
+	sh->layout_version = v;
+	assert_int_equal(orbit_lock_open(&o, &x), 0);
+	orbit_lock_close(x);
+}
+
 /* DESIGN.md: tombstones are compacted so probes stay short. */
 static void test_tombstones_compacted_probes_short(void **state)
 {
@@ -1856,6 +1990,9 @@ static void test_acquire_with_flags_options_and_checker(void **state)
 	    T(test_err_enotrecoverable_futex), T(test_serializer_holder_death_is_repaired),        \
 	    T(test_tombstones_compacted_probes_short),                                             \
 	    T(test_compaction_keeps_wrapped_entry_behind_corrupt_slot),                            \
+	    T(test_ctrl_bytes_filter_rebuilt_never_evict),                                         \
+	    T(test_expired_entry_off_path_reclaimed_by_sweep),                                     \
+	    T(test_err_eversion_table_of_layout_version_3),                                        \
 	    T(test_foreach_namespace_and_holder_alive),                                            \
 	    T(test_holder_alive_not_fooled_by_pid_reuse),                                          \
 	    T(test_lookup_miss_on_full_table_is_enoent),                                           \

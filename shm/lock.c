@@ -282,11 +282,17 @@ static inline uint64_t str_hash(const void *p, size_t n, uint64_t seed)
 	return mum(a ^ HK1, c ^ seed);
 }
 
-static uint64_t key_hash(const void *ns, size_t ns_len, const void *label, size_t label_len)
+static inline uint64_t key_hash(const void *ns, size_t ns_len, const void *label, size_t label_len)
 {
 	uint64_t x = str_hash(ns, ns_len, HK2), y = str_hash(label, label_len, HK1);
 
 	return mum(x ^ HK2, y ^ ((uint64_t)ns_len << 32 | label_len));
+}
+
+/* The 32 bits the table stores (home slot: the low bits; control byte: the top 7). */
+static inline uint32_t hash32(const orbit_lock_key_t *key)
+{
+	return (uint32_t)key_hash(key->ns, key->ns_len, key->label, key->label_len);
 }
 
 uint64_t orbit__lock_hash(const orbit_lock_key_t *key)
@@ -339,7 +345,8 @@ static int check_mutation(orbit_lock_t *l, const orbit_lock_key_t *key,
 }
 
 /* Slot metadata sane? (bytes of a crashed or buggy peer are untrusted) */
-static bool meta_valid(uint32_t state, uint32_t ns_len, uint32_t label_len, uint32_t owner_len)
+static inline bool meta_valid(uint32_t state, uint32_t ns_len, uint32_t label_len,
+			      uint32_t owner_len)
 {
 	if (state == ORBIT_LOCK_SLOT_EMPTY || state == ORBIT_LOCK_SLOT_TOMBSTONE)
 		return true;
@@ -394,7 +401,7 @@ static bool slot_valid(const struct orbit_lock_slot *s)
  * bytes, and the libc call cost more than the compare (perf: 7% of a
  * lookup in memcmp and its PLT stub).
  */
-static bool bytes_eq(const void *a, const void *b, size_t n)
+static inline bool bytes_eq(const void *a, const void *b, size_t n)
 {
 	const uint8_t *x = a, *y = b;
 
@@ -403,14 +410,12 @@ static bool bytes_eq(const void *a, const void *b, size_t n)
 			return false;
 	if (n >= 4)
 		return load32(x) == load32(y) && load32(x + n - 4) == load32(y + n - 4);
-	for (; n; n--)
-		if (*x++ != *y++)
-			return false;
-	return true;
+	/* 0-3 bytes: the first, middle and last cover them all */
+	return !n || (x[0] == y[0] && x[n >> 1] == y[n >> 1] && x[n - 1] == y[n - 1]);
 }
 
 /* @b (ns | label | ...) holds @k's namespace and label. */
-static bool key_bytes_eq(const uint8_t *b, const orbit_lock_key_t *k)
+static inline bool key_bytes_eq(const uint8_t *b, const orbit_lock_key_t *k)
 {
 	return bytes_eq(b, k->ns, k->ns_len) && bytes_eq(b + k->ns_len, k->label, k->label_len);
 }
@@ -450,15 +455,16 @@ struct keyimg {
 };
 
 /* @k's bytes, then @olen owner bytes (lengths checked by the caller: <= the max). */
-static void keyimg_build(struct keyimg *ki, const orbit_lock_key_t *k, const void *owner,
-			 size_t olen)
+static inline void keyimg_build(struct keyimg *ki, const orbit_lock_key_t *k, const void *owner,
+				size_t olen)
 {
 	uint8_t *b = (uint8_t *)ki->w;
 
 	ki->keyb = (uint32_t)(k->ns_len + k->label_len);
 	ki->total = ki->keyb + (uint32_t)olen;
-	for (uint32_t i = 0; i < (ki->total + 7) / 8; i++)
-		ki->w[i] = 0;
+	/* the copies below write every byte before total: only the last word's tail
+	 * needs zeroes (total >= 1: a label is never empty) */
+	ki->w[(ki->total - 1) / 8] = 0;
 	copy_bytes(b, k->ns, k->ns_len);
 	copy_bytes(b + k->ns_len, k->label, k->label_len);
 	copy_bytes(b + ki->keyb, owner, olen);
@@ -475,7 +481,7 @@ static inline uint64_t head_mask(uint32_t r)
 }
 
 /* Serializer held: the first @n stored bytes of @s equal the image's. */
-static bool slot_words_eq(const struct orbit_lock_slot *s, const uint64_t *img, uint32_t n)
+static inline bool slot_words_eq(const struct orbit_lock_slot *s, const uint64_t *img, uint32_t n)
 {
 	uint32_t w;
 
@@ -587,7 +593,7 @@ static inline uint32_t ctrl_get(const orbit_lock_t *l, uint32_t i)
 }
 
 /* Serializer held: set slot @i's control byte to @c. */
-static void ctrl_set(orbit_lock_t *l, uint32_t i, uint32_t c)
+static inline void ctrl_set(orbit_lock_t *l, uint32_t i, uint32_t c)
 {
 	_Atomic uint64_t *p = &l->ctrl[i >> 3];
 	unsigned sh = 8 * (i & 7);
@@ -1223,11 +1229,22 @@ enum { PROBE_DONE, PROBE_AGAIN, PROBE_DISAGREE };
 static int probe_pass(orbit_lock_t *l, const orbit_lock_key_t *k, const struct keyimg *ki,
 		      uint32_t h32, uint64_t now, uint32_t *found, uint32_t *free_idx)
 {
-	uint32_t home = home_of(l, h32);
+	uint32_t home = home_of(l, h32), c = ctrl_get(l, home);
 	uint64_t tagw = ORBIT_LOCK_CTRL_TAG(h32) * CW_LSB;
+	struct orbit_lock_slot *hs = &l->slots[home];
 
 	*found = UINT32_MAX;
 	*free_idx = UINT32_MAX;
+	/* the usual cases first, without the word scan: a free home, or the key at home */
+	if (c == ORBIT_LOCK_CTRL_EMPTY && slot_state(hs) == ORBIT_LOCK_SLOT_EMPTY) {
+		*free_idx = home;
+		return PROBE_DONE;
+	}
+	if (c == ORBIT_LOCK_CTRL_TAG(h32) && slot_state(hs) == ORBIT_LOCK_SLOT_OCCUPIED &&
+	    slot_valid(hs) && slot_has_key(hs, h32, k, ki) && slot_deadline(hs) > now) {
+		*found = home;
+		return PROBE_DONE;
+	}
 	for (uint32_t kw = 0; kw <= l->nwords; kw++) {
 		uint32_t wi = path_word(l, home, kw);
 		/* relaxed: serializer held, only holders write the control words */
@@ -1362,7 +1379,7 @@ int orbit__lock_shm_try_acquire_flags(orbit_lock_t *l, const orbit_lock_key_t *k
 		rc = acquire_flags(l, oflags, &flags, &mrow, &mgen);
 	if (rc)
 		return rc;
-	h32 = (uint32_t)orbit__lock_hash(key);
+	h32 = hash32(key);
 	rc = busy_fast(l, key, h32, ttl_ns, holder);
 	if (rc != -EAGAIN)
 		return rc; /* -EBUSY without the serializer (or -EINVAL) */
@@ -1434,7 +1451,7 @@ out:
 static int find_live(orbit_lock_t *l, const orbit_lock_key_t *key, const struct keyimg *ki,
 		     uint32_t *idx, uint64_t *now)
 {
-	uint32_t free_idx, h32 = (uint32_t)orbit__lock_hash(key);
+	uint32_t free_idx, h32 = hash32(key);
 
 	*now = orbit__now_mono_ns(); /* the operation's one clock read */
 	maybe_sweep(l, *now);
@@ -1617,7 +1634,7 @@ static bool lookup_retry(struct lookup_budget *b)
 }
 
 /* One consistent read of a slot's metadata; -EAGAIN when it is being written. */
-static int read_meta(const struct orbit_lock_slot *s, struct meta *m, uint32_t *seq)
+static inline int read_meta(const struct orbit_lock_slot *s, struct meta *m, uint32_t *seq)
 {
 	/* LK-A1: acquire, pairs with LK-R1 in slot_end(): the bytes of that version */
 	uint32_t s1 = atomic_load_explicit(&s->seq, memory_order_acquire);
@@ -1638,8 +1655,8 @@ static int read_meta(const struct orbit_lock_slot *s, struct meta *m, uint32_t *
 }
 
 /* Copy the rest of a slot read as @seq; -EAGAIN when it changed meanwhile. */
-static int read_entry(const struct orbit_lock_slot *s, const struct meta *m, uint32_t seq,
-		      uint32_t idx, struct orbit_lock_entry *e)
+static inline int read_entry(const struct orbit_lock_slot *s, const struct meta *m, uint32_t seq,
+			     uint32_t idx, struct orbit_lock_entry *e)
 {
 	/* lengths validated by meta_valid(): the copy stays inside both buffers */
 	e->holder_pid = SLOT_LD(s, holder_pid);
@@ -1663,8 +1680,8 @@ static int read_entry(const struct orbit_lock_slot *s, const struct meta *m, uin
  * copied into @e), 1 (another key or a tombstone: go on), -ENOENT (EMPTY:
  * the path ends), -EAGAIN (the retry budget ran out), -ORBIT_ECORRUPT.
  */
-static int lookup_slot(orbit_lock_t *l, uint32_t i, const orbit_lock_key_t *k, uint32_t h32,
-		       struct orbit_lock_entry *e, struct lookup_budget *budget)
+static inline int lookup_slot(orbit_lock_t *l, uint32_t i, const orbit_lock_key_t *k, uint32_t h32,
+			      struct orbit_lock_entry *e, struct lookup_budget *budget)
 {
 	const struct orbit_lock_slot *s = &l->slots[i];
 	struct meta m;
@@ -1707,17 +1724,30 @@ static int lookup_once(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32,
 {
 	uint32_t home = home_of(l, h32);
 	uint64_t tagw = ORBIT_LOCK_CTRL_TAG(h32) * CW_LSB;
+	uint64_t w = ctrl_load(l, home >> 3);
+	int rc;
 
+	/* the usual case first: the key sits in its home slot */
+	if (((w >> (8 * (home & 7))) & 0xffu) == ORBIT_LOCK_CTRL_TAG(h32)) {
+		rc = lookup_slot(l, home, k, h32, e, budget);
+		if (rc != 1)
+			return rc;
+	}
 	for (uint32_t kw = 0; kw <= l->nwords; kw++) {
 		uint32_t wi = path_word(l, home, kw);
-		uint64_t w = ctrl_load(l, wi);
-		uint64_t m = (zero_bytes(w) | zero_bytes(w ^ tagw) | invalid_bytes(w)) &
-			     path_bytes(l, home, kw);
+		uint64_t m;
 
+		if (kw)
+			w = ctrl_load(l, wi);
+		m = (zero_bytes(w) | zero_bytes(w ^ tagw) | invalid_bytes(w)) &
+		    path_bytes(l, home, kw);
 		for (; m; m &= m - 1) {
-			int rc = lookup_slot(l, wi * 8 + ((uint32_t)__builtin_ctzll(m) >> 3), k,
-					     h32, e, budget);
+			uint32_t i = wi * 8 + ((uint32_t)__builtin_ctzll(m) >> 3);
 
+			if (i == home && kw == 0 &&
+			    ((w >> (8 * (home & 7))) & 0xffu) == ORBIT_LOCK_CTRL_TAG(h32))
+				continue; /* read above */
+			rc = lookup_slot(l, i, k, h32, e, budget);
 			if (rc != 1)
 				return rc;
 		}
@@ -1758,6 +1788,8 @@ static int busy_fast(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32, u
 	struct orbit_lock_entry e;
 	uint64_t now;
 
+	if (((ctrl_load(l, home >> 3) >> (8 * (home & 7))) & 0xffu) == ORBIT_LOCK_CTRL_EMPTY)
+		return -EAGAIN; /* a free home: the usual case of an acquisition, no scan */
 	for (uint32_t kw = 0; kw <= l->nwords; kw++) {
 		uint32_t wi = path_word(l, home, kw);
 		uint64_t w = ctrl_load(l, wi), empty = zero_bytes(w);
@@ -1814,7 +1846,7 @@ int orbit__lock_shm_lookup(orbit_lock_t *l, const orbit_lock_key_t *key, struct 
 	/* not an RMW, no serializer: concurrent lookups of one handle may lose
 	 * a count; the fast path stays free of locked instructions */
 	stat_inc(l, ST_LOOKUPS);
-	h32 = (uint32_t)orbit__lock_hash(key);
+	h32 = hash32(key);
 	for (;;) {
 		/* LK-A4: acquire, pairs with LK-R4 in compact()/repair(): moves done */
 		uint64_t m1 = atomic_load_explicit(&l->hdr->move_seq, memory_order_acquire);

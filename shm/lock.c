@@ -390,7 +390,7 @@ static uint32_t slot_used(const struct orbit_lock_slot *s)
 	return (uint32_t)SLOT_LD(s, ns_len) + SLOT_LD(s, label_len) + SLOT_LD(s, owner_len);
 }
 
-static bool slot_valid(const struct orbit_lock_slot *s)
+static inline bool slot_valid(const struct orbit_lock_slot *s)
 {
 	return meta_valid(atomic_load_explicit(&s->state, memory_order_relaxed), SLOT_LD(s, ns_len),
 			  SLOT_LD(s, label_len), SLOT_LD(s, owner_len));
@@ -455,8 +455,8 @@ struct keyimg {
 };
 
 /* @k's bytes, then @olen owner bytes (lengths checked by the caller: <= the max). */
-static inline void keyimg_build(struct keyimg *ki, const orbit_lock_key_t *k, const void *owner,
-				size_t olen)
+static inline __attribute__((always_inline)) void
+keyimg_build(struct keyimg *ki, const orbit_lock_key_t *k, const void *owner, size_t olen)
 {
 	uint8_t *b = (uint8_t *)ki->w;
 
@@ -492,8 +492,10 @@ static inline bool slot_words_eq(const struct orbit_lock_slot *s, const uint64_t
 }
 
 /* Serializer held, @s valid: its key bytes compared with the image's. */
-static bool slot_has_key(const struct orbit_lock_slot *s, uint32_t h32, const orbit_lock_key_t *k,
-			 const struct keyimg *ki)
+static inline __attribute__((always_inline)) bool slot_has_key(const struct orbit_lock_slot *s,
+							       uint32_t h32,
+							       const orbit_lock_key_t *k,
+							       const struct keyimg *ki)
 {
 	return SLOT_LD(s, hash) == h32 && SLOT_LD(s, ns_len) == k->ns_len &&
 	       SLOT_LD(s, label_len) == k->label_len && slot_words_eq(s, ki->w, ki->keyb);
@@ -759,9 +761,24 @@ static uint64_t bump_revision(orbit_lock_t *l)
 	return r;
 }
 
-static void publish(orbit_lock_t *l, uint32_t type, uint64_t token, uint64_t deadline, uint64_t rev,
-		    const void *ns, uint32_t ns_len, const void *label, uint32_t label_len,
-		    const void *owner, uint32_t owner_len)
+static void publish_to_sink(orbit_lock_t *l, uint32_t type, uint64_t token, uint64_t deadline,
+			    uint64_t rev, const void *ns, uint32_t ns_len, const void *label,
+			    uint32_t label_len, const void *owner, uint32_t owner_len);
+
+static inline void publish(orbit_lock_t *l, uint32_t type, uint64_t token, uint64_t deadline,
+			   uint64_t rev, const void *ns, uint32_t ns_len, const void *label,
+			   uint32_t label_len, const void *owner, uint32_t owner_len)
+{
+	/* relaxed: the no-sink fast path; a sink installed meanwhile is a
+	 * mutation in flight finishing without it (as before the install) */
+	if (atomic_load_explicit(&l->sink, memory_order_relaxed))
+		publish_to_sink(l, type, token, deadline, rev, ns, ns_len, label, label_len, owner,
+				owner_len);
+}
+
+static void publish_to_sink(orbit_lock_t *l, uint32_t type, uint64_t token, uint64_t deadline,
+			    uint64_t rev, const void *ns, uint32_t ns_len, const void *label,
+			    uint32_t label_len, const void *owner, uint32_t owner_len)
 {
 	struct orbit_transition t = {
 		.type = type,
@@ -779,10 +796,6 @@ static void publish(orbit_lock_t *l, uint32_t type, uint64_t token, uint64_t dea
 
 	orbit_transition_sink_fn fn;
 
-	/* relaxed: the no-sink fast path; a sink installed meanwhile is a
-	 * mutation in flight finishing without it (as before the install) */
-	if (!atomic_load_explicit(&l->sink, memory_order_relaxed))
-		return;
 	/* LK-K1: seq_cst count, then seq_cst re-load, pairs with LK-K2 in
 	 * orbit__lock_set_sink(): either the remover sees us counted and waits,
 	 * or we see its NULL; LK-K6: the load is also an acquire, pairs with

@@ -57,8 +57,11 @@
  */
 #define LOOKUP_RETRIES 256
 /* Slots try_acquire's serializer-free -EBUSY probe reads at most (busy_fast()):
- * the slots on the key's path whose control byte carries its hash bits. */
+ * the slots on the key's path whose control byte carries its hash bits; and
+ * control words it scans at most (the first 32 slots of the path: a key
+ * further from home is left to the serializer's probe, which scans anyway). */
 #define BUSY_FAST_PROBES 8u
+#define BUSY_FAST_WORDS 4u
 #define LOOKUP_SPIN_RETRIES 64
 #define LOOKUP_SPIN_MAX 32
 #define LOOKUP_STALL_CHECK 16
@@ -1773,8 +1776,8 @@ static int lookup_once(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32,
  * hot key used to take it, so N contenders queued on the serializer
  * behind each other's failures (a hot key's acquisitions fell 20x from 2
  * to 32 processes). The probe walks the key's path over the control
- * bytes as lookup does and reads at most BUSY_FAST_PROBES of the slots
- * they name (read_meta() and read_entry(): one consistent copy per slot,
+ * bytes as lookup does (its first BUSY_FAST_WORDS words) and reads at
+ * most BUSY_FAST_PROBES of the slots they name (read_meta() and read_entry(): one consistent copy per slot,
  * LK-A1/LK-F2); an EMPTY byte ends it. A copy of an OCCUPIED slot holding
  * @k says the key was held by that entry when the copy was taken (a
  * compaction's copy in flight, or a duplicate a killed compaction left,
@@ -1803,7 +1806,7 @@ static int busy_fast(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32, u
 
 	if (((ctrl_load(l, home >> 3) >> (8 * (home & 7))) & 0xffu) == ORBIT_LOCK_CTRL_EMPTY)
 		return -EAGAIN; /* a free home: the usual case of an acquisition, no scan */
-	for (uint32_t kw = 0; kw <= l->nwords; kw++) {
+	for (uint32_t kw = 0; kw <= l->nwords && kw < BUSY_FAST_WORDS; kw++) {
 		uint32_t wi = path_word(l, home, kw);
 		uint64_t w = ctrl_load(l, wi), empty = zero_bytes(w);
 		uint64_t m = (empty | zero_bytes(w ^ tagw) | invalid_bytes(w)) &

@@ -1670,11 +1670,10 @@ static inline int read_meta(const struct orbit_lock_slot *s, struct meta *m, uin
 	return 0;
 }
 
-/* Copy the rest of a slot read as @seq; -EAGAIN when it changed meanwhile. */
-static inline int read_entry(const struct orbit_lock_slot *s, const struct meta *m, uint32_t seq,
-			     uint32_t idx, struct orbit_lock_entry *e)
+/* Inside a seq window, lengths validated: the rest of a slot into @e. */
+static inline void copy_entry(const struct orbit_lock_slot *s, const struct meta *m, uint32_t idx,
+			      struct orbit_lock_entry *e)
 {
-	/* lengths validated by meta_valid(): the copy stays inside both buffers */
 	e->holder_pid = SLOT_LD(s, holder_pid);
 	e->flags = SLOT_LD(s, flags);
 	e->token = SLOT_LD(s, token);
@@ -1686,6 +1685,14 @@ static inline int read_entry(const struct orbit_lock_slot *s, const struct meta 
 	e->label_len = (uint16_t)m->label_len;
 	e->owner_len = (uint16_t)m->owner_len;
 	key_load(s, e->bytes, m->ns_len + m->label_len + m->owner_len);
+}
+
+/* Copy the rest of a slot read as @seq; -EAGAIN when it changed meanwhile. */
+static inline int read_entry(const struct orbit_lock_slot *s, const struct meta *m, uint32_t seq,
+			     uint32_t idx, struct orbit_lock_entry *e)
+{
+	/* lengths validated by meta_valid(): the copy stays inside both buffers */
+	copy_entry(s, m, idx, e);
 	/* LK-F2: acquire fence, pairs with LK-F1 in slot_begin() */
 	atomic_thread_fence(memory_order_acquire);
 	return atomic_load_explicit(&s->seq, memory_order_relaxed) == seq ? 0 : -EAGAIN;
@@ -1696,33 +1703,46 @@ static inline int read_entry(const struct orbit_lock_slot *s, const struct meta 
  * copied into @e), 1 (another key or a tombstone: go on), -ENOENT (EMPTY:
  * the path ends), -EAGAIN (the retry budget ran out), -ORBIT_ECORRUPT.
  */
-static inline int lookup_slot(orbit_lock_t *l, uint32_t i, const orbit_lock_key_t *k, uint32_t h32,
-			      struct orbit_lock_entry *e, struct lookup_budget *budget)
+static inline __attribute__((always_inline)) int
+lookup_slot(orbit_lock_t *l, uint32_t i, const orbit_lock_key_t *k, uint32_t h32,
+	    struct orbit_lock_entry *e, struct lookup_budget *budget)
 {
 	const struct orbit_lock_slot *s = &l->slots[i];
-	struct meta m;
-	uint32_t seq;
 
-	for (;;) {
-		if (read_meta(s, &m, &seq)) {
-			if (!lookup_retry(budget))
-				return -EAGAIN;
+	/* one seq window per visit: the meta, and the rest only for a candidate */
+	for (bool again = false;; again = true) {
+		if (again && !lookup_retry(budget))
+			return -EAGAIN;
+		/* LK-A1: acquire, pairs with LK-R1 in slot_end(): the bytes of that version */
+		uint32_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+		struct meta m;
+		bool valid, cand;
+
+		if (seq & 1u)
 			continue;
-		}
-		if (!meta_valid(m.state, m.ns_len, m.label_len, m.owner_len)) {
+		m.state = atomic_load_explicit(&s->state,
+					       memory_order_relaxed); /* checked by seq */
+		m.hash = SLOT_LD(s, hash);
+		m.ns_len = SLOT_LD(s, ns_len);
+		m.label_len = SLOT_LD(s, label_len);
+		m.owner_len = SLOT_LD(s, owner_len);
+		valid = meta_valid(m.state, m.ns_len, m.label_len, m.owner_len);
+		cand = valid && m.state == ORBIT_LOCK_SLOT_OCCUPIED && m.hash == h32 &&
+		       m.ns_len == k->ns_len && m.label_len == k->label_len;
+		if (cand) /* lengths validated: the copy stays inside both buffers */
+			copy_entry(s, &m, i, e);
+		/* LK-F2: acquire fence, pairs with LK-F1 in slot_begin(): copy before re-check */
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&s->seq, memory_order_relaxed) != seq)
+			continue;
+		if (!valid) {
 			stat_inc_rmw(l, ST_CORRUPT);
 			return -ORBIT_ECORRUPT;
 		}
 		if (m.state == ORBIT_LOCK_SLOT_EMPTY)
 			return -ENOENT;
-		if (m.state == ORBIT_LOCK_SLOT_TOMBSTONE || m.hash != h32 ||
-		    m.ns_len != k->ns_len || m.label_len != k->label_len)
+		if (!cand)
 			return 1;
-		if (read_entry(s, &m, seq, i, e)) {
-			if (!lookup_retry(budget))
-				return -EAGAIN;
-			continue;
-		}
 		return key_bytes_eq(e->bytes, k) ? 0 : 1;
 	}
 }

@@ -1327,7 +1327,7 @@ static void probe_locked(orbit_lock_t *l, const orbit_lock_key_t *k, const struc
 	if (rc == PROBE_DONE)
 		return;
 	stat_inc(l, ST_CORRUPT);
-	/* relaxed: serializer held. LK-F3-like: lookups retry while bytes change */
+	/* relaxed: serializer held; lookups see move_seq odd and retry while the bytes change */
 	uint64_t m = atomic_load_explicit(&l->hdr->move_seq, memory_order_relaxed);
 
 	atomic_store_explicit(&l->hdr->move_seq, m + 1, memory_order_relaxed);

@@ -350,13 +350,30 @@ int orbit_work_completion_destroy(orbit_work_completion_t *c)
 
 /* ---- work records ------------------------------------------------------------ */
 
-/* A record plus the completion state its submission replaced. */
+/*
+ * A record plus the completion state its submission replaced. Cache-line
+ * aligned and a whole number of lines, so that the record a
+ * submitter fills never shares a line with the one a drain releases; the
+ * fields every record touches (the pool words, the head of the record)
+ * come first and fill the first two lines, the §7 snapshot (Actor work
+ * only) is last (see struct orbit__work).
+ */
 struct work_alloc {
-	struct orbit__work w; /* first: the record handed around */
+	/* pool stack link: index + 1 of the next free, 0 none */
+	_Alignas(64) _Atomic uint32_t next;
+	uint32_t idx; /* index in the coordinator's pool, or WORK_MALLOCED */
 	struct carm prev;
-	uint32_t idx;	       /* index in the coordinator's pool, or WORK_MALLOCED */
-	_Atomic uint32_t next; /* pool stack link: index + 1 of the next free, 0 none */
+	struct orbit__work w; /* the record handed around (work_of()) */
 };
+
+_Static_assert(sizeof(struct work_alloc) % 64 == 0, "whole cache lines");
+_Static_assert(offsetof(struct work_alloc, w) + offsetof(struct orbit__work, snap) <= 128,
+	       "the hot part of a record in two lines");
+
+static struct work_alloc *work_of(struct orbit__work *w)
+{
+	return (struct work_alloc *)((char *)w - offsetof(struct work_alloc, w));
+}
 
 #define WORK_MALLOCED UINT32_MAX
 
@@ -449,14 +466,15 @@ static struct work_alloc *pool_grow(struct orbit__coord *co)
 						      memory_order_relaxed, memory_order_relaxed))
 		;
 	if (c >= ORBIT__WORK_CHUNKS) {
-		chunk = malloc(sizeof(*chunk));
+		chunk = aligned_alloc(_Alignof(struct work_alloc), sizeof(*chunk));
 		if (chunk)
 			chunk->idx = WORK_MALLOCED;
 		return chunk;
 	}
-	chunk = calloc(ORBIT__WORK_CHUNK, sizeof(*chunk));
+	chunk = aligned_alloc(_Alignof(struct work_alloc), ORBIT__WORK_CHUNK * sizeof(*chunk));
 	if (!chunk)
 		return NULL; /* the slot stays empty: its indexes are never pushed */
+	memset(chunk, 0, ORBIT__WORK_CHUNK * sizeof(*chunk));
 	for (uint32_t i = 0; i < ORBIT__WORK_CHUNK; i++)
 		chunk[i].idx = c * ORBIT__WORK_CHUNK + i;
 	/* Relaxed: published to other threads by the SX-R2 pushes below. */
@@ -509,33 +527,51 @@ static int work_init(struct orbit__coord *co, struct work_alloc *a, orbit_serial
 	return 0;
 }
 
+/* Take a record from the stash whose head is *@top, refilling it from
+ * the pool in one piece when empty; NULL when the pool is empty too. The
+ * caller owns the stash. */
+static struct work_alloc *stash_take(struct orbit__coord *co, uint32_t *top)
+{
+	struct work_alloc *a;
+
+	if (!*top)
+		*top = pool_take_all(co);
+	if (!*top)
+		return NULL;
+	a = pool_at(co, *top - 1);
+	/* Relaxed: taken with the chain (pool_take_all's SX-A2). */
+	*top = atomic_load_explicit(&a->next, memory_order_relaxed);
+	return a;
+}
+
 int orbit__work_new(struct orbit__coord *co, orbit_serial_work_fn fn, void *arg,
 		    orbit_work_completion_t *done, unsigned yield_flags, struct orbit__work **out)
 {
-	return work_init(co, pool_pop(co), fn, arg, done, yield_flags, out);
+	struct work_alloc *a;
+
+	/* SX-A4: acquire, pairs with SX-R4 below: the previous owner's
+	 * ostash_top before we read it. Taken: another submitter is inside,
+	 * so pop one record from the shared stack instead of waiting. */
+	if (atomic_exchange_explicit(&co->ostash_busy, true, memory_order_acquire))
+		return work_init(co, pool_pop(co), fn, arg, done, yield_flags, out);
+	a = stash_take(co, &co->ostash_top);
+	/* SX-R4: release, pairs with SX-A4: our ostash_top before the next owner */
+	atomic_store_explicit(&co->ostash_busy, false, memory_order_release);
+	return work_init(co, a, fn, arg, done, yield_flags, out);
 }
 
 int orbit__work_new_on_lane(struct orbit__coord *co, orbit_serial_work_fn fn, void *arg,
 			    orbit_work_completion_t *done, unsigned yield_flags,
 			    struct orbit__work **out)
 {
-	struct work_alloc *a = NULL;
-
 	ORBIT__ASSERT_ON_LANE(co->lane); /* the stash is lane-owned */
-	if (!co->stash_top)
-		co->stash_top = pool_take_all(co);
-	if (co->stash_top) {
-		a = pool_at(co, co->stash_top - 1);
-		/* Relaxed: taken with the chain (pool_take_all's SX-A2). */
-		co->stash_top = atomic_load_explicit(&a->next, memory_order_relaxed);
-	}
-	return work_init(co, a, fn, arg, done, yield_flags, out);
+	return work_init(co, stash_take(co, &co->stash_top), fn, arg, done, yield_flags, out);
 }
 
 /* Free a record that was never accepted; its completion goes back as it was. */
 static void work_discard(struct orbit__work *w)
 {
-	struct work_alloc *a = (struct work_alloc *)w;
+	struct work_alloc *a = work_of(w);
 
 	if (w->done)
 		completion_set(w->done, a->prev.state, a->prev.result, a->prev.owner);
@@ -560,7 +596,7 @@ static void coord_uncount(struct orbit__coord *co)
 	 * count, made before, is seen with it. */
 	atomic_fetch_add_explicit(&co->released, 1, memory_order_seq_cst);
 	if (co->on_release)
-		co->on_release(co, orbit__coord_outstanding(co));
+		co->on_release(co);
 	if (atomic_load_explicit(&co->waiters, memory_order_seq_cst) &&
 	    orbit__coord_outstanding(co) == 0) {
 		orbit__mutex_lock(&co->mu);
@@ -623,7 +659,7 @@ void orbit__work_release(struct orbit__work *w)
 
 	/* Back to the pool before the uncount: destroy frees the pool once
 	 * the count reached zero. */
-	work_free(co, (struct work_alloc *)w);
+	work_free(co, work_of(w));
 	coord_uncount(co);
 }
 

@@ -66,10 +66,13 @@ struct orbit__work;
 #define ORBIT__WORK_CHAIN_MAX 64u
 
 /*
- * Called by orbit__work_release() with the count of work still
- * outstanding, on the thread (and turn) that finished the work.
+ * Called by orbit__work_release() after every release, on the thread (and
+ * turn) that finished the work. It reads orbit__coord_outstanding() itself
+ * when it needs the count: that sum reads every submitted[] word, whose
+ * line the submitters write, so the release path does not pay for it
+ * unless the hook has a use for it.
  */
-typedef void (*orbit__coord_release_fn)(struct orbit__coord *co, uint64_t left);
+typedef void (*orbit__coord_release_fn)(struct orbit__coord *co);
 
 /* The part every coordinator has. */
 struct orbit__coord {
@@ -125,6 +128,18 @@ struct orbit__coord {
 	 * instead of pulling its line from them at every record.
 	 */
 	_Alignas(64) uint32_t stash_top;
+	/*
+	 * The same for submitters that take no lane turn
+	 * (orbit__work_new(): the Actor coordinator, PerActor Spot and
+	 * lifecycle work): a stash of free records owned by whoever set
+	 * ostash_busy (SX-A4/SX-R4), linked like the stack. A submitter
+	 * that finds it taken pops from pool_top as before. One producer
+	 * then pays one exchange on this line, which only submitters
+	 * write, instead of a CAS on pool_top, whose line the releasing
+	 * drain writes at every record.
+	 */
+	_Atomic bool ostash_busy;
+	uint32_t ostash_top;
 };
 
 /* One submitted piece of work, from acceptance to its last continuation. */

@@ -55,19 +55,21 @@ void orbit_session_serial_executor_options_init(struct orbit_session_serial_exec
 }
 
 /*
- * A piece of session work was released with @left still outstanding. All
- * of them end on the session queue's turns (or, refused, inside the lane
- * turn that would have accepted them, before any final exists), so this
- * runs serially with final_gate().
+ * A piece of session work was released. All of them end on the session
+ * queue's turns (or, refused, inside the lane turn that would have
+ * accepted them, before any final exists), so this runs serially with
+ * final_gate(). Only a parked final needs the outstanding count: without
+ * one, the submitters' counter line is not read at every release.
  */
-static void on_release(struct orbit__coord *co, uint64_t left)
+static void on_release(struct orbit__coord *co)
 {
 	orbit_session_serial_executor_t *s = (orbit_session_serial_executor_t *)co;
 	orbit_serial_resume_t *h;
 
 	ORBIT__ASSERT_ON_QUEUE(s->q, orbit_state_lane_is_on_lane(s->co.lane));
 	h = s->final_park;
-	if (left != 1 || !h)
+	/* seq_cst like SX-D1 (orbit__coord_outstanding) */
+	if (!h || orbit__coord_outstanding(co) != 1)
 		return; /* only the final work is left: let it run */
 	s->final_park = NULL;
 	orbit_serial_queue_resume(h);

@@ -54,7 +54,7 @@ int orbit_actor_serial_executor_create(const struct orbit_actor_serial_executor_
 		return ret;
 	if (!opts.executor.submit)
 		return -EINVAL;
-	a = calloc(1, sizeof(*a));
+	a = orbit__coord_alloc(sizeof(*a));
 	if (!a)
 		return -ENOMEM;
 	a->info.actor_id = opts.actor_id;

@@ -88,6 +88,17 @@ void orbit__ownership_broken(const char *what, const char *name, const char *fil
 
 /* ---- coordinator base ---------------------------------------------------- */
 
+void *orbit__coord_alloc(size_t size)
+{
+	size_t align = _Alignof(struct orbit__coord);
+	size_t n = (size + align - 1) / align * align; /* C11: a multiple of the alignment */
+	void *p = n >= size ? aligned_alloc(align, n) : NULL;
+
+	if (p)
+		memset(p, 0, n);
+	return p;
+}
+
 int orbit__coord_init(struct orbit__coord *co, const char *lane_name)
 {
 	struct orbit_state_lane_options lo = { .size = sizeof(lo),

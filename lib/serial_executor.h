@@ -181,6 +181,14 @@ static inline uint64_t orbit__coord_outstanding(const struct orbit__coord *cco)
 	return n - r;
 }
 
+/*
+ * Zeroed memory of @size bytes for a coordinator object that begins with
+ * (or holds) a struct orbit__coord, aligned as that struct asks: its
+ * _Alignas(64) members keep the submitters' and the drains' words on
+ * lines of their own only if the object itself starts on a line (malloc
+ * gives 16 bytes). Freed with free(). NULL when out of memory.
+ */
+void *orbit__coord_alloc(size_t size);
 int orbit__coord_init(struct orbit__coord *co, const char *lane_name);
 void orbit__coord_fini(struct orbit__coord *co);
 /* 0, or -EDEADLK on a turn of @co's work, -ETIMEDOUT, -EINVAL. */

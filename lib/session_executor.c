@@ -91,7 +91,7 @@ int orbit_session_serial_executor_create(const struct orbit_session_serial_execu
 		return ret;
 	if (!opts.executor.submit)
 		return -EINVAL;
-	s = calloc(1, sizeof(*s));
+	s = orbit__coord_alloc(sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	orbit_serial_queue_options_init(&qo);

@@ -312,7 +312,7 @@ int orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_op
 		if (ret)
 			return ret;
 	}
-	s = calloc(1, sizeof(*s));
+	s = orbit__coord_alloc(sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	ret = orbit__lane_policy_copy(&s->actor_pol, opts.actor_policy);

@@ -16,8 +16,8 @@
  * and is handed over again when room may have come back.
  *
  * Threads and what they touch:
- *   host thread   take, complete, renew; pending[], buf, recs, outstanding
- *                 (its own, no lock)
+ *   host thread   take, complete, renew; pending[], spare, buf, recs,
+ *                 outstanding (its own, no lock)
  *   workers       run a delivery's handler, then push it to `done` (any
  *                 number of enqueuers, one dequeuer: the host thread)
  *   API callers   start/stop, state and stats (atomics)
@@ -85,6 +85,9 @@ void __tsan_release(void *addr);
 #define RETRY_NS 1000000ll	 /* refused records are retried at least this often */
 #define STALL_POLL_NS 10000000ll /* a record being written: look again after this */
 #define MAX_BATCH 4096u
+/* Deliveries with room for this many payload bytes are kept for reuse. */
+#define SPARE_PAYLOAD 256u
+#define SPARE_MAX MAX_BATCH
 
 ORBIT_LOCK_DEFINE_NAMESPACE(spot_lease_ns, ORBIT_SPOT_LEASE_NAMESPACE);
 
@@ -102,6 +105,7 @@ struct delivery {
 	orbit_serial_work_fn cont; /* set by orbit_spot_yield() */
 	void *cont_arg;
 	uint32_t lane, pos;
+	uint32_t cap; /* payload bytes it has room for */
 	struct orbit_spot_record rec;
 	char timer[ORBIT_SPOTQ_TIMER_NAME_MAX + 1];
 	unsigned char payload[];
@@ -135,6 +139,11 @@ struct orbit_spot_host {
 	struct __cds_wfcq_head done_head;
 	struct cds_wfcq_tail done_tail;
 	struct delivery *pending[2], *pending_tail[2]; /* refused: first in line */
+	/* Completed deliveries of SPARE_PAYLOAD room, linked by next, for
+	 * reuse: a record is allocated and freed on the host thread, at
+	 * every record, and glibc's per-thread cache holds only 7 of a size. */
+	struct delivery *spare;
+	unsigned n_spare;
 	struct orbit_spotq_rec *recs;
 	void *buf;
 	size_t buf_len;
@@ -315,6 +324,18 @@ int orbit_spot_yield(orbit_serial_turn_t *turn, orbit_serial_work_fn cont, void 
 
 /* ---- the host thread ---- */
 
+/* @d is done with (host thread): keep it for reuse, or free it. */
+static void delivery_put(struct orbit_spot_host *sh, struct delivery *d)
+{
+	if (d->cap != SPARE_PAYLOAD || sh->n_spare >= SPARE_MAX) {
+		free(d);
+		return;
+	}
+	d->next = sh->spare;
+	sh->spare = d;
+	sh->n_spare++;
+}
+
 static void complete(struct orbit_spot_host *sh, struct delivery *d)
 {
 	int r;
@@ -331,7 +352,7 @@ static void complete(struct orbit_spot_host *sh, struct delivery *d)
 	} else {
 		INC(sh, complete_errors);
 	}
-	free(d);
+	delivery_put(sh, d);
 }
 
 /* Complete every record whose handler finished. Returns how many. */
@@ -415,11 +436,19 @@ static int dispatch(struct orbit_spot_host *sh, struct delivery *d)
 
 static struct delivery *delivery_of(struct orbit_spot_host *sh, const struct orbit_spotq_rec *r)
 {
-	struct delivery *d = malloc(sizeof(*d) + r->payload_len);
+	uint32_t cap = r->payload_len <= SPARE_PAYLOAD ? SPARE_PAYLOAD : r->payload_len;
+	struct delivery *d = cap == SPARE_PAYLOAD ? sh->spare : NULL;
 
-	if (!d)
-		return NULL;
+	if (d) {
+		sh->spare = d->next;
+		sh->n_spare--;
+	} else {
+		d = malloc(sizeof(*d) + cap);
+		if (!d)
+			return NULL;
+	}
 	memset(d, 0, sizeof(*d));
+	d->cap = cap;
 	cds_wfcq_node_init(&d->node);
 	d->host = sh;
 	d->lane = r->lane;
@@ -813,6 +842,10 @@ int orbit_spot_host_stop(orbit_spot_host_t *sh)
 			sh->pending[l] = d->next;
 			free(d);
 		}
+	}
+	while ((d = sh->spare)) {
+		sh->spare = d->next;
+		free(d);
 	}
 	coordinator_drop(sh);
 	if (hosting(sh))

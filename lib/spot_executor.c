@@ -29,10 +29,14 @@
  * own queue gives the backpressure at the call. The Spot queue's room
  * hook (lib/serial_queue.h), armed by the refusal, runs place_waiting()
  * in a lane turn once a Spot-queue item has finished. No wakeup is lost:
- * every enqueue to the Spot queue happens in a lane turn, so the hook's
- * lane turn comes after the one whose refusal armed it, and while the
- * FIFO is not empty the Spot queue is full or the hook is armed or
- * pending. Lock order: lane turn, then a queue mutex (never the reverse).
+ * every enqueue to the Spot queue that can join the FIFO happens in a
+ * lane turn, so the hook's lane turn comes after the one whose refusal
+ * armed it, and while the FIFO is not empty the Spot queue is full or the
+ * hook is armed or pending. The one enqueue outside the lane, a passed
+ * claim's turn placed while no turn waits (pass_claim()), only takes room
+ * (an item that will finish and fire an armed hook) or is refused, which
+ * arms the hook, and then goes through the lane. Lock order: lane turn,
+ * then a queue mutex (never the reverse).
  */
 #include "config.h"
 
@@ -572,14 +576,32 @@ static int pass_claim(struct orbit__work *w, bool run_here, struct orbit__work *
 	 * sees it. The submitters' lane turns and this drain then no longer
 	 * meet on the lane for every record.
 	 */
-	lane_free = run_here && !atomic_load_explicit(&s->waiting, memory_order_relaxed);
+	lane_free = !atomic_load_explicit(&s->waiting, memory_order_relaxed);
 	if (orbit__serial_queue_pass_held(w->claim, actor_turn_item, actor_claim_end, &n) != 1)
 		return 0;
 	p.w = n;
 	p.w->claim = w->claim;
-	if (lane_free) {
+	if (lane_free && run_here) {
 		*next = p.w;
 		return 1;
+	}
+	/*
+	 * Other work waits for the gate but no turn waits for room: place the
+	 * turn at the back of the Spot queue without a lane turn (fixed cost
+	 * only, §5). The same relaxed look as above: a turn that starts
+	 * waiting meanwhile is overtaken by this one record at most, as if
+	 * this check had come first. A refusal (full by count) arms the room
+	 * hook and goes the lane's way below, which tries again and joins the
+	 * FIFO: no wake-up is lost (see the file comment).
+	 */
+	if (lane_free) {
+		ret = orbit_serial_queue_enqueue(s->spot_q, orbit__work_run, p.w);
+		if (ret != -EAGAIN) {
+			if (ret)
+				turn_failed(p.w, ret);
+			*next = NULL;
+			return 1;
+		}
 	}
 	/* The lane is open until destroy, which waits for this record. */
 	ret = orbit_state_lane_run(s->co.lane, pass_fn, &p);

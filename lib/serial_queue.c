@@ -701,12 +701,14 @@ static bool linger(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 	/* Sparse reads: each one pulls the line the submitters write, so a
 	 * read per pause would make every submission miss on it. */
 	for (unsigned i = 0; i < LINGER_READS; i++) {
+		/* Other queues' drains wait for this thread, or the submitters
+		 * need the one CPU this thread holds (lib/sync.h). */
+		if (!orbit__drain_may_poll())
+			break;
 		for (unsigned k = 0; k < LINGER_PAUSES; k++)
 			orbit__cpu_relax();
 		if (atomic_load_explicit(&q->arrivals, memory_order_relaxed) != seen)
 			break;
-		if (orbit__worker_others_ready())
-			break; /* other queues' drains wait for this thread */
 	}
 	*cut = slice_over(clk);
 	orbit__mutex_lock(&q->lock);
@@ -728,7 +730,8 @@ static bool gather(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 {
 	uint64_t seen, need;
 
-	if (q->claimed.len || !q->app.len || q->app.len >= GATHER_MIN || app_outranked(q))
+	if (q->claimed.len || !q->app.len || q->app.len >= GATHER_MIN || app_outranked(q) ||
+	    !orbit__drain_may_poll())
 		return false;
 	need = GATHER_MIN - q->app.len;
 	/* Relaxed: a hint; what to claim is decided under the lock again. */
@@ -748,8 +751,8 @@ static bool gather(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 		if (got == last)
 			break;
 		last = (unsigned)got;
-		if (orbit__worker_others_ready())
-			break; /* claim what there is and let the others run */
+		if (!orbit__drain_may_poll())
+			break; /* claim what there is and let the others (or the feeder) run */
 	}
 	*cut = slice_over(clk);
 	orbit__mutex_lock(&q->lock);

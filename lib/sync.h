@@ -79,6 +79,20 @@ static inline int orbit__mutex_init_adaptive(pthread_mutex_t *m)
 bool orbit__worker_others_ready(void);
 
 /*
+ * orbit__drain_may_poll - may a drain that ran out of work on the calling
+ * thread poll for more before it gives up its turn: false on a pool
+ * worker whose pool has other tasks ready (as orbit__worker_others_ready())
+ * and on a worker that may run on one CPU only (its affinity mask at its
+ * start: a process pinned to one CPU, a 1-CPU machine), where the poll
+ * only holds the CPU that whoever would submit the next item needs.
+ * Spinning that wins on many cores must not lose on one.
+ *
+ * Context: any thread; relaxed loads only, no lock, no syscall.
+ * Returns: true off a pool worker, else as above.
+ */
+bool orbit__drain_may_poll(void);
+
+/*
  * orbit__cond_init_monotonic - a condvar whose timed waits take absolute
  * CLOCK_MONOTONIC deadlines (base/time.h's orbit__deadline_after_ns), so a
  * step of the wall clock neither cuts nor stretches a wait.

@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -63,6 +64,10 @@ struct worker {
 	unsigned node_idx;
 	pthread_t thread;
 	bool started;
+	/* Set by this worker at its start, read by it only: the CPUs it may
+	 * run on are one, so a poll on it only holds the CPU that whoever
+	 * would end the poll (a submitter, another worker) needs. */
+	bool one_cpu;
 	/* Written by this worker only, read by stats: relaxed is enough. */
 	_Atomic uint64_t executed, stolen, sleeps;
 } __attribute__((aligned(64)));
@@ -156,6 +161,23 @@ bool orbit__worker_others_ready(void)
 	return w && any_ready(w->pool, memory_order_relaxed);
 }
 
+bool orbit__drain_may_poll(void)
+{
+	struct worker *w = tls_worker;
+
+	/* Relaxed: a hint for a polling drain (lib/sync.h). */
+	return !w || (!w->one_cpu && !any_ready(w->pool, memory_order_relaxed));
+}
+
+/* Can the calling thread run on one CPU only (its affinity mask, now)? */
+static bool runs_on_one_cpu(void)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	return sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) == 1;
+}
+
 static void worker_sleep(struct worker *w)
 {
 	orbit_worker_pool_t *p = w->pool;
@@ -199,10 +221,12 @@ static void *worker_main(void *arg)
 	if (p->pin && orbit__numa_pin_self(&p->topo.topo.nodes[w->node_idx]) != 0)
 		atomic_fetch_add_explicit(&p->pin_failures, 1,
 					  memory_order_relaxed); /* statistic */
+	w->one_cpu = runs_on_one_cpu(); /* after pinning: the mask it keeps */
 	for (;;) {
 		if (run_next(w))
 			continue;
-		for (unsigned s = 0; s < p->spin_polls; s++) {
+		/* One CPU: a task can only be submitted once this thread sleeps. */
+		for (unsigned s = 0; !w->one_cpu && s < p->spin_polls; s++) {
 			/* Relaxed poll: take_task() re-checks under the lock. */
 			if (any_ready(p, memory_order_relaxed))
 				break;

@@ -11,8 +11,10 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <orbit/orbit.h>
 
@@ -332,6 +334,64 @@ static void test_pool_idle_workers_sleep_on_futex(void **state)
 	assert_int_equal(orbit_worker_pool_destroy(p), 0);
 }
 
+struct poll_probe {
+	atomic_int may, done;
+};
+
+static void poll_probe_task(void *arg)
+{
+	struct poll_probe *pp = arg;
+
+	atomic_store(&pp->may, orbit__drain_may_poll() ? 1 : 0);
+	atomic_store(&pp->done, 1);
+}
+
+/* What orbit__drain_may_poll() answers on a worker of a fresh 1-thread pool. */
+static int probe_pool_worker(void)
+{
+	struct orbit_worker_pool_options o;
+	struct poll_probe pp = { 0 };
+	orbit_worker_pool_t *p;
+	orbit_executor_t ex;
+
+	orbit_worker_pool_options_init(&o);
+	o.nthreads = 1;
+	assert_int_equal(orbit_worker_pool_create(&o, &p), 0);
+	ex = orbit_worker_pool_executor(p);
+	assert_int_equal(ex.submit(ex.ctx, poll_probe_task, &pp, ORBIT_NODE_ANY), 0);
+	while (!atomic_load(&pp.done))
+		usleep(100);
+	assert_int_equal(orbit_worker_pool_destroy(p), 0);
+	return atomic_load(&pp.may);
+}
+
+/*
+ * A drain on a worker that may run on one CPU only (the process pinned to
+ * one, or a 1-CPU machine) is told not to poll for more work: whoever
+ * would submit it needs the CPU the poll holds (lib/sync.h). Off a
+ * worker, and on a worker with two CPUs and nothing else ready, it may.
+ */
+static void test_pool_worker_on_one_cpu_does_not_poll(void **state)
+{
+	cpu_set_t all, one;
+	int first = -1;
+
+	assert_true(orbit__drain_may_poll()); /* not a pool worker */
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+		if (CPU_ISSET(c, &all))
+			first = c;
+	assert_true(first >= 0);
+	if (CPU_COUNT(&all) >= 2)
+		assert_int_equal(probe_pool_worker(), 1);
+	CPU_ZERO(&one);
+	CPU_SET(first, &one);
+	/* This thread only; the pool's threads inherit it (and its topology). */
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	assert_int_equal(probe_pool_worker(), 0);
+	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
+}
+
 struct shut {
 	orbit_executor_t ex;
 	orbit_worker_pool_t *pool;
@@ -475,6 +535,7 @@ int main(void)
 		cmocka_unit_test(test_pool_ready_tasks_run_fifo),
 		cmocka_unit_test(test_pool_idle_workers_sleep_on_futex),
 		cmocka_unit_test(test_pool_destroy_finishes_accepted_and_refuses_new),
+		cmocka_unit_test(test_pool_worker_on_one_cpu_does_not_poll),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -82,9 +82,10 @@ bool orbit__worker_others_ready(void);
  * orbit__drain_may_poll - may a drain that ran out of work on the calling
  * thread poll for more before it gives up its turn: false on a pool
  * worker whose pool has other tasks ready (as orbit__worker_others_ready())
- * and on a worker that may run on one CPU only (its affinity mask at its
- * start: a process pinned to one CPU, a 1-CPU machine), where the poll
- * only holds the CPU that whoever would submit the next item needs.
+ * and on a worker that may run on one CPU only in a pool whose topology
+ * has one CPU (its affinity mask at its start and the pool's topology: a
+ * process pinned to one CPU, a 1-CPU machine), where the poll only holds
+ * the CPU that whoever would submit the next item needs.
  * Spinning that wins on many cores must not lose on one.
  *
  * Context: any thread; relaxed loads only, no lock, no syscall.

@@ -64,9 +64,10 @@ struct worker {
 	unsigned node_idx;
 	pthread_t thread;
 	bool started;
-	/* Set by this worker at its start, read by it only: the CPUs it may
-	 * run on are one, so a poll on it only holds the CPU that whoever
-	 * would end the poll (a submitter, another worker) needs. */
+	/* Set by this worker at its start, read by it only: it may run on
+	 * one CPU and the pool's whole topology has one, so a poll on it only
+	 * holds the CPU that whoever would end the poll (a submitter, another
+	 * worker) needs. */
 	bool one_cpu;
 	/* Written by this worker only, read by stats: relaxed is enough. */
 	_Atomic uint64_t executed, stolen, sleeps;
@@ -169,13 +170,21 @@ bool orbit__drain_may_poll(void)
 	return !w || (!w->one_cpu && !any_ready(w->pool, memory_order_relaxed));
 }
 
-/* Can the calling thread run on one CPU only (its affinity mask, now)? */
-static bool runs_on_one_cpu(void)
+/*
+ * Is the calling worker of @p alone on one CPU: its affinity mask (now)
+ * holds one CPU and so does @p's topology (discovered from the creating
+ * thread's mask, or given)? A worker pinned to a 1-CPU node of a larger
+ * machine is not: its submitters may run elsewhere.
+ */
+static bool alone_on_one_cpu(const orbit_worker_pool_t *p)
 {
+	unsigned total = 0;
 	cpu_set_t set;
 
+	for (unsigned i = 0; i < p->topo.topo.nnodes; i++)
+		total += p->topo.topo.nodes[i].ncpus;
 	CPU_ZERO(&set);
-	return sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) == 1;
+	return total <= 1 && sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) == 1;
 }
 
 static void worker_sleep(struct worker *w)
@@ -221,7 +230,7 @@ static void *worker_main(void *arg)
 	if (p->pin && orbit__numa_pin_self(&p->topo.topo.nodes[w->node_idx]) != 0)
 		atomic_fetch_add_explicit(&p->pin_failures, 1,
 					  memory_order_relaxed); /* statistic */
-	w->one_cpu = runs_on_one_cpu(); /* after pinning: the mask it keeps */
+	w->one_cpu = alone_on_one_cpu(p); /* after pinning: the mask it keeps */
 	for (;;) {
 		if (run_next(w))
 			continue;

@@ -346,8 +346,9 @@ static void poll_probe_task(void *arg)
 	atomic_store(&pp->done, 1);
 }
 
-/* What orbit__drain_may_poll() answers on a worker of a fresh 1-thread pool. */
-static int probe_pool_worker(void)
+/* What orbit__drain_may_poll() answers on a worker of a fresh 1-thread
+ * pool (on @topo, pinned; NULL: the discovered topology). */
+static int probe_pool_worker(const struct orbit_topology *topo)
 {
 	struct orbit_worker_pool_options o;
 	struct poll_probe pp = { 0 };
@@ -356,6 +357,7 @@ static int probe_pool_worker(void)
 
 	orbit_worker_pool_options_init(&o);
 	o.nthreads = 1;
+	o.topology = topo;
 	assert_int_equal(orbit_worker_pool_create(&o, &p), 0);
 	ex = orbit_worker_pool_executor(p);
 	assert_int_equal(ex.submit(ex.ctx, poll_probe_task, &pp, ORBIT_NODE_ANY), 0);
@@ -366,29 +368,39 @@ static int probe_pool_worker(void)
 }
 
 /*
- * A drain on a worker that may run on one CPU only (the process pinned to
- * one, or a 1-CPU machine) is told not to poll for more work: whoever
- * would submit it needs the CPU the poll holds (lib/sync.h). Off a
- * worker, and on a worker with two CPUs and nothing else ready, it may.
+ * A drain on a worker that may run on one CPU only, in a pool whose
+ * topology has one CPU (the process pinned to one, or a 1-CPU machine),
+ * is told not to poll for more work: whoever would submit it needs the
+ * CPU the poll holds (lib/sync.h). Off a worker, on a worker with two
+ * CPUs and nothing else ready, and on a worker pinned to a 1-CPU node of
+ * a 2-CPU topology (its submitters may run on the other), it may.
  */
 static void test_pool_worker_on_one_cpu_does_not_poll(void **state)
 {
+	int cpu[2] = { -1, -1 }, n = 0;
 	cpu_set_t all, one;
-	int first = -1;
 
 	assert_true(orbit__drain_may_poll()); /* not a pool worker */
 	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
-	for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+	for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
 		if (CPU_ISSET(c, &all))
-			first = c;
-	assert_true(first >= 0);
-	if (CPU_COUNT(&all) >= 2)
-		assert_int_equal(probe_pool_worker(), 1);
+			cpu[n++] = c;
+	assert_true(n >= 1);
+	if (n == 2) {
+		const struct orbit_topology_node nodes[] = {
+			{ .node_id = 0, .ncpus = 1, .cpus = &cpu[0] },
+			{ .node_id = 1, .ncpus = 1, .cpus = &cpu[1] },
+		};
+		const struct orbit_topology topo = { .nnodes = 2, .nodes = nodes };
+
+		assert_int_equal(probe_pool_worker(NULL), 1);
+		assert_int_equal(probe_pool_worker(&topo), 1); /* pinned to one of two */
+	}
 	CPU_ZERO(&one);
-	CPU_SET(first, &one);
+	CPU_SET(cpu[0], &one);
 	/* This thread only; the pool's threads inherit it (and its topology). */
 	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
-	assert_int_equal(probe_pool_worker(), 0);
+	assert_int_equal(probe_pool_worker(NULL), 0);
 	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
 }
 

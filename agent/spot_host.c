@@ -43,7 +43,11 @@
  *         the acquire loads of the state
  *   SH-R1 worker: finishing-- (release) after its last touch of the host;
  *         pairs with SH-A1: the acquire loads in orbit_spot_host_stop() before free
- * Counters are relaxed atomics: statistics, they order nothing.
+ *   SH-R2 host thread: in_flight-- (release) after the complete counted the
+ *         record; pairs with SH-A3: orbit_spot_host_stats() loads in_flight
+ *         (acquire) first, so a reader that sees a record leave in_flight
+ *         sees its completed (or fenced, complete_errors) count too
+ * Other counters are relaxed atomics: statistics, they order nothing.
  */
 #include "config.h"
 
@@ -366,8 +370,10 @@ static unsigned drain_done(struct orbit_spot_host *sh)
 
 		TSAN_ACQUIRE(d);
 		sh->outstanding--;
-		atomic_fetch_sub_explicit(&sh->in_flight, 1, memory_order_relaxed);
 		complete(sh, d);
+		/* SH-R2: release, pairs with SH-A3 in orbit_spot_host_stats(): the
+		 * complete's count before the record leaves in_flight */
+		atomic_fetch_sub_explicit(&sh->in_flight, 1, memory_order_release);
 		k++;
 	}
 	return k;
@@ -871,6 +877,9 @@ int orbit_spot_host_stats(const orbit_spot_host_t *sh, struct orbit_spot_host_st
 	if (!sh || !out)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
+	/* SH-A3: acquire, pairs with SH-R2: every record that left in_flight is
+	 * counted in completed/fenced/complete_errors read below */
+	out->in_flight = atomic_load_explicit(&sh->in_flight, memory_order_acquire);
 	out->epoch = sh->epoch;
 	out->delivered = LD(delivered);
 	out->redelivered = LD(redelivered);
@@ -883,7 +892,6 @@ int orbit_spot_host_stats(const orbit_spot_host_t *sh, struct orbit_spot_host_st
 	out->complete_errors = LD(complete_errors);
 	out->renewals = LD(renewals);
 	out->renew_retries = LD(renew_retries);
-	out->in_flight = LD(in_flight);
 	out->lost_reason = orbit_spot_host_state(sh) == ORBIT_SPOT_LOST ? LD(lost_reason) : 0;
 	out->latency_count = LD(lat_count);
 	out->latency_sum_ns = LD(lat_sum);

@@ -292,8 +292,10 @@ struct orbit_spot_host_stats {
 /**
  * orbit_spot_host_stats - read the host's counters.
  *
- * Context: any thread; relaxed loads (each counter exact, the set not a
- * snapshot).
+ * Context: any thread; each counter exact, the set not a snapshot, except
+ * that in_flight is read first and a record leaves it only after its
+ * complete was counted: in_flight 0 means completed + fenced +
+ * complete_errors + unhandled cover every record delivered before the call.
  * Returns: 0; -EINVAL for NULL.
  */
 ORBIT_API int orbit_spot_host_stats(const orbit_spot_host_t *host,

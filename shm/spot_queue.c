@@ -1511,25 +1511,28 @@ static int ack_foreign(orbit_spotq_host_t *h, struct lane_geo *g, _Atomic uint64
 	return 0;
 }
 
-/* CAS the ack of @pos from @a to (@st, @pos) under our generation (the fence). */
-static int ack_set(orbit_spotq_host_t *h, struct lane_geo *g, _Atomic uint64_t *aw, uint64_t *a,
-		   uint32_t pos, uint32_t st, bool redeliv)
+/*
+ * CAS the ack of @pos from *@a, the word the caller read under our
+ * generation and decided on, to (@st, @pos) under our generation (the
+ * fence). One try, never a retry on whatever the word holds after a
+ * failure: a failed CAS means the word changed since the caller looked
+ * (another thread of this host freed it, and the slot may hold a later
+ * lap's record by now; a newer host retagged it; bad bytes), so the
+ * decision no longer holds, and writing anyway would turn a later
+ * record's word into this position's (that record could then never be
+ * completed and the head would stop at it).
+ * Returns 0; -EAGAIN: *@a is the fresh word, decide again on it;
+ * -ORBIT_EFENCED.
+ */
+static int ack_set(orbit_spotq_host_t *h, _Atomic uint64_t *aw, uint64_t *a, uint32_t pos,
+		   uint32_t st, bool redeliv)
 {
-	uint32_t mine = (uint32_t)(h->gen & AW_GEN_MASK);
-
-	for (;;) {
-		if (aw_gen(*a) != mine) {
-			int r = ack_foreign(h, g, aw, a);
-			if (r < 0)
-				return r;
-			continue;
-		}
-		/* SQ-C1: acq_rel; the expected value names our generation (the fence) */
-		if (atomic_compare_exchange_strong_explicit(
-			aw, a, aw_make(pos, st, redeliv, h->gen), memory_order_acq_rel,
-			memory_order_acquire))
-			return 0;
-	}
+	/* SQ-C1: acq_rel; the expected value names our generation (the fence) */
+	if (aw_gen(*a) == (uint32_t)(h->gen & AW_GEN_MASK) &&
+	    atomic_compare_exchange_strong_explicit(aw, a, aw_make(pos, st, redeliv, h->gen),
+						    memory_order_acq_rel, memory_order_acquire))
+		return 0;
+	return host_fenced(h) ? -ORBIT_EFENCED : -EAGAIN;
 }
 
 /* Is the producer that claimed @v proven dead (kernel proof via the member directory)? */
@@ -1752,7 +1755,9 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 		}
 		{
 			bool redeliv = aw_pos(a) == cur && aw_state(a) == AW_REDELIVER;
-			r = ack_set(h, g, aw, &a, cur, AW_TAKEN, redeliv);
+			r = ack_set(h, aw, &a, cur, AW_TAKEN, redeliv);
+			if (r == -EAGAIN)
+				continue; /* the word changed: this record again */
 			if (r < 0)
 				return n ? (int)n : r;
 			recs[n].redelivered = redeliv;
@@ -1765,7 +1770,9 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 		goto next;
 	resolve:
 		/* aborted or corrupt: DONE, its reservation comes back with the head */
-		r = ack_set(h, g, aw, &a, cur, AW_DONE, false);
+		r = ack_set(h, aw, &a, cur, AW_DONE, false);
+		if (r == -EAGAIN)
+			continue; /* the word changed: this record again */
 		if (r < 0)
 			return n ? (int)n : r;
 		resolved = true;
@@ -1954,8 +1961,10 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 	 * thread that stored it after its own SQ-A4). A tail that old has
 	 * passed fewer slots, never others: every slot below it has its resv,
 	 * and the tail word at H + 1 held the end of H's bytes whenever it was
-	 * read. It is read again (once per call) when the walk has reached it or
-	 * it lies outside the head's window; only a fresh tail decides "corrupt".
+	 * read. It is read again (once per head value walked from: `fresh`)
+	 * when the walk has reached it or it lies outside the head's window;
+	 * only a tail read after the head, on a head that has not moved since,
+	 * decides "corrupt" (a thread preempted mid-walk sees a moved head).
 	 */
 	t = atomic_load_explicit(&h->tail_seen[lane], memory_order_acquire);
 	/* SQ-A7: acquire, pairs with SQ-R5 of a helper (or another thread) that moved it */
@@ -1972,7 +1981,8 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 	 * rounds are bounded: each failure means the head moved forward.
 	 */
 	for (uint32_t round = 0; round <= 2 * g->items + 2; round++) {
-		uint32_t H = pw_idx(hw), HB = pw_bytes(hw), P = H, PB = HB, k = 0;
+		uint32_t H = pw_idx(hw), HB = pw_bytes(hw), P = H, PB = HB, k = 0, nbad = 0;
+		bool moved = false;
 
 		if (H >= g->wi || HB >= g->wb)
 			return -ORBIT_ECORRUPT;
@@ -1992,8 +2002,22 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 					fresh = true;
 					continue; /* no slot looked at: this position again */
 				}
-				if (pw_idx(t) >= g->wi || mod_sub(pw_idx(t), H, g->wi) > g->items)
-					return freed ? freed : -ORBIT_ECORRUPT;
+				if (pw_idx(t) >= g->wi || mod_sub(pw_idx(t), H, g->wi) > g->items) {
+					/*
+					 * SQ-A7: acquire, pairs with SQ-R5. "Corrupt" only
+					 * on a head that stood still from before the fresh
+					 * tail read until now (the two are then one
+					 * snapshot); a head another thread moved meanwhile
+					 * (this one was preempted) is walked again.
+					 */
+					uint64_t hn = atomic_load_explicit(&g->w->head,
+									   memory_order_acquire);
+					if (hn == hw)
+						return freed ? freed : -ORBIT_ECORRUPT;
+					hw = hn;
+					fresh = false;
+					moved = true;
+				}
 				break; /* the walk reached the tail */
 			}
 			aw = ack_at(g, P);
@@ -2015,7 +2039,9 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 				    !claimer_gone(h, lane, v, P))
 					break; /* its producer may still write: keep it reserved */
 				/* the fenced step: DONE -> FREED under our generation */
-				r = ack_set(h, g, aw, &a, P, AW_FREED, false);
+				r = ack_set(h, aw, &a, P, AW_FREED, false);
+				if (r == -EAGAIN)
+					continue; /* freed by another thread, or a later lap: look again */
 				if (r < 0)
 					return r;
 			} else if (aw_state(a) != AW_FREED) {
@@ -2024,11 +2050,12 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 			/* relaxed: ordered by SQ-A4 */
 			resv = atomic_load_explicit(&slot_at(g, P)->resv, memory_order_relaxed);
 			PB = head_bytes_after(g, P, PB, t, resv, &bad);
-			if (bad)
-				atomic_fetch_add_explicit(&g->w->corrupt, 1, memory_order_relaxed);
+			nbad += bad; /* counted once the head CAS shows the walk read this lap */
 			P = (uint32_t)mod_add(P, 1, g->wi);
 			k++;
 		}
+		if (moved)
+			continue;
 		if (k == 0)
 			break;
 		/* the run is FREED, the head not moved yet: a host killed here leaves it to the next */
@@ -2039,8 +2066,12 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 		 */
 		if (!atomic_compare_exchange_strong_explicit(&g->w->head, &hw, pw_make(P, PB),
 							     memory_order_seq_cst,
-							     memory_order_acquire))
+							     memory_order_acquire)) {
+			fresh = false; /* a tail read before this head is too old to judge it */
 			continue;
+		}
+		if (nbad)
+			atomic_fetch_add_explicit(&g->w->corrupt, nbad, memory_order_relaxed);
 		freed += (int)k;
 		hw = pw_make(P, PB);
 	}

@@ -1231,6 +1231,117 @@ static void test_complete_n_batch_codes_and_prefix(void **state)
 	orbit__spotq_host_close(h2);
 }
 
+/* The lane's producer rows. */
+static struct orbit_spotq_row *raw_rows(struct fx *f)
+{
+	orbit_seg_t *seg = orbit__spotq_seg(f->q);
+	struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+
+	return (void *)((char *)seg->base + sh->rows_off);
+}
+
+struct advancers {
+	orbit_spotq_host_t *h;
+	_Atomic int stop;
+	_Atomic int bad; /* an advance() answer other than >= 0 */
+};
+
+static void *advance_loop(void *arg)
+{
+	struct advancers *a = arg;
+
+	while (!atomic_load(&a->stop))
+		if (orbit__spotq_advance(a->h, ORBIT_SPOTQ_APP) < 0)
+			atomic_store(&a->bad, 1);
+	return NULL;
+}
+
+#define ADV_THREADS 4
+#define ADV_ROUNDS 100
+
+/*
+ * advance() may run on any thread of the host (complete() calls it), so
+ * two advances of one handle race on the DONE -> FREED step of an aborted
+ * record at the head. The loser's CAS fails; it must look again, never
+ * write FREED of its position over what the word holds by then. Each
+ * round: an aborted record (our own row, alive, not retired) holds the
+ * head as DONE while ADV_THREADS threads loop advance() on it (more
+ * threads than CPUs: most are preempted at any time, many of them between
+ * reading DONE and reading the claim). Then it retires, and at once the
+ * main thread frees it, submits two records (the second reuses its slot)
+ * and takes both; the preempted advancers resume while that record is
+ * TAKEN. Each record must complete (0) and the lane must drain.
+ * Mutations that fail it: ack_set() retrying its CAS on whatever the
+ * word holds after a failure (the code before the fix) -> complete()
+ * returns -EINVAL for the reused slot's record (the word reads FREED of
+ * the aborted position; 6 of 6 runs, within 2-21 rounds); counting a
+ * walk's bad lengths before its head CAS -> corrupt 5-9 (4 of 4 runs);
+ * "corrupt" on a fresh tail without re-reading the head -> advance()
+ * answers -ORBIT_ECORRUPT (1 of 4 runs).
+ */
+static void test_racing_advances_never_rewrite_a_reused_ack(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_spotq_options o = opts(2, 256, 2, 128);
+	struct advancers a = { 0 };
+	pthread_t th[ADV_THREADS];
+	orbit_spotq_host_t *h;
+	uint32_t gen;
+	int row = orbit__members_self(f->m, &gen), fails = 0;
+
+	o.unblock_ms = 1;
+	fx_open(f, o);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	a.h = h;
+	for (int i = 0; i < ADV_THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, advance_loop, &a), 0);
+	for (int round = 0; round < ADV_ROUNDS && !fails; round++) {
+		uint64_t t = atomic_load(&raw_lanes(f)[0].tail);
+		uint32_t P = (uint32_t)t;
+		_Atomic uint64_t *claim = &raw_rows(f)[row].claim[0];
+		struct orbit_spotq_slot *s = &raw_slots(f, 0)[P % 2];
+
+		/* a claim of our row at the tail, 0 bytes: alive, never committed */
+		atomic_store(claim, (uint64_t)P);
+		atomic_store(&s->commit, (uint64_t)P | (1ull << 32) | ((uint64_t)row << 35) |
+					     ((uint64_t)(gen & 0x7ffff) << 45));
+		assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 0);
+		usleep(2000); /* past the 1 ms bound */
+		assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 0);
+		assert_int_equal(counters(f->q).aborted[0], (uint64_t)round + 1);
+		assert_int_equal(counters(f->q).depth[0], 1); /* DONE, held: not retired */
+		usleep(2000); /* the advancers spin on it and get preempted */
+		atomic_store(claim, (uint64_t)P | (1ull << 63)); /* retired */
+		assert_true(orbit__spotq_advance(h, 0) >= 0);
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), 0);
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 2, NULL), 0);
+		assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 2);
+		assert_int_equal(f->recs[1].pos, P + 2); /* the aborted record's slot again */
+		usleep(3000);				 /* the preempted advancers run on */
+		for (int i = 0; i < 2; i++) {
+			int rc = orbit__spotq_complete(h, 0, f->recs[i].pos);
+			if (rc != 0) {
+				uint64_t w = atomic_load(&raw_acks(f, 0)[f->recs[i].pos % 2]);
+				print_message("round %d: complete(pos %u) = %d, its ack word "
+					      "pos %u state %u\n",
+					      round, f->recs[i].pos, rc, (uint32_t)w,
+					      (uint32_t)(w >> 32) & 7u);
+				fails++;
+			}
+		}
+	}
+	atomic_store(&a.stop, 1);
+	for (int i = 0; i < ADV_THREADS; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(fails, 0);
+	assert_int_equal(atomic_load(&a.bad), 0);
+	assert_int_equal(counters(f->q).depth[0], 0);
+	assert_int_equal(counters(f->q).bytes[0], 0);
+	assert_int_equal(counters(f->q).corrupt[0], 0);
+	check_ok(f->q);
+	orbit__spotq_host_close(h);
+}
+
 static void test_footprint_64_default_spots_fit_64_mib(void **state)
 {
 	static const char *const names[] = { "lock-228", "ring-229", "members", "stats" };
@@ -1322,6 +1433,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_host_writes_no_slot_line, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_complete_n_batch_codes_and_prefix, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_racing_advances_never_rewrite_a_reused_ack,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_footprint_64_default_spots_fit_64_mib, setup,
 						teardown),
 	};

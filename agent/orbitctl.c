@@ -53,9 +53,11 @@ static void usage(FILE *f)
 		"                             follow transitions live (--replay: the\n"
 		"                             frames the ring retains first)\n"
 		"  stats [--prometheus] [--member NAME] [--component C] [--all]\n"
-		"                             fleet totals, then per-member counters and\n"
-		"                             histograms (counters at 0 only with --all),\n"
-		"                             with each member's Spot hosts and clients;\n"
+		"                             live members' totals, then per-member\n"
+		"                             counters and histograms (counters at 0 and\n"
+		"                             dead members' rows only with --all, after\n"
+		"                             the live), each member's Spot hosts and\n"
+		"                             clients;\n"
 		"                             C: lock ring agent queue pool lane exec spot\n"
 		"  top [--interval-ms MS] [--iterations N]\n"
 		"                             live screen: members, locks, rates,\n"
@@ -783,6 +785,17 @@ static const char *role_name(enum orbit_fleet_spot_role r)
 	return r == ORBIT_FLEET_SPOT_HOST ? "host" : "client";
 }
 
+/*
+ * A live row: its writer is the live member of its member directory row
+ * (same pid and start time, and the kernel's proof: the row's OFD lock is
+ * held). Every other row keeps what its writer last published, frozen.
+ * The table, JSON and Prometheus text use this one test.
+ */
+static bool row_live(const struct member_stats *x)
+{
+	return x->have_member && x->m.alive;
+}
+
 /* The stats rows that were ever published, with their member when it matches. */
 static int collect(orbit_fleet_t *f, struct member_stats **out)
 {
@@ -845,7 +858,11 @@ static void spot_table(const struct spot_slot *sp)
 		hist_line(orbit_stats_spot_hist_name(), &sp->s.latency, 4);
 }
 
-/* What stats shows: --member NAME, --component C, --all (zero counters too). */
+/*
+ * What stats shows: --member NAME, --component C, --all (counters at 0 in
+ * the table, and in table and JSON the rows of dead members, after the
+ * live ones; Prometheus never shows a dead row).
+ */
 struct stats_filter {
 	const char *member;
 	const char *component;
@@ -879,20 +896,32 @@ static bool component_shown(const struct stats_filter *sf, const char *name)
 }
 
 /*
- * A shallow copy of the rows of --member (NULL on no memory); the rows'
- * Spot arrays stay owned by @ms.
+ * A shallow copy of the rows shown (NULL on no memory): those of --member,
+ * the live ones first, then (with --all) the dead ones, each in row order;
+ * *@hidden counts the dead rows --all would add. The rows' Spot arrays stay
+ * owned by @ms.
  */
 static struct member_stats *shown_rows(const struct member_stats *ms, int n,
-				       const struct stats_filter *sf, int *k)
+				       const struct stats_filter *sf, int *k, int *hidden)
 {
 	struct member_stats *out = calloc(n ? (size_t)n : 1, sizeof(*out));
 
 	*k = 0;
-	for (int i = 0; out && i < n; i++)
-		if (!sf->member ||
-		    (ms[i].have_member && strlen(sf->member) < sizeof(ms[i].m.name) &&
-		     !strncmp(ms[i].m.name, sf->member, sizeof(ms[i].m.name))))
-			out[(*k)++] = ms[i];
+	*hidden = 0;
+	for (int pass = 0; out && pass < 2; pass++) {
+		for (int i = 0; i < n; i++) {
+			if (row_live(&ms[i]) != !pass)
+				continue;
+			if (sf->member &&
+			    !(ms[i].have_member && strlen(sf->member) < sizeof(ms[i].m.name) &&
+			      !strncmp(ms[i].m.name, sf->member, sizeof(ms[i].m.name))))
+				continue;
+			if (pass && !sf->all)
+				(*hidden)++;
+			else
+				out[(*k)++] = ms[i];
+		}
+	}
 	return out;
 }
 
@@ -943,17 +972,26 @@ static void print_block(const struct orbit_fleet_stats *s, const struct stats_fi
 			hist_line(orbit_stats_hist_name(h), &s->hists[h], 2);
 }
 
-static void print_table(const char *fleet, const struct member_stats *ms, int n,
+/*
+ * The table: the rows shown, the live ones first; the total adds the live
+ * rows only (a dead row's frozen counters are no part of the fleet now).
+ */
+static void print_table(const char *fleet, const struct member_stats *ms, int n, int hidden,
 			const struct stats_filter *sf)
 {
 	uint64_t real = now_ns(CLOCK_REALTIME);
 	struct orbit_fleet_stats *total = calloc(1, sizeof(*total));
+	int live = 0;
 
-	printf("fleet %s: %d stats row(s)\n", fleet, n);
-	if (total && n > 1) {
-		for (int i = 0; i < n; i++)
+	while (live < n && row_live(&ms[live]))
+		live++; /* shown_rows() put the live rows first */
+	printf("fleet %s: %d stats row(s), %d of live members\n", fleet, n, live);
+	if (hidden)
+		printf("(%d row(s) of dead members not shown; --all shows them)\n", hidden);
+	if (total && live > 1) {
+		for (int i = 0; i < live; i++)
 			stats_add(total, &ms[i].s);
-		printf("\nfleet total of %d row(s)\n", n);
+		printf("\nfleet total of %d live row(s)\n", live);
 		print_block(total, sf);
 	}
 	free(total);
@@ -968,8 +1006,7 @@ static void print_table(const char *fleet, const struct member_stats *ms, int n,
 		else
 			strcpy(age, "-");
 		printf("\nrow %-3u pid %-7u %-24s %-5s published %s ago\n", x->s.row,
-		       x->s.pid % 10000000u, name, x->have_member && x->m.alive ? "alive" : "gone",
-		       age);
+		       x->s.pid % 10000000u, name, row_live(x) ? "alive" : "gone", age);
 		print_block(&x->s, sf);
 		for (int k = 0; k < x->nspots && component_shown(sf, "spot_"); k++)
 			spot_table(&x->spots[k]);
@@ -1012,12 +1049,12 @@ static void spot_json(const char *sep, const struct spot_slot *sp)
 	printf("}}");
 }
 
-static void print_json(const char *fleet, const struct member_stats *ms, int n,
+static void print_json(const char *fleet, const struct member_stats *ms, int n, int hidden,
 		       const struct stats_filter *sf)
 {
 	printf("{\"fleet\":");
 	json_str(fleet, strlen(fleet));
-	printf(",\"members\":[");
+	printf(",\"dead_rows_hidden\":%d,\"members\":[", hidden);
 	for (int i = 0; i < n; i++) {
 		const struct member_stats *x = &ms[i];
 
@@ -1028,8 +1065,7 @@ static void print_json(const char *fleet, const struct member_stats *ms, int n,
 			printf("null");
 		printf(",\"alive\":%s,\"start_time_ticks\":%llu,\"published_real_ns\":%llu,"
 		       "\"counters\":{",
-		       x->have_member && x->m.alive ? "true" : "false",
-		       (unsigned long long)x->s.start_time_ticks,
+		       row_live(x) ? "true" : "false", (unsigned long long)x->s.start_time_ticks,
 		       (unsigned long long)x->s.published_real_ns);
 		for (unsigned c = 0, k = 0; c < orbit_stats_counter_count(); c++)
 			if (component_shown(sf, orbit_stats_counter_name(c)))
@@ -1080,7 +1116,7 @@ static int prom_group(const struct member_stats *ms, int n, struct prom_member *
 	int k = 0;
 
 	for (int i = 0; i < n; i++) {
-		if (!ms[i].have_member || !ms[i].m.alive)
+		if (!row_live(&ms[i]))
 			continue;
 		memset(&g[k], 0, sizeof(g[k]));
 		snprintf(g[k].name, sizeof(g[k].name), "%.*s", (int)sizeof(ms[i].m.name),
@@ -1276,21 +1312,21 @@ static int print_prom_spots(const char *fleet, const struct member_stats *ms, in
 static int cmd_stats(orbit_fleet_t *f, enum stats_fmt fmt, const struct stats_filter *sf)
 {
 	struct member_stats *ms = NULL, *shown;
-	int n = collect(f, &ms), rc = 0, k;
+	int n = collect(f, &ms), rc = 0, k, hidden;
 
 	if (n < 0)
 		return fail("reading stats", orbit_fleet_name(f), n);
-	shown = shown_rows(ms, n, sf, &k);
+	shown = shown_rows(ms, n, sf, &k, &hidden);
 	if (!shown) {
 		rc = -ENOMEM;
 	} else if (fmt == FMT_JSON) {
-		print_json(orbit_fleet_name(f), shown, k, sf);
+		print_json(orbit_fleet_name(f), shown, k, hidden, sf);
 	} else if (fmt == FMT_PROM) {
 		rc = print_prom(orbit_fleet_name(f), shown, k, sf);
 		if (!rc && component_shown(sf, "spot_"))
 			rc = print_prom_spots(orbit_fleet_name(f), shown, k);
 	} else {
-		print_table(orbit_fleet_name(f), shown, k, sf);
+		print_table(orbit_fleet_name(f), shown, k, hidden, sf);
 	}
 	free(shown);
 	free_stats(ms, n);

@@ -15,7 +15,8 @@
  *     puts each mode in its bucket, and p50 / p99 / max follow;
  *   - records aborted because their producer died and because it stayed
  *     stopped past the unblock bound are counted apart; a dead member's
- *     slot stays readable but is shown gone and left out of Prometheus;
+ *     slot stays readable but is shown (gone) only with stats --all and
+ *     left out of Prometheus;
  *   - a host's slot goes when it stops, a client's when it closes;
  *   - after an adoption the new host counts the redelivered records and
  *     the old one, resumed, its fenced completes and the loss.
@@ -637,7 +638,8 @@ static int healthy_producer(void *arg)
  * Aborted records are counted by cause: a producer SIGKILLed after its
  * claim (proved dead) and one stopped after its claim past the unblock
  * bound (alive). The dead producer's client slot stays with its pid and
- * is shown gone (JSON live false) and left out of Prometheus.
+ * is shown gone (JSON live false) with its row by stats --all only, and
+ * left out of Prometheus.
  */
 static void test_aborted_by_dead_producer_and_by_unblock_bound(void **state)
 {
@@ -671,15 +673,26 @@ static void test_aborted_by_dead_producer_and_by_unblock_bound(void **state)
 	assert_true(orbit_test_wait(stopped, WAIT_MS) >= 0);
 
 	/* the killed producers' slots: still there (until their rows are taken
-	 * again: the second may have taken the first's), their writers gone */
+	 * again: the second may have taken the first's), their writers gone:
+	 * shown with their rows only with --all */
 	assert_int_equal(ctl("stats --json | python3 -c 'import json,sys; d=json.load(sys.stdin); "
 			     "s=[s for m in d[\"members\"] for s in m[\"spots\"] "
 			     "if s[\"role\"]==\"client\"]; "
-			     "assert len(s)>=1 and all(not x[\"live\"] for x in s); "
-			     "print(\"json-ok\")'"),
+			     "assert s==[] and d[\"dead_rows_hidden\"]>=1; print(\"json-ok\")'"),
 			 0);
 	expect_out("json-ok");
 	assert_int_equal(ctl("stats"), 0);
+	assert_null(strstr(out, "(client"));
+	expect_out(" of dead members not shown; --all shows them)\n");
+	assert_int_equal(
+	    ctl("stats --all --json | python3 -c 'import json,sys; d=json.load(sys.stdin); "
+		"s=[s for m in d[\"members\"] for s in m[\"spots\"] "
+		"if s[\"role\"]==\"client\"]; "
+		"assert len(s)>=1 and all(not x[\"live\"] for x in s); "
+		"print(\"json-ok\")'"),
+	    0);
+	expect_out("json-ok");
+	assert_int_equal(ctl("stats --all"), 0);
 	expect_out("  spot " SPOT " (client, gone)\n");
 	assert_int_equal(ctl("stats --prometheus"), 0);
 	expect_out("# TYPE orbit_spot_client_submitted_total counter\n");

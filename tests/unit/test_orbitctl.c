@@ -452,7 +452,7 @@ static void test_orbitctl_stats_totals_filters_and_series(void **state)
 	usleep(100000); /* a stats publish */
 	assert_int_equal(CTL("stats"), 0);
 	assert_80_columns(out);
-	tot = strstr(out, "fleet total of 2 row(s)");
+	tot = strstr(out, "fleet total of 2 live row(s)");
 	assert_non_null(tot);
 	assert_true(tot < strstr(out, "ctl-fixture") && tot < strstr(out, "ctl-second"));
 	assert_int_equal(CTL("stats --member ctl-second"), 0);
@@ -499,6 +499,38 @@ static int live_row_of(orbit_fleet_t *f, pid_t pid)
 }
 
 /*
+ * Start a --twin process (fork, then exec: a fresh process with its own
+ * agent) as member @name; returns its pid once it acquired 3 keys and
+ * published, -1 on failure. Closing *@down ends it cleanly; it says 'r' on
+ * *@up.
+ */
+static pid_t start_twin(const char *name, int *down, int *up)
+{
+	int d[2], u[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(d) || pipe(u))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		dup2(d[0], STDIN_FILENO);
+		dup2(u[1], STDOUT_FILENO);
+		execl("/proc/self/exe", "test_orbitctl", "--twin", fleet, name, (char *)NULL);
+		_exit(127);
+	}
+	close(d[0]);
+	close(u[1]);
+	*down = d[1];
+	*up = u[0];
+	if (read(*up, &c, 1) != 1 || c != 'r')
+		return -1;
+	return pid;
+}
+
+/*
  * Prometheus series are live members' rows: a second live process under our member name gets
  * its own series (row="N"), not a sum with ours; once it is dead, its frozen counters are in no
  * series at all (neither added to ours nor as a series of their own).
@@ -506,9 +538,9 @@ static int live_row_of(orbit_fleet_t *f, pid_t pid)
 static void test_orbitctl_prometheus_series_are_live_rows(void **state)
 {
 	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
-	char want[256], want_twin[256], c;
+	char want[256], want_twin[256];
 	struct orbit_fleet_stats st;
-	int down[2], up[2], row;
+	int down, up, row;
 	orbit_fleet_t *f;
 	uint64_t mine;
 	pid_t pid;
@@ -518,20 +550,8 @@ static void test_orbitctl_prometheus_series_are_live_rows(void **state)
 	assert_int_equal(orbit_fleet_stats_read(f, (uint32_t)orbit_agent_member_row(agent), &st),
 			 0);
 	mine = st.counters[0]; /* lock_acquired: we take no lock in this test */
-	assert_int_equal(pipe(down), 0);
-	assert_int_equal(pipe(up), 0);
-	pid = fork(); /* then exec: a fresh process with its own agent */
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(down[0], STDIN_FILENO);
-		dup2(up[1], STDOUT_FILENO);
-		execl("/proc/self/exe", "test_orbitctl", "--twin", fleet, (char *)NULL);
-		_exit(127);
-	}
-	close(down[0]);
-	close(up[1]);
-	assert_int_equal(read(up[0], &c, 1), 1); /* it acquired 3 keys and published */
-	assert_int_equal(c, 'r');
+	pid = start_twin("ctl-fixture", &down, &up);
+	assert_true(pid > 0);
 	row = live_row_of(f, pid);
 	assert_true(row >= 0);
 	snprintf(want, sizeof(want),
@@ -572,8 +592,159 @@ static void test_orbitctl_prometheus_series_are_live_rows(void **state)
 			usleep(1000);
 	}
 	orbit_fleet_close(f);
-	close(down[1]);
-	close(up[0]);
+	close(down);
+	close(up);
+}
+
+/* Stats rows of @f that read back and are not a live member's: the rows stats leaves out. */
+static int dead_stats_rows(orbit_fleet_t *f, struct orbit_fleet_stats *st)
+{
+	int dead = 0;
+
+	for (uint32_t r = 0; r < orbit_fleet_rows(f) && r < orbit_fleet_stats_rows(f); r++)
+		if (orbit_fleet_stats_read(f, r, st) == 0 &&
+		    member_row_state(f, r, (pid_t)st->pid) != 1)
+			dead++;
+	return dead;
+}
+
+/* The table's total block opens with "fleet total of @n live row(s)", then lock_acquired @v. */
+static void expect_live_total(int n, uint64_t v)
+{
+	char head[64], line[64];
+	const char *at;
+
+	snprintf(head, sizeof(head), "\nfleet total of %d live row(s)\n", n);
+	snprintf(line, sizeof(line), "  %-22s %14llu", "lock_acquired", (unsigned long long)v);
+	at = strstr(out, head);
+	if (!at || strncmp(at + strlen(head), line, strlen(line)))
+		print_error("want \"%s\" then \"%s\" in:\n%.1500s\n", head + 1, line, out);
+	assert_non_null(at);
+	assert_memory_equal(at + strlen(head), line, strlen(line));
+}
+
+/*
+ * stats (table and JSON) shows live members' rows, and only with --all a dead member's, after
+ * every live one; the fleet total adds live rows only. A member ("ctl-dead", 3 locks taken)
+ * takes a row below a live second agent's, is SIGKILLed with both agents parked (its member row
+ * stays, dead) and checked again once its member row is reclaimed.
+ */
+static void test_orbitctl_stats_live_rows_first_dead_behind_all(void **state)
+{
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
+	struct orbit_agent_options ao = { .size = sizeof(ao),
+					  .fleet = fleet,
+					  .name = "ctl-live2",
+					  .tick_ms = 5,
+					  .stats_ms = 10 };
+	struct orbit_fleet_stats *st = malloc(sizeof(*st));
+	char line[128], dead_line[64], live_line[64], py[1024];
+	orbit_agent_t *second;
+	int down, up, row, row2, dead;
+	uint64_t sum = 0;
+	orbit_fleet_t *f;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(st);
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	pid = start_twin("ctl-dead", &down, &up);
+	assert_true(pid > 0);
+	row = live_row_of(f, pid);
+	assert_true(row >= 0);
+	assert_int_equal(orbit_agent_start(&ao, &second), 0);
+	row2 = orbit_agent_member_row(second);
+	assert_true(row2 > row); /* the dead row comes first in row order */
+	usleep(100000);		 /* a stats publish */
+	assert_int_equal(CTL("stats"), 0);
+	assert_non_null(strstr(out, "ctl-dead"));
+
+	orbit__agent_test_pause(agent);
+	orbit__agent_test_pause(second);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_true(WIFSIGNALED(orbit_test_wait(pid, 5000)));
+	/* parked: the live rows' counters stay as they are */
+	assert_int_equal(orbit_fleet_stats_read(f, (uint32_t)orbit_agent_member_row(agent), st), 0);
+	sum += st->counters[0]; /* lock_acquired */
+	assert_int_equal(orbit_fleet_stats_read(f, (uint32_t)row2, st), 0);
+	sum += st->counters[0];
+	assert_int_equal(orbit_fleet_stats_read(f, (uint32_t)row, st), 0);
+	assert_int_equal(st->counters[0], 3); /* the dead one's, frozen */
+	snprintf(dead_line, sizeof(dead_line), "\nrow %-3d pid %-7u ", row,
+		 (unsigned)pid % 10000000u);
+	snprintf(live_line, sizeof(live_line), "\nrow %-3d pid %-7ld ctl-live2 ", row2,
+		 (long)getpid());
+	for (int pass = 0; pass < 2; pass++) {
+		assert_int_equal(member_row_state(f, (uint32_t)row, pid), pass ? -1 : 0);
+		dead = dead_stats_rows(f, st);
+		assert_true(dead >= 1);
+		print_message("pass %d: %d dead row(s), the twin's is row %d\n", pass, dead, row);
+
+		/* the table: no dead row, the count of them, a total of the live rows */
+		assert_int_equal(CTL("stats"), 0);
+		assert_80_columns(out);
+		snprintf(line, sizeof(line),
+			 "(%d row(s) of dead members not shown; --all shows them)\n", dead);
+		if (strstr(out, dead_line) || !strstr(out, line))
+			print_error("pass %d: want no \"%s\" and \"%s\" in:\n%.2000s\n", pass,
+				    dead_line + 1, line, out);
+		assert_null(strstr(out, dead_line));
+		assert_null(strstr(out, "ctl-dead"));
+		assert_non_null(strstr(out, line));
+		expect_live_total(2, sum);
+
+		/* --all: the dead row too, after every live one, marked gone */
+		assert_int_equal(CTL("stats --all"), 0);
+		assert_80_columns(out);
+		assert_null(strstr(out, "of dead members not shown"));
+		assert_non_null(strstr(out, live_line));
+		if (!strstr(out, dead_line) || strstr(out, dead_line) < strstr(out, live_line))
+			print_error("pass %d: want \"%s\" after \"%s\" in:\n%s\n", pass,
+				    dead_line + 1, live_line + 1, out);
+		assert_non_null(strstr(out, dead_line));
+		assert_true(strstr(out, dead_line) > strstr(out, live_line));
+		expect_live_total(2, sum);
+		snprintf(line, sizeof(line), "%s%-24s %-5s published ", dead_line,
+			 pass ? "?" : "ctl-dead", "gone");
+		assert_non_null(strstr(out, line));
+
+		/* JSON: the same rows, "alive" says which are live, live ones first */
+		snprintf(
+		    py, sizeof(py),
+		    "stats --json | python3 -c 'import json,sys; d=json.load(sys.stdin); "
+		    "M=d[\"members\"]; assert d[\"dead_rows_hidden\"]==%d, "
+		    "d[\"dead_rows_hidden\"]; "
+		    "assert all(m[\"alive\"] for m in M) and %d not in [m[\"row\"] for m in M]; "
+		    "assert %d in [m[\"row\"] for m in M]; print(\"json-ok\")'",
+		    dead, row, row2);
+		assert_int_equal(CTL(py), 0);
+		assert_non_null(strstr(out, "json-ok"));
+		snprintf(
+		    py, sizeof(py),
+		    "stats --all --json | python3 -c 'import json,sys; d=json.load(sys.stdin); "
+		    "M=d[\"members\"]; a=[m[\"alive\"] for m in M]; "
+		    "assert d[\"dead_rows_hidden\"]==0 and a==sorted(a, reverse=True), a; "
+		    "x=[m for m in M if m[\"row\"]==%d][0]; "
+		    "assert x[\"alive\"] is False and x[\"pid\"]==%ld; "
+		    "assert x[\"counters\"][\"lock_acquired\"]==3 and x[\"name\"]==%s; "
+		    "assert a.count(False)==%d; print(\"json-ok\")'",
+		    row, (long)pid, pass ? "None" : "\"ctl-dead\"", dead);
+		assert_int_equal(CTL(py), 0);
+		assert_non_null(strstr(out, "json-ok"));
+
+		orbit__agent_test_resume(
+		    agent); /* it reclaims the dead row, then the second pass */
+		for (int ms = 0; ms < 5000 && member_row_state(f, (uint32_t)row, pid) >= 0; ms++)
+			usleep(1000);
+		orbit__agent_test_pause(agent);
+	}
+	orbit__agent_test_resume(agent);
+	orbit__agent_test_resume(second);
+	orbit_agent_stop(second);
+	orbit_fleet_close(f);
+	close(down);
+	close(up);
+	free(st);
 }
 
 /* Issue 5 "orbitctl": watch follows transitions live. */
@@ -1238,21 +1409,22 @@ static void test_orbitctl_top_in_tmux(void **state)
 }
 
 /*
- * The --twin mode: a second process under the fixture's member name: it acquires 3 keys, waits
- * for a stats publish, says 'r' on stdout and waits to be killed (reads stdin).
+ * The --twin FLEET NAME mode: a second process (member NAME, e.g. the fixture's own name): it
+ * acquires 3 keys, waits for a stats publish, says 'r' on stdout and waits to be killed or for
+ * stdin to close.
  */
-static int twin_main(const char *f)
+static int twin_main(const char *f, const char *name)
 {
 	orbit_lock_owner_t o = { "twin", 4 };
 	struct orbit_test_proc pr;
 	char c;
 
-	if (orbit_test_proc_start(&pr, f, "ctl-fixture", 10))
+	if (orbit_test_proc_start(&pr, f, name, 10))
 		return 1;
 	for (int i = 0; i < 3; i++) {
-		char label[16];
+		char label[48]; /* keys of their own: an earlier twin killed holds its keys */
 		orbit_lock_key_t k = orbit_lock_key(
-		    ctl_ns, label, (size_t)snprintf(label, sizeof(label), "twin-%d", i));
+		    ctl_ns, label, (size_t)snprintf(label, sizeof(label), "%.32s-%d", name, i));
 
 		if (orbit_lock_try_acquire(pr.lock, &k, &o, 600ull * 1000000000ull, NULL, NULL))
 			return 3;
@@ -1292,8 +1464,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "--writer"))
 		return writer_main(argv[2], argv[3]);
-	if (argc == 3 && !strcmp(argv[1], "--twin"))
-		return twin_main(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "--twin"))
+		return twin_main(argv[2], argv[3]);
 	{
 		const struct CMUnitTest tests[] = {
 			cmocka_unit_test(test_orbitctl_members_table),
@@ -1304,6 +1476,7 @@ int main(int argc, char **argv)
 			cmocka_unit_test(test_orbitctl_stats_prometheus_format),
 			cmocka_unit_test(test_orbitctl_stats_totals_filters_and_series),
 			cmocka_unit_test(test_orbitctl_prometheus_series_are_live_rows),
+			cmocka_unit_test(test_orbitctl_stats_live_rows_first_dead_behind_all),
 			cmocka_unit_test(test_orbitctl_watch_follows_transitions),
 			cmocka_unit_test(test_fleet_replay_retained_and_watch_replay),
 			cmocka_unit_test(test_orbitctl_exit_codes),

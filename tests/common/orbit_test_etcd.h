@@ -4,16 +4,20 @@
  * for a test binary, through scripts/etcd-cluster: free ports, data in a
  * temporary directory, stopped by its pids. Issue 15: the tests start it
  * themselves and skip, printing why, only when etcd is not installed.
+ * Include after orbit_test.h (cmocka).
  */
 #ifndef ORBIT_TEST_ETCD_H
 #define ORBIT_TEST_ETCD_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "orbit_test.h"
 
 #define ORBIT_TEST_ETCD_MEMBERS 3
 
@@ -169,6 +173,28 @@ static inline int orbit_test_etcd_orbitctl(const char *url, const char *args, ch
 	out[n] = '\0';
 	st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* orbit_test_etcd_orbitctl() in a test: that it ran is asserted. Returns its exit status. */
+static inline int orbit_test_etcd_ctl(const char *url, const char *args, char *out, size_t cap)
+{
+	int st = orbit_test_etcd_orbitctl(url, args, out, cap);
+
+	assert_true(st >= 0);
+	return st;
+}
+
+/*
+ * The start of a program whose etcd tests skip without etcd: *@have says
+ * whether the cluster is up. Returns 0 (up, or etcd is not installed: the
+ * reason is printed), -1 (it could not start: the program fails).
+ */
+static inline int orbit_test_etcd_up(struct orbit_test_etcd *c, const char *tag, bool *have)
+{
+	int up = orbit_test_etcd_start(c, tag);
+
+	*have = up == 0;
+	return up == 0 || up == 77 ? 0 : -1;
 }
 
 #endif /* ORBIT_TEST_ETCD_H */

@@ -92,6 +92,25 @@ static void endpoints_from(int first, char *out, size_t cap)
 }
 
 /*
+ * The set-up of a test that watches through a follower: the member that
+ * leads now (*@leader) and the one after it (returned), with the endpoint
+ * list that starts at that follower in @eps_r (for the watch) and, when
+ * @eps_w is not NULL, the one that starts at the leader (for the writes).
+ */
+static int follower_of_leader(int *leader, char *eps_r, char *eps_w, size_t cap)
+{
+	int follower;
+
+	*leader = orbit_test_etcd_leader(&cluster);
+	assert_true(*leader >= 0);
+	follower = (*leader + 1) % ORBIT_TEST_ETCD_MEMBERS;
+	endpoints_from(follower, eps_r, cap);
+	if (eps_w)
+		endpoints_from(*leader, eps_w, cap);
+	return follower;
+}
+
+/*
  * Read @n transitions within @ms; lags and errors are failures here.
  * Returns the number read.
  */
@@ -263,11 +282,7 @@ static void test_watch_survives_killed_member(void **state)
 	(void)state;
 	if (!have_cluster)
 		skip();
-	leader = orbit_test_etcd_leader(&cluster);
-	assert_true(leader >= 0);
-	follower = (leader + 1) % ORBIT_TEST_ETCD_MEMBERS;
-	endpoints_from(follower, eps_r, sizeof(eps_r));
-	endpoints_from(leader, eps_w, sizeof(eps_w));
+	follower = follower_of_leader(&leader, eps_r, eps_w, sizeof(eps_r));
 	orbit_test_fleet(fleet, sizeof(fleet), "ek");
 	R = open_on(fleet, eps_r);
 	W = open_on(fleet, eps_w);
@@ -324,18 +339,15 @@ static void test_watch_member_without_leader_resumes(void **state)
 	orbit_lock_key_t k0 = K("before");
 	orbit_transition_reader_t *r;
 	char fleet[64], eps_r[600], eps_w[600], label[16];
-	int leader, follower, other, unavailable = 0, rc, lead = -1;
+	int leader, other, unavailable = 0, rc, lead = -1;
 	uint64_t end;
 	orbit_lock_t *R, *W;
 
 	(void)state;
 	if (!have_cluster)
 		skip();
-	leader = orbit_test_etcd_leader(&cluster);
-	assert_true(leader >= 0);
-	follower = (leader + 1) % ORBIT_TEST_ETCD_MEMBERS;
+	(void)follower_of_leader(&leader, eps_r, NULL, sizeof(eps_r)); /* the watch's */
 	other = (leader + 2) % ORBIT_TEST_ETCD_MEMBERS;
-	endpoints_from(follower, eps_r, sizeof(eps_r));
 	orbit_test_fleet(fleet, sizeof(fleet), "el");
 	R = open_on(fleet, eps_r);
 	assert_int_equal(orbit_lock_reader_open(R, &r), 0);
@@ -538,11 +550,7 @@ static void test_watch_stopped_member_is_left(void **state)
 	(void)state;
 	if (!have_cluster)
 		skip();
-	leader = orbit_test_etcd_leader(&cluster);
-	assert_true(leader >= 0);
-	follower = (leader + 1) % ORBIT_TEST_ETCD_MEMBERS;
-	endpoints_from(follower, eps_r, sizeof(eps_r));
-	endpoints_from(leader, eps_w, sizeof(eps_w));
+	follower = follower_of_leader(&leader, eps_r, eps_w, sizeof(eps_r));
 	orbit_test_fleet(fleet, sizeof(fleet), "ep");
 	snprintf(prefix, sizeof(prefix), "orbit/%s/", fleet);
 	assert_int_equal(orbit__etcd_open(eps_r, 1000, &e), 0);
@@ -647,14 +655,6 @@ static void test_watch_compacted_start_is_lag(void **state)
 	unlink_fleet(fleet);
 }
 
-static int orbitctl(const char *url, const char *args, char *out, size_t cap)
-{
-	int st = orbit_test_etcd_orbitctl(url, args, out, cap);
-
-	assert_true(st >= 0);
-	return st;
-}
-
 /*
  * Issue 15: orbitctl watch --json on an etcd:// fleet: --replay reads the
  * history etcd keeps (the earlier test compacted the cluster: no lag is
@@ -677,9 +677,10 @@ static void test_orbitctl_watch_json_on_etcd(void **state)
 	L = open_on(fleet, cluster.endpoints);
 	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 30 * SEC, &l, NULL), 0);
 	assert_int_equal(orbit_lock_release(L, &k, &a, l.token), 0);
-	assert_int_equal(
-	    orbitctl(url, "watch --json --replay --count 2 --timeout-ms 8000", out, sizeof(out)),
-	    0);
+	assert_int_equal(orbit_test_etcd_ctl(url,
+					     "watch --json --replay --count 2 --timeout-ms 8000",
+					     out, sizeof(out)),
+			 0);
 	snprintf(want, sizeof(want), "{\"type\":\"acquire\",\"state_revision\":%llu,",
 		 (unsigned long long)l.state_revision);
 	assert_non_null(strstr(out, want));
@@ -691,7 +692,8 @@ static void test_orbitctl_watch_json_on_etcd(void **state)
 	assert_non_null(strstr(out, "\"owner\":\"host-a:42\""));
 	assert_null(strstr(out, "lagged"));
 	/* live: nothing happens, so the bound ends it with nothing printed */
-	assert_int_equal(orbitctl(url, "watch --json --timeout-ms 300", out, sizeof(out)), 0);
+	assert_int_equal(
+	    orbit_test_etcd_ctl(url, "watch --json --timeout-ms 300", out, sizeof(out)), 0);
 	assert_null(strstr(out, "\"type\""));
 	orbit_lock_close(L);
 	unlink_fleet(fleet);
@@ -710,12 +712,10 @@ int main(void)
 		cmocka_unit_test(test_watch_compacted_start_is_lag),
 		cmocka_unit_test(test_orbitctl_watch_json_on_etcd),
 	};
-	int rc, up;
+	int rc;
 
-	up = orbit_test_etcd_start(&cluster, "watch");
-	if (up != 0 && up != 77)
+	if (orbit_test_etcd_up(&cluster, "watch", &have_cluster))
 		return 1;
-	have_cluster = up == 0;
 	rc = cmocka_run_group_tests_name("etcd_watch", tests, NULL, NULL);
 	orbit_test_etcd_stop(&cluster);
 	return rc;

@@ -149,6 +149,23 @@ static int run_as(enum who w, int (*fn)(struct child *))
 	return reap(&c, 60000);
 }
 
+/*
+ * @bg runs as @bg_who up to its first step_done(), @fg runs as @fg_who to
+ * its end meanwhile, then @bg goes on: each must pass every check (@bg
+ * within @reap_ms).
+ */
+static void run_beside(enum who bg_who, int (*bg)(struct child *), enum who fg_who,
+		       int (*fg)(struct child *), int reap_ms)
+{
+	struct child c;
+
+	assert_int_equal(spawn(&c, bg_who, bg), 0);
+	assert_int_equal(step_wait(c.ready[0]), 0);
+	assert_int_equal(run_as(fg_who, fg), 0);
+	go(&c);
+	assert_int_equal(reap(&c, reap_ms), 0);
+}
+
 /* ---- the actors' calls ---- */
 
 /* The owner_uid option every helper passes (0: none); a test sets it for 0640. */
@@ -629,15 +646,9 @@ static int member_works(struct child *c)
 /* Issue 9 item 6: a member of the group opens, locks, runs an agent, publishes stats; orbitctl. */
 static void test_group_member_uses_owners_fleet(void **state)
 {
-	struct child owner;
-
 	(void)state;
 	NEED_ROOT();
-	assert_int_equal(spawn(&owner, OWNER, owner_serves), 0);
-	assert_int_equal(step_wait(owner.ready[0]), 0);
-	assert_int_equal(run_as(MEMBER, member_works), 0);
-	go(&owner);
-	assert_int_equal(reap(&owner, 60000), 0);
+	run_beside(OWNER, owner_serves, MEMBER, member_works, 60000);
 }
 
 /* ---- 3: the owner on segments the member created ---- */
@@ -696,15 +707,9 @@ static int owner_joins(struct child *c)
 /* Issue 9 item 6: segments a group member created are accepted by the owner. */
 static void test_group_owner_joins_members_segments(void **state)
 {
-	struct child member;
-
 	(void)state;
 	NEED_ROOT();
-	assert_int_equal(spawn(&member, MEMBER, member_creates), 0);
-	assert_int_equal(step_wait(member.ready[0]), 0);
-	assert_int_equal(run_as(OWNER, owner_joins), 0);
-	go(&member);
-	assert_int_equal(reap(&member, 60000), 0);
+	run_beside(MEMBER, member_creates, OWNER, owner_joins, 60000);
 }
 
 /* ---- 4: both start at once on a fresh fleet ---- */
@@ -932,19 +937,25 @@ static void test_group_member_killed_in_serializer_is_repaired(void **state)
 
 /* ---- 6: the outsider ---- */
 
-static int owner_holds(struct child *c)
+/* The owner's fleet at @mode with an agent and a lock held, until its go. */
+static int owner_holds_mode(struct child *c, unsigned mode)
 {
 	orbit_lock_t *l = NULL;
 	orbit_agent_t *a = NULL;
 
-	CHK_EQ(lock_open_as(&l, fleet, 0660, g_fleet, false), 0);
-	CHK_EQ(agent_start_as(&a, fleet, l, 0660, g_fleet), 0);
+	CHK_EQ(lock_open_as(&l, fleet, mode, g_fleet, false), 0);
+	CHK_EQ(agent_start_as(&a, fleet, l, mode, g_fleet), 0);
 	CHK_EQ(acquire(l, "owner-key", "owner", 30000000000ull), 0);
 	step_done(c);
 	CHK_EQ(step_wait(c->go[0]), 0);
 	orbit_agent_stop(a);
 	orbit_lock_close(l);
 	return 0;
+}
+
+static int owner_holds(struct child *c)
+{
+	return owner_holds_mode(c, 0660);
 }
 
 static int open_to_all(const char *name, const struct stat *st)
@@ -1083,15 +1094,9 @@ static int owner_other_group_own_file(struct child *c)
 /* Issue 9 item 6: a group segment made wider, or moved to another group, is refused. */
 static void test_group_wider_mode_or_other_group_is_refused(void **state)
 {
-	struct child member;
-
 	(void)state;
 	NEED_ROOT();
-	assert_int_equal(spawn(&member, MEMBER, member_widens), 0);
-	assert_int_equal(step_wait(member.ready[0]), 0);
-	assert_int_equal(run_as(OWNER, owner_sees_wide), 0);
-	go(&member);
-	assert_int_equal(reap(&member, 30000), 0);
+	run_beside(MEMBER, member_widens, OWNER, owner_sees_wide, 30000);
 	assert_int_equal(run_as(OWNER, owner_other_group_own_file), 0);
 	/* A member's table linked under another fleet's name (as protected_hardlinks=0 allows) */
 	char from[256], to[256];
@@ -1183,17 +1188,7 @@ static void test_group_setgid_shm_dir_proves_nothing(void **state)
 
 static int owner_serves_0640(struct child *c)
 {
-	orbit_lock_t *l = NULL;
-	orbit_agent_t *a = NULL;
-
-	CHK_EQ(lock_open_as(&l, fleet, 0640, g_fleet, false), 0);
-	CHK_EQ(agent_start_as(&a, fleet, l, 0640, g_fleet), 0);
-	CHK_EQ(acquire(l, "owner-key", "owner", 30000000000ull), 0);
-	step_done(c);
-	CHK_EQ(step_wait(c->go[0]), 0);
-	orbit_agent_stop(a);
-	orbit_lock_close(l);
-	return 0;
+	return owner_holds_mode(c, 0640);
 }
 
 static int member_reads_0640(struct child *c)
@@ -1233,16 +1228,10 @@ static int member_reads_0640(struct child *c)
 /* Issue 9 item 6: with 0640 the group reads (orbitctl, fleet, read-only lock), never writes. */
 static void test_group_0640_lets_the_group_read_only(void **state)
 {
-	struct child owner;
-
 	(void)state;
 	NEED_ROOT();
 	opt_owner = u_owner;
-	assert_int_equal(spawn(&owner, OWNER, owner_serves_0640), 0);
-	assert_int_equal(step_wait(owner.ready[0]), 0);
-	assert_int_equal(run_as(MEMBER, member_reads_0640), 0);
-	go(&owner);
-	assert_int_equal(reap(&owner, 30000), 0);
+	run_beside(OWNER, owner_serves_0640, MEMBER, member_reads_0640, 30000);
 }
 
 /* ---- root inspecting a service user's fleet ---- */

@@ -373,15 +373,13 @@ int main(void)
 		cmocka_unit_test(test_etcd_mp_history_with_killed_clients),
 		cmocka_unit_test(test_etcd_mp_history_with_leader_killed),
 	};
-	int rc, up;
+	int rc;
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
 		return 1;
-	up = orbit_test_etcd_start(&cluster, "mp");
-	if (up != 0 && up != 77)
+	if (orbit_test_etcd_up(&cluster, "mp", &have_cluster))
 		return 1;
-	have_cluster = up == 0;
 	rc = cmocka_run_group_tests_name("lock_etcd_mp", tests, NULL, NULL);
 	orbit_test_etcd_stop(&cluster);
 	return rc;

@@ -1738,15 +1738,6 @@ static void test_etcd_tokens_increase_across_unlink(void **state)
 	assert_true(l2.token > l1.token);
 }
 
-/* Run "orbitctl --fleet URL ARGS" (2>&1); its output into @out, its exit status back. */
-static int orbitctl_etcd(const char *url, const char *args, char *out, size_t cap)
-{
-	int st = orbit_test_etcd_orbitctl(url, args, out, cap);
-
-	assert_true(st >= 0);
-	return st;
-}
-
 /*
  * Issue 15: orbitctl locks and force-release on an etcd fleet (its URL as
  * --fleet): the holder's owner and token as a lock call sees them; the
@@ -1762,21 +1753,21 @@ static void test_etcd_orbitctl_locks_and_force_release(void **state)
 	etcd_url(url, sizeof(url));
 	assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 30 * SEC, &l1, NULL), 0);
 	snprintf(tok, sizeof(tok), " %llu ", (unsigned long long)l1.token);
-	assert_int_equal(orbitctl_etcd(url, "locks", out, sizeof(out)), 0);
+	assert_int_equal(orbit_test_etcd_ctl(url, "locks", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "runtime.tasks.pool:ctl"));
 	assert_non_null(strstr(out, "host-a:42"));
 	assert_non_null(strstr(out, tok));
 	assert_non_null(strstr(out, "1 lock(s)"));
-	assert_int_equal(orbitctl_etcd(url, "locks --json", out, sizeof(out)), 0);
+	assert_int_equal(orbit_test_etcd_ctl(url, "locks --json", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "\"backend\":\"etcd\""));
-	assert_int_equal(orbitctl_etcd(url, "members", out, sizeof(out)), 1);
+	assert_int_equal(orbit_test_etcd_ctl(url, "members", out, sizeof(out)), 1);
 	assert_non_null(strstr(out, "has locks only"));
 	assert_int_equal(
-	    orbitctl_etcd(url, "force-release runtime.tasks.pool:ctl", out, sizeof(out)), 0);
+	    orbit_test_etcd_ctl(url, "force-release runtime.tasks.pool:ctl", out, sizeof(out)), 0);
 	assert_int_equal(orbit_lock_lookup(L, &k, &(struct orbit_lock_entry){ 0 }), -ENOENT);
 	assert_int_equal(
-	    orbitctl_etcd(url, "force-release runtime.tasks.pool:ctl", out, sizeof(out)), 5);
-	assert_int_equal(orbitctl_etcd(url, "locks", out, sizeof(out)), 0);
+	    orbit_test_etcd_ctl(url, "force-release runtime.tasks.pool:ctl", out, sizeof(out)), 5);
+	assert_int_equal(orbit_test_etcd_ctl(url, "locks", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "0 lock(s)"));
 }
 

@@ -2,7 +2,8 @@
 /*
  * tests/common/orbit_test_ctl.h: running the built orbitctl from a test
  * (through sh, so a test can pipe it into python3) and the 80-column
- * check of its tables. The path is $top_builddir/agent/orbitctl, as the
+ * check of its tables and the checks that its output holds given strings.
+ * The path is $top_builddir/agent/orbitctl, as the
  * test driver sets it (tests/common/run-test).
  */
 #ifndef ORBIT_TEST_CTL_H
@@ -74,5 +75,24 @@ static inline void orbit_test_assert_80_columns(const char *text)
 		l = e + 1;
 	}
 }
+
+/* @needle is in @text; else the failure names it and shows @text's start. */
+static inline void orbit_test_expect_in(const char *text, const char *needle)
+{
+	if (!strstr(text, needle))
+		print_error("no \"%s\" in:\n%.3000s\n", needle, text);
+	assert_non_null(strstr(text, needle));
+}
+
+/* Every string of the NULL-terminated @needles is in @text (orbit_test_expect_in()). */
+static inline void orbit_test_expect_all_in(const char *text, const char *const *needles)
+{
+	for (; *needles; needles++)
+		orbit_test_expect_in(text, *needles);
+}
+
+/* orbit_test_expect_each(text, "a", "b", ...): each is in @text. */
+#define orbit_test_expect_each(text, ...)                                                          \
+	orbit_test_expect_all_in((text), (const char *const[]){ __VA_ARGS__, NULL })
 
 #endif /* ORBIT_TEST_CTL_H */

@@ -333,9 +333,7 @@ static int ctl(const char *args)
 
 static void expect_out(const char *needle)
 {
-	if (!strstr(out, needle))
-		fprintf(stderr, "no '%s' in:\n%s\n", needle, out);
-	assert_non_null(strstr(out, needle));
+	orbit_test_expect_in(out, needle);
 }
 
 /* The Prometheus sample of a Spot series, e.g. family{fleet=..,member=..,spot=..} value. */

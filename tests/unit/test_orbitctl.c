@@ -54,6 +54,7 @@ static int run(const char *fleet_arg, const char *args, bool with_stderr)
 #define CTL_STDOUT(args) run(fleet, (args), false)
 
 #define assert_80_columns orbit_test_assert_80_columns
+#define expect_each orbit_test_expect_each
 
 static int acquire(const char *label, size_t label_len, const char *owner, uint64_t *token)
 {
@@ -217,9 +218,7 @@ static void test_orbitctl_locks_table(void **state)
 	assert_int_equal(CTL("locks"), 0);
 	waited_s = (double)(orbit_test_now_ns() - t0) / 1e9;
 	assert_80_columns(out);
-	assert_non_null(strstr(out, "KEY"));
-	assert_non_null(strstr(out, "test.ctl:alpha"));
-	assert_non_null(strstr(out, "owner-a"));
+	expect_each(out, "KEY", "test.ctl:alpha", "owner-a");
 	/* Cut in the middle: the start of the key and the end of its label stay. */
 	assert_non_null(strstr(out, "test.ctl:b~label-that-will-not-fit "));
 	/* Keys differing only at the end of a long key stay apart. */
@@ -271,16 +270,10 @@ static void test_orbitctl_stats_table(void **state)
 	assert_int_equal(CTL("stats --all"), 0);
 	assert_80_columns(out);
 	/* every counter of the table, the coordinators' exec_* included */
-	for (unsigned c = 0; c < orbit_stats_counter_count(); c++) {
-		if (!strstr(out, orbit_stats_counter_name(c)))
-			print_error("no counter %s in the table\n", orbit_stats_counter_name(c));
-		assert_non_null(strstr(out, orbit_stats_counter_name(c)));
-	}
-	assert_non_null(strstr(out, "exec_outstanding"));
-	assert_non_null(strstr(out, "lock_acquired"));
-	assert_non_null(strstr(out, "acquire_latency"));
-	assert_non_null(strstr(out, "ctl-fixture"));
-	assert_non_null(strstr(out, "alive"));
+	for (unsigned c = 0; c < orbit_stats_counter_count(); c++)
+		orbit_test_expect_in(out, orbit_stats_counter_name(c));
+	expect_each(out, "exec_outstanding", "lock_acquired", "acquire_latency", "ctl-fixture",
+		    "alive");
 }
 
 /*
@@ -422,15 +415,12 @@ static void test_orbitctl_stats_prometheus_format(void **state)
 	(void)state;
 	assert_int_equal(CTL_STDOUT("stats --prometheus"), 0);
 	check_prometheus(out);
-	assert_non_null(strstr(out, "# TYPE orbit_lock_acquired_total counter"));
-	assert_non_null(strstr(out, "# TYPE orbit_exec_accepted_total counter"));
-	assert_non_null(strstr(out, "# TYPE orbit_exec_outstanding gauge"));
-	assert_non_null(strstr(out, "# HELP orbit_exec_turn_waited_total "));
-	assert_non_null(strstr(out, "# TYPE orbit_acquire_latency_seconds histogram"));
-	assert_non_null(strstr(out, "orbit_acquire_latency_seconds_bucket{"));
-	assert_non_null(strstr(out, "le=\"+Inf\"}"));
-	assert_non_null(strstr(out, "orbit_acquire_latency_seconds_count{"));
-	assert_non_null(strstr(out, "member=\"ctl-fixture\""));
+	expect_each(out, "# TYPE orbit_lock_acquired_total counter",
+		    "# TYPE orbit_exec_accepted_total counter",
+		    "# TYPE orbit_exec_outstanding gauge", "# HELP orbit_exec_turn_waited_total ",
+		    "# TYPE orbit_acquire_latency_seconds histogram",
+		    "orbit_acquire_latency_seconds_bucket{", "le=\"+Inf\"}",
+		    "orbit_acquire_latency_seconds_count{", "member=\"ctl-fixture\"");
 }
 
 /*
@@ -471,9 +461,9 @@ static void test_orbitctl_stats_totals_filters_and_series(void **state)
 	check_prometheus(out);
 	assert_null(strstr(out, "pid=\""));
 	assert_null(strstr(out, "row=\""));
-	assert_non_null(strstr(out, "orbit_lock_acquired_total{fleet=\""));
-	assert_non_null(strstr(out, ",member=\"ctl-second\",component=\"lock\"} "));
-	assert_non_null(strstr(out, ",member=\"ctl-fixture\",component=\"exec\"} "));
+	expect_each(out, "orbit_lock_acquired_total{fleet=\"",
+		    ",member=\"ctl-second\",component=\"lock\"} ",
+		    ",member=\"ctl-fixture\",component=\"exec\"} ");
 	assert_int_equal(CTL_STDOUT("stats --prometheus --component ring"), 0);
 	assert_null(strstr(out, "orbit_lock_acquired_total"));
 	assert_non_null(strstr(out, "orbit_frames_written_total"));
@@ -950,10 +940,8 @@ static void test_fleet_replay_retained_and_watch_replay(void **state)
 	assert_null(strstr(out, "test.ctl:alpha"));
 	assert_int_equal(CTL("watch --replay --timeout-ms 100"), 0);
 	assert_80_columns(out);
-	assert_non_null(strstr(out, "retained frames first"));
-	assert_non_null(strstr(out, " acquire "));
-	assert_non_null(strstr(out, "test.ctl:alpha "));
-	assert_non_null(strstr(out, "com.examp~00000001 "));
+	expect_each(out, "retained frames first", " acquire ", "test.ctl:alpha ",
+		    "com.examp~00000001 ");
 	assert_int_equal(CTL("watch --replay --replay"), 1);
 }
 
@@ -1469,9 +1457,7 @@ static void test_orbitctl_top_in_tmux(void **state)
 	/* One frame on a pipe: 80 columns once the screen controls are taken out; every Spot. */
 	assert_int_equal(CTL_STDOUT("top --iterations 1 | sed 's/\\x1b\\[[0-9;?]*[A-Za-z]//g'"), 0);
 	assert_80_columns(out);
-	assert_non_null(strstr(out, "orbit top"));
-	assert_non_null(strstr(out, "ctl-fixture"));
-	assert_non_null(strstr(out, "acquire_latency"));
+	expect_each(out, "orbit top", "ctl-fixture", "acquire_latency");
 	if (!strstr(out, row_a) || !strstr(out, row_b) || !strstr(out, row_c))
 		print_error("top frame:\n%s\n", out);
 	hdr = strstr(out, "\nSPOT                    HOST UP   APP DEPTH  APP BYTES LIFE DEPTH "

@@ -28,7 +28,8 @@ struct orbit_test_proc {
 
 /*
  * Open @fleet's lock table and start an agent named @name on it (@stats_ms:
- * 0 = default). A failure is said on stderr with the call and its code.
+ * 0 = default). A failure is said on stderr with the call, its code and
+ * the segment that refused (orbit_segment_last_error()).
  */
 static inline int orbit_test_proc_start(struct orbit_test_proc *pr, const char *fleet,
 					const char *name, uint32_t stats_ms)
@@ -41,15 +42,15 @@ static inline int orbit_test_proc_start(struct orbit_test_proc *pr, const char *
 	int r = orbit_lock_open(&lo, &pr->lock);
 
 	if (r) {
-		fprintf(stderr, "pid %ld (%s): orbit_lock_open: %s\n", (long)getpid(), name,
-			orbit_strerror(r));
+		fprintf(stderr, "pid %ld (%s): orbit_lock_open: %s\n  %s\n", (long)getpid(), name,
+			orbit_strerror(r), orbit_segment_last_error());
 		return -1;
 	}
 	ao.lock = pr->lock;
 	r = orbit_agent_start(&ao, &pr->agent);
 	if (r) {
-		fprintf(stderr, "pid %ld (%s): orbit_agent_start: %s\n", (long)getpid(), name,
-			orbit_strerror(r));
+		fprintf(stderr, "pid %ld (%s): orbit_agent_start: %s\n  %s\n", (long)getpid(), name,
+			orbit_strerror(r), orbit_segment_last_error());
 		orbit_lock_close(pr->lock);
 		return -1;
 	}

@@ -63,6 +63,27 @@ struct shared {
 
 static struct shared *S;
 
+/* A child that makes the fleet's segments (an agent's and its lock's) and leaves. */
+static int make_fleet(void *arg)
+{
+	struct orbit_test_proc pr;
+
+	(void)arg;
+	if (orbit_test_proc_start(&pr, fleet, "fleet-maker", STATS_MS))
+		return 1; /* it said why */
+	orbit_test_proc_stop(&pr);
+	return 0;
+}
+
+/*
+ * Each test's own fleet, its segments made before the actors start: the
+ * host and producer processes start at once, and the first to create the
+ * ring (16 MiB) and stats segments holds them while it zeroes them; an
+ * agent start took 0.3-1.4 s under TSan with two CPU hogs (23-94 ms in a
+ * plain build), and a second process waiting past the 2 s init bound got
+ * -ORBIT_EINITTIMEOUT (a producer exited 10). Concurrent creation is
+ * test_segment's matter, not this file's.
+ */
 static int setup(void **state)
 {
 	(void)state;
@@ -70,6 +91,7 @@ static int setup(void **state)
 	S = mmap(NULL, sizeof(*S), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	assert_true(S != MAP_FAILED);
 	memset(S, 0, sizeof(*S));
+	assert_int_equal(orbit_test_fork_run(make_fleet, NULL, WAIT_MS), 0);
 	return 0;
 }
 
@@ -669,7 +691,17 @@ static void test_aborted_by_dead_producer_and_by_unblock_bound(void **state)
 	int st;
 
 	(void)state;
-	S->caps.unblock_ms = 100;
+	/*
+	 * The stopped producer is aborted after this bound; the killed one must
+	 * be proved dead before it. The proof is the kernel dropping the dead
+	 * process's member row lock, which comes after its address space is
+	 * torn down: measured from kill() to the lock free, 0.3 ms in a plain
+	 * build, up to 38 ms for a small TSan process with two CPU hogs; the
+	 * test's TSan producers are larger, and with 100 ms the host saw the
+	 * killed one still "alive" past the bound twice in 40 runs (aborted
+	 * by the unblock bound, not as dead).
+	 */
+	S->caps.unblock_ms = 2000;
 	S->gate = 1;
 	S->host_go = 1;
 	host = orbit_test_spawn(host_main, NULL);

@@ -73,7 +73,8 @@ echo "[ RUN      ] $t"
 # While the demo runs, the workers' agents publish their pool, Spot
 # coordinators, ledger lane and receipts queue (orbit_agent_watch):
 # orbitctl stats --json summed over the live members has every kind
-# moving. After the run --keep leaves the segments: the rows are still there.
+# moving. After the run --keep leaves the segments: the rows are still there
+# (the members are gone: stats --all shows their rows).
 ctl="${top_builddir:-.}/agent/orbitctl"
 if ! command -v jq >/dev/null 2>&1; then
 	echo "[  SKIPPED ] $t (no jq)"
@@ -91,7 +92,7 @@ else
 	during=$("$ctl" --fleet "$fleet" stats --json | jq -r "$sums")
 	wait $pid
 	rc=$?
-	after=$("$ctl" --fleet "$fleet" stats --json |
+	after=$("$ctl" --fleet "$fleet" stats --all --json |
 		jq -r '[.members[].counters.exec_completed] | add')
 	dir=$(sed -n "s/.*rm -r \(.*\)$/\1/p" "$log")
 	"$ctl" --fleet "$fleet" unlink > /dev/null

@@ -43,7 +43,7 @@
  *         the acquire loads of the state
  *   SH-R1 worker: finishing-- (release) after its last touch of the host;
  *         pairs with SH-A1: the acquire loads in orbit_spot_host_stop() before free
- *   SH-R2 host thread: in_flight-- (release) after the complete counted the
+ *   SH-R2 host: in_flight-- (release) after the complete counted the
  *         record; pairs with SH-A3: orbit_spot_host_stats() loads in_flight
  *         (acquire) first, so a reader that sees a record leave in_flight
  *         sees its completed (or fenced, complete_errors) count too

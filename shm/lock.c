@@ -719,9 +719,13 @@ static uint32_t slot_state(const struct orbit_lock_slot *s)
 
 /*
  * Remove an entry: seq odd, TOMBSTONE, even; then trailing tombstones -> EMPTY.
- * The neighbours' states come from their control bytes: ctrl EMPTY implies
- * the slot is EMPTY, ctrl TOMBSTONE that it is not OCCUPIED (shm/lock_table.h),
- * so no 1,024-byte slot is read for them.
+ * The neighbours' states come from their control bytes (ctrl EMPTY implies
+ * the slot is EMPTY, ctrl TOMBSTONE that it is not OCCUPIED: shm/lock_table.h)
+ * and are confirmed by the slot's state word before a slot becomes EMPTY: a
+ * byte scribbled EMPTY over the next slot's live entry would otherwise make
+ * this one EMPTY and cut that entry's path (a lookup -ENOENT for a held key,
+ * a second acquirer placing a second entry). The disagreeing byte is left
+ * for the next probe, which rebuilds the bytes.
  */
 static void slot_remove(orbit_lock_t *l, uint32_t idx)
 {
@@ -734,17 +738,20 @@ static void slot_remove(orbit_lock_t *l, uint32_t idx)
 	 * A kill inside leaves seq odd and state not OCCUPIED: repair() makes
 	 * it a TOMBSTONE, as when killed inside the TOMBSTONE window.
 	 */
-	bool last = ctrl_get(l, (idx + 1) & l->mask) == ORBIT_LOCK_CTRL_EMPTY;
+	uint32_t next = (idx + 1) & l->mask;
+	bool last = ctrl_get(l, next) == ORBIT_LOCK_CTRL_EMPTY &&
+		    slot_state(&l->slots[next]) == ORBIT_LOCK_SLOT_EMPTY;
 	uint32_t seq = slot_begin(s);
 
 	slot_set_state(s, last ? ORBIT_LOCK_SLOT_EMPTY : ORBIT_LOCK_SLOT_TOMBSTONE);
 	ORBIT_CRASHPOINT("lock.remove_after_tombstone");
 	slot_end(s, seq);
 	ctrl_set(l, idx, last ? ORBIT_LOCK_CTRL_EMPTY : ORBIT_LOCK_CTRL_TOMBSTONE);
-	if (last)
-		idx = (idx - 1) & l->mask; /* the tombstones before it, if any */
-	else
+	if (!last) { /* the next slot is not EMPTY: no tombstone before it may become EMPTY */
 		tombs_add(l, 1);
+		return;
+	}
+	idx = (idx - 1) & l->mask; /* the tombstones before it, if any */
 	while (ctrl_get(l, (idx + 1) & l->mask) == ORBIT_LOCK_CTRL_EMPTY &&
 	       ctrl_get(l, idx) == ORBIT_LOCK_CTRL_TOMBSTONE &&
 	       slot_state(&l->slots[idx]) == ORBIT_LOCK_SLOT_TOMBSTONE) {

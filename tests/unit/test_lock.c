@@ -1152,6 +1152,43 @@ static void test_ctrl_bytes_filter_rebuilt_never_evict(void **state)
 }
 
 /*
+ * A release decides "the next slot is EMPTY, so mine may become EMPTY
+ * too" (no tombstone). A control byte scribbled EMPTY over the next
+ * slot's live entry must not decide it alone: A (home 50) at 50, B (home
+ * 50) at 51, byte 51 set EMPTY; releasing A made slot 50 EMPTY, cutting
+ * B's path: lookup(B) answered -ENOENT for a held key and a second
+ * acquirer of B placed a second entry at 50 - two holders (the checker
+ * reports the key twice). slot_remove() now also reads the next slot's
+ * state; the next probe meets the disagreeing byte and rebuilds.
+ * Mutation: slot_remove()'s "last" from the control byte alone (as
+ * a42ec35) - lookup(B) -ENOENT, the second acquire 0. Found by review.
+ */
+static void test_release_never_cuts_path_at_scribbled_empty_byte(void **state)
+{
+	static char la[32], lb[32];
+	orbit_lock_owner_t a = O("alice"), b = O("bob");
+	struct orbit_lock_entry e;
+	int from = 0;
+	orbit_lock_key_t ka = key_with_home(la, sizeof(la), "ra", 50, &from);
+	orbit_lock_key_t kb = key_with_home(lb, sizeof(lb), "rb", 50, &from);
+
+	assert_int_equal(orbit_lock_try_acquire(L, &ka, &a, 100 * SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &kb, &a, 100 * SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &kb, &e), 0);
+	assert_int_equal(e.slot_idx, 51);
+	check_table(L);
+	ctrl_byte(L, 51, 0x00); /* EMPTY over B's live slot */
+	assert_int_equal(orbit_lock_release(L, &ka, &a, 0), 0);
+	assert_int_equal(orbit_lock_lookup(L, &kb, &e), 0);
+	assert_memory_equal(orbit_lock_entry_owner(&e), "alice", 5);
+	assert_int_equal(orbit_lock_try_acquire(L, &kb, &b, SEC, NULL, &e), -EBUSY);
+	assert_int_equal(e.slot_idx, 51);
+	check_table(L); /* the acquire's probe rebuilt the bytes */
+	assert_int_equal(orbit_lock_release(L, &kb, &a, 0), 0);
+	check_table(L);
+}
+
+/*
  * Expired entries off every later probe path are reclaimed anyway: the
  * table's expiry_ns (the earliest deadline) triggers one sweep once it
  * passed. X (home 10) expires; Y (home 200, nowhere near X) is acquired
@@ -1982,6 +2019,7 @@ static void test_acquire_with_flags_options_and_checker(void **state)
 	    T(test_tombstones_compacted_probes_short),                                             \
 	    T(test_compaction_keeps_wrapped_entry_behind_corrupt_slot),                            \
 	    T(test_ctrl_bytes_filter_rebuilt_never_evict),                                         \
+	    T(test_release_never_cuts_path_at_scribbled_empty_byte),                               \
 	    T(test_expired_entry_off_path_reclaimed_by_sweep),                                     \
 	    T(test_err_eversion_table_of_layout_version_3),                                        \
 	    T(test_foreach_namespace_and_holder_alive),                                            \

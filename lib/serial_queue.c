@@ -701,14 +701,18 @@ static bool linger(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 	/* Sparse reads: each one pulls the line the submitters write, so a
 	 * read per pause would make every submission miss on it. */
 	for (unsigned i = 0; i < LINGER_READS; i++) {
-		/* Other queues' drains wait for this thread, or the submitters
-		 * need the one CPU this thread holds (lib/sync.h). */
-		if (!orbit__drain_may_poll())
+		/* The submitters need the one CPU this thread holds (lib/sync.h). */
+		if (orbit__worker_alone_on_cpu())
 			break;
 		for (unsigned k = 0; k < LINGER_PAUSES; k++)
 			orbit__cpu_relax();
 		if (atomic_load_explicit(&q->arrivals, memory_order_relaxed) != seen)
 			break;
+		/* After a read interval, not before: checked first, a drain of one
+		 * of many busy queues never lingered and each turn ran fewer items
+		 * (bench_spot_executor PerActor 8 and 64 Actors 2-3x slower). */
+		if (orbit__worker_others_ready())
+			break; /* other queues' drains wait for this thread */
 	}
 	*cut = slice_over(clk);
 	orbit__mutex_lock(&q->lock);
@@ -731,7 +735,7 @@ static bool gather(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 	uint64_t seen, need;
 
 	if (q->claimed.len || !q->app.len || q->app.len >= GATHER_MIN || app_outranked(q) ||
-	    !orbit__drain_may_poll())
+	    orbit__worker_alone_on_cpu())
 		return false;
 	need = GATHER_MIN - q->app.len;
 	/* Relaxed: a hint; what to claim is decided under the lock again. */
@@ -751,8 +755,8 @@ static bool gather(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 		if (got == last)
 			break;
 		last = (unsigned)got;
-		if (!orbit__drain_may_poll())
-			break; /* claim what there is and let the others (or the feeder) run */
+		if (orbit__worker_others_ready())
+			break; /* claim what there is and let the others run */
 	}
 	*cut = slice_over(clk);
 	orbit__mutex_lock(&q->lock);

@@ -79,19 +79,19 @@ static inline int orbit__mutex_init_adaptive(pthread_mutex_t *m)
 bool orbit__worker_others_ready(void);
 
 /*
- * orbit__drain_may_poll - may a drain that ran out of work on the calling
- * thread poll for more before it gives up its turn: false on a pool
- * worker whose pool has other tasks ready (as orbit__worker_others_ready())
- * and on a worker that may run on one CPU only in a pool whose topology
- * has one CPU (its affinity mask at its start and the pool's topology: a
- * process pinned to one CPU, a 1-CPU machine), where the poll only holds
- * the CPU that whoever would submit the next item needs.
- * Spinning that wins on many cores must not lose on one.
+ * orbit__worker_alone_on_cpu - is the calling thread a pool worker that
+ * may run on one CPU only in a pool whose topology has one CPU (its
+ * affinity mask at its start and the pool's topology: a process pinned to
+ * one CPU, a 1-CPU machine)? A drain there does not linger or gather and
+ * the worker does not poll before it sleeps: the poll would only hold the
+ * CPU that whoever would submit the next item needs. Spinning that wins
+ * on many cores must not lose on one. (Whether other tasks are ready is
+ * orbit__worker_others_ready(), checked after each poll interval.)
  *
- * Context: any thread; relaxed loads only, no lock, no syscall.
- * Returns: true off a pool worker, else as above.
+ * Context: any thread; one plain read of the worker's own flag.
+ * Returns: false off a pool worker, else as above.
  */
-bool orbit__drain_may_poll(void);
+bool orbit__worker_alone_on_cpu(void);
 
 /*
  * orbit__cond_init_monotonic - a condvar whose timed waits take absolute

@@ -162,12 +162,11 @@ bool orbit__worker_others_ready(void)
 	return w && any_ready(w->pool, memory_order_relaxed);
 }
 
-bool orbit__drain_may_poll(void)
+bool orbit__worker_alone_on_cpu(void)
 {
 	struct worker *w = tls_worker;
 
-	/* Relaxed: a hint for a polling drain (lib/sync.h). */
-	return !w || (!w->one_cpu && !any_ready(w->pool, memory_order_relaxed));
+	return w && w->one_cpu; /* set by this worker at its start */
 }
 
 /*

@@ -342,11 +342,11 @@ static void poll_probe_task(void *arg)
 {
 	struct poll_probe *pp = arg;
 
-	atomic_store(&pp->may, orbit__drain_may_poll() ? 1 : 0);
+	atomic_store(&pp->may, orbit__worker_alone_on_cpu() ? 0 : 1);
 	atomic_store(&pp->done, 1);
 }
 
-/* What orbit__drain_may_poll() answers on a worker of a fresh 1-thread
+/* What !orbit__worker_alone_on_cpu() answers on a worker of a fresh 1-thread
  * pool (on @topo, pinned; NULL: the discovered topology). */
 static int probe_pool_worker(const struct orbit_topology *topo)
 {
@@ -380,7 +380,7 @@ static void test_pool_worker_on_one_cpu_does_not_poll(void **state)
 	int cpu[2] = { -1, -1 }, n = 0;
 	cpu_set_t all, one;
 
-	assert_true(orbit__drain_may_poll()); /* not a pool worker */
+	assert_false(orbit__worker_alone_on_cpu()); /* not a pool worker */
 	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
 	for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
 		if (CPU_ISSET(c, &all))

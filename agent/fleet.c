@@ -9,8 +9,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,10 +50,6 @@ struct orbit_fleet {
 	bool have_stats;
 	orbit_ring_t *ring; /* NULL: no ring */
 	orbit_lock_t *lock; /* NULL: no lock table */
-	/* Rows whose last wait for a live writer ran out (copy_again()): not
-	 * waited for again until a copy of the row or a slot succeeds. Relaxed:
-	 * a hint that only shortens a wait; no data is published through it. */
-	_Atomic bool read_stuck[ORBIT_STATS_ROWS];
 };
 
 /* A reader follows the fleet's ring (r) or, on an etcd lock, a watch (feed). */
@@ -214,67 +208,18 @@ int orbit_fleet_member(orbit_fleet_t *f, uint32_t row, struct orbit_fleet_member
 	return 0;
 }
 
-/*
- * After a seqlock copy of stats row @row (or one of its Spot slots) came
- * back -EAGAIN: whether to copy again. The row was odd or changing for
- * every bounded copy: its writer is mid-publish. A publish is wait-free
- * and short, but a writer preempted in it (a loaded host, a sanitizer
- * build) stays in it for a scheduler's time slice or more, and a reader
- * that gave up then left a live member's row or Spot slot out (orbitctl
- * stats missed it). So while the member directory proves row @row's
- * member alive (the writer of a stats row is the agent of the member row
- * of its index), sleep 1 ms and copy again, up to FLEET_READ_WAIT_MS from
- * the first -EAGAIN (*@deadline_ns, 0 before); a dead member's row (a
- * writer that died mid-publish leaves it odd until the row is claimed
- * again) and a writer stopped past the bound (SIGSTOP) give -EAGAIN. A
- * row whose wait ran out is not waited for again by this handle until a
- * copy of it succeeds: a stopped writer (or a live member's scribbled
- * row, every slot odd) costs one bound, not one per slot and call.
- */
-#define FLEET_READ_WAIT_MS 1000u
-
-static bool copy_again(orbit_fleet_t *f, uint32_t row, uint64_t *deadline_ns)
-{
-	struct orbit_fleet_member m;
-	uint64_t now = orbit__now_mono_ns();
-
-	if (atomic_load_explicit(&f->read_stuck[row], memory_order_relaxed))
-		return false;
-	if (!*deadline_ns)
-		*deadline_ns = now + FLEET_READ_WAIT_MS * 1000000ull;
-	if (orbit_fleet_member(f, row, &m) != 0 || !m.alive)
-		return false;
-	if (now >= *deadline_ns) {
-		atomic_store_explicit(&f->read_stuck[row], true, memory_order_relaxed);
-		return false;
-	}
-	usleep(1000);
-	return true;
-}
-
-/* A copy of row @row (or a slot of it) succeeded: its writer is not stuck. */
-static void copied(orbit_fleet_t *f, uint32_t row)
-{
-	if (atomic_load_explicit(&f->read_stuck[row], memory_order_relaxed))
-		atomic_store_explicit(&f->read_stuck[row], false, memory_order_relaxed);
-}
-
 int orbit_fleet_stats_read(orbit_fleet_t *f, uint32_t row, struct orbit_fleet_stats *out)
 {
 	struct orbit_stats_snapshot s;
-	uint64_t deadline_ns = 0;
 	int rc;
 
 	if (!f || !out || row >= ORBIT_STATS_ROWS)
 		return -EINVAL;
 	if (!f->have_stats)
 		return -ENOENT;
-	do
-		rc = orbit__stats_read(&f->stats, row, &s);
-	while (rc == -EAGAIN && copy_again(f, row, &deadline_ns));
+	rc = orbit__stats_read(&f->stats, row, &s);
 	if (rc < 0)
 		return rc;
-	copied(f, row);
 	memset(out, 0, sizeof(*out));
 	out->row = row;
 	out->pid = (uint32_t)s.pid;
@@ -373,19 +318,15 @@ int orbit_fleet_spot_stats_read(orbit_fleet_t *f, uint32_t row, uint32_t slot,
 				struct orbit_fleet_spot_stats *out)
 {
 	struct orbit_stats_spot_snapshot s;
-	uint64_t deadline_ns = 0;
 	int rc;
 
 	if (!f || !out || row >= ORBIT_STATS_ROWS || slot >= ORBIT_STATS_SPOTS_PER_ROW)
 		return -EINVAL;
 	if (!f->have_stats)
 		return -ENOENT;
-	do
-		rc = orbit__stats_spot_read(&f->stats, row, slot, &s);
-	while (rc == -EAGAIN && copy_again(f, row, &deadline_ns));
+	rc = orbit__stats_spot_read(&f->stats, row, slot, &s);
 	if (rc < 0)
 		return rc;
-	copied(f, row);
 	memset(out, 0, sizeof(*out));
 	out->row = row;
 	out->slot = slot;

@@ -755,39 +755,16 @@ struct member_stats {
 	int nspots;
 };
 
-/*
- * A row or Spot slot (@slot >= 0) that stayed mid-publish through the
- * fleet API's wait (orbit_fleet_stats_read()): left out, and said on
- * stderr when @say, with whether the member of its row is alive.
- */
-static void say_torn(orbit_fleet_t *f, bool say, uint32_t row, int slot)
-{
-	struct orbit_fleet_member m;
-	bool alive = orbit_fleet_member(f, row, &m) == 0 && m.alive;
-
-	if (!say)
-		return;
-	if (slot < 0)
-		fprintf(stderr, "%s: stats row %u left out: ", prog, row);
-	else
-		fprintf(stderr, "%s: stats row %u Spot slot %d left out: ", prog, row, slot);
-	fprintf(stderr, "its writer stayed mid-publish (%s)\n",
-		alive ? "its member is alive: stopped?" : "it died in it");
-}
-
 /* The Spot slots of @x's row that read back valid (scribbled ones are left out). */
-static int collect_spots(orbit_fleet_t *f, struct member_stats *x, bool say)
+static int collect_spots(orbit_fleet_t *f, struct member_stats *x)
 {
 	x->spots = calloc(ORBIT_FLEET_SPOT_SLOTS, sizeof(*x->spots));
 	if (!x->spots)
 		return -ENOMEM;
 	for (uint32_t k = 0; k < ORBIT_FLEET_SPOT_SLOTS; k++) {
 		struct spot_slot *sp = &x->spots[x->nspots];
-		int rc = orbit_fleet_spot_stats_read(f, x->s.row, k, &sp->s);
 
-		if (rc == -EAGAIN)
-			say_torn(f, say, x->s.row, (int)k);
-		if (rc < 0)
+		if (orbit_fleet_spot_stats_read(f, x->s.row, k, &sp->s) < 0)
 			continue;
 		sp->live = x->have_member && x->m.alive && sp->s.pid == x->m.pid &&
 			   sp->s.start_time_ticks == x->m.start_time_ticks;
@@ -819,11 +796,8 @@ static bool row_live(const struct member_stats *x)
 	return x->have_member && x->m.alive;
 }
 
-/*
- * The stats rows that were ever published, with their member when it
- * matches; @say: rows and slots left out mid-publish are said on stderr.
- */
-static int collect(orbit_fleet_t *f, struct member_stats **out, bool say)
+/* The stats rows that were ever published, with their member when it matches. */
+static int collect(orbit_fleet_t *f, struct member_stats **out)
 {
 	uint32_t rows = orbit_fleet_rows(f), srows = orbit_fleet_stats_rows(f);
 	struct member_stats *ms;
@@ -836,16 +810,13 @@ static int collect(orbit_fleet_t *f, struct member_stats **out, bool say)
 		return -ENOMEM;
 	for (uint32_t r = 0; r < rows; r++) {
 		struct member_stats *x = &ms[n];
-		int rc = orbit_fleet_stats_read(f, r, &x->s);
 
-		if (rc == -EAGAIN)
-			say_torn(f, say, r, -1);
-		if (rc < 0)
+		if (orbit_fleet_stats_read(f, r, &x->s) < 0)
 			continue;
 		x->have_member = orbit_fleet_member(f, r, &x->m) == 0 && x->m.pid == x->s.pid &&
 				 x->m.start_time_ticks == x->s.start_time_ticks;
 		n++;
-		if (collect_spots(f, x, say) < 0) {
+		if (collect_spots(f, x) < 0) {
 			free_stats(ms, n);
 			return -ENOMEM;
 		}
@@ -1341,7 +1312,7 @@ static int print_prom_spots(const char *fleet, const struct member_stats *ms, in
 static int cmd_stats(orbit_fleet_t *f, enum stats_fmt fmt, const struct stats_filter *sf)
 {
 	struct member_stats *ms = NULL, *shown;
-	int n = collect(f, &ms, true), rc = 0, k, hidden;
+	int n = collect(f, &ms), rc = 0, k, hidden;
 
 	if (n < 0)
 		return fail("reading stats", orbit_fleet_name(f), n);
@@ -1868,7 +1839,7 @@ static void top_frame(orbit_fleet_t *f, const uint64_t *prev, uint64_t *cur, dou
 	orbit_lock_t *lock = orbit_fleet_lock(f);
 	uint32_t rows = orbit_fleet_rows(f);
 	uint64_t mono = now_ns(CLOCK_MONOTONIC), real = now_ns(CLOCK_REALTIME);
-	int n = collect(f, &ms, false), alive = 0, shown_members = 0, line = 0;
+	int n = collect(f, &ms), alive = 0, shown_members = 0, line = 0;
 	char t[24], name[SHOWN_MAX(ORBIT_FLEET_NAME_MAX)];
 
 	frame_time(t, sizeof(t), mono, mono, real);

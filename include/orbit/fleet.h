@@ -189,20 +189,11 @@ ORBIT_API int orbit_fleet_member(orbit_fleet_t *f, uint32_t row, struct orbit_fl
 
 /**
  * orbit_fleet_stats_read - copy the stats row of member row @row.
- * Context: any thread; lock-free (seqlock copy with bounded retries), no
- * syscall while the row is not being written. A row its writer is
- * publishing (a writer preempted mid-publish holds it for a time slice
- * or more) is copied again every 1 ms, with one liveness probe (fcntl),
- * while the member directory proves row @row's member alive, for up to
- * 1 s: a live member's row is not missed (a row that stays so for 1 s is
- * not waited for again through @f until a copy of it succeeds). Concurrent
- * readers of one @f are fine. The values are whatever the
- * row's writer last published; pair them with orbit_fleet_member() (pid,
- * start time) to know whose they are.
+ * Context: any thread; lock-free (seqlock copy with bounded retries); no
+ * syscall. The values are whatever the row's writer last published; pair
+ * them with orbit_fleet_member() (pid, start time) to know whose they are.
  * Returns: 0; -ENOENT (never published, or no stats segment); -EAGAIN
- * (the writer died mid-publish: the row stays so until it is claimed
- * again; or a live writer kept it changing for 1 s, e.g. stopped with
- * SIGSTOP mid-publish); -EINVAL.
+ * (the writer kept it changing, or died mid-publish); -EINVAL.
  */
 ORBIT_API int orbit_fleet_stats_read(orbit_fleet_t *f, uint32_t row, struct orbit_fleet_stats *out);
 
@@ -286,16 +277,12 @@ struct orbit_fleet_spot_stats {
 
 /**
  * orbit_fleet_spot_stats_read - copy Spot slot @slot of member row @row.
- * Context: any thread; lock-free (seqlock copy with bounded retries), no
- * syscall while the slot is not being written; a slot being written is
- * copied again as orbit_fleet_stats_read() says (1 ms steps while row
- * @row's member is alive, up to 1 s); every byte validated (a scribbled
- * slot is an error, never a crash). Pair the copy with
- * orbit_fleet_member(@row): a dead member's slots keep their last values
- * until its row is taken again.
+ * Context: any thread; lock-free (seqlock copy with bounded retries); no
+ * syscall; every byte validated (a scribbled slot is an error, never a
+ * crash). Pair the copy with orbit_fleet_member(@row): a dead member's
+ * slots keep their last values until its row is taken again.
  * Returns: 0; -ENOENT (the slot is free, or no stats segment); -EAGAIN
- * (the writer died mid-publish, or a live one kept it changing for 1 s);
- * -ORBIT_ECORRUPT (a
+ * (the writer kept it changing, or died mid-publish); -ORBIT_ECORRUPT (a
  * role or Spot name no writer writes); -EINVAL (@row or @slot out of
  * range, NULL).
  */

@@ -1029,6 +1029,25 @@ static orbit_lock_key_t key_with_home(char *buf, size_t len, const char *prefix,
 }
 
 /*
+ * Two keys with home slot @home (names @p1N, @p2N in @b1, @b2), both held by
+ * @o for 100 s; the second must sit at @second_slot. Names are tried from
+ * *@from on (key_with_home()).
+ */
+static void hold_two_at_home(char *b1, char *b2, size_t len, const char *p1, const char *p2,
+			     uint32_t home, const orbit_lock_owner_t *o, orbit_lock_key_t *k1,
+			     orbit_lock_key_t *k2, uint32_t second_slot, int *from)
+{
+	struct orbit_lock_entry e;
+
+	*k1 = key_with_home(b1, len, p1, home, from);
+	*k2 = key_with_home(b2, len, p2, home, from);
+	assert_int_equal(orbit_lock_try_acquire(L, k1, o, 100 * SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, k2, o, 100 * SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, k2, &e), 0);
+	assert_int_equal(e.slot_idx, second_slot);
+}
+
+/*
  * Compaction meets a slot with lengths no mutator writes (a scribbling
  * peer) in the probe path of an entry that wrapped past the table's end:
  * E's home is 255, A sits there, E at slot 0. compact() checks E first
@@ -1041,17 +1060,12 @@ static void test_compaction_keeps_wrapped_entry_behind_corrupt_slot(void **state
 {
 	static char la[32], le[32], lx[70][32], ly[70][32];
 	orbit_lock_owner_t a = O("alice"), b = O("bob");
-	orbit_lock_key_t ky[70];
+	orbit_lock_key_t ky[70], ka, ke;
 	struct orbit_lock_entry e;
 	struct orbit_lock_stats st0, st;
 	int from = 0;
-	orbit_lock_key_t ka = key_with_home(la, sizeof(la), "a", 255, &from);
-	orbit_lock_key_t ke = key_with_home(le, sizeof(le), "e", 255, &from);
 
-	assert_int_equal(orbit_lock_try_acquire(L, &ka, &a, 100 * SEC, NULL, NULL), 0);
-	assert_int_equal(orbit_lock_try_acquire(L, &ke, &a, 100 * SEC, NULL, NULL), 0);
-	assert_int_equal(orbit_lock_lookup(L, &ke, &e), 0);
-	assert_int_equal(e.slot_idx, 0); /* wrapped */
+	hold_two_at_home(la, le, sizeof(la), "a", "e", 255, &a, &ka, &ke, 0, &from); /* wrapped */
 	slot_at(L, 255)->ns_len = 60000; /* scribbled: no mutator writes that */
 	assert_int_equal(orbit_lock_stats(L, &st0), 0);
 	/*
@@ -1170,14 +1184,10 @@ static void test_release_never_cuts_path_at_scribbled_empty_byte(void **state)
 	static char la[32], lb[32];
 	orbit_lock_owner_t a = O("alice"), b = O("bob");
 	struct orbit_lock_entry e;
+	orbit_lock_key_t ka, kb;
 	int from = 0;
-	orbit_lock_key_t ka = key_with_home(la, sizeof(la), "ra", 50, &from);
-	orbit_lock_key_t kb = key_with_home(lb, sizeof(lb), "rb", 50, &from);
 
-	assert_int_equal(orbit_lock_try_acquire(L, &ka, &a, 100 * SEC, NULL, NULL), 0);
-	assert_int_equal(orbit_lock_try_acquire(L, &kb, &a, 100 * SEC, NULL, NULL), 0);
-	assert_int_equal(orbit_lock_lookup(L, &kb, &e), 0);
-	assert_int_equal(e.slot_idx, 51);
+	hold_two_at_home(la, lb, sizeof(la), "ra", "rb", 50, &a, &ka, &kb, 51, &from);
 	check_table(L);
 	ctrl_byte(L, 51, 0x00); /* EMPTY over B's live slot */
 	assert_int_equal(orbit_lock_release(L, &ka, &a, 0), 0);

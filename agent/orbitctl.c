@@ -1707,11 +1707,12 @@ static uint64_t counter_of(const struct member_stats *x, const char *name)
 }
 
 /* Sum of every stats row's counters (rates are per fleet). */
+/* The fleet's counters: live rows only, as the stats table's fleet total (row_live()). */
 static void top_sum(const struct member_stats *ms, int n, uint64_t *sum)
 {
 	memset(sum, 0, orbit_stats_counter_count() * sizeof(*sum));
 	for (int i = 0; i < n; i++)
-		for (unsigned c = 0; c < orbit_stats_counter_count(); c++)
+		for (unsigned c = 0; c < orbit_stats_counter_count() && row_live(&ms[i]); c++)
 			sum[c] += ms[i].s.counters[c];
 }
 
@@ -1920,6 +1921,8 @@ static void top_frame(orbit_fleet_t *f, const uint64_t *prev, uint64_t *cur, dou
 
 		memset(&sum, 0, sizeof(sum));
 		for (int i = 0; i < (n < 0 ? 0 : n); i++) {
+			if (!row_live(&ms[i]))
+				continue; /* a dead member's frozen histogram is not the fleet's now */
 			sum.count += ms[i].s.hists[h].count;
 			for (unsigned b = 0; b < ORBIT_STATS_NBUCKETS; b++)
 				sum.buckets[b] += ms[i].s.hists[h].buckets[b];

@@ -506,8 +506,8 @@ static int live_row_of(orbit_fleet_t *f, pid_t pid)
 
 /*
  * Start a --twin process (fork, then exec: a fresh process with its own
- * agent) as member @name; returns its pid once it acquired 3 keys and
- * published, -1 on failure. Closing *@down ends it cleanly; it says 'r' on
+ * agent) as member @name; returns its pid once it acquired 3 keys (and
+ * recorded 3 acquire latencies) and published, -1 on failure. Closing *@down ends it cleanly; it says 'r' on
  * *@up.
  */
 static pid_t start_twin(const char *name, int *down, int *up)
@@ -631,7 +631,7 @@ static void expect_live_total(int n, uint64_t v)
 
 /*
  * stats (table and JSON) shows live members' rows, and only with --all a dead member's, after
- * every live one; the fleet total adds live rows only. A member ("ctl-dead", 3 locks taken)
+ * every live one; the fleet total adds live rows only, and so do top's latency counts. A member ("ctl-dead", 3 locks taken)
  * takes a row below a live second agent's, is SIGKILLed with both agents parked (its member row
  * stays, dead) and checked again once its member row is reclaimed.
  */
@@ -644,10 +644,10 @@ static void test_orbitctl_stats_live_rows_first_dead_behind_all(void **state)
 					  .tick_ms = 5,
 					  .stats_ms = 10 };
 	struct orbit_fleet_stats *st = malloc(sizeof(*st));
-	char line[128], dead_line[64], live_line[64], py[1024];
+	char line[128], dead_line[64], live_line[64], py[1024], top_line[64];
 	orbit_agent_t *second;
 	int down, up, row, row2, dead;
-	uint64_t sum = 0;
+	uint64_t sum = 0, acq_n = 0;
 	orbit_fleet_t *f;
 	pid_t pid;
 
@@ -672,10 +672,15 @@ static void test_orbitctl_stats_live_rows_first_dead_behind_all(void **state)
 	/* parked: the live rows' counters stay as they are */
 	assert_int_equal(orbit_fleet_stats_read(f, (uint32_t)orbit_agent_member_row(agent), st), 0);
 	sum += st->counters[0]; /* lock_acquired */
+	acq_n += st->hists[ORBIT_HIST_ACQUIRE_NS].count;
 	assert_int_equal(orbit_fleet_stats_read(f, (uint32_t)row2, st), 0);
 	sum += st->counters[0];
+	acq_n += st->hists[ORBIT_HIST_ACQUIRE_NS].count;
 	assert_int_equal(orbit_fleet_stats_read(f, (uint32_t)row, st), 0);
 	assert_int_equal(st->counters[0], 3); /* the dead one's, frozen */
+	assert_true(st->hists[ORBIT_HIST_ACQUIRE_NS].count >= 3); /* top must leave these out */
+	snprintf(top_line, sizeof(top_line), "\n%-24s %10llu ", "acquire_latency",
+		 (unsigned long long)acq_n);
 	snprintf(dead_line, sizeof(dead_line), "\nrow %-3d pid %-7u ", row,
 		 (unsigned)pid % 10000000u);
 	snprintf(live_line, sizeof(live_line), "\nrow %-3d pid %-7ld ctl-live2 ", row2,
@@ -698,6 +703,12 @@ static void test_orbitctl_stats_live_rows_first_dead_behind_all(void **state)
 		assert_null(strstr(out, "ctl-dead"));
 		assert_non_null(strstr(out, line));
 		expect_live_total(2, sum);
+
+		/* top: its latency counts are the live rows' too */
+		assert_int_equal(CTL("top --iterations 1"), 0);
+		if (!strstr(out, top_line))
+			print_error("pass %d: want \"%s\" in:\n%.3000s\n", pass, top_line + 1, out);
+		assert_non_null(strstr(out, top_line));
 
 		/* --all: the dead row too, after every live one, marked gone */
 		assert_int_equal(CTL("stats --all"), 0);
@@ -1430,6 +1441,9 @@ static int twin_main(const char *f, const char *name)
 
 		if (orbit_lock_try_acquire(pr.lock, &k, &o, 600ull * 1000000000ull, NULL, NULL))
 			return 3;
+		/* and its latency, as an application records it: a histogram of its own */
+		if (orbit_agent_record_latency(pr.agent, ORBIT_AGENT_HIST_ACQUIRE, 1000 + i))
+			return 5;
 	}
 	usleep(200000); /* published at 10 ms periods */
 	if (write(STDOUT_FILENO, "r", 1) != 1)

@@ -148,6 +148,7 @@ int orbit_agent_start(const struct orbit_agent_options *user, orbit_agent_t **ou
 	so.mode = a->mode = opts ? opts->mode : 0;
 	so.gid = a->gid = opts ? opts->gid : 0;
 	so.owner_uid = a->owner_uid = opts ? opts->owner_uid : 0;
+	so.init_timeout_ms = opts->init_timeout_ms; /* members, stats, ring alike */
 	a->row = -1;
 	a->epfd = -1; /* until orbit__agent_death_open(): agent_free() closes none */
 	a->death_stop = -1;

@@ -85,14 +85,19 @@ struct orbit_agent_options {
 						   default; names the ring the agent
 						   writes and follows (one per layout) */
 	unsigned gid;				/* group of a group mode (0: the effective gid) */
-	unsigned owner_uid; /* the fleet's one creating and trusted uid (0: none;
+	unsigned owner_uid;  /* the fleet's one creating and trusted uid (0: none;
 				    required with 0640: lock.h "Sharing a fleet with a group") */
+	int init_timeout_ms; /* how long to wait for another process that is
+				    creating one of the fleet's segments (holding its
+				    flock) to finish, before -ORBIT_EINITTIMEOUT (0: 2 s,
+				    as orbit_lock_options) */
 };
 
 /**
  * orbit_agent_options_init - fill @opts with the defaults: size set, every
  * other field zero (fleet "default", name "agent", no lock, tick 10 ms,
- * stats 250 ms, mode 0600, the lock's or the default layout). NULL is a
+ * stats 250 ms, mode 0600, the lock's or the default layout, a 2 s wait for
+ * a segment another process is creating). NULL is a
  * no-op.
  * Context: any thread; no syscall. Returns nothing.
  */

@@ -1792,6 +1792,52 @@ static void test_agent_refuses_lock_of_another_fleet(void **state)
 	orbit_lock_unlink(&lo);
 }
 
+/*
+ * orbit_agent_options.init_timeout_ms: how long orbit_agent_start() waits
+ * for another process that holds a segment's flock while creating it. A
+ * child stops (crash point) right after creating the member directory,
+ * holding its flock: an agent with a 300 ms bound gets -ORBIT_EINITTIMEOUT
+ * after 300 ms, not the 2 s default, and the error names the directory.
+ */
+static void test_agent_init_timeout_ms_bounds_the_wait_for_a_creator(void **state)
+{
+	struct orbit_agent_options ao = {
+		.size = sizeof(ao), .fleet = fleet, .name = "waits", .init_timeout_ms = 300
+	};
+	orbit_agent_t *a = NULL;
+	uint64_t t0, waited;
+	int st;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct orbit_agent_options co = { .size = sizeof(co), .fleet = fleet };
+		orbit_agent_t *ca;
+
+		orbit__crashpoint_arm("seg.create_holding_flock", 1, ORBIT_CRASH_STOP);
+		_exit(orbit_agent_start(&co, &ca) == 0 ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(st)); /* holding the directory's flock, file still empty */
+	t0 = orbit_test_now_ns();
+	assert_int_equal(orbit_agent_start(&ao, &a), -ORBIT_EINITTIMEOUT);
+	waited = orbit_test_now_ns() - t0;
+	assert_null(a);
+	print_message("waited %.0f ms: %s\n", (double)waited / 1e6, orbit_segment_last_error());
+	assert_true(waited >= 280ull * 1000000ull);
+	assert_true(waited < 1500ull * 1000000ull); /* the 2 s default would be here */
+	assert_non_null(strstr(orbit_segment_last_error(), "members"));
+	assert_non_null(strstr(orbit_segment_last_error(), "300 ms"));
+	kill(pid, SIGKILL);
+	assert_true(WIFSIGNALED(orbit_test_wait(pid, 5000)));
+	/* the creator is dead: an agent that may create repairs the directory */
+	ao.init_timeout_ms = 0;
+	assert_int_equal(orbit_agent_start(&ao, &a), 0);
+	orbit_agent_stop(a);
+}
+
 /* ---- issue 11: ORBIT_LOCK_FREE_ON_DEATH ---- */
 
 static uint64_t fod_ttl_ns; /* the flagged lease's TTL (set before the fork) */
@@ -2091,6 +2137,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_lock_free_on_death_holder_without_agent_keeps_lease_until_ttl, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_agent_init_timeout_ms_bounds_the_wait_for_a_creator, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_refuses_lock_of_another_fleet, setup,
 						teardown),
 	};

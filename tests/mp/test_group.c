@@ -716,16 +716,37 @@ static void test_group_owner_joins_members_segments(void **state)
 
 static char race_fleet[64];
 
+/*
+ * Each opens the lock table and starts an agent. Whoever loses a create
+ * waits for the winner's flock: up to 20 s here (reap() allows 30), not
+ * the 2 s default, which a loaded 2-CPU machine (a fuzzer beside the
+ * suite) has exceeded: the test is about both succeeding, not how fast.
+ */
 static int race_start(struct child *c)
 {
+	struct orbit_lock_options lo = { .size = sizeof(lo),
+					 .fleet = race_fleet,
+					 .mode = 0660,
+					 .gid = g_fleet,
+					 .owner_uid = opt_owner,
+					 .init_timeout_ms = 20000 };
+	struct orbit_agent_options ao = { .size = sizeof(ao),
+					  .fleet = race_fleet,
+					  .mode = 0660,
+					  .gid = g_fleet,
+					  .stats_ms = 10,
+					  .tick_ms = 5,
+					  .owner_uid = opt_owner,
+					  .init_timeout_ms = 20000 };
 	orbit_lock_t *l = NULL;
 	orbit_agent_t *a = NULL;
 	int rc;
 
 	CHK_EQ(step_wait(c->go[0]), 0);
-	rc = lock_open_as(&l, race_fleet, 0660, g_fleet, false);
+	rc = orbit_lock_open(&lo, &l);
 	CHK_EQ(rc, 0);
-	rc = agent_start_as(&a, race_fleet, l, 0660, g_fleet);
+	ao.lock = l;
+	rc = orbit_agent_start(&ao, &a);
 	CHK_EQ(rc, 0);
 	step_done(c);
 	CHK_EQ(step_wait(c->go[0]), 0);

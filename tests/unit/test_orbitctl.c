@@ -677,7 +677,7 @@ static void test_orbitctl_stats_live_rows_first_dead_behind_all(void **state)
 	sum += st->counters[0];
 	acq_n += st->hists[ORBIT_HIST_ACQUIRE_NS].count;
 	assert_int_equal(orbit_fleet_stats_read(f, (uint32_t)row, st), 0);
-	assert_int_equal(st->counters[0], 3); /* the dead one's, frozen */
+	assert_int_equal(st->counters[0], 3);			  /* the dead one's, frozen */
 	assert_true(st->hists[ORBIT_HIST_ACQUIRE_NS].count >= 3); /* top must leave these out */
 	snprintf(top_line, sizeof(top_line), "\n%-24s %10llu ", "acquire_latency",
 		 (unsigned long long)acq_n);

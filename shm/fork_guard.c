@@ -15,16 +15,17 @@
 #include "shm/fork_guard.h"
 
 /*
- * Relaxed: each process writes its own copy before any of its threads
- * reads it (at first use, or in the child handler, which runs while the
- * child is single-threaded).
+ * FG-1: relaxed, partner: the load in orbit__fork_check() (fork_guard.h).
+ * Each process writes its own copy before any of its threads reads it (at
+ * first use, or in the child handler, which runs while the child is
+ * single-threaded); a thread that still reads 0 takes the pthread_once.
  */
-static _Atomic int cached_pid;
+_Atomic int orbit__cached_pid;
 static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
 
 static void pid_refresh(void)
 {
-	atomic_store_explicit(&cached_pid, (int)getpid(), memory_order_relaxed);
+	atomic_store_explicit(&orbit__cached_pid, (int)getpid(), memory_order_relaxed);
 }
 
 static void pid_init(void)
@@ -37,5 +38,6 @@ static void pid_init(void)
 pid_t orbit__self_pid(void)
 {
 	pthread_once(&pid_once, pid_init); /* a load and a compare once done */
-	return (pid_t)atomic_load_explicit(&cached_pid, memory_order_relaxed);
+	/* FG-1: relaxed (see above) */
+	return (pid_t)atomic_load_explicit(&orbit__cached_pid, memory_order_relaxed);
 }

@@ -8,26 +8,51 @@
  *
  * The pid comes from a cache refreshed by a pthread_atfork child handler
  * (glibc no longer caches getpid(), a syscall of ~100 ns on a VM), so the
- * check is one relaxed load and a compare.
+ * check is one relaxed load and a compare, inline: no call, no
+ * pthread_once on the hot path (the cache is 0 only before this process's
+ * first orbit__self_pid(), and then the slow path fills it).
  */
 #ifndef ORBIT_SHM_FORK_GUARD_H
 #define ORBIT_SHM_FORK_GUARD_H
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <sys/types.h>
+
+/*
+ * The cached pid (shm/fork_guard.c): 0 until this process's first
+ * orbit__self_pid(), then this process's pid. Written by the first
+ * orbit__self_pid() (under pthread_once) and by the atfork child handler
+ * (the child is single-threaded then); read by orbit__fork_check().
+ */
+extern _Atomic int orbit__cached_pid;
 
 /*
  * orbit__self_pid - this process's pid without a syscall.
  * Context: any thread. The first call registers the atfork handler (its
  * child handler runs before those registered later, so handlers of other
  * modules already see the child's pid).
+ * Returns: the pid (never fails; an atfork registration failure aborts).
  */
 pid_t orbit__self_pid(void);
 
-/* orbit__fork_check - 0 in the process that opened a handle, else -ECHILD. */
+/*
+ * orbit__fork_check - 0 in the process that opened a handle, else -ECHILD.
+ * @opener: the handle's orbit__self_pid() at open.
+ * Context: any thread; no syscall, no lock.
+ * Returns: 0 or -ECHILD.
+ */
 static inline int orbit__fork_check(pid_t opener)
 {
-	return orbit__self_pid() == opener ? 0 : -ECHILD;
+	/* FG-1: relaxed, partner: the stores in fork_guard.c (pid_refresh). A
+	 * handle's opener came from orbit__self_pid(), which filled the cache
+	 * before the handle reached this thread (the hand-over of the handle
+	 * orders it); a child's value is stored before fork() returns there. */
+	pid_t self = (pid_t)atomic_load_explicit(&orbit__cached_pid, memory_order_relaxed);
+
+	if (__builtin_expect(self == 0, 0))
+		self = orbit__self_pid(); /* no orbit__self_pid() yet in this process */
+	return self == opener ? 0 : -ECHILD;
 }
 
 #endif /* ORBIT_SHM_FORK_GUARD_H */

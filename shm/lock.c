@@ -418,7 +418,8 @@ static inline bool bytes_eq(const void *a, const void *b, size_t n)
 }
 
 /* @b (ns | label | ...) holds @k's namespace and label. */
-static inline bool key_bytes_eq(const uint8_t *b, const orbit_lock_key_t *k)
+static inline __attribute__((always_inline)) bool key_bytes_eq(const uint8_t *b,
+							       const orbit_lock_key_t *k)
 {
 	return bytes_eq(b, k->ns, k->ns_len) && bytes_eq(b + k->ns_len, k->label, k->label_len);
 }

@@ -106,11 +106,13 @@ static uint64_t deadline_of(uint64_t wait_ns)
  * Returns pthread_mutex_lock's codes (0, EOWNERDEAD, ENOTRECOVERABLE,
  * EINVAL, ...) or ETIMEDOUT. *deadline_ns (0: not yet known) is computed
  * on the first miss and shared with the next step of the same enter().
+ * @first: the answer of a trylock the caller already made (the inline
+ * fast path of orbit__lock_ser_enter()), or -1 to make it here.
  */
-static int mutex_lock_by(pthread_mutex_t *m, uint64_t wait_ns, uint64_t *deadline_ns)
+static int mutex_lock_by(pthread_mutex_t *m, uint64_t wait_ns, uint64_t *deadline_ns, int first)
 {
 	struct timespec abs;
-	int rc = pthread_mutex_trylock(m);
+	int rc = first >= 0 ? first : pthread_mutex_trylock(m);
 
 	if (rc != EBUSY)
 		return rc; /* taken, EOWNERDEAD, or an error of the SHM bytes */
@@ -151,14 +153,15 @@ static int flock_by(const orbit_seg_t *seg, uint64_t wait_ns, uint64_t *deadline
 	}
 }
 
-int orbit__lock_ser_enter(struct orbit__lock_ser *s, uint64_t wait_ns, bool *prev_died)
+int orbit__lock_ser_enter_slow(struct orbit__lock_ser *s, uint64_t wait_ns, int first,
+			       bool *prev_died)
 {
 	uint64_t deadline_ns = 0; /* read once, on the first miss */
 	int rc;
 
 	*prev_died = false;
 	if (s->kind == ORBIT_LOCK_SERIALIZER_FUTEX) {
-		rc = mutex_lock_by(s->shared, wait_ns, &deadline_ns);
+		rc = mutex_lock_by(s->shared, wait_ns, &deadline_ns, first);
 		if (rc == EOWNERDEAD) {
 			*prev_died = true;
 			return 0;
@@ -168,7 +171,7 @@ int orbit__lock_ser_enter(struct orbit__lock_ser *s, uint64_t wait_ns, bool *pre
 		/* EINVAL/EDEADLK/ENOTRECOVERABLE come from SHM bytes, not from us */
 		return -rc;
 	}
-	rc = mutex_lock_by(&s->local, wait_ns, &deadline_ns);
+	rc = mutex_lock_by(&s->local, wait_ns, &deadline_ns, -1);
 	if (rc == ETIMEDOUT)
 		return -EAGAIN; /* another thread of ours waits for (or holds) the flock */
 	if (rc)
@@ -189,12 +192,8 @@ void orbit__lock_ser_repaired(struct orbit__lock_ser *s)
 		pthread_mutex_consistent(s->shared); /* only fails if not EOWNERDEAD-held */
 }
 
-void orbit__lock_ser_leave(struct orbit__lock_ser *s)
+void orbit__lock_ser_leave_flock(struct orbit__lock_ser *s)
 {
-	if (s->kind == ORBIT_LOCK_SERIALIZER_FUTEX) {
-		pthread_mutex_unlock(s->shared); /* cannot fail: we own it */
-		return;
-	}
 	orbit__seg_unlock(s->seg); /* LOCK_UN on our own description */
 	orbit__die_on(pthread_mutex_unlock(&s->local), "pthread_mutex_unlock");
 }

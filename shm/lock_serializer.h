@@ -75,10 +75,43 @@ void orbit__lock_ser_destroy(struct orbit__lock_ser *s);
  * @wait_ns passed; nothing is held then); -ENOTRECOVERABLE (a robust mutex
  * left unrepaired); or a negative errno from flock / a mutex in corrupt
  * SHM (-EINVAL).
+ * orbit__lock_ser_enter_slow() is its out-of-line rest (same Context and
+ * Returns): @first is the FUTEX first trylock's answer, -1 for FLOCK.
  */
-int orbit__lock_ser_enter(struct orbit__lock_ser *s, uint64_t wait_ns, bool *prev_died);
+int orbit__lock_ser_enter_slow(struct orbit__lock_ser *s, uint64_t wait_ns, int first,
+			       bool *prev_died);
+static inline int orbit__lock_ser_enter(struct orbit__lock_ser *s, uint64_t wait_ns,
+					bool *prev_died)
+{
+	/* FUTEX: the first trylock inline (no call into lock_serializer.c when it
+	 * takes the mutex); any other answer (EBUSY, EOWNERDEAD: held and to
+	 * repair, an error of the SHM bytes) goes on to the slow path with it. */
+	int first = -1; /* FLOCK: no attempt yet */
+
+	if (s->kind == ORBIT_LOCK_SERIALIZER_FUTEX) {
+		first = pthread_mutex_trylock(s->shared);
+		if (__builtin_expect(first == 0, 1)) {
+			*prev_died = false;
+			return 0;
+		}
+	}
+	return orbit__lock_ser_enter_slow(s, wait_ns, first, prev_died);
+}
 /* After repair under a FUTEX EOWNERDEAD: pthread_mutex_consistent. */
 void orbit__lock_ser_repaired(struct orbit__lock_ser *s);
-void orbit__lock_ser_leave(struct orbit__lock_ser *s);
+/* FLOCK's leave (LOCK_UN, then the local mutex); only via orbit__lock_ser_leave(). */
+void orbit__lock_ser_leave_flock(struct orbit__lock_ser *s);
+/*
+ * orbit__lock_ser_leave - give the serializer up.
+ * Context: the serializer held by this thread. Returns nothing; never fails.
+ */
+static inline void orbit__lock_ser_leave(struct orbit__lock_ser *s)
+{
+	if (s->kind == ORBIT_LOCK_SERIALIZER_FUTEX) {
+		pthread_mutex_unlock(s->shared); /* cannot fail: we own it */
+		return;
+	}
+	orbit__lock_ser_leave_flock(s);
+}
 
 #endif /* ORBIT_SHM_LOCK_SERIALIZER_H */

@@ -319,11 +319,13 @@ static uint64_t self_pidfs_ino(pid_t self)
 	return orbit__pid_ino(self, &ino) ? 0 : ino;
 }
 
+#define HOT static inline __attribute__((always_inline))
+
 /* ---- argument checks ---------------------------------------------------- */
 
 /* Keys and owners: orbit__lock_check_key/_owner(), shared by every backend (base/lock_backend.h). */
 
-static int check_mutator(orbit_lock_t *l)
+HOT int check_mutator(orbit_lock_t *l)
 {
 	if (!l)
 		return -EINVAL;
@@ -333,8 +335,8 @@ static int check_mutator(orbit_lock_t *l)
 }
 
 /* Arguments of a mutation; @owner NULL = force_release; @ttl_ns must be > 0. */
-static int check_mutation(orbit_lock_t *l, const orbit_lock_key_t *key,
-			  const orbit_lock_owner_t *owner, uint64_t ttl_ns)
+HOT int check_mutation(orbit_lock_t *l, const orbit_lock_key_t *key,
+		       const orbit_lock_owner_t *owner, uint64_t ttl_ns)
 {
 	int rc = check_mutator(l);
 
@@ -506,7 +508,8 @@ static inline __attribute__((always_inline)) bool slot_has_key(const struct orbi
 }
 
 /* Serializer held, @s valid and holding the image's key: its owner bytes compared too. */
-static bool slot_has_owner(const struct orbit_lock_slot *s, const struct keyimg *ki)
+static inline __attribute__((always_inline)) bool slot_has_owner(const struct orbit_lock_slot *s,
+								 const struct keyimg *ki)
 {
 	return SLOT_LD(s, owner_len) == ki->total - ki->keyb && slot_words_eq(s, ki->w, ki->total);
 }
@@ -656,7 +659,7 @@ struct slot_content {
  * for its odd seq), then tombstone, bytes, occupied, even seq: a kill
  * anywhere leaves no torn entry. @idx is never an OCCUPIED slot.
  */
-static void slot_write(orbit_lock_t *l, uint32_t idx, const struct slot_content *c)
+HOT void slot_write(orbit_lock_t *l, uint32_t idx, const struct slot_content *c)
 {
 	struct orbit_lock_slot *s = &l->slots[idx];
 	uint32_t seq, nwords = (c->img->total + 7) / 8;
@@ -728,7 +731,7 @@ static uint32_t slot_state(const struct orbit_lock_slot *s)
  * a second acquirer placing a second entry). The disagreeing byte is left
  * for the next probe, which rebuilds the bytes.
  */
-static void slot_remove(orbit_lock_t *l, uint32_t idx)
+HOT void slot_remove(orbit_lock_t *l, uint32_t idx)
 {
 	struct orbit_lock_slot *s = &l->slots[idx];
 	/*
@@ -1157,7 +1160,7 @@ static void maybe_compact(orbit_lock_t *l)
  * mutation: -EAGAIN past it), repair after a holder that died inside, and
  * mark the table dirty.
  */
-static int enter_within(orbit_lock_t *l, uint64_t wait_ns)
+HOT int enter_within(orbit_lock_t *l, uint64_t wait_ns)
 {
 	bool died;
 	int rc = orbit__lock_ser_enter(&l->ser, wait_ns, &died);
@@ -1176,12 +1179,12 @@ static int enter_within(orbit_lock_t *l, uint64_t wait_ns)
 	return 0;
 }
 
-static int enter(orbit_lock_t *l)
+HOT int enter(orbit_lock_t *l)
 {
 	return enter_within(l, l->ser_wait_ns);
 }
 
-static void leave(orbit_lock_t *l)
+HOT void leave(orbit_lock_t *l)
 {
 	/* relaxed: as in enter() */
 	atomic_store_explicit(&l->hdr->dirty_pid, 0, memory_order_relaxed);
@@ -1250,25 +1253,42 @@ enum { PROBE_DONE, PROBE_AGAIN, PROBE_DISAGREE };
  * PROBE_AGAIN: it reclaimed the key's expired entry (the path changed),
  * PROBE_DISAGREE: a byte contradicts its slot (corrupt bytes: rebuild).
  */
-static int probe_pass(orbit_lock_t *l, const orbit_lock_key_t *k, const struct keyimg *ki,
-		      uint32_t h32, uint64_t now, uint32_t *found, uint32_t *free_idx)
+/*
+ * The usual cases of a probe, without the word scan (serializer held): a
+ * free home (byte and slot EMPTY), or @k's live entry at home. True when
+ * one of them decided (*found, *free_idx set as probe_pass() sets them).
+ */
+static inline __attribute__((always_inline)) bool
+probe_home(orbit_lock_t *l, const orbit_lock_key_t *k, const struct keyimg *ki, uint32_t h32,
+	   uint64_t now, uint32_t *found, uint32_t *free_idx)
 {
 	uint32_t home = home_of(l, h32), c = ctrl_get(l, home);
-	uint64_t tagw = ORBIT_LOCK_CTRL_TAG(h32) * CW_LSB;
 	struct orbit_lock_slot *hs = &l->slots[home];
 
-	*found = UINT32_MAX;
-	*free_idx = UINT32_MAX;
-	/* the usual cases first, without the word scan: a free home, or the key at home */
 	if (c == ORBIT_LOCK_CTRL_EMPTY && slot_state(hs) == ORBIT_LOCK_SLOT_EMPTY) {
+		*found = UINT32_MAX;
 		*free_idx = home;
-		return PROBE_DONE;
+		return true;
 	}
 	if (c == ORBIT_LOCK_CTRL_TAG(h32) && slot_state(hs) == ORBIT_LOCK_SLOT_OCCUPIED &&
 	    slot_valid(hs) && slot_has_key(hs, h32, k, ki) && slot_deadline(hs) > now) {
 		*found = home;
-		return PROBE_DONE;
+		*free_idx = UINT32_MAX;
+		return true;
 	}
+	return false;
+}
+
+static int probe_pass(orbit_lock_t *l, const orbit_lock_key_t *k, const struct keyimg *ki,
+		      uint32_t h32, uint64_t now, uint32_t *found, uint32_t *free_idx)
+{
+	uint32_t home = home_of(l, h32);
+	uint64_t tagw = ORBIT_LOCK_CTRL_TAG(h32) * CW_LSB;
+
+	if (probe_home(l, k, ki, h32, now, found, free_idx))
+		return PROBE_DONE;
+	*found = UINT32_MAX;
+	*free_idx = UINT32_MAX;
 	for (uint32_t kw = 0; kw <= l->nwords; kw++) {
 		uint32_t wi = path_word(l, home, kw);
 		/* relaxed: serializer held, only holders write the control words */
@@ -1324,8 +1344,19 @@ static int probe_pass(orbit_lock_t *l, const orbit_lock_key_t *k, const struct k
  * index in *found (or UINT32_MAX) and the first reusable slot in
  * *free_idx (or UINT32_MAX); its expired entry is reclaimed on the way.
  */
-static void probe_locked(orbit_lock_t *l, const orbit_lock_key_t *k, const struct keyimg *ki,
-			 uint32_t h32, uint64_t now, uint32_t *found, uint32_t *free_idx)
+static void probe_locked_slow(orbit_lock_t *l, const orbit_lock_key_t *k, const struct keyimg *ki,
+			      uint32_t h32, uint64_t now, uint32_t *found, uint32_t *free_idx);
+
+HOT void probe_locked(orbit_lock_t *l, const orbit_lock_key_t *k, const struct keyimg *ki,
+		      uint32_t h32, uint64_t now, uint32_t *found, uint32_t *free_idx)
+{
+	/* the home slot inline; the word scan, reclaims and rebuilds out of line */
+	if (!probe_home(l, k, ki, h32, now, found, free_idx))
+		probe_locked_slow(l, k, ki, h32, now, found, free_idx);
+}
+
+static void probe_locked_slow(orbit_lock_t *l, const orbit_lock_key_t *k, const struct keyimg *ki,
+			      uint32_t h32, uint64_t now, uint32_t *found, uint32_t *free_idx)
 {
 	int rc;
 
@@ -1472,8 +1503,8 @@ out:
 }
 
 /* Find @key's live entry for renew/release/force_release (serializer held). */
-static int find_live(orbit_lock_t *l, const orbit_lock_key_t *key, const struct keyimg *ki,
-		     uint32_t *idx, uint64_t *now)
+HOT int find_live(orbit_lock_t *l, const orbit_lock_key_t *key, const struct keyimg *ki,
+		  uint32_t *idx, uint64_t *now)
 {
 	uint32_t free_idx, h32 = hash32(key);
 
@@ -1492,8 +1523,8 @@ static int find_live(orbit_lock_t *l, const orbit_lock_key_t *key, const struct 
  * @ki (when it has owner bytes) with @token when given (no owner:
  * anyone's). On failure the serializer is released again.
  */
-static int enter_owned(orbit_lock_t *l, const orbit_lock_key_t *key, const struct keyimg *ki,
-		       uint64_t token, uint32_t *idx, uint64_t *now)
+HOT int enter_owned(orbit_lock_t *l, const orbit_lock_key_t *key, const struct keyimg *ki,
+		    uint64_t token, uint32_t *idx, uint64_t *now)
 {
 	const struct orbit_lock_slot *s;
 	int rc = enter(l);
@@ -1557,8 +1588,8 @@ out:
 	return rc;
 }
 
-static int remove_common(orbit_lock_t *l, const orbit_lock_key_t *key,
-			 const orbit_lock_owner_t *owner, uint64_t token)
+HOT int remove_common(orbit_lock_t *l, const orbit_lock_key_t *key, const orbit_lock_owner_t *owner,
+		      uint64_t token)
 {
 	struct orbit_lock_entry e;
 	struct keyimg ki;

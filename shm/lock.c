@@ -29,6 +29,7 @@
 #include "base/die.h"
 #include "base/lock_backend.h"
 #include "base/options.h"
+#include "base/time.h"
 #include "shm/crashpoint.h"
 #include "shm/fork_guard.h"
 #include "shm/lock_internal.h"
@@ -320,6 +321,16 @@ static uint64_t self_pidfs_ino(pid_t self)
 }
 
 #define HOT static inline __attribute__((always_inline))
+
+/*
+ * The operations' clock: CLOCK_MONOTONIC, the clock of every deadline in
+ * the table (orbit__now_mono_ns()'s), read inline from the vDSO: one call
+ * level fewer on every mutation and lookup.
+ */
+static inline uint64_t now_mono(void)
+{
+	return orbit__clock_ns(CLOCK_MONOTONIC);
+}
 
 /* ---- argument checks ---------------------------------------------------- */
 
@@ -1442,7 +1453,7 @@ int orbit__lock_shm_try_acquire_flags(orbit_lock_t *l, const orbit_lock_key_t *k
 	rc = enter(l);
 	if (rc)
 		return rc;
-	now = orbit__now_mono_ns(); /* the operation's one clock read */
+	now = now_mono(); /* the operation's one clock read */
 	if (ttl_ns > UINT64_MAX - now) {
 		rc = -EINVAL;
 		goto out;
@@ -1508,7 +1519,7 @@ HOT int find_live(orbit_lock_t *l, const orbit_lock_key_t *key, const struct key
 {
 	uint32_t free_idx, h32 = hash32(key);
 
-	*now = orbit__now_mono_ns(); /* the operation's one clock read */
+	*now = now_mono(); /* the operation's one clock read */
 	maybe_sweep(l, *now);
 	probe_locked(l, key, ki, h32, *now, idx, &free_idx);
 	if (*idx == UINT32_MAX) {
@@ -1890,7 +1901,7 @@ static int busy_fast(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32, u
 				return -EAGAIN;
 			if (!key_bytes_eq(e.bytes, k))
 				continue;
-			now = orbit__now_mono_ns(); /* after the copy (see above) */
+			now = now_mono(); /* after the copy (see above) */
 			if (e.deadline_ns <= now)
 				return -EAGAIN; /* expired: the serializer path reclaims it */
 			if (ttl_ns > UINT64_MAX - now)
@@ -1942,7 +1953,7 @@ int orbit__lock_shm_lookup(orbit_lock_t *l, const orbit_lock_key_t *key, struct 
 			continue;
 		}
 		if (rc == 0) {
-			e->expired = e->deadline_ns <= orbit__now_mono_ns();
+			e->expired = e->deadline_ns <= now_mono();
 			if (e->expired)
 				return -ENOENT;
 		}
@@ -1977,7 +1988,7 @@ int orbit__lock_shm_foreach(orbit_lock_t *l, int (*fn)(const struct orbit_lock_e
 				break;
 			if (read_entry(s, &m, seq, i, &e))
 				continue;
-			e.expired = e.deadline_ns <= orbit__now_mono_ns();
+			e.expired = e.deadline_ns <= now_mono();
 			int rc = fn(&e, ctx);
 			if (rc)
 				return rc;

@@ -111,6 +111,15 @@ _Static_assert(offsetof(struct orbit_spotq_slot, target) == 64, "target on line 
  * and no lane moves that much in 1 ms.
  */
 #define HEAD_KEEP_NS 1000000ull
+/*
+ * The host's poll before it announces a sleep (host_poll()): at most this
+ * long, adapted between these bounds from how soon records came after the
+ * last catch-up. Kept well below the unblock bound and the wake bench's
+ * 50 us gap: a host idle for longer sleeps as before.
+ */
+#define POLL_MAX_NS 20000ull
+#define POLL_MIN_NS 1000ull
+#define POLL_LOOK_NS 2000ull /* the poll's spin between two looks at the lanes */
 
 static inline uint64_t cw_make(uint32_t pos, uint32_t st, uint32_t row, uint32_t gen)
 {
@@ -233,6 +242,13 @@ struct orbit_spotq_host {
 	/* aborts by this host, by cause: written by take(), read by any
 	 * thread (relaxed: counts, they order nothing) */
 	_Atomic uint64_t aborted_dead[2], aborted_unblock[2];
+	/*
+	 * host_poll()'s budget (ns, 0: announce at once), adapted after every
+	 * wait unless poll_fixed (orbit__spotq_host_set_poll()). The waiting
+	 * thread's alone.
+	 */
+	uint64_t poll_ns;
+	bool poll_fixed;
 };
 
 /*
@@ -303,6 +319,16 @@ static inline void prefetch_w(const void *p)
 	__asm__ __volatile__("prefetchw %0" ::"m"(*(const char *)p));
 #else
 	__builtin_prefetch(p, 1, 3);
+#endif
+}
+
+/* A spin-wait hint to the CPU (x86 PAUSE; a compiler barrier elsewhere). */
+static inline void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__asm__ __volatile__("" ::: "memory");
 #endif
 }
 
@@ -1426,6 +1452,9 @@ int orbit__spotq_host_takeover(orbit_spotq_host_t **out, orbit_spotq_t *q, orbit
 	h->gen = g + 1;
 	h->epoch = epoch;
 	h->pid = orbit__self_pid();
+	/* one CPU: a poll would only hold the CPU its producers need (host_poll()) */
+	h->poll_fixed = sysconf(_SC_NPROCESSORS_ONLN) <= 1;
+	h->poll_ns = h->poll_fixed ? 0 : POLL_MAX_NS / 4;
 	for (int l = 0; l < 2; l++) {
 		r = retag(h, &q->lane[l]);
 		if (r < 0) {
@@ -2105,6 +2134,99 @@ static bool lane_ready(orbit_spotq_host_t *h, uint32_t lane, bool *stalled)
 	return true;
 }
 
+/*
+ * A look of host_poll() at @lane: has the tail passed the cursor, with the
+ * cursor's slot no longer being written (committed, aborted, or another
+ * lap: take() decides)? Relaxed loads: a hint, take() reads both words
+ * again (SQ-A4, SQ-A5). The slot's line is read only once the tail has
+ * passed the cursor, so a look at an empty lane reads the tail's line
+ * alone.
+ */
+static bool lane_poll(const orbit_spotq_host_t *h, uint32_t lane)
+{
+	const struct lane_geo *g = &h->q->lane[lane];
+	uint32_t cur = h->cursor[lane];
+	uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_relaxed);
+	uint64_t v;
+
+	if (pw_idx(t) == cur)
+		return false;
+	v = atomic_load_explicit(&slot_at(g, cur)->commit, memory_order_relaxed);
+	return !(cw_pos(v) == cur && cw_state(v) == CW_CLAIMED);
+}
+
+uint64_t orbit__spotq_poll_next(uint64_t budget_ns, uint64_t waited_ns)
+{
+	if (waited_ns == UINT64_MAX)
+		return 0; /* preempted mid-poll: others want this CPU, sleep instead */
+	if (waited_ns <= POLL_MAX_NS) {
+		uint64_t b = 2 * waited_ns;
+		return b < POLL_MIN_NS ? POLL_MIN_NS : b > POLL_MAX_NS ? POLL_MAX_NS : b;
+	}
+	return budget_ns / 2 < POLL_MIN_NS ? 0 : budget_ns / 2;
+}
+
+/* The next budget of @h after a wait of @waited_ns (orbit__spotq_poll_next()). */
+static void poll_adapt(orbit_spotq_host_t *h, uint64_t waited_ns)
+{
+	if (!h->poll_fixed)
+		h->poll_ns = orbit__spotq_poll_next(h->poll_ns, waited_ns);
+}
+
+void orbit__spotq_host_set_poll(orbit_spotq_host_t *h, int64_t budget_ns)
+{
+	if (!h)
+		return;
+	h->poll_fixed = budget_ns >= 0 || sysconf(_SC_NPROCESSORS_ONLN) <= 1;
+	h->poll_ns = budget_ns >= 0 ? (uint64_t)budget_ns : h->poll_fixed ? 0 : POLL_MAX_NS / 4;
+}
+
+/*
+ * Before a host announces a sleep, poll for up to @budget_ns: while
+ * producers stream, a host that catches up would otherwise announce,
+ * sleep, and be rung by the next commit, a FUTEX_WAKE on the producer's
+ * path every few records. The poll spins (PAUSE) for POLL_LOOK_NS between
+ * looks without reading a shared line, so records gather and the lines
+ * the producer writes stay in its cache (a look per record would pull the
+ * slot's line over while it is being written: the 10 us spin tried before
+ * did, and lost); each look reads the lanes in @lanes (lane_poll()) and
+ * the doorbell's seq. No announce: producers make no syscall meanwhile.
+ * A gap between two looks longer than POLL_MAX_NS means this thread was
+ * preempted: another thread wants this CPU, so the host stops polling and
+ * sleeps (a woken sleeper gets the CPU back promptly; a spinning one only
+ * its fair share). @t0: the poll's start. Returns 1 (a lane has something
+ * for take()), 0 (seq moved past @seen: a kick, or a ring for another
+ * waiter), -ETIMEDOUT (the budget is spent, or preempted: announce and
+ * sleep).
+ */
+static int host_poll(orbit_spotq_host_t *h, uint32_t seen, uint32_t lanes, uint64_t budget_ns,
+		     uint64_t t0)
+{
+	for (uint64_t now = t0;;) {
+		uint64_t prev = now;
+
+		do {
+			for (int k = 0; k < 16; k++)
+				spin_pause();
+			now = orbit__now_mono_ns();
+		} while (now - prev < POLL_LOOK_NS);
+		if (now - prev > POLL_MAX_NS && !h->poll_fixed) {
+			poll_adapt(h, UINT64_MAX);
+			return -ETIMEDOUT;
+		}
+		for (uint32_t l = 0; l < ORBIT_SPOTQ_LANES; l++)
+			if ((lanes & (1u << l)) && lane_poll(h, l)) {
+				poll_adapt(h, now - t0);
+				return 1;
+			}
+		/* DB-A1 inside: acquire, what the ring or kick published is visible */
+		if (orbit__doorbell_seq(&h->q->shm->rec_db) != seen)
+			return 0;
+		if (now - t0 >= budget_ns)
+			return -ETIMEDOUT;
+	}
+}
+
 uint32_t orbit__spotq_host_seq(const orbit_spotq_host_t *h)
 {
 	/* DB-A1 inside: acquire, what a ring published before this value is visible */
@@ -2117,6 +2239,7 @@ int orbit__spotq_host_wait_seq(orbit_spotq_host_t *h, uint32_t seen, uint32_t la
 	struct orbit_doorbell *db;
 	bool stalled = false;
 	uint32_t bit = wake_class ? wake_class : ORBIT_DOORBELL_SHARED;
+	uint64_t t0;
 	int r = host_check(h, 0);
 
 	if (r < 0)
@@ -2124,6 +2247,15 @@ int orbit__spotq_host_wait_seq(orbit_spotq_host_t *h, uint32_t seen, uint32_t la
 	if (lanes & ~((1u << ORBIT_SPOTQ_LANES) - 1u))
 		return -EINVAL;
 	db = &h->q->shm->rec_db;
+	t0 = orbit__now_mono_ns();
+	if (lanes && h->poll_ns && timeout_ns != 0) {
+		uint64_t budget = timeout_ns > 0 && (uint64_t)timeout_ns < h->poll_ns
+				      ? (uint64_t)timeout_ns
+				      : h->poll_ns;
+		r = host_poll(h, seen, lanes, budget, t0);
+		if (r >= 0)
+			return r;
+	}
 	/*
 	 * SQ-D1: announce, fence, re-check the lanes; pairs with SQ-F1 in
 	 * submit(). A producer that committed before our announce is seen by
@@ -2153,6 +2285,8 @@ int orbit__spotq_host_wait_seq(orbit_spotq_host_t *h, uint32_t seen, uint32_t la
 		stalled = true;
 	}
 	r = orbit__doorbell_wait_class(db, seen, timeout_ns, bit);
+	if (lanes)
+		poll_adapt(h, orbit__now_mono_ns() - t0); /* how long this wait took */
 	if (r == -ETIMEDOUT && stalled)
 		r = 0; /* time to look at the stalled record (or the lanes) again */
 awake:

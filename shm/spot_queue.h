@@ -563,10 +563,20 @@ uint32_t orbit__spotq_host_seq(const orbit_spotq_host_t *h);
  * re-check and stopped before its commit rings nobody: the host finds its
  * claim on waking). Awake again, a row's own class bit is taken back
  * (producers then ring no syscall while the host works).
+ * Before the announce, with @lanes and a @timeout_ns other than 0, the
+ * host polls without announcing for its poll budget (at most 20 us, or
+ * the fixed budget of orbit__spotq_host_set_poll(); also cut to
+ * @timeout_ns): it spins 2 us between looks at the lanes' tails (and at
+ * the cursor's commit word once a tail passed it) and at seq, so a
+ * producer that streams records is not rung at every catch-up. The
+ * budget adapts after each wait (orbit__spotq_poll_next()); it is 0 on a
+ * machine with one CPU and after the poll was preempted (a busy CPU: the
+ * host sleeps instead, and a woken sleeper gets its CPU back promptly).
  * @wake_class: orbit__doorbell_bit(host row), or 0 for the shared class.
- * Context: the host's thread; blocks (FUTEX_WAIT_BITSET) unless a lane is
- * ready or seq moved. Returns 1 (a lane in @lanes has a record or an
- * aborted or corrupt slot at the cursor: not slept), 0 (woken: seq moved
+ * Context: the host's thread; spins up to its poll budget, then blocks
+ * (FUTEX_WAIT_BITSET) unless a lane is ready or seq moved. Returns 1 (a
+ * lane in @lanes has a record or an aborted or corrupt slot at the cursor:
+ * not slept), 0 (woken: seq moved
  * past @seen, or the stall poll or the unblock-bound look ended),
  * -ETIMEDOUT (@timeout_ns, when shorter than those), -EINTR,
  * -ORBIT_EFENCED, -EINVAL (NULL, or a bit above the lanes in @lanes),
@@ -574,6 +584,30 @@ uint32_t orbit__spotq_host_seq(const orbit_spotq_host_t *h);
  */
 int orbit__spotq_host_wait_seq(orbit_spotq_host_t *h, uint32_t seen, uint32_t lanes,
 			       int64_t timeout_ns, uint32_t wake_class);
+
+/*
+ * orbit__spotq_poll_next - the poll budget of a host's next wait after a
+ * wait that took @waited_ns from its start until a record came or the
+ * wait ended, with @budget_ns the budget that wait had: an adaptive
+ * mutex's rule, sized from the last arrival. A wait up to 20 us: twice it
+ * (between 1 us and 20 us), so the next gap of that size is polled over
+ * without a sleep; a longer one: half the budget, 0 below 1 us (a host
+ * whose records come rarely sleeps at once, until one short wait);
+ * UINT64_MAX (the poll was preempted): 0.
+ * Context: any thread; pure. Returns the next budget in ns.
+ */
+uint64_t orbit__spotq_poll_next(uint64_t budget_ns, uint64_t waited_ns);
+
+/*
+ * orbit__spotq_host_set_poll - fix the poll budget of @h's waits
+ * (orbit__spotq_host_wait_seq()) at @budget_ns (0: announce and sleep at
+ * once, as before the poll existed), never adapted and never cut by a
+ * preemption; < 0: back to the adaptive default (0 on a machine with one
+ * CPU). For a host on a CPU of its own that may spin longer, and for
+ * tests. NULL: nothing. Context: the host's thread (the budget is its
+ * alone).
+ */
+void orbit__spotq_host_set_poll(orbit_spotq_host_t *h, int64_t budget_ns);
 
 /* Ring the records doorbell (the agent's death watcher: a producer died). */
 void orbit__spotq_kick(orbit_spotq_t *q);

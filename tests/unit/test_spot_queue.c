@@ -668,6 +668,8 @@ struct waiter {
 	orbit_spotq_host_t *h;
 	_Atomic int rc;
 	_Atomic int started;
+	bool seq;      /* orbit__spotq_host_wait_seq() on both lanes past @seen */
+	uint32_t seen; /* instead of orbit__spotq_host_wait() */
 };
 
 static void *host_waits(void *arg)
@@ -675,7 +677,8 @@ static void *host_waits(void *arg)
 	struct waiter *w = arg;
 
 	atomic_store(&w->started, 1);
-	atomic_store(&w->rc, orbit__spotq_host_wait(w->h, 5000000000ll, 0));
+	atomic_store(&w->rc, w->seq ? orbit__spotq_host_wait_seq(w->h, w->seen, 3, 5000000000ll, 0)
+				    : orbit__spotq_host_wait(w->h, 5000000000ll, 0));
 	return NULL;
 }
 
@@ -711,6 +714,63 @@ static void test_doorbell_rung_only_when_host_sleeps(void **state)
 	assert_int_equal(atomic_load(&w.rc), 0);
 	assert_int_equal(orbit__doorbell_wakes(&sh->rec_db), 1);
 	orbit__spotq_host_close(h);
+}
+
+/*
+ * A host that caught up polls before it announces a sleep: a record
+ * submitted meanwhile is found by the poll (host_wait_seq() returns 1,
+ * not slept) and its producer makes no system call (no FUTEX_WAKE, the
+ * sleeping word never set). A fixed budget of 5 s stands for the
+ * adaptive one (at most 20 us) so that the submit surely lands inside it.
+ */
+static void test_polling_host_takes_a_record_without_a_ring(void **state)
+{
+	struct fx *f = *state;
+	struct waiter w = { .rc = 7, .seq = true };
+	struct orbit_spotq_shm *sh;
+	orbit_spotq_host_t *h;
+	pthread_t th;
+
+	fx_open(f, opts(64, 4096, 2, 128));
+	sh = (void *)((char *)orbit__spotq_seg(f->q)->base + ORBIT_SEG_HEADER_BYTES);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	orbit__spotq_host_set_poll(h, 5000000000ll);
+	w.h = h;
+	w.seen = orbit__spotq_host_seq(h);
+	assert_int_equal(pthread_create(&th, NULL, host_waits, &w), 0);
+	while (!atomic_load(&w.started))
+		usleep(100);
+	usleep(20000); /* polling: not announced */
+	assert_int_equal(atomic_load(&sh->rec_db.sleeping), 0);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&w.rc), 1); /* found by the poll */
+	assert_int_equal(orbit__doorbell_wakes(&sh->rec_db), 0);
+	assert_int_equal(atomic_load(&sh->rec_db.sleeping), 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 64, f->buf, sizeof(f->buf)), 1);
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	orbit__spotq_host_close(h);
+}
+
+/*
+ * The poll budget adapts as an adaptive mutex's spin does, from the last
+ * wait: twice a short one (1 us to 20 us), half after a long one (0 below
+ * 1 us: a host whose records come rarely sleeps at once), 0 after a
+ * preemption, and a short wait turns a budget of 0 on again.
+ */
+static void test_poll_budget_adapts_to_the_last_wait(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit__spotq_poll_next(5000, 300), 1000);
+	assert_int_equal(orbit__spotq_poll_next(5000, 3000), 6000);
+	assert_int_equal(orbit__spotq_poll_next(5000, 15000), 20000);
+	assert_int_equal(orbit__spotq_poll_next(5000, 20000), 20000);
+	assert_int_equal(orbit__spotq_poll_next(20000, 20001), 10000);
+	assert_int_equal(orbit__spotq_poll_next(20000, 60000000), 10000);
+	assert_int_equal(orbit__spotq_poll_next(1500, 50000), 0);
+	assert_int_equal(orbit__spotq_poll_next(0, 50000), 0);
+	assert_int_equal(orbit__spotq_poll_next(0, 3000), 6000);
+	assert_int_equal(orbit__spotq_poll_next(20000, UINT64_MAX), 0);
 }
 
 /*
@@ -1411,6 +1471,9 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_doorbell_rung_only_when_host_sleeps, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_polling_host_takes_a_record_without_a_ring,
+						setup, teardown),
+		cmocka_unit_test(test_poll_budget_adapts_to_the_last_wait),
 		cmocka_unit_test_setup_teardown(test_ring_clears_the_host_bit_one_wake_per_sleep,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sleeping_host_finds_a_claim_that_rang_nobody,

@@ -141,12 +141,14 @@
 #include "shm/segment.h"
 
 /*
+ * 4: the record checksum is wyhash's 128-bit multiply fold (record_sum()
+ * in spot_queue.c), 8 multiplies for a 64-byte Spot record instead of 17;
  * 3: the host's ack words in an array of their own (acks_off), off the
  * producer-written slot lines; 2: the checksum covers only a record's own
  * target bytes (four chains). A peer of another version is refused with
  * -ORBIT_EVERSION (orbit__seg_open(); @why names both versions).
  */
-#define ORBIT_SPOTQ_LAYOUT_VERSION 3u
+#define ORBIT_SPOTQ_LAYOUT_VERSION 4u
 #define ORBIT_SPOTQ_NAME_MAX 40u	/* Spot name: [A-Za-z0-9_.-]{1,40} */
 #define ORBIT_SPOTQ_SEG_PREFIX "spotq." /* segment "/orbit.<fleet>.spotq.<spot>" */
 #define ORBIT_SPOTQ_TIMER_NAME_MAX 63u	/* = ORBIT_TIMER_NAME_MAX of the executors */

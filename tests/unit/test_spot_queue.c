@@ -374,15 +374,15 @@ static void test_truncated_foreign_corrupt_segments_refused(void **state)
 	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &o), -ORBIT_EVERSION);
 	hd->layout_version = ORBIT_SPOTQ_LAYOUT_VERSION;
 	{
-		/* a layout-2 segment (ack words in the slots): refused, both versions named */
+		/* a layout-3 segment (the older checksum): refused, both versions named */
 		struct orbit_spotq_options ov = o;
 		char why[256] = "";
 
 		ov.why = why;
 		ov.why_len = sizeof(why);
-		hd->layout_version = 2;
+		hd->layout_version = 3;
 		assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &ov), -ORBIT_EVERSION);
-		assert_non_null(strstr(why, "layout version 2, this process uses 3"));
+		assert_non_null(strstr(why, "layout version 3, this process uses 4"));
 		assert_non_null(strstr(why, SPOT));
 		hd->layout_version = ORBIT_SPOTQ_LAYOUT_VERSION;
 	}
@@ -486,9 +486,10 @@ static void flip_checks(orbit_spotq_t *q, uint8_t *at, bool corrupt)
 }
 
 /*
- * The checksum (four chains over 32-byte blocks, then words, then the
- * last bytes) covers every payload byte of every shape of length, the
- * meta fields, an Actor's id and a timer's name; a Spot record's second
+ * The checksum (two multiply-fold chains over 32-byte blocks, then a
+ * 16-byte block, then the padded last bytes) covers every payload byte of
+ * every shape of length, the meta fields, an Actor's id and a timer's
+ * name; a Spot record's second
  * slot line (its unused target, stale bytes of an older record) is not
  * the record's, and is neither written nor summed.
  */
@@ -511,9 +512,11 @@ static void test_checksum_covers_each_byte_of_the_record(void **state)
 	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 100, 2, NULL), 0); /* 45..144 */
 	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_ACTOR, 0, 3, NULL), 0);
 	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_TIMER, 3, 4, NULL), 0); /* 145..147 */
+	/* 32 + 16 + 10 bytes: a 32-byte block, the 16-byte block and a two-word tail */
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 58, 5, NULL), 0); /* 148..205 */
 	check_ok(f->q);
 	assert_int_equal(sl[0].target.timer_name[9], 0x5a); /* not written by the Spot record */
-	for (int b = 0; b < 148; b++)
+	for (int b = 0; b < 206; b++)
 		flip_checks(f->q, data + b, true);
 	for (size_t b = 0; b < sizeof(uint64_t); b++)
 		flip_checks(f->q, (uint8_t *)&sl[2].target.actor_id + b, true);

@@ -340,14 +340,9 @@ static void delivery_put(struct orbit_spot_host *sh, struct delivery *d)
 	sh->n_spare++;
 }
 
-static void complete(struct orbit_spot_host *sh, struct delivery *d)
+/* Count the result @r of completing one record (a fence loses the Spot). */
+static void complete_counted(struct orbit_spot_host *sh, int r)
 {
-	int r;
-
-	/* a host killed here: the handler finished, the queue never heard (redelivered) */
-	ORBIT_CRASHPOINT("spothost.before_complete");
-	r = orbit__spotq_complete(sh->h, d->lane, d->pos);
-
 	if (r == 0) {
 		INC(sh, completed);
 	} else if (r == -ORBIT_EFENCED) {
@@ -356,26 +351,79 @@ static void complete(struct orbit_spot_host *sh, struct delivery *d)
 	} else {
 		INC(sh, complete_errors);
 	}
+}
+
+static void complete(struct orbit_spot_host *sh, struct delivery *d)
+{
+	/* a host killed here: the handler finished, the queue never heard (redelivered) */
+	ORBIT_CRASHPOINT("spothost.before_complete");
+	complete_counted(sh, orbit__spotq_complete(sh->h, d->lane, d->pos));
 	delivery_put(sh, d);
 }
 
-/* Complete every record whose handler finished. Returns how many. */
-static unsigned drain_done(struct orbit_spot_host *sh)
+#define DONE_BATCH 64u /* finished records completed per orbit__spotq_complete_n() */
+
+/*
+ * Complete the @n finished records @ds of @lane with one
+ * orbit__spotq_complete_n() (one head advance, one doorbell check, one
+ * counter add for all of them, where one complete() per record made each
+ * of those per record), each counted as complete() counts it: a record
+ * that fails is counted and skipped, the rest are completed after it.
+ * Then each leaves in_flight and goes back to the spares.
+ */
+static void complete_batch(struct orbit_spot_host *sh, uint32_t lane, struct delivery **ds,
+			   unsigned n)
 {
-	struct cds_wfcq_node *n;
-	unsigned k = 0;
+	uint32_t pos[DONE_BATCH];
+	unsigned off = 0;
 
-	while ((n = __cds_wfcq_dequeue_blocking(&sh->done_head, &sh->done_tail))) {
-		struct delivery *d = caa_container_of(n, struct delivery, node);
+	for (unsigned i = 0; i < n; i++) {
+		/* a host killed here: the handlers finished, the queue never heard (redelivered) */
+		ORBIT_CRASHPOINT("spothost.before_complete");
+		pos[i] = ds[i]->pos;
+	}
+	while (off < n) {
+		unsigned done = 0;
+		int r = orbit__spotq_complete_n(sh->h, lane, pos + off, n - off, &done);
 
-		TSAN_ACQUIRE(d);
-		sh->outstanding--;
-		complete(sh, d);
+		atomic_fetch_add_explicit(&sh->completed, done, memory_order_relaxed);
+		off += done;
+		if (off < n) {
+			complete_counted(sh, r); /* the record at off failed */
+			off++;
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		delivery_put(sh, ds[i]);
 		/* SH-R2: release, pairs with SH-A3 in orbit_spot_host_stats(): the
 		 * complete's count before the record leaves in_flight */
 		atomic_fetch_sub_explicit(&sh->in_flight, 1, memory_order_release);
+	}
+}
+
+/* Complete every record whose handler finished, per lane in batches. Returns how many. */
+static unsigned drain_done(struct orbit_spot_host *sh)
+{
+	struct delivery *ds[ORBIT_SPOTQ_LANES][DONE_BATCH];
+	unsigned nd[ORBIT_SPOTQ_LANES] = { 0 }, k = 0;
+	struct cds_wfcq_node *n;
+
+	while ((n = __cds_wfcq_dequeue_blocking(&sh->done_head, &sh->done_tail))) {
+		struct delivery *d = caa_container_of(n, struct delivery, node);
+		uint32_t l = d->lane < ORBIT_SPOTQ_LANES ? d->lane : 0;
+
+		TSAN_ACQUIRE(d);
+		sh->outstanding--;
+		ds[l][nd[l]++] = d;
+		if (nd[l] == DONE_BATCH) {
+			complete_batch(sh, l, ds[l], nd[l]);
+			nd[l] = 0;
+		}
 		k++;
 	}
+	for (uint32_t l = 0; l < ORBIT_SPOTQ_LANES; l++)
+		if (nd[l])
+			complete_batch(sh, l, ds[l], nd[l]);
 	return k;
 }
 

@@ -2248,6 +2248,12 @@ int orbit__spotq_host_wait_seq(orbit_spotq_host_t *h, uint32_t seen, uint32_t la
 		r = host_poll(h, seen, lanes, budget, t0);
 		if (r >= 0)
 			return r;
+		if (timeout_ns > 0) { /* the poll's time counts against @timeout_ns */
+			uint64_t spent = orbit__now_mono_ns() - t0;
+
+			timeout_ns = spent >= (uint64_t)timeout_ns ? 0
+								   : timeout_ns - (int64_t)spent;
+		}
 	}
 	/*
 	 * SQ-D1: announce, fence, re-check the lanes; pairs with SQ-F1 in

@@ -756,6 +756,31 @@ static void test_polling_host_takes_a_record_without_a_ring(void **state)
 }
 
 /*
+ * The poll's time counts against the wait's timeout: a 500 ms wait that
+ * polled for all of it (a fixed budget of 5 s, cut to the timeout) ends
+ * after about 500 ms, not after a poll and then a sleep of 500 ms each.
+ */
+static void test_poll_counts_against_the_timeout(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+	uint64_t t0, ns;
+
+	fx_open(f, opts(64, 4096, 2, 128));
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	orbit__spotq_host_set_poll(h, 5000000000ll);
+	t0 = orbit_test_now_ns();
+	assert_int_equal(orbit__spotq_host_wait_seq(h, orbit__spotq_host_seq(h), 3, 500000000ll, 0),
+			 -ETIMEDOUT);
+	ns = orbit_test_now_ns() - t0;
+	assert_true(ns >= 500000000ull);
+	if (ns >= 900000000ull)
+		print_message("wait took %llu ns\n", (unsigned long long)ns);
+	assert_true(ns < 900000000ull);
+	orbit__spotq_host_close(h);
+}
+
+/*
  * The poll budget adapts as an adaptive mutex's spin does, from the last
  * wait: twice a short one (1 us to 20 us), half after a long one (0 below
  * 1 us: a host whose records come rarely sleeps at once), 0 after a
@@ -1476,6 +1501,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_polling_host_takes_a_record_without_a_ring,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_poll_counts_against_the_timeout, setup,
+						teardown),
 		cmocka_unit_test(test_poll_budget_adapts_to_the_last_wait),
 		cmocka_unit_test_setup_teardown(test_ring_clears_the_host_bit_one_wake_per_sleep,
 						setup, teardown),

@@ -127,6 +127,25 @@ static uint64_t hash_str(const char *s)
 	return orbit__fnv1a64_str(ORBIT__FNV64_BASIS, s);
 }
 
+/*
+ * The Actor table: Actor id -> entry, written only in lane turns (which
+ * create entries and grow the table; nothing is removed before destroy)
+ * and read by anyone without a lock (actor_find()): a submission to an
+ * Actor whose queue exists needs no lane turn (see spot_submit()). Open
+ * addressing with linear probing, kept at most half full, so a probe
+ * always ends at an empty slot. A full-enough table is replaced by one of
+ * twice the size; the old one stays readable (a lookup may still be in
+ * it, and finds every entry it held, or misses and goes the lane's way)
+ * and is freed with the Spot.
+ */
+struct actor_entry;
+
+struct atab {
+	uint32_t cap;	     /* slots, a power of two */
+	struct atab *older; /* the table this one replaced, freed at destroy */
+	_Atomic(struct actor_entry *) slot[];
+};
+
 /* ---- the coordinator ------------------------------------------------------- */
 
 /* Both begin with struct entry_head's fields (node, q). */
@@ -149,9 +168,12 @@ struct orbit_spot_serial_executor {
 	int home; /* options encoding (node + 1), passed on to its queues */
 	orbit_execution_lane_policy_t actor_pol, timer_pol;
 	orbit_serial_queue_t *spot_q; /* from create to destroy */
-	/* Owned by co.lane (06 §4 C2), see the file comment. */
+	/* Owned by co.lane (06 §4 C2), see the file comment; `atab` is
+	 * written in its turns only and read lock-free (struct atab). */
 	bool closed;
-	struct map actors, timers;
+	struct map timers;
+	_Atomic(struct atab *) atab;
+	uint32_t n_act; /* entries in atab (lane) */
 	/* SpotWide Actor records whose Spot turn waits for room, oldest
 	 * first, linked through orbit__work.wait_next. */
 	struct orbit__work *wait_head, *wait_tail;
@@ -163,11 +185,6 @@ struct orbit_spot_serial_executor {
 	_Atomic uint64_t n_actors, n_timers;
 	char name[64];
 };
-
-static bool actor_eq(const struct map_node *n, const void *key)
-{
-	return ((const struct actor_entry *)n)->info.actor_id == *(const uint64_t *)key;
-}
 
 static bool timer_eq(const struct map_node *n, const void *key)
 {
@@ -237,28 +254,134 @@ err_free:
 	return ret;
 }
 
+static struct actor_entry *atab_probe(const struct atab *t, uint64_t id, uint64_t hash)
+{
+	for (uint32_t i = (uint32_t)hash & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+		/* SP-A1: acquire, pairs with SP-R1 in atab_put(): the entry's
+		 * id and queue before its pointer */
+		struct actor_entry *e = atomic_load_explicit(&t->slot[i], memory_order_acquire);
+
+		if (!e || e->info.actor_id == id)
+			return e; /* at most half full: an empty slot ends the probe */
+	}
+}
+
+/*
+ * The entry of Actor @id, or NULL when it has none (yet). Context: any
+ * thread, no lock: entries live until destroy, which runs only after
+ * every submission returned (the header's Synchronization table). A
+ * miss is not authoritative: actor_get() decides in a lane turn.
+ */
+static struct actor_entry *actor_find(orbit_spot_serial_executor_t *s, uint64_t id)
+{
+	/* SP-A2: acquire, pairs with SP-R2 in atab_add(): a grown table's
+	 * slots before its pointer */
+	const struct atab *t = atomic_load_explicit(&s->atab, memory_order_acquire);
+
+	return t ? atab_probe(t, id, hash_u64(id)) : NULL;
+}
+
+static void atab_put(struct atab *t, struct actor_entry *e)
+{
+	uint32_t i = (uint32_t)e->node.hash & (t->cap - 1);
+
+	/* Relaxed: only lane turns write slots, and they are ordered by the lane. */
+	while (atomic_load_explicit(&t->slot[i], memory_order_relaxed))
+		i = (i + 1) & (t->cap - 1);
+	/* SP-R1: release, pairs with SP-A1 in atab_probe() */
+	atomic_store_explicit(&t->slot[i], e, memory_order_release);
+}
+
+/* Add @e (not in the table), growing it first when it would pass half. On the lane. */
+static int atab_add(orbit_spot_serial_executor_t *s, struct actor_entry *e)
+{
+	/* Relaxed: written only in lane turns like this one. */
+	struct atab *t = atomic_load_explicit(&s->atab, memory_order_relaxed), *nt;
+
+	ORBIT__ASSERT_ON_LANE(s->co.lane); /* the table is lane-owned (06 §4 C2) */
+	if (!t || (s->n_act + 1) * 2 > t->cap) {
+		uint32_t cap = t ? t->cap * 2 : 32;
+
+		if (t && cap < t->cap)
+			return -ENOMEM;
+		nt = calloc(1, sizeof(*nt) + cap * sizeof(nt->slot[0]));
+		if (!nt)
+			return -ENOMEM;
+		nt->cap = cap;
+		nt->older = t;
+		for (uint32_t i = 0; t && i < t->cap; i++) {
+			/* Relaxed: lane-owned writes, see above. */
+			struct actor_entry *o = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
+
+			if (o)
+				atab_put(nt, o);
+		}
+		/* SP-R2: release, pairs with SP-A2 in actor_find() */
+		atomic_store_explicit(&s->atab, nt, memory_order_release);
+		t = nt;
+	}
+	atab_put(t, e);
+	s->n_act++;
+	return 0;
+}
+
+/* Call @fn on every Actor entry (lane turns, or after quiescence). */
+static void atab_each(struct atab *t, void (*fn)(struct map_node *n, void *ctx), void *ctx)
+{
+	for (uint32_t i = 0; t && i < t->cap; i++) {
+		/* Relaxed: lane-owned (or quiescent). */
+		struct actor_entry *e = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
+
+		if (e)
+			fn(&e->node, ctx);
+	}
+}
+
+static void atab_free(struct atab *t)
+{
+	while (t) {
+		struct atab *o = t->older;
+
+		free(t);
+		t = o;
+	}
+}
+
 /* GetOrCreateActorQueue (§4). On the lane. */
 static int actor_get(orbit_spot_serial_executor_t *s, uint64_t id, struct actor_entry **out)
 {
 	uint64_t hash = hash_u64(id);
+	struct actor_entry *a;
 	char qname[64];
-	bool created;
 	int ret;
 
-	ORBIT__ASSERT_ON_LANE(s->co.lane); /* the map is lane-owned (06 §4 C2) */
+	ORBIT__ASSERT_ON_LANE(s->co.lane); /* the table is lane-owned (06 §4 C2) */
 	/* Found: no queue name is formatted (it cost a third of a PerActor
 	 * submission when it was made at every call). */
-	*out = (struct actor_entry *)map_find(&s->actors, hash, actor_eq, &id);
+	*out = actor_find(s, id);
 	if (*out)
 		return 0;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->node.hash = hash;
+	a->info.actor_id = id;
 	snprintf(qname, sizeof(qname), "%.32s/actor/%llu", s->name, (unsigned long long)id);
-	ret = entry_get(s, &s->actors, hash, actor_eq, &id, sizeof(**out), &s->actor_pol, qname,
-			(struct entry_head **)out, &created);
-	if (ret || !created)
-		return ret;
-	(*out)->info.actor_id = id;
+	ret = make_queue(s, &s->actor_pol, qname, &a->q);
+	if (ret)
+		goto err_free;
+	ret = atab_add(s, a);
+	if (ret)
+		goto err_queue;
 	atomic_fetch_add_explicit(&s->n_actors, 1, memory_order_relaxed); /* stats only */
+	*out = a;
 	return 0;
+
+err_queue:
+	orbit_serial_queue_destroy(a->q);
+err_free:
+	free(a);
+	return ret;
 }
 
 /* GetOrCreateTimerQueue (§4, PerActor only). On the lane. */
@@ -698,6 +821,32 @@ static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
 			return ret;
 		return orbit__work_submit(c->w, c->kind, &e);
 	}
+	if (c->kind == ORBIT_WORK_ACTOR) {
+		/*
+		 * An Actor whose queue exists: found without a lane turn
+		 * (struct atab) and enqueued on it as submit_fn() would after
+		 * its turn. Nothing else of the lane's state bears on it: the
+		 * `closed` flag is set in the turn that closes every Actor
+		 * queue (close_fn()), so the queue's own lock decides "before
+		 * or after close" (-EPIPE), as for PerActor Spot work.
+		 */
+		struct actor_entry *a = actor_find(s, c->actor_id);
+
+		if (a) {
+			struct orbit__enq e = { .q = a->q,
+						.fn = s->mode == ORBIT_SPOT_SPOT_WIDE
+							  ? actor_turn_item
+							  : orbit__work_run,
+						.how = ORBIT__ENQ_PAYLOAD,
+						.payload_bytes = c->payload_bytes };
+
+			ret = orbit__work_new(&s->co, fn, arg, done, yf, &c->w);
+			if (ret)
+				return ret;
+			c->w->info = &a->info;
+			return orbit__work_submit(c->w, c->kind, &e);
+		}
+	}
 	c->fn = fn;
 	c->arg = arg;
 	c->done = done;
@@ -816,7 +965,8 @@ static int close_fn(void *arg)
 	/* One turn: no submission gets in after this, and every subordinate
 	 * queue closes with the Spot (§2 lifetime). */
 	s->closed = true;
-	map_each(&s->actors, close_entry, NULL);
+	/* Relaxed: lane-owned. */
+	atab_each(atomic_load_explicit(&s->atab, memory_order_relaxed), close_entry, NULL);
 	map_each(&s->timers, close_entry, NULL);
 	if (s->mode == ORBIT_SPOT_PER_ACTOR)
 		orbit_serial_queue_close(s->spot_q); /* its submitters skip the lane */
@@ -851,7 +1001,8 @@ int orbit_spot_serial_executor_stats(const orbit_spot_serial_executor_t *spot,
 /* The maps, taken out of the coordinator in one lane turn. */
 struct emptied {
 	orbit_spot_serial_executor_t *s;
-	struct map actors, timers;
+	struct atab *atab;
+	struct map timers;
 };
 
 static int empty_fn(void *arg)
@@ -859,9 +1010,10 @@ static int empty_fn(void *arg)
 	struct emptied *e = arg;
 
 	ORBIT__ASSERT_ON_LANE(e->s->co.lane);
-	e->actors = e->s->actors;
+	/* Relaxed: lane-owned; quiescent, so no lookup runs any more. */
+	e->atab = atomic_exchange_explicit(&e->s->atab, NULL, memory_order_relaxed);
+	e->s->n_act = 0;
 	e->timers = e->s->timers;
-	memset(&e->s->actors, 0, sizeof(e->s->actors));
 	memset(&e->s->timers, 0, sizeof(e->s->timers));
 	/* Relaxed: stats mirrors, each a lone counter (see the fields). */
 	atomic_store_explicit(&e->s->n_actors, 0, memory_order_relaxed);
@@ -894,9 +1046,9 @@ int orbit_spot_serial_executor_destroy(orbit_spot_serial_executor_t *spot)
 	ret = orbit_state_lane_run(spot->co.lane, empty_fn, &e);
 	if (ret)
 		return ret;
-	map_each(&e.actors, free_entry, NULL);
+	atab_each(e.atab, free_entry, NULL);
+	atab_free(e.atab);
 	map_each(&e.timers, free_entry, NULL);
-	free(e.actors.b);
 	free(e.timers.b);
 	orbit__queue_free(spot->spot_q);
 	orbit__coord_fini(&spot->co);

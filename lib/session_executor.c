@@ -12,11 +12,23 @@
  *   execute_final           lifecycle lane; runs only once everything
  *                           accepted before it has finished
  *
- * "Nothing after final" spans the closed flag and the queue's contents,
- * so the closed flag is owned by the state lane and every submission is
- * decided and enqueued in one lane turn (06 §4 C2). The final work's
- * gate (final_park, final_fn/arg) is touched only on turns of the session
- * queue, which run one at a time; see final_gate() and on_release().
+ * "Nothing after final" spans the closed flag and the queue's contents.
+ * The closed flag is owned by the state lane (06 §4 C2), and the turn
+ * that sets it (close, or the final work's acceptance) also closes the
+ * queue, so the three other entry points need no lane turn: they enqueue
+ * directly and the queue's own lock decides "before or after" (-EPIPE),
+ * as the Actor coordinator's submissions do. Only execute_final is
+ * decided and enqueued in a lane turn (one final, never two). The final
+ * is enqueued before the queue is closed (a closed queue would refuse
+ * it), so a packet that races the final's acceptance may get in between:
+ * it was accepted before the final call returned, and the final work
+ * waits for it like for everything accepted before it. For that the
+ * final work does not run before its lane turn has closed the queue
+ * (final_sealed) and until nothing else is outstanding (final_gate()).
+ * final_fn/arg are written before its enqueue and read on the session
+ * queue's turns; final_park is exchanged between the gate (on the queue's
+ * turn), on_release() (on any thread that releases a record, a refused
+ * submission's too) and the final's lane turn, see final_try_resume().
  */
 #include "config.h"
 
@@ -41,9 +53,12 @@ struct orbit_session_serial_executor {
 	 * enqueue publishes them); read on the session queue's turns. */
 	orbit_serial_work_fn final_fn;
 	void *final_arg;
-	/* Only on the session queue's turns: the final work waiting for the
-	 * work accepted before it. */
-	orbit_serial_resume_t *final_park;
+	/* The final work waiting for the work accepted before it: stored by
+	 * final_gate(), taken (exchanged for NULL) by whoever resumes it. */
+	_Atomic(orbit_serial_resume_t *) final_park;
+	/* The final's lane turn closed the queue: no packet gets in any
+	 * more (SN-D1). */
+	_Atomic bool final_sealed;
 };
 
 void orbit_session_serial_executor_options_init(struct orbit_session_serial_executor_options *opts)
@@ -55,24 +70,39 @@ void orbit_session_serial_executor_options_init(struct orbit_session_serial_exec
 }
 
 /*
- * A piece of session work was released. All of them end on the session
- * queue's turns (or, refused, inside the lane turn that would have
- * accepted them, before any final exists), so this runs serially with
- * final_gate(). Only a parked final needs the outstanding count: without
- * one, the submitters' counter line is not read at every release.
+ * Take the parked final work and resume it once the queue is closed and
+ * only it is outstanding. SN-D1: on the releasers' side a seq_cst release
+ * (coord_uncount()'s SX-D2 increment), on the final's lane turn the
+ * seq_cst store of final_sealed, each followed by the seq_cst loads here;
+ * on the gate's side (final_gate()) the seq_cst store of final_park
+ * followed by the same loads: Dekker pairs, so either this sees the
+ * parked handle or the gate sees this release (or the seal). The exchange
+ * hands the handle to one resumer only.
+ */
+static void final_try_resume(orbit_session_serial_executor_t *s)
+{
+	orbit_serial_resume_t *h;
+
+	/* seq_cst like SX-D1 (orbit__coord_outstanding), SN-D1 */
+	if (!atomic_load_explicit(&s->final_park, memory_order_seq_cst) ||
+	    !atomic_load_explicit(&s->final_sealed, memory_order_seq_cst) ||
+	    orbit__coord_outstanding(&s->co) != 1)
+		return; /* no final parked, the queue still open, or more left */
+	h = atomic_exchange_explicit(&s->final_park, NULL, memory_order_seq_cst);
+	if (h)
+		orbit_serial_queue_resume(h); /* only the final work is left: let it run */
+}
+
+/*
+ * A piece of session work was released: on the session queue's turn that
+ * finished it, or on the thread whose submission the queue refused (see
+ * the file comment), so possibly while final_gate() runs. Only a parked
+ * final needs the outstanding count: without one, the submitters'
+ * counter line is not read at every release.
  */
 static void on_release(struct orbit__coord *co)
 {
-	orbit_session_serial_executor_t *s = (orbit_session_serial_executor_t *)co;
-	orbit_serial_resume_t *h;
-
-	ORBIT__ASSERT_ON_QUEUE(s->q, orbit_state_lane_is_on_lane(s->co.lane));
-	h = s->final_park;
-	/* seq_cst like SX-D1 (orbit__coord_outstanding) */
-	if (!h || orbit__coord_outstanding(co) != 1)
-		return; /* only the final work is left: let it run */
-	s->final_park = NULL;
-	orbit_serial_queue_resume(h);
+	final_try_resume((orbit_session_serial_executor_t *)co);
 }
 
 int orbit_session_serial_executor_create(const struct orbit_session_serial_executor_options *user,
@@ -119,22 +149,31 @@ err_free:
 }
 
 /*
- * The final work's first stage, on the session queue: while earlier work
- * is outstanding (a lifecycle burst let it run early, or work yielded),
- * hand the turn back and wait for on_release() to resume it.
+ * The final work's first stage, on the session queue: until its lane
+ * turn closed the queue, and while earlier work is outstanding (a
+ * lifecycle burst let it run early, work yielded, or a packet raced its
+ * acceptance), hand the turn back and wait for final_try_resume() to
+ * resume it. Parked first, then looked at again (SN-D1): a release or the
+ * seal between the first look and the park is seen here.
  */
 static int final_gate(orbit_serial_turn_t *turn, void *arg)
 {
 	orbit_session_serial_executor_t *s = arg;
+	orbit_serial_resume_t *h;
 
-	ORBIT__ASSERT_ON_QUEUE(s->q, false); /* final_park: the session queue's turns only */
-	/* seq_cst like SX-D1: a count of work, released on this queue's turns. */
-	if (orbit__coord_outstanding(&s->co) > 1 &&
-	    orbit__work_yield(turn, final_gate, s, ORBIT_SERIAL_SUSPEND_RELEASE, &s->final_park) ==
-		0)
+	ORBIT__ASSERT_ON_QUEUE(s->q, false); /* the final work's first stage */
+	/* seq_cst like SX-D1: a count of work; SN-D1 */
+	if ((!atomic_load_explicit(&s->final_sealed, memory_order_seq_cst) ||
+	     orbit__coord_outstanding(&s->co) > 1) &&
+	    orbit__work_yield(turn, final_gate, s, ORBIT_SERIAL_SUSPEND_RELEASE, &h) == 0) {
+		/* SN-D1: seq_cst store, pairs with final_try_resume()'s loads */
+		atomic_store_explicit(&s->final_park, h, memory_order_seq_cst);
+		/* A resume before this turn returns is kept by the queue
+		 * until it has (orbit_serial_queue_resume()). */
+		final_try_resume(s);
 		return ORBIT_SERIAL_SUSPENDED;
+	}
 	/* Nothing else outstanding (or no memory to wait: run it now). */
-	s->final_park = NULL;
 	return s->final_fn(turn, s->final_arg);
 }
 
@@ -149,6 +188,7 @@ struct submit {
 	orbit_work_completion_t *done;
 };
 
+/* execute_final, in one lane turn: one final, and nothing after it. */
 static int submit_fn(void *arg)
 {
 	struct submit *c = arg;
@@ -165,15 +205,19 @@ static int submit_fn(void *arg)
 		return ret;
 	if (s->closed)
 		return orbit__work_refuse(c->w, c->kind, -EPIPE);
-	if (c->kind != ORBIT_WORK_FINAL)
-		return orbit__work_submit(c->w, c->kind, &c->e);
 	s->final_fn = fn;
 	s->final_arg = fn_arg;
 	c->w->fn = final_gate;
 	c->w->arg = s;
 	ret = orbit__work_submit(c->w, c->kind, &c->e);
-	if (ret == 0)
-		s->closed = true; /* the last work: nothing more gets in */
+	if (ret == 0) {
+		/* The last work: nothing more gets in, through the lane or not. */
+		s->closed = true;
+		orbit_serial_queue_close(s->q);
+		/* SN-D1: seq_cst store, pairs with final_gate()'s load */
+		atomic_store_explicit(&s->final_sealed, true, memory_order_seq_cst);
+		final_try_resume(s); /* it may have parked for the seal alone */
+	}
 	return ret;
 }
 
@@ -182,6 +226,7 @@ static int session_submit(orbit_session_serial_executor_t *s, unsigned kind,
 			  orbit_work_completion_t *done)
 {
 	struct submit c = { .s = s, .kind = kind };
+	int ret;
 
 	if (!s || !fn)
 		return -EINVAL;
@@ -198,6 +243,14 @@ static int session_submit(orbit_session_serial_executor_t *s, unsigned kind,
 	default: /* control, final */
 		c.e.how = ORBIT__ENQ_LIFECYCLE;
 		break;
+	}
+	if (kind != ORBIT_WORK_FINAL) {
+		/* No lane turn: see the file comment (-EPIPE from the closed
+		 * queue is counted as rejected_closed). */
+		ret = orbit__work_new(&s->co, fn, arg, done, ORBIT_SERIAL_SUSPEND_HOLD, &c.w);
+		if (ret)
+			return ret;
+		return orbit__work_submit(c.w, kind, &c.e);
 	}
 	c.fn = fn;
 	c.arg = arg;
@@ -238,7 +291,8 @@ static int close_fn(void *arg)
 
 	ORBIT__ASSERT_ON_LANE(s->co.lane);
 	s->closed = true;
-	return 0;
+	/* In the same turn: the lane-free entry points see it (-EPIPE). */
+	return orbit_serial_queue_close(s->q);
 }
 
 int orbit_session_serial_executor_close(orbit_session_serial_executor_t *session)

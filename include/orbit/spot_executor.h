@@ -56,9 +56,13 @@
  * Synchronization:
  *   create                     any thread; allocates
  *   execute_*, set_info        any thread, concurrently, also from inside
- *                              any coordinator's work; one state lane turn
- *                              (short, never waits for work) + the queue
- *                              mutex; the work never runs on the caller's
+ *                              any coordinator's work; the queue mutex and
+ *                              at most one state lane turn (short, never
+ *                              waits for work; none for an existing
+ *                              Actor's execute_actor, PerActor execute_spot
+ *                              and _lifecycle, orbit_actor_execute_*, and
+ *                              every session entry point but
+ *                              execute_final); the work never runs on the caller's
  *                              stack. Work one thread submits to one Actor
  *                              (timer name, session) runs in that order.
  *   orbit_work_*               inside the work function that got the turn

@@ -1920,6 +1920,89 @@ static void test_s3_session_final_waits_for_earlier_work(void **state)
 	assert_int_equal(orbit_session_serial_executor_destroy(s), 0);
 }
 
+/* One run of the final-acceptance race: a packet stream racing execute_final. */
+struct fin_race {
+	orbit_session_serial_executor_t *s;
+	atomic_int final_ran;
+	atomic_int ran;	     /* packets that ran */
+	atomic_int late;     /* packets that ran after the final work */
+	atomic_int accepted; /* packets accepted */
+	int saw;	     /* packets that had run when the final work ran */
+	int refusals;	     /* -EPIPE results the submitter waits for */
+};
+
+static int fin_app_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct fin_race *f = arg;
+
+	if (atomic_load(&f->final_ran))
+		atomic_fetch_add(&f->late, 1);
+	atomic_fetch_add(&f->ran, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int fin_final_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct fin_race *f = arg;
+
+	f->saw = atomic_load(&f->ran);
+	atomic_store(&f->final_ran, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static void *fin_submit_main(void *arg)
+{
+	struct fin_race *f = arg;
+
+	for (int refused = 0; refused < f->refusals;) {
+		int r = orbit_session_execute_application(f->s, fin_app_fn, f, 1, NULL);
+
+		if (r == 0)
+			atomic_fetch_add(&f->accepted, 1);
+		else if (r == -EPIPE)
+			refused++;
+		else if (r == -EAGAIN)
+			sched_yield();
+		else
+			fail_msg("execute_application: %d", r);
+	}
+	return NULL;
+}
+
+/*
+ * §3 with packets that take no lane turn: a stream of packets from another
+ * thread races execute_final. Whatever got in runs before the final work
+ * (the final waits for it, also for a packet that was counted and then
+ * refused while the final work looked at the count: its release, on the
+ * submitter's thread, lets the final run), nothing runs after it, and the
+ * session quiesces (no lost resume: a hang fails the timed wait).
+ */
+static void test_s3_session_final_races_packets(void **state)
+{
+	orbit_worker_pool_t *pool = make_pool(2);
+	int iters = orbit_test_long() ? 20000 : 2000;
+
+	for (int i = 0; i < iters; i++) {
+		static struct fin_race f;
+		pthread_t th;
+
+		memset(&f, 0, sizeof(f));
+		f.refusals = 1 + i % 3;
+		f.s = make_session(orbit_worker_pool_executor(pool));
+		assert_int_equal(pthread_create(&th, NULL, fin_submit_main, &f), 0);
+		while (atomic_load(&f.accepted) < i % 8)
+			sched_yield();
+		assert_int_equal(orbit_session_execute_final(f.s, fin_final_fn, &f, NULL), 0);
+		pthread_join(th, NULL);
+		assert_int_equal(orbit_session_serial_executor_await_quiescence(f.s, 10000), 0);
+		assert_int_equal(atomic_load(&f.final_ran), 1);
+		assert_int_equal(atomic_load(&f.late), 0);
+		assert_int_equal(f.saw, atomic_load(&f.accepted));
+		assert_int_equal(orbit_session_serial_executor_destroy(f.s), 0);
+	}
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
 /* ---- §3 the Actor coordinator ----------------------------------------------------------- */
 
 struct actor_probe {
@@ -2561,6 +2644,7 @@ int main(void)
 		cmocka_unit_test(test_s10_sync_wait_inside_own_turn_fails_at_once_actor_session),
 		cmocka_unit_test(test_s3_session_entry_points_order_and_final),
 		cmocka_unit_test(test_s3_session_final_waits_for_earlier_work),
+		cmocka_unit_test(test_s3_session_final_races_packets),
 		cmocka_unit_test(test_s3_actor_coordinator),
 		cmocka_unit_test(test_s2_close_completes_every_subordinate_queue),
 		cmocka_unit_test(test_stress_two_threads_many_actors_none_lost_order_kept),

@@ -22,7 +22,8 @@
  * Environment (for instruction counting, e.g. under callgrind):
  * BENCH_ITEMS (items per run, default ITEMS), BENCH_ROUNDS (default
  * ROUNDS), BENCH_PATH (run only the path whose name starts with it; no
- * targets are printed then).
+ * targets are printed then), BENCH_ACTORS (Actors of the 8-Actor paths
+ * when BENCH_PATH is set: one point of the scale series, for a profile).
  */
 #include "config.h"
 
@@ -337,6 +338,8 @@ int main(void)
 
 	items = env_u64("BENCH_ITEMS", ITEMS, 100000000);
 	rounds = (int)env_u64("BENCH_ROUNDS", ROUNDS, ROUNDS_MAX);
+	if (only)
+		n_actors = env_u64("BENCH_ACTORS", ACTORS, 1u << 20);
 	li = calloc(items / LAT_EVERY + 1, sizeof(*li));
 	for (int p = 0; p < P_N; p++) {
 		lat[p].cap = (items / LAT_EVERY + 1) * (uint64_t)rounds;

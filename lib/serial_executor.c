@@ -363,23 +363,22 @@ int orbit_work_completion_destroy(orbit_work_completion_t *c)
 
 /*
  * A record plus the completion state its submission replaced. Cache-line
- * aligned and a whole number of lines, so that the record a
- * submitter fills never shares a line with the one a drain releases; the
- * fields every record touches (the pool words, the head of the record)
- * come first and fill the first two lines, the §7 snapshot (Actor work
- * only) is last (see struct orbit__work).
+ * aligned: the pool link and the record's hot fields fill the first line
+ * (the one a submitter fills and a drain reads and frees), the rest (the
+ * SpotWide wait link, the completion's earlier state, touched only with
+ * a completion) the second.
  */
 struct work_alloc {
 	/* pool stack link: index + 1 of the next free, 0 none */
 	_Alignas(64) _Atomic uint32_t next;
-	uint32_t idx; /* index in the coordinator's pool, or WORK_MALLOCED */
-	struct carm prev;
+	uint32_t idx;	      /* index in the coordinator's pool, or WORK_MALLOCED */
 	struct orbit__work w; /* the record handed around (work_of()) */
+	struct carm prev;
 };
 
 _Static_assert(sizeof(struct work_alloc) % 64 == 0, "whole cache lines");
-_Static_assert(offsetof(struct work_alloc, w) + offsetof(struct orbit__work, snap) <= 128,
-	       "the hot part of a record in two lines");
+_Static_assert(offsetof(struct work_alloc, w) + offsetof(struct orbit__work, wait_next) <= 64,
+	       "the hot part of a record in one line");
 
 static struct work_alloc *work_of(struct orbit__work *w)
 {
@@ -520,8 +519,9 @@ static int work_init(struct orbit__coord *co, struct work_alloc *a, orbit_serial
 		a = pool_grow(co);
 	if (!a)
 		return -ENOMEM;
-	/* Everything but the snapshot, which is only read once taken. */
-	memset(&a->w, 0, offsetof(struct orbit__work, snap));
+	/* The hot line only: wait_next is set before it is read
+	 * (place_turn_fn()), prev by completion_arm(). */
+	memset(&a->w, 0, offsetof(struct orbit__work, wait_next));
 	if (done) {
 		ret = completion_arm(done, co->id, &a->prev);
 		if (ret) {
@@ -533,7 +533,7 @@ static int work_init(struct orbit__coord *co, struct work_alloc *a, orbit_serial
 	a->w.arg = arg;
 	a->w.co = co;
 	a->w.done = done;
-	a->w.yield_flags = yield_flags;
+	a->w.yield_flags = (uint8_t)yield_flags;
 	*out = &a->w;
 	return 0;
 }
@@ -552,6 +552,11 @@ static struct work_alloc *stash_take(struct orbit__coord *co, uint32_t *top)
 	a = pool_at(co, *top - 1);
 	/* Relaxed: taken with the chain (pool_take_all's SX-A2). */
 	*top = atomic_load_explicit(&a->next, memory_order_relaxed);
+	/* The next submission's record was last written by a drain on
+	 * another CPU: fetch its line now, for writing, so that miss
+	 * overlaps this submission instead of stalling the next. */
+	if (*top)
+		__builtin_prefetch(pool_at(co, *top - 1), 1);
 	return a;
 }
 
@@ -677,30 +682,31 @@ void orbit__work_release(struct orbit__work *w)
 static int snapshot_fn(void *arg)
 {
 	struct orbit__work *w = arg;
-	const struct orbit__actor_info *a = w->info;
+	struct orbit__actor_info *a = w->info;
 
 	ORBIT__ASSERT_ON_LANE(w->co->lane);
-	/* On the owner's lane turn: all fields read together (07 §7). */
-	w->snap.actor_id = a->actor_id;
-	w->snap.version = a->version;
-	w->snap.info_len = a->len;
-	memcpy(w->snap.info, a->bytes, a->len);
+	/* On the owner's lane turn: all fields read together (07 §7), into
+	 * the Actor's `last`, which this handling owns (orbit__actor_info). */
+	a->last.actor_id = a->actor_id;
+	a->last.version = a->version;
+	a->last.info_len = a->len;
+	memcpy(a->last.info, a->bytes, a->len);
 	return 0;
 }
 
 /*
- * The snapshot of a handling's start (07 §7). All fields are read in one
- * lane turn; when no set_info completed since the previous record of this
- * Actor took its turn (SX-A1 reads the version that turn saw), that
- * record's snapshot is still the registration as it is now, so it is
- * carried instead and the drain does not meet the submitters on the lane
- * for every record. A set_info that completed before this handling
- * started is always seen: its SX-R1 store happens before our SX-A1 load.
- * One still running is ordered after this start, as when its turn comes
- * after the snapshot turn. A turn refused (this thread already holds the
- * lane: an executor ran the work inside a coordinator's lane turn; or the
- * lane is closed) leaves no snapshot: the handler is told, not handed a
- * half-filled one.
+ * The snapshot of a handling's start (07 §7), left in the Actor's `last`
+ * (orbit_work_actor_snapshot() copies it out). All fields are read in
+ * one lane turn; when no set_info completed since the previous handling
+ * of this Actor took its turn (SX-A1 reads the version that turn saw),
+ * `last` is still the registration as it is now, so it is carried
+ * instead and the drain does not meet the submitters on the lane for
+ * every record. A set_info that completed before this handling started is
+ * always seen: its SX-R1 store happens before our SX-A1 load. One still
+ * running is ordered after this start, as when its turn comes after the
+ * snapshot turn. A turn refused (this thread already holds the lane: an
+ * executor ran the work inside a coordinator's lane turn; or the lane is
+ * closed) leaves no snapshot: the handler is told, not handed a stale one.
  */
 static void snapshot_take(struct orbit__work *w)
 {
@@ -708,16 +714,7 @@ static void snapshot_take(struct orbit__work *w)
 	/* SX-A1: acquire, pairs with SX-R1 in orbit__actor_info_set() */
 	uint64_t v = atomic_load_explicit(&a->version_pub, memory_order_acquire);
 
-	if (v == a->last.version) {
-		w->snap = a->last;
-		w->snap.actor_id = a->actor_id;
-		w->snap_err = 0;
-		return;
-	}
-	w->snap.actor_id = a->actor_id;
-	w->snap_err = orbit_state_lane_run(w->co->lane, snapshot_fn, w);
-	if (!w->snap_err)
-		a->last = w->snap;
+	w->snap_err = v == a->last.version ? 0 : orbit_state_lane_run(w->co->lane, snapshot_fn, w);
 }
 
 /*
@@ -846,7 +843,10 @@ int orbit_work_actor_snapshot(const orbit_serial_turn_t *turn,
 		return -ENOENT;
 	if (f->w->snap_err)
 		return f->w->snap_err;
-	*out = f->w->snap;
+	/* The handling's own snapshot: `last` is written only at a
+	 * handling's start (see orbit__actor_info). */
+	*out = f->w->info->last;
+	out->actor_id = f->w->info->actor_id;
 	return 0;
 }
 

@@ -22,12 +22,14 @@
  * the first record; version, len and bytes are owned by the coordinator's
  * state lane. version_pub mirrors version (C3, 06 §4): written in the
  * lane turn that changed the information, after it (SX-R1), read by a
- * handling's start (SX-A1). `last` is the snapshot the previous record
+ * handling's start (SX-A1). `last` is the snapshot the latest handling
  * of this Actor took in its lane turn: owned by the Actor's handlings,
  * which run one at a time (its queue, or its held claim under SpotWide)
  * and are ordered by that queue's lock. A handling whose SX-A1 read
  * equals last.version carries `last` instead of taking a new lane turn:
- * no set_info completed since that turn (see orbit__work_run()).
+ * no set_info completed since that turn (see snapshot_take()). It is
+ * the snapshot of the handling that runs: only a handling's start writes
+ * it, so it stays as it was at that start until the handling ends.
  */
 struct orbit__actor_info {
 	uint64_t actor_id;
@@ -142,26 +144,32 @@ struct orbit__coord {
 	uint32_t ostash_top;
 };
 
-/* One submitted piece of work, from acceptance to its last continuation. */
+/*
+ * One submitted piece of work, from acceptance to its last continuation.
+ * The fields every record touches come first and, with the pool link
+ * before them (serial_executor.c's struct work_alloc), fill one cache
+ * line: a record crosses from its submitter to its drain and back (the
+ * drain frees it) as one line. wait_next is used only by a SpotWide turn
+ * that waits for room.
+ */
 struct orbit__work {
 	orbit_serial_work_fn fn; /* what runs next: the handler, then continuations */
 	void *arg;
 	struct orbit__coord *co;
 	orbit_work_completion_t *done; /* NULL: nobody waits */
-	unsigned yield_flags;	       /* ORBIT_SERIAL_SUSPEND_HOLD or _RELEASE */
-	bool yielded;		       /* orbit_work_yield() in the current turn */
 	/* SpotWide Actor work: the Actor queue item's held claim, resumed
 	 * (instead of releasing the work) when the handler finishes. */
 	orbit_serial_resume_t *claim;
+	/* Actor work: the registration whose snapshot the handling reads
+	 * (its `last`, see orbit__actor_info and snapshot_take()). */
+	struct orbit__actor_info *info;
+	int snap_err;		/* the snapshot turn's error (-EDEADLK, -EPIPE), or 0 */
+	uint8_t yield_flags;	/* ORBIT_SERIAL_SUSPEND_HOLD or _RELEASE */
+	bool yielded;		/* orbit_work_yield() in the current turn */
+	bool snapped;		/* the handling's snapshot is taken */
 	/* SpotWide Actor work whose Spot turn waits for room: the next in
 	 * the Spot coordinator's FIFO (owned by its state lane). */
 	struct orbit__work *wait_next;
-	/* Actor work: the registration to snapshot at the handling's start
-	 * (its `last` is written by the handling, see orbit__actor_info). */
-	struct orbit__actor_info *info;
-	bool snapped;
-	int snap_err; /* the snapshot turn's error (-EDEADLK, -EPIPE), or 0 */
-	struct orbit_actor_state_snapshot snap;
 };
 
 /*

@@ -2396,6 +2396,55 @@ static int snap_probe_fn(orbit_serial_turn_t *turn, void *arg)
 }
 
 /*
+ * 07 §7: an Actor that never had registration information set still gets
+ * a snapshot that names it (version 0, no bytes), from its first record
+ * on and again for later ones (carried without a lane turn), in both
+ * modes and from the Actor coordinator.
+ */
+static void test_s7_snapshot_without_registration_names_the_actor(void **state)
+{
+	struct manual_ex x;
+
+	for (int m = 0; m < 2; m++) {
+		orbit_spot_serial_executor_t *s = make_spot(modes[m], manual_executor(&x), NULL,
+							    NULL);
+
+		for (int k = 0; k < 3; k++) {
+			struct snap_probe p = { 0 };
+
+			memset(&p.snap, 0xa5, sizeof(p.snap));
+			assert_int_equal(orbit_spot_execute_actor(s, 77, snap_probe_fn, &p, 0, NULL),
+					 0);
+			manual_run_all(&x);
+			assert_int_equal(atomic_load(&p.ran), 1);
+			assert_int_equal(p.rc, 0);
+			assert_int_equal(p.snap.actor_id, 77);
+			assert_int_equal(p.snap.version, 0);
+			assert_int_equal(p.snap.info_len, 0);
+		}
+		spot_finish(s);
+	}
+	{
+		struct orbit_actor_serial_executor_options o;
+		orbit_actor_serial_executor_t *a;
+		struct snap_probe p = { 0 };
+
+		orbit_actor_serial_executor_options_init(&o);
+		o.executor = manual_executor(&x);
+		o.actor_id = 78;
+		assert_int_equal(orbit_actor_serial_executor_create(&o, &a), 0);
+		memset(&p.snap, 0xa5, sizeof(p.snap));
+		assert_int_equal(orbit_actor_execute_actor(a, snap_probe_fn, &p, 0, NULL), 0);
+		manual_run_all(&x);
+		assert_int_equal(p.rc, 0);
+		assert_int_equal(p.snap.actor_id, 78);
+		assert_int_equal(p.snap.version, 0);
+		assert_int_equal(orbit_actor_serial_executor_close(a), 0);
+		assert_int_equal(orbit_actor_serial_executor_destroy(a), 0);
+	}
+}
+
+/*
  * 07 §7 with 06 §5: the snapshot is one lane turn at the start of the
  * handling; when that turn is refused (an executor that runs the drain on
  * the submitter's stack puts the handler inside the coordinator's own
@@ -2651,6 +2700,7 @@ int main(void)
 		cmocka_unit_test(test_s5_spot_wide_full_spot_queue_loses_nothing_under_load),
 		cmocka_unit_test(test_s4_spot_wide_waiting_turn_owed_the_next_room),
 		cmocka_unit_test(test_s7_refused_snapshot_turn_is_reported),
+		cmocka_unit_test(test_s7_snapshot_without_registration_names_the_actor),
 		cmocka_unit_test(test_s4_room_hook_inside_own_lane_turn_places_waiting_turn),
 		cmocka_unit_test(test_s8_destroy_from_own_lane_turn_refused),
 		cmocka_unit_test(test_s8_ownership_premise_checks_per_build_mode),

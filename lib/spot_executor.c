@@ -53,6 +53,7 @@
 #include "lib/ownership.h"
 #include "lib/serial_executor.h"
 #include "lib/serial_queue.h"
+#include "lib/sync.h" /* orbit__single_writer_add() */
 
 /* ---- a plain chained hash map (owned by the lane: no locking) ----------- */
 
@@ -546,7 +547,10 @@ static int place_turn_fn(void *arg)
 	s->wait_tail = w;
 	/* Relaxed: see pass_claim(). */
 	atomic_store_explicit(&s->waiting, true, memory_order_relaxed);
-	ORBIT__COORD_INC(&s->co, turn_waited);
+	/* One writer at a time: only this lane turn counts it. No locked
+	 * add: it would wait for the stores to the records' wait links,
+	 * cache misses each, before the turn can go on. */
+	orbit__single_writer_add(&s->co.st.turn_waited, 1);
 	return 0;
 }
 

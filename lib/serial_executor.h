@@ -163,10 +163,10 @@ struct orbit__work {
 	/* Actor work: the registration whose snapshot the handling reads
 	 * (its `last`, see orbit__actor_info and snapshot_take()). */
 	struct orbit__actor_info *info;
-	int snap_err;		/* the snapshot turn's error (-EDEADLK, -EPIPE), or 0 */
-	uint8_t yield_flags;	/* ORBIT_SERIAL_SUSPEND_HOLD or _RELEASE */
-	bool yielded;		/* orbit_work_yield() in the current turn */
-	bool snapped;		/* the handling's snapshot is taken */
+	int snap_err;	     /* the snapshot turn's error (-EDEADLK, -EPIPE), or 0 */
+	uint8_t yield_flags; /* ORBIT_SERIAL_SUSPEND_HOLD or _RELEASE */
+	bool yielded;	     /* orbit_work_yield() in the current turn */
+	bool snapped;	     /* the handling's snapshot is taken */
 	/* SpotWide Actor work whose Spot turn waits for room: the next in
 	 * the Spot coordinator's FIFO (owned by its state lane). */
 	struct orbit__work *wait_next;

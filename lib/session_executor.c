@@ -57,7 +57,7 @@ struct orbit_session_serial_executor {
 	 * final_gate(), taken (exchanged for NULL) by whoever resumes it. */
 	_Atomic(orbit_serial_resume_t *) final_park;
 	/* The final's lane turn closed the queue: no packet gets in any
-	 * more (SN-D1). */
+	 * more (SN-D3). */
 	_Atomic bool final_sealed;
 };
 
@@ -71,19 +71,20 @@ void orbit_session_serial_executor_options_init(struct orbit_session_serial_exec
 
 /*
  * Take the parked final work and resume it once the queue is closed and
- * only it is outstanding. SN-D1: on the releasers' side a seq_cst release
- * (coord_uncount()'s SX-D2 increment), on the final's lane turn the
- * seq_cst store of final_sealed, each followed by the seq_cst loads here;
- * on the gate's side (final_gate()) the seq_cst store of final_park
- * followed by the same loads: Dekker pairs, so either this sees the
- * parked handle or the gate sees this release (or the seal). The exchange
- * hands the handle to one resumer only.
+ * only it is outstanding. Dekker pairs, all seq_cst: on the releasers'
+ * side the release (coord_uncount()'s SX-D2 increment), on the final's
+ * lane turn the store of final_sealed (SN-D3), each followed by the loads
+ * here (SN-D2); on the gate's side the store of final_park (SN-D1)
+ * followed by the same loads. So either this sees the parked handle or
+ * the gate sees this release (or the seal). The exchange hands the
+ * handle to one resumer only.
  */
 static void final_try_resume(orbit_session_serial_executor_t *s)
 {
 	orbit_serial_resume_t *h;
 
-	/* seq_cst like SX-D1 (orbit__coord_outstanding), SN-D1 */
+	/* SN-D2: seq_cst loads, pairs with SN-D1 in final_gate() and SN-D3 in
+	 * submit_fn(); the count is read as orbit__coord_await() reads it */
 	if (!atomic_load_explicit(&s->final_park, memory_order_seq_cst) ||
 	    !atomic_load_explicit(&s->final_sealed, memory_order_seq_cst) ||
 	    orbit__coord_outstanding(&s->co) != 1)
@@ -162,11 +163,11 @@ static int final_gate(orbit_serial_turn_t *turn, void *arg)
 	orbit_serial_resume_t *h;
 
 	ORBIT__ASSERT_ON_QUEUE(s->q, false); /* the final work's first stage */
-	/* seq_cst like SX-D1: a count of work; SN-D1 */
+	/* seq_cst like SX-D1: a count of work; a first look only (SN-D1) */
 	if ((!atomic_load_explicit(&s->final_sealed, memory_order_seq_cst) ||
 	     orbit__coord_outstanding(&s->co) > 1) &&
 	    orbit__work_yield(turn, final_gate, s, ORBIT_SERIAL_SUSPEND_RELEASE, &h) == 0) {
-		/* SN-D1: seq_cst store, pairs with final_try_resume()'s loads */
+		/* SN-D1: seq_cst store, pairs with SN-D2 in final_try_resume() */
 		atomic_store_explicit(&s->final_park, h, memory_order_seq_cst);
 		/* A resume before this turn returns is kept by the queue
 		 * until it has (orbit_serial_queue_resume()). */
@@ -214,7 +215,7 @@ static int submit_fn(void *arg)
 		/* The last work: nothing more gets in, through the lane or not. */
 		s->closed = true;
 		orbit_serial_queue_close(s->q);
-		/* SN-D1: seq_cst store, pairs with final_gate()'s load */
+		/* SN-D3: seq_cst store, pairs with SN-D2 in final_try_resume() */
 		atomic_store_explicit(&s->final_sealed, true, memory_order_seq_cst);
 		final_try_resume(s); /* it may have parked for the seal alone */
 	}

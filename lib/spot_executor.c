@@ -142,7 +142,7 @@ static uint64_t hash_str(const char *s)
 struct actor_entry;
 
 struct atab {
-	uint32_t cap;	     /* slots, a power of two */
+	uint32_t cap;	    /* slots, a power of two */
 	struct atab *older; /* the table this one replaced, freed at destroy */
 	_Atomic(struct actor_entry *) slot[];
 };
@@ -312,7 +312,8 @@ static int atab_add(orbit_spot_serial_executor_t *s, struct actor_entry *e)
 		nt->older = t;
 		for (uint32_t i = 0; t && i < t->cap; i++) {
 			/* Relaxed: lane-owned writes, see above. */
-			struct actor_entry *o = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
+			struct actor_entry *o = atomic_load_explicit(&t->slot[i],
+								     memory_order_relaxed);
 
 			if (o)
 				atab_put(nt, o);

@@ -35,6 +35,8 @@ SQ ^shm/spot_queue            cross-process Spot queue
 SL ^lib/state_lane            state lane
 WP ^lib/worker_pool           worker pool
 SX ^lib/serial_executor       serial executor layer (coordinator, record pool, actor info)
+SP ^lib/spot_executor         Spot coordinator (Actor table)
+SN ^lib/session_executor      session coordinator (final gate)
 AG ^agent/agent               agent thread (loop, death watcher, view)
 AT ^agent/agent_test          agent test hooks
 SH ^agent/spot_host           Spot host

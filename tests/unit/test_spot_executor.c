@@ -2413,8 +2413,8 @@ static void test_s7_snapshot_without_registration_names_the_actor(void **state)
 			struct snap_probe p = { 0 };
 
 			memset(&p.snap, 0xa5, sizeof(p.snap));
-			assert_int_equal(orbit_spot_execute_actor(s, 77, snap_probe_fn, &p, 0, NULL),
-					 0);
+			assert_int_equal(
+			    orbit_spot_execute_actor(s, 77, snap_probe_fn, &p, 0, NULL), 0);
 			manual_run_all(&x);
 			assert_int_equal(atomic_load(&p.ran), 1);
 			assert_int_equal(p.rc, 0);

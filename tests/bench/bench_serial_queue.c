@@ -580,13 +580,22 @@ static double median_of(const double *v, int n)
 	return t[n / 2];
 }
 
+/* BENCH_ONLY and BENCH_NPROD (see main()): is this figure measured? */
+static bool wanted(size_t impl, int nprod)
+{
+	const char *only = getenv("BENCH_ONLY"), *np = getenv("BENCH_NPROD");
+
+	return (!only || atoi(only) == (int)impl) && (!np || atoi(np) == nprod);
+}
+
 /*
  * Usage: bench_serial_queue [throughput|latency|fairness]: one part only.
  * BENCH_REPS=n throughput rounds (default 5, at most 64), the three
  * implementations interleaved in each round; each figure is the median,
  * each ratio the ratio of medians with the per-round range in brackets.
  * BENCH_ONLY=i runs implementation i alone (0 orbit, 1 mutex+condvar,
- * 2 wfcqueue; for profiling: the others' figures then read 1.00).
+ * 2 wfcqueue; for profiling: the others' figures then read 1.00);
+ * BENCH_NPROD=1 or 2 runs only that many producers (likewise).
  */
 int main(int argc, char **argv)
 {
@@ -604,9 +613,7 @@ int main(int argc, char **argv)
 		for (int r = 0; r < reps; r++)
 			for (int np = 1; np <= 2; np++)
 				for (size_t i = 0; i < NIMPL; i++)
-					tp[i][np - 1][r] = !getenv("BENCH_ONLY") ||
-								   atoi(getenv("BENCH_ONLY")) ==
-								       (int)i
+					tp[i][np - 1][r] = wanted(i, np)
 							       ? throughput(&impls[i], np, total)
 							       : 1;
 		for (int np = 1; np <= 2; np++) {

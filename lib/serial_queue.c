@@ -15,13 +15,15 @@
  * only to return their reservations. Claimed items stay ahead of the
  * application ring (they are older), so FIFO is kept.
  *
- * Lock: q->lock (the §6.3 gate) protects every field from `pol` to
- * `outstanding` below and every handle's turn_ended/resumed. It is a
- * leaf for this module: no work function runs under it and the executor
- * is only called after it is released (§6.5). q->cond goes with it.
- * Stats are _Atomic so other threads may read them without the lock;
- * their writers are serialized by q->lock, so a relaxed load+store is an
- * exact increment and relaxed reads see each counter's latest value.
+ * Lock: q->lock (the §6.3 gate) protects every field of the queue but
+ * those set at creation (`pol` to `sealed`) and `st`, and every handle's
+ * turn_ended/resumed; `claimed`, `prio` and `arrivals` say what else
+ * reads them. It is a leaf for this module: no work function runs under
+ * it and the executor is only called after it is released (§6.5).
+ * q->cond goes with it. Stats, the reservation counters and next_seq are
+ * _Atomic so other threads may read them without the lock; their writers
+ * are serialized by q->lock, so a relaxed load+store is an exact
+ * increment and relaxed reads see each counter's latest value.
  */
 #include "config.h"
 
@@ -95,60 +97,75 @@ struct orbit_serial_turn {
 };
 
 struct qstats {
-	_Atomic uint64_t accepted, rejected_count, rejected_bytes, rejected_too_big,
+	_Atomic uint64_t withdrawn, rejected_count, rejected_bytes, rejected_too_big,
 	    rejected_closed, rejected_executor, ran, completed, suspended, resumed, lifecycle_ran,
-	    barrier_ran, slices, slices_cut, protocol_errors, app_items, app_bytes, lc_items,
-	    lc_bytes;
+	    barrier_ran, slices, slices_cut, protocol_errors;
 };
 
+/*
+ * Cache lines: a submission under a steady stream touches the first two
+ * only (the gate with the application ring, then the counters it
+ * writes), and a drain running a batch touches neither (its `claimed`
+ * ring and `prio` sit apart): every line the two share moves between
+ * their CPUs once per claimed batch, not once per item.
+ */
 struct orbit_serial_queue {
-	pthread_mutex_t lock; /* the §6.3 gate; see the file comment */
-	pthread_cond_t cond;  /* quiescence and destroy waiters, with lock */
-	orbit_execution_lane_policy_t pol;
+	_Alignas(64) pthread_mutex_t lock; /* the §6.3 gate; see the file comment */
+	struct ring app;
+	/* What every submission writes. items, bytes and next_seq are written
+	 * under lock and also read lock-free by stats (relaxed: a recent value). */
+	_Alignas(64) _Atomic uint64_t items[2], bytes[2]; /* reservations held, per lane */
+	_Atomic uint64_t next_seq;			  /* = accepted + withdrawn (see qstats) */
+	uint64_t outstanding;				  /* items accepted and not yet done */
+	/* Bumped under lock by every accepted submission and resume; polled
+	 * lock-free by a drain that ran empty (linger). */
+	_Atomic uint64_t arrivals;
+	bool active; /* a drain is scheduled or running (§6.5) */
+	bool closed;
+	bool held;	  /* a HOLD item is suspended: nothing else runs */
+	bool room_wanted; /* see room_fn */
+	/* Read-mostly: set at creation. */
+	_Alignas(64) orbit_execution_lane_policy_t pol;
 	orbit_executor_t ex;
 	int home_node;
 	uint64_t coarse_res_ns; /* resolution of CLOCK_MONOTONIC_COARSE */
-	struct ring app, lc, barrier;
-	/* Application items a drain claimed from `app` in one piece (older
-	 * than everything in `app`). Only the active drain reads or writes
-	 * it; anyone else reads it only after seeing !active under the lock
-	 * (a drain whose re-submission failed may leave items here). */
-	struct ring claimed;
-	orbit_serial_resume_t *res_head, *res_tail; /* resumed continuations */
-	orbit_serial_resume_t *held_cont;	    /* a HOLD item's continuation, ready */
-	bool held;   /* a HOLD item is suspended: nothing else runs */
-	bool active; /* a drain is scheduled or running (§6.5) */
-	bool closed;
-	unsigned waiters;
-	uint32_t lc_burst; /* lifecycle turns in a row while app work waits */
 	/* The room hook (lib/serial_queue.h): room_wanted is set when the
 	 * application lane refused with -EAGAIN while a hook is installed,
 	 * and cleared by the drain that then calls room_fn. */
 	orbit__serial_queue_room_fn room_fn;
 	void *room_ctx;
-	bool room_wanted;
 	/* Set once by a coordinator before the queue is shared (sealed):
 	 * its turns do not name the queue (07 §3). */
 	bool sealed;
-	uint64_t next_seq;
-	uint64_t items[2], bytes[2]; /* reservations held, per lane */
-	uint64_t outstanding;	     /* items accepted and not yet done */
+	/* The drain's side. Application items a drain claimed from `app` in
+	 * one piece (older than everything in `app`). Only the active drain
+	 * reads or writes it; anyone else reads it only after seeing !active
+	 * under the lock (a drain whose re-submission failed may leave items
+	 * here). */
+	_Alignas(64) struct ring claimed;
 	/* Set under lock when work that outranks the application lane
 	 * arrives (lifecycle, barrier-next, a resume); read lock-free by a
 	 * drain running a batch. */
 	_Atomic bool prio;
-	/* Bumped under lock by every accepted submission and resume; polled
-	 * lock-free by a drain that ran empty (linger). */
-	_Atomic uint64_t arrivals;
-	struct qstats st;
+	uint32_t lc_burst; /* lifecycle turns in a row while app work waits */
+	struct ring lc, barrier;
+	orbit_serial_resume_t *res_head, *res_tail; /* resumed continuations */
+	orbit_serial_resume_t *held_cont;	    /* a HOLD item's continuation, ready */
+	unsigned waiters;
+	pthread_cond_t cond; /* quiescence and destroy waiters, with lock */
+	_Alignas(64) struct qstats st;
 	char name[64];
 };
 
 static _Thread_local struct orbit_serial_turn *tls_turn;
 
+/* Writers serialized by q->lock; relaxed readers (see the fields). */
+#define RES(c) atomic_load_explicit(&(c), memory_order_relaxed)
+#define RES_ADD(c, n) orbit__single_writer_add(&(c), (n))
+#define RES_SUB(c, n) orbit__single_writer_add(&(c), -(uint64_t)(n))
+
 /* Writers serialized by q->lock. */
 #define STAT_ADD(q, f, n) orbit__single_writer_add(&(q)->st.f, (n))
-#define STAT_SET(q, f, v) atomic_store_explicit(&(q)->st.f, (v), memory_order_relaxed)
 
 /*
  * The owner time budget of one drain slice (§6.4), checked after every
@@ -277,24 +294,11 @@ static bool ring_remove_seq(struct ring *r, uint64_t seq, struct item *out)
 
 /* ---- reservations (under q->lock) ------------------------------------ */
 
-/* Mirror one lane's reservations into the stats. Under q->lock. */
-static void publish_reservations(orbit_serial_queue_t *q, enum lane lane)
-{
-	if (lane == LANE_APP) {
-		STAT_SET(q, app_items, q->items[LANE_APP]);
-		STAT_SET(q, app_bytes, q->bytes[LANE_APP]);
-	} else {
-		STAT_SET(q, lc_items, q->items[LANE_LC]);
-		STAT_SET(q, lc_bytes, q->bytes[LANE_LC]);
-	}
-}
-
 static void release_reservation(orbit_serial_queue_t *q, const struct item *it)
 {
-	q->items[it->lane]--;
-	q->bytes[it->lane] -= it->bytes;
+	RES_SUB(q->items[it->lane], 1);
+	RES_SUB(q->bytes[it->lane], it->bytes);
 	q->outstanding--;
-	publish_reservations(q, it->lane);
 	if (q->outstanding == 0 && q->waiters)
 		orbit__die_on(pthread_cond_broadcast(&q->cond), "pthread_cond_broadcast");
 }
@@ -363,9 +367,10 @@ int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
 	if (ret)
 		return ret;
 	ret = -ENOMEM;
-	q = calloc(1, sizeof(*q));
+	q = aligned_alloc(_Alignof(orbit_serial_queue_t), sizeof(*q)); /* the cache lines above */
 	if (!q)
 		return -ENOMEM;
+	memset(q, 0, sizeof(*q));
 	q->pol = pol;
 	q->ex = opts.executor;
 	q->home_node = orbit_home_node_id(opts.home);
@@ -431,25 +436,23 @@ static int submit(orbit_serial_queue_t *q, orbit_serial_work_fn fn, void *arg, e
 	} else if (it.bytes > cap_bytes) {
 		STAT_ADD(q, rejected_too_big, 1);
 		ret = -E2BIG;
-	} else if (q->items[lane] + 1 > cap_items) {
+	} else if (RES(q->items[lane]) + 1 > cap_items) {
 		STAT_ADD(q, rejected_count, 1);
 		ret = -EAGAIN;
-	} else if (q->bytes[lane] + it.bytes > cap_bytes) {
+	} else if (RES(q->bytes[lane]) + it.bytes > cap_bytes) {
 		STAT_ADD(q, rejected_bytes, 1);
 		ret = -EAGAIN;
 	} else {
-		it.seq = q->next_seq;
+		it.seq = RES(q->next_seq);
 		ret = ring_push(ring, &it);
 	}
 	if (ret == -EAGAIN && lane == LANE_APP && q->room_fn)
 		q->room_wanted = true; /* the next application release calls room_fn */
 	if (ret == 0) {
-		q->next_seq++;
-		q->items[lane]++;
-		q->bytes[lane] += it.bytes;
+		RES_ADD(q->next_seq, 1); /* accepted: see qstats */
+		RES_ADD(q->items[lane], 1);
+		RES_ADD(q->bytes[lane], it.bytes);
 		q->outstanding++;
-		publish_reservations(q, lane);
-		STAT_ADD(q, accepted, 1);
 		orbit__single_writer_add(&q->arrivals, 1); /* relaxed: see the field */
 		if (ring != &q->app)			   /* relaxed: see the field */
 			atomic_store_explicit(&q->prio, true, memory_order_relaxed);
@@ -470,7 +473,7 @@ static int submit(orbit_serial_queue_t *q, orbit_serial_work_fn fn, void *arg, e
 	/* Withdraw our item: it cannot run. Nobody took it (active was ours). */
 	orbit__mutex_lock(&q->lock);
 	if (ring_remove_seq(ring, it.seq, &it)) {
-		STAT_ADD(q, accepted, -1);
+		STAT_ADD(q, withdrawn, 1);
 		release_reservation(q, &it);
 	}
 	schedule_failed(q);
@@ -668,13 +671,12 @@ static void end_batch(orbit_serial_queue_t *q, const struct batch_tally *t,
 
 	STAT_ADD(q, ran, t->ran);
 	if (t->done) {
-		q->items[LANE_APP] -= t->done;
-		q->bytes[LANE_APP] -= t->bytes;
+		RES_SUB(q->items[LANE_APP], t->done);
+		RES_SUB(q->bytes[LANE_APP], t->bytes);
 		q->outstanding -= t->done;
 		STAT_ADD(q, completed, t->done);
 		if (t->errors)
 			STAT_ADD(q, protocol_errors, t->errors);
-		publish_reservations(q, LANE_APP);
 		if (q->outstanding == 0 && q->waiters)
 			orbit__die_on(pthread_cond_broadcast(&q->cond), "pthread_cond_broadcast");
 	}
@@ -1056,7 +1058,15 @@ int orbit_serial_queue_stats(const orbit_serial_queue_t *cq, struct orbit_serial
 		return -EINVAL;
 #define LD(f) out->f = atomic_load_explicit(&q->st.f, memory_order_relaxed)
 	/* Relaxed: each counter is independent (see the header). */
-	LD(accepted);
+	/* Each withdrawal follows its own bump of next_seq: read withdrawn
+	 * first, and a racing read that still sees more withdrawals than
+	 * numbers counts 0, never a wrapped count. */
+	{
+		uint64_t w = atomic_load_explicit(&q->st.withdrawn, memory_order_relaxed);
+		uint64_t n = RES(q->next_seq);
+
+		out->accepted = n > w ? n - w : 0;
+	}
 	LD(rejected_count);
 	LD(rejected_bytes);
 	LD(rejected_too_big);
@@ -1071,10 +1081,10 @@ int orbit_serial_queue_stats(const orbit_serial_queue_t *cq, struct orbit_serial
 	LD(slices);
 	LD(slices_cut);
 	LD(protocol_errors);
-	LD(app_items);
-	LD(app_bytes);
-	LD(lc_items);
-	LD(lc_bytes);
+	out->app_items = RES(q->items[LANE_APP]);
+	out->app_bytes = RES(q->bytes[LANE_APP]);
+	out->lc_items = RES(q->items[LANE_LC]);
+	out->lc_bytes = RES(q->bytes[LANE_LC]);
 #undef LD
 	return 0;
 }

@@ -2151,6 +2151,102 @@ static void test_s2_close_completes_every_subordinate_queue(void **state)
 	}
 }
 
+/* ---- stats under refusals -------------------------------------------------------------- */
+
+/* Submissions refused after close, from another thread, until told to stop. */
+struct refuser {
+	orbit_spot_serial_executor_t *spot; /* or */
+	orbit_session_serial_executor_t *session;
+	atomic_bool stop;
+	atomic_long refused;
+};
+
+static void *refuser_main(void *arg)
+{
+	struct refuser *r = arg;
+
+	while (!atomic_load(&r->stop)) {
+		int ret = r->spot ? orbit_spot_execute_actor(r->spot, 7, noop_fn, NULL, 1, NULL)
+				  : orbit_session_execute_application(r->session, noop_fn, NULL, 1,
+								      NULL);
+
+		if (ret != -EPIPE)
+			fail_msg("a submission after close returned %d", ret);
+		atomic_fetch_add(&r->refused, 1);
+	}
+	return NULL;
+}
+
+/*
+ * Read the stats of the closed coordinator (nothing ever ran) while
+ * @r refuses submissions on another thread: `completed` must stay 0 at
+ * every read. Returns the number of reads that saw anything else.
+ */
+static long stats_while_refused(struct refuser *r)
+{
+	struct orbit_serial_executor_stats st;
+	long bad = 0, reads = 0;
+	pthread_t th;
+
+	assert_int_equal(pthread_create(&th, NULL, refuser_main, r), 0);
+	while (atomic_load(&r->refused) < 1) /* the refuser is running */
+		sched_yield();
+	for (; reads < 200000 || atomic_load(&r->refused) < 20000; reads++) {
+		if (r->spot)
+			assert_int_equal(orbit_spot_serial_executor_stats(r->spot, &st), 0);
+		else
+			assert_int_equal(orbit_session_serial_executor_stats(r->session, &st), 0);
+		if (st.completed != 0) {
+			if (!bad)
+				print_message("read %ld: completed %llu with nothing run\n", reads,
+					      (unsigned long long)st.completed);
+			bad++;
+		}
+	}
+	atomic_store(&r->stop, true);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	return bad;
+}
+
+/*
+ * Stats: a submission refused after close (-EPIPE) never shows as
+ * completed work, not even for a moment. Both kinds of coordinator that
+ * now refuse without a lane turn: execute_actor to an Actor whose queue
+ * exists (made by set_info, so no record ever ran) in both modes, and a
+ * session packet. stats.completed is derived (released minus refusals);
+ * a reader that sees a refusal's count before its release must not
+ * report a negative completed, which reads as about 2^64 (and so on
+ * into the agent's exec_completed counter).
+ */
+static void test_stats_refusals_after_close_never_complete(void **state)
+{
+	orbit_worker_pool_t *pool = make_pool(2);
+
+	for (int m = 0; m < 2; m++) {
+		static struct refuser r;
+
+		memset(&r, 0, sizeof(r));
+		r.spot = make_spot(modes[m], orbit_worker_pool_executor(pool), NULL, NULL);
+		assert_int_equal(orbit_spot_actor_set_info(r.spot, 7, "x", 1), 0);
+		assert_int_equal(orbit_spot_serial_executor_close(r.spot), 0);
+		assert_int_equal(stats_while_refused(&r), 0);
+		assert_int_equal(orbit_spot_serial_executor_await_quiescence(r.spot, WAIT_MS), 0);
+		assert_int_equal(orbit_spot_serial_executor_destroy(r.spot), 0);
+	}
+	{
+		static struct refuser r;
+
+		memset(&r, 0, sizeof(r));
+		r.session = make_session(orbit_worker_pool_executor(pool));
+		assert_int_equal(orbit_session_serial_executor_close(r.session), 0);
+		assert_int_equal(stats_while_refused(&r), 0);
+		assert_int_equal(orbit_session_serial_executor_await_quiescence(r.session, WAIT_MS),
+				 0);
+		assert_int_equal(orbit_session_serial_executor_destroy(r.session), 0);
+	}
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
 /* ---- stress -------------------------------------------------------------------------------------
  */
 
@@ -2704,6 +2800,7 @@ int main(void)
 		cmocka_unit_test(test_s4_room_hook_inside_own_lane_turn_places_waiting_turn),
 		cmocka_unit_test(test_s8_destroy_from_own_lane_turn_refused),
 		cmocka_unit_test(test_s8_ownership_premise_checks_per_build_mode),
+		cmocka_unit_test(test_stats_refusals_after_close_never_complete),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -222,29 +222,29 @@ void orbit__coord_stats(const struct orbit__coord *cco, struct orbit_serial_exec
 {
 	struct orbit__coord *co = (struct orbit__coord *)cco;
 
-	uint64_t released, not_done;
+	uint64_t released;
 
 	memset(out, 0, sizeof(*out));
-	/* SX-A3: acquire, pairs with SX-R3 in coord_uncount(): every refusal
-	 * and rejected turn counted before a release we see is seen below,
-	 * so `completed` never counts one of them. */
+	/* SX-A3: acquire, pairs with SX-R3 in coord_uncount(): every rejected
+	 * turn counted before a release we see is seen below, so `completed`
+	 * never counts one of them. Refusals are not releases (`refused`). */
 	released = atomic_load_explicit(&co->released, memory_order_acquire);
 	/* Relaxed: each counter is independent (see the header). */
 #define LD(f) atomic_load_explicit(&co->st.f, memory_order_relaxed)
 	out->turn_rejected = LD(turn_rejected);
-	not_done = out->turn_rejected;
 	for (unsigned k = 0; k < ORBIT_WORK_KINDS; k++) {
 		uint64_t un = LD(unaccepted[k]);
 
 		/* Relaxed: a counter; its refusals, read after it, only lag. */
 		out->accepted[k] = atomic_load_explicit(&co->submitted[k], memory_order_relaxed) -
 				   un;
-		not_done += un;
 		out->rejected_full[k] = LD(rejected_full[k]);
 		out->rejected_too_big[k] = LD(rejected_too_big[k]);
 		out->rejected_closed[k] = LD(rejected_closed[k]);
 	}
-	out->completed = released - not_done;
+	/* A turn rejected after our load of `released` (its release not seen
+	 * yet) is not subtracted below zero. */
+	out->completed = released > out->turn_rejected ? released - out->turn_rejected : 0;
 	out->turn_waited = LD(turn_waited);
 	out->yielded = LD(yielded);
 	out->protocol_errors = LD(protocol_errors);
@@ -601,16 +601,18 @@ int orbit__work_refuse(struct orbit__work *w, unsigned kind, int err)
 	return err;
 }
 
-/* Uncount one piece of work; wake quiescence waiters at zero. */
-static void coord_uncount(struct orbit__coord *co)
+/* Uncount one piece of work by one on @ctr (released, or refused for a
+ * record its queue refused); wake quiescence waiters at zero. */
+static void coord_uncount(struct orbit__coord *co, _Atomic uint64_t *ctr)
 {
-	/* SX-D2: seq_cst increment of released, then a seq_cst load of waiters;
-	 * pairs with SX-D1 in orbit__coord_await(): either we see the waiter
-	 * and check the count under its mutex, or its loads see our release. */
+	/* SX-D2: seq_cst increment of released (refused), then a seq_cst load
+	 * of waiters; pairs with SX-D1 in orbit__coord_await(): either we see
+	 * the waiter and check the count under its mutex, or its loads see
+	 * our release. */
 	/* SX-R3: release (the same seq_cst increment), pairs with SX-A3 in
-	 * orbit__coord_stats(): the record's unaccepted or turn_rejected
-	 * count, made before, is seen with it. */
-	atomic_fetch_add_explicit(&co->released, 1, memory_order_seq_cst);
+	 * orbit__coord_stats(): the record's turn_rejected count, made
+	 * before, is seen with it. */
+	atomic_fetch_add_explicit(ctr, 1, memory_order_seq_cst);
 	if (co->on_release)
 		co->on_release(co);
 	if (atomic_load_explicit(&co->waiters, memory_order_seq_cst) &&
@@ -656,10 +658,10 @@ int orbit__work_enqueue_counted(struct orbit__work *w, unsigned kind, const stru
 	ret = enqueue(w, e);
 	if (ret == 0)
 		return 0;
-	STAT_INC(co, unaccepted[kind]); /* before the uncount: SX-R3 */
+	STAT_INC(co, unaccepted[kind]);
 	orbit__coord_count_refusal(co, kind, ret);
 	work_discard(w);
-	coord_uncount(co);
+	coord_uncount(co, &co->refused); /* not a release: see orbit__coord_stats */
 	return ret;
 }
 
@@ -676,7 +678,7 @@ void orbit__work_release(struct orbit__work *w)
 	/* Back to the pool before the uncount: destroy frees the pool once
 	 * the count reached zero. */
 	work_free(co, work_of(w));
-	coord_uncount(co);
+	coord_uncount(co, &co->released);
 }
 
 static int snapshot_fn(void *arg)

@@ -44,10 +44,14 @@ struct orbit__actor_info {
  * Counters off the hot path. A submission's only counter is its kind's
  * `submitted` word and a release's only one is `released` (struct
  * orbit__coord): accepted[k] is submitted[k] - unaccepted[k] (work counted
- * and then refused by its queue), completed is released - the sum of
- * unaccepted - turn_rejected (every record is released once: finished,
- * refused after it was counted, or its SpotWide turn rejected). Both
- * subtrahends are written before the release or refusal returns (SX-R3).
+ * and then refused by its queue, which uncounts it with `refused`, not
+ * `released`), completed is released - turn_rejected (every record that
+ * entered a queue is released once: finished, or its SpotWide turn
+ * rejected). turn_rejected is written before the release (SX-R3).
+ * Refusals stay out of `released`: a stats reader that read `released`
+ * and then, after a pause, a refusal count that grew meanwhile would
+ * subtract refusals whose release it never saw (completed below zero,
+ * read as about 2^64; a closed coordinator refuses at every submission).
  */
 struct orbit__coord_stats {
 	_Atomic uint64_t unaccepted[ORBIT_WORK_KINDS], rejected_full[ORBIT_WORK_KINDS],
@@ -82,20 +86,23 @@ struct orbit__coord {
 	orbit_state_lane_t *lane; /* owns the coordinator's C2 state (06 §4) */
 	/*
 	 * Work accepted and not yet released is the sum of submitted[] -
-	 * released (orbit__coord_outstanding()). submitted[kind] is
+	 * released - refused (orbit__coord_outstanding()). submitted[kind] is
 	 * incremented by the submitter before the enqueue (the submission's
 	 * only counter: accepted[] is derived from it, see orbit__coord_stats),
 	 * `released` when the work's last piece ended: on their own cache
 	 * lines (the eight kinds fill one), so that a submitter and a drain
 	 * do not pull one line back and forth for every record. All only
-	 * grow and a record is released after it was submitted, so released
-	 * <= the sum in the seq_cst order. `released` pairs with `waiters` in
+	 * grow and a record is released (or refused) after it was submitted,
+	 * so released + refused <= the sum in the seq_cst order. `refused`
+	 * counts records counted and then refused by their queue (on the
+	 * submitter's thread). Both pair with `waiters` in
 	 * a Dekker handshake (seq_cst, see coord_uncount() and
 	 * orbit__coord_await()); waiters sits on the releasers' line, which
 	 * they read at every release.
 	 */
 	_Alignas(64) _Atomic uint64_t submitted[ORBIT_WORK_KINDS];
 	_Alignas(64) _Atomic uint64_t released;
+	_Atomic uint64_t refused;
 	_Atomic unsigned waiters;	    /* threads in orbit__coord_await(); see SX-D1/SX-D2 */
 	pthread_mutex_t mu;		    /* protects nothing but the cv handshake */
 	pthread_cond_t cv;		    /* outstanding reached 0 */
@@ -173,16 +180,18 @@ struct orbit__work {
 };
 
 /*
- * Work of @co accepted and not yet released: released is read first, then
- * each submitted word (seq_cst, SX-D1); every word only grows, so the sum is
- * at least what was submitted when released was read, and 0 means there
- * was a moment at which nothing was outstanding; a submission racing the
- * reads only makes it larger.
+ * Work of @co accepted and not yet released: released and refused are
+ * read first, then each submitted word (seq_cst, SX-D1); every word only
+ * grows, so the sum is at least what was submitted when they were read,
+ * and 0 means there was a moment at which nothing was outstanding; a
+ * submission racing the reads only makes it larger.
  */
 static inline uint64_t orbit__coord_outstanding(const struct orbit__coord *cco)
 {
 	struct orbit__coord *co = (struct orbit__coord *)cco;
 	uint64_t n = 0, r = atomic_load_explicit(&co->released, memory_order_seq_cst);
+
+	r += atomic_load_explicit(&co->refused, memory_order_seq_cst);
 
 	for (unsigned k = 0; k < ORBIT_WORK_KINDS; k++)
 		n += atomic_load_explicit(&co->submitted[k], memory_order_seq_cst);

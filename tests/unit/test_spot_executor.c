@@ -2185,7 +2185,7 @@ static void *refuser_main(void *arg)
 static long stats_while_refused(struct refuser *r)
 {
 	struct orbit_serial_executor_stats st;
-	long bad = 0, reads = 0;
+	long bad = 0, abad = 0, reads = 0;
 	pthread_t th;
 
 	assert_int_equal(pthread_create(&th, NULL, refuser_main, r), 0);
@@ -2202,10 +2202,18 @@ static long stats_while_refused(struct refuser *r)
 					      (unsigned long long)st.completed);
 			bad++;
 		}
+		for (unsigned k = 0; k < ORBIT_WORK_KINDS; k++)
+			if (st.accepted[k] != 0) {
+				if (!abad)
+					print_message(
+					    "read %ld: accepted[%u] %llu with nothing accepted\n",
+					    reads, k, (unsigned long long)st.accepted[k]);
+				abad++;
+			}
 	}
 	atomic_store(&r->stop, true);
 	assert_int_equal(pthread_join(th, NULL), 0);
-	return bad;
+	return bad + abad;
 }
 
 /*

@@ -2,13 +2,19 @@
 /*
  * tests/bench/bench_ring.c: what a transition costs (issue 5 "Benchmark"),
  * measured in one run next to its baselines: publish cost (ns/op, nobody
- * asleep) against one eventfd write and an uncontended process-shared
- * robust mutex lock/unlock pair, with the doorbell's FUTEX_WAKE count to
- * verify "no syscall when nobody sleeps"; and cross-process wake latency
- * (publish -> the sleeping waiter returns with the frame, p50/p99) against
- * raw futex, eventfd and pipe ping-pong between two processes, each round
- * timed one way from the sender's CLOCK_MONOTONIC stamp to the receiver's
- * return. Each cost figure is the median of 5 runs. Under ~30 s.
+ * asleep) against the floor of a frame write (issue 12: a clock read, the
+ * header and payload copy, one release store), one eventfd write and an
+ * uncontended process-shared robust mutex lock/unlock pair, with the
+ * doorbell's FUTEX_WAKE count to verify "no syscall when nobody sleeps";
+ * and cross-process wake latency (publish -> the sleeping waiter returns
+ * with the frame, p50/p99) against raw futex, eventfd and pipe ping-pong
+ * between two processes, each round timed one way from the sender's
+ * CLOCK_MONOTONIC stamp to the receiver's return. The cost figures are
+ * measured interleaved: COST_ROUNDS rounds, each timing publish, floor,
+ * mutex and eventfd in turn (the order rotates every round), so load on
+ * the shared machine moves all of them; each figure is the median of its
+ * rounds (range printed), and the publish/floor target is the median of
+ * the per-round ratios. Under ~30 s.
  * Scale series (issue 12): publish cost with 1, 4 and 16 reader handles
  * subscribed to the ring (idle, none asleep), each point the best of 3
  * interleaved medians; target: 16 readers <= 1.2x 1 reader (publishing
@@ -31,8 +37,10 @@
 #include "shm/ring.h"
 #include "bench_target.h"
 
-#define REPS 5
-#define OPS 1000000ull
+#define REPS 5		   /* runs per point of the readers series */
+#define OPS 1000000ull	   /* operations per timed run of the readers series */
+#define COST_OPS 200000ull /* operations per timed run of a cost round */
+#define COST_ROUNDS 25	   /* interleaved rounds of the cost figures */
 #define ROUNDS 5000
 
 static int cmp_u64(const void *a, const void *b)
@@ -48,116 +56,156 @@ static uint64_t median(uint64_t *v, int n)
 	return v[n / 2];
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sort @v (n values) and return its median; *lo and *hi get the range. */
+static double median_range(double *v, int n, double *lo, double *hi)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	*lo = v[0];
+	*hi = v[n - 1];
+	return v[n / 2];
+}
+
 static void line(const char *name, double v, const char *bname, double b, const char *target)
 {
 	printf("%-22s %9.1f  %-22s %9.1f  %6.2f  (%s)\n", name, v, bname, b, b > 0 ? v / b : 0.0,
 	       target);
 }
 
-/* ---- costs ---- */
+/* ---- costs: each function times one run of OPS operations, in ns/op ---- */
 
+static const struct orbit_transition bench_t = {
+	.type = ORBIT_TRANSITION_ACQUIRE,
+	.ns = "runtime.tasks.pool",
+	.ns_len = 18,
+	.label = "job-000042",
+	.label_len = 10,
+	.owner = "worker-7:tenure-99",
+	.owner_len = 18,
+};
+
+static double publish_run(orbit_ring_t *ring, uint64_t ops)
+{
+	struct orbit_transition t = bench_t;
+	uint64_t t0 = orbit_test_now_ns();
+
+	for (uint64_t i = 0; i < ops; i++) {
+		t.state_revision = i;
+		orbit__ring_publish(ring, 0, &t);
+	}
+	return (double)(orbit_test_now_ns() - t0) / (double)ops;
+}
+
+/* The median of REPS publish runs (the readers series). */
 static double publish_cost(orbit_ring_t *ring)
 {
-	struct orbit_transition t = {
-		.type = ORBIT_TRANSITION_ACQUIRE,
-		.ns = "runtime.tasks.pool",
-		.ns_len = 18,
-		.label = "job-000042",
-		.label_len = 10,
-		.owner = "worker-7:tenure-99",
-		.owner_len = 18,
-	};
 	uint64_t v[REPS];
 
-	for (int r = 0; r < REPS; r++) {
-		uint64_t t0 = orbit_test_now_ns();
-		for (uint64_t i = 0; i < OPS; i++) {
-			t.state_revision = i;
-			orbit__ring_publish(ring, 0, &t);
-		}
-		v[r] = orbit_test_now_ns() - t0;
-	}
-	return (double)median(v, REPS) / OPS;
+	for (int r = 0; r < REPS; r++)
+		v[r] = (uint64_t)(publish_run(ring, OPS) * 1000);
+	return (double)median(v, REPS) / 1000;
 }
 
 /*
  * The floor of a frame write with nobody asleep: what publish must do at
  * the least: stamp it (one CLOCK_MONOTONIC read), copy the frame header
- * and the key and owner bytes of publish_cost()'s transition into a
- * shared frame, and publish it with one release store of its sequence.
+ * and the key and owner bytes of bench_t into a shared frame @f, and
+ * publish it with one release store of its sequence.
  */
-static double frame_floor_cost(void)
+static double frame_floor_run(_Atomic uint64_t *f, uint64_t ops)
+{
+	static const char key_owner[] = "runtime.tasks.pooljob-000042worker-7:tenure-99";
+	struct orbit_ring_frame_hdr h;
+	uint64_t t0;
+
+	memset(&h, 0, sizeof(h));
+	h.type = ORBIT_TRANSITION_ACQUIRE;
+	t0 = orbit_test_now_ns();
+	for (uint64_t i = 0; i < ops; i++) {
+		h.state_revision = i;
+		h.publish_ns = orbit_test_now_ns();
+		/* every header word but seq, then the bytes, then seq (release) */
+		memcpy((char *)f + 8, (const char *)&h + 8, sizeof(h) - 8);
+		memcpy((char *)f + sizeof(h), key_owner, sizeof(key_owner) - 1);
+		atomic_store_explicit(&f[0], 2 * i + 2, memory_order_release);
+	}
+	return (double)(orbit_test_now_ns() - t0) / (double)ops;
+}
+
+static double eventfd_run(int fd, uint64_t ops)
+{
+	uint64_t one = 1, sink, t0 = orbit_test_now_ns();
+
+	for (uint64_t i = 0; i < ops; i++)
+		if (write(fd, &one, sizeof(one)) != sizeof(one))
+			break;
+	t0 = orbit_test_now_ns() - t0;
+	if (read(fd, &sink, sizeof(sink)) < 0)
+		return 0;
+	return (double)t0 / (double)ops;
+}
+
+static double robust_mutex_run(pthread_mutex_t *mu, uint64_t ops)
+{
+	uint64_t t0 = orbit_test_now_ns();
+
+	for (uint64_t i = 0; i < ops; i++) {
+		pthread_mutex_lock(mu);
+		pthread_mutex_unlock(mu);
+	}
+	return (double)(orbit_test_now_ns() - t0) / (double)ops;
+}
+
+enum { C_PUB, C_FLOOR, C_MUTEX, C_EVENTFD, C_N };
+
+/* The interleaved cost rounds of the file comment: v[k][round] in ns/op, ratio[round]. */
+static int cost_rounds(orbit_ring_t *ring, double v[C_N][COST_ROUNDS], double ratio[COST_ROUNDS])
 {
 	_Atomic uint64_t *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 				   -1, 0);
-	static const char key_owner[] = "runtime.tasks.pooljob-000042worker-7:tenure-99";
-	struct orbit_ring_frame_hdr h;
-	uint64_t v[REPS];
-
-	if (f == MAP_FAILED)
-		return 0;
-	memset(&h, 0, sizeof(h));
-	h.type = ORBIT_TRANSITION_ACQUIRE;
-	for (int r = 0; r < REPS; r++) {
-		uint64_t t0 = orbit_test_now_ns();
-		for (uint64_t i = 0; i < OPS; i++) {
-			h.state_revision = i;
-			h.publish_ns = orbit_test_now_ns();
-			/* every header word but seq, then the bytes, then seq (release) */
-			memcpy((char *)f + 8, (const char *)&h + 8, sizeof(h) - 8);
-			memcpy((char *)f + sizeof(h), key_owner, sizeof(key_owner) - 1);
-			atomic_store_explicit(&f[0], 2 * i + 2, memory_order_release);
-		}
-		v[r] = orbit_test_now_ns() - t0;
-	}
-	munmap(f, 4096);
-	return (double)median(v, REPS) / OPS;
-}
-
-static double eventfd_cost(void)
-{
-	uint64_t v[REPS], one = 1, sink;
-	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-
-	if (fd < 0)
-		return 0;
-	for (int r = 0; r < REPS; r++) {
-		uint64_t t0 = orbit_test_now_ns();
-		for (uint64_t i = 0; i < OPS / 4; i++)
-			if (write(fd, &one, sizeof(one)) != sizeof(one))
-				break;
-		v[r] = (orbit_test_now_ns() - t0) * 4;
-		if (read(fd, &sink, sizeof(sink)) < 0)
-			break;
-	}
-	close(fd);
-	return (double)median(v, REPS) / OPS;
-}
-
-static double robust_mutex_cost(void)
-{
-	pthread_mutexattr_t a;
 	pthread_mutex_t *mu = mmap(NULL, sizeof(*mu), PROT_READ | PROT_WRITE,
 				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	uint64_t v[REPS];
+	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	pthread_mutexattr_t a;
 
-	if (mu == MAP_FAILED)
-		return 0;
+	if (f == MAP_FAILED || mu == MAP_FAILED || fd < 0)
+		return -1;
 	pthread_mutexattr_init(&a);
 	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
 	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
 	pthread_mutex_init(mu, &a);
-	for (int r = 0; r < REPS; r++) {
-		uint64_t t0 = orbit_test_now_ns();
-		for (uint64_t i = 0; i < OPS; i++) {
-			pthread_mutex_lock(mu);
-			pthread_mutex_unlock(mu);
+	for (int r = 0; r < COST_ROUNDS; r++) {
+		for (int j = 0; j < C_N; j++) {
+			int k = (r + j) % C_N; /* rotate: no figure always runs first */
+
+			switch (k) {
+			case C_PUB:
+				v[k][r] = publish_run(ring, COST_OPS);
+				break;
+			case C_FLOOR:
+				v[k][r] = frame_floor_run(f, COST_OPS);
+				break;
+			case C_MUTEX:
+				v[k][r] = robust_mutex_run(mu, COST_OPS);
+				break;
+			default:
+				v[k][r] = eventfd_run(fd, COST_OPS / 4);
+				break;
+			}
 		}
-		v[r] = orbit_test_now_ns() - t0;
+		ratio[r] = v[C_PUB][r] / v[C_FLOOR][r];
 	}
 	pthread_mutex_destroy(mu);
 	munmap(mu, sizeof(*mu));
-	return (double)median(v, REPS) / OPS;
+	munmap(f, 4096);
+	close(fd);
+	return 0;
 }
 
 /* ---- wake latency ---- */
@@ -352,7 +400,10 @@ int main(void)
 {
 	struct orbit_ring_layout l;
 	struct orbit_ring_counters c0, c1;
-	double pub, efd, mtx, floor_ns, lat[4][2];
+	double v[C_N][COST_ROUNDS], ratio[COST_ROUNDS], med[C_N], lo[C_N], hi[C_N], rmed, rlo, rhi,
+	    lat[4][2];
+	const char *cnames[C_N] = { "publish_ns", "frame_floor_ns", "robust_mutex_pair_ns",
+				    "eventfd_write_ns" };
 	const char *names[4] = { "ring", "futex", "eventfd", "pipe" };
 	orbit_ring_t *ring;
 	char fleet[64];
@@ -364,26 +415,33 @@ int main(void)
 		fprintf(stderr, "bench_ring: cannot open the ring\n");
 		return 1;
 	}
-	printf(
-	    "bench_ring: layout %u lanes x %u frames x %u bytes; median of %d runs of %llu ops\n",
-	    l.lanes, l.frames_per_lane, l.frame_bytes, REPS, OPS);
+	printf("bench_ring: layout %u lanes x %u frames x %u bytes; costs: median of %d "
+	       "interleaved rounds of %llu ops [range]\n",
+	       l.lanes, l.frames_per_lane, l.frame_bytes, COST_ROUNDS, COST_OPS);
 	orbit__ring_counters(ring, &c0);
-	pub = publish_cost(ring);
+	if (cost_rounds(ring, v, ratio) < 0) {
+		fprintf(stderr, "bench_ring: cannot set up the cost baselines\n");
+		return 1;
+	}
 	orbit__ring_counters(ring, &c1);
-	efd = eventfd_cost();
-	mtx = robust_mutex_cost();
-	floor_ns = frame_floor_cost();
+	for (int k = 0; k < C_N; k++) {
+		med[k] = median_range(v[k], COST_ROUNDS, &lo[k], &hi[k]);
+		printf("%-22s %9.1f  [%.1f .. %.1f]\n", cnames[k], med[k], lo[k], hi[k]);
+	}
+	rmed = median_range(ratio, COST_ROUNDS, &rlo, &rhi);
 	printf("%-22s %9s  %-22s %9s  %6s  %s\n", "name", "value", "baseline", "value", "ratio",
 	       "(target)");
-	line("publish_ns", pub, "frame_floor_ns", floor_ns, "<= 1.5");
-	line("publish_ns", pub, "robust_mutex_pair_ns", mtx, "info");
-	line("publish_ns", pub, "eventfd_write_ns", efd, "info");
+	line("publish_ns", med[C_PUB], "frame_floor_ns", med[C_FLOOR], "<= 1.5");
+	printf("%-22s %9.2f  [%.2f .. %.2f]  (median of the per-round ratios: the target)\n",
+	       "publish/floor_rounds", rmed, rlo, rhi);
+	line("publish_ns", med[C_PUB], "robust_mutex_pair_ns", med[C_MUTEX], "info");
+	line("publish_ns", med[C_PUB], "eventfd_write_ns", med[C_EVENTFD], "info");
 	printf("%-22s %9llu  %-22s %9llu  %6s  (%s)\n", "publish_futex_wakes",
 	       (unsigned long long)(c1.doorbell_wakes - c0.doorbell_wakes), "publishes",
 	       (unsigned long long)(c1.published - c0.published), "-", "0 wakes: no syscall");
 	if (c1.doorbell_wakes != c0.doorbell_wakes)
 		rc = 1;
-	bench_target("ring_publish_vs_frame_floor", pub / floor_ns, "<=", 1.5, "x");
+	bench_target("ring_publish_vs_frame_floor", rmed, "<=", 1.5, "x");
 	bench_target("ring_publish_futex_wakes", (double)(c1.doorbell_wakes - c0.doorbell_wakes),
 		     "<=", 0, "");
 

@@ -63,6 +63,35 @@
  * queue) and test_stale_ring_loses_no_wake_{row,shared}_class (the
  * doorbell alone), crash points doorbell.after_bump and
  * doorbell.before_futex.
+ *
+ * Asymmetric fence (ORBIT_DOORBELL_ASYM; the transition ring uses it): the
+ * event itself is a word the waiter can check (a ring's lane heads), not
+ * the seq bump, so the frequent side, a publisher with nobody asleep,
+ * needs no locked instruction: it stores its event (a release store),
+ * then a compiler barrier (DB-M2), then loads sleeping; only when a class
+ * it wakes is announced does it do the whole ring above (DB-D1 ..
+ * FUTEX_WAKE). The rare side, a waiter about to sleep, announces (DB-D3),
+ * re-checks seq (DB-D4), then issues membarrier(MEMBARRIER_CMD_GLOBAL_
+ * EXPEDITED) (DB-M1) and re-checks the events themselves (the caller's
+ * pending() callback) before FUTEX_WAIT. membarrier makes every running
+ * thread of every process registered with MEMBARRIER_CMD_REGISTER_GLOBAL_
+ * EXPEDITED pass a full barrier between the announce and the re-check
+ * (liburcu's urcu-memb flavour: its readers' compiler barrier against the
+ * writer's membarrier). So either the publisher's event store came before
+ * that barrier on its CPU and pending() sees it, or its load of sleeping
+ * came after it and sees the announce (then it rings as above). This
+ * holds only for publishers whose process registered: a process decides
+ * once, when it attaches the segment (orbit__doorbell_asym_ready()), and a
+ * process that cannot register publishes with the whole ring (its locked
+ * add is a full barrier, correct against either kind of waiter). A waiter
+ * whose membarrier fails (seccomp) cannot force that barrier; it sleeps
+ * in slices of at most ORBIT_DOORBELL_SLICE_NS and re-checks pending()
+ * after each (a frame that raced its sleep waits at most one slice). The
+ * creator of a segment records the mode once (orbit__doorbell_init_mode):
+ * ORBIT_DOORBELL_FULL when the creator cannot register, and every peer
+ * then uses the whole ring and the plain wait (the behaviour above).
+ * Tests: test_ring_asym_no_lost_wake_stress, and the same on a ring
+ * created in the full mode (test_ring_full_mode_no_lost_wake_stress).
  */
 #ifndef ORBIT_SHM_DOORBELL_H
 #define ORBIT_SHM_DOORBELL_H
@@ -74,9 +103,24 @@ struct orbit_doorbell {
 	_Atomic uint32_t seq;	   /* the futex word: bumped by every ring */
 	_Atomic uint32_t sleeping; /* bit c: a waiter of class c may be in FUTEX_WAIT */
 	_Atomic uint64_t wakes;	   /* FUTEX_WAKE calls made (statistics) */
-	uint8_t reserved[48];
+	/*
+	 * ORBIT_DOORBELL_FULL (0) or ORBIT_DOORBELL_ASYM: written by the
+	 * segment's creator before it publishes the segment READY, read-only
+	 * after (relaxed loads, ordered by READY). Any other value reads as
+	 * FULL, which is correct with every peer (a crash cannot tear it: it
+	 * is written once, before anyone can map the segment).
+	 */
+	_Atomic uint32_t mode;
+	uint8_t reserved[44];
 };
 _Static_assert(sizeof(struct orbit_doorbell) == 64, "doorbell is one cache line");
+
+/* Doorbell modes (struct orbit_doorbell.mode). */
+#define ORBIT_DOORBELL_FULL 0u /* every ring bumps seq with a locked add */
+#define ORBIT_DOORBELL_ASYM 1u /* publishers: compiler barrier; waiters: membarrier */
+
+/* The longest sleep of a waiter that cannot issue membarrier on an ASYM doorbell. */
+#define ORBIT_DOORBELL_SLICE_NS (1000ll * 1000)
 
 /* The class shared by every waiter without a row of its own; never skipped. */
 #define ORBIT_DOORBELL_SHARED (1u << 31)
@@ -87,8 +131,41 @@ static inline uint32_t orbit__doorbell_bit(uint32_t row)
 	return row < 31 ? 1u << row : ORBIT_DOORBELL_SHARED;
 }
 
-/* Zero a doorbell (segment initialiser or reset, nobody waiting). */
+/* Zero a doorbell (segment initialiser or reset, nobody waiting); mode FULL. */
 void orbit__doorbell_init(struct orbit_doorbell *db);
+
+/*
+ * orbit__doorbell_init_mode - orbit__doorbell_init() that records @mode
+ * (ORBIT_DOORBELL_FULL or ORBIT_DOORBELL_ASYM). The segment's creator
+ * passes ASYM only when orbit__doorbell_asym_ready() said 1.
+ * Context: the creator, before the segment is READY.
+ */
+void orbit__doorbell_init_mode(struct orbit_doorbell *db, uint32_t mode);
+
+/* The recorded mode: ORBIT_DOORBELL_ASYM, or ORBIT_DOORBELL_FULL for any other value. */
+uint32_t orbit__doorbell_mode(const struct orbit_doorbell *db);
+
+/*
+ * orbit__doorbell_asym_ready - register this process for membarrier
+ * (MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) once, so its threads may
+ * publish on an ASYM doorbell with a compiler barrier. The registration
+ * belongs to the process's memory map: a forked child inherits it, an
+ * execve clears it (the new image registers again when it attaches).
+ * Context: any thread; the first call makes 1-2 membarrier syscalls
+ * (MEMBARRIER_CMD_QUERY, then the registration), later calls none.
+ * Returns 1 when registered (and MEMBARRIER_CMD_GLOBAL_EXPEDITED is
+ * supported), 0 when not (the kernel lacks it, a seccomp filter refuses
+ * it, or a test forced it off).
+ */
+int orbit__doorbell_asym_ready(void);
+
+/*
+ * orbit__doorbell_asym_force_off - tests only: make this process behave as
+ * one whose kernel has no membarrier (asym_ready() says 0 from now on,
+ * waiters on an ASYM doorbell sleep in slices). Process-local; call it
+ * before the first attach. @off false undoes it for later attaches.
+ */
+void orbit__doorbell_asym_force_off(int off);
 
 /*
  * orbit__doorbell_seq - the current sequence, to pass to wait() after the
@@ -131,6 +208,37 @@ int orbit__doorbell_wake_class(struct orbit_doorbell *db, uint32_t bit);
 int orbit__doorbell_ring(struct orbit_doorbell *db);
 
 /*
+ * orbit__doorbell_notify_skip - an event the waiters can see without the
+ * seq (an ASYM doorbell's publisher: the caller stored the event before,
+ * with a release store): wake the sleeping classes not in @skip. With
+ * @asym (this process is registered: orbit__doorbell_asym_ready() said 1
+ * and the doorbell's mode is ASYM) the fast path is a compiler barrier
+ * and one load (DB-M2, partner DB-M1 in the waiter's membarrier); without
+ * it, the whole ring_skip() (its locked add is the full barrier).
+ * @skip must not hold ORBIT_DOORBELL_SHARED.
+ * Context: any thread/process; lock-free; a syscall only when a waiter of
+ * a woken class sleeps. Returns 1 when it made a FUTEX_WAKE_BITSET, 0
+ * when no syscall was needed.
+ */
+static inline int orbit__doorbell_notify_skip(struct orbit_doorbell *db, uint32_t skip, int asym)
+{
+	if (!asym)
+		return orbit__doorbell_ring_skip(db, skip);
+	/*
+	 * DB-M2: a compiler barrier, pairs with DB-M1 (the waiter's
+	 * membarrier): the caller's event store is issued before the load of
+	 * sleeping below; the membarrier supplies the store-load order. The
+	 * load is relaxed for the same reason: the order that matters comes
+	 * from the barrier the kernel runs on this CPU, not from C11.
+	 */
+	atomic_signal_fence(memory_order_seq_cst);
+	if (__builtin_expect(
+		(atomic_load_explicit(&db->sleeping, memory_order_relaxed) & ~skip) == 0, 1))
+		return 0;
+	return orbit__doorbell_ring_skip(db, skip); /* a class is announced: the whole ring */
+}
+
+/*
  * orbit__doorbell_wait_class - sleep as class @bit (one bit, see
  * orbit__doorbell_bit()) until seq differs from @seen or @timeout_ns passes
  * (< 0: no timeout; 0: just check).
@@ -141,6 +249,20 @@ int orbit__doorbell_ring(struct orbit_doorbell *db);
  */
 int orbit__doorbell_wait_class(struct orbit_doorbell *db, uint32_t seen, int64_t timeout_ns,
 			       uint32_t bit);
+
+/*
+ * orbit__doorbell_wait_pending - wait_class() for the waiters of an ASYM
+ * doorbell (published with notify_skip()): after the announce and the
+ * seq re-check it issues membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)
+ * (DB-M1) and returns 0 when @pending(@ctx) says an event is there, before
+ * every FUTEX_WAIT. When membarrier fails (seccomp) it sleeps at most
+ * ORBIT_DOORBELL_SLICE_NS at a time and calls @pending after each slice.
+ * Context: any thread/process; one membarrier syscall (IPIs to the CPUs
+ * running registered processes) per sleep, then FUTEX_WAIT_BITSET.
+ * Returns 0 (seq moved or @pending said 1), -ETIMEDOUT, -EINTR.
+ */
+int orbit__doorbell_wait_pending(struct orbit_doorbell *db, uint32_t seen, int64_t timeout_ns,
+				 uint32_t bit, int (*pending)(void *ctx), void *ctx);
 
 /* orbit__doorbell_wait - wait_class(..., ORBIT_DOORBELL_SHARED). */
 int orbit__doorbell_wait(struct orbit_doorbell *db, uint32_t seen, int64_t timeout_ns);

@@ -10,7 +10,9 @@
  *   RG-W1 P: seq = 2p+1 (relaxed), release fence   pairs with RG-R2: odd before bytes
  *   RG-W2 P: seq = 2p+2 (release)                  pairs with RG-R1: bytes before even
  *   RG-W3 P: head = p+1 (release)                  pairs with RG-R0: frame before head
- *   DB-D1.. P: doorbell ring (seq_cst)             see shm/doorbell.h
+ *   DB-M2.. P: doorbell (ASYM: compiler barrier, load sleeping; FULL: the
+ *            whole ring, DB-D1..): see shm/doorbell.h; the reader's side
+ *            (its membarrier, then reader_pending() re-checks the heads) is there
  *   RG-G1 reset: generation + 1 (release)       pairs with RG-G2 in reader_next()
  *   RG-C1/RG-C2/RG-C3 P: lane owner CASes (claim, release, reclaim), pairs
  *            with RG-O1 (owner loads) and each other: the previous owner's
@@ -40,6 +42,8 @@ struct orbit_ring {
 	struct orbit_ring_lane *lanes;
 	/* the frame area, declared as what it is: lanes x frames_per_lane x frame_bytes / 8 words */
 	_Atomic uint64_t *frames;
+	bool asym;     /* the doorbell's mode is ASYM: readers wait with membarrier (DB-M1) */
+	bool asym_pub; /* asym, and this process is registered: publish with DB-M2 */
 };
 
 struct orbit_ring_reader {
@@ -133,7 +137,9 @@ static int ring_init(void *body, uint64_t body_bytes, void *arg)
 	s->frame_bytes = l->frame_bytes;
 	s->lanes_off = lanes_off_of();
 	s->frames_off = frames_off_of(l);
-	orbit__doorbell_init(&s->doorbell);
+	/* The fleet's doorbell mode, once: ASYM when the creator can register for membarrier */
+	orbit__doorbell_init_mode(&s->doorbell, orbit__doorbell_asym_ready() ? ORBIT_DOORBELL_ASYM
+									     : ORBIT_DOORBELL_FULL);
 	return 0; /* heads, owners and frames: zero-filled by the segment layer */
 }
 
@@ -187,6 +193,9 @@ int orbit__ring_open(orbit_ring_t **out, const char *fleet, const struct orbit_r
 		r = -ORBIT_ECORRUPT;
 		goto err_close;
 	}
+	/* Chosen once per attach: a process that cannot register publishes with the locked add */
+	ring->asym = orbit__doorbell_mode(&ring->shm->doorbell) == ORBIT_DOORBELL_ASYM;
+	ring->asym_pub = ring->asym && orbit__doorbell_asym_ready();
 	*out = ring;
 	return 0;
 
@@ -543,8 +552,13 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 	ORBIT_CRASHPOINT("ring.publish.after_head");
 	if (truncated) /* Relaxed: a statistics counter */
 		atomic_fetch_add_explicit(&ring->shm->truncated, 1, memory_order_relaxed);
-	/* DB-D1/DB-D2: wakes only if a reader of a class not in @skip sleeps */
-	orbit__doorbell_ring_skip(&ring->shm->doorbell, skip & ~ORBIT_DOORBELL_SHARED);
+	/*
+	 * DB-M2 (ASYM: a compiler barrier, then the sleeping load; partner DB-M1
+	 * in reader_wait(), which re-checks the heads RG-W3 stored) or DB-D1/DB-D2
+	 * (FULL): wakes only if a reader of a class not in @skip sleeps.
+	 */
+	orbit__doorbell_notify_skip(&ring->shm->doorbell, skip & ~ORBIT_DOORBELL_SHARED,
+				    ring->asym_pub);
 	return truncated;
 }
 
@@ -833,9 +847,31 @@ uint32_t orbit__ring_reader_arm(orbit_ring_reader_t *r)
 	return orbit__doorbell_seq(&r->ring->shm->doorbell);
 }
 
+/*
+ * The ASYM waiter's re-check after its membarrier (DB-M1): 1 when a lane's
+ * head (RG-R0, acquire) passed our cursor or the ring was reset, so
+ * reader_next() has something to return.
+ */
+static int reader_pending(void *ctx)
+{
+	orbit_ring_reader_t *r = ctx;
+
+	if (generation_of(r->ring) != r->generation)
+		return 1;
+	for (uint32_t i = 0; i < r->ring->layout.lanes; i++)
+		if (head_of(r->ring, i) != r->cursor[i])
+			return 1;
+	return 0;
+}
+
 int orbit__ring_reader_wait(orbit_ring_reader_t *r, uint32_t seen, int64_t timeout_ns)
 {
-	return orbit__doorbell_wait_class(&r->ring->shm->doorbell, seen, timeout_ns, r->wake_class);
+	struct orbit_doorbell *db = &r->ring->shm->doorbell;
+
+	if (r->ring->asym) /* publishers may not bump seq: re-check the heads after DB-M1 */
+		return orbit__doorbell_wait_pending(db, seen, timeout_ns, r->wake_class,
+						    reader_pending, r);
+	return orbit__doorbell_wait_class(db, seen, timeout_ns, r->wake_class);
 }
 
 void orbit__ring_reader_set_wake_class(orbit_ring_reader_t *r, uint32_t bit)

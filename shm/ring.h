@@ -15,6 +15,12 @@
  * proven dead by the kernel (members: OFD lock) is reclaimed by whoever
  * proves it; the lane's head keeps running, so readers' cursors stay valid.
  *
+ * Doorbell mode (layout version 3): the creator records ASYM when it can
+ * register for membarrier (shm/doorbell.h "Asymmetric fence"): then a
+ * publish with nobody asleep is the frame stores, the head store and one
+ * load, with no locked instruction; each process decides at
+ * orbit__ring_open() whether it may publish that way.
+ *
  * Frames: each lane has a free-running head (frames ever published). The
  * frame for lane position p lives in slot p & (frames - 1). Its seq word is
  * 2p+1 while being written and 2p+2 once complete (0: never written). A
@@ -56,7 +62,8 @@
 #include "shm/segment.h"
 #include "shm/transition.h"
 
-#define ORBIT_RING_LAYOUT_VERSION 2u /* 2: doorbell sleeping word is a wake-class mask */
+/* 2: doorbell sleeping word is a wake-class mask; 3: the doorbell records its mode (ASYM) */
+#define ORBIT_RING_LAYOUT_VERSION 3u
 #define ORBIT_RING_DEFAULT_LANES 16u
 #define ORBIT_RING_DEFAULT_FRAMES 1024u
 #define ORBIT_RING_DEFAULT_FRAME_BYTES 1024u
@@ -280,8 +287,14 @@ int orbit__ring_replay_retained(orbit_ring_t *ring,
 /*
  * orbit__ring_reader_wait - sleep on the doorbell until something may be
  * new. Protocol: seen = orbit__ring_reader_arm(r); drain next() to -EAGAIN;
- * orbit__ring_reader_wait(r, seen, timeout). No lost wakeup: a publish after
- * arm changes the doorbell seq, a publish before it is visible to next().
+ * orbit__ring_reader_wait(r, seen, timeout). No lost wakeup: a publish
+ * before arm is visible to next(); one after it changes the doorbell seq
+ * (FULL mode), or (ASYM mode, shm/doorbell.h) moves a lane head past this
+ * reader's cursor, which the wait re-checks after its membarrier, or
+ * rings because it saw the announce. Other rings (reset, agents' joins
+ * and stops, wake_class) always change seq.
+ * Context: the reader's thread; before it sleeps, ASYM mode makes one
+ * membarrier system call; blocks in FUTEX_WAIT_BITSET.
  * Returns 0 (woken / already changed), -ETIMEDOUT, -EINTR.
  */
 uint32_t orbit__ring_reader_arm(orbit_ring_reader_t *r);

@@ -5,7 +5,9 @@
  * signal with 4 writer processes; a publisher SIGKILLed between frame and
  * table commit (the false edge is harmless); writer-lane reclaim after
  * SIGKILL; no lost wakeup across 100,000 transitions (check tier; the long
- * tier runs 1,000,000). Real fork and SIGKILL; unique fleet per test.
+ * tier runs 1,000,000); no lost wakeup under the doorbell's asymmetric
+ * fence and its fallbacks (stress, issue 12). Real fork and SIGKILL;
+ * unique fleet per test.
  */
 #include "config.h"
 
@@ -601,6 +603,241 @@ static void test_stale_ring_loses_no_wake_shared_class(void **state)
 	stale_ring_case(ORBIT_DOORBELL_SHARED);
 }
 
+/*
+ * No lost wake-up under the asymmetric fence (shm/doorbell.h "Asymmetric
+ * fence"): a reader process R and a publisher process P race stress_n()
+ * times, litmus style. For frame k, R arms, finds nothing, stores
+ * armed = k + 1 and, after a pseudo-random 0-255 ns spin, waits; P spins
+ * until it sees armed = k + 1 and, after its own 0-255 ns spin, publishes
+ * frame k. Both start from the same store, so P's head store and load of
+ * sleeping land right on R's announce and head re-check (the store-load
+ * window the membarrier closes). R's wait is bounded: one that times out
+ * while frame k is there slept past a publish by more than STRESS_BOUND_NS
+ * (a lost wake), counted in lost; R stops after 3. Cases: the fleet's
+ * ring in ASYM mode; in FULL mode (created by a process with membarrier
+ * forced off: the fallback, locked add on both sides); an ASYM ring whose
+ * publisher cannot register (it publishes with the locked add); one whose
+ * reader cannot issue membarrier (it sleeps in slices).
+ */
+#define STRESS_BOUND_NS (1000ll * 1000 * 1000)
+#define STRESS_KEY_BYTES 440 /* label and owner: 14 cache lines of frame stores ahead of the head */
+
+struct stress {
+	_Atomic uint64_t armed; /* R is about to wait for frame armed - 1 */
+	_Atomic uint64_t got;	/* frames R has read */
+	_Atomic uint64_t lost;	/* waits that slept past a frame by > STRESS_BOUND_NS */
+	_Atomic uint64_t sleeps;
+	_Atomic int ready;
+	_Atomic int done; /* R returned (P stops waiting for it) */
+	char label[STRESS_KEY_BYTES + 1], owner[STRESS_KEY_BYTES + 1];
+};
+
+static uint64_t stress_n(void)
+{
+	return orbit_test_long() ? 200000 : 20000;
+}
+
+/* A spin of 0-@mask ns from the xorshift64 state @x. */
+static void stress_jitter(uint64_t *x, uint64_t mask)
+{
+	uint64_t until;
+
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	until = orbit_test_now_ns() + (*x & mask);
+	while (orbit_test_now_ns() < until)
+		;
+}
+
+/* Pin the caller to CPU @cpu when the machine has two: R and P then race on two cores. */
+static void stress_pin(int cpu)
+{
+	cpu_set_t set;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	(void)sched_setaffinity(0, sizeof(set), &set); /* best effort: the race still runs */
+}
+
+/*
+ * Read every word of the slot frame @k will be written to (lane 0) and the
+ * lane heads, so P's stores to them must take the lines back from our
+ * cache: they queue in P's store buffer ahead of its head store.
+ */
+static void stress_touch(orbit_ring_t *ring, const struct orbit_ring_layout *l, uint64_t k)
+{
+	const struct orbit_ring_shm *rs = orbit__seg_at(orbit__ring_seg(ring),
+							ORBIT_SEG_HEADER_BYTES, sizeof(*rs));
+	uint64_t off = rs->frames_off + (k & (l->frames_per_lane - 1)) * l->frame_bytes;
+	const _Atomic uint64_t *w = orbit__seg_at(orbit__ring_seg(ring), off, l->frame_bytes);
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < l->frame_bytes / 8; i++)
+		sum += atomic_load_explicit(&w[i], memory_order_relaxed);
+	__asm__ volatile("" : : "r"(sum));
+}
+
+static int stress_reader(struct fx *f, struct stress *s, bool wait_off)
+{
+	struct orbit_ring_event ev;
+	orbit_ring_reader_t *r;
+	orbit_ring_t *ring;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	uint32_t lane;
+
+	stress_pin(0);
+	if (wait_off)
+		orbit__doorbell_asym_force_off(1);
+	if (orbit__ring_open(&ring, f->fleet, &f->l, NULL) < 0 ||
+	    orbit__ring_reader_open(&r, ring) < 0)
+		return 50;
+	atomic_store(&s->ready, 1);
+	for (uint64_t k = 0; k < stress_n() && atomic_load(&s->lost) < 3; k++) {
+		uint32_t seen = orbit__ring_reader_arm(r);
+		int rc = orbit__ring_reader_next(r, &ev, &lane);
+
+		if (rc != -EAGAIN)
+			return 51; /* frame k comes only after armed = k + 1 */
+		stress_touch(ring, &f->l, k);
+		atomic_store_explicit(&s->armed, k + 1, memory_order_release);
+		stress_jitter(&x, 1023);
+		for (;;) {
+			uint64_t t0 = orbit_test_now_ns();
+
+			orbit__ring_reader_wait(r, seen, STRESS_BOUND_NS);
+			atomic_fetch_add_explicit(&s->sleeps, 1, memory_order_relaxed);
+			seen = orbit__ring_reader_arm(r);
+			if (orbit__ring_reader_next(r, &ev, &lane) == 0) {
+				/* the wait ran to its bound (or past), yet the frame is here */
+				if (orbit_test_now_ns() - t0 >= (uint64_t)STRESS_BOUND_NS)
+					atomic_fetch_add(&s->lost, 1);
+				break;
+			}
+		}
+		if (ev.fencing_token != k)
+			return 53;
+		atomic_store_explicit(&s->got, k + 1, memory_order_release);
+	}
+	orbit__ring_reader_close(r);
+	orbit__ring_close(ring);
+	return 0;
+}
+
+static int stress_publisher(struct fx *f, struct stress *s, bool pub_off)
+{
+	struct orbit_transition t;
+	orbit_ring_t *ring;
+	uint64_t x = 88172645463325252ull;
+
+	stress_pin(1);
+	if (pub_off)
+		orbit__doorbell_asym_force_off(1);
+	if (orbit__ring_open(&ring, f->fleet, &f->l, NULL) < 0)
+		return 60;
+	for (uint64_t k = 0; k < stress_n(); k++) {
+		uint64_t spins = 0;
+
+		while (atomic_load_explicit(&s->armed, memory_order_acquire) < k + 1) {
+			if (atomic_load(&s->lost) >= 3 || atomic_load(&s->done))
+				goto out;
+			if (++spins % (1u << 22) == 0)
+				sched_yield(); /* R is off its CPU for long: let it run */
+		}
+		stress_jitter(&x, 255);
+		tr_fill(&t, k, s->label, s->owner);
+		if (orbit__ring_publish(ring, 0, &t) != 0)
+			return 61;
+	}
+out:
+	orbit__ring_close(ring);
+	return 0;
+}
+
+static void stress_case(struct fx *f, bool full_ring, bool pub_off, bool wait_off)
+{
+	struct stress *s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct orbit_ring_counters c;
+	orbit_ring_t *ring;
+	pid_t rd, pb;
+	int st;
+
+	assert_true(s != MAP_FAILED);
+	/*
+	 * Two 1 KB frames: R has just read the slot P rewrites, so each of P's
+	 * frame stores needs the line back from R's cache, and the head store
+	 * waits behind them in P's store buffer while P's load of sleeping
+	 * goes ahead (the store-load reordering DB-M1 must close).
+	 */
+	f->l.frames_per_lane = 2;
+	f->l.frame_bytes = 1024;
+	memset(s->label, 'l', STRESS_KEY_BYTES);
+	memset(s->owner, 'o', STRESS_KEY_BYTES);
+	if (!full_ring && !orbit__doorbell_asym_ready()) {
+		munmap(s, sizeof(*s));
+		skip(); /* no membarrier here: only the FULL case can run */
+	}
+	orbit__doorbell_asym_force_off(full_ring); /* the creator decides the mode */
+	assert_int_equal(orbit__ring_open(&ring, f->fleet, &f->l, NULL), 0);
+	orbit__doorbell_asym_force_off(0);
+	assert_int_equal(orbit__doorbell_mode(orbit__ring_doorbell(ring)),
+			 full_ring ? ORBIT_DOORBELL_FULL : ORBIT_DOORBELL_ASYM);
+	rd = fork();
+	if (rd == 0) {
+		int code = stress_reader(f, s, wait_off);
+
+		atomic_store(&s->done, 1);
+		_exit(code);
+	}
+	while (!atomic_load(&s->ready))
+		usleep(100);
+	pb = fork();
+	if (pb == 0)
+		_exit(stress_publisher(f, s, pub_off));
+	st = orbit_test_wait(pb, 120000);
+	assert_true(st >= 0 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	st = orbit_test_wait(rd, 10000);
+	assert_true(st >= 0 && WIFEXITED(st));
+	print_message("reader exit %d\n", WEXITSTATUS(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	orbit__ring_counters(ring, &c);
+	print_message("%llu frames, %llu waits, %llu futex wakes, %llu lost wakes (slept > %lld ms "
+		      "past a frame)\n",
+		      (unsigned long long)atomic_load(&s->got),
+		      (unsigned long long)atomic_load(&s->sleeps),
+		      (unsigned long long)c.doorbell_wakes,
+		      (unsigned long long)atomic_load(&s->lost), STRESS_BOUND_NS / 1000000);
+	assert_int_equal(atomic_load(&s->lost), 0);
+	assert_int_equal(atomic_load(&s->got), stress_n());
+	assert_true(atomic_load(&s->sleeps) > 0); /* the sleeping path was exercised */
+	orbit__ring_close(ring);
+	munmap(s, sizeof(*s));
+}
+
+static void test_ring_asym_no_lost_wake_stress(void **state)
+{
+	stress_case(*state, false, false, false);
+}
+
+static void test_ring_full_mode_no_lost_wake_stress(void **state)
+{
+	stress_case(*state, true, false, false);
+}
+
+static void test_ring_asym_unregistered_publisher_no_lost_wake_stress(void **state)
+{
+	stress_case(*state, false, true, false);
+}
+
+static void test_ring_asym_reader_without_membarrier_sleeps_in_slices(void **state)
+{
+	stress_case(*state, false, false, true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -618,6 +855,14 @@ int main(void)
 						teardown),
 		cmocka_unit_test(test_stale_ring_loses_no_wake_row_class),
 		cmocka_unit_test(test_stale_ring_loses_no_wake_shared_class),
+		cmocka_unit_test_setup_teardown(test_ring_asym_no_lost_wake_stress, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_ring_full_mode_no_lost_wake_stress, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_ring_asym_unregistered_publisher_no_lost_wake_stress, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_ring_asym_reader_without_membarrier_sleeps_in_slices, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -418,6 +418,18 @@ uint64_t orbit__ring_lane_owner(const orbit_ring_t *ring, uint32_t lane)
 	((uint64_t)(a) << 48 | (uint64_t)(b) << 32 | (uint64_t)(c) << 16 | (uint64_t)(d))
 #endif
 
+/*
+ * RING_F_PADDED (frame flags, internal: readers strip it): ns, label and
+ * owner each start on a word boundary of the payload (label at
+ * RING_ROUND8(ns_len), owner after the label rounded up likewise), so the
+ * publisher copies each part as whole words. A payload that does not fit
+ * with the padding (or is truncated) is packed (ns | label | owner).
+ */
+#define RING_F_PADDED 0x2u
+#define RING_ROUND8(n) (((uint32_t)(n) + 7u) & ~7u)
+#define RING_PADDED_LEN(ns, label, owner) (RING_ROUND8(ns) + RING_ROUND8(label) + (uint32_t)(owner))
+_Static_assert((RING_F_PADDED & ORBIT_RING_F_TRUNCATED) == 0, "frame flag bits");
+
 /* The header words publish builds: struct orbit_ring_frame_hdr's layout, 8 words. */
 _Static_assert(offsetof(struct orbit_ring_frame_hdr, type) == 8 &&
 		   offsetof(struct orbit_ring_frame_hdr, writer_pid) == 12 &&
@@ -486,6 +498,42 @@ static inline void sink_flush(struct word_sink *s)
 		atomic_store_explicit(s->dst, s->acc, memory_order_relaxed);
 }
 
+/*
+ * Store the @len bytes at @src as whole words from @dst on (the last
+ * word's bytes past @len zero); returns the word after them. Each word is
+ * one 8-byte load of the source (the last one overlapping the one before
+ * it) and one store: no shifts between parts, no dependency from word to
+ * word, and no load of bytes still in the store buffer.
+ */
+static inline __attribute__((always_inline)) _Atomic uint64_t *
+put_part(_Atomic uint64_t *dst, const uint8_t *src, uint32_t len)
+{
+	uint64_t w;
+	uint32_t i;
+
+	if (len < 8) {
+		if (len == 0)
+			return dst;
+		w = 0;
+		for (i = 0; i < len; i++)
+			w |= RING_AT(src[i], i);
+		/* Relaxed: ordered by RG-W1 before and RG-W2 after */
+		atomic_store_explicit(dst, w, memory_order_relaxed);
+		return dst + 1;
+	}
+	for (i = 0; i + 8 <= len; i += 8) {
+		memcpy(&w, src + i, 8);
+		/* Relaxed: as above */
+		atomic_store_explicit(dst++, w, memory_order_relaxed);
+	}
+	if (i < len) { /* the last 8 bytes, of which the first 8 - (len - i) are in already */
+		memcpy(&w, src + len - 8, 8);
+		/* Relaxed: as above */
+		atomic_store_explicit(dst++, RING_EARLIER(w, 8 - (len - i)), memory_order_relaxed);
+	}
+	return dst;
+}
+
 int orbit__ring_publish(orbit_ring_t *ring, uint32_t lane, const struct orbit_transition *t)
 {
 	return orbit__ring_publish_skip(ring, lane, t, 0);
@@ -500,6 +548,7 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 	_Atomic uint64_t *w;
 	uint64_t pos, orig;
 	int truncated;
+	bool padded;
 
 	if (!ring || !t || lane >= ring->layout.lanes || t->type < ORBIT_TRANSITION_ACQUIRE ||
 	    t->type > ORBIT_TRANSITION_REPAIR || (t->ns_len && !t->ns) ||
@@ -520,6 +569,7 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 	owner_keep = t->owner_len < cap - ns_keep - label_keep ? t->owner_len
 							       : cap - ns_keep - label_keep;
 	truncated = orig > cap;
+	padded = !truncated && RING_PADDED_LEN(ns_keep, label_keep, owner_keep) <= cap;
 	pid = t->writer_pid ? t->writer_pid : (uint32_t)ring->seg.pid; /* no getpid() syscall */
 
 	/* RG-W1: odd seq, then a release fence: pairs with RG-R2 (a reader re-checking sees odd/newer) */
@@ -533,16 +583,25 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 	atomic_store_explicit(&w[5], orbit__now_mono_ns(), memory_order_relaxed);
 	atomic_store_explicit(
 	    &w[6],
-	    RING_PACK16(ns_keep, label_keep, owner_keep, truncated ? ORBIT_RING_F_TRUNCATED : 0),
+	    RING_PACK16(ns_keep, label_keep, owner_keep,
+			(truncated ? ORBIT_RING_F_TRUNCATED : 0) | (padded ? RING_F_PADDED : 0)),
 	    memory_order_relaxed);
 	atomic_store_explicit(&w[7],
 			      RING_PACK32(orig > UINT32_MAX ? UINT32_MAX : (uint32_t)orig, 0),
 			      memory_order_relaxed);
-	sink = (struct word_sink){ .dst = w + ORBIT_RING_FRAME_HDR_BYTES / 8 };
-	sink_bytes(&sink, t->ns, ns_keep);
-	sink_bytes(&sink, t->label, label_keep);
-	sink_bytes(&sink, t->owner, owner_keep);
-	sink_flush(&sink);
+	if (padded) { /* each part from a word boundary: no byte merging across parts */
+		_Atomic uint64_t *p = w + ORBIT_RING_FRAME_HDR_BYTES / 8;
+
+		p = put_part(p, (const uint8_t *)t->ns, ns_keep);
+		p = put_part(p, (const uint8_t *)t->label, label_keep);
+		put_part(p, (const uint8_t *)t->owner, owner_keep);
+	} else { /* a payload too long for the padding: packed, byte by byte into words */
+		sink = (struct word_sink){ .dst = w + ORBIT_RING_FRAME_HDR_BYTES / 8 };
+		sink_bytes(&sink, t->ns, ns_keep);
+		sink_bytes(&sink, t->label, label_keep);
+		sink_bytes(&sink, t->owner, owner_keep);
+		sink_flush(&sink);
+	}
 	/* A publisher killed here leaves seq odd and the head unmoved (kill tests) */
 	ORBIT_CRASHPOINT("ring.publish.mid_frame");
 	/* RG-W2: release, pairs with RG-R1 in read_lane(): frame bytes before the even seq */
@@ -698,8 +757,11 @@ static bool frame_ok(const orbit_ring_t *ring, const struct orbit_ring_frame_hdr
 		return false;
 	if (f->ns_len > cap || f->label_len > cap || f->owner_len > cap || sum > cap)
 		return false;
-	if (f->flags & ~ORBIT_RING_F_TRUNCATED)
+	if (f->flags & ~(ORBIT_RING_F_TRUNCATED | RING_F_PADDED))
 		return false;
+	if (f->flags & RING_F_PADDED) /* never truncated, and the padding fits */
+		return !(f->flags & ORBIT_RING_F_TRUNCATED) && f->orig_len == sum &&
+		       RING_PADDED_LEN(f->ns_len, f->label_len, f->owner_len) <= cap;
 	if (f->flags & ORBIT_RING_F_TRUNCATED)
 		return f->orig_len > sum;
 	return f->orig_len == sum;
@@ -714,7 +776,8 @@ static int read_lane(orbit_ring_reader_t *r, uint32_t lane, struct orbit_ring_ev
 	uint64_t hw[ORBIT_RING_FRAME_HDR_BYTES / 8];
 	uint64_t stage[ORBIT_RING_PAYLOAD_MAX / 8];
 	uint32_t cap = ring->layout.frame_bytes - ORBIT_RING_FRAME_HDR_BYTES;
-	uint32_t plen;
+	uint32_t plen, span;
+	bool padded;
 
 	h = head_of(ring, lane);
 	if (h == c)
@@ -740,12 +803,23 @@ static int read_lane(orbit_ring_reader_t *r, uint32_t lane, struct orbit_ring_ev
 	}
 	words_load(hw, f, ORBIT_RING_FRAME_HDR_BYTES / 8);
 	memcpy(&hdr, hw, sizeof(hdr)); /* the plain copy's fields are the words' bytes */
-	/* Only lengths from the copy are used; clamp before touching payload bytes */
+	/* Only lengths from the copy are used; bound them before touching payload bytes */
 	plen = (uint32_t)hdr.ns_len + hdr.label_len + hdr.owner_len;
-	if (plen > cap)
-		plen = cap;
-	words_load(stage, f + ORBIT_RING_FRAME_HDR_BYTES / 8, (plen + 7) / 8);
-	memcpy(ev->bytes, stage, plen);
+	padded = hdr.flags & RING_F_PADDED;
+	span = padded ? RING_PADDED_LEN(hdr.ns_len, hdr.label_len, hdr.owner_len) : plen;
+	if (span > cap)
+		span = plen = 0; /* frame_ok() refuses it below */
+	words_load(stage, f + ORBIT_RING_FRAME_HDR_BYTES / 8, (span + 7) / 8);
+	if (padded && span) { /* the parts side by side again: ns | label | owner */
+		const uint8_t *b = (const uint8_t *)stage;
+		uint32_t a1 = RING_ROUND8(hdr.ns_len), a2 = a1 + RING_ROUND8(hdr.label_len);
+
+		memcpy(ev->bytes, b, hdr.ns_len);
+		memcpy(ev->bytes + hdr.ns_len, b + a1, hdr.label_len);
+		memcpy(ev->bytes + hdr.ns_len + hdr.label_len, b + a2, hdr.owner_len);
+	} else {
+		memcpy(ev->bytes, stage, plen);
+	}
 	/* RG-R2: acquire fence, pairs with RG-W1: the copies above happen before the re-check */
 	atomic_thread_fence(memory_order_acquire);
 	s2 = atomic_load_explicit(&f[0], memory_order_relaxed);
@@ -760,7 +834,7 @@ static int read_lane(orbit_ring_reader_t *r, uint32_t lane, struct orbit_ring_ev
 	ev->lane = lane;
 	ev->type = hdr.type;
 	ev->writer_pid = hdr.writer_pid;
-	ev->flags = hdr.flags;
+	ev->flags = hdr.flags & ~RING_F_PADDED; /* a layout bit, not the transition's */
 	ev->lane_pos = c;
 	ev->fencing_token = hdr.fencing_token;
 	ev->deadline_ns = hdr.deadline_ns;

@@ -228,13 +228,14 @@ static void test_frame_too_big_truncated_and_counted(void **state)
 }
 
 /*
- * Issue 12 (publish builds frame words in registers): every split of the
- * payload into ns, label and owner lengths 0..17 (each segment at every
- * byte offset of a word, short and long segments, ends on and off word
- * boundaries) comes back byte for byte with its header fields, and the
- * bytes after the payload in its last word are zero in SHM, not bytes of
- * an earlier publish. Each source is its own malloc of exactly its
- * length, so the ASan run catches a load past a segment's end.
+ * Issue 12 (publish builds frame words in registers; each part from a word
+ * boundary): every split of the payload into ns, label and owner lengths
+ * 0..17 (short and long parts, ends on and off word boundaries) comes
+ * back byte for byte with its header fields, and in SHM each part starts
+ * on a word boundary (label at round8(ns), owner at round8(ns) +
+ * round8(label)) with zero bytes after it up to the next boundary, not
+ * bytes of an earlier publish. Each source is its own malloc of exactly
+ * its length, so the ASan run catches a load past a part's end.
  */
 static void test_payload_every_split_round_trips_zero_padded(void **state)
 {
@@ -291,8 +292,15 @@ static void test_payload_every_split_round_trips_zero_padded(void **state)
 				assert_int_equal(f->ev.orig_len, plen);
 				if (plen)
 					assert_memory_equal(f->ev.bytes, want, plen);
-				for (uint32_t i = plen; i < (plen + 7) / 8 * 8; i++)
-					assert_int_equal(fr[ORBIT_RING_FRAME_HDR_BYTES + i], 0);
+				uint32_t a8 = (a + 7) / 8 * 8, b8 = (b + 7) / 8 * 8;
+				uint32_t c8 = (c + 7) / 8 * 8;
+				uint8_t img[3 * 24] = { 0 };
+
+				memcpy(img, want, a);
+				memcpy(img + a8, want + a, b);
+				memcpy(img + a8 + b8, want + a + b, c);
+				assert_memory_equal(fr + ORBIT_RING_FRAME_HDR_BYTES, img,
+						    a8 + b8 + c8);
 				free(ns);
 				free(label);
 				free(owner);
@@ -325,6 +333,39 @@ static void test_default_frame_holds_960_bytes(void **state)
 	assert_int_equal(f->ev.flags, 0);
 	assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), 0);
 	assert_int_equal(f->ev.flags, ORBIT_RING_F_TRUNCATED);
+}
+
+/*
+ * Issue 12: a payload that fits the frame only without the word padding
+ * (61 + 401 + 498 = 960 bytes, padded 970) is stored packed and still
+ * comes back byte for byte, untruncated, with no layout flag in ev.flags.
+ */
+static void test_payload_too_long_for_padding_stored_packed(void **state)
+{
+	struct fx *f = *state;
+	static uint8_t ns[61], label[401], owner[498], want[960];
+	uint32_t lane;
+	struct orbit_transition t = {
+		.type = ORBIT_TRANSITION_ACQUIRE,
+		.ns = (const char *)ns,
+		.ns_len = sizeof(ns),
+		.label = (const char *)label,
+		.label_len = sizeof(label),
+		.owner = (const char *)owner,
+		.owner_len = sizeof(owner),
+	};
+
+	for (uint32_t i = 0; i < sizeof(want); i++)
+		want[i] = (uint8_t)(i * 7 + 1);
+	memcpy(ns, want, sizeof(ns));
+	memcpy(label, want + sizeof(ns), sizeof(label));
+	memcpy(owner, want + sizeof(ns) + sizeof(label), sizeof(owner));
+	assert_int_equal(orbit__ring_reader_open(&f->r, f->ring), 0);
+	assert_int_equal(orbit__ring_publish(f->ring, 15, &t), 0);
+	assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), 0);
+	assert_int_equal(f->ev.flags, 0);
+	assert_int_equal(f->ev.orig_len, sizeof(want));
+	assert_memory_equal(f->ev.bytes, want, sizeof(want));
 }
 
 /* Issue 5: publish rejects bad arguments without touching the ring. */
@@ -719,6 +760,8 @@ int main(void)
 						setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_default_frame_holds_960_bytes, setup_default,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_payload_too_long_for_padding_stored_packed,
+						setup_default, teardown),
 		cmocka_unit_test_setup_teardown(test_publish_rejects_bad_arguments, setup_small,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_random_bytes_in_frames_never_crash,

@@ -532,6 +532,59 @@ static void test_checksum_covers_each_byte_of_the_record(void **state)
 	}
 }
 
+/*
+ * A payload word may hold any value, a multiply constant of the checksum
+ * too: a 128-bit multiply fold with one operand 0 is 0 whatever the
+ * other, so a sum that XORs a word with a constant and multiplies would
+ * drop the running state and the block's other word (the sum then misses
+ * a flipped byte there, and the record's position, sequence, time and
+ * producer fields before it). Each of the four constants in its place:
+ * record 1's payload opens with the 32-byte block's first constant,
+ * record 2's is one word equal to the tail's, record 3's 16-byte block
+ * opens with its own, record 4's 32-byte block has the second chain's
+ * constant in its third word.
+ */
+static void test_checksum_blind_to_no_payload_word(void **state)
+{
+	static const uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull,
+			      k2 = 0x8ebc6af09c88c6e3ull, k3 = 0x589965cc75374cc3ull;
+	struct fx *f = *state;
+	struct orbit_spotq_slot *sl;
+	uint8_t *data, b[32];
+	struct orbit_spotq_submit s = { .kind = ORBIT_SPOTQ_KIND_SPOT, .payload = b };
+
+	fx_open(f, opts(8, 1024, 2, 128));
+	sl = raw_slots(f, 0);
+	{
+		orbit_seg_t *seg = orbit__spotq_seg(f->q);
+		struct orbit_spotq_shm *sh = (void *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES);
+		data = (uint8_t *)seg->base + sh->data_off[0];
+	}
+	memset(b, 0x11, sizeof(b));
+	memcpy(b, &k0, sizeof(k0));
+	s.len = 32;
+	assert_int_equal(orbit__spotq_submit(f->p, &s, NULL), 0); /* data 0..31 */
+	memcpy(b, &k3, sizeof(k3));
+	s.len = 8;
+	assert_int_equal(orbit__spotq_submit(f->p, &s, NULL), 0); /* data 32..39 */
+	memcpy(b, &k2, sizeof(k2));
+	s.len = 16;
+	assert_int_equal(orbit__spotq_submit(f->p, &s, NULL), 0); /* data 40..55 */
+	memset(b, 0x11, sizeof(b));
+	memcpy(b + 16, &k1, sizeof(k1));
+	s.len = 32;
+	assert_int_equal(orbit__spotq_submit(f->p, &s, NULL), 0); /* data 56..87 */
+	check_ok(f->q);
+	for (int i = 0; i < 88; i++)
+		flip_checks(f->q, data + i, true);
+	for (size_t i = 0; i < sizeof(uint64_t); i++) {
+		for (int r = 0; r < 4; r++) {
+			flip_checks(f->q, (uint8_t *)&sl[r].producer_seq + i, true);
+			flip_checks(f->q, (uint8_t *)&sl[r].submit_ns + i, true);
+		}
+	}
+}
+
 /* Records carry kind, actor id or timer name, producer row + generation, sequence, time. */
 static void test_record_fields_and_producer_identity(void **state)
 {
@@ -1489,6 +1542,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_record_fields_and_producer_identity, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_checksum_covers_each_byte_of_the_record, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_checksum_blind_to_no_payload_word, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_positions_wrap_at_modulus, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_host_near_the_wrap_frees_on_a_real_tail,

@@ -816,16 +816,22 @@ static inline size_t target_len(uint32_t kind)
  * The checksum (layout 4) is wyhash's construction (Wang Yi's public
  * domain hash, which passes SMHasher): a 64 x 64 -> 128-bit multiply
  * folded to 64 bits (mum) takes 16 input bytes per multiply, each word
- * XORed with a constant or the running state first. Layout 3's sum took
+ * XORed with the running state first, the first one with a constant too.
+ * Layout 3's sum took
  * 8 bytes per multiply plus a xor-shift, in four chains (17 multiplies
  * for a 64-byte Spot record, about 8% of a producer's CPU per record):
  * this one makes 8, in two chains. Both are 64-bit non-cryptographic
  * hashes: they catch torn, overwritten and stray bytes (any one flipped
  * byte changes the sum: test_checksum_covers_each_byte_of_the_record),
  * never a peer that writes a consistent record on purpose (a hostile peer
- * can write anything a producer can). A mum is blind only when one of its
- * two words equals its constant or the running state exactly, a chance of
- * 2^-64 per word for bytes that went wrong.
+ * can write anything a producer can). A mum is blind when one of its
+ * operands is 0: its product is 0 whatever the other operand, and the
+ * chain's state drops out. wyhash XORs a payload word with a constant
+ * alone, so a payload word equal to that constant dropped the record's
+ * position, sequence and time from the sum, for every record that held
+ * it (test_checksum_blind_to_no_payload_word); here both operands carry
+ * the running state, so which word zeroes one differs per record: a
+ * chance of 2^-64 for bytes that went wrong.
  */
 #define SUM_K0 0xa0761d6478bd642full
 #define SUM_K1 0xe7037ed1a0b428dbull
@@ -846,19 +852,19 @@ static inline void sum_bytes(uint64_t *a, uint64_t *b, const uint8_t *p, size_t 
 
 	for (; n >= 32; n -= 32, p += 32) {
 		memcpy(w, p, 32);
-		x = mum(w[0] ^ SUM_K0, w[1] ^ x);
-		y = mum(w[2] ^ SUM_K1, w[3] ^ y);
+		x = mum(w[0] ^ SUM_K0 ^ x, w[1] ^ x);
+		y = mum(w[2] ^ SUM_K1 ^ y, w[3] ^ y);
 	}
 	if (n >= 16) {
 		memcpy(w, p, 16);
-		x = mum(w[0] ^ SUM_K2, w[1] ^ x);
+		x = mum(w[0] ^ SUM_K2 ^ x, w[1] ^ x);
 		p += 16;
 		n -= 16;
 	}
 	if (n) {
 		w[0] = w[1] = 0;
 		memcpy(w, p, n);
-		y = mum(w[0] ^ SUM_K3, w[1] ^ y);
+		y = mum(w[0] ^ SUM_K3 ^ y, w[1] ^ y);
 	}
 	*a = x;
 	*b = y;

@@ -241,6 +241,7 @@ static void close_fleet(void)
 	struct orbit_lock_stats st;
 	struct orbit_lock_entry e;
 	char lab[32];
+	int rc;
 
 	/* the fillers survived every kill */
 	for (int i = 0; i < FILLERS; i++) {
@@ -255,6 +256,11 @@ static void close_fleet(void)
 	orbit_lock_close(P);
 	P = NULL;
 	orbit_lock_unlink(&o);
+	/* and what an agent started on it made (stopped_holder): its member
+	 * directory, 16 MiB ring and stats; 0 or -ENOENT when none was made */
+	rc = orbit_fleet_unlink(fleet);
+	if (rc != 0 && rc != -ENOENT)
+		fail_msg("orbit_fleet_unlink(%s): %s", fleet, orbit_strerror(rc));
 }
 
 static void named_points(enum orbit_lock_serializer s)

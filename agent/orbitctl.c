@@ -1706,14 +1706,16 @@ static uint64_t counter_of(const struct member_stats *x, const char *name)
 	return c < 0 ? 0 : x->s.counters[c];
 }
 
-/* Sum of every stats row's counters (rates are per fleet). */
-/* The fleet's counters: live rows only, as the stats table's fleet total (row_live()). */
+/* The fleet's counters (rates are per fleet): live rows only, as the stats total. */
 static void top_sum(const struct member_stats *ms, int n, uint64_t *sum)
 {
 	memset(sum, 0, orbit_stats_counter_count() * sizeof(*sum));
-	for (int i = 0; i < n; i++)
-		for (unsigned c = 0; c < orbit_stats_counter_count() && row_live(&ms[i]); c++)
+	for (int i = 0; i < n; i++) {
+		if (!row_live(&ms[i]))
+			continue; /* a dead member's frozen counters are not the fleet's now */
+		for (unsigned c = 0; c < orbit_stats_counter_count(); c++)
 			sum[c] += ms[i].s.counters[c];
+	}
 }
 
 /* The fleet's Spot queues as orbit_fleet_spots() reads them, for one frame. */

@@ -170,6 +170,8 @@ static void run_beside(enum who bg_who, int (*bg)(struct child *), enum who fg_w
 
 /* The owner_uid option every helper passes (0: none); a test sets it for 0640. */
 static unsigned opt_owner;
+/* init_timeout_ms of every open below (0: the 2 s default); race_start() sets it */
+static int init_ms;
 
 static int lock_open_as(orbit_lock_t **l, const char *f, unsigned mode, unsigned gid, bool ro)
 {
@@ -178,7 +180,8 @@ static int lock_open_as(orbit_lock_t **l, const char *f, unsigned mode, unsigned
 					.mode = mode,
 					.gid = gid,
 					.readonly = ro,
-					.owner_uid = opt_owner };
+					.owner_uid = opt_owner,
+					.init_timeout_ms = init_ms };
 
 	return orbit_lock_open(&o, l);
 }
@@ -193,7 +196,8 @@ static int agent_start_as(orbit_agent_t **a, const char *f, orbit_lock_t *l, uns
 					 .gid = gid,
 					 .stats_ms = 10,
 					 .tick_ms = 5,
-					 .owner_uid = opt_owner };
+					 .owner_uid = opt_owner,
+					 .init_timeout_ms = init_ms };
 
 	return orbit_agent_start(&o, a);
 }
@@ -724,29 +728,15 @@ static char race_fleet[64];
  */
 static int race_start(struct child *c)
 {
-	struct orbit_lock_options lo = { .size = sizeof(lo),
-					 .fleet = race_fleet,
-					 .mode = 0660,
-					 .gid = g_fleet,
-					 .owner_uid = opt_owner,
-					 .init_timeout_ms = 20000 };
-	struct orbit_agent_options ao = { .size = sizeof(ao),
-					  .fleet = race_fleet,
-					  .mode = 0660,
-					  .gid = g_fleet,
-					  .stats_ms = 10,
-					  .tick_ms = 5,
-					  .owner_uid = opt_owner,
-					  .init_timeout_ms = 20000 };
 	orbit_lock_t *l = NULL;
 	orbit_agent_t *a = NULL;
 	int rc;
 
+	init_ms = 20000; /* in this child only */
 	CHK_EQ(step_wait(c->go[0]), 0);
-	rc = orbit_lock_open(&lo, &l);
+	rc = lock_open_as(&l, race_fleet, 0660, g_fleet, false);
 	CHK_EQ(rc, 0);
-	ao.lock = l;
-	rc = orbit_agent_start(&ao, &a);
+	rc = agent_start_as(&a, race_fleet, l, 0660, g_fleet);
 	CHK_EQ(rc, 0);
 	step_done(c);
 	CHK_EQ(step_wait(c->go[0]), 0);

@@ -410,10 +410,17 @@ static unsigned drain_done(struct orbit_spot_host *sh)
 
 	while ((n = __cds_wfcq_dequeue_blocking(&sh->done_head, &sh->done_tail))) {
 		struct delivery *d = caa_container_of(n, struct delivery, node);
-		uint32_t l = d->lane < ORBIT_SPOTQ_LANES ? d->lane : 0;
+		uint32_t l = d->lane; /* from take(): < ORBIT_SPOTQ_LANES */
 
 		TSAN_ACQUIRE(d);
 		sh->outstanding--;
+		if (l >= ORBIT_SPOTQ_LANES) { /* never: complete() refuses it and counts it */
+			complete(sh, d);
+			/* SH-R2 as in complete_batch() */
+			atomic_fetch_sub_explicit(&sh->in_flight, 1, memory_order_release);
+			k++;
+			continue;
+		}
 		ds[l][nd[l]++] = d;
 		if (nd[l] == DONE_BATCH) {
 			complete_batch(sh, l, ds[l], nd[l]);

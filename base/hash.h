@@ -4,8 +4,9 @@
  * uses, written once: FNV-1a 64 (layout fingerprints of SHM segments and
  * of the stats names, the registry's and the Spot coordinator's keys) and
  * MurmurHash3's 64-bit finalizer (the lock table's probe hash up to its
- * layout version 3; version 4 hashes with a multiply-fold in shm/lock.c,
- * the only user, and this finalizer has no caller left). Values that
+ * layout version 3; no caller left), and wyhash's 64x64->128 multiply-fold
+ * with its constants (the lock table's key hash of layout 4 in shm/lock.c
+ * and the Spot queue's record checksum of layout 4 in shm/spot_queue.c). Values that
  * end up in SHM (fingerprints, slot positions) are part of a layout:
  * changing one of these changes that layout's version. Pure functions: no
  * SHM, no thread, no system call.
@@ -51,6 +52,29 @@ static inline uint64_t orbit__fmix64(uint64_t h)
 	h ^= h >> 33;
 	h *= 0xc4ceb9fe1a85ec53ull;
 	return h ^ (h >> 33);
+}
+
+/* wyhash's constants (its secret), for the multiply-folds below. */
+#define ORBIT__WY0 0xa0761d6478bd642full
+#define ORBIT__WY1 0xe7037ed1a0b428dbull
+#define ORBIT__WY2 0x8ebc6af09c88c6e3ull
+#define ORBIT__WY3 0x589965cc75374cc3ull
+
+/* wyhash's mum: the 128-bit product of @a and @b, its halves XORed. */
+static inline uint64_t orbit__mum(uint64_t a, uint64_t b)
+{
+#ifdef __SIZEOF_INT128__
+	__uint128_t r = (__uint128_t)a * b;
+
+	return (uint64_t)r ^ (uint64_t)(r >> 64);
+#else
+	uint64_t ha = a >> 32, hb = b >> 32, la = (uint32_t)a, lb = (uint32_t)b;
+	uint64_t rh = ha * hb, rm0 = ha * lb, rm1 = hb * la, rl = la * lb, t = rl + (rm0 << 32);
+	uint64_t c = t < rl, lo = t + (rm1 << 32);
+
+	c += lo < t;
+	return lo ^ (rh + (rm0 >> 32) + (rm1 >> 32) + c);
+#endif
 }
 
 #endif /* ORBIT_BASE_HASH_H */

@@ -990,7 +990,7 @@ static int close_fn(void *arg)
 	/* One turn: no submission gets in after this, and every subordinate
 	 * queue closes with the Spot (§2 lifetime). */
 	s->closed = true;
-	/* Relaxed: a hint for spot_refused_closed(); the queues' locks decide. */
+	/* Relaxed: a hint for spot_closed(); the queues' locks decide. */
 	atomic_store_explicit(&s->closed_pub, true, memory_order_relaxed);
 	/* Relaxed: lane-owned. */
 	atab_each(atomic_load_explicit(&s->atab, memory_order_relaxed), close_entry, NULL);

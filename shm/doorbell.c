@@ -98,10 +98,16 @@ void orbit__doorbell_asym_force_off(int off)
  */
 static int asym_fence(void)
 {
-	/* Relaxed: as in orbit__doorbell_asym_ready() */
-	if (atomic_load_explicit(&asym_disabled, memory_order_relaxed))
+	static _Atomic bool refused; /* the kernel (seccomp) refused it once: it will again */
+
+	/* Relaxed: as in orbit__doorbell_asym_ready(); @refused is a hint alone */
+	if (atomic_load_explicit(&asym_disabled, memory_order_relaxed) ||
+	    atomic_load_explicit(&refused, memory_order_relaxed))
 		return -1;
-	return sys_membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0 ? 0 : -1;
+	if (sys_membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0)
+		return 0;
+	atomic_store_explicit(&refused, true, memory_order_relaxed);
+	return -1;
 }
 
 uint32_t orbit__doorbell_seq(const struct orbit_doorbell *db)
@@ -207,7 +213,7 @@ static int wait_impl(struct orbit_doorbell *db, uint32_t seen, int64_t timeout_n
 			 * event before the barrier this runs on its CPU, so pending() sees
 			 * it. Without membarrier we cannot know: sleep in slices.
 			 */
-			sliced = asym_fence() < 0;
+			sliced = sliced || asym_fence() < 0; /* no second try per wait */
 			if (pending(ctx))
 				return 0;
 		}

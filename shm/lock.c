@@ -27,6 +27,7 @@
 
 #include "base/cpu.h"
 #include "base/die.h"
+#include "base/hash.h"
 #include "base/lock_backend.h"
 #include "base/options.h"
 #include "base/time.h"
@@ -220,25 +221,9 @@ static void stat_inc_rmw(orbit_lock_t *l, enum lock_stat s)
  * layout: the fingerprint hashes a fixed key with it, so a peer hashing
  * differently is refused.
  */
-#define HK0 0xa0761d6478bd642full
-#define HK1 0xe7037ed1a0b428dbull
-#define HK2 0x8ebc6af09c88c6e3ull
-
-static inline uint64_t mum(uint64_t a, uint64_t b)
-{
-#ifdef __SIZEOF_INT128__
-	__uint128_t r = (__uint128_t)a * b;
-
-	return (uint64_t)r ^ (uint64_t)(r >> 64);
-#else
-	uint64_t ha = a >> 32, hb = b >> 32, la = (uint32_t)a, lb = (uint32_t)b;
-	uint64_t rh = ha * hb, rm0 = ha * lb, rm1 = hb * la, rl = la * lb, t = rl + (rm0 << 32);
-	uint64_t c = t < rl, lo = t + (rm1 << 32);
-
-	c += lo < t;
-	return lo ^ (rh + (rm0 >> 32) + (rm1 >> 32) + c);
-#endif
-}
+#define HK0 ORBIT__WY0
+#define HK1 ORBIT__WY1
+#define HK2 ORBIT__WY2
 
 static inline uint64_t load64(const uint8_t *b)
 {
@@ -279,18 +264,18 @@ static inline uint64_t str_hash(const void *p, size_t n, uint64_t seed)
 		size_t i = n;
 
 		for (; i > 16; i -= 16, b += 16)
-			seed = mum(load64(b) ^ HK1, load64(b + 8) ^ seed);
+			seed = orbit__mum(load64(b) ^ HK1, load64(b + 8) ^ seed);
 		a = load64(b + i - 16); /* the last 16 bytes (overlapping: n > 16) */
 		c = load64(b + i - 8);
 	}
-	return mum(a ^ HK1, c ^ seed);
+	return orbit__mum(a ^ HK1, c ^ seed);
 }
 
 static inline uint64_t key_hash(const void *ns, size_t ns_len, const void *label, size_t label_len)
 {
 	uint64_t x = str_hash(ns, ns_len, HK2), y = str_hash(label, label_len, HK1);
 
-	return mum(x ^ HK2, y ^ ((uint64_t)ns_len << 32 | label_len));
+	return orbit__mum(x ^ HK2, y ^ ((uint64_t)ns_len << 32 | label_len));
 }
 
 /* The 32 bits the table stores (home slot: the low bits; control byte: the top 7). */

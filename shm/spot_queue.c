@@ -68,6 +68,8 @@
 #include <sys/mman.h>
 
 #include <orbit/error.h>
+#include "base/cpu.h"
+#include "base/hash.h"
 #include "base/options.h"
 #include "shm/crashpoint.h"
 #include "shm/fork_guard.h"
@@ -319,16 +321,6 @@ static inline void prefetch_w(const void *p)
 	__asm__ __volatile__("prefetchw %0" ::"m"(*(const char *)p));
 #else
 	__builtin_prefetch(p, 1, 3);
-#endif
-}
-
-/* A spin-wait hint to the CPU (x86 PAUSE; a compiler barrier elsewhere). */
-static inline void spin_pause(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#else
-	__asm__ __volatile__("" ::: "memory");
 #endif
 }
 
@@ -833,17 +825,10 @@ static inline size_t target_len(uint32_t kind)
  * the running state, so which word zeroes one differs per record: a
  * chance of 2^-64 for bytes that went wrong.
  */
-#define SUM_K0 0xa0761d6478bd642full
-#define SUM_K1 0xe7037ed1a0b428dbull
-#define SUM_K2 0x8ebc6af09c88c6e3ull
-#define SUM_K3 0x589965cc75374cc3ull
-
-static inline uint64_t mum(uint64_t a, uint64_t b)
-{
-	__uint128_t r = (__uint128_t)a * b;
-
-	return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
+#define SUM_K0 ORBIT__WY0
+#define SUM_K1 ORBIT__WY1
+#define SUM_K2 ORBIT__WY2
+#define SUM_K3 ORBIT__WY3
 
 /* Fold @n bytes at @p into the two chains @a, @b: 32 bytes per round, then 16, the rest padded. */
 static inline void sum_bytes(uint64_t *a, uint64_t *b, const uint8_t *p, size_t n)
@@ -852,19 +837,19 @@ static inline void sum_bytes(uint64_t *a, uint64_t *b, const uint8_t *p, size_t 
 
 	for (; n >= 32; n -= 32, p += 32) {
 		memcpy(w, p, 32);
-		x = mum(w[0] ^ SUM_K0 ^ x, w[1] ^ x);
-		y = mum(w[2] ^ SUM_K1 ^ y, w[3] ^ y);
+		x = orbit__mum(w[0] ^ SUM_K0 ^ x, w[1] ^ x);
+		y = orbit__mum(w[2] ^ SUM_K1 ^ y, w[3] ^ y);
 	}
 	if (n >= 16) {
 		memcpy(w, p, 16);
-		x = mum(w[0] ^ SUM_K2 ^ x, w[1] ^ x);
+		x = orbit__mum(w[0] ^ SUM_K2 ^ x, w[1] ^ x);
 		p += 16;
 		n -= 16;
 	}
 	if (n) {
 		w[0] = w[1] = 0;
 		memcpy(w, p, n);
-		y = mum(w[0] ^ SUM_K3 ^ y, w[1] ^ y);
+		y = orbit__mum(w[0] ^ SUM_K3 ^ y, w[1] ^ y);
 	}
 	*a = x;
 	*b = y;
@@ -878,15 +863,17 @@ static inline void sum_bytes(uint64_t *a, uint64_t *b, const uint8_t *p, size_t 
 static uint64_t record_sum(uint32_t pos, const struct orbit_spotq_slot *m, const uint8_t *p,
 			   uint32_t n)
 {
-	uint64_t a = mum((uint64_t)pos << 32 ^ m->payload_len ^ SUM_K0, m->producer_seq ^ SUM_K1);
-	uint64_t b = mum(m->submit_ns ^ SUM_K2, ((uint64_t)m->kind << 32 | m->member_row) ^ SUM_K3);
+	uint64_t a = orbit__mum((uint64_t)pos << 32 ^ m->payload_len ^ SUM_K0,
+				m->producer_seq ^ SUM_K1);
+	uint64_t b = orbit__mum(m->submit_ns ^ SUM_K2,
+				((uint64_t)m->kind << 32 | m->member_row) ^ SUM_K3);
 	size_t tl = target_len(m->kind);
 
-	b = mum((uint64_t)m->member_gen << 32 ^ n ^ SUM_K1, b ^ SUM_K0);
+	b = orbit__mum((uint64_t)m->member_gen << 32 ^ SUM_K1, b ^ SUM_K0);
 	if (tl)
 		sum_bytes(&a, &b, (const uint8_t *)&m->target, tl);
 	sum_bytes(&a, &b, p, n);
-	return mum(a ^ SUM_K2, b ^ SUM_K3);
+	return orbit__mum(a ^ SUM_K2, b ^ SUM_K3);
 }
 
 /* ---- tail helping ---- */
@@ -1451,9 +1438,7 @@ int orbit__spotq_host_takeover(orbit_spotq_host_t **out, orbit_spotq_t *q, orbit
 	h->gen = g + 1;
 	h->epoch = epoch;
 	h->pid = orbit__self_pid();
-	/* one CPU: a poll would only hold the CPU its producers need (host_poll()) */
-	h->poll_fixed = sysconf(_SC_NPROCESSORS_ONLN) <= 1;
-	h->poll_ns = h->poll_fixed ? 0 : POLL_MAX_NS / 4;
+	orbit__spotq_host_set_poll(h, -1); /* adaptive; none on one CPU (host_poll()) */
 	for (int l = 0; l < 2; l++) {
 		r = retag(h, &q->lane[l]);
 		if (r < 0) {
@@ -2206,7 +2191,7 @@ static int host_poll(orbit_spotq_host_t *h, uint32_t seen, uint32_t lanes, uint6
 
 		do {
 			for (int k = 0; k < 16; k++)
-				spin_pause();
+				orbit__cpu_relax();
 			now = orbit__now_mono_ns();
 		} while (now - prev < POLL_LOOK_NS);
 		if (now - prev > POLL_MAX_NS && !h->poll_fixed) {
@@ -2246,8 +2231,10 @@ int orbit__spotq_host_wait_seq(orbit_spotq_host_t *h, uint32_t seen, uint32_t la
 	if (lanes & ~((1u << ORBIT_SPOTQ_LANES) - 1u))
 		return -EINVAL;
 	db = &h->q->shm->rec_db;
-	t0 = orbit__now_mono_ns();
+	t0 = lanes && !h->poll_fixed ? orbit__now_mono_ns() : 0; /* poll_adapt() only */
 	if (lanes && h->poll_ns && timeout_ns != 0) {
+		if (h->poll_fixed)
+			t0 = orbit__now_mono_ns();
 		uint64_t budget = timeout_ns > 0 && (uint64_t)timeout_ns < h->poll_ns
 				      ? (uint64_t)timeout_ns
 				      : h->poll_ns;
@@ -2290,7 +2277,7 @@ int orbit__spotq_host_wait_seq(orbit_spotq_host_t *h, uint32_t seen, uint32_t la
 		stalled = true;
 	}
 	r = orbit__doorbell_wait_class(db, seen, timeout_ns, bit);
-	if (lanes)
+	if (lanes && !h->poll_fixed)
 		poll_adapt(h, orbit__now_mono_ns() - t0); /* how long this wait took */
 	if (r == -ETIMEDOUT && stalled)
 		r = 0; /* time to look at the stalled record (or the lanes) again */

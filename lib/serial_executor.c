@@ -24,6 +24,7 @@
 #include "base/time.h"
 #include "lib/ownership.h"
 #include "lib/serial_executor.h"
+#include "lib/serial_queue.h" /* orbit__serial_queue_enqueue_n() */
 #include "lib/serial_queue.h"
 #include "lib/sync.h"
 
@@ -663,6 +664,45 @@ int orbit__work_enqueue_counted(struct orbit__work *w, unsigned kind, const stru
 	work_discard(w);
 	coord_uncount(co, &co->refused); /* not a release: see orbit__coord_stats */
 	return ret;
+}
+
+void orbit__work_discard_new(struct orbit__work *w)
+{
+	work_discard(w);
+}
+
+int orbit__work_submit_n(struct orbit__work *const *ws, unsigned n, unsigned kind,
+			 orbit_serial_queue_t *q, bool lifecycle, int *err)
+{
+	void *args[ORBIT__WORK_BATCH_MAX];
+	struct orbit__coord *co;
+	int k;
+
+	*err = 0;
+	if (!n)
+		return 0;
+	co = ws[0]->co;
+	for (unsigned i = 0; i < n; i++)
+		args[i] = ws[i];
+	/* Counted before the enqueue, as orbit__work_count(): seq_cst like
+	 * SX-D2, one add for the batch (the work may finish before it returns). */
+	atomic_fetch_add_explicit(&co->submitted[kind], n, memory_order_seq_cst);
+	k = orbit__serial_queue_enqueue_n(q, lifecycle, orbit__work_run, args, 0, n, err);
+	if (k < 0) { /* never with these arguments: refused as a whole */
+		*err = k;
+		k = 0;
+	}
+	/* As orbit__work_enqueue_counted() on a refusal: the first record not
+	 * accepted is the refused one (counted as that refusal), the others
+	 * were never tried (uncounted only, as if never submitted). */
+	for (unsigned i = (unsigned)k; i < n; i++) {
+		STAT_INC(co, unaccepted[kind]);
+		if (i == (unsigned)k)
+			orbit__coord_count_refusal(co, kind, *err);
+		work_discard(ws[i]);
+		coord_uncount(co, &co->refused); /* not a release: see orbit__coord_stats */
+	}
+	return k;
 }
 
 void orbit__work_signal(struct orbit__work *w, int result)

@@ -259,6 +259,28 @@ int orbit__work_enqueue_counted(struct orbit__work *w, unsigned kind, const stru
 /* Refuse @w before it was ever counted (closed, bad name): free it. */
 int orbit__work_refuse(struct orbit__work *w, unsigned kind, int err);
 
+/* Records orbit__work_submit_n() takes at once, at most. */
+#define ORBIT__WORK_BATCH_MAX 64u
+/*
+ * orbit__work_submit_n - orbit__work_submit() for @n (1..ORBIT__WORK_BATCH_MAX)
+ * records @ws of one coordinator and @kind, made with orbit__work_new()
+ * and not yet counted, onto @q (its application lane, or its lifecycle
+ * lane with @lifecycle, each enqueued for orbit__work_run without payload
+ * bytes) with one count and one orbit__serial_queue_enqueue_n(): one
+ * queue lock and at most one drain started for all of them. The records
+ * accepted are the first ones, in order (the return value); of the others
+ * the first is refused as orbit__work_submit() refuses a record (its code
+ * in *@err and in the coordinator's refusal counts) and the rest are
+ * given back untried (freed, uncounted, counted in no refusal): the
+ * caller submits them again later, in the same order.
+ * Context: as orbit__work_submit(). Returns: the number accepted, 0..@n.
+ */
+int orbit__work_submit_n(struct orbit__work *const *ws, unsigned n, unsigned kind,
+			 orbit_serial_queue_t *q, bool lifecycle, int *err);
+/* Free @w, made by orbit__work_new() and never counted (a batch cut short
+ * before its submission). */
+void orbit__work_discard_new(struct orbit__work *w);
+
 /* The orbit_serial_work_fn every coordinator enqueues, with the record. */
 int orbit__work_run(orbit_serial_turn_t *turn, void *arg);
 /* Signal @w's completion with @result (for work that never ran). */

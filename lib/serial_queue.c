@@ -504,6 +504,101 @@ int orbit_serial_queue_enqueue_barrier_next(orbit_serial_queue_t *q, orbit_seria
 	return submit(q, fn, arg, LANE_APP, q ? &q->barrier : NULL, 0);
 }
 
+/*
+ * The batch form of submit() (lib/serial_queue.h): the §6.3 decision, the
+ * sequence number and the insertion of each item in turn, all in one
+ * section of the lock, then at most one drain started after it. The
+ * first refused item ends the batch: nothing after it is tried, so the
+ * accepted ones are a prefix and FIFO among them and against later
+ * submissions is what @n single submissions would give.
+ */
+int orbit__serial_queue_enqueue_n(orbit_serial_queue_t *q, bool lifecycle, orbit_serial_work_fn fn,
+				  void *const *args, uint64_t payload_bytes, unsigned n, int *err)
+{
+	enum lane lane = lifecycle ? LANE_LC : LANE_APP;
+	struct item it = { .fn = fn, .lane = lane };
+	struct ring *ring;
+	uint64_t cap_items, cap_bytes, seq0;
+	unsigned k = 0;
+	bool start = false;
+	int ret = 0;
+
+	if (!q || !fn || !err || (n && !args))
+		return -EINVAL;
+	*err = 0;
+	if (!n)
+		return 0;
+	ring = lifecycle ? &q->lc : &q->app;
+	cap_items = lifecycle ? q->pol.lifecycle_message_capacity
+			      : q->pol.application_message_capacity;
+	cap_bytes = lifecycle ? q->pol.lifecycle_byte_capacity : q->pol.application_byte_capacity;
+	it.bytes = payload_bytes + q->pol.fixed_work_byte_cost;
+	if (it.bytes < payload_bytes) /* overflow: certainly larger than any capacity */
+		it.bytes = UINT64_MAX;
+
+	orbit__mutex_lock(&q->lock);
+	seq0 = RES(q->next_seq);
+	for (; k < n; k++) {
+		/* §6.3 for each item, as submit() decides it */
+		if (q->closed) {
+			STAT_ADD(q, rejected_closed, 1);
+			ret = -EPIPE;
+		} else if (it.bytes > cap_bytes) {
+			STAT_ADD(q, rejected_too_big, 1);
+			ret = -E2BIG;
+		} else if (RES(q->items[lane]) + 1 > cap_items) {
+			STAT_ADD(q, rejected_count, 1);
+			ret = -EAGAIN;
+		} else if (RES(q->bytes[lane]) + it.bytes > cap_bytes) {
+			STAT_ADD(q, rejected_bytes, 1);
+			ret = -EAGAIN;
+		} else {
+			it.arg = args[k];
+			it.seq = RES(q->next_seq);
+			ret = ring_push(ring, &it);
+		}
+		if (ret)
+			break;
+		RES_ADD(q->next_seq, 1); /* accepted: see qstats */
+		RES_ADD(q->items[lane], 1);
+		RES_ADD(q->bytes[lane], it.bytes);
+		q->outstanding++;
+	}
+	if (ret == -EAGAIN && lane == LANE_APP && q->room_fn)
+		q->room_wanted = true; /* the next application release calls room_fn */
+	if (k) {
+		orbit__single_writer_add(&q->arrivals, k); /* relaxed: see the field */
+		if (lifecycle)				   /* relaxed: see the field */
+			atomic_store_explicit(&q->prio, true, memory_order_relaxed);
+		/* §6.5: only the submitter that finds nobody driving starts a drain. */
+		if (!q->active && runnable(q)) {
+			q->active = true;
+			start = true;
+		}
+	}
+	orbit__mutex_unlock(&q->lock);
+	*err = ret;
+	if (!start)
+		return (int)k;
+
+	/* §6.5: the wake happens outside the section, never on our stack. */
+	ret = q->ex.submit(q->ex.ctx, drain, q, q->home_node);
+	if (ret == 0)
+		return (int)k;
+	/* Withdraw the batch: it cannot run. Nobody took it (active was ours). */
+	orbit__mutex_lock(&q->lock);
+	for (unsigned i = k; i-- > 0;) {
+		if (ring_remove_seq(ring, seq0 + i, &it)) {
+			STAT_ADD(q, withdrawn, 1);
+			release_reservation(q, &it);
+		}
+	}
+	schedule_failed(q);
+	orbit__mutex_unlock(&q->lock);
+	*err = ret;
+	return 0;
+}
+
 /* ---- the drain loop (§6.6) -------------------------------------------- */
 
 /* Take the next turn's work, in the order of the header. Under q->lock. */

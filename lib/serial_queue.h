@@ -95,4 +95,31 @@ bool orbit__serial_turn_may_continue(orbit_serial_turn_t *turn);
 int orbit__serial_queue_pass_held(orbit_serial_resume_t *h, orbit_serial_work_fn first,
 				  orbit_serial_work_fn cont, void **arg_out);
 
+/*
+ * orbit__serial_queue_enqueue_n - submit @n items (@fn with @args[0..n-1],
+ * each reserving @payload_bytes plus the fixed cost) in that order to the
+ * application lane, or to the lifecycle lane with @lifecycle, in one
+ * section of the queue lock and with at most one drain scheduled for all
+ * of them: the §6.3 decision, the sequence number and the insertion of
+ * each item are made as orbit_serial_queue_enqueue_with_payload_bytes()
+ * (or _enqueue_lifecycle()) makes them, one item after the other, and the
+ * first refusal ends the batch. The items accepted are therefore always
+ * the first ones, in order, and what is not accepted was either refused
+ * (the first one, with the code in *@err, counted in the queue's stats as
+ * that refusal) or not tried (the rest, counted nowhere). A refusal of the
+ * drain by the executor withdraws the whole batch (0 accepted, *@err the
+ * executor's code), as it withdraws a single item.
+ * Returns: the number of items accepted (0..@n), with *@err 0 when it is
+ * @n, else the refusal: -EAGAIN (full by count or bytes; arms the room
+ * hook for the application lane), -E2BIG, -EPIPE (closed), -ENOMEM, or
+ * the executor's error; -EINVAL (NULL @q, @fn or @err, or @args with
+ * @n > 0) and nothing done.
+ *
+ * Context: any thread, as orbit_serial_queue_enqueue(); takes the queue
+ * lock once; the executor's submit (a syscall for a sleeping worker) at
+ * most once, after the lock.
+ */
+int orbit__serial_queue_enqueue_n(orbit_serial_queue_t *q, bool lifecycle, orbit_serial_work_fn fn,
+				  void *const *args, uint64_t payload_bytes, unsigned n, int *err);
+
 #endif /* ORBIT_LIB_SERIAL_QUEUE_H */

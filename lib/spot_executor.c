@@ -53,6 +53,7 @@
 #include "lib/ownership.h"
 #include "lib/serial_executor.h"
 #include "lib/serial_queue.h"
+#include "lib/spot_batch.h"
 #include "lib/sync.h" /* orbit__single_writer_add() */
 
 /* ---- a plain chained hash map (owned by the lane: no locking) ----------- */
@@ -934,6 +935,51 @@ int orbit_spot_execute_lifecycle(orbit_spot_serial_executor_t *spot, orbit_seria
 	if (!spot || !fn)
 		return -EINVAL;
 	return spot_submit(&c, fn, arg, done);
+}
+
+_Static_assert(ORBIT__SPOT_BATCH_MAX <= ORBIT__WORK_BATCH_MAX,
+	       "a batch is one orbit__work_submit_n()");
+
+int orbit__spot_execute_n(orbit_spot_serial_executor_t *s, bool lifecycle, orbit_serial_work_fn fn,
+			  void *const *args, unsigned n, int *err)
+{
+	struct orbit__work *ws[ORBIT__SPOT_BATCH_MAX] = { NULL };
+	unsigned kind = lifecycle ? ORBIT_WORK_LIFECYCLE : ORBIT_WORK_SPOT, made = 0;
+	int ret = 0, k;
+
+	if (!s || !fn || !err || !args || n > ORBIT__SPOT_BATCH_MAX)
+		return -EINVAL;
+	*err = 0;
+	if (s->mode != ORBIT_SPOT_PER_ACTOR) {
+		/* SpotWide: lane turns with the waiting FIFO, one per record */
+		for (unsigned i = 0; i < n; i++) {
+			ret = lifecycle ? orbit_spot_execute_lifecycle(s, fn, args[i], NULL)
+					: orbit_spot_execute_spot(s, fn, args[i], NULL);
+			if (ret) {
+				*err = ret;
+				return (int)i;
+			}
+		}
+		return (int)n;
+	}
+	/* PerActor: what spot_submit() does for each, with one enqueue */
+	for (; made < n; made++) {
+		ret = orbit__work_new(&s->co, fn, args[made], NULL, ORBIT_SERIAL_SUSPEND_HOLD,
+				      &ws[made]);
+		if (ret)
+			break; /* -ENOMEM: the single call returns it uncounted */
+	}
+	if (made && spot_closed(s)) {
+		/* the first record is refused as the single call refuses it */
+		for (unsigned i = 1; i < made; i++)
+			orbit__work_discard_new(ws[i]);
+		*err = orbit__work_refuse(ws[0], kind, -EPIPE);
+		return 0;
+	}
+	k = orbit__work_submit_n(ws, made, kind, s->spot_q, lifecycle, err);
+	if (k == (int)made && made < n)
+		*err = ret;
+	return k;
 }
 
 struct set_info {

@@ -8,6 +8,10 @@
 #ifndef ORBIT_AGENT_SPOT_H
 #define ORBIT_AGENT_SPOT_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <orbit/agent.h>
 #include <orbit/lock.h>
 #include <orbit/spot_queue.h>
@@ -76,6 +80,63 @@ int orbit__agent_spot_register(orbit_agent_t *agent, enum orbit_stats_spot_role 
  * takes the registry's mutex. In a forked child: a no-op.
  */
 void orbit__agent_spot_unregister(orbit_agent_t *agent, int slot);
+
+/*
+ * A Spot host's submit-to-run histogram (agent/spot_host.c), one word per
+ * record: pow2[i] counts latencies of exactly 2^i ns (0 ns with 1 ns in
+ * [0]), mid[i] those strictly between 2^i and 2^(i+1). Both bucket schemes
+ * read from it add two words, never subtract (so a reader racing the
+ * writers never sees a bucket below zero): the API's [2^i, 2^(i+1)) is
+ * pow2[i] + mid[i], the stats segment's (2^(i-1), 2^i] is mid[i-1] +
+ * pow2[i]; the count is the sum of all. Writers: the workers that start
+ * handlers, any number at once (relaxed read-modify-writes, two per
+ * record with the sum); readers: relaxed loads, a statistics snapshot.
+ */
+struct orbit__spot_lat {
+	_Atomic uint64_t sum_ns, max_ns;
+	_Atomic uint64_t pow2[64], mid[64];
+};
+
+/* Count one latency of @ns. Context: any thread; two or three relaxed RMWs. */
+static inline void orbit__spot_lat_add(struct orbit__spot_lat *l, uint64_t ns)
+{
+	/* Relaxed: statistics, they order nothing. */
+	uint64_t max = atomic_load_explicit(&l->max_ns, memory_order_relaxed);
+	unsigned b = ns ? 63u - (unsigned)__builtin_clzll(ns) : 0; /* 2^b <= ns < 2^(b+1) */
+
+	if (ns <= 1 || !(ns & (ns - 1)))
+		atomic_fetch_add_explicit(&l->pow2[b], 1, memory_order_relaxed);
+	else
+		atomic_fetch_add_explicit(&l->mid[b], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&l->sum_ns, ns, memory_order_relaxed);
+	while (ns > max && !atomic_compare_exchange_weak_explicit(
+			       &l->max_ns, &max, ns, memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+/*
+ * Add @l's counts to @buckets (@nb of them, zeroed by the caller) and
+ * *@count: with @stats_scheme the stats segment's (2^(i-1), 2^i] buckets
+ * (shm/stats.h orbit__stats_bucket()), else the API's [2^i, 2^(i+1));
+ * the last bucket takes the rest. Context: any thread; relaxed loads.
+ */
+static inline void orbit__spot_lat_fold(const struct orbit__spot_lat *cl, bool stats_scheme,
+					uint64_t *buckets, unsigned nb, uint64_t *count)
+{
+	struct orbit__spot_lat *l = (struct orbit__spot_lat *)cl;
+
+	for (unsigned i = 0; i < 64; i++) {
+		/* Relaxed: statistics (see the struct). */
+		uint64_t p = atomic_load_explicit(&l->pow2[i], memory_order_relaxed);
+		uint64_t m = atomic_load_explicit(&l->mid[i], memory_order_relaxed);
+		unsigned bp = i < nb ? i : nb - 1;
+		unsigned bm = (stats_scheme ? i + 1 : i) < nb ? (stats_scheme ? i + 1 : i) : nb - 1;
+
+		buckets[bp] += p;
+		buckets[bm] += m;
+		*count += p + m;
+	}
+}
 
 /* Copy the SHM layer's counters into the public struct. */
 int orbit__spot_queue_stats(orbit_spotq_t *q, struct orbit_spot_inbound_stats *out);

@@ -7,7 +7,9 @@
  * Spot coordinator (orbit/spot_executor.h). The host's thread alone calls
  * orbit__spotq_take/complete (the SHM layer's host handle is one thread's):
  * it sleeps on the queue's records doorbell, takes batches (lifecycle lane
- * first), hands each record to the coordinator by its entry kind, and
+ * first), hands each record to the coordinator by its entry kind (runs of
+ * Spot or lifecycle records with one orbit__spot_execute_n(), lib/spot_batch.h:
+ * one queue lock and at most one worker wake-up per run), and
  * completes a record only after its handler finished, across yields too
  * (07 §5). Handlers finish on the coordinator's worker threads; their
  * records come back to the host's thread through a wait-free queue
@@ -47,7 +49,10 @@
  *         record; pairs with SH-A3: orbit_spot_host_stats() loads in_flight
  *         (acquire) first, so a reader that sees a record leave in_flight
  *         sees its completed (or fenced, complete_errors) count too
- * Other counters are relaxed atomics: statistics, they order nothing.
+ * Other counters are relaxed atomics: statistics, they order nothing. The
+ * host thread's own (all but protocol_errors and the histogram) have one
+ * writer: a relaxed load + store (INC, ADD), no locked instruction; the
+ * workers' are relaxed read-modify-writes (WINC, orbit__spot_lat_add()).
  */
 #include "config.h"
 
@@ -73,6 +78,8 @@
 #include "shm/doorbell.h"
 #include "shm/fork_guard.h"
 #include "shm/stats.h"
+#include "lib/spot_batch.h"
+#include "lib/sync.h" /* orbit__single_writer_add() */
 
 /* liburcu is not built with TSan: state its queue's edge (as agent.c does). */
 #if defined(__SANITIZE_THREAD__)
@@ -155,23 +162,28 @@ struct orbit_spot_host {
 	uint64_t outstanding;	    /* handed over, not yet back (host thread) */
 	_Atomic uint64_t finishing; /* SH-R1: workers between their push and their last touch */
 
-	/* counters (relaxed) */
+	/* counters (relaxed); the host thread's alone are written with
+	 * single-writer adds (INC), protocol_errors and the latency words by
+	 * the workers with read-modify-writes (WINC) */
 	_Atomic uint64_t delivered, redelivered, completed, fenced, retried, undeliverable,
 	    unhandled, protocol_errors, renewals, renew_retries, in_flight, complete_errors;
-	_Atomic uint64_t lat_count, lat_sum, lat_max;
-	_Atomic uint64_t lat_buckets[ORBIT_SPOT_LATENCY_BUCKETS];
+	struct orbit__spot_lat lat; /* submit-to-run (agent/spot.h; record_latency()) */
 
 	/* the stats segment's Spot slot (agent/agent_spot_stats.c, host_fill()) */
 	orbit_agent_t *agent;
 	int stats_slot;			  /* < 0: unpublished */
 	struct orbit_spotq_counters base; /* the queue's counters before the takeover */
-	_Atomic uint64_t pub_buckets[ORBIT_STATS_BUCKETS]; /* shm/stats.h buckets (relaxed) */
 };
 
 static _Thread_local struct delivery *tls_cur; /* the delivery whose piece this thread runs */
 static _Atomic unsigned owner_nonce;
 
-#define INC(sh, f) atomic_fetch_add_explicit(&(sh)->f, 1, memory_order_relaxed)
+#define LD(f) atomic_load_explicit(&sh->f, memory_order_relaxed) /* counts (see the top) */
+/* A counter only the host thread writes: a relaxed load + store is an exact add. */
+#define INC(sh, f) ADD(sh, f, 1)
+#define ADD(sh, f, n) orbit__single_writer_add(&(sh)->f, (n))
+/* A counter the workers write (any number at once). */
+#define WINC(sh, f, n) atomic_fetch_add_explicit(&(sh)->f, (n), memory_order_relaxed)
 
 static uint64_t now_ns(void)
 {
@@ -256,19 +268,9 @@ static void finish(struct delivery *d)
 
 static void record_latency(struct orbit_spot_host *sh, uint64_t submit_ns)
 {
-	uint64_t now = now_ns(), ns = now > submit_ns ? now - submit_ns : 0;
-	uint64_t max = atomic_load_explicit(&sh->lat_max, memory_order_relaxed);
-	unsigned b = 0;
+	uint64_t now = now_ns();
 
-	while (b + 1 < ORBIT_SPOT_LATENCY_BUCKETS && (ns >> (b + 1)))
-		b++;
-	INC(sh, lat_count);
-	atomic_fetch_add_explicit(&sh->lat_sum, ns, memory_order_relaxed);
-	INC(sh, lat_buckets[b]);
-	INC(sh, pub_buckets[orbit__stats_bucket(ns)]); /* the stats segment's buckets */
-	while (ns > max && !atomic_compare_exchange_weak_explicit(
-			       &sh->lat_max, &max, ns, memory_order_relaxed, memory_order_relaxed))
-		;
+	orbit__spot_lat_add(&sh->lat, now > submit_ns ? now - submit_ns : 0);
 }
 
 /* Run one piece (the handler, or a continuation) of @d on @turn. */
@@ -289,7 +291,7 @@ static int run_piece(struct delivery *d, orbit_serial_turn_t *turn, orbit_serial
 	if (yielded)
 		return r;
 	if (r == ORBIT_SERIAL_SUSPENDED)
-		INC(sh, protocol_errors); /* suspended around us: finished for the queue */
+		WINC(sh, protocol_errors, 1); /* suspended around us: finished for the queue */
 	finish(d);
 	return r;
 }
@@ -386,7 +388,7 @@ static void complete_batch(struct orbit_spot_host *sh, uint32_t lane, struct del
 		unsigned done = 0;
 		int r = orbit__spotq_complete_n(sh->h, lane, pos + off, n - off, &done);
 
-		atomic_fetch_add_explicit(&sh->completed, done, memory_order_relaxed);
+		ADD(sh, completed, done);
 		off += done;
 		if (off < n) {
 			complete_counted(sh, r); /* the record at off failed */
@@ -395,10 +397,11 @@ static void complete_batch(struct orbit_spot_host *sh, uint32_t lane, struct del
 	}
 	for (unsigned i = 0; i < n; i++) {
 		delivery_put(sh, ds[i]);
-		/* SH-R2: release, pairs with SH-A3 in orbit_spot_host_stats(): the
-		 * complete's count before the record leaves in_flight */
-		atomic_fetch_sub_explicit(&sh->in_flight, 1, memory_order_release);
 	}
+	/* SH-R2: release, pairs with SH-A3 in orbit_spot_host_stats(): the
+	 * completes' counts before the records leave in_flight (the host
+	 * thread is its only writer: a release store of the new value) */
+	atomic_store_explicit(&sh->in_flight, LD(in_flight) - n, memory_order_release);
 }
 
 /* Complete every record whose handler finished, per lane in batches. Returns how many. */
@@ -417,7 +420,8 @@ static unsigned drain_done(struct orbit_spot_host *sh)
 		if (l >= ORBIT_SPOTQ_LANES) { /* never: complete() refuses it and counts it */
 			complete(sh, d);
 			/* SH-R2 as in complete_batch() */
-			atomic_fetch_sub_explicit(&sh->in_flight, 1, memory_order_release);
+			atomic_store_explicit(&sh->in_flight, LD(in_flight) - 1,
+					      memory_order_release);
 			k++;
 			continue;
 		}
@@ -448,6 +452,26 @@ static orbit_spot_handler_fn handler_of(const struct orbit_spot_host *sh, uint32
 	}
 }
 
+static int refused(struct orbit_spot_host *sh, struct delivery *d, int r);
+
+/* Count the @n deliveries @ds the coordinator accepted (host thread). */
+static void handed(struct orbit_spot_host *sh, struct delivery *const *ds, unsigned n)
+{
+	uint64_t re = 0;
+
+	if (!n)
+		return;
+	for (unsigned i = 0; i < n; i++)
+		re += ds[i]->rec.redelivered;
+	sh->outstanding += n;
+	/* SH-R2 (the host thread's every store of in_flight is a release, so
+	 * an SH-A3 load that reads this one also sees the completes before) */
+	atomic_store_explicit(&sh->in_flight, LD(in_flight) + n, memory_order_release);
+	ADD(sh, delivered, n);
+	if (re)
+		ADD(sh, redelivered, re);
+}
+
 /* Hand @d to the coordinator. 0: handed over (or completed unrun); -EAGAIN: keep it. */
 static int dispatch(struct orbit_spot_host *sh, struct delivery *d)
 {
@@ -474,13 +498,18 @@ static int dispatch(struct orbit_spot_host *sh, struct delivery *d)
 		break;
 	}
 	if (r == 0) {
-		sh->outstanding++;
-		atomic_fetch_add_explicit(&sh->in_flight, 1, memory_order_relaxed);
-		INC(sh, delivered);
-		if (d->rec.redelivered)
-			INC(sh, redelivered);
+		handed(sh, &d, 1);
 		return 0;
 	}
+	return refused(sh, d, r);
+}
+
+/*
+ * What the coordinator's refusal @r of @d means (dispatch()): -EAGAIN,
+ * the record stays taken and first in line; 0, it was completed unrun.
+ */
+static int refused(struct orbit_spot_host *sh, struct delivery *d, int r)
+{
 	if (r == -EAGAIN || r == -ENOMEM) {
 		INC(sh, retried); /* backpressure: the record stays taken, first in line */
 		return -EAGAIN;
@@ -542,6 +571,49 @@ static void pend(struct orbit_spot_host *sh, uint32_t lane, struct delivery *d)
 	sh->pending_tail[lane] = d;
 }
 
+/* Does @d go to the coordinator in a run (orbit__spot_execute_n())? */
+static bool batchable(const struct delivery *d)
+{
+	return d->handler &&
+	       (d->rec.kind == ORBIT_SPOT_ENTRY_SPOT || d->rec.kind == ORBIT_SPOT_ENTRY_LIFECYCLE);
+}
+
+/*
+ * Hand the run @ds[0..@n) of @lane (batchable(), one kind, in take order)
+ * to the coordinator with orbit__spot_execute_n(): one queue lock and at
+ * most one worker wake-up for the run where dispatch() made one of each
+ * per record. The same outcome per record as dispatch() one after the
+ * other: the accepted ones are counted, a refused one is kept first in
+ * line (pend(), with everything after it: nothing passes it) or, when it
+ * can never run, completed unrun and the run goes on after it.
+ */
+static void dispatch_run(struct orbit_spot_host *sh, uint32_t lane, struct delivery **ds,
+			 unsigned n)
+{
+	bool lc = ds[0]->rec.kind == ORBIT_SPOT_ENTRY_LIFECYCLE;
+	void *args[ORBIT__SPOT_BATCH_MAX];
+	unsigned i = 0;
+
+	while (i < n && !sh->pending[lane]) {
+		int err = 0, k;
+
+		for (unsigned j = i; j < n; j++)
+			args[j - i] = ds[j];
+		k = orbit__spot_execute_n(sh->coord, lc, run_first, args, n - i, &err);
+		if (k < 0) { /* never with these arguments */
+			err = k;
+			k = 0;
+		}
+		handed(sh, ds + i, (unsigned)k);
+		i += (unsigned)k;
+		if (i == n || refused(sh, ds[i], err) < 0)
+			break;
+		i++; /* completed unrun */
+	}
+	for (; i < n; i++)
+		pend(sh, lane, ds[i]); /* head-of-line: the refused one first */
+}
+
 /* Retry refused records, then take and hand over new ones. Returns records moved. */
 static unsigned feed(struct orbit_spot_host *sh)
 {
@@ -568,6 +640,9 @@ static unsigned feed(struct orbit_spot_host *sh)
 		}
 		if (n < 0)
 			continue; /* -ORBIT_ECORRUPT lane words: counted by the SHM layer; poll */
+		unsigned m = 0;
+		struct delivery *run[ORBIT__SPOT_BATCH_MAX];
+
 		for (int k = 0; k < n; k++) {
 			struct delivery *d = delivery_of(sh, &sh->recs[k]);
 			if (!d) {
@@ -575,9 +650,19 @@ static unsigned feed(struct orbit_spot_host *sh)
 				INC(sh, undeliverable);
 				continue;
 			}
-			if (sh->pending[lane] || dispatch(sh, d) < 0)
+			/* Spot and lifecycle records go over in runs (dispatch_run()) */
+			if (m && (m == ORBIT__SPOT_BATCH_MAX || !batchable(d) ||
+				  d->rec.kind != run[0]->rec.kind)) {
+				dispatch_run(sh, lane, run, m);
+				m = 0;
+			}
+			if (batchable(d))
+				run[m++] = d;
+			else if (sh->pending[lane] || dispatch(sh, d) < 0)
 				pend(sh, lane, d);
 		}
+		if (m)
+			dispatch_run(sh, lane, run, m);
 		moved += (unsigned)n;
 	}
 	return moved;
@@ -669,8 +754,6 @@ static void *host_main(void *p)
 
 /* ---- the stats slot ---- */
 
-#define LD(f) atomic_load_explicit(&sh->f, memory_order_relaxed) /* counts (see the top) */
-
 static uint64_t since(uint64_t now, uint64_t base)
 {
 	return now >= base ? now - base : 0; /* scribbled queue words never go negative */
@@ -717,11 +800,10 @@ static void host_fill(void *obj, struct orbit_stats_spot_snapshot *snap)
 	/* relaxed: a display value (SH-L1 orders lost_reason, not needed here) */
 	c[ORBIT_SPOT_HOST_LOST] = atomic_load_explicit(&sh->state, memory_order_relaxed) ==
 				  ORBIT_SPOT_LOST;
-	c[ORBIT_SPOT_HOST_LATENCY_MAX_NS] = LD(lat_max);
-	snap->hist.count = LD(lat_count);
-	snap->hist.sum_ns = LD(lat_sum);
-	for (unsigned i = 0; i < ORBIT_STATS_BUCKETS; i++)
-		snap->hist.buckets[i] = LD(pub_buckets[i]);
+	c[ORBIT_SPOT_HOST_LATENCY_MAX_NS] = LD(lat.max_ns);
+	snap->hist.sum_ns = LD(lat.sum_ns);
+	orbit__spot_lat_fold(&sh->lat, true, snap->hist.buckets, ORBIT_STATS_BUCKETS,
+			     &snap->hist.count);
 }
 
 void orbit_spot_host_options_init(struct orbit_spot_host_options *opts)
@@ -948,11 +1030,10 @@ int orbit_spot_host_stats(const orbit_spot_host_t *sh, struct orbit_spot_host_st
 	out->renewals = LD(renewals);
 	out->renew_retries = LD(renew_retries);
 	out->lost_reason = orbit_spot_host_state(sh) == ORBIT_SPOT_LOST ? LD(lost_reason) : 0;
-	out->latency_count = LD(lat_count);
-	out->latency_sum_ns = LD(lat_sum);
-	out->latency_max_ns = LD(lat_max);
-	for (int i = 0; i < ORBIT_SPOT_LATENCY_BUCKETS; i++)
-		out->latency_buckets[i] = LD(lat_buckets[i]);
+	out->latency_sum_ns = LD(lat.sum_ns);
+	out->latency_max_ns = LD(lat.max_ns);
+	orbit__spot_lat_fold(&sh->lat, false, out->latency_buckets, ORBIT_SPOT_LATENCY_BUCKETS,
+			     &out->latency_count);
 	return 0;
 }
 

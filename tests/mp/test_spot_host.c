@@ -143,6 +143,7 @@ static void bad_at(int line)
 struct prod_cfg {
 	uint32_t p;
 	uint64_t n;
+	bool spot; /* submit for execute_spot (else execute_actor(p)) */
 	struct orbit_spot_queue_caps caps;
 };
 
@@ -168,7 +169,8 @@ static int producer_main(void *arg)
 		uint64_t seq = 0;
 
 		for (uint64_t t0 = orbit_test_now_ns();;) {
-			r = orbit_spot_submit_actor(cl, c->p, &pl, sizeof(pl), &seq);
+			r = c->spot ? orbit_spot_submit_spot(cl, &pl, sizeof(pl), &seq)
+				    : orbit_spot_submit_actor(cl, c->p, &pl, sizeof(pl), &seq);
 			if (r != -EAGAIN)
 				break;
 			if (orbit_test_now_ns() - t0 > 20000000000ull) {
@@ -201,6 +203,8 @@ struct host_cfg {
 	const char *crash_label; /* arm this crash point (SIGKILL) ... */
 	uint64_t crash_nth;	 /* ... at its nth hit */
 	uint32_t actor_items;	 /* the Actor queues' item cap (0: default) */
+	uint32_t spot_items;	 /* the Spot queue's item cap (0: default) */
+	bool spot;		 /* records are execute_spot ones (else execute_actor) */
 	unsigned handler_us;	 /* each handler sleeps this long */
 	bool wait_lost;		 /* keep going until hosting is lost */
 	bool wait_rival;	 /* the first handler waits until host 2 was refused */
@@ -214,12 +218,13 @@ static int on_record(orbit_serial_turn_t *turn, const struct orbit_spot_record *
 	uint64_t k, at;
 
 	(void)turn;
-	if (rec->len != sizeof(pl) || rec->kind != ORBIT_SPOT_ENTRY_ACTOR) {
+	if (rec->len != sizeof(pl) ||
+	    rec->kind != (c->spot ? ORBIT_SPOT_ENTRY_SPOT : ORBIT_SPOT_ENTRY_ACTOR)) {
 		bad();
 		return ORBIT_SERIAL_DONE;
 	}
 	memcpy(&pl, rec->payload, sizeof(pl));
-	if (pl.p >= MAXP || pl.i >= S->per || rec->actor_id != pl.p) {
+	if (pl.p >= MAXP || pl.i >= S->per || rec->actor_id != (c->spot ? 0 : pl.p)) {
 		bad();
 		return ORBIT_SERIAL_DONE;
 	}
@@ -262,7 +267,7 @@ static int host_main(void *arg)
 	struct host_cfg *c = arg;
 	struct orbit_worker_pool_options po;
 	struct orbit_spot_host_options ho;
-	orbit_execution_lane_policy_t ap;
+	orbit_execution_lane_policy_t ap, sp;
 	orbit_worker_pool_t *pool;
 	orbit_spot_host_t *h;
 	struct orbit_test_proc pr;
@@ -278,9 +283,14 @@ static int host_main(void *arg)
 	orbit_execution_lane_policy_init_default(&ap);
 	if (c->actor_items)
 		ap.application_message_capacity = c->actor_items;
+	orbit_execution_lane_policy_init_default(&sp);
+	if (c->spot_items)
+		sp.application_message_capacity = c->spot_items;
 	orbit_spot_host_options_init(&ho);
 	ho.spot = SPOT;
 	ho.on_actor = on_record;
+	ho.on_spot = on_record;
+	ho.spot_policy = &sp;
 	ho.on_lost = on_lost;
 	ho.ctx = c;
 	ho.mode = c->mode;
@@ -808,27 +818,55 @@ static void test_backpressure_by_count_and_bytes_public_api(void **state)
  * handler refuse most hand-overs (-EAGAIN); the host keeps each refused
  * record taken and first in line, so all arrive, in order, none lost.
  */
-static void test_coordinator_backpressure_never_loses_a_record(void **state)
+/* @per records of @pc, queued first, then hosted by @h1 whose coordinator refuses most. */
+static void coordinator_backpressure_run(uint64_t per, struct prod_cfg *pc, struct host_cfg *h1)
 {
-	const uint64_t per = 300;
-	struct prod_cfg pc = { .p = 0, .n = per };
-	struct host_cfg h1 = {
-		.no = 1, .mode = ORBIT_SPOT_SPOT_WIDE, .actor_items = 2, .handler_us = 200
-	};
 	pid_t p, a;
 
-	(void)state;
 	shared_make(per, 1, per + 16);
-	p = orbit_test_spawn(producer_main, &pc);
+	p = orbit_test_spawn(producer_main, pc);
 	orbit_test_expect_exit0(p, 60000);
-	a = orbit_test_spawn(host_main, &h1);
+	a = orbit_test_spawn(host_main, h1);
 	orbit_test_expect_exit0(a, 60000);
 	verify(1, false);
 	assert_int_equal(atomic_load(&S->n), per);
 	assert_true(S->st[1].retried > 0);
+	assert_int_equal(S->st[1].delivered, per);
+	assert_int_equal(S->st[1].completed, per);
 	assert_int_equal(S->st[1].undeliverable, 0);
 	queue_check(per, NULL);
 	shared_drop();
+}
+
+static void test_coordinator_backpressure_never_loses_a_record(void **state)
+{
+	struct prod_cfg pc = { .p = 0, .n = 300 };
+	struct host_cfg h1 = {
+		.no = 1, .mode = ORBIT_SPOT_SPOT_WIDE, .actor_items = 2, .handler_us = 200
+	};
+
+	(void)state;
+	coordinator_backpressure_run(300, &pc, &h1);
+}
+
+/*
+ * The same with Spot records, which the host hands to a PerActor
+ * coordinator in runs (orbit__spot_execute_n()): a Spot queue of 2 items
+ * accepts the head of each run and refuses the rest; the refused record
+ * and everything after it stay taken, first in line, and come again in
+ * order: all arrive, none lost or reordered, every one delivered once.
+ */
+static void test_coordinator_backpressure_on_a_run_never_loses_a_record(void **state)
+{
+	struct prod_cfg pc = { .p = 0, .n = 300, .spot = true };
+	struct host_cfg h1 = { .no = 1,
+			       .mode = ORBIT_SPOT_PER_ACTOR,
+			       .spot = true,
+			       .spot_items = 2,
+			       .handler_us = 200 };
+
+	(void)state;
+	coordinator_backpressure_run(300, &pc, &h1);
 }
 
 /* Issue 11 "Submit": submitting with no host is allowed; a host that comes gets them. */
@@ -1116,6 +1154,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_coordinator_backpressure_never_loses_a_record,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_coordinator_backpressure_on_a_run_never_loses_a_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_submit_with_no_host_then_host_arrives, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(

@@ -96,6 +96,9 @@ void __tsan_release(void *addr);
 #define RETRY_NS 1000000ll	 /* refused records are retried at least this often */
 #define STALL_POLL_NS 10000000ll /* a record being written: look again after this */
 #define MAX_BATCH 4096u
+/* Takes of one lane per round whose records go over together (take_lane()):
+ * full default batches fill one run of ORBIT__SPOT_BATCH_MAX. */
+#define RUN_TAKES 4u
 /* Deliveries with room for this many payload bytes are kept for reuse. */
 #define SPARE_PAYLOAD 256u
 #define SPARE_MAX MAX_BATCH
@@ -614,35 +617,27 @@ static void dispatch_run(struct orbit_spot_host *sh, uint32_t lane, struct deliv
 		pend(sh, lane, ds[i]); /* head-of-line: the refused one first */
 }
 
-/* Retry refused records, then take and hand over new ones. Returns records moved. */
-static unsigned feed(struct orbit_spot_host *sh)
+/*
+ * Take up to RUN_TAKES batches of @lane, as long as each comes full, and
+ * hand them over: Spot and lifecycle records in runs of up to
+ * ORBIT__SPOT_BATCH_MAX (dispatch_run()), the others one by one. The
+ * payloads are copied out of the take buffer (delivery_of()) before the
+ * next take reuses it. Returns the records taken.
+ */
+static unsigned take_lane(struct orbit_spot_host *sh, uint32_t lane)
 {
-	static const uint32_t order[2] = { ORBIT_SPOTQ_LIFECYCLE, ORBIT_SPOTQ_APP };
-	unsigned moved = 0;
+	struct delivery *run[ORBIT__SPOT_BATCH_MAX];
+	unsigned m = 0, moved = 0;
 
-	for (int i = 0; i < 2 && hosting(sh); i++) {
-		uint32_t lane = order[i];
-		int n;
+	for (unsigned t = 0; t < RUN_TAKES; t++) {
+		int n = orbit__spotq_take(sh->h, lane, sh->recs, sh->batch, sh->buf, sh->buf_len);
 
-		while (sh->pending[lane]) {
-			struct delivery *d = sh->pending[lane];
-			if (dispatch(sh, d) < 0)
-				break;
-			sh->pending[lane] = d->next;
-			moved++;
-		}
-		if (sh->pending[lane] || !hosting(sh))
-			continue; /* head-of-line: nothing of this lane passes a refused record */
-		n = orbit__spotq_take(sh->h, lane, sh->recs, sh->batch, sh->buf, sh->buf_len);
 		if (n == -ORBIT_EFENCED) {
 			lose(sh, n);
 			break;
 		}
 		if (n < 0)
-			continue; /* -ORBIT_ECORRUPT lane words: counted by the SHM layer; poll */
-		unsigned m = 0;
-		struct delivery *run[ORBIT__SPOT_BATCH_MAX];
-
+			break; /* -ORBIT_ECORRUPT lane words: counted by the SHM layer; poll */
 		for (int k = 0; k < n; k++) {
 			struct delivery *d = delivery_of(sh, &sh->recs[k]);
 			if (!d) {
@@ -661,9 +656,34 @@ static unsigned feed(struct orbit_spot_host *sh)
 			else if (sh->pending[lane] || dispatch(sh, d) < 0)
 				pend(sh, lane, d);
 		}
-		if (m)
-			dispatch_run(sh, lane, run, m);
 		moved += (unsigned)n;
+		if ((unsigned)n < sh->batch || sh->pending[lane] || !hosting(sh))
+			break;
+	}
+	if (m)
+		dispatch_run(sh, lane, run, m);
+	return moved;
+}
+
+/* Retry refused records, then take and hand over new ones. Returns records moved. */
+static unsigned feed(struct orbit_spot_host *sh)
+{
+	static const uint32_t order[2] = { ORBIT_SPOTQ_LIFECYCLE, ORBIT_SPOTQ_APP };
+	unsigned moved = 0;
+
+	for (int i = 0; i < 2 && hosting(sh); i++) {
+		uint32_t lane = order[i];
+
+		while (sh->pending[lane]) {
+			struct delivery *d = sh->pending[lane];
+			if (dispatch(sh, d) < 0)
+				break;
+			sh->pending[lane] = d->next;
+			moved++;
+		}
+		if (sh->pending[lane] || !hosting(sh))
+			continue; /* head-of-line: nothing of this lane passes a refused record */
+		moved += take_lane(sh, lane);
 	}
 	return moved;
 }

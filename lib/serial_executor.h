@@ -260,7 +260,7 @@ int orbit__work_enqueue_counted(struct orbit__work *w, unsigned kind, const stru
 int orbit__work_refuse(struct orbit__work *w, unsigned kind, int err);
 
 /* Records orbit__work_submit_n() takes at once, at most. */
-#define ORBIT__WORK_BATCH_MAX 64u
+#define ORBIT__WORK_BATCH_MAX 256u
 /*
  * orbit__work_submit_n - orbit__work_submit() for @n (1..ORBIT__WORK_BATCH_MAX)
  * records @ws of one coordinator and @kind, made with orbit__work_new()

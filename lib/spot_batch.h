@@ -13,7 +13,7 @@
 #include <orbit/spot_executor.h>
 
 /* Records orbit__spot_execute_n() takes per call, at most. */
-#define ORBIT__SPOT_BATCH_MAX 64u
+#define ORBIT__SPOT_BATCH_MAX 256u
 
 /*
  * orbit__spot_execute_n - orbit_spot_execute_spot() (@lifecycle false) or

@@ -44,7 +44,10 @@
  *   SH-L1 state: release store of LOST (after lost_reason), pairs with SH-L2:
  *         the acquire loads of the state
  *   SH-R1 worker: finishing-- (release) after its last touch of the host;
- *         pairs with SH-A1: the acquire loads in orbit_spot_host_stop() before free
+ *         pairs with SH-A1: the acquire loads in orbit_spot_host_stop() before free.
+ *         With a coordinator the host created, the coordinator's quiescence
+ *         (its seq_cst release count after the handler's piece returned,
+ *         waited for before its destroy and our free) orders it instead
  *   SH-R2 host: in_flight-- (release) after the complete counted the
  *         record; pairs with SH-A3: orbit_spot_host_stats() loads in_flight
  *         (acquire) first, so a reader that sees a record leave in_flight
@@ -255,8 +258,20 @@ static bool hosting(const struct orbit_spot_host *sh)
 static void finish(struct delivery *d)
 {
 	struct orbit_spot_host *sh = d->host;
+	/*
+	 * After the enqueue the host thread may complete @d, exit, and stop
+	 * free sh: a worker between its push and its last touch is counted in
+	 * `finishing`, which stop waits for. Not with a coordinator the host
+	 * made (own_coord, fixed before the thread starts): stop destroys it
+	 * after orbit_spot_serial_executor_await_quiescence(), which returns
+	 * only once this work record was released, after we returned (the
+	 * coordinator's seq_cst release count, SX-D2, pairs with its wait):
+	 * two locked instructions per record fewer.
+	 */
+	bool count = !sh->own_coord;
 
-	atomic_fetch_add_explicit(&sh->finishing, 1, memory_order_relaxed);
+	if (count)
+		atomic_fetch_add_explicit(&sh->finishing, 1, memory_order_relaxed);
 	TSAN_RELEASE(d);
 	cds_wfcq_enqueue(&sh->done_head, &sh->done_tail, &d->node);
 	/* SH-F1: seq_cst fence, pairs with SH-D1: the enqueue before the idle exchange */
@@ -266,7 +281,8 @@ static void finish(struct delivery *d)
 	    atomic_exchange_explicit(&sh->idle, 0, memory_order_seq_cst))
 		orbit__spotq_kick(sh->q);
 	/* SH-R1: release, pairs with SH-A1 in orbit_spot_host_stop(): our last touch of sh */
-	atomic_fetch_sub_explicit(&sh->finishing, 1, memory_order_release);
+	if (count)
+		atomic_fetch_sub_explicit(&sh->finishing, 1, memory_order_release);
 }
 
 static void record_latency(struct orbit_spot_host *sh, uint64_t submit_ns)

@@ -577,6 +577,28 @@ int orbit__work_new(struct orbit__coord *co, orbit_serial_work_fn fn, void *arg,
 	return work_init(co, a, fn, arg, done, yield_flags, out);
 }
 
+unsigned orbit__work_new_n(struct orbit__coord *co, orbit_serial_work_fn fn, void *const *args,
+			   unsigned n, unsigned yield_flags, struct orbit__work **out, int *err)
+{
+	unsigned k = 0;
+	bool own;
+
+	*err = 0;
+	/* SX-A4 as in orbit__work_new(): the stash once for the batch; taken
+	 * by another submitter, each record is popped from the shared stack. */
+	own = !atomic_exchange_explicit(&co->ostash_busy, true, memory_order_acquire);
+	for (; k < n; k++) {
+		struct work_alloc *a = own ? stash_take(co, &co->ostash_top) : pool_pop(co);
+
+		*err = work_init(co, a, fn, args[k], NULL, yield_flags, &out[k]);
+		if (*err)
+			break;
+	}
+	if (own) /* SX-R4 as in orbit__work_new() */
+		atomic_store_explicit(&co->ostash_busy, false, memory_order_release);
+	return k;
+}
+
 int orbit__work_new_on_lane(struct orbit__coord *co, orbit_serial_work_fn fn, void *arg,
 			    orbit_work_completion_t *done, unsigned yield_flags,
 			    struct orbit__work **out)

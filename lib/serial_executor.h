@@ -228,6 +228,14 @@ void orbit__coord_stats(const struct orbit__coord *co, struct orbit_serial_execu
  */
 int orbit__work_new(struct orbit__coord *co, orbit_serial_work_fn fn, void *arg,
 		    orbit_work_completion_t *done, unsigned yield_flags, struct orbit__work **out);
+/*
+ * orbit__work_new() for @n records of @fn with @args[0..n-1], without a
+ * completion, into @out: the submitters' stash is taken once for all of
+ * them. Returns how many were made (the first ones); below @n, *@err is
+ * the next one's error (-ENOMEM), else 0.
+ */
+unsigned orbit__work_new_n(struct orbit__coord *co, orbit_serial_work_fn fn, void *const *args,
+			   unsigned n, unsigned yield_flags, struct orbit__work **out, int *err);
 /* The same, from @co's lane-owned stash (refilled from the pool in one
  * piece when empty). Context: on a turn of co->lane. */
 int orbit__work_new_on_lane(struct orbit__coord *co, orbit_serial_work_fn fn, void *arg,

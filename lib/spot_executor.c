@@ -963,12 +963,8 @@ int orbit__spot_execute_n(orbit_spot_serial_executor_t *s, bool lifecycle, orbit
 		return (int)n;
 	}
 	/* PerActor: what spot_submit() does for each, with one enqueue */
-	for (; made < n; made++) {
-		ret = orbit__work_new(&s->co, fn, args[made], NULL, ORBIT_SERIAL_SUSPEND_HOLD,
-				      &ws[made]);
-		if (ret)
-			break; /* -ENOMEM: the single call returns it uncounted */
-	}
+	/* -ENOMEM for record @made: the single call returns it uncounted */
+	made = orbit__work_new_n(&s->co, fn, args, n, ORBIT_SERIAL_SUSPEND_HOLD, ws, &ret);
 	if (made && spot_closed(s)) {
 		/* the first record is refused as the single call refuses it */
 		for (unsigned i = 1; i < made; i++)

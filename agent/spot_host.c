@@ -556,27 +556,38 @@ static struct delivery *delivery_of(struct orbit_spot_host *sh, const struct orb
 		if (!d)
 			return NULL;
 	}
-	memset(d, 0, sizeof(*d));
-	d->cap = cap;
+	/* Every field set here, no memset of the whole delivery (a fifth of its
+	 * bytes are the timer name, copied for timer records only). */
 	cds_wfcq_node_init(&d->node);
 	d->host = sh;
+	d->next = NULL;
+	d->handler = handler_of(sh, r->kind);
+	d->turn = NULL;
+	d->yielded = NULL;
+	d->cont = NULL;
+	d->cont_arg = NULL;
 	d->lane = r->lane;
 	d->pos = r->pos;
-	d->handler = handler_of(sh, r->kind);
+	d->cap = cap;
 	memcpy(d->payload, r->payload, r->payload_len);
-	memcpy(d->timer, r->timer_name, sizeof(d->timer));
-	d->timer[sizeof(d->timer) - 1] = '\0';
-	d->rec.payload = r->payload_len ? d->payload : NULL;
-	d->rec.len = r->payload_len;
-	d->rec.kind = (enum orbit_spot_entry_kind)r->kind;
-	d->rec.actor_id = r->kind == ORBIT_SPOTQ_KIND_ACTOR ? r->actor_id : 0;
-	d->rec.timer_name = r->kind == ORBIT_SPOTQ_KIND_TIMER ? d->timer : "";
-	d->rec.producer_row = r->member_row;
-	d->rec.producer_gen = r->member_gen;
-	d->rec.producer_seq = r->producer_seq;
-	d->rec.host_epoch = r->host_epoch;
-	d->rec.redelivered = r->redelivered;
-	d->rec.submit_ns = r->submit_ns;
+	d->timer[0] = '\0';
+	if (r->kind == ORBIT_SPOTQ_KIND_TIMER) {
+		memcpy(d->timer, r->timer_name, sizeof(d->timer));
+		d->timer[sizeof(d->timer) - 1] = '\0';
+	}
+	d->rec = (struct orbit_spot_record){
+		.payload = r->payload_len ? d->payload : NULL,
+		.len = r->payload_len,
+		.kind = (enum orbit_spot_entry_kind)r->kind,
+		.actor_id = r->kind == ORBIT_SPOTQ_KIND_ACTOR ? r->actor_id : 0,
+		.timer_name = r->kind == ORBIT_SPOTQ_KIND_TIMER ? d->timer : "",
+		.producer_row = r->member_row,
+		.producer_gen = r->member_gen,
+		.producer_seq = r->producer_seq,
+		.host_epoch = r->host_epoch,
+		.redelivered = r->redelivered,
+		.submit_ns = r->submit_ns,
+	};
 	return d;
 }
 

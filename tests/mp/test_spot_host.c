@@ -869,6 +869,143 @@ static void test_coordinator_backpressure_on_a_run_never_loses_a_record(void **s
 	coordinator_backpressure_run(300, &pc, &h1);
 }
 
+/* ---- every entry kind through one host ---- */
+
+#define MIX_N 240 /* records: kinds in runs of 1 to 5, cycling */
+
+/* What each record's handler saw (one process: the host's handlers write, the test reads). */
+static struct mix_seen {
+	_Atomic int runs;
+	int kind;
+	uint64_t actor_id;
+	char timer[16];
+	uint64_t order; /* Spot records: the index among them it ran at */
+} mix[MIX_N];
+static _Atomic uint64_t mix_done, mix_spot_next;
+
+static enum orbit_spot_entry_kind mix_kind(unsigned i)
+{
+	static const enum orbit_spot_entry_kind k[4] = { ORBIT_SPOT_ENTRY_SPOT,
+							 ORBIT_SPOT_ENTRY_ACTOR,
+							 ORBIT_SPOT_ENTRY_TIMER,
+							 ORBIT_SPOT_ENTRY_LIFECYCLE };
+	/* runs of 1..5 of one kind: 1 spot, 2 actor, 3 timer, 4 lifecycle, 5 spot, ... */
+	unsigned r = 0, at = 0;
+
+	while (at + (r % 5) + 1 <= i)
+		at += (r++ % 5) + 1;
+	return k[r % 4];
+}
+
+static int mix_handler(orbit_serial_turn_t *turn, const struct orbit_spot_record *rec, void *ctx)
+{
+	uint32_t i;
+
+	(void)turn;
+	(void)ctx;
+	if (rec->len != sizeof(i))
+		return ORBIT_SERIAL_DONE;
+	memcpy(&i, rec->payload, sizeof(i));
+	if (i >= MIX_N)
+		return ORBIT_SERIAL_DONE;
+	mix[i].kind = rec->kind;
+	mix[i].actor_id = rec->actor_id;
+	snprintf(mix[i].timer, sizeof(mix[i].timer), "%s", rec->timer_name);
+	if (rec->kind == ORBIT_SPOT_ENTRY_SPOT) /* one Spot queue: these run one at a time */
+		mix[i].order = atomic_fetch_add(&mix_spot_next, 1);
+	atomic_fetch_add(&mix[i].runs, 1);
+	atomic_fetch_add(&mix_done, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int mix_main(void *arg)
+{
+	struct orbit_worker_pool_options po;
+	struct orbit_spot_host_options ho;
+	orbit_worker_pool_t *pool;
+	orbit_spot_client_t *cl;
+	orbit_spot_host_t *h;
+	struct orbit_test_proc pr;
+	uint64_t seq = 0, spot_seen = 0;
+
+	(void)arg;
+	if (orbit_test_proc_start(&pr, fleet, "mix", 0))
+		return 70;
+	orbit_worker_pool_options_init(&po);
+	po.nthreads = 2;
+	po.no_pin = true;
+	if (orbit_worker_pool_create(&po, &pool))
+		return 71;
+	if (orbit_spot_client_open(pr.agent, SPOT, NULL, &cl))
+		return 72;
+	/* queued before the host starts: its first takes hold every kind */
+	for (uint32_t i = 0; i < MIX_N; i++) {
+		enum orbit_spot_entry_kind k = mix_kind(i);
+		uint64_t s;
+		int r = k == ORBIT_SPOT_ENTRY_SPOT ? orbit_spot_submit_spot(cl, &i, sizeof(i), &s)
+			: k == ORBIT_SPOT_ENTRY_ACTOR
+			    ? orbit_spot_submit_actor(cl, 40 + i % 3, &i, sizeof(i), &s)
+			: k == ORBIT_SPOT_ENTRY_TIMER
+			    ? orbit_spot_submit_timer(cl, i % 2 ? "tick" : "tock", &i, sizeof(i),
+						      &s)
+			    : orbit_spot_submit_lifecycle(cl, &i, sizeof(i), &s);
+		if (r || s != ++seq) /* one sequence per producer tenure */
+			return 73;
+	}
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_spot = ho.on_actor = ho.on_timer = ho.on_lifecycle = mix_handler;
+	ho.mode = ORBIT_SPOT_PER_ACTOR;
+	ho.executor = orbit_worker_pool_executor(pool);
+	ho.lease_ttl_ns = 30000000000ull;
+	if (orbit_spot_host_start(pr.agent, &ho, &h))
+		return 74;
+	for (int ms = 0; atomic_load(&mix_done) < MIX_N; ms++) {
+		if (ms > 20000)
+			return 75;
+		usleep(1000);
+	}
+	if (orbit_spot_host_stop(h))
+		return 76;
+	for (uint32_t i = 0; i < MIX_N; i++) {
+		enum orbit_spot_entry_kind k = mix_kind(i);
+		char want[16] = "";
+
+		if (k == ORBIT_SPOT_ENTRY_TIMER)
+			snprintf(want, sizeof(want), "%s", i % 2 ? "tick" : "tock");
+		if (atomic_load(&mix[i].runs) != 1 || mix[i].kind != (int)k ||
+		    mix[i].actor_id != (k == ORBIT_SPOT_ENTRY_ACTOR ? 40 + i % 3 : 0) ||
+		    strcmp(mix[i].timer, want) != 0) {
+			fprintf(stderr,
+				"record %u: runs %d kind %d (want %d) actor %" PRIu64
+				" timer '%s' (want '%s')\n",
+				i, atomic_load(&mix[i].runs), mix[i].kind, (int)k, mix[i].actor_id,
+				mix[i].timer, want);
+			return 77;
+		}
+		/* Spot records run in their submission order */
+		if (k == ORBIT_SPOT_ENTRY_SPOT && mix[i].order != spot_seen++)
+			return 78;
+	}
+	orbit_spot_client_close(cl);
+	orbit_worker_pool_destroy(pool);
+	orbit_test_proc_stop(&pr);
+	return 0;
+}
+
+/*
+ * Every entry kind through one host (PerActor): 240 records queued in runs
+ * of 1 to 5 of one kind (Spot, Actor, timer, lifecycle), so the host's
+ * runs of Spot and lifecycle records are cut by the other kinds. Each
+ * handler runs once and sees its record's kind, Actor id and timer name;
+ * Spot records run in submission order.
+ */
+static void test_every_entry_kind_reaches_its_handler_with_its_fields(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit_test_fork_run(mix_main, NULL, 60000), 0);
+}
+
 /* Issue 11 "Submit": submitting with no host is allowed; a host that comes gets them. */
 static void test_submit_with_no_host_then_host_arrives(void **state)
 {
@@ -1156,6 +1293,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_coordinator_backpressure_on_a_run_never_loses_a_record, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_every_entry_kind_reaches_its_handler_with_its_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_submit_with_no_host_then_host_arrives, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(

@@ -6,21 +6,28 @@
  *   agent_loop.c   the agent thread: drain, signal, reclaim, tick
  *   agent_view.c   the RCU view of lock states and orbit_agent_view_lookup()
  *   agent_death.c  the death watcher thread, pidfds, dead-member reclaim
- *   agent_subs.c   subscriber eventfds
+ *   agent_subs.c   subscribers: eventfds and callbacks
  *   agent_stats.c  the stats row (publish) and orbit_agent_record_latency()
  *   agent_test.c   the test hooks of fleet_internal.h
  *   agent_watch.c  watched in-process objects (agent_watch.h)
  *   agent_spot_stats.c  the Spot hosts' and clients' stats slots (agent/spot.h)
  *
  * Locks and what they protect:
- *   subs_mu   the subscriber eventfd array. Taken by API callers and by the
- *             agent thread while it writes the eventfds; nothing else is
- *             taken or called under it (leaf).
+ *   subs_mu   the subscriber arrays (eventfds and callbacks). Taken by API
+ *             callers and by the agent thread while it runs the callbacks
+ *             and writes the eventfds. Under it the agent thread calls the
+ *             application's callbacks, which may take the application's
+ *             locks: a thread must not hold a lock a callback takes while
+ *             it (un)subscribes, and a callback must not (un)subscribe
+ *             (refused with -EDEADLK, never a hang). The library itself
+ *             takes nothing under it; a callback that calls the agent API
+ *             may take the two leaves below under it (nothing takes
+ *             subs_mu under them).
  *   watched   (agent_watch.c) the set's own mutex: watch/unwatch callers
- *             and the stats publish; leaf, never taken with subs_mu.
+ *             and the stats publish; leaf.
  *   spots->mu (agent_spot_stats.c) the Spot registry and this row's Spot
  *             slots: register/unregister callers and the stats publish;
- *             leaf, never taken with subs_mu or the watch set's mutex.
+ *             leaf, never taken with the watch set's mutex.
  *   park->mu  (agent_test.c, test hooks only) leaf; a parked thread waits
  *             on park->cv holding nothing else.
  * The view needs no lock: one updater (the agent thread), RCU readers.
@@ -129,9 +136,14 @@ struct orbit_agent {
 	 */
 	struct orbit__agent_park *_Atomic park;
 
-	pthread_mutex_t subs_mu; /* protects subs[], nsubs (leaf) */
+	pthread_mutex_t subs_mu; /* protects subs[], nsubs, cbs[], ncbs */
 	int subs[AGENT_MAX_SUBS];
 	int nsubs;
+	struct agent_callback {
+		orbit_agent_wake_fn fn;
+		void *arg;
+	} cbs[AGENT_MAX_SUBS]; /* run on the agent thread, in order, before the eventfds */
+	int ncbs;
 
 	/* Counters. Agent thread only unless _Atomic. */
 	uint64_t wakeups, signals, reclaimed, view_entries;
@@ -185,9 +197,9 @@ void orbit__agent_free_dead_leases(struct orbit_agent *a);
 
 /* Under subs_mu: skip our own wake class exactly while nobody subscribes. */
 void orbit__agent_subs_update_skip(struct orbit_agent *a);
-/* Agent thread: write every subscriber's eventfd. */
+/* Agent thread: run every subscriber callback, then write every subscriber eventfd. */
 void orbit__agent_subs_signal(struct orbit_agent *a);
-/* Close every subscriber eventfd still open (stop). */
+/* Close every subscriber eventfd still open, drop the callbacks (stop). */
 void orbit__agent_subs_close(struct orbit_agent *a);
 
 /* ---- agent_stats.c ---- */

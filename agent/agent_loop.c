@@ -2,7 +2,10 @@
 /*
  * agent/agent_loop.c: the agent thread. It sleeps on the ring's futex
  * doorbell at most a tick, drains the ring into the view (agent_view.c),
- * writes the subscribers' eventfds (agent_subs.c), frees replaced view
+ * runs the subscribers' callbacks and writes their eventfds (agent_subs.c:
+ * a callback runs on this thread, the one the publisher's FUTEX_WAKE woke,
+ * so it is one hand-off from the publish; an eventfd subscriber is two,
+ * the second when this thread sleeps again), frees replaced view
  * nodes and polls the members' pidfds once per tick or when the death
  * watcher woke it (agent_death.c), and publishes the stats row at each
  * stats period (agent_stats.c).
@@ -68,8 +71,9 @@ static int drain(struct orbit_agent *a)
 }
 
 /*
- * The loop keeps the wake path (futex return -> drain -> eventfd writes ->
- * back to sleep) free of other system calls: the grace period that frees
+ * The loop keeps the wake path (futex return -> drain -> callbacks ->
+ * eventfd writes -> back to sleep) free of other system calls: the grace
+ * period that frees
  * replaced view nodes (membarrier: an IPI to every CPU running one of our
  * threads, e.g. the subscriber just woken) and the pidfd poll run once per
  * tick, or sooner when AGENT_RETIRED_MAX nodes wait. A pidfd that fired

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * agent/agent_subs.c: the agent's subscribers (orbit/agent.h): eventfds
- * the agent thread writes after each drain that brought a frame or a lag,
- * under subs_mu (a leaf), and the skip of our own wake class while nobody
- * subscribes (see wire in agent_internal.h: the skip mask of shm/lock_ring.h).
+ * agent/agent_subs.c: the agent's subscribers (orbit/agent.h): callbacks
+ * the agent thread runs, then eventfds it writes, after each drain that
+ * brought a frame or a lag, under subs_mu (see agent_internal.h), and the
+ * skip of our own wake class while nobody subscribes (see wire in
+ * agent_internal.h: the skip mask of shm/lock_ring.h). A callback is the
+ * one-hop path: it runs on the thread the publisher's FUTEX_WAKE woke, so
+ * no second thread is woken before the subscriber's code runs.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 
@@ -20,9 +24,17 @@
 /* Under subs_mu: skip our own wake class exactly while nobody subscribes. */
 void orbit__agent_subs_update_skip(struct orbit_agent *a)
 {
-	uint32_t skip = a->nsubs == 0 && a->wake_class != ORBIT_DOORBELL_SHARED ? a->wake_class : 0;
+	uint32_t skip = a->nsubs + a->ncbs == 0 && a->wake_class != ORBIT_DOORBELL_SHARED
+			    ? a->wake_class
+			    : 0;
 
 	orbit__lock_ring_set_skip(&a->wire, skip);
+}
+
+/* A callback runs on the agent thread under subs_mu: a call from it would deadlock. */
+static bool on_agent_thread(const struct orbit_agent *a)
+{
+	return a->thread_started && pthread_equal(pthread_self(), a->thread);
 }
 
 void orbit__agent_subs_signal(struct orbit_agent *a)
@@ -30,6 +42,10 @@ void orbit__agent_subs_signal(struct orbit_agent *a)
 	uint64_t one = 1;
 
 	die_on(pthread_mutex_lock(&a->subs_mu), "lock subs");
+	for (int i = 0; i < a->ncbs; i++) { /* first: no system call before them */
+		a->cbs[i].fn(a->cbs[i].arg);
+		a->signals++;
+	}
 	for (int i = 0; i < a->nsubs; i++) {
 		/* EAGAIN: the counter is at its max, the subscriber is woken anyway. */
 		if (write(a->subs[i], &one, sizeof(one)) == (ssize_t)sizeof(one))
@@ -43,6 +59,7 @@ void orbit__agent_subs_close(struct orbit_agent *a)
 	for (int i = 0; i < a->nsubs; i++)
 		close(a->subs[i]);
 	a->nsubs = 0;
+	a->ncbs = 0; /* callbacks still subscribed are dropped: nothing to close */
 }
 
 int orbit_agent_subscribe(orbit_agent_t *a, int *fd)
@@ -53,6 +70,8 @@ int orbit_agent_subscribe(orbit_agent_t *a, int *fd)
 		return rc;
 	if (!fd)
 		return -EINVAL;
+	if (on_agent_thread(a))
+		return -EDEADLK;
 	e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (e < 0)
 		return -errno;
@@ -79,6 +98,8 @@ int orbit_agent_unsubscribe(orbit_agent_t *a, int fd)
 		return rc;
 	if (fd < 0)
 		return -EINVAL;
+	if (on_agent_thread(a))
+		return -EDEADLK;
 	rc = -ENOENT;
 	die_on(pthread_mutex_lock(&a->subs_mu), "lock subs");
 	for (int i = 0; i < a->nsubs; i++) {
@@ -92,5 +113,67 @@ int orbit_agent_unsubscribe(orbit_agent_t *a, int fd)
 	die_on(pthread_mutex_unlock(&a->subs_mu), "unlock subs");
 	if (rc == 0)
 		close(fd);
+	return rc;
+}
+
+/* The checks both callback calls make, in their order of codes. */
+static int callback_call_check(const struct orbit_agent *a, orbit_agent_wake_fn fn)
+{
+	int rc = orbit__agent_check(a);
+
+	if (rc < 0)
+		return rc;
+	if (!fn)
+		return -EINVAL;
+	return on_agent_thread(a) ? -EDEADLK : 0;
+}
+
+/* Under subs_mu: the index of (@fn, @arg) in cbs[], or -1. */
+static int callback_find(const struct orbit_agent *a, orbit_agent_wake_fn fn, void *arg)
+{
+	for (int i = 0; i < a->ncbs; i++)
+		if (a->cbs[i].fn == fn && a->cbs[i].arg == arg)
+			return i;
+	return -1;
+}
+
+int orbit_agent_subscribe_callback(orbit_agent_t *a, orbit_agent_wake_fn fn, void *arg)
+{
+	int rc = callback_call_check(a, fn);
+
+	if (rc < 0)
+		return rc;
+	die_on(pthread_mutex_lock(&a->subs_mu), "lock subs");
+	if (callback_find(a, fn, arg) >= 0)
+		rc = -EEXIST;
+	else if (a->ncbs >= AGENT_MAX_SUBS)
+		rc = -ENOSPC;
+	else {
+		a->cbs[a->ncbs].fn = fn;
+		a->cbs[a->ncbs++].arg = arg;
+		orbit__agent_subs_update_skip(a);
+	}
+	die_on(pthread_mutex_unlock(&a->subs_mu), "unlock subs");
+	return rc;
+}
+
+int orbit_agent_unsubscribe_callback(orbit_agent_t *a, orbit_agent_wake_fn fn, void *arg)
+{
+	int i, rc = callback_call_check(a, fn);
+
+	if (rc < 0)
+		return rc;
+	/* The agent thread holds subs_mu while callbacks run: once we have it, none runs. */
+	die_on(pthread_mutex_lock(&a->subs_mu), "lock subs");
+	i = callback_find(a, fn, arg);
+	if (i < 0) {
+		rc = -ENOENT;
+	} else {
+		/* Keep the order of the others: they run in subscription order */
+		memmove(&a->cbs[i], &a->cbs[i + 1], (size_t)(a->ncbs - i - 1) * sizeof(a->cbs[0]));
+		a->ncbs--;
+		orbit__agent_subs_update_skip(a);
+	}
+	die_on(pthread_mutex_unlock(&a->subs_mu), "unlock subs");
 	return rc;
 }

@@ -17,7 +17,10 @@
  * when readable, read() it (drain), then advance your own cursor
  * (orbit_agent_reader_open() + orbit_transition_reader_next() until
  * -EAGAIN). A lag (-ORBIT_ELAGGED) means frames were lost: re-read the
- * lock table. The eventfd carries no payload; wakes coalesce.
+ * lock table. The eventfd carries no payload; wakes coalesce. Or
+ * orbit_agent_subscribe_callback(a, fn, arg): fn runs on the agent thread
+ * itself after the drain, one futex hand-off from the publisher instead
+ * of two (the eventfd wakes a second thread).
  *
  * Caveats: deaths are noticed at once, not per tick: the death watcher
  * wakes the agent thread when a member's pidfd turns readable (measured
@@ -168,8 +171,9 @@ ORBIT_API void orbit_agent_stop(orbit_agent_t *agent);
  * a lag. The agent owns it: give it back with orbit_agent_unsubscribe().
  * Context: any thread; syscall eventfd.
  * Returns: 0; -EINVAL; -ECHILD (@agent is the parent's: this is a forked
- * child, no eventfd is made, *@fd is untouched); -ENOSPC (64 subscribers
- * already); -EMFILE/-ENFILE.
+ * child, no eventfd is made, *@fd is untouched); -EDEADLK (called from a
+ * subscriber callback, on the agent thread: nothing is made); -ENOSPC (64
+ * subscribers already); -EMFILE/-ENFILE.
  */
 ORBIT_API int orbit_agent_subscribe(orbit_agent_t *agent, int *fd);
 
@@ -178,9 +182,56 @@ ORBIT_API int orbit_agent_subscribe(orbit_agent_t *agent, int *fd);
  * Context: any thread; takes the subscriber mutex (the agent thread holds
  * it only while writing the eventfds).
  * Returns: 0; -EINVAL; -ECHILD (forked child: @fd is left open, the
- * parent's subscription untouched); -ENOENT (not a subscriber of @agent).
+ * parent's subscription untouched); -EDEADLK (called from a subscriber
+ * callback: @fd stays subscribed); -ENOENT (not a subscriber of @agent).
  */
 ORBIT_API int orbit_agent_unsubscribe(orbit_agent_t *agent, int fd);
+
+/* A subscriber callback (orbit_agent_subscribe_callback()): @arg as subscribed. */
+typedef void (*orbit_agent_wake_fn)(void *arg);
+
+/**
+ * orbit_agent_subscribe_callback - run @fn(@arg) on the agent thread after
+ * each drain that brought at least one frame or a lag: the same wakes an
+ * eventfd subscriber gets, coalesced the same way, but with no second
+ * thread to wake. The thread the publisher's FUTEX_WAKE woke drains the
+ * ring into the view and calls @fn at once (callbacks in subscription
+ * order, before any eventfd is written), so a wake-up costs one futex
+ * hand-off, not two (doc/agent.md "Wake latency"). When @fn runs, the
+ * view already holds every frame that drain read; read the frames with a
+ * cursor of your own (orbit_agent_reader_open(); used from @fn only, it
+ * is one thread's), -ORBIT_ELAGGED meaning re-read the lock table.
+ * @fn runs on the agent thread with every signal blocked, while the agent
+ * holds its subscriber mutex: keep it short and never block in it (lease
+ * renewals, death proofs and the stats publish wait until it returns). It
+ * may call orbit_agent_view_lookup(), orbit_transition_reader_next(),
+ * orbit_agent_record_latency(), orbit_agent_watch()/unwatch() and the lock
+ * API; it must not call orbit_agent_stop(), and the (un)subscribe calls
+ * refuse it (-EDEADLK). A thread must not hold a lock @fn takes while it
+ * calls any (un)subscribe function of @agent.
+ * Context: any thread but the agent's; takes the subscriber mutex (waits
+ * while callbacks run); no syscall, no allocation.
+ * Returns: 0; -EINVAL (NULL @agent or @fn); -ECHILD (@agent is the
+ * parent's: forked child, nothing subscribed); -EDEADLK (called from a
+ * subscriber callback, on the agent thread: nothing subscribed); -EEXIST
+ * (@fn with @arg is subscribed already); -ENOSPC (64 callbacks already).
+ */
+ORBIT_API int orbit_agent_subscribe_callback(orbit_agent_t *agent, orbit_agent_wake_fn fn,
+					     void *arg);
+
+/**
+ * orbit_agent_unsubscribe_callback - stop calling @fn(@arg). When it
+ * returns 0, @fn(@arg) is not running and will not run again: @arg may be
+ * freed. Callbacks still subscribed at orbit_agent_stop() are dropped.
+ * Context: as orbit_agent_subscribe_callback(); waits for callbacks that
+ * are running (the subscriber mutex), never for more.
+ * Returns: 0; -EINVAL (NULL @agent or @fn); -ECHILD (forked child: the
+ * parent's subscription untouched); -EDEADLK (called from a subscriber
+ * callback: it stays subscribed); -ENOENT (@fn with @arg is not
+ * subscribed to @agent).
+ */
+ORBIT_API int orbit_agent_unsubscribe_callback(orbit_agent_t *agent, orbit_agent_wake_fn fn,
+					       void *arg);
 
 /**
  * orbit_agent_reader_open - a private ring cursor after the current heads

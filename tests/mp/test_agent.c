@@ -607,6 +607,172 @@ static void test_agent_subscriber_and_view_follow_another_process(void **state)
 	free(ev);
 }
 
+/*
+ * A subscriber callback (orbit_agent_subscribe_callback()): what it sees,
+ * filled on the agent thread, read by the test thread under cb_mu.
+ */
+struct cb_probe {
+	orbit_agent_t *agent;
+	pthread_mutex_t mu;
+	int calls;
+	int view_had_key; /* at the first call: the drain's frame was in the view */
+	bool on_test_thread;
+	pthread_t test_thread;
+	bool try_reenter; /* the next call tries every (un)subscribe from inside */
+	int reenter_rc[4];
+	bool reentered;
+};
+
+static void cb_other(void *arg)
+{
+	(void)arg;
+}
+
+static void cb_probe_fn(void *arg)
+{
+	struct cb_probe *p = arg;
+	orbit_lock_key_t key = orbit_lock_key(test_ns, "cb-k1", 5);
+	struct orbit_lock_entry e;
+	int fd = -1;
+
+	pthread_mutex_lock(&p->mu);
+	if (p->calls++ == 0)
+		p->view_had_key = orbit_agent_view_lookup(p->agent, &key, &e) == 0;
+	p->on_test_thread |= pthread_equal(pthread_self(), p->test_thread) != 0;
+	if (p->try_reenter && !p->reentered) {
+		p->reenter_rc[0] = orbit_agent_subscribe_callback(p->agent, cb_other, NULL);
+		p->reenter_rc[1] = orbit_agent_unsubscribe_callback(p->agent, cb_probe_fn, p);
+		p->reenter_rc[2] = orbit_agent_subscribe(p->agent, &fd);
+		p->reenter_rc[3] = orbit_agent_unsubscribe(p->agent, 0);
+		p->reentered = true;
+	}
+	pthread_mutex_unlock(&p->mu);
+}
+
+static int cb_calls(struct cb_probe *p)
+{
+	int n;
+
+	pthread_mutex_lock(&p->mu);
+	n = p->calls;
+	pthread_mutex_unlock(&p->mu);
+	return n;
+}
+
+/* Whether @p was called more than @n times within @ms. */
+static bool cb_called_within(struct cb_probe *p, int n, int ms)
+{
+	for (uint64_t t0 = orbit_test_now_ns();
+	     orbit_test_now_ns() - t0 < (uint64_t)ms * 1000000ull; usleep(1000))
+		if (cb_calls(p) > n)
+			return true;
+	return false;
+}
+
+static void cb_noop(void *arg)
+{
+	(void)arg;
+}
+
+/* One frame for @label on @lane of @ring, as the lock's sink would write it. */
+static void publish_frame(orbit_ring_t *ring, uint32_t lane, const char *label, uint32_t type,
+			  uint64_t rev)
+{
+	struct orbit_transition t = {
+		.type = type,
+		.writer_pid = (uint32_t)getpid(),
+		.fencing_token = rev,
+		.deadline_ns = orbit_test_now_ns() + 60000000000ull,
+		.state_revision = rev,
+		.ns = "test.agent",
+		.ns_len = 10,
+		.label = label,
+		.label_len = (uint32_t)strlen(label),
+		.owner = "cb",
+		.owner_len = 2,
+	};
+
+	assert_int_equal(orbit__ring_publish(ring, lane, &t), 0);
+}
+
+/*
+ * The one-hop subscriber: a callback runs on the agent thread (not the
+ * caller's) when a frame arrives, after the drain put the frame in the
+ * view; wakes without frames do not call it; every (un)subscribe called
+ * from inside it is refused with -EDEADLK (never a hang on the subscriber
+ * mutex); after orbit_agent_unsubscribe_callback() it runs no more while
+ * another subscription still runs; the argument codes and the cap.
+ */
+static void test_agent_callback_runs_on_agent_thread_after_drain(void **state)
+{
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
+	struct cb_probe p = { .test_thread = pthread_self() }, p2 = p;
+	orbit_lock_key_t key = orbit_lock_key(test_ns, "cb-k1", 5);
+	struct orbit_ring_layout rl;
+	struct orbit_lock_entry e;
+	orbit_ring_t *ring = NULL;
+	orbit_agent_t *a;
+	int n, i;
+
+	(void)state;
+	assert_int_equal(pthread_mutex_init(&p.mu, NULL), 0);
+	assert_int_equal(pthread_mutex_init(&p2.mu, NULL), 0);
+	a = start_agent("cb-observer", NULL); /* no lock: it holds no lane */
+	assert_non_null(a);
+	p.agent = p2.agent = a;
+	orbit__fleet_ring_layout(&rl, NULL); /* the agent's ring */
+	assert_int_equal(orbit__ring_open(&ring, fleet, &rl, &so), 0);
+	assert_int_equal(orbit_agent_subscribe_callback(NULL, cb_probe_fn, &p), -EINVAL);
+	assert_int_equal(orbit_agent_subscribe_callback(a, NULL, &p), -EINVAL);
+	assert_int_equal(orbit_agent_unsubscribe_callback(a, NULL, &p), -EINVAL);
+	assert_int_equal(orbit_agent_unsubscribe_callback(a, cb_probe_fn, &p), -ENOENT);
+	assert_int_equal(orbit_agent_subscribe_callback(a, cb_probe_fn, &p), 0);
+	assert_int_equal(orbit_agent_subscribe_callback(a, cb_probe_fn, &p), -EEXIST);
+	/* Wakes without frames (the ticks: 5 ms) do not call it. */
+	usleep(50000);
+	assert_int_equal(cb_calls(&p), 0);
+
+	publish_frame(ring, 3, "cb-k1", ORBIT_TRANSITION_ACQUIRE, 1);
+	assert_true(cb_called_within(&p, 0, 3000));
+	pthread_mutex_lock(&p.mu);
+	assert_int_equal(p.view_had_key, 1); /* drain, then callbacks */
+	assert_false(p.on_test_thread);
+	p.try_reenter = true;
+	pthread_mutex_unlock(&p.mu);
+	assert_int_equal(orbit_agent_view_lookup(a, &key, &e), 0);
+
+	/* The next call tries to re-enter, and is refused. */
+	n = cb_calls(&p);
+	publish_frame(ring, 3, "cb-k1", ORBIT_TRANSITION_RELEASE, 2);
+	assert_true(cb_called_within(&p, n, 3000));
+	pthread_mutex_lock(&p.mu);
+	assert_true(p.reentered);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(p.reenter_rc[i], -EDEADLK);
+	pthread_mutex_unlock(&p.mu);
+
+	/* Unsubscribed: it runs no more, while the other subscription runs. */
+	assert_int_equal(orbit_agent_unsubscribe_callback(a, cb_probe_fn, &p), 0);
+	assert_int_equal(orbit_agent_unsubscribe_callback(a, cb_probe_fn, &p), -ENOENT);
+	assert_int_equal(orbit_agent_subscribe_callback(a, cb_probe_fn, &p2), 0);
+	n = cb_calls(&p);
+	publish_frame(ring, 3, "cb-k2", ORBIT_TRANSITION_ACQUIRE, 3);
+	assert_true(cb_called_within(&p2, 0, 3000));
+	assert_int_equal(cb_calls(&p), n);
+
+	/* 64 callbacks at most (p2 holds one). */
+	for (i = 1; i < 64; i++)
+		assert_int_equal(orbit_agent_subscribe_callback(a, cb_noop, (void *)(intptr_t)i),
+				 0);
+	assert_int_equal(orbit_agent_subscribe_callback(a, cb_noop, (void *)(intptr_t)64), -ENOSPC);
+	assert_int_equal(orbit_agent_unsubscribe_callback(a, cb_noop, (void *)(intptr_t)7), 0);
+	assert_int_equal(orbit_agent_subscribe_callback(a, cb_noop, (void *)(intptr_t)64), 0);
+	orbit__ring_close(ring);
+	orbit_agent_stop(a); /* drops the 64 still subscribed */
+	pthread_mutex_destroy(&p.mu);
+	pthread_mutex_destroy(&p2.mu);
+}
+
 /* Issue 5 "Tests": reset refused while another member lives. */
 static void test_agent_reset_refused_while_another_member_lives(void **state)
 {
@@ -1405,6 +1571,46 @@ static void test_agent_own_frames_do_not_wake_it_without_a_subscriber(void **sta
 	orbit_lock_close(lock);
 }
 
+/*
+ * A callback subscriber counts as a subscriber for the skip mask: with
+ * one, this process's own transitions wake its agent at once (the tick is
+ * 60 s, so without the wake the callback would not run in time).
+ */
+static void test_agent_callback_subscriber_wakes_on_own_frames(void **state)
+{
+	struct orbit_agent_options o = { .size = sizeof(o),
+					 .fleet = fleet,
+					 .name = "self-cb",
+					 .tick_ms = 60000,
+					 .stats_ms = 60000 };
+	orbit_lock_owner_t me = { "self", 4 };
+	orbit_lock_key_t k1 = orbit_lock_key(test_ns, "own-cb-1", 8),
+			 k2 = orbit_lock_key(test_ns, "own-cb-2", 8);
+	struct cb_probe p = { .test_thread = pthread_self() };
+	orbit_lock_t *lock = open_lock();
+	orbit_agent_t *a = NULL;
+
+	(void)state;
+	assert_non_null(lock);
+	assert_int_equal(pthread_mutex_init(&p.mu, NULL), 0);
+	o.lock = lock;
+	assert_int_equal(orbit_agent_start(&o, &a), 0);
+	p.agent = a;
+	usleep(200000); /* its first loop is done: it sleeps for 60 s */
+	assert_int_equal(orbit_agent_subscribe_callback(a, cb_probe_fn, &p), 0);
+	assert_int_equal(orbit_lock_try_acquire(lock, &k1, &me, 60000000000ull, NULL, NULL), 0);
+	assert_true(cb_called_within(&p, 0, 2000));
+	assert_true(in_view_within(a, "own-cb-1", 100));
+	/* The last unsubscribe puts the mask back: our frame no longer wakes it. */
+	assert_int_equal(orbit_agent_unsubscribe_callback(a, cb_probe_fn, &p), 0);
+	usleep(100000);
+	assert_int_equal(orbit_lock_try_acquire(lock, &k2, &me, 60000000000ull, NULL, NULL), 0);
+	assert_false(in_view_within(a, "own-cb-2", 300));
+	orbit_agent_stop(a);
+	orbit_lock_close(lock);
+	pthread_mutex_destroy(&p.mu);
+}
+
 /* ---- fork with a running agent, RCU thread state (issue 9 items 1, 2, 5, 7) ---- */
 
 /*
@@ -1593,6 +1799,12 @@ static void test_agent_fork_children_start_own_agents_under_parent_traffic(void 
  */
 static int inherited_sub_fd = -1;
 
+static void never_called(void *arg)
+{
+	(void)arg;
+	abort(); /* a child's refused subscription must never run */
+}
+
 static int child_calls_inherited_agent(void *arg)
 {
 	static const uint64_t not_an_object[64]; /* never dereferenced (see above) */
@@ -1630,6 +1842,8 @@ static int child_calls_inherited_agent(void *arg)
 	EXPECT_ECHILD(orbit_agent_unwatch(a, ORBIT_AGENT_WATCH_SPOT, o));
 	EXPECT_ECHILD(orbit_agent_unwatch(a, ORBIT_AGENT_WATCH_ACTOR, o));
 	EXPECT_ECHILD(orbit_agent_unwatch(a, ORBIT_AGENT_WATCH_SESSION, o));
+	EXPECT_ECHILD(orbit_agent_subscribe_callback(a, never_called, NULL));
+	EXPECT_ECHILD(orbit_agent_unsubscribe_callback(a, never_called, NULL));
 #undef EXPECT_ECHILD
 	if (r)
 		return 18;
@@ -2099,6 +2313,10 @@ int main(void)
 		    test_agent_start_stop_200_times_leaks_no_fd_or_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_agent_subscriber_and_view_follow_another_process, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_agent_callback_runs_on_agent_thread_after_drain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_callback_subscriber_wakes_on_own_frames,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_reset_refused_while_another_member_lives,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_view_resyncs_from_table_after_lag, setup,

@@ -7,12 +7,20 @@
  *
  * Process A holds a lock handle with an agent and alternates acquire and
  * release (each publishes one frame on A's lane). Process B runs an agent
- * without a lock, subscribes and poll()s the eventfd; when poll returns it
- * stamps CLOCK_MONOTONIC, drains the eventfd, reads the frame with its own
- * cursor and records stamp - frame.publish_ns (the ring stamps the frame
- * at publish). Path: publish -> futex wake of B's agent thread -> eventfd
- * write -> B's poll returns: the agent adds one same-process hop over a
- * raw futex wake. Ping-pong: B acks on a pipe before A's next transition,
+ * without a lock and subscribes in one of two ways:
+ *   agent     (the target) a subscriber callback: B's agent thread, woken
+ *             by the publisher's FUTEX_WAKE, drains the ring and calls it
+ *             at once; the callback stamps CLOCK_MONOTONIC, reads the frame
+ *             with its own cursor and records stamp - frame.publish_ns (the
+ *             ring stamps the frame at publish). Path: publish -> futex
+ *             wake of B's agent thread -> drain -> callback: one hand-off,
+ *             the same as a raw futex wake, plus the agent's drain.
+ *   agent_fd  an eventfd subscriber: B's main thread poll()s it; when poll
+ *             returns it stamps, drains the eventfd and reads the frame the
+ *             same way. Path: publish -> futex wake of B's agent thread ->
+ *             drain -> eventfd write -> the agent's membarrier and futex
+ *             wait -> B's poll returns: a second, same-process hand-off.
+ * Ping-pong: B acks on a pipe before A's next transition,
  * so one transition is in flight; A sleeps 50 us before each so B's agent
  * is asleep again. The baselines time one way from the sender's stamp (in
  * a shared anonymous mapping) to the receiver's return, with the same ack
@@ -53,10 +61,10 @@
 #define REPS 3 /* runs per method and placement; -DREPS=1 for a quick look */
 #endif
 
-enum method { M_AGENT, M_FUTEX, M_EVENTFD, M_PIPE, M_N };
+enum method { M_AGENT, M_AGENT_FD, M_FUTEX, M_EVENTFD, M_PIPE, M_N };
 enum placement { P_SPLIT, P_FREE, P_N };
 
-static const char *const names[M_N] = { "agent", "futex", "eventfd", "pipe" };
+static const char *const names[M_N] = { "agent", "agent_fd", "futex", "eventfd", "pipe" };
 static pid_t agent_receiver_pid; /* to find B's stats row afterwards */
 
 /* Shared between the two processes of one method (MAP_SHARED | MAP_ANONYMOUS). */
@@ -105,12 +113,12 @@ static int ack(struct peer *p)
 	return write(p->ack[1], &c, 1) == 1 ? 0 : -1;
 }
 
-/* B for M_AGENT: an agent, a subscriber eventfd, a private cursor. */
-static int agent_receiver(struct peer *p)
+/* B for M_AGENT_FD: an agent, a subscriber eventfd, a private cursor. */
+static int agent_fd_receiver(struct peer *p)
 {
 	struct orbit_agent_options ao = { .size = sizeof(ao),
 					  .fleet = p->fleet,
-					  .name = "bench-sub" };
+					  .name = "bench-sub-fd" };
 	struct orbit_transition_event *ev = malloc(sizeof(*ev));
 	orbit_transition_reader_t *r = NULL;
 	orbit_agent_t *a = NULL;
@@ -144,6 +152,57 @@ static int agent_receiver(struct peer *p)
 	orbit_agent_stop(a);
 	free(ev);
 	return rc;
+}
+
+/* B for M_AGENT: the callback the agent thread runs, with its own cursor. */
+struct cb_state {
+	struct peer *p;
+	orbit_transition_reader_t *r;
+	struct orbit_transition_event *ev;
+	int i, rc;
+	_Atomic uint32_t done; /* futex word: B's main thread waits for the last round */
+};
+
+static void on_wake(void *arg)
+{
+	struct cb_state *s = arg;
+	uint64_t now = orbit_test_now_ns(), sent = 0;
+	int n;
+
+	if (s->i >= ROUNDS || s->rc)
+		return;
+	while ((n = orbit_transition_reader_next(s->r, s->ev)) != -EAGAIN)
+		if (n == 0)
+			sent = s->ev->publish_ns;
+	if (!sent)
+		return; /* a wake without a frame (none expected): wait for the next */
+	s->p->box->lat[s->i++] = now > sent ? now - sent : 0;
+	if (ack(s->p) < 0)
+		s->rc = 3;
+	if (s->i == ROUNDS || s->rc) {
+		atomic_store(&s->done, 1);
+		futex_wake(&s->done);
+	}
+}
+
+static int agent_receiver(struct peer *p)
+{
+	struct orbit_agent_options ao = { .size = sizeof(ao),
+					  .fleet = p->fleet,
+					  .name = "bench-sub" };
+	struct cb_state s = { .p = p, .ev = malloc(sizeof(*s.ev)) };
+	orbit_agent_t *a = NULL;
+
+	if (!s.ev || orbit_agent_start(&ao, &a) < 0 || orbit_agent_reader_open(a, &s.r) < 0 ||
+	    orbit_agent_subscribe_callback(a, on_wake, &s) < 0 || ack(p) < 0)
+		return 1;
+	while (!atomic_load(&s.done)) /* the sender kills us if a round fails */
+		futex_wait(&s.done, 0);
+	orbit_agent_unsubscribe_callback(a, on_wake, &s);
+	orbit_transition_reader_close(s.r);
+	orbit_agent_stop(a);
+	free(s.ev);
+	return s.rc;
 }
 
 /* B for the baselines: the same loop shape, one kernel object each. */
@@ -206,6 +265,7 @@ static int send_one(enum method m, struct peer *p, struct sender *s, int i)
 
 	switch (m) {
 	case M_AGENT:
+	case M_AGENT_FD:
 		if (i % 2 == 0)
 			return orbit_lock_try_acquire(s->lock, &key, &owner, 60000000000ull, NULL,
 						      NULL);
@@ -243,13 +303,15 @@ static int run(enum method m, enum placement pl, const char *fleet, double *p50,
 	pid = fork();
 	if (pid == 0) {
 		place(pl == P_SPLIT ? cpu_b : -1); /* before B's agent thread: it inherits */
-		_exit(m == M_AGENT ? agent_receiver(&p) : raw_receiver(m, &p));
+		_exit(m == M_AGENT	? agent_receiver(&p)
+		      : m == M_AGENT_FD ? agent_fd_receiver(&p)
+					: raw_receiver(m, &p));
 	}
 	if (m == M_AGENT)
 		agent_receiver_pid = pid;
 	if (pid < 0 || read(p.ack[0], &c, 1) != 1)
 		rc = -1;
-	if (rc == 0 && m == M_AGENT) {
+	if (rc == 0 && (m == M_AGENT || m == M_AGENT_FD)) {
 		rc = agent_sender_start(&s, fleet);
 		usleep(50000); /* both agents settle (a join wakes every agent once) */
 	}
@@ -371,7 +433,8 @@ int main(void)
 
 	orbit_test_fleet(fleet, sizeof(fleet), "bagent");
 	pick_cpus();
-	printf("bench_agent: publish -> subscriber poll() returns, %d ping-pong rounds per run,\n"
+	printf("bench_agent: publish -> subscriber runs (agent: callback on the agent thread;\n"
+	       "agent_fd: poll() on its eventfd returns), %d ping-pong rounds per run,\n"
 	       "%d runs per method, one transition in flight, 50 us gap; baselines timed\n"
 	       "the same way. Figures: median of the runs' quantiles [ratio range].\n",
 	       ROUNDS, REPS);
@@ -408,16 +471,23 @@ int main(void)
 		     "info");
 		line("agent_wake_p50", L[M_AGENT][0], "pipe_pingpong_p50", L[M_PIPE][0], "info");
 		line("agent_wake_p99", L[M_AGENT][1], "pipe_pingpong_p99", L[M_PIPE][1], "info");
+		line("agent_fd_wake_p50", L[M_AGENT_FD][0], "futex_pingpong_p50", L[M_FUTEX][0],
+		     "info");
+		line("agent_fd_wake_p99", L[M_AGENT_FD][1], "futex_pingpong_p99", L[M_FUTEX][1],
+		     "info");
 		if (pl == P_SPLIT || cpu_b < 0)
 			bench_target("agent_wake_p50_vs_futex_pingpong",
 				     median_of(L[M_FUTEX][0]) > 0
 					 ? median_of(L[M_AGENT][0]) / median_of(L[M_FUTEX][0])
 					 : 0,
 				     "<=", 1.5, "x");
-		for (int i = 0; i < REPS; i++)
-			added[i] = L[M_AGENT][0][i] - L[M_FUTEX][0][i];
-		printf("%-18s %7.0f  (agent p50 - futex p50, ns; range %.0f..%.0f)\n",
-		       "agent_added_p50", median_of(added), min_of(added), max_of(added));
+		for (int m = M_AGENT; m <= M_AGENT_FD; m++) {
+			for (int i = 0; i < REPS; i++)
+				added[i] = L[m][0][i] - L[M_FUTEX][0][i];
+			printf("%-18s %7.0f  (%s p50 - futex p50, ns; range %.0f..%.0f)\n",
+			       m == M_AGENT ? "agent_added_p50" : "agent_fd_added_p50",
+			       median_of(added), names[m], min_of(added), max_of(added));
+		}
 	}
 	/* Where the time goes: the agent's own hop (<= log2 bucket bound), last agent run. */
 	printf("\n-- last agent run (%s): publish -> B's agent reads the frame\n", pname[P_N - 1]);

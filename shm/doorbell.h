@@ -91,7 +91,11 @@
  * ORBIT_DOORBELL_FULL when the creator cannot register, and every peer
  * then uses the whole ring and the plain wait (the behaviour above).
  * Tests: test_ring_asym_no_lost_wake_stress, and the same on a ring
- * created in the full mode (test_ring_full_mode_no_lost_wake_stress).
+ * created in the full mode (test_ring_full_mode_no_lost_wake_stress),
+ * with an unregistered publisher and with a reader without membarrier
+ * (tests/mp/test_ring_mp.c); each also proves its path ran: the seq
+ * count (frames + wakes for the whole ring, 2 x wakes for ASYM) and the
+ * reader's slices (its voluntary switches in a quiet wait).
  */
 #ifndef ORBIT_SHM_DOORBELL_H
 #define ORBIT_SHM_DOORBELL_H

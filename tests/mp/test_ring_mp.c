@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -618,8 +619,20 @@ static void test_stale_ring_loses_no_wake_shared_class(void **state)
  * forced off: the fallback, locked add on both sides); an ASYM ring whose
  * publisher cannot register (it publishes with the locked add); one whose
  * reader cannot issue membarrier (it sleeps in slices).
+ *
+ * Each case also proves which path ran, not only that no wake was lost:
+ *   - the doorbell's seq: a publish through the whole ring (FULL mode, or
+ *     an unregistered publisher) bumps it once per frame (DB-D1) and once
+ *     more per FUTEX_WAKE (DB-D5), so seq == frames + wakes; a registered
+ *     ASYM publisher only bumps it on the way to a wake, seq == 2 x wakes;
+ *   - the reader's sleep: after the race R waits STRESS_PROBE_NS on the
+ *     now quiet ring and counts its voluntary context switches
+ *     (getrusage(RUSAGE_THREAD)): a reader without membarrier sleeps in
+ *     ORBIT_DOORBELL_SLICE_NS slices (about 20 switches), the others in
+ *     one FUTEX_WAIT (one switch).
  */
 #define STRESS_BOUND_NS (1000ll * 1000 * 1000)
+#define STRESS_PROBE_NS (20ll * 1000 * 1000)
 #define STRESS_KEY_BYTES 440 /* label and owner: 14 cache lines of frame stores ahead of the head */
 
 struct stress {
@@ -628,7 +641,8 @@ struct stress {
 	_Atomic uint64_t lost;	/* waits that slept past a frame by > STRESS_BOUND_NS */
 	_Atomic uint64_t sleeps;
 	_Atomic int ready;
-	_Atomic int done; /* R returned (P stops waiting for it) */
+	_Atomic int done;	     /* R returned (P stops waiting for it) */
+	_Atomic long probe_switches; /* R's voluntary switches in its STRESS_PROBE_NS wait */
 	char label[STRESS_KEY_BYTES + 1], owner[STRESS_KEY_BYTES + 1];
 };
 
@@ -721,6 +735,16 @@ static int stress_reader(struct fx *f, struct stress *s, bool wait_off)
 			return 53;
 		atomic_store_explicit(&s->got, k + 1, memory_order_release);
 	}
+	if (atomic_load(&s->lost) == 0) { /* the probe: P publishes no more */
+		struct rusage ru0, ru1;
+		uint32_t seen = orbit__ring_reader_arm(r);
+
+		if (getrusage(RUSAGE_THREAD, &ru0) < 0 ||
+		    orbit__ring_reader_wait(r, seen, STRESS_PROBE_NS) != -ETIMEDOUT ||
+		    getrusage(RUSAGE_THREAD, &ru1) < 0)
+			return 54;
+		atomic_store(&s->probe_switches, ru1.ru_nvcsw - ru0.ru_nvcsw);
+	}
 	orbit__ring_reader_close(r);
 	orbit__ring_close(ring);
 	return 0;
@@ -762,6 +786,7 @@ static void stress_case(struct fx *f, bool full_ring, bool pub_off, bool wait_of
 				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	struct orbit_ring_counters c;
 	orbit_ring_t *ring;
+	uint32_t seq;
 	pid_t rd, pb;
 	int st;
 
@@ -814,6 +839,21 @@ static void stress_case(struct fx *f, bool full_ring, bool pub_off, bool wait_of
 	assert_int_equal(atomic_load(&s->lost), 0);
 	assert_int_equal(atomic_load(&s->got), stress_n());
 	assert_true(atomic_load(&s->sleeps) > 0); /* the sleeping path was exercised */
+	/* Which publish path ran (see above): every frame bumped seq, or only the wakes did */
+	seq = orbit__doorbell_seq(orbit__ring_doorbell(ring));
+	print_message("doorbell seq %u, reader's switches in a %lld ms quiet wait: %ld\n", seq,
+		      STRESS_PROBE_NS / 1000000, atomic_load(&s->probe_switches));
+	if (full_ring || pub_off)
+		assert_int_equal(seq, (uint32_t)(stress_n() + c.doorbell_wakes));
+	else
+		assert_int_equal(seq, (uint32_t)(2 * c.doorbell_wakes));
+	assert_true(c.doorbell_wakes < stress_n()); /* the two counts differ: the check decides */
+	/* Which sleep ran: slices of ORBIT_DOORBELL_SLICE_NS, or one FUTEX_WAIT */
+	if (wait_off)
+		assert_true(atomic_load(&s->probe_switches) >=
+			    STRESS_PROBE_NS / ORBIT_DOORBELL_SLICE_NS / 2);
+	else
+		assert_true(atomic_load(&s->probe_switches) <= 3);
 	orbit__ring_close(ring);
 	munmap(s, sizeof(*s));
 }

@@ -339,11 +339,20 @@ static void test_default_frame_holds_960_bytes(void **state)
  * Issue 12: a payload that fits the frame only without the word padding
  * (61 + 401 + 498 = 960 bytes, padded 970) is stored packed and still
  * comes back byte for byte, untruncated, with no layout flag in ev.flags.
+ * The stored frame itself (lane 15, position 0 of the frame area at the
+ * segment's end) is read too: its header says packed (no padded flag,
+ * the three lengths, orig_len) and its payload holds ns | label | owner
+ * side by side, filling the frame to its last byte.
  */
 static void test_payload_too_long_for_padding_stored_packed(void **state)
 {
 	struct fx *f = *state;
 	static uint8_t ns[61], label[401], owner[498], want[960];
+	orbit_seg_t *seg = orbit__ring_seg(f->ring);
+	uint64_t frames_bytes = (uint64_t)f->l.lanes * f->l.frames_per_lane * f->l.frame_bytes;
+	const uint8_t *area = orbit__seg_at(seg, seg->size - frames_bytes, frames_bytes);
+	const uint8_t *fr = area + 15ull * f->l.frames_per_lane * f->l.frame_bytes;
+	struct orbit_ring_frame_hdr hdr;
 	uint32_t lane;
 	struct orbit_transition t = {
 		.type = ORBIT_TRANSITION_ACQUIRE,
@@ -366,6 +375,17 @@ static void test_payload_too_long_for_padding_stored_packed(void **state)
 	assert_int_equal(f->ev.flags, 0);
 	assert_int_equal(f->ev.orig_len, sizeof(want));
 	assert_memory_equal(f->ev.bytes, want, sizeof(want));
+
+	assert_non_null(area);
+	assert_int_equal(f->l.frame_bytes - ORBIT_RING_FRAME_HDR_BYTES, sizeof(want));
+	memcpy(&hdr, fr, sizeof(hdr));
+	assert_int_equal(hdr.seq, 2); /* position 0, complete */
+	assert_int_equal(hdr.flags, 0);
+	assert_int_equal(hdr.ns_len, sizeof(ns));
+	assert_int_equal(hdr.label_len, sizeof(label));
+	assert_int_equal(hdr.owner_len, sizeof(owner));
+	assert_int_equal(hdr.orig_len, sizeof(want));
+	assert_memory_equal(fr + ORBIT_RING_FRAME_HDR_BYTES, want, sizeof(want));
 }
 
 /* Issue 5: publish rejects bad arguments without touching the ring. */

@@ -50,12 +50,6 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static uint64_t median(uint64_t *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_u64);
-	return v[n / 2];
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -105,11 +99,11 @@ static double publish_run(orbit_ring_t *ring, uint64_t ops)
 /* The median of REPS publish runs (the readers series). */
 static double publish_cost(orbit_ring_t *ring)
 {
-	uint64_t v[REPS];
+	double v[REPS], lo, hi;
 
 	for (int r = 0; r < REPS; r++)
-		v[r] = (uint64_t)(publish_run(ring, OPS) * 1000);
-	return (double)median(v, REPS) / 1000;
+		v[r] = publish_run(ring, OPS);
+	return median_range(v, REPS, &lo, &hi);
 }
 
 /*

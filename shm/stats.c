@@ -38,7 +38,9 @@ const struct orbit_stats_desc orbit__stats_counters[ORBIT_STAT__COUNT] = {
 				       "lag events: frames overwritten before read", 0 },
 	[ORBIT_STAT_WAKEUPS] = { "wakeups", "agent thread wakeups", 0 },
 	[ORBIT_STAT_SUBSCRIBER_SIGNALS] = { "subscriber_signals",
-					    "eventfd signals to local subscribers", 0 },
+					    "signals to local subscribers: eventfd writes, "
+					    "callback calls",
+					    0 },
 	[ORBIT_STAT_CORRUPT_BYTES] = { "corrupt_detected", "SHM records that failed validation",
 				       0 },
 	[ORBIT_STAT_MEMBERS_RECLAIMED] = { "members_reclaimed",

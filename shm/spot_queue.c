@@ -231,6 +231,17 @@ struct orbit_spotq_host {
 	uint32_t cursor[2];	 /* next position to take */
 	uint32_t stall_pos[2];	 /* in-progress record first seen at stall_since */
 	uint64_t stall_since[2]; /* 0: none */
+	/*
+	 * Per lane: take() calls the lane empty when the cursor's slot is
+	 * unclaimed (FREE or the previous lap) without reading the tail (the
+	 * tail cannot pass an unclaimed slot). Bad bytes could make a slot the
+	 * tail passed look unclaimed and hold the lane for good, so the host's
+	 * wait, before it sleeps, reads the tail (lane_ready()): a tail past
+	 * such a cursor sets suspect at suspect_pos, and the next take() reads
+	 * the tail there and resolves the slot (take()'s thread only).
+	 */
+	uint32_t suspect_pos[2];
+	bool suspect[2];
 	char last_corrupt[128];
 	pid_t pid;
 	/*
@@ -1596,8 +1607,8 @@ static void meta_copy(struct orbit_spotq_slot *m, const struct orbit_spotq_slot 
  */
 static const char *copy_out(const orbit_spotq_host_t *h, const struct lane_geo *g, uint32_t lane,
 			    uint32_t pos, uint64_t v, const struct orbit_spotq_slot *s,
-			    uint64_t resv, uint64_t hw, uint64_t t, struct orbit_spotq_rec *rec,
-			    uint8_t *dst, size_t room)
+			    uint64_t resv, uint64_t *hw, struct orbit_spotq_rec *rec, uint8_t *dst,
+			    size_t room)
 {
 	struct orbit_spotq_slot m;
 	uint32_t at, n1;
@@ -1607,10 +1618,23 @@ static const char *copy_out(const orbit_spotq_host_t *h, const struct lane_geo *
 		return "kind not of this lane";
 	if (pw_bytes(resv) != m.payload_len || m.payload_len > g->bytes)
 		return "payload length disagrees with the reservation";
-	/* self-locating: its bytes lie inside what is reserved, [head, tail) */
-	if (pw_idx(resv) >= g->wb || mod_sub(pw_idx(resv), pw_bytes(hw), g->wb) + m.payload_len >
-					 mod_sub(pw_bytes(t), pw_bytes(hw), g->wb))
-		return "payload outside the reserved bytes";
+	/*
+	 * Self-locating: its bytes lie inside the lap of bytes that starts at
+	 * the head (what is reserved, [head, tail), is never more; the tail
+	 * itself is not read: SQ-V1). A head read before another thread of
+	 * this host advanced it is read again before the record is called bad.
+	 */
+	if (pw_idx(resv) >= g->wb ||
+	    mod_sub(pw_idx(resv), pw_bytes(*hw), g->wb) + m.payload_len > g->bytes) {
+		/* SQ-A7: acquire, pairs with SQ-R5 */
+		uint64_t hn = atomic_load_explicit(&g->w->head, memory_order_acquire);
+
+		if (pw_idx(resv) >= g->wb || hn == *hw || pw_idx(hn) >= g->wi ||
+		    pw_bytes(hn) >= g->wb ||
+		    mod_sub(pw_idx(resv), pw_bytes(hn), g->wb) + m.payload_len > g->bytes)
+			return "payload outside the reserved bytes";
+		*hw = hn;
+	}
 	if (m.member_row != cw_row(v) || (m.member_gen & CW_GEN_MASK) != cw_gen(v) ||
 	    m.member_row >= h->q->producer_rows)
 		return "producer fields disagree with the claim";
@@ -1647,6 +1671,45 @@ static const char *copy_out(const orbit_spotq_host_t *h, const struct lane_geo *
 
 static bool head_aborted(orbit_spotq_host_t *h, uint32_t lane, bool *gone);
 
+/*
+ * The tail for take()'s slow path. SQ-A4: acquire, pairs with SQ-R2: the
+ * resv of every slot it passed. Checked against the head *@hw (read at the
+ * start of the take): a head that another thread advanced since is read
+ * again (SQ-A7) before the tail is called outside its window.
+ * Returns 0 with *@t, 1 when the head moved (*@hw is the new one: decide
+ * again), or -ORBIT_ECORRUPT.
+ */
+static int take_tail(const struct lane_geo *g, uint64_t *hw, uint64_t *t)
+{
+	uint64_t hn;
+
+	*t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
+	if (pw_idx(*t) >= g->wi || pw_bytes(*t) >= g->wb)
+		return -ORBIT_ECORRUPT;
+	if (mod_sub(pw_idx(*t), pw_idx(*hw), g->wi) <= g->items)
+		return 0;
+	/* SQ-A7: acquire, pairs with SQ-R5 */
+	hn = atomic_load_explicit(&g->w->head, memory_order_acquire);
+	if (hn == *hw || pw_idx(hn) >= g->wi || pw_bytes(hn) >= g->wb)
+		return -ORBIT_ECORRUPT;
+	*hw = hn;
+	return 1;
+}
+
+/*
+ * take()'s best known tail: @c, a tail word value the tail held, if it lies
+ * further from @base (the cursor this take started from) than *@seen.
+ */
+static inline void tail_note(const struct lane_geo *g, uint32_t base, uint64_t c, uint64_t *seen,
+			     bool *have)
+{
+	if (!*have ||
+	    mod_sub(pw_idx(c), base, g->wi) >= mod_sub(pw_idx(*seen), base, g->wi)) {
+		*seen = c;
+		*have = true;
+	}
+}
+
 int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_rec *recs,
 		      unsigned max, void *buf, size_t buf_len)
 {
@@ -1654,9 +1717,9 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 	uint8_t *out = buf;
 	size_t used = 0;
 	unsigned n = 0;
-	uint32_t cur;
-	uint64_t t, hw;
-	bool resolved = false;
+	uint32_t cur, base;
+	uint64_t t = 0, hw, seen = 0, judged = 0;
+	bool resolved = false, have_seen = false, have_judged = false, dead = false;
 	int r = host_check(h, lane);
 
 	if (r < 0)
@@ -1665,56 +1728,108 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 		return -EINVAL;
 	g = &h->q->lane[lane];
 	cur = h->cursor[lane];
-	/* SQ-A4: acquire, pairs with SQ-R2: resv of every slot the tail passed */
-	t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
-	if (pw_idx(t) >= g->wi || pw_bytes(t) >= g->wb)
-		return -ORBIT_ECORRUPT;
-	if (cur == pw_idx(t)) {
-		/* A producer killed between its claim and its tail CAS: help it */
-		struct orbit_spotq_slot *s = slot_at(g, cur);
-		/* SQ-A3: acquire, pairs with SQ-R1 (as in submit()) */
-		uint64_t v = atomic_load_explicit(&s->commit, memory_order_acquire);
-		if (cw_state(v) != CW_FREE && cw_pos(v) == cur) {
-			help_tail(h->q, g, lane, t, v);
-			/* SQ-A4 again, after helping */
-			t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
-		} else if (cw_state(v) != CW_FREE && cw_pos(v) != mod_sub(cur, g->items, g->wi) &&
-			   atomic_load_explicit(&g->w->tail, memory_order_acquire) == t) {
-			/*
-			 * Neither claimed at the tail nor the previous lap: no
-			 * producer can claim it (their CAS expects one of the two),
-			 * so the lane would refuse every submission for good.
-			 * Only bad bytes leave this; reset it to FREE (counted).
-			 */
-			if (atomic_compare_exchange_strong_explicit(
-				&s->commit, &v, 0, memory_order_acq_rel, memory_order_relaxed))
-				corrupt(h, g, lane, cur, "slot at the tail in no lap: reset");
-		}
-	}
 	/* SQ-A7: acquire, pairs with SQ-R5 */
 	hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
-	if (pw_idx(hw) >= g->wi || pw_bytes(hw) >= g->wb ||
-	    mod_sub(pw_idx(t), pw_idx(hw), g->wi) > g->items)
+	if (pw_idx(hw) >= g->wi || pw_bytes(hw) >= g->wb)
 		return -ORBIT_ECORRUPT;
-	if (mod_sub(cur, pw_idx(hw), g->wi) > mod_sub(pw_idx(t), pw_idx(hw), g->wi))
+	/*
+	 * The cursor never passes the tail, and the tail is at most a lap
+	 * (items) ahead of the head: a cursor further than that from the head
+	 * is behind it (W is at least 65,536 laps: no ambiguity).
+	 */
+	if (mod_sub(cur, pw_idx(hw), g->wi) > g->items)
 		cur = pw_idx(hw); /* the head passed our cursor (records done before us) */
+	base = cur;
 
-	while (n < max && cur != pw_idx(t)) {
+	while (n < max) {
 		struct orbit_spotq_slot *s = slot_at(g, cur);
 		_Atomic uint64_t *aw = ack_at(g, cur);
-		/* SQ-A5: acquire, pairs with SQ-R3 (and SQ-R1, SQ-R4) */
+		/*
+		 * SQ-A5: acquire, pairs with SQ-R3 (and SQ-R1, SQ-R4). COMMITTED
+		 * or ABORTED for this lap: the tail passed the slot and its resv
+		 * is visible (SQ-V1), so the tail is not read (the producers'
+		 * line: each read made their next tail CAS wait for it).
+		 */
 		uint64_t v = atomic_load_explicit(&s->commit, memory_order_acquire);
-		/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes (ours, a takeover's) */
-		uint64_t a = atomic_load_explicit(aw, memory_order_acquire);
-		/* relaxed: ordered by SQ-A4 (stored before the tail passed the slot) */
-		uint64_t resv = atomic_load_explicit(&s->resv, memory_order_relaxed);
-		uint32_t rlen = pw_bytes(resv);
+		uint64_t a, resv;
+		uint32_t rlen;
 		const char *why;
+
+		if (cw_pos(v) != cur || (cw_state(v) != CW_COMMITTED && cw_state(v) != CW_ABORTED)) {
+			/* The slow path: a record in progress, an empty lane, or bad bytes. */
+			bool unclaimed =
+			    cw_state(v) == CW_FREE || cw_pos(v) == mod_sub(cur, g->items, g->wi);
+
+			if (cw_pos(v) == cur && cw_state(v) == CW_CLAIMED) {
+				uint64_t now = orbit__now_mono_ns();
+
+				if (h->stall_since[lane] == 0 || h->stall_pos[lane] != cur) {
+					h->stall_pos[lane] = cur;
+					h->stall_since[lane] = now;
+				}
+				judged = v;
+				have_judged = true;
+				dead = claimer_dead(h, v);
+				if (!dead && now - h->stall_since[lane] <
+						 (uint64_t)h->q->unblock_ms * 1000000ull)
+					break; /* alive and within the bound: the lane waits for it */
+			} else if (unclaimed && !(h->suspect[lane] && h->suspect_pos[lane] == cur)) {
+				break; /* nothing claimed here: the tail cannot have passed it */
+			}
+			r = take_tail(g, &hw, &t);
+			if (r < 0) {
+				h->cursor[lane] = cur;
+				return n ? (int)n : r;
+			}
+			if (r > 0) {
+				if (mod_sub(cur, pw_idx(hw), g->wi) > g->items)
+					cur = pw_idx(hw);
+				continue;
+			}
+			tail_note(g, base, t, &seen, &have_seen);
+			if (cur == pw_idx(t)) {
+				if (cw_pos(v) == cur && cw_state(v) == CW_CLAIMED) {
+					/*
+					 * Dead, or stopped past the bound, between its claim
+					 * and its tail CAS: advance the tail for it, then
+					 * judge the slot again
+					 */
+					help_tail(h->q, g, lane, t, v);
+					/* SQ-A4 again, after helping */
+					if (atomic_load_explicit(&g->w->tail, memory_order_acquire) !=
+					    t)
+						continue;
+				} else if (!unclaimed) {
+					/*
+					 * Neither claimed at the tail nor the previous lap: no
+					 * producer can claim it (their CAS expects one of the
+					 * two), so the lane would refuse every submission for
+					 * good. Only bad bytes leave this; reset it to FREE
+					 * (counted). The CAS fails if the word changed since.
+					 */
+					if (atomic_compare_exchange_strong_explicit(
+						&s->commit, &v, 0, memory_order_acq_rel,
+						memory_order_relaxed))
+						corrupt(h, g, lane, cur,
+							"slot at the tail in no lap: reset");
+				}
+				break; /* the tail confirms: nothing more here */
+			}
+			/* SQ-A5 again, read after the tail (SQ-A4) that passed the slot */
+			v = atomic_load_explicit(&s->commit, memory_order_acquire);
+		}
+		/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes (ours, a takeover's) */
+		a = atomic_load_explicit(aw, memory_order_acquire);
+		/* relaxed: ordered by SQ-A5 (SQ-V1) or, on the slow path, SQ-A4 */
+		resv = atomic_load_explicit(&s->resv, memory_order_relaxed);
+		rlen = pw_bytes(resv);
 
 		if (aw_gen(a) != (h->gen & AW_GEN_MASK)) {
 			r = ack_foreign(h, g, aw, &a);
-			if (r < 0)
+			if (r < 0) {
+				h->cursor[lane] = cur;
 				return n ? (int)n : r;
+			}
 			continue;
 		}
 		if (aw_pos(a) == cur && aw_state(a) > AW_REDELIVER) {
@@ -1731,15 +1846,20 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 			goto resolve;
 		}
 		if (cw_state(v) == CW_CLAIMED) {
-			uint64_t now = orbit__now_mono_ns();
-			if (h->stall_since[lane] == 0 || h->stall_pos[lane] != cur) {
-				h->stall_pos[lane] = cur;
-				h->stall_since[lane] = now;
+			if (!have_judged || judged != v) {
+				uint64_t now = orbit__now_mono_ns();
+
+				if (h->stall_since[lane] == 0 || h->stall_pos[lane] != cur) {
+					h->stall_pos[lane] = cur;
+					h->stall_since[lane] = now;
+				}
+				judged = v;
+				have_judged = true;
+				dead = claimer_dead(h, v);
+				if (!dead && now - h->stall_since[lane] <
+						 (uint64_t)h->q->unblock_ms * 1000000ull)
+					break;
 			}
-			bool dead = claimer_dead(h, v);
-			if (!dead &&
-			    now - h->stall_since[lane] < (uint64_t)h->q->unblock_ms * 1000000ull)
-				break; /* alive and within the bound: the lane waits for it */
 			/* SQ-R4: acq_rel CAS; the producer's SQ-R3 commit or this abort wins */
 			if (!atomic_compare_exchange_strong_explicit(
 				&s->commit, &v, cw_with_state(v, CW_ABORTED), memory_order_acq_rel,
@@ -1750,17 +1870,20 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 						       : &h->aborted_unblock[lane],
 						  1, memory_order_relaxed);
 			h->stall_since[lane] = 0;
+			have_judged = false;
 			goto resolve;
 		}
 		if (cw_state(v) == CW_ABORTED)
 			goto resolve;
 		/* COMMITTED */
 		if (rlen <= g->bytes && rlen > buf_len - used) {
-			if (n == 0 && rlen > buf_len)
+			if (n == 0 && rlen > buf_len) {
+				h->cursor[lane] = cur;
 				return -ENOBUFS;
+			}
 			break;
 		}
-		why = copy_out(h, g, lane, cur, v, s, resv, hw, t, &recs[n], out + used,
+		why = copy_out(h, g, lane, cur, v, s, resv, &hw, &recs[n], out + used,
 			       buf_len - used);
 		if (why) {
 			corrupt(h, g, lane, cur, why);
@@ -1771,8 +1894,10 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 			r = ack_set(h, aw, &a, cur, AW_TAKEN, redeliv);
 			if (r == -EAGAIN)
 				continue; /* the word changed: this record again */
-			if (r < 0)
+			if (r < 0) {
+				h->cursor[lane] = cur;
 				return n ? (int)n : r;
+			}
 			recs[n].redelivered = redeliv;
 			if (redeliv)
 				atomic_fetch_add_explicit(&g->w->redelivered, 1,
@@ -1780,20 +1905,35 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 		}
 		used += recs[n].payload_len; /* validated: equal to the reservation */
 		n++;
+		/*
+		 * The tail word at cur + 1 held (cur + 1, end of this record): the
+		 * value of the tail CAS that passed the slot (SQ-V1); a validated
+		 * record's resv is that CAS's, so advance() may stop its walk and
+		 * take the head's bytes from it without reading the tail
+		 */
+		tail_note(g, base,
+			  pw_make((uint32_t)mod_add(cur, 1, g->wi),
+				  (uint32_t)mod_add(pw_idx(resv), rlen, g->wb)),
+			  &seen, &have_seen);
 		goto next;
 	resolve:
 		/* aborted or corrupt: DONE, its reservation comes back with the head */
 		r = ack_set(h, aw, &a, cur, AW_DONE, false);
 		if (r == -EAGAIN)
 			continue; /* the word changed: this record again */
-		if (r < 0)
+		if (r < 0) {
+			h->cursor[lane] = cur;
 			return n ? (int)n : r;
+		}
 		resolved = true;
 	next:
 		cur = (uint32_t)mod_add(cur, 1, g->wi);
-		h->cursor[lane] = cur;
+		h->suspect[lane] = false;
 	}
 	h->cursor[lane] = cur;
+	if (have_seen)
+		/* SQ-R8: release, pairs with SQ-A9: what SQ-A4 or SQ-A5 saw comes with it */
+		atomic_store_explicit(&h->tail_seen[lane], seen, memory_order_release);
 	if (!resolved) {
 		bool gone = false;
 		/* an aborted record holds the head: its producer may have retired since */
@@ -1912,21 +2052,23 @@ static bool head_aborted(orbit_spotq_host_t *h, uint32_t lane, bool *gone)
 	struct lane_geo *g = &h->q->lane[lane];
 	/* SQ-A7: acquire, pairs with SQ-R5 */
 	uint64_t hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
-	/* SQ-A4: acquire, pairs with SQ-R2 */
-	uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
 	uint32_t H = pw_idx(hw);
-	struct orbit_spotq_slot *s;
 	uint64_t a, v;
 
-	if (H >= g->wi || H == pw_idx(t))
+	if (H >= g->wi)
 		return false;
-	s = slot_at(g, H);
-	/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes */
+	/*
+	 * SQ-C1: acquire, pairs with SQ-C1: the ack CASes. The host's own line
+	 * first: DONE for this lap means take() passed the slot (the tail had),
+	 * so neither the tail nor (in the common case, no DONE) the slot's line
+	 * is read
+	 */
 	a = atomic_load_explicit(ack_at(g, H), memory_order_acquire);
+	if (aw_gen(a) != (h->gen & AW_GEN_MASK) || aw_pos(a) != H || aw_state(a) != AW_DONE)
+		return false;
 	/* SQ-A5: acquire, pairs with SQ-R4: the aborted record's claim */
-	v = atomic_load_explicit(&s->commit, memory_order_acquire);
-	if (aw_gen(a) != (h->gen & AW_GEN_MASK) || aw_pos(a) != H || aw_state(a) != AW_DONE ||
-	    cw_pos(v) != H || cw_state(v) != CW_ABORTED)
+	v = atomic_load_explicit(&slot_at(g, H)->commit, memory_order_acquire);
+	if (cw_pos(v) != H || cw_state(v) != CW_ABORTED)
 		return false;
 	*gone = claimer_gone(h, lane, v, H);
 	return true;
@@ -2006,6 +2148,24 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 
 			if (pw_idx(t) >= g->wi || mod_sub(pw_idx(t), H, g->wi) > g->items ||
 			    P == pw_idx(t)) {
+				if (!fresh && P == pw_idx(t) && pw_idx(t) < g->wi &&
+				    mod_sub(pw_idx(t), H, g->wi) <= g->items) {
+					/*
+					 * The walk reached the tail it knows. The run ends
+					 * here unless P's ack is already FREED or DONE (the
+					 * host's own line: a take that passed P would have
+					 * moved tail_seen past it; this is a thread that
+					 * read tail_seen before): only then read the tail,
+					 * the producers' line
+					 */
+					/* SQ-C1: acquire, pairs with SQ-C1: the ack CASes */
+					uint64_t pa = atomic_load_explicit(ack_at(g, P),
+									   memory_order_acquire);
+					if (aw_gen(pa) != (h->gen & AW_GEN_MASK) ||
+					    aw_pos(pa) != P ||
+					    (aw_state(pa) != AW_FREED && aw_state(pa) != AW_DONE))
+						break;
+				}
 				if (!fresh) {
 					/* SQ-A4: acquire, pairs with SQ-R2: resv of the slots the tail passed */
 					t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
@@ -2102,41 +2262,58 @@ static bool lane_ready(orbit_spotq_host_t *h, uint32_t lane, bool *stalled)
 {
 	struct lane_geo *g = &h->q->lane[lane];
 	uint32_t cur = h->cursor[lane];
-	/* seq_cst: the Dekker re-check of SQ-D1 */
-	uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_seq_cst);
+	/*
+	 * seq_cst: the Dekker re-check of SQ-D1, on the commit word at the
+	 * cursor alone (the tail is not read, SQ-V1): a commit before our
+	 * announce is seen here, one after it reads the announce and rings
+	 */
 	uint64_t v = atomic_load_explicit(&slot_at(g, cur)->commit, memory_order_seq_cst);
 	bool gone;
 
 	if (head_aborted(h, lane, &gone))
 		*stalled = true; /* poll take() for its RETIRED: no ring announces it */
-	if (cur == pw_idx(t))
-		return cw_state(v) != CW_FREE && cw_pos(v) == cur; /* claimed at the tail */
 	if (cw_pos(v) == cur && cw_state(v) == CW_CLAIMED) {
+		/*
+		 * Being written, or its claimer died or stopped (before or after
+		 * its tail CAS): the stall poll brings take() back to judge it
+		 */
 		*stalled = true;
 		return false;
 	}
-	return true;
+	if (cw_state(v) == CW_FREE || cw_pos(v) == mod_sub(cur, g->items, g->wi)) {
+		/*
+		 * Nothing claimed at the cursor: empty, unless bad bytes made a
+		 * slot the tail passed look unclaimed. The tail is read here, once
+		 * per sleep (SQ-A4: acquire, pairs with SQ-R2), never by take()
+		 * on this path: past the cursor, take() resolves the slot next
+		 */
+		uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
+
+		if (pw_idx(t) == cur)
+			return false;
+		h->suspect[lane] = true;
+		h->suspect_pos[lane] = cur;
+		return true;
+	}
+	return true; /* committed, aborted, or another lap: take() decides */
 }
 
 /*
- * A look of host_poll() at @lane: has the tail passed the cursor, with the
- * cursor's slot no longer being written (committed, aborted, or another
- * lap: take() decides)? Relaxed loads: a hint, take() reads both words
- * again (SQ-A4, SQ-A5). The slot's line is read only once the tail has
- * passed the cursor, so a look at an empty lane reads the tail's line
- * alone.
+ * A look of host_poll() at @lane: is the cursor's slot committed or
+ * aborted for its lap (or in another lap: take() decides)? One relaxed
+ * load of the cursor's commit word: a hint, take() reads it again
+ * (SQ-A5). The tail is not read (SQ-V1): a look costs the producer one
+ * line, the slot it is writing or claims next, which take() reads anyway.
  */
 static bool lane_poll(const orbit_spotq_host_t *h, uint32_t lane)
 {
 	const struct lane_geo *g = &h->q->lane[lane];
 	uint32_t cur = h->cursor[lane];
-	uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_relaxed);
-	uint64_t v;
+	uint64_t v = atomic_load_explicit(&slot_at(g, cur)->commit, memory_order_relaxed);
 
-	if (pw_idx(t) == cur)
-		return false;
-	v = atomic_load_explicit(&slot_at(g, cur)->commit, memory_order_relaxed);
-	return !(cw_pos(v) == cur && cw_state(v) == CW_CLAIMED);
+	if (cw_pos(v) == cur)
+		return cw_state(v) == CW_COMMITTED || cw_state(v) == CW_ABORTED;
+	return cw_state(v) != CW_FREE && cw_pos(v) != mod_sub(cur, g->items, g->wi);
 }
 
 uint64_t orbit__spotq_poll_next(uint64_t budget_ns, uint64_t waited_ns)

@@ -1710,6 +1710,24 @@ static inline void tail_note(const struct lane_geo *g, uint32_t base, uint64_t c
 	}
 }
 
+/*
+ * The record at @cur is claimed (@v) and not committed: start its stall
+ * clock when it is new, and judge its claimer (*@dead: proven dead).
+ * Returns true while the lane must wait for it (alive and within the
+ * unblock bound), false when it is to be aborted.
+ */
+static bool claim_waits(orbit_spotq_host_t *h, uint32_t lane, uint32_t cur, uint64_t v, bool *dead)
+{
+	uint64_t now = orbit__now_mono_ns();
+
+	if (h->stall_since[lane] == 0 || h->stall_pos[lane] != cur) {
+		h->stall_pos[lane] = cur;
+		h->stall_since[lane] = now;
+	}
+	*dead = claimer_dead(h, v);
+	return !*dead && now - h->stall_since[lane] < (uint64_t)h->q->unblock_ms * 1000000ull;
+}
+
 int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_rec *recs,
 		      unsigned max, void *buf, size_t buf_len)
 {
@@ -1761,17 +1779,9 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 			    cw_state(v) == CW_FREE || cw_pos(v) == mod_sub(cur, g->items, g->wi);
 
 			if (cw_pos(v) == cur && cw_state(v) == CW_CLAIMED) {
-				uint64_t now = orbit__now_mono_ns();
-
-				if (h->stall_since[lane] == 0 || h->stall_pos[lane] != cur) {
-					h->stall_pos[lane] = cur;
-					h->stall_since[lane] = now;
-				}
 				judged = v;
 				have_judged = true;
-				dead = claimer_dead(h, v);
-				if (!dead && now - h->stall_since[lane] <
-						 (uint64_t)h->q->unblock_ms * 1000000ull)
+				if (claim_waits(h, lane, cur, v, &dead))
 					break; /* alive and within the bound: the lane waits for it */
 			} else if (unclaimed && !(h->suspect[lane] && h->suspect_pos[lane] == cur)) {
 				break; /* nothing claimed here: the tail cannot have passed it */
@@ -1847,17 +1857,9 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 		}
 		if (cw_state(v) == CW_CLAIMED) {
 			if (!have_judged || judged != v) {
-				uint64_t now = orbit__now_mono_ns();
-
-				if (h->stall_since[lane] == 0 || h->stall_pos[lane] != cur) {
-					h->stall_pos[lane] = cur;
-					h->stall_since[lane] = now;
-				}
 				judged = v;
 				have_judged = true;
-				dead = claimer_dead(h, v);
-				if (!dead && now - h->stall_since[lane] <
-						 (uint64_t)h->q->unblock_ms * 1000000ull)
+				if (claim_waits(h, lane, cur, v, &dead))
 					break;
 			}
 			/* SQ-R4: acq_rel CAS; the producer's SQ-R3 commit or this abort wins */

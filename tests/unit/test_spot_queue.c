@@ -1313,6 +1313,79 @@ static void test_host_writes_no_slot_line(void **state)
 }
 
 /*
+ * SQ-V1: the host's common path reads no tail word. With the lane's tail
+ * word scribbled far outside the head's window after three commits, take() still
+ * delivers the three (a COMMITTED word at the cursor proves the tail
+ * passed the slot) and complete_n() moves the head past them (advance()
+ * ends the run at the tail take() published); the bad tail is found when
+ * the lane looks empty before a sleep (the wait reads it there), and the
+ * next take() reports it. Before, take() refused at once with
+ * -ORBIT_ECORRUPT and the head stayed.
+ */
+static void test_committed_records_taken_and_freed_without_the_tail(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+	uint32_t pos[3];
+	uint64_t t;
+
+	fx_open(f, opts(8, 1024, 2, 128));
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 16, (uint8_t)i, NULL), 0);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	t = atomic_load(&raw_lanes(f)[0].tail);
+	assert_int_equal(t, 3ull | (48ull << 32));
+	atomic_store(&raw_lanes(f)[0].tail, UINT64_MAX);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(((uint8_t *)f->recs[i].payload)[0], i);
+		pos[i] = f->recs[i].pos;
+	}
+	assert_int_equal(orbit__spotq_complete_n(h, 0, pos, 3, NULL), 0);
+	assert_int_equal(atomic_load(&raw_lanes(f)[0].head), 3ull | (48ull << 32));
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 0);
+	/* the wait's look before a sleep finds the tail past an empty-looking cursor */
+	assert_int_equal(orbit__spotq_host_wait(h, 0, 0), 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)),
+			 -ORBIT_ECORRUPT);
+	atomic_store(&raw_lanes(f)[0].tail, t);
+	check_ok(f->q);
+	pass_one(f, h, 16, 7);
+	orbit__spotq_host_close(h);
+}
+
+/*
+ * The other half of SQ-V1's empty test: bad bytes that make a slot the
+ * tail passed look FREE. take() calls the lane empty without the tail; the
+ * wait reads the tail before it sleeps, sees it past the cursor and does
+ * not sleep, and the next take() resolves the slot (counted corrupt) and
+ * delivers the record behind it. Without that look the lane would wait
+ * for good.
+ */
+static void test_passed_slot_that_looks_free_found_before_a_sleep(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+
+	fx_open(f, opts(8, 1024, 2, 128));
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 16, (uint8_t)i, NULL), 0);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 1, f->buf, sizeof(f->buf)), 1);
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	atomic_store(&raw_slots(f, 0)[1].commit, 0); /* FREE: looks unclaimed */
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 0);
+	assert_int_equal(orbit__spotq_host_wait(h, 2000000000ll, 0), 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
+	assert_int_equal(((uint8_t *)f->recs[0].payload)[0], 2);
+	assert_int_equal(counters(f->q).corrupt[0], 1);
+	assert_non_null(strstr(orbit__spotq_host_last_corrupt(h), "not claimed for its lap"));
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	assert_int_equal(counters(f->q).depth[0], 0);
+	orbit__spotq_host_close(h);
+}
+
+/*
  * orbit__spotq_complete_n: a batch completed at once, out of order; one
  * record of the batch not taken stops it with -EINVAL at its index, the
  * ones before it are done and their prefix is freed; a fenced host
@@ -1579,6 +1652,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_bad_slot_at_tail_reset_by_host_and_empty_payload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_host_writes_no_slot_line, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_committed_records_taken_and_freed_without_the_tail,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_passed_slot_that_looks_free_found_before_a_sleep,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_complete_n_batch_codes_and_prefix, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_racing_advances_never_rewrite_a_reused_ack,

@@ -51,6 +51,30 @@
  *   SQ-F2 H: the head CAS is seq_cst, then a seq_cst load of the room
  *            doorbell's sleeping word; pairs with SQ-D2 (P announces, fence,
  *            re-checks with seq_cst loads), the same argument
+ *   SQ-V1 H: the argument (no partner: it is not an access; it chains the
+ *            release and acquire pairs SQ-R2/SQ-A2, SQ-R3/SQ-A5 and SQ-R4) that
+ *            lets the host decide from the commit word at its cursor without
+ *            reading the tail: a commit word COMMITTED or ABORTED for its lap,
+ *            read with the acquire of SQ-A5, shows that the tail passed the
+ *            slot and that the slot's resv is visible. The resv of lap T takes
+ *            one value only, (B, len) with B the tail word's bytes at index T
+ *            and len the claimer's row claim, from the claimer's plain store in
+ *            own_tail() or a helper's CAS in help_tail() (a late helper's CAS
+ *            fails there). COMMITTED is written by the claimer's commit CAS
+ *            (release) after own_tail(), which either stored resv itself
+ *            (program order) or found the tail moved (acquire): the tail CAS
+ *            that passed T (release; every later tail write is a CAS, so it
+ *            heads the release sequence the claimer read from) followed that
+ *            helper's resv CAS, which therefore happens before the commit; a
+ *            helper whose resv CAS failed read another writer's (B, len)
+ *            there, and read-read coherence gives the host that value or a
+ *            later one, the same. ABORTED is written by a host's abort CAS
+ *            (acq_rel) only after that host read the tail past T (acquire), so
+ *            the same chain runs through the aborting host. Either way the tail
+ *            passed T before the word was written: a cursor moved past a
+ *            COMMITTED or ABORTED slot never passes the tail, and the tail word
+ *            at index T + 1 held (T + 1, B + len), the value take() publishes
+ *            as tail_seen for advance() after a validated record.
  * Counters are relaxed: statistics, they order nothing.
  */
 #include "config.h"
@@ -1703,8 +1727,7 @@ static int take_tail(const struct lane_geo *g, uint64_t *hw, uint64_t *t)
 static inline void tail_note(const struct lane_geo *g, uint32_t base, uint64_t c, uint64_t *seen,
 			     bool *have)
 {
-	if (!*have ||
-	    mod_sub(pw_idx(c), base, g->wi) >= mod_sub(pw_idx(*seen), base, g->wi)) {
+	if (!*have || mod_sub(pw_idx(c), base, g->wi) >= mod_sub(pw_idx(*seen), base, g->wi)) {
 		*seen = c;
 		*have = true;
 	}
@@ -1773,17 +1796,19 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 		uint32_t rlen;
 		const char *why;
 
-		if (cw_pos(v) != cur || (cw_state(v) != CW_COMMITTED && cw_state(v) != CW_ABORTED)) {
+		if (cw_pos(v) != cur ||
+		    (cw_state(v) != CW_COMMITTED && cw_state(v) != CW_ABORTED)) {
 			/* The slow path: a record in progress, an empty lane, or bad bytes. */
-			bool unclaimed =
-			    cw_state(v) == CW_FREE || cw_pos(v) == mod_sub(cur, g->items, g->wi);
+			bool unclaimed = cw_state(v) == CW_FREE ||
+					 cw_pos(v) == mod_sub(cur, g->items, g->wi);
 
 			if (cw_pos(v) == cur && cw_state(v) == CW_CLAIMED) {
 				judged = v;
 				have_judged = true;
 				if (claim_waits(h, lane, cur, v, &dead))
 					break; /* alive and within the bound: the lane waits for it */
-			} else if (unclaimed && !(h->suspect[lane] && h->suspect_pos[lane] == cur)) {
+			} else if (unclaimed &&
+				   !(h->suspect[lane] && h->suspect_pos[lane] == cur)) {
 				break; /* nothing claimed here: the tail cannot have passed it */
 			}
 			r = take_tail(g, &hw, &t);
@@ -1806,8 +1831,8 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 					 */
 					help_tail(h->q, g, lane, t, v);
 					/* SQ-A4 again, after helping */
-					if (atomic_load_explicit(&g->w->tail, memory_order_acquire) !=
-					    t)
+					if (atomic_load_explicit(&g->w->tail,
+								 memory_order_acquire) != t)
 						continue;
 				} else if (!unclaimed) {
 					/*

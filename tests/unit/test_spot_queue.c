@@ -1652,10 +1652,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_bad_slot_at_tail_reset_by_host_and_empty_payload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_host_writes_no_slot_line, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_committed_records_taken_and_freed_without_the_tail,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_passed_slot_that_looks_free_found_before_a_sleep,
-						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_committed_records_taken_and_freed_without_the_tail, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_passed_slot_that_looks_free_found_before_a_sleep, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_complete_n_batch_codes_and_prefix, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_racing_advances_never_rewrite_a_reused_ack,

@@ -30,7 +30,9 @@
  *   SQ-A7 H: acquire of the head, pairs with SQ-R5 (an older host's or a helper's)
  *   SQ-R8/SQ-A9 H: release store / acquire load of the host handle's
  *            tail_seen (process-local; complete() runs on any host thread):
- *            the SQ-A4 view of the thread that read that tail comes with it
+ *            the SQ-A4 view of the thread that read that tail, or the SQ-A5
+ *            view of the take() that derived it from a validated record
+ *            (SQ-V1), comes with it
  *   SQ-O1/SQ-O2 P: producer row owner CAS (acquire) / close (release): a
  *            previous tenure's row words before a new producer uses them
  *   SQ-G1 H: acquire of host_gen at every host call, pairs with SQ-T2
@@ -269,10 +271,12 @@ struct orbit_spotq_host {
 	char last_corrupt[128];
 	pid_t pid;
 	/*
-	 * Per lane: a tail word this host read (SQ-A4), the first at takeover.
-	 * advance() frees up to it and reads the tail again only when the head
-	 * has reached it or it lies outside the head's window (producers write
-	 * the tail at every submit: a cross-CPU miss per record saved).
+	 * Per lane: a value the tail word held that this host knows, the first
+	 * read at takeover: a tail read (SQ-A4), or the one take() derives from
+	 * its last validated record (SQ-V1: the tail CAS that passed it).
+	 * advance() frees up to it and reads the tail again only when the ack
+	 * at it is already freeable or it lies outside the head's window
+	 * (producers write the tail at every submit: a cross-CPU miss saved).
 	 * complete() may run on several threads, hence atomic (SQ-R8/SQ-A9).
 	 */
 	_Atomic uint64_t tail_seen[2];
@@ -2117,7 +2121,7 @@ static uint32_t head_bytes_after(const struct lane_geo *g, uint32_t H, uint32_t 
 	if (next == pw_idx(t))
 		c = pw_bytes(t);
 	else
-		/* relaxed: ordered by SQ-A4 (the tail passed it) */
+		/* relaxed: ordered by SQ-A4 or SQ-A9 (the tail passed it) */
 		c = pw_idx(atomic_load_explicit(&slot_at(g, next)->resv, memory_order_relaxed));
 	if (c < g->wb && mod_sub(c, HB, g->wb) <= room) {
 		*bad = pw_idx(resv) != HB || c != mod_add(HB, pw_bytes(resv), g->wb);
@@ -2139,12 +2143,14 @@ int orbit__spotq_advance(orbit_spotq_host_t *h, uint32_t lane)
 		return r;
 	g = &h->q->lane[lane];
 	/*
-	 * The tail this host read last (SQ-A9: acquire, pairs with SQ-R8 of the
-	 * thread that stored it after its own SQ-A4). A tail that old has
+	 * The tail this host knows (SQ-A9: acquire, pairs with SQ-R8 of the
+	 * thread that stored it after its own SQ-A4, or of the take() that
+	 * derived it, SQ-V1). A tail that old has
 	 * passed fewer slots, never others: every slot below it has its resv,
 	 * and the tail word at H + 1 held the end of H's bytes whenever it was
 	 * read. It is read again (once per head value walked from: `fresh`)
-	 * when the walk has reached it or it lies outside the head's window;
+	 * when the walk has reached it and the ack there is freeable already,
+	 * or it lies outside the head's window;
 	 * only a tail read after the head, on a head that has not moved since,
 	 * decides "corrupt" (a thread preempted mid-walk sees a moved head).
 	 */

@@ -466,7 +466,10 @@ void orbit__spotq_host_close(orbit_spotq_host_t *h);
  * In-progress records of dead producers, or of alive ones past the unblock
  * bound, are aborted on the way; corrupt ones are counted, skipped and
  * reported (orbit__spotq_host_last_corrupt()). The batch stops at a record
- * still being written. While an aborted record whose producer had not
+ * still being written. Decides from the commit word at the cursor
+ * (COMMITTED or ABORTED for its lap: the tail passed it, SQ-V1) and reads
+ * the tail only on its slow path (a claimer to abort, bad bytes, a slot
+ * the wait found suspect): no tail read per record or per batch. While an aborted record whose producer had not
  * retired holds the head, each call checks it again and advances the head
  * once the producer retired or died (nothing rings for that).
  * Context: one thread at a time per host handle (complete() may run on others);
@@ -558,7 +561,10 @@ uint32_t orbit__spotq_host_seq(const orbit_spotq_host_t *h);
  * seq again under its bucket lock). No wake is lost: a producer that
  * committed before the announce is seen by the re-check, one after it
  * rings (seq moves), and a kick (a worker, stop, the death watcher) after
- * @seen moved seq too. While a record in @lanes is being written, or an
+ * @seen moved seq too. The re-check reads the commit word at each
+ * lane's cursor (SQ-V1 in spot_queue.c), and the tail only when that slot
+ * is unclaimed: a tail past it (bad bytes made a passed slot look free)
+ * returns 1, and the next take() resolves the slot. While a record in @lanes is being written, or an
  * aborted record whose producer has not retired holds a lane's head, the
  * sleep is cut to its stall poll (10 ms). With @lanes, no sleep lasts
  * longer than the queue's unblock bound (a producer that claimed after the
@@ -568,8 +574,8 @@ uint32_t orbit__spotq_host_seq(const orbit_spotq_host_t *h);
  * Before the announce, with @lanes and a @timeout_ns other than 0, the
  * host polls without announcing for its poll budget (at most 20 us, or
  * the fixed budget of orbit__spotq_host_set_poll(); cut to @timeout_ns,
- * and its time counts against @timeout_ns): it spins 2 us between looks at the lanes' tails (and at
- * the cursor's commit word once a tail passed it) and at seq, so a
+ * and its time counts against @timeout_ns): it spins 2 us between looks at
+ * the commit word at each lane's cursor (never the tail word) and at seq, so a
  * producer that streams records is not rung at every catch-up. The
  * budget adapts after each wait (orbit__spotq_poll_next()); it is 0 on a
  * machine with one CPU and after the poll was preempted (a busy CPU: the

@@ -148,6 +148,8 @@ _Static_assert(offsetof(struct orbit_spotq_slot, target) == 64, "target on line 
 #define POLL_MAX_NS 20000ull
 #define POLL_MIN_NS 1000ull
 #define POLL_LOOK_NS 2000ull /* the poll's spin between two looks at the lanes */
+/* submit() asks for the slot this many ahead of its own (prefetch_w()) */
+#define PREFETCH_SLOTS 4u
 
 static inline uint64_t cw_make(uint32_t pos, uint32_t st, uint32_t row, uint32_t gen)
 {
@@ -1172,7 +1174,7 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	uint64_t h, t, v, mine, seq;
 	struct retry st = { UINT64_MAX, UINT64_MAX, 0 };
 	uint32_t T, B, len, tn = 0;
-	uint64_t now;
+	uint64_t now, used = 0;
 	int lane;
 
 	if (!p || !sub)
@@ -1217,6 +1219,8 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 		}
 		uint64_t used_i = mod_sub(T, pw_idx(h), g->wi);
 		uint64_t used_b = mod_sub(B, pw_bytes(h), g->wb);
+
+		used = used_i;
 		if (used_i > g->items || used_b > g->bytes) {
 			if (head_refresh(p, g, lane, h, now))
 				continue; /* our head is older than the tail's lap window */
@@ -1299,13 +1303,21 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	retire(p, (uint32_t)lane, T, len, 0);
 	row_count(&p->row->accepted[lane]);
 	/*
-	 * The next record of this lane most likely goes to slot T + 1 and to
-	 * the bytes after ours: ask for both lines exclusively now, so that the
-	 * next claim CAS and copy do not stall on taking them back from the
-	 * host CPU, which read them a lap ago (a hint: no order, no effect on
-	 * the words; a wrong guess costs one line).
+	 * The next records of this lane most likely go to slots T + 1, T + 2,
+	 * ... and to the bytes after ours: ask for those lines exclusively
+	 * now, so that the claim CAS and the copy do not stall on taking them
+	 * back from the host CPU, which read them a lap ago (a hint: no order,
+	 * no effect on the words; a wrong guess costs one line). The slot
+	 * PREFETCH_SLOTS ahead, not the next one: between this commit and the
+	 * next claim there is less time than a line takes to come back across
+	 * CPUs, and the claim CAS waited for the rest (measured: the claim CAS
+	 * took 32% of submit's samples one slot ahead, 17% four ahead). Only
+	 * while that slot's previous lap is freed by the head this submit
+	 * decided on: else the host may still read it (a full lane), and the
+	 * next slot is asked for as before.
 	 */
-	prefetch_w(slot_at(g, (uint32_t)mod_add(T, 1, g->wi)));
+	prefetch_w(slot_at(
+	    g, (uint32_t)mod_add(T, used + PREFETCH_SLOTS < g->items ? PREFETCH_SLOTS : 1, g->wi)));
 	prefetch_w(g->data + byte_at(g, (uint64_t)B + len));
 	if (seq_out)
 		*seq_out = seq;

@@ -871,24 +871,37 @@ static inline size_t target_len(uint32_t kind)
 #define SUM_K2 ORBIT__WY2
 #define SUM_K3 ORBIT__WY3
 
-/* Fold @n bytes at @p into the two chains @a, @b: 32 bytes per round, then 16, the rest padded. */
-static inline void sum_bytes(uint64_t *a, uint64_t *b, const uint8_t *p, size_t n)
+/* The 8 bytes at @p as a word (an unaligned load; memcpy is the portable spelling). */
+static inline uint64_t load64(const uint8_t *p)
 {
-	uint64_t w[4], x = *a, y = *b;
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/*
+ * Fold @n bytes at @p into the two chains @a, @b: 32 bytes per round, then
+ * 16, the rest padded. Whole words are loaded straight into registers (a
+ * copy into a word array first went through the stack at every round).
+ */
+static inline __attribute__((always_inline)) void sum_bytes(uint64_t *a, uint64_t *b,
+							    const uint8_t *p, size_t n)
+{
+	uint64_t x = *a, y = *b;
 
 	for (; n >= 32; n -= 32, p += 32) {
-		memcpy(w, p, 32);
-		x = orbit__mum(w[0] ^ SUM_K0 ^ x, w[1] ^ x);
-		y = orbit__mum(w[2] ^ SUM_K1 ^ y, w[3] ^ y);
+		x = orbit__mum(load64(p) ^ SUM_K0 ^ x, load64(p + 8) ^ x);
+		y = orbit__mum(load64(p + 16) ^ SUM_K1 ^ y, load64(p + 24) ^ y);
 	}
 	if (n >= 16) {
-		memcpy(w, p, 16);
-		x = orbit__mum(w[0] ^ SUM_K2 ^ x, w[1] ^ x);
+		x = orbit__mum(load64(p) ^ SUM_K2 ^ x, load64(p + 8) ^ x);
 		p += 16;
 		n -= 16;
 	}
 	if (n) {
-		w[0] = w[1] = 0;
+		uint64_t w[2] = { 0, 0 };
+
 		memcpy(w, p, n);
 		y = orbit__mum(w[0] ^ SUM_K3 ^ y, w[1] ^ y);
 	}
@@ -901,8 +914,8 @@ static inline void sum_bytes(uint64_t *a, uint64_t *b, const uint8_t *p, size_t 
  * bytes of its kind and its contiguous payload (@n bytes at @p). The
  * lengths are in the first words, so where a piece ends is summed too.
  */
-static uint64_t record_sum(uint32_t pos, const struct orbit_spotq_slot *m, const uint8_t *p,
-			   uint32_t n)
+static inline __attribute__((always_inline)) uint64_t
+record_sum(uint32_t pos, const struct orbit_spotq_slot *m, const uint8_t *p, uint32_t n)
 {
 	uint64_t a = orbit__mum((uint64_t)pos << 32 ^ m->payload_len ^ SUM_K0,
 				m->producer_seq ^ SUM_K1);

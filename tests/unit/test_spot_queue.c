@@ -1313,6 +1313,70 @@ static void test_host_writes_no_slot_line(void **state)
 }
 
 /*
+ * Layout 4's record checksum is part of the layout: a host must accept a
+ * record summed by any build of the same layout version. Three records
+ * written into the segment by hand (Spot, Actor, timer: the target bytes
+ * of each kind), with the sums the layout-4 code of 2026-12-01 gave for
+ * them, are taken whole and uncounted by the checker. A change of the sum
+ * (its constants, its word order, the fields it covers) fails here and
+ * needs a new layout version.
+ */
+static void test_checksum_known_answers_of_layout_4(void **state)
+{
+	static const uint64_t sum[3] = { 0xd77a89300bec2cc6ull, 0xa6dcd1ed9317ea50ull,
+					 0x4599598db660f778ull };
+	static const char tn[] = "tick-tock-timer-name-of-some-length";
+	struct fx *f = *state;
+	struct orbit_spotq_slot *sl;
+	orbit_spotq_host_t *h;
+	orbit_seg_t *seg;
+	uint8_t *data;
+	uint32_t pos[3];
+
+	fx_open(f, opts(8, 1024, 2, 128));
+	seg = orbit__spotq_seg(f->q);
+	data =
+	    (uint8_t *)seg->base +
+	    ((struct orbit_spotq_shm *)((char *)seg->base + ORBIT_SEG_HEADER_BYTES))->data_off[0];
+	sl = raw_slots(f, 0);
+	for (uint32_t i = 0; i < 3; i++) {
+		for (int b = 0; b < 56; b++) /* rounds of 32 and 16, then 8 padded */
+			data[56 * i + (uint32_t)b] = (uint8_t)(0xa0 + b);
+		memset(&sl[i].target, 0, sizeof(sl[i].target));
+		sl[i].kind = i + 1; /* Spot, Actor, timer */
+		sl[i].payload_len = 56;
+		sl[i].producer_seq = 42 + i;
+		sl[i].submit_ns = i == 0 ? 1234567 : i == 1 ? 1234999 : 1235999;
+		sl[i].member_row = 3;
+		sl[i].member_gen = 5;
+		if (i == 1)
+			sl[i].target.actor_id = 77;
+		if (i == 2)
+			memcpy(sl[i].target.timer_name, tn, sizeof(tn) - 1);
+		sl[i].checksum = sum[i];
+		atomic_store(&sl[i].resv, (uint64_t)(56 * i) | (56ull << 32));
+		/* COMMITTED (2) at pos i, producer row 3, member generation 5 */
+		atomic_store(&sl[i].commit, i | (2ull << 32) | (3ull << 35) | (5ull << 45));
+	}
+	atomic_store(&raw_lanes(f)[0].tail, 3ull | (168ull << 32));
+	check_ok(f->q);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 3);
+	assert_int_equal(counters(f->q).corrupt[0], 0);
+	assert_int_equal(f->recs[1].actor_id, 77);
+	assert_string_equal(f->recs[2].timer_name, tn);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(f->recs[i].producer_seq, 42 + i);
+		assert_int_equal(((uint8_t *)f->recs[i].payload)[55], 0xa0 + 55);
+		pos[i] = f->recs[i].pos;
+	}
+	assert_int_equal(orbit__spotq_complete_n(h, 0, pos, 3, NULL), 0);
+	assert_int_equal(counters(f->q).depth[0], 0);
+	check_ok(f->q);
+	orbit__spotq_host_close(h);
+}
+
+/*
  * SQ-V1: the host's common path reads no tail word. With the lane's tail
  * word scribbled far outside the head's window after three commits, take() still
  * delivers the three (a COMMITTED word at the cursor proves the tail
@@ -1652,6 +1716,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_bad_slot_at_tail_reset_by_host_and_empty_payload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_host_writes_no_slot_line, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checksum_known_answers_of_layout_4, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_committed_records_taken_and_freed_without_the_tail, setup, teardown),
 		cmocka_unit_test_setup_teardown(

@@ -574,7 +574,7 @@ uint32_t orbit__spotq_host_seq(const orbit_spotq_host_t *h);
  * Before the announce, with @lanes and a @timeout_ns other than 0, the
  * host polls without announcing for its poll budget (at most 20 us, or
  * the fixed budget of orbit__spotq_host_set_poll(); cut to @timeout_ns,
- * and its time counts against @timeout_ns): it spins 2 us between looks at
+ * and its time counts against @timeout_ns): it spins 5 us between looks at
  * the commit word at each lane's cursor (never the tail word) and at seq, so a
  * producer that streams records is not rung at every catch-up. The
  * budget adapts after each wait (orbit__spotq_poll_next()); it is 0 on a

@@ -211,15 +211,20 @@ static void stat_inc_rmw(orbit_lock_t *l, enum lock_stat s)
 }
 
 /*
- * The key hash (layout version 4): wyhash's multiply-fold. A byte string
- * of up to 16 bytes is two overlapping loads (never a byte past its end)
- * and one 64x64->128 multiply; longer ones fold 16 bytes per multiply.
- * Namespace and label are hashed independently (two multiply chains the
- * CPU runs side by side) with their lengths, so "ab"+"c" and "a"+"bc"
- * differ, then folded once more. The byte-loop tail and per-word chain of
- * version 3 cost ~10 ns of a ~25 ns lookup body (perf). Part of the
- * layout: the fingerprint hashes a fixed key with it, so a peer hashing
- * differently is refused.
+ * The key hash (layout version 5): wyhash's multiply-fold, once. Each of
+ * namespace and label becomes two words: up to 16 bytes by two
+ * overlapping loads (never a byte past its end: 8-16 bytes two 8-byte
+ * loads, 4-7 two 4-byte ones, 1-3 the first, middle and last byte); a
+ * longer part first folds 16 bytes per multiply into a seed that its last
+ * 16 bytes carry. The two parts' words, crossed (the label's second word
+ * rotated into the other half) and with both lengths in the high half of
+ * one, are the two inputs of one 64x64->128 multiply: labels of one
+ * length within one namespace map one to one onto the inputs, and "ab"
+ * and "abc" differ by their lengths. Version 4 folded each part, then the
+ * two results: three multiplies, two of them one after the other on
+ * every lookup's and mutation's dependency chain. Part of the layout: the
+ * fingerprint hashes a fixed key with it, so a peer hashing differently
+ * is refused.
  */
 #define HK0 ORBIT__WY0
 #define HK1 ORBIT__WY1
@@ -241,45 +246,46 @@ static inline uint64_t load32(const uint8_t *b)
 	return v;
 }
 
-static inline uint64_t str_hash(const void *p, size_t n, uint64_t seed)
+/* The two words of a key part of @n bytes at @p (see above); @seed only for n > 16. */
+static inline __attribute__((always_inline)) void part_words(const void *p, size_t n, uint64_t seed,
+							     uint64_t *a, uint64_t *c)
 {
 	const uint8_t *b = p;
-	uint64_t a, c;
 
-	seed ^= HK0 ^ n;
-	if (n <= 16) {
-		if (n >= 8) {
-			a = load64(b);
-			c = load64(b + n - 8);
-		} else if (n >= 4) {
-			a = load32(b);
-			c = load32(b + n - 4);
-		} else if (n) {
-			a = (uint64_t)b[0] << 16 | (uint64_t)b[n >> 1] << 8 | b[n - 1];
-			c = 0;
-		} else {
-			a = c = 0;
-		}
-	} else {
+	if (__builtin_expect(n > 16, 0)) {
 		size_t i = n;
 
 		for (; i > 16; i -= 16, b += 16)
 			seed = orbit__mum(load64(b) ^ HK1, load64(b + 8) ^ seed);
-		a = load64(b + i - 16); /* the last 16 bytes (overlapping: n > 16) */
-		c = load64(b + i - 8);
+		*a = load64(b + i - 16) ^ seed; /* the last 16 bytes (overlapping: n > 16) */
+		*c = load64(b + i - 8);
+	} else if (n >= 8) {
+		*a = load64(b);
+		*c = load64(b + n - 8);
+	} else if (n >= 4) {
+		*a = load32(b);
+		*c = load32(b + n - 4);
+	} else if (n) {
+		*a = (uint64_t)b[0] << 16 | (uint64_t)b[n >> 1] << 8 | b[n - 1];
+		*c = 0;
+	} else {
+		*a = *c = 0;
 	}
-	return orbit__mum(a ^ HK1, c ^ seed);
 }
 
-static inline uint64_t key_hash(const void *ns, size_t ns_len, const void *label, size_t label_len)
+static inline __attribute__((always_inline)) uint64_t key_hash(const void *ns, size_t ns_len,
+							       const void *label, size_t label_len)
 {
-	uint64_t x = str_hash(ns, ns_len, HK2), y = str_hash(label, label_len, HK1);
+	uint64_t a, b, c, d;
 
-	return orbit__mum(x ^ HK2, y ^ ((uint64_t)ns_len << 32 | label_len));
+	part_words(ns, ns_len, HK2, &a, &b);
+	part_words(label, label_len, HK0, &c, &d);
+	return orbit__mum(a ^ (d << 32 | d >> 32) ^ HK1,
+			  b ^ c ^ HK2 ^ ((uint64_t)ns_len << 48 | (uint64_t)label_len << 32));
 }
 
 /* The 32 bits the table stores (home slot: the low bits; control byte: the top 7). */
-static inline uint32_t hash32(const orbit_lock_key_t *key)
+static inline __attribute__((always_inline)) uint32_t hash32(const orbit_lock_key_t *key)
 {
 	return (uint32_t)key_hash(key->ns, key->ns_len, key->label, key->label_len);
 }
@@ -374,11 +380,11 @@ static inline bool meta_valid(uint32_t state, uint32_t ns_len, uint32_t label_le
  * for @n rounded up to 8 (every caller's buffer is ORBIT_LOCK_BYTES_MAX,
  * a multiple of 8, and @n <= it), so no variable-length tail copy.
  */
-static void key_load(const struct orbit_lock_slot *s, void *dst, size_t n)
+static inline void key_load(const struct orbit_lock_slot *s, void *dst, size_t n)
 {
 	uint8_t *d = dst;
 
-	for (size_t w = 0; w < (n + 7) / 8; w++) {
+	for (size_t w = 0; 8 * w < n; w++) {
 		uint64_t v = SLOT_LD(s, key_words[w]);
 
 		memcpy(d + 8 * w, &v, 8);
@@ -398,28 +404,38 @@ static inline bool slot_valid(const struct orbit_lock_slot *s)
 }
 
 /*
- * memcmp(a, b, n) == 0 inline: keys and owners are a few to a few dozen
- * bytes, and the libc call cost more than the compare (perf: 7% of a
- * lookup in memcmp and its PLT stub).
+ * memcmp(a, b, n) inline, as the bits that differ (0: equal): keys and
+ * owners are a few to a few dozen bytes, and the libc call cost more than
+ * the compare (perf: 7% of a lookup in memcmp and its PLT stub). Whole
+ * words, then the last 1-8 bytes by two overlapping loads (or the first,
+ * middle and last byte), with no branch on the bytes themselves. Every
+ * load of @a lies inside one of the 8-byte words counted from @a: a
+ * lookup compares the copy it has just stored word by word, and a load
+ * across two of those stores would wait for them to reach the cache
+ * instead of being forwarded.
  */
-static inline bool bytes_eq(const void *a, const void *b, size_t n)
+static inline __attribute__((always_inline)) uint64_t bytes_diff(const void *a, const void *b,
+								 size_t n)
 {
 	const uint8_t *x = a, *y = b;
+	uint64_t d = 0;
 
-	for (; n >= 8; n -= 8, x += 8, y += 8)
-		if (load64(x) != load64(y))
-			return false;
+	for (; n > 8; n -= 8, x += 8, y += 8)
+		d |= load64(x) ^ load64(y);
 	if (n >= 4)
-		return load32(x) == load32(y) && load32(x + n - 4) == load32(y + n - 4);
-	/* 0-3 bytes: the first, middle and last cover them all */
-	return !n || (x[0] == y[0] && x[n >> 1] == y[n >> 1] && x[n - 1] == y[n - 1]);
+		d |= (load32(x) ^ load32(y)) | (load32(x + n - 4) ^ load32(y + n - 4));
+	else if (n) /* 1-3 bytes: the first, middle and last cover them all */
+		d |= (uint64_t)(x[0] ^ y[0]) | (uint64_t)(x[n >> 1] ^ y[n >> 1]) |
+		     (uint64_t)(x[n - 1] ^ y[n - 1]);
+	return d;
 }
 
 /* @b (ns | label | ...) holds @k's namespace and label. */
 static inline __attribute__((always_inline)) bool key_bytes_eq(const uint8_t *b,
 							       const orbit_lock_key_t *k)
 {
-	return bytes_eq(b, k->ns, k->ns_len) && bytes_eq(b + k->ns_len, k->label, k->label_len);
+	return (bytes_diff(b, k->ns, k->ns_len) |
+		bytes_diff(b + k->ns_len, k->label, k->label_len)) == 0;
 }
 
 /* @n (<= 16 or any) bytes from @s to @d: short ones inline, without a libc call. */
@@ -1903,21 +1919,68 @@ static int busy_fast(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32, u
 	return -EAGAIN;
 }
 
-int orbit__lock_shm_lookup(orbit_lock_t *l, const orbit_lock_key_t *key, struct orbit_lock_entry *e)
+/* lookup_home()'s answer when the usual case does not hold: the general path decides. */
+#define LOOKUP_UNDECIDED 1
+
+/*
+ * The usual case of a lookup, inline and without the path scan: no
+ * compaction running (move_seq even, LK-A4/LK-A5), @k's entry in its home
+ * slot (the home's control byte carries @k's tag), one consistent copy of
+ * it (LK-A1/LK-F2), the clock read after the copy as in the general path.
+ * Returns 0 or -ENOENT (the entry expired) when that decided, else
+ * LOOKUP_UNDECIDED: anything else (another key at home, a slot being
+ * rewritten or failing validation, a compaction) is left to
+ * lookup_general(), which reads everything again. The key's fields are
+ * read once, before @e is written (@e might alias the key as far as the
+ * compiler knows): every instruction here costs a lookup its share, since
+ * the clock read waits for all of them (the vDSO's rdtscp).
+ */
+static inline __attribute__((always_inline)) int
+lookup_home(orbit_lock_t *l, const orbit_lock_key_t *k, struct orbit_lock_entry *e)
+{
+	uint32_t h32 = hash32(k), home = home_of(l, h32), seq, ol, keyb;
+	const struct orbit_lock_slot *s = &l->slots[home];
+	struct meta m;
+	/* LK-A4: acquire, pairs with LK-R4 in compact()/repair(): moves done */
+	uint64_t m1 = atomic_load_explicit(&l->hdr->move_seq, memory_order_acquire);
+
+	if ((m1 & 1u) ||
+	    ((ctrl_load(l, home >> 3) >> (8 * (home & 7))) & 0xffu) != ORBIT_LOCK_CTRL_TAG(h32))
+		return LOOKUP_UNDECIDED;
+	/* LK-A1: acquire, pairs with LK-R1 in slot_end(): the bytes of that version */
+	seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+	ol = SLOT_LD(s, owner_len);
+	keyb = (uint32_t)(k->ns_len + k->label_len);
+	/* checked by seq; the key's lengths were checked by the caller, so
+	 * these equal lengths and an owner that fits are meta_valid()'s test */
+	if ((seq & 1u) ||
+	    atomic_load_explicit(&s->state, memory_order_relaxed) != ORBIT_LOCK_SLOT_OCCUPIED ||
+	    SLOT_LD(s, hash) != h32 || SLOT_LD(s, ns_len) != k->ns_len ||
+	    SLOT_LD(s, label_len) != k->label_len || ol - 1u >= ORBIT_LOCK_BYTES_MAX - keyb)
+		return LOOKUP_UNDECIDED;
+	m = (struct meta){ ORBIT_LOCK_SLOT_OCCUPIED, h32, (uint32_t)k->ns_len,
+			   (uint32_t)k->label_len, ol };
+	copy_entry(s, &m, home, e);
+	/* LK-F2: acquire fence, pairs with LK-F1 in slot_begin(): copy before re-check */
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&s->seq, memory_order_relaxed) != seq ||
+	    !key_bytes_eq(e->bytes, k))
+		return LOOKUP_UNDECIDED;
+	/* LK-A5: acquire fence, pairs with LK-F3 in compact(): probe before re-check */
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&l->hdr->move_seq, memory_order_relaxed) != m1)
+		return LOOKUP_UNDECIDED;
+	e->expired = e->deadline_ns <= now_mono(); /* after the copy, as lookup_general() */
+	return e->expired ? -ENOENT : 0;
+}
+
+/* Any path, with retries (the rest of orbit__lock_shm_lookup()). */
+static __attribute__((noinline)) int lookup_general(orbit_lock_t *l, const orbit_lock_key_t *key,
+						    uint32_t h32, struct orbit_lock_entry *e)
 {
 	struct lookup_budget budget = { LOOKUP_RETRIES, l };
-	uint32_t h32;
 	int rc;
 
-	if (!l || !e)
-		return -EINVAL;
-	rc = orbit__lock_check_key(key);
-	if (rc)
-		return rc;
-	/* not an RMW, no serializer: concurrent lookups of one handle may lose
-	 * a count; the fast path stays free of locked instructions */
-	stat_inc(l, ST_LOOKUPS);
-	h32 = hash32(key);
 	for (;;) {
 		/* LK-A4: acquire, pairs with LK-R4 in compact()/repair(): moves done */
 		uint64_t m1 = atomic_load_explicit(&l->hdr->move_seq, memory_order_acquire);
@@ -1944,6 +2007,22 @@ int orbit__lock_shm_lookup(orbit_lock_t *l, const orbit_lock_key_t *key, struct 
 		}
 		return rc;
 	}
+}
+
+int orbit__lock_shm_lookup(orbit_lock_t *l, const orbit_lock_key_t *key, struct orbit_lock_entry *e)
+{
+	int rc;
+
+	if (!l || !e)
+		return -EINVAL;
+	rc = orbit__lock_check_key(key);
+	if (rc)
+		return rc;
+	/* not an RMW, no serializer: concurrent lookups of one handle may lose
+	 * a count; the fast path stays free of locked instructions */
+	stat_inc(l, ST_LOOKUPS);
+	rc = lookup_home(l, key, e);
+	return rc != LOOKUP_UNDECIDED ? rc : lookup_general(l, key, hash32(key), e);
 }
 
 int orbit__lock_shm_foreach(orbit_lock_t *l, int (*fn)(const struct orbit_lock_entry *e, void *ctx),

@@ -62,7 +62,7 @@
 
 /* 2: slot.holder_pidfs_ino; 3: flags, holder_row/gen; 4: control bytes, expiry_ns,
  * ctrl_off, another key hash */
-#define ORBIT_LOCK_TABLE_VERSION 4u
+#define ORBIT_LOCK_TABLE_VERSION 5u
 #define ORBIT_LOCK_TABLE_MAGIC 0x4c4254544b434f4cull /* "LOCKTTBL" little-endian */
 
 enum orbit_lock_slot_state {

@@ -1239,12 +1239,13 @@ static void test_expired_entry_off_path_reclaimed_by_sweep(void **state)
 }
 
 /*
- * Layout version 4: a table a version-3 peer made (another slot layout:
- * no control bytes, another key hash) is refused with -ORBIT_EVERSION
- * and a message naming both versions, never read with this layout.
- * Mutation: ORBIT_LOCK_TABLE_VERSION left at 3 - the open succeeded.
+ * Layout version 5: a table a version-4 peer made (the same slots, another
+ * key hash: its entries would sit where this build never probes) is
+ * refused with -ORBIT_EVERSION and a message naming both versions, never
+ * read with this layout. Mutation: ORBIT_LOCK_TABLE_VERSION left at 4 -
+ * the open succeeded.
  */
-static void test_err_eversion_table_of_layout_version_3(void **state)
+static void test_err_eversion_table_of_layout_version_4(void **state)
 {
 	struct orbit_lock_options o = opts_for(fleet, NULL);
 	struct orbit_seg_header *sh = orbit__seg_header(orbit__lock_seg(L));
@@ -1252,9 +1253,9 @@ static void test_err_eversion_table_of_layout_version_3(void **state)
 	orbit_lock_t *x;
 
 	assert_int_equal(v, ORBIT_LOCK_TABLE_VERSION);
-	sh->layout_version = 3;
+	sh->layout_version = 4;
 	assert_int_equal(orbit_lock_open(&o, &x), -ORBIT_EVERSION);
-	assert_non_null(strstr(orbit_segment_last_error(), "layout version 3, expected 4"));
+	assert_non_null(strstr(orbit_segment_last_error(), "layout version 4, expected 5"));
 	sh->layout_version = v;
 	assert_int_equal(orbit_lock_open(&o, &x), 0);
 	orbit_lock_close(x);
@@ -2033,7 +2034,7 @@ static void test_acquire_with_flags_options_and_checker(void **state)
 	    T(test_ctrl_bytes_filter_rebuilt_never_evict),                                         \
 	    T(test_release_never_cuts_path_at_scribbled_empty_byte),                               \
 	    T(test_expired_entry_off_path_reclaimed_by_sweep),                                     \
-	    T(test_err_eversion_table_of_layout_version_3),                                        \
+	    T(test_err_eversion_table_of_layout_version_4),                                        \
 	    T(test_foreach_namespace_and_holder_alive),                                            \
 	    T(test_holder_alive_not_fooled_by_pid_reuse),                                          \
 	    T(test_lookup_miss_on_full_table_is_enoent),                                           \

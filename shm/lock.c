@@ -30,7 +30,6 @@
 #include "base/hash.h"
 #include "base/lock_backend.h"
 #include "base/options.h"
-#include "base/time.h"
 #include "shm/crashpoint.h"
 #include "shm/fork_guard.h"
 #include "shm/lock_internal.h"
@@ -211,6 +210,15 @@ static void stat_inc_rmw(orbit_lock_t *l, enum lock_stat s)
 }
 
 /*
+ * HOT: a step of a fast path (try_acquire, renew, release, lookup), forced
+ * inline into it: the calls between the small steps of one operation cost
+ * more than the steps. The one spelling of always_inline in this file; a
+ * slow path calls a step's out-of-line copy instead (the _slow wrappers
+ * below), so that the cold code does not carry copies of the hot.
+ */
+#define HOT static inline __attribute__((always_inline))
+
+/*
  * The key hash (layout version 5): wyhash's multiply-fold, once. Each of
  * namespace and label becomes two words: up to 16 bytes by two
  * overlapping loads (never a byte past its end: 8-16 bytes two 8-byte
@@ -247,8 +255,7 @@ static inline uint64_t load32(const uint8_t *b)
 }
 
 /* The two words of a key part of @n bytes at @p (see above); @seed only for n > 16. */
-static inline __attribute__((always_inline)) void part_words(const void *p, size_t n, uint64_t seed,
-							     uint64_t *a, uint64_t *c)
+HOT void part_words(const void *p, size_t n, uint64_t seed, uint64_t *a, uint64_t *c)
 {
 	const uint8_t *b = p;
 
@@ -273,8 +280,7 @@ static inline __attribute__((always_inline)) void part_words(const void *p, size
 	}
 }
 
-static inline __attribute__((always_inline)) uint64_t key_hash(const void *ns, size_t ns_len,
-							       const void *label, size_t label_len)
+HOT uint64_t key_hash(const void *ns, size_t ns_len, const void *label, size_t label_len)
 {
 	uint64_t a, b, c, d;
 
@@ -285,7 +291,7 @@ static inline __attribute__((always_inline)) uint64_t key_hash(const void *ns, s
 }
 
 /* The 32 bits the table stores (home slot: the low bits; control byte: the top 7). */
-static inline __attribute__((always_inline)) uint32_t hash32(const orbit_lock_key_t *key)
+HOT uint32_t hash32(const orbit_lock_key_t *key)
 {
 	return (uint32_t)key_hash(key->ns, key->ns_len, key->label, key->label_len);
 }
@@ -309,18 +315,6 @@ static uint64_t self_pidfs_ino(pid_t self)
 	uint64_t ino;
 
 	return orbit__pid_ino(self, &ino) ? 0 : ino;
-}
-
-#define HOT static inline __attribute__((always_inline))
-
-/*
- * The operations' clock: CLOCK_MONOTONIC, the clock of every deadline in
- * the table (orbit__now_mono_ns()'s), read inline from the vDSO: one call
- * level fewer on every mutation and lookup.
- */
-static inline uint64_t now_mono(void)
-{
-	return orbit__clock_ns(CLOCK_MONOTONIC);
 }
 
 /* ---- argument checks ---------------------------------------------------- */
@@ -414,8 +408,7 @@ static inline bool slot_valid(const struct orbit_lock_slot *s)
  * across two of those stores would wait for them to reach the cache
  * instead of being forwarded.
  */
-static inline __attribute__((always_inline)) uint64_t bytes_diff(const void *a, const void *b,
-								 size_t n)
+HOT uint64_t bytes_diff(const void *a, const void *b, size_t n)
 {
 	const uint8_t *x = a, *y = b;
 	uint64_t d = 0;
@@ -431,8 +424,7 @@ static inline __attribute__((always_inline)) uint64_t bytes_diff(const void *a, 
 }
 
 /* @b (ns | label | ...) holds @k's namespace and label. */
-static inline __attribute__((always_inline)) bool key_bytes_eq(const uint8_t *b,
-							       const orbit_lock_key_t *k)
+HOT bool key_bytes_eq(const uint8_t *b, const orbit_lock_key_t *k)
 {
 	return (bytes_diff(b, k->ns, k->ns_len) |
 		bytes_diff(b + k->ns_len, k->label, k->label_len)) == 0;
@@ -473,8 +465,7 @@ struct keyimg {
 };
 
 /* @k's bytes, then @olen owner bytes (lengths checked by the caller: <= the max). */
-static inline __attribute__((always_inline)) void
-keyimg_build(struct keyimg *ki, const orbit_lock_key_t *k, const void *owner, size_t olen)
+HOT void keyimg_build(struct keyimg *ki, const orbit_lock_key_t *k, const void *owner, size_t olen)
 {
 	uint8_t *b = (uint8_t *)ki->w;
 
@@ -510,18 +501,15 @@ static inline bool slot_words_eq(const struct orbit_lock_slot *s, const uint64_t
 }
 
 /* Serializer held, @s valid: its key bytes compared with the image's. */
-static inline __attribute__((always_inline)) bool slot_has_key(const struct orbit_lock_slot *s,
-							       uint32_t h32,
-							       const orbit_lock_key_t *k,
-							       const struct keyimg *ki)
+HOT bool slot_has_key(const struct orbit_lock_slot *s, uint32_t h32, const orbit_lock_key_t *k,
+		      const struct keyimg *ki)
 {
 	return SLOT_LD(s, hash) == h32 && SLOT_LD(s, ns_len) == k->ns_len &&
 	       SLOT_LD(s, label_len) == k->label_len && slot_words_eq(s, ki->w, ki->keyb);
 }
 
 /* Serializer held, @s valid and holding the image's key: its owner bytes compared too. */
-static inline __attribute__((always_inline)) bool slot_has_owner(const struct orbit_lock_slot *s,
-								 const struct keyimg *ki)
+HOT bool slot_has_owner(const struct orbit_lock_slot *s, const struct keyimg *ki)
 {
 	return SLOT_LD(s, owner_len) == ki->total - ki->keyb && slot_words_eq(s, ki->w, ki->total);
 }
@@ -704,6 +692,13 @@ HOT void slot_write(orbit_lock_t *l, uint32_t idx, const struct slot_content *c)
 	slot_end(s, seq);
 }
 
+/* slot_write() out of line, for the slow paths (compaction). */
+static __attribute__((noinline)) void slot_write_slow(orbit_lock_t *l, uint32_t idx,
+						      const struct slot_content *c)
+{
+	slot_write(l, idx, c);
+}
+
 /*
  * Serializer held: slot @idx becomes @state (TOMBSTONE or EMPTY) in one
  * seq window, then its control byte says so (never before: LK-R6).
@@ -777,6 +772,12 @@ HOT void slot_remove(orbit_lock_t *l, uint32_t idx)
 	}
 }
 
+/* slot_remove() out of line, for the slow paths (reclaims, the slot-by-slot probe). */
+static __attribute__((noinline)) void slot_remove_slow(orbit_lock_t *l, uint32_t idx)
+{
+	slot_remove(l, idx);
+}
+
 static uint64_t bump_revision(orbit_lock_t *l)
 {
 	/* relaxed load: serializer held; LK-R3: release, pairs with LK-A3 in
@@ -846,7 +847,7 @@ static void reclaim_as(orbit_lock_t *l, uint32_t idx, enum lock_stat st)
 	slot_to_entry(&l->slots[idx], idx, &e, 0);
 	publish(l, ORBIT_TRANSITION_RECLAIM, e.token, 0, rev, e.bytes, e.ns_len, e.bytes + e.ns_len,
 		e.label_len, e.bytes + e.ns_len + e.label_len, e.owner_len);
-	slot_remove(l, idx);
+	slot_remove_slow(l, idx);
 	bump_revision(l);
 	stat_inc(l, st);
 }
@@ -1137,7 +1138,7 @@ static void compact(orbit_lock_t *l)
 				.row = SLOT_LD(s, holder_row),
 				.gen = SLOT_LD(s, holder_gen),
 			};
-			slot_write(l, p, &c);
+			slot_write_slow(l, p, &c);
 			ORBIT_CRASHPOINT("lock.compact_after_copy");
 			slot_mark(l, i, ORBIT_LOCK_SLOT_TOMBSTONE);
 			moved = true;
@@ -1225,7 +1226,7 @@ static void probe_slots(orbit_lock_t *l, const orbit_lock_key_t *k, const struct
 
 		if (st == ORBIT_LOCK_SLOT_OCCUPIED && !slot_valid(s)) {
 			stat_inc(l, ST_CORRUPT);
-			slot_remove(l, i);
+			slot_remove_slow(l, i);
 			st = slot_state(s);
 		} else if (st != ORBIT_LOCK_SLOT_OCCUPIED && st != ORBIT_LOCK_SLOT_TOMBSTONE &&
 			   st != ORBIT_LOCK_SLOT_EMPTY) {
@@ -1270,9 +1271,8 @@ enum { PROBE_DONE, PROBE_AGAIN, PROBE_DISAGREE };
  * free home (byte and slot EMPTY), or @k's live entry at home. True when
  * one of them decided (*found, *free_idx set as probe_pass() sets them).
  */
-static inline __attribute__((always_inline)) bool
-probe_home(orbit_lock_t *l, const orbit_lock_key_t *k, const struct keyimg *ki, uint32_t h32,
-	   uint64_t now, uint32_t *found, uint32_t *free_idx)
+HOT bool probe_home(orbit_lock_t *l, const orbit_lock_key_t *k, const struct keyimg *ki,
+		    uint32_t h32, uint64_t now, uint32_t *found, uint32_t *free_idx)
 {
 	uint32_t home = home_of(l, h32), c = ctrl_get(l, home);
 	struct orbit_lock_slot *hs = &l->slots[home];
@@ -1297,8 +1297,8 @@ static int probe_pass(orbit_lock_t *l, const orbit_lock_key_t *k, const struct k
 	uint32_t home = home_of(l, h32);
 	uint64_t tagw = ORBIT_LOCK_CTRL_TAG(h32) * CW_LSB;
 
-	if (probe_home(l, k, ki, h32, now, found, free_idx))
-		return PROBE_DONE;
+	/* no probe_home() again: the caller checked home, and the scan below
+	 * starts at home's byte, so it decides those cases too */
 	*found = UINT32_MAX;
 	*free_idx = UINT32_MAX;
 	for (uint32_t kw = 0; kw <= l->nwords; kw++) {
@@ -1454,7 +1454,7 @@ int orbit__lock_shm_try_acquire_flags(orbit_lock_t *l, const orbit_lock_key_t *k
 	rc = enter(l);
 	if (rc)
 		return rc;
-	now = now_mono(); /* the operation's one clock read */
+	now = orbit__now_mono_ns(); /* the operation's one clock read */
 	if (ttl_ns > UINT64_MAX - now) {
 		rc = -EINVAL;
 		goto out;
@@ -1469,7 +1469,7 @@ int orbit__lock_shm_try_acquire_flags(orbit_lock_t *l, const orbit_lock_key_t *k
 		goto out;
 	}
 	if (free_idx == UINT32_MAX && sweep_expired(l, now))
-		probe_locked(l, key, &ki, h32, now, &found, &free_idx);
+		probe_locked_slow(l, key, &ki, h32, now, &found, &free_idx);
 	if (free_idx == UINT32_MAX) {
 		stat_inc(l, ST_FULL);
 		rc = -ENOSPC;
@@ -1520,7 +1520,7 @@ HOT int find_live(orbit_lock_t *l, const orbit_lock_key_t *key, const struct key
 {
 	uint32_t free_idx, h32 = hash32(key);
 
-	*now = now_mono(); /* the operation's one clock read */
+	*now = orbit__now_mono_ns(); /* the operation's one clock read */
 	maybe_sweep(l, *now);
 	probe_locked(l, key, ki, h32, *now, idx, &free_idx);
 	if (*idx == UINT32_MAX) {
@@ -1754,9 +1754,8 @@ static inline int read_entry(const struct orbit_lock_slot *s, const struct meta 
  * copied into @e), 1 (another key or a tombstone: go on), -ENOENT (EMPTY:
  * the path ends), -EAGAIN (the retry budget ran out), -ORBIT_ECORRUPT.
  */
-static inline __attribute__((always_inline)) int
-lookup_slot(orbit_lock_t *l, uint32_t i, const orbit_lock_key_t *k, uint32_t h32,
-	    struct orbit_lock_entry *e, struct lookup_budget *budget)
+HOT int lookup_slot(orbit_lock_t *l, uint32_t i, const orbit_lock_key_t *k, uint32_t h32,
+		    struct orbit_lock_entry *e, struct lookup_budget *budget)
 {
 	const struct orbit_lock_slot *s = &l->slots[i];
 
@@ -1902,7 +1901,7 @@ static int busy_fast(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32, u
 				return -EAGAIN;
 			if (!key_bytes_eq(e.bytes, k))
 				continue;
-			now = now_mono(); /* after the copy (see above) */
+			now = orbit__now_mono_ns(); /* after the copy (see above) */
 			if (e.deadline_ns <= now)
 				return -EAGAIN; /* expired: the serializer path reclaims it */
 			if (ttl_ns > UINT64_MAX - now)
@@ -1935,8 +1934,7 @@ static int busy_fast(orbit_lock_t *l, const orbit_lock_key_t *k, uint32_t h32, u
  * compiler knows): every instruction here costs a lookup its share, since
  * the clock read waits for all of them (the vDSO's rdtscp).
  */
-static inline __attribute__((always_inline)) int
-lookup_home(orbit_lock_t *l, const orbit_lock_key_t *k, struct orbit_lock_entry *e)
+HOT int lookup_home(orbit_lock_t *l, const orbit_lock_key_t *k, struct orbit_lock_entry *e)
 {
 	uint32_t h32 = hash32(k), home = home_of(l, h32), seq, ol, keyb;
 	const struct orbit_lock_slot *s = &l->slots[home];
@@ -1970,7 +1968,8 @@ lookup_home(orbit_lock_t *l, const orbit_lock_key_t *k, struct orbit_lock_entry 
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&l->hdr->move_seq, memory_order_relaxed) != m1)
 		return LOOKUP_UNDECIDED;
-	e->expired = e->deadline_ns <= now_mono(); /* after the copy, as lookup_general() */
+	e->expired = e->deadline_ns <=
+		     orbit__now_mono_ns(); /* after the copy, as lookup_general() */
 	return e->expired ? -ENOENT : 0;
 }
 
@@ -2001,7 +2000,7 @@ static __attribute__((noinline)) int lookup_general(orbit_lock_t *l, const orbit
 			continue;
 		}
 		if (rc == 0) {
-			e->expired = e->deadline_ns <= now_mono();
+			e->expired = e->deadline_ns <= orbit__now_mono_ns();
 			if (e->expired)
 				return -ENOENT;
 		}
@@ -2052,7 +2051,7 @@ int orbit__lock_shm_foreach(orbit_lock_t *l, int (*fn)(const struct orbit_lock_e
 				break;
 			if (read_entry(s, &m, seq, i, &e))
 				continue;
-			e.expired = e.deadline_ns <= now_mono();
+			e.expired = e.deadline_ns <= orbit__now_mono_ns();
 			int rc = fn(&e, ctx);
 			if (rc)
 				return rc;

@@ -85,16 +85,6 @@ int orbit__seg_refuse(int code, const orbit_seg_t *seg, const char *fmt, ...)
 	return code;
 }
 
-uint64_t orbit__now_mono_ns(void)
-{
-	return orbit__clock_ns(CLOCK_MONOTONIC);
-}
-
-uint64_t orbit__now_real_ns(void)
-{
-	return orbit__clock_ns(CLOCK_REALTIME);
-}
-
 uint64_t orbit__seg_fingerprint(const uint64_t *words, size_t n)
 {
 	uint64_t h = ORBIT__FNV64_BASIS;

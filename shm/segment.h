@@ -46,6 +46,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/time.h"
+
 #define ORBIT_SEG_MAGIC 0x4745534f4254524full /* "ORBTOSEG" little-endian */
 #define ORBIT_SEG_HEADER_BYTES 128u
 #define ORBIT_SEG_NAME_MAX 96u	 /* "/orbit.<fleet>.<name>" with NUL */
@@ -252,8 +254,20 @@ int orbit__seg_unlock(const orbit_seg_t *seg);
 /* Non-blocking: 0 when taken, -EWOULDBLOCK when another description holds it. */
 int orbit__seg_trylock(const orbit_seg_t *seg);
 
-/* CLOCK_MONOTONIC / CLOCK_REALTIME in ns (no allocation; vDSO, no syscall). */
-uint64_t orbit__now_mono_ns(void);
-uint64_t orbit__now_real_ns(void);
+/*
+ * CLOCK_MONOTONIC / CLOCK_REALTIME in ns: the one clock helper of shm/
+ * (the lock table's deadlines, the serializer's bounds, heartbeats),
+ * inline, so a lock operation reads the vDSO without a call into
+ * segment.c. Context: any thread; no allocation, vDSO (no syscall).
+ */
+static inline uint64_t orbit__now_mono_ns(void)
+{
+	return orbit__clock_ns(CLOCK_MONOTONIC);
+}
+
+static inline uint64_t orbit__now_real_ns(void)
+{
+	return orbit__clock_ns(CLOCK_REALTIME);
+}
 
 #endif /* ORBIT_SHM_SEGMENT_H */

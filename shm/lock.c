@@ -665,6 +665,8 @@ HOT void slot_write(orbit_lock_t *l, uint32_t idx, const struct slot_content *c)
 	uint32_t seq, nwords = (c->img->total + 7) / 8;
 
 	ctrl_set(l, idx, ORBIT_LOCK_CTRL_TAG(c->hash));
+	/* a kill here leaves an OCCUPIED byte over a slot that is not: repair() rebuilds it */
+	ORBIT_CRASHPOINT("lock.after_ctrl_set");
 	seq = slot_begin(s);
 	slot_set_state(s, ORBIT_LOCK_SLOT_TOMBSTONE);
 	ORBIT_CRASHPOINT("lock.after_tombstone");
@@ -847,6 +849,7 @@ static void reclaim_as(orbit_lock_t *l, uint32_t idx, enum lock_stat st)
 	slot_to_entry(&l->slots[idx], idx, &e, 0);
 	publish(l, ORBIT_TRANSITION_RECLAIM, e.token, 0, rev, e.bytes, e.ns_len, e.bytes + e.ns_len,
 		e.label_len, e.bytes + e.ns_len + e.label_len, e.owner_len);
+	ORBIT_CRASHPOINT("lock.reclaim_after_publish");
 	slot_remove_slow(l, idx);
 	bump_revision(l);
 	stat_inc(l, st);
@@ -889,6 +892,10 @@ static void ctrl_rebuild(orbit_lock_t *l)
 		}
 		/* LK-R6: release, pairs with LK-A7 in ctrl_load() */
 		atomic_store_explicit(&l->ctrl[wi], w, memory_order_release);
+		/* a kill here leaves the bytes half rebuilt (and move_seq odd when a
+		 * probe rebuilds): the next mutator's repair() rebuilds them all */
+		if (wi == 0)
+			ORBIT_CRASHPOINT("lock.rebuild_mid");
 	}
 	/* relaxed: serializer held */
 	atomic_store_explicit(&l->hdr->tombstones, tombs, memory_order_relaxed);

@@ -36,6 +36,7 @@
 
 struct shared {
 	_Atomic uint64_t max_token; /* largest token the child was handed */
+	_Atomic uint64_t max_rev;   /* largest state_revision a child's frames carried */
 };
 
 static struct shared *sh;
@@ -52,6 +53,7 @@ static const char *points[] = {
 	"lock.before_occupied",	       "lock.after_occupied",
 	"lock.remove_after_tombstone", "lock.renew_in_slot",
 	"lock.compact_after_copy",     "lock.before_unlock",
+	"lock.after_ctrl_set",
 };
 #define NPOINTS (sizeof(points) / sizeof(points[0]))
 
@@ -643,6 +645,188 @@ static void test_stopped_holder_bounded_wait_flock(void **state)
 	stopped_holder(ORBIT_LOCK_SERIALIZER_FLOCK, "lock.mid_bytes");
 }
 
+/* A child's transition sink: the largest state_revision its frames carried. */
+static void note_frame(void *ctx, const struct orbit_transition *t)
+{
+	uint64_t m = atomic_load(&sh->max_rev);
+
+	(void)ctx;
+	while (t->state_revision > m &&
+	       !atomic_compare_exchange_weak(&sh->max_rev, &m, t->state_revision))
+		;
+}
+
+/* Slot @i's control byte of @l (shm/lock_table.h); set to @c when >= 0. */
+static uint32_t ctrl_byte(orbit_lock_t *l, uint32_t i, int c)
+{
+	struct orbit_lock_table_hdr *h = orbit__lock_hdr(l);
+	_Atomic uint64_t *w = (_Atomic uint64_t *)((char *)h + h->ctrl_off) + i / 8;
+	unsigned sh8 = 8 * (i % 8);
+	uint64_t v = atomic_load(w);
+
+	if (c >= 0)
+		atomic_store(w, (v & ~(0xffull << sh8)) | (uint64_t)c << sh8);
+	return (uint32_t)(v >> sh8) & 0xffu;
+}
+
+/*
+ * A child that stops at @point (hit @nth) during one try_acquire of @label
+ * (publishing its frames to note_frame), then is SIGKILLed there. Returns
+ * 1 when it stopped there, 0 when it finished without reaching it.
+ */
+static int kill_acquirer_at(const char *point, uint64_t nth, const char *label)
+{
+	int st, stopped;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct orbit_lock_options o = opts();
+		orbit_lock_owner_t ow = { "child", 5 };
+		orbit_lock_key_t k = key_of(label);
+		struct orbit_lock_lease ls;
+		orbit_lock_t *l;
+		static int ctx;
+
+		if (orbit_lock_open(&o, &l) || orbit__lock_set_sink(l, note_frame, &ctx))
+			_exit(10);
+		orbit__crashpoint_arm(point, nth, ORBIT_CRASH_STOP);
+		if (orbit_lock_try_acquire(l, &k, &ow, CHILD_TTL_NS, &ls, NULL) == 0)
+			note_token(ls.token);
+		_exit(0);
+	}
+	stopped = wait_stop(pid, &st);
+	assert_true(stopped >= 0);
+	if (stopped == 1)
+		kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	if (stopped == 0)
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return stopped;
+}
+
+/* The parent's sink: the smallest revision of its change frames (REPAIR frames aside). */
+static uint64_t parent_min_rev;
+
+static void note_parent_frame(void *ctx, const struct orbit_transition *t)
+{
+	(void)ctx;
+	if (t->type != ORBIT_TRANSITION_REPAIR && t->state_revision < parent_min_rev)
+		parent_min_rev = t->state_revision;
+}
+
+/*
+ * After the kills: the parent's next mutation repairs (and may reclaim
+ * what a dead sweeper left); nothing torn, a larger token, and every
+ * change it publishes carries a revision above all a dead mutator's frames
+ * carried: never one a consumer already saw.
+ */
+static void expect_repaired(const char *after)
+{
+	orbit_lock_key_t probe = key_of("probe");
+	orbit_lock_owner_t parent = { "parent", 6 };
+	struct orbit_lock_lease ls;
+	struct orbit_lock_entry e;
+	static int ctx;
+	char why[160];
+
+	parent_min_rev = UINT64_MAX;
+	assert_int_equal(orbit__lock_set_sink(P, note_parent_frame, &ctx), 0);
+	assert_int_equal(orbit_lock_try_acquire(P, &probe, &parent, 1000000000, &ls, NULL), 0);
+	assert_int_equal(orbit__lock_set_sink(P, NULL, &ctx), 0);
+	assert_true(ls.token > atomic_load(&sh->max_token));
+	if (parent_min_rev <= atomic_load(&sh->max_rev))
+		fail_msg("after a kill at %s: a change after the repair has revision %lu, a dead "
+			 "mutator published %lu",
+			 after, (unsigned long)parent_min_rev,
+			 (unsigned long)atomic_load(&sh->max_rev));
+	assert_int_equal(orbit_lock_release(P, &probe, &parent, ls.token), 0);
+	if (orbit__lock_table_check(P, why, sizeof(why)))
+		fail_msg("after a kill at %s: %s", after, why);
+	assert_int_equal(orbit_lock_lookup(P, &probe, &e), -ENOENT);
+}
+
+/*
+ * A mutator killed while it rebuilds the control bytes (a probe met a byte
+ * no writer stores, 0x05, at its key's home): move_seq is left odd, so
+ * lookups answer -EAGAIN, and the bytes half rebuilt. The next mutator's
+ * repair makes move_seq even and rebuilds every byte: the checker finds
+ * nothing, lookups answer again, the next token is larger.
+ */
+static void kill_mid_rebuild(enum orbit_lock_serializer s)
+{
+	orbit_lock_key_t k = key_of("rebuild-key"), filler = key_of("filler0");
+	struct orbit_lock_entry e;
+	uint32_t home;
+
+	open_fleet(s);
+	atomic_store(&sh->max_token, 0);
+	atomic_store(&sh->max_rev, 0);
+	home = (uint32_t)orbit__lock_hash(&k) & (SLOTS - 1);
+	assert_int_equal(ctrl_byte(P, home, -1), 0u); /* a free home... */
+	ctrl_byte(P, home, 0x05);		      /* ...with a byte no writer stores */
+	assert_int_equal(kill_acquirer_at("lock.rebuild_mid", 1, "rebuild-key"), 1);
+	assert_true(atomic_load(&orbit__lock_hdr(P)->move_seq) & 1u);
+	assert_int_equal(orbit_lock_lookup(P, &filler, &e), -EAGAIN); /* before the repair */
+	expect_repaired("lock.rebuild_mid");
+	assert_int_equal(orbit_lock_lookup(P, &filler, &e), 0);
+	assert_int_equal(orbit_lock_lookup(P, &k, &e), -ENOENT); /* the dead child never had it */
+	close_fleet();
+}
+
+/* Killed mid-rebuild of the control bytes, FUTEX: repaired by the next mutator. */
+static void test_kill_mid_rebuild_futex(void **state)
+{
+	kill_mid_rebuild(ORBIT_LOCK_SERIALIZER_FUTEX);
+}
+
+/* Killed mid-rebuild of the control bytes, FLOCK: repaired by the next mutator. */
+static void test_kill_mid_rebuild_flock(void **state)
+{
+	kill_mid_rebuild(ORBIT_LOCK_SERIALIZER_FLOCK);
+}
+
+/*
+ * A sweep of expired entries publishes each RECLAIM frame before its
+ * commit: a mutator killed between the two (lock.reclaim_after_publish)
+ * left a frame carrying state_revision + 1 for a change that never
+ * happened. The repair burns that revision; a repairer killed after its
+ * REPAIR frame but before burning it (lock.repair_after_publish) leaves
+ * it unburnt again, for the next repair. The parent's next change must
+ * carry a revision above every one the dead children published, the
+ * table must check clean, the expired entry end reclaimed.
+ */
+static void kill_in_sweep_then_in_repair(enum orbit_lock_serializer s)
+{
+	orbit_lock_key_t ek = key_of("expiring");
+	orbit_lock_owner_t parent = { "parent", 6 };
+	struct orbit_lock_entry e;
+
+	open_fleet(s);
+	atomic_store(&sh->max_token, 0);
+	atomic_store(&sh->max_rev, 0);
+	assert_int_equal(orbit_lock_try_acquire(P, &ek, &parent, 1000000, NULL, NULL), 0);
+	usleep(5000); /* expired: the next mutation's sweep reclaims it */
+	assert_int_equal(kill_acquirer_at("lock.reclaim_after_publish", 1, "sweeper"), 1);
+	assert_true(atomic_load(&sh->max_rev) > 0); /* its RECLAIM frame */
+	assert_int_equal(kill_acquirer_at("lock.repair_after_publish", 1, "repairer"), 1);
+	expect_repaired("lock.reclaim_after_publish, then lock.repair_after_publish");
+	assert_int_equal(orbit_lock_lookup(P, &ek, &e), -ENOENT);
+	close_fleet();
+}
+
+/* Killed inside a sweep's reclaim, then inside the repair, FUTEX. */
+static void test_kill_in_sweep_and_repair_revision_burnt_futex(void **state)
+{
+	kill_in_sweep_then_in_repair(ORBIT_LOCK_SERIALIZER_FUTEX);
+}
+
+/* Killed inside a sweep's reclaim, then inside the repair, FLOCK. */
+static void test_kill_in_sweep_and_repair_revision_burnt_flock(void **state)
+{
+	kill_in_sweep_then_in_repair(ORBIT_LOCK_SERIALIZER_FLOCK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -651,6 +835,10 @@ int main(void)
 		cmocka_unit_test(test_kill_at_random_points_futex),
 		cmocka_unit_test(test_kill_at_random_points_flock),
 		cmocka_unit_test(test_kill_holder_key_free_after_ttl),
+		cmocka_unit_test(test_kill_mid_rebuild_futex),
+		cmocka_unit_test(test_kill_mid_rebuild_flock),
+		cmocka_unit_test(test_kill_in_sweep_and_repair_revision_burnt_futex),
+		cmocka_unit_test(test_kill_in_sweep_and_repair_revision_burnt_flock),
 		cmocka_unit_test_teardown(test_stopped_holder_bounded_wait_futex,
 					  reap_scenario_child),
 		cmocka_unit_test_teardown(test_stopped_holder_bounded_wait_flock,

@@ -82,8 +82,8 @@ static inline int orbit__lock_check_key(const orbit_lock_key_t *k)
 {
 	if (!k || (!k->ns && k->ns_len) || !k->label || !k->label_len)
 		return -EINVAL;
-	if (k->ns_len > ORBIT_LOCK_BYTES_MAX || k->label_len > ORBIT_LOCK_BYTES_MAX ||
-	    k->ns_len + k->label_len > ORBIT_LOCK_BYTES_MAX)
+	/* the second test is the sum's, without an overflow: ns_len is within the max */
+	if (k->ns_len > ORBIT_LOCK_BYTES_MAX || k->label_len > ORBIT_LOCK_BYTES_MAX - k->ns_len)
 		return -E2BIG;
 	return 0;
 }

@@ -222,7 +222,7 @@ static void stat_inc_rmw(orbit_lock_t *l, enum lock_stat s)
  * The key hash (layout version 5): wyhash's multiply-fold, once. Each of
  * namespace and label becomes two words: up to 16 bytes by two
  * overlapping loads (never a byte past its end: 8-16 bytes two 8-byte
- * loads, 4-7 two 4-byte ones, 1-3 the first, middle and last byte); a
+ * loads, 4-7 two 4-byte ones, 2-3 two 2-byte ones, 1 the byte); a
  * longer part first folds 16 bytes per multiply into a seed that its last
  * 16 bytes carry. The two parts' words, crossed (the label's second word
  * rotated into the other half) and with both lengths in the high half of
@@ -254,6 +254,14 @@ static inline uint64_t load32(const uint8_t *b)
 	return v;
 }
 
+static inline uint64_t load16(const uint8_t *b)
+{
+	uint16_t v;
+
+	memcpy(&v, b, 2);
+	return v;
+}
+
 /* The two words of a key part of @n bytes at @p (see above); @seed only for n > 16. */
 HOT void part_words(const void *p, size_t n, uint64_t seed, uint64_t *a, uint64_t *c)
 {
@@ -272,8 +280,11 @@ HOT void part_words(const void *p, size_t n, uint64_t seed, uint64_t *a, uint64_
 	} else if (n >= 4) {
 		*a = load32(b);
 		*c = load32(b + n - 4);
+	} else if (n >= 2) {
+		*a = load16(b) | load16(b + n - 2) << 16;
+		*c = 0;
 	} else if (n) {
-		*a = (uint64_t)b[0] << 16 | (uint64_t)b[n >> 1] << 8 | b[n - 1];
+		*a = b[0];
 		*c = 0;
 	} else {
 		*a = *c = 0;
@@ -377,12 +388,13 @@ static inline bool meta_valid(uint32_t state, uint32_t ns_len, uint32_t label_le
 static inline void key_load(const struct orbit_lock_slot *s, void *dst, size_t n)
 {
 	uint8_t *d = dst;
+	size_t w = 0;
 
-	for (size_t w = 0; 8 * w < n; w++) {
+	do { /* n 0 copies one word: room for it in every caller's buffer */
 		uint64_t v = SLOT_LD(s, key_words[w]);
 
 		memcpy(d + 8 * w, &v, 8);
-	}
+	} while (8 * ++w < n);
 }
 
 /* The stored key and owner lengths (never more than the slot holds once meta_valid). */
@@ -401,8 +413,8 @@ static inline bool slot_valid(const struct orbit_lock_slot *s)
  * memcmp(a, b, n) inline, as the bits that differ (0: equal): keys and
  * owners are a few to a few dozen bytes, and the libc call cost more than
  * the compare (perf: 7% of a lookup in memcmp and its PLT stub). Whole
- * words, then the last 1-8 bytes by two overlapping loads (or the first,
- * middle and last byte), with no branch on the bytes themselves. Every
+ * words, then the last 1-8 bytes by two overlapping loads (of 4 or 2
+ * bytes, or the one byte), with no branch on the bytes themselves. Every
  * load of @a lies inside one of the 8-byte words counted from @a: a
  * lookup compares the copy it has just stored word by word, and a load
  * across two of those stores would wait for them to reach the cache
@@ -417,9 +429,10 @@ HOT uint64_t bytes_diff(const void *a, const void *b, size_t n)
 		d |= load64(x) ^ load64(y);
 	if (n >= 4)
 		d |= (load32(x) ^ load32(y)) | (load32(x + n - 4) ^ load32(y + n - 4));
-	else if (n) /* 1-3 bytes: the first, middle and last cover them all */
-		d |= (uint64_t)(x[0] ^ y[0]) | (uint64_t)(x[n >> 1] ^ y[n >> 1]) |
-		     (uint64_t)(x[n - 1] ^ y[n - 1]);
+	else if (n >= 2) /* 2-3 bytes: the first two and the last two cover them */
+		d |= (load16(x) ^ load16(y)) | (load16(x + n - 2) ^ load16(y + n - 2));
+	else if (n)
+		d |= (uint64_t)(x[0] ^ y[0]);
 	return d;
 }
 

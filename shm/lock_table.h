@@ -61,7 +61,8 @@
 #include <orbit/lock.h>
 
 /* 2: slot.holder_pidfs_ino; 3: flags, holder_row/gen; 4: control bytes, expiry_ns,
- * ctrl_off, another key hash */
+ * ctrl_off, another key hash; 5: the one-fold key hash (the bytes of every
+ * field unchanged; keys sit in other slots) */
 #define ORBIT_LOCK_TABLE_VERSION 5u
 #define ORBIT_LOCK_TABLE_MAGIC 0x4c4254544b434f4cull /* "LOCKTTBL" little-endian */
 

@@ -199,6 +199,7 @@ static void test_hash_vectors_and_layout_values_unchanged(void **state)
 {
 	orbit_lock_key_t k = { "runtime.tasks.pool", 18, "worker-3", 8 };
 	orbit_lock_key_t k2 = { "ns", 2, "abcdefghijk", 11 };
+	orbit_lock_key_t k3 = { "ab", 2, "xyz", 3 }, k4 = { "", 0, "q", 1 };
 	uint64_t w[] = { 1, 228, 0xdeadbeefcafef00dull, 7 };
 
 	(void)state;
@@ -213,7 +214,10 @@ static void test_hash_vectors_and_layout_values_unchanged(void **state)
 	 * (version 4: 0x917159c6ac331e85, 0x40a2b4f13cb7f9c6; version 3:
 	 * 0x0f7a7a9484852ef4, 0xed3830aef0737ddd) */
 	assert_int_equal(orbit__lock_hash(&k), 0xc011174c981f5ca0ull);
-	assert_int_equal(orbit__lock_hash(&k2), 0x77ea35d8ac99725eull);
+	assert_int_equal(orbit__lock_hash(&k2), 0x2d8dcaed4b6df432ull);
+	/* parts of 0-3 bytes (two 2-byte loads, the one byte, none) */
+	assert_int_equal(orbit__lock_hash(&k3), 0xb67c82ae8a037435ull);
+	assert_int_equal(orbit__lock_hash(&k4), 0x6e7535f5c5941fcbull);
 	assert_int_equal(orbit__seg_fingerprint(w, 4), 0xa4e7d3b240a61710ull);
 }
 

@@ -687,7 +687,14 @@ static unsigned take_lane(struct orbit_spot_host *sh, uint32_t lane)
 		if ((unsigned)n < sh->batch || sh->pending[lane] || !hosting(sh))
 			break;
 	}
-	if (m)
+	/*
+	 * A later take of this call found the Spot lost (lose()): the host
+	 * takes and hands over nothing more, so the gathered run stays taken
+	 * (pending: stop frees it, the next host redelivers it).
+	 */
+	for (unsigned k = 0; k < m && !hosting(sh); k++)
+		pend(sh, lane, run[k]);
+	if (m && hosting(sh))
 		dispatch_run(sh, lane, run, m);
 	return moved;
 }
@@ -702,10 +709,12 @@ static unsigned feed(struct orbit_spot_host *sh)
 		uint32_t lane = order[i];
 
 		while (sh->pending[lane]) {
-			struct delivery *d = sh->pending[lane];
+			/* next first: a record completed unrun frees d or makes it a spare */
+			struct delivery *d = sh->pending[lane], *next = d->next;
+
 			if (dispatch(sh, d) < 0)
 				break;
-			sh->pending[lane] = d->next;
+			sh->pending[lane] = next;
 			moved++;
 		}
 		if (sh->pending[lane] || !hosting(sh))

@@ -1274,6 +1274,98 @@ static void test_host_stop_dies_when_pthread_join_fails(void **state)
 		fail_msg("the abort does not name the failing join: \"%s\"", buf);
 }
 
+/* ---- "The drain": an unhandled record kept in line behind a refused one ---- */
+
+#define HOL_N 20
+#define HOL_TIMER 10 /* record 10 is a timer record: no on_timer, completed unrun */
+static _Atomic int hol_runs[HOL_N];
+static _Atomic uint64_t hol_done;
+
+static int hol_spot(orbit_serial_turn_t *turn, const struct orbit_spot_record *rec, void *ctx)
+{
+	uint32_t i;
+
+	(void)turn;
+	(void)ctx;
+	if (rec->len != sizeof(i))
+		return ORBIT_SERIAL_DONE;
+	memcpy(&i, rec->payload, sizeof(i));
+	usleep(3000); /* slow: the Spot queue (1 item) refuses the next ones */
+	if (i < HOL_N)
+		atomic_fetch_add(&hol_runs[i], 1);
+	atomic_fetch_add(&hol_done, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int hol_main(void *arg)
+{
+	struct orbit_worker_pool_options po;
+	struct orbit_spot_host_options ho;
+	orbit_execution_lane_policy_t sp;
+	orbit_worker_pool_t *pool;
+	orbit_spot_client_t *cl;
+	orbit_spot_host_t *h;
+	struct orbit_test_proc pr;
+	uint64_t s;
+
+	(void)arg;
+	if (orbit_test_proc_start(&pr, fleet, "hol", 0))
+		return 80;
+	orbit_worker_pool_options_init(&po);
+	po.nthreads = 1;
+	po.no_pin = true;
+	if (orbit_worker_pool_create(&po, &pool))
+		return 81;
+	if (orbit_spot_client_open(pr.agent, SPOT, NULL, &cl))
+		return 82;
+	for (uint32_t i = 0; i < HOL_N; i++) {
+		int r = i == HOL_TIMER ? orbit_spot_submit_timer(cl, "tick", &i, sizeof(i), &s)
+				       : orbit_spot_submit_spot(cl, &i, sizeof(i), &s);
+		if (r)
+			return 83;
+	}
+	orbit_execution_lane_policy_init_default(&sp);
+	sp.application_message_capacity = 1;
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_spot = hol_spot; /* on_timer NULL: timer records are completed unrun */
+	ho.mode = ORBIT_SPOT_PER_ACTOR;
+	ho.spot_policy = &sp;
+	ho.executor = orbit_worker_pool_executor(pool);
+	ho.lease_ttl_ns = 30000000000ull;
+	if (orbit_spot_host_start(pr.agent, &ho, &h))
+		return 84;
+	for (int ms = 0; atomic_load(&hol_done) < HOL_N - 1 && ms < 3000; ms++)
+		usleep(1000);
+	usleep(200000); /* anything run twice shows now */
+	for (uint32_t i = 0; i < HOL_N; i++) {
+		int want = i == HOL_TIMER ? 0 : 1;
+
+		if (atomic_load(&hol_runs[i]) != want) {
+			fprintf(stderr, "record %u ran %d times (want %d)\n", i,
+				atomic_load(&hol_runs[i]), want);
+			_exit(85); /* stop would free the clobbered lists twice */
+		}
+	}
+	if (orbit_spot_host_stop(h))
+		return 86;
+	orbit_spot_client_close(cl);
+	orbit_worker_pool_destroy(pool);
+	orbit_test_proc_stop(&pr);
+	return 0;
+}
+
+/*
+ * A refused Spot record and everything after it stay first in line; an
+ * unhandled record among them is completed unrun when its turn comes, and
+ * the records after it still run, each once, in order.
+ */
+static void test_unhandled_record_behind_a_refused_one_runs_nothing_twice(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit_test_fork_run(hol_main, NULL, 60000), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1303,6 +1395,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_handler_finished_while_host_sleeps_is_completed_at_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_unhandled_record_behind_a_refused_one_runs_nothing_twice, setup, teardown),
 	};
 
 	if (getenv("ORBIT_TEST_FILTER"))

@@ -785,9 +785,11 @@ static void snapshot_take(struct orbit__work *w)
  * The handler finished (its last continuation returned DONE). Returns the
  * next record to run on @turn, or NULL. Under SpotWide the record held
  * its Actor's claim, which passes on to the Actor's next record if one is
- * queued (pass_claim): that record's Spot turn is placed from here, at
- * the back of the Spot queue, instead of by a new Actor-queue drain (a
- * pool hand-off per record saved). When nothing else waits for the Spot
+ * queued (pass_claim: one taken with this record, or a batch taken from
+ * the Actor queue in one lock section), or ends there when none is: that
+ * record's Spot turn is placed from here, at the back of the Spot queue,
+ * instead of by a new Actor-queue drain (a pool hand-off per record
+ * saved). When nothing else waits for the Spot
  * gate (orbit__serial_turn_may_continue(): no other work in the Spot
  * queue, no turn waiting for room, the slice budget not spent) and fewer
  * than ORBIT__WORK_CHAIN_MAX records ran on @turn, the record runs on

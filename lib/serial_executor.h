@@ -70,6 +70,9 @@ struct orbit__work;
 #define ORBIT__WORK_CHUNKS 256u
 /* SpotWide: records of one Actor run in one hold of the Spot gate, at most. */
 #define ORBIT__WORK_CHAIN_MAX 64u
+/* SpotWide: records of one Actor taken from its queue in one lock section
+ * when its claim passes on (orbit__serial_queue_pass_held()), at most. */
+#define ORBIT__WORK_PASS_MAX 64u
 
 /*
  * Called by orbit__work_release() after every release, on the thread (and
@@ -177,6 +180,11 @@ struct orbit__work {
 	/* SpotWide Actor work whose Spot turn waits for room: the next in
 	 * the Spot coordinator's FIFO (owned by its state lane). */
 	struct orbit__work *wait_next;
+	/* SpotWide Actor work taken from its Actor queue together with this
+	 * one when the claim passed (all holding `claim`): the Actor's next
+	 * record, which runs after this one ends; NULL after the last. Owned
+	 * by whoever runs this record (the claim makes them one at a time). */
+	struct orbit__work *chain_next;
 };
 
 /*

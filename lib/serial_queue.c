@@ -59,9 +59,16 @@ struct item {
 	orbit_serial_work_fn fn;
 	void *arg;
 	uint64_t seq;
-	uint64_t bytes; /* reservation held against `lane` */
+	uint64_t bytes; /* reservation held against `lane` (all its records) */
 	enum lane lane;
+	/* Records this item holds beyond its own: a HOLD handle that took
+	 * several items at once (orbit__serial_queue_pass_held()) holds
+	 * their reservations (`bytes` is their sum) until it ends. 0 for
+	 * every queued item. */
+	uint32_t extra;
 };
+
+_Static_assert(sizeof(struct item) == 40, "extra fits the padding after lane");
 
 /* Growable power-of-two ring; grows on demand, bounded by the capacity. */
 struct ring {
@@ -296,9 +303,9 @@ static bool ring_remove_seq(struct ring *r, uint64_t seq, struct item *out)
 
 static void release_reservation(orbit_serial_queue_t *q, const struct item *it)
 {
-	RES_SUB(q->items[it->lane], 1);
+	RES_SUB(q->items[it->lane], 1 + it->extra);
 	RES_SUB(q->bytes[it->lane], it->bytes);
-	q->outstanding--;
+	q->outstanding -= 1 + it->extra;
 	if (q->outstanding == 0 && q->waiters)
 		orbit__die_on(pthread_cond_broadcast(&q->cond), "pthread_cond_broadcast");
 }
@@ -648,7 +655,13 @@ static void end_turn(orbit_serial_queue_t *q, const struct item *it, orbit_seria
 	if (!h) {
 		if (result == ORBIT_SERIAL_SUSPENDED)
 			STAT_ADD(q, protocol_errors, 1); /* nothing to resume: done */
-		STAT_ADD(q, completed, 1);
+		/* A handle's continuation that held more records (extra) ended
+		 * them all: each counts as resumed, run and completed. */
+		if (it->extra) {
+			STAT_ADD(q, resumed, it->extra);
+			STAT_ADD(q, ran, it->extra);
+		}
+		STAT_ADD(q, completed, 1 + it->extra);
 		release_reservation(q, it); /* §5: after the handler finished */
 		return;
 	}
@@ -1039,44 +1052,75 @@ bool orbit__serial_turn_may_continue(orbit_serial_turn_t *turn)
 }
 
 int orbit__serial_queue_pass_held(orbit_serial_resume_t *h, orbit_serial_work_fn first,
-				  orbit_serial_work_fn cont, void **arg_out)
+				  orbit_serial_work_fn cont, void **args, unsigned max)
 {
 	orbit_serial_queue_t *q = h->q;
+	orbit_serial_resume_t *dead = NULL;
 	struct item it;
-	int ret = 0;
+	unsigned n = 0;
+	bool ended = false;
 
 	orbit__mutex_lock(&q->lock);
-	struct ring *from = q->claimed.len ? &q->claimed : &q->app;
-
-	/* Only a parked HOLD claim whose queue's next work is an application
-	 * item of @first with nothing ahead of it (claimed items are older
-	 * than the ring): anything else goes the ordinary way (resume). A
-	 * drain may still be active (lingering): while q->held it takes
-	 * nothing (take_next(), claim_batch()); `claimed` is then its own,
-	 * so it is taken from only once no drain is active (see the field). */
+	/* Only a parked HOLD claim, with nothing that outranks the
+	 * application lane. A drain may still be active (lingering): while
+	 * q->held it takes nothing (take_next(), claim_batch()); `claimed` is
+	 * then its own, so it is taken from only once no drain is active
+	 * (see the field). Anything else goes the ordinary way (resume). */
 	if (!(h->flags & ORBIT_SERIAL_SUSPEND_HOLD) || !h->turn_ended || h->resumed || !q->held ||
 	    q->room_fn || (q->claimed.len && q->active) || q->barrier.len || q->res_head ||
-	    q->lc.len || !from->len || from->a[from->head].fn != first)
+	    q->lc.len)
 		goto out;
+	if (!q->claimed.len && !q->app.len) {
+		/* Nothing to pass to: the claim ends here, as if its
+		 * continuation had run and finished (the caller does what it
+		 * would have done). Nothing is runnable, so no drain is due. */
+		ended = true;
+	} else {
+		/* Application items of @first from the front, oldest first
+		 * (claimed items are older than the ring), up to @max. */
+		while (n < max) {
+			struct ring *from = q->claimed.len ? &q->claimed : &q->app;
+			struct item more;
+
+			if (!from->len || from->a[from->head].fn != first)
+				break;
+			ring_pop(from, &more);
+			if (n == 0) {
+				it = more;
+			} else {
+				it.extra++;
+				it.bytes += more.bytes;
+				it.arg = more.arg; /* the continuation's: the last record */
+			}
+			args[n++] = more.arg;
+		}
+		if (!n)
+			goto out; /* other work at the front: resume */
+	}
 	/* The claim's continuation, as if it had run and returned DONE:
-	 * the old item's reservation goes back (§5: its handler finished). */
-	STAT_ADD(q, resumed, 1);
-	STAT_ADD(q, ran, 1);
-	STAT_ADD(q, completed, 1);
+	 * the records it held give their reservations back (§5: their
+	 * handlers finished). */
+	STAT_ADD(q, resumed, 1 + h->item.extra);
+	STAT_ADD(q, ran, 1 + h->item.extra);
+	STAT_ADD(q, completed, 1 + h->item.extra);
 	release_reservation(q, &h->item);
-	/* The next item's first stage, as if it had run and suspended with
-	 * HOLD at once: the handle now holds it (still parked, q->held). */
-	ring_pop(from, &it);
+	if (ended) {
+		q->held = false;
+		dead = h;
+		goto out;
+	}
+	/* The next items' first stage, as if each had run and suspended
+	 * with HOLD at once: the handle now holds them all (still parked,
+	 * q->held), its continuation on the last of them. */
 	q->lc_burst = 0;
-	STAT_ADD(q, ran, 1);
-	STAT_ADD(q, suspended, 1);
+	STAT_ADD(q, ran, n);
+	STAT_ADD(q, suspended, n);
 	h->item = it;
 	h->item.fn = cont;
-	*arg_out = it.arg;
-	ret = 1;
 out:
 	orbit__mutex_unlock(&q->lock);
-	return ret;
+	free(dead);
+	return n ? (int)n : ended ? 0 : -EAGAIN;
 }
 
 /* ---- the rest of §6.2 ---------------------------------------------------- */

@@ -74,26 +74,32 @@ bool orbit__serial_turn_may_continue(orbit_serial_turn_t *turn);
 
 /*
  * orbit__serial_queue_pass_held - hand the HOLD claim @h on to the next
- * record of its queue without a drain. @h must be suspended with
+ * records of its queue without a drain. @h must be suspended with
  * ORBIT_SERIAL_SUSPEND_HOLD, its turn ended and not resumed. When nothing
- * outranks the application lane and the queue's next application item
- * (from a batch a drain claimed and left, once no drain is active, else
- * from the ring) has the function @first, that is done in one section of
- * the queue lock: @h's reservation is returned as if its continuation had
- * run and finished (§5), and the next item is taken as if @first had run
- * and suspended with HOLD at once — @h now holds it, with continuation
- * @cont and the item's argument, returned in *@arg_out. The caller then
- * does what @first would have done, on the turn it holds elsewhere, and
- * later resumes or passes @h again. Order is kept: the item taken is the
- * oldest of the queue, and nothing else could have run before it while
- * @h was held.
+ * outranks the application lane, in one section of the queue lock: the
+ * records @h held give their reservations back as if its continuation
+ * had run and finished (§5), and the queue's next application items of
+ * the function @first (from a batch a drain claimed and left, once no
+ * drain is active, then from the ring), up to @max of them, oldest
+ * first, are taken as if @first had run for each and suspended with HOLD
+ * at once: @h now holds them all, their arguments in @args[0..n-1] in
+ * queue order, their reservations kept until @h ends or passes again,
+ * its continuation @cont with the last one's argument. The caller then
+ * does what @first would have done for each, one after another, on turns
+ * it holds elsewhere, and later resumes or passes @h again. Order is
+ * kept: the items taken are the oldest of the queue, and nothing else
+ * could have run before them while @h was held. When the queue holds
+ * nothing at all, the claim ends instead: its reservations go back, the
+ * queue is no longer held and @h is gone; the caller does what @cont
+ * would have done.
  *
  * Context: the owner of @h, once per claim end; takes the queue lock.
- * Returns: 1 (passed: @h holds the next item); 0 (not passed: @h is
- * untouched; resume it as usual).
+ * Returns: n >= 1 (passed: @h holds n items); 0 (ended: @h is freed);
+ * -EAGAIN (not passed: other work is at the front, or a drain is
+ * active with claimed items; @h is untouched: resume it as usual).
  */
 int orbit__serial_queue_pass_held(orbit_serial_resume_t *h, orbit_serial_work_fn first,
-				  orbit_serial_work_fn cont, void **arg_out);
+				  orbit_serial_work_fn cont, void **args, unsigned max);
 
 /*
  * orbit__serial_queue_enqueue_n - submit @n items (@fn with @args[0..n-1],

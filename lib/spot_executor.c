@@ -517,9 +517,20 @@ static int actor_claim_end(orbit_serial_turn_t *turn, void *arg)
  */
 static void turn_failed(struct orbit__work *w, int err)
 {
+	orbit_serial_resume_t *claim = w->claim;
+	struct orbit__work *n;
+
+	/* Records taken with @w from the Actor queue (chain_next) cannot run
+	 * before it: they fail with it, in order. The claim's continuation
+	 * holds the last of them (orbit__serial_queue_pass_held()). */
+	for (; (n = w->chain_next); w = n) {
+		ORBIT__COORD_INC(w->co, turn_rejected);
+		orbit__work_signal(w, err);
+		orbit__work_release(w);
+	}
 	ORBIT__COORD_INC(w->co, turn_rejected);
 	orbit__work_signal(w, err);
-	orbit_serial_queue_resume(w->claim);
+	orbit_serial_queue_resume(claim);
 }
 
 /*
@@ -627,6 +638,7 @@ static int actor_turn_item(orbit_serial_turn_t *turn, void *arg)
 	orbit_spot_serial_executor_t *s = (orbit_spot_serial_executor_t *)w->co;
 	int ret;
 
+	w->chain_next = NULL; /* the claim holds this record alone */
 	/* Suspend first: the Spot turn may finish before we return. */
 	ret = orbit_serial_turn_suspend(turn, actor_claim_end, w, ORBIT_SERIAL_SUSPEND_HOLD,
 					&w->claim);
@@ -676,26 +688,52 @@ static int pass_fn(void *arg)
 	return 0;
 }
 
+/* Link the @n records @taken with @claim in queue order (chain_next). */
+static struct orbit__work *chain_link(void **taken, int n, orbit_serial_resume_t *claim)
+{
+	for (int i = 0; i < n; i++) {
+		struct orbit__work *r = taken[i];
+
+		r->claim = claim;
+		r->chain_next = i + 1 < n ? taken[i + 1] : NULL;
+	}
+	return taken[0];
+}
+
 /*
  * The coordinator's pass_claim (SpotWide, lib/serial_executor.h): hand
- * @w's Actor claim to the Actor's next record if it is the next work of
- * the Actor queue. The hand-over itself needs only the Actor queue's
- * lock; the lane is entered only to place the next record's turn when
- * it cannot run here.
+ * @w's Actor claim to the Actor's next record. That is the next record
+ * taken with @w (chain_next), else the Actor queue's next work: up to
+ * ORBIT__WORK_PASS_MAX of its records are taken in one section of its
+ * lock (orbit__serial_queue_pass_held()), so the submitters and this
+ * drain meet on that lock once per batch, not once per record. Their
+ * reservations stay in the Actor queue (§5: the Actor's ceiling stays
+ * real) and go back together when the claim passes or ends after the
+ * last of them, at most ORBIT__WORK_PASS_MAX records late. An Actor
+ * queue that holds nothing ends the claim at once (no drain round trip
+ * to run actor_claim_end). The lane is entered only to place the next
+ * record's turn when it cannot run here.
  */
 static int pass_claim(struct orbit__work *w, bool run_here, struct orbit__work **next)
 {
 	orbit_spot_serial_executor_t *s = (orbit_spot_serial_executor_t *)w->co;
-	struct pass p = { .run_here = run_here };
+	struct pass p = { .run_here = run_here, .w = w->chain_next };
+	void *taken[ORBIT__WORK_PASS_MAX];
 	bool lane_free;
-	void *n;
 	int ret;
 
 	/* This thread holds the lane already (an executor ran the Spot drain
 	 * inside one of our lane turns): nothing is passed, the claim is
-	 * resumed the ordinary way. */
-	if (orbit_state_lane_is_on_lane(s->co.lane))
-		return 0;
+	 * resumed the ordinary way, and its next records would find the lane
+	 * taken (-EDEADLK) as a new claim's first record does. */
+	if (orbit_state_lane_is_on_lane(s->co.lane)) {
+		if (!p.w)
+			return 0;
+		p.w->claim = w->claim;
+		turn_failed(p.w, -EDEADLK);
+		*next = NULL;
+		return 1;
+	}
 	/*
 	 * The common case of a busy Actor needs no lane turn at all: nothing
 	 * else waits for the Spot gate (run_here: the Spot queue holds
@@ -709,10 +747,17 @@ static int pass_claim(struct orbit__work *w, bool run_here, struct orbit__work *
 	 * meet on the lane for every record.
 	 */
 	lane_free = !atomic_load_explicit(&s->waiting, memory_order_relaxed);
-	if (orbit__serial_queue_pass_held(w->claim, actor_turn_item, actor_claim_end, &n) != 1)
-		return 0;
-	p.w = n;
-	p.w->claim = w->claim;
+	if (!p.w) {
+		ret = orbit__serial_queue_pass_held(w->claim, actor_turn_item, actor_claim_end,
+						    taken, ORBIT__WORK_PASS_MAX);
+		if (ret < 0)
+			return 0;
+		if (ret == 0) {
+			*next = NULL; /* the claim ended with @w */
+			return 1;
+		}
+		p.w = chain_link(taken, ret, w->claim);
+	}
 	if (lane_free && run_here) {
 		*next = p.w;
 		return 1;

@@ -1372,6 +1372,87 @@ static void test_s10_yielded_actor_blocks_only_itself(void **state)
 	}
 }
 
+/*
+ * §10 "A yielded Actor" with the records its claim took in one piece
+ * (issue 12): when Actor A's first record ends, its claim takes A's three
+ * queued records from the Actor queue at once; the first of them yields.
+ * While it has yielded, Actor B's record and Spot work run, and A's two
+ * other taken records do not; once the external call completes, A's
+ * handler ends and its records run after it, in order. Deterministic (a
+ * manual executor). A claim that let the taken records go when one
+ * yielded (or never ran them) fails here.
+ */
+static void test_s10_spot_wide_yield_inside_a_taken_batch(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_serial_executor_t *s = make_spot(ORBIT_SPOT_SPOT_WIDE, manual_executor(&x), NULL,
+						    NULL);
+	static struct yielder y;
+	struct yrec a2 = { &y, 20 };
+	struct rec a1 = { &y.log, 10 }, a3 = { &y.log, 30 }, a4 = { &y.log, 40 },
+		   b1 = { &y.log, 50 }, s1 = { &y.log, 60 };
+
+	memset(&y, 0, sizeof(y));
+	olog_init(&y.log);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &a1, 8, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, yield_fn, &a2, 8, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &a3, 8, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &a4, 8, NULL), 0);
+	manual_run_all(&x); /* a1, then a2 (taken with a3 and a4), which yields */
+	assert_int_equal(y.log.n, 2);
+	assert_int_equal(y.log.v[0], 10);
+	assert_int_equal(y.log.v[1], 20);
+	assert_non_null(atomic_load(&y.h));
+	assert_int_equal(orbit_spot_execute_actor(s, 2, rec_fn, &b1, 8, NULL), 0);
+	assert_int_equal(orbit_spot_execute_spot(s, rec_fn, &s1, NULL), 0);
+	manual_run_all(&x);
+	assert_true(olog_index(&y.log, 50) > 0); /* B proceeds */
+	assert_true(olog_index(&y.log, 60) > 0); /* the Spot handler */
+	assert_int_equal(olog_index(&y.log, 30), -1);
+	assert_int_equal(olog_index(&y.log, 40), -1);
+	assert_int_equal(spot_stats(s).outstanding, 3); /* a2 (yielded), a3, a4 */
+	/* The external call completes. */
+	assert_int_equal(orbit_serial_queue_resume(atomic_load(&y.h)), 0);
+	manual_run_all(&x);
+	assert_int_equal(y.log.n, 7);
+	assert_int_equal(y.log.v[4], 21); /* a2's end */
+	assert_int_equal(y.log.v[5], 30);
+	assert_int_equal(y.log.v[6], 40);
+	assert_int_equal(atomic_load(&y.bad), 0);
+	spot_finish(s);
+}
+
+/*
+ * §5 under SpotWide (issue 12): when an Actor's last queued record ends,
+ * its claim ends on that Spot turn: the Actor queue's reservation goes
+ * back and the work is released there, without another Actor-queue
+ * drain (the old code resumed the claim, and a pool task ran only to end
+ * it). After the Spot queue's drain ran the record, nothing is pending,
+ * nothing is outstanding, and the Actor's 2-item queue takes 2 records.
+ */
+static void test_s4_spot_wide_claim_ends_without_a_drain(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_serial_executor_t *s = make_small_spot(manual_executor(&x), 16, 2);
+	static struct olog log;
+	struct rec r[3] = { { &log, 1 }, { &log, 2 }, { &log, 3 } };
+
+	olog_init(&log);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &r[0], 0, NULL), 0);
+	assert_true(manual_run_one(&x)); /* the Actor queue's drain places the turn */
+	assert_true(manual_run_one(&x)); /* the Spot queue's drain runs the record */
+	assert_int_equal(log.n, 1);
+	assert_int_equal(manual_pending(&x), 0);
+	assert_int_equal(spot_stats(s).outstanding, 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &r[1], 0, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &r[2], 0, NULL), 0);
+	manual_run_all(&x);
+	assert_int_equal(log.n, 3);
+	assert_int_equal(log.v[1], 2);
+	assert_int_equal(log.v[2], 3);
+	spot_finish(s);
+}
+
 /* ---- the yield contract (orbit_work(3)) ------------------------------------- */
 
 struct ytwice {
@@ -2818,6 +2899,8 @@ int main(void)
 		cmocka_unit_test(test_s10_spot_wide_chain_stops_for_work_that_arrives),
 		cmocka_unit_test(test_s10_spot_wide_chain_stops_for_a_waiting_turn),
 		cmocka_unit_test(test_s10_yielded_actor_blocks_only_itself),
+		cmocka_unit_test(test_s10_spot_wide_yield_inside_a_taken_batch),
+		cmocka_unit_test(test_s4_spot_wide_claim_ends_without_a_drain),
 		cmocka_unit_test(test_work_yield_once_per_turn_and_finished_at_the_end),
 		cmocka_unit_test(test_s10_registration_change_seen_at_next_turn),
 		cmocka_unit_test(test_s10_sync_wait_inside_own_turn_fails_at_once),

@@ -158,6 +158,12 @@ struct orbit_serial_queue {
 	struct ring lc, barrier;
 	orbit_serial_resume_t *res_head, *res_tail; /* resumed continuations */
 	orbit_serial_resume_t *held_cont;	    /* a HOLD item's continuation, ready */
+	/* A handle whose continuation was taken, kept for the next
+	 * orbit_serial_turn_suspend() instead of a free and a calloc (a
+	 * SpotWide Actor queue suspends once per claim). Owned by the
+	 * active drain (its turns suspend, its take_next() frees), or by
+	 * whoever holds q->lock while no drain is active. */
+	orbit_serial_resume_t *spare;
 	unsigned waiters;
 	pthread_cond_t cond; /* quiescence and destroy waiters, with lock */
 	_Alignas(64) struct qstats st;
@@ -608,6 +614,15 @@ int orbit__serial_queue_enqueue_n(orbit_serial_queue_t *q, bool lifecycle, orbit
 
 /* ---- the drain loop (§6.6) -------------------------------------------- */
 
+/* Keep @h as the spare handle, or free it. The caller owns q->spare (see the field). */
+static void handle_put(orbit_serial_queue_t *q, orbit_serial_resume_t *h)
+{
+	if (q->spare)
+		free(h);
+	else
+		q->spare = h;
+}
+
 /* Take the next turn's work, in the order of the header. Under q->lock. */
 static bool take_next(orbit_serial_queue_t *q, struct item *out)
 {
@@ -642,7 +657,7 @@ static bool take_next(orbit_serial_queue_t *q, struct item *out)
 	}
 	if (h) {
 		*out = h->item;
-		free(h);
+		handle_put(q, h); /* on the active drain */
 	}
 	STAT_ADD(q, ran, 1);
 	return true;
@@ -972,9 +987,16 @@ int orbit_serial_turn_suspend(orbit_serial_turn_t *turn, orbit_serial_work_fn co
 		return -EINVAL;
 	if (turn->suspended)
 		return -EALREADY;
-	h = calloc(1, sizeof(*h));
-	if (!h)
-		return -ENOMEM;
+	/* A turn runs on its queue's active drain, which owns the spare. */
+	h = turn->q->spare;
+	if (h) {
+		turn->q->spare = NULL;
+		memset(h, 0, sizeof(*h));
+	} else {
+		h = calloc(1, sizeof(*h));
+		if (!h)
+			return -ENOMEM;
+	}
 	h->q = turn->q;
 	h->item = *turn->item;
 	h->item.fn = cont;
@@ -1106,7 +1128,10 @@ int orbit__serial_queue_pass_held(orbit_serial_resume_t *h, orbit_serial_work_fn
 	release_reservation(q, &h->item);
 	if (ended) {
 		q->held = false;
-		dead = h;
+		if (!q->active)
+			handle_put(q, h); /* no drain: q->spare is ours under the lock */
+		else
+			dead = h;
 		goto out;
 	}
 	/* The next items' first stage, as if each had run and suspended
@@ -1257,6 +1282,7 @@ int orbit_serial_queue_destroy(orbit_serial_queue_t *q)
 	free(q->claimed.a);
 	free(q->lc.a);
 	free(q->barrier.a);
+	free(q->spare);
 	free(q);
 	return 0;
 }

@@ -2663,11 +2663,18 @@ static void test_s7_snapshot_without_registration_names_the_actor(void **state)
  * lane turn: -EDEADLK), the handler is told so by
  * orbit_work_actor_snapshot() instead of getting a snapshot without the
  * registration (the old code ignored the run() result: rc 0, version 0).
- * A SpotWide record's Spot turn is placed in a lane turn of the Spot, so
- * such an executor runs the handler inside it. A PerActor record's Actor
- * queue is enqueued after the submission's lane turn (07 §4: lane.Run
- * finds the queue, the enqueue follows), so there the same executor runs
- * the handler outside the lane and its snapshot is taken (the code that
+ * SpotWide: Spot work is enqueued in a lane turn of the Spot, so such an
+ * executor runs the pending drains inside it, the Actor queue's first
+ * (its record's turn goes onto the Spot queue, whose drain is due), then
+ * the Spot queue's, which runs the Spot handler and then the record, all
+ * inside that lane turn: the record's snapshot turn is refused. (The Actor queue's
+ * drain places a turn without a lane turn while none waits for room, so
+ * the executor that runs that drain on its stack runs the record outside
+ * the lane: snapshot taken. The code that placed every turn in a lane
+ * turn reported -EDEADLK there.) A PerActor record's Actor queue is
+ * enqueued after the submission's lane turn (07 §4: lane.Run finds the
+ * queue, the enqueue follows), so there the same executor runs the
+ * handler outside the lane and its snapshot is taken (the code that
  * enqueued inside the turn reported -EDEADLK there).
  */
 static void test_s7_refused_snapshot_turn_is_reported(void **state)
@@ -2680,13 +2687,24 @@ static void test_s7_refused_snapshot_turn_is_reported(void **state)
 	assert_int_equal(orbit_spot_actor_set_info(s, 1, "abc", 3), 0);
 	assert_int_equal(orbit_spot_execute_actor(s, 1, snap_probe_fn, &p, 0, NULL), 0);
 	manual_set_inline(&x, 1);
-	/* The Actor queue's drain places the Spot turn in a lane turn, and
-	 * the executor runs the Spot queue's drain right there. */
-	assert_true(manual_run_one(&x));
+	/* execute_spot enqueues in its lane turn, and the executor runs the
+	 * pending drains right there (see above). */
+	assert_int_equal(orbit_spot_execute_spot(s, noop_fn, NULL, NULL), 0);
 	manual_set_inline(&x, 0);
 	manual_run_all(&x);
 	assert_int_equal(atomic_load(&p.ran), 1);
 	assert_int_equal(p.rc, -EDEADLK);
+	/* The Actor queue's drain run on the executor's stack: no lane turn
+	 * around the record, the snapshot as registered. */
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(orbit_spot_execute_actor(s, 1, snap_probe_fn, &p, 0, NULL), 0);
+	manual_set_inline(&x, 1);
+	assert_true(manual_run_one(&x));
+	manual_set_inline(&x, 0);
+	manual_run_all(&x);
+	assert_int_equal(atomic_load(&p.ran), 1);
+	assert_int_equal(p.rc, 0);
+	assert_int_equal(p.snap.version, 1);
 	/* A well-behaved executor: the snapshot as registered. */
 	memset(&p, 0, sizeof(p));
 	assert_int_equal(orbit_spot_execute_actor(s, 1, snap_probe_fn, &p, 0, NULL), 0);

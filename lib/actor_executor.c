@@ -152,6 +152,9 @@ static int close_fn(void *arg)
 
 	ORBIT__ASSERT_ON_LANE(a->co.lane);
 	a->closed = true;
+	/* Before the queue closes: a submission after close is refused
+	 * before it is counted (orbit__work_submit()). */
+	orbit__coord_close_hint(&a->co);
 	return orbit_serial_queue_close(a->q);
 }
 

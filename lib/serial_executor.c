@@ -669,6 +669,8 @@ void orbit__work_count(struct orbit__work *w, unsigned kind)
 
 int orbit__work_submit(struct orbit__work *w, unsigned kind, const struct orbit__enq *e)
 {
+	if (orbit__coord_closing(w->co))
+		return orbit__work_refuse(w, kind, -EPIPE);
 	orbit__work_count(w, kind);
 	return orbit__work_enqueue_counted(w, kind, e);
 }

@@ -88,6 +88,17 @@ struct orbit__coord {
 	uint64_t id; /* unique in the process: completions name their coordinator by it */
 	orbit_state_lane_t *lane; /* owns the coordinator's C2 state (06 §4) */
 	/*
+	 * The coordinator's close has begun: a hint for the submissions that
+	 * take no lane turn (C3, 06 §4), set with orbit__coord_close_hint()
+	 * in the lane turn that closes, before it closes the queues, and read
+	 * by orbit__work_submit(), which refuses such a record before it is
+	 * counted (a stats read never sees it accepted, and a submission
+	 * after close does not pay the count and the queue's lock). One that
+	 * misses it is refused by the closed queue (-EPIPE). Relaxed both
+	 * ways: the queues' locks decide. Read-mostly, beside `lane`.
+	 */
+	_Atomic bool closing;
+	/*
 	 * Work accepted and not yet released is the sum of submitted[] -
 	 * released - refused (orbit__coord_outstanding()). submitted[kind] is
 	 * incremented by the submitter before the enqueue (the submission's
@@ -260,9 +271,27 @@ struct orbit__enq {
 /*
  * Enqueue @w as @e says, counting it outstanding first. On success counts
  * it accepted under @kind; on failure counts the refusal, gives the
- * completion back its earlier state and frees @w. Returns the queue's code.
+ * completion back its earlier state and frees @w. A coordinator whose
+ * close has begun (orbit__coord_close_hint()) refuses @w with -EPIPE
+ * before it is counted. Returns the queue's code.
  */
 int orbit__work_submit(struct orbit__work *w, unsigned kind, const struct orbit__enq *e);
+
+/* Mark @co's close as begun (see `closing`). Context: the close's lane turn. */
+static inline void orbit__coord_close_hint(struct orbit__coord *co)
+{
+	/* Relaxed: a hint, see the field. */
+	atomic_store_explicit(&co->closing, true, memory_order_relaxed);
+}
+
+/* Has @co's close begun (see `closing`)? Context: any thread. */
+static inline bool orbit__coord_closing(const struct orbit__coord *cco)
+{
+	struct orbit__coord *co = (struct orbit__coord *)cco;
+
+	/* Relaxed: a hint, see the field. */
+	return atomic_load_explicit(&co->closing, memory_order_relaxed);
+}
 /*
  * orbit__work_submit() in two steps: count @w outstanding (so a close
  * and destroy that follow see it, -EBUSY), then enqueue it as

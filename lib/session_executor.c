@@ -48,10 +48,10 @@
 struct orbit_session_serial_executor {
 	struct orbit__coord co; /* first: work records point here */
 	orbit_serial_queue_t *q;
-	bool closed; /* owned by co.lane: closed, or final accepted */
-	/* `closed`, mirrored for the entry points that take no lane turn
-	 * (C3): set in the turn that sets `closed`, before the queue closes. */
-	_Atomic bool closed_pub;
+	/* Owned by co.lane: closed, or final accepted. Mirrored for the entry
+	 * points that take no lane turn by co.closing (orbit__coord_close_hint(),
+	 * in the turn that sets it, before the queue closes). */
+	bool closed;
 	/* Set in the lane turn that accepts the final work (before its
 	 * enqueue publishes them); read on the session queue's turns. */
 	orbit_serial_work_fn final_fn;
@@ -217,8 +217,7 @@ static int submit_fn(void *arg)
 	if (ret == 0) {
 		/* The last work: nothing more gets in, through the lane or not. */
 		s->closed = true;
-		/* Relaxed: a hint for session_submit(); the queue's lock decides. */
-		atomic_store_explicit(&s->closed_pub, true, memory_order_relaxed);
+		orbit__coord_close_hint(&s->co); /* for session_submit() */
 		orbit_serial_queue_close(s->q);
 		/* SN-D3: seq_cst store, pairs with SN-D2 in final_try_resume() */
 		atomic_store_explicit(&s->final_sealed, true, memory_order_seq_cst);
@@ -253,14 +252,12 @@ static int session_submit(orbit_session_serial_executor_t *s, unsigned kind,
 	if (kind != ORBIT_WORK_FINAL) {
 		/* No lane turn: see the file comment (-EPIPE from the closed
 		 * queue is counted as rejected_closed). Closed already: refused
-		 * before it is counted, as the lane turn did (a stats read
-		 * never sees it accepted); a submission that misses the flag
-		 * is refused by the queue. Relaxed: a hint, see closed_pub. */
+		 * before it is counted by orbit__work_submit() (co.closing), as
+		 * the lane turn did (a stats read never sees it accepted); a
+		 * submission that misses the hint is refused by the queue. */
 		ret = orbit__work_new(&s->co, fn, arg, done, ORBIT_SERIAL_SUSPEND_HOLD, &c.w);
 		if (ret)
 			return ret;
-		if (atomic_load_explicit(&s->closed_pub, memory_order_relaxed))
-			return orbit__work_refuse(c.w, kind, -EPIPE);
 		return orbit__work_submit(c.w, kind, &c.e);
 	}
 	c.fn = fn;
@@ -302,8 +299,7 @@ static int close_fn(void *arg)
 
 	ORBIT__ASSERT_ON_LANE(s->co.lane);
 	s->closed = true;
-	/* Relaxed: a hint for session_submit(); the queue's lock decides. */
-	atomic_store_explicit(&s->closed_pub, true, memory_order_relaxed);
+	orbit__coord_close_hint(&s->co); /* for session_submit() */
 	/* In the same turn: the lane-free entry points see it (-EPIPE). */
 	return orbit_serial_queue_close(s->q);
 }

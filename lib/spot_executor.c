@@ -174,9 +174,6 @@ struct orbit_spot_serial_executor {
 	/* Owned by co.lane (06 §4 C2), see the file comment; `atab` is
 	 * written in its turns only and read lock-free (struct atab). */
 	bool closed;
-	/* `closed`, mirrored for the submissions that take no lane turn
-	 * (C3): set in close_fn() before it closes the queues. */
-	_Atomic bool closed_pub;
 	struct map timers;
 	_Atomic(struct atab *) atab;
 	uint32_t n_act; /* entries in atab (lane) */
@@ -870,19 +867,6 @@ static int submit_fn(void *arg)
 	return orbit__work_submit(c->w, c->kind, &e);
 }
 
-/*
- * A submission that takes no lane turn, to a Spot whose close has begun:
- * its record is refused before it is counted, as submit_fn() does (so a stats read
- * never sees it accepted or uncounted, and every submission after close
- * does not pay the count and the queue's lock). A submission that misses
- * the flag is refused by the closed queue as before (-EPIPE).
- */
-static bool spot_closed(orbit_spot_serial_executor_t *s)
-{
-	/* Relaxed: a hint; the queue's lock decides when it is missed. */
-	return atomic_load_explicit(&s->closed_pub, memory_order_relaxed);
-}
-
 static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
 		       orbit_work_completion_t *done)
 {
@@ -905,8 +889,7 @@ static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
 		ret = orbit__work_new(&s->co, fn, arg, done, yf, &c->w);
 		if (ret)
 			return ret;
-		if (spot_closed(s))
-			return orbit__work_refuse(c->w, c->kind, -EPIPE);
+		/* After close: refused before it is counted (co.closing). */
 		return orbit__work_submit(c->w, c->kind, &e);
 	}
 	if (c->kind == ORBIT_WORK_ACTOR) {
@@ -931,8 +914,6 @@ static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
 			ret = orbit__work_new(&s->co, fn, arg, done, yf, &c->w);
 			if (ret)
 				return ret;
-			if (spot_closed(s))
-				return orbit__work_refuse(c->w, c->kind, -EPIPE);
 			c->w->info = &a->info;
 			return orbit__work_submit(c->w, c->kind, &e);
 		}
@@ -1029,7 +1010,7 @@ int orbit__spot_execute_n(orbit_spot_serial_executor_t *s, bool lifecycle, orbit
 	/* PerActor: what spot_submit() does for each, with one enqueue */
 	/* -ENOMEM for record @made: the single call returns it uncounted */
 	made = orbit__work_new_n(&s->co, fn, args, n, ORBIT_SERIAL_SUSPEND_HOLD, ws, &ret);
-	if (made && spot_closed(s)) {
+	if (made && orbit__coord_closing(&s->co)) {
 		/* the first record is refused as the single call refuses it */
 		for (unsigned i = 1; i < made; i++)
 			orbit__work_discard_new(ws[i]);
@@ -1096,8 +1077,7 @@ static int close_fn(void *arg)
 	/* One turn: no submission gets in after this, and every subordinate
 	 * queue closes with the Spot (§2 lifetime). */
 	s->closed = true;
-	/* Relaxed: a hint for spot_closed(); the queues' locks decide. */
-	atomic_store_explicit(&s->closed_pub, true, memory_order_relaxed);
+	orbit__coord_close_hint(&s->co); /* for the lane-free submissions */
 	/* Relaxed: lane-owned. */
 	atab_each(atomic_load_explicit(&s->atab, memory_order_relaxed), close_entry, NULL);
 	map_each(&s->timers, close_entry, NULL);

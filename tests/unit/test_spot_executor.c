@@ -2237,7 +2237,8 @@ static void test_s2_close_completes_every_subordinate_queue(void **state)
 /* Submissions refused after close, from another thread, until told to stop. */
 struct refuser {
 	orbit_spot_serial_executor_t *spot; /* or */
-	orbit_session_serial_executor_t *session;
+	orbit_session_serial_executor_t *session; /* or */
+	orbit_actor_serial_executor_t *actor;
 	int expect; /* the refusal: -EPIPE (closed), or -EAGAIN (full) */
 	atomic_bool stop;
 	atomic_long refused;
@@ -2248,9 +2249,10 @@ static void *refuser_main(void *arg)
 	struct refuser *r = arg;
 
 	while (!atomic_load(&r->stop)) {
-		int ret = r->spot ? orbit_spot_execute_actor(r->spot, 7, noop_fn, NULL, 1, NULL)
-				  : orbit_session_execute_application(r->session, noop_fn, NULL, 1,
-								      NULL);
+		int ret = r->spot    ? orbit_spot_execute_actor(r->spot, 7, noop_fn, NULL, 1, NULL)
+			  : r->actor ? orbit_actor_execute_actor(r->actor, noop_fn, NULL, 1, NULL)
+				     : orbit_session_execute_application(r->session, noop_fn, NULL,
+									 1, NULL);
 
 		if (ret != (r->expect ? r->expect : -EPIPE))
 			fail_msg("a refused submission returned %d", ret);
@@ -2276,6 +2278,8 @@ static long stats_while_refused(struct refuser *r)
 	for (; reads < 200000 || atomic_load(&r->refused) < 20000; reads++) {
 		if (r->spot)
 			assert_int_equal(orbit_spot_serial_executor_stats(r->spot, &st), 0);
+		else if (r->actor)
+			assert_int_equal(orbit_actor_serial_executor_stats(r->actor, &st), 0);
 		else
 			assert_int_equal(orbit_session_serial_executor_stats(r->session, &st), 0);
 		if (st.completed != 0) {
@@ -2304,8 +2308,11 @@ static long stats_while_refused(struct refuser *r)
  * Stats: a submission refused after close (-EPIPE) never shows as
  * completed work, not even for a moment. Both kinds of coordinator that
  * now refuse without a lane turn: execute_actor to an Actor whose queue
- * exists (made by set_info, so no record ever ran) in both modes, and a
- * session packet. stats.completed is derived (released minus refusals);
+ * exists (made by set_info, so no record ever ran) in both modes, a
+ * session packet and an Actor coordinator's record; none of them shows
+ * as accepted either (the Actor coordinator's did for a moment, counted
+ * and then refused by its closed queue, before it read the close hint
+ * too). stats.completed is derived (released minus refusals);
  * a reader that sees a refusal's count before its release must not
  * report a negative completed, which reads as about 2^64 (and so on
  * into the agent's exec_completed counter).
@@ -2335,6 +2342,19 @@ static void test_stats_refusals_after_close_never_complete(void **state)
 		assert_int_equal(orbit_session_serial_executor_await_quiescence(r.session, WAIT_MS),
 				 0);
 		assert_int_equal(orbit_session_serial_executor_destroy(r.session), 0);
+	}
+	{
+		static struct refuser r;
+		struct orbit_actor_serial_executor_options o;
+
+		memset(&r, 0, sizeof(r));
+		orbit_actor_serial_executor_options_init(&o);
+		o.executor = orbit_worker_pool_executor(pool);
+		assert_int_equal(orbit_actor_serial_executor_create(&o, &r.actor), 0);
+		assert_int_equal(orbit_actor_serial_executor_close(r.actor), 0);
+		assert_int_equal(stats_while_refused(&r), 0);
+		assert_int_equal(orbit_actor_serial_executor_await_quiescence(r.actor, WAIT_MS), 0);
+		assert_int_equal(orbit_actor_serial_executor_destroy(r.actor), 0);
 	}
 	/*
 	 * The refusals a closed coordinator makes are refused before they are

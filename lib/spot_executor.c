@@ -176,15 +176,15 @@ struct orbit_spot_serial_executor {
 	bool closed;
 	struct map timers;
 	_Atomic(struct atab *) atab;
-	uint32_t n_act; /* entries in atab (lane) */
 	/* SpotWide Actor records whose Spot turn waits for room, oldest
 	 * first, linked through orbit__work.wait_next. */
 	struct orbit__work *wait_head, *wait_tail;
 	/* wait_head != NULL, mirrored for pass_claim()'s lane-free look
 	 * (C3): written in the lane turns that change wait_head. */
 	_Atomic bool waiting;
-	/* Mirrors of the map sizes for stats: written on the lane, read
-	 * anywhere; relaxed, each a lone counter. */
+	/* The sizes of atab and timers: written on the lane only (so the
+	 * lane reads them relaxed as plain counts), read anywhere for stats;
+	 * relaxed, each a lone counter. */
 	_Atomic uint64_t n_actors, n_timers;
 	char name[64];
 };
@@ -218,43 +218,36 @@ struct entry_head {
 };
 
 /*
- * Find the entry for @key in @m, or create one of @size bytes with a
- * queue named @qname under @pol (*@created tells; the caller then sets
- * its key). On the lane.
+ * A new map entry of @size bytes (zeroed) starting with struct entry_head,
+ * with @hash and a queue named @qname under @pol; the caller sets its key
+ * and adds it to its table (entry_unmake() if that fails). On the lane.
  */
-static int entry_get(orbit_spot_serial_executor_t *s, struct map *m, uint64_t hash, map_eq_fn eq,
-		     const void *key, size_t size, const orbit_execution_lane_policy_t *pol,
-		     const char *qname, struct entry_head **out, bool *created)
+static int entry_make(orbit_spot_serial_executor_t *s, size_t size, uint64_t hash,
+		      const orbit_execution_lane_policy_t *pol, const char *qname,
+		      struct entry_head **out)
 {
 	struct entry_head *e;
 	int ret;
 
 	ORBIT__ASSERT_ON_LANE(s->co.lane); /* the maps are lane-owned (06 §4 C2) */
-	e = (struct entry_head *)map_find(m, hash, eq, key);
-	*created = false;
-	if (e) {
-		*out = e;
-		return 0;
-	}
 	e = calloc(1, size);
 	if (!e)
 		return -ENOMEM;
 	e->node.hash = hash;
 	ret = make_queue(s, pol, qname, &e->q);
-	if (ret)
-		goto err_free;
-	ret = map_add(m, &e->node);
-	if (ret)
-		goto err_queue;
-	*created = true;
+	if (ret) {
+		free(e);
+		return ret;
+	}
 	*out = e;
 	return 0;
+}
 
-err_queue:
+/* An entry_make() entry that no table took. */
+static void entry_unmake(struct entry_head *e)
+{
 	orbit_serial_queue_destroy(e->q);
-err_free:
 	free(e);
-	return ret;
 }
 
 static struct actor_entry *atab_probe(const struct atab *t, uint64_t id, uint64_t hash)
@@ -300,9 +293,11 @@ static int atab_add(orbit_spot_serial_executor_t *s, struct actor_entry *e)
 {
 	/* Relaxed: written only in lane turns like this one. */
 	struct atab *t = atomic_load_explicit(&s->atab, memory_order_relaxed), *nt;
+	/* Relaxed: written only in lane turns like this one. */
+	uint64_t n = atomic_load_explicit(&s->n_actors, memory_order_relaxed);
 
 	ORBIT__ASSERT_ON_LANE(s->co.lane); /* the table is lane-owned (06 §4 C2) */
-	if (!t || (s->n_act + 1) * 2 > t->cap) {
+	if (!t || (n + 1) * 2 > t->cap) {
 		uint32_t cap = t ? t->cap * 2 : 32;
 
 		if (t && cap < t->cap)
@@ -325,7 +320,8 @@ static int atab_add(orbit_spot_serial_executor_t *s, struct actor_entry *e)
 		t = nt;
 	}
 	atab_put(t, e);
-	s->n_act++;
+	/* One writer (the lane): no locked add; relaxed, see the field. */
+	orbit__single_writer_add(&s->n_actors, 1);
 	return 0;
 }
 
@@ -354,8 +350,6 @@ static void atab_free(struct atab *t)
 /* GetOrCreateActorQueue (§4). On the lane. */
 static int actor_get(orbit_spot_serial_executor_t *s, uint64_t id, struct actor_entry **out)
 {
-	uint64_t hash = hash_u64(id);
-	struct actor_entry *a;
 	char qname[64];
 	int ret;
 
@@ -365,26 +359,15 @@ static int actor_get(orbit_spot_serial_executor_t *s, uint64_t id, struct actor_
 	*out = actor_find(s, id);
 	if (*out)
 		return 0;
-	a = calloc(1, sizeof(*a));
-	if (!a)
-		return -ENOMEM;
-	a->node.hash = hash;
-	a->info.actor_id = id;
 	snprintf(qname, sizeof(qname), "%.32s/actor/%llu", s->name, (unsigned long long)id);
-	ret = make_queue(s, &s->actor_pol, qname, &a->q);
+	ret = entry_make(s, sizeof(**out), hash_u64(id), &s->actor_pol, qname,
+			 (struct entry_head **)out);
 	if (ret)
-		goto err_free;
-	ret = atab_add(s, a);
+		return ret;
+	(*out)->info.actor_id = id;
+	ret = atab_add(s, *out);
 	if (ret)
-		goto err_queue;
-	atomic_fetch_add_explicit(&s->n_actors, 1, memory_order_relaxed); /* stats only */
-	*out = a;
-	return 0;
-
-err_queue:
-	orbit_serial_queue_destroy(a->q);
-err_free:
-	free(a);
+		entry_unmake((struct entry_head *)*out);
 	return ret;
 }
 
@@ -393,7 +376,6 @@ static int timer_get(orbit_spot_serial_executor_t *s, const char *name, struct t
 {
 	uint64_t hash = hash_str(name);
 	char qname[64];
-	bool created;
 	int ret;
 
 	ORBIT__ASSERT_ON_LANE(s->co.lane); /* the map is lane-owned (06 §4 C2) */
@@ -401,11 +383,15 @@ static int timer_get(orbit_spot_serial_executor_t *s, const char *name, struct t
 	if (*out)
 		return 0; /* found: no queue name formatted, as in actor_get() */
 	snprintf(qname, sizeof(qname), "%.24s/timer/%.31s", s->name, name);
-	ret = entry_get(s, &s->timers, hash, timer_eq, name, sizeof(**out), &s->timer_pol, qname,
-			(struct entry_head **)out, &created);
-	if (ret || !created)
+	ret = entry_make(s, sizeof(**out), hash, &s->timer_pol, qname, (struct entry_head **)out);
+	if (ret)
 		return ret;
 	strcpy((*out)->name, name); /* length checked by the entry point */
+	ret = map_add(&s->timers, &(*out)->node);
+	if (ret) {
+		entry_unmake((struct entry_head *)*out);
+		return ret;
+	}
 	atomic_fetch_add_explicit(&s->n_timers, 1, memory_order_relaxed); /* stats only */
 	return 0;
 }
@@ -1125,7 +1111,6 @@ static int empty_fn(void *arg)
 	ORBIT__ASSERT_ON_LANE(e->s->co.lane);
 	/* Relaxed: lane-owned; quiescent, so no lookup runs any more. */
 	e->atab = atomic_exchange_explicit(&e->s->atab, NULL, memory_order_relaxed);
-	e->s->n_act = 0;
 	e->timers = e->s->timers;
 	memset(&e->s->timers, 0, sizeof(e->s->timers));
 	/* Relaxed: stats mirrors, each a lone counter (see the fields). */

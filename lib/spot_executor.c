@@ -8,11 +8,14 @@
  *
  * The two maps and the `closed` flag are one class-C2 state (06 §4):
  * closing has to stop every new submission and close every queue in the
- * maps together, so they are owned by the coordinator's state lane and
- * stay plain chained hash tables. Every entry point runs its decision and
- * its enqueue in one lane turn (the enqueue only takes the queue mutex, a
- * leaf, and never waits for work), so a queue is never used after close
- * and never created after it. The Spot queue itself lives from create to
+ * maps together, so they are owned by the coordinator's state lane, which
+ * alone writes them; the maps are lock-free tables (struct etab) so that
+ * a submission to an Actor or timer whose queue exists finds it without a
+ * lane turn, and close_fn() closes every queue in the turn that sets
+ * `closed`, so that queue's own lock decides "before or after close".
+ * Every other decision runs in a lane turn (an enqueue only takes the
+ * queue mutex, a leaf, and never waits for work), so a queue is never
+ * used after close and never created after it. The Spot queue itself lives from create to
  * destroy. Under SpotWide it is never closed before: accepted SpotWide
  * Actor work must still place its turn on it after the Spot closed, and
  * Spot and lifecycle work are decided in a lane turn with the waiting
@@ -57,63 +60,14 @@
 #include "lib/spot_batch.h"
 #include "lib/sync.h" /* orbit__single_writer_add() */
 
-/* ---- a plain chained hash map (owned by the lane: no locking) ----------- */
+/* ---- the lock-free entry tables ------------------------------------------- */
 
+/* What every table entry starts with: its key's hash. */
 struct map_node {
-	struct map_node *next;
 	uint64_t hash;
 };
 
-struct map {
-	struct map_node **b;
-	size_t nb, n; /* buckets (a power of two, or 0), entries */
-};
-
 typedef bool (*map_eq_fn)(const struct map_node *n, const void *key);
-
-static struct map_node *map_find(const struct map *m, uint64_t hash, map_eq_fn eq, const void *key)
-{
-	if (!m->nb)
-		return NULL;
-	for (struct map_node *n = m->b[hash & (m->nb - 1)]; n; n = n->next)
-		if (n->hash == hash && eq(n, key))
-			return n;
-	return NULL;
-}
-
-static int map_add(struct map *m, struct map_node *node)
-{
-	if (m->n >= m->nb) {
-		size_t nb = m->nb ? m->nb * 2 : 16;
-		struct map_node **b = calloc(nb, sizeof(*b));
-
-		if (!b)
-			return -ENOMEM;
-		for (size_t i = 0; i < m->nb; i++)
-			for (struct map_node *n = m->b[i], *next; n; n = next) {
-				next = n->next;
-				n->next = b[n->hash & (nb - 1)];
-				b[n->hash & (nb - 1)] = n;
-			}
-		free(m->b);
-		m->b = b;
-		m->nb = nb;
-	}
-	node->next = m->b[node->hash & (m->nb - 1)];
-	m->b[node->hash & (m->nb - 1)] = node;
-	m->n++;
-	return 0;
-}
-
-/* Call @fn on every node (it may free the node). */
-static void map_each(struct map *m, void (*fn)(struct map_node *n, void *ctx), void *ctx)
-{
-	for (size_t i = 0; i < m->nb; i++)
-		for (struct map_node *n = m->b[i], *next; n; n = next) {
-			next = n->next;
-			fn(n, ctx);
-		}
-}
 
 static uint64_t hash_u64(uint64_t x)
 {
@@ -131,22 +85,23 @@ static uint64_t hash_str(const char *s)
 }
 
 /*
- * The Actor table: Actor id -> entry, written only in lane turns (which
- * create entries and grow the table; nothing is removed before destroy)
- * and read by anyone without a lock (actor_find()): a submission to an
- * Actor whose queue exists needs no lane turn (see spot_submit()). Open
- * addressing with linear probing, kept at most half full, so a probe
- * always ends at an empty slot. A full-enough table is replaced by one of
- * twice the size; the old one stays readable (a lookup may still be in
- * it, and finds every entry it held, or misses and goes the lane's way)
- * and is freed with the Spot.
+ * The Actor table (Actor id -> entry) and the timer table (timer name ->
+ * entry, PerActor): written only in lane turns (which create entries and
+ * grow the table; nothing is removed before destroy) and read by anyone
+ * without a lock (etab_find()): a submission to an Actor or a timer whose
+ * queue exists needs no lane turn (see spot_submit()). Open addressing
+ * with linear probing, kept at most half full, so a probe always ends at
+ * an empty slot. A full-enough table is replaced by one of twice the
+ * size; the old one stays readable (a lookup may still be in it, and
+ * finds every entry it held, or misses and goes the lane's way) and is
+ * freed with the Spot.
  */
-struct actor_entry;
+struct entry_head;
 
-struct atab {
+struct etab {
 	uint32_t cap;	    /* slots, a power of two */
-	struct atab *older; /* the table this one replaced, freed at destroy */
-	_Atomic(struct actor_entry *) slot[];
+	struct etab *older; /* the table this one replaced, freed at destroy */
+	_Atomic(struct entry_head *) slot[];
 };
 
 /* ---- the coordinator ------------------------------------------------------- */
@@ -171,18 +126,17 @@ struct orbit_spot_serial_executor {
 	int home; /* options encoding (node + 1), passed on to its queues */
 	orbit_execution_lane_policy_t actor_pol, timer_pol;
 	orbit_serial_queue_t *spot_q; /* from create to destroy */
-	/* Owned by co.lane (06 §4 C2), see the file comment; `atab` is
-	 * written in its turns only and read lock-free (struct atab). */
+	/* Owned by co.lane (06 §4 C2), see the file comment; the tables
+	 * are written in its turns only and read lock-free (struct etab). */
 	bool closed;
-	struct map timers;
-	_Atomic(struct atab *) atab;
+	_Atomic(struct etab *) atab, ttab; /* Actors, timers */
 	/* SpotWide Actor records whose Spot turn waits for room, oldest
 	 * first, linked through orbit__work.wait_next. */
 	struct orbit__work *wait_head, *wait_tail;
 	/* wait_head != NULL, mirrored for pass_claim()'s lane-free look
 	 * (C3): written in the lane turns that change wait_head. */
 	_Atomic bool waiting;
-	/* The sizes of atab and timers: written on the lane only (so the
+	/* The sizes of atab and ttab: written on the lane only (so the
 	 * lane reads them relaxed as plain counts), read anywhere for stats;
 	 * relaxed, each a lone counter. */
 	_Atomic uint64_t n_actors, n_timers;
@@ -192,6 +146,11 @@ struct orbit_spot_serial_executor {
 static bool timer_eq(const struct map_node *n, const void *key)
 {
 	return strcmp(((const struct timer_entry *)n)->name, key) == 0;
+}
+
+static bool actor_eq(const struct map_node *n, const void *key)
+{
+	return ((const struct actor_entry *)n)->info.actor_id == *(const uint64_t *)key;
 }
 
 static int make_queue(orbit_spot_serial_executor_t *s, const orbit_execution_lane_policy_t *pol,
@@ -250,53 +209,62 @@ static void entry_unmake(struct entry_head *e)
 	free(e);
 }
 
-static struct actor_entry *atab_probe(const struct atab *t, uint64_t id, uint64_t hash)
+/*
+ * The entry for @key (of @hash) in the table *@tabp, or NULL when it has
+ * none (yet). Context: any thread, no lock: entries live until destroy,
+ * which runs only after every submission returned (the header's
+ * Synchronization table). A miss is not authoritative: the lane decides
+ * (actor_get(), timer_get()).
+ */
+static struct entry_head *etab_find(_Atomic(struct etab *) *tabp, uint64_t hash, map_eq_fn eq,
+				    const void *key)
 {
-	for (uint32_t i = (uint32_t)hash & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
-		/* SP-A1: acquire, pairs with SP-R1 in atab_put(): the entry's
-		 * id and queue before its pointer */
-		struct actor_entry *e = atomic_load_explicit(&t->slot[i], memory_order_acquire);
+	/* SP-A2: acquire, pairs with SP-R2 in etab_add(): a grown table's
+	 * slots before its pointer */
+	const struct etab *t = atomic_load_explicit(tabp, memory_order_acquire);
 
-		if (!e || e->info.actor_id == id)
-			return e; /* at most half full: an empty slot ends the probe */
+	if (!t)
+		return NULL;
+	for (uint32_t i = (uint32_t)hash & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+		/* SP-A1: acquire, pairs with SP-R1 in etab_put(): the entry's
+		 * key and queue before its pointer */
+		struct entry_head *e = atomic_load_explicit(&t->slot[i], memory_order_acquire);
+
+		/* At most half full: an empty slot ends the probe. */
+		if (!e || (e->node.hash == hash && eq(&e->node, key)))
+			return e;
 	}
 }
 
-/*
- * The entry of Actor @id, or NULL when it has none (yet). Context: any
- * thread, no lock: entries live until destroy, which runs only after
- * every submission returned (the header's Synchronization table). A
- * miss is not authoritative: actor_get() decides in a lane turn.
- */
 static struct actor_entry *actor_find(orbit_spot_serial_executor_t *s, uint64_t id)
 {
-	/* SP-A2: acquire, pairs with SP-R2 in atab_add(): a grown table's
-	 * slots before its pointer */
-	const struct atab *t = atomic_load_explicit(&s->atab, memory_order_acquire);
-
-	return t ? atab_probe(t, id, hash_u64(id)) : NULL;
+	return (struct actor_entry *)etab_find(&s->atab, hash_u64(id), actor_eq, &id);
 }
 
-static void atab_put(struct atab *t, struct actor_entry *e)
+static void etab_put(struct etab *t, struct entry_head *e)
 {
 	uint32_t i = (uint32_t)e->node.hash & (t->cap - 1);
 
 	/* Relaxed: only lane turns write slots, and they are ordered by the lane. */
 	while (atomic_load_explicit(&t->slot[i], memory_order_relaxed))
 		i = (i + 1) & (t->cap - 1);
-	/* SP-R1: release, pairs with SP-A1 in atab_probe() */
+	/* SP-R1: release, pairs with SP-A1 in etab_find() */
 	atomic_store_explicit(&t->slot[i], e, memory_order_release);
 }
 
-/* Add @e (not in the table), growing it first when it would pass half. On the lane. */
-static int atab_add(orbit_spot_serial_executor_t *s, struct actor_entry *e)
+/*
+ * Add @e (not in the table *@tabp, which holds *@count entries), growing
+ * the table first when it would pass half. On the lane.
+ */
+static int etab_add(orbit_spot_serial_executor_t *s, _Atomic(struct etab *) *tabp,
+		    _Atomic uint64_t *count, struct entry_head *e)
 {
 	/* Relaxed: written only in lane turns like this one. */
-	struct atab *t = atomic_load_explicit(&s->atab, memory_order_relaxed), *nt;
+	struct etab *t = atomic_load_explicit(tabp, memory_order_relaxed), *nt;
 	/* Relaxed: written only in lane turns like this one. */
-	uint64_t n = atomic_load_explicit(&s->n_actors, memory_order_relaxed);
+	uint64_t n = atomic_load_explicit(count, memory_order_relaxed);
 
-	ORBIT__ASSERT_ON_LANE(s->co.lane); /* the table is lane-owned (06 §4 C2) */
+	ORBIT__ASSERT_ON_LANE(s->co.lane); /* the tables are lane-owned (06 §4 C2) */
 	if (!t || (n + 1) * 2 > t->cap) {
 		uint32_t cap = t ? t->cap * 2 : 32;
 
@@ -309,38 +277,38 @@ static int atab_add(orbit_spot_serial_executor_t *s, struct actor_entry *e)
 		nt->older = t;
 		for (uint32_t i = 0; t && i < t->cap; i++) {
 			/* Relaxed: lane-owned writes, see above. */
-			struct actor_entry *o = atomic_load_explicit(&t->slot[i],
-								     memory_order_relaxed);
+			struct entry_head *o = atomic_load_explicit(&t->slot[i],
+								    memory_order_relaxed);
 
 			if (o)
-				atab_put(nt, o);
+				etab_put(nt, o);
 		}
-		/* SP-R2: release, pairs with SP-A2 in actor_find() */
-		atomic_store_explicit(&s->atab, nt, memory_order_release);
+		/* SP-R2: release, pairs with SP-A2 in etab_find() */
+		atomic_store_explicit(tabp, nt, memory_order_release);
 		t = nt;
 	}
-	atab_put(t, e);
+	etab_put(t, e);
 	/* One writer (the lane): no locked add; relaxed, see the field. */
-	orbit__single_writer_add(&s->n_actors, 1);
+	orbit__single_writer_add(count, 1);
 	return 0;
 }
 
-/* Call @fn on every Actor entry (lane turns, or after quiescence). */
-static void atab_each(struct atab *t, void (*fn)(struct map_node *n, void *ctx), void *ctx)
+/* Call @fn on every entry of @t (lane turns, or after quiescence). */
+static void etab_each(struct etab *t, void (*fn)(struct entry_head *e, void *ctx), void *ctx)
 {
 	for (uint32_t i = 0; t && i < t->cap; i++) {
 		/* Relaxed: lane-owned (or quiescent). */
-		struct actor_entry *e = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
+		struct entry_head *e = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
 
 		if (e)
-			fn(&e->node, ctx);
+			fn(e, ctx);
 	}
 }
 
-static void atab_free(struct atab *t)
+static void etab_free(struct etab *t)
 {
 	while (t) {
-		struct atab *o = t->older;
+		struct etab *o = t->older;
 
 		free(t);
 		t = o;
@@ -365,35 +333,37 @@ static int actor_get(orbit_spot_serial_executor_t *s, uint64_t id, struct actor_
 	if (ret)
 		return ret;
 	(*out)->info.actor_id = id;
-	ret = atab_add(s, *out);
+	ret = etab_add(s, &s->atab, &s->n_actors, (struct entry_head *)*out);
 	if (ret)
 		entry_unmake((struct entry_head *)*out);
 	return ret;
 }
 
+static struct timer_entry *timer_find(orbit_spot_serial_executor_t *s, const char *name)
+{
+	return (struct timer_entry *)etab_find(&s->ttab, hash_str(name), timer_eq, name);
+}
+
 /* GetOrCreateTimerQueue (§4, PerActor only). On the lane. */
 static int timer_get(orbit_spot_serial_executor_t *s, const char *name, struct timer_entry **out)
 {
-	uint64_t hash = hash_str(name);
 	char qname[64];
 	int ret;
 
-	ORBIT__ASSERT_ON_LANE(s->co.lane); /* the map is lane-owned (06 §4 C2) */
-	*out = (struct timer_entry *)map_find(&s->timers, hash, timer_eq, name);
+	ORBIT__ASSERT_ON_LANE(s->co.lane); /* the table is lane-owned (06 §4 C2) */
+	*out = timer_find(s, name);
 	if (*out)
 		return 0; /* found: no queue name formatted, as in actor_get() */
 	snprintf(qname, sizeof(qname), "%.24s/timer/%.31s", s->name, name);
-	ret = entry_make(s, sizeof(**out), hash, &s->timer_pol, qname, (struct entry_head **)out);
+	ret = entry_make(s, sizeof(**out), hash_str(name), &s->timer_pol, qname,
+			 (struct entry_head **)out);
 	if (ret)
 		return ret;
 	strcpy((*out)->name, name); /* length checked by the entry point */
-	ret = map_add(&s->timers, &(*out)->node);
-	if (ret) {
+	ret = etab_add(s, &s->ttab, &s->n_timers, (struct entry_head *)*out);
+	if (ret)
 		entry_unmake((struct entry_head *)*out);
-		return ret;
-	}
-	atomic_fetch_add_explicit(&s->n_timers, 1, memory_order_relaxed); /* stats only */
-	return 0;
+	return ret;
 }
 
 void orbit_spot_serial_executor_options_init(struct orbit_spot_serial_executor_options *opts)
@@ -881,7 +851,7 @@ static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
 	if (c->kind == ORBIT_WORK_ACTOR) {
 		/*
 		 * An Actor whose queue exists: found without a lane turn
-		 * (struct atab) and enqueued on it as submit_fn() would after
+		 * (struct etab) and enqueued on it as submit_fn() would after
 		 * its turn. Nothing else of the lane's state bears on it: the
 		 * `closed` flag is set in the turn that closes every Actor
 		 * queue (close_fn()), so the queue's own lock decides "before
@@ -901,6 +871,22 @@ static int spot_submit(struct submit *c, orbit_serial_work_fn fn, void *arg,
 			if (ret)
 				return ret;
 			c->w->info = &a->info;
+			return orbit__work_submit(c->w, c->kind, &e);
+		}
+	}
+	if (c->kind == ORBIT_WORK_TIMER && s->mode == ORBIT_SPOT_PER_ACTOR) {
+		/* A timer whose queue exists: the same as an Actor's above
+		 * (the table is struct etab; close_fn() closes its queue). */
+		struct timer_entry *t = timer_find(s, c->timer_name);
+
+		if (t) {
+			struct orbit__enq e = { .q = t->q,
+						.fn = orbit__work_run,
+						.how = ORBIT__ENQ_FIXED };
+
+			ret = orbit__work_new(&s->co, fn, arg, done, yf, &c->w);
+			if (ret)
+				return ret;
 			return orbit__work_submit(c->w, c->kind, &e);
 		}
 	}
@@ -1050,9 +1036,9 @@ int orbit_spot_serial_executor_mode(const orbit_spot_serial_executor_t *spot)
 
 /* ---- close, quiescence, destroy ------------------------------------------------ */
 
-static void close_entry(struct map_node *n, void *ctx)
+static void close_entry(struct entry_head *e, void *ctx)
 {
-	orbit_serial_queue_close(((struct entry_head *)n)->q);
+	orbit_serial_queue_close(e->q);
 }
 
 static int close_fn(void *arg)
@@ -1065,8 +1051,9 @@ static int close_fn(void *arg)
 	s->closed = true;
 	orbit__coord_close_hint(&s->co); /* for the lane-free submissions */
 	/* Relaxed: lane-owned. */
-	atab_each(atomic_load_explicit(&s->atab, memory_order_relaxed), close_entry, NULL);
-	map_each(&s->timers, close_entry, NULL);
+	etab_each(atomic_load_explicit(&s->atab, memory_order_relaxed), close_entry, NULL);
+	/* Relaxed: lane-owned. */
+	etab_each(atomic_load_explicit(&s->ttab, memory_order_relaxed), close_entry, NULL);
 	if (s->mode == ORBIT_SPOT_PER_ACTOR)
 		orbit_serial_queue_close(s->spot_q); /* its submitters skip the lane */
 	return 0;
@@ -1100,8 +1087,7 @@ int orbit_spot_serial_executor_stats(const orbit_spot_serial_executor_t *spot,
 /* The maps, taken out of the coordinator in one lane turn. */
 struct emptied {
 	orbit_spot_serial_executor_t *s;
-	struct atab *atab;
-	struct map timers;
+	struct etab *atab, *ttab;
 };
 
 static int empty_fn(void *arg)
@@ -1111,18 +1097,17 @@ static int empty_fn(void *arg)
 	ORBIT__ASSERT_ON_LANE(e->s->co.lane);
 	/* Relaxed: lane-owned; quiescent, so no lookup runs any more. */
 	e->atab = atomic_exchange_explicit(&e->s->atab, NULL, memory_order_relaxed);
-	e->timers = e->s->timers;
-	memset(&e->s->timers, 0, sizeof(e->s->timers));
+	e->ttab = atomic_exchange_explicit(&e->s->ttab, NULL, memory_order_relaxed);
 	/* Relaxed: stats mirrors, each a lone counter (see the fields). */
 	atomic_store_explicit(&e->s->n_actors, 0, memory_order_relaxed);
 	atomic_store_explicit(&e->s->n_timers, 0, memory_order_relaxed);
 	return 0;
 }
 
-static void free_entry(struct map_node *n, void *ctx)
+static void free_entry(struct entry_head *e, void *ctx)
 {
-	orbit__queue_free(((struct entry_head *)n)->q);
-	free(n);
+	orbit__queue_free(e->q);
+	free(e);
 }
 
 static int close_cb(void *spot)
@@ -1144,10 +1129,10 @@ int orbit_spot_serial_executor_destroy(orbit_spot_serial_executor_t *spot)
 	ret = orbit_state_lane_run(spot->co.lane, empty_fn, &e);
 	if (ret)
 		return ret;
-	atab_each(e.atab, free_entry, NULL);
-	atab_free(e.atab);
-	map_each(&e.timers, free_entry, NULL);
-	free(e.timers.b);
+	etab_each(e.atab, free_entry, NULL);
+	etab_free(e.atab);
+	etab_each(e.ttab, free_entry, NULL);
+	etab_free(e.ttab);
 	orbit__queue_free(spot->spot_q);
 	orbit__coord_fini(&spot->co);
 	free(spot);

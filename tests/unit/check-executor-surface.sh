@@ -204,11 +204,11 @@ fi
 
 t=test_s2_only_the_spot_coordinator_has_queue_maps
 echo "[ RUN      ] $t"
-bad=$(grep -ln 'struct map\b\|struct atab\b\|actor_entry\|timer_entry' \
+bad=$(grep -ln 'struct etab\b\|actor_entry\|timer_entry' \
 	"$src"/lib/actor_executor.c "$src"/lib/session_executor.c \
 	"$src"/lib/serial_executor.c "$src"/lib/serial_executor.h 2>&1)
-if [ ! -f "$src/lib/spot_executor.c" ] || ! grep -q 'struct map timers;' "$src/lib/spot_executor.c" ||
-	! grep -q '_Atomic(struct atab \*) atab;' "$src/lib/spot_executor.c"; then
+if [ ! -f "$src/lib/spot_executor.c" ] ||
+	! grep -q '_Atomic(struct etab \*) atab, ttab;' "$src/lib/spot_executor.c"; then
 	echo "the Spot coordinator's maps are not where this check looks"; fail=1
 	echo "[  FAILED  ] $t"
 elif [ -n "$bad" ]; then

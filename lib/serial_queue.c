@@ -154,7 +154,10 @@ struct orbit_serial_queue {
 	 * one piece (older than everything in `app`). Only the active drain
 	 * reads or writes it; anyone else reads it only after seeing !active
 	 * under the lock (a drain whose re-submission failed may leave items
-	 * here). */
+	 * here), or under the lock while the queue is held: a held queue's
+	 * drain runs no batch (claim_batch() and take_next() take nothing),
+	 * so it touches `claimed` only under the lock too
+	 * (orbit__serial_queue_pass_held()). */
 	_Alignas(64) struct ring claimed;
 	/* Set under lock when work that outranks the application lane
 	 * arrives (lifecycle, barrier-next, a resume); read lock-free by a
@@ -1099,13 +1102,13 @@ int orbit__serial_queue_pass_held(orbit_serial_resume_t *h, orbit_serial_work_fn
 
 	orbit__mutex_lock(&q->lock);
 	/* Only a parked HOLD claim, with nothing that outranks the
-	 * application lane. A drain may still be active (lingering): while
-	 * q->held it takes nothing (take_next(), claim_batch()); `claimed` is
-	 * then its own, so it is taken from only once no drain is active
-	 * (see the field). Anything else goes the ordinary way (resume). */
+	 * application lane. A drain may still be active (finishing its
+	 * slice): while q->held it takes nothing (take_next(), claim_batch())
+	 * and touches `claimed` only under the lock, so its items are taken
+	 * from here too (see the field). Anything else goes the ordinary way
+	 * (resume). */
 	if (!(h->flags & ORBIT_SERIAL_SUSPEND_HOLD) || !h->turn_ended || h->resumed || !q->held ||
-	    q->room_fn || (q->claimed.len && q->active) || q->barrier.len || q->res_head ||
-	    q->lc.len)
+	    q->room_fn || q->barrier.len || q->res_head || q->lc.len)
 		goto out;
 	if (!q->claimed.len && !q->app.len) {
 		/* Nothing to pass to: the claim ends here, as if its

@@ -95,8 +95,8 @@ bool orbit__serial_turn_may_continue(orbit_serial_turn_t *turn);
  *
  * Context: the owner of @h, once per claim end; takes the queue lock.
  * Returns: n >= 1 (passed: @h holds n items); 0 (ended: @h is freed);
- * -EAGAIN (not passed: other work is at the front, or a drain is
- * active with claimed items; @h is untouched: resume it as usual).
+ * -EAGAIN (not passed: other work is at the front; @h is untouched:
+ * resume it as usual).
  */
 int orbit__serial_queue_pass_held(orbit_serial_resume_t *h, orbit_serial_work_fn first,
 				  orbit_serial_work_fn cont, void **args, unsigned max);

@@ -2236,7 +2236,7 @@ static void test_s2_close_completes_every_subordinate_queue(void **state)
 
 /* Submissions refused after close, from another thread, until told to stop. */
 struct refuser {
-	orbit_spot_serial_executor_t *spot; /* or */
+	orbit_spot_serial_executor_t *spot;	  /* or */
 	orbit_session_serial_executor_t *session; /* or */
 	orbit_actor_serial_executor_t *actor;
 	bool timer; /* with spot: execute_timer("tick") instead of execute_actor */
@@ -2252,8 +2252,8 @@ static void *refuser_main(void *arg)
 	struct refuser *r = arg;
 
 	while (!atomic_load(&r->stop)) {
-		int ret = r->timer   ? orbit_spot_execute_timer(r->spot, "tick", noop_fn, NULL, NULL)
-			  : r->spot  ? orbit_spot_execute_actor(r->spot, 7, noop_fn, NULL, 1, NULL)
+		int ret = r->timer  ? orbit_spot_execute_timer(r->spot, "tick", noop_fn, NULL, NULL)
+			  : r->spot ? orbit_spot_execute_actor(r->spot, 7, noop_fn, NULL, 1, NULL)
 			  : r->actor ? orbit_actor_execute_actor(r->actor, noop_fn, NULL, 1, NULL)
 				     : orbit_session_execute_application(r->session, noop_fn, NULL,
 									 1, NULL);

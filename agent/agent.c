@@ -252,10 +252,16 @@ err:
 	return rc;
 }
 
-void orbit_agent_stop(orbit_agent_t *a)
+int orbit_agent_stop(orbit_agent_t *a)
 {
-	if (agent_check(a) < 0)
-		return; /* NULL, or the parent's agent in a forked child: nothing of it is ours */
+	int rc = agent_check(a);
+
+	if (rc < 0) /* NULL, or the parent's agent in a forked child: nothing of it is ours */
+		return rc == -EINVAL ? 0 : rc;
+	/* From a callback: the join below would wait for ourselves (or, on
+	 * another agent, for a thread that may wait for the subs_mu we hold). */
+	if (orbit__agent_in_callback(a))
+		return -EDEADLK;
 	orbit__agent_death_stop(a);
 	/* Removes our sink only (another agent's on the same handle stays);
 	 * returns once no thread is inside it, so freeing a is safe. */
@@ -275,6 +281,7 @@ void orbit_agent_stop(orbit_agent_t *a)
 	}
 	orbit__agent_stats_publish(a); /* the thread is joined: we are the row's writer now */
 	agent_free(a);
+	return 0;
 }
 
 int orbit_agent_reader_open(orbit_agent_t *a, orbit_transition_reader_t **out)

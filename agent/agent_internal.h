@@ -201,6 +201,11 @@ void orbit__agent_subs_update_skip(struct orbit_agent *a);
 void orbit__agent_subs_signal(struct orbit_agent *a);
 /* Close every subscriber eventfd still open, drop the callbacks (stop). */
 void orbit__agent_subs_close(struct orbit_agent *a);
+/*
+ * Any thread: whether this thread is @a's agent thread or is running the
+ * callbacks of any agent (then (un)subscribe and stop return -EDEADLK).
+ */
+bool orbit__agent_in_callback(const struct orbit_agent *a);
 
 /* ---- agent_stats.c ---- */
 

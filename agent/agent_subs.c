@@ -31,10 +31,20 @@ void orbit__agent_subs_update_skip(struct orbit_agent *a)
 	orbit__lock_ring_set_skip(&a->wire, skip);
 }
 
-/* A callback runs on the agent thread under subs_mu: a call from it would deadlock. */
-static bool on_agent_thread(const struct orbit_agent *a)
+/*
+ * Set on an agent thread while it runs its callbacks, under its subs_mu.
+ * Thread-local, so it is one thread's: no ordering. Any agent's
+ * (un)subscribe or stop made while it is set is refused: a call on our own
+ * agent would wait for the subs_mu we hold, and a call on another agent of
+ * the process could wait for its subs_mu while its callback waits for ours
+ * (ABBA between two agent threads).
+ */
+static _Thread_local bool in_callbacks;
+
+/* Whether a call on @a could wait for a callback this thread is inside of. */
+bool orbit__agent_in_callback(const struct orbit_agent *a)
 {
-	return a->thread_started && pthread_equal(pthread_self(), a->thread);
+	return in_callbacks || (a->thread_started && pthread_equal(pthread_self(), a->thread));
 }
 
 void orbit__agent_subs_signal(struct orbit_agent *a)
@@ -42,10 +52,12 @@ void orbit__agent_subs_signal(struct orbit_agent *a)
 	uint64_t one = 1;
 
 	die_on(pthread_mutex_lock(&a->subs_mu), "lock subs");
+	in_callbacks = true;
 	for (int i = 0; i < a->ncbs; i++) { /* first: no system call before them */
 		a->cbs[i].fn(a->cbs[i].arg);
 		a->signals++;
 	}
+	in_callbacks = false;
 	for (int i = 0; i < a->nsubs; i++) {
 		/* EAGAIN: the counter is at its max, the subscriber is woken anyway. */
 		if (write(a->subs[i], &one, sizeof(one)) == (ssize_t)sizeof(one))
@@ -70,7 +82,7 @@ int orbit_agent_subscribe(orbit_agent_t *a, int *fd)
 		return rc;
 	if (!fd)
 		return -EINVAL;
-	if (on_agent_thread(a))
+	if (orbit__agent_in_callback(a))
 		return -EDEADLK;
 	e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (e < 0)
@@ -98,7 +110,7 @@ int orbit_agent_unsubscribe(orbit_agent_t *a, int fd)
 		return rc;
 	if (fd < 0)
 		return -EINVAL;
-	if (on_agent_thread(a))
+	if (orbit__agent_in_callback(a))
 		return -EDEADLK;
 	rc = -ENOENT;
 	die_on(pthread_mutex_lock(&a->subs_mu), "lock subs");
@@ -125,7 +137,7 @@ static int callback_call_check(const struct orbit_agent *a, orbit_agent_wake_fn 
 		return rc;
 	if (!fn)
 		return -EINVAL;
-	return on_agent_thread(a) ? -EDEADLK : 0;
+	return orbit__agent_in_callback(a) ? -EDEADLK : 0;
 }
 
 /* Under subs_mu: the index of (@fn, @arg) in cbs[], or -1. */

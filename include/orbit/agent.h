@@ -156,34 +156,47 @@ ORBIT_API int orbit_agent_start(const struct orbit_agent_options *opts, orbit_ag
  * orbit_agent_stop - stop and join both threads, publish the last stats,
  * uninstall the lock sink, release the lane, leave the directory, close
  * every subscriber eventfd still open and unmap everything. NULL is a no-op.
- * Context: not from the agent's own thread, not concurrently with other
- * calls on @agent; readers from orbit_agent_reader_open() must be closed
- * first; no thread may be inside orbit_agent_view_lookup(). Blocks up to a
- * tick plus a grace period (RCU synchronize). In a forked child, on the
- * parent's agent: does nothing (the threads, fds and rows are the
- * parent's; see "Fork" above).
+ * Context: not from the agent's own thread nor from any agent's subscriber
+ * callback (refused: -EDEADLK), not concurrently with other calls on
+ * @agent; readers from orbit_agent_reader_open() must be closed first; no
+ * thread may be inside orbit_agent_view_lookup(). Blocks up to a tick plus
+ * a grace period (RCU synchronize), plus the rest of a subscriber callback
+ * that is running: the join waits for it to return. So the calling thread
+ * must not hold a lock a callback of @agent takes: the callback would wait
+ * for the lock, stop for the callback, and neither returns. In a forked
+ * child, on the parent's agent: does nothing (the threads, fds and rows
+ * are the parent's; see "Fork" above).
+ * Returns: 0 (stopped, @agent freed; also for NULL); -ECHILD (forked child,
+ * the parent's agent: nothing done); -EDEADLK (called from a subscriber
+ * callback or on the agent thread: nothing done, @agent still runs).
  */
-ORBIT_API void orbit_agent_stop(orbit_agent_t *agent);
+ORBIT_API int orbit_agent_stop(orbit_agent_t *agent);
 
 /**
  * orbit_agent_subscribe - a new eventfd (EFD_NONBLOCK|EFD_CLOEXEC) that
  * the agent writes to after each drain that brought at least one frame or
  * a lag. The agent owns it: give it back with orbit_agent_unsubscribe().
- * Context: any thread; syscall eventfd.
+ * Context: any thread but one running a subscriber callback; syscall
+ * eventfd; takes the subscriber mutex, so it waits for callbacks that are
+ * running (the agent thread holds the mutex while it runs the callbacks
+ * and writes the eventfds): do not hold a lock a callback takes.
  * Returns: 0; -EINVAL; -ECHILD (@agent is the parent's: this is a forked
  * child, no eventfd is made, *@fd is untouched); -EDEADLK (called from a
- * subscriber callback, on the agent thread: nothing is made); -ENOSPC (64
+ * subscriber callback of any agent of this process, or on @agent's
+ * thread: nothing is made); -ENOSPC (64
  * subscribers already); -EMFILE/-ENFILE.
  */
 ORBIT_API int orbit_agent_subscribe(orbit_agent_t *agent, int *fd);
 
 /**
  * orbit_agent_unsubscribe - stop signalling @fd and close it.
- * Context: any thread; takes the subscriber mutex (the agent thread holds
- * it only while writing the eventfds).
+ * Context: as orbit_agent_subscribe(): takes the subscriber mutex, which
+ * the agent thread holds while it runs the callbacks and writes the
+ * eventfds, so it waits for callbacks that are running.
  * Returns: 0; -EINVAL; -ECHILD (forked child: @fd is left open, the
  * parent's subscription untouched); -EDEADLK (called from a subscriber
- * callback: @fd stays subscribed); -ENOENT (not a subscriber of @agent).
+ * callback of any agent of this process: @fd stays subscribed); -ENOENT
+ * (not a subscriber of @agent).
  */
 ORBIT_API int orbit_agent_unsubscribe(orbit_agent_t *agent, int fd);
 
@@ -202,18 +215,34 @@ typedef void (*orbit_agent_wake_fn)(void *arg);
  * cursor of your own (orbit_agent_reader_open(); used from @fn only, it
  * is one thread's), -ORBIT_ELAGGED meaning re-read the lock table.
  * @fn runs on the agent thread with every signal blocked, while the agent
- * holds its subscriber mutex: keep it short and never block in it (lease
- * renewals, death proofs and the stats publish wait until it returns). It
- * may call orbit_agent_view_lookup(), orbit_transition_reader_next(),
- * orbit_agent_record_latency(), orbit_agent_watch()/unwatch() and the lock
- * API; it must not call orbit_agent_stop(), and the (un)subscribe calls
- * refuse it (-EDEADLK). A thread must not hold a lock @fn takes while it
- * calls any (un)subscribe function of @agent.
- * Context: any thread but the agent's; takes the subscriber mutex (waits
- * while callbacks run); no syscall, no allocation.
+ * holds its subscriber mutex: keep it short and never block in it. While
+ * it runs, the agent waits: the view stays stale for every reader, no
+ * eventfd subscriber is woken, no member rescan or join is seen, dead
+ * members' rows and lanes and their ORBIT_LOCK_FREE_ON_DEATH leases are
+ * not reclaimed (other processes wait longer for those locks), and every
+ * (un)subscribe caller and orbit_agent_stop() wait for it to return. The
+ * agent renews no lease, and liveness is proved by pidfds and kernel
+ * locks, not by a heartbeat: a slow callback cannot get this process
+ * declared dead. @fn may call orbit_agent_view_lookup(),
+ * orbit_transition_reader_next(), orbit_agent_record_latency(),
+ * orbit_agent_watch()/unwatch() and the lock API, but a lock call can wait
+ * for the table's serializer up to serializer_wait_ms (orbit/lock.h):
+ * prefer the try_ calls and expect that wait. A transition @fn makes
+ * (acquire, renew, release) is a frame like any other: it wakes the agent
+ * again and @fn is called again for it, as an eventfd subscriber that
+ * reacts with a transition is woken again; a callback that makes one on
+ * every call keeps the agent thread busy for good, so make it only when
+ * the state calls for it. Every (un)subscribe call of any agent of this
+ * process and orbit_agent_stop() made from @fn are refused (-EDEADLK). A
+ * thread must not hold a lock @fn takes while it calls any (un)subscribe
+ * function of @agent or orbit_agent_stop(@agent): they wait for a running
+ * @fn, and @fn for the lock.
+ * Context: any thread but one running a subscriber callback; takes the
+ * subscriber mutex (waits while callbacks run); no syscall, no allocation.
  * Returns: 0; -EINVAL (NULL @agent or @fn); -ECHILD (@agent is the
  * parent's: forked child, nothing subscribed); -EDEADLK (called from a
- * subscriber callback, on the agent thread: nothing subscribed); -EEXIST
+ * subscriber callback of any agent of this process, or on @agent's thread:
+ * nothing subscribed); -EEXIST
  * (@fn with @arg is subscribed already); -ENOSPC (64 callbacks already).
  */
 ORBIT_API int orbit_agent_subscribe_callback(orbit_agent_t *agent, orbit_agent_wake_fn fn,
@@ -227,8 +256,8 @@ ORBIT_API int orbit_agent_subscribe_callback(orbit_agent_t *agent, orbit_agent_w
  * are running (the subscriber mutex), never for more.
  * Returns: 0; -EINVAL (NULL @agent or @fn); -ECHILD (forked child: the
  * parent's subscription untouched); -EDEADLK (called from a subscriber
- * callback: it stays subscribed); -ENOENT (@fn with @arg is not
- * subscribed to @agent).
+ * callback of any agent of this process: it stays subscribed); -ENOENT
+ * (@fn with @arg is not subscribed to @agent).
  */
 ORBIT_API int orbit_agent_unsubscribe_callback(orbit_agent_t *agent, orbit_agent_wake_fn fn,
 					       void *arg);

@@ -32,6 +32,7 @@
 #include "shm/lock_internal.h"
 #include "shm/members.h"
 #include "shm/ring.h"
+#include "shm/stats.h"
 
 static char fleet[64];
 
@@ -771,6 +772,234 @@ static void test_agent_callback_runs_on_agent_thread_after_drain(void **state)
 	orbit_agent_stop(a); /* drops the 64 still subscribed */
 	pthread_mutex_destroy(&p.mu);
 	pthread_mutex_destroy(&p2.mu);
+}
+
+/*
+ * Two agents of one process whose callbacks (un)subscribe on, and stop,
+ * each other and themselves, while both agent threads are inside their
+ * callbacks: every call is refused with -EDEADLK, none hangs (the refusal
+ * on the callback's own agent alone left both threads waiting for the
+ * other's subscriber mutex: ABBA). Run in a child so a hang is killed.
+ */
+struct cross_cb {
+	orbit_agent_t *self, *other;
+	_Atomic int entered, done;
+	int rc[6];
+};
+
+static void cb_cross(void *arg)
+{
+	struct cross_cb *x = arg;
+	int fd = -1;
+
+	if (atomic_exchange(&x->entered, 1))
+		return;
+	usleep(100000); /* both agent threads are inside their callbacks now */
+	x->rc[0] = orbit_agent_subscribe_callback(x->other, cb_noop, x);
+	x->rc[1] = orbit_agent_unsubscribe_callback(x->other, cb_cross, x);
+	x->rc[2] = orbit_agent_subscribe(x->other, &fd);
+	x->rc[3] = orbit_agent_unsubscribe(x->other, 0);
+	x->rc[4] = orbit_agent_stop(x->other);
+	x->rc[5] = orbit_agent_stop(x->self);
+	atomic_store(&x->done, 1);
+}
+
+static int child_cross_agents(void *arg)
+{
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
+	struct cross_cb xa = { 0 }, xb = { 0 };
+	struct orbit_ring_layout rl;
+	orbit_ring_t *ring = NULL;
+	orbit_agent_t *a, *b;
+
+	(void)arg;
+	a = start_agent("x-a", NULL);
+	b = start_agent("x-b", NULL);
+	if (!a || !b)
+		return 2;
+	xa.self = xb.other = a;
+	xb.self = xa.other = b;
+	if (orbit_agent_subscribe_callback(a, cb_cross, &xa) ||
+	    orbit_agent_subscribe_callback(b, cb_cross, &xb))
+		return 3;
+	orbit__fleet_ring_layout(&rl, NULL);
+	if (orbit__ring_open(&ring, fleet, &rl, &so))
+		return 4;
+	publish_frame(ring, 3, "x-k", ORBIT_TRANSITION_ACQUIRE, 1); /* wakes both agents */
+	for (int i = 0; i < 3000 && !(atomic_load(&xa.done) && atomic_load(&xb.done)); i++)
+		usleep(1000);
+	if (!atomic_load(&xa.done) || !atomic_load(&xb.done))
+		return 5;
+	for (int i = 0; i < 6; i++)
+		if (xa.rc[i] != -EDEADLK || xb.rc[i] != -EDEADLK)
+			return 10 + i;
+	orbit__ring_close(ring);
+	/* Outside any callback both calls work again. */
+	if (orbit_agent_unsubscribe_callback(a, cb_cross, &xa) ||
+	    orbit_agent_unsubscribe_callback(b, cb_cross, &xb))
+		return 6;
+	if (orbit_agent_stop(a) || orbit_agent_stop(b))
+		return 7;
+	return 0;
+}
+
+static void test_agent_callbacks_of_two_agents_refused_across(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit_test_fork_run(child_cross_agents, NULL, 6000), 0);
+}
+
+/*
+ * Callbacks run in subscription order, an unsubscribe keeping the order
+ * of the others, and all of them before any eventfd is written; the stats
+ * row's subscriber_signals counts each callback call and each eventfd
+ * write.
+ */
+struct order_log {
+	pthread_mutex_t mu;
+	int fd;	      /* the eventfd subscriber, drained before each frame */
+	int order[8]; /* the args of the calls, in call order */
+	int n;
+	int fd_ready; /* calls that found the eventfd written already */
+};
+
+static struct order_log order_log;
+
+static void cb_order(void *arg)
+{
+	struct pollfd pfd = { .fd = order_log.fd, .events = POLLIN };
+
+	pthread_mutex_lock(&order_log.mu);
+	if (order_log.n < 8)
+		order_log.order[order_log.n] = (int)(intptr_t)arg;
+	order_log.n++;
+	order_log.fd_ready += poll(&pfd, 1, 0) == 1;
+	pthread_mutex_unlock(&order_log.mu);
+}
+
+static int order_calls(void)
+{
+	int n;
+
+	pthread_mutex_lock(&order_log.mu);
+	n = order_log.n;
+	pthread_mutex_unlock(&order_log.mu);
+	return n;
+}
+
+/* Publish one frame and wait until @want calls logged and the eventfd was written. */
+static void order_round(orbit_ring_t *ring, uint64_t rev, int want)
+{
+	struct pollfd pfd = { .fd = order_log.fd, .events = POLLIN };
+	uint64_t v;
+
+	pthread_mutex_lock(&order_log.mu);
+	order_log.n = 0;
+	order_log.fd_ready = 0;
+	pthread_mutex_unlock(&order_log.mu);
+	publish_frame(ring, 3, "ord-k", ORBIT_TRANSITION_ACQUIRE, rev);
+	assert_int_equal(poll(&pfd, 1, 3000), 1);
+	assert_int_equal(read(order_log.fd, &v, sizeof(v)), (ssize_t)sizeof(v));
+	assert_int_equal(order_calls(), want);
+}
+
+static void test_agent_callbacks_run_in_order_before_eventfds_and_count(void **state)
+{
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
+	struct orbit_fleet_stats fs;
+	struct orbit_ring_layout rl;
+	orbit_ring_t *ring = NULL;
+	orbit_fleet_t *f = NULL;
+	orbit_agent_t *a;
+	uint64_t t0;
+	int row;
+
+	(void)state;
+	memset(&order_log, 0, sizeof(order_log));
+	assert_int_equal(pthread_mutex_init(&order_log.mu, NULL), 0);
+	a = start_agent("cb-order", NULL);
+	assert_non_null(a);
+	orbit__fleet_ring_layout(&rl, NULL);
+	assert_int_equal(orbit__ring_open(&ring, fleet, &rl, &so), 0);
+	assert_int_equal(orbit_agent_subscribe(a, &order_log.fd), 0);
+	for (int i = 1; i <= 4; i++)
+		assert_int_equal(orbit_agent_subscribe_callback(a, cb_order, (void *)(intptr_t)i),
+				 0);
+	order_round(ring, 1, 4);
+	pthread_mutex_lock(&order_log.mu);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(order_log.order[i], i + 1);
+	assert_int_equal(order_log.fd_ready, 0); /* callbacks first */
+	pthread_mutex_unlock(&order_log.mu);
+
+	/* Unsubscribing the first keeps the others' order (not 4, 2, 3). */
+	assert_int_equal(orbit_agent_unsubscribe_callback(a, cb_order, (void *)(intptr_t)1), 0);
+	order_round(ring, 2, 3);
+	pthread_mutex_lock(&order_log.mu);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(order_log.order[i], i + 2);
+	assert_int_equal(order_log.fd_ready, 0);
+	pthread_mutex_unlock(&order_log.mu);
+
+	/* Two drains: 4 + 3 callback calls and 2 eventfd writes, nothing since. */
+	row = orbit_agent_member_row(a);
+	assert_true(row >= 0);
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	t0 = orbit_test_now_ns();
+	do {
+		usleep(5000);
+		assert_int_equal(orbit_fleet_stats_read(f, (uint32_t)row, &fs), 0);
+	} while (fs.counters[ORBIT_STAT_SUBSCRIBER_SIGNALS] != 9 &&
+		 orbit_test_now_ns() - t0 < 3000000000ull);
+	assert_int_equal(fs.counters[ORBIT_STAT_SUBSCRIBER_SIGNALS], 9);
+	orbit_fleet_close(f);
+	orbit__ring_close(ring);
+	assert_int_equal(orbit_agent_stop(a), 0); /* closes the eventfd, drops the callbacks */
+	pthread_mutex_destroy(&order_log.mu);
+}
+
+/*
+ * orbit_agent_unsubscribe_callback() returns only after a call that is
+ * running returned (the callbacks run under the subscriber mutex), so
+ * the callback's argument may be freed at once.
+ */
+struct slow_cb {
+	_Atomic int running, calls;
+};
+
+static void cb_slow(void *arg)
+{
+	struct slow_cb *c = arg;
+
+	atomic_store(&c->running, 1);
+	atomic_fetch_add(&c->calls, 1);
+	usleep(200000);
+	atomic_store(&c->running, 0);
+}
+
+static void test_agent_unsubscribe_callback_waits_for_the_running_call(void **state)
+{
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
+	struct orbit_ring_layout rl;
+	orbit_ring_t *ring = NULL;
+	struct slow_cb c = { 0 };
+	orbit_agent_t *a;
+
+	(void)state;
+	a = start_agent("slowcb", NULL);
+	assert_non_null(a);
+	orbit__fleet_ring_layout(&rl, NULL);
+	assert_int_equal(orbit__ring_open(&ring, fleet, &rl, &so), 0);
+	assert_int_equal(orbit_agent_subscribe_callback(a, cb_slow, &c), 0);
+	publish_frame(ring, 3, "slow-k", ORBIT_TRANSITION_ACQUIRE, 1);
+	for (int i = 0; i < 3000 && !atomic_load(&c.running); i++)
+		usleep(1000);
+	assert_int_equal(atomic_load(&c.running), 1);
+	assert_int_equal(orbit_agent_unsubscribe_callback(a, cb_slow, &c), 0);
+	assert_int_equal(atomic_load(&c.running), 0); /* returned only after the call ended */
+	orbit__ring_close(ring);
+	assert_int_equal(orbit_agent_stop(a), 0);
 }
 
 /* Issue 5 "Tests": reset refused while another member lives. */
@@ -2315,6 +2544,12 @@ int main(void)
 		    test_agent_subscriber_and_view_follow_another_process, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_agent_callback_runs_on_agent_thread_after_drain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_callbacks_of_two_agents_refused_across,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_agent_callbacks_run_in_order_before_eventfds_and_count, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_agent_unsubscribe_callback_waits_for_the_running_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_callback_subscriber_wakes_on_own_frames,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_reset_refused_while_another_member_lives,

@@ -848,10 +848,16 @@ static void stress_case(struct fx *f, bool full_ring, bool pub_off, bool wait_of
 	else
 		assert_int_equal(seq, (uint32_t)(2 * c.doorbell_wakes));
 	assert_true(c.doorbell_wakes < stress_n()); /* the two counts differ: the check decides */
-	/* Which sleep ran: slices of ORBIT_DOORBELL_SLICE_NS, or one FUTEX_WAIT */
+	/*
+	 * Which sleep ran: slices of ORBIT_DOORBELL_SLICE_NS, or one FUTEX_WAIT.
+	 * Slicing makes about 20 switches, one FUTEX_WAIT 1. Each slice ends
+	 * with a wake-up that takes its scheduling latency on top of the
+	 * slice, so on a loaded machine far fewer than 20 fit in the wait:
+	 * a quarter (5) still tells slicing from a single sleep.
+	 */
 	if (wait_off)
 		assert_true(atomic_load(&s->probe_switches) >=
-			    STRESS_PROBE_NS / ORBIT_DOORBELL_SLICE_NS / 2);
+			    STRESS_PROBE_NS / ORBIT_DOORBELL_SLICE_NS / 4);
 	else
 		assert_true(atomic_load(&s->probe_switches) <= 3);
 	orbit__ring_close(ring);

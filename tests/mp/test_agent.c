@@ -1002,6 +1002,61 @@ static void test_agent_unsubscribe_callback_waits_for_the_running_call(void **st
 	assert_int_equal(orbit_agent_stop(a), 0);
 }
 
+/*
+ * A transition a callback makes is a frame like any other: the agent is
+ * woken for it and calls the callback again (doc: the callback makes one
+ * only when the state calls for it, else the agent thread never rests).
+ * Here it makes one on its first call only: it is called again, then no
+ * more.
+ */
+struct self_feed {
+	orbit_lock_t *lock;
+	_Atomic int calls;
+};
+
+static void cb_transition_once(void *arg)
+{
+	struct self_feed *f = arg;
+	orbit_lock_owner_t me = { "cb", 2 };
+	orbit_lock_key_t k = orbit_lock_key(test_ns, "feed", 4);
+	struct orbit_lock_lease ls;
+
+	if (atomic_fetch_add(&f->calls, 1) == 0 &&
+	    orbit_lock_try_acquire(f->lock, &k, &me, 1000000000ull, &ls, NULL) == 0)
+		orbit_lock_release(f->lock, &k, &me, ls.token);
+}
+
+static void test_agent_callback_called_again_for_its_own_transition(void **state)
+{
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN };
+	struct orbit_ring_layout rl;
+	struct self_feed f = { 0 };
+	orbit_ring_t *ring = NULL;
+	orbit_agent_t *a;
+	int n;
+
+	(void)state;
+	f.lock = open_lock();
+	assert_non_null(f.lock);
+	a = start_agent("feeder", f.lock);
+	assert_non_null(a);
+	orbit__fleet_ring_layout(&rl, NULL);
+	assert_int_equal(orbit__ring_open(&ring, fleet, &rl, &so), 0);
+	assert_int_equal(orbit_agent_subscribe_callback(a, cb_transition_once, &f), 0);
+	publish_frame(ring, 7, "feed-trigger", ORBIT_TRANSITION_ACQUIRE, 1); /* not our lane */
+	for (int i = 0; i < 3000 && atomic_load(&f.calls) < 2; i++)
+		usleep(1000);
+	usleep(200000);
+	n = atomic_load(&f.calls);
+	print_message("callback calls after one frame and its own transition: %d\n", n);
+	assert_true(n >= 2); /* its own acquire+release called it again */
+	assert_true(n <= 3); /* then it rests: at most one drain per frame of it */
+	assert_int_equal(orbit_agent_unsubscribe_callback(a, cb_transition_once, &f), 0);
+	orbit__ring_close(ring);
+	assert_int_equal(orbit_agent_stop(a), 0);
+	orbit_lock_close(f.lock);
+}
+
 /* Issue 5 "Tests": reset refused while another member lives. */
 static void test_agent_reset_refused_while_another_member_lives(void **state)
 {
@@ -2550,6 +2605,8 @@ int main(void)
 		    test_agent_callbacks_run_in_order_before_eventfds_and_count, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_agent_unsubscribe_callback_waits_for_the_running_call, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_agent_callback_called_again_for_its_own_transition, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_callback_subscriber_wakes_on_own_frames,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_reset_refused_while_another_member_lives,

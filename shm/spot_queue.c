@@ -278,6 +278,15 @@ struct orbit_spotq_host {
 	 */
 	uint32_t suspect_pos[2];
 	bool suspect[2];
+	/*
+	 * Per lane: when take() last read the tail at an unclaimed-looking
+	 * cursor (0: never). A host busy on the other lane may never wait, so
+	 * take() itself reads the tail there at most once per STALL_POLL_NS
+	 * (empty_look_due()): a passed slot that reads FREE is found within
+	 * that interval, at one tail read per lane per interval (take()'s
+	 * thread only).
+	 */
+	uint64_t empty_look_ns[2];
 	char last_corrupt[128];
 	pid_t pid;
 	/*
@@ -1759,15 +1768,52 @@ static int take_tail(const struct lane_geo *g, uint64_t *hw, uint64_t *t)
 
 /*
  * take()'s best known tail: @c, a tail word value the tail held, if it lies
- * further from @base (the cursor this take started from) than *@seen.
+ * further from @base (the cursor this take started from) than *@seen. A
+ * value behind @base (more than a lap "ahead" of it) is never taken: it
+ * would read as the furthest of all. Returns true when *@seen changed.
  */
-static inline void tail_note(const struct lane_geo *g, uint32_t base, uint64_t c, uint64_t *seen,
+static inline bool tail_note(const struct lane_geo *g, uint32_t base, uint64_t c, uint64_t *seen,
 			     bool *have)
 {
-	if (!*have || mod_sub(pw_idx(c), base, g->wi) >= mod_sub(pw_idx(*seen), base, g->wi)) {
+	uint64_t d = mod_sub(pw_idx(c), base, g->wi);
+
+	if (pw_idx(c) >= g->wi || d > g->items)
+		return false;
+	if (!*have || d > mod_sub(pw_idx(*seen), base, g->wi)) {
 		*seen = c;
 		*have = true;
+		return true;
 	}
+	return false;
+}
+
+/*
+ * Has the tail @t passed @cur, i.e. is it 1 to items positions ahead of
+ * it? Only then may take() resolve the slot at @cur as aborted or corrupt
+ * and move its cursor past it: a tail at @cur has not passed it (bad
+ * bytes in its commit word), and a tail "behind" the cursor would mean
+ * the cursor passed the tail, which would mark positions no producer
+ * claimed yet as done.
+ */
+static inline bool tail_past(const struct lane_geo *g, uint64_t t, uint32_t cur)
+{
+	uint64_t d = mod_sub(pw_idx(t), cur, g->wi);
+
+	return d >= 1 && d <= g->items;
+}
+
+/*
+ * May take() read the tail at the unclaimed-looking cursor of @lane now?
+ * At most once per STALL_POLL_NS (one clock read per empty-looking take).
+ */
+static bool empty_look_due(orbit_spotq_host_t *h, uint32_t lane)
+{
+	uint64_t now = orbit__now_mono_ns();
+
+	if (h->empty_look_ns[lane] && now - h->empty_look_ns[lane] < (uint64_t)STALL_POLL_NS)
+		return false;
+	h->empty_look_ns[lane] = now;
+	return true;
 }
 
 /*
@@ -1795,9 +1841,14 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 	uint8_t *out = buf;
 	size_t used = 0;
 	unsigned n = 0;
-	uint32_t cur, base;
-	uint64_t t = 0, hw, seen = 0, judged = 0;
-	bool resolved = false, have_seen = false, have_judged = false, dead = false;
+	uint32_t cur, base, at;
+	uint64_t t = 0, hw, seen, judged = 0;
+	bool resolved = false, have_seen, seen_new = false, have_judged = false, dead = false;
+	/*
+	 * For the position `at`: the tail must be read before it is resolved
+	 * (confirm); it was read and had passed it (past)
+	 */
+	bool confirm = false, past = false;
 	int r = host_check(h, lane);
 
 	if (r < 0)
@@ -1818,6 +1869,16 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 	if (mod_sub(cur, pw_idx(hw), g->wi) > g->items)
 		cur = pw_idx(hw); /* the head passed our cursor (records done before us) */
 	base = cur;
+	at = cur;
+	/*
+	 * The tail this host knows (SQ-A9: acquire, pairs with SQ-R8): a value
+	 * the tail word held, read or derived from a chain of validated records
+	 * that starts at one read. A record at its index must start at its
+	 * bytes (the tail CAS that passed the record before it wrote them),
+	 * and only such a record extends it (H2 of the sq-lines review).
+	 */
+	seen = atomic_load_explicit(&h->tail_seen[lane], memory_order_acquire);
+	have_seen = pw_idx(seen) < g->wi && mod_sub(pw_idx(seen), base, g->wi) <= g->items;
 
 	while (n < max) {
 		struct orbit_spotq_slot *s = slot_at(g, cur);
@@ -1826,16 +1887,25 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 		 * SQ-A5: acquire, pairs with SQ-R3 (and SQ-R1, SQ-R4). COMMITTED
 		 * or ABORTED for this lap: the tail passed the slot and its resv
 		 * is visible (SQ-V1), so the tail is not read (the producers'
-		 * line: each read made their next tail CAS wait for it).
+		 * line: each read made their next tail CAS wait for it) unless
+		 * the record is to be resolved as aborted or corrupt (confirm).
 		 */
 		uint64_t v = atomic_load_explicit(&s->commit, memory_order_acquire);
 		uint64_t a, resv;
 		uint32_t rlen;
 		const char *why;
 
+		if (at != cur) {
+			at = cur;
+			confirm = past = false;
+		}
 		if (cw_pos(v) != cur ||
-		    (cw_state(v) != CW_COMMITTED && cw_state(v) != CW_ABORTED)) {
-			/* The slow path: a record in progress, an empty lane, or bad bytes. */
+		    (cw_state(v) != CW_COMMITTED && cw_state(v) != CW_ABORTED) ||
+		    (confirm && !past)) {
+			/*
+			 * The slow path: a record in progress, an empty lane, bad
+			 * bytes, or a record to be resolved as aborted or corrupt.
+			 */
 			bool unclaimed = cw_state(v) == CW_FREE ||
 					 cw_pos(v) == mod_sub(cur, g->items, g->wi);
 
@@ -1845,7 +1915,8 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 				if (claim_waits(h, lane, cur, v, &dead))
 					break; /* alive and within the bound: the lane waits for it */
 			} else if (unclaimed &&
-				   !(h->suspect[lane] && h->suspect_pos[lane] == cur)) {
+				   !(h->suspect[lane] && h->suspect_pos[lane] == cur) &&
+				   !empty_look_due(h, lane)) {
 				break; /* nothing claimed here: the tail cannot have passed it */
 			}
 			r = take_tail(g, &hw, &t);
@@ -1858,35 +1929,45 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 					cur = pw_idx(hw);
 				continue;
 			}
-			tail_note(g, base, t, &seen, &have_seen);
-			if (cur == pw_idx(t)) {
-				if (cw_pos(v) == cur && cw_state(v) == CW_CLAIMED) {
-					/*
-					 * Dead, or stopped past the bound, between its claim
-					 * and its tail CAS: advance the tail for it, then
-					 * judge the slot again
-					 */
-					help_tail(h->q, g, lane, t, v);
-					/* SQ-A4 again, after helping */
-					if (atomic_load_explicit(&g->w->tail,
-								 memory_order_acquire) != t)
-						continue;
-				} else if (!unclaimed) {
-					/*
-					 * Neither claimed at the tail nor the previous lap: no
-					 * producer can claim it (their CAS expects one of the
-					 * two), so the lane would refuse every submission for
-					 * good. Only bad bytes leave this; reset it to FREE
-					 * (counted). The CAS fails if the word changed since.
-					 */
-					if (atomic_compare_exchange_strong_explicit(
-						&s->commit, &v, 0, memory_order_acq_rel,
-						memory_order_relaxed))
+			seen_new |= tail_note(g, base, t, &seen, &have_seen);
+			if (!tail_past(g, t, cur)) {
+				if (cur == pw_idx(t) && !unclaimed) {
+					if (cw_pos(v) == cur) {
+						/*
+						 * Claimed for this lap at the tail: a claimer dead
+						 * or stopped past the bound between its claim and
+						 * its tail CAS, or bad bytes that read COMMITTED or
+						 * ABORTED (no producer can claim the slot then).
+						 * Advance the tail for it as a producer would
+						 * (submit() helps any claimed word at the tail),
+						 * then judge the slot again
+						 */
+						help_tail(h->q, g, lane, t, v);
+						/* SQ-A4 again, after helping */
+						if (atomic_load_explicit(&g->w->tail,
+									 memory_order_acquire) != t)
+							continue;
+					} else if (atomic_compare_exchange_strong_explicit(
+						       &s->commit, &v, 0, memory_order_acq_rel,
+						       memory_order_relaxed)) {
+						/*
+						 * Neither claimed at the tail nor the previous lap: no
+						 * producer can claim it (their CAS expects one of the
+						 * two), so the lane would refuse every submission for
+						 * good. Only bad bytes leave this; reset it to FREE
+						 * (counted). The CAS fails if the word changed since.
+						 */
 						corrupt(h, g, lane, cur,
 							"slot at the tail in no lap: reset");
+					}
 				}
-				break; /* the tail confirms: nothing more here */
+				/*
+				 * The tail confirms: nothing more here. (A tail behind the
+				 * cursor is never passed: the cursor waits for it.)
+				 */
+				break;
 			}
+			past = true;
 			/* SQ-A5 again, read after the tail (SQ-A4) that passed the slot */
 			v = atomic_load_explicit(&s->commit, memory_order_acquire);
 		}
@@ -1905,8 +1986,8 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 			continue;
 		}
 		if (aw_pos(a) == cur && aw_state(a) > AW_REDELIVER) {
-			corrupt(h, g, lane, cur, "acknowledgement word in no known state");
-			goto resolve;
+			why = "acknowledgement word in no known state";
+			goto bad;
 		}
 		if (aw_pos(a) == cur && aw_state(a) != AW_NONE && aw_state(a) != AW_REDELIVER) {
 			resolved =
@@ -1914,8 +1995,8 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 			goto next;
 		}
 		if (cw_pos(v) != cur || cw_state(v) == CW_FREE) {
-			corrupt(h, g, lane, cur, "slot not claimed for its lap");
-			goto resolve;
+			why = "slot not claimed for its lap";
+			goto bad;
 		}
 		if (cw_state(v) == CW_CLAIMED) {
 			if (!have_judged || judged != v) {
@@ -1935,10 +2016,12 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 						  1, memory_order_relaxed);
 			h->stall_since[lane] = 0;
 			have_judged = false;
-			goto resolve;
+			goto resolve; /* past: this path read the tail */
 		}
-		if (cw_state(v) == CW_ABORTED)
-			goto resolve;
+		if (cw_state(v) == CW_ABORTED) {
+			why = NULL;
+			goto bad;
+		}
 		/* COMMITTED */
 		if (rlen <= g->bytes && rlen > buf_len - used) {
 			if (n == 0 && rlen > buf_len) {
@@ -1947,12 +2030,19 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 			}
 			break;
 		}
-		why = copy_out(h, g, lane, cur, v, s, resv, &hw, &recs[n], out + used,
-			       buf_len - used);
-		if (why) {
-			corrupt(h, g, lane, cur, why);
-			goto resolve;
-		}
+		if (have_seen && pw_idx(seen) == cur && pw_idx(resv) != pw_bytes(seen))
+			/*
+			 * The tail word at cur held (cur, B): every record's resv
+			 * starts where the tail CAS that passed the one before it
+			 * ended (SQ-V1). A zero-length record, or bytes that repeat,
+			 * would pass the checksum at a wrong offset.
+			 */
+			why = "reservation not where the record before it ended";
+		else
+			why = copy_out(h, g, lane, cur, v, s, resv, &hw, &recs[n], out + used,
+				       buf_len - used);
+		if (why)
+			goto bad;
 		{
 			bool redeliv = aw_pos(a) == cur && aw_state(a) == AW_REDELIVER;
 			r = ack_set(h, aw, &a, cur, AW_TAKEN, redeliv);
@@ -1973,13 +2063,31 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 		 * The tail word at cur + 1 held (cur + 1, end of this record): the
 		 * value of the tail CAS that passed the slot (SQ-V1); a validated
 		 * record's resv is that CAS's, so advance() may stop its walk and
-		 * take the head's bytes from it without reading the tail
+		 * take the head's bytes from it without reading the tail. Derived
+		 * only from a record that starts at the known tail (checked
+		 * above): a record whose offset nobody vouched for could carry a
+		 * wrong one and make the head pass the real tail's bytes.
 		 */
-		tail_note(g, base,
-			  pw_make((uint32_t)mod_add(cur, 1, g->wi),
-				  (uint32_t)mod_add(pw_idx(resv), rlen, g->wb)),
-			  &seen, &have_seen);
+		if (have_seen && pw_idx(seen) == cur)
+			seen_new |= tail_note(g, base,
+					      pw_make((uint32_t)mod_add(cur, 1, g->wi),
+						      (uint32_t)mod_add(pw_idx(resv), rlen, g->wb)),
+					      &seen, &have_seen);
 		goto next;
+	bad:
+		/*
+		 * Aborted or corrupt, decided without the tail so far: a slot
+		 * whose commit word lies (COMMITTED or ABORTED for its lap at the
+		 * tail) would move the cursor past the tail. Read the tail first
+		 * (the slow path above: rare), and resolve only once it passed
+		 * the slot (H1 of the sq-lines review).
+		 */
+		if (!past) {
+			confirm = true;
+			continue;
+		}
+		if (why)
+			corrupt(h, g, lane, cur, why);
 	resolve:
 		/* aborted or corrupt: DONE, its reservation comes back with the head */
 		r = ack_set(h, aw, &a, cur, AW_DONE, false);
@@ -1995,7 +2103,7 @@ int orbit__spotq_take(orbit_spotq_host_t *h, uint32_t lane, struct orbit_spotq_r
 		h->suspect[lane] = false;
 	}
 	h->cursor[lane] = cur;
-	if (have_seen)
+	if (seen_new)
 		/* SQ-R8: release, pairs with SQ-A9: what SQ-A4 or SQ-A5 saw comes with it */
 		atomic_store_explicit(&h->tail_seen[lane], seen, memory_order_release);
 	if (!resolved) {
@@ -2350,13 +2458,25 @@ static bool lane_ready(orbit_spotq_host_t *h, uint32_t lane, bool *stalled)
 		/*
 		 * Nothing claimed at the cursor: empty, unless bad bytes made a
 		 * slot the tail passed look unclaimed. The tail is read here, once
-		 * per sleep (SQ-A4: acquire, pairs with SQ-R2), never by take()
-		 * on this path: past the cursor, take() resolves the slot next
+		 * per sleep (SQ-A4: acquire, pairs with SQ-R2; take() reads it on
+		 * this path at most once per STALL_POLL_NS): strictly past the
+		 * cursor (tail_past()), take() resolves the slot next
 		 */
 		uint64_t t = atomic_load_explicit(&g->w->tail, memory_order_acquire);
 
-		if (pw_idx(t) == cur)
-			return false;
+		if (!tail_past(g, t, cur)) {
+			/* SQ-A7: acquire, pairs with SQ-R5 */
+			uint64_t hw = atomic_load_explicit(&g->w->head, memory_order_acquire);
+
+			/*
+			 * At the cursor: empty. Behind it inside the head's window:
+			 * nothing to take either (the cursor waits for the tail).
+			 * Outside the window: bad bytes, take() reports them
+			 */
+			if (pw_idx(t) < g->wi && pw_bytes(t) < g->wb && pw_idx(hw) < g->wi &&
+			    mod_sub(pw_idx(t), pw_idx(hw), g->wi) <= g->items)
+				return false;
+		}
 		h->suspect[lane] = true;
 		h->suspect_pos[lane] = cur;
 		return true;

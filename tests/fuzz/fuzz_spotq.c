@@ -14,6 +14,10 @@
  *     (lane, kind of that lane, payload inside the buffer and within the
  *     byte cap, timer name terminated, producer row in range), and each
  *     complete answers 0, -EINVAL, -ORBIT_EFENCED or -ORBIT_ECORRUPT;
+ *   - after the wait, one more take on each lane (it consumes what the wait
+ *     marked suspect), its records valid as above;
+ *   - the head never passes the tail: a lane whose depth and bytes were
+ *     within the caps before the host ran has no head ahead of its tail;
  *   - a submit answers 0, -EAGAIN, -ECANCELED or -ORBIT_ECORRUPT and
  *     returns (no spin on bytes that lie).
  * A hang fails through replay.c's alarm.
@@ -159,7 +163,36 @@ static void host_side(void)
 	}
 	rc = orbit__spotq_host_wait(h, 0, 0);
 	FUZZ_CHECK(fuzz_rc_in(rc, 4, 0, -ETIMEDOUT, -ORBIT_EFENCED, -EINTR), "host_wait %d", rc);
+	/* the take after the wait: it consumes what the wait marked suspect */
+	for (uint32_t lane = 0; lane < ORBIT_SPOTQ_LANES; lane++) {
+		rc = orbit__spotq_take(h, lane, recs, 16, buf, sizeof(buf));
+		FUZZ_CHECK(rc >= 0 || fuzz_rc_in(rc, 3, -ORBIT_EFENCED, -ORBIT_ECORRUPT, -ENOBUFS),
+			   "take after the wait %d", rc);
+		for (int i = 0; i < rc; i++)
+			check_rec(&recs[i], lane);
+	}
 	orbit__spotq_host_close(h);
+}
+
+/*
+ * The head never passes the tail: a lane whose head and tail were inside
+ * each other's window before the host ran (depth and bytes at most the
+ * caps) has no head ahead of its tail after it (a depth or byte count of
+ * more than half the modulus is a head past the tail).
+ */
+static void check_head_behind_tail(const struct orbit_spotq_counters *before)
+{
+	struct orbit_spotq_counters c;
+
+	FUZZ_CHECK(orbit__spotq_counters(q, &c) == 0, "counters");
+	for (uint32_t l = 0; l < ORBIT_SPOTQ_LANES; l++) {
+		if (before->depth[l] > before->item_cap[l] ||
+		    before->bytes[l] > before->byte_cap[l])
+			continue;
+		FUZZ_CHECK(c.depth[l] < (1u << 31) && c.bytes[l] < (1u << 31),
+			   "lane %u: head past the tail (depth %u, bytes %u; before %u, %u)", l,
+			   c.depth[l], c.bytes[l], before->depth[l], before->bytes[l]);
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -173,6 +206,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = orbit__spotq_counters(q, &c);
 	FUZZ_CHECK(rc == 0 && c.item_cap[0] == 8 && c.byte_cap[1] == 128, "counters %d", rc);
 	host_side();
+	check_head_behind_tail(&c);
 	for (uint32_t kind = ORBIT_SPOTQ_KIND_SPOT; kind <= ORBIT_SPOTQ_KIND_LIFECYCLE; kind++) {
 		struct orbit_spotq_submit s = {
 			.kind = kind, .timer_name = "t", .payload = b, .len = (uint32_t)(size % 64)

@@ -1382,8 +1382,9 @@ static void test_checksum_known_answers_of_layout_4(void **state)
  * delivers the three (a COMMITTED word at the cursor proves the tail
  * passed the slot) and complete_n() moves the head past them (advance()
  * ends the run at the tail take() published); the bad tail is found when
- * the lane looks empty before a sleep (the wait reads it there), and the
- * next take() reports it. Before, take() refused at once with
+ * the lane looks empty: by take()'s own look there (at most one tail read
+ * per STALL_POLL_NS, the first at once) and by the wait's before a sleep,
+ * and take() reports it. Before sq-lines, take() refused at once with
  * -ORBIT_ECORRUPT and the head stayed.
  */
 static void test_committed_records_taken_and_freed_without_the_tail(void **state)
@@ -1392,6 +1393,7 @@ static void test_committed_records_taken_and_freed_without_the_tail(void **state
 	orbit_spotq_host_t *h;
 	uint32_t pos[3];
 	uint64_t t;
+	int n;
 
 	fx_open(f, opts(8, 1024, 2, 128));
 	for (int i = 0; i < 3; i++)
@@ -1407,8 +1409,14 @@ static void test_committed_records_taken_and_freed_without_the_tail(void **state
 	}
 	assert_int_equal(orbit__spotq_complete_n(h, 0, pos, 3, NULL), 0);
 	assert_int_equal(atomic_load(&raw_lanes(f)[0].head), 3ull | (48ull << 32));
-	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 0);
-	/* the wait's look before a sleep finds the tail past an empty-looking cursor */
+	/*
+	 * take()'s look at the empty-looking cursor was spent by the take
+	 * above (it ended there, its 3 records returned); 0 within
+	 * STALL_POLL_NS of it, else that look reports the tail
+	 */
+	n = orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf));
+	assert_true(n == 0 || n == -ORBIT_ECORRUPT);
+	/* the wait's look before a sleep finds the tail outside the head's window */
 	assert_int_equal(orbit__spotq_host_wait(h, 0, 0), 0);
 	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)),
 			 -ORBIT_ECORRUPT);
@@ -1420,16 +1428,19 @@ static void test_committed_records_taken_and_freed_without_the_tail(void **state
 
 /*
  * The other half of SQ-V1's empty test: bad bytes that make a slot the
- * tail passed look FREE. take() calls the lane empty without the tail; the
- * wait reads the tail before it sleeps, sees it past the cursor and does
- * not sleep, and the next take() resolves the slot (counted corrupt) and
- * delivers the record behind it. Without that look the lane would wait
- * for good.
+ * tail passed look FREE. take() calls the lane empty without the tail,
+ * except for its own look there at most once per STALL_POLL_NS (the first
+ * at once): that look resolves the slot (counted corrupt) and delivers
+ * the record behind it. Within the interval the wait reads the tail
+ * before it sleeps, sees it past the cursor and returns 1 (a lane ready,
+ * no sleep), and the next take() resolves the slot. Without either look
+ * the lane would wait for good.
  */
 static void test_passed_slot_that_looks_free_found_before_a_sleep(void **state)
 {
 	struct fx *f = *state;
 	orbit_spotq_host_t *h;
+	int n;
 
 	fx_open(f, opts(8, 1024, 2, 128));
 	for (int i = 0; i < 3; i++)
@@ -1438,12 +1449,27 @@ static void test_passed_slot_that_looks_free_found_before_a_sleep(void **state)
 	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 1, f->buf, sizeof(f->buf)), 1);
 	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
 	atomic_store(&raw_slots(f, 0)[1].commit, 0); /* FREE: looks unclaimed */
-	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 0);
-	assert_int_equal(orbit__spotq_host_wait(h, 2000000000ll, 0), 0);
+	/* take()'s first look at the empty-looking cursor reads the tail */
 	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 1);
 	assert_int_equal(((uint8_t *)f->recs[0].payload)[0], 2);
 	assert_int_equal(counters(f->q).corrupt[0], 1);
 	assert_non_null(strstr(orbit__spotq_host_last_corrupt(h), "not claimed for its lap"));
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	assert_int_equal(counters(f->q).depth[0], 0);
+	/* the same again at once: take()'s look is spent, the wait's finds it */
+	for (int i = 3; i < 5; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 16, (uint8_t)i, NULL), 0);
+	atomic_store(&raw_slots(f, 0)[3].commit, 0);
+	n = orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf));
+	if (n == 0) { /* else STALL_POLL_NS passed since the look above (a loaded machine) */
+		assert_int_equal(
+		    orbit__spotq_host_wait_seq(h, orbit__spotq_host_seq(h), 3u, 2000000000ll, 0),
+		    1);
+		n = orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf));
+	}
+	assert_int_equal(n, 1);
+	assert_int_equal(((uint8_t *)f->recs[0].payload)[0], 4);
+	assert_int_equal(counters(f->q).corrupt[0], 2);
 	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
 	assert_int_equal(counters(f->q).depth[0], 0);
 	orbit__spotq_host_close(h);
@@ -1656,6 +1682,142 @@ static void test_footprint_64_default_spots_fit_64_mib(void **state)
 	orbit_lock_unlink(&lo);
 }
 
+/*
+ * doc/spot-queues.md, "The host off the producers' tail line" (H1 of its
+ * review): one stray word, the empty lane's tail slot reads COMMITTED for
+ * its own lap. take() decides from the commit word (SQ-V1), but a record
+ * it would resolve as corrupt or aborted is resolved only once a tail read
+ * shows the tail past it (tail_past()); here the tail is at the slot, so
+ * the host helps it past first, as a producer would, and frees the slot:
+ * the cursor never passes the tail, and a record accepted next is
+ * delivered. On sq-lines (main before this fix) the cursor moved past the
+ * tail, the wait's lane_ready() called the tail behind it "past", the next
+ * take() marked the next, unclaimed, position DONE, and the record a
+ * producer then committed there was skipped and freed: accepted, never
+ * delivered.
+ */
+static void test_bad_commit_word_at_the_tail_never_passes_it(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+	uint64_t seq = 0;
+	int n;
+
+	fx_open(f, opts(8, 1024, 2, 128));
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	pass_one(f, h, 16, 1); /* pos 0 done: head = tail = cursor = 1 */
+	/* COMMITTED (2) at pos 1, row 0, gen 0: one corrupt word at the tail slot */
+	atomic_store(&raw_slots(f, 0)[1].commit, 1ull | (2ull << 32));
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 0);
+	/* the host helped the tail past the bad slot before resolving it, and freed it */
+	assert_int_equal(atomic_load(&raw_lanes(f)[0].tail), 2ull | (16ull << 32));
+	assert_int_equal(atomic_load(&raw_lanes(f)[0].head), 2ull | (16ull << 32));
+	assert_int_equal(counters(f->q).corrupt[0], 1);
+	/* the host goes idle: wait, take again */
+	(void)orbit__spotq_host_wait(h, 0, 0);
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 0);
+	/* a producer submits one record: accepted */
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 16, 9, &seq), 0);
+	n = orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf));
+	if (n != 1 || f->recs[0].producer_seq != seq)
+		fail_msg("accepted record seq %llu not delivered (take %d, corrupt %llu, "
+			 "completed %llu, depth %llu)",
+			 (unsigned long long)seq, n, (unsigned long long)counters(f->q).corrupt[0],
+			 (unsigned long long)counters(f->q).completed[0],
+			 (unsigned long long)counters(f->q).depth[0]);
+	orbit__spotq_host_close(h);
+}
+
+/*
+ * doc/spot-queues.md, "The host off the producers' tail line" (H2 of its
+ * review): one stray word, the resv offset of a committed zero-length
+ * record (its checksum covers no byte offset, so it validates anywhere).
+ * A record at the index of the tail take() knows must start at that
+ * tail's bytes, and only such a record extends it; this one does not, so
+ * it is corrupt, advance() reads the real tail, the head takes its bytes
+ * and the lane goes on (one wrong word costs that record only). On
+ * sq-lines take() published (pos + 1, 500 + 0) as the known tail, the head
+ * went to (2, 500) past the tail (2, 16), and every later submit was
+ * -ORBIT_ECORRUPT for good.
+ */
+static void test_bad_resv_of_an_empty_record_costs_that_record_only(void **state)
+{
+	struct fx *f = *state;
+	struct orbit_spotq_submit s = { .kind = ORBIT_SPOTQ_KIND_SPOT }; /* length 0 */
+	orbit_spotq_host_t *h;
+	uint64_t hd, tl;
+	int n;
+
+	fx_open(f, opts(8, 1024, 2, 128));
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 16, 1, NULL), 0); /* pos 0: [0, 16) */
+	assert_int_equal(orbit__spotq_submit(f->p, &s, NULL), 0);	       /* pos 1: (16, 0) */
+	atomic_store(&raw_slots(f, 0)[1].resv, 500ull); /* offset 500, length 0 */
+	n = orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf));
+	assert_true(n >= 1);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(orbit__spotq_complete(h, 0, f->recs[i].pos), 0);
+	(void)orbit__spotq_advance(h, 0);
+	usleep(2000); /* past the producer's remembered head (HEAD_KEEP_NS, 1 ms) */
+	hd = atomic_load(&raw_lanes(f)[0].head);
+	tl = atomic_load(&raw_lanes(f)[0].tail);
+	if (hd != tl)
+		fail_msg("head %#llx != tail %#llx on an empty lane (head bytes %llu, tail bytes "
+			 "%llu); next submit %d",
+			 (unsigned long long)hd, (unsigned long long)tl,
+			 (unsigned long long)(hd >> 32), (unsigned long long)(tl >> 32),
+			 submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 16, 2, NULL));
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 16, 2, NULL), 0);
+	orbit__spotq_host_close(h);
+}
+
+/*
+ * doc/spot-queues.md, "The host off the producers' tail line" (M1 of its
+ * review): a lifecycle-lane slot the tail passed reads FREE (bad bytes),
+ * a committed lifecycle record behind it, and the app lane is busy, so
+ * the host's wait returns at the ready app lane (and the Spot host waits
+ * only when nothing moved). take() itself reads the tail at an
+ * empty-looking cursor at most once per STALL_POLL_NS (the first look at
+ * once) and resolves the slot. On sq-lines only the wait's lane_ready()
+ * read the tail there, and the lifecycle record was never delivered while
+ * application records kept coming.
+ */
+static void test_free_looking_passed_slot_found_under_a_busy_other_lane(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+	int got = 0;
+
+	fx_open(f, opts(8, 1024, 4, 128));
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_LIFECYCLE, 16, (uint8_t)i, NULL), 0);
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	assert_int_equal(orbit__spotq_take(h, 1, f->recs, 1, f->buf, sizeof(f->buf)), 1);
+	assert_int_equal(orbit__spotq_complete(h, 1, f->recs[0].pos), 0);
+	atomic_store(&raw_slots(f, 1)[1].commit, 0); /* FREE: looks unclaimed */
+	for (int round = 0; round < 20 && !got; round++) {
+		int n;
+
+		/* the host's loop while the app lane is busy: lifecycle first, then app */
+		n = orbit__spotq_take(h, 1, f->recs, 8, f->buf, sizeof(f->buf));
+		got += n > 0 ? n : 0;
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 16, 1, NULL), 0);
+		n = orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf));
+		for (int i = 0; i < n; i++)
+			assert_int_equal(orbit__spotq_complete(h, 0, f->recs[i].pos), 0);
+		/* a wait now and then: it returns at the ready app lane */
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 16, 1, NULL), 0);
+		(void)orbit__spotq_host_wait(h, 0, 0);
+		n = orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf));
+		for (int i = 0; i < n; i++)
+			assert_int_equal(orbit__spotq_complete(h, 0, f->recs[i].pos), 0);
+	}
+	if (!got)
+		fail_msg("lifecycle record behind a FREE-looking passed slot not delivered in 20 "
+			 "rounds of a busy app lane");
+	orbit__spotq_host_close(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1728,6 +1890,12 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_footprint_64_default_spots_fit_64_mib, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_bad_commit_word_at_the_tail_never_passes_it,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_bad_resv_of_an_empty_record_costs_that_record_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_free_looking_passed_slot_found_under_a_busy_other_lane, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

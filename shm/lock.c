@@ -219,20 +219,19 @@ static void stat_inc_rmw(orbit_lock_t *l, enum lock_stat s)
 #define HOT static inline __attribute__((always_inline))
 
 /*
- * The key hash (layout version 5): wyhash's multiply-fold, once. Each of
- * namespace and label becomes two words: up to 16 bytes by two
- * overlapping loads (never a byte past its end: 8-16 bytes two 8-byte
- * loads, 4-7 two 4-byte ones, 2-3 two 2-byte ones, 1 the byte); a
- * longer part first folds 16 bytes per multiply into a seed that its last
- * 16 bytes carry. The two parts' words, crossed (the label's second word
- * rotated into the other half) and with both lengths in the high half of
- * one, are the two inputs of one 64x64->128 multiply: labels of one
- * length within one namespace map one to one onto the inputs, and "ab"
- * and "abc" differ by their lengths. Version 4 folded each part, then the
- * two results: three multiplies, two of them one after the other on
- * every lookup's and mutation's dependency chain. Part of the layout: the
- * fingerprint hashes a fixed key with it, so a peer hashing differently
- * is refused.
+ * The key hash (layout version 4): wyhash's multiply-fold. A byte string
+ * of up to 16 bytes is two overlapping loads (never a byte past its end:
+ * 8-16 bytes two 8-byte loads, 4-7 two 4-byte ones, 1-3 the first,
+ * middle and last byte) and one 64x64->128 multiply; longer ones fold 16
+ * bytes per multiply. Namespace and label are hashed independently (two
+ * multiply chains the CPU runs side by side), each with its length in its
+ * seed, where no data word can cancel it, so "ab"+"c" and "a"+"bc"
+ * differ, then folded once more with both lengths. One multiply of both
+ * parts' raw words (lock-floor3's layout 5) let equal bytes split
+ * differently collide and ids shared by namespace and label cancel each
+ * other; it is gone. Part of the layout: the fingerprint hashes keys
+ * with parts of every length class (orbit__lock_hash_probe()), so a peer hashing
+ * differently in any branch is refused.
  */
 #define HK0 ORBIT__WY0
 #define HK1 ORBIT__WY1
@@ -262,43 +261,41 @@ static inline uint64_t load16(const uint8_t *b)
 	return v;
 }
 
-/* The two words of a key part of @n bytes at @p (see above); @seed only for n > 16. */
-HOT void part_words(const void *p, size_t n, uint64_t seed, uint64_t *a, uint64_t *c)
+static inline uint64_t str_hash(const void *p, size_t n, uint64_t seed)
 {
 	const uint8_t *b = p;
+	uint64_t a, c;
 
-	if (__builtin_expect(n > 16, 0)) {
+	seed ^= HK0 ^ n;
+	if (n <= 16) {
+		if (n >= 8) {
+			a = load64(b);
+			c = load64(b + n - 8);
+		} else if (n >= 4) {
+			a = load32(b);
+			c = load32(b + n - 4);
+		} else if (n) {
+			a = (uint64_t)b[0] << 16 | (uint64_t)b[n >> 1] << 8 | b[n - 1];
+			c = 0;
+		} else {
+			a = c = 0;
+		}
+	} else {
 		size_t i = n;
 
 		for (; i > 16; i -= 16, b += 16)
 			seed = orbit__mum(load64(b) ^ HK1, load64(b + 8) ^ seed);
-		*a = load64(b + i - 16) ^ seed; /* the last 16 bytes (overlapping: n > 16) */
-		*c = load64(b + i - 8);
-	} else if (n >= 8) {
-		*a = load64(b);
-		*c = load64(b + n - 8);
-	} else if (n >= 4) {
-		*a = load32(b);
-		*c = load32(b + n - 4);
-	} else if (n >= 2) {
-		*a = load16(b) | load16(b + n - 2) << 16;
-		*c = 0;
-	} else if (n) {
-		*a = b[0];
-		*c = 0;
-	} else {
-		*a = *c = 0;
+		a = load64(b + i - 16); /* the last 16 bytes (overlapping: n > 16) */
+		c = load64(b + i - 8);
 	}
+	return orbit__mum(a ^ HK1, c ^ seed);
 }
 
 HOT uint64_t key_hash(const void *ns, size_t ns_len, const void *label, size_t label_len)
 {
-	uint64_t a, b, c, d;
+	uint64_t x = str_hash(ns, ns_len, HK2), y = str_hash(label, label_len, HK1);
 
-	part_words(ns, ns_len, HK2, &a, &b);
-	part_words(label, label_len, HK0, &c, &d);
-	return orbit__mum(a ^ (d << 32 | d >> 32) ^ HK1,
-			  b ^ c ^ HK2 ^ ((uint64_t)ns_len << 48 | (uint64_t)label_len << 32));
+	return orbit__mum(x ^ HK2, y ^ ((uint64_t)ns_len << 32 | label_len));
 }
 
 /* The 32 bits the table stores (home slot: the low bits; control byte: the top 7). */
@@ -2257,6 +2254,32 @@ void orbit__lock_libc_abi_self(struct orbit__lock_libc_abi *abi)
 	abi->libc_id = ORBIT_LOCK_LIBC_ID;
 }
 
+/*
+ * The key hash's part of the fingerprint: keys whose namespace and label
+ * run through every branch of str_hash() (0, 1, 2, 3, 5, 8, 11, 17 and 33
+ * bytes: empty, the three 1-3 byte loads, 4-7, 8-16, one and two 16-byte
+ * folds), each length as namespace and as label, folded into one word. A
+ * peer whose hash differs in any branch gets another fingerprint. One
+ * fixed key ("orbit", "fingerprint": 5 and 11 bytes) ran only two
+ * branches, so two builds differing in the 1-3 byte one shared a
+ * fingerprint and placed short keys in different slots of one table.
+ */
+uint64_t orbit__lock_hash_probe(void)
+{
+	static const uint8_t lens[] = { 0, 1, 2, 3, 5, 8, 11, 17, 33 };
+	const size_t nl = sizeof(lens);
+	char ns[40], label[40];
+	uint64_t h = 0;
+
+	for (size_t i = 0; i < sizeof(ns); i++) {
+		ns[i] = (char)('a' + i % 26);
+		label[i] = (char)('0' + (i * 7) % 75);
+	}
+	for (size_t i = 0; i < nl; i++) /* namespace of each length against label of another */
+		h = orbit__mum(h ^ HK0, key_hash(ns, lens[i], label, lens[nl - 1 - i]) ^ HK1);
+	return h;
+}
+
 uint64_t orbit__lock_fingerprint(const struct orbit_lock_layout *y, enum orbit_lock_serializer s,
 				 const struct orbit__lock_libc_abi *abi)
 {
@@ -2276,7 +2299,7 @@ uint64_t orbit__lock_fingerprint(const struct orbit_lock_layout *y, enum orbit_l
 		(uint64_t)s,
 		/* the probe hash itself: peers hashing keys differently would miss
 		 * each other's entries, so they must refuse each other instead */
-		key_hash("orbit", 5, "fingerprint", 11),
+		orbit__lock_hash_probe(),
 		/* the libc's robust mutex: a peer whose pthread_mutex_t has another
 		 * size, alignment, place or libc would scribble over ours */
 		futex ? abi->mutex_bytes : 0,

@@ -168,6 +168,13 @@ uint64_t orbit__lock_repairs(const orbit_lock_t *lock);
 /* The hash of a key as the table stores it (tests place keys by it). */
 uint64_t orbit__lock_hash(const orbit_lock_key_t *key);
 
+/*
+ * orbit__lock_hash_probe - the key hash's word of the table fingerprint:
+ * keys with parts of 0/1/2/3/5/8/11/17/33 bytes (every branch of the
+ * hash) folded into one value. Context: any thread; pure.
+ */
+uint64_t orbit__lock_hash_probe(void);
+
 struct orbit_members;
 
 /*

@@ -61,9 +61,10 @@
 #include <orbit/lock.h>
 
 /* 2: slot.holder_pidfs_ino; 3: flags, holder_row/gen; 4: control bytes, expiry_ns,
- * ctrl_off, another key hash; 5: the one-fold key hash (the bytes of every
- * field unchanged; keys sit in other slots) */
-#define ORBIT_LOCK_TABLE_VERSION 5u
+ * ctrl_off, another key hash. (A version 5 on main for a while had a
+ * one-fold key hash and nothing else new; it was withdrawn for version
+ * 4's hash, and a version-5 table is refused as any other version.) */
+#define ORBIT_LOCK_TABLE_VERSION 4u
 #define ORBIT_LOCK_TABLE_MAGIC 0x4c4254544b434f4cull /* "LOCKTTBL" little-endian */
 
 enum orbit_lock_slot_state {

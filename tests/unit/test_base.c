@@ -193,7 +193,7 @@ static void test_time_add_carries_and_deadline_is_ahead(void **state)
  * base/hash.h: the published FNV-1a 64 vectors and MurmurHash3 fmix64; and
  * the values of every SHM-visible hash, pinned (the lock's probe hash
  * places slots, the fingerprints are in segment headers: a change is a
- * layout change, as the lock's in its table layout version 5).
+ * layout change, as the lock's in its table layout version 4).
  */
 static void test_hash_vectors_and_layout_values_unchanged(void **state)
 {
@@ -210,15 +210,93 @@ static void test_hash_vectors_and_layout_values_unchanged(void **state)
 	assert_int_equal(orbit__fmix64(0), 0);
 	assert_int_equal(orbit__fmix64(1), 0xb456bcfc34c2cb2cull);
 	assert_int_equal(orbit__fmix64(0x123456789abcdef0ull), 0x18b8c062f6f42398ull);
-	/* lock table layout version 5: one multiply-fold of both parts' words
-	 * (version 4: 0x917159c6ac331e85, 0x40a2b4f13cb7f9c6; version 3:
-	 * 0x0f7a7a9484852ef4, 0xed3830aef0737ddd) */
-	assert_int_equal(orbit__lock_hash(&k), 0xc011174c981f5ca0ull);
-	assert_int_equal(orbit__lock_hash(&k2), 0x2d8dcaed4b6df432ull);
-	/* parts of 0-3 bytes (two 2-byte loads, the one byte, none) */
-	assert_int_equal(orbit__lock_hash(&k3), 0xb67c82ae8a037435ull);
-	assert_int_equal(orbit__lock_hash(&k4), 0x6e7535f5c5941fcbull);
+	/* lock table layout version 4: wyhash's multiply-fold per part, then
+	 * of both (version 3: 0x0f7a7a9484852ef4, 0xed3830aef0737ddd; the
+	 * withdrawn one-fold version 5: 0xc011174c981f5ca0, 0x2d8dcaed4b6df432) */
+	assert_int_equal(orbit__lock_hash(&k), 0x917159c6ac331e85ull);
+	assert_int_equal(orbit__lock_hash(&k2), 0x40a2b4f13cb7f9c6ull);
+	/* parts of 0-3 bytes (first, middle and last byte; none) */
+	assert_int_equal(orbit__lock_hash(&k3), 0x3a8da2074353b4efull);
+	assert_int_equal(orbit__lock_hash(&k4), 0xea60dc98888fcfa8ull);
 	assert_int_equal(orbit__seg_fingerprint(w, 4), 0xa4e7d3b240a61710ull);
+}
+
+/*
+ * The lock hash keeps the boundary between namespace and label: one byte
+ * string split two ways, and one namespace with labels of 8 and 9 bytes
+ * whose extra byte a data word could cancel, hash apart. The one-fold
+ * version 5 XORed both lengths into the word that also carried namespace
+ * word 2 ^ label word 1, and each of these pairs shared its whole 64-bit
+ * hash (same home, same tag). Fails on that hash (main before this
+ * change): all four pairs collided.
+ */
+static void test_lock_hash_keeps_part_boundaries_apart(void **state)
+{
+	static const orbit_lock_key_t pairs[][2] = {
+		/* "00000110000": split 8|3 and 9|2 */
+		{ { "00000110", 8, "000", 3 }, { "000001100", 9, "00", 2 } },
+		/* "0000000110": split 2|9 and 3|8 */
+		{ { "00", 2, "000001100", 9 }, { "000", 3, "00001100", 8 } },
+		/* one namespace, labels of 8 and 9 bytes */
+		{ { "ns", 2, "AAAA@@@@", 8 }, { "ns", 2, "AAAAA@@@@", 9 } },
+		/* same lengths, bytes differing in both parts */
+		{ { "AAAAAAAA", 8, "BBBBBBBB", 8 }, { "@AAA@AAA", 8, "CBBBCBBB", 8 } },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+		if (orbit__lock_hash(&pairs[i][0]) == orbit__lock_hash(&pairs[i][1]))
+			fail_msg("(\"%.*s\",\"%.*s\") and (\"%.*s\",\"%.*s\") share hash %#llx",
+				 (int)pairs[i][0].ns_len, (const char *)pairs[i][0].ns,
+				 (int)pairs[i][0].label_len, (const char *)pairs[i][0].label,
+				 (int)pairs[i][1].ns_len, (const char *)pairs[i][1].ns,
+				 (int)pairs[i][1].label_len, (const char *)pairs[i][1].label,
+				 (unsigned long long)orbit__lock_hash(&pairs[i][0]));
+}
+
+/*
+ * Ids carried by namespace and label alike ("host-017" / "disk-017")
+ * spread over the homes of a 256-slot table: 192 keys on at least 110
+ * distinct homes (a uniform hash: ~136 +- 6; version 4: 132). The
+ * one-fold version 5 let the label's first word cancel the namespace's
+ * second and put them on 72. Fails on that hash (main before this change).
+ */
+static void test_lock_hash_spreads_shared_ids(void **state)
+{
+	unsigned char seen[256] = { 0 };
+	unsigned distinct = 0;
+	char ns[16], lab[16];
+
+	(void)state;
+	for (int i = 0; i < 192; i++) {
+		snprintf(ns, sizeof(ns), "host-%03d", i);
+		snprintf(lab, sizeof(lab), "disk-%03d", i);
+		orbit_lock_key_t k = { ns, strlen(ns), lab, strlen(lab) };
+		unsigned h = (unsigned)orbit__lock_hash(&k) & 255u;
+
+		distinct += !seen[h];
+		seen[h] = 1;
+	}
+	if (distinct < 110)
+		fail_msg("192 keys host-NNN/disk-NNN on %u of 256 homes (uniform ~136)", distinct);
+}
+
+/*
+ * The fingerprint's hash word covers every branch of the key hash: keys
+ * with parts of 0/1/2/3/5/8/11/17/33 bytes, as namespace and as label, so
+ * a peer hashing any length class differently gets another fingerprint
+ * and is refused (two builds that once said layout 5 differed only in
+ * the 1-3 byte branch and shared the one-key fingerprint). The value is
+ * pinned as the hashes above are. Mutations, each failed this test: the
+ * 1-3 byte branch gathering b[0] for b[n >> 1]; the 0-byte branch's
+ * a = 1; the >16 branch's fold seeded with HK2 for HK1; and with the old
+ * one-key word (key_hash("orbit", 5, "fingerprint", 11)) the first of
+ * them left that word unchanged.
+ */
+static void test_lock_fingerprint_covers_every_hash_branch(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit__lock_hash_probe(), 0x6b6ce7f4aa8f674cull);
 }
 
 int main(void)
@@ -232,6 +310,9 @@ int main(void)
 		cmocka_unit_test(test_die_names_place_call_and_error),
 		cmocka_unit_test(test_time_add_carries_and_deadline_is_ahead),
 		cmocka_unit_test(test_hash_vectors_and_layout_values_unchanged),
+		cmocka_unit_test(test_lock_hash_keeps_part_boundaries_apart),
+		cmocka_unit_test(test_lock_hash_spreads_shared_ids),
+		cmocka_unit_test(test_lock_fingerprint_covers_every_hash_branch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1239,13 +1239,14 @@ static void test_expired_entry_off_path_reclaimed_by_sweep(void **state)
 }
 
 /*
- * Layout version 5: a table a version-4 peer made (the same slots, another
- * key hash: its entries would sit where this build never probes) is
+ * Layout version 4: a table a version-3 peer made (another slot layout:
+ * no control bytes, another key hash) or a version-5 one (the withdrawn
+ * one-fold key hash: its entries sit where this build never probes) is
  * refused with -ORBIT_EVERSION and a message naming both versions, never
- * read with this layout. Mutation: ORBIT_LOCK_TABLE_VERSION left at 4 -
- * the open succeeded.
+ * read with this layout. Mutation: ORBIT_LOCK_TABLE_VERSION set to 5 -
+ * failed (the message expected 5; the version-5 table is this build's).
  */
-static void test_err_eversion_table_of_layout_version_4(void **state)
+static void test_err_eversion_table_of_layout_version_3_or_5(void **state)
 {
 	struct orbit_lock_options o = opts_for(fleet, NULL);
 	struct orbit_seg_header *sh = orbit__seg_header(orbit__lock_seg(L));
@@ -1253,9 +1254,12 @@ static void test_err_eversion_table_of_layout_version_4(void **state)
 	orbit_lock_t *x;
 
 	assert_int_equal(v, ORBIT_LOCK_TABLE_VERSION);
-	sh->layout_version = 4;
+	sh->layout_version = 3;
 	assert_int_equal(orbit_lock_open(&o, &x), -ORBIT_EVERSION);
-	assert_non_null(strstr(orbit_segment_last_error(), "layout version 4, expected 5"));
+	assert_non_null(strstr(orbit_segment_last_error(), "layout version 3, expected 4"));
+	sh->layout_version = 5;
+	assert_int_equal(orbit_lock_open(&o, &x), -ORBIT_EVERSION);
+	assert_non_null(strstr(orbit_segment_last_error(), "layout version 5, expected 4"));
 	sh->layout_version = v;
 	assert_int_equal(orbit_lock_open(&o, &x), 0);
 	orbit_lock_close(x);
@@ -1988,6 +1992,42 @@ static void test_acquire_with_flags_options_and_checker(void **state)
 			 -EINVAL);
 }
 
+/*
+ * lookup_home() serves a key only from its home slot, so a fleet's keys
+ * should mostly sit there. 192 keys host-NNN/disk-NNN (an id in namespace
+ * and label alike) in the default 256-slot table: at least 45% at home (a
+ * uniform hash and version 4: ~61%). Runs with both serializers. Fails on
+ * the one-fold version 5 hash (main before this change): 27% at home.
+ */
+static void test_shared_id_keys_mostly_at_home(void **state)
+{
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_entry e;
+	char ns[192][16], lab[192][16];
+	unsigned at_home = 0;
+
+	for (int i = 0; i < 192; i++) {
+		snprintf(ns[i], sizeof(ns[i]), "host-%03d", i);
+		snprintf(lab[i], sizeof(lab[i]), "disk-%03d", i);
+		orbit_lock_key_t k = { ns[i], strlen(ns[i]), lab[i], strlen(lab[i]) };
+
+		assert_int_equal(orbit_lock_try_acquire(L, &k, &a, 60 * SEC, NULL, NULL), 0);
+	}
+	for (int i = 0; i < 192; i++) {
+		orbit_lock_key_t k = { ns[i], strlen(ns[i]), lab[i], strlen(lab[i]) };
+
+		assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
+		at_home += e.slot_idx == ((uint32_t)orbit__lock_hash(&k) & 255u);
+	}
+	for (int i = 0; i < 192; i++) {
+		orbit_lock_key_t k = { ns[i], strlen(ns[i]), lab[i], strlen(lab[i]) };
+
+		assert_int_equal(orbit_lock_force_release(L, &k), 0);
+	}
+	if (at_home < 192 * 45 / 100)
+		fail_msg("%u of 192 entries in their home slot (uniform hash: ~117)", at_home);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 /* The tests that need no SHM internals: they run on every backend. */
 #define LOCK_TESTS_NEUTRAL                                                                         \
@@ -2034,13 +2074,13 @@ static void test_acquire_with_flags_options_and_checker(void **state)
 	    T(test_ctrl_bytes_filter_rebuilt_never_evict),                                         \
 	    T(test_release_never_cuts_path_at_scribbled_empty_byte),                               \
 	    T(test_expired_entry_off_path_reclaimed_by_sweep),                                     \
-	    T(test_err_eversion_table_of_layout_version_4),                                        \
+	    T(test_err_eversion_table_of_layout_version_3_or_5),                                   \
 	    T(test_foreach_namespace_and_holder_alive),                                            \
 	    T(test_holder_alive_not_fooled_by_pid_reuse),                                          \
 	    T(test_lookup_miss_on_full_table_is_enoent),                                           \
 	    T(test_set_sink_null_sticks_when_serializer_fails),                                    \
 	    T(test_crashpoint_env_variable_arms_nothing),                                          \
-	    T(test_acquire_with_flags_options_and_checker)
+	    T(test_acquire_with_flags_options_and_checker), T(test_shared_id_keys_mostly_at_home)
 
 int main(void)
 {

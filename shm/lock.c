@@ -2025,6 +2025,36 @@ static __attribute__((noinline)) int lookup_general(orbit_lock_t *l, const orbit
 	}
 }
 
+/* @n bytes at @p overlap @e (compared as addresses: @p may be any object). */
+static inline bool in_entry(const void *p, size_t n, const struct orbit_lock_entry *e)
+{
+	uintptr_t a = (uintptr_t)p, lo = (uintptr_t)e;
+
+	return n && a < lo + sizeof(*e) && lo < a + n;
+}
+
+/*
+ * A lookup whose key bytes lie inside the @e it fills (re-looking up an
+ * entry a lookup or foreach gave): the key is copied first, else the copy
+ * of a slot into @e would overwrite it and the key check would compare
+ * that copy with itself (another key of the same hash and lengths would
+ * answer 0), and a miss would rehash overwritten bytes. Out of line: the
+ * usual lookup pays only the two range checks.
+ */
+static __attribute__((noinline)) int lookup_aliased(orbit_lock_t *l, const orbit_lock_key_t *key,
+						    struct orbit_lock_entry *e)
+{
+	uint8_t b[ORBIT_LOCK_BYTES_MAX];
+	orbit_lock_key_t k = { b, key->ns_len, b + key->ns_len, key->label_len };
+	int rc;
+
+	if (key->ns_len) /* lengths checked: ns + label <= the max; ns may be NULL */
+		memcpy(b, key->ns, key->ns_len);
+	memcpy(b + key->ns_len, key->label, key->label_len);
+	rc = lookup_home(l, &k, e);
+	return rc != LOOKUP_UNDECIDED ? rc : lookup_general(l, &k, hash32(&k), e);
+}
+
 int orbit__lock_shm_lookup(orbit_lock_t *l, const orbit_lock_key_t *key, struct orbit_lock_entry *e)
 {
 	int rc;
@@ -2037,6 +2067,9 @@ int orbit__lock_shm_lookup(orbit_lock_t *l, const orbit_lock_key_t *key, struct 
 	/* not an RMW, no serializer: concurrent lookups of one handle may lose
 	 * a count; the fast path stays free of locked instructions */
 	stat_inc(l, ST_LOOKUPS);
+	if (__builtin_expect(
+		in_entry(key->ns, key->ns_len, e) || in_entry(key->label, key->label_len, e), 0))
+		return lookup_aliased(l, key, e);
 	rc = lookup_home(l, key, e);
 	return rc != LOOKUP_UNDECIDED ? rc : lookup_general(l, key, hash32(key), e);
 }

@@ -585,7 +585,9 @@ ORBIT_API int orbit_lock_force_release(orbit_lock_t *lock, const orbit_lock_key_
 /**
  * orbit_lock_lookup - copy the live entry of @key into @entry.
  * Never takes the serializer: copies the slot and re-checks its sequence,
- * so a mutator stopped inside the serializer never delays it.
+ * so a mutator stopped inside the serializer never delays it. @key's
+ * bytes may lie inside @entry (re-looking up an entry a lookup or foreach
+ * gave): they are copied before @entry is written.
  * Context: any thread, any process with a (readonly) handle, also a forked
  * child; no allocation, no lock, and no syscall unless it meets a slot
  * being rewritten for a while (sched_yield, a /proc read; vDSO clock).

@@ -2028,6 +2028,55 @@ static void test_shared_id_keys_mostly_at_home(void **state)
 		fail_msg("%u of 192 entries in their home slot (uniform hash: ~117)", at_home);
 }
 
+/*
+ * A lookup whose key bytes lie in the entry it fills (re-looking up what
+ * a lookup gave): the slot's copy must not overwrite the key before the
+ * key check, or the check compares the copy with itself and another key
+ * of the same 32-bit hash and lengths answers 0. Two such pairs: one of
+ * the version-4 hash (found by brute force, asserted below) and one of the
+ * withdrawn version-5 hash. Each lookup of the free key must miss.
+ * Mutation: orbit__lock_shm_lookup() without the in_entry() copy - the
+ * version-4 pair answered 0 with the other key's entry (and on main the
+ * version-5 pair did).
+ */
+static void test_lookup_key_inside_entry_is_copied_first(void **state)
+{
+	static const char *const pairs[][2][2] = {
+		{ { "ns", "key-011157" }, { "ns", "key-078631" } },	    /* version 4 */
+		{ { "@AAA@AAA", "CBBBCBBB" }, { "AAAAAAAA", "BBBBBBBB" } }, /* version 5 */
+	};
+	orbit_lock_owner_t a = O("alice");
+	struct orbit_lock_entry e;
+
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		const char *hn = pairs[i][0][0], *hl = pairs[i][0][1];
+		const char *fn = pairs[i][1][0], *fl = pairs[i][1][1];
+		orbit_lock_key_t held = { hn, strlen(hn), hl, strlen(hl) };
+		orbit_lock_key_t free_k = { fn, strlen(fn), fl, strlen(fl) };
+		int rc;
+
+		if (i == 0) /* the pair of this build's hash is one: the test can fail */
+			assert_int_equal((uint32_t)orbit__lock_hash(&held),
+					 (uint32_t)orbit__lock_hash(&free_k));
+		assert_int_equal(orbit_lock_try_acquire(L, &held, &a, 60 * SEC, NULL, NULL), 0);
+		memcpy(e.bytes, fn, free_k.ns_len);
+		memcpy(e.bytes + free_k.ns_len, fl, free_k.label_len);
+		orbit_lock_key_t k = { e.bytes, free_k.ns_len, e.bytes + free_k.ns_len,
+				       free_k.label_len };
+		rc = orbit_lock_lookup(L, &k, &e);
+		assert_int_equal(orbit_lock_force_release(L, &held), 0);
+		if (rc != -ENOENT)
+			fail_msg("lookup of the free key (\"%s\",\"%s\") answered %d", fn, fl, rc);
+		/* the aliased lookup of a held key still finds it */
+		assert_int_equal(orbit_lock_try_acquire(L, &free_k, &a, 60 * SEC, NULL, NULL), 0);
+		memcpy(e.bytes, fn, free_k.ns_len);
+		memcpy(e.bytes + free_k.ns_len, fl, free_k.label_len);
+		assert_int_equal(orbit_lock_lookup(L, &k, &e), 0);
+		assert_memory_equal(e.bytes + free_k.ns_len, fl, free_k.label_len);
+		assert_int_equal(orbit_lock_force_release(L, &free_k), 0);
+	}
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 /* The tests that need no SHM internals: they run on every backend. */
 #define LOCK_TESTS_NEUTRAL                                                                         \
@@ -2080,7 +2129,8 @@ static void test_shared_id_keys_mostly_at_home(void **state)
 	    T(test_lookup_miss_on_full_table_is_enoent),                                           \
 	    T(test_set_sink_null_sticks_when_serializer_fails),                                    \
 	    T(test_crashpoint_env_variable_arms_nothing),                                          \
-	    T(test_acquire_with_flags_options_and_checker), T(test_shared_id_keys_mostly_at_home)
+	    T(test_acquire_with_flags_options_and_checker), T(test_shared_id_keys_mostly_at_home), \
+	    T(test_lookup_key_inside_entry_is_copied_first)
 
 int main(void)
 {

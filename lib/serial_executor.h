@@ -196,6 +196,11 @@ struct orbit__work {
 	 * record, which runs after this one ends; NULL after the last. Owned
 	 * by whoever runs this record (the claim makes them one at a time). */
 	struct orbit__work *chain_next;
+	/* SpotWide Actor work taken that way: its own reservation in the
+	 * Actor queue (bytes, as orbit__serial_queue_pass_held() reported
+	 * it), returned when it ends before the last of the batch
+	 * (orbit__serial_queue_held_end_one(), §5). Same owner. */
+	uint64_t held_bytes;
 };
 
 /*

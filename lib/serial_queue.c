@@ -1092,7 +1092,8 @@ bool orbit__serial_turn_may_continue(orbit_serial_turn_t *turn)
 }
 
 int orbit__serial_queue_pass_held(orbit_serial_resume_t *h, orbit_serial_work_fn first,
-				  orbit_serial_work_fn cont, void **args, unsigned max)
+				  orbit_serial_work_fn cont, void **args, uint64_t *bytes,
+				  unsigned max)
 {
 	orbit_serial_queue_t *q = h->q;
 	orbit_serial_resume_t *dead = NULL;
@@ -1132,6 +1133,7 @@ int orbit__serial_queue_pass_held(orbit_serial_resume_t *h, orbit_serial_work_fn
 				it.bytes += more.bytes;
 				it.arg = more.arg; /* the continuation's: the last record */
 			}
+			bytes[n] = more.bytes;
 			args[n++] = more.arg;
 		}
 		if (!n)
@@ -1154,7 +1156,9 @@ int orbit__serial_queue_pass_held(orbit_serial_resume_t *h, orbit_serial_work_fn
 	}
 	/* The next items' first stage, as if each had run and suspended
 	 * with HOLD at once: the handle now holds them all (still parked,
-	 * q->held), its continuation on the last of them. */
+	 * q->held), its continuation on the last of them. Each but the last
+	 * gives its own reservation back when it ends
+	 * (orbit__serial_queue_held_end_one()). */
 	q->lc_burst = 0;
 	STAT_ADD(q, ran, n);
 	STAT_ADD(q, suspended, n);
@@ -1164,6 +1168,34 @@ out:
 	orbit__mutex_unlock(&q->lock);
 	free(dead);
 	return n ? (int)n : ended ? 0 : -EAGAIN;
+}
+
+void orbit__serial_queue_held_end_one(orbit_serial_resume_t *h, uint64_t bytes)
+{
+	orbit_serial_queue_t *q = h->q;
+	struct item one;
+
+	orbit__mutex_lock(&q->lock);
+	/* Broken caller: the handle holds its last record alone; that one
+	 * ends with the claim (resume or pass_held), never here. */
+	if (!h->item.extra || h->item.bytes < bytes)
+		orbit__die(-EINVAL, "orbit__serial_queue_held_end_one: a record the handle holds");
+	/* §5: this record's handler finished, so its reservation goes back
+	 * now, not with the claim's end: the queue counts exactly the held
+	 * records not yet finished. The handle stays parked (q->held) and
+	 * its continuation stays on the last record. Booked as that record's
+	 * continuation running and finishing: resumed, run, completed. */
+	h->item.extra--;
+	h->item.bytes -= bytes;
+	one = (struct item){ .lane = h->item.lane, .bytes = bytes };
+	STAT_ADD(q, resumed, 1);
+	STAT_ADD(q, ran, 1);
+	STAT_ADD(q, completed, 1);
+	release_reservation(q, &one);
+	/* A handle holds several records only on a queue without a room
+	 * hook (pass_held() passes nothing on one), so no refusal waits for
+	 * this release to be told. */
+	orbit__mutex_unlock(&q->lock);
 }
 
 /* ---- the rest of §6.2 ---------------------------------------------------- */

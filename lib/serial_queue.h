@@ -83,10 +83,13 @@ bool orbit__serial_turn_may_continue(orbit_serial_turn_t *turn);
  * drain is active, then from the ring), up to @max of them, oldest
  * first, are taken as if @first had run for each and suspended with HOLD
  * at once: @h now holds them all, their arguments in @args[0..n-1] in
- * queue order, their reservations kept until @h ends or passes again,
- * its continuation @cont with the last one's argument. The caller then
- * does what @first would have done for each, one after another, on turns
- * it holds elsewhere, and later resumes or passes @h again. Order is
+ * queue order and each one's reserved bytes in @bytes[0..n-1], its
+ * continuation @cont with the last one's argument. The caller then does
+ * what @first would have done for each, one after another, on turns it
+ * holds elsewhere; as each but the last ends it returns that record's
+ * reservation (orbit__serial_queue_held_end_one() with its @bytes), and
+ * after the last it resumes or passes @h again, which returns the last
+ * one's. Order is
  * kept: the items taken are the oldest of the queue, and nothing else
  * could have run before them while @h was held. When the queue holds
  * nothing at all, the claim ends instead: its reservations go back, the
@@ -99,7 +102,24 @@ bool orbit__serial_turn_may_continue(orbit_serial_turn_t *turn);
  * resume it as usual).
  */
 int orbit__serial_queue_pass_held(orbit_serial_resume_t *h, orbit_serial_work_fn first,
-				  orbit_serial_work_fn cont, void **args, unsigned max);
+				  orbit_serial_work_fn cont, void **args, uint64_t *bytes,
+				  unsigned max);
+
+/*
+ * orbit__serial_queue_held_end_one - one of the records the HOLD claim @h
+ * took with orbit__serial_queue_pass_held(), not the last, ended (its
+ * handler finished, §5): its reservation, @bytes as pass_held reported
+ * it, goes back to the queue now, in one section of the queue lock, and
+ * counts as that record's continuation having run and finished. @h stays
+ * parked and holds the records not yet ended, so the queue counts
+ * exactly those. Called once per such record, in their order, before @h
+ * is resumed or passed again (that returns the last one's).
+ *
+ * Context: the owner of @h; takes the queue lock. Aborts (a broken
+ * caller) when @h holds one record only or less than @bytes.
+ * Returns: nothing.
+ */
+void orbit__serial_queue_held_end_one(orbit_serial_resume_t *h, uint64_t bytes);
 
 /*
  * orbit__serial_queue_enqueue_n - submit @n items (@fn with @args[0..n-1],

@@ -475,11 +475,13 @@ static void turn_failed(struct orbit__work *w, int err)
 	struct orbit__work *n;
 
 	/* Records taken with @w from the Actor queue (chain_next) cannot run
-	 * before it: they fail with it, in order. The claim's continuation
-	 * holds the last of them (orbit__serial_queue_pass_held()). */
+	 * before it: they fail with it, in order, each returning its own
+	 * reservation as it ends (§5). The claim's continuation holds the
+	 * last of them (orbit__serial_queue_pass_held()) and returns its. */
 	for (; (n = w->chain_next); w = n) {
 		ORBIT__COORD_INC(w->co, turn_rejected);
 		orbit__work_signal(w, err);
+		orbit__serial_queue_held_end_one(claim, w->held_bytes);
 		orbit__work_release(w);
 	}
 	ORBIT__COORD_INC(w->co, turn_rejected);
@@ -660,14 +662,17 @@ static int pass_fn(void *arg)
 	return 0;
 }
 
-/* Link the @n records @taken with @claim in queue order (chain_next). */
-static struct orbit__work *chain_link(void **taken, int n, orbit_serial_resume_t *claim)
+/* Link the @n records @taken with @claim in queue order (chain_next),
+ * each with its reserved @bytes (held_bytes). */
+static struct orbit__work *chain_link(void **taken, const uint64_t *bytes, int n,
+				      orbit_serial_resume_t *claim)
 {
 	for (int i = 0; i < n; i++) {
 		struct orbit__work *r = taken[i];
 
 		r->claim = claim;
 		r->chain_next = i + 1 < n ? taken[i + 1] : NULL;
+		r->held_bytes = bytes[i];
 	}
 	return taken[0];
 }
@@ -680,8 +685,9 @@ static struct orbit__work *chain_link(void **taken, int n, orbit_serial_resume_t
  * lock (orbit__serial_queue_pass_held()), so the submitters and this
  * drain meet on that lock once per batch, not once per record. Their
  * reservations stay in the Actor queue (§5: the Actor's ceiling stays
- * real) and go back together when the claim passes or ends after the
- * last of them, at most ORBIT__WORK_PASS_MAX records late. An Actor
+ * real) and each goes back when its own record ends: here, for one that
+ * is not the last (orbit__serial_queue_held_end_one()), or when the
+ * claim passes or ends after the last of them. An Actor
  * queue that holds nothing ends the claim at once (no drain round trip
  * to run actor_claim_end). The lane is entered only to place the next
  * record's turn when it cannot run here.
@@ -691,8 +697,16 @@ static int pass_claim(struct orbit__work *w, bool run_here, struct orbit__work *
 	orbit_spot_serial_executor_t *s = (orbit_spot_serial_executor_t *)w->co;
 	struct pass p = { .run_here = run_here, .w = w->chain_next };
 	void *taken[ORBIT__WORK_PASS_MAX];
+	uint64_t bytes[ORBIT__WORK_PASS_MAX];
 	bool lane_free;
 	int ret;
+
+	/* @w ended before the last record taken with it: its own reservation
+	 * goes back now (§5: after its handler finished), not with the
+	 * claim's end, so the Actor queue counts exactly the taken records
+	 * not yet finished, however long a later one stays yielded. */
+	if (p.w)
+		orbit__serial_queue_held_end_one(w->claim, w->held_bytes);
 
 	/* This thread holds the lane already (an executor ran the Spot drain
 	 * inside one of our lane turns): nothing is passed, the claim is
@@ -721,14 +735,14 @@ static int pass_claim(struct orbit__work *w, bool run_here, struct orbit__work *
 	lane_free = !atomic_load_explicit(&s->waiting, memory_order_relaxed);
 	if (!p.w) {
 		ret = orbit__serial_queue_pass_held(w->claim, actor_turn_item, actor_claim_end,
-						    taken, ORBIT__WORK_PASS_MAX);
+						    taken, bytes, ORBIT__WORK_PASS_MAX);
 		if (ret < 0)
 			return 0;
 		if (ret == 0) {
 			*next = NULL; /* the claim ended with @w */
 			return 1;
 		}
-		p.w = chain_link(taken, ret, w->claim);
+		p.w = chain_link(taken, bytes, ret, w->claim);
 	}
 	if (lane_free && run_here) {
 		*next = p.w;

@@ -1453,6 +1453,175 @@ static void test_s4_spot_wide_claim_ends_without_a_drain(void **state)
 	spot_finish(s);
 }
 
+/*
+ * §5 "the mailbox reservation is returned after the handler finishes" and
+ * the §10 capacity item, with the records a claim took in one piece:
+ * Actor 1 (mailbox of 3) gets a0, a1, a2; when a0 ends its claim takes a1
+ * and a2 at once (orbit__serial_queue_pass_held()); a1 runs and finishes,
+ * a2 yields and waits on something external. Only a2 is in flight, so
+ * the mailbox takes two more records, and not a third (the ceiling holds:
+ * nothing was returned twice). After the external call completes, a2's
+ * end and b0, b1 run in order. Deterministic (a manual executor). The
+ * claim that kept a1's reservation until a2 ended refused b1 (-EAGAIN).
+ */
+static void test_s5_spot_wide_batch_returns_each_reservation_when_its_record_ends(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_serial_executor_t *s = make_small_spot(manual_executor(&x), 16, 3);
+	static struct yielder y;
+	struct rec a0 = { &y.log, 1 }, a1 = { &y.log, 2 }, b0 = { &y.log, 5 }, b1 = { &y.log, 6 },
+		   b2 = { &y.log, 7 };
+	struct yrec a2 = { &y, 10 };
+
+	memset(&y, 0, sizeof(y));
+	olog_init(&y.log);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &a0, 0, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &a1, 0, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, yield_fn, &a2, 0, NULL), 0);
+	manual_run_all(&x);
+	assert_int_equal(y.log.n, 3); /* a0, a1 done; a2 yielded */
+	assert_int_equal(y.log.v[1], 2);
+	assert_int_equal(y.log.v[2], 10);
+	assert_non_null(atomic_load(&y.h));
+	assert_int_equal(spot_stats(s).outstanding, 1); /* a2 only */
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &b0, 0, NULL), 0);
+	/* a1 finished: its slot is free again. */
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &b1, 0, NULL), 0);
+	/* a2, b0, b1: full. */
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &b2, 0, NULL), -EAGAIN);
+	assert_int_equal(spot_stats(s).outstanding, 3);
+	/* The external call completes. */
+	assert_int_equal(orbit_serial_queue_resume(atomic_load(&y.h)), 0);
+	manual_run_all(&x);
+	assert_int_equal(y.log.n, 6);
+	assert_int_equal(y.log.v[3], 11); /* a2's end */
+	assert_int_equal(y.log.v[4], 5);
+	assert_int_equal(y.log.v[5], 6);
+	assert_int_equal(spot_stats(s).outstanding, 0);
+	assert_int_equal(atomic_load(&y.bad), 0);
+	spot_finish_manual(s, &x);
+}
+
+/*
+ * §10 "Concurrency and order per execution mode" (SpotWide: one handler
+ * at a time; each Actor's work in submission order) and §5 (every record
+ * runs once and returns its reservation once), with batched passes and
+ * yields inside taken batches, on a pool of two workers: 8 Actors, 300
+ * records each, mailboxes of 100 (submitters retry on -EAGAIN). Every
+ * third record yields and is resumed at once (the completion beats the
+ * return) or from a resumer thread. A reservation returned twice would
+ * underflow the Actor queue's count (the ceiling would stop holding);
+ * one never returned would stall the submitters and quiescence.
+ */
+#define RV_ACTORS 8
+#define RV_PER 300
+struct rv {
+	orbit_spot_serial_executor_t *spot;
+	atomic_int inside, bad, ran, next[RV_ACTORS];
+	_Atomic(orbit_serial_resume_t *) slot;
+	atomic_int stop;
+};
+
+struct rvrec {
+	struct rv *v;
+	int actor, seq;
+};
+
+static int rv_tail(orbit_serial_turn_t *turn, void *arg)
+{
+	struct rvrec *r = arg;
+
+	if (atomic_fetch_add(&r->v->inside, 1) != 0)
+		atomic_fetch_add(&r->v->bad, 1000); /* two handlers at once */
+	busy_us(2);
+	if (atomic_load(&r->v->next[r->actor]) != r->seq)
+		atomic_fetch_add(&r->v->bad, 1); /* out of order, lost or run twice */
+	atomic_store(&r->v->next[r->actor], r->seq + 1);
+	atomic_fetch_add(&r->v->ran, 1);
+	atomic_fetch_sub(&r->v->inside, 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int rv_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct rvrec *r = arg;
+	orbit_serial_resume_t *h;
+
+	if (atomic_fetch_add(&r->v->inside, 1) != 0)
+		atomic_fetch_add(&r->v->bad, 1000);
+	if (atomic_load(&r->v->next[r->actor]) != r->seq)
+		atomic_fetch_add(&r->v->bad, 1);
+	atomic_fetch_sub(&r->v->inside, 1);
+	if (r->seq % 3 == 1 && orbit_work_yield(turn, rv_tail, r, &h) == 0) {
+		if (r->seq % 2) {
+			if (orbit_serial_queue_resume(h) != 0)
+				atomic_fetch_add(&r->v->bad, 1);
+		} else {
+			orbit_serial_resume_t *exp = NULL;
+
+			while (!atomic_compare_exchange_weak(&r->v->slot, &exp, h))
+				exp = NULL;
+		}
+		return ORBIT_SERIAL_SUSPENDED;
+	}
+	return rv_tail(turn, r);
+}
+
+static void *rv_resumer(void *arg)
+{
+	struct rv *v = arg;
+
+	while (!atomic_load(&v->stop)) {
+		orbit_serial_resume_t *h = atomic_exchange(&v->slot, NULL);
+
+		if (!h)
+			sched_yield(); /* two CPUs, shared with the pool */
+		else if (orbit_serial_queue_resume(h) != 0)
+			atomic_fetch_add(&v->bad, 1);
+	}
+	return NULL;
+}
+
+static void test_s10_spot_wide_exclusive_ordered_with_yields(void **state)
+{
+	orbit_worker_pool_t *pool = make_pool(2);
+	static struct rv v;
+	static struct rvrec recs[RV_ACTORS * RV_PER];
+	pthread_t th;
+	orbit_execution_lane_policy_t ap;
+
+	memset(&v, 0, sizeof(v));
+	orbit_execution_lane_policy_init_default(&ap);
+	ap.application_message_capacity = 100;
+	v.spot = make_spot(ORBIT_SPOT_SPOT_WIDE, orbit_worker_pool_executor(pool), NULL, &ap);
+	assert_int_equal(pthread_create(&th, NULL, rv_resumer, &v), 0);
+	for (int k = 0; k < RV_PER; k++)
+		for (int a = 0; a < RV_ACTORS; a++) {
+			struct rvrec *r = &recs[k * RV_ACTORS + a];
+			int ret;
+
+			*r = (struct rvrec){ &v, a, k };
+			/* A full mailbox drains: bounded (a lost reservation
+			 * would refuse for ever). */
+			for (int i = 0;; i++) {
+				ret = orbit_spot_execute_actor(v.spot, (uint64_t)a, rv_fn, r, 8,
+							       NULL);
+				if (ret != -EAGAIN || i == WAIT_MS * 10)
+					break;
+				usleep(100);
+			}
+			assert_int_equal(ret, 0);
+		}
+	assert_int_equal(orbit_spot_serial_executor_await_quiescence(v.spot, 60000), 0);
+	atomic_store(&v.stop, 1);
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&v.bad), 0);
+	assert_int_equal(atomic_load(&v.ran), RV_ACTORS * RV_PER);
+	assert_int_equal(spot_stats(v.spot).turn_rejected, 0);
+	spot_finish(v.spot);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
 /* ---- the yield contract (orbit_work(3)) ------------------------------------- */
 
 struct ytwice {
@@ -2963,6 +3132,9 @@ int main(void)
 		cmocka_unit_test(test_s10_yielded_actor_blocks_only_itself),
 		cmocka_unit_test(test_s10_spot_wide_yield_inside_a_taken_batch),
 		cmocka_unit_test(test_s4_spot_wide_claim_ends_without_a_drain),
+		cmocka_unit_test(
+		    test_s5_spot_wide_batch_returns_each_reservation_when_its_record_ends),
+		cmocka_unit_test(test_s10_spot_wide_exclusive_ordered_with_yields),
 		cmocka_unit_test(test_work_yield_once_per_turn_and_finished_at_the_end),
 		cmocka_unit_test(test_s10_registration_change_seen_at_next_turn),
 		cmocka_unit_test(test_s10_sync_wait_inside_own_turn_fails_at_once),

@@ -432,6 +432,44 @@ static void schedule_failed(orbit_serial_queue_t *q)
 		orbit__die_on(pthread_cond_broadcast(&q->cond), "pthread_cond_broadcast");
 }
 
+/*
+ * §6.3 for one item @it of @lane (under q->lock): the capacity decision,
+ * its sequence number and the push onto @ring, then the lane's
+ * reservation. Both submit() and orbit__serial_queue_enqueue_n() decide
+ * through here. Returns 0, -EPIPE, -E2BIG, -EAGAIN or ring_push()'s code.
+ */
+static int admit(orbit_serial_queue_t *q, enum lane lane, struct ring *ring, struct item *it,
+		 uint64_t cap_items, uint64_t cap_bytes)
+{
+	int ret;
+
+	if (q->closed) {
+		STAT_ADD(q, rejected_closed, 1);
+		return -EPIPE;
+	}
+	if (it->bytes > cap_bytes) {
+		STAT_ADD(q, rejected_too_big, 1);
+		return -E2BIG;
+	}
+	if (RES(q->items[lane]) + 1 > cap_items) {
+		STAT_ADD(q, rejected_count, 1);
+		return -EAGAIN;
+	}
+	if (RES(q->bytes[lane]) + it->bytes > cap_bytes) {
+		STAT_ADD(q, rejected_bytes, 1);
+		return -EAGAIN;
+	}
+	it->seq = RES(q->next_seq);
+	ret = ring_push(ring, it);
+	if (ret)
+		return ret;
+	RES_ADD(q->next_seq, 1); /* accepted: see qstats */
+	RES_ADD(q->items[lane], 1);
+	RES_ADD(q->bytes[lane], it->bytes);
+	q->outstanding++;
+	return 0;
+}
+
 static int submit(orbit_serial_queue_t *q, orbit_serial_work_fn fn, void *arg, enum lane lane,
 		  struct ring *ring, uint64_t payload)
 {
@@ -452,31 +490,12 @@ static int submit(orbit_serial_queue_t *q, orbit_serial_work_fn fn, void *arg, e
 
 	/* §6.3: decision, sequence number and insertion in one section. */
 	orbit__mutex_lock(&q->lock);
-	if (q->closed) {
-		STAT_ADD(q, rejected_closed, 1);
-		ret = -EPIPE;
-	} else if (it.bytes > cap_bytes) {
-		STAT_ADD(q, rejected_too_big, 1);
-		ret = -E2BIG;
-	} else if (RES(q->items[lane]) + 1 > cap_items) {
-		STAT_ADD(q, rejected_count, 1);
-		ret = -EAGAIN;
-	} else if (RES(q->bytes[lane]) + it.bytes > cap_bytes) {
-		STAT_ADD(q, rejected_bytes, 1);
-		ret = -EAGAIN;
-	} else {
-		it.seq = RES(q->next_seq);
-		ret = ring_push(ring, &it);
-	}
+	ret = admit(q, lane, ring, &it, cap_items, cap_bytes);
 	if (ret == -EAGAIN && lane == LANE_APP && q->room_fn)
 		q->room_wanted = true; /* the next application release calls room_fn */
 	if (ret == 0) {
 		if (ring == &q->app && tls_turn && tls_turn->q == q)
 			q->self_added++; /* from a turn of this queue: see the field */
-		RES_ADD(q->next_seq, 1); /* accepted: see qstats */
-		RES_ADD(q->items[lane], 1);
-		RES_ADD(q->bytes[lane], it.bytes);
-		q->outstanding++;
 		orbit__single_writer_add(&q->arrivals, 1); /* relaxed: see the field */
 		if (ring != &q->app)			   /* relaxed: see the field */
 			atomic_store_explicit(&q->prio, true, memory_order_relaxed);
@@ -563,30 +582,10 @@ int orbit__serial_queue_enqueue_n(orbit_serial_queue_t *q, bool lifecycle, orbit
 	orbit__mutex_lock(&q->lock);
 	seq0 = RES(q->next_seq);
 	for (; k < n; k++) {
-		/* §6.3 for each item, as submit() decides it */
-		if (q->closed) {
-			STAT_ADD(q, rejected_closed, 1);
-			ret = -EPIPE;
-		} else if (it.bytes > cap_bytes) {
-			STAT_ADD(q, rejected_too_big, 1);
-			ret = -E2BIG;
-		} else if (RES(q->items[lane]) + 1 > cap_items) {
-			STAT_ADD(q, rejected_count, 1);
-			ret = -EAGAIN;
-		} else if (RES(q->bytes[lane]) + it.bytes > cap_bytes) {
-			STAT_ADD(q, rejected_bytes, 1);
-			ret = -EAGAIN;
-		} else {
-			it.arg = args[k];
-			it.seq = RES(q->next_seq);
-			ret = ring_push(ring, &it);
-		}
+		it.arg = args[k];
+		ret = admit(q, lane, ring, &it, cap_items, cap_bytes); /* as submit() decides */
 		if (ret)
 			break;
-		RES_ADD(q->next_seq, 1); /* accepted: see qstats */
-		RES_ADD(q->items[lane], 1);
-		RES_ADD(q->bytes[lane], it.bytes);
-		q->outstanding++;
 	}
 	if (ret == -EAGAIN && lane == LANE_APP && q->room_fn)
 		q->room_wanted = true; /* the next application release calls room_fn */

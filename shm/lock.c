@@ -409,8 +409,8 @@ static inline bool slot_valid(const struct orbit_lock_slot *s)
 /*
  * memcmp(a, b, n) inline, as the bits that differ (0: equal): keys and
  * owners are a few to a few dozen bytes, and the libc call cost more than
- * the compare (perf: 7% of a lookup in memcmp and its PLT stub). Whole
- * words, then the last 1-8 bytes by two overlapping loads (of 4 or 2
+ * the compare (perf: 7% of a lookup in memcmp and its PLT stub).
+ * Whole words, then the last 1-8 bytes by two overlapping loads (of 4 or 2
  * bytes, or the one byte), with no branch on the bytes themselves. Every
  * load of @a lies inside one of the 8-byte words counted from @a: a
  * lookup compares the copy it has just stored word by word, and a load

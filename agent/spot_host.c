@@ -319,7 +319,9 @@ static int run_first(orbit_serial_turn_t *turn, void *arg)
 {
 	struct delivery *d = arg;
 
-	record_latency(d->host, d->rec.submit_ns);
+	/* the histogram samples the exact stamps only: no clock read for the others */
+	if (d->rec.submit_exact)
+		record_latency(d->host, d->rec.submit_ns);
 	return run_piece(d, turn, NULL, NULL);
 }
 
@@ -587,6 +589,7 @@ static struct delivery *delivery_of(struct orbit_spot_host *sh, const struct orb
 		.host_epoch = r->host_epoch,
 		.redelivered = r->redelivered,
 		.submit_ns = r->submit_ns,
+		.submit_exact = r->submit_exact,
 	};
 	return d;
 }

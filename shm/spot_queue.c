@@ -87,6 +87,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -139,12 +140,21 @@ _Static_assert(offsetof(struct orbit_spotq_slot, target) == 64, "target on line 
 #define STALL_POLL_NS 10000000ll /* host_wait's poll while a record is being written */
 #define EMPTY_LOOK_EVERY 64u	 /* empty_look_due() reads the clock at every 64th */
 /*
- * A producer's remembered head decides room for this long at most: only
- * after a whole lap of positions (a modulus: more than 2^32 - 65,536
- * records, or 2^32 - 64 MiB bytes) can a head that old show room again,
- * and no lane moves that much in 1 ms.
+ * A producer's remembered head decides room for this long at most, by
+ * CLOCK_MONOTONIC_COARSE (so really for this plus the coarse clock's lag,
+ * about a tick: 4 ms here, 8.5 ms seen on a loaded guest): only after a
+ * whole lap of positions (a modulus: more than 2^32 - 65,536 records, or
+ * 2^32 - 64 MiB bytes) can a head that old show room again, and no lane
+ * moves that much in a second, let alone in a few ms.
  */
 #define HEAD_KEEP_NS 1000000ull
+/*
+ * submit_ns is exact (CLOCK_MONOTONIC, bit 0 set) on the first record of
+ * a producer in each coarse clock tick and on at least every
+ * STAMP_EXACT_EVERY-th record; the others carry the coarse clock (bit 0
+ * clear), early by the time since the kernel's last tick (stamp_of()).
+ */
+#define STAMP_EXACT_EVERY 16u
 /*
  * The host's poll before it announces a sleep (host_poll()): at most this
  * long, adapted between these bounds from how soon records came after the
@@ -262,7 +272,13 @@ struct orbit_spotq_producer {
 	 * older head only under-counts room.
 	 */
 	uint64_t head_seen[2];
-	uint64_t head_ns[2]; /* 0: none read */
+	uint64_t head_ns[2]; /* 0: none read; CLOCK_MONOTONIC_COARSE */
+	/*
+	 * The sampled stamp (stamp_of()): the coarse time of the last exact
+	 * stamp, and the records stamped coarse since it.
+	 */
+	uint64_t stamp_tick;
+	uint32_t since_exact;
 	pid_t pid;
 };
 
@@ -1190,6 +1206,25 @@ static bool head_refresh(orbit_spotq_producer_t *p, struct lane_geo *g, int lane
 	return h != used;
 }
 
+/*
+ * The record's submit_ns from @coarse (this submit's CLOCK_MONOTONIC_COARSE
+ * read): an exact CLOCK_MONOTONIC read with bit 0 set on the first record
+ * of @p in a new tick and on every STAMP_EXACT_EVERY-th, else @coarse with
+ * bit 0 clear (the same clock at the kernel's last tick: never later
+ * than the submit; one tick earlier at most while ticks come on time, 8.5
+ * ms seen at a 4 ms tick on a loaded guest). The exact read was a quarter of the
+ * producer's CPU per record; the submit-to-run histogram counts the exact
+ * stamps only (orbit_spotq_rec.submit_exact).
+ */
+static inline uint64_t stamp_of(orbit_spotq_producer_t *p, uint64_t coarse)
+{
+	if (coarse == p->stamp_tick && ++p->since_exact < STAMP_EXACT_EVERY)
+		return coarse & ~1ull;
+	p->stamp_tick = coarse;
+	p->since_exact = 0;
+	return orbit__now_mono_ns() | 1u;
+}
+
 /* A retry that sees the same head and tail 1,000 times in a row: the bytes lie. */
 struct retry {
 	uint64_t h, t;
@@ -1235,7 +1270,8 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	len = sub->len;
 	if (len > g->bytes)
 		return -E2BIG;
-	now = orbit__now_mono_ns(); /* the record's submit_ns, and the remembered head's age */
+	/* the remembered head's age, and the record's submit_ns (stamp_of()) */
+	now = orbit__clock_ns(CLOCK_MONOTONIC_COARSE);
 
 	for (;;) {
 		/*
@@ -1315,7 +1351,7 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 	own_tail(g, s, t, len);
 
 	s->producer_seq = seq;
-	s->submit_ns = now;
+	s->submit_ns = stamp_of(p, now); /* accepted records only count for the sample */
 	s->kind = sub->kind;
 	s->payload_len = len;
 	s->member_row = p->row_idx;
@@ -1528,7 +1564,7 @@ int orbit__spotq_host_takeover(orbit_spotq_host_t **out, orbit_spotq_t *q, orbit
 	h->gen = g + 1;
 	h->epoch = epoch;
 	h->pid = orbit__self_pid();
-	orbit__spotq_host_set_poll(h, -1); /* adaptive; none on one CPU (host_poll()) */
+	orbit__spotq_host_set_poll(h, -1); /* adaptive; none when pinned to one CPU (host_poll()) */
 	for (int l = 0; l < 2; l++) {
 		r = retag(h, &q->lane[l]);
 		if (r < 0) {
@@ -1739,6 +1775,7 @@ static const char *copy_out(const orbit_spotq_host_t *h, const struct lane_geo *
 	rec->member_gen = m.member_gen;
 	rec->producer_seq = m.producer_seq;
 	rec->submit_ns = m.submit_ns;
+	rec->submit_exact = m.submit_ns & 1u; /* stamp_of() */
 	rec->host_epoch = h->epoch;
 	rec->actor_id = m.kind == ORBIT_SPOTQ_KIND_ACTOR ? m.target.actor_id : 0;
 	rec->timer_name[0] = '\0';
@@ -2537,11 +2574,28 @@ static void poll_adapt(orbit_spotq_host_t *h, uint64_t waited_ns)
 		h->poll_ns = orbit__spotq_poll_next(h->poll_ns, waited_ns);
 }
 
+int orbit__spotq_cpus_allowed(void)
+{
+	cpu_set_t set;
+
+	/* the calling thread's affinity: a process pinned to one CPU has one, whatever is online */
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		return CPU_COUNT(&set);
+	return (int)sysconf(_SC_NPROCESSORS_ONLN); /* more CPUs than cpu_set_t holds */
+}
+
+uint64_t orbit__spotq_host_poll_budget(const orbit_spotq_host_t *h, bool *fixed)
+{
+	if (fixed)
+		*fixed = h && h->poll_fixed;
+	return h ? h->poll_ns : 0;
+}
+
 void orbit__spotq_host_set_poll(orbit_spotq_host_t *h, int64_t budget_ns)
 {
 	if (!h)
 		return;
-	h->poll_fixed = budget_ns >= 0 || sysconf(_SC_NPROCESSORS_ONLN) <= 1;
+	h->poll_fixed = budget_ns >= 0 || orbit__spotq_cpus_allowed() <= 1;
 	h->poll_ns = budget_ns >= 0 ? (uint64_t)budget_ns : h->poll_fixed ? 0 : POLL_MAX_NS / 4;
 }
 

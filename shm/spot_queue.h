@@ -257,8 +257,12 @@ struct orbit_spotq_slot {
 	_Atomic uint64_t resv;	 /* tail advancers (identical values) */
 	uint64_t checksum;	 /* producer: over pos, meta, target and payload */
 	uint64_t producer_seq;
-	uint64_t submit_ns; /* CLOCK_MONOTONIC at submit */
-	uint32_t kind;	    /* enum orbit_spotq_kind */
+	/*
+	 * CLOCK_MONOTONIC at submit: exact with bit 0 set, or the coarse
+	 * clock's last tick with bit 0 clear (a sample is exact: stamp_of())
+	 */
+	uint64_t submit_ns;
+	uint32_t kind; /* enum orbit_spotq_kind */
 	uint32_t payload_len;
 	uint32_t member_row;
 	uint32_t member_gen;
@@ -275,13 +279,14 @@ struct orbit_spotq_rec {
 	uint32_t kind; /* enum orbit_spotq_kind */
 	uint32_t pos;  /* lane position: pass to orbit__spotq_complete() */
 	uint32_t payload_len;
-	uint32_t member_row;				 /* producer's member row */
-	uint32_t member_gen;				 /* producer's member generation (tenure) */
-	uint64_t producer_seq;				 /* per producer tenure, from 1 */
-	uint64_t submit_ns;				 /* CLOCK_MONOTONIC at submit */
-	uint64_t host_epoch;				 /* the epoch of the host that took it */
-	uint64_t actor_id;				 /* ACTOR records */
-	bool redelivered;				 /* taken by an older host, not completed */
+	uint32_t member_row;   /* producer's member row */
+	uint32_t member_gen;   /* producer's member generation (tenure) */
+	uint64_t producer_seq; /* per producer tenure, from 1 */
+	uint64_t submit_ns;    /* CLOCK_MONOTONIC at submit */
+	uint64_t host_epoch;   /* the epoch of the host that took it */
+	uint64_t actor_id;     /* ACTOR records */
+	bool redelivered;      /* taken by an older host, not completed */
+	bool submit_exact;     /* submit_ns read exactly, else the coarse clock's last tick */
 	char timer_name[ORBIT_SPOTQ_TIMER_NAME_MAX + 1]; /* TIMER records */
 	const void *payload; /* inside the caller's buffer of orbit__spotq_take() */
 };
@@ -577,9 +582,9 @@ uint32_t orbit__spotq_host_seq(const orbit_spotq_host_t *h);
  * and its time counts against @timeout_ns): it spins 5 us between looks at
  * the commit word at each lane's cursor (never the tail word) and at seq, so a
  * producer that streams records is not rung at every catch-up. The
- * budget adapts after each wait (orbit__spotq_poll_next()); it is 0 on a
- * machine with one CPU and after the poll was preempted (a busy CPU: the
- * host sleeps instead, and a woken sleeper gets its CPU back promptly).
+ * budget adapts after each wait (orbit__spotq_poll_next()); it is 0 for a
+ * thread allowed on one CPU only and after the poll was preempted (a busy
+ * CPU: the host sleeps instead, and a woken sleeper gets its CPU back promptly).
  * @wake_class: orbit__doorbell_bit(host row), or 0 for the shared class.
  * Context: the host's thread; spins up to its poll budget, then blocks
  * (FUTEX_WAIT_BITSET) unless a lane is ready or seq moved. Returns 1 (a
@@ -610,12 +615,23 @@ uint64_t orbit__spotq_poll_next(uint64_t budget_ns, uint64_t waited_ns);
  * orbit__spotq_host_set_poll - fix the poll budget of @h's waits
  * (orbit__spotq_host_wait_seq()) at @budget_ns (0: announce and sleep at
  * once, as before the poll existed), never adapted and never cut by a
- * preemption; < 0: back to the adaptive default (0 on a machine with one
- * CPU). For a host on a CPU of its own that may spin longer, and for
- * tests. NULL: nothing. Context: the host's thread (the budget is its
+ * preemption; < 0: back to the adaptive default (0 for a thread that may
+ * run on one CPU only: orbit__spotq_cpus_allowed()). For a host on a CPU
+ * of its own that may spin longer, and for tests. NULL: nothing. Context: the host's thread (the budget is its
  * alone).
  */
 void orbit__spotq_host_set_poll(orbit_spotq_host_t *h, int64_t budget_ns);
+
+/*
+ * orbit__spotq_cpus_allowed - the CPUs the calling thread may run on
+ * (sched_getaffinity(); the online count if that fails): a host pinned to
+ * one CPU of a larger machine does not poll, as on a one-CPU machine.
+ * Context: any thread.
+ */
+int orbit__spotq_cpus_allowed(void);
+
+/* @h's poll budget for its next wait in ns, and in *@fixed whether it is fixed (tests). */
+uint64_t orbit__spotq_host_poll_budget(const orbit_spotq_host_t *h, bool *fixed);
 
 /* Ring the records doorbell (the agent's death watcher: a producer died). */
 void orbit__spotq_kick(orbit_spotq_t *q);

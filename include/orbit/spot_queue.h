@@ -132,7 +132,13 @@ struct orbit_spot_record {
 	uint64_t producer_seq;	/* per producer tenure and lane, from 1 */
 	uint64_t host_epoch;	/* the epoch of the host that took it */
 	bool redelivered;	/* taken by an older host, not completed */
-	uint64_t submit_ns;	/* CLOCK_MONOTONIC at the submit */
+	/* CLOCK_MONOTONIC at the submit: exactly when submit_exact (the first
+	 * record of a producer in each tick of CLOCK_MONOTONIC_COARSE and at
+	 * least every 16th), else that clock's last tick: never later than the
+	 * submit, earlier by about one tick (1-10 ms; more while a loaded
+	 * machine's ticks come late). */
+	uint64_t submit_ns;
+	bool submit_exact; /* submit_ns is an exact read (a latency sample) */
 };
 
 /*

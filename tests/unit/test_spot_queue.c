@@ -953,7 +953,7 @@ static void test_remembered_head_full_verdict_read_again(void **state)
  * window again and shows room in a full lane; the claim CAS takes the slot
  * of an unread record (its previous-lap word) and overwrites it. The lap is
  * simulated by moving head and tail on (slots freed), 2 ms after the
- * producer last read the head (HEAD_KEEP_NS is 1 ms).
+ * producer last read the head (HEAD_KEEP_NS is 1 ms, by the coarse clock).
  */
 static void test_remembered_head_never_decides_after_a_lap(void **state)
 {
@@ -976,7 +976,14 @@ static void test_remembered_head_never_decides_after_a_lap(void **state)
 	}
 	atomic_store(&ln[0].tail, (wi - 1) | (wb - 20) << 32);
 	atomic_store(&ln[0].head, (wi - 1) | (wb - 20) << 32);
-	usleep(2000);
+	/* 2 ms by the clock the head's age is read on (CLOCK_MONOTONIC_COARSE) */
+	struct timespec c0, c1;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &c0);
+	do {
+		usleep(500);
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &c1);
+	} while ((c1.tv_sec - c0.tv_sec) * 1000000000ll + (c1.tv_nsec - c0.tv_nsec) < 2000000);
 	/* the other producer fills the lane: wi - 1, 0, 1, 2 */
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(submit(f->p2, ORBIT_SPOTQ_KIND_SPOT, 10, 2, NULL), 0);

@@ -171,7 +171,7 @@ const struct orbit_stats_desc orbit__stats_spot_host_counters[ORBIT_SPOT_HOST__C
 				    "this host's epoch (the hosting lease's fencing token)", 1 },
 	[ORBIT_SPOT_HOST_LOST] = { "lost", "1 once this host lost hosting", 1 },
 	[ORBIT_SPOT_HOST_LATENCY_MAX_NS] = { "latency_max_ns",
-					     "longest submit-to-run latency seen (ns)", 1 },
+					     "longest sampled submit-to-run latency seen (ns)", 1 },
 };
 
 const struct orbit_stats_desc orbit__stats_spot_client_counters[ORBIT_SPOT_CLIENT__COUNT] = {
@@ -188,7 +188,8 @@ const struct orbit_stats_desc orbit__stats_spot_client_counters[ORBIT_SPOT_CLIEN
 };
 
 const struct orbit_stats_desc orbit__stats_spot_hist = {
-	"submit_to_run", "Spot record submit (producer's CLOCK_MONOTONIC) to handler start", 0
+	"submit_to_run",
+	"Spot record submit (producer's CLOCK_MONOTONIC) to handler start, exact stamps only", 0
 };
 
 const struct orbit_stats_desc *orbit__stats_spot_table(enum orbit_stats_spot_role role, unsigned *n)

@@ -270,8 +270,9 @@ struct orbit_fleet_spot_stats {
 	uint32_t ncounters;		      /* orbit_stats_spot_counter_count(role) */
 	uint64_t counters[ORBIT_FLEET_SPOT_COUNTERS_MAX];
 	/* A host's submit-to-run latency: the producer's CLOCK_MONOTONIC stamp
-	 * at submit to the handler's start (see orbit_stats_bucket_le); a
-	 * client's is all 0. */
+	 * at submit to the handler's start (see orbit_stats_bucket_le), of the
+	 * records stamped exactly (orbit_spot_record.submit_exact: a sample);
+	 * a client's is all 0. */
 	struct orbit_stats_histogram latency;
 };
 

@@ -290,7 +290,9 @@ struct orbit_spot_host_stats {
 	uint64_t renew_retries;	  /* renews answered -EAGAIN (serializer busy), retried */
 	uint64_t in_flight;	  /* handed over, not finished, now */
 	int lost_reason;	  /* 0 while hosting */
-	/* submit-to-run latency (submit until the handler starts) */
+	/* submit-to-run latency (submit until the handler starts) of the
+	 * records whose submit_ns is exact (orbit_spot_record.submit_exact):
+	 * a sample, so latency_count is not the count of records run */
 	uint64_t latency_count, latency_sum_ns, latency_max_ns;
 	uint64_t latency_buckets[ORBIT_SPOT_LATENCY_BUCKETS];
 };

@@ -148,7 +148,7 @@
  * target bytes (four chains). A peer of another version is refused with
  * -ORBIT_EVERSION (orbit__seg_open(); @why names both versions).
  */
-#define ORBIT_SPOTQ_LAYOUT_VERSION 4u
+#define ORBIT_SPOTQ_LAYOUT_VERSION 5u
 #define ORBIT_SPOTQ_NAME_MAX 40u	/* Spot name: [A-Za-z0-9_.-]{1,40} */
 #define ORBIT_SPOTQ_SEG_PREFIX "spotq." /* segment "/orbit.<fleet>.spotq.<spot>" */
 #define ORBIT_SPOTQ_TIMER_NAME_MAX 63u	/* = ORBIT_TIMER_NAME_MAX of the executors */

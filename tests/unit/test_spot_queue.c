@@ -374,15 +374,15 @@ static void test_truncated_foreign_corrupt_segments_refused(void **state)
 	assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &o), -ORBIT_EVERSION);
 	hd->layout_version = ORBIT_SPOTQ_LAYOUT_VERSION;
 	{
-		/* a layout-3 segment (the older checksum): refused, both versions named */
+		/* a layout-4 segment (every stamp exact): refused, both versions named */
 		struct orbit_spotq_options ov = o;
 		char why[256] = "";
 
 		ov.why = why;
 		ov.why_len = sizeof(why);
-		hd->layout_version = 3;
+		hd->layout_version = 4;
 		assert_int_equal(orbit__spotq_open(&q2, f->fleet, SPOT, &ov), -ORBIT_EVERSION);
-		assert_non_null(strstr(why, "layout version 3, this process uses 4"));
+		assert_non_null(strstr(why, "layout version 4, this process uses 5"));
 		assert_non_null(strstr(why, SPOT));
 		hd->layout_version = ORBIT_SPOTQ_LAYOUT_VERSION;
 	}

@@ -44,6 +44,11 @@ struct orbit_ring {
 	_Atomic uint64_t *frames;
 	bool asym;     /* the doorbell's mode is ASYM: readers wait with membarrier (DB-M1) */
 	bool asym_pub; /* asym, and this process is registered: publish with DB-M2 */
+	/* From the validated layout (powers of two), so frame_at() shifts instead of multiplying */
+	uint32_t slot_mask;   /* frames_per_lane - 1 */
+	uint32_t frame_shift; /* log2(frame_bytes / 8): words per frame */
+	uint32_t lane_shift;  /* log2(frames_per_lane * frame_bytes / 8): words per lane */
+	uint32_t cap;	      /* payload bytes of a frame: frame_bytes - 64 */
 };
 
 struct orbit_ring_reader {
@@ -196,6 +201,10 @@ int orbit__ring_open(orbit_ring_t **out, const char *fleet, const struct orbit_r
 	/* Chosen once per attach: a process that cannot register publishes with the locked add */
 	ring->asym = orbit__doorbell_mode(&ring->shm->doorbell) == ORBIT_DOORBELL_ASYM;
 	ring->asym_pub = ring->asym && orbit__doorbell_asym_ready();
+	ring->slot_mask = l.frames_per_lane - 1;
+	ring->frame_shift = (uint32_t)__builtin_ctz(l.frame_bytes / 8);
+	ring->lane_shift = (uint32_t)__builtin_ctz(l.frames_per_lane) + ring->frame_shift;
+	ring->cap = l.frame_bytes - ORBIT_RING_FRAME_HDR_BYTES;
 	*out = ring;
 	return 0;
 
@@ -249,10 +258,8 @@ orbit_seg_t *orbit__ring_seg(orbit_ring_t *ring)
  */
 static _Atomic uint64_t *frame_at(const orbit_ring_t *ring, uint32_t lane, uint64_t pos)
 {
-	uint64_t slot = pos & (ring->layout.frames_per_lane - 1);
-	uint64_t idx = (uint64_t)lane * ring->layout.frames_per_lane + slot;
-
-	return ring->frames + idx * (ring->layout.frame_bytes / 8);
+	return ring->frames + ((uint64_t)lane << ring->lane_shift) +
+	       ((pos & ring->slot_mask) << ring->frame_shift);
 }
 
 /*
@@ -502,14 +509,18 @@ static inline void sink_flush(struct word_sink *s)
  * Store the @len bytes at @src as whole words from @dst on (the last
  * word's bytes past @len zero); returns the word after them. Each word is
  * one 8-byte load of the source (the last one overlapping the one before
- * it) and one store: no shifts between parts, no dependency from word to
- * word, and no load of bytes still in the store buffer.
+ * it, shifted so its new bytes come first) and one store: no shifts
+ * between parts, no dependency from word to word, and no load of bytes
+ * still in the store buffer. One count of words drives the loop (the
+ * last word is the overlapping one, also when @len is a multiple of 8:
+ * then its shift is 0), so a part of 9..16 bytes is two loads and two
+ * stores; up to 24 bytes (the common ns, label and owner) take no loop.
  */
 static inline __attribute__((always_inline)) _Atomic uint64_t *
 put_part(_Atomic uint64_t *dst, const uint8_t *src, uint32_t len)
 {
 	uint64_t w;
-	uint32_t i;
+	uint32_t nw, i;
 
 	if (len < 8) {
 		if (len == 0)
@@ -521,17 +532,35 @@ put_part(_Atomic uint64_t *dst, const uint8_t *src, uint32_t len)
 		atomic_store_explicit(dst, w, memory_order_relaxed);
 		return dst + 1;
 	}
-	for (i = 0; i + 8 <= len; i += 8) {
-		memcpy(&w, src + i, 8);
+	if (len <= 24) { /* the common key and owner parts: no loop */
+		memcpy(&w, src, 8);
 		/* Relaxed: as above */
-		atomic_store_explicit(dst++, w, memory_order_relaxed);
-	}
-	if (i < len) { /* the last 8 bytes, of which the first 8 - (len - i) are in already */
+		atomic_store_explicit(&dst[0], w, memory_order_relaxed);
+		if (len == 8)
+			return dst + 1;
+		if (len > 16) {
+			memcpy(&w, src + 8, 8);
+			/* Relaxed: as above */
+			atomic_store_explicit(&dst[1], w, memory_order_relaxed);
+		}
+		nw = len > 16 ? 3 : 2;
 		memcpy(&w, src + len - 8, 8);
 		/* Relaxed: as above */
-		atomic_store_explicit(dst++, RING_EARLIER(w, 8 - (len - i)), memory_order_relaxed);
+		atomic_store_explicit(&dst[nw - 1], RING_EARLIER(w, 8 * nw - len),
+				      memory_order_relaxed);
+		return dst + nw;
 	}
-	return dst;
+	nw = (len + 7) / 8;
+	for (i = 0; i + 1 < nw; i++) {
+		memcpy(&w, src + 8 * i, 8);
+		/* Relaxed: as above */
+		atomic_store_explicit(&dst[i], w, memory_order_relaxed);
+	}
+	/* the last 8 bytes, of which the first 8 * nw - len are in the word before */
+	memcpy(&w, src + len - 8, 8);
+	/* Relaxed: as above */
+	atomic_store_explicit(&dst[i], RING_EARLIER(w, 8 * nw - len), memory_order_relaxed);
+	return dst + nw;
 }
 
 int orbit__ring_publish(orbit_ring_t *ring, uint32_t lane, const struct orbit_transition *t)
@@ -539,16 +568,68 @@ int orbit__ring_publish(orbit_ring_t *ring, uint32_t lane, const struct orbit_tr
 	return orbit__ring_publish_skip(ring, lane, t, 0);
 }
 
+/*
+ * Header words 1..7 (struct orbit_ring_frame_hdr after seq), built in
+ * registers (@w1: type and writer pid): the caller stored the odd seq
+ * (RG-W1) before.
+ */
+static inline __attribute__((always_inline)) void
+put_header(_Atomic uint64_t *w, uint64_t w1, uint64_t token, uint64_t deadline, uint64_t revision,
+	   uint64_t now, uint32_t ns_len, uint32_t label_len, uint32_t owner_len, uint32_t flags,
+	   uint64_t orig)
+{
+	/* Relaxed, every header word but seq: ordered by RG-W1 before and RG-W2 after */
+	atomic_store_explicit(&w[1], w1, memory_order_relaxed);
+	atomic_store_explicit(&w[2], token, memory_order_relaxed);
+	atomic_store_explicit(&w[3], deadline, memory_order_relaxed);
+	atomic_store_explicit(&w[4], revision, memory_order_relaxed);
+	atomic_store_explicit(&w[5], now, memory_order_relaxed);
+	atomic_store_explicit(&w[6], RING_PACK16(ns_len, label_len, owner_len, flags),
+			      memory_order_relaxed);
+	atomic_store_explicit(&w[7],
+			      RING_PACK32(orig > UINT32_MAX ? UINT32_MAX : (uint32_t)orig, 0),
+			      memory_order_relaxed);
+}
+
+/*
+ * The rare frame, out of line so the common one keeps its registers: a
+ * payload that does not fit with the padding is packed (ns | label |
+ * owner, byte by byte into words), one that does not fit at all is
+ * truncated first (owner cut first, then label, then ns: the key is what
+ * readers look up). Writes header words 1..7 and the payload; returns 1
+ * when truncated, else 0.
+ */
+static __attribute__((noinline)) int put_packed(const orbit_ring_t *ring, _Atomic uint64_t *w,
+						const struct orbit_transition *t, uint64_t w1,
+						uint64_t now)
+{
+	uint32_t cap = ring->cap, ns_keep, label_keep, owner_keep;
+	uint64_t orig = (uint64_t)t->ns_len + t->label_len + t->owner_len;
+	struct word_sink sink;
+	int truncated = orig > cap;
+
+	ns_keep = t->ns_len < cap ? t->ns_len : cap;
+	label_keep = t->label_len < cap - ns_keep ? t->label_len : cap - ns_keep;
+	owner_keep = t->owner_len < cap - ns_keep - label_keep ? t->owner_len
+							       : cap - ns_keep - label_keep;
+	put_header(w, w1, t->fencing_token, t->deadline_ns, t->state_revision, now, ns_keep,
+		   label_keep, owner_keep, truncated ? ORBIT_RING_F_TRUNCATED : 0, orig);
+	sink = (struct word_sink){ .dst = w + ORBIT_RING_FRAME_HDR_BYTES / 8 };
+	sink_bytes(&sink, t->ns, ns_keep);
+	sink_bytes(&sink, t->label, label_keep);
+	sink_bytes(&sink, t->owner, owner_keep);
+	sink_flush(&sink);
+	return truncated;
+}
+
 int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orbit_transition *t,
 			     uint32_t skip)
 {
-	uint32_t cap, ns_keep, label_keep, owner_keep, pid;
 	struct orbit_ring_lane *ln;
-	struct word_sink sink;
 	_Atomic uint64_t *w;
-	uint64_t pos, orig;
-	int truncated;
-	bool padded;
+	uint64_t pos, now, span, w1;
+	uint32_t ns_len, label_len, owner_len;
+	int truncated = 0;
 
 	if (!ring || !t || lane >= ring->layout.lanes || t->type < ORBIT_TRANSITION_ACQUIRE ||
 	    t->type > ORBIT_TRANSITION_REPAIR || (t->ns_len && !t->ns) ||
@@ -556,51 +637,34 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 		return -EINVAL;
 	if (ring->seg.readonly)
 		return -EROFS;
+	/* The stamp first: nothing of the frame is live across the vDSO call, no spills */
+	now = orbit__now_mono_ns();
+	ns_len = t->ns_len;
+	label_len = t->label_len;
+	owner_len = t->owner_len;
+	w1 = RING_PACK32(t->type, t->writer_pid ? t->writer_pid : (uint32_t)ring->seg.pid);
 	ln = &ring->lanes[lane];
 	/* Acquire, pairs with RG-W3 of a previous (possibly dead) publisher of this lane */
 	pos = atomic_load_explicit(&ln->head, memory_order_acquire);
 	w = frame_at(ring, lane, pos);
-
-	cap = ring->layout.frame_bytes - ORBIT_RING_FRAME_HDR_BYTES;
-	orig = (uint64_t)t->ns_len + t->label_len + t->owner_len;
-	/* Owner is cut first, then label, then ns: the key is what readers look up */
-	ns_keep = t->ns_len < cap ? t->ns_len : cap;
-	label_keep = t->label_len < cap - ns_keep ? t->label_len : cap - ns_keep;
-	owner_keep = t->owner_len < cap - ns_keep - label_keep ? t->owner_len
-							       : cap - ns_keep - label_keep;
-	truncated = orig > cap;
-	padded = !truncated && RING_PADDED_LEN(ns_keep, label_keep, owner_keep) <= cap;
-	pid = t->writer_pid ? t->writer_pid : (uint32_t)ring->seg.pid; /* no getpid() syscall */
+	/* RING_PADDED_LEN in 64 bits: lengths near UINT32_MAX must not wrap into "fits" */
+	span = (((uint64_t)ns_len + 7) & ~7ull) + (((uint64_t)label_len + 7) & ~7ull) + owner_len;
 
 	/* RG-W1: odd seq, then a release fence: pairs with RG-R2 (a reader re-checking sees odd/newer) */
 	atomic_store_explicit(&w[0], 2 * pos + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
-	/* Relaxed, every header word but seq: ordered by RG-W1 before and RG-W2 after */
-	atomic_store_explicit(&w[1], RING_PACK32(t->type, pid), memory_order_relaxed);
-	atomic_store_explicit(&w[2], t->fencing_token, memory_order_relaxed);
-	atomic_store_explicit(&w[3], t->deadline_ns, memory_order_relaxed);
-	atomic_store_explicit(&w[4], t->state_revision, memory_order_relaxed);
-	atomic_store_explicit(&w[5], orbit__now_mono_ns(), memory_order_relaxed);
-	atomic_store_explicit(
-	    &w[6],
-	    RING_PACK16(ns_keep, label_keep, owner_keep,
-			(truncated ? ORBIT_RING_F_TRUNCATED : 0) | (padded ? RING_F_PADDED : 0)),
-	    memory_order_relaxed);
-	atomic_store_explicit(&w[7],
-			      RING_PACK32(orig > UINT32_MAX ? UINT32_MAX : (uint32_t)orig, 0),
-			      memory_order_relaxed);
-	if (padded) { /* each part from a word boundary: no byte merging across parts */
+	if (__builtin_expect(span <= ring->cap, 1)) {
+		/* The common frame: whole, each part from a word boundary (RING_F_PADDED) */
 		_Atomic uint64_t *p = w + ORBIT_RING_FRAME_HDR_BYTES / 8;
 
-		p = put_part(p, (const uint8_t *)t->ns, ns_keep);
-		p = put_part(p, (const uint8_t *)t->label, label_keep);
-		put_part(p, (const uint8_t *)t->owner, owner_keep);
-	} else { /* a payload too long for the padding: packed, byte by byte into words */
-		sink = (struct word_sink){ .dst = w + ORBIT_RING_FRAME_HDR_BYTES / 8 };
-		sink_bytes(&sink, t->ns, ns_keep);
-		sink_bytes(&sink, t->label, label_keep);
-		sink_bytes(&sink, t->owner, owner_keep);
-		sink_flush(&sink);
+		put_header(w, w1, t->fencing_token, t->deadline_ns, t->state_revision, now, ns_len,
+			   label_len, owner_len, RING_F_PADDED,
+			   (uint64_t)ns_len + label_len + owner_len);
+		p = put_part(p, t->ns, t->ns_len);
+		p = put_part(p, t->label, t->label_len);
+		put_part(p, t->owner, t->owner_len);
+	} else {
+		truncated = put_packed(ring, w, t, w1, now);
 	}
 	/* A publisher killed here leaves seq odd and the head unmoved (kill tests) */
 	ORBIT_CRASHPOINT("ring.publish.mid_frame");
@@ -609,7 +673,7 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 	/* RG-W3: release, pairs with RG-R0 in read_lane(): the complete frame before the head */
 	atomic_store_explicit(&ln->head, pos + 1, memory_order_release);
 	ORBIT_CRASHPOINT("ring.publish.after_head");
-	if (truncated) /* Relaxed: a statistics counter */
+	if (__builtin_expect(truncated, 0)) /* Relaxed: a statistics counter */
 		atomic_fetch_add_explicit(&ring->shm->truncated, 1, memory_order_relaxed);
 	/*
 	 * DB-M2 (ASYM: a compiler barrier, then the sleeping load; partner DB-M1
@@ -750,7 +814,7 @@ static int corrupt(orbit_ring_reader_t *r, uint32_t lane)
 /* Validate a private copy of a frame header. */
 static bool frame_ok(const orbit_ring_t *ring, const struct orbit_ring_frame_hdr *f)
 {
-	uint32_t cap = ring->layout.frame_bytes - ORBIT_RING_FRAME_HDR_BYTES;
+	uint32_t cap = ring->cap;
 	uint32_t sum = (uint32_t)f->ns_len + f->label_len + f->owner_len;
 
 	if (f->type < ORBIT_TRANSITION_ACQUIRE || f->type > ORBIT_TRANSITION_REPAIR)
@@ -775,7 +839,7 @@ static int read_lane(orbit_ring_reader_t *r, uint32_t lane, struct orbit_ring_ev
 	struct orbit_ring_frame_hdr hdr;
 	uint64_t hw[ORBIT_RING_FRAME_HDR_BYTES / 8];
 	uint64_t stage[ORBIT_RING_PAYLOAD_MAX / 8];
-	uint32_t cap = ring->layout.frame_bytes - ORBIT_RING_FRAME_HDR_BYTES;
+	uint32_t cap = ring->cap;
 	uint32_t plen, span;
 	bool padded;
 

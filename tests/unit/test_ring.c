@@ -228,9 +228,45 @@ static void test_frame_too_big_truncated_and_counted(void **state)
 }
 
 /*
+ * Issue 12 (publish picks the padded frame by one 64-bit sum of the
+ * rounded lengths): part lengths near UINT32_MAX, whose rounding up to a
+ * word would wrap a 32-bit sum to a small value, are truncated to the
+ * frame (ns first in, label and owner cut), never copied as if they fit.
+ * The sources are 192 readable bytes: publish may read only what it keeps.
+ */
+static void test_huge_part_lengths_truncated_not_wrapped(void **state)
+{
+	struct fx *f = *state;
+	char big[192];
+	uint32_t lane;
+	struct orbit_transition t = {
+		.type = ORBIT_TRANSITION_ACQUIRE,
+		.ns = big,
+		.ns_len = UINT32_MAX - 3, /* + 7 wraps to 3 in 32 bits */
+		.label = big,
+		.label_len = UINT32_MAX - 6,
+		.owner = big,
+		.owner_len = 5,
+	};
+
+	memset(big, 'k', sizeof(big));
+	assert_int_equal(orbit__ring_reader_open(&f->r, f->ring), 0);
+	assert_int_equal(orbit__ring_publish(f->ring, 0, &t), 1);
+	assert_int_equal(orbit__ring_reader_next(f->r, &f->ev, &lane), 0);
+	assert_true(f->ev.flags & ORBIT_RING_F_TRUNCATED);
+	assert_int_equal(f->ev.ns_len, 192);
+	assert_int_equal(f->ev.label_len, 0);
+	assert_int_equal(f->ev.owner_len, 0);
+	assert_int_equal(f->ev.orig_len, UINT32_MAX); /* saturated */
+	assert_memory_equal(f->ev.bytes, big, 192);
+}
+
+/*
  * Issue 12 (publish builds frame words in registers; each part from a word
  * boundary): every split of the payload into ns, label and owner lengths
- * 0..17 (short and long parts, ends on and off word boundaries) comes
+ * 0..17 and 23, 24, 25, 32, 33, 41 (short parts, the unrolled parts of
+ * 8..16 and 17..24 bytes and the looped longer ones, ends on and off word
+ * boundaries) comes
  * back byte for byte with its header fields, and in SHM each part starts
  * on a word boundary (label at round8(ns), owner at round8(ns) +
  * round8(label)) with zero bytes after it up to the next boundary, not
@@ -243,15 +279,19 @@ static void test_payload_every_split_round_trips_zero_padded(void **state)
 	orbit_seg_t *seg = orbit__ring_seg(f->ring);
 	uint64_t frames_bytes = 2ull * 8 * 256;
 	uint8_t *area = orbit__seg_at(seg, seg->size - frames_bytes, frames_bytes);
-	uint8_t want[3 * 17];
+	static const uint32_t lens[] = { 0,  1,	 2,  3,	 4,  5,	 6,  7,	 8,  9,	 10, 11,
+					 12, 13, 14, 15, 16, 17, 23, 24, 25, 32, 33, 41 };
+	const unsigned nl = sizeof(lens) / sizeof(lens[0]);
+	uint8_t want[3 * 41];
 	uint64_t pos = 0;
 	uint32_t lane;
 
 	assert_non_null(area);
 	assert_int_equal(orbit__ring_reader_open(&f->r, f->ring), 0);
-	for (uint32_t a = 0; a <= 17; a++)
-		for (uint32_t b = 0; b <= 17; b++)
-			for (uint32_t c = 0; c <= 17; c++, pos++) {
+	for (unsigned ia = 0; ia < nl; ia++)
+		for (unsigned ib = 0; ib < nl; ib++)
+			for (unsigned ic = 0; ic < nl; ic++, pos++) {
+				uint32_t a = lens[ia], b = lens[ib], c = lens[ic];
 				uint8_t *ns = malloc(a ? a : 1), *label = malloc(b ? b : 1);
 				uint8_t *owner = malloc(c ? c : 1);
 				struct orbit_transition t = {
@@ -294,7 +334,7 @@ static void test_payload_every_split_round_trips_zero_padded(void **state)
 					assert_memory_equal(f->ev.bytes, want, plen);
 				uint32_t a8 = (a + 7) / 8 * 8, b8 = (b + 7) / 8 * 8;
 				uint32_t c8 = (c + 7) / 8 * 8;
-				uint8_t img[3 * 24] = { 0 };
+				uint8_t img[3 * 48] = { 0 };
 
 				memcpy(img, want, a);
 				memcpy(img + a8, want + a, b);
@@ -775,6 +815,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wrap_and_lag, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_replay_retained, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_frame_too_big_truncated_and_counted,
+						setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_huge_part_lengths_truncated_not_wrapped,
 						setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_payload_every_split_round_trips_zero_padded,
 						setup_small, teardown),

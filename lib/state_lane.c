@@ -34,6 +34,8 @@
  *   refs                            drain tasks, batches     acq_rel
  *   slab->live                      post() (retire), node    acq_rel (SL-R5)
  *                                   releases (drain, batch)
+ *   spare                           the block's last         exchange, acq_rel
+ *                                   releaser; post()         (SL-R6)
  *
  * Lock order: lane->mu, then the executor's internal locks (post() calls
  * submit under lane->mu on the idle->PENDING transition; hand-offs and the
@@ -115,12 +117,25 @@ struct lane_node {
  * wait for the lock. @live counts the nodes not yet released, counting
  * every node not yet carved too while the block is the lane's current one
  * (post() subtracts those when it retires the block); whoever takes it to
- * 0 frees the block. Nodes run and are released in FIFO order, so blocks
- * die in order; a node whose completion is late keeps its block (a few
- * kilobytes) until it is released.
+ * 0 gives the block back. Nodes run and are released in FIFO order, so
+ * blocks die in order; a node whose completion is late keeps its block (a
+ * few kilobytes) until it is released.
+ *
+ * A block given back goes to the lane's one spare slot (lane->spare), and
+ * post() takes its next block from there before it calls malloc(): under a
+ * stream of posts that the drain keeps up with, one block is given back
+ * about as often as one is needed, so the spare turns a malloc() on the
+ * poster's thread and a free() on the drain's (into the poster's arena,
+ * under that arena's lock) per block into two exchanges. A block given
+ * back while the slot is full is freed. A block can be given back while
+ * it is still the current one (all 64 carved and released), and even be
+ * freed there, displaced by another: post() retires the current one with
+ * 0 nodes left, and slab_put() of 0 touches nothing, so a block is never
+ * freed twice nor read once freed.
  */
 struct lane_slab {
 	_Atomic uint32_t live;
+	struct orbit_state_lane *lane; /* the spare slot it goes back to; outlived by the lane */
 	struct lane_node nodes[LANE_SLAB_NODES];
 };
 
@@ -145,8 +160,16 @@ struct orbit_state_lane {
 	/* Bumped (relaxed) under lane->mu by every append; polled without
 	 * the lock by a drain task that lingers or gathers (a hint only). */
 	_Atomic uint32_t arrivals;
+	/* Posts made (statistics; one writer at a time: under lane->mu, so a relaxed
+	 * load + store). Beside the other words every post writes: a post's
+	 * stores under the lock stay on the lines it writes anyway. */
+	_Atomic uint64_t posts;
 	struct lane_slab *slab; /* the block post() carves nodes from, or NULL */
 	unsigned slab_used;	/* nodes of @slab handed out */
+	/* A block whose nodes were all released, kept for post()'s next block
+	 * (struct lane_slab): exchanged in by any releaser (SL-R6), out by
+	 * post() under lane->mu; freed with the lane. */
+	_Atomic(struct lane_slab *) spare;
 	struct close_waiter *closers;
 	/* Completions a run() caller made while combining and may not call
 	 * itself (06 §5): they wait here, in order, for the completion task
@@ -161,12 +184,14 @@ struct orbit_state_lane {
 	unsigned combine_limit;
 	unsigned slice_limit;
 	char name[64];
-	/* Statistics with one writer at a time, so a relaxed load + store (no
-	 * locked RMW): turns by the turn holder (turns are ordered by SL-A1/SL-R1),
-	 * posts under lane->mu. Read relaxed by orbit_state_lane_stats(). Past
-	 * name[], away from state: a waiter spinning on state is not disturbed. */
+	/* Turns run (statistics with one writer at a time, so a relaxed load +
+	 * store, no locked RMW): by the turn holder (turns are ordered by
+	 * SL-A1/SL-R1), once per chunk in a drain. Read relaxed by
+	 * orbit_state_lane_stats(). Past name[], away from state and from
+	 * @posts: a waiter spinning on state is not disturbed, and a drain
+	 * counting does not take the line a poster writes (it shared one
+	 * with @posts, so every post and every drained item moved it). */
 	_Atomic uint64_t turns;
-	_Atomic uint64_t posts;
 };
 
 /* The lane marker: the chain of turns this thread holds, innermost first. */
@@ -315,8 +340,7 @@ static inline int run_item(struct orbit_state_lane *lane, orbit_state_lane_fn fn
 	tls_turn = &f;
 	r = fn(arg);
 	tls_turn = f.prev;
-	orbit__single_writer_add(&lane->turns, 1); /* the turn holder: ordered by SL-A1/SL-R1 */
-	return r;
+	return r; /* the caller counts the turn (lane->turns) */
 }
 
 /* ---- lifetime ---- */
@@ -327,6 +351,8 @@ static void lane_free(struct orbit_state_lane *lane)
 {
 	if (lane->slab)
 		slab_retire(lane->slab, lane->slab_used); /* every node is released by now */
+	/* Relaxed: the last reference (SL-R4) ordered every slab_put() before us */
+	free(atomic_load_explicit(&lane->spare, memory_order_relaxed));
 	pthread_mutex_destroy(&lane->mu);
 	free(lane);
 }
@@ -387,13 +413,18 @@ static struct lane_node *pop_locked(struct orbit_state_lane *lane)
 	return n;
 }
 
-/* Give @k nodes of @slab back (or its never carved ones); the last frees it. */
+/*
+ * Give @k nodes of @slab back (or its never carved ones); the last puts the
+ * block in the lane's spare slot (freeing the one it displaces).
+ */
 static void slab_put(struct lane_slab *slab, uint32_t k)
 {
 	/* SL-R5: acq_rel, pairs with SL-R5 of the other releases of this block: every
-	 * use of its nodes (on any thread) happens before the free by the last one */
+	 * use of its nodes (on any thread) happens before the last one's reuse or free */
 	if (k && atomic_fetch_sub_explicit(&slab->live, k, memory_order_acq_rel) == k)
-		free(slab);
+		/* SL-R6: acq_rel, pairs with SL-R6 in node_get_locked() (and with a block
+		 * displaced here): its last uses before post() carves it again */
+		free(atomic_exchange_explicit(&slab->lane->spare, slab, memory_order_acq_rel));
 }
 
 /* The block stops being the current one: its nodes never carved are not coming. */
@@ -437,12 +468,17 @@ static struct lane_node *node_get_locked(struct orbit_state_lane *lane)
 	struct lane_node *n;
 
 	if (!lane->slab || lane->slab_used == LANE_SLAB_NODES) {
-		struct lane_slab *slab = malloc(sizeof(*slab));
+		/* SL-R6: acq_rel, pairs with SL-R6 in slab_put(): the block's last uses before ours */
+		struct lane_slab *slab = atomic_exchange_explicit(&lane->spare, NULL,
+								  memory_order_acq_rel);
 
+		if (!slab)
+			slab = malloc(sizeof(*slab));
 		if (!slab)
 			return NULL;
 		/* Relaxed: the block is not shared until a node of it is queued under lane->mu. */
 		atomic_init(&slab->live, LANE_SLAB_NODES);
+		slab->lane = lane;
 		if (lane->slab)
 			slab_retire(lane->slab, lane->slab_used);
 		lane->slab = slab;
@@ -629,7 +665,7 @@ static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, u
 			 struct batch *b, bool stream)
 {
 	bool own_done = own == NULL, lingered = false;
-	unsigned ran = 0;
+	unsigned ran = 0, took;
 	struct lane_node *n, *next, *next_holder, *chunk, **chunk_tail, *recycle;
 
 	for (;;) {
@@ -689,10 +725,14 @@ static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, u
 		lane_unlock(lane);
 
 		recycle = NULL;
-		for (n = chunk; n; n = next) {
+		for (n = chunk, took = 0; n; n = next, took++) {
+			int r;
+
 			next = n->next; /* read first: a waiter's node is gone once completed */
-			n->result = run_item(lane, n->fn, n->arg, n->file, n->line);
+			r = run_item(lane, n->fn, n->arg, n->file, n->line);
 			ran++;
+			if (n->sync || n->done) /* a plain post's result is read by nobody */
+				n->result = r;
 			if (n->sync) {
 				if (n == own)
 					own_done = true;
@@ -717,6 +757,8 @@ static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, u
 			}
 		}
 
+		/* The turn holder, once per chunk: ordered by SL-A1/SL-R1 like every turn */
+		orbit__single_writer_add(&lane->turns, took);
 		nodes_release(recycle); /* without lane->mu: posters keep posting */
 		lane_lock(lane);
 	}
@@ -846,6 +888,7 @@ ORBIT_API int orbit_state_lane_create(const struct orbit_state_lane_options *use
 	atomic_init(&lane->state, 0);
 	atomic_init(&lane->refs, 1);
 	atomic_init(&lane->reentries, 0);
+	atomic_init(&lane->spare, NULL);
 	lane->diag_level = opt->diagnostics;
 	lane->ex = opt->executor;
 	lane->home_node = orbit_home_node_id(opt->home);
@@ -948,6 +991,8 @@ static inline int run_owned(struct orbit_state_lane *lane, orbit_state_lane_fn f
 {
 	uint32_t s = ST_RUNNING;
 	int r = run_item(lane, fn, arg, file, line);
+
+	orbit__single_writer_add(&lane->turns, 1); /* the turn holder: ordered by SL-A1/SL-R1 */
 
 	/* SL-R1: release, pairs with SL-A1/SL-A2/SL-A5: this turn's writes before the next turn */
 	if (!atomic_compare_exchange_strong_explicit(&lane->state, &s, 0, memory_order_release,

@@ -665,7 +665,7 @@ static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, u
 			 struct batch *b, bool stream)
 {
 	bool own_done = own == NULL, lingered = false;
-	unsigned ran = 0, took;
+	unsigned ran = 0, uncounted;
 	struct lane_node *n, *next, *next_holder, *chunk, **chunk_tail, *recycle;
 
 	for (;;) {
@@ -725,19 +725,25 @@ static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, u
 		lane_unlock(lane);
 
 		recycle = NULL;
-		for (n = chunk, took = 0; n; n = next, took++) {
+		for (n = chunk, uncounted = 0; n; n = next) {
 			int r;
 
 			next = n->next; /* read first: a waiter's node is gone once completed */
 			r = run_item(lane, n->fn, n->arg, n->file, n->line);
 			ran++;
+			uncounted++;
 			if (n->sync || n->done) /* a plain post's result is read by nobody */
 				n->result = r;
 			if (n->sync) {
-				if (n == own)
+				if (n == own) {
 					own_done = true;
-				else
+				} else {
+					/* Its turn counted before its run() returns (W_DONE orders
+					 * it): a caller reading the stats then sees it */
+					orbit__single_writer_add(&lane->turns, uncounted);
+					uncounted = 0;
 					node_complete(n, W_DONE);
+				}
 			} else if (n->done) {
 				struct lane_node **head = &b->done_head, **tail = &b->done_tail;
 
@@ -757,8 +763,10 @@ static void drain_locked(struct orbit_state_lane *lane, struct lane_node *own, u
 			}
 		}
 
-		/* The turn holder, once per chunk: ordered by SL-A1/SL-R1 like every turn */
-		orbit__single_writer_add(&lane->turns, took);
+		/* The turn holder, once per chunk (and before a waiter's W_DONE above):
+		 * ordered by SL-A1/SL-R1 like every turn */
+		if (uncounted)
+			orbit__single_writer_add(&lane->turns, uncounted);
 		nodes_release(recycle); /* without lane->mu: posters keep posting */
 		lane_lock(lane);
 	}

@@ -1584,6 +1584,77 @@ static void test_posted_blocks_reused_not_reallocated(void **state)
 #endif
 }
 
+/*
+ * Spec 06 §5 (the C3 counters) and include/orbit/state_lane.h "turns": a
+ * drain counts its turns once per chunk, but a run() caller whose node a
+ * drain ran sees its own turn counted when run() returns, even while the
+ * drain still runs the rest of that chunk. The drain is held in a posted
+ * item (gate) until the caller queued, then runs [caller, blocker] as one
+ * chunk; the blocker waits until the caller has read the stats.
+ */
+struct turns_seen {
+	orbit_state_lane_t *lane;
+	atomic_long entered, gate, caller_read;
+	uint64_t turns;
+	int run_rc, stats_rc;
+};
+
+static int turns_hold(void *arg)
+{
+	struct turns_seen *t = arg;
+
+	atomic_store(&t->entered, 1);
+	wait_for(&t->gate, 1);
+	return 0;
+}
+
+static int turns_after_caller(void *arg)
+{
+	wait_for(&((struct turns_seen *)arg)->caller_read, 1); /* bounded: never hangs */
+	return 0;
+}
+
+static int turns_noop(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static void *turns_caller_main(void *arg)
+{
+	struct turns_seen *t = arg;
+	struct orbit_state_lane_stats st;
+
+	t->run_rc = orbit_state_lane_run(t->lane, turns_noop, NULL);
+	t->stats_rc = orbit_state_lane_stats(t->lane, &st);
+	t->turns = st.turns;
+	atomic_store(&t->caller_read, 1);
+	return NULL;
+}
+
+static void test_waiter_sees_its_turn_counted_mid_chunk(void **state)
+{
+	struct test_executor *ex = test_executor_create(1);
+	struct turns_seen t = { .lane = lane_new("turns", ex) };
+	pthread_t caller;
+
+	(void)state;
+	assert_int_equal(orbit_state_lane_try_post(t.lane, turns_hold, &t), 0);
+	assert_true(wait_for(&t.entered, 1)); /* the drain holds the turn, its chunk taken */
+	assert_int_equal(pthread_create(&caller, NULL, turns_caller_main, &t), 0);
+	usleep(50000); /* the caller queues behind the drain (its spins take microseconds) */
+	assert_int_equal(orbit_state_lane_try_post(t.lane, turns_after_caller, &t), 0);
+	atomic_store(&t.gate, 1);
+	assert_int_equal(pthread_join(caller, NULL), 0);
+	assert_int_equal(t.run_rc, 0);
+	assert_int_equal(t.stats_rc, 0);
+	/* the held item and the caller's own turn */
+	print_message("turns seen by the caller: %llu\n", (unsigned long long)t.turns);
+	assert_true(t.turns >= 2);
+	lane_end(t.lane);
+	test_executor_destroy(ex);
+}
+
 /* Issue 3: argument errors are returned, never aborts. */
 static void test_bad_arguments(void **state)
 {
@@ -1638,6 +1709,7 @@ int main(void)
 		cmocka_unit_test(test_options_older_accepted_newer_tail_e2big),
 		cmocka_unit_test(test_designated_initializer_home_node_is_none),
 		cmocka_unit_test(test_posted_blocks_reused_not_reallocated),
+		cmocka_unit_test(test_waiter_sees_its_turn_counted_mid_chunk),
 		cmocka_unit_test(test_bad_arguments),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

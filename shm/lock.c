@@ -101,8 +101,16 @@ struct orbit_lock {
 	uint32_t mask;
 	uint32_t nwords;	    /* nslots / 8: control words (a power of two) */
 	struct orbit__lock_ser ser; /* lock order: ser.local, then the cross-process lock */
-	uint64_t ser_wait_ns;	    /* bound on waiting for the serializer (options) */
-	pid_t pid;		    /* the opener: a forked child gets -ECHILD */
+	/*
+	 * The slot of the entry this handle's last acquisition wrote (or its
+	 * last renew/release found): where its release or renew looks first
+	 * (find_live()). Read and written only with the serializer held (the
+	 * serializer orders it as it orders the table); a hint only: the slot
+	 * is checked to hold the key's live entry before it is used.
+	 */
+	uint32_t last_idx;
+	uint64_t ser_wait_ns; /* bound on waiting for the serializer (options) */
+	pid_t pid;	      /* the opener: a forked child gets -ECHILD */
 	bool readonly;
 	uint64_t start_ticks; /* this process's /proc start time */
 	uint64_t pidfs_ino;   /* this process's pidfs inode (0: no pidfs) */
@@ -1518,6 +1526,7 @@ int orbit__lock_shm_try_acquire_flags(orbit_lock_t *l, const orbit_lock_key_t *k
 	};
 	hint_lower(l, now + ttl_ns);
 	slot_write(l, free_idx, &c);
+	l->last_idx = free_idx; /* where its release looks first */
 	rev = bump_revision(l);
 	if (lease) {
 		lease->token = token;
@@ -1531,6 +1540,26 @@ out:
 	return rc;
 }
 
+/*
+ * Serializer held: does the handle's last slot (l->last_idx) hold @key's
+ * live entry? Its control byte, state, lengths, hash, key bytes and
+ * deadline are what probe_locked() would accept at that slot; a table
+ * holds at most one OCCUPIED entry of a key (repair() drops the duplicate
+ * a killed compaction left before anything else runs), so it is the
+ * entry the probe would find, without the walk from home that a long
+ * cluster makes costly (90% occupancy: the release's half of the scan).
+ */
+HOT bool last_holds(orbit_lock_t *l, const orbit_lock_key_t *key, const struct keyimg *ki,
+		    uint32_t h32, uint64_t now)
+{
+	uint32_t i = l->last_idx;
+	const struct orbit_lock_slot *s = &l->slots[i]; /* last_idx < nslots: set from probes */
+
+	return ctrl_get(l, i) == ORBIT_LOCK_CTRL_TAG(h32) &&
+	       slot_state(s) == ORBIT_LOCK_SLOT_OCCUPIED && slot_valid(s) &&
+	       slot_has_key(s, h32, key, ki) && slot_deadline(s) > now;
+}
+
 /* Find @key's live entry for renew/release/force_release (serializer held). */
 HOT int find_live(orbit_lock_t *l, const orbit_lock_key_t *key, const struct keyimg *ki,
 		  uint32_t *idx, uint64_t *now)
@@ -1539,11 +1568,16 @@ HOT int find_live(orbit_lock_t *l, const orbit_lock_key_t *key, const struct key
 
 	*now = orbit__now_mono_ns(); /* the operation's one clock read */
 	maybe_sweep(l, *now);
+	if (last_holds(l, key, ki, h32, *now)) {
+		*idx = l->last_idx;
+		return 0;
+	}
 	probe_locked(l, key, ki, h32, *now, idx, &free_idx);
 	if (*idx == UINT32_MAX) {
 		stat_inc(l, ST_NOT_FOUND);
 		return -ENOENT;
 	}
+	l->last_idx = *idx;
 	return 0;
 }
 

@@ -1168,6 +1168,68 @@ static void test_ctrl_bytes_filter_rebuilt_never_evict(void **state)
 }
 
 /*
+ * A release or renew looks first at the slot of its handle's last
+ * acquisition (find_live()'s last_idx, no walk from home), and only when
+ * that slot still holds the key's live entry. Spec "Invariants": only an
+ * exact current owner can renew or release a live entry. Keys A, B, C
+ * share home 60; A sits at 60, so B and C go to 61. Handle L2 acquires B
+ * (its last slot: 61) and releases it; L acquires C, which takes 61.
+ * L2's release of B again must be -ENOENT and leave C held (C's owner
+ * is B's, so only the key tells them apart); L2's renew of B too. Then
+ * L acquires B at 61 with a 30 ms TTL and, the sweep hint scribbled high
+ * (no sweep before the probe), L's release after the deadline is -ENOENT
+ * (the probe reclaims it), not a release of an expired lease.
+ * Mutations: last_holds() without the key checks (ctrl byte, hash, key
+ * words) - the second release of B -EPERM (C's token), not -ENOENT;
+ * without the deadline check - the release after expiry 0.
+ */
+static void test_release_last_slot_only_when_it_holds_the_live_key(void **state)
+{
+	orbit_lock_owner_t a = O("owner-a"), b = O("owner-b");
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	orbit_lock_key_t ka, kb, kc;
+	struct orbit_lock_lease lb, lc, lx;
+	struct orbit_lock_entry e;
+	char ba[32], bb[32], bc[32];
+	orbit_lock_t *L2;
+	int from = 0;
+
+	assert_int_equal(orbit_lock_open(&o, &L2), 0);
+	ka = key_with_home(ba, sizeof(ba), "la", 60, &from);
+	kb = key_with_home(bb, sizeof(bb), "lb", 60, &from);
+	kc = key_with_home(bc, sizeof(bc), "lc", 60, &from);
+	assert_int_equal(orbit_lock_try_acquire(L, &ka, &a, 100 * SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(L2, &kb, &b, 100 * SEC, &lb, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &kb, &e), 0);
+	assert_int_equal(e.slot_idx, 61);
+	assert_int_equal(orbit_lock_release(L2, &kb, &b, lb.token), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &kc, &b, 100 * SEC, &lc, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &kc, &e), 0);
+	assert_int_equal(e.slot_idx, 61);
+	/* L2's last slot (61) now holds C: B is not held */
+	assert_int_equal(orbit_lock_release(L2, &kb, &b, lb.token), -ENOENT);
+	assert_int_equal(orbit_lock_renew(L2, &kb, &b, lb.token, SEC, NULL), -ENOENT);
+	assert_int_equal(orbit_lock_lookup(L, &kc, &e), 0);
+	assert_int_equal(e.token, lc.token);
+	check_table(L);
+	/* an expired lease at the last slot is not released: the probe reclaims it */
+	assert_int_equal(orbit_lock_release(L, &kc, &b, lc.token), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &kb, &a, 30000000ull, &lx, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &kb, &e), 0);
+	assert_int_equal(e.slot_idx, 61);
+	/* a scribbled high sweep hint (shm/lock_table.h: it only delays the
+	 * sweep) leaves the expired entry in place for the release to meet */
+	atomic_store(&orbit__lock_hdr(L)->expiry_ns, UINT64_MAX);
+	usleep(60000);
+	assert_int_equal(orbit_lock_release(L, &kb, &a, lx.token), -ENOENT);
+	assert_int_equal(orbit_lock_lookup(L, &kb, &e), -ENOENT);
+	atomic_store(&orbit__lock_hdr(L)->expiry_ns, 0); /* a lower bound again */
+	assert_int_equal(orbit_lock_release(L, &ka, &a, 0), 0);
+	check_table(L);
+	orbit_lock_close(L2);
+}
+
+/*
  * A release decides "the next slot is EMPTY, so mine may become EMPTY
  * too" (no tombstone). A control byte scribbled EMPTY over the next
  * slot's live entry must not decide it alone: A (home 50) at 50, B (home
@@ -2122,6 +2184,7 @@ static void test_lookup_key_inside_entry_is_copied_first(void **state)
 	    T(test_compaction_keeps_wrapped_entry_behind_corrupt_slot),                            \
 	    T(test_ctrl_bytes_filter_rebuilt_never_evict),                                         \
 	    T(test_release_never_cuts_path_at_scribbled_empty_byte),                               \
+	    T(test_release_last_slot_only_when_it_holds_the_live_key),                             \
 	    T(test_expired_entry_off_path_reclaimed_by_sweep),                                     \
 	    T(test_err_eversion_table_of_layout_version_3_or_5),                                   \
 	    T(test_foreach_namespace_and_holder_alive),                                            \

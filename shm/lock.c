@@ -1541,12 +1541,39 @@ out:
 }
 
 /*
+ * Serializer held: would probe_pass() walk from @h32's home past every
+ * slot before @i without stopping or reading one? True when each of their
+ * control bytes is a TOMBSTONE or another hash's tag: no EMPTY byte (the
+ * path's end), no byte of the key's hash bits (its entry, or a duplicate
+ * a corrupt path let a second acquirer place nearer home) and none no
+ * writer stores (the probe would rebuild). Word by word, no slot read.
+ */
+static inline bool path_clear(const orbit_lock_t *l, uint32_t h32, uint32_t i)
+{
+	uint64_t tagw = ORBIT_LOCK_CTRL_TAG(h32) * CW_LSB;
+	uint32_t pos = home_of(l, h32), n = dist(l, pos, i);
+
+	while (n) {
+		uint32_t b = pos & 7, take = 8 - b < n ? 8 - b : n;
+		/* relaxed: serializer held, only holders write the control words */
+		uint64_t w = atomic_load_explicit(&l->ctrl[pos >> 3], memory_order_relaxed);
+		uint64_t sel = (take == 8 ? ~0ull : (1ull << (8 * take)) - 1) << (8 * b);
+
+		if ((zero_bytes(w) | zero_bytes(w ^ tagw) | invalid_bytes(w)) & sel)
+			return false;
+		pos = (pos + take) & l->mask;
+		n -= take;
+	}
+	return true;
+}
+
+/*
  * Serializer held: does the handle's last slot (l->last_idx) hold @key's
- * live entry? Its control byte, state, lengths, hash, key bytes and
- * deadline are what probe_locked() would accept at that slot; a table
- * holds at most one OCCUPIED entry of a key (repair() drops the duplicate
- * a killed compaction left before anything else runs), so it is the
- * entry the probe would find, without the walk from home that a long
+ * live entry, the one probe_locked() would find? Its control byte, state,
+ * lengths, hash, key bytes and deadline are what the probe accepts at
+ * that slot, and the probe would reach it (path_clear()): a table that
+ * broke "one entry per key" (a path cut by corrupt bytes) answers as the
+ * probe does. Without the key compares of the walk from home that a long
  * cluster makes costly (90% occupancy: the release's half of the scan).
  */
 HOT bool last_holds(orbit_lock_t *l, const orbit_lock_key_t *key, const struct keyimg *ki,
@@ -1557,7 +1584,7 @@ HOT bool last_holds(orbit_lock_t *l, const orbit_lock_key_t *key, const struct k
 
 	return ctrl_get(l, i) == ORBIT_LOCK_CTRL_TAG(h32) &&
 	       slot_state(s) == ORBIT_LOCK_SLOT_OCCUPIED && slot_valid(s) &&
-	       slot_has_key(s, h32, key, ki) && slot_deadline(s) > now;
+	       slot_has_key(s, h32, key, ki) && slot_deadline(s) > now && path_clear(l, h32, i);
 }
 
 /* Find @key's live entry for renew/release/force_release (serializer held). */

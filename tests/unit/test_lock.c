@@ -1179,9 +1179,11 @@ static void test_ctrl_bytes_filter_rebuilt_never_evict(void **state)
  * L acquires B at 61 with a 30 ms TTL and, the sweep hint scribbled high
  * (no sweep before the probe), L's release after the deadline is -ENOENT
  * (the probe reclaims it), not a release of an expired lease.
+ * C is chosen with B's control byte (hash bits), so the key words decide.
  * Mutations: last_holds() without the key checks (ctrl byte, hash, key
- * words) - the second release of B -EPERM (C's token), not -ENOENT;
- * without the deadline check - the release after expiry 0.
+ * words), or without slot_has_key() alone - the second release of B
+ * -EPERM (C's token), not -ENOENT; without the deadline check - the
+ * release after expiry 0.
  */
 static void test_release_last_slot_only_when_it_holds_the_live_key(void **state)
 {
@@ -1197,7 +1199,9 @@ static void test_release_last_slot_only_when_it_holds_the_live_key(void **state)
 	assert_int_equal(orbit_lock_open(&o, &L2), 0);
 	ka = key_with_home(ba, sizeof(ba), "la", 60, &from);
 	kb = key_with_home(bb, sizeof(bb), "lb", 60, &from);
-	kc = key_with_home(bc, sizeof(bc), "lc", 60, &from);
+	do /* C with B's control byte too: only the key words tell them apart */
+		kc = key_with_home(bc, sizeof(bc), "lc", 60, &from);
+	while ((uint32_t)orbit__lock_hash(&kc) >> 25 != (uint32_t)orbit__lock_hash(&kb) >> 25);
 	assert_int_equal(orbit_lock_try_acquire(L, &ka, &a, 100 * SEC, NULL, NULL), 0);
 	assert_int_equal(orbit_lock_try_acquire(L2, &kb, &b, 100 * SEC, &lb, NULL), 0);
 	assert_int_equal(orbit_lock_lookup(L, &kb, &e), 0);
@@ -1227,6 +1231,99 @@ static void test_release_last_slot_only_when_it_holds_the_live_key(void **state)
 	assert_int_equal(orbit_lock_release(L, &ka, &a, 0), 0);
 	check_table(L);
 	orbit_lock_close(L2);
+}
+
+/*
+ * The last slot must give the probe's answer even when the table breaks
+ * "one active entry per key" (spec "Invariants"): a slot before it on
+ * the key's path scribbled EMPTY (state word and control byte) cuts the
+ * path, so a second acquirer of the key places its entry nearer home,
+ * where every lookup and acquire now finds it. The first holder's renew
+ * and release must then be -EPERM, as the probe answers (it meets the
+ * other owner's entry first), never a silent success on an entry nobody
+ * else can see: the first holder would go on renewing while the second
+ * holds the key too. Before the second acquire, the cut entry is found by
+ * no lookup, so a renew is -ENOENT as the probe answers. Mutations:
+ * last_holds() without path_clear() - the renew -ENOENT returned 0;
+ * path_clear() without its EMPTY check - the same; without its check of
+ * the key's hash bits - the renew -EPERM returned 0.
+ */
+static void test_release_last_slot_not_behind_a_cut_path(void **state)
+{
+	orbit_lock_owner_t a = O("owner-a"), b = O("owner-b");
+	struct orbit_lock_options o = opts_for(fleet, NULL);
+	struct orbit_lock_lease la, lb;
+	struct orbit_lock_entry e;
+	char bx[32], bk[32];
+	orbit_lock_key_t kx, kk;
+	orbit_lock_t *L2;
+	int from = 0;
+
+	assert_int_equal(orbit_lock_open(&o, &L2), 0);
+	kx = key_with_home(bx, sizeof(bx), "px", 70, &from);
+	kk = key_with_home(bk, sizeof(bk), "pk", 70, &from);
+	assert_int_equal(orbit_lock_try_acquire(L2, &kx, &b, 100 * SEC, NULL, NULL), 0);
+	assert_int_equal(orbit_lock_try_acquire(L, &kk, &a, 100 * SEC, &la, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &kk, &e), 0);
+	assert_int_equal(e.slot_idx, 71); /* L's last slot */
+	/* the path cut at 70: its state and its control byte EMPTY */
+	atomic_store(&slot_at(L, 70)->state, ORBIT_LOCK_SLOT_EMPTY);
+	ctrl_byte(L, 70, 0x00);
+	/* a's entry is off every path now: lookups and the probe miss it */
+	assert_int_equal(orbit_lock_lookup(L, &kk, &e), -ENOENT);
+	assert_int_equal(orbit_lock_renew(L, &kk, &a, la.token, 100 * SEC, NULL), -ENOENT);
+	assert_int_equal(orbit_lock_try_acquire(L2, &kk, &b, 100 * SEC, &lb, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &kk, &e), 0);
+	assert_int_equal(e.slot_idx, 70);
+	assert_memory_equal(orbit_lock_entry_owner(&e), "owner-b", 7);
+	/* what the probe answers: the entry it meets is b's */
+	assert_int_equal(orbit_lock_renew(L, &kk, &a, la.token, 100 * SEC, NULL), -EPERM);
+	assert_int_equal(orbit_lock_release(L, &kk, &a, la.token), -EPERM);
+	assert_int_equal(orbit_lock_release(L2, &kk, &b, lb.token), 0);
+	/* 70 is a tombstone now: the path reaches a's entry again */
+	assert_int_equal(orbit_lock_release(L, &kk, &a, la.token), 0);
+	assert_int_equal(orbit_lock_release(L2, &kx, &b, 0), -ENOENT); /* scribbled away */
+	check_table(L);
+	orbit_lock_close(L2);
+}
+
+/*
+ * The last slot is checked as the probe checks a slot (spec "Invariants":
+ * only an exact current owner renews or releases a live entry). L
+ * acquires Z at its home 90 and releases it (slot 90 EMPTY, its bytes
+ * left); the control byte scribbled back to Z's tag: a renew must be
+ * -ENOENT (the probe finds the byte contradicting the slot, rebuilds,
+ * finds nothing), not a renew of an EMPTY slot. Then Z held again and
+ * its owner length scribbled past what a slot holds: force_release must
+ * be -ENOENT (the probe clears the slot as corrupt), never copy that
+ * length. Mutations: last_holds() without the state check - the renew 0;
+ * without slot_valid() - force_release 0 (and the copy runs past the
+ * slot).
+ */
+static void test_release_last_slot_checked_like_the_probe(void **state)
+{
+	orbit_lock_owner_t a = O("owner-a");
+	struct orbit_lock_lease lz;
+	struct orbit_lock_stats st0, st1;
+	char bz[32];
+	int from = 0;
+	orbit_lock_key_t kz = key_with_home(bz, sizeof(bz), "vz", 90, &from);
+	uint32_t tag = 0x80u | ((uint32_t)orbit__lock_hash(&kz) >> 25);
+
+	assert_int_equal(orbit_lock_try_acquire(L, &kz, &a, 100 * SEC, &lz, NULL), 0);
+	assert_int_equal(orbit_lock_release(L, &kz, &a, lz.token), 0);
+	assert_int_equal(atomic_load(&slot_at(L, 90)->state), ORBIT_LOCK_SLOT_EMPTY);
+	ctrl_byte(L, 90, (int)tag);
+	assert_int_equal(orbit_lock_renew(L, &kz, &a, lz.token, 100 * SEC, NULL), -ENOENT);
+	check_table(L); /* the probe rebuilt the byte */
+	assert_int_equal(orbit_lock_try_acquire(L, &kz, &a, 100 * SEC, &lz, NULL), 0);
+	assert_int_equal(ctrl_byte(L, 90, -1), tag);
+	atomic_store(&slot_at(L, 90)->owner_len, 0xffff);
+	assert_int_equal(orbit_lock_stats(L, &st0), 0);
+	assert_int_equal(orbit_lock_force_release(L, &kz), -ENOENT);
+	assert_int_equal(orbit_lock_stats(L, &st1), 0);
+	assert_true(st1.corrupt_slots > st0.corrupt_slots);
+	check_table(L);
 }
 
 /*
@@ -2185,6 +2282,8 @@ static void test_lookup_key_inside_entry_is_copied_first(void **state)
 	    T(test_ctrl_bytes_filter_rebuilt_never_evict),                                         \
 	    T(test_release_never_cuts_path_at_scribbled_empty_byte),                               \
 	    T(test_release_last_slot_only_when_it_holds_the_live_key),                             \
+	    T(test_release_last_slot_not_behind_a_cut_path),                                       \
+	    T(test_release_last_slot_checked_like_the_probe),                                      \
 	    T(test_expired_entry_off_path_reclaimed_by_sweep),                                     \
 	    T(test_err_eversion_table_of_layout_version_3_or_5),                                   \
 	    T(test_foreach_namespace_and_holder_alive),                                            \

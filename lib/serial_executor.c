@@ -24,8 +24,7 @@
 #include "base/time.h"
 #include "lib/ownership.h"
 #include "lib/serial_executor.h"
-#include "lib/serial_queue.h" /* orbit__serial_queue_enqueue_n() */
-#include "lib/serial_queue.h"
+#include "lib/serial_queue.h" /* orbit__serial_queue_enqueue_n(), _held_return() */
 #include "lib/sync.h"
 
 /* Coordinator ids: relaxed, only uniqueness matters. */
@@ -883,6 +882,12 @@ int orbit__work_yield(orbit_serial_turn_t *turn, orbit_serial_work_fn cont, void
 	w->fn = cont;
 	w->arg = arg;
 	w->yielded = true;
+	/* A SpotWide Actor record that holds its claim with records that
+	 * ended before it (taken in one batch, their reservations carried
+	 * so far): they go back now, so that while it waits the Actor queue
+	 * counts only it and the records after it (07 §5). */
+	if (w->claim)
+		orbit__serial_queue_held_return(w->claim);
 	return 0;
 }
 

@@ -198,8 +198,9 @@ struct orbit__work {
 	struct orbit__work *chain_next;
 	/* SpotWide Actor work taken that way: its own reservation in the
 	 * Actor queue (bytes, as orbit__serial_queue_pass_held() reported
-	 * it), returned when it ends before the last of the batch
-	 * (orbit__serial_queue_held_end_one(), §5). Same owner. */
+	 * it), marked ended when it ends before the last of the batch
+	 * (orbit__serial_queue_held_end_one(), §5) and returned with the
+	 * claim's next return. Same owner. */
 	uint64_t held_bytes;
 };
 

@@ -83,6 +83,16 @@ struct orbit_serial_resume {
 	unsigned flags;
 	bool turn_ended; /* under q->lock: the suspending turn has returned */
 	bool resumed;	 /* under q->lock: orbit_serial_queue_resume was called */
+	/* Of the records a HOLD handle holds (item.extra + 1), those that
+	 * ended before the last (orbit__serial_queue_held_end_one()), and
+	 * their bytes: still counted in `item`, their reservations carried
+	 * until the handle's next return (orbit__serial_queue_held_return(),
+	 * a pass or a resume), one lock section for all of them. Owned by
+	 * the handle's owner (no lock): only it ends records, returns them
+	 * or passes the handle on, and the queue lock orders each owner
+	 * after the last. */
+	uint32_t ended;
+	uint64_t ended_bytes;
 };
 
 struct slice_clock;
@@ -1140,7 +1150,8 @@ int orbit__serial_queue_pass_held(orbit_serial_resume_t *h, orbit_serial_work_fn
 	}
 	/* The claim's continuation, as if it had run and returned DONE:
 	 * the records it held give their reservations back (§5: their
-	 * handlers finished). */
+	 * handlers finished), those that ended earlier (h->ended) with the
+	 * last, in this one section. */
 	STAT_ADD(q, resumed, 1 + h->item.extra);
 	STAT_ADD(q, ran, 1 + h->item.extra);
 	STAT_ADD(q, completed, 1 + h->item.extra);
@@ -1156,13 +1167,17 @@ int orbit__serial_queue_pass_held(orbit_serial_resume_t *h, orbit_serial_work_fn
 	/* The next items' first stage, as if each had run and suspended
 	 * with HOLD at once: the handle now holds them all (still parked,
 	 * q->held), its continuation on the last of them. Each but the last
-	 * gives its own reservation back when it ends
-	 * (orbit__serial_queue_held_end_one()). */
+	 * is marked ended when it ends (orbit__serial_queue_held_end_one());
+	 * the reservations of those go back together at the next return
+	 * (held_return(), or this call or a resume returning the item). */
 	q->lc_burst = 0;
 	STAT_ADD(q, ran, n);
 	STAT_ADD(q, suspended, n);
 	h->item = it;
 	h->item.fn = cont;
+	/* The ended records were in the item just returned. */
+	h->ended = 0;
+	h->ended_bytes = 0;
 out:
 	orbit__mutex_unlock(&q->lock);
 	free(dead);
@@ -1171,30 +1186,47 @@ out:
 
 void orbit__serial_queue_held_end_one(orbit_serial_resume_t *h, uint64_t bytes)
 {
-	orbit_serial_queue_t *q = h->q;
-	struct item one;
-
-	orbit__mutex_lock(&q->lock);
 	/* Broken caller: the handle holds its last record alone; that one
-	 * ends with the claim (resume or pass_held), never here. */
-	if (!h->item.extra || h->item.bytes < bytes)
+	 * ends with the claim (resume or pass_held), never here. item is
+	 * written only under q->lock by this handle's owner (pass_held,
+	 * held_return), which is the caller: read without the lock. */
+	if (h->ended >= h->item.extra || h->item.bytes - h->ended_bytes < bytes)
 		orbit__die(-EINVAL, "orbit__serial_queue_held_end_one: a record the handle holds");
-	/* §5: this record's handler finished, so its reservation goes back
-	 * now, not with the claim's end: the queue counts exactly the held
-	 * records not yet finished. The handle stays parked (q->held) and
-	 * its continuation stays on the last record. Booked as that record's
-	 * continuation running and finishing: resumed, run, completed. */
-	h->item.extra--;
-	h->item.bytes -= bytes;
-	one = (struct item){ .lane = h->item.lane, .bytes = bytes };
-	STAT_ADD(q, resumed, 1);
-	STAT_ADD(q, ran, 1);
-	STAT_ADD(q, completed, 1);
-	release_reservation(q, &one);
+	/* §5: this record's handler finished. Its reservation is carried
+	 * with the others that ended (no lock section per record) and goes
+	 * back with the handle's next return: held_return() (at a yield),
+	 * or the pass or resume that returns the whole item. */
+	h->ended++;
+	h->ended_bytes += bytes;
+}
+
+void orbit__serial_queue_held_return(orbit_serial_resume_t *h)
+{
+	orbit_serial_queue_t *q = h->q;
+	struct item done;
+
+	if (!h->ended)
+		return;
+	orbit__mutex_lock(&q->lock);
+	/* The ended records leave the handle, which stays parked (q->held)
+	 * with its continuation on the last record: the queue counts
+	 * exactly the held records not yet finished. Booked as their
+	 * continuations running and finishing: resumed, run, completed. */
+	h->item.extra -= h->ended;
+	h->item.bytes -= h->ended_bytes;
+	done = (struct item){ .lane = h->item.lane,
+			      .bytes = h->ended_bytes,
+			      .extra = h->ended - 1 };
+	STAT_ADD(q, resumed, h->ended);
+	STAT_ADD(q, ran, h->ended);
+	STAT_ADD(q, completed, h->ended);
+	release_reservation(q, &done);
 	/* A handle holds several records only on a queue without a room
 	 * hook (pass_held() passes nothing on one), so no refusal waits for
 	 * this release to be told. */
 	orbit__mutex_unlock(&q->lock);
+	h->ended = 0;
+	h->ended_bytes = 0;
 }
 
 /* ---- the rest of §6.2 ---------------------------------------------------- */

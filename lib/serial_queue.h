@@ -86,10 +86,10 @@ bool orbit__serial_turn_may_continue(orbit_serial_turn_t *turn);
  * queue order and each one's reserved bytes in @bytes[0..n-1], its
  * continuation @cont with the last one's argument. The caller then does
  * what @first would have done for each, one after another, on turns it
- * holds elsewhere; as each but the last ends it returns that record's
- * reservation (orbit__serial_queue_held_end_one() with its @bytes), and
- * after the last it resumes or passes @h again, which returns the last
- * one's. Order is
+ * holds elsewhere; as each but the last ends it marks it ended
+ * (orbit__serial_queue_held_end_one() with its @bytes), and after the
+ * last it resumes or passes @h again, which returns every one's
+ * reservation still held in one section. Order is
  * kept: the items taken are the oldest of the queue, and nothing else
  * could have run before them while @h was held. When the queue holds
  * nothing at all, the claim ends instead: its reservations go back, the
@@ -109,17 +109,32 @@ int orbit__serial_queue_pass_held(orbit_serial_resume_t *h, orbit_serial_work_fn
  * orbit__serial_queue_held_end_one - one of the records the HOLD claim @h
  * took with orbit__serial_queue_pass_held(), not the last, ended (its
  * handler finished, §5): its reservation, @bytes as pass_held reported
- * it, goes back to the queue now, in one section of the queue lock, and
- * counts as that record's continuation having run and finished. @h stays
- * parked and holds the records not yet ended, so the queue counts
- * exactly those. Called once per such record, in their order, before @h
- * is resumed or passed again (that returns the last one's).
+ * it, is carried with the other ended ones and goes back with @h's next
+ * return, in one section of the queue lock for all of them: held_return()
+ * below, or the pass (pass_held) or resume that returns everything @h
+ * holds. Until then the queue still counts it. Called once per such
+ * record, in their order.
  *
- * Context: the owner of @h; takes the queue lock. Aborts (a broken
- * caller) when @h holds one record only or less than @bytes.
+ * Context: the owner of @h; no lock. Aborts (a broken caller) when @h
+ * would be left holding no record not yet ended, or less than @bytes.
  * Returns: nothing.
  */
 void orbit__serial_queue_held_end_one(orbit_serial_resume_t *h, uint64_t bytes);
+
+/*
+ * orbit__serial_queue_held_return - give back the reservations of the
+ * records of @h that ended (orbit__serial_queue_held_end_one()) in one
+ * section of the queue lock, booked as their continuations having run
+ * and finished; @h stays parked and holds the records not yet ended, so
+ * the queue counts exactly those. The SpotWide coordinator calls it when
+ * a record of @h yields (07 §5: what stays reserved while it waits is
+ * its own reservation and those of the records after it). Nothing ended:
+ * no lock is taken.
+ *
+ * Context: the owner of @h, while @h is parked; takes the queue lock.
+ * Returns: nothing.
+ */
+void orbit__serial_queue_held_return(orbit_serial_resume_t *h);
 
 /*
  * orbit__serial_queue_enqueue_n - submit @n items (@fn with @args[0..n-1],

@@ -475,9 +475,10 @@ static void turn_failed(struct orbit__work *w, int err)
 	struct orbit__work *n;
 
 	/* Records taken with @w from the Actor queue (chain_next) cannot run
-	 * before it: they fail with it, in order, each returning its own
-	 * reservation as it ends (§5). The claim's continuation holds the
-	 * last of them (orbit__serial_queue_pass_held()) and returns its. */
+	 * before it: they fail with it, in order, each marked ended as it
+	 * fails (§5: no handler of theirs runs after this). The claim's
+	 * continuation holds the last of them and returns every reservation
+	 * the claim still holds, the ended ones' too, in one section. */
 	for (; (n = w->chain_next); w = n) {
 		ORBIT__COORD_INC(w->co, turn_rejected);
 		orbit__work_signal(w, err);
@@ -685,9 +686,14 @@ static struct orbit__work *chain_link(void **taken, const uint64_t *bytes, int n
  * lock (orbit__serial_queue_pass_held()), so the submitters and this
  * drain meet on that lock once per batch, not once per record. Their
  * reservations stay in the Actor queue (§5: the Actor's ceiling stays
- * real) and each goes back when its own record ends: here, for one that
- * is not the last (orbit__serial_queue_held_end_one()), or when the
- * claim passes or ends after the last of them. An Actor
+ * real, and nothing is returned before its handler finished). One that
+ * is not the last is marked ended here (orbit__serial_queue_held_end_one(),
+ * no lock) and its reservation carried: all the ended ones go back
+ * together at the claim's next return, in one section of the Actor
+ * queue's lock: a record of the claim that yields (orbit__work_yield():
+ * then it holds only its own and the later records'), a failure
+ * (turn_failed(): the claim's continuation), or the pass or end after the
+ * last of them (orbit__serial_queue_pass_held()). An Actor
  * queue that holds nothing ends the claim at once (no drain round trip
  * to run actor_claim_end). The lane is entered only to place the next
  * record's turn when it cannot run here.
@@ -701,10 +707,11 @@ static int pass_claim(struct orbit__work *w, bool run_here, struct orbit__work *
 	bool lane_free;
 	int ret;
 
-	/* @w ended before the last record taken with it: its own reservation
-	 * goes back now (§5: after its handler finished), not with the
-	 * claim's end, so the Actor queue counts exactly the taken records
-	 * not yet finished, however long a later one stays yielded. */
+	/* @w ended before the last record taken with it: its reservation is
+	 * carried to the claim's next return (§5: after its handler
+	 * finished), with no lock section of its own; a later record that
+	 * yields returns it first, so the Actor queue does not count it
+	 * however long that one stays yielded. */
 	if (p.w)
 		orbit__serial_queue_held_end_one(w->claim, w->held_bytes);
 

@@ -1502,6 +1502,229 @@ static void test_s5_spot_wide_batch_returns_each_reservation_when_its_record_end
 	spot_finish_manual(s, &x);
 }
 
+/* ---- §5: the reservations a batch's finished records carry -------------- */
+
+/*
+ * A record that submits @n records (@fn with @args) to Actor 1 of @s from
+ * its handler and keeps each call's result: what the Actor's mailbox
+ * counts at that moment, seen from inside the Spot turn.
+ */
+struct subrec {
+	struct olog *log;
+	int id;
+	orbit_spot_serial_executor_t *s;
+	int n;
+	orbit_serial_work_fn fn;
+	void *args[4];
+	int ret[4];
+};
+
+static int sub_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct subrec *r = arg;
+
+	olog_add(r->log, r->id);
+	for (int i = 0; i < r->n; i++)
+		r->ret[i] = orbit_spot_execute_actor(r->s, 1, r->fn, r->args[i], 0, NULL);
+	return ORBIT_SERIAL_DONE;
+}
+
+/* Submit @n records to Actor @actor from the test thread; their results in @ret. */
+static void submit_n(orbit_spot_serial_executor_t *s, uint64_t actor, struct rec *r, int n,
+		     int *ret)
+{
+	for (int i = 0; i < n; i++)
+		ret[i] = orbit_spot_execute_actor(s, actor, rec_fn, &r[i], 0, NULL);
+}
+
+/* Actor 1's mailbox takes exactly @n more records (@b[0..n]): the last is refused. */
+static void takes_exactly(orbit_spot_serial_executor_t *s, struct rec *b, int n)
+{
+	int ret[8];
+
+	submit_n(s, 1, b, n + 1, ret);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(ret[i], 0);
+	assert_int_equal(ret[n], -EAGAIN);
+}
+
+/*
+ * §5 (the mailbox reservation goes back after the handler finished, and
+ * only then) with a batch whose finished records carry their
+ * reservations to the claim's next return, here a yield: Actor 1
+ * (mailbox of 5) gets a0..a4; when a0 ends its claim takes a1..a4 in one
+ * piece; a1 and a2 finish (carried), a3 yields. At that moment the
+ * mailbox counts a3 and a4 only (a4 has not run: its reservation stays),
+ * so it takes exactly 3 more records. A yield that left the carried
+ * reservations with the claim refuses the second (-EAGAIN); one that
+ * returned a3's or a4's too takes a fourth. After the external call
+ * completes everything runs in order and the mailbox is empty again.
+ * Deterministic (a manual executor).
+ */
+static void test_s5_spot_wide_carried_reservations_return_at_yield(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_serial_executor_t *s = make_small_spot(manual_executor(&x), 16, 5);
+	static struct yielder y;
+	struct rec a[5] = { { &y.log, 1 }, { &y.log, 2 }, { &y.log, 3 }, { 0 }, { &y.log, 5 } };
+	struct rec b[6] = { { &y.log, 21 }, { &y.log, 22 }, { &y.log, 23 },
+			    { &y.log, 24 }, { &y.log, 25 }, { &y.log, 26 } };
+	struct yrec a3 = { &y, 10 };
+	static const int order[] = { 1, 2, 3, 10, 11, 5, 21, 22, 23 };
+
+	memset(&y, 0, sizeof(y));
+	olog_init(&y.log);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(i == 3 ? orbit_spot_execute_actor(s, 1, yield_fn, &a3, 0, NULL)
+					: orbit_spot_execute_actor(s, 1, rec_fn, &a[i], 0, NULL),
+				 0);
+	manual_run_all(&x);
+	assert_int_equal(y.log.n, 4); /* a0, a1, a2 done; a3 yielded */
+	assert_int_equal(y.log.v[3], 10);
+	assert_non_null(atomic_load(&y.h));
+	takes_exactly(s, b, 3); /* a3, a4, b0..b2: full */
+	assert_int_equal(orbit_serial_queue_resume(atomic_load(&y.h)), 0);
+	manual_run_all(&x); /* a3's end (11), a4, b0..b2, in order */
+	assert_int_equal(y.log.n, (int)(sizeof(order) / sizeof(order[0])));
+	assert_memory_equal(y.log.v, order, sizeof(order));
+	takes_exactly(s, b, 5); /* empty: all five slots free */
+	assert_int_equal(atomic_load(&y.bad), 0);
+	spot_finish_manual(s, &x);
+}
+
+/*
+ * The same §5 accounting when the batch's last record ends and the claim
+ * passes on: Actor 1 (mailbox of 3) gets a0, a1, a2; a0's end takes a1
+ * and a2; a1 finishes (carried); a2 submits b0 (a2 and b0 in flight: it
+ * is accepted whatever became of a1's reservation) and ends: the pass
+ * returns a1's and a2's reservations in the section that takes b0. On
+ * b0's turn the mailbox holds b0 only, so b0 takes c0 and c1 and not c2.
+ * A pass that dropped the carried reservation (returned a2's alone)
+ * refuses c1; one that left the ended count on the handle aborts at c0's
+ * end (held_end_one: more ended than held). Deterministic.
+ */
+static void test_s5_spot_wide_carried_reservations_return_at_pass(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_serial_executor_t *s = make_small_spot(manual_executor(&x), 16, 3);
+	static struct olog log;
+	struct rec a0 = { &log, 1 }, a1 = { &log, 2 };
+	struct rec c[3] = { { &log, 7 }, { &log, 8 }, { &log, 9 } };
+	struct subrec b0 = { &log, 4, s, 3, rec_fn, { &c[0], &c[1], &c[2] }, { 0 } };
+	struct subrec a2 = { &log, 3, s, 1, sub_fn, { &b0 }, { 0 } };
+
+	olog_init(&log);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &a0, 0, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &a1, 0, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, sub_fn, &a2, 0, NULL), 0);
+	manual_run_all(&x);
+	assert_int_equal(a2.ret[0], 0);
+	assert_int_equal(b0.ret[0], 0);
+	assert_int_equal(b0.ret[1], 0);	      /* b0, c0, c1 */
+	assert_int_equal(b0.ret[2], -EAGAIN); /* full */
+	assert_int_equal(log.n, 6);
+	assert_int_equal(log.v[3], 4);
+	assert_int_equal(log.v[4], 7);
+	assert_int_equal(log.v[5], 8);
+	assert_int_equal(spot_stats(s).outstanding, 0);
+	spot_finish_manual(s, &x);
+}
+
+/*
+ * The same when the batch's last record ends and nothing is queued: the
+ * claim ends there and returns every reservation it still holds, the
+ * carried ones too, in that one section. Actor 1 (mailbox of 3) gets a0,
+ * a1, a2; a0's end takes a1 and a2; a1 finishes (carried), a2 finishes
+ * and the claim ends. The mailbox is empty: it takes 3 records and not a
+ * fourth. An end that dropped the carried reservation (returned a2's
+ * alone) refuses the third. Deterministic.
+ */
+static void test_s5_spot_wide_carried_reservations_return_at_end(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_serial_executor_t *s = make_small_spot(manual_executor(&x), 16, 3);
+	static struct olog log;
+	struct rec a[3] = { { &log, 1 }, { &log, 2 }, { &log, 3 } };
+	struct rec b[4] = { { &log, 11 }, { &log, 12 }, { &log, 13 }, { &log, 14 } };
+	int ret[4];
+
+	olog_init(&log);
+	submit_n(s, 1, a, 3, ret);
+	assert_int_equal(ret[2], 0);
+	manual_run_all(&x);
+	assert_int_equal(log.n, 3);
+	assert_int_equal(spot_stats(s).outstanding, 0);
+	assert_int_equal(manual_pending(&x), 0); /* ended in place: no drain */
+	takes_exactly(s, b, 3);
+	manual_run_all(&x);
+	assert_int_equal(log.n, 6);
+	assert_int_equal(log.v[5], 13);
+	spot_finish_manual(s, &x);
+}
+
+/* Run the executor's next task on this thread, inside a lane turn of the Spot. */
+static int run_one_in_lane(void *arg)
+{
+	return manual_run_one(arg) ? 0 : -ENOENT;
+}
+
+static int slow_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	busy_us(3000); /* past the Spot queue's 1 ms budget */
+	return rec_fn(turn, arg);
+}
+
+/*
+ * The same when the claim fails: a record of a batch whose turn cannot
+ * be placed fails, with the rest of its chain, and the claim's
+ * continuation returns every reservation the claim still holds, the
+ * carried ones too. Actor 1 (mailbox of 3) gets a0 (3 ms: past the Spot
+ * queue's 1 ms budget, so the Spot drain's slice is cut after it), a1
+ * and a2; a0's end takes a1 and a2 and places a1's turn. The next Spot
+ * drain runs inside a lane turn of the Spot (white-box: the test holds
+ * the lane, as an executor that runs tasks on a submitter's stack
+ * would): a1 runs and finishes (carried), and a2's turn, which needs the
+ * lane, is refused (-EDEADLK at its completion, turn_rejected 1). Once
+ * the Actor queue's drain ran the claim's continuation the mailbox is
+ * empty: it takes 3 records and not a fourth. A failure that dropped the
+ * carried reservation refuses the third. Deterministic.
+ */
+static void test_s5_spot_wide_carried_reservations_return_at_failure(void **state)
+{
+	struct manual_ex x;
+	orbit_execution_lane_policy_t sp, ap;
+	orbit_spot_serial_executor_t *s;
+	static struct olog log;
+	struct rec a[3] = { { &log, 1 }, { &log, 2 }, { &log, 3 } };
+	struct rec b[4] = { { &log, 11 }, { &log, 12 }, { &log, 13 }, { &log, 14 } };
+	orbit_work_completion_t *c2 = completion();
+
+	orbit_execution_lane_policy_init_default(&sp);
+	sp.owner_time_budget_ms = 1;
+	orbit_execution_lane_policy_init_default(&ap);
+	ap.application_message_capacity = 3;
+	s = make_spot(ORBIT_SPOT_SPOT_WIDE, manual_executor(&x), &sp, &ap);
+	olog_init(&log);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, slow_fn, &a[0], 0, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &a[1], 0, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &a[2], 0, c2), 0);
+	assert_true(manual_run_one(&x)); /* the Actor queue's drain places a0's turn */
+	assert_true(manual_run_one(&x)); /* a0; a1's turn placed; the slice is cut */
+	assert_int_equal(log.n, 1);
+	assert_int_equal(
+	    orbit_state_lane_run(((struct orbit__coord *)s)->lane, run_one_in_lane, &x), 0);
+	assert_int_equal(log.n, 2); /* a1 ran, a2 did not */
+	assert_int_equal(orbit_work_completion_wait(c2, WAIT_MS), -EDEADLK);
+	assert_int_equal(spot_stats(s).turn_rejected, 1);
+	manual_run_all(&x); /* the claim's continuation, on the Actor queue */
+	assert_int_equal(spot_stats(s).outstanding, 0);
+	takes_exactly(s, b, 3);
+	manual_run_all(&x);
+	assert_int_equal(log.n, 5);
+	assert_int_equal(orbit_work_completion_destroy(c2), 0);
+	spot_finish_manual(s, &x);
+}
+
 /*
  * §10 "Concurrency and order per execution mode" (SpotWide: one handler
  * at a time; each Actor's work in submission order) and §5 (every record
@@ -3134,6 +3357,10 @@ int main(void)
 		cmocka_unit_test(test_s4_spot_wide_claim_ends_without_a_drain),
 		cmocka_unit_test(
 		    test_s5_spot_wide_batch_returns_each_reservation_when_its_record_ends),
+		cmocka_unit_test(test_s5_spot_wide_carried_reservations_return_at_yield),
+		cmocka_unit_test(test_s5_spot_wide_carried_reservations_return_at_pass),
+		cmocka_unit_test(test_s5_spot_wide_carried_reservations_return_at_end),
+		cmocka_unit_test(test_s5_spot_wide_carried_reservations_return_at_failure),
 		cmocka_unit_test(test_s10_spot_wide_exclusive_ordered_with_yields),
 		cmocka_unit_test(test_work_yield_once_per_turn_and_finished_at_the_end),
 		cmocka_unit_test(test_s10_registration_change_seen_at_next_turn),

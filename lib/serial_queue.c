@@ -89,8 +89,11 @@ struct orbit_serial_resume {
 	 * until the handle's next return (orbit__serial_queue_held_return(),
 	 * a pass or a resume), one lock section for all of them. Owned by
 	 * the handle's owner (no lock): only it ends records, returns them
-	 * or passes the handle on, and the queue lock orders each owner
-	 * after the last. */
+	 * or passes the handle on. held_end_one() takes no lock, so it is
+	 * not this queue's lock that orders one owner after the last but
+	 * the hand-off of the next record (the Spot queue's lock or lane
+	 * turn that places its turn, or the same thread running it), as for
+	 * the records' own chain links. */
 	uint32_t ended;
 	uint64_t ended_bytes;
 };

@@ -1675,6 +1675,61 @@ static int slow_fn(orbit_serial_turn_t *turn, void *arg)
 }
 
 /*
+ * §5 with two yields in one batch, records ending between them: Actor 1
+ * (mailbox of 6) gets a0, a1 (yields), a2, a3 (yields), a4; a0's end
+ * takes a1..a4 in one piece. a1 yields with nothing carried: the mailbox
+ * counts a1..a4, so it takes exactly 2 more (b0, b1, queued behind).
+ * After a1's resume, a1 and a2 finish (carried) and a3 yields: that yield
+ * returns exactly those two, so the mailbox counts a3, a4, b0, b1 and
+ * takes exactly 2 more (c0, c1). After a3's resume everything runs in
+ * order (a4, then b0, b1, c0, c1 as the next batch) and the mailbox is
+ * empty: it takes exactly 6. A yield that returned one carried record
+ * only refuses c1; one that left the ended count on the handle aborts at
+ * a3's end (held_end_one: more ended than held); one that returned a
+ * reservation twice takes a seventh record at the end. Deterministic (a
+ * manual executor).
+ */
+static void test_s5_spot_wide_carried_reservations_return_at_each_yield(void **state)
+{
+	struct manual_ex x;
+	orbit_spot_serial_executor_t *s = make_small_spot(manual_executor(&x), 32, 6);
+	static struct yielder y;
+	struct yrec a1 = { &y, 10 }, a3 = { &y, 20 };
+	struct rec a0 = { &y.log, 1 }, a2 = { &y.log, 3 }, a4 = { &y.log, 5 };
+	struct rec b[3] = { { &y.log, 31 }, { &y.log, 32 }, { &y.log, 33 } };
+	struct rec c[3] = { { &y.log, 41 }, { &y.log, 42 }, { &y.log, 43 } };
+	struct rec d[7];
+	static const int order[] = { 1, 10, 11, 3, 20, 21, 5, 31, 32, 41, 42 };
+
+	memset(&y, 0, sizeof(y));
+	olog_init(&y.log);
+	for (int i = 0; i < 7; i++)
+		d[i] = (struct rec){ &y.log, 51 + i };
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &a0, 0, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, yield_fn, &a1, 0, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &a2, 0, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, yield_fn, &a3, 0, NULL), 0);
+	assert_int_equal(orbit_spot_execute_actor(s, 1, rec_fn, &a4, 0, NULL), 0);
+	manual_run_all(&x);
+	assert_int_equal(y.log.n, 2); /* a0 done; a1 yielded */
+	takes_exactly(s, b, 2);	      /* a1..a4, b0, b1: full */
+	assert_int_equal(orbit_serial_queue_resume(atomic_exchange(&y.h, NULL)), 0);
+	manual_run_all(&x); /* a1's end, a2, a3 yields */
+	assert_int_equal(y.log.n, 5);
+	assert_non_null(atomic_load(&y.h));
+	takes_exactly(s, c, 2); /* a3, a4, b0, b1, c0, c1: full */
+	assert_int_equal(orbit_serial_queue_resume(atomic_exchange(&y.h, NULL)), 0);
+	manual_run_all(&x);
+	assert_int_equal(y.log.n, (int)(sizeof(order) / sizeof(order[0])));
+	assert_memory_equal(y.log.v, order, sizeof(order));
+	assert_int_equal(spot_stats(s).outstanding, 0);
+	takes_exactly(s, d, 6); /* empty: all six slots free */
+	manual_run_all(&x);
+	assert_int_equal(atomic_load(&y.bad), 0);
+	spot_finish_manual(s, &x);
+}
+
+/*
  * The same when the claim fails: a record of a batch whose turn cannot
  * be placed fails, with the rest of its chain, and the claim's
  * continuation returns every reservation the claim still holds, the
@@ -3361,6 +3416,7 @@ int main(void)
 		cmocka_unit_test(test_s5_spot_wide_carried_reservations_return_at_pass),
 		cmocka_unit_test(test_s5_spot_wide_carried_reservations_return_at_end),
 		cmocka_unit_test(test_s5_spot_wide_carried_reservations_return_at_failure),
+		cmocka_unit_test(test_s5_spot_wide_carried_reservations_return_at_each_yield),
 		cmocka_unit_test(test_s10_spot_wide_exclusive_ordered_with_yields),
 		cmocka_unit_test(test_work_yield_once_per_turn_and_finished_at_the_end),
 		cmocka_unit_test(test_s10_registration_change_seen_at_next_turn),

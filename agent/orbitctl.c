@@ -764,7 +764,14 @@ static int collect_spots(orbit_fleet_t *f, struct member_stats *x)
 	for (uint32_t k = 0; k < ORBIT_FLEET_SPOT_SLOTS; k++) {
 		struct spot_slot *sp = &x->spots[x->nspots];
 
-		if (orbit_fleet_spot_stats_read(f, x->s.row, k, &sp->s) < 0)
+		int rc = orbit_fleet_spot_stats_read(f, x->s.row, k, &sp->s);
+
+		if (rc == -EAGAIN || rc == -ORBIT_ECORRUPT)
+			fprintf(stderr, "orbitctl: stats row %u Spot slot %u not shown: %s\n",
+				x->s.row, k,
+				rc == -EAGAIN ? "its writer kept it changing or left it mid-publish"
+					      : orbit_strerror(rc));
+		if (rc < 0)
 			continue;
 		sp->live = x->have_member && x->m.alive && sp->s.pid == x->m.pid &&
 			   sp->s.start_time_ticks == x->m.start_time_ticks;
@@ -811,7 +818,14 @@ static int collect(orbit_fleet_t *f, struct member_stats **out)
 	for (uint32_t r = 0; r < rows; r++) {
 		struct member_stats *x = &ms[n];
 
-		if (orbit_fleet_stats_read(f, r, &x->s) < 0)
+		int rc = orbit_fleet_stats_read(f, r, &x->s);
+
+		if (rc == -EAGAIN)
+			fprintf(stderr,
+				"orbitctl: stats row %u not shown: its writer kept it changing or "
+				"left it mid-publish\n",
+				r);
+		if (rc < 0)
 			continue;
 		x->have_member = orbit_fleet_member(f, r, &x->m) == 0 && x->m.pid == x->s.pid &&
 				 x->m.start_time_ticks == x->s.start_time_ticks;

@@ -8,10 +8,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "base/hash.h"
+#include "shm/members.h"
 #include "shm/spot_queue.h"
 #include "shm/stats.h"
 #include <orbit/error.h>
@@ -476,18 +478,86 @@ int orbit__stats_publish(orbit_stats_t *st, uint32_t row, const struct orbit_sta
 	return 0;
 }
 
+/*
+ * A reader's bound on its retries. A miss (odd seq, or changed at the
+ * re-check) is retried: ORBIT_STATS_READ_SPINS copies back to back (a
+ * publish takes about a microsecond), then each after a sched_yield() (a
+ * writer preempted mid-publish on this CPU gets to finish; under TSan or
+ * on a loaded host one stays odd for a time slice, and 64 copies in a row
+ * took well under that), until @budget_ns of CLOCK_MONOTONIC from the
+ * first yield, and only while the block's stamped writer runs
+ * (writer_runs()). So the reader never hangs on a seq a dead or stopped writer
+ * left odd, never returns a torn copy, and gives up on a live writer only
+ * when it rewrote the block for the whole budget.
+ */
+struct read_bound {
+	uint64_t budget_ns;
+	uint64_t deadline_ns; /* 0 until the spins ran out */
+	unsigned misses;
+	_Atomic uint64_t *pid, *start_ticks; /* the block's writer, as stamped at claim */
+};
+
+/*
+ * Whether the block's stamped writer runs: a process @pid with start time
+ * @start_ticks (one /proc read). Only a live writer is worth the wait: one
+ * that died mid-publish, or the random pid of scribbled bytes, gets
+ * -EAGAIN without it (a reader of a corrupt segment, orbitctl or a fuzzer,
+ * pays no budget per block). A pid reused within its start tick only
+ * costs one budget.
+ */
+static bool writer_runs(const struct read_bound *b)
+{
+	/* Relaxed: a hint for the wait only; nothing read here is returned. */
+	uint64_t pid = atomic_load_explicit(b->pid, memory_order_relaxed);
+	uint64_t want = atomic_load_explicit(b->start_ticks, memory_order_relaxed), t = 0;
+
+	if (pid == 0 || pid > INT32_MAX)
+		return false;
+	return orbit__proc_start_time((pid_t)pid, &t) == 0 && t == want;
+}
+
+static bool retry_within(struct read_bound *b)
+{
+	uint64_t now;
+
+	if (++b->misses <= ORBIT_STATS_READ_SPINS)
+		return true;
+	now = orbit__now_mono_ns();
+	if (!b->deadline_ns) {
+		if (!b->budget_ns || !writer_runs(b))
+			return false;
+		b->deadline_ns = b->budget_ns > UINT64_MAX - now ? UINT64_MAX : now + b->budget_ns;
+	} else if (now >= b->deadline_ns) {
+		return false;
+	}
+	sched_yield();
+	return true;
+}
+
 int orbit__stats_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_snapshot *out)
 {
+	return orbit__stats_read_within(st, row, out, ORBIT_STATS_READ_BUDGET_NS);
+}
+
+int orbit__stats_read_within(const orbit_stats_t *st, uint32_t row,
+			     struct orbit_stats_snapshot *out, uint64_t budget_ns)
+{
 	struct orbit_stats_row *r = row_at(st, row);
+	struct read_bound b = { .budget_ns = budget_ns };
 
 	if (!r || !out)
 		return -EINVAL;
-	for (int tries = 0; tries < ORBIT_STATS_READ_RETRIES; tries++) {
+	b.pid = &r->pid;
+	b.start_ticks = &r->start_ticks;
+	for (;;) {
 		/* ST-A1: acquire, pairs with ST-W2 in write_end(): values of that publish visible */
 		uint64_t s1 = atomic_load_explicit(&r->seq, memory_order_acquire);
 
-		if (s1 & 1)
+		if (s1 & 1) {
+			if (!retry_within(&b))
+				return -EAGAIN;
 			continue;
+		}
 		out->seq = s1;
 		out->pid = LD(r->pid);
 		out->start_ticks = LD(r->start_ticks);
@@ -497,11 +567,13 @@ int orbit__stats_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_
 		for (unsigned h = 0; h < ORBIT_HIST__COUNT; h++)
 			hist_load(&out->hists[h], &r->hists[h]);
 		/* ST-A3: relaxed re-check, pairs with ST-W1: the ST-A2 loads before it already order it */
-		if (atomic_load_explicit(&r->seq, memory_order_relaxed) != s1)
+		if (atomic_load_explicit(&r->seq, memory_order_relaxed) != s1) {
+			if (!retry_within(&b))
+				return -EAGAIN;
 			continue;
+		}
 		return out->pid == 0 ? -ENOENT : 0;
 	}
-	return -EAGAIN;
 }
 
 /* ---- Spot slots ---- */
@@ -543,18 +615,30 @@ int orbit__stats_spot_clear(orbit_stats_t *st, uint32_t row, uint32_t slot)
 int orbit__stats_spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
 			   struct orbit_stats_spot_snapshot *out)
 {
+	return orbit__stats_spot_read_within(st, row, slot, out, ORBIT_STATS_READ_BUDGET_NS);
+}
+
+int orbit__stats_spot_read_within(const orbit_stats_t *st, uint32_t row, uint32_t slot,
+				  struct orbit_stats_spot_snapshot *out, uint64_t budget_ns)
+{
 	struct orbit_stats_spot_shm *p = spot_at(st, row, slot);
+	struct read_bound b = { .budget_ns = budget_ns };
 
 	if (!p || !out)
 		return -EINVAL;
-	for (int tries = 0; tries < ORBIT_STATS_READ_RETRIES; tries++) {
+	b.pid = &p->pid;
+	b.start_ticks = &p->start_ticks;
+	for (;;) {
 		/* acquire, as ST-A1 in orbit__stats_read(): pairs with ST-W2 */
 		uint64_t s1 = atomic_load_explicit(&p->seq, memory_order_acquire);
 		uint64_t role;
 		unsigned n = 0;
 
-		if (s1 & 1)
+		if (s1 & 1) {
+			if (!retry_within(&b))
+				return -EAGAIN;
 			continue;
+		}
 		memset(out, 0, sizeof(*out));
 		out->seq = s1;
 		role = LD(p->role);
@@ -573,8 +657,11 @@ int orbit__stats_spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
 			out->counters[i] = LD(p->counters[i]);
 		hist_load(&out->hist, &p->hist);
 		/* relaxed re-check, as ST-A3 in orbit__stats_read() */
-		if (atomic_load_explicit(&p->seq, memory_order_relaxed) != s1)
+		if (atomic_load_explicit(&p->seq, memory_order_relaxed) != s1) {
+			if (!retry_within(&b))
+				return -EAGAIN;
 			continue;
+		}
 		if (role == ORBIT_STATS_SPOT_FREE)
 			return -ENOENT;
 		if (role > ORBIT_STATS_SPOT_CLIENT || out->pid == 0 ||
@@ -587,5 +674,4 @@ int orbit__stats_spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
 			memset(&out->hist, 0, sizeof(out->hist));
 		return 0;
 	}
-	return -EAGAIN;
 }

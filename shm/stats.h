@@ -12,7 +12,8 @@
  * Row layout (struct orbit_stats_row, ORBIT_STATS_ROW_BYTES each):
  *   field          writer                    reader          torn read / crash
  *   seq            row's writer: odd (ST-W1),   copy, re-check  odd or changed: retry
- *                  values, even (ST-W2 release) (ST-A1 / ST-A2)       (bounded), then -EAGAIN;
+ *                  values, even (ST-W2 release) (ST-A1 / ST-A2)       (64 copies, then
+ *                                                            yielding for 20 ms), then -EAGAIN;
  *                                                            writer killed mid-row
  *                                                            leaves seq odd: readers
  *                                                            report -EAGAIN until a new
@@ -74,10 +75,13 @@
 #define ORBIT_STATS_HISTS_MAX 4u
 #define ORBIT_STATS_BUCKETS 48u /* bucket i: (2^(i-1), 2^i] ns; last: the rest */
 #define ORBIT_STATS_ROW_BYTES 4096u
-#define ORBIT_STATS_READ_RETRIES 64
-#define ORBIT_STATS_SPOTS_PER_ROW 16u	  /* Spot hosts + clients of one member */
-#define ORBIT_STATS_SPOT_COUNTERS_MAX 32u /* room in a slot; the tables use fewer */
-#define ORBIT_STATS_SPOT_NAME_BYTES 48u	  /* a Spot name (<= 40) and its NUL, padded */
+/* A reader's retries: this many copies back to back, then copies with a
+ * sched_yield() between them for up to the budget (see orbit__stats_read). */
+#define ORBIT_STATS_READ_SPINS 64u
+#define ORBIT_STATS_READ_BUDGET_NS 20000000ull /* 20 ms */
+#define ORBIT_STATS_SPOTS_PER_ROW 16u	       /* Spot hosts + clients of one member */
+#define ORBIT_STATS_SPOT_COUNTERS_MAX 32u      /* room in a slot; the tables use fewer */
+#define ORBIT_STATS_SPOT_NAME_BYTES 48u	       /* a Spot name (<= 40) and its NUL, padded */
 #define ORBIT_STATS_SPOT_BYTES 1024u
 
 /* Counter ids: the index into a row's counters and into orbit__stats_counters[]. */
@@ -362,12 +366,20 @@ int orbit__stats_publish(orbit_stats_t *st, uint32_t row, const struct orbit_sta
 
 /*
  * orbit__stats_read - a consistent copy of row @row; lock-free, any thread,
- * any process, read-only mappings included. No syscall.
- * Returns 0, -ENOENT (row never claimed), -EAGAIN (the writer kept the row
- * odd or changing for ORBIT_STATS_READ_RETRIES copies: busy, or a writer
- * died mid-publish), -EINVAL (row out of range).
+ * any process, read-only mappings included. A copy the writer changed (odd
+ * seq, or another seq at the re-check) is never returned: it is copied
+ * again, ORBIT_STATS_READ_SPINS times back to back, then with a
+ * sched_yield() before each copy until ORBIT_STATS_READ_BUDGET_NS passed
+ * (a writer preempted mid-publish finishes meanwhile). No syscall unless a
+ * writer is inside the row past the spins; never waits past the budget.
+ * Returns 0, -ENOENT (row never claimed), -EAGAIN (the row stayed odd or
+ * kept changing for the whole budget: a writer that died or is stopped
+ * mid-publish, or one rewriting it without pause), -EINVAL (row out of
+ * range). orbit__stats_read_within: the same with a budget of @budget_ns.
  */
 int orbit__stats_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_snapshot *out);
+int orbit__stats_read_within(const orbit_stats_t *st, uint32_t row,
+			     struct orbit_stats_snapshot *out, uint64_t budget_ns);
 
 /* Reset row @row (and its Spot slots) to never-claimed. Returns as claim. */
 int orbit__stats_clear(orbit_stats_t *st, uint32_t row);
@@ -394,12 +406,17 @@ int orbit__stats_spot_clear(orbit_stats_t *st, uint32_t row, uint32_t slot);
 /*
  * orbit__stats_spot_read - a consistent, validated copy of Spot slot
  * @slot of row @row; lock-free, any thread or process, read-only mappings
- * too; no syscall. Whatever the bytes: a bounded copy, never a crash.
+ * too; retries as orbit__stats_read (no syscall unless a writer is inside
+ * the slot past the spins, never past the budget). Whatever the bytes: a
+ * bounded copy, never a crash.
  * Returns 0; -ENOENT (free); -EAGAIN (kept odd or changing for
- * ORBIT_STATS_READ_RETRIES copies); -ORBIT_ECORRUPT (a role or a name no
+ * ORBIT_STATS_READ_BUDGET_NS); -ORBIT_ECORRUPT (a role or a name no
  * writer writes: scribbled bytes); -EINVAL (out of range, NULL).
+ * orbit__stats_spot_read_within: the same with a budget of @budget_ns.
  */
 int orbit__stats_spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
 			   struct orbit_stats_spot_snapshot *out);
+int orbit__stats_spot_read_within(const orbit_stats_t *st, uint32_t row, uint32_t slot,
+				  struct orbit_stats_spot_snapshot *out, uint64_t budget_ns);
 
 #endif /* ORBIT_SHM_STATS_H */

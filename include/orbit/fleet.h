@@ -189,11 +189,14 @@ ORBIT_API int orbit_fleet_member(orbit_fleet_t *f, uint32_t row, struct orbit_fl
 
 /**
  * orbit_fleet_stats_read - copy the stats row of member row @row.
- * Context: any thread; lock-free (seqlock copy with bounded retries); no
- * syscall. The values are whatever the row's writer last published; pair
+ * Context: any thread; lock-free (seqlock copy with bounded retries: 64
+ * copies, then, while the row's writer process runs, copies with a
+ * sched_yield() between for up to 20 ms); no syscall unless the writer is
+ * inside the row past the 64 copies. Never returns a torn copy. The values are whatever the row's writer last published; pair
  * them with orbit_fleet_member() (pid, start time) to know whose they are.
  * Returns: 0; -ENOENT (never published, or no stats segment); -EAGAIN
- * (the writer kept it changing, or died mid-publish); -EINVAL.
+ * (the writer kept it changing for 20 ms, is stopped mid-publish, or died
+ * mid-publish: at once then, until the row is claimed again); -EINVAL.
  */
 ORBIT_API int orbit_fleet_stats_read(orbit_fleet_t *f, uint32_t row, struct orbit_fleet_stats *out);
 
@@ -278,12 +281,12 @@ struct orbit_fleet_spot_stats {
 
 /**
  * orbit_fleet_spot_stats_read - copy Spot slot @slot of member row @row.
- * Context: any thread; lock-free (seqlock copy with bounded retries); no
- * syscall; every byte validated (a scribbled slot is an error, never a
+ * Context: any thread; lock-free (seqlock copy with bounded retries, as
+ * orbit_fleet_stats_read()); every byte validated (a scribbled slot is an error, never a
  * crash). Pair the copy with orbit_fleet_member(@row): a dead member's
  * slots keep their last values until its row is taken again.
  * Returns: 0; -ENOENT (the slot is free, or no stats segment); -EAGAIN
- * (the writer kept it changing, or died mid-publish); -ORBIT_ECORRUPT (a
+ * (as orbit_fleet_stats_read()); -ORBIT_ECORRUPT (a
  * role or Spot name no writer writes); -EINVAL (@row or @slot out of
  * range, NULL).
  */

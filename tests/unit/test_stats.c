@@ -8,9 +8,12 @@
 
 #include "orbit_test.h"
 #include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <orbit/orbit.h>
+#include "shm/members.h"
 #include "shm/stats.h"
 
 static const struct orbit_seg_opts stats_ro = { .how = ORBIT_SEG_OPEN, .readonly = true };
@@ -154,6 +157,228 @@ static void test_stats_seqlock_single_writer_vs_reader_processes(void **state)
 	orbit__stats_close(&st);
 }
 
+/* Wait until @pid is stopped (WUNTRACED); false on timeout or exit. */
+static bool wait_stopped(pid_t pid, int timeout_ms)
+{
+	for (int ms = 0; ms < timeout_ms; ms++) {
+		int st;
+		pid_t r = waitpid(pid, &st, WUNTRACED | WNOHANG);
+
+		if (r == pid)
+			return WIFSTOPPED(st);
+		usleep(1000);
+	}
+	return false;
+}
+
+/* Claim @row for the calling process, as its agent does (pid and /proc start time). */
+static int claim_as_me(orbit_stats_t *st, uint32_t row)
+{
+	uint64_t t = 0;
+
+	if (orbit__proc_start_time(getpid(), &t))
+		return -1;
+	return orbit__stats_claim(st, row, (uint64_t)getpid(), t);
+}
+
+/* A writer's half-done publish: odd seq, the values of @k in the first @half counters. */
+static void begin_publish(orbit_stats_t *st, uint32_t row, uint64_t k, unsigned half)
+{
+	struct orbit_stats_row *r = &st->body->row[row];
+	uint64_t s = atomic_load(&r->seq);
+
+	atomic_store(&r->seq, (s | 1) + ((s & 1) ? 2 : 0)); /* odd, as write_begin() */
+	for (unsigned i = 0; i < half && i < ORBIT_STAT__COUNT; i++)
+		atomic_store(&r->counters[i], k * (i + 1));
+}
+
+struct stall {
+	_Atomic int inside; /* 1: the writer's seq is odd */
+	uint64_t stall_ns;
+};
+
+/* A writer preempted mid-publish: odd for @stall_ns, then the publish completes. */
+static int stalled_writer(orbit_stats_t *st, uint32_t row, struct stall *sh)
+{
+	struct orbit_stats_snapshot snap;
+	struct timespec ts = { 0, (long)sh->stall_ns };
+	uint64_t s;
+
+	if (claim_as_me(st, row))
+		return 10;
+	begin_publish(st, row, 7, ORBIT_STAT__COUNT / 2);
+	atomic_store(&sh->inside, 1);
+	nanosleep(&ts, NULL);
+	fill(&snap, 7);
+	s = atomic_load(&st->body->row[row].seq); /* odd: what begin_publish() left */
+	for (unsigned i = 0; i < ORBIT_STAT__COUNT; i++)
+		atomic_store(&st->body->row[row].counters[i], snap.counters[i]);
+	for (unsigned h = 0; h < ORBIT_HIST__COUNT; h++) {
+		atomic_store(&st->body->row[row].hists[h].count, snap.hists[h].count);
+		atomic_store(&st->body->row[row].hists[h].sum_ns, snap.hists[h].sum_ns);
+		for (unsigned b = 0; b < ORBIT_STATS_BUCKETS; b++)
+			atomic_store(&st->body->row[row].hists[h].buckets[b],
+				     snap.hists[h].buckets[b]);
+	}
+	atomic_store(&st->body->row[row].seq, s + 1);
+	return 0;
+}
+
+/*
+ * A writer preempted inside its publish (odd seq for 5 ms, as a TSan
+ * agent or one on a loaded host is for a time slice) is waited out: the
+ * reader yields and copies again within its budget and returns the
+ * completed publish, never the half-written one. Before, 64 copies back
+ * to back took a few microseconds and the reader answered -EAGAIN: a live
+ * member's stats row or Spot slot was missing from orbitctl and from
+ * orbit_fleet_spot_stats_read() (test_spot_stats failed so under TSan).
+ */
+static void test_stats_read_waits_out_a_writer_preempted_mid_publish(void **state)
+{
+	struct orbit_stats_snapshot snap;
+	struct stall *sh;
+	orbit_stats_t st;
+	uint64_t t0, took;
+	pid_t w;
+	int rc, ws;
+
+	(void)state;
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(sh != MAP_FAILED);
+	sh->stall_ns = 5000000;
+	assert_int_equal(orbit__stats_open(&st, fleet, NULL), 0);
+	assert_int_equal(orbit__stats_claim(&st, 4, (uint64_t)getpid(), 1), 0);
+	w = fork();
+	assert_true(w >= 0);
+	if (w == 0)
+		_exit(stalled_writer(&st, 4, sh));
+	while (!atomic_load(&sh->inside))
+		usleep(50);
+	t0 = orbit_test_now_ns();
+	/* a budget of 2 s: the writer's 5 ms sleep may end late on a loaded host */
+	rc = orbit__stats_read_within(&st, 4, &snap, 2000000000ull);
+	took = orbit_test_now_ns() - t0;
+	print_message("read beside a writer odd for 5 ms: %d after %.2f ms\n", rc, took / 1e6);
+	assert_int_equal(rc, 0);
+	assert_int_equal(snap.counters[0], 7);
+	assert_true(consistent(&snap));
+	ws = orbit_test_wait(w, 10000);
+	assert_true(ws >= 0 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+	orbit__stats_close(&st);
+	munmap(sh, sizeof(*sh));
+}
+
+/* A writer that publishes back to back, without a pause, until killed. */
+static int rewriter(orbit_stats_t *st, uint32_t row, struct stall *sh)
+{
+	struct orbit_stats_snapshot snap;
+
+	if (claim_as_me(st, row))
+		return 10;
+	for (uint64_t k = 1;; k++) {
+		fill(&snap, k);
+		if (orbit__stats_publish(st, row, &snap) != 0)
+			return 11;
+		if (k == 1)
+			atomic_store(&sh->inside, 1);
+	}
+}
+
+/*
+ * Whatever a writer does, a reader returns within its budget and never a
+ * torn copy: beside a writer that rewrites the row without pause each
+ * read answers a consistent copy or -EAGAIN within ORBIT_STATS_READ_BUDGET_NS
+ * (plus scheduling slack); a writer SIGSTOPped mid-publish (alive) costs
+ * a read the budget, then -EAGAIN (never a hang, never the half-written
+ * values); SIGKILLed there it leaves the seq odd for good, and a read
+ * answers -EAGAIN without waiting (its writer is gone) until a new claim
+ * of the row.
+ */
+static void test_stats_read_bounded_beside_rewriter_and_killed_writer(void **state)
+{
+	const uint64_t slack_ns = 300000000ull; /* a loaded 2-core host */
+	struct orbit_stats_snapshot snap;
+	struct stall *sh;
+	orbit_stats_t st;
+	uint64_t t0, took, max = 0;
+	int ok = 0, busy = 0, rc, ws;
+	pid_t w;
+
+	(void)state;
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(sh != MAP_FAILED);
+	assert_int_equal(orbit__stats_open(&st, fleet, NULL), 0);
+	assert_int_equal(orbit__stats_claim(&st, 6, (uint64_t)getpid(), 1), 0);
+	w = fork();
+	assert_true(w >= 0);
+	if (w == 0)
+		_exit(rewriter(&st, 6, sh));
+	while (!atomic_load(&sh->inside))
+		usleep(50);
+	for (uint64_t end = orbit_test_now_ns() + 300000000ull; orbit_test_now_ns() < end;) {
+		t0 = orbit_test_now_ns();
+		rc = orbit__stats_read(&st, 6, &snap);
+		took = orbit_test_now_ns() - t0;
+		max = took > max ? took : max;
+		assert_true(rc == 0 || rc == -EAGAIN);
+		if (rc == 0 && !consistent(&snap))
+			fail_msg("torn copy accepted: counters[0] %" PRIu64, snap.counters[0]);
+		ok += rc == 0;
+		busy += rc == -EAGAIN;
+		if (took > ORBIT_STATS_READ_BUDGET_NS + slack_ns)
+			fail_msg("a read beside a rewriter took %.1f ms", took / 1e6);
+	}
+	print_message("beside a rewriter: %d copies, %d -EAGAIN, slowest read %.2f ms\n", ok, busy,
+		      max / 1e6);
+	kill(w, SIGKILL);
+	assert_true(orbit_test_wait(w, 10000) >= 0);
+
+	/* stopped mid-publish (alive): -EAGAIN after the budget, never a hang */
+	atomic_store(&sh->inside, 0);
+	w = fork();
+	assert_true(w >= 0);
+	if (w == 0) {
+		if (claim_as_me(&st, 6))
+			_exit(10);
+		begin_publish(&st, 6, 9, ORBIT_STAT__COUNT / 2);
+		atomic_store(&sh->inside, 1);
+		raise(SIGSTOP);
+		_exit(0);
+	}
+	assert_true(wait_stopped(w, 10000));
+	assert_int_equal(atomic_load(&sh->inside), 1);
+	t0 = orbit_test_now_ns();
+	rc = orbit__stats_read(&st, 6, &snap);
+	took = orbit_test_now_ns() - t0;
+	print_message("a writer stopped mid-publish: %d after %.2f ms\n", rc, took / 1e6);
+	assert_int_equal(rc, -EAGAIN);
+	if (took < ORBIT_STATS_READ_BUDGET_NS || took > ORBIT_STATS_READ_BUDGET_NS + slack_ns)
+		fail_msg("a read of a row a stopped writer left odd took %.1f ms (budget %.0f ms)",
+			 took / 1e6, ORBIT_STATS_READ_BUDGET_NS / 1e6);
+
+	/* killed there: odd for good, and the reader does not wait for a dead writer */
+	kill(w, SIGKILL);
+	ws = orbit_test_wait(w, 10000);
+	assert_true(ws >= 0 && WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+	assert_int_equal(atomic_load(&st.body->row[6].seq) & 1, 1);
+	for (int i = 0; i < 3; i++) {
+		t0 = orbit_test_now_ns();
+		rc = orbit__stats_read(&st, 6, &snap);
+		took = orbit_test_now_ns() - t0;
+		assert_int_equal(rc, -EAGAIN);
+		if (took >= ORBIT_STATS_READ_BUDGET_NS)
+			fail_msg(
+			    "a read of a row a dead writer left odd took %.1f ms (budget %.0f ms)",
+			    took / 1e6, ORBIT_STATS_READ_BUDGET_NS / 1e6);
+	}
+	/* the row's next writer repairs it */
+	assert_int_equal(orbit__stats_claim(&st, 6, 4242, 1), 0);
+	assert_int_equal(orbit__stats_read(&st, 6, &snap), 0);
+	assert_int_equal(snap.pid, 4242);
+	orbit__stats_close(&st);
+	munmap(sh, sizeof(*sh));
+}
+
 /* Issue 5 "Stats segment": versioned and validated like every segment. */
 static void test_stats_open_validates_and_modes(void **state)
 {
@@ -220,7 +445,8 @@ static void test_stats_random_bytes_never_crash_reader(void **state)
 		if (round == 2)
 			memset(p, 0xff, sizeof(st.body->row));
 		for (unsigned r = 0; r < ORBIT_STATS_ROWS; r++) {
-			int rc = orbit__stats_read(&st, r, &snap);
+			/* 100 us: half the rows are stuck odd, each one a whole budget */
+			int rc = orbit__stats_read_within(&st, r, &snap, 100000);
 
 			assert_true(rc == 0 || rc == -EAGAIN || rc == -ENOENT);
 			ok += rc == 0;
@@ -425,7 +651,7 @@ static void test_stats_spot_slots_random_bytes(void **state)
 					atomic_store(&sp->role, 1 + (r & 1));
 					atomic_store(&sp->name[0], 0x31746f7073ull); /* "spot1" */
 				}
-				int rc = orbit__stats_spot_read(&st, r, k, &got);
+				int rc = orbit__stats_spot_read_within(&st, r, k, &got, 100000);
 
 				assert_true(rc == 0 || rc == -EAGAIN || rc == -ENOENT ||
 					    rc == -ORBIT_ECORRUPT);
@@ -459,6 +685,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stats_random_bytes_never_crash_reader, setup,
 						teardown),
 		cmocka_unit_test(test_stats_histogram_buckets),
+		cmocka_unit_test_setup_teardown(
+		    test_stats_read_waits_out_a_writer_preempted_mid_publish, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_stats_read_bounded_beside_rewriter_and_killed_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_spot_slots_publish_read_clear, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_stats_spot_slots_random_bytes, setup,

@@ -661,16 +661,61 @@ static void test_submit_to_run_percentiles_land_in_their_buckets(void **state)
 	assert_int_equal(atomic_load(&S->errors), 0);
 }
 
-/* A producer that dies (KILL) or stops (STOP) right after claiming its record. */
+#define DYING_STATS_MS 60000 /* a dying producer's agent publishes once, at its start */
+
+/*
+ * 1 when @member's stats row and its client slot of SPOT read back with the
+ * same publish time twice, 50 ms apart: its agent is between publishes.
+ */
+static bool quiet_between_publishes(const char *member)
+{
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
+	struct orbit_fleet_spot_stats a, b;
+	struct orbit_fleet_stats ra, rb;
+	orbit_fleet_t *f;
+	bool quiet = false;
+
+	if (orbit_fleet_open(&fo, &f))
+		return false;
+	if (slot_of(f, member, ORBIT_FLEET_SPOT_CLIENT, &a) == 1 &&
+	    orbit_fleet_stats_read(f, a.row, &ra) == 0) {
+		usleep(50000);
+		quiet = slot_of(f, member, ORBIT_FLEET_SPOT_CLIENT, &b) == 1 &&
+			orbit_fleet_stats_read(f, a.row, &rb) == 0 && b.row == a.row &&
+			b.published_real_ns == a.published_real_ns &&
+			rb.published_real_ns == ra.published_real_ns;
+	}
+	orbit_fleet_close(f);
+	return quiet;
+}
+
+/*
+ * A producer that dies (KILL) or stops (STOP) right after claiming its
+ * record. Its agent publishes its stats row and client slot once, at its
+ * start (DYING_STATS_MS), and the crash point is armed only once both read
+ * back unchanged: a kill or a stop that lands inside its agent's publish
+ * leaves that row or slot odd for good, which every reader rightly refuses
+ * (a torn record is never shown), and the dead member's row and slot this
+ * test looks for were gone (2 runs in 30 under TSan, where a publish of
+ * ~600 atomic stores is long enough to be hit).
+ */
 static int dying_producer(void *arg)
 {
 	const char *name = arg;
-	orbit_spot_client_t *cl;
+	struct orbit_spot_client_options co;
+	orbit_spot_client_t *cl = NULL;
 	struct orbit_test_proc pr;
+	int ms = 0;
 
-	cl = client_open(&pr, name);
-	if (!cl)
+	if (orbit_test_proc_start(&pr, fleet, name, DYING_STATS_MS))
 		return 10;
+	orbit_spot_client_options_init(&co);
+	co.caps = S->caps;
+	if (orbit_spot_client_open(pr.agent, SPOT, &co, &cl))
+		return 10;
+	for (; !quiet_between_publishes(name); ms += 50)
+		if (ms > WAIT_MS)
+			return 12;
 	orbit__crashpoint_arm("spotq.after_claim", 1,
 			      !strcmp(name, "producer-dead") ? ORBIT_CRASH_KILL : ORBIT_CRASH_STOP);
 	orbit_spot_submit_spot(cl, "x", 1, NULL); /* never returns */

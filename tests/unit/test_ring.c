@@ -750,6 +750,7 @@ struct thr {
 	orbit_ring_t *ring;
 	uint64_t n;
 	uint64_t got, lagged, bad;
+	_Atomic int opened; /* the reader is subscribed (or failed to): publishing may start */
 };
 
 static void *reader_thread(void *arg)
@@ -759,8 +760,15 @@ static void *reader_thread(void *arg)
 	orbit_ring_reader_t *r;
 	uint64_t expect = 0;
 
-	if (!ev || orbit__ring_reader_open(&r, t->ring) < 0)
+	if (!ev || orbit__ring_reader_open(&r, t->ring) < 0) {
+		t->bad++;
+		/* release, pairs with the acquire in the test: t->bad before opened */
+		atomic_store_explicit(&t->opened, 1, memory_order_release);
+		free(ev);
 		return NULL;
+	}
+	/* release, pairs with the acquire in the test: subscribed before the first publish */
+	atomic_store_explicit(&t->opened, 1, memory_order_release);
 	while (expect < t->n) {
 		uint32_t seen = orbit__ring_reader_arm(r), lane;
 		int rc;
@@ -793,9 +801,14 @@ static void test_reader_thread_and_publisher_thread(void **state)
 	struct thr t = { .ring = f->ring, .n = 20000 };
 	pthread_t th;
 
-	/* the reader subscribes after the heads: open it before publishing */
+	/*
+	 * The reader starts after the heads: publish only once it is open (a
+	 * fixed 20 ms sleep lost that race on a loaded host and the reader saw
+	 * nothing). Acquire, pairs with the reader's release of opened.
+	 */
 	assert_int_equal(pthread_create(&th, NULL, reader_thread, &t), 0);
-	usleep(20000);
+	while (!atomic_load_explicit(&t.opened, memory_order_acquire))
+		usleep(1000);
 	for (uint64_t i = 0; i < t.n; i++) {
 		publish(f->ring, 0, i, "thr");
 		if ((i & 255) == 0)

@@ -433,8 +433,9 @@ uint64_t orbit__ring_lane_owner(const orbit_ring_t *ring, uint32_t lane)
  * with the padding (or is truncated) is packed (ns | label | owner).
  */
 #define RING_F_PADDED 0x2u
-#define RING_ROUND8(n) (((uint32_t)(n) + 7u) & ~7u)
-#define RING_PADDED_LEN(ns, label, owner) (RING_ROUND8(ns) + RING_ROUND8(label) + (uint32_t)(owner))
+/* In 64 bits: a publisher's lengths near UINT32_MAX must not wrap into "fits" */
+#define RING_ROUND8(n) (((uint64_t)(n) + 7u) & ~7ull)
+#define RING_PADDED_LEN(ns, label, owner) (RING_ROUND8(ns) + RING_ROUND8(label) + (uint64_t)(owner))
 _Static_assert((RING_F_PADDED & ORBIT_RING_F_TRUNCATED) == 0, "frame flag bits");
 
 /* The header words publish builds: struct orbit_ring_frame_hdr's layout, 8 words. */
@@ -647,8 +648,7 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 	/* Acquire, pairs with RG-W3 of a previous (possibly dead) publisher of this lane */
 	pos = atomic_load_explicit(&ln->head, memory_order_acquire);
 	w = frame_at(ring, lane, pos);
-	/* RING_PADDED_LEN in 64 bits: lengths near UINT32_MAX must not wrap into "fits" */
-	span = (((uint64_t)ns_len + 7) & ~7ull) + (((uint64_t)label_len + 7) & ~7ull) + owner_len;
+	span = RING_PADDED_LEN(ns_len, label_len, owner_len);
 
 	/* RG-W1: odd seq, then a release fence: pairs with RG-R2 (a reader re-checking sees odd/newer) */
 	atomic_store_explicit(&w[0], 2 * pos + 1, memory_order_relaxed);
@@ -660,9 +660,9 @@ int orbit__ring_publish_skip(orbit_ring_t *ring, uint32_t lane, const struct orb
 		put_header(w, w1, t->fencing_token, t->deadline_ns, t->state_revision, now, ns_len,
 			   label_len, owner_len, RING_F_PADDED,
 			   (uint64_t)ns_len + label_len + owner_len);
-		p = put_part(p, t->ns, t->ns_len);
-		p = put_part(p, t->label, t->label_len);
-		put_part(p, t->owner, t->owner_len);
+		p = put_part(p, t->ns, ns_len);
+		p = put_part(p, t->label, label_len);
+		put_part(p, t->owner, owner_len);
 	} else {
 		truncated = put_packed(ring, w, t, w1, now);
 	}
@@ -870,7 +870,7 @@ static int read_lane(orbit_ring_reader_t *r, uint32_t lane, struct orbit_ring_ev
 	/* Only lengths from the copy are used; bound them before touching payload bytes */
 	plen = (uint32_t)hdr.ns_len + hdr.label_len + hdr.owner_len;
 	padded = hdr.flags & RING_F_PADDED;
-	span = padded ? RING_PADDED_LEN(hdr.ns_len, hdr.label_len, hdr.owner_len) : plen;
+	span = padded ? (uint32_t)RING_PADDED_LEN(hdr.ns_len, hdr.label_len, hdr.owner_len) : plen;
 	if (span > cap)
 		span = plen = 0; /* frame_ok() refuses it below */
 	words_load(stage, f + ORBIT_RING_FRAME_HDR_BYTES / 8, (span + 7) / 8);

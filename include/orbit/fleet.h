@@ -192,8 +192,9 @@ ORBIT_API int orbit_fleet_member(orbit_fleet_t *f, uint32_t row, struct orbit_fl
  * Context: any thread; lock-free (seqlock copy with bounded retries: 64
  * copies, then, while the row's writer process runs, copies with a
  * sched_yield() between for up to 20 ms); no syscall unless the writer is
- * inside the row past the 64 copies. Never returns a torn copy. The values are whatever the row's writer last published; pair
- * them with orbit_fleet_member() (pid, start time) to know whose they are.
+ * inside the row past the 64 copies. Never returns a torn copy. The
+ * values are whatever the row's writer last published; pair them with
+ * orbit_fleet_member() (pid, start time) to know whose they are.
  * Returns: 0; -ENOENT (never published, or no stats segment); -EAGAIN
  * (the writer kept it changing for 20 ms, is stopped mid-publish, or died
  * mid-publish: at once then, until the row is claimed again); -EINVAL.
@@ -282,8 +283,8 @@ struct orbit_fleet_spot_stats {
 /**
  * orbit_fleet_spot_stats_read - copy Spot slot @slot of member row @row.
  * Context: any thread; lock-free (seqlock copy with bounded retries, as
- * orbit_fleet_stats_read()); every byte validated (a scribbled slot is an error, never a
- * crash). Pair the copy with orbit_fleet_member(@row): a dead member's
+ * orbit_fleet_stats_read()); every byte validated (a scribbled slot is an
+ * error, never a crash). Pair the copy with orbit_fleet_member(@row): a dead member's
  * slots keep their last values until its row is taken again.
  * Returns: 0; -ENOENT (the slot is free, or no stats segment); -EAGAIN
  * (as orbit_fleet_stats_read()); -ORBIT_ECORRUPT (a

@@ -224,6 +224,31 @@ static int stalled_writer(orbit_stats_t *st, uint32_t row, struct stall *sh)
 	return 0;
 }
 
+/* A shared struct stall, and @fn forked as @row's writer: returns once it is inside. */
+static struct stall *stall_map(void)
+{
+	struct stall *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	assert_true(sh != MAP_FAILED);
+	return sh;
+}
+
+static pid_t fork_writer(orbit_stats_t *st, uint32_t row, struct stall *sh,
+			 int (*fn)(orbit_stats_t *, uint32_t, struct stall *))
+{
+	pid_t w;
+
+	atomic_store(&sh->inside, 0);
+	w = fork();
+	assert_true(w >= 0);
+	if (w == 0)
+		_exit(fn(st, row, sh));
+	while (!atomic_load(&sh->inside))
+		usleep(50);
+	return w;
+}
+
 /*
  * A writer preempted inside its publish (odd seq for 5 ms, as a TSan
  * agent or one on a loaded host is for a time slice) is waited out: the
@@ -243,17 +268,11 @@ static void test_stats_read_waits_out_a_writer_preempted_mid_publish(void **stat
 	int rc, ws;
 
 	(void)state;
-	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(sh != MAP_FAILED);
+	sh = stall_map();
 	sh->stall_ns = 5000000;
 	assert_int_equal(orbit__stats_open(&st, fleet, NULL), 0);
 	assert_int_equal(orbit__stats_claim(&st, 4, (uint64_t)getpid(), 1), 0);
-	w = fork();
-	assert_true(w >= 0);
-	if (w == 0)
-		_exit(stalled_writer(&st, 4, sh));
-	while (!atomic_load(&sh->inside))
-		usleep(50);
+	w = fork_writer(&st, 4, sh, stalled_writer);
 	t0 = orbit_test_now_ns();
 	/* a budget of 2 s: the writer's 5 ms sleep may end late on a loaded host */
 	rc = orbit__stats_read_within(&st, 4, &snap, 2000000000ull);
@@ -284,6 +303,17 @@ static int rewriter(orbit_stats_t *st, uint32_t row, struct stall *sh)
 	}
 }
 
+/* A writer that stops itself (SIGSTOP) inside its publish. */
+static int stopped_writer(orbit_stats_t *st, uint32_t row, struct stall *sh)
+{
+	if (claim_as_me(st, row))
+		return 10;
+	begin_publish(st, row, 9, ORBIT_STAT__COUNT / 2);
+	atomic_store(&sh->inside, 1);
+	raise(SIGSTOP);
+	return 0;
+}
+
 /*
  * Whatever a writer does, a reader returns within its budget and never a
  * torn copy: beside a writer that rewrites the row without pause each
@@ -305,16 +335,10 @@ static void test_stats_read_bounded_beside_rewriter_and_killed_writer(void **sta
 	pid_t w;
 
 	(void)state;
-	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(sh != MAP_FAILED);
+	sh = stall_map();
 	assert_int_equal(orbit__stats_open(&st, fleet, NULL), 0);
 	assert_int_equal(orbit__stats_claim(&st, 6, (uint64_t)getpid(), 1), 0);
-	w = fork();
-	assert_true(w >= 0);
-	if (w == 0)
-		_exit(rewriter(&st, 6, sh));
-	while (!atomic_load(&sh->inside))
-		usleep(50);
+	w = fork_writer(&st, 6, sh, rewriter);
 	for (uint64_t end = orbit_test_now_ns() + 300000000ull; orbit_test_now_ns() < end;) {
 		t0 = orbit_test_now_ns();
 		rc = orbit__stats_read(&st, 6, &snap);
@@ -334,17 +358,7 @@ static void test_stats_read_bounded_beside_rewriter_and_killed_writer(void **sta
 	assert_true(orbit_test_wait(w, 10000) >= 0);
 
 	/* stopped mid-publish (alive): -EAGAIN after the budget, never a hang */
-	atomic_store(&sh->inside, 0);
-	w = fork();
-	assert_true(w >= 0);
-	if (w == 0) {
-		if (claim_as_me(&st, 6))
-			_exit(10);
-		begin_publish(&st, 6, 9, ORBIT_STAT__COUNT / 2);
-		atomic_store(&sh->inside, 1);
-		raise(SIGSTOP);
-		_exit(0);
-	}
+	w = fork_writer(&st, 6, sh, stopped_writer);
 	assert_true(wait_stopped(w, 10000));
 	assert_int_equal(atomic_load(&sh->inside), 1);
 	t0 = orbit_test_now_ns();

@@ -398,14 +398,26 @@ static struct work_alloc *work_of(struct orbit__work *w)
  * record twice. Chunks live until orbit__coord_fini(), so reading a
  * stale record's `next` always reads pool memory.
  */
+/* The first index of chunk @c: chunks 0..c-1 hold ORBIT__WORK_CHUNK * (2^c - 1). */
+static uint32_t chunk_first(unsigned c)
+{
+	return ORBIT__WORK_CHUNK * ((1u << c) - 1);
+}
+
+/* The chunk that holds index @idx: the c with chunk_first(c) <= idx < chunk_first(c + 1). */
+static unsigned chunk_of(uint32_t idx)
+{
+	return 31u - (unsigned)__builtin_clz(idx / ORBIT__WORK_CHUNK + 1);
+}
+
 static struct work_alloc *pool_at(struct orbit__coord *co, uint32_t idx)
 {
 	/* Relaxed: the index came from pool_top, whose SX-A2 acquire saw the
 	 * push (SX-R2) that follows the chunk's store on the same thread. */
-	struct work_alloc *c = atomic_load_explicit(&co->pool_chunk[idx / ORBIT__WORK_CHUNK],
-						    memory_order_relaxed);
+	unsigned c = chunk_of(idx);
+	struct work_alloc *chunk = atomic_load_explicit(&co->pool_chunk[c], memory_order_relaxed);
 
-	return &c[idx % ORBIT__WORK_CHUNK];
+	return &chunk[idx - chunk_first(c)];
 }
 
 static void pool_push(struct orbit__coord *co, struct work_alloc *a)
@@ -464,11 +476,12 @@ static uint32_t pool_take_all(struct orbit__coord *co)
 	return (uint32_t)top;
 }
 
-/* The pool is empty: add a chunk (keeping one record) or fall back to malloc. */
+/* The pool is empty: add a chunk as large as all before it and 64 more
+ * records (keeping one), or fall back to malloc. */
 static struct work_alloc *pool_grow(struct orbit__coord *co)
 {
 	/* Relaxed: a slot number only; the chunk is published by SX-R2. */
-	uint32_t c = atomic_load_explicit(&co->pool_chunks, memory_order_relaxed);
+	uint32_t c = atomic_load_explicit(&co->pool_chunks, memory_order_relaxed), n;
 	struct work_alloc *chunk;
 
 	while (c < ORBIT__WORK_CHUNKS &&
@@ -481,15 +494,16 @@ static struct work_alloc *pool_grow(struct orbit__coord *co)
 			chunk->idx = WORK_MALLOCED;
 		return chunk;
 	}
-	chunk = aligned_alloc(_Alignof(struct work_alloc), ORBIT__WORK_CHUNK * sizeof(*chunk));
+	n = ORBIT__WORK_CHUNK << c;
+	chunk = aligned_alloc(_Alignof(struct work_alloc), n * sizeof(*chunk));
 	if (!chunk)
 		return NULL; /* the slot stays empty: its indexes are never pushed */
-	memset(chunk, 0, ORBIT__WORK_CHUNK * sizeof(*chunk));
-	for (uint32_t i = 0; i < ORBIT__WORK_CHUNK; i++)
-		chunk[i].idx = c * ORBIT__WORK_CHUNK + i;
+	memset(chunk, 0, n * sizeof(*chunk));
+	for (uint32_t i = 0; i < n; i++)
+		chunk[i].idx = chunk_first(c) + i;
 	/* Relaxed: published to other threads by the SX-R2 pushes below. */
 	atomic_store_explicit(&co->pool_chunk[c], chunk, memory_order_relaxed);
-	for (uint32_t i = 1; i < ORBIT__WORK_CHUNK; i++)
+	for (uint32_t i = 1; i < n; i++)
 		pool_push(co, &chunk[i]);
 	return &chunk[0];
 }

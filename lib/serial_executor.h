@@ -63,11 +63,13 @@ struct orbit__coord_stats {
 struct orbit__coord;
 struct orbit__work;
 
-/* Work records pooled per coordinator: chunks of this many, at most
- * this many chunks (16,384 records: 16 Actor queues full at the default
- * 1,024 items); past it records come from malloc. */
+/* Work records pooled per coordinator: chunk c holds ORBIT__WORK_CHUNK << c
+ * records (each chunk doubles the pool), at most ORBIT__WORK_CHUNKS chunks
+ * (262,080 records: 256 Actor queues full at the default 1,024 items, so
+ * a SpotWide Spot of a thousand busy Actors still takes its records from
+ * the pool); past it records come from malloc. */
 #define ORBIT__WORK_CHUNK 64u
-#define ORBIT__WORK_CHUNKS 256u
+#define ORBIT__WORK_CHUNKS 12u
 /* SpotWide: records of one Actor run in one hold of the Spot gate, at most. */
 #define ORBIT__WORK_CHAIN_MAX 64u
 /* SpotWide: records of one Actor taken from its queue in one lock section
@@ -135,8 +137,8 @@ struct orbit__coord {
 	/*
 	 * The pool of work records (serial_executor.c): a lock-free stack of
 	 * free records, pool_top = tag << 32 | (index + 1), 0 in the low half
-	 * when empty; chunks of ORBIT__WORK_CHUNK records, made on demand up
-	 * to ORBIT__WORK_CHUNKS and freed by orbit__coord_fini(). Own cache
+	 * when empty; chunk c of ORBIT__WORK_CHUNK << c records, made on demand
+	 * up to ORBIT__WORK_CHUNKS and freed by orbit__coord_fini(). Own cache
 	 * line: submitters and drains both write pool_top.
 	 */
 	_Alignas(64) _Atomic uint64_t pool_top;

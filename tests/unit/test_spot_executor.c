@@ -3038,6 +3038,47 @@ static void *flood_main(void *arg)
 }
 
 /*
+ * §10 (SpotWide: each Actor's records run in submission order) with
+ * 19,200 records outstanding at once: Spot work holds the Spot gate while
+ * one thread fills 64 Actor queues, so the coordinator's record pool grows
+ * past its first 16,384 records (chunks 0 to 8). Every record runs once,
+ * in its Actor's order: no two records share pool memory.
+ */
+static void test_s10_spot_wide_many_outstanding_records_each_run_once_in_order(void **state)
+{
+	enum { PER = 300 };
+	orbit_worker_pool_t *pool = make_pool(2);
+	static struct stress s;
+	struct srec *recs = calloc((size_t)PER * ST_ACTORS, sizeof(*recs));
+	atomic_int open = 0;
+
+	assert_non_null(recs);
+	memset(&s, 0, sizeof(s));
+	s.per_actor = PER;
+	for (int a = 0; a < ST_ACTORS; a++)
+		s.last[a][0] = s.last[a][1] = -1;
+	s.spot = make_spot(ORBIT_SPOT_SPOT_WIDE, orbit_worker_pool_executor(pool), NULL, NULL);
+	assert_int_equal(orbit_spot_execute_spot(s.spot, gate_fn, &open, NULL), 0);
+	for (int k = 0, n = 0; k < PER; k++)
+		for (int a = 0; a < ST_ACTORS; a++, n++) {
+			recs[n] = (struct srec){ &s, a, 0, k };
+			assert_int_equal(orbit_spot_execute_actor(s.spot, (uint64_t)a + 1,
+								  stress_fn, &recs[n], 64, NULL),
+					 0);
+		}
+	assert_int_equal(atomic_load(&s.ran), 0); /* all outstanding at once */
+	atomic_store(&open, 1);
+	assert_int_equal(orbit_spot_serial_executor_await_quiescence(s.spot, 60000), 0);
+	assert_int_equal(atomic_load(&s.bad), 0);
+	assert_int_equal(atomic_load(&s.ran), ST_ACTORS * PER);
+	for (int a = 0; a < ST_ACTORS; a++)
+		assert_int_equal(s.last[a][0], PER - 1);
+	spot_finish(s.spot);
+	free(recs);
+	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
+}
+
+/*
  * §4 / §5 (doc/executors.md "Decisions"): an Actor turn waiting for
  * Spot-queue room is owed the next room, FIFO among waiting turns: while
  * a thread floods the Spot with Spot work, SpotWide timer work or records
@@ -3429,6 +3470,8 @@ int main(void)
 		cmocka_unit_test(test_s2_close_completes_every_subordinate_queue),
 		cmocka_unit_test(test_stress_two_threads_many_actors_none_lost_order_kept),
 		cmocka_unit_test(test_s5_spot_wide_full_spot_queue_loses_nothing_under_load),
+		cmocka_unit_test(
+		    test_s10_spot_wide_many_outstanding_records_each_run_once_in_order),
 		cmocka_unit_test(test_s4_spot_wide_waiting_turn_owed_the_next_room),
 		cmocka_unit_test(test_s7_refused_snapshot_turn_is_reported),
 		cmocka_unit_test(test_s7_snapshot_without_registration_names_the_actor),

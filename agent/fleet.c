@@ -33,6 +33,7 @@ _Static_assert(ORBIT_STATS_MAX_COUNTERS == ORBIT_STATS_COUNTERS_MAX, "counter ro
 _Static_assert(ORBIT_STATS_MAX_HISTS == ORBIT_STATS_HISTS_MAX, "histogram room agrees");
 _Static_assert(ORBIT_STATS_NBUCKETS == ORBIT_STATS_BUCKETS, "bucket count agrees");
 _Static_assert(ORBIT_FLEET_SPOT_SLOTS == ORBIT_STATS_SPOTS_PER_ROW, "Spot slots agree");
+_Static_assert(ORBIT_FLEET_STATS_PASS_BUDGET_NS == ORBIT_STATS_PASS_BUDGET_NS, "pass budgets agree");
 _Static_assert(ORBIT_FLEET_SPOT_COUNTERS_MAX == ORBIT_STATS_SPOT_COUNTERS_MAX,
 	       "Spot counters agree");
 _Static_assert(ORBIT_FLEET_SPOT_NAME_MAX == ORBIT_STATS_SPOT_NAME_BYTES, "Spot names agree");
@@ -210,6 +211,12 @@ int orbit_fleet_member(orbit_fleet_t *f, uint32_t row, struct orbit_fleet_member
 
 int orbit_fleet_stats_read(orbit_fleet_t *f, uint32_t row, struct orbit_fleet_stats *out)
 {
+	return orbit_fleet_stats_read_pass(f, row, out, NULL);
+}
+
+int orbit_fleet_stats_read_pass(orbit_fleet_t *f, uint32_t row, struct orbit_fleet_stats *out,
+				uint64_t *wait_left_ns)
+{
 	struct orbit_stats_snapshot s;
 	int rc;
 
@@ -217,7 +224,7 @@ int orbit_fleet_stats_read(orbit_fleet_t *f, uint32_t row, struct orbit_fleet_st
 		return -EINVAL;
 	if (!f->have_stats)
 		return -ENOENT;
-	rc = orbit__stats_read(&f->stats, row, &s);
+	rc = orbit__stats_read_pass(&f->stats, row, &s, wait_left_ns);
 	if (rc < 0)
 		return rc;
 	memset(out, 0, sizeof(*out));
@@ -317,6 +324,12 @@ uint64_t orbit_stats_hist_quantile(const struct orbit_stats_histogram *h, double
 int orbit_fleet_spot_stats_read(orbit_fleet_t *f, uint32_t row, uint32_t slot,
 				struct orbit_fleet_spot_stats *out)
 {
+	return orbit_fleet_spot_stats_read_pass(f, row, slot, out, NULL);
+}
+
+int orbit_fleet_spot_stats_read_pass(orbit_fleet_t *f, uint32_t row, uint32_t slot,
+				     struct orbit_fleet_spot_stats *out, uint64_t *wait_left_ns)
+{
 	struct orbit_stats_spot_snapshot s;
 	int rc;
 
@@ -324,7 +337,7 @@ int orbit_fleet_spot_stats_read(orbit_fleet_t *f, uint32_t row, uint32_t slot,
 		return -EINVAL;
 	if (!f->have_stats)
 		return -ENOENT;
-	rc = orbit__stats_spot_read(&f->stats, row, slot, &s);
+	rc = orbit__stats_spot_read_pass(&f->stats, row, slot, &s, wait_left_ns);
 	if (rc < 0)
 		return rc;
 	memset(out, 0, sizeof(*out));
@@ -688,6 +701,7 @@ static bool writer_alive(orbit_fleet_t *f, uint32_t row, uint32_t pid, uint64_t 
 static void hosts_gather(struct spots_walk *w)
 {
 	uint32_t rows = orbit_fleet_stats_rows(w->f);
+	uint64_t wait_left = ORBIT_FLEET_STATS_PASS_BUDGET_NS; /* one pass: one wait budget */
 
 	if (rows > orbit_fleet_rows(w->f))
 		rows = orbit_fleet_rows(w->f);
@@ -706,7 +720,7 @@ static void hosts_gather(struct spots_walk *w)
 				w->cap += 16;
 			}
 			h = &w->hosts[w->nhosts];
-			if (orbit_fleet_spot_stats_read(w->f, r, k, &h->st) < 0 ||
+			if (orbit_fleet_spot_stats_read_pass(w->f, r, k, &h->st, &wait_left) < 0 ||
 			    h->st.role != ORBIT_FLEET_SPOT_HOST)
 				continue;
 			if (alive < 0)

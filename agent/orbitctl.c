@@ -756,7 +756,7 @@ struct member_stats {
 };
 
 /* The Spot slots of @x's row that read back valid (scribbled ones are left out). */
-static int collect_spots(orbit_fleet_t *f, struct member_stats *x)
+static int collect_spots(orbit_fleet_t *f, struct member_stats *x, uint64_t *wait_left)
 {
 	x->spots = calloc(ORBIT_FLEET_SPOT_SLOTS, sizeof(*x->spots));
 	if (!x->spots)
@@ -764,7 +764,7 @@ static int collect_spots(orbit_fleet_t *f, struct member_stats *x)
 	for (uint32_t k = 0; k < ORBIT_FLEET_SPOT_SLOTS; k++) {
 		struct spot_slot *sp = &x->spots[x->nspots];
 
-		int rc = orbit_fleet_spot_stats_read(f, x->s.row, k, &sp->s);
+		int rc = orbit_fleet_spot_stats_read_pass(f, x->s.row, k, &sp->s, wait_left);
 
 		if (rc == -EAGAIN || rc == -ORBIT_ECORRUPT)
 			fprintf(stderr, "orbitctl: stats row %u Spot slot %u not shown: %s\n",
@@ -807,6 +807,7 @@ static bool row_live(const struct member_stats *x)
 static int collect(orbit_fleet_t *f, struct member_stats **out)
 {
 	uint32_t rows = orbit_fleet_rows(f), srows = orbit_fleet_stats_rows(f);
+	uint64_t wait_left = ORBIT_FLEET_STATS_PASS_BUDGET_NS; /* the pass's, all rows and slots */
 	struct member_stats *ms;
 	int n = 0;
 
@@ -818,7 +819,7 @@ static int collect(orbit_fleet_t *f, struct member_stats **out)
 	for (uint32_t r = 0; r < rows; r++) {
 		struct member_stats *x = &ms[n];
 
-		int rc = orbit_fleet_stats_read(f, r, &x->s);
+		int rc = orbit_fleet_stats_read_pass(f, r, &x->s, &wait_left);
 
 		if (rc == -EAGAIN)
 			fprintf(stderr,
@@ -830,7 +831,7 @@ static int collect(orbit_fleet_t *f, struct member_stats **out)
 		x->have_member = orbit_fleet_member(f, r, &x->m) == 0 && x->m.pid == x->s.pid &&
 				 x->m.start_time_ticks == x->s.start_time_ticks;
 		n++;
-		if (collect_spots(f, x) < 0) {
+		if (collect_spots(f, x, &wait_left) < 0) {
 			free_stats(ms, n);
 			return -ENOMEM;
 		}

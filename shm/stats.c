@@ -488,11 +488,16 @@ int orbit__stats_publish(orbit_stats_t *st, uint32_t row, const struct orbit_sta
  * first yield, and only while the block's stamped writer runs
  * (writer_runs()). So the reader never hangs on a seq a dead or stopped writer
  * left odd, never returns a torn copy, and gives up on a live writer only
- * when it rewrote the block for the whole budget.
+ * when it rewrote the block for the whole budget. A read of a pass
+ * (orbit__stats_read_pass) waits at most what the pass has left and
+ * charges it with the wait: a hostile writer's many odd blocks cost one
+ * pass ORBIT_STATS_PASS_BUDGET_NS, not 20 ms each.
  */
 struct read_bound {
 	uint64_t budget_ns;
-	uint64_t deadline_ns; /* 0 until the spins ran out */
+	uint64_t deadline_ns;	/* 0 until the spins ran out */
+	uint64_t waited_from;	/* CLOCK_MONOTONIC of the first yield (0: none) */
+	uint64_t *pass_left_ns; /* NULL, or the pass's wait left, shared by its reads */
 	unsigned misses;
 	_Atomic uint64_t *pid, *start_ticks; /* the block's writer, as stamped at claim */
 };
@@ -524,15 +529,36 @@ static bool retry_within(struct read_bound *b)
 		return true;
 	now = orbit__now_mono_ns();
 	if (!b->deadline_ns) {
-		if (!b->budget_ns || !writer_runs(b))
+		uint64_t budget = b->budget_ns;
+
+		/* a pass's spent budget: -EAGAIN at once, as for a dead writer */
+		if (b->pass_left_ns && *b->pass_left_ns < budget)
+			budget = *b->pass_left_ns;
+		if (!budget || !writer_runs(b))
 			return false;
-		b->deadline_ns = b->budget_ns > UINT64_MAX - now ? UINT64_MAX : now + b->budget_ns;
+		b->waited_from = now;
+		b->deadline_ns = budget > UINT64_MAX - now ? UINT64_MAX : now + budget;
 	} else if (now >= b->deadline_ns) {
 		return false;
 	}
 	sched_yield();
 	return true;
 }
+
+/* Charge the pass (if any) with the time this read waited, and return @rc. */
+static int read_done(const struct read_bound *b, int rc)
+{
+	uint64_t spent;
+
+	if (b->pass_left_ns && b->waited_from) {
+		spent = orbit__now_mono_ns() - b->waited_from;
+		*b->pass_left_ns -= spent < *b->pass_left_ns ? spent : *b->pass_left_ns;
+	}
+	return rc;
+}
+
+static int row_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_snapshot *out,
+		    struct read_bound *b);
 
 int orbit__stats_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_snapshot *out)
 {
@@ -542,19 +568,35 @@ int orbit__stats_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_
 int orbit__stats_read_within(const orbit_stats_t *st, uint32_t row,
 			     struct orbit_stats_snapshot *out, uint64_t budget_ns)
 {
-	struct orbit_stats_row *r = row_at(st, row);
 	struct read_bound b = { .budget_ns = budget_ns };
+
+	return row_read(st, row, out, &b);
+}
+
+int orbit__stats_read_pass(const orbit_stats_t *st, uint32_t row, struct orbit_stats_snapshot *out,
+			   uint64_t *pass_left_ns)
+{
+	struct read_bound b = { .budget_ns = ORBIT_STATS_READ_BUDGET_NS,
+				.pass_left_ns = pass_left_ns };
+
+	return read_done(&b, row_read(st, row, out, &b));
+}
+
+static int row_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_snapshot *out,
+		    struct read_bound *b)
+{
+	struct orbit_stats_row *r = row_at(st, row);
 
 	if (!r || !out)
 		return -EINVAL;
-	b.pid = &r->pid;
-	b.start_ticks = &r->start_ticks;
+	b->pid = &r->pid;
+	b->start_ticks = &r->start_ticks;
 	for (;;) {
 		/* ST-A1: acquire, pairs with ST-W2 in write_end(): values of that publish visible */
 		uint64_t s1 = atomic_load_explicit(&r->seq, memory_order_acquire);
 
 		if (s1 & 1) {
-			if (!retry_within(&b))
+			if (!retry_within(b))
 				return -EAGAIN;
 			continue;
 		}
@@ -568,7 +610,7 @@ int orbit__stats_read_within(const orbit_stats_t *st, uint32_t row,
 			hist_load(&out->hists[h], &r->hists[h]);
 		/* ST-A3: relaxed re-check, pairs with ST-W1: the ST-A2 loads before it already order it */
 		if (atomic_load_explicit(&r->seq, memory_order_relaxed) != s1) {
-			if (!retry_within(&b))
+			if (!retry_within(b))
 				return -EAGAIN;
 			continue;
 		}
@@ -612,6 +654,9 @@ int orbit__stats_spot_clear(orbit_stats_t *st, uint32_t row, uint32_t slot)
 	return 0;
 }
 
+static int spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
+		     struct orbit_stats_spot_snapshot *out, struct read_bound *b);
+
 int orbit__stats_spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
 			   struct orbit_stats_spot_snapshot *out)
 {
@@ -621,13 +666,29 @@ int orbit__stats_spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
 int orbit__stats_spot_read_within(const orbit_stats_t *st, uint32_t row, uint32_t slot,
 				  struct orbit_stats_spot_snapshot *out, uint64_t budget_ns)
 {
-	struct orbit_stats_spot_shm *p = spot_at(st, row, slot);
 	struct read_bound b = { .budget_ns = budget_ns };
+
+	return spot_read(st, row, slot, out, &b);
+}
+
+int orbit__stats_spot_read_pass(const orbit_stats_t *st, uint32_t row, uint32_t slot,
+				struct orbit_stats_spot_snapshot *out, uint64_t *pass_left_ns)
+{
+	struct read_bound b = { .budget_ns = ORBIT_STATS_READ_BUDGET_NS,
+				.pass_left_ns = pass_left_ns };
+
+	return read_done(&b, spot_read(st, row, slot, out, &b));
+}
+
+static int spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
+		     struct orbit_stats_spot_snapshot *out, struct read_bound *b)
+{
+	struct orbit_stats_spot_shm *p = spot_at(st, row, slot);
 
 	if (!p || !out)
 		return -EINVAL;
-	b.pid = &p->pid;
-	b.start_ticks = &p->start_ticks;
+	b->pid = &p->pid;
+	b->start_ticks = &p->start_ticks;
 	for (;;) {
 		/* acquire, as ST-A1 in orbit__stats_read(): pairs with ST-W2 */
 		uint64_t s1 = atomic_load_explicit(&p->seq, memory_order_acquire);
@@ -635,7 +696,7 @@ int orbit__stats_spot_read_within(const orbit_stats_t *st, uint32_t row, uint32_
 		unsigned n = 0;
 
 		if (s1 & 1) {
-			if (!retry_within(&b))
+			if (!retry_within(b))
 				return -EAGAIN;
 			continue;
 		}
@@ -658,7 +719,7 @@ int orbit__stats_spot_read_within(const orbit_stats_t *st, uint32_t row, uint32_
 		hist_load(&out->hist, &p->hist);
 		/* relaxed re-check, as ST-A3 in orbit__stats_read() */
 		if (atomic_load_explicit(&p->seq, memory_order_relaxed) != s1) {
-			if (!retry_within(&b))
+			if (!retry_within(b))
 				return -EAGAIN;
 			continue;
 		}

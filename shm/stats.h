@@ -79,9 +79,12 @@
  * sched_yield() between them for up to the budget (see orbit__stats_read). */
 #define ORBIT_STATS_READ_SPINS 64u
 #define ORBIT_STATS_READ_BUDGET_NS 20000000ull /* 20 ms */
-#define ORBIT_STATS_SPOTS_PER_ROW 16u	       /* Spot hosts + clients of one member */
-#define ORBIT_STATS_SPOT_COUNTERS_MAX 32u      /* room in a slot; the tables use fewer */
-#define ORBIT_STATS_SPOT_NAME_BYTES 48u	       /* a Spot name (<= 40) and its NUL, padded */
+/* A read pass's (every block of the fleet, one orbitctl stats or spots)
+ * wait, shared by its reads (orbit__stats_read_pass): five blocks' worth. */
+#define ORBIT_STATS_PASS_BUDGET_NS 100000000ull /* 100 ms */
+#define ORBIT_STATS_SPOTS_PER_ROW 16u		/* Spot hosts + clients of one member */
+#define ORBIT_STATS_SPOT_COUNTERS_MAX 32u	/* room in a slot; the tables use fewer */
+#define ORBIT_STATS_SPOT_NAME_BYTES 48u		/* a Spot name (<= 40) and its NUL, padded */
 #define ORBIT_STATS_SPOT_BYTES 1024u
 
 /* Counter ids: the index into a row's counters and into orbit__stats_counters[]. */
@@ -380,6 +383,16 @@ int orbit__stats_publish(orbit_stats_t *st, uint32_t row, const struct orbit_sta
 int orbit__stats_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_snapshot *out);
 int orbit__stats_read_within(const orbit_stats_t *st, uint32_t row,
 			     struct orbit_stats_snapshot *out, uint64_t budget_ns);
+/*
+ * orbit__stats_read_pass - orbit__stats_read() as one read of a pass: the
+ * wait (the yields past the spins) is at most the smaller of
+ * ORBIT_STATS_READ_BUDGET_NS and *@pass_left_ns, and is taken off
+ * *@pass_left_ns; at 0 a block met odd or changing past the spins gets
+ * -EAGAIN at once, as with a dead writer. @pass_left_ns NULL: no pass.
+ * Start a pass at ORBIT_STATS_PASS_BUDGET_NS; one caller's variable.
+ */
+int orbit__stats_read_pass(const orbit_stats_t *st, uint32_t row, struct orbit_stats_snapshot *out,
+			   uint64_t *pass_left_ns);
 
 /* Reset row @row (and its Spot slots) to never-claimed. Returns as claim. */
 int orbit__stats_clear(orbit_stats_t *st, uint32_t row);
@@ -418,5 +431,8 @@ int orbit__stats_spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
 			   struct orbit_stats_spot_snapshot *out);
 int orbit__stats_spot_read_within(const orbit_stats_t *st, uint32_t row, uint32_t slot,
 				  struct orbit_stats_spot_snapshot *out, uint64_t budget_ns);
+/* orbit__stats_spot_read as one read of a pass (see orbit__stats_read_pass). */
+int orbit__stats_spot_read_pass(const orbit_stats_t *st, uint32_t row, uint32_t slot,
+				struct orbit_stats_spot_snapshot *out, uint64_t *pass_left_ns);
 
 #endif /* ORBIT_SHM_STATS_H */

@@ -201,6 +201,26 @@ ORBIT_API int orbit_fleet_member(orbit_fleet_t *f, uint32_t row, struct orbit_fl
  */
 ORBIT_API int orbit_fleet_stats_read(orbit_fleet_t *f, uint32_t row, struct orbit_fleet_stats *out);
 
+/* The wait a read pass over the fleet shares (orbit_fleet_stats_read_pass()): 100 ms. */
+#define ORBIT_FLEET_STATS_PASS_BUDGET_NS 100000000ull
+
+/**
+ * orbit_fleet_stats_read_pass - orbit_fleet_stats_read() as one read of a
+ * pass over many rows and Spot slots (orbitctl stats reads every block of
+ * the fleet): it waits for the row's writer at most the smaller of 20 ms
+ * and *@wait_left_ns, and takes its wait off *@wait_left_ns. Once that is
+ * 0, a row met mid-publish past the 64 copies answers -EAGAIN at once, so
+ * a writer that keeps many blocks odd costs the pass at most the budget
+ * it started with (set *@wait_left_ns to ORBIT_FLEET_STATS_PASS_BUDGET_NS
+ * before the first read), not 20 ms a block. @wait_left_ns NULL: as
+ * orbit_fleet_stats_read().
+ * Context: as orbit_fleet_stats_read(); *@wait_left_ns is the caller's
+ * (one thread at a time).
+ * Returns: as orbit_fleet_stats_read().
+ */
+ORBIT_API int orbit_fleet_stats_read_pass(orbit_fleet_t *f, uint32_t row,
+					  struct orbit_fleet_stats *out, uint64_t *wait_left_ns);
+
 /**
  * orbit_fleet_stats_rows - rows of the stats segment: the valid @row
  * values of orbit_fleet_stats_read() are 0 to this count - 1 (one row per
@@ -293,6 +313,16 @@ struct orbit_fleet_spot_stats {
  */
 ORBIT_API int orbit_fleet_spot_stats_read(orbit_fleet_t *f, uint32_t row, uint32_t slot,
 					  struct orbit_fleet_spot_stats *out);
+
+/**
+ * orbit_fleet_spot_stats_read_pass - orbit_fleet_spot_stats_read() as one
+ * read of a pass, sharing *@wait_left_ns as orbit_fleet_stats_read_pass().
+ * Context: as orbit_fleet_spot_stats_read().
+ * Returns: as orbit_fleet_spot_stats_read().
+ */
+ORBIT_API int orbit_fleet_spot_stats_read_pass(orbit_fleet_t *f, uint32_t row, uint32_t slot,
+					       struct orbit_fleet_spot_stats *out,
+					       uint64_t *wait_left_ns);
 
 /*
  * The Spot slots' name tables, per role (shared by writer and reader, in
@@ -489,7 +519,9 @@ typedef int (*orbit_fleet_spot_fn)(const struct orbit_fleet_spot *spot, void *ct
  * @f: the fleet. @fn: returns non-zero to stop (that value is returned).
  * Context: any thread; syscalls (readdir, shm_open, mmap, the lease
  * lookup without the serializer, one fcntl liveness probe per member row
- * with a host slot); allocates; never joins the fleet.
+ * with a host slot); allocates; never joins the fleet. The Spot slots are
+ * read as one pass (orbit_fleet_spot_stats_read_pass()): at most
+ * ORBIT_FLEET_STATS_PASS_BUDGET_NS of waiting for writers in all.
  * Returns: the number of Spots passed to @fn; @fn's non-zero value;
  * -EINVAL (NULL argument); -errno of reading /dev/shm.
  */

@@ -393,6 +393,100 @@ static void test_stats_read_bounded_beside_rewriter_and_killed_writer(void **sta
 	munmap(sh, sizeof(*sh));
 }
 
+#define PASS_STUCK_ROWS 32u /* rows 0..31 held odd; row 32's Spot slots too */
+#define PASS_GOOD_ROW 32u   /* rows 32..39 published, read back */
+#define PASS_ROWS 40u
+
+/* A live writer (its own pid and start time) that leaves many blocks odd, then stops. */
+static int odd_keeper(orbit_stats_t *st, uint32_t row, struct stall *sh)
+{
+	uint64_t t = 0;
+
+	(void)row;
+	if (orbit__proc_start_time(getpid(), &t))
+		return 10;
+	for (uint32_t r = 0; r < PASS_STUCK_ROWS; r++) {
+		if (claim_as_me(st, r))
+			return 11;
+		begin_publish(st, r, 5, ORBIT_STAT__COUNT / 2);
+	}
+	for (uint32_t k = 0; k < ORBIT_STATS_SPOTS_PER_ROW; k++) {
+		struct orbit_stats_spot_shm *p = &st->body->spot[PASS_GOOD_ROW][k];
+
+		atomic_store(&p->pid, (uint64_t)getpid());
+		atomic_store(&p->start_ticks, t);
+		atomic_store(&p->role, ORBIT_STATS_SPOT_HOST);
+		atomic_store(&p->seq, atomic_load(&p->seq) | 1);
+	}
+	atomic_store(&sh->inside, 1);
+	raise(SIGSTOP);
+	return 0;
+}
+
+/*
+ * The stats reader's bound per pass: one pass over the fleet shares
+ * ORBIT_STATS_PASS_BUDGET_NS of waiting. A live writer (stamped with its
+ * own pid and start time, then SIGSTOPped) holds 32 rows and 16 Spot slots
+ * odd: each alone would cost a read ORBIT_STATS_READ_BUDGET_NS (48 x 20
+ * ms, about 1 s, for the pass before); read as one pass they cost the 100
+ * ms of the pass in all, every stuck block answers -EAGAIN, and the rows
+ * that were published in between still read back whole.
+ */
+static void test_stats_read_pass_shares_one_budget_over_many_stuck_blocks(void **state)
+{
+	const uint64_t slack_ns = 300000000ull; /* a loaded 2-core host */
+	uint64_t left = ORBIT_STATS_PASS_BUDGET_NS, t0, took;
+	struct orbit_stats_spot_snapshot sp;
+	struct orbit_stats_snapshot snap;
+	int again = 0, good = 0, rc, ws;
+	struct stall *sh;
+	orbit_stats_t st;
+	pid_t w;
+
+	(void)state;
+	sh = stall_map();
+	assert_int_equal(orbit__stats_open(&st, fleet, NULL), 0);
+	for (uint32_t r = PASS_GOOD_ROW; r < PASS_ROWS; r++) {
+		fill(&snap, r);
+		assert_int_equal(orbit__stats_claim(&st, r, (uint64_t)getpid(), 1), 0);
+		assert_int_equal(orbit__stats_publish(&st, r, &snap), 0);
+	}
+	w = fork_writer(&st, 0, sh, odd_keeper);
+	assert_true(wait_stopped(w, 10000));
+	t0 = orbit_test_now_ns();
+	for (uint32_t r = 0; r < PASS_ROWS; r++) {
+		rc = orbit__stats_read_pass(&st, r, &snap, &left);
+		if (r < PASS_STUCK_ROWS) {
+			assert_int_equal(rc, -EAGAIN);
+			again++;
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		assert_int_equal(snap.counters[0], r);
+		assert_true(consistent(&snap));
+		good++;
+		for (uint32_t k = 0; k < ORBIT_STATS_SPOTS_PER_ROW; k++) {
+			rc = orbit__stats_spot_read_pass(&st, r, k, &sp, &left);
+			assert_int_equal(rc, r == PASS_GOOD_ROW ? -EAGAIN : -ENOENT);
+			again += rc == -EAGAIN;
+		}
+	}
+	took = orbit_test_now_ns() - t0;
+	print_message("one pass, %d blocks held odd by a live writer, %d rows read: %.1f ms\n",
+		      again, good, took / 1e6);
+	assert_int_equal(again, PASS_STUCK_ROWS + ORBIT_STATS_SPOTS_PER_ROW);
+	assert_int_equal(good, PASS_ROWS - PASS_GOOD_ROW);
+	assert_int_equal(left, 0); /* the pass waited, its budget is spent */
+	if (took > ORBIT_STATS_PASS_BUDGET_NS + slack_ns)
+		fail_msg("a pass over %d stuck blocks took %.1f ms (pass budget %.0f ms)", again,
+			 took / 1e6, ORBIT_STATS_PASS_BUDGET_NS / 1e6);
+	kill(w, SIGKILL);
+	ws = orbit_test_wait(w, 10000);
+	assert_true(ws >= 0 && WIFSIGNALED(ws));
+	orbit__stats_close(&st);
+	munmap(sh, sizeof(*sh));
+}
+
 /* Issue 5 "Stats segment": versioned and validated like every segment. */
 static void test_stats_open_validates_and_modes(void **state)
 {
@@ -703,6 +797,8 @@ int main(void)
 		    test_stats_read_waits_out_a_writer_preempted_mid_publish, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_stats_read_bounded_beside_rewriter_and_killed_writer, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_stats_read_pass_shares_one_budget_over_many_stuck_blocks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_spot_slots_publish_read_clear, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_stats_spot_slots_random_bytes, setup,

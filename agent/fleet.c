@@ -33,7 +33,8 @@ _Static_assert(ORBIT_STATS_MAX_COUNTERS == ORBIT_STATS_COUNTERS_MAX, "counter ro
 _Static_assert(ORBIT_STATS_MAX_HISTS == ORBIT_STATS_HISTS_MAX, "histogram room agrees");
 _Static_assert(ORBIT_STATS_NBUCKETS == ORBIT_STATS_BUCKETS, "bucket count agrees");
 _Static_assert(ORBIT_FLEET_SPOT_SLOTS == ORBIT_STATS_SPOTS_PER_ROW, "Spot slots agree");
-_Static_assert(ORBIT_FLEET_STATS_PASS_BUDGET_NS == ORBIT_STATS_PASS_BUDGET_NS, "pass budgets agree");
+_Static_assert(ORBIT_FLEET_STATS_PASS_BUDGET_NS == ORBIT_STATS_PASS_BUDGET_NS,
+	       "pass budgets agree");
 _Static_assert(ORBIT_FLEET_SPOT_COUNTERS_MAX == ORBIT_STATS_SPOT_COUNTERS_MAX,
 	       "Spot counters agree");
 _Static_assert(ORBIT_FLEET_SPOT_NAME_MAX == ORBIT_STATS_SPOT_NAME_BYTES, "Spot names agree");

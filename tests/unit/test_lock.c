@@ -1328,6 +1328,52 @@ static void test_release_last_slot_checked_like_the_probe(void **state)
 }
 
 /*
+ * The last slot's control byte is checked as the probe checks it (spec
+ * "Invariants": only an exact current owner renews or releases a live
+ * entry, and only the entry the probe finds). L acquires W at its home
+ * 100 (L's last slot); W's control byte scribbled to another hash's tag
+ * while the slot still holds W's live entry. The probe skips a byte of
+ * other hash bits without reading its slot and ends at the EMPTY after
+ * it: no entry, nothing to rebuild. So lookup, renew, release and
+ * force_release all answer -ENOENT (no corrupt slot counted), never act
+ * on an entry no lookup or acquire can see. With W's tag back, the
+ * release is 0. Mutation: last_holds() without its control-byte check -
+ * the renew -ENOENT returned 0.
+ */
+static void test_release_last_slot_byte_must_carry_the_key_tag(void **state)
+{
+	orbit_lock_owner_t a = O("owner-a");
+	struct orbit_lock_stats st0, st1;
+	struct orbit_lock_lease lw;
+	struct orbit_lock_entry e;
+	char bw[32];
+	int from = 0;
+	orbit_lock_key_t kw = key_with_home(bw, sizeof(bw), "tw", 100, &from);
+	uint32_t tag = 0x80u | ((uint32_t)orbit__lock_hash(&kw) >> 25);
+
+	assert_int_equal(orbit_lock_try_acquire(L, &kw, &a, 100 * SEC, &lw, NULL), 0);
+	assert_int_equal(orbit_lock_lookup(L, &kw, &e), 0);
+	/* L's last slot, the path's end (EMPTY) right after it */
+	assert_int_equal(e.slot_idx, 100);
+	assert_int_equal(ctrl_byte(L, 101, -1), 0u);
+	/* another hash's tag over W's byte: the slot body still W's */
+	ctrl_byte(L, 100, (int)(tag ^ 1u));
+	assert_int_equal(atomic_load(&slot_at(L, 100)->state), ORBIT_LOCK_SLOT_OCCUPIED);
+	assert_int_equal(orbit_lock_stats(L, &st0), 0);
+	/* what the probe answers: the byte is not W's, the path ends at 101 */
+	assert_int_equal(orbit_lock_lookup(L, &kw, &e), -ENOENT);
+	assert_int_equal(orbit_lock_renew(L, &kw, &a, lw.token, 100 * SEC, NULL), -ENOENT);
+	assert_int_equal(orbit_lock_release(L, &kw, &a, lw.token), -ENOENT);
+	assert_int_equal(orbit_lock_force_release(L, &kw), -ENOENT);
+	assert_int_equal(orbit_lock_stats(L, &st1), 0);
+	/* no rebuild found it; the byte untouched, W's tag put back */
+	assert_int_equal(st1.corrupt_slots, st0.corrupt_slots);
+	assert_int_equal(ctrl_byte(L, 100, (int)tag), tag ^ 1u);
+	assert_int_equal(orbit_lock_release(L, &kw, &a, lw.token), 0);
+	check_table(L);
+}
+
+/*
  * A release decides "the next slot is EMPTY, so mine may become EMPTY
  * too" (no tombstone). A control byte scribbled EMPTY over the next
  * slot's live entry must not decide it alone: A (home 50) at 50, B (home
@@ -2329,6 +2375,7 @@ static void test_lookup_key_inside_entry_is_copied_first(void **state)
 	    T(test_release_last_slot_only_when_it_holds_the_live_key),                             \
 	    T(test_release_last_slot_not_behind_a_cut_path),                                       \
 	    T(test_release_last_slot_checked_like_the_probe),                                      \
+	    T(test_release_last_slot_byte_must_carry_the_key_tag),                                 \
 	    T(test_expired_entry_off_path_reclaimed_by_sweep),                                     \
 	    T(test_err_eversion_table_of_layout_version_3_or_5),                                   \
 	    T(test_foreach_namespace_and_holder_alive),                                            \

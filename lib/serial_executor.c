@@ -435,6 +435,23 @@ static void pool_push(struct orbit__coord *co, struct work_alloc *a)
 	    &co->pool_top, &top, nt, memory_order_release, memory_order_relaxed));
 }
 
+/* Push the records @first..@last, already linked through `next`, in one CAS. */
+static void pool_push_chain(struct orbit__coord *co, struct work_alloc *first,
+			    struct work_alloc *last)
+{
+	/* Relaxed: the CAS below publishes (SX-R2). */
+	uint64_t top = atomic_load_explicit(&co->pool_top, memory_order_relaxed), nt;
+
+	do {
+		/* Relaxed: published by the SX-R2 CAS; racing pops only read it. */
+		atomic_store_explicit(&last->next, (uint32_t)top, memory_order_relaxed);
+		nt = (((top >> 32) + 1) << 32) | (first->idx + 1);
+		/* SX-R2: release, pairs with SX-A2 in pool_pop(): the chain's
+		 * links (and a new chunk's bytes) before any of it is popped */
+	} while (!atomic_compare_exchange_weak_explicit(
+	    &co->pool_top, &top, nt, memory_order_release, memory_order_relaxed));
+}
+
 static struct work_alloc *pool_pop(struct orbit__coord *co)
 {
 	/* SX-A2: acquire, pairs with SX-R2 in pool_push() */
@@ -501,10 +518,12 @@ static struct work_alloc *pool_grow(struct orbit__coord *co)
 	memset(chunk, 0, n * sizeof(*chunk));
 	for (uint32_t i = 0; i < n; i++)
 		chunk[i].idx = chunk_first(c) + i;
-	/* Relaxed: published to other threads by the SX-R2 pushes below. */
+	/* Relaxed: published to other threads by the SX-R2 push below. */
 	atomic_store_explicit(&co->pool_chunk[c], chunk, memory_order_relaxed);
-	for (uint32_t i = 1; i < n; i++)
-		pool_push(co, &chunk[i]);
+	/* Relaxed: the chunk is this thread's until pool_push_chain()'s SX-R2. */
+	for (uint32_t i = 1; i + 1 < n; i++)
+		atomic_store_explicit(&chunk[i].next, chunk[i + 1].idx + 1, memory_order_relaxed);
+	pool_push_chain(co, &chunk[1], &chunk[n - 1]); /* one CAS, not one per record */
 	return &chunk[0];
 }
 

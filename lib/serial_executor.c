@@ -420,21 +420,6 @@ static struct work_alloc *pool_at(struct orbit__coord *co, uint32_t idx)
 	return &chunk[idx - chunk_first(c)];
 }
 
-static void pool_push(struct orbit__coord *co, struct work_alloc *a)
-{
-	/* Relaxed: the CAS below publishes (SX-R2). */
-	uint64_t top = atomic_load_explicit(&co->pool_top, memory_order_relaxed), nt;
-
-	do {
-		/* Relaxed: published by the SX-R2 CAS; racing pops only read it. */
-		atomic_store_explicit(&a->next, (uint32_t)top, memory_order_relaxed);
-		nt = (((top >> 32) + 1) << 32) | (a->idx + 1);
-		/* SX-R2: release, pairs with SX-A2 in pool_pop(): the record's
-		 * last use (its release) and its link before it can be popped */
-	} while (!atomic_compare_exchange_weak_explicit(
-	    &co->pool_top, &top, nt, memory_order_release, memory_order_relaxed));
-}
-
 /* Push the records @first..@last, already linked through `next`, in one CAS. */
 static void pool_push_chain(struct orbit__coord *co, struct work_alloc *first,
 			    struct work_alloc *last)
@@ -446,15 +431,21 @@ static void pool_push_chain(struct orbit__coord *co, struct work_alloc *first,
 		/* Relaxed: published by the SX-R2 CAS; racing pops only read it. */
 		atomic_store_explicit(&last->next, (uint32_t)top, memory_order_relaxed);
 		nt = (((top >> 32) + 1) << 32) | (first->idx + 1);
-		/* SX-R2: release, pairs with SX-A2 in pool_pop(): the chain's
-		 * links (and a new chunk's bytes) before any of it is popped */
+		/* SX-R2: release, pairs with SX-A2 in pool_pop(): each record's
+		 * last use (its release), its link and a new chunk's bytes
+		 * before any of it can be popped */
 	} while (!atomic_compare_exchange_weak_explicit(
 	    &co->pool_top, &top, nt, memory_order_release, memory_order_relaxed));
 }
 
+static void pool_push(struct orbit__coord *co, struct work_alloc *a)
+{
+	pool_push_chain(co, a, a);
+}
+
 static struct work_alloc *pool_pop(struct orbit__coord *co)
 {
-	/* SX-A2: acquire, pairs with SX-R2 in pool_push() */
+	/* SX-A2: acquire, pairs with SX-R2 in pool_push_chain() */
 	uint64_t top = atomic_load_explicit(&co->pool_top, memory_order_acquire), nt;
 	struct work_alloc *a;
 

@@ -686,8 +686,9 @@ struct spots_walk {
 	orbit_fleet_spot_fn fn;
 	void *ctx;
 	int n, stop;
-	struct host_slot *hosts; /* NULL: none (or no memory: no latency shown) */
+	struct host_slot *hosts; /* NULL: none */
 	unsigned nhosts, cap;
+	uint32_t unread; /* Spot slots not read or not kept: every Spot's host_slots_unread */
 };
 
 /* Is stats row @row's writer (@pid, @ticks) the live member of that row? */
@@ -698,7 +699,28 @@ static bool writer_alive(orbit_fleet_t *f, uint32_t row, uint32_t pid, uint64_t 
 	       m->start_time_ticks == ticks;
 }
 
-/* Every host slot of a live member (one probe of liveness per row). */
+/* Room for one more host slot in @w; false: no memory. */
+static bool hosts_room(struct spots_walk *w)
+{
+	struct host_slot *grown;
+
+	if (w->nhosts < w->cap)
+		return true;
+	grown = realloc(w->hosts, (w->cap + 16) * sizeof(*grown));
+	if (!grown)
+		return false;
+	w->hosts = grown;
+	w->cap += 16;
+	return true;
+}
+
+/*
+ * Every host slot of a live member (one probe of liveness per row). A
+ * slot that does not read back (-EAGAIN past the pass's wait, or
+ * -ORBIT_ECORRUPT) or finds no memory is counted in w->unread, never left
+ * out silently: it may be the host slot of a Spot that is then shown
+ * without its latency.
+ */
 static void hosts_gather(struct spots_walk *w)
 {
 	uint32_t rows = orbit_fleet_stats_rows(w->f);
@@ -708,31 +730,31 @@ static void hosts_gather(struct spots_walk *w)
 		rows = orbit_fleet_rows(w->f);
 	for (uint32_t r = 0; r < rows; r++) {
 		struct orbit_fleet_member m;
-		int alive = -1; /* not probed yet */
+		struct host_slot h;
+		int alive = -1, rc; /* not probed yet */
 
 		for (uint32_t k = 0; k < ORBIT_STATS_SPOTS_PER_ROW; k++) {
-			struct host_slot *h, *grown;
-
-			if (w->nhosts == w->cap) {
-				grown = realloc(w->hosts, (w->cap + 16) * sizeof(*grown));
-				if (!grown)
-					return; /* the Spots are listed without their latency */
-				w->hosts = grown;
-				w->cap += 16;
+			rc = orbit_fleet_spot_stats_read_pass(w->f, r, k, &h.st, &wait_left);
+			if (rc == -ENOENT)
+				continue; /* a free slot */
+			if (rc < 0) {
+				w->unread++;
+				continue;
 			}
-			h = &w->hosts[w->nhosts];
-			if (orbit_fleet_spot_stats_read_pass(w->f, r, k, &h->st, &wait_left) < 0 ||
-			    h->st.role != ORBIT_FLEET_SPOT_HOST)
+			if (h.st.role != ORBIT_FLEET_SPOT_HOST)
 				continue;
 			if (alive < 0)
-				alive = writer_alive(w->f, r, h->st.pid, h->st.start_time_ticks,
-						     &m);
-			if (!alive || m.pid != h->st.pid ||
-			    m.start_time_ticks != h->st.start_time_ticks)
+				alive = writer_alive(w->f, r, h.st.pid, h.st.start_time_ticks, &m);
+			if (!alive || m.pid != h.st.pid ||
+			    m.start_time_ticks != h.st.start_time_ticks)
+				continue; /* a dead host's slot: shown by orbitctl stats --all */
+			if (!hosts_room(w)) {
+				w->unread++;
 				continue;
-			memcpy(h->member, m.name, sizeof(h->member));
-			h->member[sizeof(h->member) - 1] = '\0';
-			w->nhosts++;
+			}
+			memcpy(h.member, m.name, sizeof(h.member));
+			h.member[sizeof(h.member) - 1] = '\0';
+			w->hosts[w->nhosts++] = h;
 		}
 	}
 }
@@ -824,6 +846,7 @@ static int spot_visit(void *ctx, const char *spot)
 	}
 	spot_host_alive(w->f, spot, &out);
 	spot_host_stats(w, &out);
+	out.host_slots_unread = w->unread;
 	w->n++;
 	w->stop = w->fn(&out, w->ctx);
 	return w->stop;
@@ -901,7 +924,7 @@ int orbit_fleet_unlink_with(const struct orbit_fleet_options *user)
 
 int orbit_fleet_spots(orbit_fleet_t *f, orbit_fleet_spot_fn fn, void *ctx)
 {
-	struct spots_walk w = { f, fn, ctx, 0, 0, NULL, 0, 0 };
+	struct spots_walk w = { f, fn, ctx, 0, 0, NULL, 0, 0, 0 };
 	int rc;
 
 	if (!f || !fn)

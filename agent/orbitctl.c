@@ -1401,6 +1401,7 @@ static int cmd_reset(orbit_fleet_t *f)
 struct spots_ctx {
 	bool json;
 	int n, bad;
+	uint32_t slots_unread; /* the walk's host_slots_unread (the same for every Spot) */
 };
 
 static void bytes_str(char *out, size_t len, uint64_t b)
@@ -1419,6 +1420,7 @@ static int print_spot(const struct orbit_fleet_spot *sp, void *p)
 	const struct orbit_fleet_spot_lane *a = &sp->lanes[0], *l = &sp->lanes[1];
 	char name[SHOWN_MAX(48)], epoch[24], bytes[16];
 
+	c->slots_unread = sp->host_slots_unread;
 	if (c->json) {
 		printf("%s\n {\"spot\":", c->n ? "," : "");
 		json_str(sp->name, sizeof(sp->name));
@@ -1466,7 +1468,7 @@ static int print_spot(const struct orbit_fleet_spot *sp, void *p)
 		} else {
 			printf("null");
 		}
-		printf("}");
+		printf(",\"host_slots_unread\":%u}", sp->host_slots_unread);
 		c->n++;
 		return 0;
 	}
@@ -1514,7 +1516,7 @@ static int print_spot(const struct orbit_fleet_spot *sp, void *p)
 
 static int cmd_spots(orbit_fleet_t *f, bool json)
 {
-	struct spots_ctx c = { json, 0, 0 };
+	struct spots_ctx c = { json, 0, 0, 0 };
 	int rc;
 
 	if (json) {
@@ -1528,6 +1530,12 @@ static int cmd_spots(orbit_fleet_t *f, bool json)
 	rc = orbit_fleet_spots(f, print_spot, &c);
 	if (json)
 		printf("\n]}\n");
+	if (c.slots_unread)
+		fprintf(stderr,
+			"orbitctl: %u Spot stats slot(s) not read (their writer kept them "
+			"changing or left them mid-publish, or they fail validation): a "
+			"Spot's run line may be missing; orbitctl stats names them\n",
+			c.slots_unread);
 	if (rc < 0)
 		return fail("listing Spot queues", orbit_fleet_name(f), rc);
 	if (!json)

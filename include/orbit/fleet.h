@@ -496,7 +496,8 @@ struct orbit_fleet_spot {
 	 * The host's stats slot (orbit_fleet_spot_stats_read()): of the live
 	 * members hosting this Spot, the one with the highest epoch (normally
 	 * the queue's epoch). have_host_stats 0: none published (no host, a
-	 * dead host, or the stats segment missing); the fields below are 0.
+	 * dead host, or the stats segment missing) or none read (see
+	 * host_slots_unread); the fields below are 0.
 	 * Latency: submit-to-run since that host took over, percentiles as
 	 * bucket upper bounds (orbit_stats_hist_quantile), max exact.
 	 */
@@ -507,6 +508,16 @@ struct orbit_fleet_spot {
 	uint64_t latency_count;
 	uint64_t latency_p50_ns, latency_p99_ns, latency_max_ns;
 	uint64_t in_flight; /* handed to the coordinator, not finished */
+	/*
+	 * Spot slots of the fleet this call could not read: -EAGAIN (a live
+	 * writer kept the slot changing, or left it mid-publish, past the
+	 * pass's wait), -ORBIT_ECORRUPT (its bytes fail validation), or no
+	 * memory to keep it. The same count for every Spot of one call. Not 0:
+	 * have_host_stats 0 does not prove that this Spot's host published
+	 * nothing (its slot may be one of these); orbitctl spots says so on
+	 * stderr and orbitctl stats names each such slot.
+	 */
+	uint32_t host_slots_unread;
 };
 
 typedef int (*orbit_fleet_spot_fn)(const struct orbit_fleet_spot *spot, void *ctx);
@@ -521,7 +532,8 @@ typedef int (*orbit_fleet_spot_fn)(const struct orbit_fleet_spot *spot, void *ct
  * lookup without the serializer, one fcntl liveness probe per member row
  * with a host slot); allocates; never joins the fleet. The Spot slots are
  * read as one pass (orbit_fleet_spot_stats_read_pass()): at most
- * ORBIT_FLEET_STATS_PASS_BUDGET_NS of waiting for writers in all.
+ * ORBIT_FLEET_STATS_PASS_BUDGET_NS of waiting for writers in all; a slot
+ * still unreadable then is counted in every Spot's host_slots_unread.
  * Returns: the number of Spots passed to @fn; @fn's non-zero value;
  * -EINVAL (NULL argument); -errno of reading /dev/shm.
  */

@@ -1193,6 +1193,157 @@ static void test_orbitctl_spots_lists_queues(void **state)
 	orbit__spotq_unlink(fleet, "t.spot1");
 }
 
+/* ---- a fleet whose stats blocks a live writer keeps odd ---- */
+
+/*
+ * A fleet of its own (the fixture's agent must not see these blocks): a
+ * member directory with one live member (this process, row good), whose
+ * stats row and Spot slot 0 (host of "t.good") are published. The
+ * blocks made stuck below are stamped with this process's pid and start
+ * time, so a reader (orbitctl, or orbit_fleet_spots() here) finds their
+ * writer alive and waits for it, as for a writer preempted mid-publish.
+ */
+struct stuck_fleet {
+	char name[64];
+	orbit_members_t *m;
+	orbit_stats_t st;
+	orbit_spotq_t *q;
+	uint32_t good;	/* the live member's row */
+	uint64_t ticks; /* this process's /proc start time */
+};
+
+#define STUCK_LOCK_ACQUIRED 4242u /* the good row's lock_acquired */
+
+static void stuck_fleet_open(struct stuck_fleet *sf)
+{
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN_OR_CREATE };
+	struct orbit_stats_spot_snapshot sp;
+	struct orbit_stats_snapshot snap;
+	struct orbit_spotq_options o;
+	int r;
+
+	memset(sf, 0, sizeof(*sf));
+	orbit_test_fleet(sf->name, sizeof(sf->name), "stk");
+	assert_int_equal(orbit__proc_start_time(getpid(), &sf->ticks), 0);
+	assert_int_equal(orbit__members_open(&sf->m, sf->name, 0, &so), 0);
+	r = orbit__members_join(sf->m, "stuck-good");
+	assert_true(r >= 0);
+	sf->good = (uint32_t)r;
+	assert_int_equal(orbit__stats_open(&sf->st, sf->name, &so), 0);
+	assert_int_equal(orbit__stats_claim(&sf->st, sf->good, (uint64_t)getpid(), sf->ticks), 0);
+	memset(&snap, 0, sizeof(snap));
+	snap.counters[ORBIT_STAT_LOCK_ACQUIRED] = STUCK_LOCK_ACQUIRED;
+	assert_int_equal(orbit__stats_publish(&sf->st, sf->good, &snap), 0);
+	memset(&sp, 0, sizeof(sp));
+	sp.role = ORBIT_STATS_SPOT_HOST;
+	sp.pid = (uint64_t)getpid();
+	sp.start_ticks = sf->ticks;
+	snprintf(sp.name, sizeof(sp.name), "t.good");
+	sp.counters[ORBIT_SPOT_HOST_EPOCH] = 7;
+	sp.hist.count = 1;
+	sp.hist.buckets[3] = 1;
+	assert_int_equal(orbit__stats_spot_publish(&sf->st, sf->good, 0, &sp), 0);
+	orbit__spotq_options_init(&o);
+	o.how = ORBIT_SEG_OPEN_OR_CREATE;
+	assert_int_equal(orbit__spotq_open(&sf->q, sf->name, "t.good", &o), 0);
+}
+
+static void stuck_fleet_close(struct stuck_fleet *sf)
+{
+	orbit__spotq_close(sf->q);
+	orbit__spotq_unlink(sf->name, "t.good");
+	orbit__stats_close(&sf->st);
+	orbit__seg_unlink(sf->name, ORBIT_STATS_SEG_NAME);
+	orbit__members_close(sf->m);
+	orbit__members_unlink(sf->name);
+}
+
+/* Spot slot @k of @row stamped as this process's host slot and left mid-publish. */
+static void stuck_spot(struct stuck_fleet *sf, uint32_t row, uint32_t k)
+{
+	struct orbit_stats_spot_shm *p = &sf->st.body->spot[row][k];
+
+	atomic_store(&p->pid, (uint64_t)getpid());
+	atomic_store(&p->start_ticks, sf->ticks);
+	atomic_store(&p->role, ORBIT_STATS_SPOT_HOST);
+	atomic_store(&p->seq, atomic_load(&p->seq) | 1);
+}
+
+struct stuck_spots {
+	int calls;
+	struct orbit_fleet_spot good;
+};
+
+static int stuck_spot_cb(const struct orbit_fleet_spot *sp, void *ctx)
+{
+	struct stuck_spots *s = ctx;
+
+	s->calls++;
+	if (!strcmp(sp->name, "t.good"))
+		s->good = *sp;
+	return 0;
+}
+
+/*
+ * orbit_fleet_spots() (and so orbitctl spots) reads every Spot slot of
+ * the fleet for the Spots' host stats; a slot it cannot read is counted
+ * in each Spot's host_slots_unread, never dropped silently: one slot a
+ * live writer leaves mid-publish (-EAGAIN after the pass's wait) and one
+ * whose role is scribbled (-ORBIT_ECORRUPT) give 2, the good host slot
+ * of the same row is still used, orbitctl spots says so on stderr and in
+ * its JSON, and with the two slots freed the count is 0 and nothing is
+ * said.
+ */
+static void test_fleet_spots_counts_the_spot_slots_it_cannot_read(void **state)
+{
+	struct orbit_fleet_options fo = { .size = sizeof(fo) };
+	struct stuck_fleet sf;
+	struct stuck_spots s;
+	orbit_fleet_t *f;
+	char py[512], cmd[1024];
+
+	(void)state;
+	stuck_fleet_open(&sf);
+	fo.fleet = sf.name;
+	stuck_spot(&sf, sf.good, 1);
+	atomic_store(&sf.st.body->spot[sf.good][2].role, 99); /* no such role: corrupt */
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(orbit_fleet_spots(f, stuck_spot_cb, &s), 1);
+	print_message("a Spot slot held odd, one scribbled: host_slots_unread %u\n",
+		      s.good.host_slots_unread);
+	assert_int_equal(s.good.host_slots_unread, 2);
+	assert_true(s.good.have_host_stats); /* slot 0 read back: its latency is shown */
+	assert_int_equal(s.good.host_row, sf.good);
+	assert_int_equal(s.good.host_epoch, 7);
+
+	assert_int_equal(run(sf.name, "spots", true), 0);
+	orbit_test_expect_in(out,
+			     "orbitctl: 2 Spot stats slot(s) not read (their writer kept "
+			     "them changing or left them mid-publish, or they fail validation)");
+	assert_non_null(strstr(out, "\nt.good "));
+	snprintf(py, sizeof(py),
+		 "import json,sys; d=json.load(sys.stdin); s=d[\"spots\"][0]; "
+		 "assert s[\"spot\"]==\"t.good\" and s[\"host_slots_unread\"]==2, s; "
+		 "assert s[\"host_stats\"][\"row\"]==%u",
+		 sf.good);
+	snprintf(cmd, sizeof(cmd), "spots --json 2>/dev/null | python3 -c '%s' && echo py-ok", py);
+	assert_int_equal(run(sf.name, cmd, true), 0);
+	orbit_test_expect_in(out, "py-ok");
+
+	/* the two slots freed: nothing unread, nothing said */
+	assert_int_equal(orbit__stats_spot_clear(&sf.st, sf.good, 1), 0);
+	assert_int_equal(orbit__stats_spot_clear(&sf.st, sf.good, 2), 0);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(orbit_fleet_spots(f, stuck_spot_cb, &s), 1);
+	assert_int_equal(s.good.host_slots_unread, 0);
+	assert_true(s.good.have_host_stats);
+	assert_int_equal(run(sf.name, "spots", true), 0);
+	assert_null(strstr(out, "not read"));
+	orbit_fleet_close(f);
+	stuck_fleet_close(&sf);
+}
+
 /* The names in /dev/shm of @f's segments. */
 static int shm_names_of(const char *f)
 {
@@ -1501,6 +1652,7 @@ int main(int argc, char **argv)
 			cmocka_unit_test(test_orbitctl_json_on_every_command),
 			cmocka_unit_test(test_orbitctl_watch_header_order_and_frame_time),
 			cmocka_unit_test(test_orbitctl_spots_lists_queues),
+			cmocka_unit_test(test_fleet_spots_counts_the_spot_slots_it_cannot_read),
 			cmocka_unit_test(test_orbitctl_fleets_and_unlink),
 			cmocka_unit_test(test_orbitctl_top_in_tmux),
 			cmocka_unit_test(test_orbitctl_random_bytes_never_crash),

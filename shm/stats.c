@@ -558,31 +558,6 @@ static int read_done(const struct read_bound *b, int rc)
 }
 
 static int row_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_snapshot *out,
-		    struct read_bound *b);
-
-int orbit__stats_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_snapshot *out)
-{
-	return orbit__stats_read_within(st, row, out, ORBIT_STATS_READ_BUDGET_NS);
-}
-
-int orbit__stats_read_within(const orbit_stats_t *st, uint32_t row,
-			     struct orbit_stats_snapshot *out, uint64_t budget_ns)
-{
-	struct read_bound b = { .budget_ns = budget_ns };
-
-	return row_read(st, row, out, &b);
-}
-
-int orbit__stats_read_pass(const orbit_stats_t *st, uint32_t row, struct orbit_stats_snapshot *out,
-			   uint64_t *pass_left_ns)
-{
-	struct read_bound b = { .budget_ns = ORBIT_STATS_READ_BUDGET_NS,
-				.pass_left_ns = pass_left_ns };
-
-	return read_done(&b, row_read(st, row, out, &b));
-}
-
-static int row_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_snapshot *out,
 		    struct read_bound *b)
 {
 	struct orbit_stats_row *r = row_at(st, row);
@@ -616,6 +591,28 @@ static int row_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_sn
 		}
 		return out->pid == 0 ? -ENOENT : 0;
 	}
+}
+
+int orbit__stats_read(const orbit_stats_t *st, uint32_t row, struct orbit_stats_snapshot *out)
+{
+	return orbit__stats_read_within(st, row, out, ORBIT_STATS_READ_BUDGET_NS);
+}
+
+int orbit__stats_read_within(const orbit_stats_t *st, uint32_t row,
+			     struct orbit_stats_snapshot *out, uint64_t budget_ns)
+{
+	struct read_bound b = { .budget_ns = budget_ns };
+
+	return row_read(st, row, out, &b);
+}
+
+int orbit__stats_read_pass(const orbit_stats_t *st, uint32_t row, struct orbit_stats_snapshot *out,
+			   uint64_t *pass_left_ns)
+{
+	struct read_bound b = { .budget_ns = ORBIT_STATS_READ_BUDGET_NS,
+				.pass_left_ns = pass_left_ns };
+
+	return read_done(&b, row_read(st, row, out, &b));
 }
 
 /* ---- Spot slots ---- */
@@ -652,32 +649,6 @@ int orbit__stats_spot_clear(orbit_stats_t *st, uint32_t row, uint32_t slot)
 		return -EROFS;
 	spot_write(p, NULL);
 	return 0;
-}
-
-static int spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
-		     struct orbit_stats_spot_snapshot *out, struct read_bound *b);
-
-int orbit__stats_spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
-			   struct orbit_stats_spot_snapshot *out)
-{
-	return orbit__stats_spot_read_within(st, row, slot, out, ORBIT_STATS_READ_BUDGET_NS);
-}
-
-int orbit__stats_spot_read_within(const orbit_stats_t *st, uint32_t row, uint32_t slot,
-				  struct orbit_stats_spot_snapshot *out, uint64_t budget_ns)
-{
-	struct read_bound b = { .budget_ns = budget_ns };
-
-	return spot_read(st, row, slot, out, &b);
-}
-
-int orbit__stats_spot_read_pass(const orbit_stats_t *st, uint32_t row, uint32_t slot,
-				struct orbit_stats_spot_snapshot *out, uint64_t *pass_left_ns)
-{
-	struct read_bound b = { .budget_ns = ORBIT_STATS_READ_BUDGET_NS,
-				.pass_left_ns = pass_left_ns };
-
-	return read_done(&b, spot_read(st, row, slot, out, &b));
 }
 
 static int spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
@@ -735,4 +706,27 @@ static int spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
 			memset(&out->hist, 0, sizeof(out->hist));
 		return 0;
 	}
+}
+
+int orbit__stats_spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
+			   struct orbit_stats_spot_snapshot *out)
+{
+	return orbit__stats_spot_read_within(st, row, slot, out, ORBIT_STATS_READ_BUDGET_NS);
+}
+
+int orbit__stats_spot_read_within(const orbit_stats_t *st, uint32_t row, uint32_t slot,
+				  struct orbit_stats_spot_snapshot *out, uint64_t budget_ns)
+{
+	struct read_bound b = { .budget_ns = budget_ns };
+
+	return spot_read(st, row, slot, out, &b);
+}
+
+int orbit__stats_spot_read_pass(const orbit_stats_t *st, uint32_t row, uint32_t slot,
+				struct orbit_stats_spot_snapshot *out, uint64_t *pass_left_ns)
+{
+	struct read_bound b = { .budget_ns = ORBIT_STATS_READ_BUDGET_NS,
+				.pass_left_ns = pass_left_ns };
+
+	return read_done(&b, spot_read(st, row, slot, out, &b));
 }

@@ -1249,14 +1249,40 @@ static void stuck_fleet_open(struct stuck_fleet *sf)
 	assert_int_equal(orbit__spotq_open(&sf->q, sf->name, "t.good", &o), 0);
 }
 
+/* The stuck fleet's output files of orbitctl (ctl_timed()): FILE.out, FILE.err. */
+static void stuck_file(const struct stuck_fleet *sf, char *buf, size_t len, const char *ext)
+{
+	int n = snprintf(buf, len, "/tmp/orbit-%s%s", sf->name, ext);
+
+	assert_true(n > 0 && (size_t)n < len);
+}
+
 static void stuck_fleet_close(struct stuck_fleet *sf)
 {
+	char file[128];
+
 	orbit__spotq_close(sf->q);
 	orbit__spotq_unlink(sf->name, "t.good");
 	orbit__stats_close(&sf->st);
 	orbit__seg_unlink(sf->name, ORBIT_STATS_SEG_NAME);
 	orbit__members_close(sf->m);
 	orbit__members_unlink(sf->name);
+	stuck_file(sf, file, sizeof(file), ".out");
+	unlink(file);
+	stuck_file(sf, file, sizeof(file), ".err");
+	unlink(file);
+	memset(sf, 0, sizeof(*sf));
+}
+
+/* The tests' stuck fleet, removed by their teardown also when a check failed. */
+static struct stuck_fleet stuck_sf;
+
+static int stuck_teardown(void **state)
+{
+	(void)state;
+	if (stuck_sf.name[0])
+		stuck_fleet_close(&stuck_sf);
+	return 0;
 }
 
 /* Stats row @row claimed by this process and left mid-publish (odd seq), as write_begin(). */
@@ -1307,16 +1333,16 @@ static int stuck_spot_cb(const struct orbit_fleet_spot *sp, void *ctx)
 static void test_fleet_spots_counts_the_spot_slots_it_cannot_read(void **state)
 {
 	struct orbit_fleet_options fo = { .size = sizeof(fo) };
-	struct stuck_fleet sf;
+	struct stuck_fleet *sf = &stuck_sf;
 	struct stuck_spots s;
 	orbit_fleet_t *f;
 	char py[512], cmd[1024];
 
 	(void)state;
-	stuck_fleet_open(&sf);
-	fo.fleet = sf.name;
-	stuck_spot(&sf, sf.good, 1);
-	atomic_store(&sf.st.body->spot[sf.good][2].role, 99); /* no such role: corrupt */
+	stuck_fleet_open(sf);
+	fo.fleet = sf->name;
+	stuck_spot(sf, sf->good, 1);
+	atomic_store(&sf->st.body->spot[sf->good][2].role, 99); /* no such role: corrupt */
 	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
 	memset(&s, 0, sizeof(s));
 	assert_int_equal(orbit_fleet_spots(f, stuck_spot_cb, &s), 1);
@@ -1324,10 +1350,10 @@ static void test_fleet_spots_counts_the_spot_slots_it_cannot_read(void **state)
 		      s.good.host_slots_unread);
 	assert_int_equal(s.good.host_slots_unread, 2);
 	assert_true(s.good.have_host_stats); /* slot 0 read back: its latency is shown */
-	assert_int_equal(s.good.host_row, sf.good);
+	assert_int_equal(s.good.host_row, sf->good);
 	assert_int_equal(s.good.host_epoch, 7);
 
-	assert_int_equal(run(sf.name, "spots", true), 0);
+	assert_int_equal(run(sf->name, "spots", true), 0);
 	orbit_test_expect_in(out,
 			     "orbitctl: 2 Spot stats slot(s) not read (their writer kept "
 			     "them changing or left them mid-publish, or they fail validation)");
@@ -1336,22 +1362,22 @@ static void test_fleet_spots_counts_the_spot_slots_it_cannot_read(void **state)
 		 "import json,sys; d=json.load(sys.stdin); s=d[\"spots\"][0]; "
 		 "assert s[\"spot\"]==\"t.good\" and s[\"host_slots_unread\"]==2, s; "
 		 "assert s[\"host_stats\"][\"row\"]==%u",
-		 sf.good);
+		 sf->good);
 	snprintf(cmd, sizeof(cmd), "spots --json 2>/dev/null | python3 -c '%s' && echo py-ok", py);
-	assert_int_equal(run(sf.name, cmd, true), 0);
+	assert_int_equal(run(sf->name, cmd, true), 0);
 	orbit_test_expect_in(out, "py-ok");
 
 	/* the two slots freed: nothing unread, nothing said */
-	assert_int_equal(orbit__stats_spot_clear(&sf.st, sf.good, 1), 0);
-	assert_int_equal(orbit__stats_spot_clear(&sf.st, sf.good, 2), 0);
+	assert_int_equal(orbit__stats_spot_clear(&sf->st, sf->good, 1), 0);
+	assert_int_equal(orbit__stats_spot_clear(&sf->st, sf->good, 2), 0);
 	memset(&s, 0, sizeof(s));
 	assert_int_equal(orbit_fleet_spots(f, stuck_spot_cb, &s), 1);
 	assert_int_equal(s.good.host_slots_unread, 0);
 	assert_true(s.good.have_host_stats);
-	assert_int_equal(run(sf.name, "spots", true), 0);
+	assert_int_equal(run(sf->name, "spots", true), 0);
 	assert_null(strstr(out, "not read"));
 	orbit_fleet_close(f);
-	stuck_fleet_close(&sf);
+	stuck_fleet_close(sf);
 }
 
 /* Run "orbitctl --fleet @fleet_name ARGS >FILE.out 2>FILE.err"; returns its status, *@took_ns. */
@@ -1397,25 +1423,25 @@ static void test_orbitctl_stats_bounded_beside_stuck_blocks(void **state)
 	const char *fmt[] = { "stats", "stats --json" };
 	char file[128], line[160], py[1024], cmd[1536];
 	uint64_t base[2], took;
-	struct stuck_fleet sf;
+	struct stuck_fleet *sf = &stuck_sf;
 	uint32_t rows, stuck = 0;
 
 	(void)state;
-	stuck_fleet_open(&sf);
-	snprintf(file, sizeof(file), "/tmp/orbit-%s", sf.name);
+	stuck_fleet_open(sf);
+	stuck_file(sf, file, sizeof(file), "");
 	rows = ORBIT_STATS_ROWS;
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(ctl_timed(sf.name, fmt[i], file, &base[i]), 0);
+		assert_int_equal(ctl_timed(sf->name, fmt[i], file, &base[i]), 0);
 	for (uint32_t r = 0; r < rows; r++) {
-		if (r != sf.good) {
-			stuck_row(&sf, r);
+		if (r != sf->good) {
+			stuck_row(sf, r);
 			stuck++;
 		}
 	}
 	for (uint32_t k = 1; k < ORBIT_STATS_SPOTS_PER_ROW; k++, stuck++)
-		stuck_spot(&sf, sf.good, k);
+		stuck_spot(sf, sf->good, k);
 	for (int i = 0; i < 2; i++) {
-		int rc = ctl_timed(sf.name, fmt[i], file, &took);
+		int rc = ctl_timed(sf->name, fmt[i], file, &took);
 
 		print_message("orbitctl %s: %.1f ms beside %u stuck blocks (%.1f ms before)\n",
 			      fmt[i], took / 1e6, stuck, base[i] / 1e6);
@@ -1433,7 +1459,7 @@ static void test_orbitctl_stats_bounded_beside_stuck_blocks(void **state)
 				 "orbitctl: stats row %u not shown: its writer kept it changing or "
 				 "left it mid-publish\n",
 				 r);
-			if (r == sf.good)
+			if (r == sf->good)
 				assert_null(strstr(out, line));
 			else
 				orbit_test_expect_in(out, line);
@@ -1443,7 +1469,7 @@ static void test_orbitctl_stats_bounded_beside_stuck_blocks(void **state)
 			    line, sizeof(line),
 			    "orbitctl: stats row %u Spot slot %u not shown: its writer kept it "
 			    "changing or left it mid-publish\n",
-			    sf.good, k);
+			    sf->good, k);
 			if (k == 0)
 				assert_null(strstr(out, line));
 			else
@@ -1455,7 +1481,7 @@ static void test_orbitctl_stats_bounded_beside_stuck_blocks(void **state)
 			slurp(line);
 			assert_80_columns(out);
 			snprintf(line, sizeof(line), "\nrow %-3u pid %-7ld %-24s %-5s published ",
-				 sf.good, (long)getpid(), "stuck-good", "alive");
+				 sf->good, (long)getpid(), "stuck-good", "alive");
 			orbit_test_expect_in(out, line);
 			orbit_test_expect_in(out, "fleet ");
 			orbit_test_expect_in(out, ": 1 stats row(s), 1 of live members\n");
@@ -1471,15 +1497,11 @@ static void test_orbitctl_stats_bounded_beside_stuck_blocks(void **state)
 			 "assert m[\"counters\"][\"lock_acquired\"]==%u; "
 			 "assert [s[\"slot\"] for s in m[\"spots\"]]==[0]; "
 			 "assert m[\"spots\"][0][\"spot\"]==\"t.good\"",
-			 sf.good, STUCK_LOCK_ACQUIRED);
+			 sf->good, STUCK_LOCK_ACQUIRED);
 		snprintf(cmd, sizeof(cmd), "python3 -c '%s' %s", py, line);
 		assert_int_equal(system(cmd), 0); /* python3 says on stderr what failed */
 	}
-	snprintf(line, sizeof(line), "%s.out", file);
-	unlink(line);
-	snprintf(line, sizeof(line), "%s.err", file);
-	unlink(line);
-	stuck_fleet_close(&sf);
+	stuck_fleet_close(sf); /* and FILE.out, FILE.err */
 }
 
 /* The names in /dev/shm of @f's segments. */
@@ -1790,8 +1812,10 @@ int main(int argc, char **argv)
 			cmocka_unit_test(test_orbitctl_json_on_every_command),
 			cmocka_unit_test(test_orbitctl_watch_header_order_and_frame_time),
 			cmocka_unit_test(test_orbitctl_spots_lists_queues),
-			cmocka_unit_test(test_fleet_spots_counts_the_spot_slots_it_cannot_read),
-			cmocka_unit_test(test_orbitctl_stats_bounded_beside_stuck_blocks),
+			cmocka_unit_test_teardown(
+			    test_fleet_spots_counts_the_spot_slots_it_cannot_read, stuck_teardown),
+			cmocka_unit_test_teardown(test_orbitctl_stats_bounded_beside_stuck_blocks,
+						  stuck_teardown),
 			cmocka_unit_test(test_orbitctl_fleets_and_unlink),
 			cmocka_unit_test(test_orbitctl_top_in_tmux),
 			cmocka_unit_test(test_orbitctl_random_bytes_never_crash),

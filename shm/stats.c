@@ -331,8 +331,8 @@ static struct orbit_stats_row *row_at(const orbit_stats_t *st, uint32_t row)
 
 /*
  * ST-W1: the writer's odd store on a row's or a Spot slot's seq, then
- * release value stores; pairs with ST-A2/ST-A3 in orbit__stats_read() and
- * orbit__stats_spot_read(). Returns the even seq it started from.
+ * release value stores; pairs with ST-A2/ST-A3 in row_read() and
+ * spot_read(). Returns the even seq it started from.
  */
 static uint64_t write_begin(_Atomic uint64_t *seq)
 {
@@ -347,8 +347,7 @@ static uint64_t write_begin(_Atomic uint64_t *seq)
 
 static void write_end(_Atomic uint64_t *seq, uint64_t s)
 {
-	/* ST-W2: release, pairs with ST-A1 in orbit__stats_read() / orbit__stats_spot_read():
-	 * values before even seq */
+	/* ST-W2: release, pairs with ST-A1 in row_read() / spot_read(): values before even seq */
 	atomic_store_explicit(seq, s + 2, memory_order_release);
 }
 
@@ -661,7 +660,7 @@ static int spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
 	b->pid = &p->pid;
 	b->start_ticks = &p->start_ticks;
 	for (;;) {
-		/* acquire, as ST-A1 in orbit__stats_read(): pairs with ST-W2 */
+		/* acquire, as ST-A1 in row_read(): pairs with ST-W2 */
 		uint64_t s1 = atomic_load_explicit(&p->seq, memory_order_acquire);
 		uint64_t role;
 		unsigned n = 0;
@@ -688,7 +687,7 @@ static int spot_read(const orbit_stats_t *st, uint32_t row, uint32_t slot,
 		for (unsigned i = 0; i < n; i++)
 			out->counters[i] = LD(p->counters[i]);
 		hist_load(&out->hist, &p->hist);
-		/* relaxed re-check, as ST-A3 in orbit__stats_read() */
+		/* relaxed re-check, as ST-A3 in row_read() */
 		if (atomic_load_explicit(&p->seq, memory_order_relaxed) != s1) {
 			if (!retry_within(b))
 				return -EAGAIN;

@@ -12,25 +12,32 @@
  * one queue lock and at most one worker wake-up per run), and
  * completes a record only after its handler finished, across yields too
  * (07 §5). Handlers finish on the coordinator's worker threads; their
- * records come back to the host's thread through a wait-free queue
- * (liburcu wfcqueue) and a kick of the doorbell when that thread sleeps.
+ * records come back to the host's thread on a lock-free stack (one CAS
+ * per record, the whole stack taken with one exchange) and a kick of the
+ * doorbell when that thread sleeps.
  * A record the coordinator refuses (-EAGAIN) stays taken, first in line,
  * and is handed over again when room may have come back.
  *
  * Threads and what they touch:
  *   host thread   take, complete, renew; pending[], spare, buf, recs,
  *                 outstanding (its own, no lock)
- *   workers       run a delivery's handler, then push it to `done` (any
- *                 number of enqueuers, one dequeuer: the host thread)
+ *   workers       run a delivery's handler, then push it on `done` (any
+ *                 number of pushers, one taker: the host thread)
  *   API callers   start/stop, state and stats (atomics)
- * No mutex: the wfcqueue's enqueue is wait-free; the dequeue side is the
- * host thread alone (liburcu's "__" API, externally serialised).
+ * No mutex: a push is a CAS loop on `done` (it retries only when another
+ * worker pushed in between); the host thread takes the whole stack with
+ * one exchange, never a single node (no ABA).
  *
  * Synchronization:
  *   SH-D1 host: idle = 1 (seq_cst), then the doorbell's seq (acquire),
- *         then `done` and `stop`; pairs with SH-F1
- *   SH-F1 worker: enqueue, seq_cst fence, load idle, and if it reads 1 an
- *         exchange of idle with 0 (seq_cst); pairs with SH-D1. A worker that
+ *         then `done` (seq_cst) and `stop`; pairs with SH-F1
+ *   SH-F1 worker: the push's CAS on `done` (seq_cst), load idle (seq_cst),
+ *         and if it reads 1 an exchange of idle with 0 (seq_cst); pairs
+ *         with SH-D1: all seq_cst, one total order, so the host's load of
+ *         `done` after its idle store sees the push or the worker's idle
+ *         load after its CAS sees the 1 (no fence of its own: the CAS is
+ *         the locked instruction the fence was). The CAS is a release
+ *         too, for SH-A4. A worker that
  *         reads idle 0 has its record seen by the host's check, the one
  *         whose exchange takes the 1 kicks (a seq bump the host's wait sees,
  *         or, if the host's seen already holds it, the host's check sees
@@ -39,6 +46,8 @@
  *         host woke: the host drains again before its next idle period, or
  *         its next check sees the record. One kick per idle period, not one
  *         per finished record
+ *   SH-A4 host: exchange of `done` with NULL (acquire), pairs with SH-F1:
+ *         each pushed delivery's fields and its handler's writes
  *   SH-S1 stop: stop = 1 (seq_cst), then an unconditional kick; pairs with
  *         SH-A2: the host's stop loads, one after its seq read (SH-D1)
  *   SH-L1 state: release store of LOST (after lost_reason), pairs with SH-L2:
@@ -70,8 +79,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <urcu/wfcqueue.h>
-
 #include <orbit/error.h>
 #include <orbit/spot_queue.h>
 
@@ -83,17 +90,6 @@
 #include "shm/stats.h"
 #include "lib/spot_batch.h"
 #include "lib/sync.h" /* orbit__single_writer_add() */
-
-/* liburcu is not built with TSan: state its queue's edge (as agent.c does). */
-#if defined(__SANITIZE_THREAD__)
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-#define TSAN_ACQUIRE(p) __tsan_acquire((void *)(p))
-#define TSAN_RELEASE(p) __tsan_release((void *)(p))
-#else
-#define TSAN_ACQUIRE(p) ((void)(p))
-#define TSAN_RELEASE(p) ((void)(p))
-#endif
 
 #define MIN_TTL_NS 10000000ull	 /* lease TTL floor: 10 ms */
 #define RETRY_NS 1000000ll	 /* refused records are retried at least this often */
@@ -112,7 +108,7 @@ struct orbit_spot_host;
 
 /* One record from take to complete. */
 struct delivery {
-	struct cds_wfcq_node node; /* in host->done once its handler finished */
+	struct delivery *done_next; /* below it on host->done once its handler finished */
 	struct orbit_spot_host *host;
 	struct delivery *next; /* host->pending (host thread) */
 	orbit_spot_handler_fn handler;
@@ -153,8 +149,8 @@ struct orbit_spot_host {
 	_Atomic int idle;  /* SH-D1 */
 	_Atomic int state; /* enum orbit_spot_host_state, SH-L1 */
 	_Atomic int lost_reason;
-	struct __cds_wfcq_head done_head;
-	struct cds_wfcq_tail done_tail;
+	/* SH-F1, SH-A4: finished deliveries, newest first, linked by done_next */
+	_Atomic(struct delivery *) done;
 	struct delivery *pending[2], *pending_tail[2]; /* refused: first in line */
 	/* Completed deliveries of SPARE_PAYLOAD room, linked by next, for
 	 * reuse: a record is allocated and freed on the host thread, at
@@ -269,15 +265,21 @@ static void finish(struct delivery *d)
 	 * two locked instructions per record fewer.
 	 */
 	bool count = !sh->own_coord;
+	struct delivery *top;
 
 	if (count)
 		atomic_fetch_add_explicit(&sh->finishing, 1, memory_order_relaxed);
-	TSAN_RELEASE(d);
-	cds_wfcq_enqueue(&sh->done_head, &sh->done_tail, &d->node);
-	/* SH-F1: seq_cst fence, pairs with SH-D1: the enqueue before the idle exchange */
-	atomic_thread_fence(memory_order_seq_cst);
-	/* only the first finish of an idle period kicks: the rest find idle 0 */
-	if (atomic_load_explicit(&sh->idle, memory_order_relaxed) &&
+	/* relaxed: the CAS's first guess only; the CAS below orders the push */
+	top = atomic_load_explicit(&sh->done, memory_order_relaxed);
+	do
+		d->done_next = top;
+	/* SH-F1: seq_cst CAS, pairs with SH-D1 (the push before the idle load)
+	 * and SH-A4 (its release: d's fields and the handler's writes) */
+	while (!atomic_compare_exchange_weak_explicit(&sh->done, &top, d, memory_order_seq_cst,
+						      memory_order_relaxed));
+	/* only the first finish of an idle period kicks: the rest find idle 0.
+	 * SH-F1: seq_cst load, pairs with SH-D1's idle store */
+	if (atomic_load_explicit(&sh->idle, memory_order_seq_cst) &&
 	    atomic_exchange_explicit(&sh->idle, 0, memory_order_seq_cst))
 		orbit__spotq_kick(sh->q);
 	/* SH-R1: release, pairs with SH-A1 in orbit_spot_host_stop(): our last touch of sh */
@@ -430,13 +432,24 @@ static unsigned drain_done(struct orbit_spot_host *sh)
 {
 	struct delivery *ds[ORBIT_SPOTQ_LANES][DONE_BATCH];
 	unsigned nd[ORBIT_SPOTQ_LANES] = { 0 }, k = 0;
-	struct cds_wfcq_node *n;
+	struct delivery *top, *fifo = NULL;
 
-	while ((n = __cds_wfcq_dequeue_blocking(&sh->done_head, &sh->done_tail))) {
-		struct delivery *d = caa_container_of(n, struct delivery, node);
+	if (!atomic_load_explicit(&sh->done, memory_order_relaxed))
+		return 0; /* nothing pushed (SH-D1 looks again with seq_cst before a sleep) */
+	/* SH-A4: acquire, pairs with SH-F1: the whole stack, each delivery's fields */
+	top = atomic_exchange_explicit(&sh->done, NULL, memory_order_acquire);
+	while (top) { /* oldest first: the head advances over the earliest first */
+		struct delivery *below = top->done_next;
+
+		top->done_next = fifo;
+		fifo = top;
+		top = below;
+	}
+	while (fifo) {
+		struct delivery *d = fifo;
 		uint32_t l = d->lane; /* from take(): < ORBIT_SPOTQ_LANES */
 
-		TSAN_ACQUIRE(d);
+		fifo = d->done_next;
 		sh->outstanding--;
 		if (l >= ORBIT_SPOTQ_LANES) { /* never: complete() refuses it and counts it */
 			complete(sh, d);
@@ -560,7 +573,7 @@ static struct delivery *delivery_of(struct orbit_spot_host *sh, const struct orb
 	}
 	/* Every field set here, no memset of the whole delivery (a fifth of its
 	 * bytes are the timer name, copied for timer records only). */
-	cds_wfcq_node_init(&d->node);
+	d->done_next = NULL;
 	d->host = sh;
 	d->next = NULL;
 	d->handler = handler_of(sh, r->kind);
@@ -776,7 +789,8 @@ static void *host_main(void *p)
 		atomic_store_explicit(&sh->idle, 1, memory_order_seq_cst);
 		atomic_thread_fence(memory_order_seq_cst);
 		seen = orbit__spotq_host_seq(sh->h);
-		if (!cds_wfcq_empty(&sh->done_head, &sh->done_tail) ||
+		/* SH-D1: seq_cst load of done, after the idle store */
+		if (atomic_load_explicit(&sh->done, memory_order_seq_cst) ||
 		    atomic_load_explicit(&sh->stop, memory_order_acquire) != stopping) {
 			atomic_store_explicit(&sh->idle, 0, memory_order_relaxed);
 			continue;
@@ -969,7 +983,7 @@ int orbit_spot_host_start(orbit_agent_t *agent, const struct orbit_spot_host_opt
 		 atomic_fetch_add_explicit(&owner_nonce, 1, memory_order_relaxed));
 	sh->owner.bytes = sh->owner_bytes;
 	sh->owner.len = strlen(sh->owner_bytes);
-	__cds_wfcq_init(&sh->done_head, &sh->done_tail);
+	atomic_init(&sh->done, NULL);
 	atomic_init(&sh->state, ORBIT_SPOT_HOSTING);
 
 	r = orbit__spot_queue_open(&sh->q, &sh->env, sh->spot, &sh->o.caps);

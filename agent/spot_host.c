@@ -386,7 +386,7 @@ static void complete(struct orbit_spot_host *sh, struct delivery *d)
 	delivery_put(sh, d);
 }
 
-#define DONE_BATCH 64u /* finished records completed per orbit__spotq_complete_n() */
+#define DONE_BATCH 256u /* finished records completed per orbit__spotq_complete_n() */
 
 /*
  * Complete the @n finished records @ds of @lane with one

@@ -120,9 +120,20 @@ struct delivery {
 	uint32_t lane, pos;
 	uint32_t cap; /* payload bytes it has room for */
 	struct orbit_spot_record rec;
-	char timer[ORBIT_SPOTQ_TIMER_NAME_MAX + 1];
+	/*
+	 * cap payload bytes, then TIMER_ROOM for a timer record's name
+	 * (timer_of()): the fields a Spot record's take, hand-over and run
+	 * touch lie in the first lines, its payload right after them
+	 */
 	unsigned char payload[];
 };
+
+#define TIMER_ROOM (ORBIT_SPOTQ_TIMER_NAME_MAX + 1)
+
+static char *timer_of(struct delivery *d)
+{
+	return (char *)d->payload + d->cap;
+}
 
 struct orbit_spot_host {
 	char spot[ORBIT_SPOT_NAME_MAX + 1];
@@ -432,24 +443,22 @@ static unsigned drain_done(struct orbit_spot_host *sh)
 {
 	struct delivery *ds[ORBIT_SPOTQ_LANES][DONE_BATCH];
 	unsigned nd[ORBIT_SPOTQ_LANES] = { 0 }, k = 0;
-	struct delivery *top, *fifo = NULL;
+	struct delivery *top;
 
 	if (!atomic_load_explicit(&sh->done, memory_order_relaxed))
 		return 0; /* nothing pushed (SH-D1 looks again with seq_cst before a sleep) */
-	/* SH-A4: acquire, pairs with SH-F1: the whole stack, each delivery's fields */
+	/*
+	 * SH-A4: acquire, pairs with SH-F1: the whole stack, each delivery's
+	 * fields. Newest first, not reversed (a second walk of the list, one
+	 * dependent load per record): the head advance after the completes
+	 * walks from the oldest FREED word whatever order they were freed in.
+	 */
 	top = atomic_exchange_explicit(&sh->done, NULL, memory_order_acquire);
-	while (top) { /* oldest first: the head advances over the earliest first */
-		struct delivery *below = top->done_next;
-
-		top->done_next = fifo;
-		fifo = top;
-		top = below;
-	}
-	while (fifo) {
-		struct delivery *d = fifo;
+	while (top) {
+		struct delivery *d = top;
 		uint32_t l = d->lane; /* from take(): < ORBIT_SPOTQ_LANES */
 
-		fifo = d->done_next;
+		top = d->done_next;
 		sh->outstanding--;
 		if (l >= ORBIT_SPOTQ_LANES) { /* never: complete() refuses it and counts it */
 			complete(sh, d);
@@ -525,7 +534,7 @@ static int dispatch(struct orbit_spot_host *sh, struct delivery *d)
 		r = orbit_spot_execute_actor(c, d->rec.actor_id, run_first, d, d->rec.len, NULL);
 		break;
 	case ORBIT_SPOT_ENTRY_TIMER:
-		r = orbit_spot_execute_timer(c, d->timer, run_first, d, NULL);
+		r = orbit_spot_execute_timer(c, timer_of(d), run_first, d, NULL);
 		break;
 	default:
 		r = orbit_spot_execute_lifecycle(c, run_first, d, NULL);
@@ -567,12 +576,12 @@ static struct delivery *delivery_of(struct orbit_spot_host *sh, const struct orb
 		sh->spare = d->next;
 		sh->n_spare--;
 	} else {
-		d = malloc(sizeof(*d) + cap);
+		d = malloc(sizeof(*d) + cap + TIMER_ROOM);
 		if (!d)
 			return NULL;
 	}
-	/* Every field set here, no memset of the whole delivery (a fifth of its
-	 * bytes are the timer name, copied for timer records only). */
+	/* Every field set here, no memset of the whole delivery (the timer
+	 * name is copied for timer records only). */
 	d->done_next = NULL;
 	d->host = sh;
 	d->next = NULL;
@@ -585,17 +594,18 @@ static struct delivery *delivery_of(struct orbit_spot_host *sh, const struct orb
 	d->pos = r->pos;
 	d->cap = cap;
 	memcpy(d->payload, r->payload, r->payload_len);
-	d->timer[0] = '\0';
 	if (r->kind == ORBIT_SPOTQ_KIND_TIMER) {
-		memcpy(d->timer, r->timer_name, sizeof(d->timer));
-		d->timer[sizeof(d->timer) - 1] = '\0';
+		char *t = timer_of(d);
+
+		memcpy(t, r->timer_name, TIMER_ROOM);
+		t[TIMER_ROOM - 1] = '\0';
 	}
 	d->rec = (struct orbit_spot_record){
 		.payload = r->payload_len ? d->payload : NULL,
 		.len = r->payload_len,
 		.kind = (enum orbit_spot_entry_kind)r->kind,
 		.actor_id = r->kind == ORBIT_SPOTQ_KIND_ACTOR ? r->actor_id : 0,
-		.timer_name = r->kind == ORBIT_SPOTQ_KIND_TIMER ? d->timer : "",
+		.timer_name = r->kind == ORBIT_SPOTQ_KIND_TIMER ? timer_of(d) : "",
 		.producer_row = r->member_row,
 		.producer_gen = r->member_gen,
 		.producer_seq = r->producer_seq,

@@ -289,7 +289,7 @@ static void finish(struct delivery *d)
 	while (!atomic_compare_exchange_weak_explicit(&sh->done, &top, d, memory_order_seq_cst,
 						      memory_order_relaxed));
 	/* only the first finish of an idle period kicks: the rest find idle 0.
-	 * SH-F1: seq_cst load, pairs with SH-D1's idle store */
+	 * SH-F1: seq_cst load, pairs with SH-D1 (the host's idle store) */
 	if (atomic_load_explicit(&sh->idle, memory_order_seq_cst) &&
 	    atomic_exchange_explicit(&sh->idle, 0, memory_order_seq_cst))
 		orbit__spotq_kick(sh->q);

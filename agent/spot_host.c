@@ -799,7 +799,7 @@ static void *host_main(void *p)
 		atomic_store_explicit(&sh->idle, 1, memory_order_seq_cst);
 		atomic_thread_fence(memory_order_seq_cst);
 		seen = orbit__spotq_host_seq(sh->h);
-		/* SH-D1: seq_cst load of done, after the idle store */
+		/* SH-D1: seq_cst load of done after the idle store, pairs with SH-F1 (the push) */
 		if (atomic_load_explicit(&sh->done, memory_order_seq_cst) ||
 		    atomic_load_explicit(&sh->stop, memory_order_acquire) != stopping) {
 			atomic_store_explicit(&sh->idle, 0, memory_order_relaxed);

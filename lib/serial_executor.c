@@ -363,15 +363,16 @@ int orbit_work_completion_destroy(orbit_work_completion_t *c)
 
 /*
  * A record plus the completion state its submission replaced. Cache-line
- * aligned: the pool index and the record's hot fields fill the first line
- * (the one a submitter fills and a drain reads), the rest (the SpotWide
- * wait link, the completion's earlier state, touched only with a
- * completion) the second. Its pool link is not in the record but in its
- * chunk's link array (link_at()): see chunk_bytes().
+ * aligned: the pool link and the record's hot fields fill the first line
+ * (the one a submitter fills and a drain reads and frees), the rest (the
+ * SpotWide wait link, the completion's earlier state, touched only with
+ * a completion) the second.
  */
 struct work_alloc {
-	_Alignas(64) uint32_t idx; /* index in the coordinator's pool, or WORK_MALLOCED */
-	struct orbit__work w;	   /* the record handed around (work_of()) */
+	/* pool stack link: index + 1 of the next free, 0 none */
+	_Alignas(64) _Atomic uint32_t next;
+	uint32_t idx;	      /* index in the coordinator's pool, or WORK_MALLOCED */
+	struct orbit__work w; /* the record handed around (work_of()) */
 	struct carm prev;
 };
 
@@ -392,10 +393,10 @@ static struct work_alloc *work_of(struct orbit__work *w)
  * caches never get them back: every submission paid an arena round trip
  * (callgrind: malloc, calloc and free were the largest cost after the
  * queue name of a PerActor submission). A Treiber stack of indexes with
- * a tag in the same word: a pop that read a stale link fails its CAS
+ * a tag in the same word: a pop that read a stale `next` fails its CAS
  * because every push and pop changes the tag, so ABA cannot hand out a
  * record twice. Chunks live until orbit__coord_fini(), so reading a
- * stale record's link always reads pool memory.
+ * stale record's `next` always reads pool memory.
  */
 /* The first index of chunk @c: chunks 0..c-1 hold ORBIT__WORK_CHUNK * (2^c - 1). */
 static uint32_t chunk_first(unsigned c)
@@ -409,50 +410,17 @@ static unsigned chunk_of(uint32_t idx)
 	return 31u - (unsigned)__builtin_clz(idx / ORBIT__WORK_CHUNK + 1);
 }
 
-/*
- * Chunk c is ORBIT__WORK_CHUNK << c records followed by as many links
- * (index + 1 of the next free record, 0 none). The links sit apart from
- * the records, 16 to a line: a drain that frees a record writes its link
- * there and only reads the record, so the submitter that takes it next
- * walks the free chain through lines that hold many links (mostly cache
- * hits) instead of through every record's own line, each one a miss on
- * the line the drain had just written (perf, bench_spot_executor PerActor
- * 8 Actors: four fifths of stash_take, a third of the producer's time).
- */
-static size_t chunk_bytes(unsigned c)
-{
-	size_t n = (size_t)ORBIT__WORK_CHUNK << c;
-
-	return n * sizeof(struct work_alloc) + n * sizeof(_Atomic uint32_t);
-}
-
-static struct work_alloc *chunk_at(struct orbit__coord *co, uint32_t idx, unsigned *c)
+static struct work_alloc *pool_at(struct orbit__coord *co, uint32_t idx)
 {
 	/* Relaxed: the index came from pool_top, whose SX-A2 acquire saw the
 	 * push (SX-R2) that follows the chunk's store on the same thread. */
-	*c = chunk_of(idx);
-	return atomic_load_explicit(&co->pool_chunk[*c], memory_order_relaxed);
-}
-
-static struct work_alloc *pool_at(struct orbit__coord *co, uint32_t idx)
-{
-	unsigned c;
-	struct work_alloc *chunk = chunk_at(co, idx, &c);
+	unsigned c = chunk_of(idx);
+	struct work_alloc *chunk = atomic_load_explicit(&co->pool_chunk[c], memory_order_relaxed);
 
 	return &chunk[idx - chunk_first(c)];
 }
 
-/* The free-chain link of pooled record @idx (see chunk_bytes()). */
-static _Atomic uint32_t *link_at(struct orbit__coord *co, uint32_t idx)
-{
-	unsigned c;
-	struct work_alloc *chunk = chunk_at(co, idx, &c);
-	_Atomic uint32_t *links = (_Atomic uint32_t *)(chunk + (ORBIT__WORK_CHUNK << c));
-
-	return &links[idx - chunk_first(c)];
-}
-
-/* Push the records @first..@last, already linked (link_at()), in one CAS. */
+/* Push the records @first..@last, already linked through `next`, in one CAS. */
 static void pool_push_chain(struct orbit__coord *co, struct work_alloc *first,
 			    struct work_alloc *last)
 {
@@ -461,7 +429,7 @@ static void pool_push_chain(struct orbit__coord *co, struct work_alloc *first,
 
 	do {
 		/* Relaxed: published by the SX-R2 CAS; racing pops only read it. */
-		atomic_store_explicit(link_at(co, last->idx), (uint32_t)top, memory_order_relaxed);
+		atomic_store_explicit(&last->next, (uint32_t)top, memory_order_relaxed);
 		nt = (((top >> 32) + 1) << 32) | (first->idx + 1);
 		/* SX-R2: release, pairs with SX-A2 in pool_pop(): each record's
 		 * last use (its release), its link and a new chunk's bytes
@@ -488,7 +456,7 @@ static struct work_alloc *pool_pop(struct orbit__coord *co)
 		/* Relaxed: may be stale if @a was popped meanwhile; the tag
 		 * makes the CAS fail then. */
 		nt = (((top >> 32) + 1) << 32) |
-		     atomic_load_explicit(link_at(co, a->idx), memory_order_relaxed);
+		     atomic_load_explicit(&a->next, memory_order_relaxed);
 		/* SX-A2 (again): acquire on success and on failure */
 	} while (!atomic_compare_exchange_weak_explicit(
 	    &co->pool_top, &top, nt, memory_order_acquire, memory_order_acquire));
@@ -497,7 +465,7 @@ static struct work_alloc *pool_pop(struct orbit__coord *co)
 
 /*
  * Take every free record in one piece: returns the index + 1 of the first
- * (0: none), linked through link_at(). Bumping the tag makes a racing pop
+ * (0: none), linked through `next`. Bumping the tag makes a racing pop
  * that read the old top fail its CAS, as a pop does.
  */
 static uint32_t pool_take_all(struct orbit__coord *co)
@@ -535,18 +503,17 @@ static struct work_alloc *pool_grow(struct orbit__coord *co)
 		return chunk;
 	}
 	n = ORBIT__WORK_CHUNK << c;
-	chunk = aligned_alloc(_Alignof(struct work_alloc), chunk_bytes(c));
+	chunk = aligned_alloc(_Alignof(struct work_alloc), n * sizeof(*chunk));
 	if (!chunk)
 		return NULL; /* the slot stays empty: its indexes are never pushed */
-	memset(chunk, 0, chunk_bytes(c));
+	memset(chunk, 0, n * sizeof(*chunk));
 	for (uint32_t i = 0; i < n; i++)
 		chunk[i].idx = chunk_first(c) + i;
 	/* Relaxed: published to other threads by the SX-R2 push below. */
 	atomic_store_explicit(&co->pool_chunk[c], chunk, memory_order_relaxed);
 	/* Relaxed: the chunk is this thread's until pool_push_chain()'s SX-R2. */
 	for (uint32_t i = 1; i + 1 < n; i++)
-		atomic_store_explicit(link_at(co, chunk[i].idx), chunk[i + 1].idx + 1,
-				      memory_order_relaxed);
+		atomic_store_explicit(&chunk[i].next, chunk[i + 1].idx + 1, memory_order_relaxed);
 	pool_push_chain(co, &chunk[1], &chunk[n - 1]); /* one CAS, not one per record */
 	return &chunk[0];
 }
@@ -608,7 +575,7 @@ static struct work_alloc *stash_take(struct orbit__coord *co, uint32_t *top)
 		return NULL;
 	a = pool_at(co, *top - 1);
 	/* Relaxed: taken with the chain (pool_take_all's SX-A2). */
-	*top = atomic_load_explicit(link_at(co, a->idx), memory_order_relaxed);
+	*top = atomic_load_explicit(&a->next, memory_order_relaxed);
 	/* The next submission's record was last written by a drain on
 	 * another CPU: fetch its line now, for writing, so that miss
 	 * overlaps this submission instead of stalling the next. */
@@ -897,11 +864,7 @@ int orbit__work_run(orbit_serial_turn_t *turn, void *arg)
 			w->snapped = true;
 			snapshot_take(w);
 		}
-		/* Only a yield sets it: written only then, so that a drain that
-		 * runs a record reads its line and leaves it clean for the
-		 * submitter that takes the record next (see chunk_bytes()). */
-		if (w->yielded)
-			w->yielded = false;
+		w->yielded = false;
 		tls_frame = &f;
 		r = w->fn(turn, w->arg);
 		tls_frame = f.prev;

@@ -834,6 +834,10 @@ static bool linger(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 	/* Relaxed: a hint; the decision is re-made under the lock below. */
 	uint64_t seen = atomic_load_explicit(&q->arrivals, memory_order_relaxed);
 
+	/* Every spinner of the pool taken: the submitters need the CPU
+	 * (lib/sync.h); give the turn up as a linger that ran out would. */
+	if (!orbit__worker_spin_begin())
+		return runnable(q);
 	orbit__mutex_unlock(&q->lock);
 	/* Sparse reads: each one pulls the line the submitters write, so a
 	 * read per pause would make every submission miss on it. */
@@ -851,6 +855,7 @@ static bool linger(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 		if (orbit__worker_others_ready())
 			break; /* other queues' drains wait for this thread */
 	}
+	orbit__worker_spin_end();
 	*cut = slice_over(clk);
 	orbit__mutex_lock(&q->lock);
 	return runnable(q);
@@ -878,6 +883,8 @@ static bool gather(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 	if (q->claimed.len || !q->app.len || q->app.len >= GATHER_MIN || app_outranked(q) ||
 	    q->self_added >= q->app.len || orbit__worker_alone_on_cpu())
 		return false;
+	if (!orbit__worker_spin_begin())
+		return false; /* claim what there is, as in linger() */
 	need = GATHER_MIN - q->app.len;
 	/* Relaxed: a hint; what to claim is decided under the lock again. */
 	seen = atomic_load_explicit(&q->arrivals, memory_order_relaxed);
@@ -899,6 +906,7 @@ static bool gather(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 		if (orbit__worker_others_ready())
 			break; /* claim what there is and let the others run */
 	}
+	orbit__worker_spin_end();
 	*cut = slice_over(clk);
 	orbit__mutex_lock(&q->lock);
 	return *cut;

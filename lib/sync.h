@@ -94,6 +94,31 @@ bool orbit__worker_others_ready(void);
 bool orbit__worker_alone_on_cpu(void);
 
 /*
+ * orbit__worker_spin_begin - may the calling pool worker spin now (a
+ * lingering or gathering drain, a worker polling for tasks)? A pool lets
+ * at most one thread fewer than its topology's CPUs (at least one) spin
+ * at once, so that one CPU stays for whoever would end the spin: the
+ * submitter that feeds the queue runs outside the pool. With a pool
+ * thread per CPU and every one of them spinning, that submitter only got
+ * a share of a CPU (perf, bench_spot_executor PerActor 8 Actors on 2
+ * CPUs: the producer had a third of the samples, the two spinning workers
+ * the rest). A thread that may not spin does what it would do once the
+ * spin ran out: the drain gives its turn up, the worker sleeps. Spinning
+ * that wins on many cores must not lose on two; on many cores this takes
+ * one spinner away at most.
+ *
+ * Context: any thread; relaxed atomics on a counter of the pool, no lock,
+ * no syscall. Returns: true off a pool worker (nothing counted); on one,
+ * true when it may spin, and then it calls orbit__worker_spin_end() when
+ * the spin ends; false when the pool's spinners are all taken.
+ */
+bool orbit__worker_spin_begin(void);
+
+/* orbit__worker_spin_end - end a spin that orbit__worker_spin_begin()
+ * allowed, on the same thread. */
+void orbit__worker_spin_end(void);
+
+/*
  * orbit__cond_init_monotonic - a condvar whose timed waits take absolute
  * CLOCK_MONOTONIC deadlines (base/time.h's orbit__deadline_after_ns), so a
  * step of the wall clock neither cuts nor stretches a wait.

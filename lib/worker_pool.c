@@ -86,6 +86,14 @@ struct orbit_worker_pool {
 	_Atomic bool closed;
 	_Atomic unsigned rr;   /* round robin for ORBIT_NODE_ANY from outside */
 	_Atomic unsigned idle; /* workers asleep */
+	/* Workers spinning now (polls, lingering or gathering drains): at
+	 * most spin_max, the topology's CPUs - 1 (at least 1), set at create
+	 * (orbit__worker_spin_begin(), lib/sync.h). Relaxed everywhere: a
+	 * count that bounds how many spin, it publishes nothing (what a
+	 * spinner waits for is re-read under a lock or by the sleeping
+	 * protocol). */
+	_Atomic unsigned spinners;
+	unsigned spin_max;
 	_Atomic uint64_t rejected, wakes, pin_failures;
 };
 
@@ -162,6 +170,30 @@ bool orbit__worker_others_ready(void)
 	return w && any_ready(w->pool, memory_order_relaxed);
 }
 
+bool orbit__worker_spin_begin(void)
+{
+	struct worker *w = tls_worker;
+	orbit_worker_pool_t *p;
+
+	if (!w)
+		return true;
+	p = w->pool;
+	/* Relaxed: a count of spinners, it orders nothing (see the field). */
+	if (atomic_fetch_add_explicit(&p->spinners, 1, memory_order_relaxed) < p->spin_max)
+		return true;
+	/* Relaxed: as above. */
+	atomic_fetch_sub_explicit(&p->spinners, 1, memory_order_relaxed);
+	return false;
+}
+
+void orbit__worker_spin_end(void)
+{
+	struct worker *w = tls_worker;
+
+	if (w) /* relaxed: as in orbit__worker_spin_begin() */
+		atomic_fetch_sub_explicit(&w->pool->spinners, 1, memory_order_relaxed);
+}
+
 bool orbit__worker_alone_on_cpu(void)
 {
 	struct worker *w = tls_worker;
@@ -234,11 +266,14 @@ static void *worker_main(void *arg)
 		if (run_next(w))
 			continue;
 		/* One CPU: a task can only be submitted once this thread sleeps. */
-		for (unsigned s = 0; !w->one_cpu && s < p->spin_polls; s++) {
-			/* Relaxed poll: take_task() re-checks under the lock. */
-			if (any_ready(p, memory_order_relaxed))
-				break;
-			orbit__cpu_relax();
+		if (!w->one_cpu && p->spin_polls && orbit__worker_spin_begin()) {
+			for (unsigned s = 0; s < p->spin_polls; s++) {
+				/* Relaxed poll: take_task() re-checks under the lock. */
+				if (any_ready(p, memory_order_relaxed))
+					break;
+				orbit__cpu_relax();
+			}
+			orbit__worker_spin_end();
 		}
 		if (any_ready(p, memory_order_relaxed))
 			continue;
@@ -428,6 +463,9 @@ int orbit_worker_pool_create(const struct orbit_worker_pool_options *user,
 	p->nnodes = p->topo.topo.nnodes;
 	p->nthreads = opts.nthreads ? opts.nthreads : orbit__topology_ncpus(&p->topo.topo);
 	p->pin = !opts.no_pin;
+	p->spin_max = orbit__topology_ncpus(&p->topo.topo) > 1
+			  ? orbit__topology_ncpus(&p->topo.topo) - 1
+			  : 1; /* one CPU for a submitter outside the pool */
 	if (opts.spin_polls == ORBIT_WORKER_POOL_NO_SPIN)
 		p->spin_polls = 0;
 	else

@@ -79,7 +79,10 @@ struct orbit_worker_pool_options {
 	/*
 	 * Polls of the node FIFO an idle worker makes before it sleeps on the
 	 * futex; 0: the default, 256 (a few microseconds);
-	 * ORBIT_WORKER_POOL_NO_SPIN: sleep at once.
+	 * ORBIT_WORKER_POOL_NO_SPIN: sleep at once. At most one thread
+	 * fewer than the topology's CPUs (at least one) spins at once,
+	 * counting the pool's draining queues that wait for more work: a
+	 * worker that finds them all spinning sleeps at once.
 	 */
 	int spin_polls;
 };

@@ -404,6 +404,86 @@ static void test_pool_worker_on_one_cpu_does_not_poll(void **state)
 	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
 }
 
+struct spin_probe {
+	atomic_int started, granted, release;
+	int n; /* tasks that wait for each other */
+};
+
+static void spin_probe_task(void *arg)
+{
+	struct spin_probe *sp = arg;
+	bool may = orbit__worker_spin_begin();
+
+	if (may)
+		atomic_fetch_add(&sp->granted, 1);
+	atomic_fetch_add(&sp->started, 1);
+	while (!atomic_load(&sp->release)) /* all @n hold their answer at once */
+		usleep(100);
+	if (may)
+		orbit__worker_spin_end();
+}
+
+/* Tasks granted a spin when @n run at once on a pool of @n workers on a
+ * synthetic topology of @ncpus CPUs (not pinned, no polls of its own), in
+ * each of two rounds on the same pool (@got[0], @got[1]). */
+static void spinners_granted(unsigned ncpus, unsigned n, int got[2])
+{
+	static const int cpus[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	const struct orbit_topology_node node = { .node_id = 0, .ncpus = ncpus, .cpus = cpus };
+	const struct orbit_topology topo = { .nnodes = 1, .nodes = &node };
+	struct orbit_worker_pool_options o;
+	orbit_worker_pool_t *p;
+	orbit_executor_t ex;
+
+	orbit_worker_pool_options_init(&o);
+	o.topology = &topo;
+	o.nthreads = n;
+	o.no_pin = true;			  /* synthetic CPUs may not exist here */
+	o.spin_polls = ORBIT_WORKER_POOL_NO_SPIN; /* only the tasks ask for spins */
+	assert_int_equal(orbit_worker_pool_create(&o, &p), 0);
+	ex = orbit_worker_pool_executor(p);
+	for (int r = 0; r < 2; r++) {
+		struct spin_probe sp = { .n = (int)n };
+
+		for (unsigned k = 0; k < n; k++)
+			assert_int_equal(ex.submit(ex.ctx, spin_probe_task, &sp, ORBIT_NODE_ANY),
+					 0);
+		while (atomic_load(&sp.started) < (int)n)
+			usleep(100);
+		atomic_store(&sp.release, 1);
+		wait_idle(p, n); /* every spin of this round ended */
+		got[r] = atomic_load(&sp.granted);
+	}
+	assert_int_equal(orbit_worker_pool_destroy(p), 0);
+}
+
+/*
+ * At most one thread fewer than the topology's CPUs (at least one) spins
+ * at once (lib/sync.h, orbit__worker_spin_begin()): one CPU stays for a
+ * submitter outside the pool. Spins ended are given back: a second round
+ * gets as many on the same pool. Off a worker a spin is always allowed
+ * and not counted.
+ */
+static void test_pool_leaves_one_cpu_unspun(void **state)
+{
+	static const unsigned cases[][3] = {
+		/* CPUs, tasks at once, spins granted */
+		{ 2, 2, 1 },
+		{ 4, 4, 3 },
+		{ 1, 2, 1 },
+		{ 8, 3, 3 },
+	};
+	int got[2];
+
+	assert_true(orbit__worker_spin_begin()); /* not a pool worker */
+	orbit__worker_spin_end();
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		spinners_granted(cases[i][0], cases[i][1], got);
+		assert_int_equal(got[0], (int)cases[i][2]);
+		assert_int_equal(got[1], (int)cases[i][2]); /* the first round's came back */
+	}
+}
+
 struct shut {
 	orbit_executor_t ex;
 	orbit_worker_pool_t *pool;
@@ -548,6 +628,7 @@ int main(void)
 		cmocka_unit_test(test_pool_idle_workers_sleep_on_futex),
 		cmocka_unit_test(test_pool_destroy_finishes_accepted_and_refuses_new),
 		cmocka_unit_test(test_pool_worker_on_one_cpu_does_not_poll),
+		cmocka_unit_test(test_pool_leaves_one_cpu_unspun),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -406,6 +406,10 @@ static void test_pool_worker_on_one_cpu_does_not_poll(void **state)
 
 struct spin_probe {
 	atomic_int started, granted, release;
+	/* Tasks done with the probe: the last access of each, seq_cst, so
+	 * the round that sees all @n may reuse its memory (TSan: the idle
+	 * count wait_idle() reads is relaxed and orders nothing). */
+	atomic_int finished;
 	int n; /* tasks that wait for each other */
 };
 
@@ -421,6 +425,7 @@ static void spin_probe_task(void *arg)
 		usleep(100);
 	if (may)
 		orbit__worker_spin_end();
+	atomic_fetch_add(&sp->finished, 1); /* last: @sp may be gone after it */
 }
 
 /* Tasks granted a spin when @n run at once on a pool of @n workers on a
@@ -451,7 +456,9 @@ static void spinners_granted(unsigned ncpus, unsigned n, int got[2])
 		while (atomic_load(&sp.started) < (int)n)
 			usleep(100);
 		atomic_store(&sp.release, 1);
-		wait_idle(p, n); /* every spin of this round ended */
+		while (atomic_load(&sp.finished) < (int)n) /* every spin of this round ended */
+			usleep(100);
+		wait_idle(p, n); /* and every worker back asleep */
 		got[r] = atomic_load(&sp.granted);
 	}
 	assert_int_equal(orbit_worker_pool_destroy(p), 0);

@@ -848,7 +848,7 @@ static int submit_fn(void *arg)
  * What spot_submit() cannot place without a lane turn: submit_fn() in one.
  * The struct submit is made only for this way (spot_submit()'s last
  * statement), so the lane-free submissions do not clear it (perf,
- * execute_spot: the zeroing of its 104 bytes at every call was nine
+ * execute_spot: the zeroing of its 112 bytes at every call was nine
  * tenths of orbit_spot_execute_spot).
  */
 static int spot_submit_on_lane(struct submit *c)

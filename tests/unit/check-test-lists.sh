@@ -1,6 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# `make check-long` runs only the programs that read the tier
+# The test lists of the automake fragments are true to the sources.
+#
+# 1. Every cmocka test source (tests/unit/test_*.c, tests/mp/test_*.c) is
+#    a source of a program in CMOCKA_PROGS or TESTS: a name dropped from
+#    a list (an edit that left `CMOCKA_PROGS +=` empty once) would let the
+#    whole program go untested without a single failure.
+#
+# 2. `make check-long` runs only the programs that read the tier
 # (ORBIT_TEST_TIER, through orbit_test_long() of tests/common/orbit_test.h
 # or the variable itself): the others would run exactly what `make check`
 # ran. Their one list is LONG_TESTS, which each automake fragment adds to
@@ -26,7 +33,7 @@ find . -name '*.am' -not -path './build*' -not -path './_build/*' | sort |
 
 # The tier's readers among the test sources (tests/common defines it).
 grep -rlE 'orbit_test_long\(|ORBIT_TEST_TIER' tests --include='*.c' --include='*.sh' |
-	grep -v '^tests/common/' | grep -vx 'tests/unit/check-long-tests.sh' | sort > "$tmp/readers"
+	grep -v '^tests/common/' | grep -vx 'tests/unit/check-test-lists.sh' | sort > "$tmp/readers"
 
 # The test programs: what TESTS and CMOCKA_PROGS name.
 grep -E '^[ \t]*(TESTS|CMOCKA_PROGS)[ \t]*\+?=' "$tmp/am" | sed 's/^[^=]*=//' |
@@ -34,6 +41,25 @@ grep -E '^[ \t]*(TESTS|CMOCKA_PROGS)[ \t]*\+?=' "$tmp/am" | sed 's/^[^=]*=//' |
 
 # automake's canonical name of a program: every character but [A-Za-z0-9_] is '_'.
 canon() { printf '%s\n' "$1" | sed 's/[^A-Za-z0-9_]/_/g'; }
+
+# The test programs that have source file $1 (one per line).
+programs_of() {
+	for v in $(grep -E "_SOURCES[ \t]*\+?=.*(^|[ \t=])$1([ \t]|\$)" "$tmp/am" |
+		sed 's/_SOURCES.*//; s/^[ \t]*//'); do
+		while read -r p; do
+			[ "$(canon "$p")" = "$v" ] && echo "$p"
+		done < "$tmp/progs"
+	done
+}
+
+: > "$tmp/msg"
+for f in $(ls tests/unit/test_*.c tests/mp/test_*.c 2>/dev/null); do
+	[ -n "$(programs_of "$f")" ] ||
+		echo "$f is a source of no program in CMOCKA_PROGS or TESTS: it is never run" >> "$tmp/msg"
+done
+[ -n "$(ls tests/unit/test_*.c 2>/dev/null)" ] || echo "no tests/unit/test_*.c found from $src" >> "$tmp/msg"
+[ -s "$tmp/msg" ] && st=1 || st=0
+result test_every_test_source_is_in_a_test_program "$st" "$tmp/msg"
 
 : > "$tmp/msg"
 : > "$tmp/want"
@@ -47,17 +73,9 @@ while read -r f; do
 		fi
 		;;
 	*.c)
-		found=0
-		for v in $(grep -E "_SOURCES[ \t]*\+?=.*(^|[ \t=])$f([ \t]|\$)" "$tmp/am" |
-			sed 's/_SOURCES.*//; s/^[ \t]*//'); do
-			while read -r p; do
-				if [ "$(canon "$p")" = "$v" ]; then
-					echo "$p" >> "$tmp/want"
-					found=1
-				fi
-			done < "$tmp/progs"
-		done
-		[ $found = 1 ] ||
+		programs_of "$f" > "$tmp/of"
+		cat "$tmp/of" >> "$tmp/want"
+		[ -s "$tmp/of" ] ||
 			echo "$f reads the tier but is a source of no test program" >> "$tmp/msg"
 		;;
 	esac

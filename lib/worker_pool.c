@@ -78,6 +78,7 @@ struct orbit_worker_pool {
 	struct pool_node *nodes;
 	struct worker *workers;
 	unsigned nthreads, nnodes;
+	unsigned ncpus; /* the topology's CPUs, counted once at create */
 	unsigned spin_polls;
 	bool pin;
 	/* Set by destroy; read by submit under a node lock. */
@@ -209,13 +210,11 @@ bool orbit__worker_alone_on_cpu(void)
  */
 static bool alone_on_one_cpu(const orbit_worker_pool_t *p)
 {
-	unsigned total = 0;
 	cpu_set_t set;
 
-	for (unsigned i = 0; i < p->topo.topo.nnodes; i++)
-		total += p->topo.topo.nodes[i].ncpus;
 	CPU_ZERO(&set);
-	return total <= 1 && sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) == 1;
+	return p->ncpus <= 1 && sched_getaffinity(0, sizeof(set), &set) == 0 &&
+	       CPU_COUNT(&set) == 1;
 }
 
 static void worker_sleep(struct worker *w)
@@ -461,11 +460,11 @@ int orbit_worker_pool_create(const struct orbit_worker_pool_options *user,
 	if (ret)
 		goto err_pool;
 	p->nnodes = p->topo.topo.nnodes;
-	p->nthreads = opts.nthreads ? opts.nthreads : orbit__topology_ncpus(&p->topo.topo);
+	p->ncpus = orbit__topology_ncpus(&p->topo.topo);
+	p->nthreads = opts.nthreads ? opts.nthreads : p->ncpus;
 	p->pin = !opts.no_pin;
-	p->spin_max = orbit__topology_ncpus(&p->topo.topo) > 1
-			  ? orbit__topology_ncpus(&p->topo.topo) - 1
-			  : 1; /* one CPU for a submitter outside the pool */
+	/* One CPU for a submitter outside the pool. */
+	p->spin_max = p->ncpus > 1 ? p->ncpus - 1 : 1;
 	if (opts.spin_polls == ORBIT_WORKER_POOL_NO_SPIN)
 		p->spin_polls = 0;
 	else

@@ -267,8 +267,12 @@ static void *worker_main(void *arg)
 		/* One CPU: a task can only be submitted once this thread sleeps. */
 		if (!w->one_cpu && p->spin_polls && orbit__worker_spin_begin()) {
 			for (unsigned s = 0; s < p->spin_polls; s++) {
-				/* Relaxed poll: take_task() re-checks under the lock. */
-				if (any_ready(p, memory_order_relaxed))
+				/* Relaxed polls: take_task() re-checks under the
+				 * lock, and closed is read again (WP-A2) below.
+				 * Destroy's closed ends the poll, whatever its
+				 * length: it waits to join this thread. */
+				if (any_ready(p, memory_order_relaxed) ||
+				    atomic_load_explicit(&p->closed, memory_order_relaxed))
 					break;
 				orbit__cpu_relax();
 			}

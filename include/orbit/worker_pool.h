@@ -82,7 +82,8 @@ struct orbit_worker_pool_options {
 	 * ORBIT_WORKER_POOL_NO_SPIN: sleep at once. At most one thread
 	 * fewer than the topology's CPUs (at least one) spins at once,
 	 * counting the pool's draining queues that wait for more work: a
-	 * worker that finds them all spinning sleeps at once.
+	 * worker that finds them all spinning sleeps at once. Destroy ends
+	 * a poll at once, whatever its length.
 	 */
 	int spin_polls;
 };

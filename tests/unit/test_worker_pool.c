@@ -10,6 +10,7 @@
 #include "orbit_test.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -536,6 +537,74 @@ static void test_pool_destroy_finishes_accepted_and_refuses_new(void **state)
 	assert_int_equal(atomic_load(&s.deadlk), atomic_load(&s.ran));
 }
 
+struct closer {
+	orbit_worker_pool_t *pool;
+	atomic_int done;
+};
+
+static void *destroy_main(void *arg)
+{
+	struct closer *c = arg;
+
+	assert_int_equal(orbit_worker_pool_destroy(c->pool), 0);
+	atomic_store(&c->done, 1);
+	return NULL;
+}
+
+static void note_task(void *arg)
+{
+	atomic_store((atomic_int *)arg, 1);
+}
+
+/*
+ * Destroy ends an idle worker's poll: a worker left polling by a large
+ * spin_polls (INT_MAX polls, seconds of CPU pauses) sees the pool closed
+ * and exits, so destroy returns within a bound (1 s here, milliseconds in
+ * practice) instead of waiting for the poll to run out. Synthetic
+ * 2-CPU topology, unpinned: the worker is not alone on a CPU and may spin.
+ */
+static void test_pool_destroy_ends_idle_polls(void **state)
+{
+	static const int cpus[] = { 0, 1 };
+	const struct orbit_topology_node node = { .node_id = 0, .ncpus = 2, .cpus = cpus };
+	const struct orbit_topology topo = { .nnodes = 1, .nodes = &node };
+	struct orbit_worker_pool_options o;
+	struct orbit_worker_pool_stats st;
+	struct closer c = { 0 };
+	orbit_executor_t ex;
+	atomic_int ran = 0;
+	pthread_t t;
+	uint64_t t0, waited_ms;
+
+	orbit_worker_pool_options_init(&o);
+	o.topology = &topo;
+	o.nthreads = 1;
+	o.no_pin = true;
+	o.spin_polls = INT_MAX;
+	assert_int_equal(orbit_worker_pool_create(&o, &c.pool), 0);
+	ex = orbit_worker_pool_executor(c.pool);
+	assert_int_equal(ex.submit(ex.ctx, note_task, &ran, ORBIT_NODE_ANY), 0);
+	while (!atomic_load(&ran))
+		usleep(100);
+	usleep(20000); /* the worker is deep in its idle poll: awake, never slept */
+	orbit_worker_pool_stats(c.pool, &st);
+	assert_int_equal(st.sleeps, 0);
+	assert_int_equal(st.idle, 0);
+	t0 = orbit_test_now_ns();
+	assert_int_equal(pthread_create(&t, NULL, destroy_main, &c), 0);
+	while (!atomic_load(&c.done) && orbit_test_now_ns() - t0 < 1000000000ull)
+		usleep(1000);
+	waited_ms = (orbit_test_now_ns() - t0) / 1000000;
+	if (!atomic_load(&c.done)) {
+		pthread_detach(t); /* still joining the polling worker */
+		fail_msg("destroy still waited for an idle poll after %llu ms",
+			 (unsigned long long)waited_ms);
+	}
+	assert_int_equal(pthread_join(t, NULL), 0);
+	print_message("destroy beside an INT_MAX-poll idle worker took %llu ms\n",
+		      (unsigned long long)waited_ms);
+}
+
 /*
  * The options contract (issue 10, base/options.h): options from an older
  * build (cut before their last field, spin_polls) are accepted with it
@@ -634,6 +703,7 @@ int main(void)
 		cmocka_unit_test(test_pool_ready_tasks_run_fifo),
 		cmocka_unit_test(test_pool_idle_workers_sleep_on_futex),
 		cmocka_unit_test(test_pool_destroy_finishes_accepted_and_refuses_new),
+		cmocka_unit_test(test_pool_destroy_ends_idle_polls),
 		cmocka_unit_test(test_pool_worker_on_one_cpu_does_not_poll),
 		cmocka_unit_test(test_pool_leaves_one_cpu_unspun),
 	};

@@ -826,13 +826,15 @@ static void end_batch(orbit_serial_queue_t *q, const struct batch_tally *t,
  * submitter schedule a new one through the executor), poll the arrivals
  * counter for a few microseconds. Under a steady stream this keeps one
  * drain running instead of one executor round trip per item. Entered and
- * left under q->lock. Returns whether work is runnable now; *@cut is set
- * when the owner time budget is spent meanwhile.
+ * left under q->lock. Returns whether work is runnable now; then *@cut is
+ * set when the owner time budget is spent (left alone when nothing is:
+ * the slice ends either way).
  */
 static bool linger(orbit_serial_queue_t *q, const struct slice_clock *clk, bool *cut)
 {
 	/* Relaxed: a hint; the decision is re-made under the lock below. */
 	uint64_t seen = atomic_load_explicit(&q->arrivals, memory_order_relaxed);
+	bool moved, run;
 
 	/* Every spinner of the pool taken: the submitters need the CPU
 	 * (lib/sync.h); give the turn up as a linger that ran out would. */
@@ -856,9 +858,18 @@ static bool linger(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
 			break; /* other queues' drains wait for this thread */
 	}
 	orbit__worker_spin_end();
-	*cut = slice_over(clk);
+	/* The budget matters only if the drain goes on. Most lingers end a
+	 * slice with nothing arrived: no clock read for them. Work that
+	 * arrived after this hint (relaxed, as above) is found by
+	 * runnable(); only then is the clock read under the lock. */
+	moved = atomic_load_explicit(&q->arrivals, memory_order_relaxed) != seen;
+	if (moved)
+		*cut = slice_over(clk);
 	orbit__mutex_lock(&q->lock);
-	return runnable(q);
+	run = runnable(q);
+	if (run && !moved)
+		*cut = slice_over(clk);
+	return run;
 }
 
 /*

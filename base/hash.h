@@ -6,10 +6,10 @@
  * MurmurHash3's 64-bit finalizer (the lock table's probe hash up to its
  * layout version 3; no caller left), and wyhash's 64x64->128 multiply-fold
  * with its constants (the lock table's key hash of layout 4 in shm/lock.c
- * and the Spot queue's record checksum of layout 4 in shm/spot_queue.c). Values that
- * end up in SHM (fingerprints, slot positions) are part of a layout:
- * changing one of these changes that layout's version. Pure functions: no
- * SHM, no thread, no system call.
+ * and the Spot queue's record checksum of layout 4 in
+ * shm/spot_queue_internal.h). Values that end up in SHM (fingerprints, slot
+ * positions) are part of a layout: changing one of these changes that
+ * layout's version. Pure functions: no SHM, no thread, no system call.
  */
 #ifndef ORBIT_BASE_HASH_H
 #define ORBIT_BASE_HASH_H

@@ -23,7 +23,7 @@
  * commit word from its previous lap to CLAIMED(pos, row, gen) at the
  * current tail. The capacity check (count and bytes) was made against that
  * exact tail: the tail cannot move past pos before the slot is claimed (a
- * tail advance needs the slot CLAIMED, see help_tail in spot_queue.c), so
+ * tail advance needs the slot CLAIMED, see spot_queue_tail.c), so
  * two producers never both pass a full lane, and the lane position is the
  * sequence number. A head read before the tail is only more conservative:
  * a producer decides room on the head it read last while that shows room
@@ -142,7 +142,7 @@
 
 /*
  * 4: the record checksum is wyhash's 128-bit multiply fold (record_sum()
- * in spot_queue.c), 8 multiplies for a 64-byte Spot record instead of 17;
+ * in spot_queue_internal.h), 8 multiplies for a 64-byte Spot record instead of 17;
  * 3: the host's ack words in an array of their own (acks_off), off the
  * producer-written slot lines; 2: the checksum covers only a record's own
  * target bytes (four chains). A peer of another version is refused with
@@ -567,7 +567,7 @@ uint32_t orbit__spotq_host_seq(const orbit_spotq_host_t *h);
  * committed before the announce is seen by the re-check, one after it
  * rings (seq moves), and a kick (a worker, stop, the death watcher) after
  * @seen moved seq too. The re-check reads the commit word at each
- * lane's cursor (SQ-V1 in spot_queue.c), and the tail only when that slot
+ * lane's cursor (SQ-V1 in spot_queue_internal.h), and the tail only when that slot
  * is unclaimed: a tail past it (bad bytes made a passed slot look free)
  * returns 1, and the next take() resolves the slot. While a record in @lanes is being written, or an
  * aborted record whose producer has not retired holds a lane's head, the

@@ -161,7 +161,8 @@ struct orbit_spot_host {
 	_Atomic int state; /* enum orbit_spot_host_state, SH-L1 */
 	_Atomic int lost_reason;
 	/* SH-F1, SH-A4: finished deliveries, newest first, linked by done_next */
-	/* hand-written, not liburcu's cds_lfs: that measured slower (e2e host 216 -> 244 ns/rec) */
+	/* hand-written, not liburcu's cds_lfs: an earlier attempt
+	 * measured that slower (e2e host 216 -> 244 ns/rec; not re-measured) */
 	_Atomic(struct delivery *) done;
 	struct delivery *pending[2], *pending_tail[2]; /* refused: first in line */
 	/* Completed deliveries of SPARE_PAYLOAD room, linked by next, for

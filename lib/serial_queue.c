@@ -828,7 +828,8 @@ static void end_batch(orbit_serial_queue_t *q, const struct batch_tally *t,
  * drain running instead of one executor round trip per item. Entered and
  * left under q->lock. Returns whether work is runnable now; then *@cut is
  * set when the owner time budget is spent (left alone when nothing is:
- * the slice ends either way).
+ * the slice ends either way; and when every spinner is taken, returned at
+ * once with no time spent, so the caller's *@cut, false, stands).
  */
 static bool linger(orbit_serial_queue_t *q, const struct slice_clock *clk, bool *cut)
 {

@@ -39,7 +39,7 @@
  *   SQ-R7 P: release store of the row claim before the slot CAS, pairs with
  *            SQ-A6: the previous record's tail CAS before the new claim
  *   SQ-A6 X: acquire of the claimer's row claim, pairs with SQ-R7 in submit():
- *            a claim that moved on shows the tail CAS before it (help_tail's
+ *            a claim that moved on shows the tail CAS before it (orbit__spotq_help_tail's
  *            lateness check)
  *   SQ-R6 P: release store of RETIRED in the row claim, the producer's last
  *            store for a record; pairs with SQ-A8 in advance(): no slot or
@@ -78,7 +78,7 @@
  *            slot and that the slot's resv is visible. The resv of lap T takes
  *            one value only, (B, len) with B the tail word's bytes at index T
  *            and len the claimer's row claim, from the claimer's plain store in
- *            own_tail() or a helper's CAS in help_tail() (a late helper's CAS
+ *            own_tail() or a helper's CAS in orbit__spotq_help_tail() (a late helper's CAS
  *            fails there). COMMITTED is written by the claimer's commit CAS
  *            (release) after own_tail(), which either stored resv itself
  *            (program order) or found the tail moved (acquire): the tail CAS

@@ -147,8 +147,11 @@ void orbit__spotq_producer_close(orbit_spotq_producer_t *p)
  * bytes, and gcc (12, -O2, x86-64) expands a memcpy whose length it knows
  * to be at most 8 KiB as REP MOVSQ with an alignment prologue: for a 64-byte
  * record that is slower than libc's vector copy (see the commit that
- * brought this in for the figures). An asm label, not a builtin: the
- * compiler knows nothing of it, sanitizers still see a call to memcpy.
+ * brought this in for the figures). An asm label, not a builtin: gcc
+ * knows nothing of it (clang recognises the symbol as memcpy, but with a
+ * length it cannot bound it emits the call too), and sanitizers still see
+ * a call to memcpy. Under LTO gcc might merge it with the builtin again:
+ * only the speed would change.
  */
 extern void *libc_memcpy(void *restrict dst, const void *restrict src, size_t n) __asm__("memcpy");
 

@@ -650,7 +650,7 @@ static void test_aborted_record_retired_after_last_advance_frees_head(void **sta
  * The late tail helper (fixed in the commit after the first one, found by
  * the 4 x 100k test about one run in seven), made deterministic: producer P
  * stops right after its claim (spotq.after_claim), producer Q comes to help
- * it and stops inside help_tail() before its resv CAS
+ * it and stops inside orbit__spotq_help_tail() before its resv CAS
  * (spotq.help_before_resv). P resumes and finishes; the lane runs on until
  * the slot holds a later record; then Q resumes. Its stale resv write must
  * not land: every record stays whole and the bytes all come back.

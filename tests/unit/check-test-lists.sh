@@ -27,16 +27,18 @@ fail=0
 . "$src/tests/common/check-result.sh" # result NAME STATUS MSGFILE
 
 cd "$src" || exit 1
-# Every .am fragment, continuation lines joined, one logical line each.
-find . -name '*.am' -not -path './build*' -not -path './_build/*' | sort |
-	xargs cat | sed -e ':a' -e '/\\$/N; s/\\\n//; ta' > "$tmp/am"
+# Makefile.am and the fragments it includes (not every *.am on disk: a
+# stale copy in a build tree could hide a dropped entry), continuation
+# lines joined with a space as make joins them, one logical line each.
+{ echo Makefile.am; sed -n 's/^include[[:blank:]]*//p' Makefile.am; } |
+	xargs cat | sed -e ':a' -e '/\\$/N; s/\\\n/ /; ta' > "$tmp/am"
 
 # The tier's readers among the test sources (tests/common defines it).
 grep -rlE 'orbit_test_long\(|ORBIT_TEST_TIER' tests --include='*.c' --include='*.sh' |
 	grep -v '^tests/common/' | grep -vx 'tests/unit/check-test-lists.sh' | sort > "$tmp/readers"
 
 # The test programs: what TESTS and CMOCKA_PROGS name.
-grep -E '^[ \t]*(TESTS|CMOCKA_PROGS)[ \t]*\+?=' "$tmp/am" | sed 's/^[^=]*=//' |
+grep -E '^[[:blank:]]*(TESTS|CMOCKA_PROGS)[[:blank:]]*\+?=' "$tmp/am" | sed 's/^[^=]*=//' |
 	tr ' \t' '\n\n' | grep -E '^tests/' | sort -u > "$tmp/progs"
 
 # automake's canonical name of a program: every character but [A-Za-z0-9_] is '_'.
@@ -44,8 +46,8 @@ canon() { printf '%s\n' "$1" | sed 's/[^A-Za-z0-9_]/_/g'; }
 
 # The test programs that have source file $1 (one per line).
 programs_of() {
-	for v in $(grep -E "_SOURCES[ \t]*\+?=.*(^|[ \t=])$1([ \t]|\$)" "$tmp/am" |
-		sed 's/_SOURCES.*//; s/^[ \t]*//'); do
+	for v in $(grep -E "_SOURCES[[:blank:]]*\+?=.*(^|[[:blank:]=])$1([[:blank:]]|\$)" "$tmp/am" |
+		sed 's/_SOURCES.*//; s/^[[:blank:]]*//'); do
 		while read -r p; do
 			[ "$(canon "$p")" = "$v" ] && echo "$p"
 		done < "$tmp/progs"
@@ -82,7 +84,7 @@ while read -r f; do
 done < "$tmp/readers"
 sort -u -o "$tmp/want" "$tmp/want"
 
-grep -E '^[ \t]*LONG_TESTS[ \t]*\+?=' "$tmp/am" | sed 's/^[^=]*=//' |
+grep -E '^[[:blank:]]*LONG_TESTS[[:blank:]]*\+?=' "$tmp/am" | sed 's/^[^=]*=//' |
 	tr ' \t' '\n\n' | grep -v '^$' | sort -u > "$tmp/listed"
 
 comm -23 "$tmp/want" "$tmp/listed" |

@@ -712,9 +712,10 @@ static void test_s6_4_light_owner_starts_within_budget_during_flood(void **state
 	 * overslept on a loaded host let 25 items pass before the light one */
 	while (atomic_load(&s.ran) < 3)
 		sched_yield();
-	before = atomic_load(&s.ran);
 	l.submitted_ns = orbit_test_now_ns();
 	assert_int_equal(orbit_serial_queue_enqueue(light, light_fn, &l), 0);
+	/* read after the enqueue: a preemption before it can only loosen the check */
+	before = atomic_load(&s.ran);
 	assert_int_equal(orbit_serial_queue_await_quiescence(light, 10000), 0);
 	lat_ms = (atomic_load(&l.started_ns) - l.submitted_ns) / 1000000;
 	print_message("light owner waited %llu ms and %d heavy items (submitted after %d) behind a "

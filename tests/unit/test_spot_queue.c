@@ -1202,7 +1202,7 @@ static void test_room_doorbell_wakes_waiting_producer_and_kick_wakes_host(void *
 /*
  * A record claimed by a tenure that no longer owns its producer row (the
  * member died and its row was taken by a new tenure) is aborted at once,
- * without waiting for the unblock bound: claimer_dead()'s tenure branch.
+ * without waiting for the unblock bound: orbit__spotq_claimer_dead()'s tenure branch.
  */
 static void test_claim_of_an_ended_tenure_aborted_at_once(void **state)
 {
@@ -1582,7 +1582,7 @@ static void *advance_loop(void *arg)
  * main thread frees it, submits two records (the second reuses its slot)
  * and takes both; the preempted advancers resume while that record is
  * TAKEN. Each record must complete (0) and the lane must drain.
- * Mutations that fail it: ack_set() retrying its CAS on whatever the
+ * Mutations that fail it: orbit__spotq_ack_set() retrying its CAS on whatever the
  * word holds after a failure (the code before the fix) -> complete()
  * returns -EINVAL for the reused slot's record (the word reads FREED of
  * the aborted position; 6 of 6 runs, within 2-21 rounds); counting a

@@ -424,7 +424,8 @@ static int initialise(void *base, const struct orbit_seg_spec *spec)
 		if (r < 0)
 			return r;
 	}
-	/* SG-R1: release, pairs with SG-A1/SG-A2 in wait_ready(): header and body before READY */
+	/* SG-R1: release, pairs with SG-A1/SG-A2 in wait_ready() and SG-A3 in settled():
+	 * header and body before READY */
 	atomic_store_explicit(&h->init_state, ORBIT_SEG_READY, memory_order_release);
 	return 0;
 }
@@ -505,6 +506,7 @@ static int create_new(orbit_seg_t *seg, const char *name, const struct orbit_seg
 	r = map_fd(fd, spec->total_bytes, false, &base);
 	if (r < 0)
 		goto err_unlink;
+	ORBIT_CRASHPOINT("seg.create_sized"); /* full size, all zero, flock held */
 	r = initialise(base, spec);
 	if (r < 0)
 		goto err_unmap;
@@ -533,6 +535,39 @@ err_unlink:
 static bool being_initialised(const struct orbit_seg_header *h, uint32_t state)
 {
 	return state == ORBIT_SEG_INITIALISING || (h->magic == 0 && state == 0);
+}
+
+/*
+ * The header at the top of wait_ready() looked foreign or corrupt. We load
+ * the state first and the magic after, and a creator writes INITIALISING
+ * first and the magic after, so a creator at work between our two loads
+ * shows us state 0 beside orbit's magic: only bytes read while we hold
+ * the flock (no creator at work) are settled. Returns -EAGAIN while the
+ * flock is held and the bound not reached, 0 when the bytes read under it
+ * are a creator's after all (look again), or the refusal.
+ */
+static int settled(int fd, const char *name, const struct orbit_seg_header *h, uint64_t deadline)
+{
+	int r = flock_retry(fd, LOCK_EX | LOCK_NB);
+	bool held = r == 0;
+	uint32_t state;
+
+	if ((r == -EWOULDBLOCK || r == -EAGAIN) && orbit__now_mono_ns() < deadline)
+		return -EAGAIN;
+	if (r < 0 && r != -EWOULDBLOCK && r != -EAGAIN)
+		return r;
+	/* SG-A3: acquire, pairs with SG-R1 in initialise(): READY before header/body */
+	state = atomic_load_explicit(&h->init_state, memory_order_acquire);
+	if (held && (state == ORBIT_SEG_READY || being_initialised(h, state)))
+		r = 0;
+	else /* settled under our flock, or a flock held past the bound by a non-creator */
+		r = h->magic == ORBIT_SEG_MAGIC
+			? refuse(-ORBIT_ECORRUPT, name, "init state %#x", state)
+			: refuse(-ORBIT_EMAGIC, name, "magic %#" PRIx64 " is not orbit's",
+				 h->magic);
+	if (held)
+		flock_retry(fd, LOCK_UN);
+	return r;
 }
 
 /*
@@ -612,6 +647,7 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 			/* SG-A1: acquire, pairs with SG-R1 in initialise(): READY before header/body */
 			uint32_t state = atomic_load_explicit(&h->init_state, memory_order_acquire);
 
+			ORBIT_CRASHPOINT("seg.open_loaded_state"); /* before the magic is read */
 			if (state == ORBIT_SEG_READY) {
 				r = validate_header(name, h, mapped, spec);
 				if (r == 0) {
@@ -622,12 +658,16 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 				}
 				goto out;
 			}
-			/* foreign or corrupt: never "repaired" away */
+			/* foreign or corrupt: never "repaired" away, but refused only
+			 * once no creator is at work (settled() says why) */
 			if (!being_initialised(h, state)) {
-				r = h->magic == ORBIT_SEG_MAGIC
-					? refuse(-ORBIT_ECORRUPT, name, "init state %#x", state)
-					: refuse(-ORBIT_EMAGIC, name,
-						 "magic %#" PRIx64 " is not orbit's", h->magic);
+				r = settled(fd, name, h, deadline);
+				if (r == -EAGAIN) {
+					usleep(1000);
+					continue;
+				}
+				if (r == 0)
+					continue; /* it was a creator at work: look again */
 				goto out;
 			}
 		}

@@ -14,7 +14,11 @@
  *                                                           INITIALISING, the flock is
  *                                                           free -> next opener repairs
  *   init_state      creator: release store    openers:      never torn (atomic u32)
- *                   READY last (SG-R1)           acquire (SG-A1)
+ *                   READY last (SG-R1)           acquire (SG-A1), but loaded before
+ *                                               the magic: mid-creation a pair of
+ *                                               state 0 and orbit's magic is seen,
+ *                                               so "corrupt" is decided only under
+ *                                               the flock (settled(), SG-A3)
  *   generation      reset (under the body's   anyone        atomic u64; a reader
  *                   serializer), +1 release   acquire        sees old or new
  *   creator_pid     creator                   display       informational only

@@ -691,6 +691,53 @@ static void test_opener_never_reinitialises_a_finished_segment(void **state)
 }
 
 /*
+ * An opener loads the init state, then the magic. A creator at work can
+ * write both in between: the opener holds state 0 beside orbit's magic,
+ * which no finished or dead creator leaves, and must wait for the flock's
+ * answer instead of calling it corrupt (CI, the long tier: two uids
+ * starting agents at once on a fresh fleet, one refused with -ECORRUPT).
+ * The creator stops sized and still zero; the opener stops after its
+ * state load; the creator then finishes before the opener reads on.
+ */
+static void test_opener_racing_the_creators_header_waits(void **state)
+{
+	struct orbit_seg_spec sp = default_spec();
+	int st;
+	pid_t creator = fork();
+
+	if (creator == 0) {
+		struct orbit_seg_opts o = { .how = ORBIT_SEG_CREATE };
+		orbit_seg_t a;
+		orbit__crashpoint_arm("seg.create_sized", 1, ORBIT_CRASH_STOP);
+		_exit(orbit__seg_open(&a, fleet, "s", &sp, &o) != 0);
+	}
+	assert_int_equal(waitpid(creator, &st, WUNTRACED), creator);
+	assert_true(WIFSTOPPED(st)); /* full size, all zero, holding the flock */
+	pid_t opener = fork();
+	if (opener == 0) {
+		struct orbit_seg_opts o = { .how = ORBIT_SEG_OPEN_OR_CREATE };
+		orbit_seg_t b;
+		orbit__crashpoint_arm("seg.open_loaded_state", 1, ORBIT_CRASH_STOP);
+		int rc = orbit__seg_open(&b, fleet, "s", &sp, &o);
+		if (rc != 0) {
+			fprintf(stderr, "opener: %d %s\n", rc, orbit_segment_last_error());
+			_exit(2);
+		}
+		_exit(b.created ? 3 : ((unsigned char *)orbit__seg_body(&b))[0] == 0x5a ? 0 : 4);
+	}
+	assert_int_equal(waitpid(opener, &st, WUNTRACED), opener);
+	assert_true(WIFSTOPPED(st)); /* loaded state 0, magic not yet read */
+	kill(creator, SIGCONT);
+	st = orbit_test_wait(creator, 10000);
+	assert_true(st >= 0 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	kill(opener, SIGCONT); /* reads the magic the creator has written since */
+	st = orbit_test_wait(opener, 10000);
+	assert_true(st >= 0 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/*
  * A read-only opener that finds the file empty and its flock free has
  * caught a creator between its O_EXCL open and its flock (CI: the demo's
  * read-only fleet open, racing the first agent's create, answered
@@ -743,6 +790,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_truncated_file_is_etruncated, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_readonly_opener_waits_for_creator_before_its_flock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_opener_racing_the_creators_header_waits, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_non_regular_file_under_the_name_is_enotreg,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reopen_reaches_the_same_object_or_refuses,

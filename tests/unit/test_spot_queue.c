@@ -812,6 +812,8 @@ static void test_polling_host_takes_a_record_without_a_ring(void **state)
  * The poll's time counts against the wait's timeout: a 500 ms wait that
  * polled for all of it (a fixed budget of 5 s, cut to the timeout) ends
  * after about 500 ms, not after a poll and then a sleep of 500 ms each.
+ * That mutation takes at least 1,000 ms whatever the load, so the bound
+ * is 1,000 ms: 500 ms of slack for a loaded machine (900 failed there).
  */
 static void test_poll_counts_against_the_timeout(void **state)
 {
@@ -827,9 +829,9 @@ static void test_poll_counts_against_the_timeout(void **state)
 			 -ETIMEDOUT);
 	ns = orbit_test_now_ns() - t0;
 	assert_true(ns >= 500000000ull);
-	if (ns >= 900000000ull)
+	if (ns >= 1000000000ull)
 		print_message("wait took %llu ns\n", (unsigned long long)ns);
-	assert_true(ns < 900000000ull);
+	assert_true(ns < 1000000000ull);
 	orbit__spotq_host_close(h);
 }
 

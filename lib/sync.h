@@ -30,10 +30,12 @@ static inline void orbit__futex_wait(_Atomic uint32_t *word, uint32_t val)
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
 }
 
-/* Wake up to @n sleepers of @word. */
-static inline void orbit__futex_wake(_Atomic uint32_t *word, int n)
+/* Wake up to @n sleepers of @word. Returns how many were woken (0 on error). */
+static inline int orbit__futex_wake(_Atomic uint32_t *word, int n)
 {
-	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+	long r = syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+
+	return r > 0 ? (int)r : 0;
 }
 
 /*

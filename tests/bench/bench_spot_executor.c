@@ -25,8 +25,10 @@
  * Environment (for instruction counting, e.g. under callgrind):
  * BENCH_ITEMS (items per run, default ITEMS), BENCH_ROUNDS (default
  * ROUNDS), BENCH_PATH (run only the path whose name starts with it; no
- * targets are printed then), BENCH_ACTORS (Actors of the 8-Actor paths
- * when BENCH_PATH is set: one point of the scale series, for a profile).
+ * targets are printed then, only each round's M items/s, for an A/B of
+ * two builds), BENCH_ACTORS (Actors of the 8-Actor paths, and queues of
+ * "serial_queue 8 queues", when BENCH_PATH is set: one point of the scale
+ * series, for a profile).
  */
 #include "config.h"
 
@@ -133,7 +135,7 @@ static int cmp_double(const void *a, const void *b)
 
 struct subject {
 	orbit_serial_queue_t *q;
-	orbit_serial_queue_t *qs[ACTORS]; /* P_QUEUE_8 */
+	orbit_serial_queue_t **qs; /* P_QUEUE_8: n_actors queues */
 	orbit_spot_serial_executor_t *spot;
 	orbit_actor_serial_executor_t *actor;
 	orbit_session_serial_executor_t *session;
@@ -145,7 +147,7 @@ static int submit(enum path p, struct subject *s, uint64_t i, void *a)
 	case P_QUEUE:
 		return orbit_serial_queue_enqueue(s->q, work, a);
 	case P_QUEUE_8:
-		return orbit_serial_queue_enqueue(s->qs[i % ACTORS], work, a);
+		return orbit_serial_queue_enqueue(s->qs[i % n_actors], work, a);
 	case P_SPOT:
 		return orbit_spot_execute_spot(s->spot, work, a, NULL);
 	case P_PER_ACTOR_1:
@@ -169,7 +171,10 @@ static int setup(enum path p, orbit_executor_t ex, struct subject *s)
 
 		orbit_serial_queue_options_init(&o);
 		o.executor = ex;
-		for (int k = 0; k < ACTORS; k++)
+		s->qs = calloc(n_actors, sizeof(*s->qs));
+		if (!s->qs)
+			return -1;
+		for (uint64_t k = 0; k < n_actors; k++)
 			if (orbit_serial_queue_create(&o, &s->qs[k]) < 0)
 				return -1;
 		return 0;
@@ -208,12 +213,13 @@ static int quiesce_and_destroy(struct subject *s)
 {
 	int rc = 0;
 
-	if (s->qs[0]) {
-		for (int k = 0; k < ACTORS; k++) {
+	if (s->qs) {
+		for (uint64_t k = 0; k < n_actors; k++) {
 			if (orbit_serial_queue_await_quiescence(s->qs[k], -1))
 				rc = -1;
 			orbit_serial_queue_destroy(s->qs[k]);
 		}
+		free(s->qs);
 	} else if (s->q) {
 		rc = orbit_serial_queue_await_quiescence(s->q, -1);
 		orbit_serial_queue_destroy(s->q);
@@ -389,8 +395,20 @@ int main(void)
 				      &lat[p], li);
 			if (v[p][r] < 0)
 				rc = 1;
+			else if (only)
+				printf("%s round %d: %.3f M/s\n", names[p], r, v[p][r] / 1e6);
 		}
 	if (only) {
+		struct orbit_worker_pool_stats ps;
+
+		/* Pool hand-offs per item: what a drain start costs this path. */
+		if (orbit_worker_pool_stats(pool, &ps) == 0)
+			printf("pool: %.3f tasks, %.4f wakes, %.4f sleeps per item; %llu -EAGAIN\n",
+			       (double)ps.submitted / (double)(items * (uint64_t)rounds),
+			       (double)ps.wakes / (double)(items * (uint64_t)rounds),
+			       (double)ps.sleeps / (double)(items * (uint64_t)rounds),
+			       (unsigned long long)full[0] + full[P_PER_ACTOR_8] + full[P_QUEUE_8] +
+				   full[P_SPOT_WIDE_8]);
 		orbit_worker_pool_destroy(pool);
 		return rc;
 	}

@@ -19,19 +19,24 @@
  * (and wakes it). The futex word is bumped before each wake so a wake
  * that lands between WP-W2 and FUTEX_WAIT makes the wait return at once.
  *
- * One wake in flight per node (node->waking, all seq_cst): a submitter
- * that sees a sleeper wakes it only if no wake of that node is in flight
- * (WP-S3); the wake's thread clears the flag once it returns from the
+ * One wake in flight per sleeper (node->waking, the wakes issued whose
+ * worker is not back from its wait yet; all seq_cst): a submitter wakes a
+ * sleeper only if the node has more sleepers than wakes in flight (WP-S3);
+ * the woken worker takes its wake off the count once it returns from the
  * wait (WP-W3), or the waker does when its FUTEX_WAKE woke nobody (WP-S4)
- * and then looks again for a task and a sleeper (a submitter that saw the
- * flag set skipped its wake). A worker that takes a task and sees more
- * ready and a sleeper wakes the next (the same gate). Without the gate a
- * submitter woke at every task until the woken worker ran and uncounted
- * itself: bench_spot_executor PerActor 1,024 Actors made 7.6 FUTEX_WAKE
- * calls per sleep, 0.58 per item, nearly all of them on the producer.
- * Either the flag is clear (the next submitter wakes) or a thread that
- * will clear it and then look (the woken worker takes tasks, the waker
- * re-checks) is on its way: no task is left with every worker asleep.
+ * and then looks again for a task and a sleeper without a wake (a
+ * submitter that saw the count skipped its wake). Taking off never goes
+ * below zero (a wait that returned for another reason takes off too), so
+ * the count is never above the wakes really in flight. A worker that
+ * takes a task and sees more ready and a sleeper wakes the next (the same
+ * gate). Without the count a submitter woke at every task until the woken
+ * worker ran and uncounted itself: bench_spot_executor PerActor 1,024
+ * Actors made 7.6 FUTEX_WAKE calls per sleep, 0.58 per item, nearly all
+ * of them on the producer. Either a sleeper has no wake (the next
+ * submitter wakes it) or every sleeper has one on its way, and a thread
+ * that will then take tasks or look again (the woken worker, the waker)
+ * takes it off: no task is left with every worker asleep, and tasks
+ * submitted together wake as many sleepers as before.
  */
 #include "config.h"
 
@@ -67,7 +72,7 @@ struct pool_node {
 	_Atomic size_t ready;
 	_Atomic uint32_t futex;	   /* sleep word, bumped before each wake */
 	_Atomic unsigned sleepers; /* workers of this node asleep or about to */
-	_Atomic bool waking;	   /* a wake of this node is in flight (file comment) */
+	_Atomic unsigned waking;   /* wakes in flight (file comment) */
 	/* Written under lock, read lock-free by stats: relaxed is enough. */
 	_Atomic uint64_t submitted;
 	int node_id;
@@ -232,6 +237,17 @@ static bool alone_on_one_cpu(const orbit_worker_pool_t *p)
 	       CPU_COUNT(&set) == 1;
 }
 
+/* One wake of @n is no longer in flight: take it off the count, never
+ * below zero (file comment). WP-W3/WP-S4: seq_cst, pairs with WP-S3. */
+static void waking_put(struct pool_node *n)
+{
+	unsigned k = atomic_load_explicit(&n->waking, memory_order_seq_cst);
+
+	while (k && !atomic_compare_exchange_weak_explicit(
+			&n->waking, &k, k - 1, memory_order_seq_cst, memory_order_seq_cst))
+		;
+}
+
 static void worker_sleep(struct worker *w)
 {
 	orbit_worker_pool_t *p = w->pool;
@@ -256,12 +272,12 @@ static void worker_sleep(struct worker *w)
 	 * (or a waker one more look, WP-S4); done before WP-W3, so that the
 	 * next waker does not count us. */
 	atomic_fetch_sub_explicit(&n->sleepers, 1, memory_order_relaxed);
-	/* WP-W3: seq_cst, pairs with WP-S3 in wake_node(): a wake that woke
-	 * us is no longer in flight; the tasks whose submitters saw it and
-	 * skipped theirs are taken by our caller (run_next() wakes the next
-	 * sleeper when more are ready). */
+	/* WP-W3: pairs with WP-S3 in wake_node(): a wake that woke us is no
+	 * longer in flight; the tasks whose submitters saw it and skipped
+	 * theirs are taken by our caller (run_next() wakes the next sleeper
+	 * when more are ready). */
 	if (wait)
-		atomic_store_explicit(&n->waking, false, memory_order_seq_cst);
+		waking_put(n);
 }
 
 static void wake_node(orbit_worker_pool_t *p, struct pool_node *n);
@@ -327,30 +343,36 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* Wake one sleeper of @n, unless a wake of @n is in flight (file comment). */
+/* Wake one sleeper of @n that has no wake on its way (file comment). */
 static void wake_node(orbit_worker_pool_t *p, struct pool_node *n)
 {
 	for (;;) {
 		/* WP-S3: seq_cst, pairs with WP-W3 in worker_sleep() and WP-S4
-		 * below: a flag seen set is cleared later in the total order,
-		 * by a thread that then takes or looks for our task. A load
-		 * first: the submitters that skip do not write the line. */
-		if (atomic_load_explicit(&n->waking, memory_order_seq_cst) ||
-		    atomic_exchange_explicit(&n->waking, true, memory_order_seq_cst))
-			return;
+		 * below: a wake seen counted is taken off later in the total
+		 * order, by a thread that then takes or looks for our task.
+		 * Loads first: the submitters that skip do not write the line. */
+		unsigned k = atomic_load_explicit(&n->waking, memory_order_seq_cst);
+
+		do {
+			if (atomic_load_explicit(&n->sleepers, memory_order_seq_cst) <= k)
+				return; /* every sleeper has a wake on its way */
+		} while (!atomic_compare_exchange_weak_explicit(
+		    &n->waking, &k, k + 1, memory_order_seq_cst, memory_order_seq_cst));
 		/* WP-R1: release, pairs with WP-A1 in worker_sleep(): the bump before the wake */
 		atomic_fetch_add_explicit(&n->futex, 1, memory_order_release);
 		atomic_fetch_add_explicit(&p->wakes, 1, memory_order_relaxed); /* statistic */
 		if (orbit__futex_wake(&n->futex, 1) > 0)
-			return; /* the woken worker clears the flag (WP-W3) */
-		/* WP-S4: seq_cst, pairs with WP-S3: nobody was in the wait (a
-		 * sleeper between WP-W1 and FUTEX_WAIT returns at once, having
-		 * read the futex word before our bump, or sees the task). */
-		atomic_store_explicit(&n->waking, false, memory_order_seq_cst);
-		/* A submitter that saw the flag set meanwhile skipped its wake:
-		 * look again for its task and a sleeper (seq_cst, as WP-S2). */
+			return; /* the woken worker takes it off (WP-W3) */
+		/* WP-S4: nobody was in the wait (a sleeper between WP-W1 and
+		 * FUTEX_WAIT returns at once, having read the futex word before
+		 * our bump, or sees the task): take our wake off. */
+		waking_put(n);
+		/* A submitter that saw it counted meanwhile skipped its wake:
+		 * look again for its task and a sleeper without a wake
+		 * (seq_cst, as WP-S2). */
 		if (!any_ready(p, memory_order_seq_cst) ||
-		    !atomic_load_explicit(&n->sleepers, memory_order_seq_cst))
+		    atomic_load_explicit(&n->sleepers, memory_order_seq_cst) <=
+			atomic_load_explicit(&n->waking, memory_order_seq_cst))
 			return;
 	}
 }

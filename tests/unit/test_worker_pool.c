@@ -393,9 +393,10 @@ static void pair_task(void *arg)
 
 /*
  * Two tasks submitted back to back while both workers sleep run at once:
- * the second submitter skips its wake while the first one's is in flight,
- * and the worker that woke and took the first task wakes the other for
- * the second (without that the second waited behind the first).
+ * the wakes in flight are counted per sleeper, so the second submitter
+ * still wakes the second sleeper (and a worker that took a task and sees
+ * another ready wakes a sleeper too). With one wake per node and no
+ * worker's wake the second task waited behind the first.
  */
 static void test_pool_tasks_submitted_together_run_in_parallel(void **state)
 {

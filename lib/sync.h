@@ -96,6 +96,19 @@ bool orbit__worker_others_ready(void);
 bool orbit__worker_alone_on_cpu(void);
 
 /*
+ * orbit__worker_pool_test_sleep_hook - for tests only: when set, a pool
+ * worker that is about to sleep calls it after it counted itself a
+ * sleeper (WP-W1) and found nothing ready (WP-W2), just before its
+ * FUTEX_WAIT: a test can hold a worker in that gap, where a preemption
+ * puts it in production, and see what a submitter does meanwhile. NULL
+ * (the default) costs one relaxed load per sleep.
+ *
+ * Context: set and cleared by a test while the pool's workers are not in
+ * the gap (set before the pool sleeps, cleared after the hook returned).
+ */
+extern _Atomic(void (*)(void)) orbit__worker_pool_test_sleep_hook;
+
+/*
  * orbit__worker_spin_begin - may the calling pool worker spin now (a
  * lingering or gathering drain, a worker polling for tasks)? A pool lets
  * at most one thread fewer than its topology's CPUs (at least one) spin

@@ -24,12 +24,14 @@
  * sleeper only if the node has more sleepers than wakes in flight (WP-S3);
  * the woken worker takes its wake off the count once it returns from the
  * wait (WP-W3), or the waker does when its FUTEX_WAKE woke nobody (WP-S4)
- * and then looks again for a task and a sleeper without a wake (a
- * submitter that saw the count skipped its wake). Taking off never goes
+ * and then looks once again for a task and a sleeper without a wake (a
+ * submitter that saw the count skipped its wake, WP-S5); if both are
+ * there it makes one ungated wake and stops (at most two FUTEX_WAKE calls
+ * per wake_node(), the argument is there). Taking off never goes
  * below zero (a wait that returned for another reason takes off too), so
  * the count is never above the wakes really in flight. A worker that
- * takes a task and sees more ready and a sleeper wakes the next (the same
- * gate). Without the count a submitter woke at every task until the woken
+ * takes a task and sees more ready wakes a sleeper too (the same gate,
+ * and the same order as a submitter: its node, else the first with one). Without the count a submitter woke at every task until the woken
  * worker ran and uncounted itself: bench_spot_executor PerActor 1,024
  * Actors made 7.6 FUTEX_WAKE calls per sleep, 0.58 per item, nearly all
  * of them on the producer. Either a sleeper has no wake (the next
@@ -119,6 +121,9 @@ struct orbit_worker_pool {
 };
 
 static _Thread_local struct worker *tls_worker;
+
+/* lib/sync.h; relaxed everywhere: a test sets it while no worker calls it. */
+_Atomic(void (*)(void)) orbit__worker_pool_test_sleep_hook;
 
 void orbit_worker_pool_options_init(struct orbit_worker_pool_options *opts)
 {
@@ -252,7 +257,7 @@ static void worker_sleep(struct worker *w)
 {
 	orbit_worker_pool_t *p = w->pool;
 	struct pool_node *n = &p->nodes[w->node_idx];
-	/* WP-A1: acquire, pairs with WP-R1 in wake_node() and WP-R2 in
+	/* WP-A1: acquire, pairs with WP-R1 in wake_call() and WP-R2 in
 	 * stop_and_join(): read before WP-W1 */
 	uint32_t v = atomic_load_explicit(&n->futex, memory_order_acquire);
 
@@ -264,13 +269,21 @@ static void worker_sleep(struct worker *w)
 		    !atomic_load_explicit(&p->closed, memory_order_seq_cst);
 
 	if (wait) {
+		void (*hook)(void) = atomic_load_explicit(&orbit__worker_pool_test_sleep_hook,
+							  memory_order_relaxed);
+
+		if (hook) /* tests only (lib/sync.h) */
+			hook();
 		orbit__single_writer_add(&w->sleeps, 1); /* this worker only */
 		orbit__futex_wait(&n->futex, v);
 	}
 	atomic_fetch_sub_explicit(&p->idle, 1, memory_order_relaxed); /* statistic */
 	/* Relaxed: a late decrement only costs a submitter one spare wake
-	 * (or a waker one more look, WP-S4); done before WP-W3, so that the
-	 * next waker does not count us. */
+	 * (or a waker its ungated wake, WP-S5). Done before WP-W3, so that a
+	 * waker's re-check (the CAS loop at WP-S3, or WP-S5) that sees the
+	 * decrement of waking at WP-W3 does not count us as a sleeper
+	 * without a wake; a submitter's WP-S2 load may still count us (it only
+	 * decides whether to call wake_node()). */
 	atomic_fetch_sub_explicit(&n->sleepers, 1, memory_order_relaxed);
 	/* WP-W3: pairs with WP-S3 in wake_node(): a wake that woke us is no
 	 * longer in flight; the tasks whose submitters saw it and skipped
@@ -280,7 +293,7 @@ static void worker_sleep(struct worker *w)
 		waking_put(n);
 }
 
-static void wake_node(orbit_worker_pool_t *p, struct pool_node *n);
+static void wake_for(orbit_worker_pool_t *p, struct pool_node *home);
 
 /* Take a task and run it; false when none is ready. */
 static bool run_next(struct worker *w)
@@ -290,12 +303,11 @@ static bool run_next(struct worker *w)
 
 	if (!take_task(w, &t))
 		return false;
-	/* More ready and a sleeper of our node: wake it (its submitter may
-	 * have skipped the wake while one was in flight, file comment).
-	 * Seq_cst loads, as WP-S2. */
-	if (any_ready(w->pool, memory_order_seq_cst) &&
-	    atomic_load_explicit(&n->sleepers, memory_order_seq_cst))
-		wake_node(w->pool, n);
+	/* More ready: wake a sleeper, of our node first, else of another
+	 * (its submitter may have skipped the wake while one was in flight,
+	 * file comment). Seq_cst load, as WP-W2. */
+	if (any_ready(w->pool, memory_order_seq_cst))
+		wake_for(w->pool, n);
 	t.fn(t.arg);
 	orbit__single_writer_add(&w->executed, 1); /* this worker only */
 	return true;
@@ -343,37 +355,83 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* Wake one sleeper of @n that has no wake on its way (file comment). */
+/* Bump the futex word and wake one sleeper of @n; how many were woken. */
+static int wake_call(orbit_worker_pool_t *p, struct pool_node *n)
+{
+	/* WP-R1: release, pairs with WP-A1 in worker_sleep(): the bump before the wake */
+	atomic_fetch_add_explicit(&n->futex, 1, memory_order_release);
+	atomic_fetch_add_explicit(&p->wakes, 1, memory_order_relaxed); /* statistic */
+	return orbit__futex_wake(&n->futex, 1);
+}
+
+/*
+ * Wake one sleeper of @n that has no wake on its way (file comment): at
+ * most two FUTEX_WAKE calls, a gated one and, when it woke nobody, one
+ * ungated.
+ */
 static void wake_node(orbit_worker_pool_t *p, struct pool_node *n)
 {
-	for (;;) {
-		/* WP-S3: seq_cst, pairs with WP-W3 in worker_sleep() and WP-S4
-		 * below: a wake seen counted is taken off later in the total
-		 * order, by a thread that then takes or looks for our task.
-		 * Loads first: the submitters that skip do not write the line. */
-		unsigned k = atomic_load_explicit(&n->waking, memory_order_seq_cst);
+	/* WP-S3: seq_cst, pairs with WP-W3, WP-S4 and WP-S5 (worker_sleep(),
+	 * below): a wake seen counted is taken off later in the total order,
+	 * by a thread that then takes or looks for our task. Loads first:
+	 * the submitters that skip do not write the line. */
+	unsigned k = atomic_load_explicit(&n->waking, memory_order_seq_cst);
 
-		do {
-			if (atomic_load_explicit(&n->sleepers, memory_order_seq_cst) <= k)
-				return; /* every sleeper has a wake on its way */
-		} while (!atomic_compare_exchange_weak_explicit(
-		    &n->waking, &k, k + 1, memory_order_seq_cst, memory_order_seq_cst));
-		/* WP-R1: release, pairs with WP-A1 in worker_sleep(): the bump before the wake */
-		atomic_fetch_add_explicit(&n->futex, 1, memory_order_release);
-		atomic_fetch_add_explicit(&p->wakes, 1, memory_order_relaxed); /* statistic */
-		if (orbit__futex_wake(&n->futex, 1) > 0)
-			return; /* the woken worker takes it off (WP-W3) */
-		/* WP-S4: nobody was in the wait (a sleeper between WP-W1 and
-		 * FUTEX_WAIT returns at once, having read the futex word before
-		 * our bump, or sees the task): take our wake off. */
-		waking_put(n);
-		/* A submitter that saw it counted meanwhile skipped its wake:
-		 * look again for its task and a sleeper without a wake
-		 * (seq_cst, as WP-S2). */
-		if (!any_ready(p, memory_order_seq_cst) ||
-		    atomic_load_explicit(&n->sleepers, memory_order_seq_cst) <=
-			atomic_load_explicit(&n->waking, memory_order_seq_cst))
+	do {
+		if (atomic_load_explicit(&n->sleepers, memory_order_seq_cst) <= k)
+			return; /* every sleeper has a wake on its way */
+	} while (!atomic_compare_exchange_weak_explicit(&n->waking, &k, k + 1, memory_order_seq_cst,
+							memory_order_seq_cst));
+	if (wake_call(p, n) > 0)
+		return; /* the woken worker takes it off (WP-W3) */
+	/* WP-S4: nobody was in the wait (a sleeper between WP-W1 and
+	 * FUTEX_WAIT returns at once, having read the futex word before our
+	 * bump, or sees the task at WP-W2): take our wake off. */
+	waking_put(n);
+	/* WP-S5: seq_cst, pairs with WP-S3 of a skipping submitter (and
+	 * WP-W1, as WP-S2); after WP-S4 in the total order. A
+	 * submitter whose WP-S3 saw our wake counted skipped its own; look
+	 * once more for a ready task and a sleeper without a wake. If both
+	 * are there, make one ungated wake (no count, so no submitter skips
+	 * because of it) and stop, whatever it returns. That is enough: each
+	 * sleeper counted here is in the wait (woken now, or by a wake in
+	 * flight), or read the futex word before this bump (its WP-A1 came
+	 * first, so FUTEX_WAIT returns at once and it looks again), or is
+	 * past its wait (it looks again); a worker whose WP-W1 comes after
+	 * this look sees the task at WP-W2 (its WP-S1 came before the
+	 * skipper's WP-S3, before our WP-S4). Looping instead, while a
+	 * preempted sleeper sat between WP-W1 and FUTEX_WAIT, spun on
+	 * FUTEX_WAKE calls until it got a CPU: 20,639 in one call, and no
+	 * end for a SCHED_FIFO waker sharing its CPU. The worker this wake
+	 * returns takes a wake off the count (WP-W3) that may be another's:
+	 * the count only falls, never above the wakes in flight. */
+	if (!any_ready(p, memory_order_seq_cst) ||
+	    atomic_load_explicit(&n->sleepers, memory_order_seq_cst) <=
+		atomic_load_explicit(&n->waking, memory_order_seq_cst))
+		return;
+	wake_call(p, n);
+}
+
+/*
+ * A task is ready on @home (or was just taken from it with more ready):
+ * wake a sleeper of @home if it has any, else of the first node in index
+ * order that has. Submitters and the chain wake of run_next() both use
+ * this order, so a chain wake does not stop at a node without sleepers
+ * while another node's worker sleeps.
+ */
+static void wake_for(orbit_worker_pool_t *p, struct pool_node *home)
+{
+	/* WP-S2: seq_cst, pairs with WP-W1 in worker_sleep(). Home node first. */
+	if (atomic_load_explicit(&home->sleepers, memory_order_seq_cst)) {
+		wake_node(p, home);
+		return;
+	}
+	for (unsigned i = 0; i < p->nnodes; i++) {
+		/* Seq_cst, as WP-S2 above. */
+		if (atomic_load_explicit(&p->nodes[i].sleepers, memory_order_seq_cst)) {
+			wake_node(p, &p->nodes[i]);
 			return;
+		}
 	}
 }
 
@@ -437,17 +495,7 @@ out_unlock:
 		atomic_fetch_add_explicit(&p->rejected, 1, memory_order_relaxed); /* statistic */
 		return ret;
 	}
-	/* WP-S2: seq_cst, pairs with WP-W1 in worker_sleep(). Home node first. */
-	if (atomic_load_explicit(&n->sleepers, memory_order_seq_cst)) {
-		wake_node(p, n);
-		return 0;
-	}
-	for (unsigned i = 0; i < p->nnodes; i++) {
-		if (atomic_load_explicit(&p->nodes[i].sleepers, memory_order_seq_cst)) {
-			wake_node(p, &p->nodes[i]);
-			break;
-		}
-	}
+	wake_for(p, n);
 	return 0;
 }
 

@@ -14,6 +14,15 @@
  * its owner time budget re-submits itself and so goes to the back of its
  * home node's FIFO, behind every owner that became ready meanwhile.
  *
+ * Fork: a pool belongs to the process that created it. A forked child
+ * has a copy of its memory and none of its worker threads, so in the
+ * child an inherited pool (and every serial queue, state lane or Spot on
+ * it) is unusable: a submission is queued and never runs, destroy would
+ * wait for workers that do not exist, and a node lock held by a parent's
+ * thread at the fork stays held. The pool does not detect this (no
+ * -ECHILD as orbit/agent.h gives): a child must not call into an
+ * inherited pool, and creates a pool of its own if it needs one.
+ *
  * Synchronization:
  *   orbit_worker_pool_create   any thread; spawns threads
  *   orbit_worker_pool_executor any thread; no syscall

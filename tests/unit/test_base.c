@@ -14,6 +14,7 @@
 #include "base/hash.h"
 #include "base/options.h"
 #include "base/time.h"
+#include "base/tsc.h"
 #include "shm/lock_internal.h"
 #include "shm/segment.h"
 
@@ -189,6 +190,65 @@ static void test_time_add_carries_and_deadline_is_ahead(void **state)
 	assert_true(orbit__timespec_ns(&dl) < orbit__clock_ns(CLOCK_MONOTONIC) + 3000000000ull + 1);
 }
 
+/* One stamp as lib/serial_queue.c's slice_begin() takes it. */
+static uint64_t tsc_stamp(uint64_t budget_ns, uint64_t *now)
+{
+	uint64_t t0 = orbit__tsc_now(), t1;
+
+	*now = orbit__clock_ns(CLOCK_MONOTONIC);
+	t1 = orbit__tsc_now();
+	return orbit__tsc_mark(t0, *now, t1, budget_ns);
+}
+
+/*
+ * base/tsc.h: no mark before this thread measured the counter (or where
+ * it is not usable: then the test ends there), never one for a budget
+ * of 0, and a mark is never passed late: while the counter is below it,
+ * less than the budget has passed on CLOCK_MONOTONIC (checked over 200
+ * budgets of 1 ms); and it is no later than the budget itself by the
+ * clock, so a pre-check saves reads without ever deciding past it.
+ */
+static void test_tsc_mark_never_outlasts_the_budget(void **state)
+{
+	uint64_t start, now, mark, saw = 0;
+
+	(void)state;
+	assert_int_equal(tsc_stamp(0, &now), 0);
+	/* the first good pair starts the measurement: no mark yet */
+	start = orbit__clock_ns(CLOCK_MONOTONIC);
+	mark = tsc_stamp(1000000, &now);
+	while (!mark && orbit__clock_ns(CLOCK_MONOTONIC) - start < 2000000000ull)
+		mark = tsc_stamp(1000000, &now);
+	if (!mark) {
+		print_message("no tsc clocksource here: every mark is 0 (the clock decides)\n");
+		assert_true(orbit__tsc_ticks_per_ns() == 0);
+		return;
+	}
+	assert_true(orbit__tsc_ticks_per_ns() > 0.05 && orbit__tsc_ticks_per_ns() < 100);
+	assert_int_equal(tsc_stamp(0, &now), 0);
+	for (int i = 0; i < 200; i++) {
+		uint64_t before = 0;
+
+		mark = tsc_stamp(1000000, &now);
+		assert_true(mark != 0);
+		for (;;) {
+			/* the clock first: when the counter then says "before",
+			 * at least this much had passed (a preemption between
+			 * the two reads only moves the counter's read later) */
+			uint64_t c = orbit__clock_ns(CLOCK_MONOTONIC) - now;
+
+			if (!orbit__tsc_before(mark))
+				break;
+			assert_true(c < 1000000);
+			before = c;
+		}
+		saw = before > saw ? before : saw;
+	}
+	print_message("latest clock reading still before a 1 ms mark: %llu ns\n",
+		      (unsigned long long)saw);
+	assert_true(saw > 0);
+}
+
 /*
  * base/hash.h: the published FNV-1a 64 vectors and MurmurHash3 fmix64; and
  * the values of every SHM-visible hash, pinned (the lock's probe hash
@@ -309,6 +369,7 @@ int main(void)
 		cmocka_unit_test(test_opts_too_small_is_einval),
 		cmocka_unit_test(test_die_names_place_call_and_error),
 		cmocka_unit_test(test_time_add_carries_and_deadline_is_ahead),
+		cmocka_unit_test(test_tsc_mark_never_outlasts_the_budget),
 		cmocka_unit_test(test_hash_vectors_and_layout_values_unchanged),
 		cmocka_unit_test(test_lock_hash_keeps_part_boundaries_apart),
 		cmocka_unit_test(test_lock_hash_spreads_shared_ids),

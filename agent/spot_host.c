@@ -20,7 +20,10 @@
  *
  * Threads and what they touch:
  *   host thread   take, complete, renew; pending[], spare, buf, recs,
- *                 outstanding (its own, no lock)
+ *                 outstanding (its own, no lock): the feed state, which
+ *                 it lends to its take task while records stream
+ *                 (feed_task(), with a coordinator the host made: the
+ *                 take runs on the coordinator's worker, SH-P1/SH-P2)
  *   workers       run a delivery's handler, then push it on `done` (any
  *                 number of pushers, one taker: the host thread)
  *   API callers   start/stop, state and stats (atomics)
@@ -57,6 +60,25 @@
  *         With a coordinator the host created, the coordinator's quiescence
  *         (its seq_cst release count after the handler's piece returned,
  *         waited for before its destroy and our free) orders it instead
+ *   SH-P1 task: feeding = FEED_HOST (release) when it hands the
+ *         feed state back, then a release bump of feed_seq and a wake;
+ *         pairs with SH-P2: the host thread reads feed_seq, then feeding
+ *         (both acquire), so it either sees the feed state as the task
+ *         left it or sleeps on a value the bump changes
+ *   SH-P2 host: acquire loads of feed_seq and feeding, and the
+ *         acquire CAS POSTED -> HOST that takes the feed state back from a
+ *         queued task; pairs with SH-P1 and SH-P4
+ *   SH-P3 task: acquire CAS POSTED -> RUNNING that starts a round;
+ *         pairs with SH-P4
+ *   SH-P4 feeder: (the host thread, or a round) feeding = FEED_POSTED (release) before
+ *         the executor's submit of the next task: the feed state for
+ *         whoever wins it next (SH-P3 or SH-P2)
+ *   SH-R3 task: tasks_out-- (release) after its last touch of sh;
+ *         pairs with SH-A5: orbit_spot_host_stop() waits for 0 (acquire)
+ *         before it frees, and the host thread posts no second task
+ *         while one it took the feed state from is still queued
+ *   SH-A5 host: (stop and the host thread) acquire loads of tasks_out, pair
+ *         with SH-R3
  *   SH-R2 host: in_flight-- (release) after the complete counted the
  *         record; pairs with SH-A3: orbit_spot_host_stats() loads in_flight
  *         (acquire) first, so a reader that sees a record leave in_flight
@@ -78,6 +100,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 
 #include <orbit/error.h>
 #include <orbit/spot_queue.h>
@@ -89,7 +113,7 @@
 #include "shm/fork_guard.h"
 #include "shm/stats.h"
 #include "lib/spot_batch.h"
-#include "lib/sync.h" /* orbit__single_writer_add() */
+#include "lib/sync.h" /* orbit__single_writer_add(), orbit__futex_wake() */
 
 #define MIN_TTL_NS 10000000ull	 /* lease TTL floor: 10 ms */
 #define RETRY_NS 1000000ll	 /* refused records are retried at least this often */
@@ -176,6 +200,21 @@ struct orbit_spot_host {
 	unsigned batch;
 	uint64_t outstanding;	    /* handed over, not yet back (host thread) */
 	_Atomic uint64_t finishing; /* SH-R1: workers between their push and their last touch */
+	/*
+	 * The take task (feed_task(), only with a coordinator the host made on
+	 * o.executor): 1 while it owns the feed state (pending, spare, recs,
+	 * buf, outstanding, the host thread's counters, the SHM host handle's
+	 * take and complete), which the host thread owns otherwise. SH-P1/SH-P2.
+	 */
+	_Atomic int feeding;
+	_Atomic unsigned tasks_out; /* SH-R3/SH-A5: take tasks posted, not past their last touch */
+	_Atomic uint64_t rounds;    /* take task rounds run (relaxed: a progress hint) */
+	/* Bumped by the take task after it hands the feed state back (SH-P1),
+	 * the host thread's private futex while it waits for that: not the
+	 * queue's records doorbell, whose host bit makes every producer ring */
+	_Atomic uint32_t feed_seq;
+	bool pool_feed;	  /* own_coord with o.executor: the take runs as feed_task() */
+	bool lost_cb_due; /* the feed task lost the Spot: on_lost is owed (feed state) */
 
 	/* counters (relaxed); the host thread's alone are written with
 	 * single-writer adds (INC), protocol_errors and the latency words by
@@ -191,6 +230,7 @@ struct orbit_spot_host {
 };
 
 static _Thread_local struct delivery *tls_cur; /* the delivery whose piece this thread runs */
+static _Thread_local struct orbit_spot_host *tls_host; /* the host whose thread this is */
 static _Atomic unsigned owner_nonce;
 
 #define LD(f) atomic_load_explicit(&sh->f, memory_order_relaxed) /* counts (see the top) */
@@ -244,20 +284,31 @@ static void lease_release(struct orbit_spot_host *sh)
 
 static void lose(struct orbit_spot_host *sh, int reason)
 {
-	int hosting = ORBIT_SPOT_HOSTING;
+	int hosting = ORBIT_SPOT_HOSTING, none = 0;
 
-	atomic_store_explicit(&sh->lost_reason, reason, memory_order_relaxed);
+	/* relaxed: the first cause stays (the host thread's renew and its take
+	 * task may lose at once); SH-L1 below publishes it */
+	atomic_compare_exchange_strong_explicit(&sh->lost_reason, &none, reason,
+						memory_order_relaxed, memory_order_relaxed);
 	/* SH-L1: release, pairs with SH-L2 in orbit_spot_host_state(): lost_reason before the state */
 	if (!atomic_compare_exchange_strong_explicit(&sh->state, &hosting, ORBIT_SPOT_LOST,
 						     memory_order_release, memory_order_relaxed))
 		return;
+	if (tls_host != sh) {
+		/* the take task (feed_task()): on_lost runs on the host's
+		 * thread, once the feed state is handed back (await_feed()) */
+		sh->lost_cb_due = true;
+		return;
+	}
 	if (sh->o.on_lost)
 		sh->o.on_lost(sh, reason, sh->o.ctx);
 }
 
 static bool hosting(const struct orbit_spot_host *sh)
 {
-	/* relaxed: the host thread is the only writer of LOST */
+	/* relaxed: the feed state's owner (the host thread, or its take task
+	 * while it feeds) writes LOST, and the other owner's renew: its own
+	 * next read sees its own write; the other's, in time (a hint) */
 	return atomic_load_explicit(&sh->state, memory_order_relaxed) == ORBIT_SPOT_HOSTING;
 }
 
@@ -773,10 +824,168 @@ static void renew_if_due(struct orbit_spot_host *sh, uint64_t now)
 	sh->renew_at_ns = now + sh->ttl_ns / 4;
 }
 
+/*
+ * The take task: the host thread's take-and-hand-over round (drain_done()
+ * and feed()) as a task of the coordinator's executor, so that while
+ * records stream the take and their handlers run on one worker thread,
+ * one after the other, with no thread switch and no worker wake-up
+ * between them (the host thread and the worker shared the consumer's CPU
+ * and switched about every run). The task posts itself again while a
+ * round moves anything (the coordinator's drains, posted by its
+ * hand-over, run in between: the executor is FIFO for the pool's worker)
+ * and hands the feed state back to the host thread when a round moved
+ * nothing, the host stops or loses the Spot, or the executor refuses: the
+ * host thread then polls, sleeps and is rung as before. A task that waits
+ * in the executor's queue while no round ran for a whole RECLAIM_NS
+ * (every worker busy in handlers) loses the feed state to the host thread, which goes on
+ * taking itself meanwhile (await_feed()); the late task then does
+ * nothing. The drain still never runs on the submitter's stack: the
+ * hand-over posts it.
+ *
+ * `feeding`: FEED_HOST (the host thread owns the feed state), FEED_POSTED
+ * (a task is queued and will own it unless the host thread takes it
+ * back), FEED_RUNNING (a task's round owns it). One owner at a time: a
+ * round starts only by its CAS POSTED -> RUNNING, the host thread takes
+ * it back only by its CAS POSTED -> HOST or by reading the task's HOST.
+ * `tasks_out` counts the tasks posted and not yet past their last touch
+ * of sh (stop waits for 0; the host thread posts a new one only at 0, so
+ * a reclaimed task is never joined by a second one).
+ */
+#define FEED_HOST 0
+#define FEED_POSTED 1
+#define FEED_RUNNING 2
+#define RECLAIM_NS 1000000ll
+
+static void feed_task(void *arg)
+{
+	struct orbit_spot_host *sh = arg;
+	int posted = FEED_POSTED;
+	bool stopping;
+	unsigned moved;
+
+	/* SH-P3: acquire, pairs with SH-P4: the feed state as the host
+	 * thread or the previous round left it */
+	if (!atomic_compare_exchange_strong_explicit(&sh->feeding, &posted, FEED_RUNNING,
+						     memory_order_acquire, memory_order_relaxed))
+		goto out; /* the host thread took it back while we were queued */
+	/* relaxed: a hint for the host thread's reclaim (await_feed()) */
+	atomic_store_explicit(&sh->rounds,
+			      atomic_load_explicit(&sh->rounds, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	/* SH-A2: acquire, pairs with SH-S1 in orbit_spot_host_stop() */
+	stopping = atomic_load_explicit(&sh->stop, memory_order_acquire);
+	moved = drain_done(sh);
+	if (hosting(sh) && !stopping)
+		moved += feed(sh);
+	if (moved && !stopping && hosting(sh)) {
+		atomic_fetch_add_explicit(&sh->tasks_out, 1, memory_order_relaxed);
+		/* SH-P4: release, pairs with SH-P3 (the next round) and SH-P2 (a
+		 * host thread that takes the feed state back) */
+		atomic_store_explicit(&sh->feeding, FEED_POSTED, memory_order_release);
+		if (sh->o.executor.submit(sh->o.executor.ctx, feed_task, sh, ORBIT_NODE_ANY) == 0)
+			goto out; /* the next round owns the feed state */
+		atomic_fetch_sub_explicit(&sh->tasks_out, 1, memory_order_relaxed); /* never runs */
+		posted = FEED_POSTED;
+		/* SH-P3 again: ours unless the host thread took it meanwhile */
+		if (!atomic_compare_exchange_strong_explicit(&sh->feeding, &posted, FEED_RUNNING,
+							     memory_order_acquire,
+							     memory_order_relaxed))
+			goto out;
+	}
+	/* SH-P1: release, pairs with SH-P2 in await_feed(): the feed state
+	 * back to the host thread, then the bump that wakes it (after the
+	 * store: a wait that read the old value ends) */
+	atomic_store_explicit(&sh->feeding, FEED_HOST, memory_order_release);
+	/* SH-P1 too: the release bump, pairs with the SH-P2 acquire read of feed_seq */
+	atomic_fetch_add_explicit(&sh->feed_seq, 1, memory_order_release);
+	orbit__futex_wake(&sh->feed_seq, 1);
+out:
+	/* SH-R3: release, pairs with SH-A5 in orbit_spot_host_stop() and
+	 * await_feed(): our last touch of sh */
+	atomic_fetch_sub_explicit(&sh->tasks_out, 1, memory_order_release);
+}
+
+/*
+ * Hand the feed state to the take task (the round that moved records
+ * goes on there) and wait until it comes back, renewing the lease
+ * meanwhile; take it back from a task still queued after RECLAIM_NS.
+ * false: nothing was handed over (a reclaimed task is still queued, or
+ * the executor refused): the host thread goes on itself.
+ */
+static bool await_feed(struct orbit_spot_host *sh)
+{
+	/* SH-A5: acquire, pairs with SH-R3 in feed_task(): a reclaimed task
+	 * has run and will not touch the feed state */
+	if (atomic_load_explicit(&sh->tasks_out, memory_order_acquire))
+		return false;
+	atomic_fetch_add_explicit(&sh->tasks_out, 1, memory_order_relaxed);
+	/* SH-P4: release, pairs with SH-P3 in feed_task(): our feed state */
+	atomic_store_explicit(&sh->feeding, FEED_POSTED, memory_order_release);
+	if (sh->o.executor.submit(sh->o.executor.ctx, feed_task, sh, ORBIT_NODE_ANY) != 0) {
+		atomic_fetch_sub_explicit(&sh->tasks_out, 1, memory_order_relaxed);
+		atomic_store_explicit(&sh->feeding, FEED_HOST,
+				      memory_order_relaxed); /* never ran */
+		return false;
+	}
+	/* relaxed: a progress hint, see the reclaim below */
+	uint64_t rounds = atomic_load_explicit(&sh->rounds, memory_order_relaxed);
+
+	for (;;) {
+		/* SH-P2: acquire, pairs with the SH-P1 bump in feed_task() */
+		uint32_t seen = atomic_load_explicit(&sh->feed_seq, memory_order_acquire);
+		int64_t to = RECLAIM_NS;
+		struct timespec rel;
+		int posted = FEED_POSTED;
+		long rc;
+
+		/* SH-P2: acquire, pairs with SH-P1 in feed_task(): the feed state is ours again */
+		if (atomic_load_explicit(&sh->feeding, memory_order_acquire) == FEED_HOST)
+			break;
+		if (hosting(sh)) {
+			uint64_t now = now_ns();
+
+			renew_if_due(sh, now);
+			if (sh->renew_at_ns <= now)
+				to = 0;
+			else if (sh->renew_at_ns - now < (uint64_t)to)
+				to = (int64_t)(sh->renew_at_ns - now);
+		}
+		rel.tv_sec = (time_t)(to / 1000000000ll);
+		rel.tv_nsec = (long)(to % 1000000000ll);
+		/* the task's bump after its SH-P1 store ends it */
+		rc = syscall(SYS_futex, (uint32_t *)&sh->feed_seq, FUTEX_WAIT_PRIVATE, seen, &rel,
+			     NULL, 0);
+		if (rc < 0 && errno == ETIMEDOUT) {
+			/* relaxed: a hint; the CAS below decides */
+			uint64_t now_rounds = atomic_load_explicit(&sh->rounds,
+								   memory_order_relaxed);
+
+			/* no round for a whole RECLAIM_NS (the task is queued behind
+			 * workers busy in handlers, not just behind one drain):
+			 * SH-P2, an acquire CAS, pairs with SH-P4: take it back */
+			if (now_rounds == rounds && atomic_compare_exchange_strong_explicit(
+							&sh->feeding, &posted, FEED_HOST,
+							memory_order_acquire, memory_order_relaxed))
+				break;
+			rounds = now_rounds;
+		}
+	}
+	if (sh->lost_cb_due) {
+		sh->lost_cb_due = false;
+		if (sh->o.on_lost)
+			sh->o.on_lost(sh,
+				      atomic_load_explicit(&sh->lost_reason, memory_order_relaxed),
+				      sh->o.ctx);
+	}
+	return true;
+}
+
 static void *host_main(void *p)
 {
 	struct orbit_spot_host *sh = p;
 	bool ready = false; /* the last wait saw a lane ready, without sleeping */
+
+	tls_host = sh;
 
 	for (;;) {
 		/* SH-A2: acquire, pairs with SH-S1 in orbit_spot_host_stop() */
@@ -794,6 +1003,8 @@ static void *host_main(void *p)
 			moved += feed(sh);
 		poll = ready && !moved; /* a ready lane that gave nothing: poll, never spin */
 		ready = false;
+		if (moved && sh->pool_feed && !stopping && hosting(sh) && await_feed(sh))
+			continue; /* records streamed on the take task: back to the top */
 		if (moved)
 			continue;
 
@@ -1021,6 +1232,9 @@ int orbit_spot_host_start(orbit_agent_t *agent, const struct orbit_spot_host_opt
 	r = coordinator_make(sh);
 	if (r < 0)
 		goto err_host;
+	/* the take task needs the coordinator's own executor (not a caller's
+	 * coordinator, whose executor we do not know) */
+	sh->pool_feed = sh->own_coord && sh->o.executor.submit;
 	r = -pthread_create(&sh->thread, NULL, host_main, sh);
 	if (r < 0)
 		goto err_coord;
@@ -1064,6 +1278,10 @@ int orbit_spot_host_stop(orbit_spot_host_t *sh)
 	orbit__die_on(pthread_join(sh->thread, NULL), "pthread_join");
 	/* SH-A1: acquire, pairs with SH-R1 in finish(): no worker touches sh any more */
 	while (atomic_load_explicit(&sh->finishing, memory_order_acquire))
+		sched_yield();
+	/* SH-A5: acquire, pairs with SH-R3 in feed_task(): nor does a take task
+	 * (one the host thread took the feed state back from may still be queued) */
+	while (atomic_load_explicit(&sh->tasks_out, memory_order_acquire))
 		sched_yield();
 	for (int l = 0; l < 2; l++) {
 		while ((d = sh->pending[l])) { /* left taken: the next host redelivers them */

@@ -215,7 +215,10 @@ ORBIT_API void orbit_spot_host_options_init(struct orbit_spot_host_options *opts
  * create) its queue, take the hosting lease through @agent's lock handle,
  * take the queue over with the lease's token as epoch (records a previous
  * host took and did not complete come again, flagged redelivered), and
- * start the host's thread, which drains the queue into the coordinator.
+ * start the host's thread, which drains the queue into the coordinator
+ * (with a coordinator the call creates, the takes of records that stream
+ * run as tasks of @opts->executor, beside the handlers: doc/spot-queues.md,
+ * "The drain").
  * The host takes a Spot slot of @agent's stats row (its counters and
  * submit-to-run histogram, published by the agent; with all of the row's
  * slots in use it hosts unpublished, counted in spot_slots_full).

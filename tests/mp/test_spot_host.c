@@ -19,6 +19,8 @@
  *   - backpressure by count and by bytes, and the coordinator's own
  *     -EAGAIN, through the public API, never losing a record;
  *   - records submitted with no host wait for the host that comes;
+ *   - the take goes on (on the host thread) while the pool's only worker
+ *     runs a handler;
  *   - a failing pthread_join() in orbit_spot_host_stop() aborts (house
  *     style: a failing pthread call on a valid object is a broken
  *     invariant), naming the call.
@@ -1376,6 +1378,101 @@ static void test_unhandled_record_behind_a_refused_one_runs_nothing_twice(void *
 	assert_int_equal(orbit_test_fork_run(hol_main, NULL, 60000), 0);
 }
 
+/* ---- the take goes on while every worker runs a handler ---- */
+
+#define BL_N 16u
+static orbit_spot_host_t *_Atomic bl_host; /* set after start, read by the handler */
+static _Atomic int bl_started, bl_seen;	   /* bl_seen: 1 all delivered, -1 timed out */
+
+static int bl_handler(orbit_serial_turn_t *turn, const struct orbit_spot_record *rec, void *ctx)
+{
+	struct orbit_spot_host_stats st;
+
+	(void)turn;
+	(void)ctx;
+	if (rec->producer_seq != 1)
+		return ORBIT_SERIAL_DONE;
+	atomic_store(&bl_started, 1);
+	/* the pool's one worker is ours: the others can only be taken by the host thread */
+	for (int ms = 0; ms < 5000; ms++) {
+		if (orbit_spot_host_stats(atomic_load(&bl_host), &st) == 0 &&
+		    st.delivered >= BL_N) {
+			atomic_store(&bl_seen, 1);
+			return ORBIT_SERIAL_DONE;
+		}
+		usleep(1000);
+	}
+	atomic_store(&bl_seen, -1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int blocked_main(void *arg)
+{
+	struct orbit_worker_pool_options po;
+	struct orbit_spot_host_options ho;
+	struct orbit_spot_client_options co;
+	orbit_worker_pool_t *pool;
+	orbit_spot_client_t *cl;
+	orbit_spot_host_t *h;
+	struct orbit_test_proc pr;
+	uint64_t seq;
+	int r = 0;
+
+	(void)arg;
+	if (orbit_test_proc_start(&pr, fleet, "blocked", 0))
+		return 90;
+	orbit_worker_pool_options_init(&po);
+	po.nthreads = 1;
+	po.no_pin = true;
+	if (orbit_worker_pool_create(&po, &pool))
+		return 91;
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_spot = bl_handler;
+	ho.executor = orbit_worker_pool_executor(pool);
+	if (orbit_spot_host_start(pr.agent, &ho, &h))
+		return 92;
+	atomic_store(&bl_host, h);
+	orbit_spot_client_options_init(&co);
+	co.caps = ho.caps;
+	if (orbit_spot_client_open(pr.agent, SPOT, &co, &cl))
+		return 93;
+	if (orbit_spot_submit_spot(cl, "b", 1, &seq))
+		return 94;
+	for (int ms = 0; ms < 5000 && !atomic_load(&bl_started); ms++)
+		usleep(1000);
+	if (!atomic_load(&bl_started))
+		return 95;
+	for (unsigned i = 1; i < BL_N; i++)
+		if (orbit_spot_submit_spot(cl, "b", 1, &seq))
+			return 96;
+	for (int ms = 0; ms < 10000 && !atomic_load(&bl_seen); ms++)
+		usleep(1000);
+	if (atomic_load(&bl_seen) != 1)
+		r = 97; /* the other records were never taken while the handler ran */
+	orbit_spot_client_close(cl);
+	if (orbit_spot_host_stop(h))
+		return 98;
+	orbit_worker_pool_destroy(pool);
+	orbit_test_proc_stop(&pr);
+	return r;
+}
+
+/*
+ * The take task (agent/spot_host.c feed_task()): while records stream,
+ * the host's take runs on the coordinator's worker; when that one worker
+ * is held by a handler, the take task waits in the pool's queue behind
+ * it, and the host thread takes the feed state back after about a
+ * millisecond without a round and goes on taking: the records submitted
+ * while the handler runs are delivered to the coordinator, as before the
+ * take task. The handler itself waits for them (stats.delivered == 16).
+ */
+static void test_take_goes_on_while_every_worker_runs_a_handler(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit_test_fork_run(blocked_main, NULL, 60000), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1407,6 +1504,8 @@ int main(void)
 		    test_handler_finished_while_host_sleeps_is_completed_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_unhandled_record_behind_a_refused_one_runs_nothing_twice, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_take_goes_on_while_every_worker_runs_a_handler,
+						setup, teardown),
 	};
 
 	if (getenv("ORBIT_TEST_FILTER"))

@@ -85,7 +85,9 @@
  *         sees its completed (or fenced, complete_errors) count too
  * Other counters are relaxed atomics: statistics, they order nothing. The
  * host thread's own (all but protocol_errors and the histogram) have one
- * writer: a relaxed load + store (INC, ADD), no locked instruction; the
+ * writer at a time, the feed state's owner (the host thread or its take
+ * task, handed over by SH-P1..SH-P4): a relaxed load + store (INC, ADD),
+ * no locked instruction; the
  * workers' are relaxed read-modify-writes (WINC, orbit__spot_lat_add()).
  */
 #include "config.h"
@@ -486,8 +488,8 @@ static void complete_batch(struct orbit_spot_host *sh, uint32_t lane, struct del
 		delivery_put(sh, ds[i]);
 	}
 	/* SH-R2: release, pairs with SH-A3 in orbit_spot_host_stats(): the
-	 * completes' counts before the records leave in_flight (the host
-	 * thread is its only writer: a release store of the new value) */
+	 * completes' counts before the records leave in_flight (the feed
+	 * state's owner is its only writer: a release store of the new value) */
 	atomic_store_explicit(&sh->in_flight, LD(in_flight) - n, memory_order_release);
 }
 

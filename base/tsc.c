@@ -15,7 +15,7 @@
 #include "base/tsc.h"
 
 /* Stamps this far apart (CLOCK_MONOTONIC) give the frequency. */
-#define CAL_NS 20000000ull
+#define CAL_NS 2000000ull
 /* A clock read between two counter reads further apart than this is a
  * pair a preemption or an interrupt split: not used for the frequency. */
 #define PAIR_TICKS 20000ull

@@ -4,17 +4,20 @@
  * It owns the hosting lease (an orbit-lock lease on "orbit.spot"/<Spot>
  * through the agent's lock handle, its token the host epoch), the host's
  * thread, and the records between the queue (shm/spot_queue.h) and the
- * Spot coordinator (orbit/spot_executor.h). The host's thread alone calls
- * orbit__spotq_take/complete (the SHM layer's host handle is one thread's):
- * it sleeps on the queue's records doorbell, takes batches (lifecycle lane
+ * Spot coordinator (orbit/spot_executor.h). One owner at a time calls
+ * orbit__spotq_take/complete (the SHM layer's host handle is one
+ * owner's): the host's thread, or, while records stream with a
+ * coordinator the host made, its take task on the coordinator's worker
+ * (feed_task(), handed over by SH-P1..SH-P4). The host's thread
+ * sleeps on the queue's records doorbell, takes batches (lifecycle lane
  * first), hands each record to the coordinator by its entry kind (runs of
  * Spot or lifecycle records with one orbit__spot_execute_n(), lib/spot_batch.h:
  * one queue lock and at most one worker wake-up per run), and
  * completes a record only after its handler finished, across yields too
  * (07 §5). Handlers finish on the coordinator's worker threads; their
- * records come back to the host's thread on a lock-free stack (one CAS
- * per record, the whole stack taken with one exchange) and a kick of the
- * doorbell when that thread sleeps.
+ * records come back to the feed state's owner on a lock-free stack (one
+ * CAS per record, the whole stack taken with one exchange) and a kick of
+ * the doorbell when the host's thread sleeps.
  * A record the coordinator refuses (-EAGAIN) stays taken, first in line,
  * and is handed over again when room may have come back.
  *
@@ -24,8 +27,10 @@
  *                 it lends to its take task while records stream
  *                 (feed_task(), with a coordinator the host made: the
  *                 take runs on the coordinator's worker, SH-P1/SH-P2)
+ *   take task     the feed state while it owns it (struct feed_link)
  *   workers       run a delivery's handler, then push it on `done` (any
- *                 number of pushers, one taker: the host thread)
+ *                 number of pushers, one taker: the feed state's owner,
+ *                 the host thread or its take task)
  *   API callers   start/stop, state and stats (atomics)
  * No mutex: a push is a CAS loop on `done` (it retries only when another
  * worker pushed in between); the host thread takes the whole stack with
@@ -61,24 +66,29 @@
  *         (its seq_cst release count after the handler's piece returned,
  *         waited for before its destroy and our free) orders it instead
  *   SH-P1 task: feeding = FEED_HOST (release) when it hands the
- *         feed state back, then a release bump of feed_seq and a wake;
- *         pairs with SH-P2: the host thread reads feed_seq, then feeding
- *         (both acquire), so it either sees the feed state as the task
- *         left it or sleeps on a value the bump changes
- *   SH-P2 host: acquire loads of feed_seq and feeding, and the
- *         acquire CAS POSTED -> HOST that takes the feed state back from a
- *         queued task; pairs with SH-P1 and SH-P4
+ *         feed state back (its last touch of sh), then the bump of the
+ *         link's seq (SH-W1); pairs with SH-P2
+ *   SH-P2 host: acquire loads of feeding, and the acquire CAS
+ *         POSTED -> HOST that takes the feed state back from a queued
+ *         task; pairs with SH-P1 and SH-P4
+ *   SH-W1 task: seq_cst bump of the link's seq, then a seq_cst load of
+ *         waiting (a wake only if set); pairs with SH-W2: the host
+ *         thread's seq_cst store of waiting = 1, then its seq_cst load
+ *         of seq before the FUTEX_WAIT: either the task sees waiting and
+ *         wakes, or the host thread's seq load (after the task's bump in
+ *         the total order) reads the new value and the wait returns
  *   SH-P3 task: acquire CAS POSTED -> RUNNING that starts a round;
  *         pairs with SH-P4
  *   SH-P4 feeder: (the host thread, or a round) feeding = FEED_POSTED (release) before
  *         the executor's submit of the next task: the feed state for
  *         whoever wins it next (SH-P3 or SH-P2)
- *   SH-R3 task: tasks_out-- (release) after its last touch of sh;
- *         pairs with SH-A5: orbit_spot_host_stop() waits for 0 (acquire)
- *         before it frees, and the host thread posts no second task
- *         while one it took the feed state from is still queued
- *   SH-A5 host: (stop and the host thread) acquire loads of tasks_out, pair
- *         with SH-R3
+ *   SH-R3 link: refs-- (the release half of feed_put()'s acq_rel) after a
+ *         holder's last touch of the link: a task's, or the host's in
+ *         orbit_spot_host_stop(); pairs with SH-A5
+ *   SH-A5 link: the acquire half of the last feed_put() (then the free),
+ *         and the host thread's acquire load of refs == 1 before it posts
+ *         a task (a reclaimed task has run and touches nothing more);
+ *         pairs with SH-R3
  *   SH-R2 host: in_flight-- (release) after the complete counted the
  *         record; pairs with SH-A3: orbit_spot_host_stats() loads in_flight
  *         (acquire) first, so a reader that sees a record leave in_flight
@@ -102,8 +112,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
 
 #include <orbit/error.h>
 #include <orbit/spot_queue.h>
@@ -115,7 +123,7 @@
 #include "shm/fork_guard.h"
 #include "shm/stats.h"
 #include "lib/spot_batch.h"
-#include "lib/sync.h" /* orbit__single_writer_add(), orbit__futex_wake() */
+#include "lib/sync.h" /* orbit__single_writer_add(), the futex calls */
 
 #define MIN_TTL_NS 10000000ull	 /* lease TTL floor: 10 ms */
 #define RETRY_NS 1000000ll	 /* refused records are retried at least this often */
@@ -202,20 +210,9 @@ struct orbit_spot_host {
 	unsigned batch;
 	uint64_t outstanding;	    /* handed over, not yet back (host thread) */
 	_Atomic uint64_t finishing; /* SH-R1: workers between their push and their last touch */
-	/*
-	 * The take task (feed_task(), only with a coordinator the host made on
-	 * o.executor): 1 while it owns the feed state (pending, spare, recs,
-	 * buf, outstanding, the host thread's counters, the SHM host handle's
-	 * take and complete), which the host thread owns otherwise. SH-P1/SH-P2.
-	 */
-	_Atomic int feeding;
-	_Atomic unsigned tasks_out; /* SH-R3/SH-A5: take tasks posted, not past their last touch */
-	_Atomic uint64_t rounds;    /* take task rounds run (relaxed: a progress hint) */
-	/* Bumped by the take task after it hands the feed state back (SH-P1),
-	 * the host thread's private futex while it waits for that: not the
-	 * queue's records doorbell, whose host bit makes every producer ring */
-	_Atomic uint32_t feed_seq;
-	bool pool_feed;	  /* own_coord with o.executor: the take runs as feed_task() */
+	/* The take task's link (struct feed_link), only with a coordinator
+	 * the host made on o.executor (NULL: the host thread takes alone) */
+	struct feed_link *fl;
 	bool lost_cb_due; /* the feed task lost the Spot: on_lost is owed (feed state) */
 
 	/* counters (relaxed); the host thread's alone are written with
@@ -302,8 +299,11 @@ static void lose(struct orbit_spot_host *sh, int reason)
 		sh->lost_cb_due = true;
 		return;
 	}
+	/* the stored first cause, as await_feed() passes it: the same reason
+	 * as stats.lost_reason whichever of the two losers got here first */
 	if (sh->o.on_lost)
-		sh->o.on_lost(sh, reason, sh->o.ctx);
+		sh->o.on_lost(sh, atomic_load_explicit(&sh->lost_reason, memory_order_relaxed),
+			      sh->o.ctx);
 }
 
 static bool hosting(const struct orbit_spot_host *sh)
@@ -844,35 +844,72 @@ static void renew_if_due(struct orbit_spot_host *sh, uint64_t now)
  * nothing. The drain still never runs on the submitter's stack: the
  * hand-over posts it.
  *
- * `feeding`: FEED_HOST (the host thread owns the feed state), FEED_POSTED
- * (a task is queued and will own it unless the host thread takes it
- * back), FEED_RUNNING (a task's round owns it). One owner at a time: a
- * round starts only by its CAS POSTED -> RUNNING, the host thread takes
- * it back only by its CAS POSTED -> HOST or by reading the task's HOST.
- * `tasks_out` counts the tasks posted and not yet past their last touch
- * of sh (stop waits for 0; the host thread posts a new one only at 0, so
- * a reclaimed task is never joined by a second one).
+ * A task's argument is the host's struct feed_link, not the host: a task
+ * touches the host (sh) only in a round, which owns the feed state, and
+ * otherwise only the link, which the last of its references frees. So
+ * orbit_spot_host_stop() never waits for a task still queued (it may be
+ * queued behind the very task that calls the stop, on the pool's only
+ * worker): after its join the host thread owns the feed state, the stop
+ * marks the link FEED_DEAD and drops the host's reference; a late task's
+ * CAS fails and it drops its own.
  */
 #define FEED_HOST 0
 #define FEED_POSTED 1
 #define FEED_RUNNING 2
-#define RECLAIM_NS 1000000ll
+#define FEED_DEAD 3 /* the host stopped: no round starts any more */
+#define RECLAIM_NS 1000000ull
+
+/*
+ * `feeding`: FEED_HOST (the host thread owns the feed state: pending,
+ * spare, recs, buf, outstanding, the host thread's counters, the SHM host
+ * handle's take and complete), FEED_POSTED (a task is queued and will own
+ * it unless the host thread takes it back), FEED_RUNNING (a task's round
+ * owns it), FEED_DEAD. One owner at a time: a round starts only by its
+ * CAS POSTED -> RUNNING, the host thread takes the feed state back only
+ * by its CAS POSTED -> HOST or by reading the task's HOST. SH-P1..SH-P4.
+ */
+struct feed_link {
+	_Atomic int feeding;
+	/* SH-R3/SH-A5: the host's one (dropped by the stop) and one per task
+	 * posted and not past its last touch of the link; the host thread
+	 * posts a task only at 1, so a reclaimed task is never joined by a
+	 * second one; the last one frees the link */
+	_Atomic unsigned refs;
+	_Atomic uint64_t rounds; /* rounds run (relaxed: a progress hint for the reclaim) */
+	/* Bumped by the task after it hands the feed state back (SH-P1),
+	 * the host thread's private futex while it waits for that: not the
+	 * queue's records doorbell, whose host bit makes every producer ring */
+	_Atomic uint32_t seq;
+	_Atomic uint32_t waiting;   /* SH-W1/SH-W2: the host thread sleeps on seq */
+	struct orbit_spot_host *sh; /* touched only in a round (feed state owned) */
+};
+
+static void feed_put(struct feed_link *fl)
+{
+	/* SH-R3 (release) and SH-A5 (acquire, the last one): every holder's
+	 * touches of the link before its free */
+	if (atomic_fetch_sub_explicit(&fl->refs, 1, memory_order_acq_rel) == 1)
+		free(fl);
+}
 
 static void feed_task(void *arg)
 {
-	struct orbit_spot_host *sh = arg;
+	struct feed_link *fl = arg;
+	struct orbit_spot_host *sh;
+	orbit_executor_t ex;
 	int posted = FEED_POSTED;
 	bool stopping;
 	unsigned moved;
 
 	/* SH-P3: acquire, pairs with SH-P4: the feed state as the host
 	 * thread or the previous round left it */
-	if (!atomic_compare_exchange_strong_explicit(&sh->feeding, &posted, FEED_RUNNING,
+	if (!atomic_compare_exchange_strong_explicit(&fl->feeding, &posted, FEED_RUNNING,
 						     memory_order_acquire, memory_order_relaxed))
-		goto out; /* the host thread took it back while we were queued */
+		goto out; /* the host thread took it back while we were queued, or stopped */
+	sh = fl->sh;
 	/* relaxed: a hint for the host thread's reclaim (await_feed()) */
-	atomic_store_explicit(&sh->rounds,
-			      atomic_load_explicit(&sh->rounds, memory_order_relaxed) + 1,
+	atomic_store_explicit(&fl->rounds,
+			      atomic_load_explicit(&fl->rounds, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
 	/* SH-A2: acquire, pairs with SH-S1 in orbit_spot_host_stop() */
 	stopping = atomic_load_explicit(&sh->stop, memory_order_acquire);
@@ -880,31 +917,35 @@ static void feed_task(void *arg)
 	if (hosting(sh) && !stopping)
 		moved += feed(sh);
 	if (moved && !stopping && hosting(sh)) {
-		atomic_fetch_add_explicit(&sh->tasks_out, 1, memory_order_relaxed);
+		ex = sh->o.executor; /* the caller's pool: it outlives the host */
+		atomic_fetch_add_explicit(&fl->refs, 1, memory_order_relaxed); /* the next task's */
 		/* SH-P4: release, pairs with SH-P3 (the next round) and SH-P2 (a
-		 * host thread that takes the feed state back) */
-		atomic_store_explicit(&sh->feeding, FEED_POSTED, memory_order_release);
-		if (sh->o.executor.submit(sh->o.executor.ctx, feed_task, sh, ORBIT_NODE_ANY) == 0)
+		 * host thread that takes the feed state back); from here on sh
+		 * may be stopped and freed: only fl and ex are touched */
+		atomic_store_explicit(&fl->feeding, FEED_POSTED, memory_order_release);
+		if (ex.submit(ex.ctx, feed_task, fl, ORBIT_NODE_ANY) == 0)
 			goto out; /* the next round owns the feed state */
-		atomic_fetch_sub_explicit(&sh->tasks_out, 1, memory_order_relaxed); /* never runs */
+		/* never runs; relaxed: ours keeps the link */
+		atomic_fetch_sub_explicit(&fl->refs, 1, memory_order_relaxed);
 		posted = FEED_POSTED;
 		/* SH-P3 again: ours unless the host thread took it meanwhile */
-		if (!atomic_compare_exchange_strong_explicit(&sh->feeding, &posted, FEED_RUNNING,
+		if (!atomic_compare_exchange_strong_explicit(&fl->feeding, &posted, FEED_RUNNING,
 							     memory_order_acquire,
 							     memory_order_relaxed))
 			goto out;
 	}
 	/* SH-P1: release, pairs with SH-P2 in await_feed(): the feed state
-	 * back to the host thread, then the bump that wakes it (after the
-	 * store: a wait that read the old value ends) */
-	atomic_store_explicit(&sh->feeding, FEED_HOST, memory_order_release);
-	/* SH-P1 too: the release bump, pairs with the SH-P2 acquire read of feed_seq */
-	atomic_fetch_add_explicit(&sh->feed_seq, 1, memory_order_release);
-	orbit__futex_wake(&sh->feed_seq, 1);
+	 * back to the host thread (sh is not touched after it), then the
+	 * bump that ends a wait that read the old value */
+	atomic_store_explicit(&fl->feeding, FEED_HOST, memory_order_release);
+	/* SH-W1: seq_cst bump, then seq_cst load of waiting; pairs with
+	 * SH-W2 in await_feed() (its waiting store, then its seq load): the
+	 * host thread sees the bump or we see it waiting and wake it */
+	atomic_fetch_add_explicit(&fl->seq, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&fl->waiting, memory_order_seq_cst))
+		orbit__futex_wake(&fl->seq, 1);
 out:
-	/* SH-R3: release, pairs with SH-A5 in orbit_spot_host_stop() and
-	 * await_feed(): our last touch of sh */
-	atomic_fetch_sub_explicit(&sh->tasks_out, 1, memory_order_release);
+	feed_put(fl); /* SH-R3 */
 }
 
 /*
@@ -916,61 +957,65 @@ out:
  */
 static bool await_feed(struct orbit_spot_host *sh)
 {
+	struct feed_link *fl = sh->fl;
+	uint64_t rounds, last_round_ns;
+
 	/* SH-A5: acquire, pairs with SH-R3 in feed_task(): a reclaimed task
 	 * has run and will not touch the feed state */
-	if (atomic_load_explicit(&sh->tasks_out, memory_order_acquire))
+	if (atomic_load_explicit(&fl->refs, memory_order_acquire) != 1)
 		return false;
-	atomic_fetch_add_explicit(&sh->tasks_out, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&fl->refs, 1, memory_order_relaxed); /* the task's */
 	/* SH-P4: release, pairs with SH-P3 in feed_task(): our feed state */
-	atomic_store_explicit(&sh->feeding, FEED_POSTED, memory_order_release);
-	if (sh->o.executor.submit(sh->o.executor.ctx, feed_task, sh, ORBIT_NODE_ANY) != 0) {
-		atomic_fetch_sub_explicit(&sh->tasks_out, 1, memory_order_relaxed);
-		atomic_store_explicit(&sh->feeding, FEED_HOST,
+	atomic_store_explicit(&fl->feeding, FEED_POSTED, memory_order_release);
+	if (sh->o.executor.submit(sh->o.executor.ctx, feed_task, fl, ORBIT_NODE_ANY) != 0) {
+		atomic_fetch_sub_explicit(&fl->refs, 1, memory_order_relaxed);
+		atomic_store_explicit(&fl->feeding, FEED_HOST,
 				      memory_order_relaxed); /* never ran */
 		return false;
 	}
 	/* relaxed: a progress hint, see the reclaim below */
-	uint64_t rounds = atomic_load_explicit(&sh->rounds, memory_order_relaxed);
+	rounds = atomic_load_explicit(&fl->rounds, memory_order_relaxed);
+	last_round_ns = now_ns();
 
 	for (;;) {
-		/* SH-P2: acquire, pairs with the SH-P1 bump in feed_task() */
-		uint32_t seen = atomic_load_explicit(&sh->feed_seq, memory_order_acquire);
-		int64_t to = RECLAIM_NS;
-		struct timespec rel;
+		uint64_t now = now_ns(),
+			 r = atomic_load_explicit(&fl->rounds, memory_order_relaxed);
+		uint64_t to;
+		uint32_t seen;
 		int posted = FEED_POSTED;
-		long rc;
 
 		/* SH-P2: acquire, pairs with SH-P1 in feed_task(): the feed state is ours again */
-		if (atomic_load_explicit(&sh->feeding, memory_order_acquire) == FEED_HOST)
+		if (atomic_load_explicit(&fl->feeding, memory_order_acquire) == FEED_HOST)
 			break;
+		if (r != rounds) { /* a round ran since the last look */
+			rounds = r;
+			last_round_ns = now;
+		} else if (now - last_round_ns >= RECLAIM_NS &&
+			   atomic_compare_exchange_strong_explicit(&fl->feeding, &posted, FEED_HOST,
+								   memory_order_acquire,
+								   memory_order_relaxed)) {
+			/* no round for a whole RECLAIM_NS by the clock (the task is
+			 * queued behind workers busy in handlers, not just behind
+			 * one drain): SH-P2, an acquire CAS, pairs with SH-P4 */
+			break;
+		}
+		to = last_round_ns + RECLAIM_NS > now ? last_round_ns + RECLAIM_NS - now
+						      : RECLAIM_NS;
 		if (hosting(sh)) {
-			uint64_t now = now_ns();
-
 			renew_if_due(sh, now);
 			if (sh->renew_at_ns <= now)
 				to = 0;
-			else if (sh->renew_at_ns - now < (uint64_t)to)
-				to = (int64_t)(sh->renew_at_ns - now);
+			else if (sh->renew_at_ns - now < to)
+				to = sh->renew_at_ns - now;
 		}
-		rel.tv_sec = (time_t)(to / 1000000000ll);
-		rel.tv_nsec = (long)(to % 1000000000ll);
-		/* the task's bump after its SH-P1 store ends it */
-		rc = syscall(SYS_futex, (uint32_t *)&sh->feed_seq, FUTEX_WAIT_PRIVATE, seen, &rel,
-			     NULL, 0);
-		if (rc < 0 && errno == ETIMEDOUT) {
-			/* relaxed: a hint; the CAS below decides */
-			uint64_t now_rounds = atomic_load_explicit(&sh->rounds,
-								   memory_order_relaxed);
-
-			/* no round for a whole RECLAIM_NS (the task is queued behind
-			 * workers busy in handlers, not just behind one drain):
-			 * SH-P2, an acquire CAS, pairs with SH-P4: take it back */
-			if (now_rounds == rounds && atomic_compare_exchange_strong_explicit(
-							&sh->feeding, &posted, FEED_HOST,
-							memory_order_acquire, memory_order_relaxed))
-				break;
-			rounds = now_rounds;
-		}
+		/* SH-W2: seq_cst, pairs with SH-W1 in feed_task(): announce, then
+		 * read seq and check feeding once more */
+		atomic_store_explicit(&fl->waiting, 1, memory_order_seq_cst);
+		seen = atomic_load_explicit(&fl->seq, memory_order_seq_cst);
+		/* SH-P2: acquire, pairs with SH-P1 in feed_task() */
+		if (atomic_load_explicit(&fl->feeding, memory_order_acquire) != FEED_HOST)
+			orbit__futex_wait_ns(&fl->seq, seen, to); /* EINTR, timeout: look again */
+		atomic_store_explicit(&fl->waiting, 0, memory_order_relaxed);
 	}
 	if (sh->lost_cb_due) {
 		sh->lost_cb_due = false;
@@ -1005,7 +1050,7 @@ static void *host_main(void *p)
 			moved += feed(sh);
 		poll = ready && !moved; /* a ready lane that gave nothing: poll, never spin */
 		ready = false;
-		if (moved && sh->pool_feed && !stopping && hosting(sh) && await_feed(sh))
+		if (moved && sh->fl && !stopping && hosting(sh) && await_feed(sh))
 			continue; /* records streamed on the take task: back to the top */
 		if (moved)
 			continue;
@@ -1236,7 +1281,15 @@ int orbit_spot_host_start(orbit_agent_t *agent, const struct orbit_spot_host_opt
 		goto err_host;
 	/* the take task needs the coordinator's own executor (not a caller's
 	 * coordinator, whose executor we do not know) */
-	sh->pool_feed = sh->own_coord && sh->o.executor.submit;
+	if (sh->own_coord && sh->o.executor.submit) {
+		sh->fl = calloc(1, sizeof(*sh->fl));
+		if (!sh->fl) {
+			r = -ENOMEM;
+			goto err_coord;
+		}
+		sh->fl->sh = sh;
+		atomic_init(&sh->fl->refs, 1);
+	}
 	r = -pthread_create(&sh->thread, NULL, host_main, sh);
 	if (r < 0)
 		goto err_coord;
@@ -1247,6 +1300,7 @@ int orbit_spot_host_start(orbit_agent_t *agent, const struct orbit_spot_host_opt
 	*out = sh;
 	return 0;
 err_coord:
+	free(sh->fl); /* no task was posted */
 	coordinator_drop(sh);
 err_host:
 	orbit__spotq_host_close(sh->h);
@@ -1281,10 +1335,15 @@ int orbit_spot_host_stop(orbit_spot_host_t *sh)
 	/* SH-A1: acquire, pairs with SH-R1 in finish(): no worker touches sh any more */
 	while (atomic_load_explicit(&sh->finishing, memory_order_acquire))
 		sched_yield();
-	/* SH-A5: acquire, pairs with SH-R3 in feed_task(): nor does a take task
-	 * (one the host thread took the feed state back from may still be queued) */
-	while (atomic_load_explicit(&sh->tasks_out, memory_order_acquire))
-		sched_yield();
+	if (sh->fl) {
+		/* the host thread owned the feed state when it ended: a take
+		 * task still queued (taken back from) would fail its CAS anyway;
+		 * DEAD says so for good. Relaxed: the task's acquire CAS only has
+		 * to fail. No wait for that task: it may be queued behind our
+		 * caller (struct feed_link), and it drops the last reference */
+		atomic_store_explicit(&sh->fl->feeding, FEED_DEAD, memory_order_relaxed);
+		feed_put(sh->fl);
+	}
 	for (int l = 0; l < 2; l++) {
 		while ((d = sh->pending[l])) { /* left taken: the next host redelivers them */
 			sh->pending[l] = d->next;

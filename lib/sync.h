@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lib/sync.h: internal. What the worker pool and the serial queue share
- * to sleep and lock: the two futex calls (process-private), the CPU relax
+ * to sleep and lock: the futex calls (process-private; a wait with a
+ * relative timeout too), the CPU relax
  * hint of base/cpu.h for short polls, adaptive mutex init, lock/unlock that abort on a failing
  * pthread call (a broken invariant, never bad input), and the increment of
  * a counter that has one writer at a time.
@@ -28,6 +29,21 @@
 static inline void orbit__futex_wait(_Atomic uint32_t *word, uint32_t val)
 {
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+/*
+ * Sleep while *@word == @val, for at most @rel_ns (0: return at once).
+ * Returns 0 (woken, or the value differed), -ETIMEDOUT or -EINTR;
+ * spurious wakes happen.
+ */
+static inline int orbit__futex_wait_ns(_Atomic uint32_t *word, uint32_t val, uint64_t rel_ns)
+{
+	struct timespec rel = { .tv_sec = (time_t)(rel_ns / 1000000000ull),
+				.tv_nsec = (long)(rel_ns % 1000000000ull) };
+
+	if (syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, val, &rel, NULL, 0) < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	return 0;
 }
 
 /* Wake up to @n sleepers of @word. Returns how many were woken (0 on error). */

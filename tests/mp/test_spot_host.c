@@ -21,6 +21,7 @@
  *   - records submitted with no host wait for the host that comes;
  *   - the take goes on (on the host thread) while the pool's only worker
  *     runs a handler;
+ *   - a stop called from a task of the host's own executor returns;
  *   - a failing pthread_join() in orbit_spot_host_stop() aborts (house
  *     style: a failing pthread call on a valid object is a broken
  *     invariant), naming the call.
@@ -1380,6 +1381,38 @@ static void test_unhandled_record_behind_a_refused_one_runs_nothing_twice(void *
 
 /* ---- the take goes on while every worker runs a handler ---- */
 
+/*
+ * A host of SPOT on a pool of one unpinned worker, and a client: the
+ * setup of the take task's tests. 0, or the first failing step (90-93).
+ */
+static int one_worker_host(struct orbit_test_proc *pr, const char *name,
+			   orbit_spot_handler_fn handler, orbit_worker_pool_t **pool,
+			   orbit_spot_host_t **h, orbit_spot_client_t **cl)
+{
+	struct orbit_worker_pool_options po;
+	struct orbit_spot_host_options ho;
+	struct orbit_spot_client_options co;
+
+	if (orbit_test_proc_start(pr, fleet, name, 0))
+		return 90;
+	orbit_worker_pool_options_init(&po);
+	po.nthreads = 1;
+	po.no_pin = true;
+	if (orbit_worker_pool_create(&po, pool))
+		return 91;
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_spot = handler;
+	ho.executor = orbit_worker_pool_executor(*pool);
+	if (orbit_spot_host_start(pr->agent, &ho, h))
+		return 92;
+	orbit_spot_client_options_init(&co);
+	co.caps = ho.caps;
+	if (orbit_spot_client_open(pr->agent, SPOT, &co, cl))
+		return 93;
+	return 0;
+}
+
 #define BL_N 16u
 static orbit_spot_host_t *_Atomic bl_host; /* set after start, read by the handler */
 static _Atomic int bl_started, bl_seen;	   /* bl_seen: 1 all delivered, -1 timed out */
@@ -1408,35 +1441,18 @@ static int bl_handler(orbit_serial_turn_t *turn, const struct orbit_spot_record 
 
 static int blocked_main(void *arg)
 {
-	struct orbit_worker_pool_options po;
-	struct orbit_spot_host_options ho;
-	struct orbit_spot_client_options co;
 	orbit_worker_pool_t *pool;
 	orbit_spot_client_t *cl;
 	orbit_spot_host_t *h;
 	struct orbit_test_proc pr;
 	uint64_t seq;
-	int r = 0;
+	int r;
 
 	(void)arg;
-	if (orbit_test_proc_start(&pr, fleet, "blocked", 0))
-		return 90;
-	orbit_worker_pool_options_init(&po);
-	po.nthreads = 1;
-	po.no_pin = true;
-	if (orbit_worker_pool_create(&po, &pool))
-		return 91;
-	orbit_spot_host_options_init(&ho);
-	ho.spot = SPOT;
-	ho.on_spot = bl_handler;
-	ho.executor = orbit_worker_pool_executor(pool);
-	if (orbit_spot_host_start(pr.agent, &ho, &h))
-		return 92;
+	r = one_worker_host(&pr, "blocked", bl_handler, &pool, &h, &cl);
+	if (r)
+		return r;
 	atomic_store(&bl_host, h);
-	orbit_spot_client_options_init(&co);
-	co.caps = ho.caps;
-	if (orbit_spot_client_open(pr.agent, SPOT, &co, &cl))
-		return 93;
 	if (orbit_spot_submit_spot(cl, "b", 1, &seq))
 		return 94;
 	for (int ms = 0; ms < 5000 && !atomic_load(&bl_started); ms++)
@@ -1473,6 +1489,80 @@ static void test_take_goes_on_while_every_worker_runs_a_handler(void **state)
 	assert_int_equal(orbit_test_fork_run(blocked_main, NULL, 60000), 0);
 }
 
+/* ---- stop from a task of the host's own executor ---- */
+
+static orbit_spot_host_t *_Atomic ps_host;	  /* set after start, read by the pool task */
+static orbit_executor_t ps_ex;			  /* the pool's executor (set before start) */
+static _Atomic int ps_posted, ps_rc = 1, ps_done; /* ps_rc: the stop's return */
+
+/* The pool task: on the pool's only worker, so the host's take task
+ * (posted when the handler's record came back) waits behind it. */
+static void ps_stop_task(void *arg)
+{
+	(void)arg;
+	usleep(20000);
+	atomic_store(&ps_rc, orbit_spot_host_stop(atomic_load(&ps_host)));
+	atomic_store(&ps_done, 1);
+}
+
+static int ps_handler(orbit_serial_turn_t *turn, const struct orbit_spot_record *rec, void *ctx)
+{
+	(void)turn;
+	(void)rec;
+	(void)ctx;
+	if (!atomic_exchange(&ps_posted, 1) &&
+	    ps_ex.submit(ps_ex.ctx, ps_stop_task, NULL, ORBIT_NODE_ANY) != 0)
+		atomic_store(&ps_posted, -1);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int pool_stop_main(void *arg)
+{
+	orbit_worker_pool_t *pool;
+	orbit_spot_client_t *cl;
+	orbit_spot_host_t *h;
+	struct orbit_test_proc pr;
+	uint64_t seq;
+	int r;
+
+	(void)arg;
+	r = one_worker_host(&pr, "poolstop", ps_handler, &pool, &h, &cl);
+	if (r)
+		return r;
+	ps_ex = orbit_worker_pool_executor(pool);
+	atomic_store(&ps_host, h);
+	if (orbit_spot_submit_spot(cl, "p", 1, &seq))
+		return 94;
+	/* bounded: a stop that hangs never sets ps_done (the process is left
+	 * with _exit(), its pool worker still spinning) */
+	for (int ms = 0; ms < 5000 && !atomic_load(&ps_done); ms++)
+		usleep(1000);
+	if (atomic_load(&ps_posted) != 1)
+		return 95;
+	if (!atomic_load(&ps_done))
+		_exit(96);
+	if (atomic_load(&ps_rc) != 0)
+		return 97;
+	orbit_spot_client_close(cl);
+	orbit_worker_pool_destroy(pool);
+	orbit_test_proc_stop(&pr);
+	return 0;
+}
+
+/*
+ * orbit_spot_host_stop() from a plain task of the host's own executor
+ * (its Context: any thread but a handler of the host): the pool's only
+ * worker runs that task, which sleeps 20 ms, then stops the host; the
+ * host's take task, posted when the handler's record came back, is
+ * queued behind it and the host thread took the feed state back from it.
+ * The stop must return 0 without waiting for that queued task.
+ */
+static void test_stop_from_a_task_of_the_hosts_own_executor_returns(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit_test_fork_run(pool_stop_main, NULL, 60000), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1506,6 +1596,8 @@ int main(void)
 		    test_unhandled_record_behind_a_refused_one_runs_nothing_twice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_take_goes_on_while_every_worker_runs_a_handler,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_stop_from_a_task_of_the_hosts_own_executor_returns, setup, teardown),
 	};
 
 	if (getenv("ORBIT_TEST_FILTER"))

@@ -106,7 +106,7 @@ struct orbit_serial_turn {
 	struct orbit_serial_turn *prev; /* the thread's enclosing turn, if any */
 	const struct item *item;
 	orbit_serial_resume_t *suspended;
-	const struct slice_clock *clk; /* the drain slice's budget (§6.4) */
+	struct slice_clock *clk; /* the drain slice's budget (§6.4) */
 	/* Entries of q->claimed up to and including this item (a batch's
 	 * items leave `claimed` after the batch); 0 outside a batch. */
 	uint32_t claimed_upto;
@@ -211,7 +211,9 @@ static _Thread_local struct orbit_serial_turn *tls_turn;
  */
 struct slice_clock {
 	uint64_t start_ns, budget_ns;
-	uint64_t tsc_mark; /* base/tsc.h: below it the budget is not spent (0: none) */
+	/* base/tsc.h: from tsc_start (the counter at the start) to below
+	 * tsc_mark the budget is not spent (mark 0: none, or already past) */
+	uint64_t tsc_start, tsc_mark;
 };
 
 static void slice_begin(struct slice_clock *c, const orbit_serial_queue_t *q)
@@ -222,6 +224,7 @@ static void slice_begin(struct slice_clock *c, const orbit_serial_queue_t *q)
 	c->budget_ns = (uint64_t)q->pol.owner_time_budget_ms * 1000000ull;
 	c->start_ns = orbit__clock_ns(CLOCK_MONOTONIC);
 	t1 = orbit__tsc_now();
+	c->tsc_start = t0;
 	c->tsc_mark = orbit__tsc_mark(t0, c->start_ns, t1, c->budget_ns);
 }
 
@@ -230,13 +233,24 @@ static void slice_begin(struct slice_clock *c, const orbit_serial_queue_t *q)
  * budget by this thread's measured counter frequency, base/tsc.h) the
  * answer is "no" without a clock read (about 24 ns of the e2e Spot
  * bench's worker per record, doc/spot-queues-perf.md); past it, or
- * without one, the clock decides as before.
+ * without one, the clock decides as before. A counter below the slice's
+ * start counter (reset, or jumped back) is not "before" either.
  */
-static bool slice_over(const struct slice_clock *c)
+static bool slice_over(struct slice_clock *c)
 {
-	if (orbit__tsc_before(c->tsc_mark))
+	uint64_t spent;
+
+	if (orbit__tsc_before(c->tsc_start, c->tsc_mark))
 		return false;
-	return orbit__clock_ns(CLOCK_MONOTONIC) - c->start_ns >= c->budget_ns;
+	spent = orbit__clock_ns(CLOCK_MONOTONIC) - c->start_ns;
+	if (c->tsc_mark) {
+		/* the first read past the mark: check it (a wrong frequency
+		 * drops the thread's measurement); the clock decides from now
+		 * on, also if the counter came back below the mark */
+		orbit__tsc_check(c->tsc_start, spent);
+		c->tsc_mark = 0;
+	}
+	return spent >= c->budget_ns;
 }
 
 /* ---- policy --------------------------------------------------------- */
@@ -759,7 +773,7 @@ static unsigned claim_batch(orbit_serial_queue_t *q)
  * returns the handle it suspended with, if any. Not under q->lock.
  */
 static orbit_serial_resume_t *run_one(orbit_serial_queue_t *q, const struct item *it, int *result,
-				      const struct slice_clock *clk)
+				      struct slice_clock *clk)
 {
 	struct orbit_serial_turn turn = { .q = q, .prev = tls_turn, .item = it, .clk = clk };
 
@@ -776,7 +790,7 @@ static orbit_serial_resume_t *run_one(orbit_serial_queue_t *q, const struct item
  * or when higher-priority work arrived. Tallies what to book in @t.
  */
 static void run_batch(orbit_serial_queue_t *q, unsigned n, struct batch_tally *t,
-		      orbit_serial_resume_t **suspended, const struct slice_clock *clk, bool *cut)
+		      orbit_serial_resume_t **suspended, struct slice_clock *clk, bool *cut)
 {
 	const struct ring *c = &q->claimed;
 	struct orbit_serial_turn turn = { .q = q, .prev = tls_turn, .clk = clk };
@@ -847,7 +861,7 @@ static void end_batch(orbit_serial_queue_t *q, const struct batch_tally *t,
  * the slice ends either way; and when every spinner is taken, returned at
  * once with no time spent, so the caller's *@cut, false, stands).
  */
-static bool linger(orbit_serial_queue_t *q, const struct slice_clock *clk, bool *cut)
+static bool linger(orbit_serial_queue_t *q, struct slice_clock *clk, bool *cut)
 {
 	/* Relaxed: a hint; the decision is re-made under the lock below. */
 	uint64_t seen = atomic_load_explicit(&q->arrivals, memory_order_relaxed);
@@ -904,7 +918,7 @@ static bool linger(orbit_serial_queue_t *q, const struct slice_clock *clk, bool 
  * Actors were this wait). Entered and left under q->lock; returns true
  * when the owner time budget ran out meanwhile.
  */
-static bool gather(orbit_serial_queue_t *q, const struct slice_clock *clk, bool *cut)
+static bool gather(orbit_serial_queue_t *q, struct slice_clock *clk, bool *cut)
 {
 	uint64_t seen, need;
 

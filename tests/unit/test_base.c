@@ -190,6 +190,8 @@ static void test_time_add_carries_and_deadline_is_ahead(void **state)
 	assert_true(orbit__timespec_ns(&dl) < orbit__clock_ns(CLOCK_MONOTONIC) + 3000000000ull + 1);
 }
 
+static uint64_t tsc_start; /* the counter of the last tsc_stamp() */
+
 /* One stamp as lib/serial_queue.c's slice_begin() takes it. */
 static uint64_t tsc_stamp(uint64_t budget_ns, uint64_t *now)
 {
@@ -197,7 +199,19 @@ static uint64_t tsc_stamp(uint64_t budget_ns, uint64_t *now)
 
 	*now = orbit__clock_ns(CLOCK_MONOTONIC);
 	t1 = orbit__tsc_now();
+	tsc_start = t0;
 	return orbit__tsc_mark(t0, *now, t1, budget_ns);
+}
+
+/* Stamps until this thread has measured the counter (2 s at most): a
+ * 1 ms mark, or 0 where the counter is not usable. */
+static uint64_t tsc_calibrated(uint64_t *now)
+{
+	uint64_t start = orbit__clock_ns(CLOCK_MONOTONIC), mark = tsc_stamp(1000000, now);
+
+	while (!mark && orbit__clock_ns(CLOCK_MONOTONIC) - start < 2000000000ull)
+		mark = tsc_stamp(1000000, now);
+	return mark;
 }
 
 /*
@@ -210,15 +224,12 @@ static uint64_t tsc_stamp(uint64_t budget_ns, uint64_t *now)
  */
 static void test_tsc_mark_never_outlasts_the_budget(void **state)
 {
-	uint64_t start, now, mark, saw = 0;
+	uint64_t now, mark, saw = 0;
 
 	(void)state;
 	assert_int_equal(tsc_stamp(0, &now), 0);
 	/* the first good pair starts the measurement: no mark yet */
-	start = orbit__clock_ns(CLOCK_MONOTONIC);
-	mark = tsc_stamp(1000000, &now);
-	while (!mark && orbit__clock_ns(CLOCK_MONOTONIC) - start < 2000000000ull)
-		mark = tsc_stamp(1000000, &now);
+	mark = tsc_calibrated(&now);
 	if (!mark) {
 		print_message("no tsc clocksource here: every mark is 0 (the clock decides)\n");
 		assert_true(orbit__tsc_ticks_per_ns() == 0);
@@ -237,7 +248,7 @@ static void test_tsc_mark_never_outlasts_the_budget(void **state)
 			 * the two reads only moves the counter's read later) */
 			uint64_t c = orbit__clock_ns(CLOCK_MONOTONIC) - now;
 
-			if (!orbit__tsc_before(mark))
+			if (!orbit__tsc_before(tsc_start, mark))
 				break;
 			assert_true(c < 1000000);
 			before = c;
@@ -247,6 +258,95 @@ static void test_tsc_mark_never_outlasts_the_budget(void **state)
 	print_message("latest clock reading still before a 1 ms mark: %llu ns\n",
 		      (unsigned long long)saw);
 	assert_true(saw > 0);
+}
+
+/*
+ * base/tsc.h: a counter below the slice's start counter (a reset, a jump
+ * back, a CPU whose counter lags) is not "before the mark": the clock
+ * decides. A start far ahead of the counter now, with its mark further
+ * still, says "read the clock"; the same span around now says "before".
+ * Needs no measurement (orbit__tsc_before() is arithmetic on the counter).
+ */
+static void test_tsc_counter_below_the_start_reads_the_clock(void **state)
+{
+	uint64_t now;
+
+	(void)state;
+	now = orbit__tsc_now();
+	if (!now) {
+		print_message("no time stamp counter here\n");
+		return;
+	}
+	assert_true(orbit__tsc_before(now, now + (1ull << 40)));
+	assert_false(orbit__tsc_before(now + (1ull << 40), now + (2ull << 40)));
+	assert_false(orbit__tsc_before(now, 0));
+}
+
+/*
+ * base/tsc.h: the check at the first clock read past a mark drops a
+ * measurement the clock shows wrong, and keeps one it shows right. Right:
+ * the counter's ticks since the start cover the clock's time at the
+ * measured frequency. Wrong: 10 ms by the clock with (nearly) no ticks,
+ * as a frequency measured over 2x too high would show; the thread's
+ * marks are then 0 until it measures again.
+ */
+static void test_tsc_check_drops_a_frequency_the_clock_shows_wrong(void **state)
+{
+	uint64_t now, mark, t;
+	double f;
+
+	(void)state;
+	mark = tsc_calibrated(&now);
+	if (!mark) {
+		print_message("no tsc clocksource here: every mark is 0 (the clock decides)\n");
+		return;
+	}
+	f = orbit__tsc_ticks_per_ns();
+	/* right: the start 1 ms of ticks ago, 1 ms by the clock */
+	t = orbit__tsc_now();
+	orbit__tsc_check(t - (uint64_t)(1000000.0 * f), 1000000);
+	assert_true(orbit__tsc_ticks_per_ns() == f);
+	/* wrong: 10 ms by the clock, the counter's ticks since the start a few */
+	orbit__tsc_check(orbit__tsc_now(), 10000000);
+	assert_true(orbit__tsc_ticks_per_ns() == 0);
+	assert_int_equal(tsc_stamp(1000000, &now), 0);
+	/* measured again over the next stamps */
+	assert_true(tsc_calibrated(&now) != 0);
+}
+
+/*
+ * base/tsc.h: a measurement whose two stamps saw CLOCK_BOOTTIME move
+ * away from CLOCK_MONOTONIC (a suspend between them, the counter going
+ * on) is not used: replayed through orbit__tsc_mark_at(), 3 ms awake and
+ * 12 ms suspended with the counter at 3 ticks/ns (a frequency 5x too
+ * high if it were used) gives no mark; the same pair without the
+ * suspend, or a next pair after it, does, at the right frequency.
+ */
+static void test_tsc_measurement_across_a_suspend_is_not_used(void **state)
+{
+	const uint64_t t0 = 1000000000ull, n0 = 5000000000ull, b0 = 7000000000ull;
+	uint64_t now, mark;
+
+	(void)state;
+	if (!tsc_calibrated(&now)) {
+		print_message("no tsc clocksource here: every mark is 0 (the clock decides)\n");
+		return;
+	}
+	orbit__tsc_check(orbit__tsc_now(), 10000000); /* drop this thread's measurement */
+	assert_true(orbit__tsc_ticks_per_ns() == 0);
+	/* the first pair: no mark */
+	assert_int_equal(orbit__tsc_mark_at(t0, n0, b0, t0 + 100, 1000000), 0);
+	/* 3 ms awake, 12 ms suspended: 45e6 ticks, 3 ms monotonic, 15 ms boottime */
+	assert_int_equal(
+	    orbit__tsc_mark_at(t0 + 45000000, n0 + 3000000, b0 + 15000000, t0 + 45000100, 1000000),
+	    0);
+	assert_true(orbit__tsc_ticks_per_ns() == 0);
+	/* from that pair on, 3 ms awake with nothing suspended: 3 ticks/ns */
+	mark = orbit__tsc_mark_at(t0 + 54000000, n0 + 6000000, b0 + 18000000, t0 + 54000100,
+				  1000000);
+	assert_true(mark == t0 + 54000000 + 1500000);
+	assert_true(orbit__tsc_ticks_per_ns() == 3.0);
+	orbit__tsc_check(orbit__tsc_now(), 10000000); /* the next test measures for real */
 }
 
 /*
@@ -370,6 +470,9 @@ int main(void)
 		cmocka_unit_test(test_die_names_place_call_and_error),
 		cmocka_unit_test(test_time_add_carries_and_deadline_is_ahead),
 		cmocka_unit_test(test_tsc_mark_never_outlasts_the_budget),
+		cmocka_unit_test(test_tsc_counter_below_the_start_reads_the_clock),
+		cmocka_unit_test(test_tsc_check_drops_a_frequency_the_clock_shows_wrong),
+		cmocka_unit_test(test_tsc_measurement_across_a_suspend_is_not_used),
 		cmocka_unit_test(test_hash_vectors_and_layout_values_unchanged),
 		cmocka_unit_test(test_lock_hash_keeps_part_boundaries_apart),
 		cmocka_unit_test(test_lock_hash_spreads_shared_ids),

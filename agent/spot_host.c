@@ -869,7 +869,8 @@ static void renew_if_due(struct orbit_spot_host *sh, uint64_t now)
  * by its CAS POSTED -> HOST or by reading the task's HOST. SH-P1..SH-P4.
  */
 struct feed_link {
-	_Atomic int feeding;
+	/* a line of its own: a heap neighbour's writes would bounce it */
+	_Alignas(64) _Atomic int feeding;
 	/* SH-R3/SH-A5: the host's one (dropped by the stop) and one per task
 	 * posted and not past its last touch of the link; the host thread
 	 * posts a task only at 1, so a reclaimed task is never joined by a
@@ -1282,11 +1283,12 @@ int orbit_spot_host_start(orbit_agent_t *agent, const struct orbit_spot_host_opt
 	/* the take task needs the coordinator's own executor (not a caller's
 	 * coordinator, whose executor we do not know) */
 	if (sh->own_coord && sh->o.executor.submit) {
-		sh->fl = calloc(1, sizeof(*sh->fl));
+		sh->fl = aligned_alloc(_Alignof(struct feed_link), sizeof(*sh->fl));
 		if (!sh->fl) {
 			r = -ENOMEM;
 			goto err_coord;
 		}
+		memset(sh->fl, 0, sizeof(*sh->fl));
 		sh->fl->sh = sh;
 		atomic_init(&sh->fl->refs, 1);
 	}

@@ -645,49 +645,102 @@ static void test_fingerprint_depends_on_every_word(void **state)
 }
 
 /*
+ * A child that arms crash point @label to stop it, runs @body and exits
+ * with its result; returned once it stopped there. resume_ok() lets it
+ * go on and expects exit status 0.
+ */
+static pid_t stopped_child(const char *label, int (*body)(void))
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		orbit__crashpoint_arm(label, 1, ORBIT_CRASH_STOP);
+		_exit(body());
+	}
+	assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(st));
+	return pid;
+}
+
+static void resume_ok(pid_t pid)
+{
+	int st;
+
+	kill(pid, SIGCONT);
+	st = orbit_test_wait(pid, 10000);
+	assert_true(st >= 0 && WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* Creates the segment "s"; with @live, then writes live data into it. */
+static int create_s(bool live)
+{
+	struct orbit_seg_spec sp = default_spec();
+	struct orbit_seg_opts o = { .how = ORBIT_SEG_CREATE };
+	orbit_seg_t a;
+
+	if (orbit__seg_open(&a, fleet, "s", &sp, &o) != 0)
+		return 1;
+	if (live)
+		((unsigned char *)orbit__seg_body(&a))[100] = 0x77;
+	return 0;
+}
+
+static int create_s_live(void)
+{
+	return create_s(true);
+}
+
+static int create_s_plain(void)
+{
+	return create_s(false);
+}
+
+/* Opens "s" as an opener that may create: 0 when it found the creator's
+ * segment (not re-initialised) with byte 100 at @want. */
+static int open_s_expect(unsigned char want)
+{
+	struct orbit_seg_spec sp = default_spec();
+	struct orbit_seg_opts o = { .how = ORBIT_SEG_OPEN_OR_CREATE };
+	orbit_seg_t b;
+	int rc = orbit__seg_open(&b, fleet, "s", &sp, &o);
+
+	if (rc != 0) {
+		fprintf(stderr, "opener: %d %s\n", rc, orbit_segment_last_error());
+		return 2;
+	}
+	if (b.created)
+		return 3; /* it re-initialised the creator's segment */
+	return ((unsigned char *)orbit__seg_body(&b))[100] == want ? 0 : 4;
+}
+
+static int open_s_live(void)
+{
+	return open_s_expect(0x77);
+}
+
+static int open_s_plain(void)
+{
+	return open_s_expect(0x5a);
+}
+
+/*
  * An opener that saw the file still empty while the creator held the flock,
  * and got the flock only after the creator finished, must open the live
  * segment, never re-initialise it (review: "a second opener can wipe a live
- * lock table"). Crash points stop both processes at the two places.
+ * lock table"). Crash points stop both processes at the two places: the
+ * creator holding the flock with the file still empty, the opener after
+ * it saw the empty file, before its trylock.
  */
 static void test_opener_never_reinitialises_a_finished_segment(void **state)
 {
-	struct orbit_seg_spec sp = default_spec();
-	int st;
-	pid_t creator = fork();
+	pid_t creator = stopped_child("seg.create_holding_flock", create_s_live);
+	pid_t opener = stopped_child("seg.open_before_trylock", open_s_live);
 
-	if (creator == 0) {
-		struct orbit_seg_opts o = { .how = ORBIT_SEG_CREATE };
-		orbit_seg_t a;
-		orbit__crashpoint_arm("seg.create_holding_flock", 1, ORBIT_CRASH_STOP);
-		if (orbit__seg_open(&a, fleet, "s", &sp, &o) != 0)
-			_exit(1);
-		((unsigned char *)orbit__seg_body(&a))[100] = 0x77; /* live data */
-		_exit(0);
-	}
-	assert_int_equal(waitpid(creator, &st, WUNTRACED), creator);
-	assert_true(WIFSTOPPED(st)); /* holding the flock, file still empty */
-	pid_t opener = fork();
-	if (opener == 0) {
-		struct orbit_seg_opts o = { .how = ORBIT_SEG_OPEN_OR_CREATE };
-		orbit_seg_t b;
-		orbit__crashpoint_arm("seg.open_before_trylock", 1, ORBIT_CRASH_STOP);
-		if (orbit__seg_open(&b, fleet, "s", &sp, &o) != 0)
-			_exit(2);
-		if (b.created)
-			_exit(3); /* it re-initialised a live segment */
-		_exit(((unsigned char *)orbit__seg_body(&b))[100] == 0x77 ? 0 : 4);
-	}
-	assert_int_equal(waitpid(opener, &st, WUNTRACED), opener);
-	assert_true(WIFSTOPPED(st)); /* saw the empty file, before its trylock */
-	kill(creator, SIGCONT);
-	st = orbit_test_wait(creator, 10000);
-	assert_true(st >= 0 && WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-	kill(opener, SIGCONT);
-	st = orbit_test_wait(opener, 10000);
-	assert_true(st >= 0 && WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	(void)state;
+	resume_ok(creator);
+	resume_ok(opener);
 }
 
 /*
@@ -696,45 +749,18 @@ static void test_opener_never_reinitialises_a_finished_segment(void **state)
  * which no finished or dead creator leaves, and must wait for the flock's
  * answer instead of calling it corrupt (CI, the long tier: two uids
  * starting agents at once on a fresh fleet, one refused with -ECORRUPT).
- * The creator stops sized and still zero; the opener stops after its
- * state load; the creator then finishes before the opener reads on.
+ * The creator stops sized and still zero, holding the flock; the opener
+ * stops after its state load; the creator then finishes before the opener
+ * reads the magic it has written since.
  */
 static void test_opener_racing_the_creators_header_waits(void **state)
 {
-	struct orbit_seg_spec sp = default_spec();
-	int st;
-	pid_t creator = fork();
+	pid_t creator = stopped_child("seg.create_sized", create_s_plain);
+	pid_t opener = stopped_child("seg.open_loaded_state", open_s_plain);
 
-	if (creator == 0) {
-		struct orbit_seg_opts o = { .how = ORBIT_SEG_CREATE };
-		orbit_seg_t a;
-		orbit__crashpoint_arm("seg.create_sized", 1, ORBIT_CRASH_STOP);
-		_exit(orbit__seg_open(&a, fleet, "s", &sp, &o) != 0);
-	}
-	assert_int_equal(waitpid(creator, &st, WUNTRACED), creator);
-	assert_true(WIFSTOPPED(st)); /* full size, all zero, holding the flock */
-	pid_t opener = fork();
-	if (opener == 0) {
-		struct orbit_seg_opts o = { .how = ORBIT_SEG_OPEN_OR_CREATE };
-		orbit_seg_t b;
-		orbit__crashpoint_arm("seg.open_loaded_state", 1, ORBIT_CRASH_STOP);
-		int rc = orbit__seg_open(&b, fleet, "s", &sp, &o);
-		if (rc != 0) {
-			fprintf(stderr, "opener: %d %s\n", rc, orbit_segment_last_error());
-			_exit(2);
-		}
-		_exit(b.created ? 3 : ((unsigned char *)orbit__seg_body(&b))[0] == 0x5a ? 0 : 4);
-	}
-	assert_int_equal(waitpid(opener, &st, WUNTRACED), opener);
-	assert_true(WIFSTOPPED(st)); /* loaded state 0, magic not yet read */
-	kill(creator, SIGCONT);
-	st = orbit_test_wait(creator, 10000);
-	assert_true(st >= 0 && WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-	kill(opener, SIGCONT); /* reads the magic the creator has written since */
-	st = orbit_test_wait(opener, 10000);
-	assert_true(st >= 0 && WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	(void)state;
+	resume_ok(creator);
+	resume_ok(opener);
 }
 
 /*

@@ -14,10 +14,13 @@
 #include <sched.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <orbit/orbit.h>
 
 #include "orbit_test.h"
+#include "shm/lock_serializer.h"
 
 #define NTHREADS 4
 #define NKEYS 2
@@ -287,6 +290,9 @@ static void test_threads_lookup_lets_preempted_writer_finish(void **state)
 	pthread_t w;
 	char fleet[64];
 
+	cpu_set_t was;
+
+	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(was), &was), 0);
 	memset(pin_label, 'x', sizeof(pin_label));
 	key = orbit_lock_key(th_ns, pin_label, sizeof(pin_label));
 	o.fleet = orbit_test_fleet(fleet, sizeof(fleet), "pin");
@@ -303,10 +309,159 @@ static void test_threads_lookup_lets_preempted_writer_finish(void **state)
 	}
 	atomic_store(&pn.stop, 1);
 	pthread_join(w, NULL);
+	/* the tests after this one run on the CPUs this one started with */
+	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(was), &was), 0);
 	print_message("%ld lookups on one CPU with a writer, %ld -EAGAIN\n", pn.lookups, pn.eagain);
 	assert_int_equal(pn.eagain, 0);
 	orbit_lock_close(L);
 	orbit_lock_unlink(&o);
+}
+
+/* ---- the FUTEX serializer's spin before it sleeps (lock_serializer.h) ---- */
+
+static struct orbit_lock_table_hdr *ser_hdr;
+static struct orbit__lock_ser ser_a, ser_b;
+static _Atomic int ser_held, ser_release, ser_released, ser_hold_ms;
+static _Atomic unsigned ser_tries;
+
+/* Holds the serializer through ser_a until told to leave (or for ser_hold_ms). */
+static void *ser_holder(void *arg)
+{
+	bool died;
+
+	(void)arg;
+	if (orbit__lock_ser_enter(&ser_a, ORBIT__LOCK_SER_WAIT_FOREVER, &died) != 0)
+		return (void *)1;
+	atomic_store(&ser_held, 1);
+	if (atomic_load(&ser_hold_ms))
+		usleep((useconds_t)atomic_load(&ser_hold_ms) * 1000u);
+	else
+		while (!atomic_load(&ser_release))
+			sched_yield();
+	orbit__lock_ser_leave(&ser_a);
+	atomic_store(&ser_released, 1);
+	return NULL;
+}
+
+/* The spin hook: count the tries; at the second, let the holder leave first. */
+static void ser_release_at_second_try(unsigned try_no)
+{
+	atomic_fetch_add(&ser_tries, 1);
+	if (try_no == 1) {
+		atomic_store(&ser_release, 1);
+		while (!atomic_load(&ser_released))
+			sched_yield();
+	}
+}
+
+static void ser_count_try(unsigned try_no)
+{
+	(void)try_no;
+	atomic_fetch_add(&ser_tries, 1);
+}
+
+static void ser_setup(void)
+{
+	ser_hdr = calloc(1, sizeof(*ser_hdr));
+	assert_non_null(ser_hdr);
+	assert_int_equal(orbit__lock_ser_init_shared(&ser_hdr->mutex), 0);
+	orbit__lock_ser_init(&ser_a, ORBIT_LOCK_SERIALIZER_FUTEX, NULL, ser_hdr);
+	atomic_store(&ser_held, 0);
+	atomic_store(&ser_release, 0);
+	atomic_store(&ser_released, 0);
+	atomic_store(&ser_hold_ms, 0);
+	atomic_store(&ser_tries, 0);
+}
+
+static void ser_teardown(pthread_t th)
+{
+	void *ret;
+
+	atomic_store(&orbit__lock_ser_test_spin_hook, NULL);
+	atomic_store(&ser_release, 1); /* whatever the enter did */
+	pthread_join(th, &ret);
+	assert_null(ret);
+	orbit__lock_ser_destroy(&ser_a);
+	orbit__lock_ser_destroy(&ser_b);
+	pthread_mutex_destroy(&ser_hdr->mutex);
+	free(ser_hdr);
+}
+
+/*
+ * A contended FUTEX enter whose holder leaves during the spin takes the
+ * serializer without sleeping in the kernel (fails with no spin: the
+ * enter sleeps, and here times out, since only the spin lets the holder go).
+ */
+static void test_futex_serializer_contended_enter_spins_before_sleeping(void **state)
+{
+	pthread_t th;
+	bool died;
+	int rc;
+
+	(void)state;
+	ser_setup();
+	orbit__lock_ser_init(&ser_b, ORBIT_LOCK_SERIALIZER_FUTEX, NULL, ser_hdr);
+	if (!ser_b.spin) {
+		orbit__lock_ser_destroy(&ser_a);
+		orbit__lock_ser_destroy(&ser_b);
+		free(ser_hdr);
+		skip(); /* one CPU allowed: the serializer never spins */
+	}
+	assert_int_equal(pthread_create(&th, NULL, ser_holder, NULL), 0);
+	while (!atomic_load(&ser_held))
+		sched_yield();
+	atomic_store(&orbit__lock_ser_test_spin_hook, ser_release_at_second_try);
+	rc = orbit__lock_ser_enter(&ser_b, 2000000000ull, &died);
+	if (rc == 0)
+		orbit__lock_ser_leave(&ser_b);
+	uint64_t sleeps = atomic_load(&ser_b.sleeps);
+	unsigned tries = atomic_load(&ser_tries);
+	ser_teardown(th);
+	assert_int_equal(rc, 0);
+	assert_false(died);
+	assert_int_equal(tries, 2);  /* the second try took it */
+	assert_int_equal(sleeps, 0); /* no futex sleep */
+}
+
+/*
+ * A handle opened by a thread allowed one CPU never spins: the holder
+ * cannot leave while it would (fails when the spin ignores the CPUs).
+ */
+static void test_futex_serializer_on_one_cpu_sleeps_without_spinning(void **state)
+{
+	cpu_set_t all, one;
+	pthread_t th;
+	bool died;
+	int rc;
+
+	(void)state;
+	ser_setup();
+	atomic_store(&ser_hold_ms, 20);
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	CPU_ZERO(&one);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &all)) {
+			CPU_SET(c, &one);
+			break;
+		}
+	assert_int_equal(pthread_create(&th, NULL, ser_holder, NULL), 0);
+	while (!atomic_load(&ser_held))
+		sched_yield();
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	orbit__lock_ser_init(&ser_b, ORBIT_LOCK_SERIALIZER_FUTEX, NULL, ser_hdr);
+	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
+	atomic_store(&orbit__lock_ser_test_spin_hook, ser_count_try);
+	rc = orbit__lock_ser_enter(&ser_b, 2000000000ull, &died);
+	if (rc == 0)
+		orbit__lock_ser_leave(&ser_b);
+	uint64_t sleeps = atomic_load(&ser_b.sleeps);
+	unsigned tries = atomic_load(&ser_tries);
+	bool spin = ser_b.spin;
+	ser_teardown(th);
+	assert_int_equal(rc, 0);
+	assert_false(spin);
+	assert_int_equal(tries, 0);
+	assert_int_equal(sleeps, 1);
 }
 
 int main(void)
@@ -316,6 +471,8 @@ int main(void)
 		cmocka_unit_test(test_threads_share_handle_no_overlap_futex),
 		cmocka_unit_test(test_threads_lookup_races_rewrite_tsan_clean),
 		cmocka_unit_test(test_threads_lookup_lets_preempted_writer_finish),
+		cmocka_unit_test(test_futex_serializer_contended_enter_spins_before_sleeping),
+		cmocka_unit_test(test_futex_serializer_on_one_cpu_sleeps_without_spinning),
 	};
 
 	return cmocka_run_group_tests_name("lock_threads", tests, NULL, NULL);

@@ -20,8 +20,8 @@
  * A contended FUTEX enter's spin (lock_serializer.h): SPIN_TRIES trylocks,
  * SPIN_PAUSES pauses before each. 256 pauses in all: 1-10 us by the CPU's
  * pause (AMD Zen 2 and 3, Intel Skylake and later: 10-140 cycles each).
- * bench_lock's 2- and 32-process series on 1 and 64 keys moved alike for
- * 8-32 tries; at 4 fewer entries were caught.
+ * In one sweep of bench_lock's 2- and 32-process points on 1 and 64 keys
+ * (load 2-5), 8 to 128 tries gave about the same figures, 4 lower ones.
  */
 #define SPIN_TRIES 16u
 #define SPIN_PAUSES 16u

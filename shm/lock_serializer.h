@@ -26,8 +26,8 @@
  *          ns, a futex sleep and wake-up several microseconds, and once
  *          one waiter sleeps every leave makes a FUTEX_WAKE, so without it
  *          contended processes went to sleep and woke in turn at every
- *          entry (bench_lock, 2 processes on 64 keys: 2.5-3 M
- *          acquisitions/s without the spin, 6-8 M with it).
+ *          entry (bench_lock, 2 processes on 64 keys: 2.8 M
+ *          acquisitions/s without the spin, 5.7 M with it).
  *   FLOCK: pthread_mutex_trylock, then pthread_mutex_clocklock for the
  *          local mutex; flock(2) has no timed form, so the cross-process
  *          part is flock(LOCK_EX | LOCK_NB) retried with a pause that

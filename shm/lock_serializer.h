@@ -15,19 +15,20 @@
  * The wait is bounded (ORBIT_LOCK_SERIALIZER_WAIT_MS_DEFAULT, or the
  * handle's serializer_wait_ms): a holder that is stopped (SIGSTOP, a
  * debugger, a frozen cgroup) or preempted for longer makes enter() answer
- * -EAGAIN instead of waiting for it. Critical sections take microseconds,
- * so the bound only fires on a holder that is not running.
- *   FUTEX: pthread_mutex_trylock; taken, then up to SPIN_TRIES more
- *          trylocks SPIN_PAUSES pauses apart (a few microseconds), when the
- *          thread that opened the handle may run on more than one CPU;
- *          then pthread_mutex_clocklock on CLOCK_MONOTONIC (a futex wait
- *          with an absolute deadline; the holder's death still wakes it
- *          with EOWNERDEAD). The spin: critical sections take about 100
- *          ns, a futex sleep and wake-up several microseconds, and once
- *          one waiter sleeps every leave makes a FUTEX_WAKE, so without it
+ * -EAGAIN instead of waiting for it. Critical sections take well under a
+ * microsecond, so the bound only fires on a holder that is not running.
+ *   FUTEX: pthread_mutex_trylock; if taken (EBUSY), the clock is read for
+ *          the deadline, then up to SPIN_TRIES more trylocks SPIN_PAUSES
+ *          pauses apart (7-18 us), when more than one CPU is online; then
+ *          pthread_mutex_clocklock on CLOCK_MONOTONIC (a futex wait with
+ *          the absolute deadline; the holder's death still wakes it with
+ *          EOWNERDEAD). The spin: a critical section takes about 100 ns,
+ *          a futex sleep and wake-up several microseconds, and once one
+ *          waiter sleeps every leave makes a FUTEX_WAKE, so without it
  *          contended processes went to sleep and woke in turn at every
- *          entry (bench_lock, 2 processes on 64 keys: 2.8 M
- *          acquisitions/s without the spin, 5.7 M with it).
+ *          entry (bench_lock's contended points, 6 interleaved rounds:
+ *          2 processes on 64 keys 2.1 M acquisitions/s without the spin,
+ *          5.9 M with it).
  *   FLOCK: pthread_mutex_trylock, then pthread_mutex_clocklock for the
  *          local mutex; flock(2) has no timed form, so the cross-process
  *          part is flock(LOCK_EX | LOCK_NB) retried with a pause that
@@ -61,9 +62,11 @@ struct orbit__lock_ser {
 	pthread_mutex_t *shared;	 /* FUTEX: the mutex in the table header */
 	pthread_mutex_t local;		 /* FLOCK: protects this handle's flock */
 	_Atomic uint32_t *dirty_pid;	 /* FLOCK: the table's dirty word */
-	bool spin; /* FUTEX: a contended enter spins first (more than one CPU allowed) */
-	/* FUTEX: enters that went on to sleep in the kernel (relaxed; tests) */
-	_Atomic uint64_t sleeps;
+	bool spin; /* FUTEX: a contended enter spins first (more than one CPU online) */
+	/* FUTEX: enters whose spin ran out and that went on to
+	 * pthread_mutex_clocklock (which may still take it without sleeping;
+	 * relaxed; tests) */
+	_Atomic uint64_t spin_misses;
 };
 
 /*

@@ -33,8 +33,8 @@
 #include "agent/agent_internal.h"
 #include "agent/agent_watch.h"
 #include "agent/spot.h"
+#include "base/fork_guard.h"
 #include "base/options.h"
-#include "shm/fork_guard.h"
 #include "shm/lock_internal.h"
 
 #define die_on orbit__die_on

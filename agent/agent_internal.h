@@ -68,7 +68,7 @@ struct orbit__agent_spots; /* agent_spot_stats.c */
 
 struct orbit_agent {
 	char fleet[ORBIT_FLEET_NAME_MAX + 1];
-	pid_t pid;	       /* the starter (shm/fork_guard.h): another = a forked child */
+	pid_t pid;	       /* the starter (base/fork_guard.h): another = a forked child */
 	orbit_lock_t *lock;    /* caller's, optional */
 	orbit_lock_t *ro_lock; /* ours, read-only, for resync when lock is NULL */
 	struct orbit_lock_layout layout; /* the fleet's: names the table and the ring */

@@ -18,9 +18,9 @@
 #include <orbit/fleet.h>
 
 #include "agent/fleet_internal.h"
+#include "base/fork_guard.h"
 #include "base/lock_backend.h"
 #include "base/options.h"
-#include "shm/fork_guard.h"
 #include "shm/lock_internal.h"
 #include "shm/segment_perm.h"
 #include "shm/spot_queue.h"

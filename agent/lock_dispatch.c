@@ -19,9 +19,9 @@
 #include <orbit/error.h>
 #include <orbit/lock.h>
 
+#include "base/fork_guard.h"
 #include "base/lock_backend.h"
 #include "base/options.h"
-#include "shm/fork_guard.h"
 #include "shm/lock_internal.h"
 #include "shm/segment.h"
 #ifdef ORBIT_HAVE_ETCD

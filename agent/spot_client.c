@@ -18,7 +18,7 @@
 #include <orbit/spot_queue.h>
 
 #include "agent/spot.h"
-#include "shm/fork_guard.h"
+#include "base/fork_guard.h"
 
 _Static_assert((int)ORBIT_SPOT_LANE_APP == (int)ORBIT_SPOTQ_APP, "lane numbers agree");
 _Static_assert((int)ORBIT_SPOT_LANE_LIFECYCLE == (int)ORBIT_SPOTQ_LIFECYCLE, "lane numbers agree");

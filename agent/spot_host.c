@@ -118,9 +118,9 @@
 
 #include "agent/spot.h"
 #include "base/die.h"
+#include "base/fork_guard.h"
 #include "shm/crashpoint.h"
 #include "shm/doorbell.h"
-#include "shm/fork_guard.h"
 #include "shm/stats.h"
 #include "lib/spot_batch.h"
 #include "lib/sync.h" /* orbit__single_writer_add(), the futex calls */

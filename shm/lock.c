@@ -27,11 +27,11 @@
 
 #include "base/cpu.h"
 #include "base/die.h"
+#include "base/fork_guard.h"
 #include "base/hash.h"
 #include "base/lock_backend.h"
 #include "base/options.h"
 #include "shm/crashpoint.h"
-#include "shm/fork_guard.h"
 #include "shm/lock_internal.h"
 #include "shm/lock_serializer.h"
 #include "shm/lock_table.h"

@@ -27,7 +27,7 @@
 
 #include <orbit/error.h>
 #include "base/die.h"
-#include "shm/fork_guard.h"
+#include "base/fork_guard.h"
 #include "shm/members.h"
 
 #ifndef SYS_pidfd_open

@@ -22,8 +22,8 @@
 #include <sys/stat.h>
 
 #include <orbit/error.h>
+#include "base/fork_guard.h"
 #include "base/options.h"
-#include "shm/fork_guard.h"
 #include "shm/segment_perm.h"
 #include "shm/spot_queue_internal.h"
 

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include <orbit/error.h>
-#include "shm/fork_guard.h"
+#include "base/fork_guard.h"
 #include "shm/spot_queue_internal.h"
 
 /* ---- counters and checker ---- */

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include <orbit/error.h>
+#include "base/fork_guard.h"
 #include "shm/crashpoint.h"
-#include "shm/fork_guard.h"
 #include "shm/spot_queue_internal.h"
 
 /* ---- the host ---- */

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * shm/fork_guard.c: this process's pid, cached and refreshed in a forked
+ * base/fork_guard.c: this process's pid, cached and refreshed in a forked
  * child before fork() returns there; the -ECHILD check of every shm/
- * handle is built on it (shm/fork_guard.h).
+ * handle, agent and lib/ object is built on it (base/fork_guard.h).
  */
 #include "config.h"
 
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "base/die.h"
-#include "shm/fork_guard.h"
+#include "base/fork_guard.h"
 
 /*
  * FG-1: relaxed, partner: the load in orbit__fork_check() (fork_guard.h).

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * shm/fork_guard.h: the one fork guard of shm/. Every handle that owns
- * descriptors, mappings or kernel locks records the pid that opened it;
- * in a forked child each call on such a handle returns -ECHILD before it
- * touches anything (the child shares its parent's open file descriptions,
- * flocks and OFD locks, so using them would act for the parent).
+ * base/fork_guard.h: the library's one fork guard, shared by shm/, lib/
+ * and agent/. Every object that owns descriptors, mappings, kernel locks
+ * or threads records the pid that created or opened it; in a forked child
+ * each call on such an object returns -ECHILD before it touches anything.
+ * shm/ handles: the child shares its parent's open file descriptions,
+ * flocks and OFD locks, so using them would act for the parent. lib/
+ * objects (worker pool, serial queue, state lane, coordinators): the
+ * child has none of the parent's worker threads and may hold a copy of a
+ * mutex a parent's thread held at the fork, so work would never run and
+ * a lock could never be taken.
  *
  * The pid comes from a cache refreshed by a pthread_atfork child handler
  * (glibc no longer caches getpid(), a syscall of ~100 ns on a VM), so the
@@ -12,15 +17,15 @@
  * pthread_once on the hot path (the cache is 0 only before this process's
  * first orbit__self_pid(), and then the slow path fills it).
  */
-#ifndef ORBIT_SHM_FORK_GUARD_H
-#define ORBIT_SHM_FORK_GUARD_H
+#ifndef ORBIT_BASE_FORK_GUARD_H
+#define ORBIT_BASE_FORK_GUARD_H
 
 #include <errno.h>
 #include <stdatomic.h>
 #include <sys/types.h>
 
 /*
- * The cached pid (shm/fork_guard.c): 0 until this process's first
+ * The cached pid (base/fork_guard.c): 0 until this process's first
  * orbit__self_pid(), then this process's pid. Written by the first
  * orbit__self_pid() (under pthread_once) and by the atfork child handler
  * (the child is single-threaded then); read by orbit__fork_check().
@@ -38,7 +43,7 @@ pid_t orbit__self_pid(void);
 
 /*
  * orbit__fork_check - 0 in the process that opened a handle, else -ECHILD.
- * @opener: the handle's orbit__self_pid() at open.
+ * @opener: the handle's (or object's) orbit__self_pid() at open or create.
  * Context: any thread; no syscall, no lock.
  * Returns: 0 or -ECHILD.
  */
@@ -55,4 +60,4 @@ static inline int orbit__fork_check(pid_t opener)
 	return self == opener ? 0 : -ECHILD;
 }
 
-#endif /* ORBIT_SHM_FORK_GUARD_H */
+#endif /* ORBIT_BASE_FORK_GUARD_H */

@@ -21,6 +21,7 @@
 #include "lib/ownership.h"
 #include "lib/serial_executor.h"
 #include "lib/serial_queue.h"
+#include "lib/sync.h" /* orbit__executor_fork_check() */
 
 struct orbit_actor_serial_executor {
 	struct orbit__coord co; /* first: work records point here */
@@ -54,6 +55,9 @@ int orbit_actor_serial_executor_create(const struct orbit_actor_serial_executor_
 		return ret;
 	if (!opts.executor.submit)
 		return -EINVAL;
+	ret = orbit__executor_fork_check(&opts.executor); /* an inherited pool's */
+	if (ret)
+		return ret;
 	a = orbit__coord_alloc(sizeof(*a));
 	if (!a)
 		return -ENOMEM;
@@ -87,6 +91,8 @@ static int actor_submit(orbit_actor_serial_executor_t *a, unsigned kind, orbit_s
 	struct orbit__work *w;
 	int ret;
 
+	if (orbit__coord_fork_check(&a->co))
+		return -ECHILD; /* a parent's coordinator (base/fork_guard.h) */
 	ret = orbit__work_new(&a->co, fn, arg, done, ORBIT_SERIAL_SUSPEND_HOLD, &w);
 	if (ret)
 		return ret;
@@ -141,6 +147,8 @@ int orbit_actor_set_info(orbit_actor_serial_executor_t *actor, const void *info,
 
 	if (!actor || (len && !info))
 		return -EINVAL;
+	if (orbit__coord_fork_check(&actor->co))
+		return -ECHILD; /* a parent's coordinator (base/fork_guard.h) */
 	if (len > ORBIT_ACTOR_INFO_MAX)
 		return -E2BIG;
 	return orbit_state_lane_run(actor->co.lane, set_info_fn, &c);
@@ -162,6 +170,8 @@ int orbit_actor_serial_executor_close(orbit_actor_serial_executor_t *actor)
 {
 	if (!actor)
 		return -EINVAL;
+	if (orbit__coord_fork_check(&actor->co))
+		return -ECHILD; /* a parent's coordinator (base/fork_guard.h) */
 	return orbit_state_lane_run(actor->co.lane, close_fn, actor);
 }
 

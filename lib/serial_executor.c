@@ -49,6 +49,10 @@ struct orbit_work_completion {
 	int state;
 	int result;
 	uint64_t owner; /* id of the coordinator that accepted the work */
+	/* The creator (base/fork_guard.h): wait and destroy refuse with
+	 * -ECHILD in a forked child, where the work it waits for never runs
+	 * and a parent's thread may have held @mu at the fork. */
+	pid_t pid;
 };
 
 /* The completion's state before a submission armed it (restored on refusal). */
@@ -107,6 +111,7 @@ int orbit__coord_init(struct orbit__coord *co, const char *lane_name)
 	int ret;
 
 	memset(co, 0, sizeof(*co));
+	co->pid = orbit__self_pid();
 	/* Relaxed: only uniqueness matters. */
 	co->id = atomic_fetch_add_explicit(&next_coord_id, 1, memory_order_relaxed);
 	/* The lane is only entered with run() (never posted to), so it needs
@@ -160,6 +165,8 @@ int orbit__coord_await(struct orbit__coord *co, int timeout_ms)
 	struct timespec dl;
 	int ret = 0;
 
+	if (orbit__coord_fork_check(co))
+		return -ECHILD; /* nothing of a parent's coordinator runs here */
 	if (orbit__coord_is_current(co))
 		return -EDEADLK; /* 07 §10: refused at the call site, never a hang */
 	if (timeout_ms > 0)
@@ -186,6 +193,8 @@ int orbit__coord_destroy_begin(struct orbit__coord *co, int (*close)(void *obj),
 {
 	int ret;
 
+	if (orbit__coord_fork_check(co))
+		return -ECHILD; /* a parent's: nothing closed, nothing freed */
 	if (orbit__coord_is_current(co))
 		return -EDEADLK;
 	/* 07 §8: destroy frees the lane; from inside its turn that would
@@ -264,6 +273,7 @@ int orbit_work_completion_create(orbit_work_completion_t **out)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->pid = orbit__self_pid();
 	ret = orbit__mutex_init_adaptive(&c->mu);
 	if (ret)
 		goto err_free;
@@ -284,6 +294,8 @@ static int completion_arm(orbit_work_completion_t *c, uint64_t owner, struct car
 {
 	int ret = 0;
 
+	if (orbit__fork_check(c->pid))
+		return -ECHILD; /* a parent's completion: its mutex is not ours */
 	orbit__mutex_lock(&c->mu);
 	if (c->state == C_PENDING) {
 		ret = -EBUSY;
@@ -315,6 +327,8 @@ int orbit_work_completion_wait(orbit_work_completion_t *c, int timeout_ms)
 
 	if (!c)
 		return -EINVAL;
+	if (orbit__fork_check(c->pid))
+		return -ECHILD; /* its work runs in the parent, if at all */
 	orbit__mutex_lock(&c->mu);
 	owner = c->state == C_IDLE ? 0 : c->owner;
 	orbit__mutex_unlock(&c->mu);
@@ -348,6 +362,8 @@ int orbit_work_completion_destroy(orbit_work_completion_t *c)
 
 	if (!c)
 		return 0;
+	if (orbit__fork_check(c->pid))
+		return -ECHILD; /* the parent's: nothing freed */
 	orbit__mutex_lock(&c->mu);
 	state = c->state;
 	orbit__mutex_unlock(&c->mu);

@@ -17,6 +17,8 @@
 #include <orbit/spot_executor.h>
 #include <orbit/state_lane.h>
 
+#include "base/fork_guard.h"
+
 /*
  * Registration information of one Actor (07 §7). actor_id is fixed before
  * the first record; version, len and bytes are owned by the coordinator's
@@ -100,6 +102,15 @@ struct orbit__coord {
 	 * ways: the queues' locks decide. Read-mostly, beside `lane`.
 	 */
 	_Atomic bool closing;
+	/*
+	 * The creator (orbit__self_pid(), base/fork_guard.h), set by
+	 * orbit__coord_init(): in a forked child every public entry of the
+	 * coordinator but stats and mode refuses with -ECHILD
+	 * (orbit__coord_fork_check()) before it takes a record, a count, the
+	 * lane or a queue lock, which a parent's thread may have held at the
+	 * fork. Read-mostly, beside `lane`.
+	 */
+	pid_t pid;
 	/*
 	 * Work accepted and not yet released is the sum of submitted[] -
 	 * released - refused (orbit__coord_outstanding()). submitted[kind] is
@@ -299,6 +310,16 @@ static inline void orbit__coord_close_hint(struct orbit__coord *co)
 {
 	/* Relaxed: a hint, see the field. */
 	atomic_store_explicit(&co->closing, true, memory_order_relaxed);
+}
+
+/*
+ * orbit__coord_fork_check - 0 in the process that created @co, -ECHILD in
+ * a forked child (see `pid`). Context: any thread; one relaxed load and a
+ * compare, inline.
+ */
+static inline int orbit__coord_fork_check(const struct orbit__coord *co)
+{
+	return orbit__fork_check(co->pid);
 }
 
 /* Has @co's close begun (see `closing`)? Context: any thread. */

@@ -38,6 +38,7 @@
 #include <orbit/worker_pool.h>
 
 #include "base/die.h"
+#include "base/fork_guard.h"
 #include "base/options.h"
 #include "base/time.h"
 #include "base/tsc.h"
@@ -155,6 +156,11 @@ struct orbit_serial_queue {
 	_Alignas(64) orbit_execution_lane_policy_t pol;
 	orbit_executor_t ex;
 	int home_node;
+	/* The creator (orbit__self_pid(), base/fork_guard.h): in a forked
+	 * child every entry that would take q->lock (a parent's thread may
+	 * have held it at the fork) or schedule a drain refuses with -ECHILD
+	 * first. On this line, which every submission reads for the policy. */
+	pid_t pid;
 	/* The room hook (lib/serial_queue.h): room_wanted is set when the
 	 * application lane refused with -EAGAIN while a hook is installed,
 	 * and cleared by the drain that then calls room_fn. */
@@ -438,6 +444,9 @@ int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
 	ret = -ENOMEM;
 	if (!opts.executor.submit)
 		return -EINVAL;
+	ret = orbit__executor_fork_check(&opts.executor); /* an inherited pool's */
+	if (ret)
+		return ret;
 	ret = orbit__lane_policy_copy(&pol, opts.policy);
 	if (ret)
 		return ret;
@@ -449,6 +458,7 @@ int orbit_serial_queue_create(const struct orbit_serial_queue_options *user,
 	q->pol = pol;
 	q->ex = opts.executor;
 	q->home_node = orbit_home_node_id(opts.home);
+	q->pid = orbit__self_pid();
 	strncpy(q->name, opts.name ? opts.name : "serial-queue", sizeof(q->name) - 1);
 	ret = orbit__mutex_init_adaptive(&q->lock);
 	if (ret)
@@ -525,6 +535,8 @@ static int submit(orbit_serial_queue_t *q, orbit_serial_work_fn fn, void *arg, e
 
 	if (!q || !fn)
 		return -EINVAL;
+	if (orbit__fork_check(q->pid))
+		return -ECHILD; /* a parent's queue (see the field) */
 	cap_items = lane == LANE_APP ? q->pol.application_message_capacity
 				     : q->pol.lifecycle_message_capacity;
 	cap_bytes = lane == LANE_APP ? q->pol.application_byte_capacity
@@ -613,6 +625,8 @@ int orbit__serial_queue_enqueue_n(orbit_serial_queue_t *q, bool lifecycle, orbit
 
 	if (!q || !fn || !err || (n && !args))
 		return -EINVAL;
+	if (orbit__fork_check(q->pid))
+		return -ECHILD; /* a parent's queue (see the field) */
 	*err = 0;
 	if (!n)
 		return 0;
@@ -1067,6 +1081,8 @@ int orbit_serial_turn_suspend(orbit_serial_turn_t *turn, orbit_serial_work_fn co
 	if (!turn || !cont || !out || (flags & ~(unsigned)ORBIT_SERIAL_SUSPEND_HOLD) ||
 	    turn != tls_turn)
 		return -EINVAL;
+	if (orbit__fork_check(turn->q->pid))
+		return -ECHILD; /* forked from inside a turn: the drain is the parent's */
 	if (turn->suspended)
 		return -EALREADY;
 	/* A turn runs on its queue's active drain, which owns the spare. */
@@ -1098,6 +1114,8 @@ int orbit_serial_queue_resume(orbit_serial_resume_t *h)
 	if (!h)
 		return -EINVAL;
 	q = h->q;
+	if (orbit__fork_check(q->pid))
+		return -ECHILD; /* a parent's handle: not consumed */
 	orbit__mutex_lock(&q->lock);
 	h->resumed = true;
 	STAT_ADD(q, resumed, 1);
@@ -1313,6 +1331,8 @@ int orbit_serial_queue_await_quiescence(orbit_serial_queue_t *q, int timeout_ms)
 
 	if (!q)
 		return -EINVAL;
+	if (orbit__fork_check(q->pid))
+		return -ECHILD; /* nothing a parent's queue has runs here */
 	if (orbit_serial_queue_is_current(q))
 		return -EDEADLK; /* §10: refused at the call site, never a hang */
 	if (timeout_ms > 0)
@@ -1344,6 +1364,8 @@ int orbit_serial_queue_close(orbit_serial_queue_t *q)
 {
 	if (!q)
 		return -EINVAL;
+	if (orbit__fork_check(q->pid))
+		return -ECHILD;
 	orbit__mutex_lock(&q->lock);
 	q->closed = true;
 	orbit__mutex_unlock(&q->lock);
@@ -1398,6 +1420,8 @@ int orbit_serial_queue_destroy(orbit_serial_queue_t *q)
 {
 	if (!q)
 		return 0;
+	if (orbit__fork_check(q->pid))
+		return -ECHILD; /* a parent's queue: nothing closed, nothing freed */
 	if (orbit_serial_queue_is_current(q))
 		return -EDEADLK;
 	orbit__mutex_lock(&q->lock);

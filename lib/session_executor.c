@@ -44,6 +44,7 @@
 #include "lib/ownership.h"
 #include "lib/serial_executor.h"
 #include "lib/serial_queue.h"
+#include "lib/sync.h" /* orbit__executor_fork_check() */
 
 struct orbit_session_serial_executor {
 	struct orbit__coord co; /* first: work records point here */
@@ -125,6 +126,9 @@ int orbit_session_serial_executor_create(const struct orbit_session_serial_execu
 		return ret;
 	if (!opts.executor.submit)
 		return -EINVAL;
+	ret = orbit__executor_fork_check(&opts.executor); /* an inherited pool's */
+	if (ret)
+		return ret;
 	s = orbit__coord_alloc(sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -235,6 +239,8 @@ static int session_submit(orbit_session_serial_executor_t *s, unsigned kind,
 
 	if (!s || !fn)
 		return -EINVAL;
+	if (orbit__coord_fork_check(&s->co))
+		return -ECHILD; /* a parent's coordinator (base/fork_guard.h) */
 	c.e.q = s->q;
 	c.e.fn = orbit__work_run;
 	switch (kind) {
@@ -308,6 +314,8 @@ int orbit_session_serial_executor_close(orbit_session_serial_executor_t *session
 {
 	if (!session)
 		return -EINVAL;
+	if (orbit__coord_fork_check(&session->co))
+		return -ECHILD; /* a parent's coordinator (base/fork_guard.h) */
 	return orbit_state_lane_run(session->co.lane, close_fn, session);
 }
 

@@ -58,7 +58,7 @@
 #include "lib/serial_executor.h"
 #include "lib/serial_queue.h"
 #include "lib/spot_batch.h"
-#include "lib/sync.h" /* orbit__single_writer_add() */
+#include "lib/sync.h" /* orbit__single_writer_add(), orbit__executor_fork_check() */
 
 /* ---- the lock-free entry tables ------------------------------------------- */
 
@@ -394,6 +394,9 @@ int orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_op
 		return -EINVAL;
 	if (!opts.executor.submit)
 		return -EINVAL;
+	ret = orbit__executor_fork_check(&opts.executor); /* an inherited pool's */
+	if (ret)
+		return ret;
 	if (opts.spot_policy) {
 		ret = orbit_execution_lane_policy_validate(opts.spot_policy);
 		if (ret)
@@ -948,6 +951,8 @@ int orbit_spot_execute_spot(orbit_spot_serial_executor_t *spot, orbit_serial_wor
 {
 	if (!spot || !fn)
 		return -EINVAL;
+	if (orbit__coord_fork_check(&spot->co))
+		return -ECHILD; /* a parent's coordinator (base/fork_guard.h) */
 	return spot_submit(spot, ORBIT_WORK_SPOT, 0, NULL, 0, fn, arg, done);
 }
 
@@ -957,6 +962,8 @@ int orbit_spot_execute_actor(orbit_spot_serial_executor_t *spot, uint64_t actor_
 {
 	if (!spot || !fn)
 		return -EINVAL;
+	if (orbit__coord_fork_check(&spot->co))
+		return -ECHILD; /* a parent's coordinator (base/fork_guard.h) */
 	return spot_submit(spot, ORBIT_WORK_ACTOR, actor_id, NULL, payload_bytes, fn, arg, done);
 }
 
@@ -967,6 +974,8 @@ int orbit_spot_execute_timer(orbit_spot_serial_executor_t *spot, const char *tim
 
 	if (!spot || !fn || !timer_name)
 		return -EINVAL;
+	if (orbit__coord_fork_check(&spot->co))
+		return -ECHILD; /* a parent's coordinator (base/fork_guard.h) */
 	len = strnlen(timer_name, ORBIT_TIMER_NAME_MAX + 1);
 	if (len == 0)
 		return -EINVAL;
@@ -982,6 +991,8 @@ int orbit_spot_execute_lifecycle(orbit_spot_serial_executor_t *spot, orbit_seria
 {
 	if (!spot || !fn)
 		return -EINVAL;
+	if (orbit__coord_fork_check(&spot->co))
+		return -ECHILD; /* a parent's coordinator (base/fork_guard.h) */
 	return spot_submit(spot, ORBIT_WORK_LIFECYCLE, 0, NULL, 0, fn, arg, done);
 }
 
@@ -997,6 +1008,8 @@ int orbit__spot_execute_n(orbit_spot_serial_executor_t *s, bool lifecycle, orbit
 
 	if (!s || !fn || !err || !args || n > ORBIT__SPOT_BATCH_MAX)
 		return -EINVAL;
+	if (orbit__coord_fork_check(&s->co))
+		return -ECHILD; /* a parent's coordinator (base/fork_guard.h) */
 	*err = 0;
 	if (s->mode != ORBIT_SPOT_PER_ACTOR) {
 		/* SpotWide: lane turns with the waiting FIFO, one per record */
@@ -1055,6 +1068,8 @@ int orbit_spot_actor_set_info(orbit_spot_serial_executor_t *spot, uint64_t actor
 
 	if (!spot || (len && !info))
 		return -EINVAL;
+	if (orbit__coord_fork_check(&spot->co))
+		return -ECHILD; /* a parent's coordinator (base/fork_guard.h) */
 	if (len > ORBIT_ACTOR_INFO_MAX)
 		return -E2BIG;
 	return orbit_state_lane_run(spot->co.lane, set_info_fn, &c);
@@ -1094,6 +1109,8 @@ int orbit_spot_serial_executor_close(orbit_spot_serial_executor_t *spot)
 {
 	if (!spot)
 		return -EINVAL;
+	if (orbit__coord_fork_check(&spot->co))
+		return -ECHILD; /* a parent's coordinator (base/fork_guard.h) */
 	return orbit_state_lane_run(spot->co.lane, close_fn, spot);
 }
 

@@ -54,6 +54,7 @@
 
 #include <orbit/state_lane.h>
 
+#include "base/fork_guard.h"
 #include "base/options.h"
 #include "lib/sync.h"
 
@@ -149,6 +150,12 @@ struct orbit_state_lane {
 	_Atomic uint32_t state;
 	_Atomic uint32_t refs;	    /* user + promised drain tasks + batches */
 	_Atomic uint64_t reentries; /* C3 counter of refusals */
+	/* The creator (orbit__self_pid(), base/fork_guard.h), set at create:
+	 * in a forked child every entry that would take the turn or lane->mu
+	 * (a parent's thread may have held either at the fork) or post to
+	 * the executor refuses with -ECHILD first. On the line of @state,
+	 * which run() takes anyway: the check costs it no other line. */
+	pid_t pid;
 	/* lane->mu protects: head, tail, wait_head, wait_tail, slab,
 	 * slab_used, closers, cdone_*, cclosers, ctask, and state changes other
 	 * than SL-A1/SL-R1. Nothing else
@@ -884,6 +891,9 @@ ORBIT_API int orbit_state_lane_create(const struct orbit_state_lane_options *use
 	if (opt->diagnostics != ORBIT_STATE_LANE_DIAG_RECORD &&
 	    opt->diagnostics != ORBIT_STATE_LANE_DIAG_LOG)
 		return -EINVAL;
+	rc = orbit__executor_fork_check(&opt->executor); /* an inherited pool's */
+	if (rc)
+		return rc;
 	lane = calloc(1, sizeof(*lane));
 	if (!lane)
 		return -ENOMEM;
@@ -897,6 +907,7 @@ ORBIT_API int orbit_state_lane_create(const struct orbit_state_lane_options *use
 	atomic_init(&lane->refs, 1);
 	atomic_init(&lane->reentries, 0);
 	atomic_init(&lane->spare, NULL);
+	lane->pid = orbit__self_pid();
 	lane->diag_level = opt->diagnostics;
 	lane->ex = opt->executor;
 	lane->home_node = orbit_home_node_id(opt->home);
@@ -911,6 +922,8 @@ ORBIT_API int orbit_state_lane_destroy(orbit_state_lane_t *lane)
 {
 	if (!lane)
 		return 0;
+	if (orbit__fork_check(lane->pid))
+		return -ECHILD; /* a parent's lane: nothing freed */
 	if (held_frame(lane))
 		return -EBUSY;
 	lane_lock(lane);
@@ -1117,6 +1130,8 @@ ORBIT_API int orbit_state_lane_run_at(orbit_state_lane_t *lane, orbit_state_lane
 
 	if (!lane || !fn)
 		return -EINVAL;
+	if (orbit__fork_check(lane->pid))
+		return -ECHILD; /* a parent's lane (see the field) */
 	rc = check_entry(lane, "run", file, line);
 	if (rc)
 		return rc;
@@ -1138,6 +1153,8 @@ static int post(struct orbit_state_lane *lane, orbit_state_lane_fn fn, void *arg
 
 	if (!lane || !fn || !lane->ex.submit)
 		return -EINVAL;
+	if (orbit__fork_check(lane->pid))
+		return -ECHILD; /* a parent's lane (see the field) */
 	rc = check_entry(lane, op, file, line);
 	if (rc)
 		return rc;
@@ -1219,6 +1236,8 @@ ORBIT_API int orbit_state_lane_close(orbit_state_lane_t *lane, orbit_state_lane_
 
 	if (!lane)
 		return -EINVAL;
+	if (orbit__fork_check(lane->pid))
+		return -ECHILD; /* not closed: the lane is the parent's */
 	if (done) {
 		c = malloc(sizeof(*c));
 		if (!c) {
@@ -1258,6 +1277,8 @@ ORBIT_API int orbit_state_lane_close_sync_at(orbit_state_lane_t *lane, const cha
 
 	if (!lane)
 		return -EINVAL;
+	if (orbit__fork_check(lane->pid))
+		return -ECHILD;
 	rc = check_entry(lane, "close_sync", file, line);
 	if (rc)
 		return rc;
@@ -1331,6 +1352,8 @@ ORBIT_API int orbit_state_lane_set_diagnostics_async(orbit_state_lane_t *lane, i
 
 	if (!lane || !done)
 		return -EINVAL;
+	if (orbit__fork_check(lane->pid))
+		return -ECHILD;
 	if (level != ORBIT_STATE_LANE_DIAG_RECORD && level != ORBIT_STATE_LANE_DIAG_LOG)
 		return -EINVAL;
 	r = malloc(sizeof(*r));
@@ -1352,6 +1375,8 @@ ORBIT_API int orbit_state_lane_set_diagnostics(orbit_state_lane_t *lane, int lev
 
 	if (!lane)
 		return -EINVAL;
+	if (orbit__fork_check(lane->pid))
+		return -ECHILD;
 	if (tls_turn) {
 		/* A sync bridge is not for framework contexts (06 §5): waiting
 		 * here could wait on ourselves. */

@@ -22,6 +22,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <orbit/executor.h>
+
 #include "base/cpu.h" /* orbit__cpu_relax() */
 #include "base/die.h" /* orbit__die_on() */
 
@@ -148,6 +150,18 @@ bool orbit__worker_spin_begin(void);
 /* orbit__worker_spin_end - end a spin that orbit__worker_spin_begin()
  * allowed, on the same thread. */
 void orbit__worker_spin_end(void);
+
+/*
+ * orbit__executor_fork_check - may a queue or lane made now use @ex? An
+ * executor of a worker pool (lib/worker_pool.c) that another process
+ * created (this is a forked child of it) has no worker here: a create on
+ * it refuses with -ECHILD at once instead of handing out an object whose
+ * work would never run. Any other executor is its owner's to answer for.
+ *
+ * Context: any thread; one relaxed load and a compare (base/fork_guard.h).
+ * Returns: 0, or -ECHILD for an inherited pool's executor.
+ */
+int orbit__executor_fork_check(const orbit_executor_t *ex);
 
 /*
  * orbit__cond_init_monotonic - a condvar whose timed waits take absolute

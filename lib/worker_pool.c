@@ -53,6 +53,7 @@
 
 #include <orbit/worker_pool.h>
 
+#include "base/fork_guard.h"
 #include "base/options.h"
 #include "lib/growring.h"
 #include "lib/sync.h"
@@ -102,6 +103,10 @@ struct orbit_worker_pool {
 	unsigned nthreads, nnodes;
 	unsigned ncpus; /* the topology's CPUs, counted once at create */
 	unsigned spin_polls;
+	/* The creator (orbit__self_pid(), base/fork_guard.h): in a forked
+	 * child, which has none of the workers, submit and destroy refuse
+	 * with -ECHILD before they touch a node lock or a counter. */
+	pid_t pid;
 	bool pin;
 	/* Set by destroy; read by submit under a node lock. */
 	_Atomic bool stopping;
@@ -475,6 +480,8 @@ static int pool_submit(void *ctx, orbit_task_fn fn, void *arg, int home_node)
 
 	if (!p || !fn)
 		return -EINVAL;
+	if (orbit__fork_check(p->pid))
+		return -ECHILD; /* no worker of this pool runs in this process */
 	n = &p->nodes[node_index(p, home_node)];
 	orbit__mutex_lock(&n->lock);
 	/* Relaxed: destroy sets it, then takes every node lock (ordered by it). */
@@ -502,6 +509,13 @@ out_unlock:
 orbit_executor_t orbit_worker_pool_executor(orbit_worker_pool_t *pool)
 {
 	return (orbit_executor_t){ .submit = pool_submit, .ctx = pool };
+}
+
+int orbit__executor_fork_check(const orbit_executor_t *ex)
+{
+	if (!ex || ex->submit != pool_submit || !ex->ctx)
+		return 0; /* not a pool's: its owner answers for it */
+	return orbit__fork_check(((const orbit_worker_pool_t *)ex->ctx)->pid);
 }
 
 int orbit_worker_pool_stats(orbit_worker_pool_t *pool, struct orbit_worker_pool_stats *out)
@@ -590,6 +604,7 @@ int orbit_worker_pool_create(const struct orbit_worker_pool_options *user,
 	p->ncpus = orbit__topology_ncpus(&p->topo.topo);
 	p->nthreads = opts.nthreads ? opts.nthreads : p->ncpus;
 	p->pin = !opts.no_pin;
+	p->pid = orbit__self_pid();
 	/* One CPU for a submitter outside the pool. */
 	p->spin_max = p->ncpus > 1 ? p->ncpus - 1 : 1;
 	if (opts.spin_polls == ORBIT_WORKER_POOL_NO_SPIN)
@@ -655,6 +670,8 @@ int orbit_worker_pool_destroy(orbit_worker_pool_t *pool)
 {
 	if (!pool)
 		return 0;
+	if (orbit__fork_check(pool->pid))
+		return -ECHILD; /* the parent's pool: its workers are not ours to join */
 	if (tls_worker && tls_worker->pool == pool)
 		return -EDEADLK;
 	stop_and_join(pool);

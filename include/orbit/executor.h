@@ -44,7 +44,8 @@ typedef void (*orbit_task_fn)(void *arg);
 /*
  * An executor: submit(ctx, fn, arg) arranges for fn(arg) to run once,
  * later, on a thread of the executor, never on the caller's stack.
- * submit returns 0, or a negative errno (-EPIPE once shut down, -ENOMEM)
+ * submit returns 0, or a negative errno (-EPIPE once shut down, -ENOMEM;
+ * a worker pool's also -ECHILD in a forked child, see orbit/worker_pool.h)
  * in which case fn will not run. It may be called from any thread,
  * including from inside a running task. home_node is a NUMA node number
  * (ORBIT_NODE_ANY, -1: no preference; not the +1 encoding of the options

@@ -39,6 +39,17 @@
  * Everything a submitter wrote before an enqueue is visible to the item
  * when it runs, and everything an item wrote is visible to the next item
  * and to await_quiescence's caller (the queue mutex orders them).
+ *
+ * Fork: a queue belongs to the process that created it. In a forked
+ * child its drain would run on the parent's workers, which the child does
+ * not have, and its mutex may be held by a parent's thread that does not
+ * exist there: every enqueue, orbit_serial_turn_suspend(),
+ * orbit_serial_queue_resume(), await_quiescence, close and destroy on an
+ * inherited queue returns -ECHILD before it takes the mutex (destroy
+ * frees nothing; a resume handle is not consumed), and create refuses an
+ * inherited worker pool's executor with -ECHILD. is_current, stats and
+ * name stay allowed: they read the copy and take no lock. The check is
+ * one relaxed load and a compare (orbit/worker_pool.h, "Fork").
  */
 #ifndef ORBIT_SERIAL_QUEUE_H
 #define ORBIT_SERIAL_QUEUE_H
@@ -189,7 +200,8 @@ ORBIT_API void orbit_serial_queue_options_init(struct orbit_serial_queue_options
  * Context: any thread; allocates.
  * Returns: 0; -EINVAL (NULL argument, size 0, no executor, invalid policy);
  * -E2BIG (@opts is larger than this build's and sets a field it does not
- * know); -ENOMEM.
+ * know); -ECHILD (the executor is a worker pool's that this forked child
+ * inherited: nothing would run); -ENOMEM.
  */
 ORBIT_API int orbit_serial_queue_create(const struct orbit_serial_queue_options *opts,
 					orbit_serial_queue_t **out);
@@ -211,8 +223,9 @@ ORBIT_API int orbit_serial_queue_create(const struct orbit_serial_queue_options 
  * Returns: 0 (accepted: @fn will run unless the executor is destroyed
  * first); -EINVAL (NULL @q or @fn); -E2BIG (reservation larger than the
  * byte capacity: never fits); -EAGAIN (lane full by count or bytes; counted);
- * -EPIPE (closed); or the executor's error (-EPIPE, -ENOMEM) when the drain
- * could not be scheduled, in which case the item was withdrawn.
+ * -EPIPE (closed); -ECHILD (a forked child: the queue is the parent's;
+ * nothing counted); or the executor's error (-EPIPE, -ENOMEM) when the
+ * drain could not be scheduled, in which case the item was withdrawn.
  */
 ORBIT_API int orbit_serial_queue_enqueue(orbit_serial_queue_t *q, orbit_serial_work_fn fn,
 					 void *arg);
@@ -270,7 +283,7 @@ ORBIT_API bool orbit_serial_queue_is_current(const orbit_serial_queue_t *q);
  * the queue from its own turn would never end). Blocks on a condition variable;
  * an item accepted while it waits is waited for too.
  * Returns: 0 quiescent; -EDEADLK called from a turn of @q; -ETIMEDOUT;
- * -EINVAL NULL @q.
+ * -EINVAL NULL @q; -ECHILD (a forked child: nothing of @q runs there).
  */
 ORBIT_API int orbit_serial_queue_await_quiescence(orbit_serial_queue_t *q, int timeout_ms);
 
@@ -279,7 +292,7 @@ ORBIT_API int orbit_serial_queue_await_quiescence(orbit_serial_queue_t *q, int t
  * on); what was accepted still runs, and suspended items may still resume.
  *
  * Context: any thread, also a turn of @q; idempotent; does not wait.
- * Returns: 0; -EINVAL NULL @q.
+ * Returns: 0; -EINVAL NULL @q; -ECHILD (a forked child: not closed).
  */
 ORBIT_API int orbit_serial_queue_close(orbit_serial_queue_t *q);
 
@@ -312,7 +325,7 @@ ORBIT_API const char *orbit_serial_queue_name(const orbit_serial_queue_t *q);
  * Context: any thread except a turn of @q.
  * Returns: 0; -EBUSY (items still queued, running or suspended: close and
  * await_quiescence first; @q stays valid and closed); -EDEADLK from a
- * turn of @q.
+ * turn of @q; -ECHILD (a forked child: nothing closed or freed).
  */
 ORBIT_API int orbit_serial_queue_destroy(orbit_serial_queue_t *q);
 
@@ -345,7 +358,8 @@ ORBIT_API orbit_serial_queue_t *orbit_serial_turn_queue(const orbit_serial_turn_
  * Context: only inside the work function that received @turn, once per
  * turn. Allocates.
  * Returns: 0; -EINVAL (NULL, unknown flags, not the calling thread's
- * current turn); -EALREADY (this turn already suspended); -ENOMEM.
+ * current turn); -EALREADY (this turn already suspended); -ECHILD (a
+ * child forked from inside the turn: the queue is the parent's); -ENOMEM.
  */
 ORBIT_API int orbit_serial_turn_suspend(orbit_serial_turn_t *turn, orbit_serial_work_fn cont,
 					void *arg, unsigned flags, orbit_serial_resume_t **out);
@@ -361,7 +375,8 @@ ORBIT_API int orbit_serial_turn_suspend(orbit_serial_turn_t *turn, orbit_serial_
  * Context: any thread, including a turn of this or another queue; takes
  * the queue mutex; may make the executor wake a worker. Not refused for
  * capacity nor by close().
- * Returns: 0; -EINVAL NULL @h; or the executor's error when the drain
+ * Returns: 0; -EINVAL NULL @h; -ECHILD (a forked child: the handle is
+ * the parent's; not consumed); or the executor's error when the drain
  * could not be scheduled: the continuation stays queued and runs when the
  * next submission schedules a drain.
  */

@@ -76,6 +76,19 @@
  * Everything a submitter wrote before execute_* is visible to the work
  * when it runs; everything work wrote is visible to the next work of the
  * same queue and to a caller whose completion_wait returned.
+ *
+ * Fork: a coordinator and a completion belong to the process that
+ * created them. In a forked child their queues would drain on the
+ * parent's workers, which the child does not have, and a lock or lane
+ * turn a parent's thread held at the fork stays held: every execute_*,
+ * set_info, close, await_quiescence and destroy on an inherited
+ * coordinator, and completion_wait and completion_destroy on an inherited
+ * completion, return -ECHILD before they take a record, a count or a lock
+ * (destroy frees nothing); an execute_* call given a parent's completion
+ * returns -ECHILD unarmed; create refuses an inherited worker pool's
+ * executor with -ECHILD. stats and mode stay allowed: they read the copy
+ * and take no lock. The check is one relaxed load and a compare
+ * (orbit/worker_pool.h, "Fork").
  */
 #ifndef ORBIT_SPOT_EXECUTOR_H
 #define ORBIT_SPOT_EXECUTOR_H
@@ -203,7 +216,8 @@ orbit_spot_serial_executor_options_init(struct orbit_spot_serial_executor_option
  * Context: any thread; allocates.
  * Returns: 0; -EINVAL (NULL argument, size 0, unknown mode, no executor,
  * an invalid policy); -E2BIG (@opts is larger than this build's and sets a
- * field it does not know); -ENOMEM.
+ * field it does not know); -ECHILD (the executor is a worker pool's that
+ * this forked child inherited); -ENOMEM.
  */
 ORBIT_API int
 orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_options *opts,
@@ -222,7 +236,9 @@ orbit_spot_serial_executor_create(const struct orbit_spot_serial_executor_option
  * -EBUSY (@done still armed by earlier work); -EAGAIN (the Spot queue is
  * full, or SpotWide Actor turns are waiting for its room, which they get
  * first: backpressure, counted); -E2BIG (the fixed cost exceeds the Spot
- * queue's byte capacity); -EPIPE (closed); -ENOMEM; the executor's error.
+ * queue's byte capacity); -EPIPE (closed); -ECHILD (a forked child: the
+ * Spot is the parent's, or @done is; nothing counted); -ENOMEM; the
+ * executor's error.
  */
 ORBIT_API int orbit_spot_execute_spot(orbit_spot_serial_executor_t *spot, orbit_serial_work_fn fn,
 				      void *arg, orbit_work_completion_t *done);
@@ -253,7 +269,8 @@ ORBIT_API int orbit_spot_execute_spot(orbit_spot_serial_executor_t *spot, orbit_
  * Returns: 0; -EINVAL (NULL @spot or @fn); -EBUSY (@done armed); -EAGAIN
  * (this Actor's queue is full by count or bytes; other Actors unaffected);
  * -E2BIG (@payload_bytes can never fit the Actor's byte capacity); -EPIPE
- * (closed); -ENOMEM; the executor's error.
+ * (closed); -ECHILD (a forked child, as orbit_spot_execute_spot()); -ENOMEM;
+ * the executor's error.
  */
 ORBIT_API int orbit_spot_execute_actor(orbit_spot_serial_executor_t *spot, uint64_t actor_id,
 				       orbit_serial_work_fn fn, void *arg, uint64_t payload_bytes,
@@ -272,7 +289,7 @@ ORBIT_API int orbit_spot_execute_actor(orbit_spot_serial_executor_t *spot, uint6
  * Returns: 0; -EINVAL (NULL argument, empty name); -E2BIG (name too
  * long, or the fixed cost exceeds the byte capacity); -EBUSY; -EAGAIN
  * (that timer queue full; SpotWide: as orbit_spot_execute_spot()); -EPIPE;
- * -ENOMEM; the executor's error.
+ * -ECHILD (a forked child); -ENOMEM; the executor's error.
  */
 ORBIT_API int orbit_spot_execute_timer(orbit_spot_serial_executor_t *spot, const char *timer_name,
 				       orbit_serial_work_fn fn, void *arg,
@@ -300,7 +317,8 @@ ORBIT_API int orbit_spot_execute_lifecycle(orbit_spot_serial_executor_t *spot,
  *
  * Context: any thread, also from a handler; one state lane turn.
  * Returns: 0; -EINVAL (NULL @spot, NULL @info with @len > 0); -E2BIG
- * (@len > ORBIT_ACTOR_INFO_MAX); -EPIPE (closed); -ENOMEM.
+ * (@len > ORBIT_ACTOR_INFO_MAX); -EPIPE (closed); -ECHILD (a forked
+ * child); -ENOMEM.
  */
 ORBIT_API int orbit_spot_actor_set_info(orbit_spot_serial_executor_t *spot, uint64_t actor_id,
 					const void *info, size_t len);
@@ -322,7 +340,7 @@ ORBIT_API int orbit_spot_serial_executor_mode(const orbit_spot_serial_executor_t
  * too: they are placed as room returns) and yielded work's continuations.
  *
  * Context: any thread, also the Spot's own work; idempotent; no waiting.
- * Returns: 0; -EINVAL NULL @spot.
+ * Returns: 0; -EINVAL NULL @spot; -ECHILD (a forked child: not closed).
  */
 ORBIT_API int orbit_spot_serial_executor_close(orbit_spot_serial_executor_t *spot);
 
@@ -334,7 +352,7 @@ ORBIT_API int orbit_spot_serial_executor_close(orbit_spot_serial_executor_t *spo
  * Context: any thread except work of this Spot (refused at once, never a
  * hang). Blocks on a condition variable.
  * Returns: 0; -EDEADLK (called from this Spot's work); -ETIMEDOUT;
- * -EINVAL (NULL).
+ * -EINVAL (NULL); -ECHILD (a forked child: nothing of the Spot runs there).
  */
 ORBIT_API int orbit_spot_serial_executor_await_quiescence(orbit_spot_serial_executor_t *spot,
 							  int timeout_ms);
@@ -358,7 +376,8 @@ ORBIT_API int orbit_spot_serial_executor_stats(const orbit_spot_serial_executor_
  * finishing their last bookkeeping.
  * Returns: 0; -EBUSY (work still outstanding: it stays valid and closed;
  * await_quiescence first); -EDEADLK (from the Spot's own work, or on a
- * thread that holds the Spot's state lane turn: nothing changed).
+ * thread that holds the Spot's state lane turn: nothing changed); -ECHILD
+ * (a forked child: nothing closed or freed).
  */
 ORBIT_API int orbit_spot_serial_executor_destroy(orbit_spot_serial_executor_t *spot);
 
@@ -390,7 +409,8 @@ orbit_actor_serial_executor_options_init(struct orbit_actor_serial_executor_opti
  * Context: any thread; allocates.
  * Returns: 0; -EINVAL (NULL, size 0, no executor, invalid policy); -E2BIG
  * (@opts is larger than this build's and sets a field it does not know);
- * -ENOMEM.
+ * -ECHILD (the executor is a worker pool's that this forked child
+ * inherited); -ENOMEM.
  */
 ORBIT_API int
 orbit_actor_serial_executor_create(const struct orbit_actor_serial_executor_options *opts,
@@ -402,7 +422,9 @@ orbit_actor_serial_executor_create(const struct orbit_actor_serial_executor_opti
  *
  * Context: see the header comment.
  * Returns: 0; -EINVAL (NULL @actor or @fn); -EBUSY (@done armed); -EAGAIN
- * (full); -E2BIG; -EPIPE (closed); -ENOMEM; the executor's error.
+ * (full); -E2BIG; -EPIPE (closed); -ECHILD (a forked child: the Actor
+ * coordinator is the parent's, or @done is; nothing counted); -ENOMEM; the
+ * executor's error.
  */
 ORBIT_API int orbit_actor_execute_actor(orbit_actor_serial_executor_t *actor,
 					orbit_serial_work_fn fn, void *arg, uint64_t payload_bytes,
@@ -424,7 +446,8 @@ ORBIT_API int orbit_actor_execute_lifecycle(orbit_actor_serial_executor_t *actor
  * by handlers from the next record on.
  *
  * Context: any thread, also a handler; one state lane turn.
- * Returns: 0; -EINVAL; -E2BIG (@len > ORBIT_ACTOR_INFO_MAX); -EPIPE.
+ * Returns: 0; -EINVAL; -E2BIG (@len > ORBIT_ACTOR_INFO_MAX); -EPIPE;
+ * -ECHILD (a forked child).
  */
 ORBIT_API int orbit_actor_set_info(orbit_actor_serial_executor_t *actor, const void *info,
 				   size_t len);
@@ -434,7 +457,7 @@ ORBIT_API int orbit_actor_set_info(orbit_actor_serial_executor_t *actor, const v
  * still runs.
  *
  * Context: any thread, also its own work; idempotent; no waiting.
- * Returns: 0; -EINVAL for NULL.
+ * Returns: 0; -EINVAL for NULL; -ECHILD (a forked child: not closed).
  */
 ORBIT_API int orbit_actor_serial_executor_close(orbit_actor_serial_executor_t *actor);
 
@@ -444,7 +467,8 @@ ORBIT_API int orbit_actor_serial_executor_close(orbit_actor_serial_executor_t *a
  *
  * Context: any thread except this Actor's own work (refused at once,
  * never a hang). Blocks on a condition variable.
- * Returns: 0; -EDEADLK (from its own work); -ETIMEDOUT; -EINVAL.
+ * Returns: 0; -EDEADLK (from its own work); -ETIMEDOUT; -EINVAL; -ECHILD
+ * (a forked child).
  */
 ORBIT_API int orbit_actor_serial_executor_await_quiescence(orbit_actor_serial_executor_t *actor,
 							   int timeout_ms);
@@ -461,7 +485,8 @@ ORBIT_API int orbit_actor_serial_executor_stats(const orbit_actor_serial_executo
  * orbit_actor_serial_executor_destroy - close and free.
  *
  * Context: any thread except its own work.
- * Returns: 0; -EBUSY (work outstanding; stays valid and closed); -EDEADLK.
+ * Returns: 0; -EBUSY (work outstanding; stays valid and closed); -EDEADLK;
+ * -ECHILD (a forked child: nothing closed or freed).
  */
 ORBIT_API int orbit_actor_serial_executor_destroy(orbit_actor_serial_executor_t *actor);
 
@@ -492,7 +517,8 @@ orbit_session_serial_executor_options_init(struct orbit_session_serial_executor_
  * Context: any thread; allocates.
  * Returns: 0; -EINVAL (NULL, size 0, no executor, invalid policy); -E2BIG
  * (@opts is larger than this build's and sets a field it does not know);
- * -ENOMEM.
+ * -ECHILD (the executor is a worker pool's that this forked child
+ * inherited); -ENOMEM.
  */
 ORBIT_API int
 orbit_session_serial_executor_create(const struct orbit_session_serial_executor_options *opts,
@@ -505,7 +531,9 @@ orbit_session_serial_executor_create(const struct orbit_session_serial_executor_
  *
  * Context: see the header comment.
  * Returns: 0; -EINVAL; -EBUSY (@done armed); -EAGAIN (full); -E2BIG;
- * -EPIPE (closed, or executeFinal accepted); -ENOMEM; the executor's error.
+ * -EPIPE (closed, or executeFinal accepted); -ECHILD (a forked child: the
+ * session is the parent's, or @done is; nothing counted); -ENOMEM; the
+ * executor's error.
  */
 ORBIT_API int orbit_session_execute_application(orbit_session_serial_executor_t *session,
 						orbit_serial_work_fn fn, void *arg,
@@ -548,7 +576,7 @@ ORBIT_API int orbit_session_execute_infrastructure(orbit_session_serial_executor
  * Context: see the header comment.
  * Returns: 0; -EINVAL; -EBUSY (@done armed); -EAGAIN (the lifecycle lane
  * is full: the session stays open); -EPIPE (closed or final already
- * accepted); -ENOMEM; the executor's error.
+ * accepted); -ECHILD (a forked child); -ENOMEM; the executor's error.
  */
 ORBIT_API int orbit_session_execute_final(orbit_session_serial_executor_t *session,
 					  orbit_serial_work_fn fn, void *arg,
@@ -559,7 +587,7 @@ ORBIT_API int orbit_session_execute_final(orbit_session_serial_executor_t *sessi
  * final work item; accepted work still runs.
  *
  * Context: any thread, also its own work; idempotent; no waiting.
- * Returns: 0; -EINVAL for NULL.
+ * Returns: 0; -EINVAL for NULL; -ECHILD (a forked child: not closed).
  */
 ORBIT_API int orbit_session_serial_executor_close(orbit_session_serial_executor_t *session);
 
@@ -569,7 +597,8 @@ ORBIT_API int orbit_session_serial_executor_close(orbit_session_serial_executor_
  *
  * Context: any thread except this session's own work (refused at once,
  * never a hang). Blocks on a condition variable.
- * Returns: 0; -EDEADLK (from its own work); -ETIMEDOUT; -EINVAL.
+ * Returns: 0; -EDEADLK (from its own work); -ETIMEDOUT; -EINVAL; -ECHILD
+ * (a forked child).
  */
 ORBIT_API int
 orbit_session_serial_executor_await_quiescence(orbit_session_serial_executor_t *session,
@@ -587,7 +616,8 @@ ORBIT_API int orbit_session_serial_executor_stats(const orbit_session_serial_exe
  * orbit_session_serial_executor_destroy - close and free.
  *
  * Context: any thread except its own work.
- * Returns: 0; -EBUSY (work outstanding; stays valid and closed); -EDEADLK.
+ * Returns: 0; -EBUSY (work outstanding; stays valid and closed); -EDEADLK;
+ * -ECHILD (a forked child: nothing closed or freed).
  */
 ORBIT_API int orbit_session_serial_executor_destroy(orbit_session_serial_executor_t *session);
 
@@ -664,7 +694,9 @@ ORBIT_API int orbit_work_completion_create(orbit_work_completion_t **out);
  * Actor work whose turn could not be placed for want of memory or
  * because the executor refused, -ENOMEM / the executor's error (a full
  * Spot queue only delays it); otherwise -EDEADLK; -ETIMEDOUT; -EINVAL
- * (NULL, never armed, or its submission was refused meanwhile).
+ * (NULL, never armed, or its submission was refused meanwhile); -ECHILD
+ * (a forked child: the completion is the parent's, its work never runs
+ * there).
  */
 ORBIT_API int orbit_work_completion_wait(orbit_work_completion_t *c, int timeout_ms);
 
@@ -672,7 +704,8 @@ ORBIT_API int orbit_work_completion_wait(orbit_work_completion_t *c, int timeout
  * orbit_work_completion_destroy - free an unarmed or completed completion.
  *
  * Context: any thread; the caller's last use.
- * Returns: 0 (NULL: nothing); -EBUSY (still armed by unfinished work).
+ * Returns: 0 (NULL: nothing); -EBUSY (still armed by unfinished work);
+ * -ECHILD (a forked child: the parent's completion, not freed).
  */
 ORBIT_API int orbit_work_completion_destroy(orbit_work_completion_t *c);
 

@@ -71,6 +71,17 @@
  * Memory ordering: everything a turn wrote happens-before the next turn of
  * the same lane, before run() returns its result, and before the
  * completion callback of run_async()/close() runs.
+ *
+ * Fork: a lane belongs to the process that created it. In a forked child
+ * a parent's thread may have held its turn or its lock at the fork, and
+ * its drain tasks would run on the parent's workers: run, run_async,
+ * try_post, close, close_sync, both set_diagnostics calls and destroy on
+ * an inherited lane return -ECHILD before they touch the turn word or the
+ * lock (destroy frees nothing), and create refuses an inherited worker
+ * pool's executor with -ECHILD. current, is_on_lane, throw_if_reentrant,
+ * name, reentry_count and stats stay allowed: they read a thread-local or
+ * the copy and take no lock. The check is one relaxed load and a compare
+ * (orbit/worker_pool.h, "Fork"). A lane the child creates is its own.
  */
 #ifndef ORBIT_STATE_LANE_H
 #define ORBIT_STATE_LANE_H
@@ -136,7 +147,9 @@ ORBIT_API void orbit_state_lane_options_init(struct orbit_state_lane_options *op
  *
  * Context: any thread; allocates.
  * Returns: 0; -EINVAL (NULL, size 0, bad diagnostics value); -E2BIG (@opt
- * is larger than this build's and sets a field it does not know); -ENOMEM.
+ * is larger than this build's and sets a field it does not know); -ECHILD
+ * (the executor is a worker pool's that this forked child inherited);
+ * -ENOMEM.
  */
 ORBIT_API int orbit_state_lane_create(const struct orbit_state_lane_options *opt,
 				      orbit_state_lane_t **out);
@@ -151,7 +164,8 @@ ORBIT_API int orbit_state_lane_create(const struct orbit_state_lane_options *opt
  * Context: any thread but the lane's own turn; no blocking.
  * Returns: 0; -EBUSY (not closed, accepted work not finished, or
  * completions deferred because the executor refused their task: the lane
- * is untouched; close_sync() makes them).
+ * is untouched; close_sync() makes them); -ECHILD (a forked child: the
+ * lane is the parent's, nothing freed).
  */
 ORBIT_API int orbit_state_lane_destroy(orbit_state_lane_t *lane);
 
@@ -182,8 +196,9 @@ ORBIT_API bool orbit_state_lane_is_on_lane(const orbit_state_lane_t *lane);
  * thread holding the turn.
  * Returns: fn's return value; or, without running fn: -EDEADLK (the
  * calling thread is on @lane's turn: diagnostic recorded), -EPIPE (closed),
- * -EINVAL (NULL lane or fn). A work function that can itself return these
- * codes should report its result through @arg.
+ * -EINVAL (NULL lane or fn), -ECHILD (a forked child: the lane is the
+ * parent's). A work function that can itself return these codes should
+ * report its result through @arg.
  */
 #define orbit_state_lane_run(lane, fn, arg)                                                        \
 	orbit_state_lane_run_at((lane), (fn), (arg), __FILE__, __LINE__)
@@ -198,7 +213,8 @@ ORBIT_API int orbit_state_lane_run_at(orbit_state_lane_t *lane, orbit_state_lane
  * task to the executor.
  * Returns: 0 (fn and done will run exactly once); -EDEADLK (on @lane's
  * turn); -EPIPE (closed); -EINVAL (NULL lane/fn/done, or no executor);
- * -ENOMEM; or the executor's submit error. On error neither runs.
+ * -ECHILD (a forked child); -ENOMEM; or the executor's submit error. On
+ * error neither runs.
  */
 #define orbit_state_lane_run_async(lane, fn, arg, done, done_arg)                                  \
 	orbit_state_lane_run_async_at((lane), (fn), (arg), (done), (done_arg), __FILE__, __LINE__)
@@ -214,7 +230,7 @@ ORBIT_API int orbit_state_lane_run_async_at(orbit_state_lane_t *lane, orbit_stat
  * Context: as orbit_state_lane_run_async().
  * Returns: 0; -EDEADLK; -EPIPE (closed: work posted to a closed lane is
  * refused, never dropped silently);
- * -EINVAL; -ENOMEM; the executor's submit error.
+ * -EINVAL; -ECHILD (a forked child); -ENOMEM; the executor's submit error.
  */
 #define orbit_state_lane_try_post(lane, fn, arg)                                                   \
 	orbit_state_lane_try_post_at((lane), (fn), (arg), __FILE__, __LINE__)
@@ -244,8 +260,9 @@ ORBIT_API int orbit_state_lane_throw_if_reentrant_at(const orbit_state_lane_t *l
  * accepted item), or on the caller before close returns if the lane is
  * already idle. It may run before completions of earlier run_async items
  * have returned; it never runs before their work has.
- * Returns: 0; -EINVAL (NULL lane); -ENOMEM (done could not be recorded:
- * the lane is closed all the same).
+ * Returns: 0; -EINVAL (NULL lane); -ECHILD (a forked child: not closed,
+ * done not called); -ENOMEM (done could not be recorded: the lane is
+ * closed all the same).
  */
 ORBIT_API int orbit_state_lane_close(orbit_state_lane_t *lane, orbit_state_lane_done_fn done,
 				     void *done_arg);
@@ -260,7 +277,7 @@ ORBIT_API int orbit_state_lane_close(orbit_state_lane_t *lane, orbit_state_lane_
  *
  * Context: any thread not on @lane's turn (configuration time, tests).
  * Returns: 0; -EDEADLK (on @lane's turn: nothing changed); -EINVAL;
- * -ENOMEM.
+ * -ECHILD (a forked child: nothing changed); -ENOMEM.
  */
 #define orbit_state_lane_close_sync(lane) orbit_state_lane_close_sync_at((lane), __FILE__, __LINE__)
 ORBIT_API int orbit_state_lane_close_sync_at(orbit_state_lane_t *lane, const char *file, int line);
@@ -273,7 +290,8 @@ ORBIT_API int orbit_state_lane_close_sync_at(orbit_state_lane_t *lane, const cha
  * that started it and enters normally once that turn has ended.
  *
  * Context: any thread, typically inside a turn; no blocking.
- * Returns: 0; -EINVAL (NULL executor submit or fn); the submit error.
+ * Returns: 0; -EINVAL (NULL executor submit or fn); the submit error
+ * (-ECHILD for a worker pool inherited through fork).
  */
 ORBIT_API int orbit_state_lane_detach(const orbit_executor_t *executor, orbit_task_fn fn, void *arg,
 				      int home_node);
@@ -284,7 +302,8 @@ ORBIT_API int orbit_state_lane_detach(const orbit_executor_t *executor, orbit_ta
  * done(done_arg, previous level). The canonical dynamic-control surface.
  *
  * Context: as orbit_state_lane_run_async().
- * Returns: as orbit_state_lane_run_async(), and -EINVAL for a bad level.
+ * Returns: as orbit_state_lane_run_async() (-ECHILD in a forked child
+ * too), and -EINVAL for a bad level.
  */
 ORBIT_API int orbit_state_lane_set_diagnostics_async(orbit_state_lane_t *lane, int level,
 						     orbit_state_lane_done_fn done, void *done_arg);
@@ -298,7 +317,7 @@ ORBIT_API int orbit_state_lane_set_diagnostics_async(orbit_state_lane_t *lane, i
  * Context: a thread on no lane turn and not an executor thread that the
  * lane's drain needs. Blocks.
  * Returns: the previous level (>= 0); -EDEADLK (called inside a lane turn);
- * the codes of the async surface.
+ * -ECHILD (a forked child); the codes of the async surface.
  */
 ORBIT_API int orbit_state_lane_set_diagnostics(orbit_state_lane_t *lane, int level);
 

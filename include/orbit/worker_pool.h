@@ -15,13 +15,20 @@
  * home node's FIFO, behind every owner that became ready meanwhile.
  *
  * Fork: a pool belongs to the process that created it. A forked child
- * has a copy of its memory and none of its worker threads, so in the
- * child an inherited pool (and every serial queue, state lane or Spot on
- * it) is unusable: a submission is queued and never runs, destroy would
- * wait for workers that do not exist, and a node lock held by a parent's
- * thread at the fork stays held. The pool does not detect this (no
- * -ECHILD as orbit/agent.h gives): a child must not call into an
- * inherited pool, and creates a pool of its own if it needs one.
+ * has a copy of its memory and none of its worker threads, and a node
+ * lock a parent's thread held at the fork stays held there. So in the
+ * child, as orbit/agent.h does for an agent, submit returns -ECHILD and
+ * orbit_worker_pool_destroy() returns -ECHILD without joining or freeing
+ * anything (the copy stays as it is until the child exits), both before
+ * they touch a lock or a counter; orbit_worker_pool_stats() still reads
+ * the counters as they were at the fork (no lock, nothing written), and
+ * orbit_worker_pool_current_node() reads a thread-local. Every serial
+ * queue, state lane, coordinator and completion the parent made refuses
+ * the same way (see their headers), and one the child makes on the
+ * inherited pool's executor is refused at create. The check is one
+ * relaxed load and a compare of the creator's pid against a pid cache
+ * that a pthread_atfork() child handler refreshes: no system call. A
+ * child that needs a pool creates its own.
  *
  * Synchronization:
  *   orbit_worker_pool_create   any thread; spawns threads
@@ -147,7 +154,8 @@ ORBIT_API int orbit_worker_pool_create(const struct orbit_worker_pool_options *o
  * submit(ctx, fn, arg, home_node) appends fn(arg) to the FIFO of
  * @home_node (ORBIT_NODE_ANY or a node the pool has no worker on: the
  * calling worker's node, else round robin) and returns 0, -EPIPE once
- * destroy has begun, or -ENOMEM. The executor is valid until destroy.
+ * destroy has begun, -ENOMEM, or -ECHILD in a forked child (see Fork
+ * above: fn will not run). The executor is valid until destroy.
  *
  * Context: any thread; no syscall.
  * Returns: the executor (by value).
@@ -169,6 +177,8 @@ ORBIT_API int orbit_worker_pool_current_node(void);
  * @out: filled with the counters.
  *
  * Context: any thread, concurrently with everything; relaxed loads only.
+ * Also in a forked child, where it reads the counters as they were at
+ * the fork.
  * Returns: 0; -EINVAL for a NULL argument.
  */
 ORBIT_API int orbit_worker_pool_stats(orbit_worker_pool_t *pool,
@@ -186,7 +196,9 @@ ORBIT_API int orbit_worker_pool_stats(orbit_worker_pool_t *pool,
  *
  * Context: one thread, not a worker of @pool; blocks until the workers have
  * run every accepted task and exited.
- * Returns: 0; -EDEADLK when called from a worker of @pool (nothing done).
+ * Returns: 0; -EDEADLK when called from a worker of @pool (nothing done);
+ * -ECHILD in a forked child (nothing done: no worker there to join, and
+ * the parent's pool is not freed).
  */
 ORBIT_API int orbit_worker_pool_destroy(orbit_worker_pool_t *pool);
 

@@ -1298,6 +1298,107 @@ static void test_s6_3_two_producers_none_lost_order_kept(void **state)
 	assert_int_equal(orbit_worker_pool_destroy(pool), 0);
 }
 
+/* ---- fork: an inherited queue refuses with -ECHILD ----------------------------- */
+
+#define FORK_WAIT_MS 10000 /* a child that hangs (the old behaviour) is killed: a failure */
+
+struct fork_queue_case {
+	orbit_worker_pool_t *pool;
+	orbit_serial_queue_t *q;
+	_Atomic(orbit_serial_resume_t *) h; /* the suspended item's, set by its turn */
+	_Atomic int ran;
+};
+
+static int fork_count_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct fork_queue_case *c = arg;
+
+	atomic_fetch_add_explicit(&c->ran, 1, memory_order_relaxed);
+	return ORBIT_SERIAL_DONE;
+}
+
+static int fork_suspend_fn(orbit_serial_turn_t *turn, void *arg)
+{
+	struct fork_queue_case *c = arg;
+	orbit_serial_resume_t *h;
+
+	if (orbit_serial_turn_suspend(turn, fork_count_fn, c, ORBIT_SERIAL_SUSPEND_RELEASE, &h))
+		return ORBIT_SERIAL_DONE; /* the test sees no handle and fails */
+	/* Release: the handle to the test thread (it may be used at once). */
+	atomic_store_explicit(&c->h, h, memory_order_release);
+	return ORBIT_SERIAL_SUSPENDED;
+}
+
+/* In the child: each call on the parent's queue; returns the first step that
+ * did not answer as documented, 0 when all did. */
+static int queue_calls_in_child(void *arg)
+{
+	struct fork_queue_case *c = arg;
+	struct orbit_serial_queue_stats st;
+	struct orbit_serial_queue_options o;
+	orbit_serial_queue_t *q2 = NULL;
+
+	if (orbit_serial_queue_enqueue(c->q, fork_count_fn, c) != -ECHILD)
+		return 1; /* before: accepted, and never run */
+	if (orbit_serial_queue_enqueue_with_payload_bytes(c->q, fork_count_fn, c, 8) != -ECHILD)
+		return 2;
+	if (orbit_serial_queue_enqueue_lifecycle(c->q, fork_count_fn, c) != -ECHILD)
+		return 3;
+	if (orbit_serial_queue_enqueue_barrier_next(c->q, fork_count_fn, c) != -ECHILD)
+		return 4;
+	if (orbit_serial_queue_resume(atomic_load_explicit(&c->h, memory_order_acquire)) != -ECHILD)
+		return 5;
+	if (orbit_serial_queue_close(c->q) != -ECHILD)
+		return 6;
+	if (orbit_serial_queue_await_quiescence(c->q, -1) != -ECHILD)
+		return 7; /* before: waited forever for the suspended item */
+	if (orbit_serial_queue_destroy(c->q) != -ECHILD)
+		return 8;
+	/* stats and name read the copy: allowed */
+	if (orbit_serial_queue_stats(c->q, &st) != 0 || st.accepted != 1 ||
+	    strcmp(orbit_serial_queue_name(c->q), "fork") != 0)
+		return 9;
+	/* A new queue on the inherited pool could never run: refused. */
+	orbit_serial_queue_options_init(&o);
+	o.executor = orbit_worker_pool_executor(c->pool);
+	if (orbit_serial_queue_create(&o, &q2) != -ECHILD || q2)
+		return 10;
+	return 0;
+}
+
+/*
+ * A forked child has a copy of the queue, and its drain would run on the
+ * parent's workers, which the child does not have: every enqueue, resume,
+ * close, await_quiescence and destroy returns -ECHILD there before it
+ * takes the queue lock (destroy frees nothing), stats and name read the
+ * copy, a queue made on the inherited pool is refused, and the parent's
+ * queue goes on working, its suspended item included.
+ */
+static void test_queue_forked_child_gets_echild(void **state)
+{
+	struct fork_queue_case c = { 0 };
+	struct orbit_serial_queue_options o;
+
+	c.pool = make_pool(2);
+	orbit_serial_queue_options_init(&o);
+	o.executor = orbit_worker_pool_executor(c.pool);
+	o.name = "fork";
+	assert_int_equal(orbit_serial_queue_create(&o, &c.q), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(c.q, fork_suspend_fn, &c), 0);
+	for (int i = 0; i < FORK_WAIT_MS && !atomic_load_explicit(&c.h, memory_order_acquire); i++)
+		usleep(1000);
+	assert_non_null(atomic_load_explicit(&c.h, memory_order_acquire));
+	assert_int_equal(orbit_test_fork_run(queue_calls_in_child, &c, FORK_WAIT_MS), 0);
+	/* The parent's queue is untouched: the resume and a new item run. */
+	assert_int_equal(
+	    orbit_serial_queue_resume(atomic_load_explicit(&c.h, memory_order_acquire)), 0);
+	assert_int_equal(orbit_serial_queue_enqueue(c.q, fork_count_fn, &c), 0);
+	assert_int_equal(orbit_serial_queue_await_quiescence(c.q, FORK_WAIT_MS), 0);
+	assert_int_equal(atomic_load_explicit(&c.ran, memory_order_relaxed), 2);
+	assert_int_equal(orbit_serial_queue_destroy(c.q), 0);
+	assert_int_equal(orbit_worker_pool_destroy(c.pool), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1321,6 +1422,7 @@ int main(void)
 		cmocka_unit_test(test_s10_sync_wait_on_own_queue_fails_at_once),
 		cmocka_unit_test(test_s6_2_close_and_quiescence),
 		cmocka_unit_test(test_s6_3_two_producers_none_lost_order_kept),
+		cmocka_unit_test(test_queue_forked_child_gets_echild),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

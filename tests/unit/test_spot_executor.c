@@ -3426,6 +3426,245 @@ static void test_s8_ownership_premise_checks_per_build_mode(void **state)
 	assert_int_equal(orbit_state_lane_destroy(c.lane), 0);
 }
 
+/* ---- fork: inherited coordinators refuse with -ECHILD -------------------------- */
+
+#define FORK_WAIT_MS 10000 /* a child that hangs (the old behaviour) is killed: a failure */
+
+struct fork_coord_case {
+	orbit_worker_pool_t *pool;
+	orbit_spot_serial_executor_t *spot;
+	orbit_actor_serial_executor_t *actor;
+	orbit_session_serial_executor_t *session;
+	orbit_work_completion_t *done;
+	int mode;
+	atomic_int ran;
+};
+
+/* In the child: each call on the parent's Spot; returns the first step that
+ * did not answer as documented, 0 when all did. */
+static int spot_calls_in_child(void *arg)
+{
+	struct fork_coord_case *c = arg;
+	struct orbit_serial_executor_stats st;
+	struct orbit_spot_serial_executor_options o;
+	orbit_spot_serial_executor_t *s2 = NULL;
+
+	if (orbit_spot_execute_spot(c->spot, noop_fn, &c->ran, NULL) != -ECHILD)
+		return 1; /* before: accepted, and never run */
+	if (orbit_spot_execute_actor(c->spot, 7, noop_fn, &c->ran, 8, NULL) != -ECHILD)
+		return 2;
+	if (orbit_spot_execute_timer(c->spot, "tick", noop_fn, &c->ran, NULL) != -ECHILD)
+		return 3;
+	if (orbit_spot_execute_lifecycle(c->spot, noop_fn, &c->ran, NULL) != -ECHILD)
+		return 4;
+	if (orbit_spot_actor_set_info(c->spot, 7, "x", 1) != -ECHILD)
+		return 5;
+	if (orbit_spot_serial_executor_close(c->spot) != -ECHILD)
+		return 6;
+	if (orbit_spot_serial_executor_await_quiescence(c->spot, -1) != -ECHILD)
+		return 7;
+	if (orbit_spot_serial_executor_destroy(c->spot) != -ECHILD)
+		return 8;
+	/* stats and mode read the copy: allowed */
+	if (orbit_spot_serial_executor_stats(c->spot, &st) != 0 ||
+	    st.accepted[ORBIT_WORK_SPOT] != 1 ||
+	    orbit_spot_serial_executor_mode(c->spot) != c->mode)
+		return 9;
+	/* A Spot on the inherited pool could never run: refused. */
+	orbit_spot_serial_executor_options_init(&o);
+	o.mode = c->mode;
+	o.executor = orbit_worker_pool_executor(c->pool);
+	if (orbit_spot_serial_executor_create(&o, &s2) != -ECHILD || s2)
+		return 10;
+	return 0;
+}
+
+/*
+ * A forked child has a copy of a Spot coordinator (either mode), whose
+ * queues drain on the parent's workers: every execute_*, set_info, close,
+ * await_quiescence and destroy returns -ECHILD there before it takes a
+ * record, a count or a lock (destroy frees nothing), stats and mode read
+ * the copy, a Spot made on the inherited pool is refused, and the
+ * parent's Spot goes on working.
+ */
+static void test_spot_forked_child_gets_echild(void **state)
+{
+	static const int fork_modes[] = { ORBIT_SPOT_PER_ACTOR, ORBIT_SPOT_SPOT_WIDE };
+	struct fork_coord_case c = { 0 };
+
+	c.pool = make_pool(2);
+	for (unsigned m = 0; m < 2; m++) {
+		c.mode = fork_modes[m];
+		atomic_store(&c.ran, 0);
+		c.spot = make_spot(c.mode, orbit_worker_pool_executor(c.pool), NULL, NULL);
+		assert_int_equal(orbit_spot_execute_spot(c.spot, noop_fn, &c.ran, NULL), 0);
+		assert_int_equal(orbit_spot_serial_executor_await_quiescence(c.spot, WAIT_MS), 0);
+		assert_int_equal(orbit_test_fork_run(spot_calls_in_child, &c, FORK_WAIT_MS), 0);
+		/* The parent's Spot is untouched. */
+		assert_int_equal(orbit_spot_execute_actor(c.spot, 7, noop_fn, &c.ran, 8, NULL), 0);
+		assert_int_equal(orbit_spot_execute_spot(c.spot, noop_fn, &c.ran, NULL), 0);
+		spot_finish(c.spot);
+		assert_int_equal(atomic_load(&c.ran), 3);
+	}
+	assert_int_equal(orbit_worker_pool_destroy(c.pool), 0);
+}
+
+static int actor_calls_in_child(void *arg)
+{
+	struct fork_coord_case *c = arg;
+	struct orbit_serial_executor_stats st;
+	struct orbit_actor_serial_executor_options o;
+	orbit_actor_serial_executor_t *a2 = NULL;
+
+	if (orbit_actor_execute_actor(c->actor, noop_fn, &c->ran, 8, NULL) != -ECHILD)
+		return 1; /* before: accepted, and never run */
+	if (orbit_actor_execute_lifecycle(c->actor, noop_fn, &c->ran, NULL) != -ECHILD)
+		return 2;
+	if (orbit_actor_set_info(c->actor, "x", 1) != -ECHILD)
+		return 3;
+	if (orbit_actor_serial_executor_close(c->actor) != -ECHILD)
+		return 4;
+	if (orbit_actor_serial_executor_await_quiescence(c->actor, -1) != -ECHILD)
+		return 5;
+	if (orbit_actor_serial_executor_destroy(c->actor) != -ECHILD)
+		return 6;
+	if (orbit_actor_serial_executor_stats(c->actor, &st) != 0 ||
+	    st.accepted[ORBIT_WORK_ACTOR] != 1)
+		return 7;
+	orbit_actor_serial_executor_options_init(&o);
+	o.executor = orbit_worker_pool_executor(c->pool);
+	if (orbit_actor_serial_executor_create(&o, &a2) != -ECHILD || a2)
+		return 8;
+	return 0;
+}
+
+/* The same for an Actor coordinator. */
+static void test_actor_forked_child_gets_echild(void **state)
+{
+	struct fork_coord_case c = { 0 };
+	struct orbit_actor_serial_executor_options o;
+
+	c.pool = make_pool(2);
+	orbit_actor_serial_executor_options_init(&o);
+	o.executor = orbit_worker_pool_executor(c.pool);
+	assert_int_equal(orbit_actor_serial_executor_create(&o, &c.actor), 0);
+	assert_int_equal(orbit_actor_execute_actor(c.actor, noop_fn, &c.ran, 8, NULL), 0);
+	assert_int_equal(orbit_actor_serial_executor_await_quiescence(c.actor, WAIT_MS), 0);
+	assert_int_equal(orbit_test_fork_run(actor_calls_in_child, &c, FORK_WAIT_MS), 0);
+	assert_int_equal(orbit_actor_execute_lifecycle(c.actor, noop_fn, &c.ran, NULL), 0);
+	assert_int_equal(orbit_actor_serial_executor_close(c.actor), 0);
+	assert_int_equal(orbit_actor_serial_executor_await_quiescence(c.actor, WAIT_MS), 0);
+	assert_int_equal(orbit_actor_serial_executor_destroy(c.actor), 0);
+	assert_int_equal(atomic_load(&c.ran), 2);
+	assert_int_equal(orbit_worker_pool_destroy(c.pool), 0);
+}
+
+static int session_calls_in_child(void *arg)
+{
+	struct fork_coord_case *c = arg;
+	struct orbit_serial_executor_stats st;
+	struct orbit_session_serial_executor_options o;
+	orbit_session_serial_executor_t *s2 = NULL;
+
+	if (orbit_session_execute_application(c->session, noop_fn, &c->ran, 8, NULL) != -ECHILD)
+		return 1; /* before: accepted, and never run */
+	if (orbit_session_execute_control(c->session, noop_fn, &c->ran, NULL) != -ECHILD)
+		return 2;
+	if (orbit_session_execute_infrastructure(c->session, noop_fn, &c->ran, NULL) != -ECHILD)
+		return 3;
+	if (orbit_session_execute_final(c->session, noop_fn, &c->ran, NULL) != -ECHILD)
+		return 4;
+	if (orbit_session_serial_executor_close(c->session) != -ECHILD)
+		return 5;
+	if (orbit_session_serial_executor_await_quiescence(c->session, -1) != -ECHILD)
+		return 6;
+	if (orbit_session_serial_executor_destroy(c->session) != -ECHILD)
+		return 7;
+	if (orbit_session_serial_executor_stats(c->session, &st) != 0 ||
+	    st.accepted[ORBIT_WORK_APPLICATION] != 1)
+		return 8;
+	orbit_session_serial_executor_options_init(&o);
+	o.executor = orbit_worker_pool_executor(c->pool);
+	if (orbit_session_serial_executor_create(&o, &s2) != -ECHILD || s2)
+		return 9;
+	return 0;
+}
+
+/* The same for a session coordinator. */
+static void test_session_forked_child_gets_echild(void **state)
+{
+	struct fork_coord_case c = { 0 };
+
+	c.pool = make_pool(2);
+	c.session = make_session(orbit_worker_pool_executor(c.pool));
+	assert_int_equal(orbit_session_execute_application(c.session, noop_fn, &c.ran, 8, NULL), 0);
+	assert_int_equal(orbit_session_serial_executor_await_quiescence(c.session, WAIT_MS), 0);
+	assert_int_equal(orbit_test_fork_run(session_calls_in_child, &c, FORK_WAIT_MS), 0);
+	assert_int_equal(orbit_session_execute_control(c.session, noop_fn, &c.ran, NULL), 0);
+	assert_int_equal(orbit_session_execute_final(c.session, noop_fn, &c.ran, NULL), 0);
+	assert_int_equal(orbit_session_serial_executor_await_quiescence(c.session, WAIT_MS), 0);
+	assert_int_equal(orbit_session_serial_executor_close(c.session), 0);
+	assert_int_equal(orbit_session_serial_executor_destroy(c.session), 0);
+	assert_int_equal(atomic_load(&c.ran), 3);
+	assert_int_equal(orbit_worker_pool_destroy(c.pool), 0);
+}
+
+static int completion_calls_in_child(void *arg)
+{
+	struct fork_coord_case *c = arg;
+	struct manual_ex x;
+	orbit_spot_serial_executor_t *own = NULL;
+	struct orbit_spot_serial_executor_options o;
+
+	if (orbit_work_completion_wait(c->done, -1) != -ECHILD)
+		return 1; /* before: the parent's result, or a wait for work that never runs */
+	if (orbit_work_completion_destroy(c->done) != -ECHILD)
+		return 2;
+	/* A coordinator of the child's own (no thread: a manual executor)
+	 * refuses to arm the parent's completion, and works without it. */
+	orbit_spot_serial_executor_options_init(&o);
+	o.mode = ORBIT_SPOT_PER_ACTOR;
+	o.executor = manual_executor(&x);
+	if (orbit_spot_serial_executor_create(&o, &own) != 0)
+		return 3;
+	if (orbit_spot_execute_spot(own, noop_fn, &c->ran, c->done) != -ECHILD)
+		return 4;
+	if (orbit_spot_execute_spot(own, noop_fn, &c->ran, NULL) != 0)
+		return 5;
+	manual_run_all(&x);
+	if (orbit_spot_serial_executor_close(own) != 0)
+		return 6;
+	manual_run_all(&x);
+	if (orbit_spot_serial_executor_destroy(own) != 0)
+		return 7;
+	return 0;
+}
+
+/*
+ * A completion belongs to the process that made it: in a forked child
+ * wait and destroy return -ECHILD (the work it waits for runs in the
+ * parent, if at all; destroy frees nothing), and an execute_* call of the
+ * child's own coordinator given the parent's completion returns -ECHILD
+ * without arming it. The parent's completion goes on working.
+ */
+static void test_completion_forked_child_gets_echild(void **state)
+{
+	struct fork_coord_case c = { 0 };
+
+	c.pool = make_pool(2);
+	c.spot = make_spot(ORBIT_SPOT_PER_ACTOR, orbit_worker_pool_executor(c.pool), NULL, NULL);
+	assert_int_equal(orbit_work_completion_create(&c.done), 0);
+	assert_int_equal(orbit_spot_execute_spot(c.spot, noop_fn, &c.ran, c.done), 0);
+	assert_int_equal(orbit_work_completion_wait(c.done, WAIT_MS), 0);
+	assert_int_equal(orbit_test_fork_run(completion_calls_in_child, &c, FORK_WAIT_MS), 0);
+	assert_int_equal(orbit_spot_execute_actor(c.spot, 3, noop_fn, &c.ran, 0, c.done), 0);
+	assert_int_equal(orbit_work_completion_wait(c.done, WAIT_MS), 0);
+	assert_int_equal(orbit_work_completion_destroy(c.done), 0);
+	spot_finish(c.spot);
+	assert_int_equal(atomic_load(&c.ran), 2);
+	assert_int_equal(orbit_worker_pool_destroy(c.pool), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3479,6 +3718,10 @@ int main(void)
 		cmocka_unit_test(test_s8_destroy_from_own_lane_turn_refused),
 		cmocka_unit_test(test_s8_ownership_premise_checks_per_build_mode),
 		cmocka_unit_test(test_stats_refusals_after_close_never_complete),
+		cmocka_unit_test(test_spot_forked_child_gets_echild),
+		cmocka_unit_test(test_actor_forked_child_gets_echild),
+		cmocka_unit_test(test_session_forked_child_gets_echild),
+		cmocka_unit_test(test_completion_forked_child_gets_echild),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1686,6 +1686,103 @@ static void test_bad_arguments(void **state)
 	lane_end(lane);
 }
 
+/* ---- fork: an inherited lane refuses with -ECHILD ------------------------------ */
+
+#define FORK_WAIT_MS 10000 /* a child that hangs (the old behaviour) is killed: a failure */
+
+struct fork_lane_case {
+	orbit_worker_pool_t *pool;
+	orbit_state_lane_t *lane;
+	_Atomic int ran;
+};
+
+static int fork_lane_fn(void *arg)
+{
+	struct fork_lane_case *c = arg;
+
+	atomic_fetch_add_explicit(&c->ran, 1, memory_order_relaxed);
+	return 42;
+}
+
+static void fork_lane_done(void *arg, int result)
+{
+}
+
+/* In the child: each call on the parent's lane; returns the first step that
+ * did not answer as documented, 0 when all did. */
+static int lane_calls_in_child(void *arg)
+{
+	struct fork_lane_case *c = arg;
+	struct orbit_state_lane_stats st;
+	struct orbit_state_lane_options o = { .size = sizeof(o), .name = "child" };
+	orbit_state_lane_t *own = NULL;
+
+	if (orbit_state_lane_run(c->lane, fork_lane_fn, c) != -ECHILD)
+		return 1; /* before: ran it (42), or waited for a parent's turn */
+	if (orbit_state_lane_try_post(c->lane, fork_lane_fn, c) != -ECHILD)
+		return 2; /* before: accepted, and never run */
+	if (orbit_state_lane_run_async(c->lane, fork_lane_fn, c, fork_lane_done, NULL) != -ECHILD)
+		return 3;
+	if (orbit_state_lane_set_diagnostics_async(c->lane, ORBIT_STATE_LANE_DIAG_LOG,
+						   fork_lane_done, NULL) != -ECHILD)
+		return 4;
+	if (orbit_state_lane_set_diagnostics(c->lane, ORBIT_STATE_LANE_DIAG_LOG) != -ECHILD)
+		return 5;
+	if (orbit_state_lane_close(c->lane, NULL, NULL) != -ECHILD)
+		return 6;
+	if (orbit_state_lane_close_sync(c->lane) != -ECHILD)
+		return 7;
+	if (orbit_state_lane_destroy(c->lane) != -ECHILD)
+		return 8;
+	/* stats and name read the copy: allowed */
+	if (orbit_state_lane_stats(c->lane, &st) != 0 || st.turns != 1 ||
+	    strcmp(orbit_state_lane_name(c->lane), "fork") != 0)
+		return 9;
+	/* A lane posting to the inherited pool could never drain: refused. */
+	o.executor = orbit_worker_pool_executor(c->pool);
+	if (orbit_state_lane_create(&o, &own) != -ECHILD || own)
+		return 10;
+	/* A lane of the child's own (no executor) works. */
+	o.executor = (orbit_executor_t){ 0 };
+	if (orbit_state_lane_create(&o, &own) != 0 ||
+	    orbit_state_lane_run(own, fork_lane_fn, c) != 42)
+		return 11;
+	if (orbit_state_lane_close_sync(own) != 0 || orbit_state_lane_destroy(own) != 0)
+		return 12;
+	return 0;
+}
+
+/*
+ * A forked child has a copy of the lane, whose turn or lock a parent's
+ * thread may have held at the fork and whose drain runs on the parent's
+ * workers: run, try_post, run_async, the diagnostics calls, close,
+ * close_sync and destroy return -ECHILD there before they touch the turn
+ * word or the lock (destroy frees nothing), stats and name read the copy,
+ * a lane made on the inherited pool is refused, and the parent's lane goes
+ * on working.
+ */
+static void test_lane_forked_child_gets_echild(void **state)
+{
+	struct fork_lane_case c = { 0 };
+	struct orbit_worker_pool_options po;
+	struct orbit_state_lane_options o = { .size = sizeof(o), .name = "fork" };
+
+	orbit_worker_pool_options_init(&po);
+	po.nthreads = 2;
+	assert_int_equal(orbit_worker_pool_create(&po, &c.pool), 0);
+	o.executor = orbit_worker_pool_executor(c.pool);
+	assert_int_equal(orbit_state_lane_create(&o, &c.lane), 0);
+	assert_int_equal(orbit_state_lane_run(c.lane, fork_lane_fn, &c), 42);
+	assert_int_equal(orbit_test_fork_run(lane_calls_in_child, &c, FORK_WAIT_MS), 0);
+	/* The parent's lane is untouched: run and a post both run. */
+	assert_int_equal(orbit_state_lane_run(c.lane, fork_lane_fn, &c), 42);
+	assert_int_equal(orbit_state_lane_try_post(c.lane, fork_lane_fn, &c), 0);
+	assert_int_equal(orbit_state_lane_close_sync(c.lane), 0);
+	assert_int_equal(atomic_load_explicit(&c.ran, memory_order_relaxed), 3);
+	assert_int_equal(orbit_state_lane_destroy(c.lane), 0);
+	assert_int_equal(orbit_worker_pool_destroy(c.pool), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1713,6 +1810,7 @@ int main(void)
 		cmocka_unit_test(test_posted_blocks_reused_not_reallocated),
 		cmocka_unit_test(test_waiter_sees_its_turn_counted_mid_chunk),
 		cmocka_unit_test(test_bad_arguments),
+		cmocka_unit_test(test_lane_forked_child_gets_echild),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

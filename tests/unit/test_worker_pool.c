@@ -908,6 +908,87 @@ static void test_options_older_accepted_newer_tail_e2big(void **state)
 	assert_int_equal(orbit_worker_pool_create(&big.o, &p), -E2BIG);
 }
 
+/* ---- fork: an inherited pool refuses with -ECHILD ------------------------------ */
+
+#define FORK_WAIT_MS 10000 /* a child that hangs (the old behaviour) is killed: a failure */
+
+struct fork_pool_case {
+	orbit_worker_pool_t *pool;
+	_Atomic int ran;
+};
+
+static void fork_count_task(void *arg)
+{
+	struct fork_pool_case *c = arg;
+
+	atomic_fetch_add_explicit(&c->ran, 1, memory_order_relaxed);
+}
+
+/* In the child: each call on the parent's pool; returns the first step that
+ * did not answer as documented, 0 when all did. */
+static int pool_calls_in_child(void *arg)
+{
+	struct fork_pool_case *c = arg;
+	orbit_executor_t ex = orbit_worker_pool_executor(c->pool);
+	struct orbit_worker_pool_stats st;
+
+	if (ex.submit(ex.ctx, fork_count_task, c, ORBIT_NODE_ANY) != -ECHILD)
+		return 1; /* before: queued, and never run (no worker here) */
+	/* stats reads the counters as they were at the fork: allowed */
+	if (orbit_worker_pool_stats(c->pool, &st) != 0 || st.nthreads != 2)
+		return 2;
+	if (orbit_worker_pool_destroy(c->pool) != -ECHILD)
+		return 3; /* before: waited for workers that do not exist here */
+	if (orbit_worker_pool_current_node() != ORBIT_NODE_ANY)
+		return 4;
+#ifndef ORBIT_TEST_NO_FORK_AMID_THREADS
+	{
+		/* A pool of the child's own works. */
+		struct fork_pool_case own = { 0 };
+		struct orbit_worker_pool_options o;
+		orbit_executor_t oex;
+
+		orbit_worker_pool_options_init(&o);
+		o.nthreads = 1;
+		if (orbit_worker_pool_create(&o, &own.pool) != 0)
+			return 5;
+		oex = orbit_worker_pool_executor(own.pool);
+		if (oex.submit(oex.ctx, fork_count_task, &own, ORBIT_NODE_ANY) != 0)
+			return 6;
+		if (orbit_worker_pool_destroy(own.pool) != 0 ||
+		    atomic_load_explicit(&own.ran, memory_order_relaxed) != 1)
+			return 7;
+	}
+#endif
+	return 0;
+}
+
+/*
+ * A forked child has a copy of the pool and none of its workers: submit
+ * and destroy return -ECHILD there before they touch a node lock or a
+ * counter (destroy joins nothing and frees nothing), stats reads the
+ * copy, and the parent's pool goes on working.
+ */
+static void test_pool_forked_child_gets_echild(void **state)
+{
+	struct fork_pool_case c = { 0 };
+	struct orbit_worker_pool_options o;
+	orbit_executor_t ex;
+
+	orbit_worker_pool_options_init(&o);
+	o.nthreads = 2;
+	assert_int_equal(orbit_worker_pool_create(&o, &c.pool), 0);
+	ex = orbit_worker_pool_executor(c.pool);
+	assert_int_equal(orbit_test_fork_run(pool_calls_in_child, &c, FORK_WAIT_MS), 0);
+	/* The parent's pool is untouched: a submission runs, destroy joins. */
+	assert_int_equal(ex.submit(ex.ctx, fork_count_task, &c, ORBIT_NODE_ANY), 0);
+	for (int i = 0; i < FORK_WAIT_MS && atomic_load_explicit(&c.ran, memory_order_relaxed) == 0;
+	     i++)
+		usleep(1000);
+	assert_int_equal(atomic_load_explicit(&c.ran, memory_order_relaxed), 1);
+	assert_int_equal(orbit_worker_pool_destroy(c.pool), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -929,6 +1010,7 @@ int main(void)
 		cmocka_unit_test(test_pool_destroy_ends_idle_polls),
 		cmocka_unit_test(test_pool_worker_on_one_cpu_does_not_poll),
 		cmocka_unit_test(test_pool_leaves_one_cpu_unspun),
+		cmocka_unit_test(test_pool_forked_child_gets_echild),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

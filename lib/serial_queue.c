@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -154,13 +155,14 @@ struct orbit_serial_queue {
 	uint32_t self_added;
 	/* Read-mostly: set at creation. */
 	_Alignas(64) orbit_execution_lane_policy_t pol;
-	orbit_executor_t ex;
-	int home_node;
 	/* The creator (orbit__self_pid(), base/fork_guard.h): in a forked
 	 * child every entry that would take q->lock (a parent's thread may
 	 * have held it at the fork) or schedule a drain refuses with -ECHILD
-	 * first. On this line, which every submission reads for the policy. */
+	 * first. Right after `pol`, on the line every submission reads for
+	 * the capacities: the check costs it no other line. */
 	pid_t pid;
+	orbit_executor_t ex;
+	int home_node;
 	/* The room hook (lib/serial_queue.h): room_wanted is set when the
 	 * application lane refused with -EAGAIN while a hook is installed,
 	 * and cleared by the drain that then calls room_fn. */
@@ -197,6 +199,10 @@ struct orbit_serial_queue {
 	_Alignas(64) struct qstats st;
 	char name[64];
 };
+
+_Static_assert(offsetof(struct orbit_serial_queue, pid) / 64 ==
+		   offsetof(struct orbit_serial_queue, pol) / 64,
+	       "the fork check reads the policy's cache line");
 
 static _Thread_local struct orbit_serial_turn *tls_turn;
 

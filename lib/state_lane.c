@@ -148,13 +148,15 @@ struct close_waiter {
 
 struct orbit_state_lane {
 	_Atomic uint32_t state;
-	_Atomic uint32_t refs;	    /* user + promised drain tasks + batches */
-	_Atomic uint64_t reentries; /* C3 counter of refusals */
+	_Atomic uint32_t refs; /* user + promised drain tasks + batches */
 	/* The creator (orbit__self_pid(), base/fork_guard.h), set at create:
 	 * in a forked child every entry that would take the turn or lane->mu
 	 * (a parent's thread may have held either at the fork) or post to
-	 * the executor refuses with -ECHILD first. On the line of @state,
-	 * which run() takes anyway: the check costs it no other line. */
+	 * the executor refuses with -ECHILD first. 8 bytes past @state,
+	 * which run() and post() take anyway: in the same 16 bytes of a
+	 * 16-byte aligned allocation, so on its cache line. It takes the
+	 * place of @reentries, which moved past name[]: the words after it
+	 * (lane->mu, head) stay where they were. */
 	pid_t pid;
 	/* lane->mu protects: head, tail, wait_head, wait_tail, slab,
 	 * slab_used, closers, cdone_*, cclosers, ctask, and state changes other
@@ -199,6 +201,7 @@ struct orbit_state_lane {
 	 * counting does not take the line a poster writes (it shared one
 	 * with @posts, so every post and every drained item moved it). */
 	_Atomic uint64_t turns;
+	_Atomic uint64_t reentries; /* C3 counter of refusals (rare: off the hot lines) */
 };
 
 /* The lane marker: the chain of turns this thread holds, innermost first. */

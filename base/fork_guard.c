@@ -15,16 +15,20 @@
 #include "base/fork_guard.h"
 
 /*
- * FG-1: relaxed, partner: the load in orbit__fork_check() (fork_guard.h).
- * Each process writes its own copy before any of its threads reads it (at
- * first use, or in the child handler, which runs while the child is
- * single-threaded); a thread that still reads 0 takes the pthread_once.
+ * The cached pid, alone on its cache line: every enqueue, try_post and
+ * submit of lib/ reads it, and the globals the linker would place beside
+ * it are written at unrelated times.
  */
-_Atomic int orbit__cached_pid;
+_Alignas(64) _Atomic int orbit__cached_pid;
 static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
 
 static void pid_refresh(void)
 {
+	/* FG-R1: relaxed, pairs with FG-A1 in orbit__fork_check() and
+	 * orbit__self_pid(). Each process writes its own copy before any of
+	 * its threads reads it (at first use, or in the child handler, which
+	 * runs while the child is single-threaded); a thread that still reads
+	 * 0 takes the pthread_once. */
 	atomic_store_explicit(&orbit__cached_pid, (int)getpid(), memory_order_relaxed);
 }
 
@@ -38,6 +42,7 @@ static void pid_init(void)
 pid_t orbit__self_pid(void)
 {
 	pthread_once(&pid_once, pid_init); /* a load and a compare once done */
-	/* FG-1: relaxed (see above) */
+	/* FG-A1 again: relaxed, pairs with FG-R1: pthread_once orders the
+	 * first store before this load */
 	return (pid_t)atomic_load_explicit(&orbit__cached_pid, memory_order_relaxed);
 }

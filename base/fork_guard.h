@@ -30,7 +30,7 @@
  * orbit__self_pid() (under pthread_once) and by the atfork child handler
  * (the child is single-threaded then); read by orbit__fork_check().
  */
-extern _Atomic int orbit__cached_pid;
+extern _Alignas(64) _Atomic int orbit__cached_pid;
 
 /*
  * orbit__self_pid - this process's pid without a syscall.
@@ -49,7 +49,7 @@ pid_t orbit__self_pid(void);
  */
 static inline int orbit__fork_check(pid_t opener)
 {
-	/* FG-1: relaxed, partner: the stores in fork_guard.c (pid_refresh). A
+	/* FG-A1: relaxed, pairs with FG-R1 in pid_refresh(). A
 	 * handle's opener came from orbit__self_pid(), which filled the cache
 	 * before the handle reached this thread (the hand-over of the handle
 	 * orders it); a child's value is stored before fork() returns there. */

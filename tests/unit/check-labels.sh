@@ -40,6 +40,7 @@ SN ^lib/session_executor      session coordinator (final gate)
 AG ^agent/agent               agent thread (loop, death watcher, view)
 AT ^agent/agent_test          agent test hooks
 SH ^agent/spot_host           Spot host
+FG ^base/fork_guard           fork guard (pid cache)
 '
 
 printf '%s\n' "$PREFIXES" | awk -v files="$*" '

@@ -612,8 +612,12 @@ static int refused(struct orbit_spot_host *sh, struct delivery *d, int r)
 		INC(sh, retried); /* backpressure: the record stays taken, first in line */
 		return -EAGAIN;
 	}
-	if (r == -EPIPE) {
-		lose(sh, r); /* the coordinator was closed: the next host gets it */
+	if (r == -EPIPE || r == -ECHILD) {
+		/* the coordinator was closed, or its process is not this one (a
+		 * caller's executor that wraps an inherited pool, a coordinator
+		 * made before a fork): the record stays taken, the next host
+		 * gets it */
+		lose(sh, r);
 		return -EAGAIN;
 	}
 	/* -E2BIG, -EINVAL: it can never run on this coordinator */
@@ -1235,6 +1239,12 @@ int orbit_spot_host_start(orbit_agent_t *agent, const struct orbit_spot_host_opt
 	if (r < 0)
 		goto err_free;
 	r = options_check(&sh->o);
+	if (r < 0)
+		goto err_free;
+	/* an inherited coordinator or pool would refuse every record: say so
+	 * before the lease is taken */
+	r = sh->o.coordinator ? orbit__spot_fork_check(sh->o.coordinator)
+			      : orbit__executor_fork_check(&sh->o.executor);
 	if (r < 0)
 		goto err_free;
 	r = orbit__agent_spot_env(agent, &sh->env);

@@ -36,4 +36,14 @@
 int orbit__spot_execute_n(orbit_spot_serial_executor_t *spot, bool lifecycle,
 			  orbit_serial_work_fn fn, void *const *args, unsigned n, int *err);
 
+/*
+ * orbit__spot_fork_check - may this process use @spot? A coordinator
+ * another process created (this is a forked child of it) refuses every
+ * execute_* with -ECHILD; the Spot host asks first, before it takes its
+ * lease, instead of taking records it can never hand over.
+ * Context: any thread; one relaxed load and a compare (base/fork_guard.h).
+ * Returns: 0, or -ECHILD in a forked child of @spot's creator.
+ */
+int orbit__spot_fork_check(const orbit_spot_serial_executor_t *spot);
+
 #endif /* ORBIT_LIB_SPOT_BATCH_H */

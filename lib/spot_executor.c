@@ -999,6 +999,11 @@ int orbit_spot_execute_lifecycle(orbit_spot_serial_executor_t *spot, orbit_seria
 _Static_assert(ORBIT__SPOT_BATCH_MAX <= ORBIT__WORK_BATCH_MAX,
 	       "a batch is one orbit__work_submit_n()");
 
+int orbit__spot_fork_check(const orbit_spot_serial_executor_t *spot)
+{
+	return orbit__coord_fork_check(&spot->co);
+}
+
 int orbit__spot_execute_n(orbit_spot_serial_executor_t *s, bool lifecycle, orbit_serial_work_fn fn,
 			  void *const *args, unsigned n, int *err)
 {

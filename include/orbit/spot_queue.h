@@ -167,8 +167,9 @@ enum orbit_spot_host_state {
  * Called once, on the host's thread, when hosting is lost (@reason: the
  * error that lost it: -ENOENT or -EPERM from the renew, -EAGAIN when the
  * lock serializer stayed busy until the lease's deadline, -ORBIT_EFENCED
- * from the queue, -EPIPE from a closed coordinator). Must not call
- * orbit_spot_host_stop() on @host.
+ * from the queue, -EPIPE from a closed coordinator, -ECHILD from one
+ * whose work cannot run in this process: a caller's executor that wraps a
+ * pool made before a fork). Must not call orbit_spot_host_stop() on @host.
  */
 typedef void (*orbit_spot_lost_fn)(orbit_spot_host_t *host, int reason, void *ctx);
 
@@ -236,8 +237,10 @@ ORBIT_API void orbit_spot_host_options_init(struct orbit_spot_host_options *opts
  * its dead host's TTL has not run out yet); -ORBIT_EFENCED (the queue
  * already saw an epoch at or above the lease's token: a lock table
  * re-created with smaller tokens); -ORBIT_EFINGERPRINT (the queue exists
- * with other caps); -ECHILD; -ENOMEM; -EAGAIN (thread creation refused,
- * or the lock table's serializer stayed busy: retry);
+ * with other caps); -ECHILD (in a forked child of @agent's process, or
+ * @opts->coordinator or the pool of @opts->executor made in another
+ * process: refused before the lease is taken); -ENOMEM; -EAGAIN (thread
+ * creation refused, or the lock table's serializer stayed busy: retry);
  * -ENOSPC (the lock table is full); a segment error of the queue
  * (-ORBIT_EMAGIC, -ORBIT_EKIND, -ORBIT_ESIZE, -ORBIT_EOWNER, ...); an
  * error of orbit_spot_serial_executor_create(). Nothing is left held on

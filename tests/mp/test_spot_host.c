@@ -1563,6 +1563,137 @@ static void test_stop_from_a_task_of_the_hosts_own_executor_returns(void **state
 	assert_int_equal(orbit_test_fork_run(pool_stop_main, NULL, 60000), 0);
 }
 
+/* ---- an inherited coordinator ---- */
+
+static _Atomic int ic_seen; /* 1: delivered fresh, 2: delivered redelivered */
+
+static int ic_handler(orbit_serial_turn_t *turn, const struct orbit_spot_record *rec, void *ctx)
+{
+	(void)turn;
+	(void)ctx;
+	atomic_store(&ic_seen, rec->redelivered ? 2 : 1);
+	return ORBIT_SERIAL_DONE;
+}
+
+/*
+ * The forked child: its own agent, and a host of SPOT on the parent's
+ * coordinator @coord. 0 when start said -ECHILD; 2 when it started (the
+ * host thread is given 300 ms to take the record and hand it over).
+ */
+static int ic_child(orbit_spot_serial_executor_t *coord)
+{
+	struct orbit_spot_host_options ho;
+	struct orbit_test_proc pr;
+	orbit_spot_host_t *h;
+	int r;
+
+	if (orbit_test_proc_start(&pr, fleet, "icchild", 0))
+		return 1;
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_spot = ic_handler;
+	ho.coordinator = coord;
+	r = orbit_spot_host_start(pr.agent, &ho, &h);
+	if (r == 0) {
+		usleep(300000);
+		return 2; /* left hosting: the process ends with it */
+	}
+	if (r != -ECHILD)
+		return 3;
+	orbit_test_proc_stop(&pr);
+	return 0;
+}
+
+static int inherited_coord_main(void *arg)
+{
+	struct orbit_spot_serial_executor_options so;
+	struct orbit_worker_pool_options po;
+	struct orbit_spot_host_options ho;
+	struct orbit_spotq_counters c;
+	struct orbit_spotq_options qo;
+	struct orbit_test_proc pr;
+	orbit_spot_serial_executor_t *coord;
+	orbit_worker_pool_t *pool;
+	orbit_spot_client_t *cl;
+	orbit_spot_host_t *h;
+	orbit_spotq_t *q;
+	uint64_t seq;
+	int st;
+
+	(void)arg;
+	if (orbit_test_proc_start(&pr, fleet, "icparent", 0))
+		return 70;
+	orbit_worker_pool_options_init(&po);
+	po.nthreads = 1;
+	po.no_pin = true;
+	if (orbit_worker_pool_create(&po, &pool))
+		return 71;
+	orbit_spot_serial_executor_options_init(&so);
+	so.mode = ORBIT_SPOT_PER_ACTOR;
+	so.executor = orbit_worker_pool_executor(pool);
+	if (orbit_spot_serial_executor_create(&so, &coord))
+		return 72;
+	if (orbit_spot_client_open(pr.agent, SPOT, NULL, &cl))
+		return 73;
+	if (orbit_spot_submit_spot(cl, "r", 1, &seq))
+		return 74;
+	pid_t pid = fork();
+	if (pid == 0) {
+		orbit_test_child_default_signals();
+		_exit(ic_child(coord));
+	}
+	st = orbit_test_wait(pid, 20000);
+	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "child: status %#x\n", (unsigned)st);
+		return 75;
+	}
+	/* nothing taken or completed: the record is still waiting, fresh */
+	orbit__spotq_options_init(&qo);
+	qo.how = ORBIT_SEG_OPEN;
+	qo.readonly = true;
+	if (orbit__spotq_open(&q, fleet, SPOT, &qo) || orbit__spotq_counters(q, &c))
+		return 76;
+	orbit__spotq_close(q);
+	if (c.completed[ORBIT_SPOTQ_APP] != 0 || c.depth[ORBIT_SPOTQ_APP] != 1)
+		return 77;
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_spot = ic_handler;
+	ho.coordinator = coord;
+	if (orbit_spot_host_start(pr.agent, &ho, &h))
+		return 78; /* -EBUSY: the child took the lease */
+	for (int ms = 0; ms < 5000 && !atomic_load(&ic_seen); ms++)
+		usleep(1000);
+	if (atomic_load(&ic_seen) != 1)
+		return 79; /* lost (0) or taken by the child first (2) */
+	if (orbit_spot_host_stop(h))
+		return 80;
+	orbit_spot_client_close(cl);
+	orbit_spot_serial_executor_close(coord);
+	orbit_spot_serial_executor_await_quiescence(coord, -1);
+	orbit_spot_serial_executor_destroy(coord);
+	orbit_worker_pool_destroy(pool);
+	orbit_test_proc_stop(&pr);
+	return 0;
+}
+
+/*
+ * A forked child with its own agent hosts SPOT on the coordinator its
+ * parent made: orbit_spot_host_start() says -ECHILD before it takes the
+ * lease, so the child takes no record and completes none (before, it
+ * took the record and, the coordinator refusing it with -ECHILD,
+ * completed it unrun: the fleet lost it). The parent then hosts the Spot
+ * itself and gets the record, not flagged redelivered.
+ */
+static void test_host_start_refuses_an_inherited_coordinator(void **state)
+{
+	(void)state;
+#ifdef ORBIT_TEST_NO_FORK_AMID_THREADS
+	skip(); /* the child starts an agent amid the parent's pool and agent threads */
+#endif
+	assert_int_equal(orbit_test_fork_run(inherited_coord_main, NULL, 60000), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1598,6 +1729,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_stop_from_a_task_of_the_hosts_own_executor_returns, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_host_start_refuses_an_inherited_coordinator,
+						setup, teardown),
 	};
 
 	if (getenv("ORBIT_TEST_FILTER"))

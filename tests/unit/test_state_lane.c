@@ -1788,6 +1788,84 @@ static void test_lane_forked_child_gets_echild(void **state)
 	assert_int_equal(orbit_worker_pool_destroy(c.pool), 0);
 }
 
+/* ---- fork: a parent's thread holds the turn at the fork ---------------------- */
+
+struct fork_held_case {
+	orbit_worker_pool_t *pool;
+	orbit_state_lane_t *lane;
+	_Atomic int inside;  /* the holder's fn runs: the turn is held */
+	_Atomic int release; /* lets it return */
+};
+
+static int fork_held_fn(void *arg)
+{
+	struct fork_held_case *c = arg;
+
+	atomic_store(&c->inside, 1);
+	while (!atomic_load(&c->release))
+		usleep(1000);
+	return 7;
+}
+
+static void *fork_held_thread(void *arg)
+{
+	struct fork_held_case *c = arg;
+
+	return (void *)(intptr_t)orbit_state_lane_run(c->lane, fork_held_fn, c);
+}
+
+/* In the child, the turn held by a thread that does not exist here: each
+ * call must answer -ECHILD at once (before, run and close_sync waited for
+ * the turn forever and the child was killed). */
+static int held_calls_in_child(void *arg)
+{
+	struct fork_held_case *c = arg;
+	struct fork_lane_case r = { 0 };
+
+	if (orbit_state_lane_run(c->lane, fork_lane_fn, &r) != -ECHILD)
+		return 1;
+	if (orbit_state_lane_try_post(c->lane, fork_lane_fn, &r) != -ECHILD)
+		return 2;
+	if (orbit_state_lane_close_sync(c->lane) != -ECHILD)
+		return 3;
+	return 0;
+}
+
+/*
+ * A parent's thread sits inside orbit_state_lane_run() (its fn waits on a
+ * flag) when the parent forks: the child's copy of the lane has the turn
+ * taken by a thread that does not exist there. run, try_post and
+ * close_sync in the child return -ECHILD without waiting for it; the
+ * parent's holder then returns and the lane works on.
+ */
+static void test_lane_turn_held_across_fork_child_gets_echild(void **state)
+{
+	struct fork_held_case c = { 0 };
+	struct fork_lane_case ran = { 0 };
+	struct orbit_worker_pool_options po;
+	struct orbit_state_lane_options o = { .size = sizeof(o), .name = "held" };
+	pthread_t t;
+	void *rc;
+
+	(void)state;
+	orbit_worker_pool_options_init(&po);
+	po.nthreads = 1;
+	assert_int_equal(orbit_worker_pool_create(&po, &c.pool), 0);
+	o.executor = orbit_worker_pool_executor(c.pool);
+	assert_int_equal(orbit_state_lane_create(&o, &c.lane), 0);
+	assert_int_equal(pthread_create(&t, NULL, fork_held_thread, &c), 0);
+	while (!atomic_load(&c.inside))
+		usleep(1000);
+	assert_int_equal(orbit_test_fork_run(held_calls_in_child, &c, FORK_WAIT_MS), 0);
+	atomic_store(&c.release, 1);
+	assert_int_equal(pthread_join(t, &rc), 0);
+	assert_int_equal((int)(intptr_t)rc, 7);
+	assert_int_equal(orbit_state_lane_run(c.lane, fork_lane_fn, &ran), 42);
+	assert_int_equal(orbit_state_lane_close_sync(c.lane), 0);
+	assert_int_equal(orbit_state_lane_destroy(c.lane), 0);
+	assert_int_equal(orbit_worker_pool_destroy(c.pool), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1816,6 +1894,7 @@ int main(void)
 		cmocka_unit_test(test_waiter_sees_its_turn_counted_mid_chunk),
 		cmocka_unit_test(test_bad_arguments),
 		cmocka_unit_test(test_lane_forked_child_gets_echild),
+		cmocka_unit_test(test_lane_turn_held_across_fork_child_gets_echild),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

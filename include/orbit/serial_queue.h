@@ -49,7 +49,13 @@
  * frees nothing; a resume handle is not consumed), and create refuses an
  * inherited worker pool's executor with -ECHILD. is_current, stats and
  * name stay allowed: they read the copy and take no lock. The check is
- * one relaxed load and a compare (orbit/worker_pool.h, "Fork").
+ * one relaxed load and a compare (orbit/worker_pool.h, "Fork"). A child
+ * forked from inside a turn (an item's fn) must exec or _exit before the
+ * item returns: its one thread is a copy of the worker that runs the
+ * drain, so returning goes on draining the queue's copy and then the
+ * worker's loop (the parent's queued work runs in the child, which then
+ * waits on the worker's futex for ever). Nothing checks this on the
+ * drain path.
  */
 #ifndef ORBIT_SERIAL_QUEUE_H
 #define ORBIT_SERIAL_QUEUE_H

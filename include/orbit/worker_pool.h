@@ -28,7 +28,12 @@
  * inherited pool's executor is refused at create. The check is one
  * relaxed load and a compare of the creator's pid against a pid cache
  * that a pthread_atfork() child handler refreshes: no system call. A
- * child that needs a pool creates its own.
+ * child that needs a pool creates its own. A child forked from inside a
+ * task (or a serial queue's turn, which runs in one) must exec or _exit
+ * before that task returns: its one thread is a copy of the worker, and
+ * returning takes it back into the worker's loop, which runs the
+ * parent's queued work copied into the child and then waits on the
+ * worker's futex for ever. Nothing checks this on the worker's path.
  *
  * Synchronization:
  *   orbit_worker_pool_create   any thread; spawns threads

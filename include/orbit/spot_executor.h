@@ -647,7 +647,9 @@ ORBIT_API int orbit_session_serial_executor_destroy(orbit_session_serial_executo
  * turn; allocates the resume handle.
  * Returns: 0; -EINVAL (NULL, or @turn is not the calling thread's current
  * coordinator turn); -EALREADY (already yielded in this turn, or the turn
- * was suspended directly); -ENOMEM (nothing yielded: the work goes on).
+ * was suspended directly); -ENOMEM (nothing yielded: the work goes on);
+ * -ECHILD (a child forked inside the turn: the queue is the parent's,
+ * orbit_serial_turn_suspend() refused; nothing yielded).
  */
 ORBIT_API int orbit_work_yield(orbit_serial_turn_t *turn, orbit_serial_work_fn cont, void *arg,
 			       orbit_serial_resume_t **out);

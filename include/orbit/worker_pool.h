@@ -27,8 +27,10 @@
  * the same way (see their headers), and one the child makes on the
  * inherited pool's executor is refused at create. The check is one
  * relaxed load and a compare of the creator's pid against a pid cache
- * that a pthread_atfork() child handler refreshes: no system call. A
- * child that needs a pool creates its own. A child forked from inside a
+ * that a pthread_atfork() child handler refreshes: no system call. The
+ * check uses a pid refreshed by a pthread_atfork handler (no getpid
+ * syscall per call): a child made by a raw clone(2) that skips the atfork
+ * handlers is not detected. A child that needs a pool creates its own. A child forked from inside a
  * task (or a serial queue's turn, which runs in one) must exec or _exit
  * before that task returns: its one thread is a copy of the worker, and
  * returning takes it back into the worker's loop, which runs the

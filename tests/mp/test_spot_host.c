@@ -1694,6 +1694,141 @@ static void test_host_start_refuses_an_inherited_coordinator(void **state)
 	assert_int_equal(orbit_test_fork_run(inherited_coord_main, NULL, 60000), 0);
 }
 
+/* ---- a caller's executor that wraps an inherited pool ---- */
+
+static orbit_executor_t wp_inner; /* the parent's pool's executor */
+static _Atomic int wp_lost;	  /* on_lost's reason, 1 before */
+
+static int wp_submit(void *ctx, void (*fn)(void *), void *arg, int home_node)
+{
+	(void)ctx;
+	return wp_inner.submit(wp_inner.ctx, fn, arg, home_node);
+}
+
+static void wp_on_lost(orbit_spot_host_t *host, int reason, void *ctx)
+{
+	(void)host;
+	(void)ctx;
+	atomic_store(&wp_lost, reason);
+}
+
+/*
+ * The forked child: its own agent, and a host of SPOT whose coordinator
+ * the call makes on an executor that passes every task to the parent's
+ * pool (the fork check cannot see through it). 0 when the host was lost
+ * with -ECHILD and stopped; 4 when the record was completed unrun.
+ */
+static int wp_child(void)
+{
+	struct orbit_spot_host_options ho;
+	struct orbit_spot_host_stats st;
+	struct orbit_test_proc pr;
+	orbit_spot_host_t *h;
+
+	atomic_store(&wp_lost, 1);
+	if (orbit_test_proc_start(&pr, fleet, "wpchild", 0))
+		return 1;
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_spot = ic_handler;
+	ho.on_lost = wp_on_lost;
+	ho.mode = ORBIT_SPOT_PER_ACTOR;
+	ho.executor = (orbit_executor_t){ .submit = wp_submit };
+	if (orbit_spot_host_start(pr.agent, &ho, &h))
+		return 2;
+	for (int ms = 0; ms < 3000 && atomic_load(&wp_lost) == 1; ms++)
+		usleep(1000);
+	if (orbit_spot_host_stats(h, &st) == 0 && st.undeliverable != 0)
+		return 4; /* before: the -ECHILD refusal completed it unrun */
+	if (atomic_load(&wp_lost) != -ECHILD || orbit_spot_host_state(h) != ORBIT_SPOT_LOST)
+		return 3;
+	if (orbit_spot_host_stop(h))
+		return 5;
+	orbit_test_proc_stop(&pr);
+	return 0;
+}
+
+static int wrapped_pool_main(void *arg)
+{
+	struct orbit_worker_pool_options po;
+	struct orbit_spot_host_options ho;
+	struct orbit_spotq_counters c;
+	struct orbit_spotq_options qo;
+	struct orbit_test_proc pr;
+	orbit_worker_pool_t *pool;
+	orbit_spot_client_t *cl;
+	orbit_spot_host_t *h;
+	orbit_spotq_t *q;
+	uint64_t seq;
+	int st;
+
+	(void)arg;
+	if (orbit_test_proc_start(&pr, fleet, "wpparent", 0))
+		return 70;
+	orbit_worker_pool_options_init(&po);
+	po.nthreads = 1;
+	po.no_pin = true;
+	if (orbit_worker_pool_create(&po, &pool))
+		return 71;
+	wp_inner = orbit_worker_pool_executor(pool);
+	if (orbit_spot_client_open(pr.agent, SPOT, NULL, &cl))
+		return 73;
+	if (orbit_spot_submit_spot(cl, "r", 1, &seq))
+		return 74;
+	pid_t pid = fork();
+	if (pid == 0) {
+		orbit_test_child_default_signals();
+		_exit(wp_child());
+	}
+	st = orbit_test_wait(pid, 20000);
+	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "child: status %#x\n", (unsigned)st);
+		return 75;
+	}
+	/* not completed: the record waits for the next host */
+	orbit__spotq_options_init(&qo);
+	qo.how = ORBIT_SEG_OPEN;
+	qo.readonly = true;
+	if (orbit__spotq_open(&q, fleet, SPOT, &qo) || orbit__spotq_counters(q, &c))
+		return 76;
+	orbit__spotq_close(q);
+	if (c.completed[ORBIT_SPOTQ_APP] != 0 || c.depth[ORBIT_SPOTQ_APP] != 1)
+		return 77;
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_spot = ic_handler;
+	ho.executor = wp_inner;
+	if (orbit_spot_host_start(pr.agent, &ho, &h))
+		return 78;
+	for (int ms = 0; ms < 5000 && !atomic_load(&ic_seen); ms++)
+		usleep(1000);
+	if (atomic_load(&ic_seen) != 2)
+		return 79; /* lost (0), or not flagged redelivered (1) */
+	if (orbit_spot_host_stop(h))
+		return 80;
+	orbit_spot_client_close(cl);
+	orbit_worker_pool_destroy(pool);
+	orbit_test_proc_stop(&pr);
+	return 0;
+}
+
+/*
+ * A forked child hosts SPOT on an executor of its own that wraps the
+ * parent's pool: every hand-over is refused with -ECHILD (the pool's
+ * submit). The host is lost with reason -ECHILD and the record stays
+ * taken, uncompleted (before, the refusal was taken for -E2BIG/-EINVAL
+ * and the record completed unrun: the fleet lost it); the parent then
+ * hosts the Spot and gets the record, flagged redelivered.
+ */
+static void test_record_refused_with_echild_stays_for_the_next_host(void **state)
+{
+	(void)state;
+#ifdef ORBIT_TEST_NO_FORK_AMID_THREADS
+	skip(); /* the child starts an agent amid the parent's pool and agent threads */
+#endif
+	assert_int_equal(orbit_test_fork_run(wrapped_pool_main, NULL, 60000), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1731,6 +1866,8 @@ int main(void)
 		    test_stop_from_a_task_of_the_hosts_own_executor_returns, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_host_start_refuses_an_inherited_coordinator,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_record_refused_with_echild_stays_for_the_next_host, setup, teardown),
 	};
 
 	if (getenv("ORBIT_TEST_FILTER"))

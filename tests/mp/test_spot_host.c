@@ -1604,19 +1604,60 @@ static int ic_child(orbit_spot_serial_executor_t *coord)
 	return 0;
 }
 
+/*
+ * In the parent, after the child @pid: the child must exit 0, the record
+ * must be in the queue uncompleted, and a host of this process (on
+ * @coord, else on @ex) must get it, flagged redelivered or not as @seen
+ * (1 fresh, 2 redelivered) says. 0, or the first failing step (75-80).
+ */
+static int child_then_parent_hosts(struct orbit_test_proc *pr, pid_t pid,
+				   orbit_spot_serial_executor_t *coord, orbit_executor_t ex,
+				   int seen)
+{
+	struct orbit_spot_host_options ho;
+	struct orbit_spotq_counters c;
+	struct orbit_spotq_options qo;
+	orbit_spot_host_t *h;
+	orbit_spotq_t *q;
+	int st = orbit_test_wait(pid, 20000);
+
+	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "child: status %#x\n", (unsigned)st);
+		return 75;
+	}
+	/* not completed: the record waits for the next host */
+	orbit__spotq_options_init(&qo);
+	qo.how = ORBIT_SEG_OPEN;
+	qo.readonly = true;
+	if (orbit__spotq_open(&q, fleet, SPOT, &qo) || orbit__spotq_counters(q, &c))
+		return 76;
+	orbit__spotq_close(q);
+	if (c.completed[ORBIT_SPOTQ_APP] != 0 || c.depth[ORBIT_SPOTQ_APP] != 1)
+		return 77;
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_spot = ic_handler;
+	ho.coordinator = coord;
+	ho.executor = ex;
+	if (orbit_spot_host_start(pr->agent, &ho, &h))
+		return 78; /* -EBUSY: the child kept the lease */
+	for (int ms = 0; ms < 5000 && !atomic_load(&ic_seen); ms++)
+		usleep(1000);
+	if (atomic_load(&ic_seen) != seen)
+		return 79; /* lost (0), or flagged otherwise */
+	if (orbit_spot_host_stop(h))
+		return 80;
+	return 0;
+}
+
 static int inherited_coord_main(void *arg)
 {
 	struct orbit_spot_serial_executor_options so;
 	struct orbit_worker_pool_options po;
-	struct orbit_spot_host_options ho;
-	struct orbit_spotq_counters c;
-	struct orbit_spotq_options qo;
 	struct orbit_test_proc pr;
 	orbit_spot_serial_executor_t *coord;
 	orbit_worker_pool_t *pool;
 	orbit_spot_client_t *cl;
-	orbit_spot_host_t *h;
-	orbit_spotq_t *q;
 	uint64_t seq;
 	int st;
 
@@ -1642,32 +1683,9 @@ static int inherited_coord_main(void *arg)
 		orbit_test_child_default_signals();
 		_exit(ic_child(coord));
 	}
-	st = orbit_test_wait(pid, 20000);
-	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		fprintf(stderr, "child: status %#x\n", (unsigned)st);
-		return 75;
-	}
-	/* nothing taken or completed: the record is still waiting, fresh */
-	orbit__spotq_options_init(&qo);
-	qo.how = ORBIT_SEG_OPEN;
-	qo.readonly = true;
-	if (orbit__spotq_open(&q, fleet, SPOT, &qo) || orbit__spotq_counters(q, &c))
-		return 76;
-	orbit__spotq_close(q);
-	if (c.completed[ORBIT_SPOTQ_APP] != 0 || c.depth[ORBIT_SPOTQ_APP] != 1)
-		return 77;
-	orbit_spot_host_options_init(&ho);
-	ho.spot = SPOT;
-	ho.on_spot = ic_handler;
-	ho.coordinator = coord;
-	if (orbit_spot_host_start(pr.agent, &ho, &h))
-		return 78; /* -EBUSY: the child took the lease */
-	for (int ms = 0; ms < 5000 && !atomic_load(&ic_seen); ms++)
-		usleep(1000);
-	if (atomic_load(&ic_seen) != 1)
-		return 79; /* lost (0) or taken by the child first (2) */
-	if (orbit_spot_host_stop(h))
-		return 80;
+	st = child_then_parent_hosts(&pr, pid, coord, (orbit_executor_t){ 0 }, 1);
+	if (st)
+		return st;
 	orbit_spot_client_close(cl);
 	orbit_spot_serial_executor_close(coord);
 	orbit_spot_serial_executor_await_quiescence(coord, -1);
@@ -1751,14 +1769,9 @@ static int wp_child(void)
 static int wrapped_pool_main(void *arg)
 {
 	struct orbit_worker_pool_options po;
-	struct orbit_spot_host_options ho;
-	struct orbit_spotq_counters c;
-	struct orbit_spotq_options qo;
 	struct orbit_test_proc pr;
 	orbit_worker_pool_t *pool;
 	orbit_spot_client_t *cl;
-	orbit_spot_host_t *h;
-	orbit_spotq_t *q;
 	uint64_t seq;
 	int st;
 
@@ -1780,32 +1793,9 @@ static int wrapped_pool_main(void *arg)
 		orbit_test_child_default_signals();
 		_exit(wp_child());
 	}
-	st = orbit_test_wait(pid, 20000);
-	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		fprintf(stderr, "child: status %#x\n", (unsigned)st);
-		return 75;
-	}
-	/* not completed: the record waits for the next host */
-	orbit__spotq_options_init(&qo);
-	qo.how = ORBIT_SEG_OPEN;
-	qo.readonly = true;
-	if (orbit__spotq_open(&q, fleet, SPOT, &qo) || orbit__spotq_counters(q, &c))
-		return 76;
-	orbit__spotq_close(q);
-	if (c.completed[ORBIT_SPOTQ_APP] != 0 || c.depth[ORBIT_SPOTQ_APP] != 1)
-		return 77;
-	orbit_spot_host_options_init(&ho);
-	ho.spot = SPOT;
-	ho.on_spot = ic_handler;
-	ho.executor = wp_inner;
-	if (orbit_spot_host_start(pr.agent, &ho, &h))
-		return 78;
-	for (int ms = 0; ms < 5000 && !atomic_load(&ic_seen); ms++)
-		usleep(1000);
-	if (atomic_load(&ic_seen) != 2)
-		return 79; /* lost (0), or not flagged redelivered (1) */
-	if (orbit_spot_host_stop(h))
-		return 80;
+	st = child_then_parent_hosts(&pr, pid, NULL, wp_inner, 2);
+	if (st)
+		return st;
 	orbit_spot_client_close(cl);
 	orbit_worker_pool_destroy(pool);
 	orbit_test_proc_stop(&pr);

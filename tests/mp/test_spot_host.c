@@ -1661,34 +1661,49 @@ static int child_then_parent_hosts(struct orbit_test_proc *pr, pid_t pid,
 	return 0;
 }
 
-static int inherited_coord_main(void *arg)
+/*
+ * The parent's half before its fork: an agent named @name, a 1-thread
+ * pool (*@pool), a client (*@cl) that submits one Spot record. 0, or the
+ * first failing step (70-74).
+ */
+static int parent_submits_one(struct orbit_test_proc *pr, const char *name,
+			      orbit_worker_pool_t **pool, orbit_spot_client_t **cl)
 {
-	struct orbit_spot_serial_executor_options so;
 	struct orbit_worker_pool_options po;
-	struct orbit_test_proc pr;
-	orbit_spot_serial_executor_t *coord;
-	orbit_worker_pool_t *pool;
-	orbit_spot_client_t *cl;
 	uint64_t seq;
-	int st;
 
-	(void)arg;
-	if (orbit_test_proc_start(&pr, fleet, "icparent", 0))
+	if (orbit_test_proc_start(pr, fleet, name, 0))
 		return 70;
 	orbit_worker_pool_options_init(&po);
 	po.nthreads = 1;
 	po.no_pin = true;
-	if (orbit_worker_pool_create(&po, &pool))
+	if (orbit_worker_pool_create(&po, pool))
 		return 71;
+	if (orbit_spot_client_open(pr->agent, SPOT, NULL, cl))
+		return 73;
+	if (orbit_spot_submit_spot(*cl, "r", 1, &seq))
+		return 74;
+	return 0;
+}
+
+static int inherited_coord_main(void *arg)
+{
+	struct orbit_spot_serial_executor_options so;
+	struct orbit_test_proc pr;
+	orbit_spot_serial_executor_t *coord;
+	orbit_worker_pool_t *pool;
+	orbit_spot_client_t *cl;
+	int st;
+
+	(void)arg;
+	st = parent_submits_one(&pr, "icparent", &pool, &cl);
+	if (st)
+		return st;
 	orbit_spot_serial_executor_options_init(&so);
 	so.mode = ORBIT_SPOT_PER_ACTOR;
 	so.executor = orbit_worker_pool_executor(pool);
 	if (orbit_spot_serial_executor_create(&so, &coord))
 		return 72;
-	if (orbit_spot_client_open(pr.agent, SPOT, NULL, &cl))
-		return 73;
-	if (orbit_spot_submit_spot(cl, "r", 1, &seq))
-		return 74;
 	pid_t pid = fork();
 	if (pid == 0) {
 		orbit_test_child_default_signals();
@@ -1779,26 +1794,16 @@ static int wp_child(void)
 
 static int wrapped_pool_main(void *arg)
 {
-	struct orbit_worker_pool_options po;
 	struct orbit_test_proc pr;
 	orbit_worker_pool_t *pool;
 	orbit_spot_client_t *cl;
-	uint64_t seq;
 	int st;
 
 	(void)arg;
-	if (orbit_test_proc_start(&pr, fleet, "wpparent", 0))
-		return 70;
-	orbit_worker_pool_options_init(&po);
-	po.nthreads = 1;
-	po.no_pin = true;
-	if (orbit_worker_pool_create(&po, &pool))
-		return 71;
+	st = parent_submits_one(&pr, "wpparent", &pool, &cl);
+	if (st)
+		return st;
 	wp_inner = orbit_worker_pool_executor(pool);
-	if (orbit_spot_client_open(pr.agent, SPOT, NULL, &cl))
-		return 73;
-	if (orbit_spot_submit_spot(cl, "r", 1, &seq))
-		return 74;
 	pid_t pid = fork();
 	if (pid == 0) {
 		orbit_test_child_default_signals();

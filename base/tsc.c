@@ -77,13 +77,12 @@ static bool may_measure(uint64_t now_ns)
 	return cal.usable;
 }
 
-uint64_t orbit__tsc_mark_at(uint64_t tsc_before, uint64_t now_ns, uint64_t boot_ns,
-			    uint64_t tsc_after, uint64_t budget_ns)
+/* orbit__tsc_mark_at() once may_measure() said yes. */
+static uint64_t mark_measurable(uint64_t tsc_before, uint64_t now_ns, uint64_t boot_ns,
+				uint64_t tsc_after, uint64_t budget_ns)
 {
 	double f, ticks;
 
-	if (!budget_ns || !tsc_before || !may_measure(now_ns))
-		return 0;
 	if (cal.ticks_per_ns == 0) {
 		uint64_t off = boot_ns - now_ns, moved;
 
@@ -123,14 +122,22 @@ uint64_t orbit__tsc_mark_at(uint64_t tsc_before, uint64_t now_ns, uint64_t boot_
 	return tsc_before + (uint64_t)ticks;
 }
 
+uint64_t orbit__tsc_mark_at(uint64_t tsc_before, uint64_t now_ns, uint64_t boot_ns,
+			    uint64_t tsc_after, uint64_t budget_ns)
+{
+	if (!budget_ns || !tsc_before || !may_measure(now_ns))
+		return 0;
+	return mark_measurable(tsc_before, now_ns, boot_ns, tsc_after, budget_ns);
+}
+
 uint64_t orbit__tsc_mark(uint64_t tsc_before, uint64_t now_ns, uint64_t tsc_after,
 			 uint64_t budget_ns)
 {
 	if (!budget_ns || !tsc_before || !may_measure(now_ns))
 		return 0;
 	/* CLOCK_BOOTTIME only while measuring (a read of 20-odd ns) */
-	return orbit__tsc_mark_at(tsc_before, now_ns, cal.ticks_per_ns == 0 ? boottime_ns() : 0,
-				  tsc_after, budget_ns);
+	return mark_measurable(tsc_before, now_ns, cal.ticks_per_ns == 0 ? boottime_ns() : 0,
+			       tsc_after, budget_ns);
 }
 
 void orbit__tsc_check(uint64_t start, uint64_t elapsed_ns)

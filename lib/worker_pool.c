@@ -31,7 +31,8 @@
  * below zero (a wait that returned for another reason takes off too), so
  * the count is never above the wakes really in flight. A worker that
  * takes a task and sees more ready wakes a sleeper too (the same gate,
- * and the same order as a submitter: its node, else the first with one). Without the count a submitter woke at every task until the woken
+ * and the same order as a submitter: its node, else the first with one).
+ * Without the count a submitter woke at every task until the woken
  * worker ran and uncounted itself: bench_spot_executor PerActor 1,024
  * Actors made 7.6 FUTEX_WAKE calls per sleep, 0.58 per item, nearly all
  * of them on the producer. Either a sleeper has no wake (the next

@@ -186,7 +186,8 @@ struct orbit_spot_host {
 	orbit_lock_owner_t owner;
 	struct orbit_lock_lease lease;
 	uint64_t ttl_ns, renew_at_ns;
-	uint64_t epoch; /* the lease's token at start: immutable (lease is the host thread's) */
+	uint64_t epoch;	  /* the lease's token at start: immutable (lease is the host thread's) */
+	bool lease_freed; /* let_go() released it (the host thread's, then stop's) */
 
 	/* the host thread */
 	pthread_t thread;
@@ -277,6 +278,22 @@ static void lease_release(struct orbit_spot_host *sh)
 {
 	/* -ENOENT (expired) or -EPERM (a newer host): nothing of ours to free */
 	(void)orbit_lock_release(sh->env.lock, &sh->key, &sh->owner, sh->lease.token);
+}
+
+/*
+ * let_go - a lost host frees its lease as soon as nothing it handed over
+ * is still out (the host thread, from host_main()): another process then
+ * adopts the Spot at once, not when the TTL runs out. Waiting for the
+ * hand-backs keeps a redelivered record from running in the next host
+ * while this host's handler of it still runs (a lost host whose epoch is
+ * still the queue's completes what comes back, as before). A host lost
+ * to a newer one (-ORBIT_EFENCED, -EPERM) or an expired lease (-ENOENT)
+ * holds nothing: the release, conditional on the token, frees nothing.
+ */
+static void let_go(struct orbit_spot_host *sh)
+{
+	lease_release(sh);
+	sh->lease_freed = true;
 }
 
 /* ---- losing ---- */
@@ -1047,6 +1064,8 @@ static void *host_main(void *p)
 		uint32_t seen;
 		bool poll;
 
+		if (!hosting(sh) && sh->outstanding == 0 && !sh->lease_freed)
+			let_go(sh);
 		if (stopping && sh->outstanding == 0)
 			break;
 		if (hosting(sh))
@@ -1367,8 +1386,8 @@ int orbit_spot_host_stop(orbit_spot_host_t *sh)
 		free(d);
 	}
 	coordinator_drop(sh);
-	if (hosting(sh))
-		lease_release(sh);
+	if (!sh->lease_freed)
+		lease_release(sh); /* hosting, or lost with a hand-back still out at the stop */
 	orbit__spotq_host_close(sh->h);
 	orbit__spotq_close(sh->q);
 	free(sh->buf);

@@ -159,7 +159,9 @@ enum orbit_spot_host_state {
 	 * holds it), or the queue fenced this host (a newer epoch took over),
 	 * or the coordinator was closed. Nothing more is taken; handlers that
 	 * run still finish (their completes are refused if a newer host took
-	 * over). The cause is orbit_spot_host_stats().lost_reason. */
+	 * over). Once every record handed over is back, the host releases
+	 * the lease if it still holds it, so another host may start at once.
+	 * The cause is orbit_spot_host_stats().lost_reason. */
 	ORBIT_SPOT_LOST = 2,
 };
 

@@ -22,6 +22,8 @@
  *   - the take goes on (on the host thread) while the pool's only worker
  *     runs a handler;
  *   - a stop called from a task of the host's own executor returns;
+ *   - a host lost to a closed coordinator frees its lease once its
+ *     handlers are back, and the next host starts at once;
  *   - a failing pthread_join() in orbit_spot_host_stop() aborts (house
  *     style: a failing pthread call on a valid object is a broken
  *     invariant), naming the call.
@@ -1835,6 +1837,142 @@ static void test_record_refused_with_echild_stays_for_the_next_host(void **state
 	assert_int_equal(orbit_test_fork_run(wrapped_pool_main, NULL, 60000), 0);
 }
 
+/* ---- a host lost to a closed coordinator ---- */
+
+#define CC_TTL_NS 30000000000ull /* the lost host's lease: far past the test's 10 s wait */
+
+static _Atomic int cc_gate_in, cc_gate_open;  /* record "g": its handler is in / may return */
+static _Atomic int cc_runs[3], cc_redeliv[3]; /* per record g, r, s */
+
+static int cc_handler(orbit_serial_turn_t *turn, const struct orbit_spot_record *rec, void *ctx)
+{
+	static const char names[] = "grs";
+	const char *at = rec->len == 1 ? memchr(names, *(const char *)rec->payload, 3) : NULL;
+
+	(void)turn;
+	(void)ctx;
+	if (!at)
+		return ORBIT_SERIAL_DONE;
+	atomic_fetch_add(&cc_runs[at - names], 1);
+	atomic_fetch_add(&cc_redeliv[at - names], rec->redelivered);
+	if (*at == 'g') {
+		atomic_store(&cc_gate_in, 1);
+		for (int ms = 0; ms < 10000 && !atomic_load(&cc_gate_open); ms++)
+			usleep(1000);
+	}
+	return ORBIT_SERIAL_DONE;
+}
+
+static bool cc_wait(_Atomic int *w, int want)
+{
+	for (int ms = 0; ms < 5000 && atomic_load(w) != want; ms++)
+		usleep(1000);
+	return atomic_load(w) == want;
+}
+
+/*
+ * One process: host A on a coordinator the caller made (lease TTL 30 s);
+ * record "g", whose handler waits at a gate; the coordinator closed; record
+ * "r", which A's hand-over sees refused with -EPIPE; then host B of the
+ * same Spot on a coordinator of its own, and record "s". 0, or the first
+ * failing step (1-14).
+ */
+static int closed_coord_main(void *arg)
+{
+	struct orbit_spot_serial_executor_options so;
+	struct orbit_worker_pool_options po;
+	struct orbit_spot_host_options ho;
+	struct orbit_test_proc pr;
+	orbit_spot_serial_executor_t *coord;
+	orbit_spot_host_t *a, *b;
+	orbit_worker_pool_t *pool;
+	orbit_spot_client_t *cl;
+	uint64_t seq;
+	int r;
+
+	(void)arg;
+	atomic_store(&wp_lost, 1);
+	if (orbit_test_proc_start(&pr, fleet, "ccproc", 0))
+		return 1;
+	orbit_worker_pool_options_init(&po);
+	po.nthreads = 1;
+	po.no_pin = true;
+	if (orbit_worker_pool_create(&po, &pool))
+		return 2;
+	orbit_spot_serial_executor_options_init(&so);
+	so.mode = ORBIT_SPOT_PER_ACTOR;
+	so.executor = orbit_worker_pool_executor(pool);
+	if (orbit_spot_serial_executor_create(&so, &coord))
+		return 3;
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_spot = cc_handler;
+	ho.on_lost = wp_on_lost;
+	ho.coordinator = coord;
+	ho.lease_ttl_ns = CC_TTL_NS;
+	if (orbit_spot_host_start(pr.agent, &ho, &a))
+		return 4;
+	if (orbit_spot_client_open(pr.agent, SPOT, NULL, &cl) ||
+	    orbit_spot_submit_spot(cl, "g", 1, &seq) || !cc_wait(&cc_gate_in, 1))
+		return 5;
+	if (orbit_spot_serial_executor_close(coord) || orbit_spot_submit_spot(cl, "r", 1, &seq))
+		return 6;
+	if (!cc_wait(&wp_lost, -EPIPE) || orbit_spot_host_state(a) != ORBIT_SPOT_LOST)
+		return 7;
+	/* B, while A's handler of "g" still runs: the lease stays A's */
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_spot = cc_handler;
+	ho.mode = ORBIT_SPOT_PER_ACTOR;
+	ho.executor = orbit_worker_pool_executor(pool);
+	for (int ms = 0; ms < 300; ms += 20) {
+		if (orbit_spot_host_start(pr.agent, &ho, &b) != -EBUSY)
+			return 8; /* freed with a handed-over record still out */
+		usleep(20000);
+	}
+	/* the handler returns, A completes "g" and lets go: B starts, retried
+	 * on -EBUSY (for 30 s before the fix) */
+	atomic_store(&cc_gate_open, 1);
+	for (int ms = 0; (r = orbit_spot_host_start(pr.agent, &ho, &b)) == -EBUSY && ms < 10000;
+	     ms += 5)
+		usleep(5000);
+	if (r)
+		return 9; /* -EBUSY past 10 s: the lost host kept its lease */
+	if (!cc_wait(&cc_runs[1], 1) || atomic_load(&cc_redeliv[1]) != 1)
+		return 10; /* "r": refused by A, run by B, flagged */
+	if (atomic_load(&cc_runs[0]) != 1)
+		return 11; /* "g": A completed it, B must not get it */
+	/* A's stop frees nothing of B's: B hosts on and runs a new record */
+	if (orbit_spot_host_stop(a))
+		return 12;
+	if (orbit_spot_host_state(b) != ORBIT_SPOT_HOSTING ||
+	    orbit_spot_submit_spot(cl, "s", 1, &seq))
+		return 13;
+	if (!cc_wait(&cc_runs[2], 1) || atomic_load(&cc_redeliv[2]) || orbit_spot_host_stop(b))
+		return 14;
+	orbit_spot_client_close(cl);
+	orbit_spot_serial_executor_await_quiescence(coord, -1);
+	orbit_spot_serial_executor_destroy(coord);
+	orbit_worker_pool_destroy(pool);
+	orbit_test_proc_stop(&pr);
+	return 0;
+}
+
+/*
+ * A host lost because its coordinator was closed (-EPIPE) frees its lease
+ * as soon as every record it handed over is back (a handler still running
+ * keeps it), so the next host of the Spot starts at once, not after the
+ * lost host's 30 s TTL (before, it kept the lease until the TTL ran out
+ * or its process died). The next host gets the record the lost host took
+ * and could not hand over again, flagged redelivered, not the one it
+ * completed; the lost host's stop then frees nothing of the new host's.
+ */
+static void test_host_lost_to_a_closed_coordinator_frees_its_lease_at_once(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit_test_fork_run(closed_coord_main, NULL, 60000), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1874,6 +2012,9 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_record_refused_with_echild_stays_for_the_next_host, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_host_lost_to_a_closed_coordinator_frees_its_lease_at_once, setup,
+		    teardown),
 	};
 
 	if (getenv("ORBIT_TEST_FILTER"))

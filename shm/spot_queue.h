@@ -440,11 +440,28 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
 
 /*
  * orbit__spotq_wait_room - sleep until lane @lane may have room for @len
- * bytes and one item, or @timeout_ns (< 0: none). Returns 0 (room now, or
- * the host freed something), -ETIMEDOUT, -EINTR, -EINVAL, -ECHILD.
+ * bytes and one item, or @timeout_ns (< 0: none). Before it announces a
+ * sleep it polls the lane's head and tail, without announcing (so the
+ * host's advance rings nobody), for its poll budget (5 us at first,
+ * adapted by orbit__spotq_poll_next() from how soon room came: at most
+ * 20 us, none after a preemption until a short wait; none on a machine
+ * with one CPU online; cut to @timeout_ns, which it counts against).
+ * Returns 0 (room now, or the host freed something), -ETIMEDOUT, -EINTR,
+ * -EINVAL, -ECHILD. Context: the producer's thread (one at a time).
  */
 int orbit__spotq_wait_room(orbit_spotq_producer_t *p, uint32_t lane, uint32_t len,
 			   int64_t timeout_ns);
+
+/*
+ * orbit__spotq_producer_set_poll - fix the poll budget of @p's waits for
+ * room at @budget_ns (0: announce and sleep at once, as before the poll
+ * existed), never adapted and never cut by a preemption; < 0: back to the
+ * adaptive default. For tests, and a producer on a CPU of its own. NULL:
+ * nothing. Context: the producer's thread.
+ * orbit__spotq_producer_poll_budget - the budget of @p's next poll (tests).
+ */
+void orbit__spotq_producer_set_poll(orbit_spotq_producer_t *p, int64_t budget_ns);
+uint64_t orbit__spotq_producer_poll_budget(const orbit_spotq_producer_t *p);
 
 /* ---- the host (consumer) ---- */
 

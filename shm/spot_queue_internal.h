@@ -111,6 +111,7 @@
 #include <sys/types.h>
 
 #include <orbit/error.h>
+#include "base/cpu.h"
 #include "base/hash.h"
 #include "shm/spot_queue.h"
 
@@ -240,6 +241,11 @@ struct orbit_spotq_producer {
 	uint64_t stamp_tick;
 	uint32_t since_exact;
 	pid_t pid;
+	/* wait_room()'s poll (room_poll()): the budget of the next one (0:
+	 * none), fixed by orbit__spotq_producer_set_poll(), else adapted
+	 * when more than one CPU was online at open (room_adapt) */
+	bool room_fixed, room_adapt;
+	uint64_t room_poll_ns;
 };
 
 struct orbit_spotq_host {
@@ -399,6 +405,23 @@ static inline uint64_t ack_retagged(uint64_t a, uint64_t gen)
 	else if (st > AW_REDELIVER)
 		st = AW_NONE; /* not a state: take() looks at the record afresh */
 	return aw_make(aw_pos(a), st, false, gen);
+}
+
+/*
+ * The waits' spin between two looks (the host's poll, a producer's poll
+ * for room): PAUSE, no shared line read, until @look_ns past @prev by
+ * CLOCK_MONOTONIC. Returns the time then.
+ */
+static inline uint64_t spin_look(uint64_t prev, uint64_t look_ns)
+{
+	uint64_t now;
+
+	do {
+		for (int k = 0; k < 16; k++)
+			orbit__cpu_relax();
+		now = orbit__now_mono_ns();
+	} while (now - prev < look_ns);
+	return now;
 }
 
 /* ---- checksum ---- */

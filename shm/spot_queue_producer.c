@@ -39,6 +39,22 @@
 #define STAMP_EXACT_EVERY 16u
 /* submit() asks for the slot this many ahead of its own (prefetch_w()) */
 #define PREFETCH_SLOTS 4u
+/*
+ * wait_room()'s poll before it announces a sleep (room_poll()): a look at
+ * the lane's head and tail every ROOM_LOOK_NS (the spin between looks
+ * reads no shared line), for a budget adapted as the host's poll is
+ * (orbit__spotq_poll_next(): twice the last wait when room came within
+ * 20 us, else halved; none after a preemption until a short wait again).
+ * A gap of more than ROOM_GAP_NS between two looks means this thread was
+ * preempted: it sleeps. A host that keeps completing frees room every
+ * batch, microseconds apart, and a producer that slept for it cost the
+ * host a FUTEX_WAKE per batch (its announce makes the freeing advance
+ * ring) and itself a wake-up; one that shares its CPU with the host finds
+ * no room while it spins, and its budget falls to nothing.
+ */
+#define ROOM_LOOK_NS 2000ull
+#define ROOM_GAP_NS 20000ull
+#define ROOM_POLL_START_NS 5000ull
 
 /*
  * Prefetch the cache line at @p for writing (x86 PREFETCHW, a NOP where
@@ -124,6 +140,7 @@ int orbit__spotq_producer_open(orbit_spotq_producer_t **out, orbit_spotq_t *q, o
 	/* relaxed: this row is ours from the CAS on */
 	p->seq = atomic_load_explicit(&rw->seq, memory_order_relaxed);
 	p->pid = orbit__self_pid();
+	orbit__spotq_producer_set_poll(p, -1);
 	*out = p;
 	return 0;
 }
@@ -453,24 +470,102 @@ static bool has_room(struct lane_geo *g, uint32_t len)
 	       mod_sub(pw_bytes(t), pw_bytes(h), g->wb) + len <= g->bytes;
 }
 
+void orbit__spotq_producer_set_poll(orbit_spotq_producer_t *p, int64_t budget_ns)
+{
+	if (!p)
+		return;
+	p->room_fixed = budget_ns >= 0;
+	/* CPUs online, not this thread's affinity: the host is another process */
+	p->room_adapt = !p->room_fixed && sysconf(_SC_NPROCESSORS_ONLN) > 1;
+	p->room_poll_ns = p->room_fixed	  ? (uint64_t)budget_ns
+			  : p->room_adapt ? ROOM_POLL_START_NS
+					  : 0;
+}
+
+uint64_t orbit__spotq_producer_poll_budget(const orbit_spotq_producer_t *p)
+{
+	return p ? p->room_poll_ns : 0;
+}
+
+/*
+ * Poll @g for room for one item and @len bytes for up to @budget_ns from
+ * @t0. No announce: the host rings nobody meanwhile. Returns the time
+ * from @t0 to the look that saw room, or UINT64_MAX when the budget was
+ * spent or (unless @fixed) a gap past ROOM_GAP_NS showed this thread was
+ * preempted (*@preempted).
+ */
+static uint64_t room_poll(struct lane_geo *g, uint32_t len, uint64_t budget_ns, uint64_t t0,
+			  bool fixed, bool *preempted)
+{
+	if (has_room(g, len))
+		return 0; /* freed since the caller's -EAGAIN */
+	for (uint64_t now = t0;;) {
+		uint64_t prev = now;
+
+		now = spin_look(prev, ROOM_LOOK_NS);
+		if (now - prev > ROOM_GAP_NS && !fixed) {
+			*preempted = true; /* another thread wants this CPU */
+			return UINT64_MAX;
+		}
+		if (has_room(g, len))
+			return now - t0;
+		if (now - t0 >= budget_ns)
+			return UINT64_MAX;
+	}
+}
+
 int orbit__spotq_wait_room(orbit_spotq_producer_t *p, uint32_t lane, uint32_t len,
 			   int64_t timeout_ns)
 {
 	struct orbit_doorbell *db;
+	struct lane_geo *g;
+	uint64_t t0 = 0;
 	uint32_t seen;
+	bool adapt;
 	int r;
 
 	if (!p || lane >= ORBIT_SPOTQ_LANES)
 		return -EINVAL;
 	if (orbit__fork_check(p->pid))
 		return -ECHILD;
+	g = &p->q->lane[lane];
+	adapt = p->room_adapt && timeout_ns != 0;
+	if (p->room_poll_ns && timeout_ns != 0) {
+		uint64_t budget = timeout_ns > 0 && (uint64_t)timeout_ns < p->room_poll_ns
+				      ? (uint64_t)timeout_ns
+				      : p->room_poll_ns;
+		bool preempted = false;
+		uint64_t got;
+
+		t0 = orbit__now_mono_ns();
+		got = room_poll(g, len, budget, t0, p->room_fixed, &preempted);
+		if (got != UINT64_MAX) {
+			if (adapt)
+				p->room_poll_ns = orbit__spotq_poll_next(p->room_poll_ns, got);
+			return 0;
+		}
+		if (preempted) {
+			p->room_poll_ns = orbit__spotq_poll_next(p->room_poll_ns, UINT64_MAX);
+			adapt = false; /* this wait's length says nothing about the host */
+		}
+		if (timeout_ns > 0) { /* the poll's time counts against @timeout_ns */
+			uint64_t spent = orbit__now_mono_ns() - t0;
+
+			timeout_ns = spent >= (uint64_t)timeout_ns ? 0
+								   : timeout_ns - (int64_t)spent;
+		}
+	} else if (adapt) {
+		t0 = orbit__now_mono_ns(); /* no budget now: a short wait brings one back */
+	}
 	db = &p->q->shm->room_db;
 	seen = orbit__doorbell_seq(db);
 	/* SQ-D2: announce, fence, re-check; pairs with SQ-F2 of the host's advance */
 	atomic_fetch_or_explicit(&db->sleeping, ORBIT_DOORBELL_SHARED, memory_order_seq_cst);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (has_room(&p->q->lane[lane], len))
-		return 0;
-	r = orbit__doorbell_wait(db, seen, timeout_ns);
+	r = has_room(g, len) ? 0 : orbit__doorbell_wait(db, seen, timeout_ns);
+	/* how soon room came: the next poll's budget (a wait of 20 us or less brings it back) */
+	if (adapt && (r == 0 || r == -ETIMEDOUT))
+		p->room_poll_ns = orbit__spotq_poll_next(p->room_poll_ns,
+							 orbit__now_mono_ns() - t0);
 	return r;
 }

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include <orbit/error.h>
-#include "base/cpu.h"
 #include "shm/spot_queue_internal.h"
 
 /*
@@ -174,11 +173,7 @@ static int host_poll(orbit_spotq_host_t *h, uint32_t seen, uint32_t lanes, uint6
 	for (uint64_t now = t0;;) {
 		uint64_t prev = now;
 
-		do {
-			for (int k = 0; k < 16; k++)
-				orbit__cpu_relax();
-			now = orbit__now_mono_ns();
-		} while (now - prev < POLL_LOOK_NS);
+		now = spin_look(prev, POLL_LOOK_NS);
 		if (now - prev > POLL_MAX_NS && !h->poll_fixed) {
 			poll_adapt(h, UINT64_MAX);
 			return -ETIMEDOUT;

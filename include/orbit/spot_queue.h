@@ -447,8 +447,11 @@ ORBIT_API int orbit_spot_submit_lifecycle(orbit_spot_client_t *client, const voi
  * Room can be taken by another producer before the next submit: submit
  * again, and wait again on -EAGAIN.
  *
- * Context: the client's thread; blocks in FUTEX_WAIT on the queue's room
- * doorbell (the host rings it when it frees room and someone waits).
+ * Context: the client's thread; with more than one CPU online it first
+ * polls the lane for a few microseconds (an adaptive budget, at most
+ * 20 us: a host that keeps completing frees room that soon, and rings
+ * nobody), then blocks in FUTEX_WAIT on the queue's room doorbell (the
+ * host rings it when it frees room and someone waits).
  * Returns: 0 (room now, or room was freed); -ETIMEDOUT; -EINTR; -EINVAL
  * (NULL client, bad lane); -ECHILD.
  */

@@ -1162,6 +1162,22 @@ static void *producer_waits_room(void *arg)
 }
 
 /*
+ * A 2-item application lane, full (a third submit is -EAGAIN), both
+ * records taken by the host *@h: room comes back with the first
+ * complete. Returns the queue's SHM body (its doorbells).
+ */
+static struct orbit_spotq_shm *room_full(struct fx *f, orbit_spotq_host_t **h)
+{
+	fx_open(f, opts(2, 1024, 2, 128));
+	assert_int_equal(orbit__spotq_host_takeover(h, f->q, f->m, 1), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), 0);
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), -EAGAIN);
+	assert_int_equal(orbit__spotq_take(*h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 2);
+	return (void *)((char *)orbit__spotq_seg(f->q)->base + ORBIT_SEG_HEADER_BYTES);
+}
+
+/*
  * Issue 11 "an optional helper waits on the lane's free-space doorbell":
  * a producer asleep in wait_room() is woken by the host's head advance
  * (one FUTEX_WAKE on the room doorbell), not by its 5 s timeout; and
@@ -1174,15 +1190,9 @@ static void test_room_doorbell_wakes_waiting_producer_and_kick_wakes_host(void *
 	orbit_spotq_host_t *h;
 	pthread_t th;
 
-	fx_open(f, opts(2, 1024, 2, 128));
-	struct orbit_spotq_shm *sh = (void *)((char *)orbit__spotq_seg(f->q)->base +
-					      ORBIT_SEG_HEADER_BYTES);
-	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
-	for (int i = 0; i < 2; i++)
-		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), 0);
-	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), -EAGAIN);
-	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 2);
+	struct orbit_spotq_shm *sh = room_full(f, &h);
 	w.p = f->p;
+	orbit__spotq_producer_set_poll(f->p, 0); /* the sleep itself (the poll: below) */
 	assert_int_equal(pthread_create(&th, NULL, producer_waits_room, &w), 0);
 	for (int i = 0; i < 5000 && !atomic_load(&sh->room_db.sleeping); i++)
 		usleep(100);
@@ -1198,6 +1208,77 @@ static void test_room_doorbell_wakes_waiting_producer_and_kick_wakes_host(void *
 	uint32_t seq0 = orbit__doorbell_seq(&sh->rec_db);
 	orbit__spotq_kick(f->q);
 	assert_true(orbit__doorbell_seq(&sh->rec_db) != seq0);
+	orbit__spotq_host_close(h);
+}
+
+/*
+ * Issue 11 "no syscall per record while it is awake", the producer's side
+ * of a full lane: a producer that waits for room polls the lane for its
+ * poll budget before it announces a sleep, so the host's advance that
+ * frees the room sees nobody asleep and makes no FUTEX_WAKE (before, every
+ * wait announced at once: a producer streaming into a host that keeps up
+ * cost the host a FUTEX_WAKE per batch it completed).
+ */
+static void test_room_wait_polls_before_it_sleeps_and_the_host_rings_nobody(void **state)
+{
+	struct fx *f = *state;
+	struct room_waiter w = { .rc = 1 };
+	orbit_spotq_host_t *h;
+	pthread_t th;
+
+	struct orbit_spotq_shm *sh = room_full(f, &h);
+	w.p = f->p;
+	orbit__spotq_producer_set_poll(f->p, 4000000000ll); /* fixed: a loaded machine's gaps too */
+	assert_int_equal(orbit__spotq_producer_poll_budget(f->p), 4000000000ull);
+	assert_int_equal(pthread_create(&th, NULL, producer_waits_room, &w), 0);
+	while (!atomic_load(&w.started))
+		usleep(100);
+	usleep(20000);
+	assert_int_equal(atomic_load(&sh->room_db.sleeping), 0); /* polling, not announced */
+	assert_int_equal(atomic_load(&w.rc), 1);		 /* still waiting */
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&w.rc), 0);
+	assert_true(w.took_ns < 2000000000ull);
+	assert_int_equal(orbit__doorbell_wakes(&sh->room_db), 0); /* the advance rang nobody */
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), 0);
+	orbit__spotq_host_close(h);
+}
+
+/*
+ * The room poll's budget adapts as the host's does (orbit__spotq_poll_next):
+ * 5 us at first with more than one CPU online, none with one; a wait that
+ * found no room within 20 us (here: its 30 ms timeout) halves it, and the
+ * poll's time counts against the timeout.
+ */
+static void test_room_poll_budget_adapts_to_how_soon_room_came(void **state)
+{
+	struct fx *f = *state;
+	orbit_spotq_host_t *h;
+	uint64_t t0, b0;
+
+	fx_open(f, opts(2, 1024, 2, 128));
+	assert_int_equal(orbit__spotq_host_takeover(&h, f->q, f->m, 1), 0);
+	b0 = orbit__spotq_producer_poll_budget(f->p);
+	if (sysconf(_SC_NPROCESSORS_ONLN) <= 1) {
+		assert_int_equal(b0, 0); /* one CPU: the host needs it, sleep at once */
+		orbit__spotq_host_close(h);
+		skip();
+	}
+	assert_int_equal(b0, 5000);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 8, 1, NULL), 0);
+	t0 = orbit_test_now_ns();
+	assert_int_equal(orbit__spotq_wait_room(f->p, ORBIT_SPOTQ_APP, 8, 30000000), -ETIMEDOUT);
+	assert_true(orbit_test_now_ns() - t0 >= 30000000ull);
+	assert_int_equal(orbit__spotq_producer_poll_budget(f->p), 2500);
+	/* room already there: 0 at once, and a 0 ns wait counts as short */
+	assert_int_equal(orbit__spotq_take(h, 0, f->recs, 8, f->buf, sizeof(f->buf)), 2);
+	assert_int_equal(orbit__spotq_complete(h, 0, f->recs[0].pos), 0);
+	assert_int_equal(orbit__spotq_wait_room(f->p, ORBIT_SPOTQ_APP, 8, 30000000), 0);
+	assert_int_equal(orbit__spotq_producer_poll_budget(f->p), 1000);
+	orbit__spotq_producer_set_poll(f->p, -1);
+	assert_int_equal(orbit__spotq_producer_poll_budget(f->p), 5000);
 	orbit__spotq_host_close(h);
 }
 
@@ -1882,6 +1963,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_head_past_cursor_resyncs, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_room_doorbell_wakes_waiting_producer_and_kick_wakes_host, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_room_wait_polls_before_it_sleeps_and_the_host_rings_nobody, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_room_poll_budget_adapts_to_how_soon_room_came,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_claim_of_an_ended_tenure_aborted_at_once,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(

@@ -40,6 +40,10 @@
  * consumer seeing the last one) and the loaded latency p50/p99 (every 16th
  * record carries its producer's CLOCK_MONOTONIC stamp, read by the
  * consumer when it has the record; under load that is mostly queueing).
+ * Then the queue's own cost with no other CPU in it (own_cost(): one
+ * process submits bursts of 512 records of 64 B and takes and completes
+ * them, every line in its own caches), beside what 5x ZeroMQ and 20x a
+ * pipe leave per record end to end in the same run.
  * Then the wake-up of a sleeping consumer: one 64-byte record in flight, a
  * 50 us gap before each, acked on a pipe, timed one way from the stamp
  * (bench_agent's ping-pong, the same methods plus a raw futex pair; the
@@ -1112,6 +1116,109 @@ static bool target_ratio(const char *name, enum method a, enum method b, int si,
 			    op, goal, "x");
 }
 
+/*
+ * The queue's own cost, no other CPU in it: one process, pinned to the
+ * producers' CPU, submits OWN_BURST records of 64 B, then takes and
+ * completes them (batches of BATCH), OWN_ROUNDS times; every line the
+ * queue touches stays in this CPU's caches. Prints the medians per record
+ * of the submits and of the takes with their completes, and what a
+ * transport figure of 5x ZeroMQ and 20x a pipe would leave per record end
+ * to end in this run: a queue whose single-CPU submit alone takes longer
+ * cannot reach that goal by any placement (README, "Benchmarks").
+ */
+#define OWN_BURST 512
+#define OWN_ROUNDS 400
+static void own_cost(void)
+{
+	static double sub[OWN_ROUNDS], tc[OWN_ROUNDS];
+	static struct orbit_spotq_rec recs[BATCH];
+	struct orbit_spotq_options o;
+	struct orbit_spotq_submit s;
+	orbit_spotq_producer_t *p = NULL;
+	orbit_spotq_host_t *h = NULL;
+	orbit_members_t *mb = NULL;
+	orbit_spotq_t *q = NULL;
+	unsigned char rec[64] = { 0 };
+	cpu_set_t was, one;
+	uint32_t pos[BATCH];
+	void *buf = malloc(LANE_BYTES);
+	int e = 0, rounds_done = 0;
+
+	orbit__spotq_options_init(&o);
+	o.how = ORBIT_SEG_OPEN_OR_CREATE;
+	s = (struct orbit_spotq_submit){ .kind = ORBIT_SPOTQ_KIND_SPOT, .payload = rec, .len = 64 };
+	sched_getaffinity(0, sizeof(was), &was);
+	if (cpu_a >= 0) {
+		CPU_ZERO(&one);
+		CPU_SET(cpu_a, &one);
+		sched_setaffinity(0, sizeof(one), &one);
+	}
+	if (!buf || (e = orbit__members_open(&mb, fleet, 0, NULL)) < 0 ||
+	    (e = orbit__members_join(mb, "own-cost")) < 0 ||
+	    (e = orbit__spotq_open(&q, fleet, "own-cost", &o)) < 0 ||
+	    (e = orbit__spotq_producer_open(&p, q, mb)) < 0 ||
+	    (e = orbit__spotq_host_takeover(&h, q, mb, 1)) < 0)
+		goto out;
+	for (int r = 0; r < OWN_ROUNDS + 10 && e >= 0; r++) {
+		uint64_t t0 = orbit_test_now_ns(), t1, t2;
+		int k = 0, got = 0;
+
+		for (; k < OWN_BURST && e >= 0; k++)
+			e = orbit__spotq_submit(p, &s, NULL);
+		t1 = orbit_test_now_ns();
+		while (e >= 0 && got < k) {
+			int n = orbit__spotq_take(h, ORBIT_SPOTQ_APP, recs, BATCH, buf, LANE_BYTES);
+			unsigned done;
+
+			if (n <= 0) {
+				e = n < 0 ? n : -EIO; /* all were committed: never empty here */
+				break;
+			}
+			for (int i = 0; i < n; i++)
+				pos[i] = recs[i].pos;
+			e = orbit__spotq_complete_n(h, ORBIT_SPOTQ_APP, pos, (unsigned)n, &done);
+			got += n;
+		}
+		t2 = orbit_test_now_ns();
+		if (r >= 10 && e >= 0) { /* the first rounds fault the segment in */
+			sub[rounds_done] = (double)(t1 - t0) / k;
+			tc[rounds_done++] = (double)(t2 - t1) / k;
+		}
+	}
+out:
+	if (e < 0)
+		printf("\n-- the queue's own cost: not measured (%s)\n", orbit_strerror(e));
+	orbit__spotq_host_close(h);
+	orbit__spotq_producer_close(p);
+	orbit__spotq_close(q);
+	orbit__spotq_unlink(fleet, "own-cost");
+	orbit__members_close(mb);
+	sched_setaffinity(0, sizeof(was), &was);
+	free(buf);
+	if (e < 0 || !rounds_done)
+		return;
+	qsort(sub, (size_t)rounds_done, sizeof(sub[0]), cmp_double);
+	qsort(tc, (size_t)rounds_done, sizeof(tc[0]), cmp_double);
+	printf("\n-- the queue's own cost: one process on one CPU, 64 B records in bursts of %d "
+	       "(%d rounds)\n",
+	       OWN_BURST, rounds_done);
+	printf("  submit                                   %7.1f ns/rec [%.1f-%.1f]\n",
+	       sub[rounds_done / 2], sub[0], sub[rounds_done - 1]);
+	printf("  take + complete                          %7.1f ns/rec [%.1f-%.1f]\n",
+	       tc[rounds_done / 2], tc[0], tc[rounds_done - 1]);
+	for (int k = 0; k < 2; k++) {
+		enum method m = k ? M_PIPE : M_ZMQ;
+		double goal = k ? 20.0 : 5.0;
+
+		if (skipped(m) || !config_selected(0, 0) || !tp_ok[m][0][0])
+			continue;
+		printf("  transport >= %2.0fx %-9s leaves       %7.1f ns/rec end to end (%s %.3f M "
+		       "rec/s)\n",
+		       goal, mname[m], 1e3 / (goal * median(tp[m][0][0][F_MRPS])), mname[m],
+		       median(tp[m][0][0][F_MRPS]));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const enum method tmeth[] = { M_PIPE, M_SEQPACKET, M_MQUEUE, M_ZMQ,
@@ -1247,6 +1354,8 @@ int main(int argc, char **argv)
 			snprintf(name, sizeof(name), "%s %u B", mname[m], sizes[si]);
 			ratio_line(name, tp[m][si][1][F_MRPS], tp[m][si][0][F_MRPS]);
 		}
+	if (!smoke && !unselected(M_TRANSPORT))
+		own_cost();
 	if (configs && !listed(configs, "wake"))
 		goto targets;
 	printf("\n-- wake-up of a sleeping consumer: 64 B, one in flight, %d us gap, %d rounds\n",

@@ -274,10 +274,10 @@ static int lease_renew(struct orbit_spot_host *sh)
 				&sh->lease);
 }
 
-static void lease_release(struct orbit_spot_host *sh)
+static int lease_release(struct orbit_spot_host *sh)
 {
 	/* -ENOENT (expired) or -EPERM (a newer host): nothing of ours to free */
-	(void)orbit_lock_release(sh->env.lock, &sh->key, &sh->owner, sh->lease.token);
+	return orbit_lock_release(sh->env.lock, &sh->key, &sh->owner, sh->lease.token);
 }
 
 /*
@@ -285,15 +285,23 @@ static void lease_release(struct orbit_spot_host *sh)
  * is still out (the host thread, from host_main()): another process then
  * adopts the Spot at once, not when the TTL runs out. Waiting for the
  * hand-backs keeps a redelivered record from running in the next host
- * while this host's handler of it still runs (a lost host whose epoch is
- * still the queue's completes what comes back, as before). A host lost
- * to a newer one (-ORBIT_EFENCED, -EPERM) or an expired lease (-ENOENT)
- * holds nothing: the release, conditional on the token, frees nothing.
+ * while this host's handler of it still runs, for as long as the lease
+ * lasts (it is not renewed after the loss: a handler that runs past the
+ * TTL can overlap the next host's run of its record, as for a host paused
+ * past its lease). A lost host whose epoch is still the queue's completes
+ * what comes back, as before. A host lost to a newer one (-ORBIT_EFENCED,
+ * -EPERM) or an expired lease (-ENOENT) holds nothing: the release,
+ * conditional on the owner and token, frees nothing. A release that did
+ * not get through (-EAGAIN: the serializer stayed busy; a backend's
+ * -ORBIT_EUNAVAILABLE) is tried again every RETRY_NS until the lease's
+ * deadline.
  */
 static void let_go(struct orbit_spot_host *sh)
 {
-	lease_release(sh);
-	sh->lease_freed = true;
+	int r = lease_release(sh);
+
+	if (r == 0 || r == -ENOENT || r == -EPERM || now_ns() >= sh->lease.deadline_ns)
+		sh->lease_freed = true;
 }
 
 /* ---- losing ---- */
@@ -1064,8 +1072,12 @@ static void *host_main(void *p)
 		uint32_t seen;
 		bool poll;
 
-		if (!hosting(sh) && sh->outstanding == 0 && !sh->lease_freed)
-			let_go(sh);
+		if (!hosting(sh) && sh->outstanding == 0) {
+			if (!sh->lease_freed)
+				let_go(sh);
+			if (sh->lease_freed)
+				break; /* lost, nothing out, nothing held: the stop joins at once */
+		}
 		if (stopping && sh->outstanding == 0)
 			break;
 		if (hosting(sh))
@@ -1111,7 +1123,10 @@ static void *host_main(void *p)
 				lose(sh, r);
 			ready = r == 1;
 		} else {
-			/* a worker's kick or stop (both after seen) ends it */
+			/* a worker's kick or stop (both after seen) ends it; a lost
+			 * host's release that did not get through goes again */
+			if (!sh->lease_freed && sh->outstanding == 0 && !hosting(sh))
+				to = RETRY_NS;
 			orbit__doorbell_wait_class(sh->rec_db, seen, to, sh->env.wake_class);
 		}
 		atomic_store_explicit(&sh->idle, 0, memory_order_relaxed);
@@ -1336,7 +1351,7 @@ err_coord:
 err_host:
 	orbit__spotq_host_close(sh->h);
 err_lease:
-	lease_release(sh);
+	(void)lease_release(sh);
 err_queue:
 	orbit__spotq_close(sh->q);
 err_free:
@@ -1386,8 +1401,8 @@ int orbit_spot_host_stop(orbit_spot_host_t *sh)
 		free(d);
 	}
 	coordinator_drop(sh);
-	if (!sh->lease_freed)
-		lease_release(sh); /* hosting, or lost with a hand-back still out at the stop */
+	if (!sh->lease_freed) /* hosting at the stop, or a lost host's release that failed */
+		(void)lease_release(sh);
 	orbit__spotq_host_close(sh->h);
 	orbit__spotq_close(sh->q);
 	free(sh->buf);

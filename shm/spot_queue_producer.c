@@ -540,7 +540,8 @@ int orbit__spotq_wait_room(orbit_spotq_producer_t *p, uint32_t lane, uint32_t le
 		t0 = orbit__now_mono_ns();
 		got = room_poll(g, len, budget, t0, p->room_fixed, &preempted);
 		if (got != UINT64_MAX) {
-			if (adapt)
+			/* room at the first look (got 0) says nothing of how soon it comes */
+			if (adapt && got)
 				p->room_poll_ns = orbit__spotq_poll_next(p->room_poll_ns, got);
 			return 0;
 		}
@@ -553,6 +554,12 @@ int orbit__spotq_wait_room(orbit_spotq_producer_t *p, uint32_t lane, uint32_t le
 
 			timeout_ns = spent >= (uint64_t)timeout_ns ? 0
 								   : timeout_ns - (int64_t)spent;
+			if (timeout_ns == 0) {
+				/* spent polling: answer without an announce, which
+				 * would only make the host's next advance ring nobody */
+				r = has_room(g, len) ? 0 : -ETIMEDOUT;
+				goto adapted;
+			}
 		}
 	} else if (adapt) {
 		t0 = orbit__now_mono_ns(); /* no budget now: a short wait brings one back */
@@ -563,9 +570,17 @@ int orbit__spotq_wait_room(orbit_spotq_producer_t *p, uint32_t lane, uint32_t le
 	atomic_fetch_or_explicit(&db->sleeping, ORBIT_DOORBELL_SHARED, memory_order_seq_cst);
 	atomic_thread_fence(memory_order_seq_cst);
 	r = has_room(g, len) ? 0 : orbit__doorbell_wait(db, seen, timeout_ns);
-	/* how soon room came: the next poll's budget (a wait of 20 us or less brings it back) */
-	if (adapt && (r == 0 || r == -ETIMEDOUT))
+adapted:
+	/*
+	 * How soon room came: the next poll's budget (a wait of 20 us or less
+	 * brings it back). A timeout saw no room at all: it counts as a long
+	 * wait, whatever its length (the budget halves).
+	 */
+	if (adapt && r == 0)
 		p->room_poll_ns = orbit__spotq_poll_next(p->room_poll_ns,
 							 orbit__now_mono_ns() - t0);
+	else if (adapt && r == -ETIMEDOUT)
+		p->room_poll_ns = orbit__spotq_poll_next(p->room_poll_ns,
+							 UINT64_MAX - 1); /* long */
 	return r;
 }

@@ -1926,14 +1926,17 @@ static int closed_coord_main(void *arg)
 	ho.mode = ORBIT_SPOT_PER_ACTOR;
 	ho.executor = orbit_worker_pool_executor(pool);
 	for (int ms = 0; ms < 300; ms += 20) {
-		if (orbit_spot_host_start(pr.agent, &ho, &b) != -EBUSY)
-			return 8; /* freed with a handed-over record still out */
+		r = orbit_spot_host_start(pr.agent, &ho, &b);
+		if (r != -EBUSY && r != -EAGAIN) /* -EAGAIN: the lock serializer stayed busy */
+			return 8;		 /* freed with a handed-over record still out */
 		usleep(20000);
 	}
 	/* the handler returns, A completes "g" and lets go: B starts, retried
 	 * on -EBUSY (for 30 s before the fix) */
 	atomic_store(&cc_gate_open, 1);
-	for (int ms = 0; (r = orbit_spot_host_start(pr.agent, &ho, &b)) == -EBUSY && ms < 10000;
+	for (int ms = 0;
+	     ((r = orbit_spot_host_start(pr.agent, &ho, &b)) == -EBUSY || r == -EAGAIN) &&
+	     ms < 10000;
 	     ms += 5)
 		usleep(5000);
 	if (r)

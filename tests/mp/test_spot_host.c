@@ -23,7 +23,8 @@
  *     runs a handler;
  *   - a stop called from a task of the host's own executor returns;
  *   - a host lost to a closed coordinator frees its lease once its
- *     handlers are back, and the next host starts at once;
+ *     handlers are back, and the next host starts at once, also when the
+ *     first release met a busy lock serializer;
  *   - a failing pthread_join() in orbit_spot_host_stop() aborts (house
  *     style: a failing pthread call on a valid object is a broken
  *     invariant), naming the call.
@@ -1870,95 +1871,180 @@ static bool cc_wait(_Atomic int *w, int want)
 	return atomic_load(w) == want;
 }
 
+/* The one process of the closed-coordinator tests. */
+struct cc {
+	struct orbit_test_proc pr;
+	orbit_worker_pool_t *pool;
+	orbit_spot_serial_executor_t *coord;
+	orbit_spot_client_t *cl;
+	orbit_spot_host_t *a, *b;
+	struct orbit_spot_host_options bo; /* B's options */
+};
+
 /*
- * One process: host A on a coordinator the caller made (lease TTL 30 s);
- * record "g", whose handler waits at a gate; the coordinator closed; record
- * "r", which A's hand-over sees refused with -EPIPE; then host B of the
- * same Spot on a coordinator of its own, and record "s". 0, or the first
- * failing step (1-14).
+ * Host A on a coordinator the caller made (lease TTL 30 s); record "g",
+ * whose handler waits at a gate; the coordinator closed; record "r",
+ * which A's hand-over sees refused with -EPIPE: A is lost with "g" still
+ * out. Then B's options (a coordinator of its own). 0, or the first
+ * failing step (1-7).
  */
-static int closed_coord_main(void *arg)
+static int cc_lose_a(struct cc *c, const char *name)
 {
 	struct orbit_spot_serial_executor_options so;
 	struct orbit_worker_pool_options po;
 	struct orbit_spot_host_options ho;
-	struct orbit_test_proc pr;
-	orbit_spot_serial_executor_t *coord;
-	orbit_spot_host_t *a, *b;
-	orbit_worker_pool_t *pool;
-	orbit_spot_client_t *cl;
 	uint64_t seq;
-	int r;
 
-	(void)arg;
 	atomic_store(&wp_lost, 1);
-	if (orbit_test_proc_start(&pr, fleet, "ccproc", 0))
+	if (orbit_test_proc_start(&c->pr, fleet, name, 0))
 		return 1;
 	orbit_worker_pool_options_init(&po);
 	po.nthreads = 1;
 	po.no_pin = true;
-	if (orbit_worker_pool_create(&po, &pool))
+	if (orbit_worker_pool_create(&po, &c->pool))
 		return 2;
 	orbit_spot_serial_executor_options_init(&so);
 	so.mode = ORBIT_SPOT_PER_ACTOR;
-	so.executor = orbit_worker_pool_executor(pool);
-	if (orbit_spot_serial_executor_create(&so, &coord))
+	so.executor = orbit_worker_pool_executor(c->pool);
+	if (orbit_spot_serial_executor_create(&so, &c->coord))
 		return 3;
 	orbit_spot_host_options_init(&ho);
 	ho.spot = SPOT;
 	ho.on_spot = cc_handler;
 	ho.on_lost = wp_on_lost;
-	ho.coordinator = coord;
+	ho.coordinator = c->coord;
 	ho.lease_ttl_ns = CC_TTL_NS;
-	if (orbit_spot_host_start(pr.agent, &ho, &a))
+	if (orbit_spot_host_start(c->pr.agent, &ho, &c->a))
 		return 4;
-	if (orbit_spot_client_open(pr.agent, SPOT, NULL, &cl) ||
-	    orbit_spot_submit_spot(cl, "g", 1, &seq) || !cc_wait(&cc_gate_in, 1))
+	if (orbit_spot_client_open(c->pr.agent, SPOT, NULL, &c->cl) ||
+	    orbit_spot_submit_spot(c->cl, "g", 1, &seq) || !cc_wait(&cc_gate_in, 1))
 		return 5;
-	if (orbit_spot_serial_executor_close(coord) || orbit_spot_submit_spot(cl, "r", 1, &seq))
+	if (orbit_spot_serial_executor_close(c->coord) ||
+	    orbit_spot_submit_spot(c->cl, "r", 1, &seq))
 		return 6;
-	if (!cc_wait(&wp_lost, -EPIPE) || orbit_spot_host_state(a) != ORBIT_SPOT_LOST)
+	if (!cc_wait(&wp_lost, -EPIPE) || orbit_spot_host_state(c->a) != ORBIT_SPOT_LOST)
 		return 7;
-	/* B, while A's handler of "g" still runs: the lease stays A's */
-	orbit_spot_host_options_init(&ho);
-	ho.spot = SPOT;
-	ho.on_spot = cc_handler;
-	ho.mode = ORBIT_SPOT_PER_ACTOR;
-	ho.executor = orbit_worker_pool_executor(pool);
-	for (int ms = 0; ms < 300; ms += 20) {
-		r = orbit_spot_host_start(pr.agent, &ho, &b);
-		if (r != -EBUSY && r != -EAGAIN) /* -EAGAIN: the lock serializer stayed busy */
-			return 8;		 /* freed with a handed-over record still out */
-		usleep(20000);
-	}
-	/* the handler returns, A completes "g" and lets go: B starts, retried
-	 * on -EBUSY (for 30 s before the fix) */
-	atomic_store(&cc_gate_open, 1);
+	orbit_spot_host_options_init(&c->bo);
+	c->bo.spot = SPOT;
+	c->bo.on_spot = cc_handler;
+	c->bo.mode = ORBIT_SPOT_PER_ACTOR;
+	c->bo.executor = orbit_worker_pool_executor(c->pool);
+	return 0;
+}
+
+/* B's start, retried on -EBUSY and -EAGAIN (the lock serializer stayed busy) up to 10 s. */
+static int cc_start_b(struct cc *c)
+{
+	int r;
+
 	for (int ms = 0;
-	     ((r = orbit_spot_host_start(pr.agent, &ho, &b)) == -EBUSY || r == -EAGAIN) &&
+	     ((r = orbit_spot_host_start(c->pr.agent, &c->bo, &c->b)) == -EBUSY || r == -EAGAIN) &&
 	     ms < 10000;
 	     ms += 5)
 		usleep(5000);
-	if (r)
-		return 9; /* -EBUSY past 10 s: the lost host kept its lease */
+	return r;
+}
+
+/*
+ * After B started: "r" comes to B flagged redelivered, "g" ran once (A
+ * completed it); A's stop frees nothing of B's, which hosts on and runs a
+ * new record "s". 0, or the first failing step (10-14).
+ */
+static int cc_finish(struct cc *c)
+{
+	uint64_t seq;
+
 	if (!cc_wait(&cc_runs[1], 1) || atomic_load(&cc_redeliv[1]) != 1)
 		return 10; /* "r": refused by A, run by B, flagged */
 	if (atomic_load(&cc_runs[0]) != 1)
 		return 11; /* "g": A completed it, B must not get it */
-	/* A's stop frees nothing of B's: B hosts on and runs a new record */
-	if (orbit_spot_host_stop(a))
+	if (orbit_spot_host_stop(c->a))
 		return 12;
-	if (orbit_spot_host_state(b) != ORBIT_SPOT_HOSTING ||
-	    orbit_spot_submit_spot(cl, "s", 1, &seq))
+	if (orbit_spot_host_state(c->b) != ORBIT_SPOT_HOSTING ||
+	    orbit_spot_submit_spot(c->cl, "s", 1, &seq))
 		return 13;
-	if (!cc_wait(&cc_runs[2], 1) || atomic_load(&cc_redeliv[2]) || orbit_spot_host_stop(b))
+	if (!cc_wait(&cc_runs[2], 1) || atomic_load(&cc_redeliv[2]) || orbit_spot_host_stop(c->b))
 		return 14;
-	orbit_spot_client_close(cl);
-	orbit_spot_serial_executor_await_quiescence(coord, -1);
-	orbit_spot_serial_executor_destroy(coord);
-	orbit_worker_pool_destroy(pool);
-	orbit_test_proc_stop(&pr);
+	orbit_spot_client_close(c->cl);
+	orbit_spot_serial_executor_await_quiescence(c->coord, -1);
+	orbit_spot_serial_executor_destroy(c->coord);
+	orbit_worker_pool_destroy(c->pool);
+	orbit_test_proc_stop(&c->pr);
 	return 0;
+}
+
+/* A lost; B refused while "g" runs; the gate opens and B starts. 0, or a step (1-14). */
+static int closed_coord_main(void *arg)
+{
+	struct cc c = { 0 };
+	int r = cc_lose_a(&c, "ccproc");
+
+	(void)arg;
+	if (r)
+		return r;
+	/* B, while A's handler of "g" still runs: the lease stays A's */
+	for (int ms = 0; ms < 300; ms += 20) {
+		r = orbit_spot_host_start(c.pr.agent, &c.bo, &c.b);
+		if (r != -EBUSY && r != -EAGAIN) /* -EAGAIN: the lock serializer stayed busy */
+			return 8;		 /* freed with a handed-over record still out */
+		usleep(20000);
+	}
+	/* the handler returns, A completes "g" and lets go: B starts (-EBUSY
+	 * for 30 s before the fix) */
+	atomic_store(&cc_gate_open, 1);
+	if (cc_start_b(&c))
+		return 9; /* -EBUSY past 10 s: the lost host kept its lease */
+	return cc_finish(&c);
+}
+
+/* A child that opens its own lock handle and stops itself holding the table's serializer. */
+static int cc_stop_in_serializer(void)
+{
+	struct orbit_lock_options o = { .size = sizeof(o), .fleet = fleet };
+	orbit_lock_key_t k = orbit_lock_key(ORBIT_LOCK_NAMESPACE("test.cc"), "held", 4);
+	orbit_lock_owner_t me = { "cc-child", 8 };
+	orbit_lock_t *l;
+
+	if (orbit_lock_open(&o, &l))
+		return 1;
+	orbit__crashpoint_arm("lock.holding_serializer", 1, ORBIT_CRASH_STOP);
+	(void)orbit_lock_try_acquire(l, &k, &me, 1000000000ull, NULL, NULL); /* stops inside */
+	orbit_lock_close(l);
+	return 0;
+}
+
+/*
+ * A lost as above; a child holds the lock table's serializer (stopped in
+ * it) when A's handler of "g" returns, so A's release is refused with
+ * -EAGAIN (the 100 ms serializer bound) for 500 ms; the child goes on and
+ * B starts. 0, or a step (1-7, 20-22, 9-14).
+ */
+static int serializer_busy_main(void *arg)
+{
+	struct cc c = { 0 };
+	int st, r = cc_lose_a(&c, "ccser");
+	pid_t pid;
+
+	(void)arg;
+	if (r)
+		return r;
+	pid = fork();
+	if (pid < 0)
+		return 20;
+	if (pid == 0) {
+		orbit_test_child_default_signals();
+		_exit(cc_stop_in_serializer());
+	}
+	if (waitpid(pid, &st, WUNTRACED) != pid || !WIFSTOPPED(st))
+		return 21; /* the child holds the serializer, stopped */
+	atomic_store(&cc_gate_open, 1);
+	usleep(500000); /* A's releases: -EAGAIN after 100 ms each */
+	kill(pid, SIGCONT);
+	if (orbit_test_wait(pid, 10000) < 0)
+		return 22;
+	if (cc_start_b(&c))
+		return 9; /* -EBUSY past 10 s: A gave up its refused release */
+	return cc_finish(&c);
 }
 
 /*
@@ -1974,6 +2060,19 @@ static void test_host_lost_to_a_closed_coordinator_frees_its_lease_at_once(void 
 {
 	(void)state;
 	assert_int_equal(orbit_test_fork_run(closed_coord_main, NULL, 60000), 0);
+}
+
+/*
+ * A lost host whose release of its lease is refused because the lock
+ * table's serializer stayed busy (-EAGAIN, a stopped process holding it)
+ * tries again until it gets through, within its lease's deadline: the
+ * next host then starts at once, not after the 30 s TTL (fails at its
+ * 10 s bound when the first refusal counts as released).
+ */
+static void test_lost_host_retries_a_release_the_serializer_refused(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit_test_fork_run(serializer_busy_main, NULL, 60000), 0);
 }
 
 int main(void)
@@ -2018,6 +2117,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_host_lost_to_a_closed_coordinator_frees_its_lease_at_once, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_lost_host_retries_a_release_the_serializer_refused, setup, teardown),
 	};
 
 	if (getenv("ORBIT_TEST_FILTER"))

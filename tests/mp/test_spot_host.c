@@ -137,6 +137,17 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* A 1-thread worker pool, unpinned (the hosts' executor in these tests). */
+static int one_thread_pool(orbit_worker_pool_t **pool)
+{
+	struct orbit_worker_pool_options po;
+
+	orbit_worker_pool_options_init(&po);
+	po.nthreads = 1;
+	po.no_pin = true;
+	return orbit_worker_pool_create(&po, pool);
+}
+
 #define bad() bad_at(__LINE__)
 static void bad_at(int line)
 {
@@ -619,12 +630,9 @@ static int busy_probe_main(void *arg)
 	ho.caps.app_items = 1024;
 	{
 		/* a coordinator is never reached: the lease is refused first */
-		struct orbit_worker_pool_options po;
 		orbit_worker_pool_t *pool;
-		orbit_worker_pool_options_init(&po);
-		po.nthreads = 1;
-		po.no_pin = true;
-		if (orbit_worker_pool_create(&po, &pool))
+
+		if (one_thread_pool(&pool))
 			return 71;
 		ho.executor = orbit_worker_pool_executor(pool);
 		r = orbit_spot_host_start(pr.agent, &ho, &h);
@@ -1165,7 +1173,6 @@ static int k_round(orbit_spot_client_t *cl, unsigned n, uint64_t *completed)
 
 static int kick_main(void *arg)
 {
-	struct orbit_worker_pool_options po;
 	struct orbit_spot_host_options ho;
 	struct orbit_spot_client_options co;
 	orbit_worker_pool_t *pool;
@@ -1178,10 +1185,7 @@ static int kick_main(void *arg)
 	(void)arg;
 	if (orbit_test_proc_start(&pr, fleet, "kick", 0))
 		return 90;
-	orbit_worker_pool_options_init(&po);
-	po.nthreads = 1;
-	po.no_pin = true;
-	if (orbit_worker_pool_create(&po, &pool))
+	if (one_thread_pool(&pool))
 		return 91;
 	orbit_spot_host_options_init(&ho);
 	ho.spot = SPOT;
@@ -1315,7 +1319,6 @@ static int hol_spot(orbit_serial_turn_t *turn, const struct orbit_spot_record *r
 
 static int hol_main(void *arg)
 {
-	struct orbit_worker_pool_options po;
 	struct orbit_spot_host_options ho;
 	orbit_execution_lane_policy_t sp;
 	orbit_worker_pool_t *pool;
@@ -1327,10 +1330,7 @@ static int hol_main(void *arg)
 	(void)arg;
 	if (orbit_test_proc_start(&pr, fleet, "hol", 0))
 		return 80;
-	orbit_worker_pool_options_init(&po);
-	po.nthreads = 1;
-	po.no_pin = true;
-	if (orbit_worker_pool_create(&po, &pool))
+	if (one_thread_pool(&pool))
 		return 81;
 	if (orbit_spot_client_open(pr.agent, SPOT, NULL, &cl))
 		return 82;
@@ -1392,16 +1392,12 @@ static int one_worker_host(struct orbit_test_proc *pr, const char *name,
 			   orbit_spot_handler_fn handler, orbit_worker_pool_t **pool,
 			   orbit_spot_host_t **h, orbit_spot_client_t **cl)
 {
-	struct orbit_worker_pool_options po;
 	struct orbit_spot_host_options ho;
 	struct orbit_spot_client_options co;
 
 	if (orbit_test_proc_start(pr, fleet, name, 0))
 		return 90;
-	orbit_worker_pool_options_init(&po);
-	po.nthreads = 1;
-	po.no_pin = true;
-	if (orbit_worker_pool_create(&po, pool))
+	if (one_thread_pool(pool))
 		return 91;
 	orbit_spot_host_options_init(&ho);
 	ho.spot = SPOT;
@@ -1672,15 +1668,11 @@ static int child_then_parent_hosts(struct orbit_test_proc *pr, pid_t pid,
 static int parent_submits_one(struct orbit_test_proc *pr, const char *name,
 			      orbit_worker_pool_t **pool, orbit_spot_client_t **cl)
 {
-	struct orbit_worker_pool_options po;
 	uint64_t seq;
 
 	if (orbit_test_proc_start(pr, fleet, name, 0))
 		return 70;
-	orbit_worker_pool_options_init(&po);
-	po.nthreads = 1;
-	po.no_pin = true;
-	if (orbit_worker_pool_create(&po, pool))
+	if (one_thread_pool(pool))
 		return 71;
 	if (orbit_spot_client_open(pr->agent, SPOT, NULL, cl))
 		return 73;
@@ -1891,17 +1883,13 @@ struct cc {
 static int cc_lose_a(struct cc *c, const char *name)
 {
 	struct orbit_spot_serial_executor_options so;
-	struct orbit_worker_pool_options po;
 	struct orbit_spot_host_options ho;
 	uint64_t seq;
 
 	atomic_store(&wp_lost, 1);
 	if (orbit_test_proc_start(&c->pr, fleet, name, 0))
 		return 1;
-	orbit_worker_pool_options_init(&po);
-	po.nthreads = 1;
-	po.no_pin = true;
-	if (orbit_worker_pool_create(&po, &c->pool))
+	if (one_thread_pool(&c->pool))
 		return 2;
 	orbit_spot_serial_executor_options_init(&so);
 	so.mode = ORBIT_SPOT_PER_ACTOR;

@@ -859,6 +859,18 @@ int orbit_fleet_unlink(const char *fleet)
 	return orbit_fleet_unlink_with(&fo);
 }
 
+/*
+ * A member directory that orbit__members_open() refused for its bytes or
+ * its file type, not for who may use it (-ORBIT_EOWNER, -ORBIT_EMODE,
+ * -EACCES stay refusals): unlink then asks the kernel's locks instead.
+ */
+static bool members_damaged(int rc)
+{
+	return rc == -ORBIT_ETRUNCATED || rc == -ORBIT_EMAGIC || rc == -ORBIT_EVERSION ||
+	       rc == -ORBIT_EKIND || rc == -ORBIT_EFINGERPRINT || rc == -ORBIT_ESIZE ||
+	       rc == -ORBIT_ECORRUPT || rc == -ORBIT_EINITTIMEOUT || rc == -ORBIT_ENOTREG;
+}
+
 int orbit_fleet_unlink_with(const struct orbit_fleet_options *user)
 {
 	struct orbit_fleet_options copy, *opts = &copy;
@@ -893,6 +905,12 @@ int orbit_fleet_unlink_with(const struct orbit_fleet_options *user)
 		/* A row this process holds counts too: stop your agents first. */
 		rc = orbit__members_count_live_others(m);
 		orbit__members_close(m);
+		if (rc != 0)
+			return rc > 0 ? -EBUSY : rc;
+	} else if (members_damaged(rc)) {
+		/* Its bytes cannot be read, but its locks can: unlink is the
+		 * way out of a damaged directory, so it must not need one. */
+		rc = orbit__members_attached_raw(fleet);
 		if (rc != 0)
 			return rc > 0 ? -EBUSY : rc;
 	} else if (rc != -ENOENT) {

@@ -9,6 +9,8 @@
  *
  *   cc agent_subscriber.c $(pkg-config --cflags --libs orbit) && ./a.out
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep, fork, poll under -std=c11 */
+
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>

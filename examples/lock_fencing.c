@@ -9,17 +9,27 @@
  *
  *   cc lock_fencing.c $(pkg-config --cflags --libs orbit) && ./a.out
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep, fork, poll under -std=c11 */
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <orbit/orbit.h>
 
 ORBIT_LOCK_DEFINE_NAMESPACE(jobs, "example.jobs");
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000u, (long)(ms % 1000u) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
 
 /* The protected resource: remembers the newest token it accepted. */
 static int resource_write(const char *path, uint64_t token, const char *who)
@@ -66,18 +76,21 @@ static int worker(const char *fleet, const char *who, unsigned pause_ms, const c
 	/* One immediate attempt per call: retry until it is ours. */
 	while ((rc = orbit_lock_try_acquire(lk, &key, &me, 1000000000ull, &lease, &holder)) ==
 	       -EBUSY)
-		usleep(10000);
+		sleep_ms(10);
 	if (rc < 0) {
 		fprintf(stderr, "%s: try_acquire: %s\n", who, orbit_strerror(rc));
 		orbit_lock_close(lk);
 		return 1;
 	}
 	printf("%s: holds the lock, token %llu\n", who, (unsigned long long)lease.token);
-	usleep(pause_ms * 1000u); /* a GC pause, a SIGSTOP, a slow disk... */
+	sleep_ms(pause_ms); /* a GC pause, a SIGSTOP, a slow disk... */
 	resource_write(path, lease.token, who);
 	/* Releasing a lease that expired meanwhile says so: someone else may hold it now. */
 	rc = orbit_lock_release(lk, &key, &me, lease.token);
-	if (rc < 0)
+	if (rc == -ENOENT || rc == -EPERM)
+		printf("%s: release refused (%s): the lease had expired, as it should here\n", who,
+		       orbit_err_name(rc));
+	else if (rc < 0)
 		printf("%s: release: %s\n", who, orbit_strerror(rc));
 	orbit_lock_close(lk);
 	return 0;
@@ -99,7 +112,7 @@ int main(int argc, char **argv)
 	slow = fork();
 	if (slow == 0)
 		_exit(worker(fleet, "slow-worker", 1500, path)); /* outlives its 1 s lease */
-	usleep(200000);
+	sleep_ms(200);
 	/* The lease of the slow worker runs out while it sleeps: this one gets a newer token. */
 	worker(fleet, "quick-worker", 0, path);
 	waitpid(slow, &st, 0);

@@ -10,6 +10,8 @@
  *
  *   cc spot_actors.c $(pkg-config --cflags --libs orbit) && ./a.out
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep, fork, poll under -std=c11 */
+
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>

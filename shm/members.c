@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -219,6 +220,41 @@ void orbit__members_close(orbit_members_t *m)
 int orbit__members_unlink(const char *fleet)
 {
 	return orbit__seg_unlink(fleet, ORBIT_MEMBERS_SEG_NAME);
+}
+
+int orbit__members_attached_raw(const char *fleet)
+{
+	char name[ORBIT_SEG_NAME_MAX];
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+	struct stat st;
+	int fd, r;
+
+	r = orbit__seg_name(name, sizeof(name), fleet, ORBIT_MEMBERS_SEG_NAME);
+	if (r < 0)
+		return r;
+	fd = shm_open(name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0);
+	if (fd < 0) {
+		/* A symlink (ELOOP), a socket (ENXIO), a directory (EISDIR,
+		 * EINVAL from glibc): nothing a member can have joined */
+		if (errno == ELOOP || errno == ENXIO || errno == EISDIR || errno == EINVAL)
+			return 0;
+		return -errno;
+	}
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+	} else if (!S_ISREG(st.st_mode)) {
+		r = 0;
+	} else if (fcntl(fd, F_OFD_GETLK, &fl) < 0) {
+		r = -errno;
+	} else if (fl.l_type != F_UNLCK) {
+		r = 1; /* a member's row lock (l_len 0: the whole file and past its end) */
+	} else if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK ? 1 : -errno; /* a creator initialising it */
+	} else {
+		r = 0; /* our shared flock goes with the descriptor */
+	}
+	close(fd);
+	return r;
 }
 
 uint32_t orbit__members_rows(const orbit_members_t *m)

@@ -124,6 +124,23 @@ void orbit__members_close(orbit_members_t *m);
 int orbit__members_unlink(const char *fleet);
 
 /*
+ * orbit__members_attached_raw - does any open description hold a lock on
+ * the fleet's member directory, asked without reading a byte of it? For a
+ * directory orbit__members_open() refuses as damaged (truncated, wrong
+ * magic, version, kind, size or fingerprint, corrupt, never initialised):
+ * a live member holds its row's OFD lock whatever the file's size or
+ * bytes say (a lock range may lie past the end of a truncated file), and
+ * a creator holds the file's flock while it initialises. Neither reads
+ * nor maps the file; a non-regular file under the name (a FIFO, a
+ * directory, ...) has no member, since no member can join one.
+ * Context: any thread; shm_open (O_NOFOLLOW, O_NONBLOCK), fstat, one
+ * F_OFD_GETLK over the whole file, one flock(LOCK_SH | LOCK_NB), close.
+ * Returns 0 (nobody), 1 (a lock is held: this process's own rows count),
+ * -ENOENT, -EINVAL (bad name), or -errno of the open (-EACCES, ...).
+ */
+int orbit__members_attached_raw(const char *fleet);
+
+/*
  * orbit__members_join - take a row for this process: the first row whose
  * OFD lock can be taken (free, left, or dead: taking the lock proves it).
  * @name: display name, truncated to ORBIT_MEMBER_NAME_MAX-1 bytes; bytes

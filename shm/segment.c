@@ -200,7 +200,7 @@ static const char *type_name(mode_t m)
 /*
  * Open @name so that nothing under it can make us wait or follow it:
  * O_NONBLOCK (a FIFO opens at once instead of waiting for a writer),
- * O_NOFOLLOW (a symlink is -ELOOP), O_NOCTTY (a tty device does not become
+ * O_NOFOLLOW (a symlink is refused: ELOOP), O_NOCTTY (a tty device does not become
  * ours), O_CLOEXEC. Then fstat on the descriptor: only a regular file is
  * kept. An open the kernel refuses (a socket: ENXIO; a directory opened
  * for writing: EISDIR, which glibc's shm_open reports as EINVAL; a device
@@ -228,12 +228,13 @@ static int open_checked(const char *name, int flags, mode_t mode, const struct o
 	}
 	if (fd < 0) {
 		e = -fd;
-		if (e == ENOENT || e == ELOOP || e == EEXIST || e == EMFILE || e == ENFILE ||
-		    e == ENOMEM || e == ENAMETOOLONG)
+		if (e == ENOENT || e == EEXIST || e == EMFILE || e == ENFILE || e == ENOMEM ||
+		    e == ENAMETOOLONG)
 			return -e; /* (glibc turns a directory's EISDIR into EINVAL) */
 		memcpy(path, SHM_DIR, sizeof(SHM_DIR) - 1);
 		memcpy(path + sizeof(SHM_DIR) - 1, name, strnlen(name, ORBIT_SEG_NAME_MAX - 1) + 1);
-		if (lstat(path, st) == 0 && !S_ISREG(st->st_mode) && !S_ISLNK(st->st_mode))
+		/* A symlink (ELOOP from O_NOFOLLOW) is one more non-regular file */
+		if (lstat(path, st) == 0 && !S_ISREG(st->st_mode))
 			return -ORBIT_ENOTREG;
 		return -e;
 	}

@@ -167,11 +167,11 @@ __attribute__((format(printf, 3, 4))) int orbit__seg_refuse(int code, const orbi
  * naming the segment for orbit_segment_last_error() on this thread.
  * Returns 0, or: -EINVAL (bad names/options, a mode segment_perm.h
  * refuses), -ENOENT (missing and not created), -EEXIST (ORBIT_SEG_CREATE
- * and it exists), -EACCES/-ELOOP (permission, symlink; an -EACCES
- * message names the uid that holds the name), -EPERM (creating with a
+ * and it exists), -EACCES (permission; its message names the uid that
+ * holds the name), -EPERM (creating with a
  * group mode for a group this process is not in, or creating while
  * opts->owner_uid is another uid), -ORBIT_ENOTREG
- * (the name is a FIFO, directory, socket or device node), -ORBIT_EOWNER
+ * (the name is a FIFO, directory, socket, device node or symlink), -ORBIT_EOWNER
  * (owned by another uid, and not by a current member of the configured
  * group of a group mode; not by opts->owner_uid; a second link),
  * -ORBIT_EMODE (mode wider than opts->mode, group bits for another

@@ -43,7 +43,8 @@ ORBIT_BEGIN_DECLS
 	XX(ECORRUPT, "segment bytes failed validation (corrupt)")                                  \
 	XX(ELAGGED, "ring reader lagged behind the writer; re-read the table")                     \
 	XX(EUNAVAILABLE, "cluster unreachable or without quorum within the call's bound")          \
-	XX(ENOTREG, "segment name is not a regular file (FIFO, directory, socket or device node)") \
+	XX(ENOTREG,                                                                                \
+	   "segment name is not a regular file (FIFO, directory, socket, device, symlink)")        \
 	XX(ETRUNCATED, "segment is shorter than its header says (truncated)")                      \
 	XX(EFENCED, "a newer host epoch took over: this host's writes are refused")
 

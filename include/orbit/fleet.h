@@ -151,7 +151,7 @@ struct orbit_transition_event {
  * (another uid's segment, not shared through @opts->gid), -ORBIT_EMODE
  * (wider than @opts->mode, e.g. a group fleet opened without its mode),
  * -ORBIT_EINITTIMEOUT, -EACCES (e.g. a group fleet and a process outside
- * the group), -ORBIT_ENOTREG (a FIFO, directory, socket or device node
+ * the group), -ORBIT_ENOTREG (a FIFO, directory, socket, device node or symlink
  * under a segment name: refused at once, never waited on),
  * -ORBIT_ETRUNCATED (a segment shorter than its header says);
  * orbit_segment_last_error() names the segment.
@@ -544,14 +544,20 @@ ORBIT_API int orbit_fleet_spots(orbit_fleet_t *f, orbit_fleet_spot_fn fn, void *
  * and ring of the default layout, member directory, stats, every Spot
  * queue), once no live
  * member is attached. Mapped handles stay valid; the next open creates new
- * segments (lock tokens still increase: see orbit_lock_unlink).
+ * segments (lock tokens still increase: see orbit_lock_unlink). A member
+ * directory that cannot be read (truncated, wrong magic, version, kind,
+ * size or fingerprint, corrupt, never initialised, or not a regular
+ * file) is removed too once no process holds a lock on its file (the
+ * kernel's record of the live members and of a creator at work): this is
+ * the way out of a damaged fleet.
  * @fleet: the fleet name (NULL: "default").
  * Context: any thread; syscalls (shm_open, fcntl, shm_unlink). A member
  * joining while this runs is not excluded.
  * Returns: 0 (at least one segment removed); -ENOENT (none existed);
- * -EBUSY (a live member is attached, this process's own rows included);
- * -EINVAL (bad name); or a member directory open error (a fleet shared
- * with a group: -ORBIT_EMODE or -ORBIT_EOWNER; use orbit_fleet_unlink_with()).
+ * -EBUSY (a live member is attached, this process's own rows included,
+ * also to a damaged directory); -EINVAL (bad name); or a member directory
+ * open error other than damage (a fleet shared with a group: -ORBIT_EMODE
+ * or -ORBIT_EOWNER; use orbit_fleet_unlink_with()).
  */
 ORBIT_API int orbit_fleet_unlink(const char *fleet);
 
@@ -572,7 +578,8 @@ ORBIT_API int orbit_fleet_unlink(const char *fleet);
  * -EACCES (a name is another uid's: nothing removed); -EINVAL (size 0 in
  * @opts or its layout, bad options or name); -E2BIG (@opts or its layout
  * is larger than this build's and sets a field it does not know); or a
- * member directory open error (-ORBIT_EOWNER, -ORBIT_EMODE, ...).
+ * member directory open error other than damage (-ORBIT_EOWNER,
+ * -ORBIT_EMODE, ...).
  */
 ORBIT_API int orbit_fleet_unlink_with(const struct orbit_fleet_options *opts);
 

@@ -376,8 +376,8 @@ struct orbit_lock_stats {
  * or not by a current member of it, or not by @owner_uid; a second link),
  * -ORBIT_EMODE (wider than @mode, shared with another group, or carrying
  * a POSIX access ACL),
- * -ORBIT_EINITTIMEOUT, -ORBIT_ENOTREG (a FIFO, directory, socket or
- * device node under the name: refused at once), -ENOSPC (creating:
+ * -ORBIT_EINITTIMEOUT, -ORBIT_ENOTREG (a FIFO, directory, socket,
+ * device node or symlink under the name: refused at once), -ENOSPC (creating:
  * /dev/shm has no room for the table; no file is left), -ORBIT_ETRUNCATED
  * (the table is shorter than its header says: refused by every open, the
  * file is left as it is; an operator removes it with orbit_lock_unlink(),

@@ -35,6 +35,7 @@ enum orbit_test_hostile {
 	ORBIT_TEST_FIFO,
 	ORBIT_TEST_DIR,
 	ORBIT_TEST_SOCKET,
+	ORBIT_TEST_SYMLINK,  /* to /etc/passwd: followed, it would open as a wrong magic */
 	ORBIT_TEST_CHARDEV,  /* mknod c 1 3 (/dev/null's numbers): root only */
 	ORBIT_TEST_BLOCKDEV, /* mknod b 7 0 (loop0's numbers): root only */
 	ORBIT_TEST_HOSTILE_COUNT,
@@ -42,8 +43,8 @@ enum orbit_test_hostile {
 
 static inline const char *orbit_test_hostile_name(enum orbit_test_hostile k)
 {
-	static const char *const n[] = { "fifo", "directory", "socket", "char device",
-					 "block device" };
+	static const char *const n[] = { "fifo",    "directory",   "socket",
+					 "symlink", "char device", "block device" };
 	return n[k];
 }
 
@@ -80,6 +81,9 @@ static inline int orbit_test_hostile_make(enum orbit_test_hostile k, const char 
 		if (r == 0)
 			r = listen(fd, 1); /* a listening socket: an open must still not connect */
 		close(fd);
+		break;
+	case ORBIT_TEST_SYMLINK:
+		r = symlink("/etc/passwd", path);
 		break;
 	case ORBIT_TEST_CHARDEV:
 		r = mknod(path, S_IFCHR | 0600, makedev(1, 3));

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <orbit/orbit.h>
@@ -1315,33 +1316,104 @@ static void test_options_older_accepted_newer_tail_e2big(void **state)
 	assert_int_equal(orbit_fleet_unlink_with(&fo), 0);
 }
 
-/* orbit_fleet_unlink: refused while a member lives, removes every segment after. */
-static void test_fleet_unlink_refused_while_member_lives(void **state)
+/*
+ * One member (an agent of this process) in the fleet; @spoil (NULL: none)
+ * damages the member directory while it lives. orbit_fleet_unlink is
+ * refused and removes nothing, then, once the member left, removes every
+ * segment.
+ */
+static void unlink_refused_then_removed(void (*spoil)(void))
 {
 	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
 	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "u" };
+	static const char *const names[] = { "members", "stats", "ring-229", "lock-228" };
+	char path[128];
+	orbit_lock_t *lock;
+	orbit_agent_t *ag;
+
+	assert_int_equal(orbit_lock_open(&lo, &lock), 0);
+	ao.lock = lock;
+	assert_int_equal(orbit_agent_start(&ao, &ag), 0);
+	if (spoil)
+		spoil();
+	assert_int_equal(orbit_fleet_unlink(fleet), -EBUSY);
+	for (unsigned i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "/dev/shm/orbit.%s.%s", fleet, names[i]);
+		assert_int_equal(access(path, F_OK), 0);
+	}
+	orbit_agent_stop(ag);
+	orbit_lock_close(lock);
+	assert_int_equal(orbit_fleet_unlink(fleet), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "/dev/shm/orbit.%s.%s", fleet, names[i]);
+		assert_int_equal(access(path, F_OK), -1);
+	}
+}
+
+/* orbit_fleet_unlink: refused while a member lives, removes every segment after. */
+static void test_fleet_unlink_refused_while_member_lives(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit_fleet_unlink(fleet), -ENOENT);
+	assert_int_equal(orbit_fleet_unlink("bad/name"), -EINVAL);
+	unlink_refused_then_removed(NULL);
+	assert_int_equal(orbit_fleet_unlink(fleet), -ENOENT);
+}
+
+/* Overwrite the member directory's first 8 bytes (its magic) in place. */
+static void spoil_members_magic(void)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.members", fleet);
+	fd = open(path, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "notorbit", 8, 0), 8);
+	close(fd);
+}
+
+/* Leave the member directory a header's worth of bytes short. */
+static void truncate_members(void)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.members", fleet);
+	assert_int_equal(truncate(path, 100), 0);
+}
+
+/*
+ * orbit_fleet_unlink on a member directory it cannot read (wrong magic,
+ * truncated): the way out of a damaged fleet. It asks the kernel's locks
+ * instead of the bytes: refused while a member still holds its row,
+ * removes every name once none does.
+ */
+static void test_fleet_unlink_removes_a_damaged_member_directory(void **state)
+{
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
+	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "d" };
 	char path[128];
 	orbit_lock_t *lock;
 	orbit_agent_t *ag;
 
 	(void)state;
-	assert_int_equal(orbit_fleet_unlink(fleet), -ENOENT);
-	assert_int_equal(orbit_fleet_unlink("bad/name"), -EINVAL);
+	/* 1. A live member on a directory with a wrong magic: refused, kept;
+	 * removed once it left. */
+	unlink_refused_then_removed(spoil_members_magic);
+	/* 2. A truncated directory nobody holds a row of. */
 	assert_int_equal(orbit_lock_open(&lo, &lock), 0);
 	ao.lock = lock;
 	assert_int_equal(orbit_agent_start(&ao, &ag), 0);
-	assert_int_equal(orbit_fleet_unlink(fleet), -EBUSY);
-	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.members", fleet);
-	assert_int_equal(access(path, F_OK), 0);
 	orbit_agent_stop(ag);
 	orbit_lock_close(lock);
+	truncate_members();
 	assert_int_equal(orbit_fleet_unlink(fleet), 0);
-	static const char *const names[] = { "members", "stats", "ring-229", "lock-228" };
-	for (unsigned i = 0; i < 4; i++) {
-		snprintf(path, sizeof(path), "/dev/shm/orbit.%s.%s", fleet, names[i]);
-		assert_int_equal(access(path, F_OK), -1);
-	}
-	assert_int_equal(orbit_fleet_unlink(fleet), -ENOENT);
+	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.members", fleet);
+	assert_int_equal(access(path, F_OK), -1);
+	/* 3. A FIFO squatting the name: nobody can have joined it. */
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(orbit_fleet_unlink(fleet), 0);
+	assert_int_equal(access(path, F_OK), -1);
 }
 
 /* Read every frame @r has (up to -EAGAIN); count those of @type and @token. */
@@ -2585,6 +2657,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_unlink_refused_while_member_lives, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_fleet_unlink_removes_a_damaged_member_directory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_options_older_accepted_newer_tail_e2big, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_agent_refuses_lock_inherited_across_fork,

@@ -114,22 +114,134 @@ static int exit_for(int err)
 	}
 }
 
+/* POSIX SHM objects are files here; orbit names them orbit.<fleet>.<segment>. */
+#define SHM_DIR "/dev/shm"
+
+/* The command being run and the --owner given (main() sets them): fail()'s hints. */
+static const char *cmd_now = "";
+static unsigned owner_now;
+
+/*
+ * The segment a segment-layer refusal names: orbit_segment_last_error() is
+ * "/dev/shm/orbit.<fleet>.<name>: <reason>" (no colon in a segment's path).
+ * Its path into @path and its lstat into @st; false when @seg names none.
+ */
+static bool refused_segment(const char *seg, char *path, size_t len, struct stat *st)
+{
+	const char *end = strstr(seg, ": ");
+
+	if (strncmp(seg, SHM_DIR "/", sizeof(SHM_DIR)) || !end || (size_t)(end - seg) >= len)
+		return false;
+	memcpy(path, seg, (size_t)(end - seg));
+	path[end - seg] = '\0';
+	return lstat(path, st) == 0;
+}
+
+static void shown(char *out, size_t width, const uint8_t *b, size_t n, size_t colon_esc);
+
+/*
+ * The other names in SHM_DIR of the file @st (hard links to @path), one
+ * hint line each: which one to remove. A name under another fleet's orbit
+ * prefix may be the file's first name (its fleet's segment linked here);
+ * any other name is the extra one. Returns how many it found.
+ */
+static int hint_other_names(const char *path, const struct stat *st)
+{
+	const char *base = strrchr(path, '/') + 1, *dot = strchr(base + 6, '.');
+	size_t plen = dot ? (size_t)(dot - base) + 1 : strlen(base); /* "orbit.<fleet>." */
+	DIR *dir = opendir(SHM_DIR);
+	struct dirent *d;
+	int n = 0;
+
+	while (dir && (d = readdir(dir))) {
+		char name[4 * sizeof(d->d_name) + 1];
+		struct stat o;
+
+		if (!strcmp(d->d_name, base) ||
+		    fstatat(dirfd(dir), d->d_name, &o, AT_SYMLINK_NOFOLLOW) ||
+		    o.st_ino != st->st_ino || o.st_dev != st->st_dev)
+			continue;
+		shown(name, sizeof(name) - 1, (const uint8_t *)d->d_name, strlen(d->d_name), 0);
+		if (!strncmp(d->d_name, "orbit.", 6) && strncmp(d->d_name, base, plen))
+			fprintf(stderr,
+				"%s: the file is also %s/%s, another fleet's segment name: one "
+				"of the two names is extra (if the file is that fleet's: rm %s)\n",
+				prog, SHM_DIR, name, path);
+		else
+			fprintf(stderr,
+				"%s: the file is also %s/%s: remove that extra name (rm %s/%s)\n",
+				prog, SHM_DIR, name, SHM_DIR, name);
+		n++;
+	}
+	if (dir)
+		closedir(dir);
+	return n;
+}
+
+/* The hint after -ORBIT_EOWNER from the segment @st, for root: whose it is, what to pass. */
+static void hint_owner(const struct stat *st)
+{
+	struct passwd *pw = getpwuid(st->st_uid);
+	char who[64];
+
+	if (!pw || snprintf(who, sizeof(who), "%s", pw->pw_name) >= (int)sizeof(who))
+		snprintf(who, sizeof(who), "%u", (unsigned)st->st_uid);
+	if (owner_now && owner_now != (unsigned)st->st_uid)
+		fprintf(stderr,
+			"%s: the segment's owner is uid %u (%s), not the --owner given (%u)\n",
+			prog, (unsigned)st->st_uid, who, owner_now);
+	else if (st->st_uid == geteuid())
+		return; /* ours: the library's line says what it refused */
+	else if (!strcmp(cmd_now, "force-release") || !strcmp(cmd_now, "reset"))
+		fprintf(stderr,
+			"%s: another user's fleet (uid %u): %s writes its segments, which only "
+			"their owner does: run it as that user (runuser -u %s -- %s ...); as "
+			"root, --owner %s inspects it read-only or unlinks it\n",
+			prog, (unsigned)st->st_uid, cmd_now, who, prog, who);
+	else if (!strcmp(cmd_now, "unlink"))
+		fprintf(stderr,
+			"%s: another user's fleet (uid %u): as root, name its owner to remove "
+			"its segments: --owner %s unlink\n",
+			prog, (unsigned)st->st_uid, who);
+	else
+		fprintf(stderr,
+			"%s: another user's fleet (uid %u): as root, name its owner to inspect "
+			"it read-only: --owner %s\n",
+			prog, (unsigned)st->st_uid, who);
+}
+
 static int fail(const char *what, const char *fleet, int err)
 {
 	const char *seg = orbit_segment_last_error(); /* names the segment that refused */
+	char path[sizeof(SHM_DIR) + 512];	      /* orbit.<fleet>.spotq.<spot> at most */
+	bool have = false, linked;
+	struct stat st;
 
-	fprintf(stderr, "%s: %s (fleet %s): %s%s%s\n", prog, what, fleet, orbit_strerror(err),
+	if (err == -ORBIT_EOWNER)
+		have = refused_segment(seg, path, sizeof(path), &st);
+	/* The library's -ORBIT_EOWNER covers a second link too: say which it is. */
+	linked = have && S_ISREG(st.st_mode) && st.st_nlink > 1;
+	fprintf(stderr, "%s: %s (fleet %s): %s%s%s\n", prog, what, fleet,
+		linked ? "a second name (hard link) points at this segment" : orbit_strerror(err),
 		*seg ? "\n  " : "", seg);
-	if (err == -ORBIT_EOWNER && geteuid() == 0)
+	if (linked) {
+		if (!hint_other_names(path, &st))
+			fprintf(stderr,
+				"%s: remove the extra name of %s (find it: find %s -samefile %s)\n",
+				prog, path, SHM_DIR, path);
+	} else if (err == -ORBIT_EOWNER && geteuid() == 0 && have) {
+		hint_owner(&st);
+	} else if (err == -ORBIT_EOWNER && geteuid() == 0) {
 		fprintf(stderr,
 			"%s: another user's fleet: as root, name its owner to inspect it "
 			"read-only: --owner USER (the uid above)\n",
 			prog);
-	else if (err == -ORBIT_EMODE || err == -ORBIT_EOWNER)
+	} else if (err == -ORBIT_EMODE || err == -ORBIT_EOWNER) {
 		fprintf(stderr,
 			"%s: a fleet shared with a group needs its --mode and --group "
 			"(and --owner with 0640)\n",
 			prog);
+	}
 	return exit_for(err);
 }
 
@@ -203,8 +315,14 @@ static uint64_t now_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Printable rendering of SHM bytes into @out (width-limited, '~' marks a cut). */
-static void shown(char *out, size_t width, const uint8_t *b, size_t n)
+/*
+ * Printable rendering of SHM bytes into @out (width-limited, '~' marks a
+ * cut): printable ASCII as it is, every other byte and the backslash as
+ * \xHH, and a colon among the first @colon_esc bytes too (a key's
+ * namespace: "ns:label" then splits at its first colon). force-release
+ * reads this notation back (parse_key()): keep the two inverses.
+ */
+static void shown(char *out, size_t width, const uint8_t *b, size_t n, size_t colon_esc)
 {
 	size_t o = 0;
 
@@ -212,7 +330,8 @@ static void shown(char *out, size_t width, const uint8_t *b, size_t n)
 		char tmp[5];
 		size_t t;
 
-		if (b[i] >= 0x20 && b[i] < 0x7f && b[i] != '\\') {
+		if (b[i] >= 0x20 && b[i] < 0x7f && b[i] != '\\' &&
+		    (b[i] != ':' || i >= colon_esc)) {
 			tmp[0] = (char)b[i];
 			tmp[1] = '\0';
 		} else {
@@ -240,15 +359,17 @@ static void shown(char *out, size_t width, const uint8_t *b, size_t n)
  * between, and the tail gets every column the head (at most @head_max)
  * does not need: the end of a key's label or of an owner is what tells two
  * of them apart. Escapes (\xHH) are never split. @width 0: no limit.
+ * @colon_esc: as for shown().
  */
-static void shown_mid(char *out, size_t width, size_t head_max, const uint8_t *b, size_t n)
+static void shown_mid_esc(char *out, size_t width, size_t head_max, const uint8_t *b, size_t n,
+			  size_t colon_esc)
 {
 	static char whole[SHOWN_MAX(2 * ORBIT_TRANSITION_BYTES_MAX + 1)];
 	size_t len, head, tail;
 
 	if (n > 2 * ORBIT_TRANSITION_BYTES_MAX + 1)
 		n = 2 * ORBIT_TRANSITION_BYTES_MAX + 1;
-	shown(whole, sizeof(whole) - 1, b, n);
+	shown(whole, sizeof(whole) - 1, b, n, colon_esc);
 	len = strlen(whole);
 	if (width == 0 || len <= width) {
 		memcpy(out, whole, len + 1);
@@ -272,7 +393,13 @@ static void shown_mid(char *out, size_t width, size_t head_max, const uint8_t *b
 	memcpy(out + head + 1, whole + len - tail, tail + 1);
 }
 
-/* "ns:label" rendering of a key, elided in the middle (see shown_mid). */
+/* shown_mid_esc() with no colon escaped: names, owners, Spot names. */
+static void shown_mid(char *out, size_t width, size_t head_max, const uint8_t *b, size_t n)
+{
+	shown_mid_esc(out, width, head_max, b, n, 0);
+}
+
+/* "ns:label" rendering of a key, elided in the middle (see shown_mid); a colon of ns is \x3a. */
 static void key_str(char *out, size_t width, const uint8_t *b, size_t ns_len, size_t label_len)
 {
 	static uint8_t whole[2 * ORBIT_TRANSITION_BYTES_MAX + 1];
@@ -285,7 +412,7 @@ static void key_str(char *out, size_t width, const uint8_t *b, size_t ns_len, si
 	whole[ns_len] = ':';
 	memcpy(whole + ns_len + 1, b + ns_len, label_len);
 	/* The head keeps the start of the namespace; the rest goes to the label. */
-	shown_mid(out, width, 10, whole, ns_len + 1 + label_len);
+	shown_mid_esc(out, width, 10, whole, ns_len + 1 + label_len, ns_len);
 }
 
 static void duration(char *out, size_t len, uint64_t ns)
@@ -1350,25 +1477,102 @@ static int cmd_stats(orbit_fleet_t *f, enum stats_fmt fmt, const struct stats_fi
 
 /* ---- administration ---- */
 
-static int cmd_force_release(orbit_lock_t *lock, const char *name, const char *arg)
+/* The value of a hex digit, or -1. */
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * Decode @n characters of @s, the notation shown() prints (\xHH for a byte,
+ * a backslash only so), into @out. Returns the byte count, or -1 on a
+ * backslash that does not start \xHH.
+ */
+static long unescape(uint8_t *out, const char *s, size_t n)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] != '\\') {
+			out[o++] = (uint8_t)s[i];
+			continue;
+		}
+		if (i + 3 >= n || s[i + 1] != 'x' || hex_digit(s[i + 2]) < 0 ||
+		    hex_digit(s[i + 3]) < 0)
+			return -1;
+		out[o++] = (uint8_t)(hex_digit(s[i + 2]) << 4 | hex_digit(s[i + 3]));
+		i += 3;
+	}
+	return (long)o;
+}
+
+/*
+ * NAMESPACE:LABEL as locks prints it: the namespace ends at the first
+ * colon (a colon inside it is \x3a), and \xHH is any byte (NUL, \x5c
+ * for a backslash). @buf holds the decoded bytes (as long as @arg); @key
+ * points into it. Returns EXIT_OK, or EXIT_USAGE with the message printed.
+ */
+static int parse_key(const char *arg, uint8_t *buf, orbit_lock_key_t *key)
 {
 	const char *colon = strchr(arg, ':');
+	long ns, label;
+
+	if (!colon) {
+		fprintf(stderr, "%s: KEY is NAMESPACE:LABEL, not '%s'\n", prog, arg);
+		return EXIT_USAGE;
+	}
+	ns = unescape(buf, arg, (size_t)(colon - arg));
+	label = ns < 0 ? -1 : unescape(buf + ns, colon + 1, strlen(colon + 1));
+	if (ns < 0 || label < 0) {
+		fprintf(stderr,
+			"%s: bad escape in key '%s': a backslash starts \\xHH (two hex digits: "
+			"\\x5c is a backslash, \\x3a a colon of the namespace, \\x00 a NUL), "
+			"as '%s locks' prints it\n",
+			prog, arg, prog);
+		return EXIT_USAGE;
+	}
+	if (label == 0) {
+		fprintf(stderr, "%s: key '%s' has an empty label: no lock has one\n", prog, arg);
+		return EXIT_USAGE;
+	}
+	if ((size_t)(ns + label) > ORBIT_LOCK_BYTES_MAX) {
+		fprintf(stderr, "%s: key '%s' is %ld bytes: no lock's key is over %u\n", prog, arg,
+			ns + label, ORBIT_LOCK_BYTES_MAX);
+		return EXIT_USAGE;
+	}
+	key->ns = buf;
+	key->ns_len = (size_t)ns;
+	key->label = buf + ns;
+	key->label_len = (size_t)label;
+	return EXIT_OK;
+}
+
+static int cmd_force_release(orbit_lock_t *lock, const char *name, const char *arg)
+{
+	uint8_t *buf = malloc(strlen(arg) + 1);
 	orbit_lock_key_t key;
 	int rc;
 
-	if (!colon) {
-		fprintf(stderr, "%s: KEY is NAMESPACE:LABEL\n", prog);
-		return EXIT_USAGE;
+	if (!buf)
+		return fail("force-release", name, -ENOMEM);
+	rc = parse_key(arg, buf, &key);
+	if (rc != EXIT_OK) {
+		free(buf);
+		return rc;
 	}
 	if (!lock) {
+		free(buf);
 		fprintf(stderr, "%s: fleet %s has no lock table\n", prog, name);
 		return EXIT_NOFLEET;
 	}
-	key.ns = arg;
-	key.ns_len = (size_t)(colon - arg);
-	key.label = colon + 1;
-	key.label_len = strlen(colon + 1);
 	rc = orbit_lock_force_release(lock, &key);
+	free(buf);
 	if (rc == -ENOENT) {
 		fprintf(stderr, "%s: %s is not held\n", prog, arg);
 		return EXIT_NOTHELD;
@@ -1545,9 +1749,6 @@ static int cmd_spots(orbit_fleet_t *f, bool json)
 
 /* ---- fleets ---- */
 
-/* POSIX SHM objects are files here; orbit names them orbit.<fleet>.<segment>. */
-#define SHM_DIR "/dev/shm"
-
 struct fleet_row {
 	char name[ORBIT_FLEET_NAME_MAX + 1];
 	unsigned segments;
@@ -1632,8 +1833,9 @@ static int cmd_fleets(bool json, const struct orbit_fleet_options *perm)
 	if (json)
 		printf("{\"fleets\":[");
 	else
-		printf("%-24s %8s %12s %7s %5s %s\n", "FLEET", "SEGMENTS", "BYTES", "MEMBERS",
-		       "ALIVE", "STATUS");
+		/* ROWS: the member directory's rows (its capacity); ALIVE: members alive */
+		printf("%-24s %8s %12s %7s %5s %s\n", "FLEET", "SEGMENTS", "BYTES", "ROWS", "ALIVE",
+		       "STATUS");
 	for (size_t i = 0; i < n; i++) {
 		uint32_t nrows;
 		int alive = fleet_alive(rows[i].name, perm, &nrows);
@@ -1847,13 +2049,16 @@ static void top_spots_section(orbit_fleet_t *f, int line)
 
 static struct termios top_saved;
 static bool top_raw;
+/* stdout is a terminal: screen controls; else plain frames, a blank line between */
+static bool top_tty;
 
 static void top_restore(void)
 {
 	if (top_raw)
 		tcsetattr(STDIN_FILENO, TCSANOW, &top_saved);
 	top_raw = false;
-	printf("\033[?25h"); /* cursor back */
+	if (top_tty)
+		printf("\033[?25h"); /* cursor back */
 }
 
 static void top_frame(orbit_fleet_t *f, const uint64_t *prev, uint64_t *cur, double secs,
@@ -1874,7 +2079,10 @@ static void top_frame(orbit_fleet_t *f, const uint64_t *prev, uint64_t *cur, dou
 	if (lock)
 		orbit_lock_foreach(lock, top_count_lock, &lc);
 	shown_mid(name, 24, 10, (const uint8_t *)orbit_fleet_name(f), strlen(orbit_fleet_name(f)));
-	printf("\033[H\033[2J");
+	if (top_tty)
+		printf("\033[H\033[2J"); /* home, clear: the frame replaces the last */
+	else if (have_prev)
+		printf("\n"); /* a pipe: the frames one after the other */
 	printf("orbit top  fleet %-24s %s  (q quits)\n", name, t);
 	printf("members %u alive of %u rows   locks held %d (holder alive %d)   revision %llu\n",
 	       alive, rows, lc.held, lc.alive_holders,
@@ -1992,7 +2200,9 @@ static int cmd_top(orbit_fleet_t *f, long interval_ms, long iterations)
 		raw.c_cc[VTIME] = 0;
 		top_raw = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
 	}
-	printf("\033[?25l"); /* no cursor while the screen refreshes */
+	top_tty = isatty(STDOUT_FILENO);
+	if (top_tty)
+		printf("\033[?25l"); /* no cursor while the screen refreshes */
 	while (!interrupted && (iterations <= 0 || frames < iterations)) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 		struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
@@ -2288,6 +2498,8 @@ int main(int argc, char **argv)
 		return usage_error("a key NAMESPACE:LABEL must follow", cmd->name);
 	if (!cmd->key && key)
 		return usage_error("unexpected argument", key);
+	cmd_now = cmd->name;
+	owner_now = fo.owner_uid;
 	if (!strcmp(cmd->name, "help")) {
 		usage(stdout);
 		return EXIT_OK;

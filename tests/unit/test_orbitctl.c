@@ -1555,6 +1555,191 @@ static void test_orbitctl_fleets_and_unlink(void **state)
 	assert_non_null(strstr(out, "no such fleet"));
 }
 
+/*
+ * A hard link at a segment name is refused (the library's -ORBIT_EOWNER,
+ * exit status 4) and said to be one: not "a foreign uid", no --owner hint,
+ * and the other name to remove.
+ */
+static void test_orbitctl_hard_link_is_named_not_a_foreign_owner(void **state)
+{
+	char seg[128], hl[128], rm[160];
+	int rc;
+
+	(void)state;
+	snprintf(seg, sizeof(seg), "/dev/shm/orbit.%s.lock-228", fleet);
+	snprintf(hl, sizeof(hl), "/dev/shm/orbit.%s.hl", fleet);
+	snprintf(rm, sizeof(rm), "(rm %s)", hl);
+	assert_int_equal(link(seg, hl), 0);
+	rc = CTL("locks");
+	unlink(hl); /* before the checks: the fixture's fleet opens again */
+	assert_int_equal(rc, 4);
+	expect_each(out, "a second name (hard link) points at this segment", rm);
+	assert_null(strstr(out, "foreign uid"));
+	assert_null(strstr(out, "--owner"));
+	assert_int_equal(CTL("locks"), 0);
+}
+
+/* force-release of a key with an empty label: a usage error that names the key. */
+static void test_orbitctl_force_release_empty_label_is_a_usage_error(void **state)
+{
+	(void)state;
+	assert_int_equal(CTL("force-release 'test.ctl:'"), 1);
+	expect_each(out, "'test.ctl:'", "empty label");
+}
+
+/*
+ * force-release reads the notation locks prints: the key's field of
+ * `locks --wide` (\xHH for a NUL, a control byte and a backslash) released
+ * as it is; a backslash that starts no \xHH is a usage error.
+ */
+static void test_orbitctl_force_release_reads_the_escapes_locks_prints(void **state)
+{
+	static const char label[] = "nul\0\x01\\end";
+	const char *want = "test.ctl:nul\\x00\\x01\\x5cend";
+	orbit_lock_key_t k = orbit_lock_key(ctl_ns, label, sizeof(label) - 1);
+	struct orbit_lock_entry e;
+	char shown_key[128], args[256];
+	const char *line;
+
+	(void)state;
+	assert_int_equal(acquire(label, sizeof(label) - 1, "owner-e", NULL), 0);
+	assert_int_equal(CTL_STDOUT("locks --wide"), 0);
+	line = strstr(out, "\ntest.ctl:nul");
+	assert_non_null(line);
+	assert_int_equal(sscanf(line + 1, "%127s", shown_key), 1);
+	assert_string_equal(shown_key, want);
+	snprintf(args, sizeof(args), "force-release '%s'", shown_key);
+	assert_int_equal(CTL(args), 0);
+	assert_int_equal(orbit_lock_lookup(lock, &k, &e), -ENOENT);
+	assert_int_equal(CTL("force-release 'test.ctl:a\\q'"), 1);
+	expect_each(out, "bad escape", "'test.ctl:a\\q'");
+	assert_int_equal(CTL("force-release 'test.ctl:a\\x4'"), 1);
+}
+
+/* A colon inside a key's namespace is shown \x3a, and force-release reads it back. */
+static void test_orbitctl_locks_escapes_a_colon_of_the_namespace(void **state)
+{
+	orbit_lock_owner_t o = { "owner-n", 7 };
+	orbit_lock_key_t k = { "test:ctl", 8, "x", 1 };
+	struct orbit_lock_entry e;
+
+	(void)state;
+	assert_int_equal(orbit_lock_try_acquire(lock, &k, &o, 600ull * 1000000000ull, NULL, NULL),
+			 0);
+	assert_int_equal(CTL_STDOUT("locks --wide"), 0);
+	orbit_test_expect_in(out, "\ntest\\x3actl:x owner-n ");
+	assert_int_equal(CTL_STDOUT("locks"), 0);
+	orbit_test_expect_in(out, "\ntest\\x3actl:x ");
+	assert_int_equal(CTL("force-release 'test\\x3actl:x'"), 0);
+	assert_int_equal(orbit_lock_lookup(lock, &k, &e), -ENOENT);
+}
+
+/* top with stdout on a pipe: no terminal control sequence, frames split by a blank line. */
+static void test_orbitctl_top_on_a_pipe_writes_no_control_sequences(void **state)
+{
+	int frames = 0;
+
+	(void)state;
+	assert_int_equal(CTL_STDOUT("top --iterations 2 --interval-ms 10"), 0);
+	assert_null(strchr(out, '\033'));
+	assert_int_equal(strncmp(out, "orbit top  fleet", 16), 0);
+	for (const char *p = out; (p = strstr(p, "orbit top  fleet")); p++)
+		frames++;
+	assert_int_equal(frames, 2);
+	assert_non_null(strstr(out, "\n\norbit top  fleet"));
+	assert_80_columns(out);
+}
+
+/*
+ * fleets says what its columns hold: ROWS (the member directory's rows,
+ * JSON member_rows) and ALIVE (members alive, JSON alive).
+ */
+static void test_orbitctl_fleets_table_says_rows_and_alive(void **state)
+{
+	struct orbit_fleet_options fo = { .size = sizeof(fo), .fleet = fleet };
+	unsigned rows = 0, alive = 0;
+	orbit_fleet_t *f;
+	char needle[96], py[512];
+	const char *row;
+
+	(void)state;
+	assert_int_equal(orbit_fleet_open(&fo, &f), 0);
+	assert_int_equal(CTL_STDOUT("fleets"), 0);
+	assert_int_equal(
+	    strncmp(out, "FLEET                    SEGMENTS        BYTES    ROWS ALIVE STATUS\n",
+		    68),
+	    0);
+	assert_null(strstr(out, "MEMBERS"));
+	snprintf(needle, sizeof(needle), "\n%s ", fleet);
+	row = strstr(out, needle);
+	assert_non_null(row);
+	assert_int_equal(sscanf(row + 1, "%*s %*u %*u %u %u", &rows, &alive), 2);
+	assert_int_equal(rows, orbit_fleet_rows(f));
+	assert_in_range(alive, 1, rows); /* the fixture's agent, its second row */
+	orbit_fleet_close(f);
+	snprintf(py, sizeof(py),
+		 "import json,sys; d=json.load(sys.stdin); "
+		 "f=[x for x in d[\"fleets\"] if x[\"fleet\"]==\"%s\"][0]; "
+		 "assert f[\"member_rows\"]==%u and f[\"alive\"]>=1",
+		 fleet, rows);
+	assert_int_equal(ctl_python("fleets --json", py), 0);
+}
+
+/*
+ * Root removes another user's fleet by naming its owner (--owner USER
+ * unlink); without it the refusal names that owner and the option. The
+ * writing administrative commands stay refused, with a hint to run them
+ * as the owner.
+ */
+static char owned_fleet[64]; /* the fleet of another uid: its teardown removes it */
+
+static int owned_fleet_teardown(void **state)
+{
+	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = owned_fleet };
+
+	(void)state;
+	if (owned_fleet[0]) {
+		orbit_lock_unlink(&lo);
+		orbit__members_unlink(owned_fleet);
+	}
+	return 0;
+}
+
+static void test_orbitctl_root_unlinks_another_users_fleet_with_owner(void **state)
+{
+	struct orbit_lock_options lo = { .size = sizeof(lo) };
+	struct orbit_seg_opts so = { .how = ORBIT_SEG_OPEN_OR_CREATE };
+	char *other = owned_fleet, path[128], args[256];
+	orbit_members_t *m;
+	orbit_lock_t *l2;
+
+	(void)state;
+	if (geteuid() != 0) {
+		print_message("not root: another user's fleet not tried\n");
+		skip();
+	}
+	orbit_test_fleet(other, sizeof(owned_fleet), "ctlo");
+	lo.fleet = other;
+	assert_int_equal(orbit_lock_open(&lo, &l2), 0);
+	orbit_lock_close(l2);
+	assert_int_equal(orbit__members_open(&m, other, 0, &so), 0);
+	orbit__members_close(m);
+	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.lock-228", other);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.members", other);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	snprintf(args, sizeof(args), "--fleet %s unlink", other);
+	assert_int_equal(run(NULL, args, true), 4);
+	expect_each(out, "(uid 65534)", "name its owner to remove its segments: --owner ");
+	assert_int_equal(shm_names_of(other), 1);
+	snprintf(args, sizeof(args), "--fleet %s --owner 65534 reset", other);
+	assert_int_equal(run(NULL, args, true), 4);
+	expect_each(out, "reset writes its segments", "run it as that user");
+	snprintf(args, sizeof(args), "--fleet %s --owner 65534 unlink", other);
+	assert_int_equal(run(NULL, args, true), 0);
+	assert_int_equal(shm_names_of(other), 0);
+}
+
 /* tmux on a private socket; @rest is the rest of the command line. */
 static int tmux(const char *sock, const char *rest)
 {
@@ -1819,6 +2004,16 @@ int main(int argc, char **argv)
 			cmocka_unit_test_teardown(test_orbitctl_stats_bounded_beside_stuck_blocks,
 						  stuck_teardown),
 			cmocka_unit_test(test_orbitctl_fleets_and_unlink),
+			cmocka_unit_test(test_orbitctl_hard_link_is_named_not_a_foreign_owner),
+			cmocka_unit_test(test_orbitctl_force_release_empty_label_is_a_usage_error),
+			cmocka_unit_test(
+			    test_orbitctl_force_release_reads_the_escapes_locks_prints),
+			cmocka_unit_test(test_orbitctl_locks_escapes_a_colon_of_the_namespace),
+			cmocka_unit_test(test_orbitctl_top_on_a_pipe_writes_no_control_sequences),
+			cmocka_unit_test(test_orbitctl_fleets_table_says_rows_and_alive),
+			cmocka_unit_test_teardown(
+			    test_orbitctl_root_unlinks_another_users_fleet_with_owner,
+			    owned_fleet_teardown),
 			cmocka_unit_test(test_orbitctl_top_in_tmux),
 			cmocka_unit_test(test_orbitctl_random_bytes_never_crash),
 		};

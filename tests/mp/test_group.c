@@ -1286,7 +1286,7 @@ static void test_root_inspects_a_service_users_fleet(void **state)
 	assert_int_equal(step_wait(owner.ready[0]), 0);
 	assert_int_equal(orbit_fleet_open(&o, &f), -ORBIT_EOWNER);
 	assert_int_equal(orbitctl(fleet, "members"), 4);
-	assert_non_null(strstr(ctl_out, "--owner USER"));
+	assert_non_null(strstr(ctl_out, "name its owner to inspect it read-only: --owner "));
 	o.owner_uid = u_member; /* not the owner: still refused */
 	assert_int_equal(orbit_fleet_open(&o, &f), -ORBIT_EOWNER);
 	o.owner_uid = u_owner;

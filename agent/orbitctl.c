@@ -1853,11 +1853,14 @@ static int cmd_fleets(bool json, const struct orbit_fleet_options *perm)
 			continue;
 		}
 		shown_mid(name, 24, 10, (const uint8_t *)rows[i].name, strlen(rows[i].name));
+		if (alive < 0) { /* not opened: neither count is known */
+			printf("%-24s %8u %12llu %7s %5s %s\n", name, rows[i].segments,
+			       (unsigned long long)rows[i].bytes, "-", "-", orbit_err_name(alive));
+			continue;
+		}
 		printf("%-24s %8u %12llu %7u %5d %s\n", name, rows[i].segments,
-		       (unsigned long long)rows[i].bytes, nrows, alive < 0 ? 0 : alive,
-		       alive < 0 ? orbit_err_name(alive)
-		       : alive	 ? "in use"
-				 : "unused");
+		       (unsigned long long)rows[i].bytes, nrows, alive,
+		       alive ? "in use" : "unused");
 	}
 	if (json)
 		printf("\n]}\n");

@@ -15,6 +15,7 @@
 #include "orbit_test_proc.h"
 #include <errno.h>
 #include <regex.h>
+#include <sys/stat.h>
 #include <orbit/orbit.h>
 #include "agent/fleet_internal.h"
 #include "shm/lock_internal.h"
@@ -1685,6 +1686,27 @@ static void test_orbitctl_fleets_table_says_rows_and_alive(void **state)
 	assert_int_equal(ctl_python("fleets --json", py), 0);
 }
 
+/* A fleet that does not open shows "-" for both counts, and why in STATUS. */
+static void test_orbitctl_fleets_table_shows_no_counts_for_a_fleet_that_does_not_open(void **state)
+{
+	char bad[80], path[128], needle[96], f_rows[8], f_alive[8], status[32];
+	const char *row;
+
+	(void)state;
+	snprintf(bad, sizeof(bad), "%sbad", fleet);
+	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.members", bad);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(CTL_STDOUT("fleets"), 0);
+	unlink(path);
+	snprintf(needle, sizeof(needle), "\n%s ", bad);
+	row = strstr(out, needle);
+	assert_non_null(row);
+	assert_int_equal(sscanf(row + 1, "%*s %*u %*u %7s %7s %31s", f_rows, f_alive, status), 3);
+	assert_string_equal(f_rows, "-");
+	assert_string_equal(f_alive, "-");
+	assert_string_equal(status, "ORBIT_ENOTREG");
+}
+
 /*
  * Root removes another user's fleet by naming its owner (--owner USER
  * unlink); without it the refusal names that owner and the option. The
@@ -2011,6 +2033,8 @@ int main(int argc, char **argv)
 			cmocka_unit_test(test_orbitctl_locks_escapes_a_colon_of_the_namespace),
 			cmocka_unit_test(test_orbitctl_top_on_a_pipe_writes_no_control_sequences),
 			cmocka_unit_test(test_orbitctl_fleets_table_says_rows_and_alive),
+			cmocka_unit_test(
+			    test_orbitctl_fleets_table_shows_no_counts_for_a_fleet_that_does_not_open),
 			cmocka_unit_test_teardown(
 			    test_orbitctl_root_unlinks_another_users_fleet_with_owner,
 			    owned_fleet_teardown),

@@ -30,6 +30,15 @@ struct orbit__agent_spot_env {
 };
 
 /*
+ * orbit__spot_host_test_release_hook - for tests only: when set, a Spot
+ * host's release of its lease first calls it, and a non-zero answer is
+ * taken as the release's (a lock backend that cannot be reached:
+ * -ORBIT_EUNAVAILABLE) without calling orbit_lock_release(). NULL in
+ * every program but the test that sets it.
+ */
+extern _Atomic(int (*)(void)) orbit__spot_host_test_release_hook;
+
+/*
  * orbit__agent_spot_env - fill @out from @a (agent/agent.c).
  * Context: any thread while @a runs; no syscall. Returns 0 or -EINVAL.
  */

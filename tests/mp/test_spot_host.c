@@ -43,6 +43,7 @@
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include <orbit/orbit.h>
+#include "agent/spot.h"
 #include "shm/crashpoint.h"
 #include "shm/members.h"
 #include "shm/ring.h"
@@ -2036,6 +2037,47 @@ static int serializer_busy_main(void *arg)
 }
 
 /*
+ * A lock backend that cannot be reached for a while (etcd without quorum:
+ * -ORBIT_EUNAVAILABLE once the call's bound is spent), through the host's
+ * release hook: each release answers so while cc_unavailable is above 0,
+ * counting it down.
+ */
+static _Atomic int cc_unavailable;
+
+static int cc_unreachable_release(void)
+{
+	int left = atomic_load(&cc_unavailable);
+
+	while (left > 0 && !atomic_compare_exchange_weak(&cc_unavailable, &left, left - 1))
+		;
+	return left > 0 ? -ORBIT_EUNAVAILABLE : 0;
+}
+
+/*
+ * A lost as above, with a lock backend that answers A's first 20
+ * releases -ORBIT_EUNAVAILABLE (about 20 ms of A's 1 ms retries) once
+ * A's handler of "g" returns; then B starts. 0, or a step (1-7, 9-14,
+ * 23).
+ */
+static int backend_unavailable_main(void *arg)
+{
+	struct cc c = { 0 };
+	int r = cc_lose_a(&c, "ccuna");
+
+	(void)arg;
+	if (r)
+		return r;
+	atomic_store(&cc_unavailable, 20);
+	atomic_store(&orbit__spot_host_test_release_hook, cc_unreachable_release);
+	atomic_store(&cc_gate_open, 1);
+	if (cc_start_b(&c))
+		return 9; /* -EBUSY past 10 s: A took an unreachable backend for a release */
+	if (atomic_load(&cc_unavailable) != 0)
+		return 23; /* B started before A's refused releases were spent */
+	return cc_finish(&c);
+}
+
+/*
  * A host lost because its coordinator was closed (-EPIPE) frees its lease
  * as soon as every record it handed over is back (a handler still running
  * keeps it), so the next host of the Spot starts at once, not after the
@@ -2061,6 +2103,19 @@ static void test_lost_host_retries_a_release_the_serializer_refused(void **state
 {
 	(void)state;
 	assert_int_equal(orbit_test_fork_run(serializer_busy_main, NULL, 60000), 0);
+}
+
+/*
+ * A lost host whose release gets -ORBIT_EUNAVAILABLE (a lock backend it
+ * cannot reach within the call's bound, as the etcd backend answers
+ * without quorum) tries again, as for a busy serializer, until it gets
+ * through within its lease's deadline: the next host starts at once
+ * (fails at its 10 s bound when only -EAGAIN is retried).
+ */
+static void test_lost_host_retries_a_release_an_unreachable_backend_refused(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit_test_fork_run(backend_unavailable_main, NULL, 60000), 0);
 }
 
 int main(void)
@@ -2107,6 +2162,9 @@ int main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_lost_host_retries_a_release_the_serializer_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_lost_host_retries_a_release_an_unreachable_backend_refused, setup,
+		    teardown),
 	};
 
 	if (getenv("ORBIT_TEST_FILTER"))

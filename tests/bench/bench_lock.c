@@ -646,10 +646,11 @@ static double bench_contended_scale(bool mutex, int procs, int nkeys, int ms)
 	 * One cache line per key's mutex, as a per-key mutex table is laid
 	 * out. Packed (40 bytes each), keys k and k + 1 shared a line, and the
 	 * two processes of the 2-process point, which start one key apart
-	 * and go round in step, bounced it on every lock: that point read
-	 * 35-46 M/s against 76-111 M/s padded, so the mutex seemed to gain
-	 * 1.7-2.2x from 2 to 32 processes (whose two running ones are rarely
-	 * a key apart), and the target measured the false sharing.
+	 * and go round in step, bounced it on every lock. That held the
+	 * 2-process point down (46 against 100 M/s at 32 processes, whose
+	 * two running ones are rarely a key apart, in one run): the mutex
+	 * seemed to gain 2.16x from 2 to 32 processes, and the target
+	 * measured the false sharing. Padded it kept 0.86-1.00x in three.
 	 */
 	struct shared {
 		_Atomic uint64_t acq;

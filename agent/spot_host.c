@@ -59,7 +59,8 @@
  *   SH-S1 stop: stop = 1 (seq_cst), then an unconditional kick; pairs with
  *         SH-A2: the host's stop loads, one after its seq read (SH-D1)
  *   SH-L1 state: release store of LOST (after lost_reason), pairs with SH-L2:
- *         the acquire loads of the state
+ *         the acquire loads of the state, and SH-L3: a worker's acquire
+ *         load before a handler starts (lease_gone()), then lost_reason
  *   SH-R1 worker: finishing-- (release) after its last touch of the host;
  *         pairs with SH-A1: the acquire loads in orbit_spot_host_stop() before free.
  *         With a coordinator the host created, the coordinator's quiescence
@@ -153,6 +154,9 @@ struct delivery {
 	void *cont_arg;
 	uint32_t lane, pos;
 	uint32_t cap; /* payload bytes it has room for */
+	/* its worker found the lease gone before the handler started
+	 * (lease_gone()): the handler never ran, the record is not completed */
+	bool not_run;
 	struct orbit_spot_record rec;
 	/*
 	 * cap payload bytes, then TIMER_ROOM for a timer record's name
@@ -188,6 +192,20 @@ struct orbit_spot_host {
 	uint64_t ttl_ns, renew_at_ns;
 	uint64_t epoch;	  /* the lease's token at start: immutable (lease is the host thread's) */
 	bool lease_freed; /* let_go() released it (the host thread's, then stop's) */
+	/*
+	 * What a worker reads before it starts a handler (lease_gone()):
+	 * run_until_ns is the lease's deadline less run_margin_ns (immutable:
+	 * the coarse clock's resolution, at most a quarter of the TTL),
+	 * stored by the host thread at the take and at every renewal, relaxed
+	 * (a renewal stores it at least 3/4 TTL before the previous value
+	 * passes); lease_over is set, once, by the first worker that finds
+	 * the coarse clock past it, and read by every later start and by the
+	 * host thread, which then loses the Spot (-ENOENT, as an expired
+	 * renewal).
+	 */
+	_Atomic uint64_t run_until_ns;
+	_Atomic bool lease_over;
+	uint64_t run_margin_ns;
 
 	/* the host thread */
 	pthread_t thread;
@@ -248,7 +266,25 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t coarse_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* never ahead of CLOCK_MONOTONIC */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* ---- the lease ---- */
+
+/* A take or renewal gave the lease @sh->lease.deadline_ns (host thread). */
+static void lease_until(struct orbit_spot_host *sh)
+{
+	uint64_t d = sh->lease.deadline_ns;
+
+	/* relaxed: a value for lease_gone()'s compare, see the field */
+	atomic_store_explicit(&sh->run_until_ns, d > sh->run_margin_ns ? d - sh->run_margin_ns : 0,
+			      memory_order_relaxed);
+}
 
 /*
  * lease_take - THE seam of adoption: the one place the hosting lease is
@@ -323,7 +359,8 @@ static void lose(struct orbit_spot_host *sh, int reason)
 	 * task may lose at once); SH-L1 below publishes it */
 	atomic_compare_exchange_strong_explicit(&sh->lost_reason, &none, reason,
 						memory_order_relaxed, memory_order_relaxed);
-	/* SH-L1: release, pairs with SH-L2 in orbit_spot_host_state(): lost_reason before the state */
+	/* SH-L1: release, pairs with SH-L2 in orbit_spot_host_state() and SH-L3 in
+	 * lease_gone(): lost_reason before the state */
 	if (!atomic_compare_exchange_strong_explicit(&sh->state, &hosting, ORBIT_SPOT_LOST,
 						     memory_order_release, memory_order_relaxed))
 		return;
@@ -417,9 +454,45 @@ static int run_piece(struct delivery *d, orbit_serial_turn_t *turn, orbit_serial
 	return r;
 }
 
+/*
+ * lease_gone - may a record whose handler has not started start now? Not
+ * once the lease has run out by the coarse clock (less the margin: see
+ * run_until_ns), nor once the host was lost to another host or to an
+ * expiry: another host may run the record already (it gets it flagged
+ * redelivered), and a record run here after that would run twice with
+ * nothing to tell the application. A host paused past its lease
+ * (SIGSTOP) found its queued records started by its workers as soon as
+ * it resumed, before its thread's renewal found the loss. A host lost
+ * with its lease still its own (-EPIPE, -ECHILD) runs them as before.
+ * Context: a worker, before a handler; a coarse clock read and relaxed
+ * loads (see the fields).
+ */
+static bool lease_gone(struct orbit_spot_host *sh)
+{
+	int why;
+
+	if (atomic_load_explicit(&sh->lease_over, memory_order_relaxed))
+		return true;
+	if (coarse_now_ns() >= atomic_load_explicit(&sh->run_until_ns, memory_order_relaxed)) {
+		atomic_store_explicit(&sh->lease_over, true, memory_order_relaxed);
+		return true;
+	}
+	/* SH-L3: acquire, pairs with SH-L1 in lose(): lost_reason before the state */
+	if (atomic_load_explicit(&sh->state, memory_order_acquire) == ORBIT_SPOT_HOSTING)
+		return false;
+	why = atomic_load_explicit(&sh->lost_reason, memory_order_relaxed);
+	return why == -EPERM || why == -ENOENT || why == -ORBIT_EFENCED;
+}
+
 static int run_first(orbit_serial_turn_t *turn, void *arg)
 {
 	struct delivery *d = arg;
+
+	if (lease_gone(d->host)) {
+		d->not_run = true; /* back to the host thread, which completes nothing */
+		finish(d);
+		return 0;
+	}
 
 	/* the histogram samples the exact stamps only: no clock read for the others */
 	if (d->rec.submit_exact)
@@ -531,7 +604,7 @@ static void complete_batch(struct orbit_spot_host *sh, uint32_t lane, struct del
 static unsigned drain_done(struct orbit_spot_host *sh)
 {
 	struct delivery *ds[ORBIT_SPOTQ_LANES][DONE_BATCH];
-	unsigned nd[ORBIT_SPOTQ_LANES] = { 0 }, k = 0;
+	unsigned nd[ORBIT_SPOTQ_LANES] = { 0 }, k = 0, unrun = 0;
 	struct delivery *top;
 
 	if (!atomic_load_explicit(&sh->done, memory_order_relaxed))
@@ -549,6 +622,13 @@ static unsigned drain_done(struct orbit_spot_host *sh)
 
 		top = d->done_next;
 		sh->outstanding--;
+		if (d->not_run) {
+			/* not completed: it stays taken, the next host gets it flagged */
+			delivery_put(sh, d);
+			unrun++;
+			k++;
+			continue;
+		}
 		if (l >= ORBIT_SPOTQ_LANES) { /* never: complete() refuses it and counts it */
 			complete(sh, d);
 			/* SH-R2 as in complete_batch() */
@@ -567,6 +647,13 @@ static unsigned drain_done(struct orbit_spot_host *sh)
 	for (uint32_t l = 0; l < ORBIT_SPOTQ_LANES; l++)
 		if (nd[l])
 			complete_batch(sh, l, ds[l], nd[l]);
+	if (unrun) {
+		/* SH-R2 as in complete_batch() */
+		atomic_store_explicit(&sh->in_flight, LD(in_flight) - unrun, memory_order_release);
+		/* relaxed: see the field */
+		if (atomic_load_explicit(&sh->lease_over, memory_order_relaxed))
+			lose(sh, -ENOENT); /* no renewal can succeed now: the lease ran out */
+	}
 	return k;
 }
 
@@ -686,6 +773,7 @@ static struct delivery *delivery_of(struct orbit_spot_host *sh, const struct orb
 	d->lane = r->lane;
 	d->pos = r->pos;
 	d->cap = cap;
+	d->not_run = false;
 	memcpy(d->payload, r->payload, r->payload_len);
 	if (r->kind == ORBIT_SPOTQ_KIND_TIMER) {
 		char *t = timer_of(d);
@@ -847,6 +935,11 @@ static void renew_if_due(struct orbit_spot_host *sh, uint64_t now)
 {
 	int r;
 
+	/* relaxed: see the field; a worker found the lease run out */
+	if (atomic_load_explicit(&sh->lease_over, memory_order_relaxed)) {
+		lose(sh, -ENOENT);
+		return;
+	}
 	if (now < sh->renew_at_ns)
 		return;
 	r = lease_renew(sh);
@@ -861,6 +954,7 @@ static void renew_if_due(struct orbit_spot_host *sh, uint64_t now)
 		return;
 	}
 	INC(sh, renewals);
+	lease_until(sh);
 	sh->renew_at_ns = now + sh->ttl_ns / 4;
 }
 
@@ -1309,6 +1403,8 @@ int orbit_spot_host_start(orbit_agent_t *agent, const struct orbit_spot_host_opt
 	sh->owner.len = strlen(sh->owner_bytes);
 	atomic_init(&sh->done, NULL);
 	atomic_init(&sh->state, ORBIT_SPOT_HOSTING);
+	atomic_init(&sh->run_until_ns, 0);
+	atomic_init(&sh->lease_over, false);
 
 	r = orbit__spot_queue_open(&sh->q, &sh->env, sh->spot, &sh->o.caps);
 	if (r < 0)
@@ -1320,6 +1416,15 @@ int orbit_spot_host_start(orbit_agent_t *agent, const struct orbit_spot_host_opt
 	r = lease_take(sh);
 	if (r < 0)
 		goto err_queue;
+	{
+		struct timespec res = { 0, 0 };
+		uint64_t m = clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0
+				 ? (uint64_t)res.tv_sec * 1000000000ull + (uint64_t)res.tv_nsec
+				 : sh->ttl_ns / 4;
+
+		sh->run_margin_ns = m < sh->ttl_ns / 4 ? m : sh->ttl_ns / 4;
+	}
+	lease_until(sh);
 	sh->renew_at_ns = now_ns() + sh->ttl_ns / 4;
 	sh->epoch = sh->lease.token;
 	/* the stats slot counts the queue's counters from here (host_fill()) */

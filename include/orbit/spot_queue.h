@@ -159,7 +159,12 @@ enum orbit_spot_host_state {
 	 * holds it), or the queue fenced this host (a newer epoch took over),
 	 * or the coordinator was closed. Nothing more is taken; handlers that
 	 * run still finish (their completes are refused if a newer host took
-	 * over). Once every record handed over is back, the host releases
+	 * over). A record handed over whose handler has not started is not
+	 * started once the lease has run out (by CLOCK_MONOTONIC_COARSE, a
+	 * tick early at most) or the host was lost to a renew or a newer host:
+	 * it stays taken and the next host gets it, flagged redelivered (lost
+	 * with its lease still its own, to a closed coordinator, the host runs
+	 * and completes them). Once every record handed over is back, the host releases
 	 * the lease if it still holds it, so another host may start at once.
 	 * The cause is orbit_spot_host_stats().lost_reason. */
 	ORBIT_SPOT_LOST = 2,

@@ -393,11 +393,12 @@ static void verify(unsigned producers, bool expect_redelivery)
 	uint64_t n = atomic_load(&S->n), redeliv = 0;
 	uint64_t last[3][MAXP];
 	uint8_t *count = calloc(S->total, 1), *first = calloc(S->total, 1),
-		*in1 = calloc(S->total, 1);
+		*in1 = calloc(S->total, 1), *flagged = calloc(S->total, 1);
 
 	assert_non_null(count);
 	assert_non_null(first);
 	assert_non_null(in1);
+	assert_non_null(flagged);
 	memset(last, 0xff, sizeof(last));
 	assert_int_equal(atomic_load(&S->errors), 0);
 	assert_true(n <= 2 * S->total + 16); /* the log did not overflow */
@@ -418,10 +419,22 @@ static void verify(unsigned producers, bool expect_redelivery)
 		assert_int_equal(e->seq, e->i + 1);
 		if (e->redelivered) {
 			redeliv++;
+			flagged[idx] = 1;
 		} else {
 			/* one first delivery at most: every other one is flagged */
 			assert_int_equal(first[idx], 0);
 			first[idx] = 1;
+			/*
+			 * and it comes before every flagged one (the log is in
+			 * the order the handlers started): the application's
+			 * dedupe (doc/spot-queues.md) checks only flagged
+			 * records, so an unflagged run after one would apply
+			 * the record twice unseen
+			 */
+			if (flagged[idx])
+				fail_msg("host %u ran producer %u record %" PRIu64
+					 " unflagged after a flagged run of it",
+					 (unsigned)e->host, (unsigned)e->producer, e->i);
 		}
 		if (e->host == 2 && in1[idx])
 			assert_true(e->redelivered); /* host 1 took it: it comes flagged */
@@ -445,6 +458,7 @@ static void verify(unsigned producers, bool expect_redelivery)
 	free(count);
 	free(first);
 	free(in1);
+	free(flagged);
 }
 
 /* The queue's own checker and counters, read through the internal API. */
@@ -688,10 +702,12 @@ static void test_host_sigstopped_past_lease_is_fenced(void **state)
 	b = orbit_test_spawn(host_main, &h2);
 	orbit_test_expect_exit0(b, 60000);
 	assert_int_equal(atomic_load(&S->distinct), per);
-	/* host 1 resumes: its held handler finishes, its complete is refused */
+	/* host 1 resumes: its held handler finishes, its complete is refused,
+	 * and none of the records queued behind it starts (host 2 ran them) */
 	atomic_store(&S->gate, 1);
 	kill(a, SIGCONT);
 	orbit_test_expect_exit0(a, 60000);
+	assert_int_equal(atomic_load(&S->handled[1]), 100);
 	assert_int_equal(atomic_load(&S->final_state[1]), ORBIT_SPOT_LOST);
 	assert_int_equal(atomic_load(&S->lost_calls[1]), 1);
 	{

@@ -862,7 +862,8 @@ int orbit_fleet_unlink(const char *fleet)
 /*
  * A member directory that orbit__members_open() refused for its bytes or
  * its file type, not for who may use it (-ORBIT_EOWNER, -ORBIT_EMODE,
- * -EACCES stay refusals): unlink then asks the kernel's locks instead.
+ * -EACCES stay refusals): unlink then asks the kernel's locks instead
+ * (orbit__members_unlink_damaged()).
  */
 static bool members_damaged(int rc)
 {
@@ -882,6 +883,7 @@ int orbit_fleet_unlink_with(const struct orbit_fleet_options *user)
 	const char *fleet;
 	orbit_members_t *m = NULL;
 	char buf[ORBIT_SEG_NAME_MAX], lock_name[32], ring_name[32];
+	bool damaged = false;
 	int rc, found = 0;
 
 	orbit_fleet_options_init(opts);
@@ -909,10 +911,13 @@ int orbit_fleet_unlink_with(const struct orbit_fleet_options *user)
 			return rc > 0 ? -EBUSY : rc;
 	} else if (members_damaged(rc)) {
 		/* Its bytes cannot be read, but its locks can: unlink is the
-		 * way out of a damaged directory, so it must not need one. */
-		rc = orbit__members_attached_raw(fleet);
-		if (rc != 0)
-			return rc > 0 ? -EBUSY : rc;
+		 * way out of a damaged directory, so it must not need one.
+		 * Checked here, removed below under its flock before any other
+		 * name (so a refusal then still removes nothing). */
+		rc = orbit__members_unlink_damaged(fleet, true);
+		if (rc < 0 && rc != -ENOENT)
+			return rc;
+		damaged = true;
 	} else if (rc != -ENOENT) {
 		return rc;
 	}
@@ -927,12 +932,19 @@ int orbit_fleet_unlink_with(const struct orbit_fleet_options *user)
 	rc = orbit__spotq_foreach(fleet, spot_removable, (void *)fleet);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
+	if (damaged) {
+		rc = orbit__members_unlink_damaged(fleet, false);
+		if (rc < 0 && rc != -ENOENT)
+			return rc; /* nothing removed */
+		found += rc == 0;
+	}
 	lo.fleet = fleet;
 	lo.layout = layout;
 	found += orbit_lock_unlink(&lo) == 0;
 	found += orbit__ring_unlink(fleet, &rl) == 0;
 	found += orbit__seg_unlink(fleet, ORBIT_STATS_SEG_NAME) == 0;
-	found += orbit__members_unlink(fleet) == 0;
+	if (!damaged)
+		found += orbit__members_unlink(fleet) == 0;
 	rc = orbit__spotq_foreach(fleet, spot_unlink, (void *)fleet);
 	found += rc > 0 ? rc : 0;
 	return found ? 0 : -ENOENT;

@@ -222,38 +222,42 @@ int orbit__members_unlink(const char *fleet)
 	return orbit__seg_unlink(fleet, ORBIT_MEMBERS_SEG_NAME);
 }
 
-int orbit__members_attached_raw(const char *fleet)
+int orbit__members_unlink_damaged(const char *fleet, bool dry_run)
 {
-	char name[ORBIT_SEG_NAME_MAX];
+	char name[ORBIT_SEG_NAME_MAX], path[ORBIT_SEG_NAME_MAX + sizeof("/dev/shm")];
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
-	struct stat st;
+	struct stat ls, st;
 	int fd, r;
 
 	r = orbit__seg_name(name, sizeof(name), fleet, ORBIT_MEMBERS_SEG_NAME);
 	if (r < 0)
 		return r;
-	fd = shm_open(name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0);
-	if (fd < 0) {
-		/* A symlink (ELOOP), a socket (ENXIO), a directory (EISDIR,
-		 * EINVAL from glibc): nothing a member can have joined */
-		if (errno == ELOOP || errno == ENXIO || errno == EISDIR || errno == EINVAL)
-			return 0;
+	snprintf(path, sizeof(path), "/dev/shm%s", name);
+	if (lstat(path, &ls) < 0)
 		return -errno;
-	}
-	if (fstat(fd, &st) < 0) {
+	if (S_ISDIR(ls.st_mode))
+		return -ORBIT_ENOTREG; /* no name of ours: rmdir is the owner's call */
+	if (!S_ISREG(ls.st_mode)) /* a FIFO, socket, device node or symlink: nobody joined it */
+		return dry_run ? 0 : orbit__members_unlink(fleet);
+	fd = shm_open(name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* The creator's flock, held across the check and the removal: a creator
+	 * initialising it holds it, and an opener that would repair it takes
+	 * it first and then finds the name gone (st_nlink 0, shm/segment.c). */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+	else if (fstat(fd, &st) < 0)
 		r = -errno;
-	} else if (!S_ISREG(st.st_mode)) {
-		r = 0;
-	} else if (fcntl(fd, F_OFD_GETLK, &fl) < 0) {
+	else if (st.st_dev != ls.st_dev || st.st_ino != ls.st_ino)
+		r = -EBUSY; /* the name was replaced since the look: look again */
+	else if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
 		r = -errno;
-	} else if (fl.l_type != F_UNLCK) {
-		r = 1; /* a member's row lock (l_len 0: the whole file and past its end) */
-	} else if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
-		r = errno == EWOULDBLOCK ? 1 : -errno; /* a creator initialising it */
-	} else {
-		r = 0; /* our shared flock goes with the descriptor */
-	}
-	close(fd);
+	else if (fl.l_type != F_UNLCK)
+		r = -EBUSY; /* a member's row lock (l_len 0: the whole file and past its end) */
+	else
+		r = dry_run ? 0 : orbit__members_unlink(fleet);
+	close(fd); /* the flock goes with it, after the name */
 	return r;
 }
 

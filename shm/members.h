@@ -124,21 +124,30 @@ void orbit__members_close(orbit_members_t *m);
 int orbit__members_unlink(const char *fleet);
 
 /*
- * orbit__members_attached_raw - does any open description hold a lock on
- * the fleet's member directory, asked without reading a byte of it? For a
- * directory orbit__members_open() refuses as damaged (truncated, wrong
- * magic, version, kind, size or fingerprint, corrupt, never initialised):
- * a live member holds its row's OFD lock whatever the file's size or
- * bytes say (a lock range may lie past the end of a truncated file), and
- * a creator holds the file's flock while it initialises. Neither reads
- * nor maps the file; a non-regular file under the name (a FIFO, a
- * directory, ...) has no member, since no member can join one.
- * Context: any thread; shm_open (O_NOFOLLOW, O_NONBLOCK), fstat, one
- * F_OFD_GETLK over the whole file, one flock(LOCK_SH | LOCK_NB), close.
- * Returns 0 (nobody), 1 (a lock is held: this process's own rows count),
- * -ENOENT, -EINVAL (bad name), or -errno of the open (-EACCES, ...).
+ * orbit__members_unlink_damaged - remove the name of a member directory
+ * orbit__members_open() refused as damaged (truncated, wrong magic,
+ * version, kind, size or fingerprint, corrupt, never initialised, not a
+ * regular file), asking the kernel instead of its bytes whether anyone is
+ * attached: a live member holds its row's OFD lock whatever the file's
+ * size or bytes say (a lock range may lie past the end of a truncated
+ * file), and a creator holds the file's flock while it initialises. The
+ * flock is taken here (non-blocking) and held across the check and the
+ * removal, so an opener that would repair the file meanwhile waits and
+ * then finds no name. Every layout of the directory must keep these two
+ * rules (a member holds an fcntl lock in the file; a creator holds its
+ * flock while it initialises): another build's directory (another
+ * version, kind or fingerprint) is judged by them too. A FIFO, socket,
+ * device node or symlink under the name is removed (nobody can have
+ * joined one); a directory is left (-ORBIT_ENOTREG). Neither reads nor
+ * maps the file. @dry_run: check only, remove nothing.
+ * Context: any thread; lstat, shm_open (O_NOFOLLOW, O_NONBLOCK), flock,
+ * fstat, one F_OFD_GETLK over the whole file, shm_unlink, close.
+ * Returns 0 (removed, or removable with @dry_run), -EBUSY (a lock is held:
+ * this process's own rows count; or the name changed meanwhile),
+ * -ORBIT_ENOTREG (a directory), -ENOENT, -EINVAL (bad name), or -errno
+ * of the open (-EACCES, ...).
  */
-int orbit__members_attached_raw(const char *fleet);
+int orbit__members_unlink_damaged(const char *fleet, bool dry_run);
 
 /*
  * orbit__members_join - take a row for this process: the first row whose

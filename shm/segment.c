@@ -493,7 +493,10 @@ static int create_new(orbit_seg_t *seg, const char *name, const struct orbit_seg
 		r = -errno;
 		goto err_unlink;
 	}
-	if (st.st_size != 0) {
+	/* Or the name was removed while we waited (an unlink of a damaged
+	 * fleet holds the flock across its removal): never initialise an
+	 * object no name leads to; the caller's loop opens or creates again. */
+	if (st.st_size != 0 || st.st_nlink == 0) {
 		flock_retry(fd, LOCK_UN);
 		close(fd);
 		return -EEXIST;

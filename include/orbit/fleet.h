@@ -546,16 +546,21 @@ ORBIT_API int orbit_fleet_spots(orbit_fleet_t *f, orbit_fleet_spot_fn fn, void *
  * member is attached. Mapped handles stay valid; the next open creates new
  * segments (lock tokens still increase: see orbit_lock_unlink). A member
  * directory that cannot be read (truncated, wrong magic, version, kind,
- * size or fingerprint, corrupt, never initialised, or not a regular
- * file) is removed too once no process holds a lock on its file (the
+ * size or fingerprint, corrupt, never initialised) is removed too, first
+ * and under its flock, once no process holds a lock on its file (the
  * kernel's record of the live members and of a creator at work): this is
- * the way out of a damaged fleet.
+ * the way out of a damaged fleet. So is a FIFO, socket, device node or
+ * symlink under its name; a directory there is left (-ORBIT_ENOTREG,
+ * nothing removed).
  * @fleet: the fleet name (NULL: "default").
- * Context: any thread; syscalls (shm_open, fcntl, shm_unlink). A member
- * joining while this runs is not excluded.
+ * Context: any thread; syscalls (shm_open, fcntl, flock, lstat,
+ * shm_unlink). A member joining a healthy directory while this runs is
+ * not excluded.
  * Returns: 0 (at least one segment removed); -ENOENT (none existed);
  * -EBUSY (a live member is attached, this process's own rows included,
- * also to a damaged directory); -EINVAL (bad name); or a member directory
+ * also to a damaged directory); -ORBIT_ENOTREG (a directory under the
+ * member directory's name: nothing removed); -EINVAL (bad name); or a
+ * member directory
  * open error other than damage (a fleet shared with a group: -ORBIT_EMODE
  * or -ORBIT_EOWNER; use orbit_fleet_unlink_with()).
  */

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -35,7 +36,7 @@ enum orbit_test_hostile {
 	ORBIT_TEST_FIFO,
 	ORBIT_TEST_DIR,
 	ORBIT_TEST_SOCKET,
-	ORBIT_TEST_SYMLINK,  /* to /etc/passwd: followed, it would open as a wrong magic */
+	ORBIT_TEST_SYMLINK,  /* to PATH.target, a file of ours: followed, a wrong size */
 	ORBIT_TEST_CHARDEV,  /* mknod c 1 3 (/dev/null's numbers): root only */
 	ORBIT_TEST_BLOCKDEV, /* mknod b 7 0 (loop0's numbers): root only */
 	ORBIT_TEST_HOSTILE_COUNT,
@@ -82,9 +83,20 @@ static inline int orbit_test_hostile_make(enum orbit_test_hostile k, const char 
 			r = listen(fd, 1); /* a listening socket: an open must still not connect */
 		close(fd);
 		break;
-	case ORBIT_TEST_SYMLINK:
-		r = symlink("/etc/passwd", path);
+	case ORBIT_TEST_SYMLINK: {
+		char target[PATH_MAX];
+
+		if (snprintf(target, sizeof(target), "%s.target", path) >= (int)sizeof(target))
+			return -ENAMETOOLONG;
+		fd = open(target, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+		if (fd < 0)
+			return -errno;
+		r = write(fd, "not a segment", 13) == 13 ? 0 : -1;
+		close(fd);
+		if (r == 0)
+			r = symlink(target, path);
 		break;
+	}
 	case ORBIT_TEST_CHARDEV:
 		r = mknod(path, S_IFCHR | 0600, makedev(1, 3));
 		if (r < 0 && errno == EPERM)
@@ -101,11 +113,15 @@ static inline int orbit_test_hostile_make(enum orbit_test_hostile k, const char 
 	return r < 0 ? -errno : 0;
 }
 
-/* Remove what orbit_test_hostile_make() put there. */
+/* Remove what orbit_test_hostile_make() put there (and a symlink's target). */
 static inline void orbit_test_hostile_remove(const char *path)
 {
+	char target[PATH_MAX];
+
 	if (unlink(path) < 0)
 		rmdir(path);
+	if (snprintf(target, sizeof(target), "%s.target", path) < (int)sizeof(target))
+		unlink(target);
 }
 
 /*

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -1384,36 +1385,61 @@ static void truncate_members(void)
 
 /*
  * orbit_fleet_unlink on a member directory it cannot read (wrong magic,
- * truncated): the way out of a damaged fleet. It asks the kernel's locks
- * instead of the bytes: refused while a member still holds its row,
- * removes every name once none does.
+ * truncated, not a regular file): the way out of a damaged fleet. It
+ * asks the kernel's locks instead of the bytes: refused while a member
+ * holds its row or a creator the file's flock, and then nothing is
+ * removed; every name goes once none does. A directory under the name is
+ * left, and refused.
  */
 static void test_fleet_unlink_removes_a_damaged_member_directory(void **state)
 {
 	struct orbit_lock_options lo = { .size = sizeof(lo), .fleet = fleet };
 	struct orbit_agent_options ao = { .size = sizeof(ao), .fleet = fleet, .name = "d" };
-	char path[128];
+	char path[128], lpath[128];
+	struct stat st;
 	orbit_lock_t *lock;
 	orbit_agent_t *ag;
+	int fd;
 
 	(void)state;
 	/* 1. A live member on a directory with a wrong magic: refused, kept;
 	 * removed once it left. */
 	unlink_refused_then_removed(spoil_members_magic);
-	/* 2. A truncated directory nobody holds a row of. */
+	/* 2. A truncated directory whose flock someone holds (a creator
+	 * initialising it): refused, nothing removed; then removed. */
 	assert_int_equal(orbit_lock_open(&lo, &lock), 0);
 	ao.lock = lock;
 	assert_int_equal(orbit_agent_start(&ao, &ag), 0);
 	orbit_agent_stop(ag);
 	orbit_lock_close(lock);
 	truncate_members();
-	assert_int_equal(orbit_fleet_unlink(fleet), 0);
 	snprintf(path, sizeof(path), "/dev/shm/orbit.%s.members", fleet);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	assert_int_equal(orbit_fleet_unlink(fleet), -EBUSY);
+	assert_int_equal(access(path, F_OK), 0);
+	snprintf(lpath, sizeof(lpath), "/dev/shm/orbit.%s.lock-228", fleet);
+	assert_int_equal(access(lpath, F_OK), 0); /* all or nothing */
+	close(fd);
+	assert_int_equal(orbit_fleet_unlink(fleet), 0);
 	assert_int_equal(access(path, F_OK), -1);
-	/* 3. A FIFO squatting the name: nobody can have joined it. */
+	assert_int_equal(access(lpath, F_OK), -1);
+	/* 3. A FIFO or a symlink squatting the name: nobody can have joined it. */
 	assert_int_equal(mkfifo(path, 0600), 0);
 	assert_int_equal(orbit_fleet_unlink(fleet), 0);
 	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(symlink("/dev/null", path), 0);
+	assert_int_equal(orbit_fleet_unlink(fleet), 0);
+	assert_int_equal(lstat(path, &st), -1);
+	/* 4. A directory: not ours to remove; refused, the other names stay. */
+	assert_int_equal(orbit_lock_open(&lo, &lock), 0);
+	orbit_lock_close(lock);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(orbit_fleet_unlink(fleet), -ORBIT_ENOTREG);
+	assert_int_equal(access(lpath, F_OK), 0);
+	assert_int_equal(rmdir(path), 0);
+	assert_int_equal(orbit_fleet_unlink(fleet), 0);
 }
 
 /* Read every frame @r has (up to -EAGAIN); count those of @type and @token. */

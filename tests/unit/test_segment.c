@@ -270,7 +270,7 @@ static void test_non_regular_file_under_the_name_is_enotreg(void **state)
 		}
 		orbit_test_hostile_remove(path);
 	}
-	assert_true(made >= 3);
+	assert_true(made >= 4); /* FIFO, directory, socket, symlink: devices need root */
 }
 
 static int reopen_is_enotreg(void *arg)

@@ -262,6 +262,9 @@ int orbit_agent_stop(orbit_agent_t *a)
 	 * another agent, for a thread that may wait for the subs_mu we hold). */
 	if (orbit__agent_in_callback(a))
 		return -EDEADLK;
+	/* A Spot host or client still uses our members, lock and registry */
+	if (a->spots && orbit__agent_spots_users(a->spots))
+		return -EBUSY;
 	orbit__agent_death_stop(a);
 	/* Removes our sink only (another agent's on the same handle stays);
 	 * returns once no thread is inside it, so freeing a is safe. */

@@ -221,6 +221,8 @@ struct orbit__agent_spots *orbit__agent_spots_new(orbit_stats_t *st, uint32_t ro
 void orbit__agent_spots_free(struct orbit__agent_spots *s);
 /* The stats publish: every registered Spot into its slot; *@full = refused registrations. */
 void orbit__agent_spots_publish(struct orbit__agent_spots *s, uint64_t *full);
+/* Spot hosts and clients that exist now (orbit__agent_spot_hold()). */
+unsigned orbit__agent_spots_users(struct orbit__agent_spots *s);
 
 /* ---- agent_loop.c ---- */
 

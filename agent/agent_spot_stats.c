@@ -39,7 +39,8 @@ struct orbit__agent_spots {
 	orbit_stats_t *st;  /* the agent's stats segment; NULL: no row, nothing published */
 	uint32_t row;
 	uint64_t pid, start_ticks;
-	uint64_t full; /* registrations refused: every slot in use (under mu) */
+	uint64_t full;	/* registrations refused: every slot in use (under mu) */
+	unsigned users; /* hosts and clients that exist (hold .. release; under mu) */
 	struct spot_entry e[ORBIT_STATS_SPOTS_PER_ROW];
 };
 
@@ -140,6 +141,38 @@ int orbit__agent_spot_register(orbit_agent_t *agent, enum orbit_stats_spot_role 
 		s->full++;
 	spots_unlock(s);
 	return rc;
+}
+
+void orbit__agent_spot_hold(orbit_agent_t *agent)
+{
+	struct orbit__agent_spots *s = agent->spots;
+
+	spots_lock(s);
+	s->users++;
+	spots_unlock(s);
+}
+
+void orbit__agent_spot_release(orbit_agent_t *agent)
+{
+	struct orbit__agent_spots *s;
+
+	if (!agent || orbit__agent_check(agent) < 0)
+		return; /* a forked child's copy: the parent's agent is not ours */
+	s = agent->spots;
+	spots_lock(s);
+	if (s->users)
+		s->users--;
+	spots_unlock(s);
+}
+
+unsigned orbit__agent_spots_users(struct orbit__agent_spots *s)
+{
+	unsigned n;
+
+	spots_lock(s);
+	n = s->users;
+	spots_unlock(s);
+	return n;
 }
 
 void orbit__agent_spot_unregister(orbit_agent_t *agent, int slot)

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -69,7 +70,7 @@ static struct bank_cfg {
 	int keep;
 	int inject_bug; /* --inject-bug[=KIND]: a deliberate bug the report must catch */
 	int work_us;	/* a handler's own work between taking its locks and writing */
-} cfg = { 30, 4, 2, 8, 1000, 1, 1.0, "", "", "", "", 0, 0, 200 };
+} cfg = { 30, 4, 2, 0, 1000, 1, 1.0, "", "", "", "", 0, 0, 200 }; /* shards 0: 8, at most A */
 
 /* The deliberate bugs of --inject-bug (the report must fail with each). */
 enum {
@@ -814,6 +815,8 @@ static int observer_main(int idx)
 
 /* ---- the supervisor ---- */
 
+static pid_t supervisor; /* its pid, for its children's demo_child_signals() */
+
 static pid_t spawn(bool worker, int idx)
 {
 	struct proc_slot *p = worker ? &sh->w[idx] : &sh->c[idx];
@@ -822,7 +825,9 @@ static pid_t spawn(bool worker, int idx)
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0)
-		_exit(worker ? worker_main(idx) : client_main(idx));
+		_exit(demo_child_signals(supervisor) ? 1
+		      : worker			     ? worker_main(idx)
+						     : client_main(idx));
 	if (pid > 0) {
 		atomic_store(&p->pid, pid);
 		atomic_store(&p->in_handler, 0);
@@ -838,7 +843,7 @@ static pid_t spawn_observer(int idx)
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0)
-		_exit(observer_main(idx));
+		_exit(demo_child_signals(supervisor) ? 1 : observer_main(idx));
 	if (pid > 0)
 		atomic_store(&sh->o[idx].pid, pid);
 	return pid;
@@ -1058,6 +1063,31 @@ int demo_opt_ints(const struct demo_int_opt *tab, size_t n, int letter, const ch
 	return 1;
 }
 
+volatile sig_atomic_t demo_interrupted;
+
+static void on_stop_signal(int sig)
+{
+	demo_interrupted = sig;
+}
+
+void demo_stop_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL); /* no SA_RESTART: the loop's usleep returns early */
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+int demo_child_signals(pid_t parent)
+{
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_DFL);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		return 0; /* unsupported: a killed supervisor leaves us to run out */
+	return getppid() == parent ? 0 : -1; /* it died before the prctl */
+}
+
 int demo_opt_int(const char *opt, const char *arg, long lo, long hi, int *out)
 {
 	char *end;
@@ -1199,8 +1229,13 @@ int demo_bank_main(int argc, char **argv)
 	}
 	if (!cfg.fleet[0])
 		strcpy(cfg.fleet, "demo");
-	if (cfg.shards > cfg.accounts)
-		cfg.shards = cfg.accounts;
+	if (cfg.shards > cfg.accounts) { /* given: a range error, as the others */
+		fprintf(stderr, "orbit-demo: --shards %d: allowed 1..%d (at most --accounts)\n",
+			cfg.shards, cfg.accounts);
+		return 2;
+	}
+	if (cfg.shards == 0) /* the default: 8, at most the accounts */
+		cfg.shards = cfg.accounts < 8 ? cfg.accounts : 8;
 	rc = orbit_fleet_unlink(cfg.fleet); /* an earlier, killed run's leftovers */
 	if (rc == -EBUSY) {
 		fprintf(stderr, "orbit-demo: fleet \"%s\" has live members; pass --fleet NAME\n",
@@ -1233,6 +1268,8 @@ int demo_bank_main(int argc, char **argv)
 	for (int i = 0; i < 5; i++)
 		printf("  %s --fleet %s %s\n", ctl, cfg.fleet,
 		       (const char *[]){ "spots", "locks", "members", "stats", "top" }[i]);
+	supervisor = getpid();
+	demo_stop_signals();
 	for (int i = 0; i < cfg.workers; i++)
 		spawn(true, i);
 	usleep(300000); /* the workers take their shards: the queues exist */
@@ -1251,7 +1288,7 @@ int demo_bank_main(int argc, char **argv)
 	 * acquisitions the observers saw; viol w/o: seen by the workers / the observers. */
 	printf("%5s %6s %6s %5s %5s %6s %5s %7s %8s\n", "time", "op/s", "p99", "kills", "adopt",
 	       "redel", "stale", "obs acq", "viol w/o");
-	while (now_ns() < t_end) {
+	while (now_ns() < t_end && !demo_interrupted) {
 		uint64_t now;
 
 		usleep(100000);
@@ -1367,6 +1404,9 @@ int demo_bank_main(int argc, char **argv)
 	}
 	if (tty)
 		printf("\n");
+	if (demo_interrupted)
+		printf("orbit-demo: %s: winding down\n",
+		       demo_interrupted == SIGTERM ? "SIGTERM" : "SIGINT");
 	/* Wind down: no more chaos; clients stop; the queues drain; workers stop. */
 	if (stopped >= 0) {
 		kill(atomic_load(&sh->w[stopped].pid), SIGCONT);

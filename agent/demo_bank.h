@@ -3,7 +3,9 @@
 #ifndef ORBIT_AGENT_DEMO_BANK_H
 #define ORBIT_AGENT_DEMO_BANK_H
 
+#include <signal.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Run the bank scenario with orbit-demo's arguments (--scenario removed). Returns the exit status. */
 int demo_bank_main(int argc, char **argv);
@@ -15,6 +17,20 @@ int demo_bank_main(int argc, char **argv);
  * returns -1 (*@out unchanged); else 0. Shared by both scenarios.
  */
 int demo_opt_int(const char *opt, const char *arg, long lo, long hi, int *out);
+
+/*
+ * The supervisor's stop signals, both scenarios: demo_stop_signals()
+ * makes SIGINT and SIGTERM set demo_interrupted (the run then winds down
+ * as at the end of --seconds: the report, the removal of its segments and
+ * files); demo_child_signals(), in each forked child, ignores SIGINT (a
+ * Ctrl-C reaches the whole process group: the supervisor stops the
+ * children), takes SIGTERM's default back, and asks for SIGKILL when the
+ * supervisor dies (no child outlives a killed run). Returns -1 when the
+ * supervisor is already gone (the child exits), else 0.
+ */
+extern volatile sig_atomic_t demo_interrupted;
+void demo_stop_signals(void);
+int demo_child_signals(pid_t parent);
 
 /* One integer option of a scenario: its getopt letter, name, range and destination. */
 struct demo_int_opt {

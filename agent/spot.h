@@ -91,6 +91,17 @@ int orbit__agent_spot_register(orbit_agent_t *agent, enum orbit_stats_spot_role 
 void orbit__agent_spot_unregister(orbit_agent_t *agent, int slot);
 
 /*
+ * orbit__agent_spot_hold / _release - a Spot host or client of @agent
+ * exists (from its start or open until its stop or close, whether or not
+ * it got a stats slot): orbit_agent_stop() refuses with -EBUSY while any
+ * does, since each one uses the agent's members, lock handle and stats
+ * registry to its end. Context: any thread while @agent runs; the
+ * registry's mutex. Release in a forked child: a no-op.
+ */
+void orbit__agent_spot_hold(orbit_agent_t *agent);
+void orbit__agent_spot_release(orbit_agent_t *agent);
+
+/*
  * A Spot host's submit-to-run histogram (agent/spot_host.c), one word per
  * record: pow2[i] counts latencies of exactly 2^i ns (0 ns with 1 ns in
  * [0]), mid[i] those strictly between 2^i and 2^(i+1). Both bucket schemes

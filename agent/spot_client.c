@@ -176,6 +176,7 @@ int orbit_spot_client_open(orbit_agent_t *agent, const char *spot,
 		goto err_queue;
 	/* no free slot: submits run unpublished (counted by the agent) */
 	c->agent = agent;
+	orbit__agent_spot_hold(agent); /* released at the end of orbit_spot_client_close() */
 	c->stats_slot = orbit__agent_spot_register(agent, ORBIT_STATS_SPOT_CLIENT, spot, c,
 						   client_fill);
 	*out = c;
@@ -195,6 +196,7 @@ void orbit_spot_client_close(orbit_spot_client_t *c)
 	orbit__agent_spot_unregister(c->agent, c->stats_slot);
 	orbit__spotq_producer_close(c->p);
 	orbit__spotq_close(c->q);
+	orbit__agent_spot_release(c->agent); /* its last use of the agent */
 	free(c);
 }
 

@@ -1455,6 +1455,7 @@ int orbit_spot_host_start(orbit_agent_t *agent, const struct orbit_spot_host_opt
 		goto err_coord;
 	/* published from now on; no free slot: hosted unpublished (counted by the agent) */
 	sh->agent = agent;
+	orbit__agent_spot_hold(agent); /* released at the end of orbit_spot_host_stop() */
 	sh->stats_slot = orbit__agent_spot_register(agent, ORBIT_STATS_SPOT_HOST, sh->spot, sh,
 						    host_fill);
 	*out = sh;
@@ -1519,6 +1520,7 @@ int orbit_spot_host_stop(orbit_spot_host_t *sh)
 		(void)lease_release(sh);
 	orbit__spotq_host_close(sh->h);
 	orbit__spotq_close(sh->q);
+	orbit__agent_spot_release(sh->agent); /* its last use of the agent */
 	free(sh->buf);
 	free(sh->recs);
 	free(sh);

@@ -447,7 +447,8 @@ int orbit__spotq_submit(orbit_spotq_producer_t *p, const struct orbit_spotq_subm
  * 20 us, none after a preemption until a short wait; none on a machine
  * with one CPU online; cut to @timeout_ns, which it counts against).
  * Returns 0 (room now, or the host freed something), -ETIMEDOUT, -EINTR,
- * -EINVAL, -ECHILD. Context: the producer's thread (one at a time).
+ * -EINVAL, -E2BIG (@len above the lane's byte cap), -ECHILD. Context:
+ * the producer's thread (one at a time).
  */
 int orbit__spotq_wait_room(orbit_spotq_producer_t *p, uint32_t lane, uint32_t len,
 			   int64_t timeout_ns);

@@ -529,6 +529,8 @@ int orbit__spotq_wait_room(orbit_spotq_producer_t *p, uint32_t lane, uint32_t le
 	if (orbit__fork_check(p->pid))
 		return -ECHILD;
 	g = &p->q->lane[lane];
+	if (len > g->bytes)
+		return -E2BIG; /* as submit answers: no room ever comes for it */
 	adapt = p->room_adapt && timeout_ns != 0;
 	if (p->room_poll_ns && timeout_ns != 0) {
 		uint64_t budget = timeout_ns > 0 && (uint64_t)timeout_ns < p->room_poll_ns

@@ -168,7 +168,9 @@ ORBIT_API int orbit_agent_start(const struct orbit_agent_options *opts, orbit_ag
  * are the parent's; see "Fork" above).
  * Returns: 0 (stopped, @agent freed; also for NULL); -ECHILD (forked child,
  * the parent's agent: nothing done); -EDEADLK (called from a subscriber
- * callback or on the agent thread: nothing done, @agent still runs).
+ * callback or on the agent thread: nothing done, @agent still runs);
+ * -EBUSY (a Spot host or client of @agent still exists: stop the hosts
+ * and close the clients first; nothing done, @agent still runs).
  */
 ORBIT_API int orbit_agent_stop(orbit_agent_t *agent);
 

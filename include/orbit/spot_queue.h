@@ -248,7 +248,9 @@ ORBIT_API void orbit_spot_host_options_init(struct orbit_spot_host_options *opts
  * @opts->coordinator or the pool of @opts->executor made in another
  * process: refused before the lease is taken); -ENOMEM; -EAGAIN (thread
  * creation refused, or the lock table's serializer stayed busy: retry);
- * -ENOSPC (the lock table is full); a segment error of the queue
+ * -ENOSPC (the lock table is full, or /dev/shm has no room for the queue
+ * it would create: no file is left, orbit_segment_last_error() names it);
+ * a segment error of the queue
  * (-ORBIT_EMAGIC, -ORBIT_EKIND, -ORBIT_ESIZE, -ORBIT_EOWNER, ...); an
  * error of orbit_spot_serial_executor_create(). Nothing is left held on
  * failure.
@@ -398,7 +400,9 @@ ORBIT_API void orbit_spot_client_options_init(struct orbit_spot_client_options *
  * -ORBIT_EFINGERPRINT (the queue exists with other caps); -EBUSY (this
  * agent already has a client of @spot open); -ERANGE (the agent's member
  * row is beyond the queue's producer rows); -ECHILD (in a forked child of
- * @agent's process); -ENOMEM; a segment error of the queue (-ORBIT_EMAGIC,
+ * @agent's process); -ENOMEM; -ENOSPC (/dev/shm has no room for the queue
+ * it would create: no file is left, orbit_segment_last_error() names it);
+ * a segment error of the queue (-ORBIT_EMAGIC,
  * -ORBIT_EKIND, -ORBIT_ESIZE, -ORBIT_EOWNER, -ORBIT_EMODE, -EACCES, ...).
  */
 ORBIT_API int orbit_spot_client_open(orbit_agent_t *agent, const char *spot,
@@ -458,7 +462,8 @@ ORBIT_API int orbit_spot_submit_lifecycle(orbit_spot_client_t *client, const voi
  * nobody), then blocks in FUTEX_WAIT on the queue's room doorbell (the
  * host rings it when it frees room and someone waits).
  * Returns: 0 (room now, or room was freed); -ETIMEDOUT; -EINTR; -EINVAL
- * (NULL client, bad lane); -ECHILD.
+ * (NULL client, bad lane); -E2BIG (@len above the lane's byte cap: no
+ * room ever comes, as submit answers at once); -ECHILD.
  */
 ORBIT_API int orbit_spot_client_wait_room(orbit_spot_client_t *client, enum orbit_spot_lane lane,
 					  uint32_t len, int64_t timeout_ns);

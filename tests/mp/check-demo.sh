@@ -134,12 +134,44 @@ echo "[ RUN      ] $t"
 bank=$("$demo" --workers 100 2>&1); brc=$?
 locks=$("$demo" --scenario locks --workers 100 2>&1); lrc=$?
 fl=$("$demo" --scenario locks --fleet 'bad/name' 2>&1); frc=$?
+sh=$("$demo" --shards 10 --accounts 5 --fleet "$fleet" 2>&1); src=$?
 if [ $brc -eq 2 ] && echo "$bank" | grep -q -- '--workers 100: allowed 1\.\.32' &&
    [ $lrc -eq 2 ] && echo "$locks" | grep -q -- '--workers 100: allowed 2\.\.64' &&
-   [ $frc -eq 2 ] && echo "$fl" | grep -q -- '--fleet bad/name: a fleet name is 1 to 40 of'; then
+   [ $frc -eq 2 ] && echo "$fl" | grep -q -- '--fleet bad/name: a fleet name is 1 to 40 of' &&
+   [ $src -eq 2 ] && echo "$sh" | grep -q -- '--shards 10: allowed 1\.\.5 (at most --accounts)'; then
 	echo "[       OK ] $t"
 else
-	echo "$bank" | head -2; echo "$locks" | head -2; echo "$fl" | head -2
-	echo "[  FAILED  ] $t (exit $brc, $lrc, $frc)"; fail=1
+	echo "$bank" | head -2; echo "$locks" | head -2; echo "$fl" | head -2; echo "$sh" | head -2
+	echo "[  FAILED  ] $t (exit $brc, $lrc, $frc, $src)"; fail=1
 fi
+# SIGTERM (kill, timeout, systemd) and SIGINT end a run early as its
+# --seconds would: the report, exit status 0 with every invariant held,
+# and nothing left behind (segments, the run's directory, its children).
+for sig in TERM INT; do
+	t=test_demo_sig$(echo $sig | tr 'A-Z' 'a-z')_winds_down_and_leaves_nothing
+	echo "[ RUN      ] $t"
+	log=$(mktemp)
+	if [ $sig = TERM ]; then
+		"$demo" --seconds 60 --workers 2 --clients 1 --shards 2 --accounts 100 \
+			--fleet "$fleet" > "$log" 2>&1 &
+	else
+		"$demo" --scenario locks --seconds 60 --fleet "$fleet" > "$log" 2>&1 &
+	fi
+	pid=$!
+	sleep 3
+	kill -$sig $pid
+	for i in $(seq 300); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+	wait $pid
+	rc=$?
+	kids=$(pgrep -f -- "--fleet $fleet" 2>/dev/null | wc -l)
+	if [ $rc -eq 0 ] && grep -q "SIG$sig: winding down" "$log" &&
+	   grep -Eq 'all invariants hold|violations +0 ' "$log" && [ "$kids" -eq 0 ] &&
+	   ! ls /dev/shm | grep -q "orbit\.$fleet\." && ! ls -d /tmp/orbit-demo.$pid >/dev/null 2>&1; then
+		echo "[       OK ] $t"
+	else
+		tail -8 "$log"; echo "[  FAILED  ] $t (exit $rc, $kids children left)"; fail=1
+		kill -9 $pid 2>/dev/null
+	fi
+	rm -f "$log"
+done
 exit ${fail:-0}

@@ -2134,6 +2134,55 @@ static void test_lost_host_retries_a_release_an_unreachable_backend_refused(void
 	assert_int_equal(orbit_test_fork_run(backend_unavailable_main, NULL, 60000), 0);
 }
 
+/* A child: the agent's stop refused while a host or a client of it exists. 0, or a step. */
+static int stop_refused_main(void *arg)
+{
+	struct orbit_spot_host_options ho;
+	orbit_worker_pool_t *pool;
+	orbit_spot_client_t *cl;
+	orbit_spot_host_t *h;
+	struct orbit_test_proc pr;
+	uint64_t seq;
+
+	(void)arg;
+	if (orbit_test_proc_start(&pr, fleet, "stopper", 0) || one_thread_pool(&pool))
+		return 1;
+	if (orbit_spot_client_open(pr.agent, SPOT, NULL, &cl))
+		return 2;
+	if (orbit_agent_stop(pr.agent) != -EBUSY)
+		return 3; /* was 0, and the client's next call used a freed agent */
+	if (orbit_spot_submit_spot(cl, "x", 1, &seq))
+		return 4; /* the refused stop changed nothing */
+	orbit_spot_host_options_init(&ho);
+	ho.spot = SPOT;
+	ho.on_spot = cc_handler;
+	ho.executor = orbit_worker_pool_executor(pool);
+	if (orbit_spot_host_start(pr.agent, &ho, &h))
+		return 5;
+	orbit_spot_client_close(cl);
+	if (orbit_agent_stop(pr.agent) != -EBUSY)
+		return 6; /* the host still runs */
+	if (orbit_spot_host_stop(h))
+		return 7; /* aborted in the registry's freed mutex before the fix */
+	orbit_worker_pool_destroy(pool);
+	if (orbit_agent_stop(pr.agent))
+		return 8; /* nothing of it is left: stopped */
+	orbit_lock_close(pr.lock);
+	return 0;
+}
+
+/*
+ * orbit_agent_stop() while a Spot host or client of the agent exists
+ * answers -EBUSY and changes nothing; once the last one is stopped or
+ * closed it stops. It answered 0 and freed the agent, and the host's
+ * later stop aborted on the agent's freed registry mutex.
+ */
+static void test_agent_stop_refused_while_a_spot_host_or_client_exists(void **state)
+{
+	(void)state;
+	assert_int_equal(orbit_test_fork_run(stop_refused_main, NULL, 30000), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2181,6 +2230,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_lost_host_retries_a_release_an_unreachable_backend_refused, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_agent_stop_refused_while_a_spot_host_or_client_exists, setup, teardown),
 	};
 
 	if (getenv("ORBIT_TEST_FILTER"))

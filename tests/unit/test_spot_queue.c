@@ -1301,6 +1301,25 @@ static void test_room_poll_budget_adapts_to_how_soon_room_came(void **state)
 }
 
 /*
+ * A record that can never fit its lane (over the lane's byte cap): the
+ * wait for room answers -E2BIG at once, as a submit of it does, instead
+ * of sleeping until its timeout (forever, without one).
+ */
+static void test_room_wait_for_a_record_over_the_lane_cap_is_e2big(void **state)
+{
+	struct fx *f = *state;
+	uint64_t t0 = orbit_test_now_ns();
+
+	fx_open(f, opts(8, 256, 4, 256));
+	assert_int_equal(submit(f->p, ORBIT_SPOTQ_KIND_SPOT, 257, 1, NULL), -E2BIG);
+	assert_int_equal(orbit__spotq_wait_room(f->p, ORBIT_SPOTQ_APP, 257, -1), -E2BIG);
+	assert_int_equal(orbit__spotq_wait_room(f->p, ORBIT_SPOTQ_LIFECYCLE, 257, 1000000000ll),
+			 -E2BIG);
+	assert_true(orbit_test_now_ns() - t0 < 500000000ull); /* at once, no wait */
+	assert_int_equal(orbit__spotq_wait_room(f->p, ORBIT_SPOTQ_APP, 256, 0), 0); /* fits */
+}
+
+/*
  * A record claimed by a tenure that no longer owns its producer row (the
  * member died and its row was taken by a new tenure) is aborted at once,
  * without waiting for the unblock bound: orbit__spotq_claimer_dead()'s tenure branch.
@@ -1981,6 +2000,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_head_past_cursor_resyncs, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_room_doorbell_wakes_waiting_producer_and_kick_wakes_host, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_room_wait_for_a_record_over_the_lane_cap_is_e2big, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_room_wait_polls_before_it_sleeps_and_the_host_rings_nobody, setup,
 		    teardown),

@@ -160,8 +160,9 @@ void orbit__agent_spot_release(orbit_agent_t *agent)
 		return; /* a forked child's copy: the parent's agent is not ours */
 	s = agent->spots;
 	spots_lock(s);
-	if (s->users)
-		s->users--;
+	if (!s->users) /* a release without its hold: a broken invariant of this process */
+		orbit__die(EINVAL, "Spot registry: release without a hold");
+	s->users--;
 	spots_unlock(s);
 }
 

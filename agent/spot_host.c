@@ -195,7 +195,7 @@ struct orbit_spot_host {
 	/*
 	 * What a worker reads before it starts a handler (lease_gone()):
 	 * run_until_ns is the lease's deadline less run_margin_ns (immutable:
-	 * the coarse clock's resolution, at most a quarter of the TTL),
+	 * the coarse clock's resolution; 0 with precise_clock),
 	 * stored by the host thread at the take and at every renewal, relaxed
 	 * (a renewal stores it at least 3/4 TTL before the previous value
 	 * passes); lease_over is set, once, by the first worker that finds
@@ -206,6 +206,8 @@ struct orbit_spot_host {
 	_Atomic uint64_t run_until_ns;
 	_Atomic bool lease_over;
 	uint64_t run_margin_ns;
+	bool
+	    precise_clock; /* immutable: the tick is over TTL/4, lease_gone() reads CLOCK_MONOTONIC */
 
 	/* the host thread */
 	pthread_t thread;
@@ -238,7 +240,8 @@ struct orbit_spot_host {
 	 * single-writer adds (INC), protocol_errors and the latency words by
 	 * the workers with read-modify-writes (WINC) */
 	_Atomic uint64_t delivered, redelivered, completed, fenced, retried, undeliverable,
-	    unhandled, protocol_errors, renewals, renew_retries, in_flight, complete_errors;
+	    unhandled, protocol_errors, renewals, renew_retries, in_flight, complete_errors,
+	    not_started;
 	struct orbit__spot_lat lat; /* submit-to-run (agent/spot.h; record_latency()) */
 
 	/* the stats segment's Spot slot (agent/agent_spot_stats.c, host_fill()) */
@@ -469,11 +472,19 @@ static int run_piece(struct delivery *d, orbit_serial_turn_t *turn, orbit_serial
  */
 static bool lease_gone(struct orbit_spot_host *sh)
 {
+	uint64_t now;
 	int why;
 
 	if (atomic_load_explicit(&sh->lease_over, memory_order_relaxed))
 		return true;
-	if (coarse_now_ns() >= atomic_load_explicit(&sh->run_until_ns, memory_order_relaxed)) {
+	/* The clock first, then the deadline: a deadline loaded first and
+	 * compared after a preemption with a clock read later could be one a
+	 * renewal had replaced meanwhile (a healthy host lost to one slow
+	 * worker). Past it, the deadline is read once more before the
+	 * sticky flag is set: a renewal that landed since counts. */
+	now = sh->precise_clock ? now_ns() : coarse_now_ns();
+	if (now >= atomic_load_explicit(&sh->run_until_ns, memory_order_relaxed) &&
+	    now >= atomic_load_explicit(&sh->run_until_ns, memory_order_relaxed)) {
 		atomic_store_explicit(&sh->lease_over, true, memory_order_relaxed);
 		return true;
 	}
@@ -481,7 +492,8 @@ static bool lease_gone(struct orbit_spot_host *sh)
 	if (atomic_load_explicit(&sh->state, memory_order_acquire) == ORBIT_SPOT_HOSTING)
 		return false;
 	why = atomic_load_explicit(&sh->lost_reason, memory_order_relaxed);
-	return why == -EPERM || why == -ENOENT || why == -ORBIT_EFENCED;
+	/* Only a loss that leaves the lease ours runs on; any other may not */
+	return why != -EPIPE && why != -ECHILD;
 }
 
 static int run_first(orbit_serial_turn_t *turn, void *arg)
@@ -491,7 +503,7 @@ static int run_first(orbit_serial_turn_t *turn, void *arg)
 	if (lease_gone(d->host)) {
 		d->not_run = true; /* back to the host thread, which completes nothing */
 		finish(d);
-		return 0;
+		return ORBIT_SERIAL_DONE;
 	}
 
 	/* the histogram samples the exact stamps only: no clock read for the others */
@@ -648,7 +660,8 @@ static unsigned drain_done(struct orbit_spot_host *sh)
 		if (nd[l])
 			complete_batch(sh, l, ds[l], nd[l]);
 	if (unrun) {
-		/* SH-R2 as in complete_batch() */
+		ADD(sh, not_started, unrun);
+		/* SH-R2 as in complete_batch(): counted before they leave in_flight */
 		atomic_store_explicit(&sh->in_flight, LD(in_flight) - unrun, memory_order_release);
 		/* relaxed: see the field */
 		if (atomic_load_explicit(&sh->lease_over, memory_order_relaxed))
@@ -1281,6 +1294,7 @@ static void host_fill(void *obj, struct orbit_stats_spot_snapshot *snap)
 	c[ORBIT_SPOT_HOST_UNDELIVERABLE] = LD(undeliverable);
 	c[ORBIT_SPOT_HOST_UNHANDLED] = LD(unhandled);
 	c[ORBIT_SPOT_HOST_IN_FLIGHT] = LD(in_flight);
+	c[ORBIT_SPOT_HOST_NOT_STARTED] = LD(not_started);
 	c[ORBIT_SPOT_HOST_EPOCH] = sh->epoch;
 	/* relaxed: a display value (SH-L1 orders lost_reason, not needed here) */
 	c[ORBIT_SPOT_HOST_LOST] = atomic_load_explicit(&sh->state, memory_order_relaxed) ==
@@ -1422,7 +1436,10 @@ int orbit_spot_host_start(orbit_agent_t *agent, const struct orbit_spot_host_opt
 				 ? (uint64_t)res.tv_sec * 1000000000ull + (uint64_t)res.tv_nsec
 				 : sh->ttl_ns / 4;
 
-		sh->run_margin_ns = m < sh->ttl_ns / 4 ? m : sh->ttl_ns / 4;
+		/* a tick longer than a quarter TTL (HZ=100 and a 10 ms TTL) could
+		 * lag past the deadline: read CLOCK_MONOTONIC then, no margin */
+		sh->precise_clock = m > sh->ttl_ns / 4;
+		sh->run_margin_ns = sh->precise_clock ? 0 : m;
 	}
 	lease_until(sh);
 	sh->renew_at_ns = now_ns() + sh->ttl_ns / 4;
@@ -1551,6 +1568,7 @@ int orbit_spot_host_stats(const orbit_spot_host_t *sh, struct orbit_spot_host_st
 	out->retried = LD(retried);
 	out->undeliverable = LD(undeliverable);
 	out->unhandled = LD(unhandled);
+	out->not_started = LD(not_started);
 	out->protocol_errors = LD(protocol_errors);
 	out->complete_errors = LD(complete_errors);
 	out->renewals = LD(renewals);

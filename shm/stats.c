@@ -174,6 +174,12 @@ const struct orbit_stats_desc orbit__stats_spot_host_counters[ORBIT_SPOT_HOST__C
 	[ORBIT_SPOT_HOST_LOST] = { "lost", "1 once this host lost hosting", 1 },
 	[ORBIT_SPOT_HOST_LATENCY_MAX_NS] = { "latency_max_ns",
 					     "longest sampled submit-to-run latency seen (ns)", 1 },
+	[ORBIT_SPOT_HOST_NOT_STARTED] = { "not_started",
+					  "records handed to the coordinator whose handler never "
+					  "started here: the lease had run out or another host "
+					  "took "
+					  "over (left for the next host)",
+					  0 },
 };
 
 const struct orbit_stats_desc orbit__stats_spot_client_counters[ORBIT_SPOT_CLIENT__COUNT] = {

@@ -180,6 +180,7 @@ enum orbit_stats_spot_host_counter {
 	ORBIT_SPOT_HOST_EPOCH,		 /* gauge: this host's epoch */
 	ORBIT_SPOT_HOST_LOST,		 /* gauge: 1 once hosting was lost */
 	ORBIT_SPOT_HOST_LATENCY_MAX_NS,	 /* gauge: the longest submit-to-run */
+	ORBIT_SPOT_HOST_NOT_STARTED,	 /* handed over, never started: the lease was gone */
 	ORBIT_SPOT_HOST__COUNT
 };
 

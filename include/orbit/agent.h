@@ -170,7 +170,10 @@ ORBIT_API int orbit_agent_start(const struct orbit_agent_options *opts, orbit_ag
  * the parent's agent: nothing done); -EDEADLK (called from a subscriber
  * callback or on the agent thread: nothing done, @agent still runs);
  * -EBUSY (a Spot host or client of @agent still exists: stop the hosts
- * and close the clients first; nothing done, @agent still runs).
+ * and close the clients first; nothing done, @agent still runs). Not
+ * alongside any other call on @agent (a host start racing it can still
+ * find it freed): the refusal guards against a forgotten host, not a
+ * concurrent one.
  */
 ORBIT_API int orbit_agent_stop(orbit_agent_t *agent);
 

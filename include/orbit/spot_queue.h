@@ -161,7 +161,8 @@ enum orbit_spot_host_state {
 	 * run still finish (their completes are refused if a newer host took
 	 * over). A record handed over whose handler has not started is not
 	 * started once the lease has run out (by CLOCK_MONOTONIC_COARSE, a
-	 * tick early at most) or the host was lost to a renew or a newer host:
+	 * tick early; by CLOCK_MONOTONIC where a tick is over a quarter of
+	 * the TTL) or the host was lost to anything but a closed coordinator:
 	 * it stays taken and the next host gets it, flagged redelivered (lost
 	 * with its lease still its own, to a closed coordinator, the host runs
 	 * and completes them). Once every record handed over is back, the host releases
@@ -304,7 +305,10 @@ struct orbit_spot_host_stats {
 	uint64_t renewals;	  /* lease renewals */
 	uint64_t renew_retries;	  /* renews answered -EAGAIN (serializer busy), retried */
 	uint64_t in_flight;	  /* handed over, not finished, now */
-	int lost_reason;	  /* 0 while hosting */
+	/* handed over, never started: the lease had run out or another host
+	 * took over (left taken: the next host gets them flagged) */
+	uint64_t not_started;
+	int lost_reason; /* 0 while hosting */
 	/* submit-to-run latency (submit until the handler starts) of the
 	 * records whose submit_ns is exact (orbit_spot_record.submit_exact):
 	 * a sample, so latency_count is not the count of records run */
@@ -318,7 +322,8 @@ struct orbit_spot_host_stats {
  * Context: any thread; each counter exact, the set not a snapshot, except
  * that in_flight is read first and a record leaves it only after its
  * complete was counted: in_flight 0 means completed + fenced +
- * complete_errors + unhandled cover every record delivered before the call.
+ * complete_errors + unhandled + not_started cover every record delivered
+ * before the call.
  * Returns: 0; -EINVAL for NULL.
  */
 ORBIT_API int orbit_spot_host_stats(const orbit_spot_host_t *host,

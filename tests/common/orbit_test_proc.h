@@ -59,7 +59,13 @@ static inline int orbit_test_proc_start(struct orbit_test_proc *pr, const char *
 
 static inline void orbit_test_proc_stop(struct orbit_test_proc *pr)
 {
-	orbit_agent_stop(pr->agent);
+	int r = orbit_agent_stop(pr->agent);
+
+	if (r) { /* -EBUSY: a Spot host or client left running; never close the lock under it */
+		fprintf(stderr, "pid %ld: orbit_agent_stop: %s\n", (long)getpid(),
+			orbit_strerror(r));
+		abort();
+	}
 	orbit_lock_close(pr->lock);
 }
 

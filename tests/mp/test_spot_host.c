@@ -369,7 +369,8 @@ static int host_main(void *arg)
 
 		orbit_spot_host_stats(h, st);
 		if (st->in_flight == 0 &&
-		    st->completed + st->fenced + st->complete_errors >= st->delivered)
+		    st->completed + st->fenced + st->complete_errors + st->not_started >=
+			st->delivered)
 			break;
 		usleep(1000);
 	}
@@ -708,6 +709,11 @@ static void test_host_sigstopped_past_lease_is_fenced(void **state)
 	kill(a, SIGCONT);
 	orbit_test_expect_exit0(a, 60000);
 	assert_int_equal(atomic_load(&S->handled[1]), 100);
+	/* the rest it had handed over are counted, none completed or fenced */
+	assert_true(S->st[1].not_started >= 1);
+	assert_int_equal(S->st[1].completed + S->st[1].fenced + S->st[1].complete_errors +
+			     S->st[1].not_started,
+			 S->st[1].delivered);
 	assert_int_equal(atomic_load(&S->final_state[1]), ORBIT_SPOT_LOST);
 	assert_int_equal(atomic_load(&S->lost_calls[1]), 1);
 	{

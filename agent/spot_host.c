@@ -206,8 +206,8 @@ struct orbit_spot_host {
 	_Atomic uint64_t run_until_ns;
 	_Atomic bool lease_over;
 	uint64_t run_margin_ns;
-	bool
-	    precise_clock; /* immutable: the tick is over TTL/4, lease_gone() reads CLOCK_MONOTONIC */
+	/* immutable: the tick is over TTL/4, lease_gone() reads CLOCK_MONOTONIC */
+	bool precise_clock;
 
 	/* the host thread */
 	pthread_t thread;
@@ -460,15 +460,16 @@ static int run_piece(struct delivery *d, orbit_serial_turn_t *turn, orbit_serial
 /*
  * lease_gone - may a record whose handler has not started start now? Not
  * once the lease has run out by the coarse clock (less the margin: see
- * run_until_ns), nor once the host was lost to another host or to an
- * expiry: another host may run the record already (it gets it flagged
+ * run_until_ns; by CLOCK_MONOTONIC with precise_clock), nor once the host
+ * was lost for any reason but a closed coordinator's: another host may
+ * run the record already (it gets it flagged
  * redelivered), and a record run here after that would run twice with
  * nothing to tell the application. A host paused past its lease
  * (SIGSTOP) found its queued records started by its workers as soon as
  * it resumed, before its thread's renewal found the loss. A host lost
  * with its lease still its own (-EPIPE, -ECHILD) runs them as before.
- * Context: a worker, before a handler; a coarse clock read and relaxed
- * loads (see the fields).
+ * Context: a worker, before a handler; a clock read and relaxed loads
+ * (see the fields).
  */
 static bool lease_gone(struct orbit_spot_host *sh)
 {

@@ -263,7 +263,7 @@ int orbit_agent_stop(orbit_agent_t *a)
 	if (orbit__agent_in_callback(a))
 		return -EDEADLK;
 	/* A Spot host or client still uses our members, lock and registry */
-	if (a->spots && orbit__agent_spots_users(a->spots))
+	if (orbit__agent_spots_users(a->spots))
 		return -EBUSY;
 	orbit__agent_death_stop(a);
 	/* Removes our sink only (another agent's on the same handle stays);

@@ -120,6 +120,7 @@
 #include "agent/spot.h"
 #include "base/die.h"
 #include "base/fork_guard.h"
+#include "base/time.h"
 #include "shm/crashpoint.h"
 #include "shm/doorbell.h"
 #include "shm/stats.h"
@@ -199,8 +200,9 @@ struct orbit_spot_host {
 	 * stored by the host thread at the take and at every renewal, relaxed
 	 * (a renewal stores it at least 3/4 TTL before the previous value
 	 * passes); lease_over is set, once, by the first worker that finds
-	 * the coarse clock past it, and read by every later start and by the
-	 * host thread, which then loses the Spot (-ENOENT, as an expired
+	 * the clock past it, and read by every later start and by the host
+	 * thread's drain_done(), which gets the skipped record after the flag
+	 * (SH-F1/SH-A4) and then loses the Spot (-ENOENT, as an expired
 	 * renewal).
 	 */
 	_Atomic uint64_t run_until_ns;
@@ -266,14 +268,6 @@ static uint64_t now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t coarse_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* never ahead of CLOCK_MONOTONIC */
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -483,7 +477,8 @@ static bool lease_gone(struct orbit_spot_host *sh)
 	 * renewal had replaced meanwhile (a healthy host lost to one slow
 	 * worker). Past it, the deadline is read once more before the
 	 * sticky flag is set: a renewal that landed since counts. */
-	now = sh->precise_clock ? now_ns() : coarse_now_ns();
+	/* the coarse clock is never ahead of CLOCK_MONOTONIC */
+	now = orbit__clock_ns(sh->precise_clock ? CLOCK_MONOTONIC : CLOCK_MONOTONIC_COARSE);
 	if (now >= atomic_load_explicit(&sh->run_until_ns, memory_order_relaxed) &&
 	    now >= atomic_load_explicit(&sh->run_until_ns, memory_order_relaxed)) {
 		atomic_store_explicit(&sh->lease_over, true, memory_order_relaxed);
@@ -949,11 +944,6 @@ static void renew_if_due(struct orbit_spot_host *sh, uint64_t now)
 {
 	int r;
 
-	/* relaxed: see the field; a worker found the lease run out */
-	if (atomic_load_explicit(&sh->lease_over, memory_order_relaxed)) {
-		lose(sh, -ENOENT);
-		return;
-	}
 	if (now < sh->renew_at_ns)
 		return;
 	r = lease_renew(sh);

@@ -815,8 +815,6 @@ static int observer_main(int idx)
 
 /* ---- the supervisor ---- */
 
-static pid_t supervisor; /* its pid, for its children's demo_child_signals() */
-
 static pid_t spawn(bool worker, int idx)
 {
 	struct proc_slot *p = worker ? &sh->w[idx] : &sh->c[idx];
@@ -825,9 +823,7 @@ static pid_t spawn(bool worker, int idx)
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0)
-		_exit(demo_child_signals(supervisor) ? 1
-		      : worker			     ? worker_main(idx)
-						     : client_main(idx));
+		_exit(demo_child_signals() ? 1 : worker ? worker_main(idx) : client_main(idx));
 	if (pid > 0) {
 		atomic_store(&p->pid, pid);
 		atomic_store(&p->in_handler, 0);
@@ -843,7 +839,7 @@ static pid_t spawn_observer(int idx)
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0)
-		_exit(demo_child_signals(supervisor) ? 1 : observer_main(idx));
+		_exit(demo_child_signals() ? 1 : observer_main(idx));
 	if (pid > 0)
 		atomic_store(&sh->o[idx].pid, pid);
 	return pid;
@@ -1064,6 +1060,7 @@ int demo_opt_ints(const struct demo_int_opt *tab, size_t n, int letter, const ch
 }
 
 volatile sig_atomic_t demo_interrupted;
+static pid_t supervisor; /* demo_stop_signals()'s caller: its children's parent */
 
 static void on_stop_signal(int sig)
 {
@@ -1074,18 +1071,26 @@ void demo_stop_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_stop_signal };
 
+	supervisor = getpid();
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL); /* no SA_RESTART: the loop's usleep returns early */
 	sigaction(SIGTERM, &sa, NULL);
 }
 
-int demo_child_signals(pid_t parent)
+void demo_say_interrupted(void)
+{
+	if (demo_interrupted)
+		printf("orbit-demo: %s: winding down\n",
+		       demo_interrupted == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+int demo_child_signals(void)
 {
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_DFL);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		return 0; /* unsupported: a killed supervisor leaves us to run out */
-	return getppid() == parent ? 0 : -1; /* it died before the prctl */
+	return getppid() == supervisor ? 0 : -1; /* it died before the prctl */
 }
 
 int demo_opt_int(const char *opt, const char *arg, long lo, long hi, int *out)
@@ -1268,7 +1273,6 @@ int demo_bank_main(int argc, char **argv)
 	for (int i = 0; i < 5; i++)
 		printf("  %s --fleet %s %s\n", ctl, cfg.fleet,
 		       (const char *[]){ "spots", "locks", "members", "stats", "top" }[i]);
-	supervisor = getpid();
 	demo_stop_signals();
 	for (int i = 0; i < cfg.workers; i++)
 		spawn(true, i);
@@ -1404,9 +1408,7 @@ int demo_bank_main(int argc, char **argv)
 	}
 	if (tty)
 		printf("\n");
-	if (demo_interrupted)
-		printf("orbit-demo: %s: winding down\n",
-		       demo_interrupted == SIGTERM ? "SIGTERM" : "SIGINT");
+	demo_say_interrupted();
 	/* Wind down: no more chaos; clients stop; the queues drain; workers stop. */
 	if (stopped >= 0) {
 		kill(atomic_load(&sh->w[stopped].pid), SIGCONT);

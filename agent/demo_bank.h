@@ -5,7 +5,6 @@
 
 #include <signal.h>
 #include <stddef.h>
-#include <sys/types.h>
 
 /* Run the bank scenario with orbit-demo's arguments (--scenario removed). Returns the exit status. */
 int demo_bank_main(int argc, char **argv);
@@ -25,12 +24,15 @@ int demo_opt_int(const char *opt, const char *arg, long lo, long hi, int *out);
  * files); demo_child_signals(), in each forked child, ignores SIGINT (a
  * Ctrl-C reaches the whole process group: the supervisor stops the
  * children), takes SIGTERM's default back, and asks for SIGKILL when the
- * supervisor dies (no child outlives a killed run). Returns -1 when the
- * supervisor is already gone (the child exits), else 0.
+ * supervisor (demo_stop_signals()'s caller) dies: no child outlives a
+ * killed run. Returns -1 when the supervisor is already gone (the child
+ * exits), else 0.
  */
 extern volatile sig_atomic_t demo_interrupted;
 void demo_stop_signals(void);
-int demo_child_signals(pid_t parent);
+int demo_child_signals(void);
+/* After the run's loop: "orbit-demo: SIGTERM: winding down" when a signal ended it. */
+void demo_say_interrupted(void);
 
 /* One integer option of a scenario: its getopt letter, name, range and destination. */
 struct demo_int_opt {

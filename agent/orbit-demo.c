@@ -232,8 +232,6 @@ static int worker_main(int id)
 	return 0;
 }
 
-static pid_t supervisor; /* its pid, for its children's demo_child_signals() */
-
 static pid_t spawn(int id)
 {
 	pid_t pid;
@@ -241,7 +239,7 @@ static pid_t spawn(int id)
 	atomic_store(&sh->w[id].in_cs, 0);
 	pid = fork();
 	if (pid == 0)
-		_exit(demo_child_signals(supervisor) ? 1 : worker_main(id));
+		_exit(demo_child_signals() ? 1 : worker_main(id));
 	if (pid > 0)
 		atomic_store(&sh->w[id].pid, pid);
 	return pid;
@@ -442,7 +440,6 @@ static int locks_main(int argc, char **argv)
 	printf("orbit-demo: fleet %s, %d workers, %d keys, TTL %d ms, %d s; resources in %s\n"
 	       "orbit-demo: watch it: orbitctl --fleet %s watch | locks | members | stats\n",
 	       cfg.fleet, cfg.workers, cfg.keys, cfg.ttl_ms, cfg.seconds, cfg.dir, cfg.fleet);
-	supervisor = getpid();
 	demo_stop_signals();
 	for (int i = 0; i < cfg.workers; i++)
 		spawn(i);
@@ -545,9 +542,7 @@ static int locks_main(int argc, char **argv)
 			next_status = now + (tty ? 200000000ull : 1000000000ull);
 		}
 	}
-	if (demo_interrupted)
-		printf("orbit-demo: %s: winding down\n",
-		       demo_interrupted == SIGTERM ? "SIGTERM" : "SIGINT");
+	demo_say_interrupted();
 	/* wind down: resume the paused one, let everyone finish its critical section */
 	atomic_store(&sh->stop, 1);
 	if (stopped >= 0)

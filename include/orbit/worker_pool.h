@@ -109,6 +109,16 @@ struct orbit_worker_pool_options {
 	 * a poll at once, whatever its length.
 	 */
 	int spin_polls;
+	/*
+	 * false (default): every worker takes any ready task at once. true:
+	 * at most one worker fewer than the topology's CPUs (at least one)
+	 * does; a worker beyond that is on standby: it looks at the FIFOs
+	 * every 50 us to 500 us and runs only a task that waited since its
+	 * last look (one behind a handler that runs long), so one CPU stays
+	 * for a thread outside the pool that submits (see
+	 * doc/serial-queue.md for what it gains and costs).
+	 */
+	bool standby;
 };
 
 /* Counters; each a separate relaxed read, so mutually approximate. */
@@ -123,6 +133,7 @@ struct orbit_worker_pool_stats {
 	uint64_t sleeps;       /* times a worker went to sleep */
 	uint64_t pin_failures; /* workers the kernel refused to pin */
 	unsigned idle;	       /* workers asleep right now */
+	uint64_t standby_runs; /* tasks run by a worker on standby (standby) */
 };
 
 /**

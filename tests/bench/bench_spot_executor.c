@@ -28,7 +28,8 @@
  * targets are printed then, only each round's M items/s, for an A/B of
  * two builds), BENCH_ACTORS (Actors of the 8-Actor paths, and queues of
  * "serial_queue 8 queues", when BENCH_PATH is set: one point of the scale
- * series, for a profile).
+ * series, for a profile), BENCH_THREADS (the pool's workers, default one
+ * per CPU) and BENCH_STANDBY=1 (the pool's standby option).
  */
 #include "config.h"
 
@@ -379,7 +380,12 @@ int main(void)
 			return 1;
 		}
 	}
-	if (orbit_worker_pool_create(NULL, &pool) < 0) {
+	struct orbit_worker_pool_options po;
+
+	orbit_worker_pool_options_init(&po);
+	po.nthreads = (unsigned)env_u64("BENCH_THREADS", 0, 1024);
+	po.standby = env_u64("BENCH_STANDBY", 0, 1) == 1;
+	if (orbit_worker_pool_create(&po, &pool) < 0) {
 		fprintf(stderr, "bench_spot_executor: no worker pool\n");
 		return 1;
 	}
@@ -403,12 +409,15 @@ int main(void)
 
 		/* Pool hand-offs per item: what a drain start costs this path. */
 		if (orbit_worker_pool_stats(pool, &ps) == 0)
-			printf("pool: %.3f tasks, %.4f wakes, %.4f sleeps per item; %llu -EAGAIN\n",
-			       (double)ps.submitted / (double)(items * (uint64_t)rounds),
-			       (double)ps.wakes / (double)(items * (uint64_t)rounds),
-			       (double)ps.sleeps / (double)(items * (uint64_t)rounds),
-			       (unsigned long long)full[0] + full[P_PER_ACTOR_8] + full[P_QUEUE_8] +
-				   full[P_SPOT_WIDE_8]);
+			printf(
+			    "pool: %.3f tasks, %.4f on standby, %.4f wakes, %.4f sleeps per item; "
+			    "%llu -EAGAIN\n",
+			    (double)ps.submitted / (double)(items * (uint64_t)rounds),
+			    (double)ps.standby_runs / (double)(items * (uint64_t)rounds),
+			    (double)ps.wakes / (double)(items * (uint64_t)rounds),
+			    (double)ps.sleeps / (double)(items * (uint64_t)rounds),
+			    (unsigned long long)full[0] + full[P_PER_ACTOR_8] + full[P_QUEUE_8] +
+				full[P_SPOT_WIDE_8]);
 		orbit_worker_pool_destroy(pool);
 		return rc;
 	}

@@ -197,8 +197,10 @@ static void wait_idle(orbit_worker_pool_t *p, unsigned n)
 }
 
 /* A pool of @nthreads unpinned workers on the synthetic @topo whose idle
- * workers sleep at once (no poll: no stealing race). */
-static orbit_worker_pool_t *synthetic_pool(const struct orbit_topology *topo, unsigned nthreads)
+ * workers sleep at once (no poll: no stealing race), with the standby
+ * option as @standby says. */
+static orbit_worker_pool_t *synthetic_pool_of(const struct orbit_topology *topo, unsigned nthreads,
+					      bool standby)
 {
 	struct orbit_worker_pool_options o;
 	orbit_worker_pool_t *p = NULL;
@@ -208,8 +210,14 @@ static orbit_worker_pool_t *synthetic_pool(const struct orbit_topology *topo, un
 	o.nthreads = nthreads;
 	o.no_pin = true; /* its CPUs may not exist here */
 	o.spin_polls = ORBIT_WORKER_POOL_NO_SPIN;
+	o.standby = standby;
 	assert_int_equal(orbit_worker_pool_create(&o, &p), 0);
 	return p;
+}
+
+static orbit_worker_pool_t *synthetic_pool(const struct orbit_topology *topo, unsigned nthreads)
+{
+	return synthetic_pool_of(topo, nthreads, false);
 }
 
 /* A task with a home node runs on a worker of that node (synthetic 4 nodes). */
@@ -707,6 +715,78 @@ static void test_pool_leaves_one_cpu_unspun(void **state)
 	}
 }
 
+/* A task that holds its worker until released, and one that only marks
+ * that it ran; both note the thread they ran on. */
+struct standby_probe {
+	atomic_int held, release, quick_ran;
+	pthread_t held_on, quick_on;
+};
+
+static void held_task(void *arg)
+{
+	struct standby_probe *sp = arg;
+
+	sp->held_on = pthread_self();
+	atomic_store(&sp->held, 1); /* seq_cst: held_on before it */
+	while (!atomic_load(&sp->release))
+		usleep(100);
+}
+
+static void quick_task(void *arg)
+{
+	struct standby_probe *sp = arg;
+
+	sp->quick_on = pthread_self();
+	atomic_store(&sp->quick_ran, 1); /* seq_cst: quick_on before it */
+}
+
+/* Pool of 2 unpinned, non-polling workers on a synthetic node of 2 CPUs:
+ * with @standby one slot (CPUs - 1), else one per worker. One task holds a worker; the
+ * next, submitted after it, must still run, on the other worker, while the
+ * first holds; returns the pool's standby_runs after both. */
+static uint64_t held_then_quick(bool standby)
+{
+	static const int cpus[] = { 0, 1 };
+	const struct orbit_topology_node node = { .node_id = 0, .ncpus = 2, .cpus = cpus };
+	const struct orbit_topology topo = { .nnodes = 1, .nodes = &node };
+	orbit_worker_pool_t *p = synthetic_pool_of(&topo, 2, standby);
+	orbit_executor_t ex = orbit_worker_pool_executor(p);
+	struct orbit_worker_pool_stats st;
+	struct standby_probe sp = { 0 };
+
+	wait_idle(p, 2);
+	assert_int_equal(ex.submit(ex.ctx, held_task, &sp, ORBIT_NODE_ANY), 0);
+	for (int i = 0; i < 5000 && !atomic_load(&sp.held); i++)
+		usleep(1000);
+	assert_true(atomic_load(&sp.held));
+	assert_int_equal(ex.submit(ex.ctx, quick_task, &sp, ORBIT_NODE_ANY), 0);
+	for (int i = 0; i < 5000 && !atomic_load(&sp.quick_ran); i++)
+		usleep(1000);
+	assert_true(atomic_load(&sp.quick_ran)); /* ran while the first held */
+	assert_false(pthread_equal(sp.held_on, sp.quick_on));
+	/* Counted before the task ran (quick_ran's store orders it). */
+	assert_int_equal(orbit_worker_pool_stats(p, &st), 0);
+	atomic_store(&sp.release, 1);
+	assert_int_equal(orbit_worker_pool_destroy(p), 0);
+	return st.standby_runs;
+}
+
+/*
+ * The standby option, one worker per CPU: one worker fewer than the CPUs
+ * takes every task at once; the other is on standby and runs a task only
+ * once it waited a whole look. A task behind a handler that runs long
+ * still runs, on the standby worker, while that handler holds (07 §10:
+ * PerActor Actors overlap); without the option the other worker takes it
+ * at once, not on standby. Without standby looks the second task waited
+ * for the first.
+ */
+static void test_pool_standby_worker_runs_a_task_behind_a_long_handler(void **state)
+{
+	(void)state;
+	assert_int_equal(held_then_quick(true), 1);
+	assert_int_equal(held_then_quick(false), 0);
+}
+
 struct shut {
 	orbit_executor_t ex;
 	orbit_worker_pool_t *pool;
@@ -1010,6 +1090,7 @@ int main(void)
 		cmocka_unit_test(test_pool_destroy_ends_idle_polls),
 		cmocka_unit_test(test_pool_worker_on_one_cpu_does_not_poll),
 		cmocka_unit_test(test_pool_leaves_one_cpu_unspun),
+		cmocka_unit_test(test_pool_standby_worker_runs_a_task_behind_a_long_handler),
 		cmocka_unit_test(test_pool_forked_child_gets_echild),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -593,6 +593,21 @@ static int refuse_short(int fd, const char *name, uint64_t size)
 }
 
 /*
+ * Does another open file description hold a byte-range lock on @fd's file
+ * (a member directory's row lock: shm/members.c)? 1 yes, 0 no, or -errno.
+ * Nothing attached to a segment that never was READY holds one, so a held
+ * lock means the file was emptied or spoiled under live users.
+ */
+static int locked_by_others(int fd)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET }; /* l_len 0: all */
+
+	if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
+		return -errno;
+	return fl.l_type != F_UNLCK;
+}
+
+/*
  * Re-initialise a segment whose creator died at work, under its flock
  * (held by the caller). Its space is reserved first; when there is none,
  * the partial object is emptied and its name removed (nobody can be using
@@ -733,6 +748,18 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 					: refuse(-ORBIT_EINITTIMEOUT, name,
 						 "still initialising and no creator at work (it "
 						 "died); an opener that may create repairs it");
+				goto out;
+			}
+			r = locked_by_others(fd);
+			if (r != 0) {
+				flock_retry(fd, LOCK_UN);
+				if (r > 0)
+					r = refuse(-EBUSY, name,
+						   "%" PRIu64 " bytes and not initialised, but a "
+						   "process holds a lock on it (a member attached "
+						   "before it was emptied or spoiled): not "
+						   "re-initialised",
+						   (uint64_t)st.st_size);
 				goto out;
 			}
 			if (base)

@@ -144,7 +144,8 @@ enum orbit_agent_hist {
  * its thread, epoll set or eventfd the tick notices deaths); or a
  * segment error (-ORBIT_EMAGIC, -ORBIT_EVERSION, -ORBIT_EKIND,
  * -ORBIT_EFINGERPRINT, -ORBIT_ESIZE, -ORBIT_EOWNER, -ORBIT_EMODE,
- * -ORBIT_EINITTIMEOUT, -EACCES, -ORBIT_ENOTREG, -ORBIT_ETRUNCATED; -EPERM
+ * -ORBIT_EINITTIMEOUT, -EACCES, -ORBIT_ENOTREG, -ORBIT_ETRUNCATED; -EBUSY
+ * for one to re-initialise that a process holds a byte-range lock on; -EPERM
  * when it would create a segment with a group mode for a group this
  * process is not in; and -ENOSPC when /dev/shm has no room for a segment
  * it creates: nothing is left under that name; orbit_segment_last_error()

@@ -203,6 +203,41 @@ static void test_truncated_file_is_etruncated(void **state)
 }
 
 /*
+ * An empty segment file with a byte-range lock held on it (a member's row
+ * lock on a member directory emptied under its live members) is not
+ * re-initialised by an opener that may create: -EBUSY, a message that
+ * names it, still 0 bytes. With the lock gone the same open re-creates it.
+ * Before, the repair re-initialised the file under the live holder.
+ */
+static void test_emptied_segment_with_a_lock_holder_is_not_reinitialised(void **state)
+{
+	struct orbit_seg_opts cro = { .how = ORBIT_SEG_OPEN_OR_CREATE, .init_timeout_ms = 200 };
+	struct orbit_seg_spec sp = default_spec();
+	struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 4096, .l_len = 64 };
+	orbit_seg_t a, b;
+	struct stat st;
+	char path[128];
+	int holder;
+
+	orbit_test_shm_path(path, sizeof(path), fleet, "s");
+	assert_int_equal(create_default(&a), 0);
+	holder = open(path, O_RDWR | O_CLOEXEC);
+	assert_true(holder >= 0);
+	assert_int_equal(fcntl(holder, F_OFD_SETLK, &fl), 0); /* the member's row */
+	assert_int_equal(ftruncate(a.fd, 0), 0);
+	assert_int_equal(orbit__seg_open(&b, fleet, "s", &sp, &cro), -EBUSY);
+	assert_non_null(strstr(orbit_segment_last_error(), path));
+	assert_non_null(strstr(orbit_segment_last_error(), "holds a lock"));
+	assert_int_equal(fstat(a.fd, &st), 0);
+	assert_int_equal(st.st_size, 0); /* never re-initialised */
+	close(holder);
+	assert_int_equal(orbit__seg_open(&b, fleet, "s", &sp, &cro), 0);
+	assert_true(b.created);
+	orbit__seg_close(&b);
+	orbit__seg_close(&a);
+}
+
+/*
  * Issue 9.3: a FIFO, directory, socket or device node under a segment name
  * (anyone can create one in /dev/shm) is refused with -ORBIT_ENOTREG and a
  * message naming the segment, by every kind of opener, at once: a FIFO
@@ -816,6 +851,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_errors_name_the_mismatch, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_truncated_file_is_etruncated, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_emptied_segment_with_a_lock_holder_is_not_reinitialised, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_readonly_opener_waits_for_creator_before_its_flock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_opener_racing_the_creators_header_waits, setup,

@@ -317,8 +317,8 @@ static uint64_t now_ns(clockid_t c)
 
 /*
  * Printable rendering of SHM bytes into @out (width-limited, '~' marks a
- * cut): printable ASCII as it is, every other byte and the backslash as
- * \xHH, and a colon among the first @colon_esc bytes too (a key's
+ * cut): printable ASCII as it is; every other byte, the backslash, the
+ * space and '~' as \xHH, and a colon among the first @colon_esc bytes too (a key's
  * namespace: "ns:label" then splits at its first colon). force-release
  * reads this notation back (parse_key()): keep the two inverses.
  */
@@ -330,7 +330,9 @@ static void shown(char *out, size_t width, const uint8_t *b, size_t n, size_t co
 		char tmp[5];
 		size_t t;
 
-		if (b[i] >= 0x20 && b[i] < 0x7f && b[i] != '\\' &&
+		/* A space would split a table's column and '~' reads as the
+		 * elision mark: both are escaped too. */
+		if (b[i] > 0x20 && b[i] < 0x7f && b[i] != '\\' && b[i] != '~' &&
 		    (b[i] != ':' || i >= colon_esc)) {
 			tmp[0] = (char)b[i];
 			tmp[1] = '\0';

@@ -1635,6 +1635,33 @@ static void test_orbitctl_locks_escapes_a_colon_of_the_namespace(void **state)
 	assert_int_equal(orbit_lock_lookup(lock, &k, &e), -ENOENT);
 }
 
+/*
+ * A space in a key or an owner is shown \x20 (it would split the table's
+ * columns: `locks` read with awk or sscanf gave the label's second word
+ * as the owner) and a '~' \x7e (it reads as the elision mark); the key as
+ * shown is released by force-release.
+ */
+static void test_orbitctl_locks_escapes_a_space_and_a_tilde(void **state)
+{
+	orbit_lock_owner_t o = { "own er", 6 };
+	orbit_lock_key_t k = orbit_lock_key(ctl_ns, "a b~c", 5);
+	struct orbit_lock_entry e;
+	char key[64], owner[64];
+	const char *line;
+
+	(void)state;
+	assert_int_equal(orbit_lock_try_acquire(lock, &k, &o, 600ull * 1000000000ull, NULL, NULL),
+			 0);
+	assert_int_equal(CTL_STDOUT("locks --wide"), 0);
+	line = strstr(out, "\ntest.ctl:a");
+	assert_non_null(line);
+	assert_int_equal(sscanf(line + 1, "%63s %63s", key, owner), 2);
+	assert_string_equal(key, "test.ctl:a\\x20b\\x7ec");
+	assert_string_equal(owner, "own\\x20er");
+	assert_int_equal(CTL("force-release 'test.ctl:a\\x20b\\x7ec'"), 0);
+	assert_int_equal(orbit_lock_lookup(lock, &k, &e), -ENOENT);
+}
+
 /* top with stdout on a pipe: no terminal control sequence, frames split by a blank line. */
 static void test_orbitctl_top_on_a_pipe_writes_no_control_sequences(void **state)
 {
@@ -2031,6 +2058,7 @@ int main(int argc, char **argv)
 			cmocka_unit_test(
 			    test_orbitctl_force_release_reads_the_escapes_locks_prints),
 			cmocka_unit_test(test_orbitctl_locks_escapes_a_colon_of_the_namespace),
+			cmocka_unit_test(test_orbitctl_locks_escapes_a_space_and_a_tilde),
 			cmocka_unit_test(test_orbitctl_top_on_a_pipe_writes_no_control_sequences),
 			cmocka_unit_test(test_orbitctl_fleets_table_says_rows_and_alive),
 			cmocka_unit_test(

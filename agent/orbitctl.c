@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <grp.h>
@@ -140,6 +141,49 @@ static bool refused_segment(const char *seg, char *path, size_t len, struct stat
 static void shown(char *out, size_t width, const uint8_t *b, size_t n, size_t colon_esc);
 
 /*
+ * @s as one word for a shell command line the user may paste: as it is
+ * when it holds only [A-Za-z0-9./_+=@%,:-], single-quoted when it holds
+ * printable ASCII only, else $'...' with \xHH for every other byte (bash,
+ * zsh, ksh and POSIX.1-2024 sh read it). @out holds 4 * strlen(@s) + 4.
+ */
+static void shell_word(char *out, const char *s)
+{
+	bool plain = *s != '\0', printable = true;
+	size_t o = 0;
+
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		plain = plain && (isalnum(*c) || strchr("./_+=@%,:-", *c));
+		printable = printable && *c >= 0x20 && *c < 0x7f;
+	}
+	if (plain) {
+		strcpy(out, s);
+		return;
+	}
+	if (printable) {
+		out[o++] = '\'';
+		for (const char *c = s; *c; c++)
+			if (*c == '\'') {
+				memcpy(out + o, "'\\''", 4);
+				o += 4;
+			} else {
+				out[o++] = *c;
+			}
+		out[o++] = '\'';
+		out[o] = '\0';
+		return;
+	}
+	out[o++] = '$';
+	out[o++] = '\'';
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+		if (*c >= 0x20 && *c < 0x7f && *c != '\\' && *c != '\'')
+			out[o++] = (char)*c;
+		else
+			o += (size_t)sprintf(out + o, "\\x%02x", *c);
+	out[o++] = '\'';
+	out[o] = '\0';
+}
+
+/*
  * The other names in SHM_DIR of the file @st (hard links to @path), one
  * hint line each: which one to remove. A name under another fleet's orbit
  * prefix may be the file's first name (its fleet's segment linked here);
@@ -154,7 +198,8 @@ static int hint_other_names(const char *path, const struct stat *st)
 	int n = 0;
 
 	while (dir && (d = readdir(dir))) {
-		char name[4 * sizeof(d->d_name) + 1];
+		char name[4 * sizeof(d->d_name) + 1], full[sizeof(SHM_DIR) + sizeof(d->d_name)];
+		char word[4 * (sizeof(SHM_DIR) + 512) + 4]; /* the callers' path, or full */
 		struct stat o;
 
 		if (!strcmp(d->d_name, base) ||
@@ -162,15 +207,19 @@ static int hint_other_names(const char *path, const struct stat *st)
 		    o.st_ino != st->st_ino || o.st_dev != st->st_dev)
 			continue;
 		shown(name, sizeof(name) - 1, (const uint8_t *)d->d_name, strlen(d->d_name), 0);
-		if (!strncmp(d->d_name, "orbit.", 6) && strncmp(d->d_name, base, plen))
+		if (!strncmp(d->d_name, "orbit.", 6) && strncmp(d->d_name, base, plen)) {
+			shell_word(word, path);
 			fprintf(stderr,
 				"%s: the file is also %s/%s, another fleet's segment name: one "
 				"of the two names is extra (if the file is that fleet's: rm %s)\n",
-				prog, SHM_DIR, name, path);
-		else
+				prog, SHM_DIR, name, word);
+		} else {
+			snprintf(full, sizeof(full), "%s/%s", SHM_DIR, d->d_name);
+			shell_word(word, full);
 			fprintf(stderr,
-				"%s: the file is also %s/%s: remove that extra name (rm %s/%s)\n",
-				prog, SHM_DIR, name, SHM_DIR, name);
+				"%s: the file is also %s/%s: remove that extra name (rm %s)\n",
+				prog, SHM_DIR, name, word);
+		}
 		n++;
 	}
 	if (dir)

@@ -392,15 +392,21 @@ static bool standby(struct worker *w)
 	bool queued = false;
 	struct task t;
 
-	/* Relaxed: after WP-A3 (a bump seen means closed is seen). */
-	if (atomic_load_explicit(&p->closed, memory_order_relaxed))
+	/* WP-A2 as in worker_main(): acquire, pairs with WP-R3 in
+	 * stop_and_join(), so the caller's final scan sees every task
+	 * accepted before closed (WP-A3 only orders the futex word). */
+	if (atomic_load_explicit(&p->closed, memory_order_acquire))
 		return false;
-	for (unsigned i = 0; i < p->nnodes; i++) {
+	/* Own node first, then the others in index order after it (take_task()). */
+	for (unsigned k = 0; k < p->nnodes; k++) {
+		unsigned i = (w->node_idx + k) % p->nnodes;
 		struct pool_node *n = &p->nodes[i];
 
 		/* Relaxed: hints; node_pop() decides under the lock. */
 		if (atomic_load_explicit(&n->taken, memory_order_relaxed) < w->seen[i] &&
 		    node_pop(n, &t)) {
+			if (k) /* this worker only */
+				orbit__single_writer_add(&w->stolen, 1);
 			orbit__single_writer_add(&w->standby_runs, 1); /* this worker only */
 			t.fn(t.arg);
 			orbit__single_writer_add(&w->executed, 1); /* this worker only */
@@ -783,6 +789,8 @@ err_threads:
 err_seen:
 	for (unsigned t = 0; t < p->nthreads; t++)
 		free(p->workers[t].seen);
+	for (unsigned i = 0; i < p->nnodes; i++)
+		pthread_mutex_destroy(&p->nodes[i].lock);
 err_arrays:
 	free(plan);
 	free(p->nodes);

@@ -179,6 +179,7 @@ int orbit__members_open(orbit_members_t **out, const char *fleet, uint32_t rows,
 		.fingerprint = layout_fingerprint(rows),
 		.init = members_init,
 		.init_arg = &rows,
+		.attach_locks = true, /* the rows' OFD locks */
 	};
 	r = orbit__seg_open(&m->seg, fleet, ORBIT_MEMBERS_SEG_NAME, &spec, opts ? opts : &def);
 	if (r < 0)

@@ -594,16 +594,17 @@ static int refuse_short(int fd, const char *name, uint64_t size)
 
 /*
  * Does another open file description hold a byte-range lock on @fd's file
- * (a member directory's row lock: shm/members.c)? 1 yes, 0 no, or -errno.
- * Nothing attached to a segment that never was READY holds one, so a held
- * lock means the file was emptied or spoiled under live users.
+ * (a member directory's row lock: shm/members.c)? 1 yes, 0 no, or a
+ * refusal naming @name. Nothing attached to a segment that never was READY
+ * holds one, so a held lock means the file was emptied or spoiled under
+ * live users (spec->attach_locks).
  */
-static int locked_by_others(int fd)
+static int locked_by_others(int fd, const char *name)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET }; /* l_len 0: all */
 
 	if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
-		return -errno;
+		return refuse(-errno, name, "F_OFD_GETLK: %s", strerror(errno));
 	return fl.l_type != F_UNLCK;
 }
 
@@ -750,7 +751,7 @@ static int wait_ready(orbit_seg_t *seg, int fd, const struct orbit_seg_spec *spe
 						 "died); an opener that may create repairs it");
 				goto out;
 			}
-			r = locked_by_others(fd);
+			r = spec->attach_locks ? locked_by_others(fd, name) : 0;
 			if (r != 0) {
 				flock_retry(fd, LOCK_UN);
 				if (r > 0)

@@ -104,6 +104,15 @@ struct orbit_seg_spec {
 	 */
 	int (*init)(void *body, uint64_t body_bytes, void *arg);
 	void *init_arg;
+	/*
+	 * Its users hold byte-range (OFD) locks on its file while attached
+	 * (the member directory's rows): an empty or never-READY file is then
+	 * re-initialised only while nobody holds one (-EBUSY otherwise). Off
+	 * for every other kind, whose users hold none: there a lock would be
+	 * a stranger's, and it may not keep a read-write opener from
+	 * re-creating the segment.
+	 */
+	bool attach_locks;
 };
 
 enum orbit_seg_open_mode {

@@ -130,9 +130,9 @@ struct orbit_worker_pool_stats {
 	uint64_t executed;     /* tasks run */
 	uint64_t stolen;       /* tasks run by a worker of another node */
 	uint64_t wakes;	       /* futex wakes issued */
-	uint64_t sleeps;       /* times a worker went to sleep */
+	uint64_t sleeps;       /* futex sleeps (a standby's not counted) */
 	uint64_t pin_failures; /* workers the kernel refused to pin */
-	unsigned idle;	       /* workers asleep right now */
+	unsigned idle;	       /* workers asleep right now, standby not counted */
 	uint64_t standby_runs; /* tasks run by a worker on standby (standby) */
 };
 

@@ -1559,22 +1559,27 @@ static void test_orbitctl_fleets_and_unlink(void **state)
 /*
  * A hard link at a segment name is refused (the library's -ORBIT_EOWNER,
  * exit status 4) and said to be one: not "a foreign uid", no --owner hint,
- * and the other name to remove.
+ * and the other names to remove, as commands a shell reads back (a name
+ * with a space single-quoted: it was printed bare, then as \x20).
  */
 static void test_orbitctl_hard_link_is_named_not_a_foreign_owner(void **state)
 {
-	char seg[128], hl[128], rm[160];
+	char seg[128], hl[128], hl2[128], rm[160], rm2[160];
 	int rc;
 
 	(void)state;
 	snprintf(seg, sizeof(seg), "/dev/shm/orbit.%s.lock-228", fleet);
 	snprintf(hl, sizeof(hl), "/dev/shm/orbit.%s.hl", fleet);
+	snprintf(hl2, sizeof(hl2), "/dev/shm/x y.%s", fleet);
 	snprintf(rm, sizeof(rm), "(rm %s)", hl);
+	snprintf(rm2, sizeof(rm2), "(rm '%s')", hl2);
 	assert_int_equal(link(seg, hl), 0);
+	assert_int_equal(link(seg, hl2), 0);
 	rc = CTL("locks");
 	unlink(hl); /* before the checks: the fixture's fleet opens again */
+	unlink(hl2);
 	assert_int_equal(rc, 4);
-	expect_each(out, "a second name (hard link) points at this segment", rm);
+	expect_each(out, "a second name (hard link) points at this segment", rm, rm2);
 	assert_null(strstr(out, "foreign uid"));
 	assert_null(strstr(out, "--owner"));
 	assert_int_equal(CTL("locks"), 0);

@@ -203,22 +203,28 @@ static void test_truncated_file_is_etruncated(void **state)
 }
 
 /*
- * An empty segment file with a byte-range lock held on it (a member's row
- * lock on a member directory emptied under its live members) is not
- * re-initialised by an opener that may create: -EBUSY, a message that
- * names it, still 0 bytes. With the lock gone the same open re-creates it.
- * Before, the repair re-initialised the file under the live holder.
+ * An empty segment file of a kind whose users hold byte-range locks
+ * (attach_locks: a member's row lock on a member directory emptied under
+ * its live members) with one held is not re-initialised by an opener that
+ * may create: -EBUSY, a message that names it, still 0 bytes. With the
+ * lock gone the same open re-creates it. A kind without attach_locks is
+ * re-created whatever a stranger holds. Before, the repair re-initialised
+ * the file under the live holder.
  */
 static void test_emptied_segment_with_a_lock_holder_is_not_reinitialised(void **state)
 {
 	struct orbit_seg_opts cro = { .how = ORBIT_SEG_OPEN_OR_CREATE, .init_timeout_ms = 200 };
 	struct orbit_seg_spec sp = default_spec();
 	struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 4096, .l_len = 64 };
+	struct orbit_seg_spec plain;
 	orbit_seg_t a, b;
 	struct stat st;
 	char path[128];
 	int holder;
 
+	sp.attach_locks = true;
+	plain = sp;
+	plain.attach_locks = false;
 	orbit_test_shm_path(path, sizeof(path), fleet, "s");
 	assert_int_equal(create_default(&a), 0);
 	holder = open(path, O_RDWR | O_CLOEXEC);
@@ -230,6 +236,10 @@ static void test_emptied_segment_with_a_lock_holder_is_not_reinitialised(void **
 	assert_non_null(strstr(orbit_segment_last_error(), "holds a lock"));
 	assert_int_equal(fstat(a.fd, &st), 0);
 	assert_int_equal(st.st_size, 0); /* never re-initialised */
+	assert_int_equal(orbit__seg_open(&b, fleet, "s", &plain, &cro), 0);
+	assert_true(b.created); /* a stranger's lock keeps no other kind empty */
+	orbit__seg_close(&b);
+	assert_int_equal(ftruncate(a.fd, 0), 0);
 	close(holder);
 	assert_int_equal(orbit__seg_open(&b, fleet, "s", &sp, &cro), 0);
 	assert_true(b.created);

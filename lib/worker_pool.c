@@ -53,10 +53,12 @@
  * threads on two CPUs: bench_spot_executor's producer shared its CPU with
  * a worker (PerActor 8 Actors: 0.41x of the bare queue, median of 15 full
  * runs, against 0.53x with one slot). Not the default: with two producers
- * spinning on one full queue (bench_serial_queue), one slot ran 13.8 M/s
- * against 18.2 M/s (medians of 8 interleaved runs), the drain's worker
- * preempted by a producer with the other worker unable to help for a
- * standby sleep.
+ * spinning on one full queue (bench_serial_queue) it ran 9-25% slower
+ * (13.8 against 18.2 and 18.2 against 20.0 M/s, medians of two sets of 8
+ * interleaved runs) with no task run on standby (standby_runs 0, about a
+ * hundred pool tasks per run). Likely cost: a standby wake preempts the
+ * drain's worker, which then waits behind a spinning producer; not
+ * proven.
  */
 #include "config.h"
 

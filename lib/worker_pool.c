@@ -123,7 +123,8 @@ struct worker {
 	/* Per node, `submitted` at this worker's last standby look: a task
 	 * whose index is below it waited a whole standby period. */
 	uint64_t *seen;
-	uint64_t standby_ns; /* the next standby sleep (this worker only) */
+	uint64_t *seen_taken; /* per node, `taken` at that look: progress since */
+	uint64_t standby_ns;  /* the next standby sleep (this worker only) */
 	/* Written by this worker only, read by stats: relaxed is enough. */
 	_Atomic uint64_t executed, stolen, sleeps, standby_runs;
 } __attribute__((aligned(64)));
@@ -380,7 +381,9 @@ static bool slot_take(orbit_worker_pool_t *p)
 
 /*
  * Standby (no slot free): run one task that waited since this worker's
- * last look, if there is one, else note what is queued now and sleep
+ * last look, if there is one and its node's FIFO took nothing since then
+ * (a slot holder stuck in a long handler) or holds more than it did (the
+ * slot holders fall behind); else note what is queued now and sleep
  * (STANDBY_MIN_NS, longer while nothing is queued). Returns false once
  * the pool is closed. No task waits on a standby worker alone: a slot
  * holder takes every ready task in FIFO order, and one that runs long
@@ -404,8 +407,14 @@ static bool standby(struct worker *w)
 		unsigned i = (w->node_idx + k) % p->nnodes;
 		struct pool_node *n = &p->nodes[i];
 
-		/* Relaxed: hints; node_pop() decides under the lock. */
-		if (atomic_load_explicit(&n->taken, memory_order_relaxed) < w->seen[i] &&
+		/* Relaxed: hints; node_pop() decides under the lock (a
+		 * difference of two loads that wrapped only makes one spare
+		 * or one missed run). */
+		uint64_t tk = atomic_load_explicit(&n->taken, memory_order_relaxed);
+		uint64_t sub = atomic_load_explicit(&n->submitted, memory_order_relaxed);
+
+		if (tk < w->seen[i] &&
+		    (tk == w->seen_taken[i] || sub - tk > w->seen[i] - w->seen_taken[i]) &&
 		    node_pop(n, &t)) {
 			if (k) /* this worker only */
 				orbit__single_writer_add(&w->stolen, 1);
@@ -417,6 +426,7 @@ static bool standby(struct worker *w)
 	}
 	for (unsigned i = 0; i < p->nnodes; i++) { /* relaxed: as above */
 		w->seen[i] = atomic_load_explicit(&p->nodes[i].submitted, memory_order_relaxed);
+		w->seen_taken[i] = atomic_load_explicit(&p->nodes[i].taken, memory_order_relaxed);
 		queued |= atomic_load_explicit(&p->nodes[i].taken, memory_order_relaxed) <
 			  w->seen[i];
 	}
@@ -694,8 +704,10 @@ static void pool_free(orbit_worker_pool_t *p)
 		pthread_mutex_destroy(&p->nodes[i].lock);
 		free(p->nodes[i].ring);
 	}
-	for (unsigned t = 0; t < p->nthreads; t++)
+	for (unsigned t = 0; t < p->nthreads; t++) {
 		free(p->workers[t].seen);
+		free(p->workers[t].seen_taken);
+	}
 	free(p->nodes);
 	free(p->workers);
 	orbit__topology_free(&p->topo);
@@ -757,7 +769,8 @@ int orbit_worker_pool_create(const struct orbit_worker_pool_options *user,
 	}
 	for (unsigned t = 0; t < p->nthreads; t++) {
 		p->workers[t].seen = calloc(p->nnodes, sizeof(uint64_t));
-		if (!p->workers[t].seen) {
+		p->workers[t].seen_taken = calloc(p->nnodes, sizeof(uint64_t));
+		if (!p->workers[t].seen || !p->workers[t].seen_taken) {
 			ret = -ENOMEM;
 			goto err_seen;
 		}
@@ -789,8 +802,10 @@ err_threads:
 	pool_free(p);
 	return ret;
 err_seen:
-	for (unsigned t = 0; t < p->nthreads; t++)
+	for (unsigned t = 0; t < p->nthreads; t++) {
 		free(p->workers[t].seen);
+		free(p->workers[t].seen_taken);
+	}
 	for (unsigned i = 0; i < p->nnodes; i++)
 		pthread_mutex_destroy(&p->nodes[i].lock);
 err_arrays:

@@ -114,7 +114,8 @@ struct orbit_worker_pool_options {
 	 * at most one worker fewer than the topology's CPUs (at least one)
 	 * does; a worker beyond that is on standby: it looks at the FIFOs
 	 * every 50 us to 500 us and runs only a task that waited since its
-	 * last look (one behind a handler that runs long), so one CPU stays
+	 * last look while the FIFO took nothing or grew (one behind a
+	 * handler that runs long, or a backlog), so one CPU stays
 	 * for a thread outside the pool that submits (see
 	 * doc/serial-queue.md for what it gains and costs).
 	 */

@@ -161,12 +161,10 @@ struct orbit_worker_pool {
 	 * submit). A worker without one is on
 	 * standby (standby()): it sleeps STANDBY_MIN_NS to STANDBY_MAX_NS at
 	 * a time, uncounted by submitters (WP-S2 never wakes it), and takes
-	 * only a task that waited a whole sleep (one behind a handler that
-	 * runs long on a slot holder). Measured (bench_spot_executor
-	 * PerActor 8 Actors, 2 CPUs, one producer): with every worker taking
-	 * tasks at once the producer shared its CPU with a worker. Relaxed: a count that
-	 * bounds how many run at once; liveness does not depend on it (a
-	 * standby wait is timed). */
+	 * only a task that waited a whole sleep while its FIFO made no
+	 * progress or grew (see standby()). Relaxed: a count that bounds how
+	 * many run at once; liveness does not depend on it (a standby wait is
+	 * timed). */
 	_Atomic unsigned slots;
 	unsigned slot_max;
 	_Atomic uint32_t standby_futex; /* bumped by destroy only */
@@ -416,6 +414,10 @@ static bool standby(struct worker *w)
 		if (tk < w->seen[i] &&
 		    (tk == w->seen_taken[i] || sub - tk > w->seen[i] - w->seen_taken[i]) &&
 		    node_pop(n, &t)) {
+			/* Our own take is not the slot holders' progress: a
+			 * second task behind the same long handler runs at the
+			 * next look. */
+			w->seen_taken[i]++;
 			if (k) /* this worker only */
 				orbit__single_writer_add(&w->stolen, 1);
 			orbit__single_writer_add(&w->standby_runs, 1); /* this worker only */

@@ -155,10 +155,10 @@ struct orbit_worker_pool {
 	 * protocol). */
 	_Atomic unsigned spinners;
 	unsigned spin_max;
-	/* Slots: workers that take any ready task at once, at most slot_max
-	 * (the threads; with the standby option the topology's CPUs - 1, at
-	 * least 1: one CPU is left to the threads outside the pool that
-	 * submit). A worker without one is on
+	/* Slots: workers that take any ready task at once. With the standby
+	 * option at most slot_max (the topology's CPUs - 1, at least 1: one
+	 * CPU is left to the threads outside the pool that submit), else
+	 * every worker holds one for good. A worker without one is on
 	 * standby (standby()): it sleeps STANDBY_MIN_NS to STANDBY_MAX_NS at
 	 * a time, uncounted by submitters (WP-S2 never wakes it), and takes
 	 * only a task that waited a whole sleep while its FIFO made no
@@ -167,6 +167,7 @@ struct orbit_worker_pool {
 	 * timed). */
 	_Atomic unsigned slots;
 	unsigned slot_max;
+	bool standby; /* the option: slots are counted (else every worker has one) */
 	_Atomic uint32_t standby_futex; /* bumped by destroy only */
 	_Atomic uint64_t rejected, wakes, pin_failures;
 };
@@ -429,13 +430,14 @@ static bool standby(struct worker *w)
 	for (unsigned i = 0; i < p->nnodes; i++) { /* relaxed: as above */
 		w->seen[i] = atomic_load_explicit(&p->nodes[i].submitted, memory_order_relaxed);
 		w->seen_taken[i] = atomic_load_explicit(&p->nodes[i].taken, memory_order_relaxed);
-		queued |= atomic_load_explicit(&p->nodes[i].taken, memory_order_relaxed) <
-			  w->seen[i];
+		queued |= w->seen_taken[i] < w->seen[i];
 	}
 	/* Nothing queued: look less often while the slot holders keep up. */
-	w->standby_ns = queued || !w->standby_ns	     ? STANDBY_MIN_NS
-			: w->standby_ns * 2 < STANDBY_MAX_NS ? w->standby_ns * 2
-							     : STANDBY_MAX_NS;
+	if (queued || w->standby_ns < STANDBY_MIN_NS)
+		w->standby_ns = STANDBY_MIN_NS;
+	else
+		w->standby_ns = w->standby_ns * 2 < STANDBY_MAX_NS ? w->standby_ns * 2
+								   : STANDBY_MAX_NS;
 	orbit__futex_wait_ns(&p->standby_futex, v, w->standby_ns);
 	return true;
 }
@@ -450,6 +452,9 @@ static void *worker_main(void *arg)
 		atomic_fetch_add_explicit(&p->pin_failures, 1,
 					  memory_order_relaxed); /* statistic */
 	w->one_cpu = alone_on_one_cpu(p); /* after pinning: the mask it keeps */
+	/* Without the standby option every worker keeps a slot for good: the
+	 * shared count is not touched on its sleep path. */
+	w->slot = !p->standby;
 	for (;;) {
 		if (!w->slot && !(w->slot = slot_take(p))) {
 			if (standby(w))
@@ -484,8 +489,11 @@ static void *worker_main(void *arg)
 				continue;
 			break;
 		}
-		w->slot = false; /* relaxed: see the field */
-		atomic_fetch_sub_explicit(&p->slots, 1, memory_order_relaxed);
+		if (p->standby) { /* a counted sleeper holds no slot */
+			w->slot = false;
+			/* Relaxed: see the field. */
+			atomic_fetch_sub_explicit(&p->slots, 1, memory_order_relaxed);
+		}
 		worker_sleep(w);
 	}
 	tls_worker = NULL;
@@ -747,7 +755,8 @@ int orbit_worker_pool_create(const struct orbit_worker_pool_options *user,
 	p->pid = orbit__self_pid();
 	/* One CPU for a submitter outside the pool. */
 	p->spin_max = p->ncpus > 1 ? p->ncpus - 1 : 1;
-	p->slot_max = opts.standby ? p->spin_max : p->nthreads;
+	p->standby = opts.standby;
+	p->slot_max = p->spin_max;
 	if (opts.spin_polls == ORBIT_WORKER_POOL_NO_SPIN)
 		p->spin_polls = 0;
 	else

@@ -226,7 +226,6 @@ int orbit__members_unlink(const char *fleet)
 int orbit__members_unlink_damaged(const char *fleet, bool dry_run)
 {
 	char name[ORBIT_SEG_NAME_MAX], path[ORBIT_SEG_NAME_MAX + sizeof("/dev/shm")];
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
 	struct stat ls, st;
 	int fd, r;
 
@@ -252,10 +251,8 @@ int orbit__members_unlink_damaged(const char *fleet, bool dry_run)
 		r = -errno;
 	else if (st.st_dev != ls.st_dev || st.st_ino != ls.st_ino)
 		r = -EBUSY; /* the name was replaced since the look: look again */
-	else if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
-		r = -errno;
-	else if (fl.l_type != F_UNLCK)
-		r = -EBUSY; /* a member's row lock (l_len 0: the whole file and past its end) */
+	else if ((r = orbit__seg_file_locked(fd)) != 0)
+		r = r > 0 ? -EBUSY : r; /* a member's row lock */
 	else
 		r = dry_run ? 0 : orbit__members_unlink(fleet);
 	close(fd); /* the flock goes with it, after the name */

@@ -592,20 +592,26 @@ static int refuse_short(int fd, const char *name, uint64_t size)
 		      "%" PRIu64 " bytes, shorter than a header (truncated)", size);
 }
 
-/*
- * Does another open file description hold a byte-range lock on @fd's file
- * (a member directory's row lock: shm/members.c)? 1 yes, 0 no, or a
- * refusal naming @name. Nothing attached to a segment that never was READY
- * holds one, so a held lock means the file was emptied or spoiled under
- * live users (spec->attach_locks).
- */
-static int locked_by_others(int fd, const char *name)
+int orbit__seg_file_locked(int fd)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET }; /* l_len 0: all */
 
 	if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
-		return refuse(-errno, name, "F_OFD_GETLK: %s", strerror(errno));
+		return -errno;
 	return fl.l_type != F_UNLCK;
+}
+
+/*
+ * orbit__seg_file_locked(), a failure refused naming @name. Nothing
+ * attached to a segment that never was READY holds a lock, so a held one
+ * means the file was emptied or spoiled under live users
+ * (spec->attach_locks).
+ */
+static int locked_by_others(int fd, const char *name)
+{
+	int r = orbit__seg_file_locked(fd);
+
+	return r < 0 ? refuse(r, name, "F_OFD_GETLK: %s", strerror(-r)) : r;
 }
 
 /*

@@ -226,6 +226,14 @@ int orbit__seg_reopen(const orbit_seg_t *seg, bool readonly);
 int orbit__seg_unlink(const char *fleet, const char *name);
 
 /*
+ * Does another open file description hold a byte-range lock (OFD or
+ * POSIX) anywhere in @fd's file, past its end too (a member directory's
+ * row locks: shm/members.c)? 1 yes, 0 no, or -errno from fcntl. Sets no
+ * message.
+ */
+int orbit__seg_file_locked(int fd);
+
+/*
  * orbit__seg_at - the one bounds-checked accessor: pointer to [off, off+len)
  * inside the mapping, or NULL when any byte of it is outside (overflow-safe).
  * Every offset, length or index read from SHM goes through here (or through
